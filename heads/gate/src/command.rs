@@ -1,0 +1,1 @@
+//! The `command` effect (being written).
