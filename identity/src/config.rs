@@ -1,0 +1,300 @@
+//! `config.toml`: where the signer listens, where the ledger and the registry
+//! live, the issuing policy and the verifier's lifetime ceiling.
+//!
+//! Unknown keys are refused. Relative paths (registry, SQLite ledger file)
+//! are anchored to the home directory, never to the current working
+//! directory. This module does not read the registry or open the ledger.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::files::read_private;
+use crate::{Home, IdentityError};
+
+/// Where the signer listens and heads connect, unless configured.
+pub const DEFAULT_SIGNER_ADDR: &str = "127.0.0.1:7443";
+/// The longest proof lifetime the signer ever issues, in seconds.
+pub const MAX_LIFETIME_CAP_SECS: u64 = 1800;
+const DEFAULT_LIFETIME_SECS: u64 = 300;
+
+/// The resolved configuration of an installation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `host:port` the signer listens on and heads connect to.
+    pub signer_addr: String,
+    /// sqlx URL of the ledger; SQLite paths are absolute after resolution.
+    pub ledger_url: String,
+    /// Absolute path of the operation registry.
+    pub registry: PathBuf,
+    /// What the signer puts into proofs.
+    pub policy: PolicyConfig,
+    /// The ceiling every verifier in this installation enforces on a proof's lifetime.
+    pub verifier_max_lifetime_secs: u64,
+}
+
+/// The issuing policy (mirrors `countersign_registry::Policy`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyConfig {
+    /// The `aud` claim; default `countersign:<principal>`.
+    pub audience: String,
+    /// Lifetime of a proof unless its operation sets one.
+    pub default_lifetime_secs: u64,
+    /// Longest lifetime any operation may ask for (at most [`MAX_LIFETIME_CAP_SECS`]).
+    pub max_lifetime_secs: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    signer: SignerSection,
+    #[serde(default)]
+    ledger: LedgerSection,
+    #[serde(default)]
+    registry: RegistrySection,
+    #[serde(default)]
+    policy: PolicySection,
+    #[serde(default)]
+    verifier: VerifierSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignerSection {
+    addr: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LedgerSection {
+    url: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegistrySection {
+    path: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicySection {
+    audience: Option<String>,
+    default_lifetime_secs: Option<u64>,
+    max_lifetime_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerifierSection {
+    max_lifetime_secs: Option<u64>,
+}
+
+impl Config {
+    /// Reads `config.toml` (a private file; absent means all defaults) and the
+    /// principal, and resolves every path against the home directory.
+    pub fn load(home: &Home) -> Result<Config, IdentityError> {
+        let principal = home.principal()?;
+        let path = home.config_path();
+        let text = match read_private(&path) {
+            Ok(bytes) => String::from_utf8(bytes.to_vec()).map_err(|_| IdentityError::Config {
+                path: path.clone(),
+                detail: "not UTF-8".into(),
+            })?,
+            Err(IdentityError::Missing(_)) => String::new(),
+            Err(e) => return Err(e),
+        };
+        Config::from_toml_str(home, &principal, &text)
+    }
+
+    /// Parses configuration text for `home` and `principal`.
+    pub fn from_toml_str(
+        home: &Home,
+        principal: &str,
+        text: &str,
+    ) -> Result<Config, IdentityError> {
+        let path = home.config_path();
+        let invalid = |detail: String| IdentityError::Config {
+            path: path.clone(),
+            detail,
+        };
+        let file: FileConfig = toml::from_str(text).map_err(|e| invalid(e.message().to_owned()))?;
+
+        let signer_addr = file
+            .signer
+            .addr
+            .unwrap_or_else(|| DEFAULT_SIGNER_ADDR.to_owned());
+        signer_addr.parse::<SocketAddr>().map_err(|_| {
+            invalid(format!(
+                "signer.addr {signer_addr:?} is not an IP:port address"
+            ))
+        })?;
+
+        let ledger_url = match file.ledger.url {
+            Some(url) => anchor_sqlite_url(home.root(), &url),
+            None => format!("sqlite://{}", home.ledger_path().display()),
+        };
+        let registry = anchor(
+            home.root(),
+            file.registry.path.unwrap_or_else(|| home.registry_path()),
+        );
+
+        let policy = PolicyConfig {
+            audience: file
+                .policy
+                .audience
+                .unwrap_or_else(|| format!("countersign:{principal}")),
+            default_lifetime_secs: file
+                .policy
+                .default_lifetime_secs
+                .unwrap_or(DEFAULT_LIFETIME_SECS),
+            max_lifetime_secs: file
+                .policy
+                .max_lifetime_secs
+                .unwrap_or(MAX_LIFETIME_CAP_SECS),
+        };
+        if policy.audience.is_empty() {
+            return Err(invalid("policy.audience must not be empty".into()));
+        }
+        if policy.max_lifetime_secs == 0 || policy.max_lifetime_secs > MAX_LIFETIME_CAP_SECS {
+            return Err(invalid(format!(
+                "policy.max_lifetime_secs must be 1..={MAX_LIFETIME_CAP_SECS}"
+            )));
+        }
+        if policy.default_lifetime_secs == 0
+            || policy.default_lifetime_secs > policy.max_lifetime_secs
+        {
+            return Err(invalid(
+                "policy.default_lifetime_secs must be 1..=policy.max_lifetime_secs".into(),
+            ));
+        }
+        let verifier_max_lifetime_secs = file
+            .verifier
+            .max_lifetime_secs
+            .unwrap_or(MAX_LIFETIME_CAP_SECS);
+        if verifier_max_lifetime_secs == 0 {
+            return Err(invalid(
+                "verifier.max_lifetime_secs must be positive".into(),
+            ));
+        }
+        Ok(Config {
+            signer_addr,
+            ledger_url,
+            registry,
+            policy,
+            verifier_max_lifetime_secs,
+        })
+    }
+}
+
+fn anchor(root: &Path, path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        path
+    } else {
+        root.join(path)
+    }
+}
+
+/// Anchors the file path of a `sqlite:` URL to the home; other URLs and
+/// in-memory databases are returned unchanged.
+fn anchor_sqlite_url(root: &Path, url: &str) -> String {
+    let Some(rest) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
+        return url.to_owned();
+    };
+    let (file, query) = match rest.split_once('?') {
+        Some((file, query)) => (file, Some(query)),
+        None => (rest, None),
+    };
+    if file.is_empty() || file.starts_with(':') || Path::new(file).is_absolute() {
+        return url.to_owned();
+    }
+    let anchored = root.join(file);
+    match query {
+        Some(q) => format!("sqlite://{}?{q}", anchored.display()),
+        None => format!("sqlite://{}", anchored.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const P: &str = "pr_0123456789abcdef0123456789abcdef";
+
+    fn home() -> Home {
+        Home::at("/h/cs").unwrap()
+    }
+
+    #[test]
+    fn defaults_are_anchored_to_home() {
+        let c = Config::from_toml_str(&home(), P, "").unwrap();
+        assert_eq!(c.signer_addr, "127.0.0.1:7443");
+        assert_eq!(c.ledger_url, "sqlite:///h/cs/ledger.db");
+        assert_eq!(c.registry, PathBuf::from("/h/cs/operations.toml"));
+        assert_eq!(
+            c.policy,
+            PolicyConfig {
+                audience: format!("countersign:{P}"),
+                default_lifetime_secs: 300,
+                max_lifetime_secs: 1800
+            }
+        );
+        assert_eq!(c.verifier_max_lifetime_secs, 1800);
+    }
+
+    #[test]
+    fn relative_paths_are_anchored_to_home_not_cwd() {
+        let text =
+            "[ledger]\nurl = \"sqlite://data/l.db?mode=rwc\"\n[registry]\npath = \"ops/x.toml\"\n";
+        let c = Config::from_toml_str(&home(), P, text).unwrap();
+        assert_eq!(c.ledger_url, "sqlite:///h/cs/data/l.db?mode=rwc");
+        assert_eq!(c.registry, PathBuf::from("/h/cs/ops/x.toml"));
+        let c = Config::from_toml_str(&home(), P, "[ledger]\nurl = \"sqlite:l.db\"\n").unwrap();
+        assert_eq!(c.ledger_url, "sqlite:///h/cs/l.db");
+        let c =
+            Config::from_toml_str(&home(), P, "[ledger]\nurl = \"postgres://u@h/db\"\n").unwrap();
+        assert_eq!(c.ledger_url, "postgres://u@h/db");
+    }
+
+    #[test]
+    fn refuses_unknown_keys() {
+        for text in [
+            "bogus = 1\n",
+            "[signer]\nlisten = \"x\"\n",
+            "[policy]\nlifetime = 3\n",
+        ] {
+            assert!(
+                matches!(
+                    Config::from_toml_str(&home(), P, text),
+                    Err(IdentityError::Config { .. })
+                ),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_lifetimes_above_the_cap_or_inverted() {
+        for text in [
+            "[policy]\nmax_lifetime_secs = 1801\n",
+            "[policy]\ndefault_lifetime_secs = 600\nmax_lifetime_secs = 300\n",
+            "[policy]\ndefault_lifetime_secs = 0\n",
+            "[verifier]\nmax_lifetime_secs = 0\n",
+            "[signer]\naddr = \"localhost\"\n",
+        ] {
+            assert!(
+                matches!(
+                    Config::from_toml_str(&home(), P, text),
+                    Err(IdentityError::Config { .. })
+                ),
+                "{text}"
+            );
+        }
+    }
+}

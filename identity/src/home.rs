@@ -1,0 +1,293 @@
+//! The countersign home directory: where it is, what lives in it, how it is
+//! created (`init`) and the permission checks every process runs before
+//! trusting it (`check`).
+//!
+//! The home is chosen by environment only (`$COUNTERSIGN_HOME`, else
+//! `$HOME/.config/countersign`), never by the current working directory.
+//! This module does not parse the configuration file nor create the PKI.
+
+use std::ffi::OsString;
+use std::fs::DirBuilder;
+use std::io::ErrorKind;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::IdentityError;
+use crate::files::{
+    check_private_dir_metadata, check_private_file_metadata, read_private, write_private_new,
+};
+use crate::peer::Role;
+
+const CONFIG_TEMPLATE: &str = "\
+# countersign configuration. Relative paths are anchored to this directory,
+# never to the current working directory. Unknown keys are refused.
+# Every value below is the default; uncomment to change it.
+#
+# [signer]
+# addr = \"127.0.0.1:7443\"        # the signer listens here; heads connect here
+#
+# [ledger]
+# url = \"sqlite://ledger.db\"
+#
+# [registry]
+# path = \"operations.toml\"
+#
+# [policy]
+# audience = \"countersign:<principal>\"
+# default_lifetime_secs = 300
+# max_lifetime_secs = 1800          # the signer never issues longer than 1800
+#
+# [verifier]
+# max_lifetime_secs = 1800
+";
+
+/// The countersign home directory (mode 0700, owned by the user).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    root: PathBuf,
+}
+
+/// What [`Home::init`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitReport {
+    /// The installation's principal (new or existing).
+    pub principal: String,
+    /// Paths created by this call (empty when everything already existed).
+    pub created: Vec<PathBuf>,
+}
+
+impl Home {
+    /// Resolves the home from the environment: `$COUNTERSIGN_HOME` (must be
+    /// absolute) or else `$HOME/.config/countersign`.
+    pub fn resolve() -> Result<Home, IdentityError> {
+        Home::resolve_from(
+            std::env::var_os("COUNTERSIGN_HOME"),
+            std::env::var_os("HOME"),
+        )
+    }
+
+    /// [`Home::resolve`] with the two variables given explicitly (for tests
+    /// and callers that read the environment themselves). Empty counts as unset.
+    pub fn resolve_from(
+        countersign_home: Option<OsString>,
+        home: Option<OsString>,
+    ) -> Result<Home, IdentityError> {
+        if let Some(dir) = countersign_home.filter(|v| !v.is_empty()) {
+            return Home::at(PathBuf::from(dir));
+        }
+        let home = home
+            .filter(|v| !v.is_empty())
+            .ok_or(IdentityError::NoHome)?;
+        let home = PathBuf::from(home);
+        if !home.is_absolute() {
+            return Err(IdentityError::HomeNotAbsolute(home));
+        }
+        Home::at(home.join(".config").join("countersign"))
+    }
+
+    /// A home at an explicit absolute path.
+    pub fn at(path: impl Into<PathBuf>) -> Result<Home, IdentityError> {
+        let root = path.into();
+        if !root.is_absolute() {
+            return Err(IdentityError::HomeNotAbsolute(root));
+        }
+        Ok(Home { root })
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// `config.toml`.
+    pub fn config_path(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+    /// `principal`: the installation's principal id.
+    pub fn principal_path(&self) -> PathBuf {
+        self.root.join("principal")
+    }
+    /// `operations.toml`: the default registry location.
+    pub fn registry_path(&self) -> PathBuf {
+        self.root.join("operations.toml")
+    }
+    /// `ledger.db`: the default SQLite ledger.
+    pub fn ledger_path(&self) -> PathBuf {
+        self.root.join("ledger.db")
+    }
+    /// `pki/`: certificates and their keys.
+    pub fn pki_dir(&self) -> PathBuf {
+        self.root.join("pki")
+    }
+    /// `pki/ca.pem`.
+    pub fn ca_cert_path(&self) -> PathBuf {
+        self.pki_dir().join("ca.pem")
+    }
+    /// `pki/ca.key`.
+    pub fn ca_key_path(&self) -> PathBuf {
+        self.pki_dir().join("ca.key")
+    }
+    /// `pki/signer.pem`: the signer's server certificate.
+    pub fn signer_cert_path(&self) -> PathBuf {
+        self.pki_dir().join("signer.pem")
+    }
+    /// `pki/signer.key`.
+    pub fn signer_tls_key_path(&self) -> PathBuf {
+        self.pki_dir().join("signer.key")
+    }
+    /// `pki/<role>.pem`: a client certificate.
+    pub fn client_cert_path(&self, role: Role) -> PathBuf {
+        self.pki_dir().join(format!("{}.pem", role.as_str()))
+    }
+    /// `pki/<role>.key`.
+    pub fn client_key_path(&self, role: Role) -> PathBuf {
+        self.pki_dir().join(format!("{}.key", role.as_str()))
+    }
+    /// `signer/`: the signer's private directory.
+    pub fn signer_dir(&self) -> PathBuf {
+        self.root.join("signer")
+    }
+    /// `signer/ed25519.key`: the proof-signing key (only the signer reads it).
+    pub fn signing_key_path(&self) -> PathBuf {
+        self.signer_dir().join("ed25519.key")
+    }
+
+    /// Creates the directory layout (0700 directories, the principal once,
+    /// a commented `config.toml`, an empty 0600 `ledger.db` so SQLite's files
+    /// inherit 0600) and then runs [`Home::check`]. Idempotent: existing
+    /// files are never rewritten, and an existing directory with the wrong
+    /// mode is refused rather than repaired.
+    pub fn init(&self) -> Result<InitReport, IdentityError> {
+        let mut created = Vec::new();
+        if let Some(parent) = self.root.parent() {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|e| IdentityError::io(parent, &e))?;
+        }
+        for dir in [self.root.clone(), self.pki_dir(), self.signer_dir()] {
+            if create_private_dir(&dir)? {
+                created.push(dir);
+            }
+        }
+        let principal_path = self.principal_path();
+        match write_private_new(
+            &principal_path,
+            format!("{}\n", generate_principal()?).as_bytes(),
+        ) {
+            Ok(()) => created.push(principal_path),
+            Err(IdentityError::AlreadyExists(_)) => {}
+            Err(e) => return Err(e),
+        }
+        for (path, contents) in [
+            (self.config_path(), CONFIG_TEMPLATE.as_bytes()),
+            (self.ledger_path(), b"".as_slice()),
+        ] {
+            match write_private_new(&path, contents) {
+                Ok(()) => created.push(path),
+                Err(IdentityError::AlreadyExists(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.check()?;
+        Ok(InitReport {
+            principal: self.principal()?,
+            created,
+        })
+    }
+
+    /// Refuses the home unless: the directory and its `pki/` and `signer/`
+    /// subdirectories are 0700; every known file is a regular file with no
+    /// permission beyond 0600; everything is owned by the current user; no
+    /// known path is a symlink; and the principal file exists.
+    pub fn check(&self) -> Result<(), IdentityError> {
+        check_dir(&self.root, true)?;
+        check_dir(&self.pki_dir(), false)?;
+        check_dir(&self.signer_dir(), false)?;
+        let mut files = vec![
+            self.principal_path(),
+            self.config_path(),
+            self.registry_path(),
+            self.ledger_path(),
+            self.root.join("ledger.db-wal"),
+            self.root.join("ledger.db-shm"),
+            self.ca_cert_path(),
+            self.ca_key_path(),
+            self.signer_cert_path(),
+            self.signer_tls_key_path(),
+            self.signing_key_path(),
+        ];
+        for role in Role::ALL {
+            files.push(self.client_cert_path(role));
+            files.push(self.client_key_path(role));
+        }
+        for file in &files {
+            match std::fs::symlink_metadata(file) {
+                Ok(meta) => check_private_file_metadata(file, &meta)?,
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(IdentityError::io(file, &e)),
+            }
+        }
+        if !self.principal_path().exists() {
+            return Err(IdentityError::Missing(self.principal_path()));
+        }
+        Ok(())
+    }
+
+    /// The installation's principal id, read from the principal file.
+    pub fn principal(&self) -> Result<String, IdentityError> {
+        let path = self.principal_path();
+        let bytes = read_private(&path)?;
+        let text =
+            std::str::from_utf8(&bytes).map_err(|_| IdentityError::BadPrincipal(path.clone()))?;
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        if !is_valid_principal(text) {
+            return Err(IdentityError::BadPrincipal(path));
+        }
+        Ok(text.to_owned())
+    }
+}
+
+/// A fresh principal id: `pr_` + 32 lowercase hex characters (128 random bits).
+pub fn generate_principal() -> Result<String, IdentityError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| IdentityError::Pki(format!("random: {e}")))?;
+    Ok(format!("pr_{}", hex::encode(bytes)))
+}
+
+/// Whether `s` is `pr_` followed by exactly 32 lowercase hex characters.
+pub fn is_valid_principal(s: &str) -> bool {
+    s.strip_prefix("pr_").is_some_and(|hex| {
+        hex.len() == 32
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// Creates a 0700 directory; `Ok(false)` if it already existed (then checked).
+pub(crate) fn create_private_dir(dir: &Path) -> Result<bool, IdentityError> {
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {
+            // A restrictive umask may have cleared owner bits; the new directory is ours.
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| IdentityError::io(dir, &e))?;
+            check_dir(dir, true)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            check_dir(dir, true)?;
+            Ok(false)
+        }
+        Err(e) => Err(IdentityError::io(dir, &e)),
+    }
+}
+
+fn check_dir(dir: &Path, required: bool) -> Result<(), IdentityError> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) => check_private_dir_metadata(dir, &meta),
+        Err(e) if e.kind() == ErrorKind::NotFound && !required => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(IdentityError::Missing(dir.to_path_buf())),
+        Err(e) => Err(IdentityError::io(dir, &e)),
+    }
+}

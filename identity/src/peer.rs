@@ -1,0 +1,170 @@
+//! Roles and the peer identity a client certificate names.
+//!
+//! A client's role and principal come only from the single URI SAN
+//! `countersign://<role>/<principal>` of its (already chain-verified)
+//! certificate. This module parses; it does not verify chains — rustls does
+//! that during the handshake.
+
+use std::fmt;
+use std::str::FromStr;
+
+use x509_parser::certificate::X509Certificate;
+use x509_parser::extensions::GeneralName;
+use x509_parser::prelude::FromDer;
+
+use crate::IdentityError;
+use crate::home::is_valid_principal;
+
+/// The URI SAN of the signer's server certificate.
+pub const SIGNER_URI: &str = "countersign://signer";
+
+const URI_PREFIX: &str = "countersign://";
+
+/// What a client certificate allows its holder to ask of the signer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A trusted human interface (CLI approve, web console): decides and revokes.
+    Approver,
+    /// An agent-side head (CLI, API, MCP): proposes and claims handoffs.
+    Head,
+    /// Key administration.
+    Admin,
+}
+
+impl Role {
+    /// Every role, in a fixed order.
+    pub const ALL: [Role; 3] = [Role::Approver, Role::Head, Role::Admin];
+
+    /// The role's name in certificates and file names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Approver => "approver",
+            Role::Head => "head",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Role {
+    type Err = IdentityError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "approver" => Ok(Role::Approver),
+            "head" => Ok(Role::Head),
+            "admin" => Ok(Role::Admin),
+            other => Err(IdentityError::UnknownRole(other.to_owned())),
+        }
+    }
+}
+
+/// Who is on the other end of an mTLS connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerIdentity {
+    /// The role named by the certificate.
+    pub role: Role,
+    /// The principal named by the certificate (`pr_` + 32 hex).
+    pub principal: String,
+}
+
+impl PeerIdentity {
+    /// The URI SAN that names this identity.
+    pub fn uri(&self) -> String {
+        format!("{URI_PREFIX}{}/{}", self.role, self.principal)
+    }
+}
+
+/// Reads the role and principal from a DER client certificate: it must have
+/// exactly one URI SAN, of the form `countersign://<role>/<principal>`.
+pub fn peer_identity(cert_der: &[u8]) -> Result<PeerIdentity, IdentityError> {
+    let (rest, cert) =
+        X509Certificate::from_der(cert_der).map_err(|_| IdentityError::PeerCertificate)?;
+    if !rest.is_empty() {
+        return Err(IdentityError::PeerCertificate);
+    }
+    let san = cert
+        .subject_alternative_name()
+        .map_err(|_| IdentityError::PeerCertificate)?
+        .ok_or(IdentityError::NoPeerUri)?;
+    let uris: Vec<&str> = san
+        .value
+        .general_names
+        .iter()
+        .filter_map(|name| match name {
+            GeneralName::URI(uri) => Some(*uri),
+            _ => None,
+        })
+        .collect();
+    let uri = match uris.as_slice() {
+        [] => return Err(IdentityError::NoPeerUri),
+        [one] => *one,
+        many => return Err(IdentityError::MultiplePeerUris(many.len())),
+    };
+    parse_peer_uri(uri)
+}
+
+/// Parses `countersign://<role>/<principal>`.
+pub(crate) fn parse_peer_uri(uri: &str) -> Result<PeerIdentity, IdentityError> {
+    let malformed = || IdentityError::MalformedPeerUri(uri.to_owned());
+    let rest = uri.strip_prefix(URI_PREFIX).ok_or_else(malformed)?;
+    let (role, principal) = rest.split_once('/').ok_or_else(malformed)?;
+    let role = Role::from_str(role)?;
+    if !is_valid_principal(principal) {
+        return Err(IdentityError::BadPeerPrincipal(principal.to_owned()));
+    }
+    Ok(PeerIdentity {
+        role,
+        principal: principal.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const P: &str = "pr_0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn parses_each_role() {
+        for role in Role::ALL {
+            let id = parse_peer_uri(&format!("countersign://{role}/{P}")).unwrap();
+            assert_eq!(id.role, role);
+            assert_eq!(id.principal, P);
+            assert_eq!(id.uri(), format!("countersign://{role}/{P}"));
+        }
+    }
+
+    #[test]
+    fn refuses_malformed_uris() {
+        assert_eq!(
+            parse_peer_uri("https://head/x"),
+            Err(IdentityError::MalformedPeerUri("https://head/x".into()))
+        );
+        assert_eq!(
+            parse_peer_uri("countersign://signer"),
+            Err(IdentityError::MalformedPeerUri(
+                "countersign://signer".into()
+            ))
+        );
+        assert_eq!(
+            parse_peer_uri(&format!("countersign://root/{P}")),
+            Err(IdentityError::UnknownRole("root".into()))
+        );
+        assert_eq!(
+            parse_peer_uri("countersign://head/pr_0123456789ABCDEF0123456789abcdef"),
+            Err(IdentityError::BadPeerPrincipal(
+                "pr_0123456789ABCDEF0123456789abcdef".into()
+            ))
+        );
+        assert_eq!(
+            parse_peer_uri(&format!("countersign://head/{P}/extra")),
+            Err(IdentityError::BadPeerPrincipal(format!("{P}/extra")))
+        );
+    }
+}

@@ -1,0 +1,73 @@
+//! TLS for the signer and its clients: the one place that installs the
+//! rustls crypto provider, and builders for tonic's server and client TLS
+//! configurations.
+//!
+//! The server requires a client certificate chaining to the installation's
+//! CA; clients trust only that CA and expect the name `localhost`. Key PEM
+//! read here is handed to tonic; this module keeps no copy.
+
+use std::sync::Once;
+use std::time::Duration;
+
+use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
+
+use crate::pki::read_text;
+use crate::{Home, IdentityError, Role};
+
+/// The server name clients expect in the signer's certificate.
+pub const SIGNER_DOMAIN: &str = "localhost";
+/// How long a TLS handshake may take before the server drops the connection.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Installs rustls's `ring` provider as the process default. The only place
+/// that does so; safe to call any number of times from any thread.
+pub fn install_crypto_provider() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        // Err means a provider is already installed, which is what we want.
+        let _already = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// The signer's server TLS: `pki/signer.pem` + key, client certificates
+/// required and verified against `pki/ca.pem`.
+pub fn server_config(home: &Home) -> Result<ServerTlsConfig, IdentityError> {
+    let cert = read_text(&home.signer_cert_path())?;
+    let key = zeroize::Zeroizing::new(read_text(&home.signer_tls_key_path())?);
+    let ca = read_text(&home.ca_cert_path())?;
+    Ok(server_config_from_pem(&cert, &key, &ca))
+}
+
+/// [`server_config`] from PEM text.
+pub fn server_config_from_pem(
+    cert_pem: &str,
+    key_pem: &str,
+    client_ca_pem: &str,
+) -> ServerTlsConfig {
+    ServerTlsConfig::new()
+        .identity(Identity::from_pem(cert_pem, key_pem))
+        .client_ca_root(Certificate::from_pem(client_ca_pem))
+        .client_auth_optional(false)
+        .timeout(HANDSHAKE_TIMEOUT)
+}
+
+/// A client TLS configuration for `role`: trusts `pki/ca.pem`, presents
+/// `pki/<role>.pem` + key, expects the server name `localhost`.
+pub fn client_config(home: &Home, role: Role) -> Result<ClientTlsConfig, IdentityError> {
+    let ca = read_text(&home.ca_cert_path())?;
+    let cert = read_text(&home.client_cert_path(role))?;
+    let key = zeroize::Zeroizing::new(read_text(&home.client_key_path(role))?);
+    Ok(client_config_from_pem(&ca, &cert, &key))
+}
+
+/// [`client_config`] from PEM text.
+pub fn client_config_from_pem(ca_pem: &str, cert_pem: &str, key_pem: &str) -> ClientTlsConfig {
+    client_config_without_identity(ca_pem).identity(Identity::from_pem(cert_pem, key_pem))
+}
+
+/// A client that presents no certificate (tests: the server must refuse it).
+pub fn client_config_without_identity(ca_pem: &str) -> ClientTlsConfig {
+    ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(ca_pem))
+        .domain_name(SIGNER_DOMAIN)
+}
