@@ -1,2 +1,23 @@
-//! placeholder
+//! countersign proof v1, verification side: canonical JSON (RFC 8785),
+//! PASETO v4.public verification, claims, key ids, and the `VerifiedProof`
+//! type that only [`verify`] can build.
+//!
+//! This crate holds no signing code: it uses `ed25519_dalek::VerifyingKey`
+//! only. The signer builds tokens with [`paseto::signing_input`] and
+//! [`paseto::assemble`] around its own key.
 #![forbid(unsafe_code)]
+
+pub mod canonical;
+pub mod claims;
+pub mod keys;
+pub mod paseto;
+pub mod proof;
+pub mod refusal;
+pub mod timestamp;
+pub mod verify;
+
+pub use claims::{Claims, Grant};
+pub use keys::{KeyRing, key_id};
+pub use proof::{Proof, ProofFormatError};
+pub use refusal::Refusal;
+pub use verify::{Expectations, VerifiedProof, verify};

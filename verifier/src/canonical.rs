@@ -1,0 +1,96 @@
+//! Canonical JSON: the strict parser and the RFC 8785 (JCS) serializer.
+//!
+//! Owns: turning untrusted bytes into a [`serde_json::Value`] while refusing
+//! everything that could make two readers disagree about the value
+//! (duplicate keys, numbers that are not exactly representable, lone
+//! surrogates, excessive nesting or size, invalid UTF-8, trailing data), and
+//! writing a value back as RFC 8785 text (keys sorted by UTF-16 code units,
+//! no whitespace, JCS string escaping, ECMAScript number form via `ryu-js`).
+//!
+//! Must not: depend on `serde_json`'s parser (it silently keeps the last of
+//! duplicate keys) or on its map order (we sort ourselves), and must not
+//! accept a number whose meaning depends on the reader's integer width.
+
+mod parser;
+mod writer;
+
+use sha2::{Digest, Sha256};
+
+/// Maximum nesting depth of arrays and objects (the top-level value counts as depth 1).
+pub const MAX_DEPTH: usize = 32;
+/// Maximum size of an operation's arguments document, in bytes.
+pub const MAX_ARGS_BYTES: usize = 64 * 1024;
+/// Largest integer magnitude accepted: 2^53 - 1 (every integer up to it is exact in f64).
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Why a document was refused by the strict parser or could not be serialized canonically.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CanonicalError {
+    /// An object repeats a key (the key is reported).
+    #[error("duplicate object key {0:?}")]
+    DuplicateKey(String),
+    /// A number overflows to infinity (e.g. `1e400`) or is NaN.
+    #[error("number is not finite")]
+    NonFinite,
+    /// An integer outside ±(2^53 − 1), which not every reader represents exactly.
+    #[error("integer outside ±(2^53 - 1)")]
+    OutOfRange,
+    /// A `\uD800`-style escape without its pair.
+    #[error("lone UTF-16 surrogate escape")]
+    LoneSurrogate,
+    /// Arrays/objects nested deeper than [`MAX_DEPTH`].
+    #[error("nesting deeper than {MAX_DEPTH}")]
+    TooDeep,
+    /// The input is larger than the caller's limit.
+    #[error("input larger than {limit} bytes")]
+    TooLarge {
+        /// The limit that was exceeded, in bytes.
+        limit: usize,
+    },
+    /// The input is not valid UTF-8.
+    #[error("input is not valid UTF-8")]
+    InvalidUtf8,
+    /// Any other JSON syntax error, at a byte offset.
+    #[error("JSON syntax error at byte {offset}")]
+    Syntax {
+        /// Byte offset of the first offending byte.
+        offset: usize,
+    },
+    /// A complete value is followed by more non-whitespace data.
+    #[error("trailing data after the JSON value")]
+    Trailing,
+    /// A timestamp to be written has a fractional second or a year outside 0000..=9999.
+    #[error("timestamp cannot be written as YYYY-MM-DDTHH:MM:SSZ")]
+    Timestamp,
+}
+
+/// Strictly parses `input` (at most `limit` bytes) into a JSON value.
+///
+/// Insignificant whitespace is accepted; use [`to_canonical`] and compare
+/// bytes when the input must itself be canonical.
+pub fn parse(input: &[u8], limit: usize) -> Result<serde_json::Value, CanonicalError> {
+    if input.len() > limit {
+        return Err(CanonicalError::TooLarge { limit });
+    }
+    let text = std::str::from_utf8(input).map_err(|_| CanonicalError::InvalidUtf8)?;
+    parser::parse_str(text)
+}
+
+/// Returns the RFC 8785 text of `value`.
+///
+/// Errors on integers outside ±(2^53 − 1) and on non-finite numbers, so that
+/// nothing is written that [`parse`] would refuse.
+pub fn to_canonical(value: &serde_json::Value) -> Result<String, CanonicalError> {
+    let mut out = String::new();
+    writer::write_value(value, &mut out, 1)?;
+    Ok(out)
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,119 @@
+//! The RFC 8785 serializer behind [`super::to_canonical`].
+//!
+//! Owns: key order (UTF-16 code units), JCS string escaping and ECMAScript
+//! number text. Must not: write any number that [`super::parse`] would refuse.
+
+use std::fmt::Write as _;
+
+use serde_json::{Number, Value};
+
+use super::{CanonicalError, MAX_DEPTH, MAX_SAFE_INTEGER};
+
+/// The smallest magnitude ECMAScript writes in exponent form.
+const EXPONENT_FORM_FROM: f64 = 1e21;
+
+/// Refuses what canonical text cannot carry unambiguously: non-finite values,
+/// and integral values beyond ±(2^53 − 1) that ECMAScript would write as a
+/// plain digit string (from 1e21 on it writes `1e+21`, which every reader
+/// treats as a float).
+pub(super) fn check_float(value: f64) -> Result<(), CanonicalError> {
+    if !value.is_finite() {
+        return Err(CanonicalError::NonFinite);
+    }
+    let magnitude = value.abs();
+    if value.fract() == 0.0 && magnitude > MAX_SAFE_INTEGER as f64 && magnitude < EXPONENT_FORM_FROM
+    {
+        return Err(CanonicalError::OutOfRange);
+    }
+    Ok(())
+}
+
+pub(super) fn write_value(
+    value: &Value,
+    out: &mut String,
+    depth: usize,
+) -> Result<(), CanonicalError> {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(n, out)?,
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            if depth > MAX_DEPTH {
+                return Err(CanonicalError::TooDeep);
+            }
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(item, out, depth + 1)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            if depth > MAX_DEPTH {
+                return Err(CanonicalError::TooDeep);
+            }
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(key, out);
+                out.push(':');
+                write_value(item, out, depth + 1)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+fn write_number(n: &Number, out: &mut String) -> Result<(), CanonicalError> {
+    if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() > MAX_SAFE_INTEGER {
+            return Err(CanonicalError::OutOfRange);
+        }
+        // Within ±(2^53 - 1) the decimal form is the ECMAScript form.
+        let _ = write!(out, "{i}");
+    } else if let Some(u) = n.as_u64() {
+        if u > MAX_SAFE_INTEGER {
+            return Err(CanonicalError::OutOfRange);
+        }
+        let _ = write!(out, "{u}");
+    } else {
+        let f = n.as_f64().ok_or(CanonicalError::NonFinite)?;
+        check_float(f)?;
+        if f == 0.0 {
+            // -0 is written as 0 (ECMAScript Number::toString).
+            out.push('0');
+        } else {
+            out.push_str(ryu_js::Buffer::new().format_finite(f));
+        }
+    }
+    Ok(())
+}
+
+fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}

@@ -1,0 +1,241 @@
+//! The claims a proof carries, and their canonical JSON form.
+//!
+//! Owns: the `Claims`/`Grant` types, their one canonical serialization, and
+//! the strict reading of a signed payload (byte-identical to its canonical
+//! re-encoding, exactly the known fields, typed, self-consistent).
+//! Must not: compare claims with what a verifier expects (that is
+//! `verify.rs`) or read payload bytes that are not yet authenticated.
+
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+
+use crate::canonical::{self, CanonicalError, MAX_SAFE_INTEGER};
+use crate::refusal::Refusal;
+use crate::timestamp;
+
+/// The issuer every countersign proof names.
+pub const ISSUER: &str = "countersign-signer";
+/// Largest signed payload the verifier reads, in bytes.
+pub const MAX_PAYLOAD_BYTES: usize = 128 * 1024;
+
+const FIELDS: [&str; 16] = [
+    "args",
+    "args_sha256",
+    "aud",
+    "crev",
+    "exp",
+    "grant",
+    "iat",
+    "iss",
+    "jti",
+    "nbf",
+    "op",
+    "pid",
+    "prev",
+    "prov",
+    "sid",
+    "sub",
+];
+
+/// A standing rule that approved an action without a fresh human decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// Rule id.
+    pub rule: String,
+    /// Rule version.
+    pub version: u64,
+}
+
+/// Everything a proof asserts. See the contract for the meaning of each field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claims {
+    /// Issuer, always [`ISSUER`].
+    pub iss: String,
+    /// Audience (the installation/deployment the proof is for).
+    pub aud: String,
+    /// Principal id.
+    pub sub: String,
+    /// Session.
+    pub sid: String,
+    /// Proposal id.
+    pub pid: String,
+    /// Operation name.
+    pub op: String,
+    /// Canonical arguments (a JSON object).
+    pub args: Value,
+    /// SHA-256 hex of the canonical arguments text.
+    pub args_sha256: String,
+    /// Contract revision of the operation.
+    pub crev: String,
+    /// Policy revision.
+    pub prev: String,
+    /// The rule that approved, or `None` for a human decision.
+    pub grant: Option<Grant>,
+    /// Provenance: `human:cli`, `human:web` or `rule:<id>@<version>`.
+    pub prov: String,
+    /// Nonce: base64url-no-pad of 32 random bytes.
+    pub jti: String,
+    /// Issued at.
+    pub iat: OffsetDateTime,
+    /// Not before.
+    pub nbf: OffsetDateTime,
+    /// Expires at (exclusive).
+    pub exp: OffsetDateTime,
+}
+
+impl Claims {
+    /// The canonical JSON payload of these claims (what the signer signs).
+    pub fn to_canonical_json(&self) -> Result<String, CanonicalError> {
+        let ts = |t: OffsetDateTime| timestamp::format(t).map_err(|_| CanonicalError::Timestamp);
+        let grant = match &self.grant {
+            None => Value::Null,
+            Some(g) => {
+                let mut m = Map::new();
+                m.insert("rule".into(), Value::String(g.rule.clone()));
+                m.insert("version".into(), Value::from(g.version));
+                Value::Object(m)
+            }
+        };
+        let mut m = Map::new();
+        let s = |v: &String| Value::String(v.clone());
+        m.insert("iss".into(), s(&self.iss));
+        m.insert("aud".into(), s(&self.aud));
+        m.insert("sub".into(), s(&self.sub));
+        m.insert("sid".into(), s(&self.sid));
+        m.insert("pid".into(), s(&self.pid));
+        m.insert("op".into(), s(&self.op));
+        m.insert("args".into(), self.args.clone());
+        m.insert("args_sha256".into(), s(&self.args_sha256));
+        m.insert("crev".into(), s(&self.crev));
+        m.insert("prev".into(), s(&self.prev));
+        m.insert("grant".into(), grant);
+        m.insert("prov".into(), s(&self.prov));
+        m.insert("jti".into(), s(&self.jti));
+        m.insert("iat".into(), Value::String(ts(self.iat)?));
+        m.insert("nbf".into(), Value::String(ts(self.nbf)?));
+        m.insert("exp".into(), Value::String(ts(self.exp)?));
+        canonical::to_canonical(&Value::Object(m))
+    }
+
+    /// Reads an (authenticated) payload strictly.
+    ///
+    /// `NonCanonicalClaims` if the bytes are not exactly the canonical JSON
+    /// of some value (this includes duplicate keys, unrepresentable numbers,
+    /// lone surrogates, whitespace, key order); `Malformed` if that value is
+    /// not a complete, well-typed, self-consistent claims object;
+    /// `ArgumentsMismatch` if `args_sha256` is not the hash of `args`.
+    pub fn from_canonical_json(payload: &[u8]) -> Result<Claims, Refusal> {
+        let value = canonical::parse(payload, MAX_PAYLOAD_BYTES)
+            .map_err(|_| Refusal::NonCanonicalClaims)?;
+        let again = canonical::to_canonical(&value).map_err(|_| Refusal::NonCanonicalClaims)?;
+        if again.as_bytes() != payload {
+            return Err(Refusal::NonCanonicalClaims);
+        }
+        let Value::Object(mut m) = value else {
+            return Err(Refusal::Malformed);
+        };
+        if m.len() != FIELDS.len() || !FIELDS.iter().all(|f| m.contains_key(*f)) {
+            return Err(Refusal::Malformed);
+        }
+        let mut take = |k: &str| m.remove(k).ok_or(Refusal::Malformed);
+        let args = take("args")?;
+        let grant = take("grant")?;
+        let claims = Claims {
+            iss: string(take("iss")?)?,
+            aud: string(take("aud")?)?,
+            sub: string(take("sub")?)?,
+            sid: string(take("sid")?)?,
+            pid: string(take("pid")?)?,
+            op: string(take("op")?)?,
+            args_sha256: string(take("args_sha256")?)?,
+            crev: string(take("crev")?)?,
+            prev: string(take("prev")?)?,
+            prov: string(take("prov")?)?,
+            jti: string(take("jti")?)?,
+            iat: time(take("iat")?)?,
+            nbf: time(take("nbf")?)?,
+            exp: time(take("exp")?)?,
+            grant: read_grant(grant)?,
+            args,
+        };
+        claims.check_consistency()?;
+        Ok(claims)
+    }
+
+    fn check_consistency(&self) -> Result<(), Refusal> {
+        let well_formed = self.iss == ISSUER
+            && self.args.is_object()
+            && is_sha256_hex(&self.args_sha256)
+            && is_sha256_hex(&self.crev)
+            && is_sha256_hex(&self.prev)
+            && is_nonce(&self.jti)
+            && provenance_matches(&self.prov, self.grant.as_ref())
+            && self.nbf >= self.iat
+            && self.exp > self.nbf;
+        if !well_formed {
+            return Err(Refusal::Malformed);
+        }
+        let args_text = canonical::to_canonical(&self.args).map_err(|_| Refusal::Malformed)?;
+        if canonical::sha256_hex(args_text.as_bytes()) != self.args_sha256 {
+            return Err(Refusal::ArgumentsMismatch);
+        }
+        Ok(())
+    }
+}
+
+fn string(v: Value) -> Result<String, Refusal> {
+    match v {
+        Value::String(s) => Ok(s),
+        _ => Err(Refusal::Malformed),
+    }
+}
+
+fn time(v: Value) -> Result<OffsetDateTime, Refusal> {
+    timestamp::parse(&string(v)?).map_err(|_| Refusal::Malformed)
+}
+
+fn read_grant(v: Value) -> Result<Option<Grant>, Refusal> {
+    let mut m = match v {
+        Value::Null => return Ok(None),
+        Value::Object(m) => m,
+        _ => return Err(Refusal::Malformed),
+    };
+    if m.len() != 2 {
+        return Err(Refusal::Malformed);
+    }
+    let rule = string(m.remove("rule").ok_or(Refusal::Malformed)?)?;
+    let version = m
+        .remove("version")
+        .and_then(|v| v.as_u64())
+        .filter(|v| *v <= MAX_SAFE_INTEGER)
+        .ok_or(Refusal::Malformed)?;
+    Ok(Some(Grant { rule, version }))
+}
+
+fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// base64url-no-pad of exactly 32 bytes (256 bits), canonical trailing bits.
+fn is_nonce(s: &str) -> bool {
+    s.len() == 43 && crate::paseto::b64url_decode(s).is_some_and(|b| b.len() == 32)
+}
+
+/// `human:cli`/`human:web` without a grant, or `rule:<id>@<version>` naming exactly the grant.
+fn provenance_matches(prov: &str, grant: Option<&Grant>) -> bool {
+    match (prov, grant) {
+        ("human:cli" | "human:web", None) => true,
+        (_, Some(g)) => prov == format!("rule:{}@{}", g.rule, g.version) && is_rule_id(&g.rule),
+        _ => false,
+    }
+}
+
+fn is_rule_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,175 @@
+//! Unit tests for the claims' canonical form and strict reading.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::json;
+
+use super::*;
+
+fn sample() -> Claims {
+    let args = json!({"name": "nightly", "cron": "0 3 * * *"});
+    let args_text = canonical::to_canonical(&args).unwrap();
+    Claims {
+        iss: ISSUER.into(),
+        aud: "countersign-local".into(),
+        sub: "pr_0123456789abcdef0123456789abcdef".into(),
+        sid: "sess-1".into(),
+        pid: "prop_0123456789abcdef0123456789abcdef".into(),
+        op: "schedule.create".into(),
+        args_sha256: canonical::sha256_hex(args_text.as_bytes()),
+        args,
+        crev: "a".repeat(64),
+        prev: "b".repeat(64),
+        grant: None,
+        prov: "human:cli".into(),
+        jti: "A".repeat(43),
+        iat: timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
+        nbf: timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
+        exp: timestamp::parse("2026-01-01T00:05:00Z").unwrap(),
+    }
+}
+
+fn reread(c: &Claims) -> Result<Claims, Refusal> {
+    Claims::from_canonical_json(c.to_canonical_json().unwrap().as_bytes())
+}
+
+fn edit(f: impl FnOnce(&mut Map<String, Value>)) -> Result<Claims, Refusal> {
+    let text = sample().to_canonical_json().unwrap();
+    let Value::Object(mut m) = serde_json::from_str(&text).unwrap() else {
+        unreachable!()
+    };
+    f(&mut m);
+    let edited = canonical::to_canonical(&Value::Object(m)).unwrap();
+    Claims::from_canonical_json(edited.as_bytes())
+}
+
+#[test]
+fn canonical_form_round_trips() {
+    let c = sample();
+    let text = c.to_canonical_json().unwrap();
+    assert!(text.starts_with(r#"{"args":{"cron":"0 3 * * *","name":"nightly"},"args_sha256":""#));
+    assert!(text.contains(r#""exp":"2026-01-01T00:05:00Z","grant":null,"#));
+    assert_eq!(reread(&c).unwrap(), c);
+    let mut g = sample();
+    g.grant = Some(Grant {
+        rule: "nightly-ok".into(),
+        version: 3,
+    });
+    g.prov = "rule:nightly-ok@3".into();
+    assert!(
+        g.to_canonical_json()
+            .unwrap()
+            .contains(r#""grant":{"rule":"nightly-ok","version":3}"#)
+    );
+    assert_eq!(reread(&g).unwrap(), g);
+}
+
+#[test]
+fn refuses_non_canonical_payload_bytes() {
+    let text = sample().to_canonical_json().unwrap();
+    let spaced = text.replacen(':', ": ", 1);
+    assert_eq!(
+        Claims::from_canonical_json(spaced.as_bytes()),
+        Err(Refusal::NonCanonicalClaims)
+    );
+    let dup = text.replacen('{', r#"{"aud":"x","#, 1);
+    assert_eq!(
+        Claims::from_canonical_json(dup.as_bytes()),
+        Err(Refusal::NonCanonicalClaims)
+    );
+    let newline = format!("{text}\n");
+    assert_eq!(
+        Claims::from_canonical_json(newline.as_bytes()),
+        Err(Refusal::NonCanonicalClaims)
+    );
+    assert_eq!(
+        Claims::from_canonical_json(b"not json"),
+        Err(Refusal::NonCanonicalClaims)
+    );
+}
+
+#[test]
+fn refuses_unknown_missing_and_mistyped_fields() {
+    assert_eq!(
+        edit(|m| drop(m.insert("extra".into(), json!(1)))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(edit(|m| drop(m.remove("nbf"))), Err(Refusal::Malformed));
+    assert_eq!(
+        edit(|m| drop(m.insert("sid".into(), json!(5)))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(
+        edit(|m| drop(m.insert("args".into(), json!([1])))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(
+        edit(|m| drop(m.insert("iss".into(), json!("someone")))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(
+        edit(|m| drop(m.insert("jti".into(), json!("short")))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(
+        edit(|m| drop(m.insert("crev".into(), json!("A".repeat(64))))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(
+        edit(|m| drop(m.insert("grant".into(), json!("x")))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(Claims::from_canonical_json(b"[]"), Err(Refusal::Malformed));
+}
+
+#[test]
+fn refuses_timestamps_in_any_other_form() {
+    let e = |v: &str| {
+        let v = v.to_owned();
+        edit(move |m| drop(m.insert("iat".into(), json!(v))))
+    };
+    assert_eq!(e("2026-01-01T00:00:00+00:00"), Err(Refusal::Malformed));
+    assert_eq!(e("2026-01-01T00:00:00.0Z"), Err(Refusal::Malformed));
+    assert_eq!(e("2026-01-01T00:00:00Z").unwrap(), sample());
+}
+
+#[test]
+fn refuses_inconsistent_times() {
+    let mut c = sample();
+    c.nbf = c.iat - time::Duration::seconds(1);
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+    let mut c = sample();
+    c.exp = c.nbf;
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+}
+
+#[test]
+fn refuses_provenance_that_does_not_match_the_grant() {
+    let mut c = sample();
+    c.prov = "rule:x@1".into();
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+    c.grant = Some(Grant {
+        rule: "x".into(),
+        version: 2,
+    });
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+    c.prov = "human:web".into();
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+    c.grant = None;
+    assert!(reread(&c).is_ok());
+    c.prov = "human:api".into();
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+}
+
+#[test]
+fn refuses_arguments_that_do_not_match_their_hash() {
+    let mut c = sample();
+    c.args = json!({"name": "other", "cron": "0 3 * * *"});
+    assert_eq!(reread(&c), Err(Refusal::ArgumentsMismatch));
+}
+
+#[test]
+fn refuses_to_write_fractional_timestamps() {
+    let mut c = sample();
+    c.exp += time::Duration::milliseconds(5);
+    assert_eq!(c.to_canonical_json(), Err(CanonicalError::Timestamp));
+}

@@ -1,0 +1,133 @@
+//! The raw proof: a secret bearer token.
+//!
+//! Owns: the `Proof` wrapper (zeroized on drop, redacted `Debug`, no
+//! `Display`/`Serialize`, constant-time equality) and its input bounds.
+//! Must not: print, log or serialize the token text; only its SHA-256 leaves.
+
+use subtle::ConstantTimeEq;
+use zeroize::Zeroizing;
+
+use crate::canonical::sha256_hex;
+
+/// Largest proof text accepted: room for a 128 KiB payload, its signature and a footer, in base64url.
+pub const MAX_PROOF_BYTES: usize = 192 * 1024;
+
+/// Why a text is not even shaped like a proof.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProofFormatError {
+    /// No text.
+    #[error("the proof is empty")]
+    Empty,
+    /// Longer than [`MAX_PROOF_BYTES`].
+    #[error("the proof is longer than {MAX_PROOF_BYTES} bytes")]
+    TooLarge,
+    /// Contains a byte outside the token alphabet `[A-Za-z0-9._-]`.
+    #[error("the proof contains a character outside the token alphabet")]
+    InvalidCharacter,
+}
+
+/// A raw proof (PASETO v4.public token). Secret: whoever holds it may execute the approved action once.
+pub struct Proof(Zeroizing<String>);
+
+impl Proof {
+    /// Wraps proof text read from a file, stdin or the signer.
+    ///
+    /// Removes one trailing `\n`, then requires 1..=[`MAX_PROOF_BYTES`] bytes of `[A-Za-z0-9._-]`.
+    /// The text is zeroized on every path, including refusals.
+    pub fn from_text(text: String) -> Result<Proof, ProofFormatError> {
+        let mut text = Zeroizing::new(text);
+        if text.ends_with('\n') {
+            text.pop();
+        }
+        if text.is_empty() {
+            return Err(ProofFormatError::Empty);
+        }
+        if text.len() > MAX_PROOF_BYTES {
+            return Err(ProofFormatError::TooLarge);
+        }
+        if !text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        {
+            return Err(ProofFormatError::InvalidCharacter);
+        }
+        Ok(Proof(text))
+    }
+
+    /// The token text. Callers must not log, print or persist it.
+    pub fn expose_secret(&self) -> &str {
+        &self.0
+    }
+
+    /// Lowercase hex SHA-256 of the token text (what the ledger stores).
+    pub fn sha256_hex(&self) -> String {
+        sha256_hex(self.0.as_bytes())
+    }
+}
+
+impl std::fmt::Debug for Proof {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Proof(<redacted>)")
+    }
+}
+
+impl PartialEq for Proof {
+    fn eq(&self, other: &Self) -> bool {
+        bool::from(self.0.as_bytes().ct_eq(other.0.as_bytes()))
+    }
+}
+
+impl Eq for Proof {}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let p = Proof::from_text("v4.public.c2VjcmV0\n".to_owned()).unwrap();
+        assert_eq!(format!("{p:?}"), "Proof(<redacted>)");
+        assert_eq!(p.expose_secret(), "v4.public.c2VjcmV0");
+    }
+
+    #[test]
+    fn trims_exactly_one_newline() {
+        assert_eq!(
+            Proof::from_text("abc\n\n".to_owned()).unwrap_err(),
+            ProofFormatError::InvalidCharacter
+        );
+        assert_eq!(
+            Proof::from_text("\n".to_owned()).unwrap_err(),
+            ProofFormatError::Empty
+        );
+    }
+
+    #[test]
+    fn refuses_oversized_and_foreign_characters() {
+        let big = "a".repeat(MAX_PROOF_BYTES + 1);
+        assert_eq!(
+            Proof::from_text(big).unwrap_err(),
+            ProofFormatError::TooLarge
+        );
+        assert_eq!(
+            Proof::from_text("v4.public.ab cd".to_owned()).unwrap_err(),
+            ProofFormatError::InvalidCharacter
+        );
+        assert_eq!(
+            Proof::from_text("v4.public.é".to_owned()).unwrap_err(),
+            ProofFormatError::InvalidCharacter
+        );
+    }
+
+    #[test]
+    fn equality_and_hash_follow_the_text() {
+        let a = Proof::from_text("v4.public.abc".to_owned()).unwrap();
+        let b = Proof::from_text("v4.public.abc\n".to_owned()).unwrap();
+        let c = Proof::from_text("v4.public.abd".to_owned()).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a.sha256_hex(), sha256_hex(b"v4.public.abc"));
+    }
+}

@@ -1,0 +1,179 @@
+//! Proof verification: from a raw [`Proof`] to a [`VerifiedProof`].
+//!
+//! Owns: the order of checks and the only constructor of `VerifiedProof`.
+//! Must not: return claims that were not authenticated, tolerate skew on
+//! expiry, or let any other module build a `VerifiedProof`.
+//!
+//! Check order (the first failing check decides the refusal):
+//!
+//! 1. Token shape: header exactly `v4.public.` (other version → `WrongVersion`,
+//!    `v4.<other>.` → `WrongPurpose`), segments, strict base64url (`Malformed`).
+//! 2. Footer: exactly the canonical JSON `{"kid":"k4.pid.…"}` (`Malformed`).
+//! 3. Key: the kid must be in the [`KeyRing`] (`UnknownKeyId`).
+//! 4. Signature: Ed25519 `verify_strict` over PAE(header, payload, footer, "")
+//!    (`BadSignature`). Nothing below reads unauthenticated bytes.
+//! 5. Payload: byte-identical to its canonical re-encoding (`NonCanonicalClaims`).
+//! 6. Claims: exactly the known fields, typed; `iss`, hashes, nonce,
+//!    provenance/grant, `iat <= nbf < exp` (`Malformed`); `args_sha256` is the
+//!    hash of `args` (`ArgumentsMismatch`).
+//! 7. Binding to the expectations, in order: audience, principal, session,
+//!    proposal, operation, arguments hash, contract revision, policy revision.
+//! 8. Time: `exp - iat > max_lifetime + 60 s` → `LifetimeTooLong`;
+//!    `now >= exp` → `Expired` (strict, no skew); `now < nbf` → `NotYetValid`.
+
+use ed25519_dalek::VerifyingKey;
+use serde_json::Value;
+use subtle::ConstantTimeEq;
+use time::{Duration, OffsetDateTime};
+
+use crate::canonical;
+use crate::claims::Claims;
+use crate::keys::{KeyRing, PID_PREFIX};
+use crate::paseto::{PasetoError, UnverifiedToken};
+use crate::proof::Proof;
+use crate::refusal::Refusal;
+
+/// Clock-skew tolerance applied to the lifetime ceiling only.
+pub const LIFETIME_SKEW: Duration = Duration::seconds(60);
+/// Default ceiling on a proof's lifetime (`exp - iat`) for a verifier.
+pub const DEFAULT_MAX_LIFETIME: Duration = Duration::seconds(1800);
+/// Largest footer read, in bytes.
+const MAX_FOOTER_BYTES: usize = 512;
+
+/// What the verifying head knows independently of the proof.
+#[derive(Debug, Clone, Copy)]
+pub struct Expectations<'a> {
+    /// This installation's audience.
+    pub audience: &'a str,
+    /// The principal the head acts for.
+    pub principal: &'a str,
+    /// The session asking to execute.
+    pub session: &'a str,
+    /// The proposal being executed.
+    pub proposal_id: &'a str,
+    /// The operation being executed.
+    pub operation: &'a str,
+    /// SHA-256 hex of the approved canonical arguments.
+    pub arguments_sha256: &'a str,
+    /// The operation's current contract revision.
+    pub contract_revision: &'a str,
+    /// The current policy revision.
+    pub policy_revision: &'a str,
+    /// The verifier's current time.
+    pub now: OffsetDateTime,
+    /// This verifier's lifetime ceiling (see [`DEFAULT_MAX_LIFETIME`]).
+    pub max_lifetime: Duration,
+}
+
+/// A proof that passed every check. Only [`verify`] constructs one.
+#[derive(Debug)]
+pub struct VerifiedProof {
+    claims: Claims,
+    proof_sha256: String,
+    key_id: String,
+}
+
+impl VerifiedProof {
+    /// The authenticated claims.
+    pub fn claims(&self) -> &Claims {
+        &self.claims
+    }
+
+    /// SHA-256 hex of the proof text (never the text itself).
+    pub fn proof_sha256(&self) -> &str {
+        &self.proof_sha256
+    }
+
+    /// Id of the key that signed it.
+    pub fn key_id(&self) -> &str {
+        &self.key_id
+    }
+}
+
+/// Verifies `proof` against `keys` and `expect`. See the module doc for the check order.
+pub fn verify(
+    proof: &Proof,
+    keys: &KeyRing,
+    expect: &Expectations<'_>,
+) -> Result<VerifiedProof, Refusal> {
+    let token = UnverifiedToken::parse(proof.expose_secret()).map_err(refusal_from)?;
+    let kid = footer_kid(token.footer())?;
+    let key: &VerifyingKey = keys.get(&kid).ok_or(Refusal::UnknownKeyId)?;
+    let payload = token.verify(key, b"").map_err(refusal_from)?;
+    let claims = Claims::from_canonical_json(&payload)?;
+    check_binding(&claims, expect)?;
+    check_time(&claims, expect)?;
+    Ok(VerifiedProof {
+        claims,
+        proof_sha256: proof.sha256_hex(),
+        key_id: kid,
+    })
+}
+
+fn refusal_from(e: PasetoError) -> Refusal {
+    match e {
+        PasetoError::WrongVersion => Refusal::WrongVersion,
+        PasetoError::WrongPurpose => Refusal::WrongPurpose,
+        PasetoError::BadSignature => Refusal::BadSignature,
+        _ => Refusal::Malformed,
+    }
+}
+
+/// The kid of a footer that is exactly `{"kid":"k4.pid.…"}` in canonical form.
+fn footer_kid(footer: &[u8]) -> Result<String, Refusal> {
+    let value = canonical::parse(footer, MAX_FOOTER_BYTES).map_err(|_| Refusal::Malformed)?;
+    let text = canonical::to_canonical(&value).map_err(|_| Refusal::Malformed)?;
+    if text.as_bytes() != footer {
+        return Err(Refusal::Malformed);
+    }
+    let Value::Object(mut map) = value else {
+        return Err(Refusal::Malformed);
+    };
+    match (map.remove("kid"), map.is_empty()) {
+        (Some(Value::String(kid)), true) if kid.starts_with(PID_PREFIX) => Ok(kid),
+        _ => Err(Refusal::Malformed),
+    }
+}
+
+fn same(a: &str, b: &str) -> bool {
+    bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+fn check_binding(c: &Claims, e: &Expectations<'_>) -> Result<(), Refusal> {
+    let checks = [
+        (same(&c.aud, e.audience), Refusal::WrongAudience),
+        (same(&c.sub, e.principal), Refusal::WrongPrincipal),
+        (same(&c.sid, e.session), Refusal::WrongSession),
+        (same(&c.pid, e.proposal_id), Refusal::ProposalMismatch),
+        (same(&c.op, e.operation), Refusal::OperationMismatch),
+        (
+            same(&c.args_sha256, e.arguments_sha256),
+            Refusal::ArgumentsMismatch,
+        ),
+        (
+            same(&c.crev, e.contract_revision),
+            Refusal::ContractRevisionMismatch,
+        ),
+        (
+            same(&c.prev, e.policy_revision),
+            Refusal::PolicyRevisionMismatch,
+        ),
+    ];
+    match checks.into_iter().find(|(ok, _)| !ok) {
+        Some((_, refusal)) => Err(refusal),
+        None => Ok(()),
+    }
+}
+
+fn check_time(c: &Claims, e: &Expectations<'_>) -> Result<(), Refusal> {
+    if c.exp - c.iat > e.max_lifetime + LIFETIME_SKEW {
+        return Err(Refusal::LifetimeTooLong);
+    }
+    if e.now >= c.exp {
+        return Err(Refusal::Expired);
+    }
+    if e.now < c.nbf {
+        return Err(Refusal::NotYetValid);
+    }
+    Ok(())
+}
