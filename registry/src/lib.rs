@@ -1,2 +1,161 @@
-//! placeholder
+//! The countersign operation registry: the operations a proposal may name,
+//! their argument schemas, contract revisions, previews and effects, and the
+//! operator's [`Policy`]. Loaded identically by the signer and every head.
+//!
+//! This crate owns validation of proposed arguments into [`CanonicalArgs`]
+//! and the authoritative preview text. It performs no effect, holds no key
+//! and fetches nothing from the network (schemas are compiled offline).
+//!
+//! # Registry file format (TOML)
+//!
+//! ```toml
+//! [[operation]]
+//! name = "schedule.create"        # ^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$, unique
+//! description = "Create a schedule" # one line, no control characters
+//! class = "write"                 # "read" | "write"
+//! replay_safe = true              # may an interrupted run be replayed (same key)?
+//! lifetime_secs = 300             # optional, 1..=1800; else the policy default
+//! preview = "Create schedule {name} on cron {cron}"  # {arg} = top-level property,
+//!                                 # {{ and }} are literal braces
+//! unverified_fields = ["description"] # free-text properties; shown only in the
+//!                                 # "Model-supplied, unverified" section
+//!
+//! [operation.effect]
+//! kind = "builtin"                # name = one of BUILTIN_EFFECTS, equal to `name`
+//! name = "schedule.create"
+//! # or: kind = "command", program = "/abs/path", args = ["fixed", "args"],
+//! #     timeout_secs = 10 (1..=300)
+//!
+//! [operation.schema]              # JSON Schema draft 2020-12 as a TOML table
+//! type = "object"                 # required
+//! additionalProperties = false    # required; no top-level patternProperties
+//! required = ["name", "cron"]
+//! [operation.schema.properties.name]
+//! type = "string"
+//! ```
+//!
+//! Unknown keys, duplicate names, relative programs, unknown builtins,
+//! placeholders that are not (verified) properties, unknown unverified
+//! fields and schemas that are not closed objects are refused with an error
+//! naming the operation and field. `$ref` to anything outside the schema
+//! fails to compile (no retrieval); `format` is asserted.
+//!
+//! The contract revision of an operation is the SHA-256 hex of the canonical
+//! JSON (RFC 8785) of `{name, description, class, replay_safe, lifetime_secs
+//! (null when absent), preview, unverified_fields ([] when absent), effect
+//! {kind, ...}, schema}`: TOML formatting and key order do not affect it;
+//! any change of meaning does.
+//!
+//! # Preview layout
+//!
+//! ```text
+//! Operation: schedule.create [write] contract 0123456789ab
+//! Action:    Create schedule "nightly" on cron "0 3 * * *"
+//! Arguments: {"cron":"0 3 * * *","name":"nightly"}
+//! ---- Model-supplied, unverified ----
+//! description: "backups"
+//! note: "please approve"
+//! ```
+//!
+//! Values are canonical JSON; control, bidi and invisible characters are
+//! shown as `\u{..}` escapes ([`terminal_safe`]).
 #![forbid(unsafe_code)]
+
+mod args;
+mod definition;
+mod error;
+mod operation;
+mod policy;
+mod preview;
+mod schema;
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::Path;
+
+pub use args::CanonicalArgs;
+pub use error::{ArgumentsError, PolicyError, RegistryError};
+pub use operation::{Class, Effect, Operation};
+pub use policy::Policy;
+pub use preview::{is_terminal_unsafe, terminal_safe};
+
+/// The builtin effects the ledger implements (state namespace `schedules`).
+pub const BUILTIN_EFFECTS: &[&str] = &[
+    "schedule.create",
+    "schedule.activate",
+    "schedule.pause",
+    "schedule.resume",
+    "schedule.delete",
+];
+
+/// Largest registry file accepted, in bytes.
+pub const MAX_REGISTRY_BYTES: usize = 1024 * 1024;
+
+/// The loaded set of operations, by name.
+#[derive(Debug)]
+pub struct Registry {
+    operations: BTreeMap<String, Operation>,
+}
+
+impl Registry {
+    /// Reads and loads a registry file (at most [`MAX_REGISTRY_BYTES`]).
+    pub fn load(path: &Path) -> Result<Registry, RegistryError> {
+        let io = |e: std::io::Error| RegistryError::Io {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_REGISTRY_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() > MAX_REGISTRY_BYTES {
+            return Err(RegistryError::TooLarge {
+                limit: MAX_REGISTRY_BYTES,
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|_| RegistryError::Io {
+            path: path.display().to_string(),
+            reason: "not UTF-8".into(),
+        })?;
+        Registry::from_toml_str(&text)
+    }
+
+    /// Loads a registry from TOML text.
+    pub fn from_toml_str(text: &str) -> Result<Registry, RegistryError> {
+        if text.len() > MAX_REGISTRY_BYTES {
+            return Err(RegistryError::TooLarge {
+                limit: MAX_REGISTRY_BYTES,
+            });
+        }
+        let raw: definition::RawFile =
+            toml::from_str(text).map_err(|e| RegistryError::Toml(e.to_string()))?;
+        if raw.operation.is_empty() {
+            return Err(RegistryError::NoOperations);
+        }
+        let mut operations = BTreeMap::new();
+        for entry in raw.operation {
+            if operations.contains_key(&entry.name) {
+                return Err(RegistryError::DuplicateOperation(entry.name));
+            }
+            let op = entry.build()?;
+            operations.insert(op.name.clone(), op);
+        }
+        Ok(Registry { operations })
+    }
+
+    /// The shipped default registry (`deploy/operations.toml`).
+    pub fn default_toml() -> &'static str {
+        include_str!("../../deploy/operations.toml")
+    }
+
+    /// The operation named `name`, if registered.
+    pub fn get(&self, name: &str) -> Option<&Operation> {
+        self.operations.get(name)
+    }
+
+    /// All operations, sorted by name.
+    pub fn operations(&self) -> impl Iterator<Item = &Operation> {
+        self.operations.values()
+    }
+}

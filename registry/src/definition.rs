@@ -1,0 +1,234 @@
+//! Loading operation definitions from the registry TOML: the raw serde
+//! structs (unknown keys refused) and the checks that turn one raw entry into
+//! an [`Operation`], including its contract revision.
+//!
+//! Every refusal names the operation and the field. This module must not
+//! accept a definition that would make a preview, a schema check or an
+//! effect ambiguous.
+
+use std::collections::BTreeSet;
+
+use countersign_verifier::canonical;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::preview::{Template, is_terminal_unsafe};
+use crate::{BUILTIN_EFFECTS, Class, Effect, Operation, RegistryError, schema};
+
+/// Hard cap on any proof lifetime, in seconds.
+pub(crate) const LIFETIME_CAP_SECS: u64 = 1800;
+/// Bounds of a command effect's timeout, in seconds.
+const COMMAND_TIMEOUT_SECS: std::ops::RangeInclusive<u64> = 1..=300;
+/// Longest description or preview template, in characters.
+const MAX_TEXT_CHARS: usize = 500;
+
+/// The whole registry file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFile {
+    #[serde(default)]
+    pub(crate) operation: Vec<RawOperation>,
+}
+
+/// One `[[operation]]` entry as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOperation {
+    pub(crate) name: String,
+    description: String,
+    class: Class,
+    replay_safe: bool,
+    #[serde(default)]
+    lifetime_secs: Option<u64>,
+    preview: String,
+    #[serde(default)]
+    unverified_fields: Vec<String>,
+    effect: Effect,
+    schema: toml::Table,
+}
+
+/// `^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`
+pub(crate) fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.split('.').all(|part| {
+            let mut bytes = part.bytes();
+            matches!(bytes.next(), Some(b'a'..=b'z'))
+                && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_'))
+        })
+}
+
+impl RawOperation {
+    /// Checks the entry and builds the operation.
+    pub(crate) fn build(self) -> Result<Operation, RegistryError> {
+        let op = self.name.clone();
+        if !is_valid_name(&op) {
+            return Err(RegistryError::InvalidName(op));
+        }
+        let invalid = |field: &str, reason: String| RegistryError::InvalidField {
+            operation: op.clone(),
+            field: field.to_owned(),
+            reason,
+        };
+        check_text(&self.description).map_err(|r| invalid("description", r))?;
+        check_text(&self.preview).map_err(|r| invalid("preview", r))?;
+        if let Some(secs) = self.lifetime_secs
+            && !(1..=LIFETIME_CAP_SECS).contains(&secs)
+        {
+            return Err(invalid(
+                "lifetime_secs",
+                format!("{secs} is outside 1..={LIFETIME_CAP_SECS}"),
+            ));
+        }
+        self.check_effect()?;
+
+        let bad_schema = |reason: String| RegistryError::BadSchema {
+            operation: op.clone(),
+            reason,
+        };
+        let schema = Value::Object(schema::table_to_json(&self.schema).map_err(bad_schema)?);
+        let properties = match &schema {
+            Value::Object(map) => schema::check_shape(map).map_err(bad_schema)?,
+            _ => Vec::new(), // unreachable: built from a table just above
+        };
+        let validator = schema::compile(&schema).map_err(bad_schema)?;
+
+        let mut seen = BTreeSet::new();
+        for field in &self.unverified_fields {
+            if !properties.contains(field) {
+                return Err(RegistryError::UnknownUnverifiedField {
+                    operation: op.clone(),
+                    field: field.clone(),
+                });
+            }
+            if !seen.insert(field.as_str()) {
+                return Err(invalid(
+                    "unverified_fields",
+                    format!("{field:?} is listed twice"),
+                ));
+            }
+        }
+
+        let template = Template::parse(&self.preview).map_err(|r| invalid("preview", r))?;
+        for placeholder in template.placeholders() {
+            let reason = if !properties.iter().any(|p| p == placeholder) {
+                "is not a property of the schema"
+            } else if self.unverified_fields.iter().any(|f| f == placeholder) {
+                "names an unverified field; those are shown only in the unverified section"
+            } else {
+                continue;
+            };
+            return Err(RegistryError::BadPlaceholder {
+                operation: op.clone(),
+                placeholder: placeholder.to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
+
+        let revision = self.revision(&schema).map_err(|r| invalid("schema", r))?;
+        Ok(Operation {
+            name: self.name,
+            description: self.description,
+            class: self.class,
+            schema,
+            preview: self.preview,
+            effect: self.effect,
+            replay_safe: self.replay_safe,
+            lifetime_secs: self.lifetime_secs,
+            unverified_fields: self.unverified_fields,
+            revision,
+            template,
+            validator,
+        })
+    }
+
+    fn check_effect(&self) -> Result<(), RegistryError> {
+        let op = &self.name;
+        match &self.effect {
+            Effect::Builtin { name } => {
+                let reason = if !BUILTIN_EFFECTS.contains(&name.as_str()) {
+                    format!(
+                        "{name:?} is not a builtin (known: {})",
+                        BUILTIN_EFFECTS.join(", ")
+                    )
+                } else if name != op {
+                    format!("builtin {name:?} may only back the operation of the same name")
+                } else {
+                    return Ok(());
+                };
+                Err(RegistryError::UnknownBuiltin {
+                    operation: op.clone(),
+                    reason,
+                })
+            }
+            Effect::Command {
+                program,
+                args,
+                timeout_secs,
+            } => {
+                if !program.is_absolute() {
+                    return Err(RegistryError::RelativeProgram {
+                        operation: op.clone(),
+                        program: program.display().to_string(),
+                    });
+                }
+                let invalid = |field: &str, reason: String| RegistryError::InvalidField {
+                    operation: op.clone(),
+                    field: field.to_owned(),
+                    reason,
+                };
+                if program.as_os_str().as_encoded_bytes().contains(&0) {
+                    return Err(invalid("effect.program", "contains a NUL byte".into()));
+                }
+                if args.iter().any(|a| a.contains('\0')) {
+                    return Err(invalid(
+                        "effect.args",
+                        "an argument contains a NUL byte".into(),
+                    ));
+                }
+                if !COMMAND_TIMEOUT_SECS.contains(timeout_secs) {
+                    return Err(invalid(
+                        "effect.timeout_secs",
+                        format!("{timeout_secs} is outside 1..=300"),
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// SHA-256 hex of the canonical JSON of the full definition, with
+    /// defaults made explicit so that omitting a default changes nothing.
+    fn revision(&self, schema: &Value) -> Result<String, String> {
+        let effect = serde_json::to_value(&self.effect).map_err(|e| e.to_string())?;
+        let definition = json!({
+            "name": self.name,
+            "description": self.description,
+            "class": self.class,
+            "replay_safe": self.replay_safe,
+            "lifetime_secs": self.lifetime_secs,
+            "preview": self.preview,
+            "unverified_fields": self.unverified_fields,
+            "effect": effect,
+            "schema": schema,
+        });
+        let text = canonical::to_canonical(&definition).map_err(|e| e.to_string())?;
+        Ok(canonical::sha256_hex(text.as_bytes()))
+    }
+}
+
+/// Descriptions and templates are one line of at most 500 visible characters.
+fn check_text(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err("must not be empty".into());
+    }
+    if text.chars().count() > MAX_TEXT_CHARS {
+        return Err(format!("is longer than {MAX_TEXT_CHARS} characters"));
+    }
+    if let Some(c) = text.chars().find(|c| is_terminal_unsafe(*c)) {
+        return Err(format!(
+            "contains the control or invisible character U+{:04X}",
+            u32::from(c)
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! One registered operation: its definition as loaded, its contract revision,
+//! its compiled schema and parsed preview template, and the two things done
+//! with proposed arguments (validate them into [`CanonicalArgs`], render the
+//! preview from them).
+//!
+//! An `Operation` can only be built by loading a registry (`definition.rs`),
+//! so its revision, validator and template always match its fields. This
+//! module must not accept arguments without schema validation.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use countersign_verifier::canonical;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::preview::{self, Template};
+use crate::{ArgumentsError, CanonicalArgs, schema};
+
+/// Read operations observe; write operations change state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// Observes state only.
+    Read,
+    /// Changes state.
+    Write,
+}
+
+impl Class {
+    /// `"read"` or `"write"`, as written in the registry file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Read => "read",
+            Class::Write => "write",
+        }
+    }
+}
+
+/// What applying an operation does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Effect {
+    /// A built-in effect over the ledger's state store; `name` is one of
+    /// [`crate::BUILTIN_EFFECTS`] and equals the operation's name.
+    Builtin {
+        /// The builtin effect's name.
+        name: String,
+    },
+    /// A fixed program run without a shell, canonical arguments on stdin.
+    Command {
+        /// Absolute path of the program.
+        program: PathBuf,
+        /// Fixed arguments passed to the program (never from the proposal).
+        #[serde(default)]
+        args: Vec<String>,
+        /// Seconds before the program is killed, 1..=300.
+        timeout_secs: u64,
+    },
+}
+
+/// A registered operation. Fields are the definition from the registry file;
+/// the contract revision, compiled schema and template are derived at load.
+pub struct Operation {
+    /// Dotted lowercase name, e.g. `schedule.create`.
+    pub name: String,
+    /// One-line human description.
+    pub description: String,
+    /// Read or write.
+    pub class: Class,
+    /// JSON Schema (draft 2020-12) of the arguments: a closed object.
+    pub schema: Value,
+    /// Preview template with `{arg}` placeholders.
+    pub preview: String,
+    /// What applying the operation does.
+    pub effect: Effect,
+    /// Whether an interrupted application may be replayed with the same
+    /// idempotency key.
+    pub replay_safe: bool,
+    /// Requested proof lifetime in seconds (1..=1800), else the policy default.
+    pub lifetime_secs: Option<u64>,
+    /// Free-text argument names, shown as model-supplied and unverified.
+    pub unverified_fields: Vec<String>,
+    pub(crate) revision: String,
+    pub(crate) template: Template,
+    pub(crate) validator: jsonschema::Validator,
+}
+
+impl fmt::Debug for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Operation")
+            .field("name", &self.name)
+            .field("class", &self.class)
+            .field("effect", &self.effect)
+            .field("replay_safe", &self.replay_safe)
+            .field("lifetime_secs", &self.lifetime_secs)
+            .field("contract_revision", &self.revision)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Operation {
+    /// SHA-256 hex of the canonical JSON of the full definition.
+    pub fn contract_revision(&self) -> &str {
+        &self.revision
+    }
+
+    pub(crate) fn template(&self) -> &Template {
+        &self.template
+    }
+
+    /// Strictly parses `json` (at most 64 KiB), requires an object that
+    /// matches the schema, and returns its canonical form and hash.
+    pub fn validate_arguments(&self, json: &[u8]) -> Result<CanonicalArgs, ArgumentsError> {
+        let value = canonical::parse(json, canonical::MAX_ARGS_BYTES)?;
+        if !value.is_object() {
+            return Err(ArgumentsError::NotAnObject);
+        }
+        let errors = schema::errors(&self.validator, &value);
+        if !errors.is_empty() {
+            return Err(ArgumentsError::Schema(errors));
+        }
+        CanonicalArgs::from_value(value)
+    }
+
+    /// Renders the authoritative preview from canonical arguments and the
+    /// proposer's note (model-supplied). See the crate docs for the layout.
+    pub fn render_preview(&self, args: &CanonicalArgs, note: &str) -> String {
+        preview::render(self, args, note)
+    }
+}

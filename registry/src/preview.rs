@@ -1,0 +1,192 @@
+//! Preview templates and the authoritative preview text a person reviews.
+//!
+//! This module owns the template grammar (`{arg}` placeholders, `{{`/`}}` for
+//! literal braces), the preview layout and terminal safety. A preview is
+//! rendered only from [`CanonicalArgs`]: every argument value appears as its
+//! canonical JSON (strings quoted), and every character that could move the
+//! cursor, clear the screen, forge a line or reorder text is shown as a
+//! visible `\u{..}` escape. It must not render anything from raw request
+//! bytes and must not print a value without passing it through
+//! [`terminal_safe`].
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::{CanonicalArgs, Operation};
+
+/// How many hex digits of the contract revision the preview header shows.
+const SHORT_REVISION: usize = 12;
+
+/// A parsed preview template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Template {
+    segments: Vec<Segment>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Text(String),
+    Arg(String),
+}
+
+impl Template {
+    /// Parses `text`; the error is a reason for the operator.
+    pub(crate) fn parse(text: &str) -> Result<Template, String> {
+        let mut segments = Vec::new();
+        let mut literal = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '{' if chars.peek() == Some(&'{') => {
+                    chars.next();
+                    literal.push('{');
+                }
+                '}' if chars.peek() == Some(&'}') => {
+                    chars.next();
+                    literal.push('}');
+                }
+                '}' => return Err("has a `}` without `{` (write `}}` for a literal brace)".into()),
+                '{' => {
+                    let mut name = String::new();
+                    loop {
+                        match chars.next() {
+                            Some('}') => break,
+                            Some('{') | None => {
+                                return Err(
+                                    "has an unclosed `{` (write `{{` for a literal brace)".into()
+                                );
+                            }
+                            Some(c) => name.push(c),
+                        }
+                    }
+                    if name.is_empty() {
+                        return Err("has an empty placeholder `{}`".into());
+                    }
+                    if !literal.is_empty() {
+                        segments.push(Segment::Text(std::mem::take(&mut literal)));
+                    }
+                    segments.push(Segment::Arg(name));
+                }
+                c => literal.push(c),
+            }
+        }
+        if !literal.is_empty() {
+            segments.push(Segment::Text(literal));
+        }
+        Ok(Template { segments })
+    }
+
+    /// The placeholder names, in order of appearance.
+    pub(crate) fn placeholders(&self) -> impl Iterator<Item = &str> {
+        self.segments.iter().filter_map(|s| match s {
+            Segment::Arg(name) => Some(name.as_str()),
+            Segment::Text(_) => None,
+        })
+    }
+
+    fn render(&self, args: &Value) -> String {
+        let mut out = String::new();
+        for segment in &self.segments {
+            match segment {
+                Segment::Text(text) => out.push_str(text),
+                Segment::Arg(name) => out.push_str(&argument_json(args.get(name))),
+            }
+        }
+        out
+    }
+}
+
+/// Canonical JSON of one argument value, or `<absent>` (unquoted, so it can
+/// never be confused with a string value).
+fn argument_json(value: Option<&Value>) -> String {
+    match value {
+        None => "<absent>".to_owned(),
+        // A sub-value of canonical arguments always re-encodes; the fallback
+        // only guards against a future change of that invariant.
+        Some(v) => countersign_verifier::canonical::to_canonical(v)
+            .unwrap_or_else(|_| "<unrenderable>".to_owned()),
+    }
+}
+
+/// Renders the preview. Layout (lines separated by `\n`, no trailing newline):
+///
+/// ```text
+/// Operation: <name> [<class>] contract <12 hex>
+/// Action:    <template with canonical JSON values>
+/// Arguments: <exact canonical arguments>
+/// ---- Model-supplied, unverified ----
+/// <field>: <canonical JSON value or <absent>>
+/// note: <canonical JSON string or <none>>
+/// ```
+pub(crate) fn render(op: &Operation, args: &CanonicalArgs, note: &str) -> String {
+    let revision = op.contract_revision();
+    let short = revision.get(..SHORT_REVISION).unwrap_or(revision);
+    let mut out = String::new();
+    // `write!` into a String cannot fail.
+    let _ = writeln!(
+        out,
+        "Operation: {} [{}] contract {}",
+        terminal_safe(&op.name),
+        op.class.as_str(),
+        terminal_safe(short)
+    );
+    let action = op.template().render(args.value());
+    let _ = writeln!(out, "Action:    {}", terminal_safe(&action));
+    let _ = writeln!(out, "Arguments: {}", terminal_safe(args.text()));
+    out.push_str("---- Model-supplied, unverified ----\n");
+    for field in &op.unverified_fields {
+        let value = argument_json(args.value().get(field));
+        let _ = writeln!(out, "{}: {}", terminal_safe(field), terminal_safe(&value));
+    }
+    let note = if note.is_empty() {
+        "<none>".to_owned()
+    } else {
+        argument_json(Some(&Value::String(note.to_owned())))
+    };
+    let _ = write!(out, "note: {}", terminal_safe(&note));
+    out
+}
+
+/// True for characters a terminal must never receive raw from untrusted
+/// text: C0 and C1 controls and DEL, Unicode bidi controls and marks, line
+/// and paragraph separators, and zero-width or otherwise invisible
+/// characters (including tag characters and variation selectors).
+pub fn is_terminal_unsafe(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{ad}'                      // soft hyphen
+        | '\u{34f}'                     // combining grapheme joiner
+        | '\u{61c}'                     // Arabic letter mark
+        | '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}' // Hangul fillers
+        | '\u{180e}'                    // Mongolian vowel separator
+        | '\u{200b}'..='\u{200f}'       // zero-width space/joiners, LRM, RLM
+        | '\u{2028}' | '\u{2029}'       // line and paragraph separators
+        | '\u{202a}'..='\u{202e}'       // bidi embeddings and overrides
+        | '\u{2060}'..='\u{206f}'       // word joiner, invisible operators, bidi isolates
+        | '\u{fe00}'..='\u{fe0f}'       // variation selectors
+        | '\u{feff}'                    // zero-width no-break space
+        | '\u{fff9}'..='\u{fffb}'       // interlinear annotations
+        | '\u{e0000}'..='\u{e007f}'     // tag characters
+        | '\u{e0100}'..='\u{e01ef}'     // variation selectors supplement
+    )
+}
+
+/// Returns `text` with every [`is_terminal_unsafe`] character replaced by a
+/// visible `\u{..}` escape (lowercase hex), so the text stays on one line and
+/// in logical order. Borrows when nothing needs escaping.
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_terminal_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_terminal_unsafe(c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}

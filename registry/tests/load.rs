@@ -1,0 +1,333 @@
+//! Loading the registry: the shipped default, and every refusal naming the
+//! operation and field.
+#![allow(clippy::unwrap_used)]
+
+use countersign_registry::{BUILTIN_EFFECTS, Class, Effect, Registry, RegistryError};
+
+/// A valid one-operation registry; `extra` is spliced into the operation
+/// table, `schema_extra` into its schema table.
+fn one(extra: &str, effect: &str, schema_extra: &str) -> String {
+    format!(
+        r#"
+[[operation]]
+name = "thing.do"
+description = "Do a thing"
+class = "write"
+replay_safe = false
+preview = "Do {{target}}"
+{extra}
+
+[operation.effect]
+{effect}
+
+[operation.schema]
+type = "object"
+additionalProperties = false
+{schema_extra}
+
+[operation.schema.properties.target]
+type = "string"
+
+[operation.schema.properties.text]
+type = "string"
+"#
+    )
+}
+
+const BUILTIN: &str = "kind = \"builtin\"\nname = \"schedule.create\"";
+const COMMAND: &str = "kind = \"command\"\nprogram = \"/bin/true\"\ntimeout_secs = 5";
+
+fn load(text: &str) -> Result<Registry, RegistryError> {
+    Registry::from_toml_str(text)
+}
+
+#[test]
+fn default_registry_loads_with_all_builtins_and_a_command() {
+    let registry = load(Registry::default_toml()).unwrap();
+    for name in BUILTIN_EFFECTS {
+        let op = registry.get(name).unwrap();
+        assert_eq!(op.class, Class::Write);
+        assert!(op.replay_safe);
+        assert_eq!(
+            op.effect,
+            Effect::Builtin {
+                name: (*name).to_owned()
+            }
+        );
+    }
+    let echo = registry.get("demo.echo").unwrap();
+    assert!(!echo.replay_safe);
+    assert!(matches!(&echo.effect, Effect::Command { program, .. } if program.is_absolute()));
+    assert_eq!(registry.operations().count(), 6);
+    let names: Vec<_> = registry.operations().map(|o| o.name.as_str()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+}
+
+#[test]
+fn load_reads_a_file_and_reports_a_missing_one() {
+    let dir = std::env::temp_dir().join(format!("countersign-registry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("operations.toml");
+    std::fs::write(&path, Registry::default_toml()).unwrap();
+    assert!(Registry::load(&path).is_ok());
+    std::fs::remove_file(&path).unwrap();
+    assert!(matches!(
+        Registry::load(&path),
+        Err(RegistryError::Io { .. })
+    ));
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[test]
+fn a_valid_command_operation_loads() {
+    let registry = load(&one("", COMMAND, "")).unwrap();
+    assert!(registry.get("thing.do").is_some());
+    assert!(registry.get("thing.undo").is_none());
+}
+
+#[test]
+fn refuses_unknown_keys_anywhere() {
+    for text in [
+        one("colour = \"red\"", COMMAND, ""),
+        one("", &format!("{COMMAND}\nshell = true"), ""),
+        one(
+            "",
+            "kind = \"builtin\"\nname = \"schedule.create\"\nx = 1",
+            "",
+        ),
+        format!("version = 2\n{}", one("", COMMAND, "")),
+    ] {
+        let err = load(&text).unwrap_err();
+        assert!(
+            matches!(&err, RegistryError::Toml(m) if m.contains("unknown field")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn refuses_missing_required_keys() {
+    let text = one("", COMMAND, "").replace("replay_safe = false\n", "");
+    let err = load(&text).unwrap_err();
+    assert!(
+        matches!(&err, RegistryError::Toml(m) if m.contains("replay_safe")),
+        "{err}"
+    );
+}
+
+#[test]
+fn refuses_an_empty_registry() {
+    assert_eq!(load("").unwrap_err(), RegistryError::NoOperations);
+}
+
+#[test]
+fn refuses_duplicate_operation_names() {
+    let text = format!("{}{}", one("", COMMAND, ""), one("", COMMAND, ""));
+    assert_eq!(
+        load(&text).unwrap_err(),
+        RegistryError::DuplicateOperation("thing.do".into())
+    );
+}
+
+#[test]
+fn refuses_invalid_operation_names() {
+    for bad in [
+        "Thing.do",
+        "thing..do",
+        "thing.",
+        ".thing",
+        "1thing",
+        "thing-do",
+        "thing.do!",
+    ] {
+        let text = one("", COMMAND, "").replace("\"thing.do\"", &format!("{bad:?}"));
+        assert_eq!(
+            load(&text).unwrap_err(),
+            RegistryError::InvalidName(bad.into())
+        );
+    }
+}
+
+#[test]
+fn refuses_a_relative_command_program() {
+    let effect = COMMAND.replace("/bin/true", "bin/true");
+    let err = load(&one("", &effect, "")).unwrap_err();
+    assert_eq!(
+        err,
+        RegistryError::RelativeProgram {
+            operation: "thing.do".into(),
+            program: "bin/true".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "operation `thing.do`: field `effect.program`: \"bin/true\" is not an absolute path"
+    );
+}
+
+#[test]
+fn refuses_command_timeouts_outside_one_to_three_hundred() {
+    for t in ["0", "301"] {
+        let effect = COMMAND.replace("= 5", &format!("= {t}"));
+        let err = load(&one("", &effect, "")).unwrap_err();
+        assert!(
+            matches!(&err, RegistryError::InvalidField { operation, field, .. }
+                if operation == "thing.do" && field == "effect.timeout_secs"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn refuses_unknown_builtins_and_builtins_under_another_name() {
+    let err = load(&one("", "kind = \"builtin\"\nname = \"rm.rf\"", "")).unwrap_err();
+    assert!(
+        matches!(&err, RegistryError::UnknownBuiltin { operation, reason }
+            if operation == "thing.do" && reason.contains("\"rm.rf\" is not a builtin")),
+        "{err}"
+    );
+    let err = load(&one("", BUILTIN, "")).unwrap_err();
+    assert!(
+        matches!(&err, RegistryError::UnknownBuiltin { reason, .. }
+            if reason.contains("same name")),
+        "{err}"
+    );
+}
+
+#[test]
+fn refuses_placeholders_that_are_not_properties() {
+    let text = one("", COMMAND, "").replace("Do {target}", "Do {target} {missing}");
+    assert_eq!(
+        load(&text).unwrap_err(),
+        RegistryError::BadPlaceholder {
+            operation: "thing.do".into(),
+            placeholder: "missing".into(),
+            reason: "is not a property of the schema".into()
+        }
+    );
+}
+
+#[test]
+fn refuses_placeholders_naming_unverified_fields() {
+    let text =
+        one("unverified_fields = [\"text\"]", COMMAND, "").replace("Do {target}", "Do {text}");
+    assert!(matches!(
+        load(&text).unwrap_err(),
+        RegistryError::BadPlaceholder { placeholder, .. } if placeholder == "text"
+    ));
+}
+
+#[test]
+fn refuses_malformed_templates() {
+    for bad in ["Do {target", "Do target}", "Do {}", "Do {a{b}"] {
+        let text = one("", COMMAND, "").replace("Do {target}", bad);
+        let err = load(&text).unwrap_err();
+        assert!(
+            matches!(&err, RegistryError::InvalidField { field, .. } if field == "preview"),
+            "{bad}: {err}"
+        );
+    }
+    let text = one("", COMMAND, "").replace("Do {target}", "Literal {{braces}} {target}");
+    assert!(load(&text).is_ok());
+}
+
+#[test]
+fn refuses_control_characters_in_description_and_preview() {
+    let text = one("", COMMAND, "").replace("Do a thing", "Do\\u001b[2J a thing");
+    let err = load(&text).unwrap_err();
+    assert!(
+        matches!(&err, RegistryError::InvalidField { field, reason, .. }
+            if field == "description" && reason.contains("U+001B")),
+        "{err}"
+    );
+    let text = one("", COMMAND, "").replace("Do {target}", "Do \\u202e{target}");
+    assert!(matches!(
+        load(&text).unwrap_err(),
+        RegistryError::InvalidField { field, .. } if field == "preview"
+    ));
+}
+
+#[test]
+fn refuses_unverified_fields_that_are_not_properties() {
+    let text = one("unverified_fields = [\"nope\"]", COMMAND, "");
+    assert_eq!(
+        load(&text).unwrap_err(),
+        RegistryError::UnknownUnverifiedField {
+            operation: "thing.do".into(),
+            field: "nope".into()
+        }
+    );
+}
+
+#[test]
+fn refuses_lifetimes_outside_one_to_eighteen_hundred() {
+    for (secs, ok) in [("0", false), ("1", true), ("1800", true), ("1801", false)] {
+        let result = load(&one(&format!("lifetime_secs = {secs}"), COMMAND, ""));
+        assert_eq!(result.is_ok(), ok, "{secs}");
+        if let Err(err) = result {
+            assert!(
+                matches!(err, RegistryError::InvalidField { field, .. } if field == "lifetime_secs")
+            );
+        }
+    }
+}
+
+fn schema_reason(text: &str) -> String {
+    match load(text).unwrap_err() {
+        RegistryError::BadSchema { operation, reason } => {
+            assert_eq!(operation, "thing.do");
+            reason
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+#[test]
+fn refuses_schemas_that_are_not_closed_objects() {
+    let open = one("", COMMAND, "").replace("additionalProperties = false\n", "");
+    assert!(schema_reason(&open).contains("additionalProperties = false"));
+    let open = one("", COMMAND, "").replace(
+        "additionalProperties = false",
+        "additionalProperties = true",
+    );
+    assert!(schema_reason(&open).contains("additionalProperties = false"));
+    let not_object = one("", COMMAND, "").replace("type = \"object\"", "type = \"array\"");
+    assert!(schema_reason(&not_object).contains("type = \"object\""));
+    let patterned = one(
+        "",
+        COMMAND,
+        "[operation.schema.patternProperties.\"^x\"]\ntype = \"string\"",
+    );
+    assert!(schema_reason(&patterned).contains("patternProperties"));
+}
+
+#[test]
+fn refuses_remote_references_and_invalid_schemas() {
+    let remote = one("", COMMAND, "")
+        + "[operation.schema.properties.other]\n\"$ref\" = \"https://example.com/s.json\"\n";
+    let text = remote.replace("Do {target}", "Do {target} {other}");
+    assert!(schema_reason(&text).starts_with("does not compile"));
+    let file = one("", COMMAND, "")
+        + "[operation.schema.properties.other]\n\"$ref\" = \"file:///etc/passwd\"\n";
+    assert!(schema_reason(&file).starts_with("does not compile"));
+    let invalid = one("", COMMAND, "minProperties = \"three\"");
+    let reason = schema_reason(&invalid);
+    assert!(
+        reason.starts_with("does not compile (at /minProperties)"),
+        "{reason}"
+    );
+    let draft = one(
+        "",
+        COMMAND,
+        "\"$schema\" = \"http://json-schema.org/draft-04/schema#\"",
+    );
+    assert!(schema_reason(&draft).contains("$schema"));
+}
+
+#[test]
+fn refuses_toml_datetimes_in_schemas() {
+    let text = one("", COMMAND, "default = 1979-05-27T07:32:00Z");
+    assert!(schema_reason(&text).contains("datetime"));
+}
