@@ -1,0 +1,128 @@
+//! The ledger's errors: refusals of a proof at consumption
+//! ([`LedgerRefusal`]), everything else a ledger call can fail with
+//! ([`LedgerError`]), and the failure of a builtin effect ([`EffectFailure`]).
+//!
+//! Messages never contain a proof, a database URL (it may hold a password)
+//! or argument values beyond what the caller already sent.
+
+/// Why the ledger refused to consume a verified proof. Nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerRefusal {
+    /// The proof names a proposal this ledger does not hold.
+    #[error("the proof names an unknown proposal")]
+    UnknownProposal,
+    /// The proof's claims do not match the recorded proposal or issuance
+    /// (principal, session, operation, arguments or revisions).
+    #[error("the proof does not match the recorded proposal")]
+    ProposalMismatch,
+    /// No issuance with exactly this proof hash and nonce was recorded.
+    #[error("the ledger holds no issuance for this proof")]
+    NotIssued,
+    /// The proof was revoked before it was used.
+    #[error("the proof was revoked")]
+    Revoked,
+}
+
+impl LedgerRefusal {
+    /// A stable snake_case code for this refusal.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LedgerRefusal::UnknownProposal => "unknown_proposal",
+            LedgerRefusal::ProposalMismatch => "proposal_mismatch",
+            LedgerRefusal::NotIssued => "not_issued",
+            LedgerRefusal::Revoked => "revoked",
+        }
+    }
+}
+
+/// What a ledger call can fail with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// A proof was refused at consumption; nothing was written.
+    #[error("refused: {0}")]
+    Refused(LedgerRefusal),
+    /// The ledger URL is not one this build supports.
+    #[error("unsupported ledger url (expected sqlite://<absolute path>)")]
+    UnsupportedUrl,
+    /// No proposal with this id (for this principal).
+    #[error("unknown proposal {0}")]
+    UnknownProposal(String),
+    /// A proposal with this id already exists.
+    #[error("proposal {0} already exists")]
+    DuplicateProposal(String),
+    /// The proposal was already decided.
+    #[error("proposal {0} is not pending")]
+    NotPending(String),
+    /// An issuance does not match the proposal it approves.
+    #[error("the issuance does not match proposal {0}")]
+    IssuanceMismatch(String),
+    /// No intent was recorded for this nonce.
+    #[error("no intent recorded for proposal {0}")]
+    UnknownIntent(String),
+    /// The intent already has a completion.
+    #[error("proposal {0} already has a recorded completion")]
+    AlreadyCompleted(String),
+    /// The proposal has no intent awaiting resolution.
+    #[error("proposal {0} is not uncertain")]
+    NotUncertain(String),
+    /// A value read from the database is not what the schema promises.
+    #[error("ledger data is corrupt: {0}")]
+    Corrupt(String),
+    /// Applying the schema failed.
+    #[error("ledger migration failed: {0}")]
+    Migration(String),
+    /// The database failed (I/O, lock timeout, constraint).
+    #[error("ledger database error: {0}")]
+    Database(String),
+}
+
+impl From<sqlx::Error> for LedgerError {
+    fn from(e: sqlx::Error) -> Self {
+        LedgerError::Database(e.to_string())
+    }
+}
+
+impl From<LedgerRefusal> for LedgerError {
+    fn from(r: LedgerRefusal) -> Self {
+        LedgerError::Refused(r)
+    }
+}
+
+/// Why a builtin effect did not apply. In every case the state store was
+/// left unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EffectFailure {
+    /// No builtin effect has this name.
+    #[error("no builtin effect named {0:?}")]
+    UnknownEffect(String),
+    /// The arguments do not fit the effect.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The transition is not allowed from the current state.
+    #[error("{0}")]
+    Transition(String),
+    /// The intent is not recorded in this ledger.
+    #[error("no intent recorded for this nonce")]
+    UnknownIntent,
+    /// The intent was already completed without this effect being applied.
+    #[error("the intent was already completed")]
+    AlreadyCompleted,
+    /// The database failed; the transaction was rolled back.
+    #[error("ledger database error: {0}")]
+    Database(String),
+}
+
+impl From<sqlx::Error> for EffectFailure {
+    fn from(e: sqlx::Error) -> Self {
+        EffectFailure::Database(e.to_string())
+    }
+}
+
+impl From<LedgerError> for EffectFailure {
+    fn from(e: LedgerError) -> Self {
+        EffectFailure::Database(e.to_string())
+    }
+}

@@ -1,0 +1,190 @@
+//! The public [`Ledger`] handle: parses the URL, picks the backend and
+//! forwards each call. Holds no SQL; each backend owns its own.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::chain::ChainReport;
+use crate::error::{EffectFailure, LedgerError};
+use crate::sqlite::SqliteLedger;
+use crate::types::{
+    ConsumeStart, Disposition, EffectOutcome, EventRecord, Intent, IssuanceRecord, NewProposal,
+    ProposalRecord, RevokeOutcome,
+};
+use countersign_verifier::VerifiedProof;
+
+/// The durable ledger. One per process; cheap to clone (clones share the
+/// connections).
+#[derive(Clone)]
+pub struct Ledger {
+    backend: Backend,
+}
+
+#[derive(Clone)]
+enum Backend {
+    Sqlite(SqliteLedger),
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.backend {
+            Backend::Sqlite(_) => f.write_str("Ledger(sqlite)"),
+        }
+    }
+}
+
+/// Forward a call to the backend.
+macro_rules! dispatch {
+    ($self:ident, $b:ident => $call:expr) => {
+        match &$self.backend {
+            Backend::Sqlite($b) => $call,
+        }
+    };
+}
+
+impl Ledger {
+    /// Open the ledger at `url`: `sqlite://<absolute path>` (the file is
+    /// created with mode 0600 if missing). Sets WAL, foreign keys,
+    /// `synchronous = FULL`, a 5 s busy timeout, and applies migrations.
+    pub async fn open(url: &str) -> Result<Ledger, LedgerError> {
+        let Some(path) = url.strip_prefix("sqlite://") else {
+            return Err(LedgerError::UnsupportedUrl);
+        };
+        let path = Path::new(path);
+        if path.as_os_str().is_empty() || !path.is_absolute() {
+            return Err(LedgerError::UnsupportedUrl);
+        }
+        let backend = Backend::Sqlite(SqliteLedger::open(path).await?);
+        Ok(Ledger { backend })
+    }
+
+    /// Record a new proposal (and its `proposed` event).
+    /// `DuplicateProposal` if the id exists.
+    pub async fn insert_proposal(&self, p: &NewProposal) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.insert_proposal(p).await)
+    }
+
+    /// One proposal with its status derived now.
+    pub async fn proposal(&self, id: &str) -> Result<Option<ProposalRecord>, LedgerError> {
+        dispatch!(self, b => b.proposal(id).await)
+    }
+
+    /// The principal's undecided proposals, oldest first.
+    pub async fn pending(&self, principal: &str) -> Result<Vec<ProposalRecord>, LedgerError> {
+        dispatch!(self, b => b.pending(principal).await)
+    }
+
+    /// Record a denial. `NotPending` if already decided; `UnknownProposal`
+    /// if absent or owned by another principal.
+    pub async fn record_denial(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        reason: &str,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_denial(proposal_id, principal, reason).await)
+    }
+
+    /// Record the approve decision, the issuance and its event atomically.
+    /// `NotPending` if already decided; `IssuanceMismatch` if the issuance's
+    /// operation, arguments hash or revisions differ from the proposal's.
+    pub async fn record_approval(&self, issuance: &IssuanceRecord) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_approval(issuance).await)
+    }
+
+    /// Revoke a proposal's unconsumed proof.
+    pub async fn revoke(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        reason: &str,
+    ) -> Result<RevokeOutcome, LedgerError> {
+        dispatch!(self, b => b.revoke(proposal_id, principal, reason).await)
+    }
+
+    /// Consume a verified proof once, in ONE write transaction: the proposal
+    /// must exist (`UnknownProposal`) and match the claims (principal,
+    /// operation, arguments hash, revisions; the session must be the
+    /// issuance's) (`ProposalMismatch`); an issuance with exactly this proof
+    /// hash and nonce must exist (`NotIssued`) and not be revoked
+    /// (`Revoked`). An already consumed nonce gives `Replay` with the
+    /// recorded disposition; otherwise the nonce, the intent and the
+    /// `intent` event are written and `Fresh` is returned. On any error
+    /// nothing is written.
+    pub async fn begin_consume(&self, proof: &VerifiedProof) -> Result<ConsumeStart, LedgerError> {
+        dispatch!(self, b => b.begin_consume(proof).await)
+    }
+
+    /// Apply the builtin effect named like the intent's operation
+    /// (`schedule.create`, ...). See [`Ledger::apply_builtin_effect`].
+    pub async fn apply_builtin(&self, intent: &Intent) -> Result<Value, EffectFailure> {
+        self.apply_builtin_effect(intent, &intent.operation).await
+    }
+
+    /// Apply builtin `effect` to the state store for a recorded intent, in
+    /// one write transaction, using the arguments recorded with the intent.
+    /// Idempotent on the nonce: if it was applied already, the recorded
+    /// result is returned and nothing changes. A refused transition changes
+    /// nothing.
+    pub async fn apply_builtin_effect(
+        &self,
+        intent: &Intent,
+        effect: &str,
+    ) -> Result<Value, EffectFailure> {
+        dispatch!(self, b => b.apply_builtin(intent, effect).await)
+    }
+
+    /// Record how an intent ended (the second transaction) and its
+    /// `completed` event. `AlreadyCompleted` if it has a completion.
+    pub async fn complete(
+        &self,
+        intent: &Intent,
+        outcome: &EffectOutcome,
+    ) -> Result<Disposition, LedgerError> {
+        dispatch!(self, b => b.complete(intent, outcome).await)
+    }
+
+    /// The disposition of a proposal's consumed proof (`None` if unconsumed).
+    pub async fn disposition(&self, proposal_id: &str) -> Result<Option<Disposition>, LedgerError> {
+        dispatch!(self, b => b.disposition(proposal_id).await)
+    }
+
+    /// Intents without completion, oldest first.
+    pub async fn interrupted(&self) -> Result<Vec<Intent>, LedgerError> {
+        dispatch!(self, b => b.interrupted().await)
+    }
+
+    /// The recorded result of a builtin effect applied under `nonce`.
+    pub async fn builtin_applied(&self, nonce: &str) -> Result<Option<Value>, LedgerError> {
+        dispatch!(self, b => b.builtin_applied(nonce).await)
+    }
+
+    /// A person's resolution of an uncertain proposal (`applied` or not),
+    /// recorded as a completion and a `resolved` event by `by`.
+    /// `NotUncertain` unless it has an intent without completion.
+    pub async fn resolve_uncertain(
+        &self,
+        proposal_id: &str,
+        applied: bool,
+        by: &str,
+    ) -> Result<Disposition, LedgerError> {
+        dispatch!(self, b => b.resolve_uncertain(proposal_id, applied, by).await)
+    }
+
+    /// Every `(key, value)` in a state namespace, by key.
+    pub async fn state(&self, namespace: &str) -> Result<Vec<(String, Value)>, LedgerError> {
+        dispatch!(self, b => b.state(namespace).await)
+    }
+
+    /// The whole event log, oldest first.
+    pub async fn events(&self) -> Result<Vec<EventRecord>, LedgerError> {
+        dispatch!(self, b => b.events().await)
+    }
+
+    /// Check the hash chain and the chain head; the report names the first
+    /// edited, missing or unlinked row, or a truncated tail.
+    pub async fn verify_chain(&self) -> Result<ChainReport, LedgerError> {
+        dispatch!(self, b => b.verify_chain().await)
+    }
+}

@@ -1,0 +1,273 @@
+//! The heads' side of consumption on SQLite: consume a verified proof once
+//! (`begin_consume`), record how it ended (`complete`), read dispositions,
+//! list interrupted intents and record a person's resolution.
+//!
+//! `begin_consume` is ONE `BEGIN IMMEDIATE` transaction; any error rolls it
+//! back, so a refused or failed consumption never burns the nonce.
+
+use serde_json::{Value, json};
+use sqlx::{Row as _, SqliteConnection};
+
+use super::rows::{self, disposition_select, intent_select};
+use super::{SqliteLedger, events};
+use crate::error::{LedgerError, LedgerRefusal};
+use crate::timefmt;
+use crate::types::{ConsumeStart, Disposition, EffectOutcome, Intent};
+use countersign_verifier::VerifiedProof;
+
+async fn disposition_of_nonce(
+    conn: &mut SqliteConnection,
+    nonce: &str,
+) -> Result<Option<Disposition>, LedgerError> {
+    let row = sqlx::query(concat!(disposition_select!(), "WHERE n.nonce = ?"))
+        .bind(nonce)
+        .fetch_optional(&mut *conn)
+        .await?;
+    row.map(|row| rows::disposition(&row)).transpose()
+}
+
+impl SqliteLedger {
+    /// Consume a verified proof once; see [`crate::Ledger::begin_consume`].
+    pub(crate) async fn begin_consume(
+        &self,
+        proof: &VerifiedProof,
+    ) -> Result<ConsumeStart, LedgerError> {
+        let claims = proof.claims();
+        let proof_sha256 = proof.proof_sha256().to_string();
+        let arguments_json = countersign_verifier::canonical::to_canonical(&claims.args)
+            .map_err(|_| LedgerRefusal::ProposalMismatch)?;
+        let mut tx = self.write_tx().await?;
+
+        // 1. The proposal, and that the claims match it.
+        let proposal = sqlx::query(
+            "SELECT principal, operation, arguments_sha256, contract_revision, policy_revision
+             FROM proposals WHERE id = ?",
+        )
+        .bind(&claims.pid)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(LedgerRefusal::UnknownProposal)?;
+        let matches = proposal.try_get::<String, _>("principal")? == claims.sub
+            && proposal.try_get::<String, _>("operation")? == claims.op
+            && proposal.try_get::<String, _>("arguments_sha256")? == claims.args_sha256
+            && proposal.try_get::<String, _>("contract_revision")? == claims.crev
+            && proposal.try_get::<String, _>("policy_revision")? == claims.prev;
+        if !matches {
+            return Err(LedgerRefusal::ProposalMismatch.into());
+        }
+
+        // 2. The issuance with exactly this proof hash and nonce.
+        let issuance = sqlx::query(
+            "SELECT i.session AS session, r.proposal_id IS NOT NULL AS revoked
+             FROM issuances i LEFT JOIN revocations r ON r.proposal_id = i.proposal_id
+             WHERE i.proposal_id = ? AND i.proof_sha256 = ? AND i.nonce = ?",
+        )
+        .bind(&claims.pid)
+        .bind(&proof_sha256)
+        .bind(&claims.jti)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(LedgerRefusal::NotIssued)?;
+        if issuance.try_get::<String, _>("session")? != claims.sid {
+            return Err(LedgerRefusal::ProposalMismatch.into());
+        }
+
+        // 3. Not revoked.
+        if issuance.try_get::<bool, _>("revoked")? {
+            return Err(LedgerRefusal::Revoked.into());
+        }
+
+        // 4. Already consumed: the recorded disposition, never a second effect.
+        if let Some(disposition) = disposition_of_nonce(&mut tx, &claims.jti).await? {
+            tx.rollback().await?;
+            return Ok(ConsumeStart::Replay(disposition));
+        }
+
+        // 5. Fresh: burn the nonce, record the intent and its event.
+        let recorded_at = timefmt::now();
+        let at = timefmt::format(recorded_at)?;
+        sqlx::query(
+            "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at) VALUES (?, ?, ?)",
+        )
+        .bind(&claims.jti)
+        .bind(&claims.pid)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO intents (nonce, proposal_id, principal, session, operation,
+                 arguments_json, proof_sha256, recorded_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&claims.jti)
+        .bind(&claims.pid)
+        .bind(&claims.sub)
+        .bind(&claims.sid)
+        .bind(&claims.op)
+        .bind(&arguments_json)
+        .bind(&proof_sha256)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        let details = json!({
+            "nonce": claims.jti,
+            "proof_sha256": proof_sha256,
+            "session": claims.sid,
+            "operation": claims.op,
+        });
+        events::append(
+            &mut tx,
+            &at,
+            "intent",
+            Some(&claims.pid),
+            &claims.sub,
+            &details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(ConsumeStart::Fresh(Intent {
+            proposal_id: claims.pid.clone(),
+            nonce: claims.jti.clone(),
+            principal: claims.sub.clone(),
+            session: claims.sid.clone(),
+            operation: claims.op.clone(),
+            arguments_json,
+            proof_sha256,
+            recorded_at,
+        }))
+    }
+
+    /// Record the completion of an intent (the second transaction).
+    pub(crate) async fn complete(
+        &self,
+        intent: &Intent,
+        outcome: &EffectOutcome,
+    ) -> Result<Disposition, LedgerError> {
+        let (status, error, result) = match outcome {
+            EffectOutcome::Applied { result } => ("applied", None, result),
+            EffectOutcome::Failed { error, result } => ("failed", Some(error.as_str()), result),
+        };
+        self.record_completion(
+            &intent.proposal_id,
+            Some(&intent.nonce),
+            status,
+            error,
+            result,
+            None,
+        )
+        .await
+    }
+
+    /// A person's resolution of an uncertain intent.
+    pub(crate) async fn resolve_uncertain(
+        &self,
+        proposal_id: &str,
+        applied: bool,
+        by: &str,
+    ) -> Result<Disposition, LedgerError> {
+        let (status, error) = if applied {
+            ("applied", None)
+        } else {
+            ("failed", Some("resolved by a person as not applied"))
+        };
+        let result = json!({ "resolved_by": by });
+        self.record_completion(proposal_id, None, status, error, &result, Some(by))
+            .await
+    }
+
+    /// Insert a completion and its event. With `nonce`, the intent must be
+    /// that nonce (a head's completion); without, any uncertain intent of
+    /// the proposal (a person's resolution, `NotUncertain` otherwise).
+    async fn record_completion(
+        &self,
+        proposal_id: &str,
+        nonce: Option<&str>,
+        status: &str,
+        error: Option<&str>,
+        result: &Value,
+        resolved_by: Option<&str>,
+    ) -> Result<Disposition, LedgerError> {
+        let result_text = countersign_verifier::canonical::to_canonical(result)
+            .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
+        let mut tx = self.write_tx().await?;
+        let existing = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = ?"))
+            .bind(proposal_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let existing = existing.map(|row| rows::disposition(&row)).transpose()?;
+        let unknown = || match resolved_by {
+            Some(_) => LedgerError::NotUncertain(proposal_id.to_string()),
+            None => LedgerError::UnknownIntent(proposal_id.to_string()),
+        };
+        let Some(existing) = existing else {
+            return Err(unknown());
+        };
+        if nonce.is_some_and(|n| n != existing.nonce) {
+            return Err(unknown());
+        }
+        if existing.completed_at.is_some() {
+            return Err(match resolved_by {
+                Some(_) => LedgerError::NotUncertain(proposal_id.to_string()),
+                None => LedgerError::AlreadyCompleted(proposal_id.to_string()),
+            });
+        }
+        let at = timefmt::format(timefmt::now())?;
+        sqlx::query(
+            "INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
+                 completed_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&existing.nonce)
+        .bind(proposal_id)
+        .bind(status)
+        .bind(error)
+        .bind(&result_text)
+        .bind(resolved_by)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        let (kind, actor) = match resolved_by {
+            Some(by) => ("resolved", by.to_string()),
+            None => {
+                let principal: String =
+                    sqlx::query("SELECT principal FROM intents WHERE nonce = ?")
+                        .bind(&existing.nonce)
+                        .fetch_one(&mut *tx)
+                        .await?
+                        .try_get("principal")?;
+                ("completed", principal)
+            }
+        };
+        let details = json!({ "nonce": existing.nonce, "status": status, "error": error });
+        events::append(&mut tx, &at, kind, Some(proposal_id), &actor, &details).await?;
+        let disposition = disposition_of_nonce(&mut tx, &existing.nonce)
+            .await?
+            .ok_or_else(|| LedgerError::Corrupt("completion vanished".into()))?;
+        tx.commit().await?;
+        Ok(disposition)
+    }
+
+    /// The disposition of a proposal's consumed proof, if consumed.
+    pub(crate) async fn disposition(
+        &self,
+        proposal_id: &str,
+    ) -> Result<Option<Disposition>, LedgerError> {
+        let row = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = ?"))
+            .bind(proposal_id)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.map(|row| rows::disposition(&row)).transpose()
+    }
+
+    /// Intents without completion, oldest first.
+    pub(crate) async fn interrupted(&self) -> Result<Vec<Intent>, LedgerError> {
+        let found = sqlx::query(concat!(
+            intent_select!(),
+            "WHERE NOT EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce)
+             ORDER BY t.recorded_at, t.nonce"
+        ))
+        .fetch_all(&self.reader)
+        .await?;
+        found.iter().map(rows::intent).collect()
+    }
+}

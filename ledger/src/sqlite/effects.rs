@@ -1,0 +1,154 @@
+//! Builtin effects over the state store on SQLite: apply a schedule
+//! transition in one write transaction, idempotent on the intent's nonce,
+//! and read the store back.
+//!
+//! A refused transition rolls back and changes nothing.
+
+use serde_json::{Value, json};
+use sqlx::{Row as _, SqliteConnection};
+
+use super::{SqliteLedger, events};
+use crate::error::EffectFailure;
+use crate::error::LedgerError;
+use crate::schedule::{self, Change};
+use crate::timefmt;
+use crate::types::Intent;
+
+async fn recorded_result(
+    conn: &mut SqliteConnection,
+    nonce: &str,
+) -> Result<Option<Value>, LedgerError> {
+    let row = sqlx::query("SELECT result FROM effect_applied WHERE nonce = ?")
+        .bind(nonce)
+        .fetch_optional(&mut *conn)
+        .await?;
+    match row {
+        None => Ok(None),
+        Some(row) => {
+            let text: String = row.try_get("result")?;
+            serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))
+        }
+    }
+}
+
+impl SqliteLedger {
+    /// Apply builtin `effect` for `intent`; see [`crate::Ledger::apply_builtin`].
+    pub(crate) async fn apply_builtin(
+        &self,
+        intent: &Intent,
+        effect: &str,
+    ) -> Result<Value, EffectFailure> {
+        let mut tx = self.write_tx().await?;
+        if let Some(result) = recorded_result(&mut tx, &intent.nonce).await? {
+            return Ok(result);
+        }
+        // The arguments come from the recorded intent (the verified claims),
+        // not from the caller's copy.
+        let known = sqlx::query(
+            "SELECT t.arguments_json AS arguments_json,
+                    EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce) AS completed
+             FROM intents t WHERE t.nonce = ? AND t.proposal_id = ?",
+        )
+        .bind(&intent.nonce)
+        .bind(&intent.proposal_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(EffectFailure::UnknownIntent)?;
+        if known.try_get::<bool, _>("completed")? {
+            return Err(EffectFailure::AlreadyCompleted);
+        }
+        let arguments_json: String = known.try_get("arguments_json")?;
+        let args: Value = serde_json::from_str(&arguments_json)
+            .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
+        let key = schedule::key_of(effect, &args)?;
+        let current = sqlx::query("SELECT value FROM state WHERE namespace = ? AND key = ?")
+            .bind(schedule::NAMESPACE)
+            .bind(&key)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let current: Option<Value> = match current {
+            None => None,
+            Some(row) => {
+                let text: String = row.try_get("value")?;
+                Some(serde_json::from_str(&text).map_err(|e| {
+                    EffectFailure::Database(format!("stored state is not JSON: {e}"))
+                })?)
+            }
+        };
+        let plan = schedule::plan(effect, &args, current.as_ref())?;
+        let at = timefmt::format(timefmt::now())?;
+        match &plan.change {
+            Change::Put { key, value } => {
+                let text = countersign_verifier::canonical::to_canonical(value)
+                    .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
+                sqlx::query(
+                    "INSERT INTO state (namespace, key, value, updated_at) VALUES (?, ?, ?, ?)
+                     ON CONFLICT (namespace, key)
+                     DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                )
+                .bind(schedule::NAMESPACE)
+                .bind(key)
+                .bind(text)
+                .bind(&at)
+                .execute(&mut *tx)
+                .await?;
+            }
+            Change::Delete { key } => {
+                sqlx::query("DELETE FROM state WHERE namespace = ? AND key = ?")
+                    .bind(schedule::NAMESPACE)
+                    .bind(key)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        let result_text = countersign_verifier::canonical::to_canonical(&plan.result)
+            .map_err(|e| EffectFailure::Database(e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO effect_applied (nonce, effect, result, applied_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(&intent.nonce)
+        .bind(effect)
+        .bind(result_text)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        let details = json!({ "nonce": intent.nonce, "effect": effect });
+        events::append(
+            &mut tx,
+            &at,
+            "effect_applied",
+            Some(&intent.proposal_id),
+            &intent.principal,
+            &details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(plan.result)
+    }
+
+    /// The recorded result of a builtin effect applied under `nonce`.
+    pub(crate) async fn builtin_applied(&self, nonce: &str) -> Result<Option<Value>, LedgerError> {
+        let mut conn = self.reader.acquire().await?;
+        recorded_result(&mut conn, nonce).await
+    }
+
+    /// Every `(key, value)` of a state namespace, by key.
+    pub(crate) async fn state(&self, namespace: &str) -> Result<Vec<(String, Value)>, LedgerError> {
+        let found = sqlx::query("SELECT key, value FROM state WHERE namespace = ? ORDER BY key")
+            .bind(namespace)
+            .fetch_all(&self.reader)
+            .await?;
+        found
+            .iter()
+            .map(|row| {
+                let key: String = row.try_get("key")?;
+                let text: String = row.try_get("value")?;
+                let value = serde_json::from_str(&text)
+                    .map_err(|e| LedgerError::Corrupt(format!("state {key:?}: {e}")))?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,127 @@
+//! The event log on SQLite: appending a hash-chained row inside the caller's
+//! write transaction, reading the log back, and verifying it.
+//!
+//! Must not be called outside a `BEGIN IMMEDIATE` transaction: the chain
+//! head read here is only stable while the write lock is held.
+
+use serde_json::Value;
+use sqlx::{Row as _, SqliteConnection};
+
+use super::SqliteLedger;
+use crate::chain::{ChainChecker, ChainReport, RawEvent, event_hash};
+use crate::error::LedgerError;
+use crate::types::EventRecord;
+
+/// Rows fetched per round trip when walking the log.
+const PAGE: i64 = 1000;
+
+/// Append one event to the chain in the current transaction.
+pub(super) async fn append(
+    conn: &mut SqliteConnection,
+    at: &str,
+    kind: &str,
+    proposal_id: Option<&str>,
+    actor: &str,
+    details: &Value,
+) -> Result<(), LedgerError> {
+    let head = sqlx::query("SELECT count, hash FROM chain_head WHERE singleton = 1")
+        .fetch_one(&mut *conn)
+        .await?;
+    let count: i64 = head.try_get("count")?;
+    let prev_hash: String = head.try_get("hash")?;
+    let id = count + 1;
+    let details_text = countersign_verifier::canonical::to_canonical(details)
+        .map_err(|e| LedgerError::Corrupt(format!("event details: {e}")))?;
+    let hash = event_hash(&prev_hash, id, at, kind, proposal_id, actor, details)
+        .map_err(|e| LedgerError::Corrupt(format!("event hash: {e}")))?;
+    // The trigger `events_advance_head` moves the chain head in this same
+    // transaction; `events_extend_head` refuses any row that does not extend it.
+    sqlx::query(
+        "INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(id)
+    .bind(at)
+    .bind(kind)
+    .bind(proposal_id)
+    .bind(actor)
+    .bind(details_text)
+    .bind(prev_hash)
+    .bind(hash)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+fn raw_event(row: &sqlx::sqlite::SqliteRow) -> Result<RawEvent, sqlx::Error> {
+    Ok(RawEvent {
+        id: row.try_get("id")?,
+        at: row.try_get("at")?,
+        kind: row.try_get("kind")?,
+        proposal_id: row.try_get("proposal_id")?,
+        actor: row.try_get("actor")?,
+        details: row.try_get("details")?,
+        prev_hash: row.try_get("prev_hash")?,
+        hash: row.try_get("hash")?,
+    })
+}
+
+const EVENTS_PAGE: &str = "SELECT id, at, kind, proposal_id, actor, details, prev_hash, hash
+     FROM events WHERE id > ? ORDER BY id LIMIT ?";
+
+impl SqliteLedger {
+    /// Every event, oldest first.
+    pub(crate) async fn events(&self) -> Result<Vec<EventRecord>, LedgerError> {
+        let rows = sqlx::query(
+            "SELECT id, at, kind, proposal_id, actor, details, prev_hash, hash
+             FROM events ORDER BY id",
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let raw = raw_event(row)?;
+                let id = raw.id;
+                raw.into_record()
+                    .map_err(|e| LedgerError::Corrupt(format!("event {id}: {e}")))
+            })
+            .collect()
+    }
+
+    /// Walk the whole log in one read snapshot and check the chain and head.
+    pub(crate) async fn verify_chain(&self) -> Result<ChainReport, LedgerError> {
+        // One read transaction: the pages and the head come from one snapshot.
+        let mut tx = self.reader.begin().await?;
+        let head = sqlx::query("SELECT count, hash FROM chain_head WHERE singleton = 1")
+            .fetch_optional(&mut *tx)
+            .await?;
+        let (head_count, head_hash) = match head {
+            Some(row) => (
+                row.try_get::<i64, _>("count")?,
+                row.try_get::<String, _>("hash")?,
+            ),
+            None => (0, String::new()),
+        };
+        let mut checker = ChainChecker::new();
+        let mut after = 0_i64;
+        loop {
+            let rows = sqlx::query(EVENTS_PAGE)
+                .bind(after)
+                .bind(PAGE)
+                .fetch_all(&mut *tx)
+                .await?;
+            let Some(last) = rows.last() else { break };
+            after = last.try_get("id")?;
+            for row in &rows {
+                checker.push(raw_event(row)?);
+            }
+            if checker.broken() {
+                break;
+            }
+        }
+        tx.rollback().await?;
+        let head_count = u64::try_from(head_count)
+            .map_err(|_| LedgerError::Corrupt("negative chain head count".into()))?;
+        Ok(checker.finish(head_count, &head_hash))
+    }
+}

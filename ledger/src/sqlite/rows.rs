@@ -1,0 +1,162 @@
+//! Decoding SQLite rows into the ledger's records. Only reading; the
+//! queries that produce these rows live with their callers.
+
+use sqlx::Row as _;
+use sqlx::sqlite::SqliteRow;
+use time::OffsetDateTime;
+
+use crate::error::LedgerError;
+use crate::status::{Facts, derive};
+use crate::timefmt;
+use crate::types::{Disposition, DispositionStatus, Intent, IssuanceRecord, ProposalRecord};
+
+/// The joined select behind every proposal read; append a WHERE clause.
+macro_rules! proposal_select {
+    () => {
+        "SELECT p.id, p.principal, p.session, p.operation, p.arguments_json, p.arguments_sha256,
+                p.contract_revision, p.policy_revision, p.note, p.preview, p.created_at,
+                d.decision AS decision, d.reason AS decision_reason,
+                i.proof_sha256 AS i_proof_sha256, i.nonce AS i_nonce, i.principal AS i_principal,
+                i.session AS i_session, i.operation AS i_operation,
+                i.arguments_sha256 AS i_arguments_sha256, i.contract_revision AS i_contract_revision,
+                i.policy_revision AS i_policy_revision, i.provenance AS i_provenance,
+                i.audience AS i_audience, i.issued_at AS i_issued_at, i.expires_at AS i_expires_at,
+                r.reason AS revocation_reason,
+                n.nonce AS consumed_nonce,
+                c.status AS completion_status, c.error AS completion_error
+         FROM proposals p
+         LEFT JOIN decisions d ON d.proposal_id = p.id
+         LEFT JOIN issuances i ON i.proposal_id = p.id
+         LEFT JOIN revocations r ON r.proposal_id = p.id
+         LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
+         LEFT JOIN completions c ON c.proposal_id = p.id "
+    };
+}
+pub(super) use proposal_select;
+
+fn time_col(row: &SqliteRow, col: &str) -> Result<OffsetDateTime, LedgerError> {
+    let text: String = row.try_get(col)?;
+    timefmt::parse(&text)
+}
+
+fn issuance(row: &SqliteRow) -> Result<Option<IssuanceRecord>, LedgerError> {
+    let Some(proof_sha256) = row.try_get::<Option<String>, _>("i_proof_sha256")? else {
+        return Ok(None);
+    };
+    Ok(Some(IssuanceRecord {
+        proof_sha256,
+        nonce: row.try_get("i_nonce")?,
+        principal: row.try_get("i_principal")?,
+        session: row.try_get("i_session")?,
+        proposal_id: row.try_get("id")?,
+        operation: row.try_get("i_operation")?,
+        arguments_sha256: row.try_get("i_arguments_sha256")?,
+        contract_revision: row.try_get("i_contract_revision")?,
+        policy_revision: row.try_get("i_policy_revision")?,
+        provenance: row.try_get("i_provenance")?,
+        audience: row.try_get("i_audience")?,
+        issued_at: time_col(row, "i_issued_at")?,
+        expires_at: time_col(row, "i_expires_at")?,
+    }))
+}
+
+/// A row of `proposal_select!()` as a record with its status as of `now`.
+pub(super) fn proposal(
+    row: &SqliteRow,
+    now: OffsetDateTime,
+) -> Result<ProposalRecord, LedgerError> {
+    let issuance = issuance(row)?;
+    let facts = Facts {
+        decision: row.try_get("decision")?,
+        decision_reason: row.try_get("decision_reason")?,
+        expires_at: issuance.as_ref().map(|i| i.expires_at),
+        revocation_reason: row.try_get("revocation_reason")?,
+        consumed: row
+            .try_get::<Option<String>, _>("consumed_nonce")?
+            .is_some(),
+        completion: row.try_get("completion_status")?,
+        completion_error: row.try_get("completion_error")?,
+    };
+    let (status, reason) = derive(facts, now);
+    Ok(ProposalRecord {
+        id: row.try_get("id")?,
+        principal: row.try_get("principal")?,
+        session: row.try_get("session")?,
+        operation: row.try_get("operation")?,
+        arguments_json: row.try_get("arguments_json")?,
+        arguments_sha256: row.try_get("arguments_sha256")?,
+        contract_revision: row.try_get("contract_revision")?,
+        policy_revision: row.try_get("policy_revision")?,
+        note: row.try_get("note")?,
+        preview: row.try_get("preview")?,
+        created_at: time_col(row, "created_at")?,
+        status,
+        reason,
+        issuance,
+    })
+}
+
+/// The select behind `intent`; append a WHERE clause on `t.`.
+macro_rules! intent_select {
+    () => {
+        "SELECT t.nonce, t.proposal_id, t.principal, t.session, t.operation, t.arguments_json,
+                t.proof_sha256, t.recorded_at
+         FROM intents t "
+    };
+}
+pub(super) use intent_select;
+
+/// A row of `intents`.
+pub(super) fn intent(row: &SqliteRow) -> Result<Intent, LedgerError> {
+    Ok(Intent {
+        proposal_id: row.try_get("proposal_id")?,
+        nonce: row.try_get("nonce")?,
+        principal: row.try_get("principal")?,
+        session: row.try_get("session")?,
+        operation: row.try_get("operation")?,
+        arguments_json: row.try_get("arguments_json")?,
+        proof_sha256: row.try_get("proof_sha256")?,
+        recorded_at: time_col(row, "recorded_at")?,
+    })
+}
+
+/// A consumed nonce joined with its completion (`status`, `error`,
+/// `result`, `completed_at`, all NULL while uncertain).
+pub(super) fn disposition(row: &SqliteRow) -> Result<Disposition, LedgerError> {
+    let status: Option<String> = row.try_get("status")?;
+    let (status, result, completed_at) = match status.as_deref() {
+        None => (DispositionStatus::Uncertain, serde_json::Value::Null, None),
+        Some(s) => {
+            let status = match s {
+                "applied" => DispositionStatus::Applied,
+                "failed" => DispositionStatus::Failed,
+                other => {
+                    return Err(LedgerError::Corrupt(format!("completion status {other:?}")));
+                }
+            };
+            let text: String = row.try_get("result")?;
+            let result = serde_json::from_str(&text)
+                .map_err(|e| LedgerError::Corrupt(format!("completion result: {e}")))?;
+            (status, result, Some(time_col(row, "completed_at")?))
+        }
+    };
+    Ok(Disposition {
+        proposal_id: row.try_get("proposal_id")?,
+        nonce: row.try_get("nonce")?,
+        status,
+        result,
+        error: row.try_get("error")?,
+        completed_at,
+    })
+}
+
+/// The select behind `disposition`; append a WHERE clause on `n.`.
+macro_rules! disposition_select {
+    () => {
+        "SELECT n.nonce AS nonce, n.proposal_id AS proposal_id,
+                c.status AS status, c.error AS error, c.result AS result,
+                c.completed_at AS completed_at
+         FROM consumed_nonces n LEFT JOIN completions c ON c.nonce = n.nonce "
+    };
+}
+pub(super) use disposition_select;

@@ -1,0 +1,272 @@
+//! The signer's side of the ledger on SQLite: proposals, decisions,
+//! issuances and revocations, each write with its event in one
+//! `BEGIN IMMEDIATE` transaction. Reads derive the status.
+//!
+//! Never stores a proof, only its SHA-256; never logs argument values.
+
+use serde_json::json;
+use sqlx::{Row as _, SqliteConnection};
+
+use super::rows::{self, proposal_select};
+use super::{SqliteLedger, events, is_unique_violation};
+use crate::error::LedgerError;
+use crate::timefmt;
+use crate::types::{IssuanceRecord, NewProposal, ProposalRecord, RevokeOutcome};
+
+/// The proposal's principal and whether it has a decision, under the write lock.
+async fn lock_proposal(
+    conn: &mut SqliteConnection,
+    id: &str,
+) -> Result<Option<(String, bool)>, LedgerError> {
+    let row = sqlx::query(
+        "SELECT p.principal, d.proposal_id IS NOT NULL AS decided
+         FROM proposals p LEFT JOIN decisions d ON d.proposal_id = p.id WHERE p.id = ?",
+    )
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match row {
+        None => Ok(None),
+        Some(row) => Ok(Some((row.try_get("principal")?, row.try_get("decided")?))),
+    }
+}
+
+/// Insert a `(proposal_id, principal, reason, at)` row with `sql` and its
+/// `kind` event (details: the reason), both stamped now.
+async fn insert_with_reason(
+    conn: &mut SqliteConnection,
+    sql: &'static str,
+    kind: &str,
+    proposal_id: &str,
+    principal: &str,
+    reason: &str,
+) -> Result<(), LedgerError> {
+    let at = timefmt::format(timefmt::now())?;
+    sqlx::query(sql)
+        .bind(proposal_id)
+        .bind(principal)
+        .bind(reason)
+        .bind(&at)
+        .execute(&mut *conn)
+        .await?;
+    let details = json!({ "reason": reason });
+    events::append(conn, &at, kind, Some(proposal_id), principal, &details).await
+}
+
+impl SqliteLedger {
+    /// Record a new proposal and its `proposed` event.
+    pub(crate) async fn insert_proposal(&self, p: &NewProposal) -> Result<(), LedgerError> {
+        let created_at = timefmt::format(p.created_at)?;
+        let mut tx = self.write_tx().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO proposals (id, principal, session, operation, arguments_json,
+                 arguments_sha256, contract_revision, policy_revision, note, preview, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&p.id)
+        .bind(&p.principal)
+        .bind(&p.session)
+        .bind(&p.operation)
+        .bind(&p.arguments_json)
+        .bind(&p.arguments_sha256)
+        .bind(&p.contract_revision)
+        .bind(&p.policy_revision)
+        .bind(&p.note)
+        .bind(&p.preview)
+        .bind(&created_at)
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Err(e) if is_unique_violation(&e) => {
+                return Err(LedgerError::DuplicateProposal(p.id.clone()));
+            }
+            other => other?,
+        };
+        let details = json!({
+            "session": p.session,
+            "operation": p.operation,
+            "arguments_sha256": p.arguments_sha256,
+            "contract_revision": p.contract_revision,
+            "policy_revision": p.policy_revision,
+        });
+        events::append(
+            &mut tx,
+            &created_at,
+            "proposed",
+            Some(&p.id),
+            &p.principal,
+            &details,
+        )
+        .await?;
+        tx.commit().await?;
+        tracing::debug!(proposal_id = %p.id, operation = %p.operation, "proposal recorded");
+        Ok(())
+    }
+
+    /// One proposal with its derived status.
+    pub(crate) async fn proposal(&self, id: &str) -> Result<Option<ProposalRecord>, LedgerError> {
+        let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = ?"))
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.map(|row| rows::proposal(&row, timefmt::now()))
+            .transpose()
+    }
+
+    /// The principal's undecided proposals, oldest first.
+    pub(crate) async fn pending(
+        &self,
+        principal: &str,
+    ) -> Result<Vec<ProposalRecord>, LedgerError> {
+        let found = sqlx::query(concat!(
+            proposal_select!(),
+            "WHERE p.principal = ? AND d.proposal_id IS NULL ORDER BY p.created_at, p.id"
+        ))
+        .bind(principal)
+        .fetch_all(&self.reader)
+        .await?;
+        let now = timefmt::now();
+        found.iter().map(|row| rows::proposal(row, now)).collect()
+    }
+
+    /// Record a denial and its event; `NotPending` if already decided.
+    pub(crate) async fn record_denial(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        reason: &str,
+    ) -> Result<(), LedgerError> {
+        let mut tx = self.write_tx().await?;
+        match lock_proposal(&mut tx, proposal_id).await? {
+            Some((owner, _)) if owner != principal => {
+                return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
+            }
+            None => return Err(LedgerError::UnknownProposal(proposal_id.to_string())),
+            Some((_, true)) => return Err(LedgerError::NotPending(proposal_id.to_string())),
+            Some((_, false)) => {}
+        }
+        const DENY: &str =
+            "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
+             VALUES (?, 'deny', ?, ?, ?)";
+        insert_with_reason(&mut tx, DENY, "denied", proposal_id, principal, reason).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Record the approve decision, the issuance and the event atomically.
+    pub(crate) async fn record_approval(&self, i: &IssuanceRecord) -> Result<(), LedgerError> {
+        let issued_at = timefmt::format(i.issued_at)?;
+        let expires_at = timefmt::format(i.expires_at)?;
+        let mut tx = self.write_tx().await?;
+        let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = ?"))
+            .bind(&i.proposal_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(row) = row else {
+            return Err(LedgerError::UnknownProposal(i.proposal_id.clone()));
+        };
+        let p = rows::proposal(&row, timefmt::now())?;
+        if p.principal != i.principal {
+            return Err(LedgerError::UnknownProposal(i.proposal_id.clone()));
+        }
+        if row.try_get::<Option<String>, _>("decision")?.is_some() {
+            return Err(LedgerError::NotPending(i.proposal_id.clone()));
+        }
+        if p.operation != i.operation
+            || p.arguments_sha256 != i.arguments_sha256
+            || p.contract_revision != i.contract_revision
+            || p.policy_revision != i.policy_revision
+        {
+            return Err(LedgerError::IssuanceMismatch(i.proposal_id.clone()));
+        }
+        sqlx::query(
+            "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
+             VALUES (?, 'approve', ?, NULL, ?)",
+        )
+        .bind(&i.proposal_id)
+        .bind(&i.principal)
+        .bind(&issued_at)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO issuances (proposal_id, proof_sha256, nonce, principal, session,
+                 operation, arguments_sha256, contract_revision, policy_revision, provenance,
+                 audience, issued_at, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&i.proposal_id)
+        .bind(&i.proof_sha256)
+        .bind(&i.nonce)
+        .bind(&i.principal)
+        .bind(&i.session)
+        .bind(&i.operation)
+        .bind(&i.arguments_sha256)
+        .bind(&i.contract_revision)
+        .bind(&i.policy_revision)
+        .bind(&i.provenance)
+        .bind(&i.audience)
+        .bind(&issued_at)
+        .bind(&expires_at)
+        .execute(&mut *tx)
+        .await?;
+        let details = json!({
+            "proof_sha256": i.proof_sha256,
+            "session": i.session,
+            "provenance": i.provenance,
+            "audience": i.audience,
+            "expires_at": expires_at,
+        });
+        events::append(
+            &mut tx,
+            &issued_at,
+            "approved",
+            Some(&i.proposal_id),
+            &i.principal,
+            &details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Revoke the unconsumed proof of a proposal, in one write transaction.
+    pub(crate) async fn revoke(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        reason: &str,
+    ) -> Result<RevokeOutcome, LedgerError> {
+        let mut tx = self.write_tx().await?;
+        let row = sqlx::query(
+            "SELECT p.principal AS principal,
+                    i.nonce IS NOT NULL AS issued,
+                    r.proposal_id IS NOT NULL AS revoked,
+                    n.nonce IS NOT NULL AS consumed
+             FROM proposals p
+             LEFT JOIN issuances i ON i.proposal_id = p.id
+             LEFT JOIN revocations r ON r.proposal_id = p.id
+             LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
+             WHERE p.id = ?",
+        )
+        .bind(proposal_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
+        };
+        if row.try_get::<String, _>("principal")? != principal {
+            return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
+        }
+        if row.try_get::<bool, _>("consumed")? {
+            return Ok(RevokeOutcome::AlreadyUsed);
+        }
+        if !row.try_get::<bool, _>("issued")? || row.try_get::<bool, _>("revoked")? {
+            return Ok(RevokeOutcome::NothingToRevoke);
+        }
+        const REVOKE: &str = "INSERT INTO revocations (proposal_id, principal, reason, revoked_at)
+             VALUES (?, ?, ?, ?)";
+        insert_with_reason(&mut tx, REVOKE, "revoked", proposal_id, principal, reason).await?;
+        tx.commit().await?;
+        Ok(RevokeOutcome::Revoked)
+    }
+}

@@ -1,0 +1,80 @@
+//! Deriving a proposal's status from the recorded facts. Pure and
+//! backend-independent; a status is never stored.
+
+use time::OffsetDateTime;
+
+use crate::types::ProposalStatus;
+
+/// The facts about one proposal that decide its status.
+#[derive(Debug, Default)]
+pub(crate) struct Facts {
+    /// `approve` or `deny`, if decided.
+    pub(crate) decision: Option<String>,
+    /// The denial reason.
+    pub(crate) decision_reason: Option<String>,
+    /// The issuance's expiry, if issued.
+    pub(crate) expires_at: Option<OffsetDateTime>,
+    /// The revocation reason, if revoked.
+    pub(crate) revocation_reason: Option<String>,
+    /// Whether the nonce was consumed (an intent exists).
+    pub(crate) consumed: bool,
+    /// `applied` or `failed`, if completed.
+    pub(crate) completion: Option<String>,
+    /// The completion's error.
+    pub(crate) completion_error: Option<String>,
+}
+
+/// The status and the reason to show with it, as of `now`.
+pub(crate) fn derive(facts: Facts, now: OffsetDateTime) -> (ProposalStatus, Option<String>) {
+    match facts.decision.as_deref() {
+        None => return (ProposalStatus::Pending, None),
+        Some("deny") => return (ProposalStatus::Denied, facts.decision_reason),
+        Some(_) => {}
+    }
+    match facts.completion.as_deref() {
+        Some("applied") => return (ProposalStatus::Applied, None),
+        Some(_) => return (ProposalStatus::Failed, facts.completion_error),
+        None => {}
+    }
+    if facts.consumed {
+        return (ProposalStatus::Executing, None);
+    }
+    if facts.revocation_reason.is_some() {
+        return (ProposalStatus::Revoked, facts.revocation_reason);
+    }
+    match facts.expires_at {
+        Some(exp) if now >= exp => (ProposalStatus::Expired, None),
+        _ => (ProposalStatus::Approved, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_is_strict_and_only_for_unused_proofs() {
+        let exp = OffsetDateTime::UNIX_EPOCH + time::Duration::seconds(100);
+        let approved = || Facts {
+            decision: Some("approve".into()),
+            expires_at: Some(exp),
+            ..Facts::default()
+        };
+        let before = exp - time::Duration::seconds(1);
+        assert_eq!(derive(approved(), before).0, ProposalStatus::Approved);
+        assert_eq!(derive(approved(), exp).0, ProposalStatus::Expired);
+        let used = Facts {
+            consumed: true,
+            ..approved()
+        };
+        assert_eq!(derive(used, exp).0, ProposalStatus::Executing);
+        let revoked = Facts {
+            revocation_reason: Some("r".into()),
+            ..approved()
+        };
+        assert_eq!(
+            derive(revoked, exp),
+            (ProposalStatus::Revoked, Some("r".into()))
+        );
+    }
+}

@@ -1,0 +1,276 @@
+//! The ledger's domain records: what callers write and what they read back.
+//!
+//! Plain data only. These types never hold a proof (only its SHA-256) and
+//! must not grow a `Debug` that prints one.
+
+use serde_json::Value;
+use time::OffsetDateTime;
+
+/// A proposal as the signer stores it, before any decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewProposal {
+    /// `prop_` + 32 lowercase hex.
+    pub id: String,
+    /// The principal the proposal belongs to.
+    pub principal: String,
+    /// The agent session that proposed it.
+    pub session: String,
+    /// The operation name from the registry.
+    pub operation: String,
+    /// The canonical arguments, stored verbatim.
+    pub arguments_json: String,
+    /// SHA-256 hex of `arguments_json`.
+    pub arguments_sha256: String,
+    /// The operation's contract revision at proposal time.
+    pub contract_revision: String,
+    /// The policy revision at proposal time.
+    pub policy_revision: String,
+    /// The proposer's free-text note (model-supplied, unverified).
+    pub note: String,
+    /// The preview rendered from the stored arguments.
+    pub preview: String,
+    /// When the proposal was recorded (whole seconds, UTC).
+    pub created_at: OffsetDateTime,
+}
+
+/// The bound fields of an issued proof. Never the proof itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuanceRecord {
+    /// SHA-256 hex of the proof text.
+    pub proof_sha256: String,
+    /// The proof's nonce (`jti`).
+    pub nonce: String,
+    /// `sub`.
+    pub principal: String,
+    /// `sid`: the session that may execute the proof.
+    pub session: String,
+    /// `pid`.
+    pub proposal_id: String,
+    /// `op`.
+    pub operation: String,
+    /// `args_sha256`.
+    pub arguments_sha256: String,
+    /// `crev`.
+    pub contract_revision: String,
+    /// `prev`.
+    pub policy_revision: String,
+    /// `prov`: `human:cli`, `human:web` or `rule:<id>@<version>`.
+    pub provenance: String,
+    /// `aud`.
+    pub audience: String,
+    /// `iat`.
+    pub issued_at: OffsetDateTime,
+    /// `exp`.
+    pub expires_at: OffsetDateTime,
+}
+
+/// A proposal's status, derived on every read from the recorded facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProposalStatus {
+    /// No decision yet.
+    Pending,
+    /// A person denied it.
+    Denied,
+    /// A proof was issued and can still be used.
+    Approved,
+    /// The issued proof was revoked before use.
+    Revoked,
+    /// The issued proof was never used and is past its expiry.
+    Expired,
+    /// An intent was recorded and no completion yet: in flight, or
+    /// interrupted. Its disposition reads as uncertain.
+    Executing,
+    /// The effect applied.
+    Applied,
+    /// The effect failed.
+    Failed,
+    /// Reserved for a completion whose outcome is unknown. The current
+    /// [`EffectOutcome`] cannot record one, so this ledger does not yet
+    /// produce it; an intent without completion reads as `Executing`.
+    Uncertain,
+}
+
+impl ProposalStatus {
+    /// The stable lowercase name used on the wire and in the CLI.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ProposalStatus::Pending => "pending",
+            ProposalStatus::Denied => "denied",
+            ProposalStatus::Approved => "approved",
+            ProposalStatus::Revoked => "revoked",
+            ProposalStatus::Expired => "expired",
+            ProposalStatus::Executing => "executing",
+            ProposalStatus::Applied => "applied",
+            ProposalStatus::Failed => "failed",
+            ProposalStatus::Uncertain => "uncertain",
+        }
+    }
+}
+
+impl std::fmt::Display for ProposalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A proposal with its derived status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProposalRecord {
+    /// `prop_` + 32 lowercase hex.
+    pub id: String,
+    /// The principal the proposal belongs to.
+    pub principal: String,
+    /// The agent session that proposed it.
+    pub session: String,
+    /// The operation name.
+    pub operation: String,
+    /// The canonical arguments, verbatim as stored.
+    pub arguments_json: String,
+    /// SHA-256 hex of `arguments_json`.
+    pub arguments_sha256: String,
+    /// The contract revision at proposal time.
+    pub contract_revision: String,
+    /// The policy revision at proposal time.
+    pub policy_revision: String,
+    /// The proposer's note (model-supplied, unverified).
+    pub note: String,
+    /// The stored preview.
+    pub preview: String,
+    /// When the proposal was recorded.
+    pub created_at: OffsetDateTime,
+    /// The derived status at the time of the read.
+    pub status: ProposalStatus,
+    /// The denial or revocation reason, or the error of a failed effect.
+    pub reason: Option<String>,
+    /// The issuance, once approved.
+    pub issuance: Option<IssuanceRecord>,
+}
+
+/// How consumption of a verified proof started.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConsumeStart {
+    /// The nonce was fresh and is now consumed: run the effect, then `complete`.
+    Fresh(Intent),
+    /// The nonce was already consumed: this is what happened. Never apply again.
+    Replay(Disposition),
+}
+
+/// A recorded intent to apply a consumed proof's effect. The arguments come
+/// from the verified claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intent {
+    /// The proposal being executed.
+    pub proposal_id: String,
+    /// The consumed nonce; also the idempotency key of the effect.
+    pub nonce: String,
+    /// `sub` of the proof.
+    pub principal: String,
+    /// `sid` of the proof.
+    pub session: String,
+    /// `op` of the proof.
+    pub operation: String,
+    /// Canonical JSON of the proof's `args`.
+    pub arguments_json: String,
+    /// SHA-256 hex of the proof.
+    pub proof_sha256: String,
+    /// When the intent was recorded.
+    pub recorded_at: OffsetDateTime,
+}
+
+/// What running an effect came to, as reported by the head.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EffectOutcome {
+    /// The effect applied; `result` is recorded.
+    Applied {
+        /// The effect's result.
+        result: Value,
+    },
+    /// The effect failed; nothing (known) was applied.
+    Failed {
+        /// A one-line description of the failure.
+        error: String,
+        /// Whatever the effect reported.
+        result: Value,
+    },
+}
+
+/// The recorded end of a consumed proof.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DispositionStatus {
+    /// The effect applied.
+    Applied,
+    /// The effect failed.
+    Failed,
+    /// An intent without completion: it may or may not have applied.
+    Uncertain,
+}
+
+impl DispositionStatus {
+    /// The stable lowercase name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DispositionStatus::Applied => "applied",
+            DispositionStatus::Failed => "failed",
+            DispositionStatus::Uncertain => "uncertain",
+        }
+    }
+}
+
+impl std::fmt::Display for DispositionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The disposition of a consumed proof.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Disposition {
+    /// The proposal.
+    pub proposal_id: String,
+    /// The consumed nonce.
+    pub nonce: String,
+    /// Applied, failed or uncertain.
+    pub status: DispositionStatus,
+    /// The recorded result (`null` while uncertain).
+    pub result: Value,
+    /// The recorded error of a failed effect.
+    pub error: Option<String>,
+    /// When the completion was recorded (`None` while uncertain).
+    pub completed_at: Option<OffsetDateTime>,
+}
+
+/// The outcome of a revocation request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RevokeOutcome {
+    /// The unconsumed proof is revoked; it will be refused.
+    Revoked,
+    /// The proof was already consumed; revocation is too late.
+    AlreadyUsed,
+    /// There is no issued, unrevoked proof (pending, denied or already revoked).
+    NothingToRevoke,
+}
+
+/// One row of the event log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRecord {
+    /// Position in the chain, from 1, without gaps.
+    pub id: i64,
+    /// When it happened (`YYYY-MM-DDTHH:MM:SSZ`).
+    pub at: String,
+    /// `proposed`, `denied`, `approved`, `revoked`, `intent`,
+    /// `effect_applied`, `completed` or `resolved`.
+    pub kind: String,
+    /// The proposal concerned, if any.
+    pub proposal_id: Option<String>,
+    /// Who acted (a principal, or the person who resolved).
+    pub actor: String,
+    /// Kind-specific details (no proofs, no argument values).
+    pub details: Value,
+    /// The previous row's hash (64 zeros for the first).
+    pub prev_hash: String,
+    /// `sha256(prev_hash || canonical {id, at, kind, proposal_id, actor, details})`.
+    pub hash: String,
+}

@@ -1,0 +1,184 @@
+//! The signer's side: proposals, decisions, issuances, revocation, and the
+//! derived status, on a real SQLite file.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{PRINCIPAL, TestLedger, approve, create_schedule, issue};
+use countersign_ledger::{Ledger, LedgerError, ProposalStatus, RevokeOutcome};
+
+#[tokio::test]
+async fn a_new_proposal_is_pending_and_stored_verbatim() {
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    let got = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+    assert_eq!(got.status, ProposalStatus::Pending);
+    assert_eq!(got.arguments_json, p.arguments_json);
+    assert_eq!(got.created_at, p.created_at);
+    assert_eq!(got.issuance, None);
+    let pending = t.ledger.pending(PRINCIPAL).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert!(
+        t.ledger
+            .pending("pr_someone_else")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(t.ledger.proposal("prop_missing").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn refuses_a_duplicate_proposal_id() {
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    assert_eq!(
+        t.ledger.insert_proposal(&p).await,
+        Err(LedgerError::DuplicateProposal(p.id.clone()))
+    );
+}
+
+#[tokio::test]
+async fn a_denied_proposal_cannot_be_decided_again() {
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    t.ledger
+        .record_denial(&p.id, PRINCIPAL, "not now")
+        .await
+        .unwrap();
+    let got = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+    assert_eq!(
+        (got.status, got.reason.as_deref()),
+        (ProposalStatus::Denied, Some("not now"))
+    );
+    assert!(t.ledger.pending(PRINCIPAL).await.unwrap().is_empty());
+    assert_eq!(
+        t.ledger.record_denial(&p.id, PRINCIPAL, "again").await,
+        Err(LedgerError::NotPending(p.id.clone()))
+    );
+    let (_, record) = issue(&p, 1, 300);
+    assert_eq!(
+        t.ledger.record_approval(&record).await,
+        Err(LedgerError::NotPending(p.id.clone()))
+    );
+}
+
+#[tokio::test]
+async fn another_principal_cannot_decide_or_revoke() {
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    let other = "pr_ffffffffffffffffffffffffffffffff";
+    let unknown = Err(LedgerError::UnknownProposal(p.id.clone()));
+    assert_eq!(t.ledger.record_denial(&p.id, other, "x").await, unknown);
+    assert_eq!(
+        t.ledger.revoke(&p.id, other, "x").await.map(|_| ()),
+        unknown
+    );
+    assert_eq!(
+        t.ledger.record_denial("prop_nope", PRINCIPAL, "x").await,
+        Err(LedgerError::UnknownProposal("prop_nope".into()))
+    );
+}
+
+#[tokio::test]
+async fn an_approval_records_the_issuance_and_never_the_proof() {
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    let token = approve(&t.ledger, &p, 1).await;
+    let got = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+    assert_eq!(got.status, ProposalStatus::Approved);
+    let issuance = got.issuance.unwrap();
+    assert_eq!(issuance.nonce, format!("{:0>42}A", 1));
+    let raw = std::fs::read(t.path()).unwrap();
+    let wal = std::fs::read(t.dir.path().join("ledger.db-wal")).unwrap_or_default();
+    for bytes in [raw, wal] {
+        assert!(!bytes.windows(token.len()).any(|w| w == token.as_bytes()));
+    }
+}
+
+#[tokio::test]
+async fn refuses_an_issuance_that_does_not_match_the_proposal() {
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    let (_, mut record) = issue(&p, 1, 300);
+    record.arguments_sha256 = "0".repeat(64);
+    assert_eq!(
+        t.ledger.record_approval(&record).await,
+        Err(LedgerError::IssuanceMismatch(p.id.clone()))
+    );
+    assert_eq!(
+        t.ledger.proposal(&p.id).await.unwrap().unwrap().status,
+        ProposalStatus::Pending
+    );
+}
+
+#[tokio::test]
+async fn an_unused_proof_past_its_expiry_reads_as_expired() {
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    let (_, mut record) = issue(&p, 1, 300);
+    record.expires_at = record.issued_at - time::Duration::seconds(1);
+    t.ledger.record_approval(&record).await.unwrap();
+    let got = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+    assert_eq!(got.status, ProposalStatus::Expired);
+}
+
+#[tokio::test]
+async fn revoke_reports_what_happened() {
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    assert_eq!(
+        t.ledger.revoke(&p.id, PRINCIPAL, "r").await,
+        Ok(RevokeOutcome::NothingToRevoke)
+    );
+    let (_, record) = issue(&p, 1, 300);
+    t.ledger.record_approval(&record).await.unwrap();
+    assert_eq!(
+        t.ledger.revoke(&p.id, PRINCIPAL, "changed my mind").await,
+        Ok(RevokeOutcome::Revoked)
+    );
+    let got = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+    assert_eq!(
+        (got.status, got.reason.as_deref()),
+        (ProposalStatus::Revoked, Some("changed my mind"))
+    );
+    assert_eq!(
+        t.ledger.revoke(&p.id, PRINCIPAL, "again").await,
+        Ok(RevokeOutcome::NothingToRevoke)
+    );
+}
+
+#[tokio::test]
+async fn refuses_urls_it_does_not_support() {
+    for url in [
+        "sqlite::memory:",
+        "sqlite://relative/path.db",
+        "postgres://x/y",
+        "sqlite://",
+    ] {
+        assert_eq!(
+            Ledger::open(url).await.map(|_| ()),
+            Err(LedgerError::UnsupportedUrl),
+            "{url}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn reopening_an_existing_file_keeps_its_data_and_creates_it_private() {
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    let again = Ledger::open(&t.url).await.unwrap();
+    assert!(again.proposal(&p.id).await.unwrap().is_some());
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(t.path()).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
