@@ -86,6 +86,20 @@ fn schema_errors_name_the_instance_path_and_mask_values() {
 }
 
 #[test]
+fn anchored_patterns_refuse_a_trailing_newline() {
+    let registry = registry();
+    let err = registry
+        .get("schedule.pause")
+        .unwrap()
+        .validate_arguments(br#"{"name":"nightly\n"}"#)
+        .unwrap_err();
+    assert!(
+        matches!(&err, ArgumentsError::Schema(l) if l[0].starts_with("/name: ")),
+        "{err}"
+    );
+}
+
+#[test]
 fn schema_errors_report_missing_and_unexpected_properties() {
     let registry = registry();
     let op = create(&registry);

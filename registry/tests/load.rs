@@ -327,6 +327,13 @@ fn refuses_remote_references_and_invalid_schemas() {
 }
 
 #[test]
+fn refuses_unknown_formats() {
+    let text =
+        one("", COMMAND, "") + "[operation.schema.properties.when]\nformat = \"moonphase\"\n";
+    assert!(schema_reason(&text).starts_with("does not compile"));
+}
+
+#[test]
 fn refuses_toml_datetimes_in_schemas() {
     let text = one("", COMMAND, "default = 1979-05-27T07:32:00Z");
     assert!(schema_reason(&text).contains("datetime"));
