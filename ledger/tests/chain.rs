@@ -1,0 +1,220 @@
+//! The event log: append-only triggers, and tampering by someone with raw
+//! write access to the file (who drops the triggers first) is detected by
+//! `verify_chain`, which names the row.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{TestLedger, approve, create_schedule};
+use countersign_ledger::{ChainBreak, GENESIS_HASH};
+use sha2::{Digest as _, Sha256};
+use sqlx::{Connection as _, Row as _, SqliteConnection};
+
+/// A ledger with two approved proposals: events 1..=4.
+async fn four_events() -> TestLedger {
+    let t = TestLedger::new().await;
+    approve(&t.ledger, &create_schedule(1, "a"), 1).await;
+    approve(&t.ledger, &create_schedule(2, "b"), 2).await;
+    let report = t.ledger.verify_chain().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 4);
+    t
+}
+
+async fn exec(conn: &mut SqliteConnection, sql: &'static str) -> Result<(), String> {
+    sqlx::query(sql)
+        .execute(conn)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Run `statements` on a raw connection, then verify the chain.
+async fn tampered(t: &TestLedger, statements: &[&'static str]) -> Option<ChainBreak> {
+    let mut raw = t.raw().await;
+    for sql in statements {
+        exec(&mut raw, sql).await.unwrap();
+    }
+    raw.close().await.unwrap();
+    t.ledger.verify_chain().await.unwrap().first_break
+}
+
+#[tokio::test]
+async fn refuses_update_and_delete_of_recorded_facts() {
+    let t = four_events().await;
+    let mut raw = t.raw().await;
+    let refused = [
+        (
+            "UPDATE events SET actor = 'x' WHERE id = 1",
+            "events are append-only",
+        ),
+        ("DELETE FROM events WHERE id = 4", "events are append-only"),
+        (
+            "UPDATE decisions SET decision = 'deny'",
+            "decisions are append-only",
+        ),
+        ("DELETE FROM decisions", "decisions are append-only"),
+        (
+            "UPDATE issuances SET expires_at = '2999-01-01T00:00:00Z'",
+            "issuances are append-only",
+        ),
+        ("DELETE FROM issuances", "issuances are append-only"),
+        (
+            "UPDATE proposals SET arguments_json = '{}'",
+            "proposals are append-only",
+        ),
+        ("DELETE FROM chain_head", "chain_head has exactly one row"),
+        (
+            "INSERT INTO events (id, at, kind, actor, details, prev_hash, hash)
+             VALUES (9, 'x', 'x', 'x', '{}', 'x', 'x')",
+            "an event must extend the chain head",
+        ),
+    ];
+    for (sql, message) in refused {
+        let err = exec(&mut raw, sql).await.unwrap_err();
+        assert!(err.contains(message), "{sql}: {err}");
+    }
+    // Rows in consumed_nonces are protected the same way.
+    let p = create_schedule(3, "c");
+    let token = approve(&t.ledger, &p, 3).await;
+    t.ledger
+        .begin_consume(&common::verified(&p, &token))
+        .await
+        .unwrap();
+    for sql in [
+        "UPDATE consumed_nonces SET proposal_id = 'x'",
+        "DELETE FROM consumed_nonces",
+    ] {
+        let err = exec(&mut raw, sql).await.unwrap_err();
+        assert!(
+            err.contains("consumed nonces are append-only"),
+            "{sql}: {err}"
+        );
+    }
+    raw.close().await.unwrap();
+    assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn detects_an_edited_row_and_names_it() {
+    let t = four_events().await;
+    let found = tampered(
+        &t,
+        &[
+            "DROP TRIGGER events_no_update",
+            "UPDATE events SET actor = 'mallory' WHERE id = 2",
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(found, ChainBreak::Edited { id: 2 });
+    assert_eq!(
+        found.to_string(),
+        "event 2 was edited (its hash does not match its content)"
+    );
+}
+
+#[tokio::test]
+async fn detects_an_edit_whose_hash_was_recomputed_at_the_next_row() {
+    let t = four_events().await;
+    let mut raw = t.raw().await;
+    exec(&mut raw, "DROP TRIGGER events_no_update")
+        .await
+        .unwrap();
+    exec(&mut raw, "UPDATE events SET actor = 'mallory' WHERE id = 2")
+        .await
+        .unwrap();
+    // Recompute row 2's hash as an attacker who knows the scheme would.
+    let row = sqlx::query(
+        "SELECT at, kind, proposal_id, actor, details, prev_hash FROM events WHERE id = 2",
+    )
+    .fetch_one(&mut raw)
+    .await
+    .unwrap();
+    let details: serde_json::Value =
+        serde_json::from_str(&row.try_get::<String, _>("details").unwrap()).unwrap();
+    let body = serde_json::json!({
+        "id": 2,
+        "at": row.try_get::<String, _>("at").unwrap(),
+        "kind": row.try_get::<String, _>("kind").unwrap(),
+        "proposal_id": row.try_get::<Option<String>, _>("proposal_id").unwrap(),
+        "actor": "mallory",
+        "details": details,
+    });
+    let mut h = Sha256::new();
+    h.update(row.try_get::<String, _>("prev_hash").unwrap().as_bytes());
+    h.update(
+        countersign_verifier::canonical::to_canonical(&body)
+            .unwrap()
+            .as_bytes(),
+    );
+    sqlx::query("UPDATE events SET hash = ? WHERE id = 2")
+        .bind(hex::encode(h.finalize()))
+        .execute(&mut raw)
+        .await
+        .unwrap();
+    raw.close().await.unwrap();
+    let report = t.ledger.verify_chain().await.unwrap();
+    assert_eq!(report.first_break, Some(ChainBreak::BrokenLink { id: 3 }));
+}
+
+#[tokio::test]
+async fn detects_a_deleted_row_and_names_it() {
+    let t = four_events().await;
+    let found = tampered(
+        &t,
+        &[
+            "DROP TRIGGER events_no_delete",
+            "DELETE FROM events WHERE id = 2",
+        ],
+    );
+    assert_eq!(
+        found.await,
+        Some(ChainBreak::Missing {
+            missing: 2,
+            after: 1,
+            next: 3
+        })
+    );
+}
+
+#[tokio::test]
+async fn detects_a_truncated_tail_through_the_chain_head() {
+    let t = four_events().await;
+    let found = tampered(
+        &t,
+        &[
+            "DROP TRIGGER events_no_delete",
+            "DELETE FROM events WHERE id >= 3",
+        ],
+    );
+    assert_eq!(
+        found.await,
+        Some(ChainBreak::Truncated {
+            recorded: 4,
+            found: 2
+        })
+    );
+}
+
+#[tokio::test]
+async fn an_empty_log_is_intact_at_the_genesis_hash() {
+    let t = TestLedger::new().await;
+    let report = t.ledger.verify_chain().await.unwrap();
+    assert!(report.is_intact());
+    assert_eq!(
+        (report.events, report.head_hash.as_str()),
+        (0, GENESIS_HASH)
+    );
+}
+
+#[tokio::test]
+async fn events_link_each_to_the_one_before() {
+    let t = four_events().await;
+    let events = t.ledger.events().await.unwrap();
+    assert_eq!(events[0].prev_hash, GENESIS_HASH);
+    for pair in events.windows(2) {
+        assert_eq!(pair[1].prev_hash, pair[0].hash);
+        assert_eq!(pair[1].id, pair[0].id + 1);
+    }
+}

@@ -1,0 +1,190 @@
+//! Builtin schedule effects through the ledger, failures that change
+//! nothing, and a person's resolution of an uncertain intent.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{TestLedger, approve, proposal, verified};
+use countersign_ledger::{
+    ConsumeStart, DispositionStatus, EffectFailure, EffectOutcome, Intent, Ledger, LedgerError,
+    ProposalStatus,
+};
+use serde_json::{Value, json};
+
+/// Propose, approve and consume `operation(args)` as proposal `n`.
+async fn consume(ledger: &Ledger, n: u32, operation: &str, args: Value) -> Intent {
+    let p = proposal(n, operation, args);
+    let token = approve(ledger, &p, n).await;
+    match ledger.begin_consume(&verified(&p, &token)).await.unwrap() {
+        ConsumeStart::Fresh(intent) => intent,
+        ConsumeStart::Replay(d) => panic!("unexpected replay {d:?}"),
+    }
+}
+
+/// A consumed `schedule.create` of schedule "a".
+async fn create_a(ledger: &Ledger) -> Intent {
+    consume(
+        ledger,
+        1,
+        "schedule.create",
+        json!({"name": "a", "cron": "c"}),
+    )
+    .await
+}
+
+/// Consume, apply and complete; the effect's result or failure.
+async fn run(
+    ledger: &Ledger,
+    n: u32,
+    operation: &str,
+    args: Value,
+) -> Result<Value, EffectFailure> {
+    let intent = consume(ledger, n, operation, args).await;
+    let outcome = ledger.apply_builtin(&intent).await;
+    let record = match &outcome {
+        Ok(result) => EffectOutcome::Applied {
+            result: result.clone(),
+        },
+        Err(e) => EffectOutcome::Failed {
+            error: e.to_string(),
+            result: Value::Null,
+        },
+    };
+    ledger.complete(&intent, &record).await.unwrap();
+    outcome
+}
+
+#[tokio::test]
+async fn schedules_move_through_their_states() {
+    let t = TestLedger::new().await;
+    let l = &t.ledger;
+    let name = json!({"name": "nightly"});
+    let create = json!({"name": "nightly", "cron": "0 3 * * *", "description": "backup"});
+    run(l, 1, "schedule.create", create).await.unwrap();
+    let stored = json!({"name": "nightly", "cron": "0 3 * * *", "description": "backup", "state": "created"});
+    assert_eq!(
+        l.state("schedules").await.unwrap(),
+        vec![("nightly".to_string(), stored)]
+    );
+    for (n, op, state) in [
+        (2, "schedule.activate", "active"),
+        (3, "schedule.pause", "paused"),
+        (4, "schedule.resume", "active"),
+    ] {
+        let result = run(l, n, op, name.clone()).await.unwrap();
+        assert_eq!(result, json!({"name": "nightly", "state": state}));
+        assert_eq!(l.state("schedules").await.unwrap()[0].1["state"], state);
+    }
+    let result = run(l, 5, "schedule.delete", name).await.unwrap();
+    assert_eq!(result, json!({"name": "nightly", "deleted": true}));
+    assert!(l.state("schedules").await.unwrap().is_empty());
+    assert!(l.verify_chain().await.unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn a_refused_transition_changes_nothing_and_records_failed() {
+    let t = TestLedger::new().await;
+    let l = &t.ledger;
+    run(
+        l,
+        1,
+        "schedule.create",
+        json!({"name": "n", "cron": "* * * * *"}),
+    )
+    .await
+    .unwrap();
+    let before = l.state("schedules").await.unwrap();
+    let err = run(l, 2, "schedule.pause", json!({"name": "n"}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        EffectFailure::Transition(
+            "schedule \"n\" is created; schedule.pause needs it active".into()
+        )
+    );
+    let err = run(l, 3, "schedule.create", json!({"name": "n", "cron": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        EffectFailure::Transition("schedule \"n\" already exists".into())
+    );
+    assert_eq!(l.state("schedules").await.unwrap(), before);
+    let failed = l
+        .proposal(&proposal(2, "schedule.pause", json!({})).id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(failed.status, ProposalStatus::Failed);
+    assert_eq!(
+        failed.reason.as_deref(),
+        Some("schedule \"n\" is created; schedule.pause needs it active")
+    );
+    let events = l.events().await.unwrap();
+    assert_eq!(
+        events.iter().filter(|e| e.kind == "effect_applied").count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_effect_uses_the_recorded_arguments_not_the_callers_copy() {
+    let t = TestLedger::new().await;
+    let mut intent = create_a(&t.ledger).await;
+    intent.arguments_json = json!({"name": "evil", "cron": "c"}).to_string();
+    t.ledger.apply_builtin(&intent).await.unwrap();
+    let keys: Vec<String> = t
+        .ledger
+        .state("schedules")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(keys, ["a"]);
+}
+
+#[tokio::test]
+async fn refuses_to_apply_for_an_intent_it_never_recorded() {
+    let t = TestLedger::new().await;
+    let mut intent = create_a(&t.ledger).await;
+    intent.nonce = format!("{:0>42}A", 99);
+    assert_eq!(
+        t.ledger.apply_builtin(&intent).await,
+        Err(EffectFailure::UnknownIntent)
+    );
+    assert!(t.ledger.state("schedules").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_person_resolves_an_uncertain_intent_once() {
+    let t = TestLedger::new().await;
+    let l = &t.ledger;
+    let intent = create_a(l).await;
+    assert_eq!(l.interrupted().await.unwrap(), vec![intent.clone()]);
+    let resolved = l
+        .resolve_uncertain(&intent.proposal_id, false, "alice")
+        .await
+        .unwrap();
+    assert_eq!(resolved.status, DispositionStatus::Failed);
+    assert!(l.interrupted().await.unwrap().is_empty());
+    assert_eq!(
+        l.resolve_uncertain(&intent.proposal_id, true, "alice")
+            .await,
+        Err(LedgerError::NotUncertain(intent.proposal_id.clone()))
+    );
+    assert_eq!(
+        l.apply_builtin(&intent).await,
+        Err(EffectFailure::AlreadyCompleted)
+    );
+    let last = l.events().await.unwrap().pop().unwrap();
+    assert_eq!(
+        (last.kind.as_str(), last.actor.as_str()),
+        ("resolved", "alice")
+    );
+    assert_eq!(
+        l.resolve_uncertain("prop_never", true, "alice").await,
+        Err(LedgerError::NotUncertain("prop_never".into()))
+    );
+}
