@@ -174,7 +174,8 @@ fn refuses_each_binding_mismatch_in_order() {
     let c = claims();
     let proof = sign(&c);
     let other = "x".repeat(64);
-    let cases: [(fn(&mut Expectations<'_>, &'static str), Refusal); 8] = [
+    type Set = fn(&mut Expectations<'_>, &'static str);
+    let cases: [(Set, Refusal); 8] = [
         (|e, v| e.audience = v, Refusal::WrongAudience),
         (|e, v| e.principal = v, Refusal::WrongPrincipal),
         (|e, v| e.session = v, Refusal::WrongSession),
