@@ -1,6 +1,18 @@
 //! The verifier/effect service that every head embeds: verify a proof with
 //! the public keys, consume it once through the ledger, run the effect and
-//! record completion. It holds no signing key and links no signing code.
+//! record completion; reconcile interrupted intents; talk to the signer as a
+//! head or an approver over mutually authenticated gRPC.
+//!
+//! It holds no signing key and links no signing code: the only thing it can
+//! do with a proof is check it and spend it once.
 #![forbid(unsafe_code)]
 
 pub mod command;
+mod execute;
+mod outcome;
+mod reconcile;
+pub mod signer_client;
+
+pub use execute::{Gate, GateError};
+pub use outcome::{Outcome, Refused};
+pub use reconcile::{ReconcileEntry, ReconcileReport};

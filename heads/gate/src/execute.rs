@@ -1,0 +1,218 @@
+//! Execute an approved proposal: verify the proof against the current
+//! registry and policy, consume it in one ledger transaction, run the effect
+//! with the arguments from the verified claims, record completion.
+//!
+//! The effect never reads an argument from the caller: only from the claims
+//! the signer signed, which the verifier has bound to the stored proposal.
+
+use std::sync::Arc;
+
+use countersign_ledger::{ConsumeStart, EffectOutcome, Intent, Ledger, LedgerError};
+use countersign_registry::{Effect, Registry};
+use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, verify};
+use time::OffsetDateTime;
+
+use crate::command::{CommandSpec, run_command};
+use crate::outcome::{Outcome, Refused};
+
+/// A fault the gate could not turn into a decision. The caller reports it as
+/// an error; whether anything was applied is then unknown only if the fault
+/// happened after the intent was recorded, which `reconcile` resolves.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GateError {
+    /// The ledger failed (unavailable, I/O, constraint).
+    #[error("ledger: {0}")]
+    Ledger(#[from] LedgerError),
+    /// The effect could not be started or supervised.
+    #[error("effect: {0}")]
+    Effect(String),
+}
+
+/// The verifier/effect service of one head: the public keys, the ledger, the
+/// operation registry and this head's identity.
+#[derive(Clone)]
+pub struct Gate {
+    ledger: Ledger,
+    registry: Arc<Registry>,
+    keys: Arc<KeyRing>,
+    principal: String,
+    audience: String,
+    policy_revision: String,
+    max_lifetime: time::Duration,
+}
+
+impl Gate {
+    /// A gate for `principal`, accepting proofs for `audience` issued under
+    /// `policy_revision`, with its own lifetime ceiling.
+    pub fn new(
+        ledger: Ledger,
+        registry: Arc<Registry>,
+        keys: KeyRing,
+        principal: String,
+        audience: String,
+        policy_revision: String,
+        max_lifetime: time::Duration,
+    ) -> Self {
+        Self {
+            ledger,
+            registry,
+            keys: Arc::new(keys),
+            principal,
+            audience,
+            policy_revision,
+            max_lifetime,
+        }
+    }
+
+    /// The ledger this gate consumes through.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The registry this gate checks contract revisions against.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Present `proof` for `proposal_id` from `session`.
+    pub async fn execute(
+        &self,
+        proposal_id: &str,
+        session: &str,
+        proof: &Proof,
+    ) -> Result<Outcome, GateError> {
+        let Some(proposal) = self.ledger.proposal(proposal_id).await? else {
+            return Ok(Outcome::Refused(Refused::UnknownProposal(
+                proposal_id.to_string(),
+            )));
+        };
+        let Some(operation) = self.registry.get(&proposal.operation) else {
+            return Ok(Outcome::Refused(Refused::UnknownOperation(
+                proposal.operation.clone(),
+            )));
+        };
+        let expect = Expectations {
+            audience: &self.audience,
+            principal: &self.principal,
+            session,
+            proposal_id,
+            operation: &proposal.operation,
+            arguments_sha256: &proposal.arguments_sha256,
+            contract_revision: operation.contract_revision(),
+            policy_revision: &self.policy_revision,
+            now: OffsetDateTime::now_utc(),
+            max_lifetime: self.max_lifetime,
+        };
+        let verified = match verify(proof, &self.keys, &expect) {
+            Ok(verified) => verified,
+            Err(Refusal::Expired) => {
+                // Expiry blocks a new execution; it does not erase a prior one.
+                // The genuine proof of a consumed action gets its disposition.
+                return Ok(match self.recorded_for(proposal_id, proof).await? {
+                    Some(recorded) => recorded,
+                    None => Outcome::Refused(Refused::Proof(Refusal::Expired)),
+                });
+            }
+            Err(refusal) => {
+                tracing::info!(proposal_id, code = refusal.code(), "proof refused");
+                return Ok(Outcome::Refused(Refused::Proof(refusal)));
+            }
+        };
+        let intent = match self.ledger.begin_consume(&verified).await {
+            Ok(ConsumeStart::Fresh(intent)) => intent,
+            Ok(ConsumeStart::Replay(disposition)) => return Ok(Outcome::Recorded(disposition)),
+            Err(LedgerError::Refused(refusal)) => {
+                tracing::info!(proposal_id, code = refusal.code(), "consumption refused");
+                return Ok(Outcome::Refused(Refused::Ledger(refusal)));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        tracing::info!(proposal_id, nonce = %intent.nonce, "intent recorded; running effect");
+        let effect_outcome = self.run_effect(&operation.effect, &intent).await?;
+        let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
+        Ok(match effect_outcome {
+            EffectOutcome::Applied { .. } => Outcome::Applied(disposition),
+            _ => Outcome::Failed(disposition),
+        })
+    }
+
+    /// The recorded disposition of a proposal whose issued proof is `proof`.
+    async fn recorded_for(
+        &self,
+        proposal_id: &str,
+        proof: &Proof,
+    ) -> Result<Option<Outcome>, GateError> {
+        let Some(proposal) = self.ledger.proposal(proposal_id).await? else {
+            return Ok(None);
+        };
+        let issued_this = proposal
+            .issuance
+            .as_ref()
+            .is_some_and(|i| i.proof_sha256 == proof.sha256_hex());
+        if !issued_this {
+            return Ok(None);
+        }
+        Ok(self
+            .ledger
+            .disposition(proposal_id)
+            .await?
+            .map(Outcome::Recorded))
+    }
+
+    /// Run the operation's effect with the arguments of the intent, which
+    /// come from the verified claims.
+    pub(crate) async fn run_effect(
+        &self,
+        effect: &Effect,
+        intent: &Intent,
+    ) -> Result<EffectOutcome, GateError> {
+        match effect {
+            Effect::Builtin { .. } => Ok(match self.ledger.apply_builtin(intent).await {
+                Ok(result) => EffectOutcome::Applied { result },
+                Err(failure) => EffectOutcome::Failed {
+                    error: failure.to_string(),
+                    result: serde_json::Value::Null,
+                },
+            }),
+            Effect::Command {
+                program,
+                args,
+                timeout_secs,
+            } => {
+                let spec = CommandSpec {
+                    program: program.clone(),
+                    args: args.clone(),
+                    timeout: std::time::Duration::from_secs(*timeout_secs),
+                };
+                let outcome = match run_command(&spec, &intent.arguments_json, &intent.nonce).await
+                {
+                    Ok(outcome) => outcome,
+                    // Lost track of a running program: whether it applied is
+                    // unknown, so the intent stays open (uncertain) for reconcile.
+                    Err(e) if e.started() => return Err(GateError::Effect(e.to_string())),
+                    // The program never started: a definite failure.
+                    Err(e) => {
+                        return Ok(EffectOutcome::Failed {
+                            error: format!("the command could not run: {e}"),
+                            result: serde_json::Value::Null,
+                        });
+                    }
+                };
+                let result =
+                    serde_json::to_value(&outcome).map_err(|e| GateError::Effect(e.to_string()))?;
+                Ok(if outcome.succeeded() {
+                    EffectOutcome::Applied { result }
+                } else {
+                    EffectOutcome::Failed {
+                        error: outcome.describe_failure(),
+                        result,
+                    }
+                })
+            }
+            _ => Err(GateError::Effect(
+                "this head cannot run that effect kind".into(),
+            )),
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! What executing an approved proposal came to. A refusal is an ordinary
+//! result (nothing was applied), distinct from an error (the gate could not
+//! decide). Every variant says plainly whether the effect ran.
+
+use countersign_ledger::{Disposition, DispositionStatus, LedgerRefusal};
+use countersign_verifier::Refusal;
+
+/// The result of presenting a proof for a proposal.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The effect ran now and succeeded.
+    Applied(Disposition),
+    /// The effect ran now and failed; the proof is spent.
+    Failed(Disposition),
+    /// The proof was already consumed: this is the recorded disposition, and
+    /// nothing ran again.
+    Recorded(Disposition),
+    /// The proof was refused and nothing was applied.
+    Refused(Refused),
+}
+
+impl Outcome {
+    /// True when this call ran the effect successfully.
+    pub fn applied_now(&self) -> bool {
+        matches!(self, Outcome::Applied(_))
+    }
+
+    /// The disposition, when the proof was consumed (now or before).
+    pub fn disposition(&self) -> Option<&Disposition> {
+        match self {
+            Outcome::Applied(d) | Outcome::Failed(d) | Outcome::Recorded(d) => Some(d),
+            Outcome::Refused(_) => None,
+        }
+    }
+
+    /// One line for a person or a model: what happened, and whether anything
+    /// was applied.
+    pub fn summary(&self) -> String {
+        match self {
+            Outcome::Applied(d) => format!("applied: {} ran once (nonce recorded)", d.proposal_id),
+            Outcome::Failed(d) => format!(
+                "failed: the effect of {} ran and reported an error; the approval is spent",
+                d.proposal_id
+            ),
+            Outcome::Recorded(d) => match d.status {
+                DispositionStatus::Uncertain => format!(
+                    "uncertain: {} was started before and never completed; nothing was run again (see `countersign reconcile`)",
+                    d.proposal_id
+                ),
+                status => format!(
+                    "already used: {} was executed before ({}); nothing was run again",
+                    d.proposal_id,
+                    status.as_str()
+                ),
+            },
+            Outcome::Refused(r) => format!("refused: {r}; nothing was applied"),
+        }
+    }
+}
+
+/// Why a proof was refused. Every refusal means nothing was applied.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refused {
+    /// The proof failed verification.
+    #[error("{0}")]
+    Proof(Refusal),
+    /// The ledger refused it (revoked, not issued, mismatched proposal).
+    #[error("{0}")]
+    Ledger(LedgerRefusal),
+    /// No such proposal in the ledger.
+    #[error("unknown proposal {0}")]
+    UnknownProposal(String),
+    /// The proposal's operation is no longer in the registry.
+    #[error("operation {0} is no longer in the registry")]
+    UnknownOperation(String),
+}
+
+impl Refused {
+    /// A stable snake_case code for machine-readable output.
+    pub fn code(&self) -> String {
+        match self {
+            Refused::Proof(r) => r.code().to_string(),
+            Refused::Ledger(r) => r.code().to_string(),
+            Refused::UnknownProposal(_) => "unknown_proposal".to_string(),
+            Refused::UnknownOperation(_) => "unknown_operation".to_string(),
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Resolve intents that were recorded but never completed (a crash, a kill,
+//! a lost database connection between the two transactions).
+//!
+//! Only an exact recorded effect becomes done. A builtin effect that left its
+//! nonce in the state store is completed as applied; an operation declared
+//! replay-safe is run again with the same nonce as its idempotency key;
+//! anything else stays uncertain until a person resolves it. Nothing here
+//! runs an effect that is not replay-safe.
+
+use countersign_ledger::{EffectOutcome, Intent};
+use countersign_registry::Effect;
+use serde::Serialize;
+
+use crate::execute::{Gate, GateError};
+
+/// What reconcile did with one interrupted intent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReconcileEntry {
+    /// The proposal whose intent was interrupted.
+    pub proposal_id: String,
+    /// The operation.
+    pub operation: String,
+    /// `observed_applied`, `replayed`, `replay_failed`, or `still_uncertain`.
+    pub action: &'static str,
+    /// A sentence for the person reading the report.
+    pub detail: String,
+}
+
+/// Everything one reconcile pass did.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct ReconcileReport {
+    /// One entry per interrupted intent, oldest first.
+    pub entries: Vec<ReconcileEntry>,
+}
+
+impl ReconcileReport {
+    /// How many intents remain uncertain after this pass.
+    pub fn still_uncertain(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.action == "still_uncertain")
+            .count()
+    }
+}
+
+impl Gate {
+    /// Resolve every interrupted intent as the module doc describes.
+    pub async fn reconcile(&self) -> Result<ReconcileReport, GateError> {
+        let mut report = ReconcileReport::default();
+        for intent in self.ledger().interrupted().await? {
+            report.entries.push(self.reconcile_one(&intent).await?);
+        }
+        Ok(report)
+    }
+
+    async fn reconcile_one(&self, intent: &Intent) -> Result<ReconcileEntry, GateError> {
+        let entry = |action, detail: String| ReconcileEntry {
+            proposal_id: intent.proposal_id.clone(),
+            operation: intent.operation.clone(),
+            action,
+            detail,
+        };
+        if let Some(result) = self.ledger().builtin_applied(&intent.nonce).await? {
+            self.ledger()
+                .complete(intent, &EffectOutcome::Applied { result })
+                .await?;
+            return Ok(entry(
+                "observed_applied",
+                "the state store holds this nonce's effect; recorded as applied without running it again".into(),
+            ));
+        }
+        let Some(operation) = self.registry().get(&intent.operation) else {
+            return Ok(entry(
+                "still_uncertain",
+                "the operation is no longer in the registry; resolve it by hand".into(),
+            ));
+        };
+        if !operation.replay_safe {
+            return Ok(entry(
+                "still_uncertain",
+                format!(
+                    "{} is not replay-safe; check whether it happened, then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
+                    intent.operation, intent.proposal_id
+                ),
+            ));
+        }
+        let effect: &Effect = &operation.effect;
+        let outcome = self.run_effect(effect, intent).await?;
+        let applied = matches!(outcome, EffectOutcome::Applied { .. });
+        self.ledger().complete(intent, &outcome).await?;
+        Ok(if applied {
+            entry(
+                "replayed",
+                "replay-safe: ran again with the same nonce as idempotency key, and it succeeded"
+                    .into(),
+            )
+        } else {
+            entry(
+                "replay_failed",
+                "replay-safe: ran again with the same nonce as idempotency key, and it failed; recorded as failed".into(),
+            )
+        })
+    }
+}
