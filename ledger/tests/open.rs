@@ -1,0 +1,73 @@
+//! Opening the ledger: concurrent first opens of one file, refusing a
+//! schema it does not know, and agreement with the registry on builtins.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::TestLedger;
+use countersign_ledger::{Ledger, LedgerError};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_opens_of_one_file_apply_the_schema_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
+    let opens: Vec<_> = (0..6)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { Ledger::open(&url).await.map(|_| ()) })
+        })
+        .collect();
+    for open in opens {
+        open.await.unwrap().unwrap();
+    }
+    let ledger = Ledger::open(&url).await.unwrap();
+    assert!(ledger.verify_chain().await.unwrap().is_intact());
+}
+
+async fn reopen_after(t: &TestLedger, sql: &'static str) -> Result<(), LedgerError> {
+    use sqlx::Connection as _;
+    let mut raw = t.raw().await;
+    sqlx::query(sql).execute(&mut raw).await.unwrap();
+    raw.close().await.unwrap();
+    Ledger::open(&t.url).await.map(|_| ())
+}
+
+#[tokio::test]
+async fn refuses_a_database_whose_applied_migration_was_altered() {
+    let t = TestLedger::new().await;
+    let got = reopen_after(
+        &t,
+        "UPDATE schema_migrations SET sha256 = 'x' WHERE version = 1",
+    )
+    .await;
+    assert_eq!(
+        got,
+        Err(LedgerError::Migration(
+            "applied migration 1 differs from this build's".into()
+        ))
+    );
+}
+
+#[tokio::test]
+async fn refuses_a_database_from_a_newer_build() {
+    let t = TestLedger::new().await;
+    let got = reopen_after(
+        &t,
+        "INSERT INTO schema_migrations (version, description, sha256) VALUES (999, 'future', 'x')",
+    )
+    .await;
+    assert_eq!(
+        got,
+        Err(LedgerError::Migration(
+            "the database has schema version 999, unknown to this build".into()
+        ))
+    );
+}
+
+#[test]
+fn implements_exactly_the_builtin_effects_the_registry_accepts() {
+    assert_eq!(
+        countersign_ledger::BUILTIN_EFFECTS,
+        countersign_registry::BUILTIN_EFFECTS
+    );
+}
