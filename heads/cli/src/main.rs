@@ -1,2 +1,45 @@
+//! `countersign`: parse the command line, run it, map the outcome to an exit
+//! code. Logs go to stderr (filter with RUST_LOG), never to stdout.
 #![forbid(unsafe_code)]
-fn main() {}
+
+use std::io;
+use std::process::ExitCode;
+
+use clap::Parser;
+use countersign::{Cli, Io, exit, terminal};
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("countersign: cannot start the runtime: {e}");
+            return ExitCode::from(exit::ERROR);
+        }
+    };
+    let (mut stdout, mut stderr, mut stdin) = (io::stdout(), io::stderr(), io::stdin());
+    let mut open_tty = terminal::controlling_terminal;
+    let mut io = Io {
+        out: &mut stdout,
+        err: &mut stderr,
+        stdin: &mut stdin,
+        terminal: &mut open_tty,
+    };
+    match runtime.block_on(countersign::run(cli, &mut io)) {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(e) => {
+            eprintln!("countersign: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The command-line surface, declared with clap. No flag takes a proof, a
+//! token or a challenge answer as a value: proofs come from a file or stdin,
+//! challenge answers from the controlling terminal.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// countersign: a human-approval gate for the actions of AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "countersign", version, about, long_about = None)]
+pub struct Cli {
+    /// Configuration directory (absolute path). Default: $COUNTERSIGN_HOME,
+    /// else ~/.config/countersign.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every command.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the identity, development PKI, configuration and signer key (idempotent).
+    Init,
+    /// Initialize on first use, then run and supervise the signer until interrupted.
+    Up,
+    /// The operation registry.
+    #[command(subcommand)]
+    Ops(OpsCommand),
+    /// Propose an action for a person to review (as a head).
+    Propose(ProposeArgs),
+    /// Show a proposal and its authoritative preview.
+    Show(IdArg),
+    /// List proposals awaiting your decision (as an approver).
+    Pending,
+    /// Approve a proposal at an interactive terminal (as an approver).
+    Approve(ApproveArgs),
+    /// Deny a proposal, with a reason (as an approver).
+    Deny(DenyArgs),
+    /// Execute an approved proposal with a proof read from a file or stdin.
+    Exec(ExecArgs),
+    /// Show the recorded result of an executed proposal.
+    Result(IdArg),
+    /// Revoke the unconsumed proof of a proposal (as an approver).
+    Revoke(RevokeArgs),
+    /// Show the audit trail; with --verify, check its hash chain.
+    Audit(AuditArgs),
+    /// Resolve executions that were interrupted between intent and completion.
+    Reconcile(ReconcileArgs),
+    /// The signer's verifying keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+/// `countersign ops ...`
+#[derive(Debug, Subcommand)]
+pub enum OpsCommand {
+    /// List the operations, their class and contract revision.
+    List,
+}
+
+/// `countersign keys ...`
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// List the keys that verify proofs.
+    List,
+}
+
+/// A proposal id.
+#[derive(Debug, Args)]
+pub struct IdArg {
+    /// The proposal id (prop_...).
+    pub id: String,
+}
+
+/// `countersign propose`
+#[derive(Debug, Args)]
+pub struct ProposeArgs {
+    /// The operation name (see `countersign ops list`).
+    pub operation: String,
+    /// A file holding the arguments as a JSON object, or - for stdin.
+    #[arg(long, value_name = "FILE|-")]
+    pub args_file: PathBuf,
+    /// A note for the approver, shown as model-supplied and unverified.
+    #[arg(long, default_value = "")]
+    pub note: String,
+    /// The session this proposal belongs to; execution must come from it.
+    #[arg(long, env = "COUNTERSIGN_SESSION", default_value = "cli")]
+    pub session: String,
+}
+
+/// `countersign approve`
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The proposal id.
+    pub id: String,
+    /// Do not execute now: authorize one later execution by a head of this
+    /// principal (the MCP head claims it from the signer).
+    #[arg(long, conflicts_with = "proof_out")]
+    pub for_mcp: bool,
+    /// Do not execute now: write the proof to this new private (0600) file.
+    #[arg(long, value_name = "FILE")]
+    pub proof_out: Option<PathBuf>,
+}
+
+/// `countersign deny`
+#[derive(Debug, Args)]
+pub struct DenyArgs {
+    /// The proposal id.
+    pub id: String,
+    /// Why, recorded in the ledger and shown to the proposer.
+    #[arg(long)]
+    pub reason: String,
+}
+
+/// `countersign exec`
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The proposal id.
+    pub id: String,
+    /// A file holding the proof, or - for stdin. There is deliberately no
+    /// way to pass a proof as an argument: argv is visible to other users.
+    #[arg(long, value_name = "FILE|-")]
+    pub proof_file: PathBuf,
+    /// The session executing; it must be the one the proof is bound to.
+    #[arg(long, env = "COUNTERSIGN_SESSION", default_value = "cli")]
+    pub session: String,
+}
+
+/// `countersign revoke`
+#[derive(Debug, Args)]
+pub struct RevokeArgs {
+    /// The proposal id.
+    pub id: String,
+    /// Why, recorded in the ledger.
+    #[arg(long, default_value = "revoked by the principal")]
+    pub reason: String,
+}
+
+/// `countersign audit`
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Check the hash chain and report the first edited or deleted row.
+    #[arg(long)]
+    pub verify: bool,
+}
+
+/// `countersign reconcile`
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    /// Resolve one uncertain proposal by hand (after checking the world).
+    #[arg(long, value_name = "ID", requires = "resolution")]
+    pub resolve: Option<String>,
+    /// With --resolve: the effect did happen.
+    #[arg(long, group = "resolution")]
+    pub applied: bool,
+    /// With --resolve: the effect did not happen.
+    #[arg(long, group = "resolution")]
+    pub not_applied: bool,
+}

@@ -1,0 +1,235 @@
+//! The approver's commands: `approve` (interactive terminal only), `deny`
+//! and `revoke`. Approval shows the authoritative preview the signer rendered
+//! from the stored arguments and asks for a fresh random challenge on the
+//! controlling terminal, which a program piping into stdin cannot answer.
+
+use countersign_identity::files::write_private_new;
+use countersign_proto::v1::{
+    DecideRequest, Delivery, GetProposalRequest, Interface, RevokeOutcome, RevokeRequest,
+};
+use countersign_verifier::Proof;
+use serde_json::json;
+
+use crate::Io;
+use crate::args::{ApproveArgs, DenyArgs, RevokeArgs};
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output::{proposal_text, report_outcome, write_json, write_text};
+use crate::terminal::challenge;
+
+/// `countersign approve ID [--for-mcp | --proof-out FILE]`
+pub(crate) async fn approve(
+    ctx: &Context,
+    args: ApproveArgs,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let mut approver = ctx.approver().await?;
+    let view = approver
+        .get_proposal(GetProposalRequest {
+            proposal_id: args.id.clone(),
+        })
+        .await?
+        .into_inner();
+    if view.status != "pending" {
+        return Err(CliError::Refused(format!(
+            "{} is {}; only a pending proposal can be approved",
+            view.id, view.status
+        )));
+    }
+    if let Some(path) = args
+        .proof_out
+        .as_ref()
+        .filter(|p| p.exists() || p.is_symlink())
+    {
+        return Err(CliError::Refused(format!(
+            "{} already exists; the proof is only written to a new file; nothing was approved",
+            path.display()
+        )));
+    }
+    let mut terminal = (io.terminal)().map_err(|e| {
+        CliError::Refused(format!(
+            "approval needs an interactive terminal and none is available ({e}); nothing was approved"
+        ))
+    })?;
+    let code = challenge().map_err(CliError::error)?;
+    let consequence = if args.for_mcp {
+        "Approving authorizes ONE later execution by a head of this principal (for example the MCP head).".to_string()
+    } else if let Some(path) = &args.proof_out {
+        format!(
+            "Approving writes a single-use proof to {} (0600).",
+            path.display()
+        )
+    } else {
+        "Approving executes it now, once.".to_string()
+    };
+    let shown = format!("\n{}\n{consequence}\n", proposal_text(&view).trim_end());
+    terminal.show(&shown).map_err(CliError::error)?;
+    let typed = terminal
+        .ask(&format!(
+            "Type {code} to approve, anything else to cancel: "
+        ))
+        .map_err(|e| {
+            CliError::Refused(format!(
+                "no answer from the terminal ({e}); nothing was approved"
+            ))
+        })?;
+    if typed.trim() != code {
+        let _ = terminal.show("Not approved.\n");
+        return Err(CliError::Refused(
+            "the challenge was not typed correctly; nothing was approved".to_string(),
+        ));
+    }
+    let delivery = if args.for_mcp {
+        Delivery::Handoff
+    } else {
+        Delivery::Direct
+    };
+    let mut decided = approver
+        .decide(DecideRequest {
+            proposal_id: view.id.clone(),
+            approve: true,
+            reason: String::new(),
+            delivery: delivery.into(),
+            interface: Interface::Cli.into(),
+            execute_in_session: String::new(),
+        })
+        .await?
+        .into_inner();
+    let proof_text = std::mem::take(&mut decided.proof);
+    if args.for_mcp {
+        let message = format!(
+            "approved {} for one execution by a head of this principal; the authorization expires at {}",
+            view.id, decided.expires_at
+        );
+        return if json {
+            write_json(
+                io.out,
+                &json!({"proposal_id": view.id, "status": "approved", "delivery": "handoff", "expires_at": decided.expires_at, "message": message}),
+            )
+        } else {
+            write_text(io.out, &format!("{message}\n"))
+        };
+    }
+    let proof = Proof::from_text(proof_text)
+        .map_err(|e| CliError::Error(format!("the signer returned an unusable proof: {e}")))?;
+    if let Some(path) = &args.proof_out {
+        write_private_new(path, proof.expose_secret().as_bytes()).map_err(|e| {
+            CliError::Error(format!(
+                "approved, but the proof could not be written to {}: {e}; revoke it with `countersign revoke {}`",
+                path.display(),
+                view.id
+            ))
+        })?;
+        let message = format!(
+            "approved {}; proof written to {} (sha256 {}, expires {}); execute with: countersign exec {} --proof-file {}",
+            view.id,
+            path.display(),
+            decided.proof_sha256,
+            decided.expires_at,
+            view.id,
+            path.display()
+        );
+        return if json {
+            write_json(
+                io.out,
+                &json!({"proposal_id": view.id, "status": "approved", "delivery": "file", "proof_sha256": decided.proof_sha256, "expires_at": decided.expires_at, "message": message}),
+            )
+        } else {
+            write_text(io.out, &format!("{message}\n"))
+        };
+    }
+    let mut head = ctx.head().await?;
+    let gate = ctx.gate(&mut head).await?;
+    let outcome = gate
+        .execute(&view.id, &view.session, &proof)
+        .await
+        .map_err(CliError::error)?;
+    report_outcome(io.out, json, &view.id, &outcome)
+}
+
+/// `countersign deny ID --reason TEXT`
+pub(crate) async fn deny(
+    ctx: &Context,
+    args: DenyArgs,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    if args.reason.trim().is_empty() {
+        return Err(CliError::Refused(
+            "a denial needs a non-empty --reason".to_string(),
+        ));
+    }
+    let mut approver = ctx.approver().await?;
+    let decided = approver
+        .decide(DecideRequest {
+            proposal_id: args.id.clone(),
+            approve: false,
+            reason: args.reason,
+            delivery: Delivery::Unspecified.into(),
+            interface: Interface::Cli.into(),
+            execute_in_session: String::new(),
+        })
+        .await?
+        .into_inner();
+    if json {
+        write_json(io.out, &json!({"proposal_id": args.id, "status": "denied"}))
+    } else {
+        let _ = decided;
+        write_text(io.out, &format!("denied {}\n", args.id))
+    }
+}
+
+/// `countersign revoke ID`
+pub(crate) async fn revoke(
+    ctx: &Context,
+    args: RevokeArgs,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let mut approver = ctx.approver().await?;
+    let response = approver
+        .revoke(RevokeRequest {
+            proposal_id: args.id.clone(),
+            reason: args.reason,
+        })
+        .await?
+        .into_inner();
+    let (code, message, result) = match RevokeOutcome::try_from(response.outcome) {
+        Ok(RevokeOutcome::Revoked) => (
+            "revoked",
+            format!("revoked {}: its proof can no longer be used", args.id),
+            Ok(()),
+        ),
+        Ok(RevokeOutcome::AlreadyUsed) => (
+            "already_used",
+            format!("too late: the proof of {} was already used", args.id),
+            Err(CliError::Refused(format!(
+                "the proof of {} was already used; nothing was revoked",
+                args.id
+            ))),
+        ),
+        Ok(RevokeOutcome::NothingToRevoke) => (
+            "nothing_to_revoke",
+            format!("{} has no unconsumed proof to revoke", args.id),
+            Err(CliError::Refused(format!(
+                "{} has no unconsumed proof to revoke",
+                args.id
+            ))),
+        ),
+        _ => {
+            return Err(CliError::Error(
+                "the signer gave an unknown revocation outcome".to_string(),
+            ));
+        }
+    };
+    if json {
+        write_json(
+            io.out,
+            &json!({"proposal_id": args.id, "outcome": code, "message": message}),
+        )?;
+    } else {
+        write_text(io.out, &format!("{message}\n"))?;
+    }
+    result
+}

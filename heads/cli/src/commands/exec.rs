@@ -1,0 +1,122 @@
+//! Spending a proof and reading what happened: `exec` (proof from a file or
+//! stdin, never argv), `result`, and `reconcile` for interrupted executions.
+
+use countersign_verifier::Proof;
+use serde_json::json;
+
+use super::read_input;
+use crate::Io;
+use crate::args::{ExecArgs, ReconcileArgs};
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output::{disposition_json, report_outcome, write_json, write_text};
+
+/// The largest proof file accepted; the verifier enforces its own bound.
+const MAX_PROOF_FILE: u64 = 256 * 1024;
+
+/// `countersign exec ID --proof-file FILE|-`
+pub(crate) async fn exec(
+    ctx: &Context,
+    args: ExecArgs,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let bytes = zeroize::Zeroizing::new(read_input(&args.proof_file, MAX_PROOF_FILE, io)?);
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| CliError::Refused("the proof is not text; nothing was applied".to_string()))?;
+    let proof = Proof::from_text(text.to_string())
+        .map_err(|e| CliError::Refused(format!("{e}; nothing was applied")))?;
+    let mut head = ctx.head().await?;
+    let gate = ctx.gate(&mut head).await?;
+    let outcome = gate
+        .execute(&args.id, &args.session, &proof)
+        .await
+        .map_err(CliError::error)?;
+    report_outcome(io.out, json, &args.id, &outcome)
+}
+
+/// `countersign result ID`
+pub(crate) async fn result(
+    ctx: &Context,
+    id: &str,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let ledger = ctx.ledger().await?;
+    let owned = ledger
+        .proposal(id)
+        .await
+        .map_err(CliError::error)?
+        .is_some_and(|p| p.principal == ctx.principal);
+    if !owned {
+        return Err(CliError::Refused(format!(
+            "no proposal {id} for this principal"
+        )));
+    }
+    let Some(disposition) = ledger.disposition(id).await.map_err(CliError::error)? else {
+        return Err(CliError::Refused(format!("{id} has not been executed")));
+    };
+    if json {
+        return write_json(io.out, &disposition_json(&disposition));
+    }
+    let mut text = format!("{}  {}\n", id, disposition.status.as_str());
+    if !disposition.result.is_null() {
+        text.push_str(&format!(
+            "result: {}\n",
+            countersign_registry::terminal_safe(&disposition.result.to_string())
+        ));
+    }
+    write_text(io.out, &text)
+}
+
+/// `countersign reconcile [--resolve ID --applied|--not-applied]`
+pub(crate) async fn reconcile(
+    ctx: &Context,
+    args: ReconcileArgs,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    if let Some(id) = args.resolve {
+        let ledger = ctx.ledger().await?;
+        ledger
+            .resolve_uncertain(&id, args.applied, &format!("human:cli:{}", ctx.principal))
+            .await
+            .map_err(|e| CliError::Refused(e.to_string()))?;
+        let status = if args.applied {
+            "applied"
+        } else {
+            "not_applied"
+        };
+        return if json {
+            write_json(io.out, &json!({"proposal_id": id, "resolved": status}))
+        } else {
+            write_text(io.out, &format!("resolved {id} as {status}\n"))
+        };
+    }
+    let mut head = ctx.head().await?;
+    let gate = ctx.gate(&mut head).await?;
+    let report = gate.reconcile().await.map_err(CliError::error)?;
+    if json {
+        write_json(io.out, &report)?;
+    } else if report.entries.is_empty() {
+        write_text(
+            io.out,
+            "nothing to reconcile: every recorded intent has completed\n",
+        )?;
+    } else {
+        let mut text = String::new();
+        for e in &report.entries {
+            text.push_str(&format!(
+                "{}  {}  {}: {}\n",
+                e.proposal_id, e.operation, e.action, e.detail
+            ));
+        }
+        write_text(io.out, &text)?;
+    }
+    match report.still_uncertain() {
+        0 => Ok(()),
+        n => Err(CliError::NotApplied(format!(
+            "{n} execution(s) remain uncertain"
+        ))),
+    }
+}

@@ -1,0 +1,130 @@
+//! Read-only views: `ops list`, `keys list`, `audit [--verify]`.
+
+use serde_json::json;
+
+use crate::Io;
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output::{write_json, write_text};
+
+/// `countersign ops list`
+pub(crate) fn ops_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
+    let registry = ctx.registry()?;
+    if json {
+        let ops: Vec<_> = registry
+            .operations()
+            .map(|op| {
+                json!({
+                    "name": op.name,
+                    "description": op.description,
+                    "class": op.class.as_str(),
+                    "replay_safe": op.replay_safe,
+                    "contract_revision": op.contract_revision(),
+                    "schema": op.schema,
+                })
+            })
+            .collect();
+        return write_json(io.out, &ops);
+    }
+    let mut text = String::new();
+    for op in registry.operations() {
+        text.push_str(&format!(
+            "{:<20} {:<5} {}  {}\n",
+            op.name,
+            op.class.as_str(),
+            &op.contract_revision()[..12],
+            op.description
+        ));
+    }
+    write_text(io.out, &text)
+}
+
+/// `countersign keys list`
+pub(crate) async fn keys_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
+    let mut head = ctx.head().await?;
+    let keys = head
+        .public_keys(countersign_proto::v1::PublicKeysRequest {})
+        .await?
+        .into_inner()
+        .keys;
+    if json {
+        let keys: Vec<_> = keys
+            .iter()
+            .map(|k| json!({"key_id": k.key_id, "algorithm": "Ed25519", "public_key_hex": hex::encode(&k.public_key)}))
+            .collect();
+        return write_json(io.out, &keys);
+    }
+    let mut text = String::new();
+    for k in &keys {
+        text.push_str(&format!(
+            "{}  Ed25519  {}\n",
+            k.key_id,
+            hex::encode(&k.public_key)
+        ));
+    }
+    write_text(io.out, &text)
+}
+
+/// `countersign audit [--verify]`
+pub(crate) async fn audit(
+    ctx: &Context,
+    verify: bool,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let ledger = ctx.ledger().await?;
+    if verify {
+        let report = ledger.verify_chain().await.map_err(CliError::error)?;
+        let verdict = match &report.first_break {
+            None => format!(
+                "intact: {} events, head {}",
+                report.events, report.head_hash
+            ),
+            Some(problem) => format!("TAMPERED: {problem}"),
+        };
+        if json {
+            write_json(
+                io.out,
+                &json!({
+                    "intact": report.is_intact(),
+                    "events": report.events,
+                    "head_hash": report.head_hash,
+                    "first_break": report.first_break.as_ref().map(ToString::to_string),
+                }),
+            )?;
+        } else {
+            write_text(io.out, &format!("{verdict}\n"))?;
+        }
+        return if report.is_intact() {
+            Ok(())
+        } else {
+            Err(CliError::Error(
+                "the audit trail has been tampered with".to_string(),
+            ))
+        };
+    }
+    let events = ledger.events().await.map_err(CliError::error)?;
+    if json {
+        let events: Vec<_> = events
+            .iter()
+            .map(|e| {
+                json!({"id": e.id, "at": e.at, "kind": e.kind, "proposal_id": e.proposal_id,
+                       "actor": e.actor, "details": e.details, "prev_hash": e.prev_hash, "hash": e.hash})
+            })
+            .collect();
+        return write_json(io.out, &events);
+    }
+    let mut text = String::new();
+    for e in &events {
+        text.push_str(&format!(
+            "{:>6}  {}  {:<12} {}  {}  {}\n",
+            e.id,
+            e.at,
+            e.kind,
+            e.proposal_id.as_deref().unwrap_or("-"),
+            e.actor,
+            e.details
+        ));
+    }
+    write_text(io.out, &text)
+}

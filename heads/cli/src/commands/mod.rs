@@ -1,0 +1,67 @@
+//! One module per group of commands; `dispatch` routes a parsed command line.
+
+mod decide;
+mod exec;
+mod inspect;
+mod propose;
+mod setup;
+
+use crate::Io;
+use crate::args::{Cli, Command, KeysCommand, OpsCommand};
+use crate::context::Context;
+use crate::error::CliError;
+
+/// Run `cli`.
+pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
+    let home = Context::home(cli.home)?;
+    let json = cli.json;
+    match cli.command {
+        Command::Init => setup::init(&home, json, io).await,
+        Command::Up => setup::up(&home, io).await,
+        command => {
+            let ctx = Context::load(home)?;
+            match command {
+                Command::Ops(OpsCommand::List) => inspect::ops_list(&ctx, json, io),
+                Command::Keys(KeysCommand::List) => inspect::keys_list(&ctx, json, io).await,
+                Command::Propose(args) => propose::propose(&ctx, args, json, io).await,
+                Command::Show(id) => propose::show(&ctx, &id.id, json, io).await,
+                Command::Pending => propose::pending(&ctx, json, io).await,
+                Command::Approve(args) => decide::approve(&ctx, args, json, io).await,
+                Command::Deny(args) => decide::deny(&ctx, args, json, io).await,
+                Command::Revoke(args) => decide::revoke(&ctx, args, json, io).await,
+                Command::Exec(args) => exec::exec(&ctx, args, json, io).await,
+                Command::Result(id) => exec::result(&ctx, &id.id, json, io).await,
+                Command::Audit(args) => inspect::audit(&ctx, args.verify, json, io).await,
+                Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
+                Command::Init | Command::Up => unreachable!("handled above"),
+            }
+        }
+    }
+}
+
+/// Read a whole input named on the command line: a file, or `-` for stdin,
+/// refusing anything larger than `limit` bytes.
+pub(crate) fn read_input(
+    path: &std::path::Path,
+    limit: u64,
+    io: &mut Io<'_>,
+) -> Result<Vec<u8>, CliError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read = if path.as_os_str() == "-" {
+        io.stdin.take(limit + 1).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path)
+            .map_err(|e| CliError::Error(format!("cannot read {}: {e}", path.display())))?
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+    };
+    read.map_err(|e| CliError::Error(format!("cannot read {}: {e}", path.display())))?;
+    if bytes.len() as u64 > limit {
+        return Err(CliError::Error(format!(
+            "{} is larger than {limit} bytes",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,95 @@
+//! Proposing and reading proposals: `propose`, `show` (as a head) and
+//! `pending` (as an approver). The signer validates, canonicalizes and
+//! renders; this head only forwards and prints.
+
+use countersign_proto::v1::{GetProposalRequest, ListPendingRequest, ProposeRequest};
+
+use super::read_input;
+use crate::Io;
+use crate::args::ProposeArgs;
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output::{proposal_json, proposal_text, write_json, write_text};
+
+/// The largest arguments file accepted (the signer enforces its own bound too).
+const MAX_ARGS_FILE: u64 = 64 * 1024;
+
+/// `countersign propose OP --args-file FILE|-`
+pub(crate) async fn propose(
+    ctx: &Context,
+    args: ProposeArgs,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let bytes = read_input(&args.args_file, MAX_ARGS_FILE, io)?;
+    let arguments_json = String::from_utf8(bytes)
+        .map_err(|_| CliError::Error("the arguments are not UTF-8 text".to_string()))?;
+    let mut head = ctx.head().await?;
+    let view = head
+        .propose(ProposeRequest {
+            operation: args.operation,
+            arguments_json,
+            session: args.session,
+            note: args.note,
+        })
+        .await?
+        .into_inner();
+    if json {
+        write_json(io.out, &proposal_json(&view))
+    } else {
+        write_text(
+            io.out,
+            &format!(
+                "{}\nproposed {}; a person approves it with: countersign approve {}\n",
+                proposal_text(&view).trim_end(),
+                view.id,
+                view.id
+            ),
+        )
+    }
+}
+
+/// `countersign show ID`
+pub(crate) async fn show(
+    ctx: &Context,
+    id: &str,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let mut head = ctx.head().await?;
+    let view = head
+        .get_proposal(GetProposalRequest {
+            proposal_id: id.to_string(),
+        })
+        .await?
+        .into_inner();
+    if json {
+        write_json(io.out, &proposal_json(&view))
+    } else {
+        write_text(io.out, &proposal_text(&view))
+    }
+}
+
+/// `countersign pending`
+pub(crate) async fn pending(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
+    let mut approver = ctx.approver().await?;
+    let list = approver
+        .list_pending(ListPendingRequest {})
+        .await?
+        .into_inner();
+    if json {
+        let items: Vec<_> = list.proposals.iter().map(proposal_json).collect();
+        return write_json(io.out, &items);
+    }
+    if list.proposals.is_empty() {
+        return write_text(io.out, "no proposals are pending\n");
+    }
+    let mut text = String::new();
+    for view in &list.proposals {
+        text.push_str(&format!(
+            "{}  {}  session {}  {}\n",
+            view.id, view.operation, view.session, view.created_at
+        ));
+    }
+    write_text(io.out, &text)
+}

@@ -1,0 +1,226 @@
+//! `init` and `up`. `init` lays out the private home (principal, config,
+//! default registry, development PKI) and has the signer create its own key
+//! (`countersign-signer keygen`): this binary never touches the signing key.
+//! `up` initializes on first use, then runs the signer as a separate process
+//! and supervises it until interrupted.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use countersign_identity::files::write_private_new;
+use countersign_identity::{Home, IdentityError, pki};
+use countersign_registry::Registry;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::Io;
+use crate::error::CliError;
+use crate::output::{write_json, write_text};
+
+/// How many times `up` restarts a signer that exits on its own.
+const MAX_RESTARTS: u32 = 5;
+/// How long `up` waits for the signer to report that it listens.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `countersign init`
+pub(crate) async fn init(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
+    let mut created = initialize(home).await?;
+    created.sort();
+    if json {
+        let created: Vec<String> = created.iter().map(|p| p.display().to_string()).collect();
+        return write_json(
+            io.out,
+            &json!({"home": home.root().display().to_string(), "principal": home.principal().map_err(CliError::error)?, "created": created}),
+        );
+    }
+    let mut text = format!("countersign home: {}\n", home.root().display());
+    text.push_str(&format!(
+        "principal: {}\n",
+        home.principal().map_err(CliError::error)?
+    ));
+    if created.is_empty() {
+        text.push_str("already initialized; nothing changed\n");
+    }
+    for path in &created {
+        text.push_str(&format!("created {}\n", path.display()));
+    }
+    write_text(io.out, &text)
+}
+
+/// Create whatever is missing; never rewrite what exists. Returns the paths created.
+async fn initialize(home: &Home) -> Result<Vec<PathBuf>, CliError> {
+    let report = home.init().map_err(CliError::error)?;
+    let mut created = report.created;
+    match write_private_new(&home.registry_path(), Registry::default_toml().as_bytes()) {
+        Ok(()) => created.push(home.registry_path()),
+        Err(IdentityError::AlreadyExists(_)) => {}
+        Err(e) => return Err(CliError::error(e)),
+    }
+    created.extend(
+        pki::create_dev_pki(home, &report.principal)
+            .map_err(CliError::error)?
+            .created,
+    );
+    if !home.signing_key_path().exists() {
+        let status = Command::new(signer_binary()?)
+            .arg("keygen")
+            .arg("--home")
+            .arg(home.root())
+            .stdout(Stdio::null())
+            .status()
+            .await
+            .map_err(|e| CliError::Error(format!("cannot run countersign-signer keygen: {e}")))?;
+        if !status.success() {
+            return Err(CliError::Error(format!(
+                "countersign-signer keygen failed ({status})"
+            )));
+        }
+        created.push(home.signing_key_path());
+    }
+    home.check().map_err(CliError::error)?;
+    Ok(created)
+}
+
+/// The signer binary: `$COUNTERSIGN_SIGNER_BIN` (absolute), else the
+/// `countersign-signer` next to this executable.
+fn signer_binary() -> Result<PathBuf, CliError> {
+    if let Some(path) = std::env::var_os("COUNTERSIGN_SIGNER_BIN").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        if !path.is_absolute() {
+            return Err(CliError::Error(
+                "COUNTERSIGN_SIGNER_BIN must be an absolute path".to_string(),
+            ));
+        }
+        return Ok(path);
+    }
+    let exe = std::env::current_exe().map_err(CliError::error)?;
+    let sibling = exe.with_file_name("countersign-signer");
+    if sibling.is_file() {
+        Ok(sibling)
+    } else {
+        Err(CliError::Error(format!(
+            "countersign-signer was not found next to {}; install both binaries or set COUNTERSIGN_SIGNER_BIN",
+            exe.display()
+        )))
+    }
+}
+
+/// `countersign up`
+pub(crate) async fn up(home: &Home, io: &mut Io<'_>) -> Result<(), CliError> {
+    for path in initialize(home).await? {
+        writeln_err(io, &format!("created {}", path.display()));
+    }
+    let binary = signer_binary()?;
+    let mut restarts = 0;
+    loop {
+        let mut child = spawn_signer(&binary, home)?;
+        match wait_ready(&mut child).await {
+            Ok(line) => writeln_err(
+                io,
+                &format!(
+                    "{line}\ncountersign is up (home {}); press Ctrl-C to stop",
+                    home.root().display()
+                ),
+            ),
+            Err(e) => {
+                let _ = child.start_kill();
+                return Err(e);
+            }
+        }
+        tokio::select! {
+            status = child.wait() => {
+                let status = status.map_err(CliError::error)?;
+                restarts += 1;
+                if restarts > MAX_RESTARTS {
+                    return Err(CliError::Error(format!("the signer keeps exiting ({status}); giving up after {MAX_RESTARTS} restarts")));
+                }
+                writeln_err(io, &format!("the signer exited ({status}); restarting ({restarts}/{MAX_RESTARTS})"));
+                tokio::time::sleep(Duration::from_millis(500 * u64::from(restarts))).await;
+            }
+            () = shutdown_signal() => {
+                writeln_err(io, "stopping the signer");
+                stop(&mut child).await;
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn spawn_signer(binary: &std::path::Path, home: &Home) -> Result<Child, CliError> {
+    Command::new(binary)
+        .arg("serve")
+        .arg("--home")
+        .arg(home.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| CliError::Error(format!("cannot start {}: {e}", binary.display())))
+}
+
+/// Wait for the signer's readiness line, then keep forwarding its log to our stderr.
+async fn wait_ready(child: &mut Child) -> Result<String, CliError> {
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| CliError::Error("no signer log pipe".to_string()))?;
+    let mut lines = BufReader::new(stderr).lines();
+    let ready = tokio::time::timeout(READY_TIMEOUT, async {
+        while let Some(line) = lines.next_line().await.map_err(CliError::error)? {
+            if line.contains("countersign-signer listening on") {
+                return Ok(line);
+            }
+            eprintln!("{line}");
+        }
+        Err(CliError::Error(
+            "the signer exited before it was ready (see its log above)".to_string(),
+        ))
+    })
+    .await
+    .map_err(|_| CliError::Error("the signer did not become ready within 30 s".to_string()))??;
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("{line}");
+        }
+    });
+    Ok(ready)
+}
+
+/// Ask the signer to drain (SIGTERM), then kill it if it does not exit in time.
+async fn stop(child: &mut Child) {
+    if let Some(pid) = child
+        .id()
+        .and_then(|id| rustix::process::Pid::from_raw(id as i32))
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+    if tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn writeln_err(io: &mut Io<'_>, line: &str) {
+    let _ = writeln!(io.err, "{line}");
+}

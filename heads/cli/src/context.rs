@@ -1,0 +1,112 @@
+//! The installation a command acts for: the private home directory (checked
+//! before anything is read from it), its configuration and principal, and
+//! connections to the signer, the ledger and the gate built from them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use countersign_gate::{Gate, signer_client};
+use countersign_identity::{Config, Home, Role};
+use countersign_ledger::Ledger;
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_registry::{Policy, Registry};
+use tonic::transport::Channel;
+
+use crate::error::CliError;
+
+/// One installation, loaded and checked.
+pub struct Context {
+    /// The private configuration directory.
+    pub home: Home,
+    /// Its configuration.
+    pub config: Config,
+    /// The installation's principal.
+    pub principal: String,
+}
+
+impl Context {
+    /// The home named by `--home`, else `$COUNTERSIGN_HOME`, else the default.
+    pub fn home(flag: Option<PathBuf>) -> Result<Home, CliError> {
+        match flag {
+            Some(path) => Home::at(path),
+            None => Home::resolve(),
+        }
+        .map_err(CliError::error)
+    }
+
+    /// Load an initialized installation; refuses one whose permissions,
+    /// ownership or links are unsafe.
+    pub fn load(home: Home) -> Result<Self, CliError> {
+        if !home.config_path().exists() {
+            return Err(CliError::Error(format!(
+                "{} is not initialized: run `countersign init`",
+                home.root().display()
+            )));
+        }
+        home.check().map_err(CliError::error)?;
+        let config = Config::load(&home).map_err(CliError::error)?;
+        let principal = home.principal().map_err(CliError::error)?;
+        Ok(Self {
+            home,
+            config,
+            principal,
+        })
+    }
+
+    /// A signer client authenticated as this installation's head.
+    pub async fn head(&self) -> Result<SignerClient<Channel>, CliError> {
+        self.connect(Role::Head).await
+    }
+
+    /// A signer client authenticated as this installation's approver.
+    pub async fn approver(&self) -> Result<SignerClient<Channel>, CliError> {
+        self.connect(Role::Approver).await
+    }
+
+    async fn connect(&self, role: Role) -> Result<SignerClient<Channel>, CliError> {
+        signer_client::connect(&self.home, &self.config.signer_addr, role)
+            .await
+            .map_err(CliError::error)
+    }
+
+    /// The ledger, opened from the configured URL.
+    pub async fn ledger(&self) -> Result<Ledger, CliError> {
+        Ledger::open(&self.config.ledger_url)
+            .await
+            .map_err(|e| CliError::Error(format!("cannot open the ledger: {e}")))
+    }
+
+    /// The operation registry.
+    pub fn registry(&self) -> Result<Registry, CliError> {
+        Registry::load(&self.config.registry).map_err(CliError::error)
+    }
+
+    /// The approval policy this installation verifies against.
+    pub fn policy(&self) -> Policy {
+        Policy {
+            audience: self.config.policy.audience.clone(),
+            default_lifetime_secs: self.config.policy.default_lifetime_secs,
+            max_lifetime_secs: self.config.policy.max_lifetime_secs,
+        }
+    }
+
+    /// The gate of this head: the signer's public keys, the ledger and the
+    /// registry. The keys come over the authenticated head connection.
+    pub async fn gate(&self, head: &mut SignerClient<Channel>) -> Result<Gate, CliError> {
+        let keys = signer_client::public_keys(head)
+            .await
+            .map_err(CliError::error)?;
+        let policy = self.policy();
+        Ok(Gate::new(
+            self.ledger().await?,
+            Arc::new(self.registry()?),
+            keys,
+            self.principal.clone(),
+            policy.audience.clone(),
+            policy.revision(),
+            time::Duration::seconds(
+                i64::try_from(self.config.verifier_max_lifetime_secs).unwrap_or(i64::MAX),
+            ),
+        ))
+    }
+}
