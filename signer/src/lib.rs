@@ -1,2 +1,25 @@
-//! placeholder
+//! countersign-signer library: the isolated signer, the only holder of the
+//! Ed25519 private key, and its gRPC service.
+//!
+//! `key` (the key file) and `issue` (assembling proofs) are the only modules
+//! that touch signing; the service modules authorize callers by their
+//! client certificate, talk to the registry and the ledger, and never log a
+//! proof.
 #![forbid(unsafe_code)]
+
+mod convert;
+mod decide;
+mod error;
+mod handoff;
+pub mod issue;
+pub mod key;
+pub mod serve;
+mod service;
+mod state;
+mod status;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use error::StartError;
+pub use serve::{run, serve_until_signal};
+pub use state::{SignerState, load_or_create_key, policy_from};

@@ -1,0 +1,336 @@
+//! Conversion between wire types (`countersign_proto::v1`) and the signer's
+//! domain types: requests are parsed into commands with `TryFrom` (a
+//! command that exists is well-formed), ledger records become views.
+//!
+//! This module checks shapes only (ids, sessions, lengths, enums); it does
+//! not consult the registry, the ledger or the caller's identity.
+
+use countersign_ledger::{ProposalRecord, RevokeOutcome};
+use countersign_proto::v1 as wire;
+use countersign_verifier::timestamp;
+
+use crate::error::RpcError;
+
+/// Longest note or reason accepted, in characters.
+pub(crate) const MAX_TEXT_CHARS: usize = 2000;
+/// Longest operation name accepted, in bytes.
+const MAX_OPERATION_BYTES: usize = 128;
+
+/// `prop_` + 32 lowercase hex.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProposalId(String);
+
+impl ProposalId {
+    /// A fresh random proposal id.
+    pub(crate) fn generate() -> Result<ProposalId, RpcError> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
+        Ok(ProposalId(format!("prop_{}", hex::encode(bytes))))
+    }
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for ProposalId {
+    type Error = RpcError;
+    fn try_from(s: String) -> Result<Self, RpcError> {
+        let ok = s.strip_prefix("prop_").is_some_and(|h| {
+            h.len() == 32 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        });
+        if ok {
+            Ok(ProposalId(s))
+        } else {
+            Err(invalid(
+                "proposal_id",
+                "expected prop_ followed by 32 lowercase hex characters",
+            ))
+        }
+    }
+}
+
+/// 1..=128 characters of `[A-Za-z0-9._:-]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Session(String);
+
+impl Session {
+    pub(crate) fn parse(field: &'static str, s: String) -> Result<Session, RpcError> {
+        let ok = (1..=128).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
+        if ok {
+            Ok(Session(s))
+        } else {
+            Err(invalid(
+                field,
+                "expected 1 to 128 characters of [A-Za-z0-9._:-]",
+            ))
+        }
+    }
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A validated `Propose` request (the arguments are validated against the
+/// operation's schema later, by the registry).
+#[derive(Debug)]
+pub(crate) struct ProposeCommand {
+    pub(crate) operation: String,
+    pub(crate) arguments_json: String,
+    pub(crate) session: Session,
+    pub(crate) note: String,
+}
+
+impl TryFrom<wire::ProposeRequest> for ProposeCommand {
+    type Error = RpcError;
+    fn try_from(r: wire::ProposeRequest) -> Result<Self, RpcError> {
+        if r.operation.is_empty() || r.operation.len() > MAX_OPERATION_BYTES {
+            return Err(invalid("operation", "expected 1 to 128 bytes"));
+        }
+        Ok(ProposeCommand {
+            operation: r.operation,
+            arguments_json: r.arguments_json,
+            session: Session::parse("session", r.session)?,
+            note: bounded_text("note", r.note)?,
+        })
+    }
+}
+
+/// How an approved proof reaches its head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Returned to the approver interface.
+    Direct,
+    /// Kept by the signer for one `ClaimHandoff`.
+    Handoff,
+}
+
+/// A person's decision on a proposal.
+#[derive(Debug)]
+pub(crate) enum Decision {
+    Deny {
+        reason: String,
+    },
+    Approve {
+        delivery: Delivery,
+        /// `human:cli` or `human:web`.
+        provenance: &'static str,
+        /// The session the proof is bound to, if not the proposal's own.
+        execute_in_session: Option<Session>,
+    },
+}
+
+/// A validated `Decide` request.
+#[derive(Debug)]
+pub(crate) struct DecideCommand {
+    pub(crate) proposal_id: ProposalId,
+    pub(crate) decision: Decision,
+}
+
+impl TryFrom<wire::DecideRequest> for DecideCommand {
+    type Error = RpcError;
+    fn try_from(r: wire::DecideRequest) -> Result<Self, RpcError> {
+        let proposal_id = ProposalId::try_from(r.proposal_id)?;
+        let decision = if r.approve {
+            let delivery = match wire::Delivery::try_from(r.delivery) {
+                Ok(wire::Delivery::Direct) => Delivery::Direct,
+                Ok(wire::Delivery::Handoff) => Delivery::Handoff,
+                _ => {
+                    return Err(invalid(
+                        "delivery",
+                        "expected DELIVERY_DIRECT or DELIVERY_HANDOFF",
+                    ));
+                }
+            };
+            let provenance = match wire::Interface::try_from(r.interface) {
+                Ok(wire::Interface::Cli) => "human:cli",
+                Ok(wire::Interface::Web) => "human:web",
+                _ => {
+                    return Err(invalid(
+                        "interface",
+                        "expected INTERFACE_CLI or INTERFACE_WEB",
+                    ));
+                }
+            };
+            let execute_in_session = if r.execute_in_session.is_empty() {
+                None
+            } else {
+                Some(Session::parse("execute_in_session", r.execute_in_session)?)
+            };
+            Decision::Approve {
+                delivery,
+                provenance,
+                execute_in_session,
+            }
+        } else {
+            let reason = bounded_text("reason", r.reason)?;
+            if reason.trim().is_empty() {
+                return Err(invalid("reason", "a reason is required to deny"));
+            }
+            Decision::Deny { reason }
+        };
+        Ok(DecideCommand {
+            proposal_id,
+            decision,
+        })
+    }
+}
+
+/// A validated `ClaimHandoff` request.
+#[derive(Debug)]
+pub(crate) struct ClaimCommand {
+    pub(crate) proposal_id: ProposalId,
+    pub(crate) session: Session,
+}
+
+impl TryFrom<wire::ClaimHandoffRequest> for ClaimCommand {
+    type Error = RpcError;
+    fn try_from(r: wire::ClaimHandoffRequest) -> Result<Self, RpcError> {
+        Ok(ClaimCommand {
+            proposal_id: ProposalId::try_from(r.proposal_id)?,
+            session: Session::parse("session", r.session)?,
+        })
+    }
+}
+
+/// A validated `Revoke` request.
+#[derive(Debug)]
+pub(crate) struct RevokeCommand {
+    pub(crate) proposal_id: ProposalId,
+    pub(crate) reason: String,
+}
+
+impl TryFrom<wire::RevokeRequest> for RevokeCommand {
+    type Error = RpcError;
+    fn try_from(r: wire::RevokeRequest) -> Result<Self, RpcError> {
+        Ok(RevokeCommand {
+            proposal_id: ProposalId::try_from(r.proposal_id)?,
+            reason: bounded_text("reason", r.reason)?,
+        })
+    }
+}
+
+/// The wire view of a stored proposal.
+pub(crate) fn proposal_view(
+    record: &ProposalRecord,
+    handoff_waiting: bool,
+) -> Result<wire::ProposalView, RpcError> {
+    Ok(wire::ProposalView {
+        id: record.id.clone(),
+        principal: record.principal.clone(),
+        session: record.session.clone(),
+        operation: record.operation.clone(),
+        arguments_json: record.arguments_json.clone(),
+        arguments_sha256: record.arguments_sha256.clone(),
+        contract_revision: record.contract_revision.clone(),
+        policy_revision: record.policy_revision.clone(),
+        note: record.note.clone(),
+        preview: record.preview.clone(),
+        status: record.status.as_str().to_owned(),
+        created_at: format_time(record.created_at)?,
+        reason: record.reason.clone().unwrap_or_default(),
+        handoff_waiting,
+    })
+}
+
+/// The wire form of a ledger revocation outcome.
+pub(crate) fn revoke_outcome(outcome: RevokeOutcome) -> wire::RevokeOutcome {
+    match outcome {
+        RevokeOutcome::Revoked => wire::RevokeOutcome::Revoked,
+        RevokeOutcome::AlreadyUsed => wire::RevokeOutcome::AlreadyUsed,
+        RevokeOutcome::NothingToRevoke => wire::RevokeOutcome::NothingToRevoke,
+        _ => wire::RevokeOutcome::Unspecified,
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ`.
+pub(crate) fn format_time(t: time::OffsetDateTime) -> Result<String, RpcError> {
+    timestamp::format(t).map_err(|e| RpcError::Internal(format!("timestamp: {e}")))
+}
+
+fn bounded_text(field: &'static str, text: String) -> Result<String, RpcError> {
+    if text.chars().count() > MAX_TEXT_CHARS {
+        return Err(invalid(field, "longer than 2000 characters"));
+    }
+    Ok(text)
+}
+
+fn invalid(field: &'static str, reason: &str) -> RpcError {
+    RpcError::InvalidField {
+        field,
+        reason: reason.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn parses_ids_and_sessions_strictly() {
+        assert!(ProposalId::try_from(format!("prop_{}", "a".repeat(32))).is_ok());
+        assert!(ProposalId::try_from(format!("prop_{}", "A".repeat(32))).is_err());
+        assert!(ProposalId::try_from("prop_123".to_owned()).is_err());
+        assert!(Session::parse("session", "agent-1:run.2_x".into()).is_ok());
+        assert!(Session::parse("session", String::new()).is_err());
+        assert!(Session::parse("session", "a b".into()).is_err());
+        assert!(Session::parse("session", "x".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn deny_needs_a_reason_and_approve_needs_interface_and_delivery() {
+        let id = format!("prop_{}", "0".repeat(32));
+        let deny = wire::DecideRequest {
+            proposal_id: id.clone(),
+            approve: false,
+            reason: "  ".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            DecideCommand::try_from(deny).unwrap_err(),
+            invalid("reason", "a reason is required to deny")
+        );
+        let approve = wire::DecideRequest {
+            proposal_id: id.clone(),
+            approve: true,
+            delivery: wire::Delivery::Direct as i32,
+            ..Default::default()
+        };
+        assert!(matches!(
+            DecideCommand::try_from(approve).unwrap_err(),
+            RpcError::InvalidField {
+                field: "interface",
+                ..
+            }
+        ));
+        let approve = wire::DecideRequest {
+            proposal_id: id,
+            approve: true,
+            interface: wire::Interface::Web as i32,
+            ..Default::default()
+        };
+        assert!(matches!(
+            DecideCommand::try_from(approve).unwrap_err(),
+            RpcError::InvalidField {
+                field: "delivery",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn refuses_long_notes() {
+        let r = wire::ProposeRequest {
+            operation: "schedule.create".into(),
+            arguments_json: "{}".into(),
+            session: "s".into(),
+            note: "é".repeat(2001),
+        };
+        assert!(matches!(
+            ProposeCommand::try_from(r).unwrap_err(),
+            RpcError::InvalidField { field: "note", .. }
+        ));
+    }
+}

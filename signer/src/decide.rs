@@ -1,0 +1,167 @@
+//! `Decide`: a person's approval or denial of a pending proposal.
+//!
+//! Approval rebuilds the claims from the stored canonical arguments and
+//! the current registry and policy (refusing if either changed since the
+//! proposal), signs them with the proof key (`issue.rs`), records the
+//! issuance in the ledger (hashes and nonce, never the proof), then either
+//! returns the proof (direct) or keeps it for one handoff. This module must
+//! not log or store a proof.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
+use countersign_proto::v1 as wire;
+use countersign_registry::CanonicalArgs;
+use countersign_verifier::Claims;
+use countersign_verifier::claims::ISSUER;
+use time::Duration;
+use tonic::Request;
+
+use crate::convert::{DecideCommand, Decision, Delivery, ProposalId, Session, format_time};
+use crate::error::RpcError;
+use crate::issue::sign_claims;
+use crate::service::{SignerService, authorize, now_seconds, roles};
+
+impl SignerService {
+    pub(crate) async fn decide(
+        &self,
+        request: Request<wire::DecideRequest>,
+    ) -> Result<wire::DecideResponse, RpcError> {
+        let peer = authorize(&request, "Decide", roles::DECIDE)?;
+        let cmd = DecideCommand::try_from(request.into_inner())?;
+        let record = self
+            .owned_proposal(&cmd.proposal_id, &peer.principal)
+            .await?;
+        if record.status != ProposalStatus::Pending {
+            return Err(RpcError::NotPending {
+                id: record.id,
+                status: record.status.as_str().to_owned(),
+            });
+        }
+        match cmd.decision {
+            Decision::Deny { reason } => {
+                self.state
+                    .ledger
+                    .record_denial(&record.id, &peer.principal, &reason)
+                    .await?;
+                tracing::info!(proposal_id = %record.id, "denied");
+                Ok(wire::DecideResponse {
+                    proposal: Some(self.view(&cmd.proposal_id).await?),
+                    ..Default::default()
+                })
+            }
+            Decision::Approve {
+                delivery,
+                provenance,
+                execute_in_session,
+            } => {
+                self.approve(
+                    &cmd.proposal_id,
+                    record,
+                    delivery,
+                    provenance,
+                    execute_in_session,
+                )
+                .await
+            }
+        }
+    }
+
+    async fn approve(
+        &self,
+        id: &ProposalId,
+        record: ProposalRecord,
+        delivery: Delivery,
+        provenance: &'static str,
+        execute_in_session: Option<Session>,
+    ) -> Result<wire::DecideResponse, RpcError> {
+        let state = &self.state;
+        let op = state
+            .registry
+            .get(&record.operation)
+            .filter(|op| op.contract_revision() == record.contract_revision)
+            .ok_or_else(|| RpcError::ContractChanged(record.operation.clone()))?;
+        if state.policy.revision() != record.policy_revision {
+            return Err(RpcError::PolicyChanged);
+        }
+        let args = CanonicalArgs::from_stored(&record.arguments_json)
+            .map_err(|e| RpcError::Internal(format!("stored arguments of {}: {e}", record.id)))?;
+        if args.sha256_hex() != record.arguments_sha256 {
+            return Err(RpcError::Internal(format!(
+                "stored arguments of {} do not match their hash",
+                record.id
+            )));
+        }
+        let session =
+            execute_in_session.map_or_else(|| record.session.clone(), |s| s.as_str().to_owned());
+        let lifetime = i64::try_from(state.policy.lifetime_for(op))
+            .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
+        let now = now_seconds()?;
+        let expires_at = now + Duration::seconds(lifetime);
+        let claims = Claims {
+            iss: ISSUER.to_owned(),
+            aud: state.policy.audience.clone(),
+            sub: record.principal.clone(),
+            sid: session.clone(),
+            pid: record.id.clone(),
+            op: record.operation.clone(),
+            args: args.value().clone(),
+            args_sha256: args.sha256_hex().to_owned(),
+            crev: record.contract_revision.clone(),
+            prev: record.policy_revision.clone(),
+            grant: None,
+            prov: provenance.to_owned(),
+            jti: nonce()?,
+            iat: now,
+            nbf: now,
+            exp: expires_at,
+        };
+        let proof = sign_claims(&state.key, &claims)
+            .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
+        let proof_sha256 = proof.sha256_hex();
+        let issuance = IssuanceRecord {
+            proof_sha256: proof_sha256.clone(),
+            nonce: claims.jti.clone(),
+            principal: claims.sub.clone(),
+            session: claims.sid.clone(),
+            proposal_id: claims.pid.clone(),
+            operation: claims.op.clone(),
+            arguments_sha256: claims.args_sha256.clone(),
+            contract_revision: claims.crev.clone(),
+            policy_revision: claims.prev.clone(),
+            provenance: claims.prov.clone(),
+            audience: claims.aud.clone(),
+            issued_at: now,
+            expires_at,
+        };
+        state.ledger.record_approval(&issuance).await?;
+        tracing::info!(
+            proposal_id = %record.id, %proof_sha256, ?delivery, provenance, session = %session,
+            expires_at = %format_time(expires_at)?, "proof issued"
+        );
+        let expires_at_text = format_time(expires_at)?;
+        let proof_text = match delivery {
+            // The wire message needs a plain String; prost owns it from here.
+            Delivery::Direct => proof.expose_secret().to_owned(),
+            Delivery::Handoff => {
+                state
+                    .handoffs
+                    .insert(&record.id, proof, &record.principal, &session, expires_at);
+                String::new()
+            }
+        };
+        Ok(wire::DecideResponse {
+            proposal: Some(self.view(id).await?),
+            proof: proof_text,
+            proof_sha256,
+            expires_at: expires_at_text,
+        })
+    }
+}
+
+/// `jti`: base64url (no padding) of 32 random bytes.
+fn nonce() -> Result<String, RpcError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
+}

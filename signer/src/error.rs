@@ -1,0 +1,112 @@
+//! The signer's error types: [`RpcError`], why one RPC was refused or
+//! failed, and [`StartError`], why the signer could not start.
+//!
+//! This module only names failures. Turning an [`RpcError`] into a gRPC
+//! status is `status.rs`'s job alone; nothing here may hold a proof or key.
+
+use countersign_identity::{IdentityError, Role};
+use countersign_ledger::LedgerError;
+use countersign_registry::ArgumentsError;
+
+use crate::key::KeyError;
+
+/// Why an RPC did not succeed. Refusals carry what the caller needs to fix
+/// its request; `Internal` carries a detail that only goes to the log.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum RpcError {
+    /// The connection carried no client certificate.
+    #[error("client certificate required")]
+    NoClientCertificate,
+    /// The client certificate names no valid countersign identity.
+    #[error("client certificate names no countersign identity: {0}")]
+    PeerIdentity(IdentityError),
+    /// The caller's role may not call this RPC.
+    #[error("role {role} may not call {rpc}")]
+    RoleNotAllowed {
+        /// The caller's role.
+        role: Role,
+        /// The RPC name.
+        rpc: &'static str,
+    },
+    /// The proposal belongs to another principal.
+    #[error("proposal belongs to another principal")]
+    NotYourProposal,
+    /// No operation of that name is registered.
+    #[error("unknown operation {0:?}")]
+    UnknownOperation(String),
+    /// A request field is malformed.
+    #[error("invalid {field}: {reason}")]
+    InvalidField {
+        /// The field name as in the proto.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The arguments do not satisfy the operation's schema.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(ArgumentsError),
+    /// No proposal with this id.
+    #[error("unknown proposal {0}")]
+    UnknownProposal(String),
+    /// The proposal was already decided.
+    #[error("proposal {id} is {status}, not pending")]
+    NotPending {
+        /// The proposal id.
+        id: String,
+        /// Its current status (or "decided" after a lost race).
+        status: String,
+    },
+    /// The operation changed since the proposal; approving it would bind a stale contract.
+    #[error("operation {0:?} changed or was removed since it was proposed; propose again")]
+    ContractChanged(String),
+    /// The policy changed since the proposal.
+    #[error("the signing policy changed since the proposal; propose again")]
+    PolicyChanged,
+    /// No proof waits for this proposal (never, already claimed, expired or revoked).
+    #[error("no live handoff")]
+    NoLiveHandoff,
+    /// The waiting proof is bound to another session.
+    #[error("the handoff is bound to another session")]
+    HandoffSessionMismatch,
+    /// A fault on the signer's side; the detail is logged, never sent.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<LedgerError> for RpcError {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::UnknownProposal(id) => RpcError::UnknownProposal(id),
+            LedgerError::NotPending(id) => RpcError::NotPending {
+                id,
+                status: "decided".into(),
+            },
+            other => RpcError::Internal(format!("ledger: {other}")),
+        }
+    }
+}
+
+/// Why the signer could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The home directory, configuration or PKI was refused.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    /// The signing key could not be created or loaded.
+    #[error("signing key: {0}")]
+    Key(#[from] KeyError),
+    /// The ledger could not be opened.
+    #[error("ledger: {0}")]
+    Ledger(#[from] LedgerError),
+    /// The registry could not be loaded.
+    #[error("registry: {0}")]
+    Registry(String),
+    /// The configured policy is invalid.
+    #[error("policy: {0}")]
+    Policy(String),
+    /// Binding or serving failed.
+    #[error("transport: {0}")]
+    Transport(String),
+}

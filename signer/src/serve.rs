@@ -1,0 +1,95 @@
+//! Serving: the tonic server over a bound listener with mTLS, until a
+//! shutdown future resolves; and the signal handling `main` uses.
+//!
+//! Binding is the caller's job (`main` binds the configured address; tests
+//! bind 127.0.0.1:0). This module installs no crypto provider other than
+//! through `countersign_identity::tls`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use countersign_proto::v1::signer_server::SignerServer;
+use tokio::net::TcpListener;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Server, ServerTlsConfig};
+
+use crate::error::StartError;
+use crate::service::SignerService;
+use crate::state::SignerState;
+
+/// Largest request message the signer decodes (arguments are at most 64 KiB).
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+/// How long in-flight requests may take to finish after shutdown begins.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Longest time one request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves the signer on `listener` with `tls` (client certificates
+/// required) until `shutdown` resolves, then stops accepting and lets
+/// in-flight requests finish.
+pub async fn run(
+    listener: TcpListener,
+    state: impl Into<Arc<SignerState>>,
+    tls: ServerTlsConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    countersign_identity::tls::install_crypto_provider();
+    let service = SignerServer::from_arc(Arc::new(SignerService {
+        state: state.into(),
+    }))
+    .max_decoding_message_size(MAX_MESSAGE_BYTES);
+    Server::builder()
+        .tls_config(tls)
+        .map_err(|e| StartError::Transport(format!("tls: {e}")))?
+        .timeout(REQUEST_TIMEOUT)
+        .concurrency_limit_per_connection(64)
+        .add_service(service)
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
+        .await
+        .map_err(|e| StartError::Transport(e.to_string()))
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() -> Result<(), StartError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())
+        .map_err(|e| StartError::Transport(format!("signal handler: {e}")))?;
+    let mut int = signal(SignalKind::interrupt())
+        .map_err(|e| StartError::Transport(format!("signal handler: {e}")))?;
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),
+        _ = int.recv() => tracing::info!("SIGINT received, shutting down"),
+    }
+    Ok(())
+}
+
+/// Runs the server until SIGINT/SIGTERM, then waits at most
+/// [`SHUTDOWN_GRACE`] for in-flight requests.
+pub async fn serve_until_signal(
+    listener: TcpListener,
+    state: SignerState,
+    tls: ServerTlsConfig,
+) -> Result<(), StartError> {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut server = tokio::spawn(run(listener, state, tls, async {
+        let _ = stop_rx.await;
+    }));
+    tokio::select! {
+        finished = &mut server => {
+            return finished.map_err(|e| StartError::Transport(format!("server task: {e}")))?;
+        }
+        signalled = shutdown_signal() => signalled?,
+    }
+    let _ = stop_tx.send(());
+    match tokio::time::timeout(SHUTDOWN_GRACE, server).await {
+        Ok(finished) => finished.map_err(|e| StartError::Transport(format!("server task: {e}")))?,
+        Err(_) => {
+            tracing::warn!(
+                grace_secs = SHUTDOWN_GRACE.as_secs(),
+                "grace period over; exiting with requests in flight"
+            );
+            Ok(())
+        }
+    }
+}

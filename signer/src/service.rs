@@ -1,0 +1,296 @@
+//! The gRPC service: who may call what, and the RPCs other than `Decide`
+//! (see `decide.rs`).
+//!
+//! Every RPC first reads the caller's role and principal from its client
+//! certificate (never from a request field), checks the role against the
+//! table below, and for a proposal checks that the caller's principal owns
+//! it. Errors leave through `status::to_status` only. Proofs are never
+//! logged; log fields carry `proof_sha256` at most.
+
+use std::sync::Arc;
+
+use countersign_identity::{PeerIdentity, Role, peer_identity};
+use countersign_ledger::{NewProposal, ProposalRecord};
+use countersign_proto::v1 as wire;
+use countersign_proto::v1::signer_server::Signer;
+use time::OffsetDateTime;
+use tonic::{Request, Response, Status};
+
+use crate::convert::{
+    ClaimCommand, ProposalId, ProposeCommand, RevokeCommand, proposal_view, revoke_outcome,
+};
+use crate::error::RpcError;
+use crate::state::SignerState;
+use crate::status::to_status;
+
+/// The roles each RPC accepts (as in `signer.proto`).
+pub(crate) mod roles {
+    use countersign_identity::Role;
+    pub(crate) const PROPOSE: &[Role] = &[Role::Head];
+    pub(crate) const GET_PROPOSAL: &[Role] = &[Role::Head, Role::Approver];
+    pub(crate) const LIST_PENDING: &[Role] = &[Role::Approver];
+    pub(crate) const DECIDE: &[Role] = &[Role::Approver];
+    pub(crate) const CLAIM_HANDOFF: &[Role] = &[Role::Head];
+    pub(crate) const REVOKE: &[Role] = &[Role::Approver];
+    pub(crate) const PUBLIC_KEYS: &[Role] = &[Role::Head, Role::Approver, Role::Admin];
+}
+
+/// The `Signer` service over shared state.
+pub(crate) struct SignerService {
+    pub(crate) state: Arc<SignerState>,
+}
+
+/// The caller's identity, if its role may call `rpc`.
+pub(crate) fn authorize<T>(
+    request: &Request<T>,
+    rpc: &'static str,
+    allowed: &[Role],
+) -> Result<PeerIdentity, RpcError> {
+    let certs = request.peer_certs().ok_or(RpcError::NoClientCertificate)?;
+    let leaf = certs.first().ok_or(RpcError::NoClientCertificate)?;
+    let peer = peer_identity(leaf.as_ref()).map_err(RpcError::PeerIdentity)?;
+    if !allowed.contains(&peer.role) {
+        return Err(RpcError::RoleNotAllowed {
+            role: peer.role,
+            rpc,
+        });
+    }
+    Ok(peer)
+}
+
+/// The current time, truncated to whole seconds (the claims' resolution).
+pub(crate) fn now_seconds() -> Result<OffsetDateTime, RpcError> {
+    OffsetDateTime::from_unix_timestamp(OffsetDateTime::now_utc().unix_timestamp())
+        .map_err(|e| RpcError::Internal(format!("clock: {e}")))
+}
+
+impl SignerService {
+    /// The proposal, if it exists and `principal` owns it.
+    pub(crate) async fn owned_proposal(
+        &self,
+        id: &ProposalId,
+        principal: &str,
+    ) -> Result<ProposalRecord, RpcError> {
+        let record = self
+            .state
+            .ledger
+            .proposal(id.as_str())
+            .await?
+            .ok_or_else(|| RpcError::UnknownProposal(id.as_str().to_owned()))?;
+        if record.principal != principal {
+            return Err(RpcError::NotYourProposal);
+        }
+        Ok(record)
+    }
+
+    /// The current view of a proposal the caller is known to own.
+    pub(crate) async fn view(&self, id: &ProposalId) -> Result<wire::ProposalView, RpcError> {
+        let record = self
+            .state
+            .ledger
+            .proposal(id.as_str())
+            .await?
+            .ok_or_else(|| RpcError::Internal(format!("proposal {} vanished", id.as_str())))?;
+        self.view_of(&record)
+    }
+
+    pub(crate) fn view_of(&self, record: &ProposalRecord) -> Result<wire::ProposalView, RpcError> {
+        let waiting = self
+            .state
+            .handoffs
+            .is_waiting(&record.id, OffsetDateTime::now_utc());
+        proposal_view(record, waiting)
+    }
+
+    async fn propose(
+        &self,
+        request: Request<wire::ProposeRequest>,
+    ) -> Result<wire::ProposalView, RpcError> {
+        let peer = authorize(&request, "Propose", roles::PROPOSE)?;
+        let cmd = ProposeCommand::try_from(request.into_inner())?;
+        let op = self
+            .state
+            .registry
+            .get(&cmd.operation)
+            .ok_or_else(|| RpcError::UnknownOperation(cmd.operation.clone()))?;
+        let args = op
+            .validate_arguments(cmd.arguments_json.as_bytes())
+            .map_err(RpcError::InvalidArguments)?;
+        let preview = op.render_preview(&args, &cmd.note);
+        let id = ProposalId::generate()?;
+        let proposal = NewProposal {
+            id: id.as_str().to_owned(),
+            principal: peer.principal.clone(),
+            session: cmd.session.as_str().to_owned(),
+            operation: op.name.clone(),
+            arguments_json: args.text().to_owned(),
+            arguments_sha256: args.sha256_hex().to_owned(),
+            contract_revision: op.contract_revision().to_owned(),
+            policy_revision: self.state.policy.revision(),
+            note: cmd.note,
+            preview,
+            created_at: now_seconds()?,
+        };
+        self.state.ledger.insert_proposal(&proposal).await?;
+        tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
+        self.view(&id).await
+    }
+
+    async fn get_proposal(
+        &self,
+        request: Request<wire::GetProposalRequest>,
+    ) -> Result<wire::ProposalView, RpcError> {
+        let peer = authorize(&request, "GetProposal", roles::GET_PROPOSAL)?;
+        let id = ProposalId::try_from(request.into_inner().proposal_id)?;
+        let record = self.owned_proposal(&id, &peer.principal).await?;
+        self.view_of(&record)
+    }
+
+    async fn list_pending(
+        &self,
+        request: Request<wire::ListPendingRequest>,
+    ) -> Result<wire::ListPendingResponse, RpcError> {
+        let peer = authorize(&request, "ListPending", roles::LIST_PENDING)?;
+        let records = self.state.ledger.pending(&peer.principal).await?;
+        let proposals = records
+            .iter()
+            .filter(|r| r.principal == peer.principal)
+            .map(|r| self.view_of(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(wire::ListPendingResponse { proposals })
+    }
+
+    async fn claim_handoff(
+        &self,
+        request: Request<wire::ClaimHandoffRequest>,
+    ) -> Result<wire::ClaimHandoffResponse, RpcError> {
+        let peer = authorize(&request, "ClaimHandoff", roles::CLAIM_HANDOFF)?;
+        let cmd = ClaimCommand::try_from(request.into_inner())?;
+        self.owned_proposal(&cmd.proposal_id, &peer.principal)
+            .await?;
+        let proof = self.state.handoffs.claim(
+            cmd.proposal_id.as_str(),
+            &peer.principal,
+            cmd.session.as_str(),
+            OffsetDateTime::now_utc(),
+        )?;
+        let proof_sha256 = proof.sha256_hex();
+        tracing::info!(proposal_id = cmd.proposal_id.as_str(), %proof_sha256, "handoff claimed");
+        // The wire message needs a plain String; prost owns it from here.
+        Ok(wire::ClaimHandoffResponse {
+            proof: proof.expose_secret().to_owned(),
+            proof_sha256,
+        })
+    }
+
+    async fn revoke(
+        &self,
+        request: Request<wire::RevokeRequest>,
+    ) -> Result<wire::RevokeResponse, RpcError> {
+        let peer = authorize(&request, "Revoke", roles::REVOKE)?;
+        let cmd = RevokeCommand::try_from(request.into_inner())?;
+        self.owned_proposal(&cmd.proposal_id, &peer.principal)
+            .await?;
+        let outcome = self
+            .state
+            .ledger
+            .revoke(cmd.proposal_id.as_str(), &peer.principal, &cmd.reason)
+            .await?;
+        let dropped = self.state.handoffs.discard(cmd.proposal_id.as_str());
+        tracing::info!(
+            proposal_id = cmd.proposal_id.as_str(),
+            ?outcome,
+            handoff_dropped = dropped,
+            "revoke"
+        );
+        Ok(wire::RevokeResponse {
+            outcome: revoke_outcome(outcome) as i32,
+            proposal: Some(self.view(&cmd.proposal_id).await?),
+        })
+    }
+
+    fn public_keys(
+        &self,
+        request: &Request<wire::PublicKeysRequest>,
+    ) -> Result<wire::PublicKeysResponse, RpcError> {
+        authorize(request, "PublicKeys", roles::PUBLIC_KEYS)?;
+        Ok(wire::PublicKeysResponse {
+            keys: vec![wire::VerifyingKey {
+                key_id: self.state.key_id(),
+                public_key: self.state.key.verifying_key().to_bytes().to_vec(),
+            }],
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl Signer for SignerService {
+    async fn propose(
+        &self,
+        request: Request<wire::ProposeRequest>,
+    ) -> Result<Response<wire::ProposalView>, Status> {
+        SignerService::propose(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn get_proposal(
+        &self,
+        request: Request<wire::GetProposalRequest>,
+    ) -> Result<Response<wire::ProposalView>, Status> {
+        SignerService::get_proposal(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn list_pending(
+        &self,
+        request: Request<wire::ListPendingRequest>,
+    ) -> Result<Response<wire::ListPendingResponse>, Status> {
+        SignerService::list_pending(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn decide(
+        &self,
+        request: Request<wire::DecideRequest>,
+    ) -> Result<Response<wire::DecideResponse>, Status> {
+        SignerService::decide(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn claim_handoff(
+        &self,
+        request: Request<wire::ClaimHandoffRequest>,
+    ) -> Result<Response<wire::ClaimHandoffResponse>, Status> {
+        SignerService::claim_handoff(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn revoke(
+        &self,
+        request: Request<wire::RevokeRequest>,
+    ) -> Result<Response<wire::RevokeResponse>, Status> {
+        SignerService::revoke(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn public_keys(
+        &self,
+        request: Request<wire::PublicKeysRequest>,
+    ) -> Result<Response<wire::PublicKeysResponse>, Status> {
+        SignerService::public_keys(self, &request)
+            .map(Response::new)
+            .map_err(to_status)
+    }
+}

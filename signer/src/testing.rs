@@ -1,0 +1,168 @@
+//! Test support (cargo feature `testing`): an in-process signer on
+//! 127.0.0.1:0 with a fresh home (dev PKI, proof key, SQLite ledger,
+//! default registry) in a temporary directory.
+//!
+//! For tests only, in this crate and others (dev-dependency
+//! `countersign-signer = { workspace = true, features = ["testing"] }`).
+//! The home's `config.toml` names the bound address, so a `countersign`
+//! process run with `COUNTERSIGN_HOME=<home>` reaches this signer.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use countersign_identity::files::write_private_new;
+use countersign_identity::pki::create_dev_pki;
+use countersign_identity::{Config, Home, IdentityError, Role, tls};
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_registry::Registry;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+
+use crate::error::StartError;
+use crate::serve::run;
+use crate::state::SignerState;
+
+/// Errors of the test helpers' client constructors.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A running in-process signer. Dropping it stops the server and deletes
+/// the home.
+pub struct TestSigner {
+    addr: SocketAddr,
+    home: Home,
+    principal: String,
+    state: Arc<SignerState>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), StartError>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for TestSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestSigner")
+            .field("addr", &self.addr)
+            .field("home", &self.home)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestSigner {
+    /// Starts a signer with the shipped default registry.
+    pub async fn start() -> Result<TestSigner, StartError> {
+        TestSigner::start_with_registry(Registry::default_toml()).await
+    }
+
+    /// Starts a signer whose `operations.toml` is `registry_toml`.
+    pub async fn start_with_registry(registry_toml: &str) -> Result<TestSigner, StartError> {
+        let dir =
+            tempfile::tempdir().map_err(|e| StartError::Transport(format!("tempdir: {e}")))?;
+        let home = Home::at(dir.path().join("home"))?;
+        let principal = home.init()?.principal;
+        create_dev_pki(&home, &principal)?;
+        write_private_new(&home.registry_path(), registry_toml.as_bytes())?;
+
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| StartError::Transport(format!("bind: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| StartError::Transport(format!("local_addr: {e}")))?;
+        let config_path = home.config_path();
+        std::fs::remove_file(&config_path).map_err(|e| IdentityError::Io {
+            path: config_path.clone(),
+            kind: e.kind(),
+            detail: e.to_string(),
+        })?;
+        write_private_new(
+            &config_path,
+            format!("[signer]\naddr = \"{addr}\"\n").as_bytes(),
+        )?;
+
+        let config = Config::load(&home)?;
+        tls::install_crypto_provider();
+        let server_tls = tls::server_config(&home)?;
+        let state = Arc::new(SignerState::load(&home, &config).await?);
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(run(listener, Arc::clone(&state), server_tls, async {
+            let _ = stop_rx.await;
+        }));
+        Ok(TestSigner {
+            addr,
+            home,
+            principal,
+            state,
+            stop: Some(stop_tx),
+            task: Some(task),
+            _dir: dir,
+        })
+    }
+
+    /// The address the signer listens on (127.0.0.1).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// The signer's home (dev PKI under `pki/`, config naming [`Self::addr`]).
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
+    /// The home's principal.
+    pub fn principal(&self) -> &str {
+        &self.principal
+    }
+
+    /// The running signer's state (its ledger, policy and registry).
+    pub fn state(&self) -> &SignerState {
+        &self.state
+    }
+
+    /// A connected client with the home's certificate for `role`
+    /// (`approver` or `head`).
+    pub async fn client(&self, role: Role) -> Result<SignerClient<Channel>, BoxError> {
+        let tls = tls::client_config(&self.home, role)?;
+        self.client_with(tls).await
+    }
+
+    /// A connected client with an arbitrary TLS configuration (other CAs,
+    /// expired or missing certificates).
+    pub async fn client_with(
+        &self,
+        tls: ClientTlsConfig,
+    ) -> Result<SignerClient<Channel>, BoxError> {
+        tls::install_crypto_provider();
+        let channel = Endpoint::from_shared(self.url())?
+            .tls_config(tls)?
+            .connect()
+            .await?;
+        Ok(SignerClient::new(channel))
+    }
+
+    /// Stops the server and waits for it to finish.
+    pub async fn stop(mut self) -> Result<(), StartError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.task.take() {
+            Some(task) => task
+                .await
+                .map_err(|e| StartError::Transport(format!("server task: {e}")))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TestSigner {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}

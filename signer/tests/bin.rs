@@ -1,0 +1,122 @@
+//! The `countersign-signer` binary: keygen is idempotent; serve prints its
+//! ready line, answers, and exits cleanly on SIGTERM.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use countersign_identity::files::write_private_new;
+use countersign_identity::pki::create_dev_pki;
+use countersign_identity::{Home, Role, tls};
+use countersign_proto::v1::PublicKeysRequest;
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_registry::Registry;
+use tonic::transport::Endpoint;
+
+const BIN: &str = env!("CARGO_BIN_EXE_countersign-signer");
+
+fn home() -> (tempfile::TempDir, Home) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path().join("home")).unwrap();
+    let principal = home.init().unwrap().principal;
+    create_dev_pki(&home, &principal).unwrap();
+    write_private_new(&home.registry_path(), Registry::default_toml().as_bytes()).unwrap();
+    std::fs::remove_file(home.config_path()).unwrap();
+    write_private_new(&home.config_path(), b"[signer]\naddr = \"127.0.0.1:0\"\n").unwrap();
+    (dir, home)
+}
+
+fn keygen(home: &Home) -> (String, String) {
+    let out = Command::new(BIN)
+        .args(["keygen", "--home"])
+        .arg(home.root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn keygen_creates_the_key_once_and_prints_its_id() {
+    let (_dir, home) = home();
+    let (kid, err) = keygen(&home);
+    assert!(kid.starts_with("k4.pid."), "{kid}");
+    assert!(err.starts_with("created key"), "{err}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(home.signing_key_path())
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let (again, err) = keygen(&home);
+    assert_eq!(again, kid);
+    assert!(err.starts_with("existing key"), "{err}");
+}
+
+#[test]
+fn keygen_refuses_a_key_file_readable_by_others() {
+    let (_dir, home) = home();
+    keygen(&home);
+    std::fs::set_permissions(
+        home.signing_key_path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["keygen", "--home"])
+        .arg(home.root())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("expected at most 0600"), "{err}");
+}
+
+#[tokio::test]
+async fn serve_prints_ready_line_answers_and_stops_on_sigterm() {
+    let (_dir, home) = home();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--home"])
+        .arg(home.root())
+        .env("COUNTERSIGN_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let rest = line
+        .trim_end()
+        .strip_prefix("countersign-signer listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    let (addr, kid) = rest.split_once(" key ").unwrap();
+    assert!(addr.starts_with("127.0.0.1:"));
+
+    tls::install_crypto_provider();
+    let channel = Endpoint::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(tls::client_config(&home, Role::Head).unwrap())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let keys = SignerClient::new(channel)
+        .public_keys(PublicKeysRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(keys.keys[0].key_id, kid);
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+}

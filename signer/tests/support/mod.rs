@@ -1,0 +1,106 @@
+//! Shared helpers of the signer's integration tests: clients with
+//! arbitrary certificates, and the common requests.
+#![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
+
+use countersign_identity::pki::{CaMaterial, issue_client_cert};
+use countersign_identity::{Role, tls};
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_proto::v1::{
+    DecideRequest, DecideResponse, Delivery, Interface, ProposalView, ProposeRequest,
+};
+use countersign_signer::testing::TestSigner;
+use time::{Duration, OffsetDateTime};
+use tonic::transport::{Channel, ClientTlsConfig};
+
+pub const SESSION: &str = "agent-session-1";
+pub const ARGS: &str = r#"{"name":"nightly","cron":"0 3 * * *"}"#;
+
+pub async fn start() -> TestSigner {
+    TestSigner::start().await.unwrap()
+}
+
+/// A client TLS configuration trusting `trusted_ca`, presenting a
+/// certificate `issuer` made for `role`/`principal`, valid from
+/// `now + from` until `now + until`.
+pub fn tls_with_cert(
+    trusted_ca: &CaMaterial,
+    issuer: &CaMaterial,
+    role: Role,
+    principal: &str,
+    (from, until): (Duration, Duration),
+) -> ClientTlsConfig {
+    let now = OffsetDateTime::now_utc();
+    let cert = issue_client_cert(issuer, role, principal, now + from, now + until).unwrap();
+    tls::client_config_from_pem(trusted_ca.cert_pem(), &cert.cert_pem, &cert.key_pem)
+}
+
+/// Valid for the next hour (and the past one).
+pub const VALID_NOW: (Duration, Duration) = (Duration::hours(-1), Duration::hours(1));
+
+/// A client whose certificate the signer's CA issued for `role`/`principal`.
+pub async fn client_as(signer: &TestSigner, role: Role, principal: &str) -> SignerClient<Channel> {
+    let ca = CaMaterial::load(signer.home()).unwrap();
+    let config = tls_with_cert(&ca, &ca, role, principal, VALID_NOW);
+    signer.client_with(config).await.unwrap()
+}
+
+/// Approves `proposal_id` as the home's approver.
+pub async fn approved(
+    signer: &TestSigner,
+    proposal_id: &str,
+    delivery: Delivery,
+) -> DecideResponse {
+    approver(signer)
+        .await
+        .decide(approve(proposal_id, delivery))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+pub async fn head(signer: &TestSigner) -> SignerClient<Channel> {
+    signer.client(Role::Head).await.unwrap()
+}
+
+pub async fn approver(signer: &TestSigner) -> SignerClient<Channel> {
+    signer.client(Role::Approver).await.unwrap()
+}
+
+pub fn propose_request(session: &str) -> ProposeRequest {
+    ProposeRequest {
+        operation: "schedule.create".into(),
+        arguments_json: ARGS.into(),
+        session: session.into(),
+        note: "please approve".into(),
+    }
+}
+
+pub async fn propose(head: &mut SignerClient<Channel>) -> ProposalView {
+    head.propose(propose_request(SESSION))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+pub fn approve(proposal_id: &str, delivery: Delivery) -> DecideRequest {
+    DecideRequest {
+        proposal_id: proposal_id.into(),
+        approve: true,
+        reason: String::new(),
+        delivery: delivery as i32,
+        interface: Interface::Cli as i32,
+        execute_in_session: String::new(),
+    }
+}
+
+pub fn deny(proposal_id: &str, reason: &str) -> DecideRequest {
+    DecideRequest {
+        proposal_id: proposal_id.into(),
+        approve: false,
+        reason: reason.into(),
+        ..Default::default()
+    }
+}
+
+/// Another valid principal id.
+pub const OTHER_PRINCIPAL: &str = "pr_00000000000000000000000000000bad";
