@@ -1,0 +1,215 @@
+//! The whole approval flow through the CLI code paths against a real signer
+//! over mTLS: propose, approve at the terminal, execute once, replay, deny,
+//! and the refusals of the approval step itself. Every refusal asserts that
+//! nothing was applied.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use countersign::CliError;
+use serde_json::json;
+use support::{CREATE_NIGHTLY, Harness, Person, assert_refused};
+
+#[tokio::test]
+async fn approving_at_the_terminal_applies_the_reviewed_action_once() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    assert_eq!(h.schedules().await, vec![]);
+
+    let run = h
+        .cli_with(&["approve", &id], "", Person::TypesTheChallenge)
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    assert!(run.stdout.starts_with("applied"), "{}", run.stdout);
+    // The person saw the authoritative preview, with the model's free text labelled.
+    assert!(
+        run.shown.contains("Create schedule \"nightly\""),
+        "{}",
+        run.shown
+    );
+    assert!(
+        run.shown.to_lowercase().contains("model-supplied"),
+        "{}",
+        run.shown
+    );
+    assert!(
+        run.shown.contains("Approving executes it now, once."),
+        "{}",
+        run.shown
+    );
+
+    let schedules = h.schedules().await;
+    assert_eq!(schedules.len(), 1);
+    assert_eq!(schedules[0].0, "nightly");
+    let result = h.cli(&["--json", "result", &id]).await;
+    assert_eq!(result.json()["status"], "applied");
+    let show = h.cli(&["--json", "show", &id]).await;
+    assert_eq!(show.json()["status"], "applied");
+}
+
+#[tokio::test]
+async fn a_consumed_proof_presented_again_returns_the_recorded_disposition_and_runs_nothing() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    let first = h.exec(&id, &proof, &[]).await;
+    assert_eq!(first.result, Ok(()), "{}", first.stdout);
+    assert_eq!(first.json()["applied"], true);
+    let effects = h.effects_run().await;
+    let state = h.schedules().await;
+
+    for _ in 0..3 {
+        let again = h.exec(&id, &proof, &[]).await;
+        assert_refused(&again, "already_used");
+        assert_eq!(again.json()["recorded_status"], "applied");
+    }
+    assert_eq!(h.effects_run().await, effects);
+    assert_eq!(h.schedules().await, state);
+}
+
+#[tokio::test]
+async fn approval_is_refused_without_a_controlling_terminal() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let run = h.cli_with(&["approve", &id], "", Person::NoTerminal).await;
+    assert_eq!(
+        run.result,
+        Err(CliError::Refused(
+            "approval needs an interactive terminal and none is available (No such device or address (os error 6)); nothing was approved".into()
+        ))
+    );
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "pending"
+    );
+    assert_eq!(h.schedules().await, vec![]);
+}
+
+#[tokio::test]
+async fn approval_is_refused_when_the_challenge_is_not_typed() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let run = h
+        .cli_with(&["approve", &id], "", Person::TypesAnotherCode)
+        .await;
+    assert_eq!(
+        run.result,
+        Err(CliError::Refused(
+            "the challenge was not typed correctly; nothing was approved".into()
+        ))
+    );
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "pending"
+    );
+    assert_eq!(h.schedules().await, vec![]);
+}
+
+#[tokio::test]
+async fn a_denied_proposal_cannot_be_approved_afterwards() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let denied = h.cli(&["deny", &id, "--reason", "not this week"]).await;
+    assert_eq!(denied.result, Ok(()));
+    let show = h.cli(&["--json", "show", &id]).await.json();
+    assert_eq!(
+        (show["status"].as_str(), show["reason"].as_str()),
+        (Some("denied"), Some("not this week"))
+    );
+    let run = h
+        .cli_with(&["approve", &id], "", Person::TypesTheChallenge)
+        .await;
+    assert_eq!(
+        run.result,
+        Err(CliError::Refused(format!(
+            "{id} is denied; only a pending proposal can be approved"
+        )))
+    );
+    assert_eq!(h.schedules().await, vec![]);
+}
+
+#[tokio::test]
+async fn approving_for_a_later_head_execution_applies_nothing_yet() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let run = h
+        .cli_with(
+            &["--json", "approve", &id, "--for-mcp"],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    assert_eq!(run.json()["delivery"], "handoff");
+    assert!(
+        !run.stdout.contains("v4.public."),
+        "no proof is printed: {}",
+        run.stdout
+    );
+    let show = h.cli(&["--json", "show", &id]).await.json();
+    assert_eq!(
+        (show["status"].clone(), show["handoff_waiting"].clone()),
+        (json!("approved"), json!(true))
+    );
+    assert_eq!(h.schedules().await, vec![]);
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_refused_at_proposal_with_the_schema_message() {
+    let h = Harness::start().await;
+    let run = h
+        .cli_with(
+            &["propose", "schedule.create", "--args-file", "-"],
+            r#"{"name":"x","cron":"* * * * *","extra":1}"#,
+            Person::NoTerminal,
+        )
+        .await;
+    let Err(CliError::Refused(message)) = &run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert!(message.contains("extra"), "{message}");
+    let run = h
+        .cli_with(
+            &["propose", "schedule.create", "--args-file", "-"],
+            r#"{"name":"x","name":"y","cron":"1"}"#,
+            Person::NoTerminal,
+        )
+        .await;
+    let Err(CliError::Refused(message)) = &run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert!(message.to_lowercase().contains("duplicate"), "{message}");
+    assert_eq!(h.cli(&["--json", "pending"]).await.json(), json!([]));
+}
+
+#[tokio::test]
+async fn the_audit_trail_verifies_after_a_flow() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    assert_eq!(h.exec(&id, &proof, &[]).await.result, Ok(()));
+    let audit = h.cli(&["--json", "audit", "--verify"]).await;
+    assert_eq!(audit.result, Ok(()));
+    assert_eq!(audit.json()["intact"], true);
+    let kinds: Vec<String> = h
+        .cli(&["--json", "audit"])
+        .await
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect();
+    for kind in [
+        "proposed",
+        "approved",
+        "intent",
+        "effect_applied",
+        "completed",
+    ] {
+        assert!(
+            kinds.contains(&kind.to_string()),
+            "{kind} missing from {kinds:?}"
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! A harness that drives the CLI's own code paths (`countersign::run`, the
+//! same function the binary calls) against an in-process signer over real
+//! mTLS on 127.0.0.1:0, with captured output and a scripted person at the
+//! terminal. The ledger and state store are read directly to prove what was
+//! and was not applied.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use clap::Parser;
+use countersign::{Cli, CliError, Io, Terminal};
+use countersign_ledger::Ledger;
+use countersign_signer::testing::TestSigner;
+use serde_json::Value;
+
+/// What the person at the terminal does when asked for the challenge.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Person {
+    /// Reads the challenge and types it.
+    TypesTheChallenge,
+    /// Types something else.
+    TypesAnotherCode,
+    /// There is no controlling terminal at all.
+    NoTerminal,
+}
+
+/// A terminal whose person acts as scripted; everything shown is kept.
+struct ScriptedTerminal {
+    person: Person,
+    shown: Arc<Mutex<String>>,
+}
+
+impl Terminal for ScriptedTerminal {
+    fn show(&mut self, text: &str) -> io::Result<()> {
+        self.shown.lock().unwrap().push_str(text);
+        Ok(())
+    }
+
+    fn ask(&mut self, prompt: &str) -> io::Result<String> {
+        self.show(prompt)?;
+        let code = prompt
+            .split_once("Type ")
+            .and_then(|(_, rest)| rest.split_once(' '))
+            .map(|(code, _)| code.to_string())
+            .expect("the prompt names the challenge");
+        Ok(match self.person {
+            Person::TypesTheChallenge => code,
+            _ => "NOPE-NOPE".to_string(),
+        })
+    }
+}
+
+/// One finished command.
+pub struct Run {
+    pub result: Result<(), CliError>,
+    pub stdout: String,
+    pub stderr: String,
+    /// What the terminal showed the person.
+    pub shown: String,
+}
+
+impl Run {
+    /// The stdout as JSON (for `--json` commands).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+}
+
+/// An in-process signer plus a CLI pointed at its home.
+pub struct Harness {
+    pub signer: TestSigner,
+    pub scratch: tempfile::TempDir,
+}
+
+impl Harness {
+    pub async fn start() -> Self {
+        Self::with_signer(TestSigner::start().await.unwrap())
+    }
+
+    pub async fn start_with_registry(toml: &str) -> Self {
+        Self::with_signer(TestSigner::start_with_registry(toml).await.unwrap())
+    }
+
+    fn with_signer(signer: TestSigner) -> Self {
+        Self {
+            signer,
+            scratch: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn home(&self) -> String {
+        self.signer.home().root().display().to_string()
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        self.signer.state().ledger()
+    }
+
+    /// Run `countersign --home <home> <args>` with no stdin and no terminal.
+    pub async fn cli(&self, args: &[&str]) -> Run {
+        self.cli_as(&self.home(), args, "", Person::NoTerminal)
+            .await
+    }
+
+    /// Run with stdin and a scripted person.
+    pub async fn cli_with(&self, args: &[&str], stdin: &str, person: Person) -> Run {
+        self.cli_as(&self.home(), args, stdin, person).await
+    }
+
+    /// Run against another home (another installation sharing this signer).
+    pub async fn cli_as(&self, home: &str, args: &[&str], stdin: &str, person: Person) -> Run {
+        let mut argv = vec!["countersign", "--home", home];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).expect("valid command line");
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut input = stdin.as_bytes();
+        let shown = Arc::new(Mutex::new(String::new()));
+        let shown_by_terminal = Arc::clone(&shown);
+        let mut terminal = move || -> io::Result<Box<dyn Terminal>> {
+            if person == Person::NoTerminal {
+                return Err(io::Error::from_raw_os_error(6)); // ENXIO: no controlling terminal
+            }
+            Ok(Box::new(ScriptedTerminal {
+                person,
+                shown: Arc::clone(&shown_by_terminal),
+            }))
+        };
+        let mut io = Io {
+            out: &mut out,
+            err: &mut err,
+            stdin: &mut input,
+            terminal: &mut terminal,
+        };
+        let result = countersign::run(cli, &mut io).await;
+        let shown = shown.lock().unwrap().clone();
+        Run {
+            result,
+            stdout: String::from_utf8(out).unwrap(),
+            stderr: String::from_utf8(err).unwrap(),
+            shown,
+        }
+    }
+
+    /// Propose `operation` with `args`; returns the proposal id.
+    pub async fn propose(&self, operation: &str, args: &str) -> String {
+        self.propose_in(operation, args, "cli").await
+    }
+
+    /// Propose from a named session.
+    pub async fn propose_in(&self, operation: &str, args: &str, session: &str) -> String {
+        let run = self
+            .cli_with(
+                &[
+                    "--json",
+                    "propose",
+                    operation,
+                    "--args-file",
+                    "-",
+                    "--session",
+                    session,
+                ],
+                args,
+                Person::NoTerminal,
+            )
+            .await;
+        assert_eq!(run.result, Ok(()), "{}", run.stderr);
+        run.json()["id"].as_str().unwrap().to_string()
+    }
+
+    /// Approve at the terminal, writing the proof to a new private file.
+    pub async fn approve_to_file(&self, id: &str) -> PathBuf {
+        let path = self.scratch.path().join(format!("{id}.proof"));
+        let run = self
+            .cli_with(
+                &["approve", id, "--proof-out", path.to_str().unwrap()],
+                "",
+                Person::TypesTheChallenge,
+            )
+            .await;
+        assert_eq!(run.result, Ok(()), "{}", run.stdout);
+        path
+    }
+
+    /// Write `proof` to a new file and return its path.
+    pub fn proof_file(&self, name: &str, proof: &str) -> PathBuf {
+        let path = self.scratch.path().join(name);
+        std::fs::write(&path, proof).unwrap();
+        path
+    }
+
+    /// `exec ID --proof-file PATH --json [extra]`.
+    pub async fn exec(&self, id: &str, proof: &std::path::Path, extra: &[&str]) -> Run {
+        let mut args = vec![
+            "--json",
+            "exec",
+            id,
+            "--proof-file",
+            proof.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.cli(&args).await
+    }
+
+    /// The built-in operations' state store.
+    pub async fn schedules(&self) -> Vec<(String, Value)> {
+        self.ledger().state("schedules").await.unwrap()
+    }
+
+    /// How many effects the ledger has recorded as run.
+    pub async fn effects_run(&self) -> usize {
+        self.ledger()
+            .events()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == "effect_applied" || e.kind == "completed")
+            .count()
+    }
+}
+
+/// Assert that `run` was refused with exactly `code`, applied nothing, and
+/// exited with the refusal code.
+pub fn assert_refused(run: &Run, code: &str) {
+    let json = run.json();
+    assert_eq!(json["reason"], code, "{json}");
+    assert_eq!(json["ok"], false, "{json}");
+    assert_eq!(json["applied"], false, "{json}");
+    assert!(
+        matches!(run.result, Err(CliError::Refused(_))),
+        "{:?}",
+        run.result
+    );
+    assert_eq!(
+        run.result.as_ref().unwrap_err().exit_code(),
+        countersign::exit::REFUSED
+    );
+}
+
+pub const CREATE_NIGHTLY: &str =
+    r#"{"name":"nightly","cron":"0 3 * * *","description":"email the KPIs"}"#;
