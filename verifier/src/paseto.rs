@@ -152,11 +152,13 @@ pub fn verify_v4_public(
     parsed.verify(key, implicit)
 }
 
-/// Which refusal a token with the wrong header gets.
+/// Which refusal a token with the wrong header gets: a `version.purpose.` prefix
+/// names another version or purpose; anything else is malformed.
 fn classify_header(token: &str) -> PasetoError {
-    match token.split_once('.') {
-        Some(("v4", _)) => PasetoError::WrongPurpose,
-        Some((version, _)) if is_version_tag(version) => PasetoError::WrongVersion,
+    let mut parts = token.splitn(3, '.');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("v4"), Some(_), Some(_)) => PasetoError::WrongPurpose,
+        (Some(version), Some(_), Some(_)) if is_version_tag(version) => PasetoError::WrongVersion,
         _ => PasetoError::Malformed,
     }
 }

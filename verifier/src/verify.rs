@@ -166,7 +166,7 @@ fn check_binding(c: &Claims, e: &Expectations<'_>) -> Result<(), Refusal> {
 }
 
 fn check_time(c: &Claims, e: &Expectations<'_>) -> Result<(), Refusal> {
-    if c.exp - c.iat > e.max_lifetime + LIFETIME_SKEW {
+    if c.exp - c.iat > e.max_lifetime.saturating_add(LIFETIME_SKEW) {
         return Err(Refusal::LifetimeTooLong);
     }
     if e.now >= c.exp {

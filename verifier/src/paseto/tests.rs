@@ -56,6 +56,7 @@ fn refuses_other_versions_and_purposes() {
         ("v4.secret.", PasetoError::WrongPurpose),
         ("V4.public.", PasetoError::Malformed),
         ("v4public.", PasetoError::Malformed),
+        ("v4.public", PasetoError::Malformed),
         ("", PasetoError::Malformed),
     ] {
         let forged = format!("{header}{body}");
