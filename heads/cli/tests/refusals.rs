@@ -1,0 +1,347 @@
+//! Every way a proof can be wrong, presented through the CLI's `exec` code
+//! path against a real signer: each asserts the exact refusal, that the
+//! command exits with the refusal code, and that the state store and the
+//! effect log are unchanged.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign::CliError;
+use countersign_identity::files::write_private_new;
+use countersign_identity::pki::{CaMaterial, issue_client_cert};
+use countersign_identity::{Home, Role};
+use countersign_registry::Registry;
+use countersign_verifier::paseto::{assemble, signing_input};
+use ed25519_dalek::{Signer as _, SigningKey};
+use serde_json::Value;
+use support::{CREATE_NIGHTLY, Harness, Person, assert_refused};
+
+/// Payload, signature and footer of a v4.public token.
+fn split(token: &str) -> (Vec<u8>, [u8; 64], Vec<u8>) {
+    let rest = token.trim().strip_prefix("v4.public.").unwrap();
+    let (body, footer) = rest.split_once('.').unwrap();
+    let body = URL_SAFE_NO_PAD.decode(body).unwrap();
+    let (payload, sig) = body.split_at(body.len() - 64);
+    (
+        payload.to_vec(),
+        sig.try_into().unwrap(),
+        URL_SAFE_NO_PAD.decode(footer).unwrap(),
+    )
+}
+
+fn attacker_key() -> SigningKey {
+    SigningKey::from_bytes(&[7u8; 32])
+}
+
+/// A harness with one approved proposal whose proof is in a file, nothing applied yet.
+async fn approved() -> (Harness, String, std::path::PathBuf) {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    (h, id, proof)
+}
+
+/// Present `proof_text` for `id` and assert the exact refusal with nothing applied.
+async fn assert_exec_refused(h: &Harness, id: &str, proof_text: &str, extra: &[&str], code: &str) {
+    let before = (h.schedules().await, h.effects_run().await);
+    let path = h.proof_file(&format!("presented-{code}"), proof_text);
+    let run = h.exec(id, &path, extra).await;
+    assert_refused(&run, code);
+    assert_eq!(
+        (h.schedules().await, h.effects_run().await),
+        before,
+        "something was applied"
+    );
+}
+
+#[tokio::test]
+async fn refuses_a_proof_with_a_forged_signature() {
+    let (h, id, proof) = approved().await;
+    let (payload, _, footer) = split(&std::fs::read_to_string(&proof).unwrap());
+    let forged = attacker_key()
+        .sign(&signing_input(&payload, &footer))
+        .to_bytes();
+    assert_exec_refused(
+        &h,
+        &id,
+        &assemble(&payload, &forged, &footer),
+        &[],
+        "bad_signature",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn refuses_a_proof_signed_by_an_unknown_key() {
+    let (h, id, proof) = approved().await;
+    let (payload, _, _) = split(&std::fs::read_to_string(&proof).unwrap());
+    let key = attacker_key();
+    let footer = format!(
+        r#"{{"kid":"{}"}}"#,
+        countersign_verifier::key_id(&key.verifying_key())
+    );
+    let sig = key
+        .sign(&signing_input(&payload, footer.as_bytes()))
+        .to_bytes();
+    let token = assemble(&payload, &sig, footer.as_bytes());
+    assert_exec_refused(&h, &id, &token, &[], "unknown_key_id").await;
+}
+
+#[tokio::test]
+async fn refuses_a_proof_whose_arguments_were_altered() {
+    let (h, id, proof) = approved().await;
+    let (payload, sig, footer) = split(&std::fs::read_to_string(&proof).unwrap());
+    let mut claims: Value = serde_json::from_slice(&payload).unwrap();
+    claims["args"]["cron"] = Value::String("* * * * *".into());
+    let altered = countersign_verifier::canonical::to_canonical(&claims).unwrap();
+    assert_exec_refused(
+        &h,
+        &id,
+        &assemble(altered.as_bytes(), &sig, &footer),
+        &[],
+        "bad_signature",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn refuses_a_proof_presented_for_another_proposal() {
+    let (h, id, proof) = approved().await;
+    let other = h
+        .propose("schedule.create", r#"{"name":"other","cron":"0 4 * * *"}"#)
+        .await;
+    let text = std::fs::read_to_string(&proof).unwrap();
+    assert_exec_refused(&h, &other, &text, &[], "proposal_mismatch").await;
+    // The genuine proposal still executes with it.
+    assert_eq!(h.exec(&id, &proof, &[]).await.json()["applied"], true);
+}
+
+#[tokio::test]
+async fn refuses_a_proof_presented_from_another_session() {
+    let (h, id, proof) = approved().await;
+    let text = std::fs::read_to_string(&proof).unwrap();
+    assert_exec_refused(
+        &h,
+        &id,
+        &text,
+        &["--session", "someone-else"],
+        "wrong_session",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn refuses_a_proof_presented_by_another_principal() {
+    let (h, id, proof) = approved().await;
+    // A second installation, with its own principal, trusted by the same CA
+    // and sharing the ledger, the registry and the audience.
+    let other = Home::at(h.scratch.path().join("other-home")).unwrap();
+    let principal = other.init().unwrap().principal;
+    let ca = CaMaterial::load(h.signer.home()).unwrap();
+    let now = time::OffsetDateTime::now_utc();
+    let cert = issue_client_cert(
+        &ca,
+        Role::Head,
+        &principal,
+        now - time::Duration::hours(1),
+        now + time::Duration::hours(1),
+    )
+    .unwrap();
+    write_private_new(
+        &other.client_cert_path(Role::Head),
+        cert.cert_pem.as_bytes(),
+    )
+    .unwrap();
+    write_private_new(&other.client_key_path(Role::Head), cert.key_pem.as_bytes()).unwrap();
+    write_private_new(&other.ca_cert_path(), ca.cert_pem().as_bytes()).unwrap();
+    std::fs::remove_file(other.config_path()).unwrap();
+    let config = format!(
+        "[signer]\naddr = \"{}\"\n[ledger]\nurl = \"sqlite://{}\"\n[registry]\npath = \"{}\"\n[policy]\naudience = \"countersign:{}\"\n",
+        h.signer.addr(),
+        h.signer.home().ledger_path().display(),
+        h.signer.home().registry_path().display(),
+        h.signer.principal()
+    );
+    write_private_new(&other.config_path(), config.as_bytes()).unwrap();
+
+    let before = (h.schedules().await, h.effects_run().await);
+    let other_home = other.root().display().to_string();
+    let path = proof.to_str().unwrap();
+    let run = h
+        .cli_as(
+            &other_home,
+            &["--json", "exec", &id, "--proof-file", path],
+            "",
+            Person::NoTerminal,
+        )
+        .await;
+    assert_refused(&run, "wrong_principal");
+    // Nor can it read the proposal through the signer.
+    let show = h
+        .cli_as(&other_home, &["show", &id], "", Person::NoTerminal)
+        .await;
+    assert!(
+        matches!(show.result, Err(CliError::Refused(_))),
+        "{:?}",
+        show.result
+    );
+    assert_eq!((h.schedules().await, h.effects_run().await), before);
+}
+
+#[tokio::test]
+async fn refuses_an_expired_proof() {
+    let registry = Registry::default_toml().replacen(
+        "preview = \"Create schedule",
+        "lifetime_secs = 1\npreview = \"Create schedule",
+        1,
+    );
+    assert_ne!(registry, Registry::default_toml());
+    let h = Harness::start_with_registry(&registry).await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    assert_exec_refused(
+        &h,
+        &id,
+        &std::fs::read_to_string(&proof).unwrap(),
+        &[],
+        "expired",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn refuses_a_revoked_proof_and_revocation_after_use_reports_it() {
+    let (h, id, proof) = approved().await;
+    let revoked = h.cli(&["revoke", &id]).await;
+    assert_eq!(revoked.result, Ok(()), "{}", revoked.stdout);
+    assert_exec_refused(
+        &h,
+        &id,
+        &std::fs::read_to_string(&proof).unwrap(),
+        &[],
+        "revoked",
+    )
+    .await;
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "revoked"
+    );
+
+    let used = h
+        .propose("schedule.create", r#"{"name":"used","cron":"0 5 * * *"}"#)
+        .await;
+    let used_proof = h.approve_to_file(&used).await;
+    assert_eq!(h.exec(&used, &used_proof, &[]).await.result, Ok(()));
+    let late = h.cli(&["revoke", &used]).await;
+    assert_eq!(
+        late.result,
+        Err(CliError::Refused(format!(
+            "the proof of {used} was already used; nothing was revoked"
+        )))
+    );
+}
+
+#[tokio::test]
+async fn refuses_a_proof_issued_under_an_older_contract() {
+    let (h, id, proof) = approved().await;
+    let path = h.signer.home().registry_path();
+    let changed = std::fs::read_to_string(&path).unwrap().replacen(
+        "Create a schedule (initial state: created).",
+        "Create a schedule, now differently.",
+        1,
+    );
+    std::fs::write(&path, changed).unwrap();
+    assert_exec_refused(
+        &h,
+        &id,
+        &std::fs::read_to_string(&proof).unwrap(),
+        &[],
+        "contract_revision_mismatch",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn refuses_text_that_is_not_a_proof() {
+    let (h, id, _) = approved().await;
+    assert_exec_refused(&h, &id, "v4.public.bm90IGEgcHJvb2Y", &[], "malformed").await;
+    assert_exec_refused(&h, &id, "v3.public.bm90IGEgcHJvb2Y", &[], "wrong_version").await;
+    assert_exec_refused(&h, &id, "v4.local.bm90IGEgcHJvb2Y", &[], "wrong_purpose").await;
+}
+
+#[tokio::test]
+async fn refuses_a_head_whose_certificate_has_the_wrong_role() {
+    let h = Harness::start().await;
+    let home = h.signer.home();
+    // The head's certificate replaced by the approver's: the signer reads the
+    // role from the certificate, so Propose is denied.
+    for (from, to) in [
+        (
+            home.client_cert_path(Role::Approver),
+            home.client_cert_path(Role::Head),
+        ),
+        (
+            home.client_key_path(Role::Approver),
+            home.client_key_path(Role::Head),
+        ),
+    ] {
+        std::fs::copy(from, to).unwrap();
+    }
+    let run = h
+        .cli_with(
+            &["propose", "schedule.create", "--args-file", "-"],
+            CREATE_NIGHTLY,
+            Person::NoTerminal,
+        )
+        .await;
+    let Err(CliError::Refused(message)) = &run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert!(
+        message.contains("approver") && message.contains("Propose"),
+        "{message}"
+    );
+    assert!(
+        h.ledger()
+            .pending(h.signer.principal())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn refuses_a_head_whose_certificate_comes_from_another_ca() {
+    let h = Harness::start().await;
+    let home = h.signer.home();
+    let rogue = CaMaterial::generate("rogue CA").unwrap();
+    let now = time::OffsetDateTime::now_utc();
+    let cert = issue_client_cert(
+        &rogue,
+        Role::Head,
+        h.signer.principal(),
+        now - time::Duration::hours(1),
+        now + time::Duration::hours(1),
+    )
+    .unwrap();
+    std::fs::write(home.client_cert_path(Role::Head), cert.cert_pem.as_bytes()).unwrap();
+    std::fs::write(home.client_key_path(Role::Head), cert.key_pem.as_bytes()).unwrap();
+    let run = h
+        .cli_with(
+            &["propose", "schedule.create", "--args-file", "-"],
+            CREATE_NIGHTLY,
+            Person::NoTerminal,
+        )
+        .await;
+    assert!(matches!(run.result, Err(_)), "{:?}", run.result);
+    assert!(
+        h.ledger()
+            .pending(h.signer.principal())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
