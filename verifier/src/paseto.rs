@@ -3,7 +3,7 @@
 //! signer uses to build a token (`signing_input`, `assemble`).
 //!
 //! Owns: the wire format `v4.public.<b64url(m || sig)>[.<b64url(f)>]`.
-//! Must not: sign anything (no `SigningKey` here), accept any other version
+//! Must not: sign anything (no private key type here), accept any other version
 //! or purpose, accept padded or non-canonical base64url, or return payload
 //! bytes before the signature over them has been checked.
 
@@ -182,6 +182,3 @@ pub(crate) fn b64url(bytes: &[u8]) -> String {
 pub(crate) fn b64url_decode(text: &str) -> Option<Vec<u8>> {
     URL_SAFE_NO_PAD.decode(text).ok()
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,9 +1,14 @@
-//! Unit tests for PAE, token parsing and the assembling helpers.
+//! Tests for PAE, token parsing and the assembling helpers.
 #![allow(clippy::unwrap_used)]
 
 use ed25519_dalek::{Signer as _, SigningKey};
 
-use super::*;
+use base64::Engine as _;
+use countersign_verifier::paseto::*;
+
+fn b64url(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
 
 fn key() -> SigningKey {
     SigningKey::from_bytes(&[7u8; 32])
