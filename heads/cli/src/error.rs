@@ -58,7 +58,15 @@ impl From<tonic::Status> for CliError {
     /// The signer's answer: denials and bad requests are refusals, the rest errors.
     fn from(status: tonic::Status) -> Self {
         use tonic::Code;
-        let message = status.message().to_string();
+        let mut message = status.message().to_string();
+        // A failed TLS handshake surfaces on the first call; its cause (for
+        // example the signer's "unknown CA" alert) is in the source chain.
+        let mut source = std::error::Error::source(&status);
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
         match status.code() {
             Code::PermissionDenied
             | Code::InvalidArgument

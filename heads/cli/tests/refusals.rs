@@ -336,7 +336,13 @@ async fn refuses_a_head_whose_certificate_comes_from_another_ca() {
             Person::NoTerminal,
         )
         .await;
-    assert!(matches!(run.result, Err(_)), "{:?}", run.result);
+    let Err(CliError::Error(message)) = &run.result else {
+        panic!("{:?}", run.result)
+    };
+    assert!(
+        message.ends_with("received fatal alert: UnknownCA"),
+        "{message}"
+    );
     assert!(
         h.ledger()
             .pending(h.signer.principal())
