@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::chain::ChainReport;
 use crate::error::{EffectFailure, LedgerError};
-use crate::sqlite::SqliteLedger;
+use crate::sqlite;
 use crate::types::{
     ConsumeStart, Disposition, EffectOutcome, EventRecord, Intent, IssuanceRecord, NewProposal,
     ProposalRecord, RevokeOutcome,
@@ -23,7 +23,7 @@ pub struct Ledger {
 
 #[derive(Clone)]
 enum Backend {
-    Sqlite(SqliteLedger),
+    Sqlite(sqlite::Store),
 }
 
 impl std::fmt::Debug for Ledger {
@@ -55,7 +55,7 @@ impl Ledger {
         if path.as_os_str().is_empty() || !path.is_absolute() {
             return Err(LedgerError::UnsupportedUrl);
         }
-        let backend = Backend::Sqlite(SqliteLedger::open(path).await?);
+        let backend = Backend::Sqlite(sqlite::Store::open(path).await?);
         Ok(Ledger { backend })
     }
 

@@ -4,9 +4,16 @@
 //!
 //! Status is derived on read, never stored. The ledger stores no proof, only
 //! its SHA-256, and never logs argument values. Backend-independent logic
-//! (status, chain hashing, schedule transitions) lives at the crate root;
-//! SQL lives only in a backend module (`sqlite` now; PostgreSQL later, with
-//! its own `migrations/postgres/`).
+//! (status, chain hashing, schedule transitions) lives at the crate root.
+//!
+//! Backends: `sqlite` and `postgres`, each owning its connection setup,
+//! write discipline and migrations (`migrations/<backend>/`). The queries
+//! themselves are written once, in `src/sql/`, in the SQL both dialects
+//! share (`$N` parameters), and each backend module compiles those files
+//! against its own types (`Db`, `Conn`, `DbRow`) and its own `locking!`
+//! macro (`FOR UPDATE OF <alias>` on PostgreSQL, nothing on SQLite), by
+//! `#[path]`. One text, two type-checked instantiations: a query can not
+//! drift between backends, and the shared test suite runs on both.
 #![forbid(unsafe_code)]
 
 mod chain;

@@ -1,6 +1,6 @@
 //! The SQLite backend: connection setup, the write discipline, and the
-//! per-concern query modules. SQL for SQLite lives only under this module
-//! and `migrations/sqlite/`.
+//! dialect the shared query modules under `src/sql/` are compiled against
+//! (see the crate root). Schema SQL lives in `migrations/sqlite/`.
 //!
 //! Write discipline: one writer connection per process (a pool of size 1)
 //! and `BEGIN IMMEDIATE` for every write transaction, so the write lock is
@@ -13,18 +13,37 @@
 //! and a lost consumed-nonce row would let a proof be used twice; the cost of
 //! FULL (an fsync of the WAL per commit) is small next to an approval.
 
-mod consume;
-mod effects;
-mod events;
 mod migrate;
+
+/// The types the shared query modules are compiled against.
+type Db = sqlx::Sqlite;
+type Conn = sqlx::SqliteConnection;
+type DbRow = sqlx::sqlite::SqliteRow;
+
+/// Row locks: none on SQLite, where `BEGIN IMMEDIATE` already holds the
+/// database's single write lock for the whole transaction.
+macro_rules! locking {
+    ($alias:literal) => {
+        ""
+    };
+}
+
+#[path = "../sql/consume.rs"]
+mod consume;
+#[path = "../sql/effects.rs"]
+mod effects;
+#[path = "../sql/events.rs"]
+mod events;
+#[path = "../sql/rows.rs"]
 mod rows;
+#[path = "../sql/signer.rs"]
 mod signer;
 
 use std::path::Path;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool, Transaction};
+use sqlx::{Pool, Transaction};
 
 use crate::error::LedgerError;
 
@@ -35,12 +54,12 @@ const READERS: u32 = 4;
 
 /// A SQLite ledger: one writer connection and a small read pool.
 #[derive(Debug, Clone)]
-pub(crate) struct SqliteLedger {
-    writer: SqlitePool,
-    reader: SqlitePool,
+pub(crate) struct Store {
+    writer: Pool<Db>,
+    reader: Pool<Db>,
 }
 
-impl SqliteLedger {
+impl Store {
     /// Open (creating if missing, mode 0600) the database file at `path`
     /// and bring its schema up to date.
     pub(crate) async fn open(path: &Path) -> Result<Self, LedgerError> {
@@ -67,11 +86,11 @@ impl SqliteLedger {
             .max_connections(READERS)
             .connect_with(base.pragma("query_only", "ON"))
             .await?;
-        Ok(SqliteLedger { writer, reader })
+        Ok(Store { writer, reader })
     }
 
     /// Start a write transaction with `BEGIN IMMEDIATE` on the writer.
-    pub(crate) async fn write_tx(&self) -> Result<Transaction<'static, Sqlite>, LedgerError> {
+    pub(crate) async fn write_tx(&self) -> Result<Transaction<'static, Db>, LedgerError> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
     }
 }

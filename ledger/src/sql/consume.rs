@@ -1,33 +1,118 @@
-//! The heads' side of consumption on SQLite: consume a verified proof once
+//! The heads' side of consumption (shared by both backends, see the
+//! crate root): consume a verified proof once
 //! (`begin_consume`), record how it ended (`complete`), read dispositions,
 //! list interrupted intents and record a person's resolution.
 //!
-//! `begin_consume` is ONE `BEGIN IMMEDIATE` transaction; any error rolls it
+//! `begin_consume` decides in ONE write transaction; any error rolls it
 //! back, so a refused or failed consumption never burns the nonce.
 
 use serde_json::{Value, json};
-use sqlx::{Row as _, SqliteConnection};
+use sqlx::Row as _;
 
 use super::rows::{self, disposition_select, intent_select};
-use super::{SqliteLedger, events};
+use super::{Conn, Store, events};
 use crate::error::{LedgerError, LedgerRefusal};
 use crate::timefmt;
 use crate::types::{ConsumeStart, Disposition, EffectOutcome, Intent};
 use countersign_verifier::VerifiedProof;
 
 async fn disposition_of_nonce(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     nonce: &str,
 ) -> Result<Option<Disposition>, LedgerError> {
-    let row = sqlx::query(concat!(disposition_select!(), "WHERE n.nonce = ?"))
+    let row = sqlx::query(concat!(disposition_select!(), "WHERE n.nonce = $1"))
         .bind(nonce)
         .fetch_optional(&mut *conn)
         .await?;
     row.map(|row| rows::disposition(&row)).transpose()
 }
 
-impl SqliteLedger {
+/// The proposal's bound fields; `locking!` is appended for the write pass.
+macro_rules! consume_proposal_select {
+    () => {
+        "SELECT p.principal, p.operation, p.arguments_sha256, p.contract_revision,
+                p.policy_revision
+         FROM proposals p WHERE p.id = $1"
+    };
+}
+
+/// Checks 1 to 4 of `begin_consume` on `conn`: `Some` with the recorded
+/// disposition if the nonce was already consumed, `None` if the proof may
+/// be consumed now, a refusal otherwise. With `lock` (inside the write
+/// transaction) it locks the proposal row first (PostgreSQL), so revocation
+/// and consumption of one proposal serialize.
+async fn check_consumable(
+    conn: &mut Conn,
+    proof: &VerifiedProof,
+    lock: bool,
+) -> Result<Option<Disposition>, LedgerError> {
+    let claims = proof.claims();
+    // 1. The proposal, and that the claims match it.
+    let sql = if lock {
+        concat!(consume_proposal_select!(), locking!("p"))
+    } else {
+        consume_proposal_select!()
+    };
+    let proposal = sqlx::query(sql)
+        .bind(&claims.pid)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(LedgerRefusal::UnknownProposal)?;
+    let matches = proposal.try_get::<String, _>("principal")? == claims.sub
+        && proposal.try_get::<String, _>("operation")? == claims.op
+        && proposal.try_get::<String, _>("arguments_sha256")? == claims.args_sha256
+        && proposal.try_get::<String, _>("contract_revision")? == claims.crev
+        && proposal.try_get::<String, _>("policy_revision")? == claims.prev;
+    if !matches {
+        return Err(LedgerRefusal::ProposalMismatch.into());
+    }
+
+    // 2. The issuance with exactly this proof hash and nonce.
+    let issuance = sqlx::query(
+        "SELECT i.session AS session, r.proposal_id IS NOT NULL AS revoked
+         FROM issuances i LEFT JOIN revocations r ON r.proposal_id = i.proposal_id
+         WHERE i.proposal_id = $1 AND i.proof_sha256 = $2 AND i.nonce = $3",
+    )
+    .bind(&claims.pid)
+    .bind(proof.proof_sha256())
+    .bind(&claims.jti)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(LedgerRefusal::NotIssued)?;
+    if issuance.try_get::<String, _>("session")? != claims.sid {
+        return Err(LedgerRefusal::ProposalMismatch.into());
+    }
+
+    // 3. Not revoked.
+    if issuance.try_get::<bool, _>("revoked")? {
+        return Err(LedgerRefusal::Revoked.into());
+    }
+
+    // 4. Already consumed: the recorded disposition, never a second effect.
+    disposition_of_nonce(conn, &claims.jti).await
+}
+
+/// Lock a proposal's row for the rest of the write transaction (a no-op on
+/// SQLite, whose write transactions already exclude each other).
+async fn lock_proposal_row(conn: &mut Conn, proposal_id: &str) -> Result<(), LedgerError> {
+    sqlx::query(concat!(
+        "SELECT p.id FROM proposals p WHERE p.id = $1",
+        locking!("p")
+    ))
+    .bind(proposal_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+impl Store {
     /// Consume a verified proof once; see [`crate::Ledger::begin_consume`].
+    ///
+    /// The checks run twice: first on a read connection without any lock,
+    /// which answers a replay or a refusal at once (both are final: consumed
+    /// nonces, revocations and proposals are append-only), so a losing
+    /// caller never queues for the write lock; then again inside the write
+    /// transaction, which alone decides.
     pub(crate) async fn begin_consume(
         &self,
         proof: &VerifiedProof,
@@ -36,49 +121,14 @@ impl SqliteLedger {
         let proof_sha256 = proof.proof_sha256().to_string();
         let arguments_json = countersign_verifier::canonical::to_canonical(&claims.args)
             .map_err(|_| LedgerRefusal::ProposalMismatch)?;
+        {
+            let mut read = self.reader.acquire().await?;
+            if let Some(disposition) = check_consumable(&mut read, proof, false).await? {
+                return Ok(ConsumeStart::Replay(disposition));
+            }
+        }
         let mut tx = self.write_tx().await?;
-
-        // 1. The proposal, and that the claims match it.
-        let proposal = sqlx::query(
-            "SELECT principal, operation, arguments_sha256, contract_revision, policy_revision
-             FROM proposals WHERE id = ?",
-        )
-        .bind(&claims.pid)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(LedgerRefusal::UnknownProposal)?;
-        let matches = proposal.try_get::<String, _>("principal")? == claims.sub
-            && proposal.try_get::<String, _>("operation")? == claims.op
-            && proposal.try_get::<String, _>("arguments_sha256")? == claims.args_sha256
-            && proposal.try_get::<String, _>("contract_revision")? == claims.crev
-            && proposal.try_get::<String, _>("policy_revision")? == claims.prev;
-        if !matches {
-            return Err(LedgerRefusal::ProposalMismatch.into());
-        }
-
-        // 2. The issuance with exactly this proof hash and nonce.
-        let issuance = sqlx::query(
-            "SELECT i.session AS session, r.proposal_id IS NOT NULL AS revoked
-             FROM issuances i LEFT JOIN revocations r ON r.proposal_id = i.proposal_id
-             WHERE i.proposal_id = ? AND i.proof_sha256 = ? AND i.nonce = ?",
-        )
-        .bind(&claims.pid)
-        .bind(&proof_sha256)
-        .bind(&claims.jti)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(LedgerRefusal::NotIssued)?;
-        if issuance.try_get::<String, _>("session")? != claims.sid {
-            return Err(LedgerRefusal::ProposalMismatch.into());
-        }
-
-        // 3. Not revoked.
-        if issuance.try_get::<bool, _>("revoked")? {
-            return Err(LedgerRefusal::Revoked.into());
-        }
-
-        // 4. Already consumed: the recorded disposition, never a second effect.
-        if let Some(disposition) = disposition_of_nonce(&mut tx, &claims.jti).await? {
+        if let Some(disposition) = check_consumable(&mut tx, proof, true).await? {
             tx.rollback().await?;
             return Ok(ConsumeStart::Replay(disposition));
         }
@@ -87,7 +137,7 @@ impl SqliteLedger {
         let recorded_at = timefmt::now();
         let at = timefmt::format(recorded_at)?;
         sqlx::query(
-            "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at) VALUES (?, ?, ?)",
+            "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at) VALUES ($1, $2, $3)",
         )
         .bind(&claims.jti)
         .bind(&claims.pid)
@@ -97,7 +147,7 @@ impl SqliteLedger {
         sqlx::query(
             "INSERT INTO intents (nonce, proposal_id, principal, session, operation,
                  arguments_json, proof_sha256, recorded_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(&claims.jti)
         .bind(&claims.pid)
@@ -190,7 +240,8 @@ impl SqliteLedger {
         let result_text = countersign_verifier::canonical::to_canonical(result)
             .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
         let mut tx = self.write_tx().await?;
-        let existing = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = ?"))
+        lock_proposal_row(&mut tx, proposal_id).await?;
+        let existing = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = $1"))
             .bind(proposal_id)
             .fetch_optional(&mut *tx)
             .await?;
@@ -215,7 +266,7 @@ impl SqliteLedger {
         sqlx::query(
             "INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
                  completed_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(&existing.nonce)
         .bind(proposal_id)
@@ -230,7 +281,7 @@ impl SqliteLedger {
             Some(by) => ("resolved", by.to_string()),
             None => {
                 let principal: String =
-                    sqlx::query("SELECT principal FROM intents WHERE nonce = ?")
+                    sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
                         .bind(&existing.nonce)
                         .fetch_one(&mut *tx)
                         .await?
@@ -252,7 +303,7 @@ impl SqliteLedger {
         &self,
         proposal_id: &str,
     ) -> Result<Option<Disposition>, LedgerError> {
-        let row = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = ?"))
+        let row = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = $1"))
             .bind(proposal_id)
             .fetch_optional(&self.reader)
             .await?;

@@ -1,24 +1,21 @@
-//! Builtin effects over the state store on SQLite: apply a schedule
+//! Builtin effects over the state store (shared by both backends): apply a schedule
 //! transition in one write transaction, idempotent on the intent's nonce,
 //! and read the store back.
 //!
 //! A refused transition rolls back and changes nothing.
 
 use serde_json::{Value, json};
-use sqlx::{Row as _, SqliteConnection};
+use sqlx::Row as _;
 
-use super::{SqliteLedger, events};
+use super::{Conn, Store, events};
 use crate::error::EffectFailure;
 use crate::error::LedgerError;
 use crate::schedule::{self, Change};
 use crate::timefmt;
 use crate::types::Intent;
 
-async fn recorded_result(
-    conn: &mut SqliteConnection,
-    nonce: &str,
-) -> Result<Option<Value>, LedgerError> {
-    let row = sqlx::query("SELECT result FROM effect_applied WHERE nonce = ?")
+async fn recorded_result(conn: &mut Conn, nonce: &str) -> Result<Option<Value>, LedgerError> {
+    let row = sqlx::query("SELECT result FROM effect_applied WHERE nonce = $1")
         .bind(nonce)
         .fetch_optional(&mut *conn)
         .await?;
@@ -33,7 +30,7 @@ async fn recorded_result(
     }
 }
 
-impl SqliteLedger {
+impl Store {
     /// Apply builtin `effect` for `intent`; see [`crate::Ledger::apply_builtin`].
     pub(crate) async fn apply_builtin(
         &self,
@@ -41,6 +38,9 @@ impl SqliteLedger {
         effect: &str,
     ) -> Result<Value, EffectFailure> {
         let mut tx = self.write_tx().await?;
+        // The state store has no row to lock before a key exists; the chain
+        // head serializes every transition instead.
+        events::lock_head(&mut tx).await?;
         if let Some(result) = recorded_result(&mut tx, &intent.nonce).await? {
             return Ok(result);
         }
@@ -49,7 +49,7 @@ impl SqliteLedger {
         let known = sqlx::query(
             "SELECT t.arguments_json AS arguments_json,
                     EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce) AS completed
-             FROM intents t WHERE t.nonce = ? AND t.proposal_id = ?",
+             FROM intents t WHERE t.nonce = $1 AND t.proposal_id = $2",
         )
         .bind(&intent.nonce)
         .bind(&intent.proposal_id)
@@ -63,7 +63,7 @@ impl SqliteLedger {
         let args: Value = serde_json::from_str(&arguments_json)
             .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
         let key = schedule::key_of(effect, &args)?;
-        let current = sqlx::query("SELECT value FROM state WHERE namespace = ? AND key = ?")
+        let current = sqlx::query("SELECT value FROM state WHERE namespace = $1 AND key = $2")
             .bind(schedule::NAMESPACE)
             .bind(&key)
             .fetch_optional(&mut *tx)
@@ -84,7 +84,7 @@ impl SqliteLedger {
                 let text = countersign_verifier::canonical::to_canonical(value)
                     .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
                 sqlx::query(
-                    "INSERT INTO state (namespace, key, value, updated_at) VALUES (?, ?, ?, ?)
+                    "INSERT INTO state (namespace, key, value, updated_at) VALUES ($1, $2, $3, $4)
                      ON CONFLICT (namespace, key)
                      DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                 )
@@ -96,7 +96,7 @@ impl SqliteLedger {
                 .await?;
             }
             Change::Delete { key } => {
-                sqlx::query("DELETE FROM state WHERE namespace = ? AND key = ?")
+                sqlx::query("DELETE FROM state WHERE namespace = $1 AND key = $2")
                     .bind(schedule::NAMESPACE)
                     .bind(key)
                     .execute(&mut *tx)
@@ -106,7 +106,7 @@ impl SqliteLedger {
         let result_text = countersign_verifier::canonical::to_canonical(&plan.result)
             .map_err(|e| EffectFailure::Database(e.to_string()))?;
         sqlx::query(
-            "INSERT INTO effect_applied (nonce, effect, result, applied_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO effect_applied (nonce, effect, result, applied_at) VALUES ($1, $2, $3, $4)",
         )
         .bind(&intent.nonce)
         .bind(effect)
@@ -136,7 +136,7 @@ impl SqliteLedger {
 
     /// Every `(key, value)` of a state namespace, by key.
     pub(crate) async fn state(&self, namespace: &str) -> Result<Vec<(String, Value)>, LedgerError> {
-        let found = sqlx::query("SELECT key, value FROM state WHERE namespace = ? ORDER BY key")
+        let found = sqlx::query("SELECT key, value FROM state WHERE namespace = $1 ORDER BY key")
             .bind(namespace)
             .fetch_all(&self.reader)
             .await?;
