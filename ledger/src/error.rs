@@ -44,7 +44,7 @@ pub enum LedgerError {
     #[error("refused: {0}")]
     Refused(LedgerRefusal),
     /// The ledger URL is not one this build supports.
-    #[error("unsupported ledger url (expected sqlite://<absolute path>)")]
+    #[error("unsupported ledger url (expected sqlite://<absolute path> or postgres://...)")]
     UnsupportedUrl,
     /// No proposal with this id (for this principal).
     #[error("unknown proposal {0}")]

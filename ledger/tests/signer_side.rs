@@ -4,12 +4,14 @@
 
 mod common;
 
+use common::Kind;
+
 use common::{PRINCIPAL, TestLedger, approve, create_schedule, issue};
 use countersign_ledger::{Ledger, LedgerError, ProposalStatus, RevokeOutcome};
 
-#[tokio::test]
-async fn a_new_proposal_is_pending_and_stored_verbatim() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_new_proposal_is_pending_and_stored_verbatim);
+async fn a_new_proposal_is_pending_and_stored_verbatim(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let got = t.ledger.proposal(&p.id).await.unwrap().unwrap();
@@ -29,9 +31,9 @@ async fn a_new_proposal_is_pending_and_stored_verbatim() {
     assert!(t.ledger.proposal("prop_missing").await.unwrap().is_none());
 }
 
-#[tokio::test]
-async fn refuses_a_duplicate_proposal_id() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_a_duplicate_proposal_id);
+async fn refuses_a_duplicate_proposal_id(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     assert_eq!(
@@ -40,9 +42,9 @@ async fn refuses_a_duplicate_proposal_id() {
     );
 }
 
-#[tokio::test]
-async fn a_denied_proposal_cannot_be_decided_again() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_denied_proposal_cannot_be_decided_again);
+async fn a_denied_proposal_cannot_be_decided_again(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     t.ledger
@@ -66,9 +68,9 @@ async fn a_denied_proposal_cannot_be_decided_again() {
     );
 }
 
-#[tokio::test]
-async fn another_principal_cannot_decide_or_revoke() {
-    let t = TestLedger::new().await;
+on_both_backends!(another_principal_cannot_decide_or_revoke);
+async fn another_principal_cannot_decide_or_revoke(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let other = "pr_ffffffffffffffffffffffffffffffff";
@@ -100,9 +102,9 @@ async fn an_approval_records_the_issuance_and_never_the_proof() {
     }
 }
 
-#[tokio::test]
-async fn refuses_an_issuance_that_does_not_match_the_proposal() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_an_issuance_that_does_not_match_the_proposal);
+async fn refuses_an_issuance_that_does_not_match_the_proposal(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let (_, mut record) = issue(&p, 1, 300);
@@ -117,9 +119,9 @@ async fn refuses_an_issuance_that_does_not_match_the_proposal() {
     );
 }
 
-#[tokio::test]
-async fn an_unused_proof_past_its_expiry_reads_as_expired() {
-    let t = TestLedger::new().await;
+on_both_backends!(an_unused_proof_past_its_expiry_reads_as_expired);
+async fn an_unused_proof_past_its_expiry_reads_as_expired(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let (_, mut record) = issue(&p, 1, 300);
@@ -129,9 +131,9 @@ async fn an_unused_proof_past_its_expiry_reads_as_expired() {
     assert_eq!(got.status, ProposalStatus::Expired);
 }
 
-#[tokio::test]
-async fn revoke_reports_what_happened() {
-    let t = TestLedger::new().await;
+on_both_backends!(revoke_reports_what_happened);
+async fn revoke_reports_what_happened(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     assert_eq!(
@@ -160,7 +162,8 @@ async fn refuses_urls_it_does_not_support() {
     for url in [
         "sqlite::memory:",
         "sqlite://relative/path.db",
-        "postgres://x/y",
+        "mysql://x/y",
+        "postgres-ish://x/y",
         "sqlite://",
     ] {
         assert_eq!(

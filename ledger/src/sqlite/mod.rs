@@ -13,8 +13,6 @@
 //! and a lost consumed-nonce row would let a proof be used twice; the cost of
 //! FULL (an fsync of the WAL per commit) is small next to an approval.
 
-mod migrate;
-
 /// The types the shared query modules are compiled against.
 type Db = sqlx::Sqlite;
 type Conn = sqlx::SqliteConnection;
@@ -34,6 +32,27 @@ mod consume;
 mod effects;
 #[path = "../sql/events.rs"]
 mod events;
+/// `(version, description, sql)`, in order. Append only; never edit one.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "ledger",
+    include_str!("../../migrations/sqlite/0001_ledger.sql"),
+)];
+
+const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version     INTEGER PRIMARY KEY NOT NULL,
+    description TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    applied_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+) STRICT";
+
+/// The migration transaction: the database's write lock.
+async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx::Error> {
+    pool.begin_with("BEGIN IMMEDIATE").await
+}
+
+#[path = "../sql/migrate.rs"]
+mod migrate;
 #[path = "../sql/rows.rs"]
 mod rows;
 #[path = "../sql/signer.rs"]
