@@ -291,3 +291,39 @@ async fn a_failed_event_insert_rolls_back_the_nonce(kind: Kind) {
     fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
+
+on_both_backends!(revocation_racing_consumption_never_lets_both_win);
+async fn revocation_racing_consumption_never_lets_both_win(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    // A second ledger on the same database stands in for another process.
+    let other = Ledger::open(&t.url).await.unwrap();
+    let (mut consumed, mut revoked) = (0, 0);
+    for n in 1..=30 {
+        let p = create_schedule(n, &format!("s{n}"));
+        let token = approve(&t.ledger, &p, n).await;
+        let proof = verified(&p, &token);
+        let consumer = t.ledger.clone();
+        let consume = tokio::spawn(async move { consumer.begin_consume(&proof).await });
+        let revoker = other.clone();
+        let id = p.id.clone();
+        let revoke = tokio::spawn(async move { revoker.revoke(&id, PRINCIPAL, "race").await });
+        let (consume, revoke) = (consume.await.unwrap(), revoke.await.unwrap().unwrap());
+        let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
+        match (consume, revoke) {
+            (Ok(ConsumeStart::Fresh(_)), RevokeOutcome::AlreadyUsed) => {
+                assert_eq!(status, ProposalStatus::Executing);
+                consumed += 1;
+            }
+            (Err(LedgerError::Refused(LedgerRefusal::Revoked)), RevokeOutcome::Revoked) => {
+                assert_eq!(status, ProposalStatus::Revoked);
+                revoked += 1;
+            }
+            other => panic!("round {n}: both or neither won: {other:?}"),
+        }
+    }
+    assert_eq!(consumed + revoked, 30);
+    assert_eq!(consumed_nonces(&t).await, consumed);
+    assert_eq!(t.count("revocations").await, revoked);
+    assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+    eprintln!("{kind:?}: 30 races, consumption won {consumed}, revocation won {revoked}");
+}

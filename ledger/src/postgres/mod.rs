@@ -66,6 +66,8 @@ mod consume;
 mod effects;
 #[path = "../sql/events.rs"]
 mod events;
+#[path = "../sql/locks.rs"]
+mod locks;
 #[path = "../sql/migrate.rs"]
 mod migrate;
 #[path = "../sql/rows.rs"]

@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
+use super::locks::lock_proposal_row;
 use super::rows::{self, disposition_select, intent_select};
 use super::{Conn, Store, events};
 use crate::error::{LedgerError, LedgerRefusal};
@@ -27,37 +28,30 @@ async fn disposition_of_nonce(
     row.map(|row| rows::disposition(&row)).transpose()
 }
 
-/// The proposal's bound fields; `locking!` is appended for the write pass.
-macro_rules! consume_proposal_select {
-    () => {
-        "SELECT p.principal, p.operation, p.arguments_sha256, p.contract_revision,
-                p.policy_revision
-         FROM proposals p WHERE p.id = $1"
-    };
-}
-
 /// Checks 1 to 4 of `begin_consume` on `conn`: `Some` with the recorded
 /// disposition if the nonce was already consumed, `None` if the proof may
 /// be consumed now, a refusal otherwise. With `lock` (inside the write
-/// transaction) it locks the proposal row first (PostgreSQL), so revocation
-/// and consumption of one proposal serialize.
+/// transaction) it first locks the proposal row (PostgreSQL), so revocation
+/// and consumption of one proposal serialize; the checks after it then read
+/// what the previous lock holder committed.
 async fn check_consumable(
     conn: &mut Conn,
     proof: &VerifiedProof,
     lock: bool,
 ) -> Result<Option<Disposition>, LedgerError> {
     let claims = proof.claims();
+    if lock {
+        lock_proposal_row(conn, &claims.pid).await?;
+    }
     // 1. The proposal, and that the claims match it.
-    let sql = if lock {
-        concat!(consume_proposal_select!(), locking!("p"))
-    } else {
-        consume_proposal_select!()
-    };
-    let proposal = sqlx::query(sql)
-        .bind(&claims.pid)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or(LedgerRefusal::UnknownProposal)?;
+    let proposal = sqlx::query(
+        "SELECT principal, operation, arguments_sha256, contract_revision, policy_revision
+         FROM proposals WHERE id = $1",
+    )
+    .bind(&claims.pid)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(LedgerRefusal::UnknownProposal)?;
     let matches = proposal.try_get::<String, _>("principal")? == claims.sub
         && proposal.try_get::<String, _>("operation")? == claims.op
         && proposal.try_get::<String, _>("arguments_sha256")? == claims.args_sha256
@@ -90,19 +84,6 @@ async fn check_consumable(
 
     // 4. Already consumed: the recorded disposition, never a second effect.
     disposition_of_nonce(conn, &claims.jti).await
-}
-
-/// Lock a proposal's row for the rest of the write transaction (a no-op on
-/// SQLite, whose write transactions already exclude each other).
-async fn lock_proposal_row(conn: &mut Conn, proposal_id: &str) -> Result<(), LedgerError> {
-    sqlx::query(concat!(
-        "SELECT p.id FROM proposals p WHERE p.id = $1",
-        locking!("p")
-    ))
-    .bind(proposal_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    Ok(())
 }
 
 impl Store {

@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
+use super::locks::lock_head;
 use super::{Conn, Store, events};
 use crate::error::EffectFailure;
 use crate::error::LedgerError;
@@ -40,7 +41,7 @@ impl Store {
         let mut tx = self.write_tx().await?;
         // The state store has no row to lock before a key exists; the chain
         // head serializes every transition instead.
-        events::lock_head(&mut tx).await?;
+        lock_head(&mut tx).await?;
         if let Some(result) = recorded_result(&mut tx, &intent.nonce).await? {
             return Ok(result);
         }

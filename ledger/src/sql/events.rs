@@ -10,6 +10,7 @@
 use serde_json::Value;
 use sqlx::Row as _;
 
+use super::locks::LOCK_HEAD;
 use super::{Conn, DbRow, Store};
 use crate::chain::{ChainChecker, ChainReport, RawEvent, event_hash};
 use crate::error::LedgerError;
@@ -17,19 +18,6 @@ use crate::types::EventRecord;
 
 /// Rows fetched per round trip when walking the log.
 const PAGE: i64 = 1000;
-
-/// Read the chain head, locking its row until the transaction ends.
-const LOCK_HEAD: &str = concat!(
-    "SELECT h.count, h.hash FROM chain_head h WHERE h.singleton = 1",
-    locking!("h")
-);
-
-/// Take the chain head's lock now, before reading state the transaction's
-/// event will describe (PostgreSQL; SQLite's write lock is already held).
-pub(super) async fn lock_head(conn: &mut Conn) -> Result<(), LedgerError> {
-    sqlx::query(LOCK_HEAD).fetch_one(&mut *conn).await?;
-    Ok(())
-}
 
 /// Append one event to the chain in the current transaction.
 pub(super) async fn append(

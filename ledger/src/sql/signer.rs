@@ -8,6 +8,7 @@
 use serde_json::json;
 use sqlx::Row as _;
 
+use super::locks::lock_proposal_row;
 use super::rows::{self, proposal_select};
 use super::{Conn, Store, events, is_unique_violation};
 use crate::error::LedgerError;
@@ -16,11 +17,11 @@ use crate::types::{IssuanceRecord, NewProposal, ProposalRecord, RevokeOutcome};
 
 /// The proposal's principal and whether it has a decision, under the write lock.
 async fn lock_proposal(conn: &mut Conn, id: &str) -> Result<Option<(String, bool)>, LedgerError> {
-    let row = sqlx::query(concat!(
+    lock_proposal_row(conn, id).await?;
+    let row = sqlx::query(
         "SELECT p.principal, d.proposal_id IS NOT NULL AS decided
          FROM proposals p LEFT JOIN decisions d ON d.proposal_id = p.id WHERE p.id = $1",
-        locking!("p")
-    ))
+    )
     .bind(id)
     .fetch_optional(&mut *conn)
     .await?;
@@ -157,14 +158,11 @@ impl Store {
         let issued_at = timefmt::format(i.issued_at)?;
         let expires_at = timefmt::format(i.expires_at)?;
         let mut tx = self.write_tx().await?;
-        let row = sqlx::query(concat!(
-            proposal_select!(),
-            "WHERE p.id = $1",
-            locking!("p")
-        ))
-        .bind(&i.proposal_id)
-        .fetch_optional(&mut *tx)
-        .await?;
+        lock_proposal_row(&mut tx, &i.proposal_id).await?;
+        let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = $1"))
+            .bind(&i.proposal_id)
+            .fetch_optional(&mut *tx)
+            .await?;
         let Some(row) = row else {
             return Err(LedgerError::UnknownProposal(i.proposal_id.clone()));
         };
@@ -240,7 +238,8 @@ impl Store {
         reason: &str,
     ) -> Result<RevokeOutcome, LedgerError> {
         let mut tx = self.write_tx().await?;
-        let row = sqlx::query(concat!(
+        lock_proposal_row(&mut tx, proposal_id).await?;
+        let row = sqlx::query(
             "SELECT p.principal AS principal,
                     i.nonce IS NOT NULL AS issued,
                     r.proposal_id IS NOT NULL AS revoked,
@@ -250,8 +249,7 @@ impl Store {
              LEFT JOIN revocations r ON r.proposal_id = p.id
              LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
              WHERE p.id = $1",
-            locking!("p")
-        ))
+        )
         .bind(proposal_id)
         .fetch_optional(&mut *tx)
         .await?;

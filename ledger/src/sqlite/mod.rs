@@ -51,6 +51,8 @@ async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx:
     pool.begin_with("BEGIN IMMEDIATE").await
 }
 
+#[path = "../sql/locks.rs"]
+mod locks;
 #[path = "../sql/migrate.rs"]
 mod migrate;
 #[path = "../sql/rows.rs"]
