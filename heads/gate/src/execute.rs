@@ -13,6 +13,7 @@ use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, verify};
 use time::OffsetDateTime;
 
 use crate::command::{CommandSpec, run_command};
+use crate::fault::{FaultPoint, crash_point};
 use crate::outcome::{Outcome, Refused};
 
 /// A fault the gate could not turn into a decision. The caller reports it as
@@ -129,7 +130,9 @@ impl Gate {
             Err(e) => return Err(e.into()),
         };
         tracing::info!(proposal_id, nonce = %intent.nonce, "intent recorded; running effect");
+        crash_point(FaultPoint::AfterIntent);
         let effect_outcome = self.run_effect(&operation.effect, &intent).await?;
+        crash_point(FaultPoint::AfterEffect);
         let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
         Ok(match effect_outcome {
             EffectOutcome::Applied { .. } => Outcome::Applied(disposition),

@@ -9,6 +9,7 @@
 
 pub mod command;
 mod execute;
+pub mod fault;
 mod outcome;
 mod reconcile;
 pub mod signer_client;
