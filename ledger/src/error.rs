@@ -80,7 +80,12 @@ pub enum LedgerError {
 
 impl From<sqlx::Error> for LedgerError {
     fn from(e: sqlx::Error) -> Self {
-        LedgerError::Database(e.to_string())
+        LedgerError::Database(match e {
+            sqlx::Error::PoolTimedOut => {
+                "the database is unavailable (no connection within the timeout)".into()
+            }
+            e => e.to_string(),
+        })
     }
 }
 

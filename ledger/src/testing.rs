@@ -110,3 +110,154 @@ impl Drop for TempPgDatabase {
         }
     }
 }
+
+/// A PostgreSQL server of its own (initdb into a temporary directory, on a
+/// free port of 127.0.0.1), for tests that stop and restart the database
+/// under running heads. Never touches the shared server. Stopped and
+/// deleted on drop.
+///
+/// Uses the binaries under `/usr/lib/postgresql/<version>/bin` (or
+/// `$COUNTERSIGN_TEST_PG_BIN`). `initdb` refuses to run as root, so as root
+/// the server runs as the `postgres` user (`runuser -u postgres --`).
+#[derive(Debug)]
+pub struct ThrowawayPgServer {
+    dir: std::path::PathBuf,
+    bin: std::path::PathBuf,
+    port: u16,
+}
+
+impl ThrowawayPgServer {
+    /// Create the cluster and start it.
+    pub fn start() -> Result<ThrowawayPgServer, String> {
+        let bin = match std::env::var_os("COUNTERSIGN_TEST_PG_BIN") {
+            Some(bin) => std::path::PathBuf::from(bin),
+            None => pg_bin_dir()?,
+        };
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free port: {e}"))?
+            .port();
+        let dir = std::env::temp_dir().join(format!("cs-pg-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // The server may run as `postgres`; it needs to write here.
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))
+            .map_err(|e| e.to_string())?;
+        let server = ThrowawayPgServer { dir, bin, port };
+        let data = server.data();
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "--auth=trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        )?;
+        server.start_again()?;
+        Ok(server)
+    }
+
+    fn data(&self) -> String {
+        self.dir.join("data").display().to_string()
+    }
+
+    /// Run one of the server's programs, as `postgres` when we are root.
+    fn run(&self, program: &str, args: &[&str]) -> Result<(), String> {
+        let path = self.bin.join(program);
+        let mut command = if running_as_root() {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&path);
+            c
+        } else {
+            std::process::Command::new(&path)
+        };
+        let out = command
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{program} failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
+    /// Start the (stopped) server and wait until it accepts connections.
+    pub fn start_again(&self) -> Result<(), String> {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.dir.display()
+        );
+        let log = self.dir.join("log").display().to_string();
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data(),
+                "-o",
+                &options,
+                "-l",
+                &log,
+                "-w",
+                "start",
+            ],
+        )
+    }
+
+    /// Stop the server at once (`-m immediate`: like a crash or a cut cable,
+    /// connections are dropped without goodbye).
+    pub fn stop(&self) -> Result<(), String> {
+        self.run(
+            "pg_ctl",
+            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
+        )
+    }
+
+    /// The admin URL (maintenance database `postgres`).
+    pub fn admin_url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Drop for ThrowawayPgServer {
+    fn drop(&mut self) {
+        let _ = self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `/usr/lib/postgresql/<highest version>/bin`.
+fn pg_bin_dir() -> Result<std::path::PathBuf, String> {
+    let root = std::path::Path::new("/usr/lib/postgresql");
+    let mut versions: Vec<u32> = std::fs::read_dir(root)
+        .map_err(|e| format!("{}: {e} (set COUNTERSIGN_TEST_PG_BIN)", root.display()))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    versions.sort_unstable();
+    let version = versions
+        .last()
+        .ok_or("no PostgreSQL under /usr/lib/postgresql")?;
+    Ok(root.join(version.to_string()).join("bin"))
+}
+
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}

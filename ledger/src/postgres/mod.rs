@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Pool, Transaction};
+use sqlx::{Connection as _, PgConnection, Pool, Transaction};
 
 use crate::error::LedgerError;
 
@@ -95,10 +95,18 @@ impl Store {
         let options: PgConnectOptions = url
             .parse()
             .map_err(|_| LedgerError::Database("invalid postgres url".into()))?;
+        let options = options.application_name("countersign");
+        // One direct connection first: an unreachable server fails at once
+        // with its cause (refused, unknown host, authentication), where the
+        // pool would retry until its timeout and report only that.
+        let probe = PgConnection::connect_with(&options)
+            .await
+            .map_err(|e| LedgerError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
+        probe.close().await?;
         let pool = PgPoolOptions::new()
             .max_connections(CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
-            .connect_with(options.application_name("countersign"))
+            .connect_with(options)
             .await?;
         migrate::run(&pool).await?;
         Ok(Store {

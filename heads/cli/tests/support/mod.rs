@@ -103,6 +103,11 @@ impl Harness {
             Backend::Sqlite => None,
             Backend::Postgres => Some(TempPgDatabase::create().await.unwrap()),
         };
+        Self::start_with_pg(toml, pg).await
+    }
+
+    /// A signer with registry `toml` whose ledger is `pg` (SQLite if none).
+    pub async fn start_with_pg(toml: &str, pg: Option<TempPgDatabase>) -> Self {
         let signer = TestSigner::start_with(toml, pg.as_ref().map(|db| db.url()))
             .await
             .unwrap();

@@ -1,0 +1,137 @@
+//! The ledger database unavailable: every head fails closed with a clear
+//! error, applies nothing, and once the database is back the proof is
+//! consumed exactly once. PostgreSQL: a throwaway server of this test's own
+//! (never the shared one) is stopped at once (`-m immediate`) and started
+//! again. SQLite: the file is locked by another writer for longer than the
+//! busy timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use countersign::{CliError, exit};
+use countersign_ledger::testing::{TempPgDatabase, ThrowawayPgServer};
+use countersign_registry::Registry;
+use support::{CREATE_NIGHTLY, Harness, Person, assert_refused};
+
+/// `countersign --json exec` as a real process: (exit code, stdout, stderr).
+async fn exec_process(h: &Harness, id: &str, proof: &std::path::Path) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+        .args(["--home", &h.home(), "--json", "exec", id, "--proof-file"])
+        .arg(proof)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// After the outage: the proof applies exactly once, and the log is intact.
+async fn applies_once_after(h: &Harness, id: &str, proof: &std::path::Path) {
+    let (code, stdout, stderr) = exec_process(h, id, proof).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()["applied"],
+        true
+    );
+    assert_refused(&h.exec(id, proof, &[]).await, "already_used");
+    assert_eq!(h.schedules().await.len(), 1);
+    let events = h.ledger().events().await.unwrap();
+    let count = |kind: &str| events.iter().filter(|e| e.kind == kind).count();
+    assert_eq!((count("intent"), count("effect_applied")), (1, 1));
+    assert!(h.ledger().verify_chain().await.unwrap().is_intact());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stopped_every_head_fails_closed_and_nothing_is_lost_after_restart() {
+    let server = ThrowawayPgServer::start().expect("a throwaway PostgreSQL server");
+    let db = TempPgDatabase::create_on(&server.admin_url())
+        .await
+        .unwrap();
+    let h = Harness::start_with_pg(Registry::default_toml(), Some(db)).await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    let other = h
+        .propose(
+            "schedule.create",
+            CREATE_NIGHTLY.replace("nightly", "other").as_str(),
+        )
+        .await;
+
+    server.stop().unwrap();
+    // A head process: a clear error, promptly, and the error exit code.
+    let started = Instant::now();
+    let (code, stdout, stderr) = exec_process(&h, &id, &proof).await;
+    let took = started.elapsed();
+    assert_eq!(code, i32::from(exit::ERROR), "{stdout}{stderr}");
+    assert!(stderr.contains("cannot open the ledger"), "{stderr}");
+    assert!(
+        !stderr.contains("postgres://"),
+        "no URL in errors: {stderr}"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "failed closed after {took:?}"
+    );
+    // The in-process CLI path, and the signer's side (approval) too.
+    let run = h.exec(&id, &proof, &[]).await;
+    assert!(
+        matches!(run.result, Err(CliError::Error(_))),
+        "{:?}",
+        run.result
+    );
+    let approve = h
+        .cli_with(&["approve", &other], "", Person::TypesTheChallenge)
+        .await;
+    assert!(approve.result.is_err(), "{}", approve.stdout);
+    eprintln!(
+        "postgres down: exec failed closed in {took:?}: {}",
+        stderr.trim()
+    );
+
+    server.start_again().unwrap();
+    applies_once_after(&h, &id, &proof).await;
+    // The signer's pool reconnects as well.
+    let approve = h
+        .cli_with(&["approve", &other], "", Person::TypesTheChallenge)
+        .await;
+    assert_eq!(approve.result, Ok(()), "{}", approve.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_locked_past_the_busy_timeout_fails_closed_and_applies_once_after() {
+    use sqlx::Connection as _;
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(h.signer.home().ledger_path());
+    let mut locker = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    sqlx::raw_sql("BEGIN EXCLUSIVE")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let (code, stdout, stderr) = exec_process(&h, &id, &proof).await;
+    let took = started.elapsed();
+    assert_eq!(code, i32::from(exit::ERROR), "{stdout}{stderr}");
+    assert!(stderr.contains("database is locked"), "{stderr}");
+    eprintln!(
+        "sqlite locked: exec failed closed in {took:?}: {}",
+        stderr.trim()
+    );
+
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+    locker.close().await.unwrap();
+    applies_once_after(&h, &id, &proof).await;
+}
