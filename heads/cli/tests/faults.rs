@@ -1,3 +1,9 @@
+//! Faults under a head, with real processes.
+//!
+//! The audit event of the consume transaction fails to insert (a trigger
+//! made to fail): the head reports an error, the nonce is not burned,
+//! nothing is applied, and the same proof applies once the fault is gone.
+//!
 //! The ledger database unavailable: every head fails closed with a clear
 //! error, applies nothing, and once the database is back the proof is
 //! consumed exactly once. PostgreSQL: a throwaway server of this test's own
@@ -13,7 +19,7 @@ use std::time::{Duration, Instant};
 use countersign::{CliError, exit};
 use countersign_ledger::testing::{TempPgDatabase, ThrowawayPgServer};
 use countersign_registry::Registry;
-use support::{CREATE_NIGHTLY, Harness, Person, assert_refused};
+use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused};
 
 /// `countersign --json exec` as a real process: (exit code, stdout, stderr).
 async fn exec_process(h: &Harness, id: &str, proof: &std::path::Path) -> (i32, String, String) {
@@ -134,4 +140,73 @@ async fn sqlite_locked_past_the_busy_timeout_fails_closed_and_applies_once_after
         .unwrap();
     locker.close().await.unwrap();
     applies_once_after(&h, &id, &proof).await;
+}
+
+/// Make every `intent` event insert fail, or stop doing so.
+async fn intent_events_fail(h: &Harness, fail: bool) {
+    use sqlx::Connection as _;
+    let sql = match (&h.pg, fail) {
+        (None, true) => {
+            "CREATE TRIGGER inject_failure BEFORE INSERT ON events WHEN NEW.kind = 'intent'
+             BEGIN SELECT RAISE(ABORT, 'injected audit failure'); END"
+        }
+        (None, false) => "DROP TRIGGER inject_failure",
+        (Some(_), true) => {
+            "CREATE FUNCTION inject_failure() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN IF NEW.kind = 'intent' THEN RAISE EXCEPTION 'injected audit failure';
+             END IF; RETURN NEW; END $$;
+             CREATE TRIGGER inject_failure BEFORE INSERT ON events
+             FOR EACH ROW EXECUTE FUNCTION inject_failure()"
+        }
+        (Some(_), false) => "DROP TRIGGER inject_failure ON events",
+    };
+    match &h.pg {
+        None => {
+            let options =
+                sqlx::sqlite::SqliteConnectOptions::new().filename(h.signer.home().ledger_path());
+            let mut raw = sqlx::SqliteConnection::connect_with(&options)
+                .await
+                .unwrap();
+            sqlx::raw_sql(sql).execute(&mut raw).await.unwrap();
+            raw.close().await.unwrap();
+        }
+        Some(db) => {
+            let mut raw = sqlx::PgConnection::connect(db.url()).await.unwrap();
+            sqlx::raw_sql(sql).execute(&mut raw).await.unwrap();
+            raw.close().await.unwrap();
+        }
+    }
+}
+
+async fn a_failed_audit_insert_burns_nothing_and_applies_nothing(backend: Backend) {
+    let h = Harness::start_on(backend, Registry::default_toml()).await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    intent_events_fail(&h, true).await;
+
+    let (code, stdout, stderr) = exec_process(&h, &id, &proof).await;
+    assert_eq!(code, i32::from(exit::ERROR), "{stdout}{stderr}");
+    assert!(stderr.contains("injected audit failure"), "{stderr}");
+    assert_eq!(h.schedules().await, vec![]);
+    assert_eq!(
+        h.ledger().disposition(&id).await.unwrap(),
+        None,
+        "nonce not burned"
+    );
+    assert_eq!(h.ledger().interrupted().await.unwrap(), vec![]);
+    let show = h.cli(&["--json", "show", &id]).await;
+    assert_eq!(show.json()["status"], "approved");
+
+    intent_events_fail(&h, false).await;
+    applies_once_after(&h, &id, &proof).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_audit_insert_on_sqlite_burns_nothing_and_applies_nothing() {
+    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_audit_insert_on_postgres_burns_nothing_and_applies_nothing() {
+    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Postgres).await;
 }
