@@ -40,7 +40,7 @@ async fn full_lifecycle_from_proposal_to_applied() {
     assert_eq!(intent.proposal_id, p.id);
     assert_eq!(intent.arguments_json, p.arguments_json);
     let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
-    assert_eq!(status, ProposalStatus::Executing);
+    assert_eq!(status, ProposalStatus::Uncertain);
     assert_eq!(t.ledger.interrupted().await.unwrap(), vec![intent.clone()]);
     let pending = t.ledger.disposition(&p.id).await.unwrap().unwrap();
     assert_eq!(pending.status, DispositionStatus::Uncertain);

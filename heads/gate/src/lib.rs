@@ -9,6 +9,7 @@
 
 pub mod command;
 mod execute;
+mod handoff;
 mod outcome;
 mod reconcile;
 pub mod signer_client;
