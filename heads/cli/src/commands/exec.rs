@@ -9,7 +9,9 @@ use crate::Io;
 use crate::args::{ExecArgs, ReconcileArgs};
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::{disposition_json, report_outcome, write_json, write_text};
+use countersign_surface::results;
+
+use crate::output::{report_outcome, write_json, write_text};
 
 /// The largest proof file accepted; the verifier enforces its own bound.
 const MAX_PROOF_FILE: u64 = 256 * 1024;
@@ -66,7 +68,7 @@ pub(crate) async fn result(
         return Err(CliError::Refused(format!("{id} has not been executed")));
     };
     if json {
-        return write_json(io.out, &disposition_json(&disposition));
+        return write_json(io.out, &results::disposition(&disposition));
     }
     let mut text = format!("{}  {}\n", id, disposition.status.as_str());
     if !disposition.result.is_null() {

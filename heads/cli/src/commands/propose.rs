@@ -12,7 +12,9 @@ use crate::Io;
 use crate::args::{ListArgs, ProposeArgs};
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::{proposal_json, proposal_text, write_json, write_text};
+use countersign_surface::results;
+
+use crate::output::{proposal_text, write_json, write_text};
 
 /// The largest arguments file accepted (the signer enforces its own bound too).
 const MAX_ARGS_FILE: u64 = 64 * 1024;
@@ -38,7 +40,7 @@ pub(crate) async fn propose(
         .await?
         .into_inner();
     if json {
-        write_json(io.out, &proposal_json(&view))
+        write_json(io.out, &results::proposal(&view))
     } else {
         write_text(
             io.out,
@@ -67,7 +69,7 @@ pub(crate) async fn show(
         .await?
         .into_inner();
     if json {
-        write_json(io.out, &proposal_json(&view))
+        write_json(io.out, &results::proposal(&view))
     } else {
         write_text(io.out, &proposal_text(&view))
     }
@@ -106,7 +108,7 @@ pub(crate) async fn withdraw(
         .await?
         .into_inner();
     if json {
-        write_json(io.out, &proposal_json(&view))
+        write_json(io.out, &results::proposal(&view))
     } else {
         write_text(
             io.out,
@@ -133,7 +135,7 @@ fn print_list(
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
     if json {
-        let items: Vec<_> = proposals.iter().map(proposal_json).collect();
+        let items: Vec<_> = proposals.iter().map(results::proposal).collect();
         return write_json(io.out, &items);
     }
     if proposals.is_empty() {
