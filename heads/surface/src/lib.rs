@@ -11,4 +11,7 @@
 pub mod operations;
 pub mod results;
 
-pub use operations::{DATA_OPERATIONS, DataOperation, Exception, ParamSchema, propose_tool_name};
+pub use operations::{
+    DATA_OPERATIONS, DataOperation, Exception, Exposure, MCP_TAKES_NO_PROOF, ParamSchema,
+    propose_tool_name,
+};

@@ -63,6 +63,25 @@ pub struct DataOperation {
     pub exceptions: &'static [Exception],
 }
 
+/// What one head actually exposes for one data operation, read from the
+/// head itself (its clap commands, its OpenAPI document, its MCP tool list),
+/// for the parity gate to compare against [`DATA_OPERATIONS`] and across heads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exposure {
+    /// The data operation (`propose:<registry operation>` for proposals).
+    pub operation: String,
+    /// `cli`, `api` or `mcp`.
+    pub head: &'static str,
+    /// The command, route or tool name.
+    pub entry: String,
+    /// Whether the head marks it read-only.
+    pub class: Class,
+    /// The parameter schema the head really accepts.
+    pub params: Value,
+    /// The result schema the head really returns.
+    pub result: Value,
+}
+
 /// Why MCP has no tool that takes a proof.
 pub const MCP_TAKES_NO_PROOF: &str = "MCP clients keep tool arguments and transcripts, so a proof passed as a tool parameter would be retained and visible to the model; MCP executes only through the signer's handoff (`execute`).";
 
