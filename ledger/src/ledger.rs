@@ -95,6 +95,26 @@ impl Ledger {
         dispatch!(self, b => b.record_denial(proposal_id, principal, reason).await)
     }
 
+    /// Record the proposer's withdrawal of an undecided proposal. Errors as
+    /// for [`Ledger::record_denial`].
+    pub async fn record_withdrawal(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        reason: &str,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_withdrawal(proposal_id, principal, reason).await)
+    }
+
+    /// The principal's proposals, newest first, at most `limit`.
+    pub async fn proposals_of(
+        &self,
+        principal: &str,
+        limit: u32,
+    ) -> Result<Vec<ProposalRecord>, LedgerError> {
+        dispatch!(self, b => b.proposals_of(principal, limit).await)
+    }
+
     /// Record the approve decision, the issuance and its event atomically.
     /// `NotPending` if already decided; `IssuanceMismatch` if the issuance's
     /// operation, arguments hash or revisions differ from the proposal's.

@@ -8,7 +8,7 @@ use crate::types::ProposalStatus;
 /// The facts about one proposal that decide its status.
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
-    /// `approve` or `deny`, if decided.
+    /// `approve`, `deny` or `withdraw`, if decided.
     pub(crate) decision: Option<String>,
     /// The denial reason.
     pub(crate) decision_reason: Option<String>,
@@ -29,6 +29,7 @@ pub(crate) fn derive(facts: Facts, now: OffsetDateTime) -> (ProposalStatus, Opti
     match facts.decision.as_deref() {
         None => return (ProposalStatus::Pending, None),
         Some("deny") => return (ProposalStatus::Denied, facts.decision_reason),
+        Some("withdraw") => return (ProposalStatus::Withdrawn, facts.decision_reason),
         Some(_) => {}
     }
     match facts.completion.as_deref() {
@@ -37,7 +38,9 @@ pub(crate) fn derive(facts: Facts, now: OffsetDateTime) -> (ProposalStatus, Opti
         None => {}
     }
     if facts.consumed {
-        return (ProposalStatus::Executing, None);
+        // Intent recorded, no completion: in flight or interrupted. Nobody
+        // can tell which from here, so it is reported as uncertain.
+        return (ProposalStatus::Uncertain, None);
     }
     if facts.revocation_reason.is_some() {
         return (ProposalStatus::Revoked, facts.revocation_reason);
@@ -67,7 +70,7 @@ mod tests {
             consumed: true,
             ..approved()
         };
-        assert_eq!(derive(used, exp).0, ProposalStatus::Executing);
+        assert_eq!(derive(used, exp).0, ProposalStatus::Uncertain);
         let revoked = Facts {
             revocation_reason: Some("r".into()),
             ..approved()

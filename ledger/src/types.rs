@@ -72,22 +72,20 @@ pub enum ProposalStatus {
     Pending,
     /// A person denied it.
     Denied,
+    /// The proposer withdrew it before a decision.
+    Withdrawn,
     /// A proof was issued and can still be used.
     Approved,
     /// The issued proof was revoked before use.
     Revoked,
     /// The issued proof was never used and is past its expiry.
     Expired,
-    /// An intent was recorded and no completion yet: in flight, or
-    /// interrupted. Its disposition reads as uncertain.
-    Executing,
     /// The effect applied.
     Applied,
     /// The effect failed.
     Failed,
-    /// Reserved for a completion whose outcome is unknown. The current
-    /// [`EffectOutcome`] cannot record one, so this ledger does not yet
-    /// produce it; an intent without completion reads as `Executing`.
+    /// An intent was recorded and no completion: in flight, or interrupted
+    /// by a crash. Never re-run silently; `reconcile` resolves it.
     Uncertain,
 }
 
@@ -97,10 +95,10 @@ impl ProposalStatus {
         match self {
             ProposalStatus::Pending => "pending",
             ProposalStatus::Denied => "denied",
+            ProposalStatus::Withdrawn => "withdrawn",
             ProposalStatus::Approved => "approved",
             ProposalStatus::Revoked => "revoked",
             ProposalStatus::Expired => "expired",
-            ProposalStatus::Executing => "executing",
             ProposalStatus::Applied => "applied",
             ProposalStatus::Failed => "failed",
             ProposalStatus::Uncertain => "uncertain",

@@ -34,7 +34,7 @@ async fn full_lifecycle_from_proposal_to_applied(kind: Kind) {
     assert_eq!(intent.proposal_id, p.id);
     assert_eq!(intent.arguments_json, p.arguments_json);
     let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
-    assert_eq!(status, ProposalStatus::Executing);
+    assert_eq!(status, ProposalStatus::Uncertain);
     assert_eq!(t.ledger.interrupted().await.unwrap(), vec![intent.clone()]);
     let pending = t.ledger.disposition(&p.id).await.unwrap().unwrap();
     assert_eq!(pending.status, DispositionStatus::Uncertain);
@@ -311,7 +311,7 @@ async fn revocation_racing_consumption_never_lets_both_win(kind: Kind) {
         let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
         match (consume, revoke) {
             (Ok(ConsumeStart::Fresh(_)), RevokeOutcome::AlreadyUsed) => {
-                assert_eq!(status, ProposalStatus::Executing);
+                assert_eq!(status, ProposalStatus::Uncertain);
                 consumed += 1;
             }
             (Err(LedgerError::Refused(LedgerRefusal::Revoked)), RevokeOutcome::Revoked) => {

@@ -68,6 +68,62 @@ async fn a_denied_proposal_cannot_be_decided_again(kind: Kind) {
     );
 }
 
+on_both_backends!(a_withdrawn_proposal_cannot_be_approved_and_only_its_owner_withdraws);
+async fn a_withdrawn_proposal_cannot_be_approved_and_only_its_owner_withdraws(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    assert_eq!(
+        t.ledger
+            .record_withdrawal(&p.id, "pr_other", "mine now")
+            .await,
+        Err(LedgerError::UnknownProposal(p.id.clone()))
+    );
+    t.ledger
+        .record_withdrawal(&p.id, PRINCIPAL, "withdrawn by the proposer")
+        .await
+        .unwrap();
+    let got = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+    assert_eq!(got.status, ProposalStatus::Withdrawn);
+    assert!(t.ledger.pending(PRINCIPAL).await.unwrap().is_empty());
+    let (_, record) = issue(&p, 1, 300);
+    assert_eq!(
+        t.ledger.record_approval(&record).await,
+        Err(LedgerError::NotPending(p.id.clone()))
+    );
+    assert_eq!(
+        t.ledger.record_withdrawal(&p.id, PRINCIPAL, "again").await,
+        Err(LedgerError::NotPending(p.id.clone()))
+    );
+}
+
+on_both_backends!(proposals_of_lists_only_the_principals_own_newest_first);
+async fn proposals_of_lists_only_the_principals_own_newest_first(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let first = create_schedule(1, "first");
+    let second = create_schedule(2, "second");
+    t.ledger.insert_proposal(&first).await.unwrap();
+    t.ledger.insert_proposal(&second).await.unwrap();
+    let listed: Vec<String> = t
+        .ledger
+        .proposals_of(PRINCIPAL, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(listed.len(), 2);
+    assert!(listed.contains(&first.id) && listed.contains(&second.id));
+    assert_eq!(t.ledger.proposals_of(PRINCIPAL, 1).await.unwrap().len(), 1);
+    assert!(
+        t.ledger
+            .proposals_of("pr_other", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 on_both_backends!(another_principal_cannot_decide_or_revoke);
 async fn another_principal_cannot_decide_or_revoke(kind: Kind) {
     let t = TestLedger::on(kind).await;

@@ -19,6 +19,7 @@ mod state;
 mod status;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod withdraw;
 
 pub use error::StartError;
 pub use serve::{run, serve_until_signal};

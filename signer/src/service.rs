@@ -29,6 +29,8 @@ pub(crate) mod roles {
     pub(crate) const PROPOSE: &[Role] = &[Role::Head];
     pub(crate) const GET_PROPOSAL: &[Role] = &[Role::Head, Role::Approver];
     pub(crate) const LIST_PENDING: &[Role] = &[Role::Approver];
+    pub(crate) const LIST_PROPOSALS: &[Role] = &[Role::Head];
+    pub(crate) const WITHDRAW: &[Role] = &[Role::Head];
     pub(crate) const DECIDE: &[Role] = &[Role::Approver];
     pub(crate) const CLAIM_HANDOFF: &[Role] = &[Role::Head];
     pub(crate) const REVOKE: &[Role] = &[Role::Approver];
@@ -250,6 +252,26 @@ impl Signer for SignerService {
         request: Request<wire::ListPendingRequest>,
     ) -> Result<Response<wire::ListPendingResponse>, Status> {
         SignerService::list_pending(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn list_proposals(
+        &self,
+        request: Request<wire::ListProposalsRequest>,
+    ) -> Result<Response<wire::ListPendingResponse>, Status> {
+        SignerService::list_proposals(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn withdraw(
+        &self,
+        request: Request<wire::WithdrawRequest>,
+    ) -> Result<Response<wire::ProposalView>, Status> {
+        SignerService::withdraw(self, request)
             .await
             .map(Response::new)
             .map_err(to_status)

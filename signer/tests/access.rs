@@ -6,8 +6,8 @@ mod support;
 
 use countersign_identity::Role;
 use countersign_proto::v1::{
-    ClaimHandoffRequest, Delivery, GetProposalRequest, ListPendingRequest, PublicKeysRequest,
-    RevokeRequest,
+    ClaimHandoffRequest, Delivery, GetProposalRequest, ListPendingRequest, ListProposalsRequest,
+    PublicKeysRequest, RevokeRequest, WithdrawRequest,
 };
 use tonic::{Code, Status};
 
@@ -69,6 +69,18 @@ async fn refuses_approver_calling_head_rpcs() {
         .await
         .unwrap_err();
     assert_denied(status, "role approver may not call ClaimHandoff");
+    let status = approver
+        .withdraw(WithdrawRequest {
+            proposal_id: format!("prop_{}", "0".repeat(32)),
+        })
+        .await
+        .unwrap_err();
+    assert_denied(status, "role approver may not call Withdraw");
+    let status = approver
+        .list_proposals(ListProposalsRequest::default())
+        .await
+        .unwrap_err();
+    assert_denied(status, "role approver may not call ListProposals");
 }
 
 #[tokio::test]
@@ -116,6 +128,22 @@ async fn refuses_head_of_another_principal() {
         .await
         .unwrap_err();
     assert_denied(status, "proposal belongs to another principal");
+    let status = theirs
+        .withdraw(WithdrawRequest {
+            proposal_id: proposal.id.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert_denied(status, "proposal belongs to another principal");
+    let listed = theirs
+        .list_proposals(ListProposalsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        listed.proposals.is_empty(),
+        "another principal's proposals are not listed"
+    );
 
     // The refused claims did not consume the handoff.
     let claimed = ours

@@ -35,6 +35,10 @@ pub enum Command {
     Propose(ProposeArgs),
     /// Show a proposal and its authoritative preview.
     Show(IdArg),
+    /// List this principal's proposals, newest first (as a head).
+    List(ListArgs),
+    /// Withdraw a proposal that has no decision yet (as a head).
+    Withdraw(IdArg),
     /// List proposals awaiting your decision (as an approver).
     Pending,
     /// Approve a proposal at an interactive terminal (as an approver).
@@ -93,6 +97,17 @@ pub struct ProposeArgs {
     pub session: String,
 }
 
+/// `countersign list`
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only proposals in this status (pending, approved, applied, ...).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// At most this many (1 to 500).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=500))]
+    pub limit: u32,
+}
+
 /// `countersign approve`
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
@@ -124,8 +139,17 @@ pub struct ExecArgs {
     pub id: String,
     /// A file holding the proof, or - for stdin. There is deliberately no
     /// way to pass a proof as an argument: argv is visible to other users.
-    #[arg(long, value_name = "FILE|-")]
-    pub proof_file: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE|-",
+        required_unless_present = "handoff",
+        conflicts_with = "handoff"
+    )]
+    pub proof_file: Option<PathBuf>,
+    /// Use the approval a person authorized for one later execution
+    /// (`countersign approve ID --for-mcp`), claimed from the signer.
+    #[arg(long)]
+    pub handoff: bool,
     /// The session executing; it must be the one the proof is bound to.
     #[arg(long, env = "COUNTERSIGN_SESSION", default_value = "cli")]
     pub session: String,

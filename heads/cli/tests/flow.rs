@@ -213,3 +213,99 @@ async fn the_audit_trail_verifies_after_a_flow() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_handoff_executes_once_from_the_proposing_session_and_only_after_approval() {
+    let h = Harness::start().await;
+    let id = h
+        .propose_in("schedule.create", CREATE_NIGHTLY, "agent-1")
+        .await;
+    // Before approval: refused with the exact command a person must run.
+    let early = h
+        .cli(&["--json", "exec", &id, "--handoff", "--session", "agent-1"])
+        .await;
+    assert_refused(&early, "not_approved");
+    assert!(
+        early.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("countersign approve {id} --for-mcp"))
+    );
+    assert_eq!(h.schedules().await, vec![]);
+
+    let approved = h
+        .cli_with(
+            &["approve", &id, "--for-mcp"],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert_eq!(approved.result, Ok(()), "{}", approved.stdout);
+    // Another session cannot claim it, and the approval stays available.
+    let other = h
+        .cli(&["--json", "exec", &id, "--handoff", "--session", "agent-2"])
+        .await;
+    assert_refused(&other, "handoff_refused");
+    assert_eq!(h.schedules().await, vec![]);
+
+    let run = h
+        .cli(&["--json", "exec", &id, "--handoff", "--session", "agent-1"])
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    assert_eq!(run.json()["applied"], true);
+    assert_eq!(h.schedules().await.len(), 1);
+    let again = h
+        .cli(&["--json", "exec", &id, "--handoff", "--session", "agent-1"])
+        .await;
+    assert_refused(&again, "already_used");
+    assert_eq!(h.schedules().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_withdrawn_proposal_can_never_be_approved() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let kept = h
+        .propose("schedule.create", r#"{"name":"kept","cron":"0 1 * * *"}"#)
+        .await;
+    let withdrawn = h.cli(&["--json", "withdraw", &id]).await;
+    assert_eq!(withdrawn.result, Ok(()));
+    assert_eq!(withdrawn.json()["status"], "withdrawn");
+    let approve = h
+        .cli_with(&["approve", &id], "", Person::TypesTheChallenge)
+        .await;
+    assert_eq!(
+        approve.result,
+        Err(CliError::Refused(format!(
+            "{id} is withdrawn; only a pending proposal can be approved"
+        )))
+    );
+    let again = h.cli(&["withdraw", &id]).await;
+    assert_eq!(
+        again.result,
+        Err(CliError::Refused(format!(
+            "proposal {id} is withdrawn, not pending"
+        )))
+    );
+    let listed = h
+        .cli(&["--json", "list", "--status", "pending"])
+        .await
+        .json();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![kept.as_str()]);
+    assert_eq!(
+        h.cli(&["--json", "list"])
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(h.schedules().await, vec![]);
+}

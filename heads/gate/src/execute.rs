@@ -25,6 +25,9 @@ pub enum GateError {
     /// The ledger failed (unavailable, I/O, constraint).
     #[error("ledger: {0}")]
     Ledger(#[from] LedgerError),
+    /// The signer failed while handing over a proof.
+    #[error("signer: {0}")]
+    Signer(String),
     /// The effect could not be started or supervised.
     #[error("effect: {0}")]
     Effect(String),

@@ -10,6 +10,7 @@
 pub mod command;
 mod execute;
 pub mod fault;
+mod handoff;
 mod outcome;
 mod reconcile;
 pub mod signer_client;

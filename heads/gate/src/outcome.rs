@@ -72,6 +72,14 @@ pub enum Refused {
     /// No such proposal in the ledger.
     #[error("unknown proposal {0}")]
     UnknownProposal(String),
+    /// No approval waits to be handed over for this proposal.
+    #[error(
+        "no approval is waiting for {0}: a person must approve it first with `countersign approve {0} --for-mcp`"
+    )]
+    NoHandoff(String),
+    /// The signer refused to hand the approval over (another session).
+    #[error("the signer refused the handoff: {0}")]
+    HandoffRefused(String),
     /// The proposal's operation is no longer in the registry.
     #[error("operation {0} is no longer in the registry")]
     UnknownOperation(String),
@@ -85,6 +93,8 @@ impl Refused {
             Refused::Ledger(r) => r.code().to_string(),
             Refused::UnknownProposal(_) => "unknown_proposal".to_string(),
             Refused::UnknownOperation(_) => "unknown_operation".to_string(),
+            Refused::NoHandoff(_) => "not_approved".to_string(),
+            Refused::HandoffRefused(_) => "handoff_refused".to_string(),
         }
     }
 }

@@ -26,7 +26,7 @@ CREATE INDEX proposals_by_principal ON proposals (principal, created_at);
 
 CREATE TABLE decisions (
     proposal_id TEXT PRIMARY KEY NOT NULL REFERENCES proposals (id),
-    decision    TEXT NOT NULL CHECK (decision IN ('approve', 'deny')),
+    decision    TEXT NOT NULL CHECK (decision IN ('approve', 'deny', 'withdraw')),
     principal   TEXT NOT NULL,
     reason      TEXT,
     decided_at  TEXT NOT NULL

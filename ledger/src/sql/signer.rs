@@ -136,6 +136,56 @@ impl Store {
         principal: &str,
         reason: &str,
     ) -> Result<(), LedgerError> {
+        const DENY: &str =
+            "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
+             VALUES ($1, 'deny', $2, $3, $4)";
+        self.record_terminal(DENY, "denied", proposal_id, principal, reason)
+            .await
+    }
+
+    /// Record the proposer's withdrawal and its event; `NotPending` if
+    /// already decided.
+    pub(crate) async fn record_withdrawal(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        reason: &str,
+    ) -> Result<(), LedgerError> {
+        const WITHDRAW: &str =
+            "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
+             VALUES ($1, 'withdraw', $2, $3, $4)";
+        self.record_terminal(WITHDRAW, "withdrawn", proposal_id, principal, reason)
+            .await
+    }
+
+    /// The principal's proposals, newest first, at most `limit`.
+    pub(crate) async fn proposals_of(
+        &self,
+        principal: &str,
+        limit: u32,
+    ) -> Result<Vec<ProposalRecord>, LedgerError> {
+        let found = sqlx::query(concat!(
+            proposal_select!(),
+            "WHERE p.principal = $1 ORDER BY p.created_at DESC, p.id DESC LIMIT $2"
+        ))
+        .bind(principal)
+        .bind(i64::from(limit))
+        .fetch_all(&self.reader)
+        .await?;
+        let now = timefmt::now();
+        found.iter().map(|row| rows::proposal(row, now)).collect()
+    }
+
+    /// A terminal decision other than approval (`sql` inserts it), with its
+    /// event, in one write transaction.
+    async fn record_terminal(
+        &self,
+        sql: &'static str,
+        kind: &str,
+        proposal_id: &str,
+        principal: &str,
+        reason: &str,
+    ) -> Result<(), LedgerError> {
         let mut tx = self.write_tx().await?;
         match lock_proposal(&mut tx, proposal_id).await? {
             Some((owner, _)) if owner != principal => {
@@ -145,10 +195,7 @@ impl Store {
             Some((_, true)) => return Err(LedgerError::NotPending(proposal_id.to_string())),
             Some((_, false)) => {}
         }
-        const DENY: &str =
-            "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
-             VALUES ($1, 'deny', $2, $3, $4)";
-        insert_with_reason(&mut tx, DENY, "denied", proposal_id, principal, reason).await?;
+        insert_with_reason(&mut tx, sql, kind, proposal_id, principal, reason).await?;
         tx.commit().await?;
         Ok(())
     }

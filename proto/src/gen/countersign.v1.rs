@@ -42,7 +42,8 @@ pub struct ProposalView {
     /// The authoritative preview, rendered from the stored canonical arguments.
     #[prost(string, tag = "10")]
     pub preview: ::prost::alloc::string::String,
-    /// pending, denied, approved, revoked, expired, executing, applied, failed, uncertain.
+    /// pending, denied, withdrawn, approved, revoked, expired, applied, failed,
+    /// uncertain (an intent was recorded and never completed).
     #[prost(string, tag = "11")]
     pub status: ::prost::alloc::string::String,
     /// RFC 3339, UTC.
@@ -57,6 +58,20 @@ pub struct ProposalView {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListPendingRequest {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListProposalsRequest {
+    /// Only proposals in this status (see ProposalView.status); empty: all.
+    #[prost(string, tag = "1")]
+    pub status: ::prost::alloc::string::String,
+    /// At most this many (1..=500); 0: 100.
+    #[prost(uint32, tag = "2")]
+    pub limit: u32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct WithdrawRequest {
+    #[prost(string, tag = "1")]
+    pub proposal_id: ::prost::alloc::string::String,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ListPendingResponse {
     #[prost(message, repeated, tag = "1")]
@@ -394,6 +409,54 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "ListPending"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: head. The caller principal's proposals, newest first.
+        pub async fn list_proposals(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListProposalsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListPendingResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/ListProposals",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "ListProposals"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// role: head, of the proposal's principal. Withdraws a proposal that has
+        /// no decision yet; it can then never be approved.
+        pub async fn withdraw(
+            &mut self,
+            request: impl tonic::IntoRequest<super::WithdrawRequest>,
+        ) -> std::result::Result<tonic::Response<super::ProposalView>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/Withdraw",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "Withdraw"));
+            self.inner.unary(req, path, codec).await
+        }
         /// role: approver. Approve issues a proof; deny records the reason.
         pub async fn decide(
             &mut self,
@@ -524,6 +587,20 @@ pub mod signer_server {
             tonic::Response<super::ListPendingResponse>,
             tonic::Status,
         >;
+        /// role: head. The caller principal's proposals, newest first.
+        async fn list_proposals(
+            &self,
+            request: tonic::Request<super::ListProposalsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListPendingResponse>,
+            tonic::Status,
+        >;
+        /// role: head, of the proposal's principal. Withdraws a proposal that has
+        /// no decision yet; it can then never be approved.
+        async fn withdraw(
+            &self,
+            request: tonic::Request<super::WithdrawRequest>,
+        ) -> std::result::Result<tonic::Response<super::ProposalView>, tonic::Status>;
         /// role: approver. Approve issues a proof; deny records the reason.
         async fn decide(
             &self,
@@ -746,6 +823,94 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ListPendingSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/ListProposals" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListProposalsSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::ListProposalsRequest>
+                    for ListProposalsSvc<T> {
+                        type Response = super::ListPendingResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ListProposalsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::list_proposals(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListProposalsSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/Withdraw" => {
+                    #[allow(non_camel_case_types)]
+                    struct WithdrawSvc<T: Signer>(pub Arc<T>);
+                    impl<T: Signer> tonic::server::UnaryService<super::WithdrawRequest>
+                    for WithdrawSvc<T> {
+                        type Response = super::ProposalView;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::WithdrawRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::withdraw(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = WithdrawSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -228,7 +228,7 @@ pub(crate) async fn revoke(
             io.out,
             &json!({"proposal_id": args.id, "outcome": code, "message": message}),
         )?;
-    } else {
+    } else if result.is_ok() {
         write_text(io.out, &format!("{message}\n"))?;
     }
     result

@@ -9,19 +9,30 @@ use crate::Io;
 use crate::args::{ExecArgs, ReconcileArgs};
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::{disposition_json, report_outcome, write_json, write_text};
+use countersign_surface::results;
+
+use crate::output::{report_outcome, write_json, write_text};
 
 /// The largest proof file accepted; the verifier enforces its own bound.
 const MAX_PROOF_FILE: u64 = 256 * 1024;
 
-/// `countersign exec ID --proof-file FILE|-`
+/// `countersign exec ID --proof-file FILE|-` or `--handoff`
 pub(crate) async fn exec(
     ctx: &Context,
     args: ExecArgs,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let bytes = zeroize::Zeroizing::new(read_input(&args.proof_file, MAX_PROOF_FILE, io)?);
+    let Some(proof_file) = &args.proof_file else {
+        let mut head = ctx.head().await?;
+        let gate = ctx.gate(&mut head).await?;
+        let outcome = gate
+            .execute_handoff(&mut head, &args.id, &args.session)
+            .await
+            .map_err(CliError::error)?;
+        return report_outcome(io.out, json, &args.id, &outcome);
+    };
+    let bytes = zeroize::Zeroizing::new(read_input(proof_file, MAX_PROOF_FILE, io)?);
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| CliError::Refused("the proof is not text; nothing was applied".to_string()))?;
     let proof = Proof::from_text(text.to_string())
@@ -57,7 +68,7 @@ pub(crate) async fn result(
         return Err(CliError::Refused(format!("{id} has not been executed")));
     };
     if json {
-        return write_json(io.out, &disposition_json(&disposition));
+        return write_json(io.out, &results::disposition(&disposition));
     }
     let mut text = format!("{}  {}\n", id, disposition.status.as_str());
     if !disposition.result.is_null() {

@@ -13,16 +13,7 @@ pub(crate) fn ops_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(),
     if json {
         let ops: Vec<_> = registry
             .operations()
-            .map(|op| {
-                json!({
-                    "name": op.name,
-                    "description": op.description,
-                    "class": op.class.as_str(),
-                    "replay_safe": op.replay_safe,
-                    "contract_revision": op.contract_revision(),
-                    "schema": op.schema,
-                })
-            })
+            .map(countersign_surface::results::operation)
             .collect();
         return write_json(io.out, &ops);
     }

@@ -25,6 +25,8 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Keys(KeysCommand::List) => inspect::keys_list(&ctx, json, io).await,
                 Command::Propose(args) => propose::propose(&ctx, args, json, io).await,
                 Command::Show(id) => propose::show(&ctx, &id.id, json, io).await,
+                Command::List(args) => propose::list(&ctx, args, json, io).await,
+                Command::Withdraw(id) => propose::withdraw(&ctx, &id.id, json, io).await,
                 Command::Pending => propose::pending(&ctx, json, io).await,
                 Command::Approve(args) => decide::approve(&ctx, args, json, io).await,
                 Command::Deny(args) => decide::deny(&ctx, args, json, io).await,

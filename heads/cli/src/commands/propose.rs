@@ -2,14 +2,19 @@
 //! `pending` (as an approver). The signer validates, canonicalizes and
 //! renders; this head only forwards and prints.
 
-use countersign_proto::v1::{GetProposalRequest, ListPendingRequest, ProposeRequest};
+use countersign_proto::v1::{
+    GetProposalRequest, ListPendingRequest, ListProposalsRequest, ProposalView, ProposeRequest,
+    WithdrawRequest,
+};
 
 use super::read_input;
 use crate::Io;
-use crate::args::ProposeArgs;
+use crate::args::{ListArgs, ProposeArgs};
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::{proposal_json, proposal_text, write_json, write_text};
+use countersign_surface::results;
+
+use crate::output::{proposal_text, write_json, write_text};
 
 /// The largest arguments file accepted (the signer enforces its own bound too).
 const MAX_ARGS_FILE: u64 = 64 * 1024;
@@ -35,7 +40,7 @@ pub(crate) async fn propose(
         .await?
         .into_inner();
     if json {
-        write_json(io.out, &proposal_json(&view))
+        write_json(io.out, &results::proposal(&view))
     } else {
         write_text(
             io.out,
@@ -64,9 +69,51 @@ pub(crate) async fn show(
         .await?
         .into_inner();
     if json {
-        write_json(io.out, &proposal_json(&view))
+        write_json(io.out, &results::proposal(&view))
     } else {
         write_text(io.out, &proposal_text(&view))
+    }
+}
+
+/// `countersign list [--status S] [--limit N]`
+pub(crate) async fn list(
+    ctx: &Context,
+    args: ListArgs,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let mut head = ctx.head().await?;
+    let list = head
+        .list_proposals(ListProposalsRequest {
+            status: args.status.unwrap_or_default(),
+            limit: args.limit,
+        })
+        .await?
+        .into_inner();
+    print_list(&list.proposals, "no proposals", json, io)
+}
+
+/// `countersign withdraw ID`
+pub(crate) async fn withdraw(
+    ctx: &Context,
+    id: &str,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let mut head = ctx.head().await?;
+    let view = head
+        .withdraw(WithdrawRequest {
+            proposal_id: id.to_string(),
+        })
+        .await?
+        .into_inner();
+    if json {
+        write_json(io.out, &results::proposal(&view))
+    } else {
+        write_text(
+            io.out,
+            &format!("withdrew {}; it can no longer be approved\n", view.id),
+        )
     }
 }
 
@@ -77,18 +124,28 @@ pub(crate) async fn pending(ctx: &Context, json: bool, io: &mut Io<'_>) -> Resul
         .list_pending(ListPendingRequest {})
         .await?
         .into_inner();
+    print_list(&list.proposals, "no proposals are pending", json, io)
+}
+
+/// One line per proposal, or a JSON array.
+fn print_list(
+    proposals: &[ProposalView],
+    empty: &str,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
     if json {
-        let items: Vec<_> = list.proposals.iter().map(proposal_json).collect();
+        let items: Vec<_> = proposals.iter().map(results::proposal).collect();
         return write_json(io.out, &items);
     }
-    if list.proposals.is_empty() {
-        return write_text(io.out, "no proposals are pending\n");
+    if proposals.is_empty() {
+        return write_text(io.out, &format!("{empty}\n"));
     }
     let mut text = String::new();
-    for view in &list.proposals {
+    for view in proposals {
         text.push_str(&format!(
-            "{}  {}  session {}  {}\n",
-            view.id, view.operation, view.session, view.created_at
+            "{}  {:<9} {}  session {}  {}\n",
+            view.id, view.status, view.operation, view.session, view.created_at
         ));
     }
     write_text(io.out, &text)

@@ -1,0 +1,52 @@
+//! Execute a proposal with a proof the signer holds for it: a person
+//! approved it with `--for-mcp` (or the web console), and the signer hands
+//! the proof once to a head of the same principal and session. The head
+//! never shows it to its caller: it goes straight into `Gate::execute`.
+
+use countersign_proto::v1::ClaimHandoffRequest;
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_verifier::Proof;
+use tonic::transport::Channel;
+
+use crate::execute::{Gate, GateError};
+use crate::outcome::{Outcome, Refused};
+
+impl Gate {
+    /// Claim the proof waiting for `proposal_id` and execute it from
+    /// `session`. A proposal that was already executed gets its recorded
+    /// disposition; one with no live handoff is refused, applying nothing.
+    pub async fn execute_handoff(
+        &self,
+        head: &mut SignerClient<Channel>,
+        proposal_id: &str,
+        session: &str,
+    ) -> Result<Outcome, GateError> {
+        if let Some(recorded) = self.ledger().disposition(proposal_id).await? {
+            return Ok(Outcome::Recorded(recorded));
+        }
+        let claimed = head
+            .claim_handoff(ClaimHandoffRequest {
+                proposal_id: proposal_id.to_string(),
+                session: session.to_string(),
+            })
+            .await;
+        let mut response = match claimed {
+            Ok(response) => response.into_inner(),
+            Err(status) => {
+                return match status.code() {
+                    tonic::Code::NotFound => Ok(Outcome::Refused(Refused::NoHandoff(
+                        proposal_id.to_string(),
+                    ))),
+                    tonic::Code::PermissionDenied | tonic::Code::InvalidArgument => Ok(
+                        Outcome::Refused(Refused::HandoffRefused(status.message().to_string())),
+                    ),
+                    _ => Err(GateError::Signer(status.message().to_string())),
+                };
+            }
+        };
+        let proof = Proof::from_text(std::mem::take(&mut response.proof)).map_err(|e| {
+            GateError::Signer(format!("the signer handed over an unusable proof: {e}"))
+        })?;
+        self.execute(proposal_id, session, &proof).await
+    }
+}

@@ -1,0 +1,172 @@
+//! The JSON results every head returns, and their JSON Schemas. The CLI's
+//! `--json` output, the API's response bodies and MCP's structured tool
+//! results are these values, byte for byte.
+
+use countersign_gate::Outcome;
+use countersign_ledger::Disposition;
+use countersign_proto::v1::ProposalView;
+use countersign_registry::Operation;
+use serde_json::{Value, json};
+
+/// A proposal.
+pub fn proposal(view: &ProposalView) -> Value {
+    let arguments: Value = serde_json::from_str(&view.arguments_json).unwrap_or(Value::Null);
+    json!({
+        "id": view.id,
+        "principal": view.principal,
+        "session": view.session,
+        "operation": view.operation,
+        "arguments": arguments,
+        "arguments_sha256": view.arguments_sha256,
+        "contract_revision": view.contract_revision,
+        "policy_revision": view.policy_revision,
+        "note": view.note,
+        "preview": view.preview,
+        "status": view.status,
+        "created_at": view.created_at,
+        "reason": if view.reason.is_empty() { Value::Null } else { Value::String(view.reason.clone()) },
+        "handoff_waiting": view.handoff_waiting,
+    })
+}
+
+/// A list of proposals.
+pub fn proposals(views: &[ProposalView]) -> Value {
+    Value::Array(views.iter().map(proposal).collect())
+}
+
+/// One registry operation, as listed to callers.
+pub fn operation(op: &Operation) -> Value {
+    json!({
+        "name": op.name,
+        "description": op.description,
+        "class": op.class.as_str(),
+        "replay_safe": op.replay_safe,
+        "contract_revision": op.contract_revision(),
+        "schema": op.schema,
+    })
+}
+
+/// A recorded disposition.
+pub fn disposition(d: &Disposition) -> Value {
+    json!({
+        "proposal_id": d.proposal_id,
+        "status": d.status.as_str(),
+        "result": d.result,
+        "error": d.error,
+        "completed_at": d.completed_at.as_ref().map(ToString::to_string),
+    })
+}
+
+/// An execution outcome: `ok` (this call consumed the proof), `applied`
+/// (this call's effect succeeded), `status`, a `reason` code whenever
+/// nothing was consumed, and a `message` that says plainly what happened.
+pub fn outcome(proposal_id: &str, outcome: &Outcome) -> Value {
+    let mut value = json!({
+        "proposal_id": proposal_id,
+        "ok": matches!(outcome, Outcome::Applied(_) | Outcome::Failed(_)),
+        "applied": outcome.applied_now(),
+        "message": outcome.summary(),
+    });
+    match outcome {
+        Outcome::Refused(refused) => {
+            value["status"] = json!("refused");
+            value["reason"] = json!(refused.code());
+        }
+        Outcome::Applied(d) | Outcome::Failed(d) => {
+            value["status"] = json!(d.status.as_str());
+            value["result"] = d.result.clone();
+        }
+        Outcome::Recorded(d) => {
+            value["status"] = json!("already_used");
+            value["reason"] = json!("already_used");
+            value["recorded_status"] = json!(d.status.as_str());
+            value["result"] = d.result.clone();
+        }
+        _ => {}
+    }
+    value
+}
+
+/// The JSON Schema of [`proposal`].
+pub fn proposal_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["id", "principal", "session", "operation", "arguments", "arguments_sha256",
+                     "contract_revision", "policy_revision", "note", "preview", "status",
+                     "created_at", "reason", "handoff_waiting"],
+        "properties": {
+            "id": {"type": "string"},
+            "principal": {"type": "string"},
+            "session": {"type": "string"},
+            "operation": {"type": "string"},
+            "arguments": {"type": "object"},
+            "arguments_sha256": {"type": "string"},
+            "contract_revision": {"type": "string"},
+            "policy_revision": {"type": "string"},
+            "note": {"type": "string"},
+            "preview": {"type": "string"},
+            "status": {"enum": ["pending", "denied", "withdrawn", "approved", "revoked", "expired",
+                                "applied", "failed", "uncertain"]},
+            "created_at": {"type": "string"},
+            "reason": {"type": ["string", "null"]},
+            "handoff_waiting": {"type": "boolean"}
+        }
+    })
+}
+
+/// The JSON Schema of [`proposals`].
+pub fn proposals_schema() -> Value {
+    json!({"type": "array", "items": proposal_schema()})
+}
+
+/// The JSON Schema of a list of [`operation`]s.
+pub fn operations_schema() -> Value {
+    json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["name", "description", "class", "replay_safe", "contract_revision", "schema"],
+            "properties": {
+                "name": {"type": "string"},
+                "description": {"type": "string"},
+                "class": {"enum": ["read", "write"]},
+                "replay_safe": {"type": "boolean"},
+                "contract_revision": {"type": "string"},
+                "schema": {"type": "object"}
+            }
+        }
+    })
+}
+
+/// The JSON Schema of [`disposition`].
+pub fn disposition_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["proposal_id", "status", "result", "error", "completed_at"],
+        "properties": {
+            "proposal_id": {"type": "string"},
+            "status": {"enum": ["applied", "failed", "uncertain"]},
+            "result": {},
+            "error": {"type": ["string", "null"]},
+            "completed_at": {"type": ["string", "null"]}
+        }
+    })
+}
+
+/// The JSON Schema of [`outcome`].
+pub fn outcome_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["proposal_id", "ok", "applied", "status", "message"],
+        "properties": {
+            "proposal_id": {"type": "string"},
+            "ok": {"type": "boolean"},
+            "applied": {"type": "boolean"},
+            "status": {"enum": ["applied", "failed", "already_used", "refused"]},
+            "reason": {"type": "string"},
+            "recorded_status": {"enum": ["applied", "failed", "uncertain"]},
+            "message": {"type": "string"},
+            "result": {}
+        }
+    })
+}
