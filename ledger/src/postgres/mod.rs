@@ -66,6 +66,9 @@ mod consume;
 mod effects;
 #[path = "../sql/events.rs"]
 mod events;
+/// Write transactions lock the rows they decide on.
+const ROW_LOCKS: bool = true;
+
 #[path = "../sql/locks.rs"]
 mod locks;
 #[path = "../sql/migrate.rs"]

@@ -43,47 +43,59 @@ async fn check_consumable(
     if lock {
         lock_proposal_row(conn, &claims.pid).await?;
     }
-    // 1. The proposal, and that the claims match it.
-    let proposal = sqlx::query(
-        "SELECT principal, operation, arguments_sha256, contract_revision, policy_revision
-         FROM proposals WHERE id = $1",
-    )
-    .bind(&claims.pid)
-    .fetch_optional(&mut *conn)
-    .await?
-    .ok_or(LedgerRefusal::UnknownProposal)?;
-    let matches = proposal.try_get::<String, _>("principal")? == claims.sub
-        && proposal.try_get::<String, _>("operation")? == claims.op
-        && proposal.try_get::<String, _>("arguments_sha256")? == claims.args_sha256
-        && proposal.try_get::<String, _>("contract_revision")? == claims.crev
-        && proposal.try_get::<String, _>("policy_revision")? == claims.prev;
-    if !matches {
-        return Err(LedgerRefusal::ProposalMismatch.into());
-    }
-
-    // 2. The issuance with exactly this proof hash and nonce.
-    let issuance = sqlx::query(
-        "SELECT i.session AS session, r.proposal_id IS NOT NULL AS revoked
-         FROM issuances i LEFT JOIN revocations r ON r.proposal_id = i.proposal_id
-         WHERE i.proposal_id = $1 AND i.proof_sha256 = $2 AND i.nonce = $3",
+    // Every fact the checks need, in one statement.
+    let row = sqlx::query(
+        "SELECT p.principal AS p_principal, p.operation AS p_operation,
+                p.arguments_sha256 AS p_arguments_sha256,
+                p.contract_revision AS p_contract_revision,
+                p.policy_revision AS p_policy_revision,
+                i.session AS i_session, r.proposal_id IS NOT NULL AS revoked,
+                n.nonce AS nonce, n.proposal_id AS proposal_id,
+                c.status AS status, c.error AS error, c.result AS result,
+                c.completed_at AS completed_at
+         FROM proposals p
+         LEFT JOIN issuances i
+                ON i.proposal_id = p.id AND i.proof_sha256 = $2 AND i.nonce = $3
+         LEFT JOIN revocations r ON r.proposal_id = p.id
+         LEFT JOIN consumed_nonces n ON n.nonce = i.nonce
+         LEFT JOIN completions c ON c.nonce = n.nonce
+         WHERE p.id = $1",
     )
     .bind(&claims.pid)
     .bind(proof.proof_sha256())
     .bind(&claims.jti)
     .fetch_optional(&mut *conn)
-    .await?
-    .ok_or(LedgerRefusal::NotIssued)?;
-    if issuance.try_get::<String, _>("session")? != claims.sid {
+    .await?;
+
+    // 1. The proposal, and that the claims match it.
+    let row = row.ok_or(LedgerRefusal::UnknownProposal)?;
+    let matches = row.try_get::<String, _>("p_principal")? == claims.sub
+        && row.try_get::<String, _>("p_operation")? == claims.op
+        && row.try_get::<String, _>("p_arguments_sha256")? == claims.args_sha256
+        && row.try_get::<String, _>("p_contract_revision")? == claims.crev
+        && row.try_get::<String, _>("p_policy_revision")? == claims.prev;
+    if !matches {
+        return Err(LedgerRefusal::ProposalMismatch.into());
+    }
+
+    // 2. The issuance with exactly this proof hash and nonce, for this session.
+    let session = row
+        .try_get::<Option<String>, _>("i_session")?
+        .ok_or(LedgerRefusal::NotIssued)?;
+    if session != claims.sid {
         return Err(LedgerRefusal::ProposalMismatch.into());
     }
 
     // 3. Not revoked.
-    if issuance.try_get::<bool, _>("revoked")? {
+    if row.try_get::<bool, _>("revoked")? {
         return Err(LedgerRefusal::Revoked.into());
     }
 
     // 4. Already consumed: the recorded disposition, never a second effect.
-    disposition_of_nonce(conn, &claims.jti).await
+    if row.try_get::<Option<String>, _>("nonce")?.is_none() {
+        return Ok(None);
+    }
+    rows::disposition(&row).map(Some)
 }
 
 impl Store {

@@ -51,6 +51,10 @@ async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx:
     pool.begin_with("BEGIN IMMEDIATE").await
 }
 
+/// No row locks: `BEGIN IMMEDIATE` already holds the database's single write
+/// lock for the whole transaction.
+const ROW_LOCKS: bool = false;
+
 #[path = "../sql/locks.rs"]
 mod locks;
 #[path = "../sql/migrate.rs"]
