@@ -57,6 +57,9 @@ const ROW_LOCKS: bool = false;
 
 #[path = "../sql/locks.rs"]
 mod locks;
+mod writer_lock;
+use writer_lock::{WriterGuard, WriterLock};
+
 #[path = "../sql/migrate.rs"]
 mod migrate;
 #[path = "../sql/rows.rs"]
@@ -82,6 +85,39 @@ const READERS: u32 = 4;
 pub(crate) struct Store {
     writer: Pool<Db>,
     reader: Pool<Db>,
+    queue: WriterLock,
+}
+
+/// A write transaction holding this process's place in the writers' queue
+/// (see `writer_lock`); derefs to the connection, like a `Transaction`.
+pub(crate) struct WriteTx {
+    tx: Transaction<'static, Db>,
+    _turn: WriterGuard,
+}
+
+impl WriteTx {
+    /// Commit, then leave the queue.
+    pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
+
+    /// Roll back, then leave the queue.
+    pub(crate) async fn rollback(self) -> Result<(), sqlx::Error> {
+        self.tx.rollback().await
+    }
+}
+
+impl std::ops::Deref for WriteTx {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.tx
+    }
 }
 
 impl Store {
@@ -92,6 +128,7 @@ impl Store {
             return Err(LedgerError::UnsupportedUrl);
         }
         create_private_file(path)?;
+        let queue = WriterLock::open(path, BUSY_TIMEOUT)?;
         let base = SqliteConnectOptions::new()
             .filename(path)
             .journal_mode(SqliteJournalMode::Wal)
@@ -115,12 +152,19 @@ impl Store {
                 .connect_with(base.clone().pragma("query_only", "ON"))
         })
         .await?;
-        Ok(Store { writer, reader })
+        Ok(Store {
+            writer,
+            reader,
+            queue,
+        })
     }
 
-    /// Start a write transaction with `BEGIN IMMEDIATE` on the writer.
-    pub(crate) async fn write_tx(&self) -> Result<Transaction<'static, Db>, LedgerError> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    /// Take this process's turn in the writers' queue, then start a write
+    /// transaction with `BEGIN IMMEDIATE` on the writer.
+    pub(crate) async fn write_tx(&self) -> Result<WriteTx, LedgerError> {
+        let turn = self.queue.acquire().await?;
+        let tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        Ok(WriteTx { tx, _turn: turn })
     }
 }
 
