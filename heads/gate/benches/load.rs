@@ -5,7 +5,8 @@
 //! cargo bench -p countersign-gate --bench load              # everything
 //! cargo bench -p countersign-gate --bench load -- --quick   # smaller counts
 //! ```
-//! Options: `--quick`, `--sqlite-only`, `--postgres-only`, `--no-growth`.
+//! Options: `--quick`, `--sqlite-only`, `--postgres-only`, `--no-growth`,
+//! `--verification-only`.
 //! PostgreSQL: a fresh database on `$COUNTERSIGN_TEST_PG` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`), dropped afterwards.
 //!
@@ -211,13 +212,20 @@ fn verification(fx: &Fixture, opts: &Options) {
     let message = paseto::signing_input(payload, &footer);
     let key = fx.key.verifying_key();
     let n = opts.n(20_000);
-    let raw = per_second(n, || key.verify_strict(&message, &signature).unwrap());
     let expect = fx.expectations(&p);
-    let full = per_second(n, || {
-        let proof = Proof::from_text(text.to_string()).unwrap();
-        verify(&proof, &fx.keys, &expect).unwrap();
-    });
-    println!("## Verification ({n} calls each)");
+    // Alternating batches, best of each: on a shared machine a neighbour's
+    // burst then slows one batch, not one side of the comparison.
+    let (mut raw, mut full) = (0f64, 0f64);
+    for _ in 0..5 {
+        raw = raw.max(per_second(n / 5, || {
+            key.verify_strict(&message, &signature).unwrap()
+        }));
+        full = full.max(per_second(n / 5, || {
+            let proof = Proof::from_text(text.to_string()).unwrap();
+            verify(&proof, &fx.keys, &expect).unwrap();
+        }));
+    }
+    println!("## Verification ({n} calls each, best of 5 alternating batches)");
     println!(
         "raw ed25519 verify_strict      {raw:>10.0} /s  {:>8.1} us",
         1e6 / raw
@@ -595,14 +603,15 @@ async fn growth(fx: &Fixture, opts: &Options, backend: &str) {
     grow_to(&url, big).await;
     let filled = t.elapsed();
     let (big_mean, big_median) = consume_latency(fx, &gate, &ledger, 20_000_000, n).await;
-    let ratio = big_mean.as_secs_f64() / small_mean.as_secs_f64();
+    // The median: on a shared machine one stall moves the mean.
+    let ratio = big_median.as_secs_f64() / small_median.as_secs_f64();
     println!("## {backend}: consume latency as consumed nonces grow ({n} consumes each)");
     println!("10^3 nonces: mean {small_mean:?}, median {small_median:?}");
     println!(
         "{big} nonces: mean {big_mean:?}, median {big_median:?} (bulk insert took {filled:?})"
     );
     println!(
-        "ratio of means {ratio:.2}x (target <= 1.2x) {}",
+        "ratio of medians {ratio:.2}x (target <= 1.2x) {}",
         verdict(ratio <= 1.2)
     );
     println!();
@@ -624,6 +633,9 @@ fn main() {
     );
     println!();
     verification(&fx, &opts);
+    if std::env::args().any(|a| a == "--verification-only") {
+        return;
+    }
     runtime.block_on(async {
         let backends: Vec<&str> = [("sqlite", opts.sqlite), ("postgres", opts.postgres)]
             .into_iter()
