@@ -327,3 +327,33 @@ async fn revocation_racing_consumption_never_lets_both_win(kind: Kind) {
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
     eprintln!("{kind:?}: 30 races, consumption won {consumed}, revocation won {revoked}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_queue_held_past_the_busy_timeout_fails_closed_and_burns_nothing() {
+    use rustix::fs::{FlockOperation, flock};
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    let token = approve(&t.ledger, &p, 1).await;
+    // Another process's writer holds the queue (and never lets go).
+    let mut lock_path = t.path().into_os_string();
+    lock_path.push(".lock");
+    let holder = std::fs::File::open(&lock_path).unwrap();
+    flock(&holder, FlockOperation::LockExclusive).unwrap();
+
+    let started = std::time::Instant::now();
+    let err = t
+        .ledger
+        .begin_consume(&verified(&p, &token))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        LedgerError::Database("database is locked (writer queue timed out)".into())
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_secs(4));
+    assert_eq!(consumed_nonces(&t).await, 0);
+
+    drop(holder);
+    fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
+    assert_eq!(consumed_nonces(&t).await, 1);
+}
