@@ -164,6 +164,18 @@ impl Ledger {
         dispatch!(self, b => b.apply_builtin(intent, effect).await)
     }
 
+    /// Apply the builtin effect named like the intent's operation and record
+    /// the completion in ONE write transaction (the second transaction of a
+    /// consumption): applied with its result, or failed, changing nothing,
+    /// when the transition is refused. On a database error neither is
+    /// recorded and the intent stays uncertain.
+    pub async fn apply_builtin_and_complete(
+        &self,
+        intent: &Intent,
+    ) -> Result<(EffectOutcome, Disposition), LedgerError> {
+        dispatch!(self, b => b.apply_builtin_and_complete(intent).await)
+    }
+
     /// Record how an intent ended (the second transaction) and its
     /// `completed` event. `AlreadyCompleted` if it has a completion.
     pub async fn complete(

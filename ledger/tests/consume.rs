@@ -254,23 +254,8 @@ async fn a_failed_event_insert_rolls_back_the_nonce(kind: Kind) {
     let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
-    let mut raw = t.raw().await;
-    let (inject, remove) = match kind {
-        Kind::Sqlite => (
-            "CREATE TRIGGER inject_failure BEFORE INSERT ON events WHEN NEW.kind = 'intent'
-             BEGIN SELECT RAISE(ABORT, 'injected failure'); END",
-            "DROP TRIGGER inject_failure",
-        ),
-        Kind::Postgres => (
-            "CREATE FUNCTION inject_failure() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN IF NEW.kind = 'intent' THEN RAISE EXCEPTION 'injected failure'; END IF;
-             RETURN NEW; END $$;
-             CREATE TRIGGER inject_failure BEFORE INSERT ON events
-             FOR EACH ROW EXECUTE FUNCTION inject_failure()",
-            "DROP TRIGGER inject_failure ON events",
-        ),
-    };
-    raw.exec(inject).await.unwrap();
+    // Every intent event insert fails.
+    t.inject_insert_failure("events", true).await;
 
     let err = t
         .ledger
@@ -286,8 +271,7 @@ async fn a_failed_event_insert_rolls_back_the_nonce(kind: Kind) {
     let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
     assert_eq!(status, ProposalStatus::Approved);
 
-    raw.exec(remove).await.unwrap();
-    raw.close().await;
+    t.inject_insert_failure("events", false).await;
     fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }

@@ -9,7 +9,7 @@ use common::Kind;
 use common::{TestLedger, approve, proposal, verified};
 use countersign_ledger::{
     ConsumeStart, DispositionStatus, EffectFailure, EffectOutcome, Intent, Ledger, LedgerError,
-    ProposalStatus,
+    ProposalStatus, SCHEDULES_NAMESPACE,
 };
 use serde_json::{Value, json};
 
@@ -189,4 +189,52 @@ async fn a_person_resolves_an_uncertain_intent_once(kind: Kind) {
         l.resolve_uncertain("prop_never", true, "alice").await,
         Err(LedgerError::NotUncertain("prop_never".into()))
     );
+}
+
+on_both_backends!(a_builtin_effect_and_its_completion_commit_together);
+async fn a_builtin_effect_and_its_completion_commit_together(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let intent = create_a(&t.ledger).await;
+    // The completion cannot be written: the effect is rolled back with it.
+    t.inject_insert_failure("completions", true).await;
+    let err = t
+        .ledger
+        .apply_builtin_and_complete(&intent)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, LedgerError::Database(m) if m.contains("injected failure")),
+        "{err:?}"
+    );
+    assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap(), vec![]);
+    assert_eq!(t.ledger.builtin_applied(&intent.nonce).await.unwrap(), None);
+    assert_eq!(t.ledger.interrupted().await.unwrap(), vec![intent.clone()]);
+
+    t.inject_insert_failure("completions", false).await;
+    let (outcome, disposition) = t.ledger.apply_builtin_and_complete(&intent).await.unwrap();
+    assert!(
+        matches!(outcome, EffectOutcome::Applied { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(disposition.status, DispositionStatus::Applied);
+    assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap().len(), 1);
+    assert!(t.ledger.interrupted().await.unwrap().is_empty());
+
+    // A refused transition records a failed completion and changes nothing.
+    let again = consume(
+        &t.ledger,
+        2,
+        "schedule.create",
+        json!({"name": "a", "cron": "c"}),
+    )
+    .await;
+    let before = t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap();
+    let (outcome, disposition) = t.ledger.apply_builtin_and_complete(&again).await.unwrap();
+    assert!(
+        matches!(outcome, EffectOutcome::Failed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(disposition.status, DispositionStatus::Failed);
+    assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap(), before);
+    assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }

@@ -3,10 +3,10 @@
 //! after the intent is recorded and before the effect, or after the effect
 //! and before its completion. Afterwards the action reads `uncertain`, a
 //! second presentation of the proof runs nothing, and `countersign
-//! reconcile` resolves it as DESIGN.md says: a builtin whose effect is in the
-//! state store is observed as applied; a replay-safe operation is run again
+//! reconcile` resolves it as DESIGN.md says: a replay-safe operation is run again
 //! with the same idempotency key; anything else stays uncertain until a
-//! person resolves it. On both ledger backends.
+//! person resolves it. A builtin effect commits with its completion, so a
+//! kill after it leaves the action applied. On both ledger backends.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -82,6 +82,17 @@ impl Crashed {
 /// real process told to crash at `point`; assert it died by SIGKILL and
 /// left the action uncertain without anything run twice.
 async fn crash(backend: Backend, op: &str, args: &str, point: &str) -> Crashed {
+    crash_leaving(backend, op, args, point, "uncertain").await
+}
+
+/// As [`crash`], the action left `expected` (a status).
+async fn crash_leaving(
+    backend: Backend,
+    op: &str,
+    args: &str,
+    point: &str,
+    expected: &str,
+) -> Crashed {
     let scratch = tempfile::tempdir().unwrap();
     let log = scratch.path().join("effects.log");
     let h = Harness::start_on(backend, &registry(&log)).await;
@@ -108,11 +119,11 @@ async fn crash(backend: Backend, op: &str, args: &str, point: &str) -> Crashed {
     let runs_before = crashed.runs();
 
     let result = crashed.h.cli(&["--json", "result", &crashed.id]).await;
-    assert_eq!(result.json()["status"], "uncertain", "{}", result.stdout);
+    assert_eq!(result.json()["status"], expected, "{}", result.stdout);
     // Presenting the proof again runs nothing: the recorded disposition.
     let again = crashed.h.exec(&crashed.id, &crashed.proof, &[]).await;
     assert_refused(&again, "already_used");
-    assert_eq!(again.json()["recorded_status"], "uncertain");
+    assert_eq!(again.json()["recorded_status"], expected);
     assert_eq!(crashed.runs(), runs_before, "nothing re-ran silently");
     crashed
 }
@@ -146,11 +157,21 @@ async fn builtin_killed_before_its_effect_is_replayed_once(backend: Backend) {
     assert_eq!(again.json()["entries"], serde_json::json!([]));
 }
 
-async fn builtin_killed_after_its_effect_is_observed_not_rerun(backend: Backend) {
-    let c = crash(backend, "schedule.create", CREATE_NIGHTLY, "after_effect").await;
+/// A builtin's effect commits with its completion: killed right after it,
+/// nothing is uncertain and reconcile has nothing to do.
+async fn builtin_killed_after_its_effect_finds_it_complete(backend: Backend) {
+    let c = crash_leaving(
+        backend,
+        "schedule.create",
+        CREATE_NIGHTLY,
+        "after_effect",
+        "applied",
+    )
+    .await;
     let state = c.h.schedules().await;
     assert_eq!(state.len(), 1);
-    assert_eq!(reconcile(&c).await, ("observed_applied".into(), Ok(())));
+    let run = c.h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(run.json()["entries"], serde_json::json!([]));
     assert_eq!(c.h.schedules().await, state);
     let events = c.h.ledger().events().await.unwrap();
     assert_eq!(
@@ -232,7 +253,7 @@ macro_rules! on_both_backends {
 
 on_both_backends!(
     builtin_killed_before_its_effect_is_replayed_once,
-    builtin_killed_after_its_effect_is_observed_not_rerun,
+    builtin_killed_after_its_effect_finds_it_complete,
     unsafe_command_killed_before_its_effect_waits_for_a_person,
     unsafe_command_killed_after_its_effect_waits_for_a_person,
     replay_safe_command_killed_after_its_effect_replays_with_the_same_key,

@@ -134,9 +134,18 @@ impl Gate {
         };
         tracing::info!(proposal_id, nonce = %intent.nonce, "intent recorded; running effect");
         crash_point(FaultPoint::AfterIntent);
-        let effect_outcome = self.run_effect(&operation.effect, &intent).await?;
-        crash_point(FaultPoint::AfterEffect);
-        let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
+        let (effect_outcome, disposition) = if let Effect::Builtin { .. } = &operation.effect {
+            // The builtin's state lives in the ledger: its effect and its
+            // completion commit together, so it is never left uncertain.
+            let done = self.ledger.apply_builtin_and_complete(&intent).await?;
+            crash_point(FaultPoint::AfterEffect);
+            done
+        } else {
+            let effect_outcome = self.run_effect(&operation.effect, &intent).await?;
+            crash_point(FaultPoint::AfterEffect);
+            let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
+            (effect_outcome, disposition)
+        };
         Ok(match effect_outcome {
             EffectOutcome::Applied { .. } => Outcome::Applied(disposition),
             _ => Outcome::Failed(disposition),

@@ -9,8 +9,9 @@
 //! can do is stop the process, abruptly, which anyone able to set the
 //! process's environment can already do. It never changes what is written
 //! or applied. Points: `after_intent` (the nonce and intent are committed,
-//! the effect has not run) and `after_effect` (the effect ran, its
-//! completion is not recorded).
+//! the effect has not run) and `after_effect` (the effect ran; for a
+//! `command` its completion is not recorded yet, while a builtin effect
+//! commits with its completion).
 
 /// The environment variable naming the fault point.
 pub const FAULT_VAR: &str = "COUNTERSIGN_FAULT";

@@ -98,6 +98,75 @@ async fn check_consumable(
     rows::disposition(&row).map(Some)
 }
 
+/// Insert a completion and its event on `conn`, inside the caller's write
+/// transaction. With `nonce`, the intent must be that nonce (a head's
+/// completion); without, any uncertain intent of the proposal (a person's
+/// resolution, `NotUncertain` otherwise). `(status, error, result)`.
+pub(super) async fn complete_in(
+    conn: &mut Conn,
+    proposal_id: &str,
+    nonce: Option<&str>,
+    (status, error, result): (&str, Option<&str>, &Value),
+    resolved_by: Option<&str>,
+) -> Result<Disposition, LedgerError> {
+    let result_text = countersign_verifier::canonical::to_canonical(result)
+        .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
+    lock_proposal_row(conn, proposal_id).await?;
+    let existing = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = $1"))
+        .bind(proposal_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let existing = existing.map(|row| rows::disposition(&row)).transpose()?;
+    let unknown = || match resolved_by {
+        Some(_) => LedgerError::NotUncertain(proposal_id.to_string()),
+        None => LedgerError::UnknownIntent(proposal_id.to_string()),
+    };
+    let Some(existing) = existing else {
+        return Err(unknown());
+    };
+    if nonce.is_some_and(|n| n != existing.nonce) {
+        return Err(unknown());
+    }
+    if existing.completed_at.is_some() {
+        return Err(match resolved_by {
+            Some(_) => LedgerError::NotUncertain(proposal_id.to_string()),
+            None => LedgerError::AlreadyCompleted(proposal_id.to_string()),
+        });
+    }
+    let at = timefmt::format(timefmt::now())?;
+    sqlx::query(
+        "INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
+             completed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(&existing.nonce)
+    .bind(proposal_id)
+    .bind(status)
+    .bind(error)
+    .bind(&result_text)
+    .bind(resolved_by)
+    .bind(&at)
+    .execute(&mut *conn)
+    .await?;
+    let (kind, actor) = match resolved_by {
+        Some(by) => ("resolved", by.to_string()),
+        None => {
+            let principal: String = sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
+                .bind(&existing.nonce)
+                .fetch_one(&mut *conn)
+                .await?
+                .try_get("principal")?;
+            ("completed", principal)
+        }
+    };
+    let details = json!({ "nonce": existing.nonce, "status": status, "error": error });
+    events::append(conn, &at, kind, Some(proposal_id), &actor, &details).await?;
+    let disposition = disposition_of_nonce(conn, &existing.nonce)
+        .await?
+        .ok_or_else(|| LedgerError::Corrupt("completion vanished".into()))?;
+    Ok(disposition)
+}
+
 impl Store {
     /// Consume a verified proof once; see [`crate::Ledger::begin_consume`].
     ///
@@ -186,10 +255,7 @@ impl Store {
         intent: &Intent,
         outcome: &EffectOutcome,
     ) -> Result<Disposition, LedgerError> {
-        let (status, error, result) = match outcome {
-            EffectOutcome::Applied { result } => ("applied", None, result),
-            EffectOutcome::Failed { error, result } => ("failed", Some(error.as_str()), result),
-        };
+        let (status, error, result) = outcome.parts();
         self.record_completion(
             &intent.proposal_id,
             Some(&intent.nonce),
@@ -218,9 +284,7 @@ impl Store {
             .await
     }
 
-    /// Insert a completion and its event. With `nonce`, the intent must be
-    /// that nonce (a head's completion); without, any uncertain intent of
-    /// the proposal (a person's resolution, `NotUncertain` otherwise).
+    /// Record a completion and its event in its own write transaction.
     async fn record_completion(
         &self,
         proposal_id: &str,
@@ -230,63 +294,15 @@ impl Store {
         result: &Value,
         resolved_by: Option<&str>,
     ) -> Result<Disposition, LedgerError> {
-        let result_text = countersign_verifier::canonical::to_canonical(result)
-            .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
         let mut tx = self.write_tx().await?;
-        lock_proposal_row(&mut tx, proposal_id).await?;
-        let existing = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = $1"))
-            .bind(proposal_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let existing = existing.map(|row| rows::disposition(&row)).transpose()?;
-        let unknown = || match resolved_by {
-            Some(_) => LedgerError::NotUncertain(proposal_id.to_string()),
-            None => LedgerError::UnknownIntent(proposal_id.to_string()),
-        };
-        let Some(existing) = existing else {
-            return Err(unknown());
-        };
-        if nonce.is_some_and(|n| n != existing.nonce) {
-            return Err(unknown());
-        }
-        if existing.completed_at.is_some() {
-            return Err(match resolved_by {
-                Some(_) => LedgerError::NotUncertain(proposal_id.to_string()),
-                None => LedgerError::AlreadyCompleted(proposal_id.to_string()),
-            });
-        }
-        let at = timefmt::format(timefmt::now())?;
-        sqlx::query(
-            "INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
-                 completed_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        let disposition = complete_in(
+            &mut tx,
+            proposal_id,
+            nonce,
+            (status, error, result),
+            resolved_by,
         )
-        .bind(&existing.nonce)
-        .bind(proposal_id)
-        .bind(status)
-        .bind(error)
-        .bind(&result_text)
-        .bind(resolved_by)
-        .bind(&at)
-        .execute(&mut *tx)
         .await?;
-        let (kind, actor) = match resolved_by {
-            Some(by) => ("resolved", by.to_string()),
-            None => {
-                let principal: String =
-                    sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
-                        .bind(&existing.nonce)
-                        .fetch_one(&mut *tx)
-                        .await?
-                        .try_get("principal")?;
-                ("completed", principal)
-            }
-        };
-        let details = json!({ "nonce": existing.nonce, "status": status, "error": error });
-        events::append(&mut tx, &at, kind, Some(proposal_id), &actor, &details).await?;
-        let disposition = disposition_of_nonce(&mut tx, &existing.nonce)
-            .await?
-            .ok_or_else(|| LedgerError::Corrupt("completion vanished".into()))?;
         tx.commit().await?;
         Ok(disposition)
     }

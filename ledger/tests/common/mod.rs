@@ -116,6 +116,30 @@ impl TestLedger {
         }
     }
 
+    /// Make inserts into `table` fail with "injected failure" (`on`), or
+    /// stop doing so (`!on`).
+    pub async fn inject_insert_failure(&self, table: &str, on: bool) {
+        let sql = match (self.kind, on) {
+            (Kind::Sqlite, true) => format!(
+                "CREATE TRIGGER inject_failure BEFORE INSERT ON {table}
+                 BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+            ),
+            (Kind::Sqlite, false) => "DROP TRIGGER inject_failure".to_string(),
+            (Kind::Postgres, true) => format!(
+                "CREATE FUNCTION inject_failure() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+                 CREATE TRIGGER inject_failure BEFORE INSERT ON {table}
+                 FOR EACH ROW EXECUTE FUNCTION inject_failure()"
+            ),
+            (Kind::Postgres, false) => {
+                format!("DROP TRIGGER inject_failure ON {table}; DROP FUNCTION inject_failure()")
+            }
+        };
+        let mut raw = self.raw().await;
+        raw.exec(&sql).await.unwrap();
+        raw.close().await;
+    }
+
     /// Rows in `table`, read raw.
     pub async fn count(&self, table: &str) -> i64 {
         let mut raw = self.raw().await;
