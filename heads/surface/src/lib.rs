@@ -9,9 +9,11 @@
 #![forbid(unsafe_code)]
 
 pub mod operations;
+pub mod parity;
 pub mod results;
 
 pub use operations::{
     DATA_OPERATIONS, DataOperation, Exception, Exposure, MCP_TAKES_NO_PROOF, ParamSchema,
     propose_tool_name,
 };
+pub use parity::{HEADS, NON_DATA, NonData, ParityError, check_parity};
