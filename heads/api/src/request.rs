@@ -18,7 +18,6 @@ use serde_json::{Map, Value};
 use crate::respond::ApiError;
 
 const PROOF_MARK: &str = "v4.public.";
-const MAX_REPORTED: usize = 4;
 
 /// A field name, safe and short enough for a message.
 fn name(text: &str) -> String {
@@ -142,27 +141,9 @@ pub(crate) fn validate(
     validator: &jsonschema::Validator,
     params: &Map<String, Value>,
 ) -> Result<(), ApiError> {
-    let instance = Value::Object(params.clone());
-    let mut lines = Vec::new();
-    let mut total = 0usize;
-    for error in validator.iter_errors(&instance) {
-        total += 1;
-        if lines.len() < MAX_REPORTED {
-            let path = error.instance_path().to_string();
-            let path = if path.is_empty() {
-                "/".to_owned()
-            } else {
-                path
-            };
-            let line = format!("{path}: {}", error.masked());
-            lines.push(terminal_safe(&line).chars().take(200).collect::<String>());
-        }
-    }
-    if total == 0 {
+    let lines = countersign_registry::schema_errors(validator, &Value::Object(params.clone()));
+    if lines.is_empty() {
         return Ok(());
-    }
-    if total > lines.len() {
-        lines.push(format!("and {} more", total - lines.len()));
     }
     Err(ApiError::BadRequest(format!(
         "invalid parameters: {}",

@@ -11,14 +11,17 @@ pub mod args;
 mod commands;
 mod context;
 pub mod error;
+mod exposures;
 mod output;
 pub mod terminal;
 
 use std::io::{self, Read, Write};
 
 pub use args::Cli;
+pub use commands::api::api_state;
 pub use context::Context;
 pub use error::{CliError, exit};
+pub use exposures::exposures;
 pub use terminal::Terminal;
 
 /// Where a command reads and writes. The binary wires the process's standard

@@ -10,7 +10,9 @@ use countersign::{Cli, Io, exit, terminal};
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_writer(io::stderr)
+        .with_writer(countersign_api::redact::RedactingMakeWriter::new(
+            io::stderr,
+        ))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),

@@ -375,7 +375,7 @@ pub fn check_parity(
                     head: head_name.clone(),
                 });
             }
-            if first.params != exp.params {
+            if normalized(&first.params) != normalized(&exp.params) {
                 errors.push(ParityError::ParamsDiffer {
                     operation: operation.clone(),
                     head: head_name.clone(),
@@ -418,6 +418,16 @@ pub fn check_parity(
     } else {
         Err(errors)
     }
+}
+
+/// A parameter schema with its top-level `required` list sorted (the order
+/// of required names carries no meaning).
+fn normalized(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
+        required.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    }
+    schema
 }
 
 fn class_str(class: Class) -> &'static str {
@@ -483,11 +493,15 @@ pub fn manifest_markdown(table: &[DataOperation], registry: &Registry) -> String
         "# Operation surface\n\n\
          Generated from the `DATA_OPERATIONS` table (`heads/surface`) and the default\n\
          registry; do not edit by hand. Regenerate with\n\
-         `COUNTERSIGN_REGENERATE=1 cargo test -p countersign --test parity`.\n\
-         The parity gate (`check_parity`) fails when a head lacks a data operation\n\
-         without an exception and a reason, when its parameter or result schema\n\
-         differs from this table, or when it exposes something not listed here.\n\
-         The full schemas are in `operations.json` beside this file.\n\n\
+         `COUNTERSIGN_REGENERATE=1 cargo test -p countersign-api --test docs_are_current`.\n\
+         The parity gate (`check_parity`, run by `cargo test -p countersign --test parity`)\n\
+         fails when a head lacks a data operation without an exception and a reason,\n\
+         when its parameter or result schema differs from this table, or when it\n\
+         exposes something not listed here. The full schemas are in `operations.json`\n\
+         beside this file.\n\n\
+         The session a proposal belongs to is transport context, not a parameter:\n\
+         `--session` (or `COUNTERSIGN_SESSION`) on the CLI, `api:<token id>` on the\n\
+         HTTP API (from the bearer credential), the MCP server's own session on MCP.\n\n\
          ## Data operations\n\n\
          | operation | class | CLI | HTTP API | MCP tool |\n|---|---|---|---|---|\n",
     );
