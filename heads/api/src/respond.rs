@@ -33,6 +33,9 @@ pub enum ApiError {
     /// No such route or operation.
     #[error("{0}")]
     NotFound(String),
+    /// The route exists, the method does not (`Allow` lists the methods).
+    #[error("this route does not accept that method")]
+    MethodNotAllowed,
     /// The body is over the limit.
     #[error("the request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
@@ -57,6 +60,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::UnsupportedMediaType => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")

@@ -9,7 +9,6 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{MatchedPath, RawPathParams, Request, State};
-use axum::http::Method;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, get, on};
@@ -52,6 +51,7 @@ pub fn router(state: Arc<ApiState>, local: SocketAddr) -> Router {
     }
     router
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn(timeout))
         .layer(middleware::from_fn(log))
         .layer(middleware::from_fn(move |req: Request, next: Next| {
@@ -148,9 +148,6 @@ async fn handle_inner(
         .get(&key)
         .ok_or_else(|| ApiError::Internal(format!("no validator for {key}")))?;
     request::validate(validator, &params)?;
-    if parts.method != Method::GET && parts.method != Method::POST {
-        return Err(ApiError::NotFound("no such route".into()));
-    }
     handlers::dispatch(state, op, registry_op, params, &token.session()).await
 }
 
