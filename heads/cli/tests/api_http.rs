@@ -309,12 +309,7 @@ async fn refuses_malformed_requests_with_a_precise_message() {
 async fn a_proof_outside_the_body_is_refused_before_anything_runs() {
     let api = Api::start().await;
     let token = api.token().await;
-    let id = api.propose(&token, "schedule.create", CREATE_NIGHTLY).await;
-    let proof_path = api.h.approve_to_file(&id).await;
-    let proof = std::fs::read_to_string(&proof_path)
-        .unwrap()
-        .trim()
-        .to_string();
+    let (id, proof) = api.approved(&token, "nightly").await;
     let before = api.h.effects_run().await;
     let target = format!("/v1/proposals/{id}/execute");
     assert_error(

@@ -26,19 +26,11 @@ async fn assert_execute_refused(api: &Api, token: &str, id: &str, proof: &str, r
     );
 }
 
-/// Propose through the API and approve at the (scripted) terminal; the proof text.
-async fn approved(api: &Api, token: &str, name: &str) -> (String, String) {
-    let args = format!(r#"{{"name":"{name}","cron":"0 3 * * *"}}"#);
-    let id = api.propose(token, "schedule.create", &args).await;
-    let path = api.h.approve_to_file(&id).await;
-    (id, std::fs::read_to_string(path).unwrap())
-}
-
 #[tokio::test]
 async fn refuses_every_wrong_proof_and_applies_nothing() {
     let api = Api::start().await;
     let token = api.token().await;
-    let (id, proof) = approved(&api, &token, "nightly").await;
+    let (id, proof) = api.approved(&token, "nightly").await;
 
     assert_execute_refused(&api, &token, &id, &forge::forged(&proof), "bad_signature").await;
     assert_execute_refused(
@@ -78,7 +70,7 @@ async fn refuses_every_wrong_proof_and_applies_nothing() {
     assert_execute_refused(&api, &token, &id, "", "malformed").await;
 
     // Another proposal of the same principal.
-    let (other, _) = approved(&api, &token, "other").await;
+    let (other, _) = api.approved(&token, "other").await;
     assert_execute_refused(&api, &token, &other, &proof, "proposal_mismatch").await;
     // Another session: a second credential is a second session (api:<id>).
     let second = api.token().await;
@@ -117,7 +109,7 @@ async fn refuses_every_wrong_proof_and_applies_nothing() {
 async fn refuses_revoked_withdrawn_and_unapproved_proposals() {
     let api = Api::start().await;
     let token = api.token().await;
-    let (id, proof) = approved(&api, &token, "nightly").await;
+    let (id, proof) = api.approved(&token, "nightly").await;
     let revoked = api.h.cli(&["revoke", &id]).await;
     assert_eq!(revoked.result, Ok(()), "{}", revoked.stdout);
     assert_execute_refused(&api, &token, &id, &proof, "revoked").await;
@@ -191,7 +183,7 @@ async fn refuses_an_expired_proof() {
     );
     let api = Api::over(Harness::start_with_registry(&registry).await).await;
     let token = api.token().await;
-    let (id, proof) = approved(&api, &token, "nightly").await;
+    let (id, proof) = api.approved(&token, "nightly").await;
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     assert_execute_refused(&api, &token, &id, &proof, "expired").await;
 }
@@ -200,7 +192,7 @@ async fn refuses_an_expired_proof() {
 async fn refuses_a_proof_issued_under_an_older_contract_while_running() {
     let api = Api::start().await;
     let token = api.token().await;
-    let (id, proof) = approved(&api, &token, "nightly").await;
+    let (id, proof) = api.approved(&token, "nightly").await;
     // The registry changes under the running API: the next execution sees it.
     let path = api.h.signer.home().registry_path();
     let changed = std::fs::read_to_string(&path).unwrap().replacen(

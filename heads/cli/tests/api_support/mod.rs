@@ -155,6 +155,24 @@ impl Api {
         reply.json()["id"].as_str().unwrap().to_string()
     }
 
+    /// Propose `schedule.create` for schedule `name` through the API and
+    /// approve it at the (scripted) terminal: the id and the proof text.
+    pub async fn approved(&self, token: &str, name: &str) -> (String, String) {
+        let args = format!(r#"{{"name":"{name}","cron":"0 3 * * *"}}"#);
+        let id = self.propose(token, "schedule.create", &args).await;
+        let path = self.h.approve_to_file(&id).await;
+        (
+            id,
+            std::fs::read_to_string(path).unwrap().trim().to_string(),
+        )
+    }
+
+    /// Execute through the approval handed over by the signer.
+    pub async fn execute_handoff(&self, token: &str, id: &str) -> Reply {
+        self.post(token, &format!("/v1/proposals/{id}/execute-handoff"), "")
+            .await
+    }
+
     /// Execute with a proof in the body.
     pub async fn execute(&self, token: &str, id: &str, proof: &str) -> Reply {
         let body = serde_json::json!({ "proof": proof }).to_string();
