@@ -214,7 +214,11 @@ fn proof_params() -> Value {
         "required": ["proposal_id", "proof"],
         "properties": {
             "proposal_id": proposal_id_schema(),
-            "proof": {"type": "string", "maxLength": 196_608, "description": "the proof, a secret: never logged"}
+            // The token alphabet and size bound of `countersign_verifier::Proof`:
+            // every proof this schema accepts is ASCII and fits any body limit.
+            "proof": {"type": "string", "minLength": 1, "maxLength": 196_608,
+                      "pattern": "^[A-Za-z0-9._-]+$",
+                      "description": "the proof, a secret: never logged"}
         }
     })
 }
