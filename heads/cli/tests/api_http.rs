@@ -363,3 +363,51 @@ async fn shuts_down_gracefully_when_asked() {
     assert!(matches!(finished, Ok(Ok(Ok(())))), "{finished:?}");
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+#[tokio::test]
+async fn token_create_writes_a_new_private_file_and_prints_only_the_id() {
+    use std::os::unix::fs::PermissionsExt;
+    let h = support::Harness::start().await;
+    let path = h.scratch.path().join("agent.token");
+    let out = path.to_str().unwrap();
+    let run = h
+        .cli(&["api", "token", "create", "--ttl", "2h", "--out", out])
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stderr);
+    let token = std::fs::read_to_string(&path).unwrap().trim().to_string();
+    assert!(token.starts_with("cs1_"));
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let printed = format!("{}{}", run.stdout, run.stderr);
+    assert!(!printed.contains(&token), "{printed}");
+    let id = token.split('_').nth(1).unwrap();
+    assert!(run.stdout.contains(id), "{}", run.stdout);
+    // An existing file is never overwritten.
+    let again = h
+        .cli(&["api", "token", "create", "--ttl", "2h", "--out", out])
+        .await;
+    assert!(again.result.is_err());
+    assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), token);
+    // The list shows ids and status, never a credential or its hash.
+    let list = h.cli(&["--json", "api", "token", "list"]).await.json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["id"], id);
+    assert_eq!(list[0]["status"], "active");
+    assert!(!list.to_string().contains(&token));
+    assert!(list[0].get("sha256").is_none());
+    let store = std::fs::read_to_string(h.signer.home().root().join("api-tokens.json")).unwrap();
+    assert!(!store.contains(&token));
+    assert!(
+        h.cli(&["api", "token", "revoke", "0000000000000000"])
+            .await
+            .result
+            .is_err()
+    );
+    assert_eq!(h.cli(&["api", "token", "revoke", id]).await.result, Ok(()));
+    assert_eq!(
+        h.cli(&["--json", "api", "token", "list"]).await.json()[0]["status"],
+        "revoked"
+    );
+}
