@@ -16,7 +16,6 @@
 //! Must not: log, print or store a token; compare hashes in variable time.
 
 use std::fmt;
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -311,7 +310,8 @@ impl TokenStore {
             let _ = std::fs::remove_file(&tmp);
             TokenError::Store(format!("{}: {e}", self.path.display()))
         })?;
-        let _ = (&lock).flush();
+        // The lock is released when `lock` is dropped here.
+        drop(lock);
         Ok(())
     }
 }
