@@ -222,7 +222,11 @@ fn leaves(cmd: &clap::Command, prefix: Vec<String>, out: &mut Vec<Vec<String>>) 
 
 /// What the CLI exposes for `registry`.
 pub fn exposures(registry: &Registry) -> Vec<Exposure> {
-    let mut root = Cli::command();
+    exposures_of(Cli::command(), registry)
+}
+
+/// What a CLI defined by `root` exposes (tests pass a modified command).
+pub fn exposures_of(mut root: clap::Command, registry: &Registry) -> Vec<Exposure> {
     root.build();
     let mut out = Vec::new();
     let mut covered: Vec<Vec<&str>> = Vec::new();

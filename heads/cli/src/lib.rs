@@ -21,7 +21,7 @@ pub use args::Cli;
 pub use commands::api::api_state;
 pub use context::Context;
 pub use error::{CliError, exit};
-pub use exposures::exposures;
+pub use exposures::{exposures, exposures_of};
 pub use terminal::Terminal;
 
 /// Where a command reads and writes. The binary wires the process's standard

@@ -160,3 +160,18 @@ fn the_cli_reports_what_clap_requires() {
     );
     assert!(find("list_proposals").params.get("required").is_none());
 }
+
+#[test]
+fn a_cli_command_outside_the_table_fails_the_gate() {
+    use clap::CommandFactory;
+    let registry = registry();
+    let cli = countersign::Cli::command()
+        .subcommand(clap::Command::new("export").about("dump everything"));
+    let mut exposures = countersign::exposures_of(cli, &registry);
+    exposures.extend(countersign_api::exposures(&registry));
+    let errors = check_parity(DATA_OPERATIONS, &registry, &["cli", "api"], &exposures).unwrap_err();
+    assert!(
+        matches!(&errors[..], [ParityError::NotInTable { head, entry, .. }] if head == "cli" && entry == "countersign export"),
+        "{errors:?}"
+    );
+}
