@@ -85,7 +85,7 @@ impl Api {
         run.json()["token"].as_str().unwrap().to_string()
     }
 
-    /// Send raw `head` lines (without Host unless given) and `body`.
+    /// Send a request with `headers` (a Host header is added unless given).
     pub async fn raw(
         &self,
         method: &str,
@@ -93,31 +93,7 @@ impl Api {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Reply {
-        let mut request = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
-        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-            request.push_str(&format!("Host: {}\r\n", self.addr));
-        }
-        for (k, v) in headers {
-            request.push_str(&format!("{k}: {v}\r\n"));
-        }
-        request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-        let mut stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
-        stream.write_all(request.as_bytes()).await.unwrap();
-        stream.write_all(body).await.unwrap();
-        let mut bytes = Vec::new();
-        stream.read_to_end(&mut bytes).await.unwrap();
-        let text = String::from_utf8_lossy(&bytes).to_string();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let status = head
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        Reply {
-            status,
-            headers: head.to_string(),
-            body: body.to_string(),
-        }
+        http(self.addr, method, target, headers, body).await
     }
 
     /// `GET target` with the credential.
@@ -198,4 +174,39 @@ pub fn assert_error(reply: &Reply, status: u16, needle: &str) {
         .unwrap_or_default()
         .to_string();
     assert!(message.contains(needle), "{message:?} lacks {needle:?}");
+}
+
+/// One HTTP/1.1 request to `addr`, written by hand (`Connection: close`).
+pub async fn http(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    let mut request = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).await.unwrap();
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Reply {
+        status,
+        headers: head.to_string(),
+        body: body.to_string(),
+    }
 }
