@@ -411,3 +411,16 @@ async fn token_create_writes_a_new_private_file_and_prints_only_the_id() {
         "revoked"
     );
 }
+
+#[tokio::test]
+async fn api_serve_refuses_an_unspecified_address() {
+    let h = support::Harness::start().await;
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let run = h.cli(&["api", "serve", "--listen", addr]).await;
+        assert!(
+            matches!(&run.result, Err(countersign::CliError::Error(m)) if m.contains("names no specific address")),
+            "{:?}",
+            run.result
+        );
+    }
+}

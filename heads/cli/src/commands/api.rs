@@ -44,6 +44,12 @@ pub(crate) async fn serve(
     args: ApiServeArgs,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
+    if args.listen.ip().is_unspecified() {
+        return Err(CliError::Error(format!(
+            "--listen {} names no specific address: the API answers only to requests whose Host is the address it listens on; name that address (for example 127.0.0.1:8787)",
+            args.listen
+        )));
+    }
     let state = Arc::new(api_state(ctx).await?);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
