@@ -10,7 +10,7 @@ use std::path::Path;
 use countersign_api::openapi::document;
 use countersign_registry::Registry;
 use countersign_surface::DATA_OPERATIONS;
-use countersign_surface::parity::{manifest, manifest_markdown};
+use countersign_surface::manifest::{manifest, manifest_markdown};
 
 fn registry() -> Registry {
     Registry::from_toml_str(Registry::default_toml()).unwrap()

@@ -17,8 +17,8 @@
 use clap::CommandFactory;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use countersign_registry::Registry;
+use countersign_surface::NON_DATA;
 use countersign_surface::operations::{DATA_OPERATIONS, DataOperation, Exposure, ParamSchema};
-use countersign_surface::parity::NON_DATA;
 use serde_json::{Map, Value, json};
 
 use crate::Cli;

@@ -8,12 +8,15 @@
 //! says so (the API's and CLI's `execute`, never MCP).
 #![forbid(unsafe_code)]
 
+pub mod manifest;
+pub mod non_data;
 pub mod operations;
 pub mod parity;
 pub mod results;
 
+pub use non_data::{NON_DATA, NonData};
 pub use operations::{
     DATA_OPERATIONS, DataOperation, Exception, Exposure, MCP_TAKES_NO_PROOF, ParamSchema,
     propose_tool_name,
 };
-pub use parity::{HEADS, NON_DATA, NonData, ParityError, check_parity};
+pub use parity::{HEADS, ParityError, check_parity};

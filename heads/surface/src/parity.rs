@@ -5,159 +5,22 @@
 //! really expose ([`Exposure`], read from clap, the OpenAPI document, the
 //! MCP tool list); this module only compares.
 //!
-//! Also: the commands, routes and tools that are not data operations
-//! ([`NON_DATA`]), each with the reason it lives where it does, and the
-//! generated operation-surface manifest (`docs/operations.json` and
-//! `docs/operations.md`).
+//! The entries that are not data operations live in [`crate::non_data`];
+//! the generated manifest in [`crate::manifest`].
 //!
 //! Must not: ask a head what it "should" expose; only what it does.
 
 use std::collections::BTreeSet;
 use std::fmt;
 
-use countersign_registry::{Class, Registry};
-use serde_json::{Value, json};
+use countersign_registry::Registry;
+use serde_json::Value;
 
-use crate::operations::{DataOperation, Exposure, ParamSchema, propose_tool_name};
+use crate::non_data::NON_DATA;
+use crate::operations::{DataOperation, Exposure, ParamSchema};
 
 /// The heads the gate knows.
 pub const HEADS: [&str; 3] = ["cli", "api", "mcp"];
-
-/// A command, route or tool that is not a data operation, and why it is
-/// only where it is.
-#[derive(Debug, Clone, Copy)]
-pub struct NonData {
-    /// A name for the manifest.
-    pub name: &'static str,
-    /// The CLI command, if any.
-    pub cli: Option<&'static str>,
-    /// The API route, if any.
-    pub api: Option<(&'static str, &'static str)>,
-    /// The MCP tool, if any.
-    pub mcp: Option<&'static str>,
-    /// Why it is not on every head.
-    pub reason: &'static str,
-}
-
-const APPROVER_ONLY: &str = "Deciding is for approver interfaces only (an interactive terminal with a typed challenge, or the paired web console): no head and no model-visible tool can approve, deny or revoke.";
-const TOKEN_CLI_ONLY: &str = "API credentials are created and revoked by the local user at the CLI; a bearer of one credential must not be able to mint or revoke others, and MCP clients are models.";
-const TRANSPORT: &str = "Transport control and administration differ per head by design: they start, describe or maintain a head, not act on proposals.";
-
-/// Everything on a head that is not a data operation.
-pub const NON_DATA: &[NonData] = &[
-    NonData {
-        name: "approve",
-        cli: Some("countersign approve <id> [--for-mcp | --proof-out FILE]"),
-        api: None,
-        mcp: None,
-        reason: APPROVER_ONLY,
-    },
-    NonData {
-        name: "deny",
-        cli: Some("countersign deny <id> --reason TEXT"),
-        api: None,
-        mcp: None,
-        reason: APPROVER_ONLY,
-    },
-    NonData {
-        name: "revoke",
-        cli: Some("countersign revoke <id>"),
-        api: None,
-        mcp: None,
-        reason: APPROVER_ONLY,
-    },
-    NonData {
-        name: "list_pending_decisions",
-        cli: Some("countersign pending"),
-        api: None,
-        mcp: None,
-        reason: "The approver's queue is read over the approver's certificate; heads list their own proposals with `list_proposals` (status=pending).",
-    },
-    NonData {
-        name: "api_token_create",
-        cli: Some("countersign api token create --ttl DURATION (--out FILE | --stdout)"),
-        api: None,
-        mcp: None,
-        reason: TOKEN_CLI_ONLY,
-    },
-    NonData {
-        name: "api_token_revoke",
-        cli: Some("countersign api token revoke <token id>"),
-        api: None,
-        mcp: None,
-        reason: TOKEN_CLI_ONLY,
-    },
-    NonData {
-        name: "api_token_list",
-        cli: Some("countersign api token list"),
-        api: None,
-        mcp: None,
-        reason: TOKEN_CLI_ONLY,
-    },
-    NonData {
-        name: "api_serve",
-        cli: Some("countersign api serve [--listen ADDR]"),
-        api: None,
-        mcp: None,
-        reason: TRANSPORT,
-    },
-    NonData {
-        name: "mcp_serve",
-        cli: Some("countersign mcp"),
-        api: None,
-        mcp: None,
-        reason: TRANSPORT,
-    },
-    NonData {
-        name: "init",
-        cli: Some("countersign init"),
-        api: None,
-        mcp: None,
-        reason: TRANSPORT,
-    },
-    NonData {
-        name: "up",
-        cli: Some("countersign up"),
-        api: None,
-        mcp: None,
-        reason: TRANSPORT,
-    },
-    NonData {
-        name: "audit",
-        cli: Some("countersign audit [--verify]"),
-        api: None,
-        mcp: None,
-        reason: "The audit trail spans every session of the installation; it is read by the local user, not by a head's caller.",
-    },
-    NonData {
-        name: "reconcile",
-        cli: Some("countersign reconcile [--resolve ID --applied|--not-applied]"),
-        api: None,
-        mcp: None,
-        reason: "Resolving an uncertain execution needs a person who has checked the world; it is local administration.",
-    },
-    NonData {
-        name: "keys_list",
-        cli: Some("countersign keys list"),
-        api: None,
-        mcp: None,
-        reason: TRANSPORT,
-    },
-    NonData {
-        name: "health",
-        cli: None,
-        api: Some(("GET", "/healthz")),
-        mcp: None,
-        reason: "A liveness probe for HTTP supervisors; it reveals nothing private and is not an operation.",
-    },
-    NonData {
-        name: "openapi",
-        cli: None,
-        api: Some(("GET", "/openapi.json")),
-        mcp: None,
-        reason: "The HTTP API's own description; the CLI has --help and MCP lists its tools.",
-    },
-];
 
 /// One difference the gate found.
 #[derive(Debug, Clone, PartialEq)]
@@ -430,134 +293,13 @@ fn normalized(schema: &Value) -> Value {
     schema
 }
 
-fn class_str(class: Class) -> &'static str {
-    class.as_str()
-}
-
-/// The operation-surface manifest (`docs/operations.json`), generated from
-/// the table, the registry and [`NON_DATA`].
-pub fn manifest(table: &[DataOperation], registry: &Registry) -> Value {
-    let data: Vec<Value> = table
-        .iter()
-        .map(|op| {
-            let expanded: Vec<Value> = expected(std::slice::from_ref(op), registry)
-                .into_iter()
-                .map(|e| {
-                    let reg = e.registry_operation.clone();
-                    json!({
-                        "key": e.key,
-                        "cli": op.cli.map(|c| match &reg { Some(r) => c.replace("<operation>", r), None => c.to_string() }),
-                        "api": op.api.map(|(m, p)| format!("{m} {}", match &reg { Some(r) => p.replace("{operation}", r), None => p.to_string() })),
-                        "mcp": op.mcp.map(|t| match &reg { Some(r) => propose_tool_name(r), None => t.to_string() }),
-                        "params": e.params,
-                    })
-                })
-                .collect();
-            json!({
-                "name": op.name,
-                "description": op.description,
-                "class": class_str(op.class),
-                "cli": op.cli,
-                "api": op.api.map(|(m, p)| format!("{m} {p}")),
-                "mcp": op.mcp,
-                "result": (op.result)(),
-                "exceptions": op.exceptions.iter().map(|e| json!({"head": e.head, "reason": e.reason})).collect::<Vec<_>>(),
-                "entries": expanded,
-            })
-        })
-        .collect();
-    let non_data: Vec<Value> = NON_DATA
-        .iter()
-        .map(|n| {
-            json!({
-                "name": n.name,
-                "cli": n.cli,
-                "api": n.api.map(|(m, p)| format!("{m} {p}")),
-                "mcp": n.mcp,
-                "reason": n.reason,
-            })
-        })
-        .collect();
-    json!({
-        "generated_by": "countersign-surface (the DATA_OPERATIONS table and the default registry); regenerate with COUNTERSIGN_REGENERATE=1",
-        "heads": HEADS,
-        "data_operations": data,
-        "non_data": non_data,
-    })
-}
-
-/// The manifest as Markdown (`docs/operations.md`).
-pub fn manifest_markdown(table: &[DataOperation], registry: &Registry) -> String {
-    let manifest = manifest(table, registry);
-    let mut md = String::from(
-        "# Operation surface\n\n\
-         Generated from the `DATA_OPERATIONS` table (`heads/surface`) and the default\n\
-         registry; do not edit by hand. Regenerate with\n\
-         `COUNTERSIGN_REGENERATE=1 cargo test -p countersign-api --test docs_are_current`.\n\
-         The parity gate (`check_parity`, run by `cargo test -p countersign --test parity`)\n\
-         fails when a head lacks a data operation without an exception and a reason,\n\
-         when its parameter or result schema differs from this table, or when it\n\
-         exposes something not listed here. The full schemas are in `operations.json`\n\
-         beside this file.\n\n\
-         The session a proposal belongs to is transport context, not a parameter:\n\
-         `--session` (or `COUNTERSIGN_SESSION`) on the CLI, `api:<token id>` on the\n\
-         HTTP API (from the bearer credential), the MCP server's own session on MCP.\n\n\
-         ## Data operations\n\n\
-         | operation | class | CLI | HTTP API | MCP tool |\n|---|---|---|---|---|\n",
-    );
-    let cell = |v: &Value| match v.as_str() {
-        Some(s) => format!("`{}`", s.replace('|', "\\|")),
-        None => "—".to_string(),
-    };
-    let ops = manifest["data_operations"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    for op in &ops {
-        let entries = op["entries"].as_array().cloned().unwrap_or_default();
-        for e in &entries {
-            md.push_str(&format!(
-                "| {} | {} | {} | {} | {} |\n",
-                e["key"].as_str().unwrap_or_default(),
-                op["class"].as_str().unwrap_or_default(),
-                cell(&e["cli"]),
-                cell(&e["api"]),
-                cell(&e["mcp"]),
-            ));
-        }
-    }
-    md.push_str("\n## Exceptions\n\n| operation | head | reason |\n|---|---|---|\n");
-    for op in &ops {
-        for ex in op["exceptions"].as_array().cloned().unwrap_or_default() {
-            md.push_str(&format!(
-                "| {} | {} | {} |\n",
-                op["name"].as_str().unwrap_or_default(),
-                ex["head"].as_str().unwrap_or_default(),
-                ex["reason"].as_str().unwrap_or_default()
-            ));
-        }
-    }
-    md.push_str(
-        "\n## Not data operations\n\n| name | CLI | HTTP API | MCP | reason |\n|---|---|---|---|---|\n",
-    );
-    for n in manifest["non_data"].as_array().cloned().unwrap_or_default() {
-        md.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            n["name"].as_str().unwrap_or_default(),
-            cell(&n["cli"]),
-            cell(&n["api"]),
-            cell(&n["mcp"]),
-            n["reason"].as_str().unwrap_or_default()
-        ));
-    }
-    md
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::operations::{DATA_OPERATIONS, Exception};
+    use countersign_registry::Class;
+    use serde_json::json;
 
     fn registry() -> Registry {
         Registry::from_toml_str(Registry::default_toml()).unwrap()
