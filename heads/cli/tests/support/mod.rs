@@ -204,6 +204,12 @@ impl Harness {
         self.cli(&args).await
     }
 
+    /// `--json exec ID --handoff --session SESSION`.
+    pub async fn exec_handoff(&self, id: &str, session: &str) -> Run {
+        self.cli(&["--json", "exec", id, "--handoff", "--session", session])
+            .await
+    }
+
     /// The built-in operations' state store.
     pub async fn schedules(&self) -> Vec<(String, Value)> {
         self.ledger().state("schedules").await.unwrap()
