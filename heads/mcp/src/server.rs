@@ -18,7 +18,7 @@ use countersign_proto::v1::{
 use countersign_surface::results;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -110,6 +110,29 @@ impl McpHead {
             .await
             .map(|_| ())
             .map_err(|e| ServeError::Stopped(e.to_string()))
+    }
+
+    /// What `tools/call` does: validate `arguments` against the tool's input
+    /// schema, then run it. An unknown tool is a protocol error; everything
+    /// else, refusals included, is a tool result the model can read.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(entry) = self.tools.iter().find(|e| e.tool.name == tool) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {tool}"),
+                None,
+            ));
+        };
+        let args = Value::Object(arguments);
+        tracing::info!(tool = %entry.tool.name, session = %self.session, "tool call");
+        let reply = match self.check(entry, &args) {
+            Ok(()) => self.dispatch(&entry.action, args).await,
+            Err(message) => Reply::error(message),
+        };
+        Ok(reply.into_result())
     }
 
     /// Validate `args` against the tool's input schema; the message names
@@ -397,18 +420,8 @@ impl ServerHandler for McpHead {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(entry) = self.tools.iter().find(|e| e.tool.name == request.name) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool {}", request.name),
-                None,
-            ));
-        };
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        tracing::info!(tool = %entry.tool.name, session = %self.session, "tool call");
-        let reply = match self.check(entry, &args) {
-            Ok(()) => self.dispatch(&entry.action, args).await,
-            Err(message) => Reply::error(message),
-        };
-        Ok(reply.into_result().into())
+        self.call(&request.name, request.arguments.unwrap_or_default())
+            .await
+            .map(Into::into)
     }
 }
