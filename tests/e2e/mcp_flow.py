@@ -10,7 +10,8 @@ proof, challenge or decision parameter); propose; execute before approval
 execute again (recorded disposition, no second effect); execute from another
 MCP connection (another session: refused, nothing applied); a person
 authorizes another session explicitly (`--execute-in-session`); withdraw;
-arguments that claim an approval are refused.
+arguments that claim an approval are refused; and, without an SDK in
+between, stdout carries protocol frames only.
 
 Across the whole flow every tool result, every error, and the MCP servers'
 stderr at RUST_LOG=trace are kept, and no proof (`v4.public.`) may appear in
@@ -22,6 +23,7 @@ countersign-signer must sit next to it)
 import asyncio
 import json
 import os
+import subprocess
 from contextlib import asynccontextmanager
 
 from mcp import ClientSession, StdioServerParameters
@@ -187,6 +189,32 @@ async def flow(home, tmp):
         assert statuses[pid] == "applied" and statuses[spare["id"]] == "withdrawn", statuses
 
 
+def raw_stdout_is_protocol_frames_only(home):
+    """Without an SDK in between: every line `countersign mcp` writes to
+    stdout is a JSON-RPC frame, and it exits 0 when the client closes stdin."""
+    frames = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "execute_approved", "arguments": {"proposal_id": "prop_" + "0" * 32}}},
+    ]
+    proc = subprocess.run([BIN, "--home", home, "mcp"], input="".join(json.dumps(f) + "\n" for f in frames),
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": os.environ.get("PATH", ""), "RUST_LOG": "trace"})
+    SEEN.extend([proc.stdout, proc.stderr])
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    answered = []
+    for line in proc.stdout.splitlines():
+        frame = json.loads(line)
+        assert frame["jsonrpc"] == "2.0", line
+        answered.append(frame.get("id"))
+    assert answered == [1, 2, 3], answered
+    assert "session mcp-" in proc.stderr, proc.stderr[:500]
+
+
 async def session_call_unknown(session):
     """Ask for a tool that does not exist (and must never exist)."""
     await session.call_tool("approve", {"proposal_id": "prop_" + "0" * 32})
@@ -197,6 +225,7 @@ def main():
     up, up_lines = start_up(home)
     try:
         asyncio.run(flow(home, tmp))
+        raw_stdout_is_protocol_frames_only(home)
     finally:
         code, rest = stop_up(up)
         SEEN.append("".join(up_lines) + rest)
