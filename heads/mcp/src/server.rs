@@ -37,6 +37,9 @@ No tool here can approve, deny or see an approval, and no argument or answer you
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
+    /// The server could not be built (a tool schema, the session id).
+    #[error("the MCP head cannot start: {0}")]
+    Setup(String),
     /// The MCP handshake with the client failed.
     #[error("MCP initialization failed: {0}")]
     Initialize(String),
@@ -60,7 +63,11 @@ impl McpHead {
     /// A server for `principal`, proposing through the signer client `head`
     /// (authenticated with the head certificate) and executing through
     /// `gate`, with a fresh random session.
-    pub fn new(head: SignerClient<Channel>, gate: Gate, principal: String) -> Result<Self, String> {
+    pub fn new(
+        head: SignerClient<Channel>,
+        gate: Gate,
+        principal: String,
+    ) -> Result<Self, ServeError> {
         let tools = tool_entries(gate.registry());
         let mut validators = HashMap::new();
         for entry in &tools {
@@ -70,10 +77,10 @@ impl McpHead {
                 .should_validate_formats(true)
                 .build(&entry.params)
                 .map_err(|e| {
-                    format!(
+                    ServeError::Setup(format!(
                         "the input schema of {} does not compile: {e}",
                         entry.tool.name
-                    )
+                    ))
                 })?;
             validators.insert(entry.tool.name.to_string(), validator);
         }
@@ -81,7 +88,7 @@ impl McpHead {
             head,
             gate,
             principal,
-            session: crate::session::new_session_id()?,
+            session: crate::session::new_session_id().map_err(ServeError::Setup)?,
             tools: Arc::new(tools),
             validators: Arc::new(validators),
         })
