@@ -12,6 +12,7 @@
 //! or client claim is ever an approval (see `docs/mcp-security.md`).
 #![forbid(unsafe_code)]
 
+mod reply;
 mod server;
 mod session;
 mod tools;
