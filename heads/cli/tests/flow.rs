@@ -233,14 +233,7 @@ async fn a_handoff_executes_once_from_the_proposing_session_and_only_after_appro
     );
     assert_eq!(h.schedules().await, vec![]);
 
-    let approved = h
-        .cli_with(
-            &["approve", &id, "--for-mcp"],
-            "",
-            Person::TypesTheChallenge,
-        )
-        .await;
-    assert_eq!(approved.result, Ok(()), "{}", approved.stdout);
+    h.approve_for_mcp(&id).await;
     // Another session cannot claim it, and the approval stays available.
     let other = h
         .cli(&["--json", "exec", &id, "--handoff", "--session", "agent-2"])

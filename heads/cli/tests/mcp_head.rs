@@ -2,7 +2,7 @@
 //! built exactly as `countersign mcp` builds it. The whole flow with a real
 //! MCP client is `tests/e2e/mcp_flow.py`; these pin the refusals: nothing a
 //! model can send (a note, an extra argument, a proof, a tool name) approves
-//! anything or reaches a proof.
+//! anything or reaches a proof, and no proof reaches a result or a log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -10,7 +10,7 @@ mod support;
 use countersign::Context;
 use countersign_mcp::McpHead;
 use serde_json::{Value, json};
-use support::{CREATE_NIGHTLY, Harness, Person};
+use support::{CREATE_NIGHTLY, Capture, Harness};
 
 /// The MCP head of the harness's installation, with a fresh session.
 async fn mcp_head(h: &Harness) -> McpHead {
@@ -128,10 +128,7 @@ async fn execution_claims_only_this_connections_session() {
     )
     .await;
     let id = proposed["structuredContent"]["id"].as_str().unwrap();
-    let approved = h
-        .cli_with(&["approve", id, "--for-mcp"], "", Person::TypesTheChallenge)
-        .await;
-    assert_eq!(approved.result, Ok(()), "{}", approved.stdout);
+    h.approve_for_mcp(id).await;
 
     let other = call(&b, "execute_approved", json!({"proposal_id": id})).await;
     assert_eq!(other["structuredContent"]["reason"], "handoff_refused");
@@ -173,4 +170,53 @@ async fn unknown_proposals_are_refused_saying_nothing_was_done() {
         text(&executed).contains("nothing was applied"),
         "{executed}"
     );
+}
+
+// The only test here that installs a subscriber: the others, running
+// alongside, log into it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_proof_reaches_a_tool_result_or_any_log_across_an_mcp_flow() {
+    let capture = Capture::trace();
+
+    let h = Harness::start().await;
+    let (a, b) = (mcp_head(&h).await, mcp_head(&h).await);
+    let mut seen = Vec::new();
+    let proposed = call(
+        &a,
+        "propose_schedule_create",
+        json!({"arguments": nightly()}),
+    )
+    .await;
+    let id = proposed["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    seen.push(proposed);
+    seen.push(call(&a, "execute_approved", json!({"proposal_id": id})).await);
+    let approved = h.approve_for_mcp(&id).await;
+    for (server, tool) in [
+        (&b, "execute_approved"),
+        (&a, "get_proposal"),
+        (&a, "execute_approved"),
+        (&a, "execute_approved"),
+        (&a, "get_result"),
+    ] {
+        seen.push(call(server, tool, json!({"proposal_id": id})).await);
+    }
+    assert_eq!(seen[4]["structuredContent"]["applied"], true, "{}", seen[4]);
+    let issued = h.ledger().proposal(&id).await.unwrap().unwrap().issuance;
+    assert!(issued.is_some(), "a proof was issued and consumed");
+
+    let logs = capture.text();
+    assert!(logs.contains("TRACE"), "TRACE events were captured");
+    assert!(logs.contains("tool call"), "the MCP head logged its calls");
+    let results: String = seen.iter().map(ToString::to_string).collect();
+    let printed = format!("{}{}{}", approved.stdout, approved.stderr, approved.shown);
+    for (place, text) in [
+        ("a tool result", &results),
+        ("the logs", &logs),
+        ("the approver's output", &printed),
+    ] {
+        assert!(!text.contains("v4.public."), "a proof appears in {place}");
+    }
 }
