@@ -21,6 +21,7 @@ Usage: mcp_flow.py  (env COUNTERSIGN_BIN = path of the countersign binary;
 countersign-signer must sit next to it)
 """
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -33,6 +34,8 @@ from mcp.shared.exceptions import MCPError
 from harness import BIN, approve_at_terminal, new_home, run, start_up, stop_up
 
 PROOF_PREFIX = "v4.public."
+# Proof-shaped (header, base64url body, footer), not a real proof.
+PASTED_PROOF = PROOF_PREFIX + base64.urlsafe_b64encode(bytes(range(96))).decode().rstrip("=") + ".Zm9vdGVy"
 SEEN = []  # every tool result and error, as text
 
 READ_ONLY = {"list_operations", "get_proposal", "list_proposals", "get_result"}
@@ -133,6 +136,10 @@ async def flow(home, tmp):
         # A model's claim of approval is no approval: an extra argument is refused.
         claim, text = await call(a, "execute_approved", {"proposal_id": pid, "approved": True})
         assert claim.is_error and "input schema" in text, text
+        # A proof pasted into an argument is refused, not echoed, and redacted
+        # from the server's log (the SDK logs whole requests at DEBUG).
+        pasted, text = await call(a, "execute_approved", {"proposal_id": pid, "proof": PASTED_PROOF})
+        assert pasted.is_error and "input schema" in text, text
         try:
             await session_call_unknown(a)
         except MCPError as e:
