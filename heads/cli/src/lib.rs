@@ -11,6 +11,7 @@ pub mod args;
 mod commands;
 mod context;
 pub mod error;
+pub mod logging;
 mod output;
 pub mod terminal;
 

@@ -3,6 +3,7 @@
 mod decide;
 mod exec;
 mod inspect;
+mod mcp;
 mod propose;
 mod setup;
 
@@ -35,6 +36,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Result(id) => exec::result(&ctx, &id.id, json, io).await,
                 Command::Audit(args) => inspect::audit(&ctx, args.verify, json, io).await,
                 Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
+                Command::Mcp => mcp::serve(&ctx, io).await,
                 Command::Init | Command::Up => unreachable!("handled above"),
             }
         }
