@@ -9,7 +9,7 @@
 //! proof but never sign one. No tool takes, returns or echoes a proof, a
 //! challenge answer or a decision; no tool approves, denies or creates a
 //! rule. It does not use elicitation: no elicitation answer, tool argument
-//! or client claim is ever an approval (see `docs/mcp-security.md`).
+//! or client claim is ever an approval (see SECURITY.md, boundary 2a).
 #![forbid(unsafe_code)]
 
 mod reply;
