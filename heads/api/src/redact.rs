@@ -1,15 +1,11 @@
-//! A second line of defence for logs: a `tracing-subscriber` writer that
-//! replaces anything shaped like a proof (`v4.public.…`) or an API token
-//! (`cs1_<id>_<secret>`) before a line is written. The first line is that
-//! nothing logs them: the API logs method, route template, status and time,
-//! never a URL, a query string, a header or a body.
-//!
-//! Must not: buffer across writes (each formatted event is one write).
+//! A second line of defence for logs: replace anything shaped like a proof
+//! (`v4.public.…`) or an API credential (`cs1_<id>_<secret>`) before a line
+//! is written (the `countersign` binary's log sink and the API's internal
+//! error detail use it). The first line is that nothing logs them: the API
+//! logs method, route template, status and time, never a URL, a query
+//! string, a header or a body.
 
 use std::borrow::Cow;
-use std::io::{self, Write};
-
-use tracing_subscriber::fmt::MakeWriter;
 
 /// Replace proofs and API tokens in `text`.
 pub fn redact(text: &str) -> Cow<'_, str> {
@@ -49,41 +45,6 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// Wraps a writer so that every write is redacted first.
-#[derive(Debug)]
-pub struct Redacting<W>(W);
-
-impl<W: Write> Write for Redacting<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        self.0.write_all(redact(&text).as_bytes())?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
-/// A [`MakeWriter`] whose writers redact (for `tracing_subscriber::fmt().with_writer`).
-#[derive(Debug, Clone)]
-pub struct RedactingMakeWriter<M>(M);
-
-impl<M> RedactingMakeWriter<M> {
-    /// Redact everything `inner` would write.
-    pub fn new(inner: M) -> Self {
-        Self(inner)
-    }
-}
-
-impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for RedactingMakeWriter<M> {
-    type Writer = Redacting<M::Writer>;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        Redacting(self.0.make_writer())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,14 +57,5 @@ mod tests {
             "a [redacted proof] b token=cs1_0123456789abcdef_[redacted] c"
         );
         assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
-    }
-
-    #[test]
-    fn the_writer_redacts_what_passes_through() {
-        let mut out = Vec::new();
-        Redacting(&mut out)
-            .write_all(b"proof=v4.public.abc.def\n")
-            .unwrap_or_default();
-        assert_eq!(String::from_utf8_lossy(&out), "proof=[redacted proof]\n");
     }
 }

@@ -58,6 +58,12 @@ pub enum Command {
     /// The signer's verifying keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Serve the MCP head on stdio for an MCP client (as a head)
+    ///
+    /// An MCP client (Claude Desktop, Claude Code, Cursor, ...) launches it.
+    /// Its tools propose and execute approved actions; none can approve,
+    /// deny or see a proof.
+    Mcp,
     /// The private HTTP API: serve it, and manage its bearer credentials.
     #[command(subcommand)]
     Api(ApiCommand),
@@ -176,6 +182,10 @@ pub struct ApproveArgs {
     /// principal (the MCP head claims it from the signer).
     #[arg(long, conflicts_with = "proof_out")]
     pub for_mcp: bool,
+    /// With --for-mcp: authorize the execution from this session instead of
+    /// the proposing one (for example another MCP connection's `mcp-...`).
+    #[arg(long, requires = "for_mcp", value_name = "SESSION")]
+    pub execute_in_session: Option<String>,
     /// Do not execute now: write the proof to this new private (0600) file.
     #[arg(long, value_name = "FILE")]
     pub proof_out: Option<PathBuf>,

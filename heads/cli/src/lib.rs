@@ -12,6 +12,7 @@ mod commands;
 mod context;
 pub mod error;
 mod exposures;
+pub mod logging;
 mod output;
 pub mod terminal;
 

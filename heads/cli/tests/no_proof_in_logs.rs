@@ -19,13 +19,7 @@ fn everything_printed(runs: &[Run]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_proof_appears_in_logs_outputs_errors_or_the_ledger() {
-    let capture = Capture::default();
-    let writer = capture.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .init();
+    let capture = Capture::trace();
 
     let h = Harness::start().await;
     let mut proofs = Vec::new();

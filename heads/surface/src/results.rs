@@ -1,6 +1,8 @@
 //! The JSON results every head returns, and their JSON Schemas. The CLI's
 //! `--json` output, the API's response bodies and MCP's structured tool
-//! results are these values, byte for byte.
+//! results are these values, byte for byte (except that MCP, whose
+//! structured content must be an object, wraps an array as
+//! `{"items": [...]}`: `countersign_mcp::structured`).
 
 use countersign_gate::Outcome;
 use countersign_ledger::Disposition;

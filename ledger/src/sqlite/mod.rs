@@ -54,25 +54,54 @@ impl SqliteLedger {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .acquire_timeout(Duration::from_secs(60))
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .connect_with(base.clone())
-            .await?;
+        let writer = retry_while_locked(|| {
+            SqlitePoolOptions::new()
+                .max_connections(1)
+                .min_connections(1)
+                .acquire_timeout(Duration::from_secs(60))
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .connect_with(base.clone())
+        })
+        .await?;
         migrate::run(&writer).await?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(READERS)
-            .connect_with(base.pragma("query_only", "ON"))
-            .await?;
+        let reader = retry_while_locked(|| {
+            SqlitePoolOptions::new()
+                .max_connections(READERS)
+                .connect_with(base.clone().pragma("query_only", "ON"))
+        })
+        .await?;
         Ok(SqliteLedger { writer, reader })
     }
 
     /// Start a write transaction with `BEGIN IMMEDIATE` on the writer.
     pub(crate) async fn write_tx(&self) -> Result<Transaction<'static, Sqlite>, LedgerError> {
         Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    }
+}
+
+/// Connect, retrying for up to [`BUSY_TIMEOUT`] while the file is locked.
+///
+/// Switching a new file to WAL needs an exclusive lock, and SQLite answers
+/// `SQLITE_BUSY` there without calling the busy handler, so several
+/// processes opening one new ledger at once would otherwise fail at random.
+async fn retry_while_locked<F, Fut>(connect: F) -> Result<SqlitePool, LedgerError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<SqlitePool, sqlx::Error>>,
+{
+    let deadline = tokio::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match connect().await {
+            Err(sqlx::Error::Database(e))
+                if e.code().as_deref() == Some("5") && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            other => return Ok(other?),
+        }
     }
 }
 

@@ -1,0 +1,120 @@
+//! Executions interrupted between the intent and the completion (the head
+//! died, the effect was lost): the proposal reads `uncertain`, presenting the
+//! proof again runs nothing, and `countersign reconcile` completes a
+//! replay-safe operation with the same nonce while leaving any other to a
+//! person's `--resolve`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use countersign::CliError;
+use countersign_gate::signer_client::public_keys;
+use countersign_identity::Role;
+use countersign_ledger::ConsumeStart;
+use countersign_registry::Registry;
+use countersign_verifier::{Expectations, Proof, verify};
+use support::{CREATE_NIGHTLY, Harness};
+
+/// Approve `id` to a proof file and record its intent in the ledger without
+/// running the effect, as a head killed right after the intent would.
+async fn interrupt(h: &Harness, id: &str) -> std::path::PathBuf {
+    let path = h.approve_to_file(id).await;
+    let proof = Proof::from_text(std::fs::read_to_string(&path).unwrap()).unwrap();
+    let proposal = h.ledger().proposal(id).await.unwrap().unwrap();
+    let registry = Registry::load(&h.signer.home().registry_path()).unwrap();
+    let op = registry.get(&proposal.operation).unwrap();
+    let keys = public_keys(&mut h.signer.client(Role::Head).await.unwrap())
+        .await
+        .unwrap();
+    let policy = h.signer.state().policy();
+    let verified = verify(
+        &proof,
+        &keys,
+        &Expectations {
+            audience: &policy.audience,
+            principal: h.signer.principal(),
+            session: "cli",
+            proposal_id: id,
+            operation: &proposal.operation,
+            arguments_sha256: &proposal.arguments_sha256,
+            contract_revision: op.contract_revision(),
+            policy_revision: &policy.revision(),
+            now: time::OffsetDateTime::now_utc(),
+            max_lifetime: time::Duration::minutes(30),
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        h.ledger().begin_consume(&verified).await.unwrap(),
+        ConsumeStart::Fresh(_)
+    ));
+    path
+}
+
+#[tokio::test]
+async fn an_interrupted_replay_safe_operation_is_uncertain_until_reconcile_replays_it_once() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = interrupt(&h, &id).await;
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "uncertain"
+    );
+
+    // Presenting the proof again runs nothing: it is uncertain, not retried.
+    let again = h.exec(&id, &proof, &[]).await;
+    support::assert_refused(&again, "already_used");
+    assert_eq!(again.json()["recorded_status"], "uncertain");
+    assert_eq!(h.schedules().await, vec![]);
+
+    let run = h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    assert_eq!(run.json()["entries"][0]["action"], "replayed");
+    assert_eq!(h.schedules().await.len(), 1);
+    assert_eq!(
+        h.cli(&["--json", "result", &id]).await.json()["status"],
+        "applied"
+    );
+
+    // Nothing left: a second pass does nothing.
+    let second = h.cli(&["reconcile"]).await;
+    assert_eq!(second.result, Ok(()));
+    assert_eq!(
+        second.stdout,
+        "nothing to reconcile: every recorded intent has completed\n"
+    );
+    assert_eq!(h.schedules().await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_interrupted_command_stays_uncertain_until_a_person_resolves_it() {
+    let h = Harness::start().await;
+    let id = h.propose("demo.echo", r#"{"message":"hello"}"#).await;
+    interrupt(&h, &id).await;
+
+    let run = h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(
+        run.result,
+        Err(CliError::NotApplied(
+            "1 execution(s) remain uncertain".into()
+        ))
+    );
+    assert_eq!(run.json()["entries"][0]["action"], "still_uncertain");
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "uncertain"
+    );
+
+    let resolved = h
+        .cli(&["reconcile", "--resolve", &id, "--not-applied"])
+        .await;
+    assert_eq!(resolved.result, Ok(()), "{}", resolved.stdout);
+    let result = h.cli(&["--json", "result", &id]).await.json();
+    assert_eq!(result["status"], "failed", "{result}");
+    assert_eq!(h.cli(&["reconcile"]).await.result, Ok(()));
+    let twice = h.cli(&["reconcile", "--resolve", &id, "--applied"]).await;
+    assert_eq!(
+        twice.result,
+        Err(CliError::Refused(format!("proposal {id} is not uncertain")))
+    );
+}
