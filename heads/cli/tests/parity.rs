@@ -1,6 +1,7 @@
 //! The parity gate over the heads that exist in this build: the CLI (read
-//! from its clap definition) and the HTTP API (read from its OpenAPI
-//! document, which a test in `api_http.rs` checks against the live router).
+//! from its clap definition), the HTTP API (read from its OpenAPI document,
+//! which a test in `api_http.rs` checks against the live router) and MCP
+//! (read from the tool list it advertises).
 //! It fails when a data operation lacks a head without an exception and a
 //! reason, when schemas or classes differ, or when a head exposes something
 //! that is not in the table, and these tests show each failure happens.
@@ -18,17 +19,16 @@ fn registry() -> Registry {
 
 /// The heads wired into the gate, and what they expose.
 fn heads_and_exposures(registry: &Registry) -> (Vec<&'static str>, Vec<Exposure>) {
-    let heads = vec!["cli", "api"];
+    // Every head of the build, each read from what it really serves.
+    let heads = vec!["cli", "api", "mcp"];
     let mut exposures = countersign::exposures(registry);
     exposures.extend(countersign_api::exposures(registry));
-    // MCP: when the countersign-mcp crate is merged, add its head here:
-    //     heads.push("mcp");
-    //     exposures.extend(countersign_mcp::exposures(registry));
+    exposures.extend(countersign_mcp::exposures(registry));
     (heads, exposures)
 }
 
 #[test]
-fn cli_and_api_expose_every_data_operation_with_the_tables_schemas() {
+fn every_head_exposes_every_data_operation_with_the_tables_schemas() {
     let registry = registry();
     let (heads, exposures) = heads_and_exposures(&registry);
     if let Err(errors) = check_parity(DATA_OPERATIONS, &registry, &heads, &exposures) {
@@ -74,15 +74,14 @@ fn an_api_only_operation_in_a_temporary_table_fails_the_gate() {
     // The API's exposures come from the document generated for that table.
     let mut exposures = countersign::exposures(&registry);
     exposures.extend(exposures_from_document(&document(&table, &registry)));
+    exposures.extend(countersign_mcp::exposures(&registry));
     assert!(exposures.iter().any(|x| x.entry == "GET /v1/export"));
-    let errors = check_parity(&table, &registry, &["cli", "api"], &exposures).unwrap_err();
-    assert_eq!(
-        errors,
-        vec![ParityError::Missing {
-            operation: "export_ledger".into(),
-            head: "cli".into()
-        }]
-    );
+    let errors = check_parity(&table, &registry, &["cli", "api", "mcp"], &exposures).unwrap_err();
+    let missing = |head: &str| ParityError::Missing {
+        operation: "export_ledger".into(),
+        head: head.into(),
+    };
+    assert_eq!(errors, vec![missing("cli"), missing("mcp")]);
 }
 
 #[test]

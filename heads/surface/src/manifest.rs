@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::non_data::NON_DATA;
 use crate::operations::{DataOperation, propose_tool_name};
-use crate::parity::{HEADS, expected};
+use crate::parity::{HEADS, RESULT_WRAPPINGS, expected};
 
 fn class_str(class: Class) -> &'static str {
     class.as_str()
@@ -62,6 +62,10 @@ pub fn manifest(table: &[DataOperation], registry: &Registry) -> Value {
         "heads": HEADS,
         "data_operations": data,
         "non_data": non_data,
+        "result_wrappings": RESULT_WRAPPINGS
+            .iter()
+            .map(|w| json!({"head": w.head, "reason": w.reason}))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -115,6 +119,18 @@ pub fn manifest_markdown(table: &[DataOperation], registry: &Registry) -> String
                 ex["reason"].as_str().unwrap_or_default()
             ));
         }
+    }
+    md.push_str("\n## Transport differences in results\n\n| head | reason |\n|---|---|\n");
+    for w in manifest["result_wrappings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+    {
+        md.push_str(&format!(
+            "| {} | {} |\n",
+            w["head"].as_str().unwrap_or_default(),
+            w["reason"].as_str().unwrap_or_default()
+        ));
     }
     md.push_str(
         "\n## Not data operations\n\n| name | CLI | HTTP API | MCP | reason |\n|---|---|---|---|---|\n",

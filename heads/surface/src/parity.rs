@@ -22,6 +22,44 @@ use crate::operations::{DataOperation, Exposure, ParamSchema};
 /// The heads the gate knows.
 pub const HEADS: [&str; 3] = ["cli", "api", "mcp"];
 
+/// A difference in the shape of results that one head's transport imposes,
+/// with its reason. The gate compares the result inside the wrapping; any
+/// other difference still fails.
+#[derive(Debug, Clone, Copy)]
+pub struct ResultWrapping {
+    /// The head.
+    pub head: &'static str,
+    /// Why.
+    pub reason: &'static str,
+}
+
+/// The only transport difference in results: MCP wraps an array as
+/// `{"items": [...]}` (`countersign_mcp::output_schema`).
+pub const RESULT_WRAPPINGS: &[ResultWrapping] = &[ResultWrapping {
+    head: "mcp",
+    reason: "MCP structured content must be a JSON object (protocol versions up to 2025-11-25 require `type: object` at the root of an output schema), so a result that is an array is returned as `{\"items\": [...]}`; the array inside is the table's.",
+}];
+
+/// The result schema `found` of `head` as compared with `expected`: the
+/// array inside an `{"items": ...}` wrapping for a head whose transport
+/// wraps arrays, else `found` itself.
+fn unwrapped<'a>(head: &str, found: &'a Value, expected: &Value) -> &'a Value {
+    let wraps = RESULT_WRAPPINGS.iter().any(|w| w.head == head);
+    let is_wrapper = found.as_object().is_some_and(|o| {
+        o.len() == 3
+            && o.get("type") == Some(&Value::from("object"))
+            && o.get("required") == Some(&serde_json::json!(["items"]))
+            && o.get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.len() == 1 && p.contains_key("items"))
+    });
+    if wraps && is_wrapper && expected["type"] == "array" {
+        &found["properties"]["items"]
+    } else {
+        found
+    }
+}
+
 /// One difference the gate found.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -246,7 +284,7 @@ pub fn check_parity(
                     expected: exp.params.clone(),
                 });
             }
-            if first.result != exp.result {
+            if *unwrapped(head, &first.result, &exp.result) != exp.result {
                 errors.push(ParityError::ResultDiffers {
                     operation: operation.clone(),
                     head: head_name.clone(),
@@ -403,6 +441,39 @@ mod tests {
             matches!(&errors[..], [ParityError::NotInTable { head, .. }] if head == "api"),
             "{errors:?}"
         );
+    }
+
+    fn wrap(schema: Value) -> Value {
+        json!({"type": "object", "required": ["items"], "properties": {"items": schema}})
+    }
+
+    #[test]
+    fn only_mcp_may_wrap_an_array_result_and_only_as_items() {
+        let reg = registry();
+        let mut x = faithful(DATA_OPERATIONS, &HEADS);
+        for e in x
+            .iter_mut()
+            .filter(|e| e.head == "mcp" && e.result["type"] == "array")
+        {
+            e.result = wrap(e.result.clone());
+        }
+        assert_eq!(check_parity(DATA_OPERATIONS, &reg, &HEADS, &x), Ok(()));
+
+        let mut api_wraps = faithful(DATA_OPERATIONS, &HEADS);
+        let e = api_wraps
+            .iter_mut()
+            .find(|e| e.head == "api" && e.operation == "list_proposals")
+            .unwrap();
+        e.result = wrap(e.result.clone());
+        assert!(check_parity(DATA_OPERATIONS, &reg, &HEADS, &api_wraps).is_err());
+
+        let mut extra = x.clone();
+        let e = extra
+            .iter_mut()
+            .find(|e| e.head == "mcp" && e.operation == "list_proposals")
+            .unwrap();
+        e.result["properties"]["next"] = json!({"type": "string"});
+        assert!(check_parity(DATA_OPERATIONS, &reg, &HEADS, &extra).is_err());
     }
 
     #[test]
