@@ -2,6 +2,7 @@
 //! head, and approves, denies and revokes as an approver at an interactive
 //! terminal. It embeds the gate (public keys + ledger) and links no
 //! proof-signing code: `countersign up` runs the signer as its own process.
+//! `countersign mcp` and `countersign api serve` run the other two heads.
 //!
 //! The library form exists so that integration tests drive the same code
 //! paths as the binary, with captured output and a scripted terminal.

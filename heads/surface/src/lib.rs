@@ -1,8 +1,9 @@
 //! The data-operation surface shared by every head. One table names each
 //! data operation on the CLI, the HTTP API and MCP, with one parameter
 //! schema and one result schema; one set of functions renders the results.
-//! A head is a view over this table, never a second definition of it, so
-//! the heads cannot drift apart (the parity gate checks the table itself).
+//! A head is a view over this table, never a second definition of it; the
+//! parity gate ([`parity::check_parity`]) compares what each head really
+//! serves against it, and [`manifest`] generates `docs/operations.*`.
 //!
 //! Must not: decide, sign, or take or return a proof except where the table
 //! says so (the API's and CLI's `execute`, never MCP).
