@@ -6,6 +6,7 @@
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod forge;
+pub mod mcp;
 
 use std::io;
 use std::path::PathBuf;

@@ -1,7 +1,8 @@
-//! The same fixture proposal through the CLI and the HTTP API gives the same
-//! preview, the same schemas and the same results: the API's bodies are the
-//! values the CLI prints with `--json`, and both validate against the
-//! table's result schemas. (MCP joins this test once its head is merged.)
+//! The same fixture proposal through the CLI, the HTTP API and MCP gives the
+//! same preview, the same schemas and the same results: the API's bodies and
+//! MCP's structured content are the values the CLI prints with `--json`
+//! (MCP wrapping an array as `{"items": [...]}`), and all validate against
+//! the table's result schemas.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api_support;
@@ -10,6 +11,8 @@ mod support;
 use api_support::Api;
 use countersign_surface::DATA_OPERATIONS;
 use serde_json::Value;
+use serde_json::json;
+use support::mcp::{call, mcp_head};
 use support::{CREATE_NIGHTLY, Person};
 
 /// Assert `value` satisfies the result schema of data operation `name`.
@@ -34,14 +37,18 @@ fn fixture_view(p: &Value) -> Value {
 }
 
 #[tokio::test]
-async fn the_same_fixture_gives_the_same_preview_schema_and_result_on_cli_and_api() {
+async fn the_same_fixture_gives_the_same_preview_schema_and_result_on_cli_api_and_mcp() {
     let api = Api::start().await;
     let token = api.token().await;
+    let mcp = mcp_head(&api.h).await;
+    let structured = |v: Value| v["structuredContent"].clone();
     let session = format!("api:{}", token.split('_').nth(1).unwrap());
 
     // list_operations: identical.
     let ops_api = api.get(&token, "/v1/operations").await.json();
     assert_eq!(ops_api, api.h.cli(&["--json", "ops", "list"]).await.json());
+    let ops_mcp = structured(call(&mcp, "list_operations", json!({})).await);
+    assert_eq!(ops_mcp, json!({ "items": ops_api }));
     assert_result_schema("list_operations", &ops_api);
 
     // propose: the same fixture on both heads, the same preview and arguments.
@@ -71,6 +78,15 @@ async fn the_same_fixture_gives_the_same_preview_schema_and_result_on_cli_and_ap
         .json();
     assert_result_schema("propose", &via_api);
     assert_eq!(fixture_view(&via_api), fixture_view(&via_cli));
+    let via_mcp = structured(
+        call(
+            &mcp,
+            "propose_schedule_create",
+            json!({"arguments": serde_json::from_str::<Value>(CREATE_NIGHTLY).unwrap(), "note": "nightly KPIs"}),
+        )
+        .await,
+    );
+    assert_eq!(fixture_view(&via_api), fixture_view(&via_mcp));
     assert_eq!(via_api["session"], session);
     let api_id = via_api["id"].as_str().unwrap();
 
@@ -80,6 +96,11 @@ async fn the_same_fixture_gives_the_same_preview_schema_and_result_on_cli_and_ap
         .await
         .json();
     assert_eq!(shown, api.h.cli(&["--json", "show", api_id]).await.json());
+    let by_id = json!({ "proposal_id": api_id });
+    assert_eq!(
+        shown,
+        structured(call(&mcp, "get_proposal", by_id.clone()).await)
+    );
     assert_result_schema("get_proposal", &shown);
     let listed = api.get(&token, "/v1/proposals?status=pending").await.json();
     assert_eq!(
@@ -89,6 +110,8 @@ async fn the_same_fixture_gives_the_same_preview_schema_and_result_on_cli_and_ap
             .await
             .json()
     );
+    let listed_mcp = call(&mcp, "list_proposals", json!({"status": "pending"})).await;
+    assert_eq!(structured(listed_mcp), json!({ "items": listed }));
     assert_result_schema("list_proposals", &listed);
 
     // execute with a proof, and the recorded result: the API's proposal
@@ -105,6 +128,10 @@ async fn the_same_fixture_gives_the_same_preview_schema_and_result_on_cli_and_ap
     assert_eq!(
         result,
         api.h.cli(&["--json", "result", api_id]).await.json()
+    );
+    assert_eq!(
+        result,
+        structured(call(&mcp, "get_result", by_id.clone()).await)
     );
     assert_result_schema("get_result", &result);
 
@@ -154,6 +181,8 @@ async fn the_same_fixture_gives_the_same_preview_schema_and_result_on_cli_and_ap
         .await
         .json();
     assert_eq!(replay_api, replay_cli);
+    let replay_mcp = call(&mcp, "execute_approved", json!({ "proposal_id": activate })).await;
+    assert_eq!(structured(replay_mcp), replay_api);
 
     // withdraw: the same value as the CLI would show afterwards.
     let third = api
