@@ -7,27 +7,9 @@
 
 mod support;
 
-use countersign::Context;
-use countersign_mcp::McpHead;
 use serde_json::{Value, json};
+use support::mcp::{call, mcp_head};
 use support::{CREATE_NIGHTLY, Capture, Harness};
-
-/// The MCP head of the harness's installation, with a fresh session.
-async fn mcp_head(h: &Harness) -> McpHead {
-    let ctx = Context::load(Context::home(Some(h.home().into())).unwrap()).unwrap();
-    let mut head = ctx.head().await.unwrap();
-    let gate = ctx.gate(&mut head).await.unwrap();
-    McpHead::new(head, gate, ctx.principal.clone()).unwrap()
-}
-
-/// Call `tool` with `args`; the result as MCP JSON.
-async fn call(server: &McpHead, tool: &str, args: Value) -> Value {
-    let result = server
-        .call(tool, args.as_object().unwrap().clone())
-        .await
-        .unwrap();
-    serde_json::to_value(&result).unwrap()
-}
 
 fn text(result: &Value) -> String {
     result["content"]

@@ -172,3 +172,23 @@ pub fn outcome_schema() -> Value {
         }
     })
 }
+
+/// A refusal of any operation other than an execution (whose [`outcome`]
+/// already says `ok: false` with a `reason`): nothing was applied.
+pub fn refusal(reason: &str, message: &str) -> Value {
+    json!({"ok": false, "applied": false, "reason": reason, "message": message})
+}
+
+/// The JSON Schema of [`refusal`].
+pub fn refusal_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["ok", "applied", "reason", "message"],
+        "properties": {
+            "ok": {"const": false},
+            "applied": {"const": false},
+            "reason": {"type": "string"},
+            "message": {"type": "string"}
+        }
+    })
+}

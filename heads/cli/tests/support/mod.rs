@@ -5,6 +5,9 @@
 //! and was not applied.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod forge;
+pub mod mcp;
+
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
