@@ -78,6 +78,7 @@ pub use error::{ArgumentsError, PolicyError, RegistryError};
 pub use operation::{Class, Effect, Operation};
 pub use policy::Policy;
 pub use preview::{is_terminal_unsafe, terminal_safe};
+pub use schema::errors as schema_errors;
 
 /// The builtin effects the ledger implements (state namespace `schedules`).
 pub const BUILTIN_EFFECTS: &[&str] = &[

@@ -84,9 +84,10 @@ pub(crate) fn compile(schema: &Value) -> Result<Validator, String> {
         })
 }
 
-/// Validates `instance`; on failure returns up to [`MAX_REPORTED_ERRORS`]
-/// lines of `<instance path>: <masked message>`.
-pub(crate) fn errors(validator: &Validator, instance: &Value) -> Vec<String> {
+/// Validates `instance`; on failure returns up to four lines of
+/// `<instance path>: <masked message>` (values masked, escaped, bounded),
+/// then `and N more`. Heads use it for their own parameter schemas.
+pub fn errors(validator: &Validator, instance: &Value) -> Vec<String> {
     let mut lines = Vec::new();
     let mut total = 0usize;
     for error in validator.iter_errors(instance) {

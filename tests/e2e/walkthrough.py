@@ -12,36 +12,11 @@ countersign-signer must sit next to it)
 """
 import json
 import os
-import re
-import signal
-import socket
 import subprocess
-import sys
-import tempfile
-import time
 
 import pexpect
 
-BIN = os.environ["COUNTERSIGN_BIN"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def run(home, *args, stdin=None, ok=(0,)):
-    proc = subprocess.run(
-        [BIN, "--home", home, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if proc.returncode not in ok:
-        sys.exit(f"countersign {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
+from harness import BIN, approve_at_terminal, new_home, run, start_up, stop_up
 
 
 def status_of(home, pid):
@@ -49,23 +24,12 @@ def status_of(home, pid):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="countersign-e2e-")
-    home = os.path.join(tmp, "home")
-    run(home, "init")
+    tmp, home = new_home("countersign-e2e-")
     second = run(home, "init").stdout
     assert "already initialized; nothing changed" in second, second
-    with open(os.path.join(home, "config.toml"), "a") as f:
-        f.write(f'\n[signer]\naddr = "127.0.0.1:{free_port()}"\n')
 
-    up = subprocess.Popen([BIN, "--home", home, "up"], stderr=subprocess.PIPE, text=True)
+    up, _ = start_up(home)
     try:
-        deadline = time.time() + 60
-        while True:
-            line = up.stderr.readline()
-            if "countersign is up" in line:
-                break
-            if not line and up.poll() is not None or time.time() > deadline:
-                sys.exit(f"countersign up did not come up (exit {up.poll()})")
 
         args = '{"name":"nightly-report","cron":"0 3 * * *","description":"email the KPIs"}'
         proposed = json.loads(run(home, "--json", "propose", "schedule.create", "--args-file", "-",
@@ -108,13 +72,7 @@ def main():
                                   stdin='{"name":"nightly-report"}').stdout)
         pid2 = proposed["id"]
         proof_path = os.path.join(tmp, "proof.txt")
-        child = pexpect.spawn(BIN, ["--home", home, "approve", pid2, "--proof-out", proof_path],
-                              encoding="utf-8", timeout=60)
-        child.expect(r"Type (\S+) to approve")
-        child.sendline(child.match.group(1))
-        child.expect(pexpect.EOF)
-        child.close()
-        assert child.exitstatus == 0, child.before
+        approve_at_terminal(home, pid2, "--proof-out", proof_path)
         assert oct(os.stat(proof_path).st_mode & 0o777) == "0o600"
         first = json.loads(run(home, "--json", "exec", pid2, "--proof-file", proof_path).stdout)
         assert first["applied"] is True and first["ok"] is True, first
@@ -125,12 +83,7 @@ def main():
         audit = run(home, "audit", "--verify").stdout
         assert audit.startswith("intact"), audit
     finally:
-        up.send_signal(signal.SIGINT)
-        try:
-            code = up.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            up.kill()
-            sys.exit("countersign up did not stop on SIGINT")
+        code, _ = stop_up(up)
     assert code == 0, f"countersign up exited {code} on SIGINT"
     print("walkthrough: 1 passed, 0 failed")
 

@@ -58,6 +58,71 @@ pub enum Command {
     /// The signer's verifying keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Serve the MCP head on stdio for an MCP client (as a head)
+    ///
+    /// An MCP client (Claude Desktop, Claude Code, Cursor, ...) launches it.
+    /// Its tools propose and execute approved actions; none can approve,
+    /// deny or see a proof.
+    Mcp,
+    /// The private HTTP API: serve it, and manage its bearer credentials.
+    #[command(subcommand)]
+    Api(ApiCommand),
+}
+
+/// `countersign api ...`
+#[derive(Debug, Subcommand)]
+pub enum ApiCommand {
+    /// Serve the private HTTP API (loopback only unless --listen says otherwise).
+    Serve(ApiServeArgs),
+    /// Bearer credentials for the API (stored only as hashes).
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `countersign api serve`
+#[derive(Debug, Args)]
+pub struct ApiServeArgs {
+    /// The address to listen on. The default is loopback; any other address
+    /// exposes the API to the network (still behind bearer credentials).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
+    pub listen: std::net::SocketAddr,
+}
+
+/// `countersign api token ...`
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a credential, written to a new private file (or to stdout if asked).
+    Create(TokenCreateArgs),
+    /// Revoke a credential by its id; it is refused from the next request on.
+    Revoke(TokenIdArg),
+    /// List credentials: id, status, expiry (never the credential itself).
+    List,
+}
+
+/// `countersign api token create`
+#[derive(Debug, Args)]
+pub struct TokenCreateArgs {
+    /// How long the credential lives: 90s, 30m, 12h, 7d (at most 90d).
+    #[arg(long, value_name = "DURATION")]
+    pub ttl: String,
+    /// Write the credential to this new file (mode 0600; refused if it exists).
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "stdout",
+        conflicts_with = "stdout"
+    )]
+    pub out: Option<PathBuf>,
+    /// Print the credential on stdout instead (for piping into a secret store).
+    #[arg(long)]
+    pub stdout: bool,
+}
+
+/// A credential id.
+#[derive(Debug, Args)]
+pub struct TokenIdArg {
+    /// The credential id (16 hex digits, from `api token list`).
+    pub id: String,
 }
 
 /// `countersign ops ...`
@@ -117,6 +182,10 @@ pub struct ApproveArgs {
     /// principal (the MCP head claims it from the signer).
     #[arg(long, conflicts_with = "proof_out")]
     pub for_mcp: bool,
+    /// With --for-mcp: authorize the execution from this session instead of
+    /// the proposing one (for example another MCP connection's `mcp-...`).
+    #[arg(long, requires = "for_mcp", value_name = "SESSION")]
+    pub execute_in_session: Option<String>,
     /// Do not execute now: write the proof to this new private (0600) file.
     #[arg(long, value_name = "FILE")]
     pub proof_out: Option<PathBuf>,

@@ -2,6 +2,7 @@
 //! head, and approves, denies and revokes as an approver at an interactive
 //! terminal. It embeds the gate (public keys + ledger) and links no
 //! proof-signing code: `countersign up` runs the signer as its own process.
+//! `countersign mcp` and `countersign api serve` run the other two heads.
 //!
 //! The library form exists so that integration tests drive the same code
 //! paths as the binary, with captured output and a scripted terminal.
@@ -11,14 +12,18 @@ pub mod args;
 mod commands;
 mod context;
 pub mod error;
+mod exposures;
+pub mod logging;
 mod output;
 pub mod terminal;
 
 use std::io::{self, Read, Write};
 
 pub use args::Cli;
+pub use commands::api::api_state;
 pub use context::Context;
 pub use error::{CliError, exit};
+pub use exposures::{exposures, exposures_of};
 pub use terminal::Terminal;
 
 /// Where a command reads and writes. The binary wires the process's standard

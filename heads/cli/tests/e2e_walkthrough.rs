@@ -1,14 +1,19 @@
-//! The README's walk-through, end to end, with the real `countersign` and
-//! `countersign-signer` binaries and a real pseudo-terminal: see
-//! `tests/e2e/walkthrough.py` (pexpect drives the terminal; `scripts/test`
-//! installs it and builds both binaries first).
+//! End to end with the real `countersign` and `countersign-signer` binaries
+//! and a real pseudo-terminal, driven by Python scripts under `tests/e2e/`
+//! (pexpect drives the terminal; `scripts/test` installs the Python tools
+//! from `tests/requirements.txt` and builds both binaries first):
+//!
+//! - `walkthrough.py`: the README's walk-through.
+//! - `mcp_flow.py`: the MCP head driven by the official MCP Python SDK, with
+//!   a person approving at the terminal, and no proof in any tool result,
+//!   error or TRACE log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::Command;
 
-#[test]
-fn readme_walkthrough_with_real_binaries_and_terminal() {
+/// Run `tests/e2e/<script>` against the built binaries; fail with its output.
+fn run_script(script: &str) {
     let cli = Path::new(env!("CARGO_BIN_EXE_countersign"));
     let signer = cli.with_file_name("countersign-signer");
     assert!(
@@ -18,16 +23,26 @@ fn readme_walkthrough_with_real_binaries_and_terminal() {
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let output = Command::new("python3")
-        .arg(root.join("tests/e2e/walkthrough.py"))
+        .arg(root.join("tests/e2e").join(script))
         .env("COUNTERSIGN_BIN", cli)
         .env_remove("COUNTERSIGN_HOME")
         .env_remove("COUNTERSIGN_SESSION")
         .output()
-        .expect("python3 runs (scripts/test installs pexpect)");
+        .expect("python3 runs (scripts/test installs the test tools)");
     assert!(
         output.status.success(),
-        "walkthrough failed:\nstdout:\n{}\nstderr:\n{}",
+        "{script} failed:\nstdout:\n{}\nstderr:\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[test]
+fn readme_walkthrough_with_real_binaries_and_terminal() {
+    run_script("walkthrough.py");
+}
+
+#[test]
+fn an_mcp_client_proposes_and_executes_only_what_a_person_approved_and_never_sees_a_proof() {
+    run_script("mcp_flow.py");
 }

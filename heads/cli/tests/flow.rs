@@ -233,14 +233,7 @@ async fn a_handoff_executes_once_from_the_proposing_session_and_only_after_appro
     );
     assert_eq!(h.schedules().await, vec![]);
 
-    let approved = h
-        .cli_with(
-            &["approve", &id, "--for-mcp"],
-            "",
-            Person::TypesTheChallenge,
-        )
-        .await;
-    assert_eq!(approved.result, Ok(()), "{}", approved.stdout);
+    h.approve_for_mcp(&id).await;
     // Another session cannot claim it, and the approval stays available.
     let other = h
         .cli(&["--json", "exec", &id, "--handoff", "--session", "agent-2"])
@@ -258,6 +251,66 @@ async fn a_handoff_executes_once_from_the_proposing_session_and_only_after_appro
         .cli(&["--json", "exec", &id, "--handoff", "--session", "agent-1"])
         .await;
     assert_refused(&again, "already_used");
+    assert_eq!(h.schedules().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_person_can_authorize_a_handoff_for_another_session_explicitly() {
+    let h = Harness::start().await;
+    let id = h
+        .propose_in("schedule.create", CREATE_NIGHTLY, "mcp-0000000000000001")
+        .await;
+    // A session id outside the signer's charset is refused; nothing approved.
+    let bad = h
+        .cli_with(
+            &[
+                "approve",
+                &id,
+                "--for-mcp",
+                "--execute-in-session",
+                "two words",
+            ],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert!(
+        matches!(bad.result, Err(CliError::Refused(_))),
+        "{:?}",
+        bad.result
+    );
+    let show = h.cli(&["--json", "show", &id]).await;
+    assert_eq!(show.json()["status"], "pending");
+
+    let approved = h
+        .cli_with(
+            &[
+                "--json",
+                "approve",
+                &id,
+                "--for-mcp",
+                "--execute-in-session",
+                "mcp-0000000000000002",
+            ],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert_eq!(approved.result, Ok(()), "{}", approved.stdout);
+    assert!(
+        approved.shown.contains(
+            "session mcp-0000000000000002 (NOT the proposing session mcp-0000000000000001)"
+        ),
+        "{}",
+        approved.shown
+    );
+    // The proposing session no longer can; the named one can, once.
+    let proposer = h.exec_handoff(&id, "mcp-0000000000000001").await;
+    assert_refused(&proposer, "handoff_refused");
+    assert_eq!(h.schedules().await, vec![]);
+    let named = h.exec_handoff(&id, "mcp-0000000000000002").await;
+    assert_eq!(named.result, Ok(()), "{}", named.stdout);
+    assert_eq!(named.json()["applied"], true);
     assert_eq!(h.schedules().await.len(), 1);
 }
 

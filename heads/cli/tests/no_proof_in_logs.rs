@@ -7,25 +7,9 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use countersign_identity::Role;
 use countersign_proto::v1::ClaimHandoffRequest;
-use support::{CREATE_NIGHTLY, Harness, Person, Run};
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use support::{CREATE_NIGHTLY, Capture, Harness, Person, Run};
 
 fn everything_printed(runs: &[Run]) -> String {
     runs.iter()
@@ -35,13 +19,7 @@ fn everything_printed(runs: &[Run]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_proof_appears_in_logs_outputs_errors_or_the_ledger() {
-    let capture = Capture::default();
-    let writer = capture.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .init();
+    let capture = Capture::trace();
 
     let h = Harness::start().await;
     let mut proofs = Vec::new();
@@ -99,7 +77,7 @@ async fn no_proof_appears_in_logs_outputs_errors_or_the_ledger() {
     }
     assert_eq!(runs.last().unwrap().result, Ok(()));
 
-    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let logs = capture.text();
     assert!(logs.contains("TRACE"), "TRACE events were captured");
     assert!(logs.contains("proof refused"), "the refusals were logged");
     let printed = everything_printed(&runs);

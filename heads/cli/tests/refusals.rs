@@ -6,34 +6,12 @@
 
 mod support;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign::CliError;
 use countersign_identity::files::write_private_new;
 use countersign_identity::pki::{CaMaterial, issue_client_cert};
 use countersign_identity::{Home, Role};
 use countersign_registry::Registry;
-use countersign_verifier::paseto::{assemble, signing_input};
-use ed25519_dalek::{Signer as _, SigningKey};
-use serde_json::Value;
-use support::{CREATE_NIGHTLY, Harness, Person, assert_refused};
-
-/// Payload, signature and footer of a v4.public token.
-fn split(token: &str) -> (Vec<u8>, [u8; 64], Vec<u8>) {
-    let rest = token.trim().strip_prefix("v4.public.").unwrap();
-    let (body, footer) = rest.split_once('.').unwrap();
-    let body = URL_SAFE_NO_PAD.decode(body).unwrap();
-    let (payload, sig) = body.split_at(body.len() - 64);
-    (
-        payload.to_vec(),
-        sig.try_into().unwrap(),
-        URL_SAFE_NO_PAD.decode(footer).unwrap(),
-    )
-}
-
-fn attacker_key() -> SigningKey {
-    SigningKey::from_bytes(&[7u8; 32])
-}
+use support::{CREATE_NIGHTLY, Harness, Person, assert_refused, forge};
 
 /// A harness with one approved proposal whose proof is in a file, nothing applied yet.
 async fn approved() -> (Harness, String, std::path::PathBuf) {
@@ -59,51 +37,22 @@ async fn assert_exec_refused(h: &Harness, id: &str, proof_text: &str, extra: &[&
 #[tokio::test]
 async fn refuses_a_proof_with_a_forged_signature() {
     let (h, id, proof) = approved().await;
-    let (payload, _, footer) = split(&std::fs::read_to_string(&proof).unwrap());
-    let forged = attacker_key()
-        .sign(&signing_input(&payload, &footer))
-        .to_bytes();
-    assert_exec_refused(
-        &h,
-        &id,
-        &assemble(&payload, &forged, &footer),
-        &[],
-        "bad_signature",
-    )
-    .await;
+    let forged = forge::forged(&std::fs::read_to_string(&proof).unwrap());
+    assert_exec_refused(&h, &id, &forged, &[], "bad_signature").await;
 }
 
 #[tokio::test]
 async fn refuses_a_proof_signed_by_an_unknown_key() {
     let (h, id, proof) = approved().await;
-    let (payload, _, _) = split(&std::fs::read_to_string(&proof).unwrap());
-    let key = attacker_key();
-    let footer = format!(
-        r#"{{"kid":"{}"}}"#,
-        countersign_verifier::key_id(&key.verifying_key())
-    );
-    let sig = key
-        .sign(&signing_input(&payload, footer.as_bytes()))
-        .to_bytes();
-    let token = assemble(&payload, &sig, footer.as_bytes());
+    let token = forge::signed_by_unknown_key(&std::fs::read_to_string(&proof).unwrap());
     assert_exec_refused(&h, &id, &token, &[], "unknown_key_id").await;
 }
 
 #[tokio::test]
 async fn refuses_a_proof_whose_arguments_were_altered() {
     let (h, id, proof) = approved().await;
-    let (payload, sig, footer) = split(&std::fs::read_to_string(&proof).unwrap());
-    let mut claims: Value = serde_json::from_slice(&payload).unwrap();
-    claims["args"]["cron"] = Value::String("* * * * *".into());
-    let altered = countersign_verifier::canonical::to_canonical(&claims).unwrap();
-    assert_exec_refused(
-        &h,
-        &id,
-        &assemble(altered.as_bytes(), &sig, &footer),
-        &[],
-        "bad_signature",
-    )
-    .await;
+    let altered = forge::with_altered_arguments(&std::fs::read_to_string(&proof).unwrap());
+    assert_exec_refused(&h, &id, &altered, &[], "bad_signature").await;
 }
 
 #[tokio::test]

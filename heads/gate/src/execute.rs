@@ -69,6 +69,16 @@ impl Gate {
         }
     }
 
+    /// This gate with another registry: a long-running head (the HTTP API)
+    /// reloads the registry file before each execution, so a contract that
+    /// changed since the approval is refused exactly as a fresh CLI refuses it.
+    pub fn with_registry(&self, registry: Arc<Registry>) -> Self {
+        Self {
+            registry,
+            ..self.clone()
+        }
+    }
+
     /// The ledger this gate consumes through.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger

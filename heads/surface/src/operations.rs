@@ -51,7 +51,9 @@ pub struct DataOperation {
     pub class: Class,
     /// The CLI command (`<operation>` stands for a registry operation).
     pub cli: Option<&'static str>,
-    /// The API method and route (`{operation}`, `{id}` are path parameters).
+    /// The API method and route (`{operation}` and `{proposal_id}` are path
+    /// parameters; the other parameters are the query of a `GET` or the flat
+    /// JSON body of a `POST`).
     pub api: Option<(&'static str, &'static str)>,
     /// The MCP tool (for `propose`, see [`propose_tool_name`]).
     pub mcp: Option<&'static str>,
@@ -116,7 +118,7 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         description: "A proposal, its status and its authoritative preview.",
         class: Class::Read,
         cli: Some("countersign show <id>"),
-        api: Some(("GET", "/v1/proposals/{id}")),
+        api: Some(("GET", "/v1/proposals/{proposal_id}")),
         mcp: Some("get_proposal"),
         params: ParamSchema::Fixed(proposal_id_params),
         result: results::proposal_schema,
@@ -138,7 +140,7 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         description: "Withdraw the caller's own proposal before a decision.",
         class: Class::Write,
         cli: Some("countersign withdraw <id>"),
-        api: Some(("POST", "/v1/proposals/{id}/withdraw")),
+        api: Some(("POST", "/v1/proposals/{proposal_id}/withdraw")),
         mcp: Some("withdraw_proposal"),
         params: ParamSchema::Fixed(proposal_id_params),
         result: results::proposal_schema,
@@ -149,7 +151,7 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         description: "Execute an approved proposal once, with the approval a person authorized for a later execution (claimed from the signer; never shown to the caller).",
         class: Class::Write,
         cli: Some("countersign exec <id> --handoff"),
-        api: Some(("POST", "/v1/proposals/{id}/execute-handoff")),
+        api: Some(("POST", "/v1/proposals/{proposal_id}/execute-handoff")),
         mcp: Some("execute_approved"),
         params: ParamSchema::Fixed(proposal_id_params),
         result: results::outcome_schema,
@@ -160,7 +162,7 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         description: "Execute an approved proposal once with a proof the person carried (a file or stdin on the CLI, a request body field on the API).",
         class: Class::Write,
         cli: Some("countersign exec <id> --proof-file FILE|-"),
-        api: Some(("POST", "/v1/proposals/{id}/execute")),
+        api: Some(("POST", "/v1/proposals/{proposal_id}/execute")),
         mcp: None,
         params: ParamSchema::Fixed(proof_params),
         result: results::outcome_schema,
@@ -174,7 +176,7 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         description: "The recorded disposition of an executed proposal: applied, failed or uncertain.",
         class: Class::Read,
         cli: Some("countersign result <id>"),
-        api: Some(("GET", "/v1/proposals/{id}/result")),
+        api: Some(("GET", "/v1/proposals/{proposal_id}/result")),
         mcp: Some("get_result"),
         params: ParamSchema::Fixed(proposal_id_params),
         result: results::disposition_schema,
@@ -212,7 +214,11 @@ fn proof_params() -> Value {
         "required": ["proposal_id", "proof"],
         "properties": {
             "proposal_id": proposal_id_schema(),
-            "proof": {"type": "string", "maxLength": 196_608, "description": "the proof, a secret: never logged"}
+            // The token alphabet and size bound of `countersign_verifier::Proof`:
+            // every proof this schema accepts is ASCII and fits any body limit.
+            "proof": {"type": "string", "minLength": 1, "maxLength": 196_608,
+                      "pattern": "^[A-Za-z0-9._-]+$",
+                      "description": "the proof, a secret: never logged"}
         }
     })
 }

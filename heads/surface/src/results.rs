@@ -1,6 +1,8 @@
 //! The JSON results every head returns, and their JSON Schemas. The CLI's
 //! `--json` output, the API's response bodies and MCP's structured tool
-//! results are these values, byte for byte.
+//! results are these values, byte for byte (except that MCP, whose
+//! structured content must be an object, wraps an array as
+//! `{"items": [...]}`: `countersign_mcp::structured`).
 
 use countersign_gate::Outcome;
 use countersign_ledger::Disposition;
@@ -167,6 +169,26 @@ pub fn outcome_schema() -> Value {
             "recorded_status": {"enum": ["applied", "failed", "uncertain"]},
             "message": {"type": "string"},
             "result": {}
+        }
+    })
+}
+
+/// A refusal of any operation other than an execution (whose [`outcome`]
+/// already says `ok: false` with a `reason`): nothing was applied.
+pub fn refusal(reason: &str, message: &str) -> Value {
+    json!({"ok": false, "applied": false, "reason": reason, "message": message})
+}
+
+/// The JSON Schema of [`refusal`].
+pub fn refusal_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["ok", "applied", "reason", "message"],
+        "properties": {
+            "ok": {"const": false},
+            "applied": {"const": false},
+            "reason": {"type": "string"},
+            "message": {"type": "string"}
         }
     })
 }

@@ -16,6 +16,7 @@ use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{proposal_text, report_outcome, write_json, write_text};
 use crate::terminal::challenge;
+use countersign_registry::terminal_safe;
 
 /// `countersign approve ID [--for-mcp | --proof-out FILE]`
 pub(crate) async fn approve(
@@ -53,8 +54,20 @@ pub(crate) async fn approve(
         ))
     })?;
     let code = challenge().map_err(CliError::error)?;
+    let execute_in_session = args.execute_in_session.clone().unwrap_or_default();
     let consequence = if args.for_mcp {
-        "Approving authorizes ONE later execution by a head of this principal (for example the MCP head).".to_string()
+        let session = if execute_in_session.is_empty() {
+            format!("the proposing session {}", view.session)
+        } else {
+            format!(
+                "session {} (NOT the proposing session {})",
+                terminal_safe(&execute_in_session),
+                view.session
+            )
+        };
+        format!(
+            "Approving authorizes ONE later execution by a head of this principal (for example the MCP head), from {session}."
+        )
     } else if let Some(path) = &args.proof_out {
         format!(
             "Approving writes a single-use proof to {} (0600).",
@@ -92,7 +105,7 @@ pub(crate) async fn approve(
             reason: String::new(),
             delivery: delivery.into(),
             interface: Interface::Cli.into(),
-            execute_in_session: String::new(),
+            execute_in_session,
         })
         .await?
         .into_inner();

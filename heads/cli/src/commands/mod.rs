@@ -1,13 +1,15 @@
 //! One module per group of commands; `dispatch` routes a parsed command line.
 
+pub(crate) mod api;
 mod decide;
 mod exec;
 mod inspect;
+mod mcp;
 mod propose;
 mod setup;
 
 use crate::Io;
-use crate::args::{Cli, Command, KeysCommand, OpsCommand};
+use crate::args::{ApiCommand, Cli, Command, KeysCommand, OpsCommand, TokenCommand};
 use crate::context::Context;
 use crate::error::CliError;
 
@@ -35,6 +37,17 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Result(id) => exec::result(&ctx, &id.id, json, io).await,
                 Command::Audit(args) => inspect::audit(&ctx, args.verify, json, io).await,
                 Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
+                Command::Mcp => mcp::serve(&ctx, io).await,
+                Command::Api(ApiCommand::Serve(args)) => api::serve(&ctx, args, io).await,
+                Command::Api(ApiCommand::Token(TokenCommand::Create(args))) => {
+                    api::token_create(&ctx, args, json, io)
+                }
+                Command::Api(ApiCommand::Token(TokenCommand::Revoke(id))) => {
+                    api::token_revoke(&ctx, &id.id, json, io)
+                }
+                Command::Api(ApiCommand::Token(TokenCommand::List)) => {
+                    api::token_list(&ctx, json, io)
+                }
                 Command::Init | Command::Up => unreachable!("handled above"),
             }
         }

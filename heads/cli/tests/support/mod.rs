@@ -5,6 +5,9 @@
 //! and was not applied.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod forge;
+pub mod mcp;
+
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -211,6 +214,16 @@ impl Harness {
         path
     }
 
+    /// The person approves at the terminal for one later head execution
+    /// (`approve ID --for-mcp`); asserts it succeeded.
+    pub async fn approve_for_mcp(&self, id: &str) -> Run {
+        let run = self
+            .cli_with(&["approve", id, "--for-mcp"], "", Person::TypesTheChallenge)
+            .await;
+        assert_eq!(run.result, Ok(()), "{}", run.stdout);
+        run
+    }
+
     /// Write `proof` to a new file and return its path.
     pub fn proof_file(&self, name: &str, proof: &str) -> PathBuf {
         let path = self.scratch.path().join(name);
@@ -231,6 +244,12 @@ impl Harness {
         self.cli(&args).await
     }
 
+    /// `--json exec ID --handoff --session SESSION`.
+    pub async fn exec_handoff(&self, id: &str, session: &str) -> Run {
+        self.cli(&["--json", "exec", id, "--handoff", "--session", session])
+            .await
+    }
+
     /// The built-in operations' state store.
     pub async fn schedules(&self) -> Vec<(String, Value)> {
         self.ledger().state("schedules").await.unwrap()
@@ -245,6 +264,40 @@ impl Harness {
             .iter()
             .filter(|e| e.kind == "effect_applied" || e.kind == "completed")
             .count()
+    }
+}
+
+/// Everything tracing logs, as text.
+#[derive(Clone, Default)]
+pub struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Capture {
+    /// Capture every event at TRACE from now on, from every thread of this
+    /// test binary (once per binary: the subscriber is global).
+    pub fn trace() -> Capture {
+        let capture = Capture::default();
+        let writer = capture.clone();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .init();
+        capture
+    }
+
+    /// What was logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
 }
 

@@ -1,0 +1,119 @@
+//! Host, Origin and `Sec-Fetch-Site` guards, before anything else runs.
+//!
+//! A browser page on another site, or one that reached this loopback port
+//! through DNS rebinding, sends a `Host` that is not ours, an `Origin` that
+//! is not ours, or `Sec-Fetch-Site: cross-site`; each is refused with 403.
+//! Programs that send no `Origin` and no `Sec-Fetch-Site` are unaffected.
+
+use std::net::SocketAddr;
+
+use axum::http::HeaderMap;
+use axum::http::header::{HOST, ORIGIN};
+
+use crate::respond::ApiError;
+
+/// The `Host` values this server answers to.
+#[derive(Debug, Clone)]
+pub(crate) struct AllowedHosts(Vec<String>);
+
+impl AllowedHosts {
+    /// The bound address itself, and `localhost` when it is loopback.
+    pub(crate) fn for_addr(addr: SocketAddr) -> Self {
+        let port = addr.port();
+        let mut hosts = vec![match addr {
+            SocketAddr::V4(a) => format!("{}:{port}", a.ip()),
+            SocketAddr::V6(a) => format!("[{}]:{port}", a.ip()),
+        }];
+        if addr.ip().is_loopback() {
+            hosts.push(format!("localhost:{port}"));
+        }
+        Self(hosts)
+    }
+
+    fn allows(&self, host: &str) -> bool {
+        self.0.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+}
+
+/// Refuse a request that is cross-site or not addressed to us.
+pub(crate) fn check(headers: &HeaderMap, hosts: &AllowedHosts) -> Result<(), ApiError> {
+    let mut host_values = headers.get_all(HOST).iter();
+    let host = match (host_values.next(), host_values.next()) {
+        (Some(h), None) => h
+            .to_str()
+            .map_err(|_| ApiError::Forbidden("the Host header is not ASCII"))?,
+        (None, _) => return Err(ApiError::Forbidden("a Host header is required")),
+        (Some(_), Some(_)) => return Err(ApiError::Forbidden("more than one Host header")),
+    };
+    if !hosts.allows(host) {
+        return Err(ApiError::Forbidden(
+            "the Host header does not name this server (DNS rebinding?)",
+        ));
+    }
+    if let Some(origin) = headers.get(ORIGIN) {
+        let same = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.strip_prefix("http://"))
+            .is_some_and(|o| hosts.allows(o));
+        if !same {
+            return Err(ApiError::Forbidden("cross-origin requests are refused"));
+        }
+    }
+    if let Some(site) = headers.get("sec-fetch-site")
+        && !matches!(site.as_bytes(), b"same-origin" | b"none")
+    {
+        return Err(ApiError::Forbidden(
+            "cross-site requests are refused (Sec-Fetch-Site)",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn allows_same_origin_and_plain_programs_and_refuses_the_rest() {
+        let hosts = AllowedHosts::for_addr("127.0.0.1:8787".parse().unwrap());
+        assert!(check(&headers(&[("host", "127.0.0.1:8787")]), &hosts).is_ok());
+        assert!(
+            check(
+                &headers(&[
+                    ("host", "localhost:8787"),
+                    ("origin", "http://localhost:8787"),
+                    ("sec-fetch-site", "same-origin")
+                ]),
+                &hosts
+            )
+            .is_ok()
+        );
+        for bad in [
+            headers(&[]),
+            headers(&[("host", "evil.example:8787")]),
+            headers(&[("host", "127.0.0.1:8787"), ("host", "127.0.0.1:8787")]),
+            headers(&[
+                ("host", "127.0.0.1:8787"),
+                ("origin", "https://evil.example"),
+            ]),
+            headers(&[("host", "127.0.0.1:8787"), ("origin", "null")]),
+            headers(&[("host", "127.0.0.1:8787"), ("sec-fetch-site", "cross-site")]),
+            headers(&[("host", "127.0.0.1:8787"), ("sec-fetch-site", "same-site")]),
+        ] {
+            assert!(
+                matches!(check(&bad, &hosts), Err(ApiError::Forbidden(_))),
+                "{bad:?}"
+            );
+        }
+    }
+}

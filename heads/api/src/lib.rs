@@ -1,0 +1,156 @@
+//! The private HTTP API head (`countersign api serve`): the data operations
+//! of the surface table over HTTP, for programs that are not MCP clients.
+//!
+//! - Every data endpoint requires a bearer credential from [`tokens`], bound
+//!   to this installation's principal and to this API's audience; the
+//!   session of every proposal and execution is `api:<token id>`.
+//! - Host, Origin and `Sec-Fetch-Site` guards refuse cross-site and
+//!   DNS-rebinding requests ([`guard`]).
+//! - Requests are flat JSON of the declared parameters, parsed strictly
+//!   ([`request`]); proofs only ever in the body's `proof` field.
+//! - Responses are the surface's result values; refusals are `200` with
+//!   `ok: false`; errors reach the wire in one place ([`respond`]).
+//! - The router and the OpenAPI document ([`openapi`]) are both built from
+//!   the table, so the parity gate reads what the API really serves.
+//!
+//! Must not: approve, deny or revoke; log a URL, header, body, proof or
+//! token; accept a proof anywhere but a request body.
+#![forbid(unsafe_code)]
+
+mod guard;
+mod handlers;
+pub mod openapi;
+pub mod redact;
+mod request;
+mod respond;
+mod routes;
+pub mod tokens;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use countersign_gate::Gate;
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_registry::Registry;
+use countersign_surface::operations::{DATA_OPERATIONS, DataOperation, Exposure};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tonic::transport::Channel;
+
+pub use respond::ApiError;
+pub use routes::router;
+pub use tokens::{ApiToken, TokenRecord, TokenStore};
+
+/// The default listening address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+/// The largest request body accepted (a proof is at most 192 KiB).
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+/// How long one request may take before the API answers 503.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a shutdown waits for requests in flight.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The audience of this installation's API: tokens are bound to it.
+pub fn default_audience(principal: &str) -> String {
+    format!("countersign-api:{principal}")
+}
+
+/// What the API needs from the installation.
+pub struct ApiParts {
+    /// The installation's principal.
+    pub principal: String,
+    /// This API's audience.
+    pub audience: String,
+    /// The operation registry, as loaded at start (routes, schemas, OpenAPI).
+    pub registry: Arc<Registry>,
+    /// The registry file, reloaded before each execution so that a changed
+    /// contract is refused (`None`: keep the loaded registry).
+    pub registry_path: Option<std::path::PathBuf>,
+    /// The verifier/effect service.
+    pub gate: Gate,
+    /// A signer client authenticated as this installation's head.
+    pub head: SignerClient<Channel>,
+    /// The token store.
+    pub tokens: TokenStore,
+}
+
+/// The shared state of a running API.
+pub struct ApiState {
+    pub(crate) parts: ApiParts,
+    pub(crate) table: Vec<DataOperation>,
+    /// Parameter validators, by exposure key (`propose:<op>` or the name).
+    pub(crate) validators: HashMap<String, jsonschema::Validator>,
+    pub(crate) openapi: Value,
+}
+
+impl ApiState {
+    /// The state for the shipped table of data operations.
+    pub fn new(parts: ApiParts) -> Result<Self, ApiError> {
+        Self::with_table(parts, DATA_OPERATIONS)
+    }
+
+    /// The state for another table (tests of the parity gate).
+    pub fn with_table(parts: ApiParts, table: &[DataOperation]) -> Result<Self, ApiError> {
+        let mut validators = HashMap::new();
+        for exp in countersign_surface::parity::expected(table, &parts.registry) {
+            let validator = jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .offline()
+                .should_validate_formats(true)
+                .build(&exp.params)
+                .map_err(|e| ApiError::Internal(format!("schema of {}: {e}", exp.key)))?;
+            validators.insert(exp.key, validator);
+        }
+        let openapi = openapi::document(table, &parts.registry);
+        Ok(Self {
+            parts,
+            table: table.to_vec(),
+            validators,
+            openapi,
+        })
+    }
+
+    /// The OpenAPI document this API serves.
+    pub fn openapi(&self) -> &Value {
+        &self.openapi
+    }
+}
+
+/// What the API exposes for `registry`, read from its OpenAPI document (the
+/// router is built from the same table; a test checks it serves every path).
+pub fn exposures(registry: &Registry) -> Vec<Exposure> {
+    openapi::exposures_from_document(&openapi::document(DATA_OPERATIONS, registry))
+}
+
+/// Serve `state` on `listener` until `shutdown` completes, then let
+/// requests in flight finish for at most [`SHUTDOWN_GRACE`].
+pub async fn run(
+    listener: TcpListener,
+    state: Arc<ApiState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let local: SocketAddr = listener.local_addr()?;
+    let app = router(state, local);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut grace_rx = stop_rx.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let mut serve_rx = stop_rx;
+    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = serve_rx.wait_for(|stop| *stop).await;
+    });
+    let grace = async move {
+        let _ = grace_rx.wait_for(|stop| *stop).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        tracing::warn!("requests still running after the grace period; stopping anyway");
+    };
+    tokio::select! {
+        served = std::future::IntoFuture::into_future(serve) => served,
+        () = grace => Ok(()),
+    }
+}

@@ -1,0 +1,139 @@
+//! The one place where the API's answers reach the wire.
+//!
+//! - A result or a refusal is `200` with a JSON body: the surface's result
+//!   value, or `{"ok": false, "applied": false, "reason", "message"}`.
+//! - A malformed request is a 4xx with a precise message; a missing or bad
+//!   credential is 401 with `WWW-Authenticate: Bearer`.
+//! - An internal fault is a 500 with the generic message "internal error";
+//!   its detail goes to the log only, redacted.
+//!
+//! Messages never contain a proof, a token, or a request value.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use countersign_surface::results;
+use serde_json::{Value, json};
+
+use crate::redact::redact;
+use crate::tokens::AuthRefusal;
+
+/// Why a request got no result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// The request is malformed; the message says exactly how.
+    #[error("{0}")]
+    BadRequest(String),
+    /// No valid credential.
+    #[error("{0}")]
+    Unauthorized(AuthRefusal),
+    /// Cross-site, DNS rebinding, or a Host that is not ours.
+    #[error("{0}")]
+    Forbidden(&'static str),
+    /// No such route or operation.
+    #[error("{0}")]
+    NotFound(String),
+    /// The route exists, the method does not (`Allow` lists the methods).
+    #[error("this route does not accept that method")]
+    MethodNotAllowed,
+    /// The body is over the limit.
+    #[error("the request body is larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    /// The body is not JSON.
+    #[error("the request body must be application/json")]
+    UnsupportedMediaType,
+    /// The signer cannot be reached.
+    #[error("the signer is unavailable; try again later")]
+    Unavailable,
+    /// The request took longer than the limit.
+    #[error("the request timed out")]
+    Timeout,
+    /// A fault on our side; the detail is logged, never sent.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ApiError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            ApiError::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
+            ApiError::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::Timeout => (StatusCode::SERVICE_UNAVAILABLE, "timeout"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(detail) = &self {
+            tracing::error!(detail = %redact(detail), "internal error");
+        }
+        let (status, code) = self.status_and_code();
+        let mut response = (
+            status,
+            json_body(&json!({"error": code, "message": self.to_string()})),
+        )
+            .into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"countersign\""),
+            );
+        }
+        response
+    }
+}
+
+/// `200` with `value` as the JSON body.
+pub(crate) fn ok(value: &Value) -> Response {
+    (StatusCode::OK, json_body(value)).into_response()
+}
+
+/// `200` with a refusal: nothing was applied.
+pub(crate) fn refused(reason: &str, message: &str) -> Response {
+    ok(&results::refusal(reason, message))
+}
+
+fn json_body(value: &Value) -> ([(header::HeaderName, HeaderValue); 2], String) {
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        value.to_string(),
+    )
+}
+
+/// The signer's answer to a head call that failed: its refusals become
+/// refusals with a reason code; unavailability a 503; the rest a 500.
+pub(crate) fn signer_refusal(status: &tonic::Status) -> Result<Response, ApiError> {
+    use tonic::Code;
+    let reason = match status.code() {
+        Code::PermissionDenied => "permission_denied",
+        Code::InvalidArgument => "invalid_request",
+        Code::NotFound => "unknown_proposal",
+        Code::FailedPrecondition => "not_pending",
+        Code::AlreadyExists => "already_exists",
+        Code::Unavailable => return Err(ApiError::Unavailable),
+        _ => {
+            return Err(ApiError::Internal(format!(
+                "signer answered {:?}: {}",
+                status.code(),
+                status.message()
+            )));
+        }
+    };
+    Ok(refused(reason, status.message()))
+}

@@ -1,0 +1,175 @@
+//! The router, built from the table of data operations (the same table the
+//! OpenAPI document comes from), and the layers every request crosses:
+//! guards, a log line without the URL, a timeout.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{MatchedPath, RawPathParams, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, get, on};
+use countersign_surface::operations::{DataOperation, ParamSchema};
+
+use crate::guard::{self, AllowedHosts};
+use crate::handlers;
+use crate::openapi::{HEALTH_PATH, OPENAPI_PATH};
+use crate::request;
+use crate::respond::{self, ApiError};
+use crate::{ApiState, REQUEST_TIMEOUT};
+
+/// The API's router for `state`, answering to the host names of `local`.
+pub fn router(state: Arc<ApiState>, local: SocketAddr) -> Router {
+    let hosts = AllowedHosts::for_addr(local);
+    let mut router = Router::new()
+        .route(
+            HEALTH_PATH,
+            get(|| async { respond::ok(&serde_json::json!({"status": "ok"})) }),
+        )
+        .route(OPENAPI_PATH, get(openapi_document));
+    for op in state.table.clone() {
+        let Some((method, route)) = op.api else {
+            continue;
+        };
+        let filter = if method == "GET" {
+            MethodFilter::GET
+        } else {
+            MethodFilter::POST
+        };
+        router = router.route(
+            route,
+            on(
+                filter,
+                move |state: State<Arc<ApiState>>, path: Result<RawPathParams, _>, req: Request| {
+                    handle(op, state, path, req)
+                },
+            ),
+        );
+    }
+    router
+        .fallback(|| async { ApiError::NotFound("no such route".into()) })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn(timeout))
+        .layer(middleware::from_fn(log))
+        .layer(middleware::from_fn(move |req: Request, next: Next| {
+            let hosts = hosts.clone();
+            async move {
+                match guard::check(req.headers(), &hosts) {
+                    Ok(()) => next.run(req).await,
+                    Err(e) => e.into_response(),
+                }
+            }
+        }))
+        .with_state(state)
+}
+
+async fn openapi_document(State(state): State<Arc<ApiState>>, req: Request) -> Response {
+    match authenticate(&state, &req) {
+        Ok(_) => respond::ok(&state.openapi),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn authenticate(state: &ApiState, req: &Request) -> Result<crate::tokens::TokenRecord, ApiError> {
+    let header = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    state
+        .parts
+        .tokens
+        .authenticate(header, &state.parts.principal, &state.parts.audience)
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .map_err(ApiError::Unauthorized)
+}
+
+/// One data operation: secrets where they belong, credential, parameters,
+/// then the operation itself.
+async fn handle(
+    op: DataOperation,
+    State(state): State<Arc<ApiState>>,
+    path: Result<RawPathParams, axum::extract::rejection::RawPathParamsRejection>,
+    req: Request,
+) -> Response {
+    match handle_inner(&op, &state, path, req).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn handle_inner(
+    op: &DataOperation,
+    state: &Arc<ApiState>,
+    path: Result<RawPathParams, axum::extract::rejection::RawPathParamsRejection>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let (parts, body): (_, Body) = req.into_parts();
+    request::refuse_misplaced_secrets(&parts)?;
+    let header = parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    let token = state
+        .parts
+        .tokens
+        .authenticate(header, &state.parts.principal, &state.parts.audience)
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .map_err(ApiError::Unauthorized)?;
+    let path: Vec<(String, String)> = path
+        .map_err(|_| ApiError::BadRequest("the path is not valid percent-encoded UTF-8".into()))?
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let registry_op =
+        match op.params {
+            ParamSchema::Propose => {
+                let name = path
+                    .iter()
+                    .find(|(k, _)| k == "operation")
+                    .map(|(_, v)| v.as_str())
+                    .unwrap_or_default();
+                Some(state.parts.registry.get(name).ok_or_else(|| {
+                    ApiError::NotFound("no such operation in the registry".into())
+                })?)
+            }
+            ParamSchema::Fixed(_) => None,
+        };
+    let key = match &registry_op {
+        Some(reg) => format!("{}:{}", op.name, reg.name),
+        None => op.name.to_string(),
+    };
+    let schema = op.params.schema(registry_op);
+    let params = request::parameters(&parts, body, &path, &schema).await?;
+    let validator = state
+        .validators
+        .get(&key)
+        .ok_or_else(|| ApiError::Internal(format!("no validator for {key}")))?;
+    request::validate(validator, &params)?;
+    handlers::dispatch(state, op, registry_op, params, &token.session()).await
+}
+
+/// Log one line per request: method, route template, status, duration.
+/// Never the URL (it may carry a query), a header or a body.
+async fn log(req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "(unmatched)".to_string(), |p| p.as_str().to_string());
+    let started = Instant::now();
+    let response = next.run(req).await;
+    tracing::info!(%method, %route, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
+    response
+}
+
+/// Answer 503 when a request takes longer than [`REQUEST_TIMEOUT`]. An
+/// execution keeps running to its recorded end (it runs in its own task).
+async fn timeout(req: Request, next: Next) -> Response {
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Timeout.into_response(),
+    }
+}

@@ -1,0 +1,478 @@
+//! API bearer credentials: created by the local user, stored only as hashes.
+//!
+//! A token is `cs1_<id>_<secret>`: a random 64-bit id (16 hex digits, for
+//! listing and revoking) and 256 random bits (base64url). The store is one
+//! private file in the home (`api-tokens.json`, 0600, read back with the
+//! same owner/mode/symlink checks as every private file, rewritten
+//! atomically under an exclusive lock) holding, per token, its id, the
+//! SHA-256 of the whole token, the principal and audience it is bound to,
+//! and its creation, expiry and revocation times. It never holds a token.
+//!
+//! Why a file and not the ledger: tokens are the local user's credentials
+//! for one head, not part of the audit trail of proposals, and the ledger's
+//! database roles (PostgreSQL) let heads write; a file in the 0700 home is
+//! readable only by the user who runs `countersign`.
+//!
+//! Must not: log, print or store a token; compare hashes in variable time.
+
+use std::fmt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_identity::IdentityError;
+use countersign_identity::files::{read_private, write_private_new};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use zeroize::Zeroizing;
+
+/// The prefix of every token (`cs1_`: countersign API credential, version 1).
+pub const TOKEN_PREFIX: &str = "cs1_";
+/// The longest lifetime a token may have.
+pub const MAX_TTL: time::Duration = time::Duration::days(90);
+/// The store's file name in the home.
+pub const STORE_FILE: &str = "api-tokens.json";
+
+/// Why a token operation failed.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// The store file is unsafe, unreadable or unwritable.
+    #[error("token store: {0}")]
+    Store(String),
+    /// No token with that id.
+    #[error("no API token {0}")]
+    UnknownId(String),
+    /// The lifetime is zero, negative or above [`MAX_TTL`].
+    #[error("the lifetime must be between 1 second and 90 days")]
+    BadTtl,
+    /// The system's random source failed.
+    #[error("no randomness: {0}")]
+    Random(String),
+}
+
+impl From<IdentityError> for TokenError {
+    fn from(e: IdentityError) -> Self {
+        TokenError::Store(e.to_string())
+    }
+}
+
+/// A raw bearer token. Secret: no `Display`, a `Debug` that shows only the
+/// id, zeroized on drop.
+pub struct ApiToken(Zeroizing<String>);
+
+impl ApiToken {
+    /// The token text, for writing to the file or stdout the user chose.
+    pub fn expose_secret(&self) -> &str {
+        &self.0
+    }
+
+    /// The token's id (not secret).
+    pub fn id(&self) -> Option<&str> {
+        parse(&self.0).map(|(id, _)| id)
+    }
+}
+
+impl fmt::Debug for ApiToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApiToken({})", self.id().unwrap_or("?"))
+    }
+}
+
+/// What the store keeps about one token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRecord {
+    /// The token id.
+    pub id: String,
+    /// SHA-256 (hex) of the whole token.
+    pub sha256: String,
+    /// The principal the token acts for.
+    pub principal: String,
+    /// The API audience the token is valid for.
+    pub audience: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub expires_at: String,
+    /// RFC 3339, once revoked.
+    pub revoked_at: Option<String>,
+}
+
+impl TokenRecord {
+    /// `active`, `expired` or `revoked` at `now`.
+    pub fn status(&self, now: OffsetDateTime) -> &'static str {
+        if self.revoked_at.is_some() {
+            "revoked"
+        } else if OffsetDateTime::parse(&self.expires_at, &Rfc3339).map_or(true, |t| t <= now) {
+            "expired"
+        } else {
+            "active"
+        }
+    }
+
+    /// The session every proposal and execution of this token belongs to.
+    pub fn session(&self) -> String {
+        format!("api:{}", self.id)
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreFile {
+    version: u32,
+    tokens: Vec<TokenRecord>,
+}
+
+/// Why a presented credential was not accepted. Each is a 401.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthRefusal {
+    /// No `Authorization` header.
+    #[error("a bearer credential is required (Authorization: Bearer ...)")]
+    Missing,
+    /// Not `Bearer cs1_...`, or not a token this store issued.
+    #[error("the bearer credential is not valid")]
+    Invalid,
+    /// Past its expiry.
+    #[error("the bearer credential has expired")]
+    Expired,
+    /// Revoked with `countersign api token revoke`.
+    #[error("the bearer credential was revoked")]
+    Revoked,
+    /// Issued for another API (another audience).
+    #[error("the bearer credential is for another audience")]
+    WrongAudience,
+    /// Issued for another principal.
+    #[error("the bearer credential is for another principal")]
+    WrongPrincipal,
+}
+
+/// The token store of one home.
+#[derive(Debug, Clone)]
+pub struct TokenStore {
+    path: PathBuf,
+    lock: PathBuf,
+}
+
+impl TokenStore {
+    /// The store in `home_root`.
+    pub fn in_home(home_root: &Path) -> Self {
+        Self {
+            path: home_root.join(STORE_FILE),
+            lock: home_root.join(".api-tokens.lock"),
+        }
+    }
+
+    /// Every record.
+    pub fn list(&self) -> Result<Vec<TokenRecord>, TokenError> {
+        Ok(self.load()?.tokens)
+    }
+
+    /// Create a token for `principal` and `audience`, valid for `ttl`.
+    pub fn create(
+        &self,
+        principal: &str,
+        audience: &str,
+        ttl: time::Duration,
+    ) -> Result<(ApiToken, TokenRecord), TokenError> {
+        if ttl <= time::Duration::ZERO || ttl > MAX_TTL {
+            return Err(TokenError::BadTtl);
+        }
+        let mut id = [0u8; 8];
+        let mut secret = Zeroizing::new([0u8; 32]);
+        getrandom::fill(&mut id).map_err(|e| TokenError::Random(e.to_string()))?;
+        getrandom::fill(secret.as_mut()).map_err(|e| TokenError::Random(e.to_string()))?;
+        let id = hex::encode(id);
+        let token = ApiToken(Zeroizing::new(format!(
+            "{TOKEN_PREFIX}{id}_{}",
+            URL_SAFE_NO_PAD.encode(secret.as_ref())
+        )));
+        let now = OffsetDateTime::now_utc();
+        let record = TokenRecord {
+            id,
+            sha256: hash(token.expose_secret()),
+            principal: principal.to_string(),
+            audience: audience.to_string(),
+            created_at: rfc3339(now),
+            expires_at: rfc3339(now + ttl),
+            revoked_at: None,
+        };
+        let added = record.clone();
+        self.update(move |file| {
+            file.tokens.push(added);
+            Ok(())
+        })?;
+        Ok((token, record))
+    }
+
+    /// Revoke token `id` (idempotent for an already revoked one).
+    pub fn revoke(&self, id: &str) -> Result<TokenRecord, TokenError> {
+        let id = id.to_string();
+        let mut revoked = None;
+        self.update(|file| {
+            let record = file
+                .tokens
+                .iter_mut()
+                .find(|r| r.id == id)
+                .ok_or_else(|| TokenError::UnknownId(id.clone()))?;
+            if record.revoked_at.is_none() {
+                record.revoked_at = Some(rfc3339(OffsetDateTime::now_utc()));
+            }
+            revoked = Some(record.clone());
+            Ok(())
+        })?;
+        revoked.ok_or(TokenError::UnknownId(id))
+    }
+
+    /// Check the credential in an `Authorization` header value against the
+    /// store, for `principal` and `audience`. The hash is compared first and
+    /// in constant time, so nothing about a token id is revealed to someone
+    /// without its secret.
+    pub fn authenticate(
+        &self,
+        header: Option<&[u8]>,
+        principal: &str,
+        audience: &str,
+    ) -> Result<Result<TokenRecord, AuthRefusal>, TokenError> {
+        let Some(header) = header else {
+            return Ok(Err(AuthRefusal::Missing));
+        };
+        let Some(token) = std::str::from_utf8(header)
+            .ok()
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim)
+        else {
+            return Ok(Err(AuthRefusal::Invalid));
+        };
+        let Some((id, _)) = parse(token) else {
+            return Ok(Err(AuthRefusal::Invalid));
+        };
+        let presented = hash(token);
+        let file = self.load()?;
+        let Some(record) = file.tokens.into_iter().find(|r| r.id == id) else {
+            return Ok(Err(AuthRefusal::Invalid));
+        };
+        if !bool::from(presented.as_bytes().ct_eq(record.sha256.as_bytes())) {
+            return Ok(Err(AuthRefusal::Invalid));
+        }
+        Ok(match record.status(OffsetDateTime::now_utc()) {
+            "revoked" => Err(AuthRefusal::Revoked),
+            "expired" => Err(AuthRefusal::Expired),
+            _ if record.audience != audience => Err(AuthRefusal::WrongAudience),
+            _ if record.principal != principal => Err(AuthRefusal::WrongPrincipal),
+            _ => Ok(record),
+        })
+    }
+
+    fn load(&self) -> Result<StoreFile, TokenError> {
+        match read_private(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| TokenError::Store(format!("{}: {e}", self.path.display()))),
+            Err(IdentityError::Missing(_)) => Ok(StoreFile {
+                version: 1,
+                tokens: Vec::new(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Read, change and atomically replace the store under an exclusive lock.
+    fn update(
+        &self,
+        change: impl FnOnce(&mut StoreFile) -> Result<(), TokenError>,
+    ) -> Result<(), TokenError> {
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&self.lock)
+            .map_err(|e| TokenError::Store(format!("{}: {e}", self.lock.display())))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| TokenError::Store(format!("lock: {e}")))?;
+        let mut file = self.load()?;
+        change(&mut file)?;
+        let text = serde_json::to_vec_pretty(&file)
+            .map_err(|e| TokenError::Store(format!("encode: {e}")))?;
+        let mut suffix = [0u8; 8];
+        getrandom::fill(&mut suffix).map_err(|e| TokenError::Random(e.to_string()))?;
+        let tmp = self
+            .path
+            .with_file_name(format!(".{STORE_FILE}.{}", hex::encode(suffix)));
+        write_private_new(&tmp, &text)?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            TokenError::Store(format!("{}: {e}", self.path.display()))
+        })?;
+        // The lock is released when `lock` is dropped here.
+        drop(lock);
+        Ok(())
+    }
+}
+
+/// `(id, secret)` of a well-formed token.
+fn parse(token: &str) -> Option<(&str, &str)> {
+    let rest = token.strip_prefix(TOKEN_PREFIX)?;
+    let (id, secret) = rest.split_once('_')?;
+    let id_ok = id.len() == 16 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let secret_ok = secret.len() == 43
+        && secret
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    (id_ok && secret_ok).then_some((id, secret))
+}
+
+fn hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    // Formatting a valid UTC time as RFC 3339 cannot fail for years 0..=9999.
+    t.format(&Rfc3339).unwrap_or_default()
+}
+
+/// Parse a lifetime such as `90s`, `30m`, `12h` or `7d`.
+pub fn parse_ttl(text: &str) -> Result<time::Duration, TokenError> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let n: i64 = number.parse().map_err(|_| TokenError::BadTtl)?;
+    let ttl = match unit {
+        "s" => time::Duration::seconds(n),
+        "m" => time::Duration::minutes(n),
+        "h" => time::Duration::hours(n),
+        "d" => time::Duration::days(n),
+        _ => return Err(TokenError::BadTtl),
+    };
+    if ttl <= time::Duration::ZERO || ttl > MAX_TTL {
+        return Err(TokenError::BadTtl);
+    }
+    Ok(ttl)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, TokenStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::in_home(dir.path());
+        (dir, store)
+    }
+
+    fn bearer(token: &ApiToken) -> Vec<u8> {
+        format!("Bearer {}", token.expose_secret()).into_bytes()
+    }
+
+    #[test]
+    fn stores_only_the_hash_in_a_private_file() {
+        let (dir, store) = store();
+        let (token, record) = store.create("p", "aud", time::Duration::hours(1)).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(STORE_FILE)).unwrap();
+        assert!(!text.contains(token.expose_secret()));
+        assert!(text.contains(&record.sha256));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join(STORE_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(!format!("{token:?}").contains(token.expose_secret()));
+    }
+
+    #[test]
+    fn accepts_a_live_token_and_refuses_the_rest() {
+        let (_dir, store) = store();
+        let (token, record) = store.create("p", "aud", time::Duration::hours(1)).unwrap();
+        assert_eq!(
+            store
+                .authenticate(Some(&bearer(&token)), "p", "aud")
+                .unwrap(),
+            Ok(record.clone())
+        );
+        assert_eq!(
+            store.authenticate(None, "p", "aud").unwrap(),
+            Err(AuthRefusal::Missing)
+        );
+        assert_eq!(
+            store
+                .authenticate(Some(&bearer(&token)), "p", "other")
+                .unwrap(),
+            Err(AuthRefusal::WrongAudience)
+        );
+        assert_eq!(
+            store
+                .authenticate(Some(&bearer(&token)), "q", "aud")
+                .unwrap(),
+            Err(AuthRefusal::WrongPrincipal)
+        );
+        let mut altered = token.expose_secret().to_string();
+        altered.pop();
+        altered.push(if token.expose_secret().ends_with('A') {
+            'B'
+        } else {
+            'A'
+        });
+        assert_eq!(
+            store
+                .authenticate(Some(format!("Bearer {altered}").as_bytes()), "p", "aud")
+                .unwrap(),
+            Err(AuthRefusal::Invalid)
+        );
+        assert_eq!(
+            store
+                .authenticate(Some(token.expose_secret().as_bytes()), "p", "aud")
+                .unwrap(),
+            Err(AuthRefusal::Invalid)
+        );
+        store.revoke(&record.id).unwrap();
+        assert_eq!(
+            store
+                .authenticate(Some(&bearer(&token)), "p", "aud")
+                .unwrap(),
+            Err(AuthRefusal::Revoked)
+        );
+    }
+
+    #[test]
+    fn refuses_an_expired_token() {
+        let (_dir, store) = store();
+        let (token, _) = store
+            .create("p", "aud", time::Duration::seconds(1))
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        assert_eq!(
+            store
+                .authenticate(Some(&bearer(&token)), "p", "aud")
+                .unwrap(),
+            Err(AuthRefusal::Expired)
+        );
+    }
+
+    #[test]
+    fn parses_lifetimes_and_refuses_silly_ones() {
+        assert_eq!(parse_ttl("30m").unwrap(), time::Duration::minutes(30));
+        assert_eq!(parse_ttl("7d").unwrap(), time::Duration::days(7));
+        for bad in ["", "0s", "-1h", "10", "1y", "91d", "h"] {
+            assert_eq!(parse_ttl(bad), Err(TokenError::BadTtl), "{bad}");
+        }
+    }
+
+    #[test]
+    fn revoking_an_unknown_token_is_an_error() {
+        let (_dir, store) = store();
+        assert_eq!(
+            store.revoke("0011223344556677"),
+            Err(TokenError::UnknownId("0011223344556677".into()))
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! `api serve` and `api token create|revoke|list`: thin commands over the
+//! `countersign-api` crate. A credential is printed only with `--stdout`;
+//! otherwise it goes to a new private file and only its id is shown.
+
+use std::sync::Arc;
+
+use countersign_api::tokens::{TokenStore, parse_ttl};
+use countersign_api::{ApiParts, ApiState, default_audience};
+use countersign_identity::files::write_private_new;
+use serde_json::json;
+use time::OffsetDateTime;
+
+use super::setup::shutdown_signal;
+use crate::Io;
+use crate::args::{ApiServeArgs, TokenCreateArgs};
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output::{write_json, write_text};
+
+/// The API's state for this installation: a head connection to the signer,
+/// the gate, the registry and the token store in the home.
+pub async fn api_state(ctx: &Context) -> Result<ApiState, CliError> {
+    let mut head = ctx.head().await?;
+    let gate = ctx.gate(&mut head).await?;
+    ApiState::new(ApiParts {
+        principal: ctx.principal.clone(),
+        audience: default_audience(&ctx.principal),
+        registry: Arc::new(ctx.registry()?),
+        registry_path: Some(ctx.config.registry.clone()),
+        gate,
+        head,
+        tokens: tokens(ctx),
+    })
+    .map_err(CliError::error)
+}
+
+fn tokens(ctx: &Context) -> TokenStore {
+    TokenStore::in_home(ctx.home.root())
+}
+
+/// `countersign api serve [--listen ADDR]`
+pub(crate) async fn serve(
+    ctx: &Context,
+    args: ApiServeArgs,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    if args.listen.ip().is_unspecified() {
+        return Err(CliError::Error(format!(
+            "--listen {} names no specific address: the API answers only to requests whose Host is the address it listens on; name that address (for example 127.0.0.1:8787)",
+            args.listen
+        )));
+    }
+    let state = Arc::new(api_state(ctx).await?);
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| CliError::Error(format!("cannot listen on {}: {e}", args.listen)))?;
+    let addr = listener.local_addr().map_err(CliError::error)?;
+    let scope = if addr.ip().is_loopback() {
+        "loopback only".to_string()
+    } else {
+        "WARNING: not loopback; reachable from the network, protected by bearer credentials only"
+            .to_string()
+    };
+    let _ = writeln!(
+        io.err,
+        "countersign API listening on http://{addr} ({scope}); OpenAPI at /openapi.json; press Ctrl-C to stop"
+    );
+    tracing::info!(%addr, "API listening");
+    countersign_api::run(listener, state, shutdown_signal())
+        .await
+        .map_err(CliError::error)?;
+    let _ = writeln!(io.err, "API stopped");
+    Ok(())
+}
+
+/// `countersign api token create --ttl D (--out FILE | --stdout)`
+pub(crate) fn token_create(
+    ctx: &Context,
+    args: TokenCreateArgs,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let ttl = parse_ttl(&args.ttl).map_err(CliError::error)?;
+    let audience = default_audience(&ctx.principal);
+    if let Some(path) = &args.out {
+        // Refuse before creating a credential that could not be saved.
+        if path.symlink_metadata().is_ok() {
+            return Err(CliError::Error(format!(
+                "{} already exists",
+                path.display()
+            )));
+        }
+    }
+    let (token, record) = tokens(ctx)
+        .create(&ctx.principal, &audience, ttl)
+        .map_err(CliError::error)?;
+    let mut secret = zeroize::Zeroizing::new(token.expose_secret().to_string());
+    secret.push('\n');
+    let mut summary = json!({"id": record.id, "audience": record.audience, "expires_at": record.expires_at, "session": record.session()});
+    match &args.out {
+        Some(path) => {
+            if let Err(e) = write_private_new(path, secret.as_bytes()) {
+                let _ = tokens(ctx).revoke(&record.id);
+                return Err(CliError::Error(format!("{e}; the credential was revoked")));
+            }
+            summary["file"] = json!(path.display().to_string());
+            if json {
+                write_json(io.out, &summary)
+            } else {
+                write_text(
+                    io.out,
+                    &format!(
+                        "created API credential {} (expires {}), written to {} (0600)\n",
+                        record.id,
+                        record.expires_at,
+                        path.display()
+                    ),
+                )
+            }
+        }
+        None => {
+            let _ = writeln!(
+                io.err,
+                "created API credential {} (expires {}); it is printed on stdout only",
+                record.id, record.expires_at
+            );
+            if json {
+                summary["token"] = json!(token.expose_secret());
+                write_json(io.out, &summary)
+            } else {
+                write_text(io.out, &secret)
+            }
+        }
+    }
+}
+
+/// `countersign api token revoke ID`
+pub(crate) fn token_revoke(
+    ctx: &Context,
+    id: &str,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let record = tokens(ctx)
+        .revoke(id)
+        .map_err(|e| CliError::Refused(e.to_string()))?;
+    if json {
+        write_json(
+            io.out,
+            &json!({"id": record.id, "revoked_at": record.revoked_at}),
+        )
+    } else {
+        write_text(io.out, &format!("revoked API credential {}\n", record.id))
+    }
+}
+
+/// `countersign api token list`
+pub(crate) fn token_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
+    let now = OffsetDateTime::now_utc();
+    let records = tokens(ctx).list().map_err(CliError::error)?;
+    if json {
+        let items: Vec<_> = records
+            .iter()
+            .map(|r| json!({"id": r.id, "status": r.status(now), "audience": r.audience, "created_at": r.created_at, "expires_at": r.expires_at, "revoked_at": r.revoked_at}))
+            .collect();
+        return write_json(io.out, &items);
+    }
+    if records.is_empty() {
+        return write_text(io.out, "no API credentials\n");
+    }
+    let mut text = String::new();
+    for r in &records {
+        text.push_str(&format!(
+            "{}  {:<7}  expires {}\n",
+            r.id,
+            r.status(now),
+            r.expires_at
+        ));
+    }
+    write_text(io.out, &text)
+}

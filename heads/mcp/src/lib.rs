@@ -1,0 +1,22 @@
+//! countersign's MCP head: a Model Context Protocol server on stdio, built
+//! on the official Rust SDK (`rmcp`). An agent lists operations, proposes an
+//! exact action, reads its status, withdraws its own pending proposal, and
+//! executes a proposal once a person has approved it, through the signer's
+//! one-time handoff to this principal and session.
+//!
+//! Trust: the server embeds the gate (public keys and the ledger) and talks
+//! to the signer with the head certificate, so it can verify and consume a
+//! proof but never sign one. No tool takes, returns or echoes a proof, a
+//! challenge answer or a decision; no tool approves, denies or creates a
+//! rule. It does not use elicitation: no elicitation answer, tool argument
+//! or client claim is ever an approval (see SECURITY.md, boundary 2a).
+#![forbid(unsafe_code)]
+
+mod reply;
+mod server;
+mod session;
+mod tools;
+
+pub use server::{McpHead, ServeError};
+pub use session::new_session_id;
+pub use tools::{exposures, output_schema, structured};

@@ -1,0 +1,353 @@
+//! The MCP tool list, generated from the surface table
+//! ([`DATA_OPERATIONS`]) and the operation registry: one tool per data
+//! operation, and one `propose_<operation>` tool per registry operation so a
+//! model sees each operation's own argument schema.
+//!
+//! Must not: invent a tool the table does not name, or describe a tool that
+//! takes, returns or decides a proof. The table's `execute_with_proof` has no
+//! MCP tool, by its documented exception.
+
+use std::sync::Arc;
+
+use countersign_registry::{Class, Registry};
+use countersign_surface::{
+    DATA_OPERATIONS, DataOperation, Exposure, ParamSchema, propose_tool_name,
+};
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+
+/// What a tool call does, as the server dispatches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// `list_operations`
+    ListOperations,
+    /// `propose_<operation>`: propose registry operation `.0`.
+    Propose(String),
+    /// `get_proposal`
+    GetProposal,
+    /// `list_proposals`
+    ListProposals,
+    /// `withdraw_proposal`
+    Withdraw,
+    /// `execute_approved`: claim the signer's handoff and execute.
+    ExecuteApproved,
+    /// `get_result`
+    GetResult,
+}
+
+impl Action {
+    /// The action of data operation `name` (for `propose`, of `operation`),
+    /// or `None` for one this head has no handler for.
+    fn of(name: &str, operation: Option<&str>) -> Option<Action> {
+        Some(match (name, operation) {
+            ("list_operations", _) => Action::ListOperations,
+            ("propose", Some(op)) => Action::Propose(op.to_string()),
+            ("get_proposal", _) => Action::GetProposal,
+            ("list_proposals", _) => Action::ListProposals,
+            ("withdraw", _) => Action::Withdraw,
+            ("execute", _) => Action::ExecuteApproved,
+            ("get_result", _) => Action::GetResult,
+            _ => return None,
+        })
+    }
+}
+
+/// One advertised tool, with what calling it does and the data operation it
+/// exposes.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolEntry {
+    /// The definition sent in `tools/list`.
+    pub(crate) tool: Tool,
+    /// What a call does.
+    pub(crate) action: Action,
+    /// The data operation (`propose:<registry operation>` for proposals).
+    pub(crate) operation: String,
+    /// The input schema, for validating calls.
+    pub(crate) params: Value,
+}
+
+/// Every tool this head advertises, in table order.
+pub(crate) fn tool_entries(registry: &Registry) -> Vec<ToolEntry> {
+    let mut entries = Vec::new();
+    for data_op in DATA_OPERATIONS {
+        let Some(tool_name) = data_op.mcp else {
+            continue;
+        };
+        match data_op.params {
+            ParamSchema::Propose => {
+                for op in registry.operations() {
+                    let Some(action) = Action::of(data_op.name, Some(&op.name)) else {
+                        continue;
+                    };
+                    let description = format!(
+                        "Propose `{}` for a person to review: {} {}",
+                        op.name,
+                        op.description.trim_end_matches('.'),
+                        PROPOSE_NOTE
+                    );
+                    let params = data_op.params.schema(Some(op));
+                    entries.push(entry(
+                        data_op,
+                        propose_tool_name(&op.name),
+                        description,
+                        params,
+                        action,
+                        format!("propose:{}", op.name),
+                    ));
+                }
+            }
+            ParamSchema::Fixed(_) => {
+                let Some(action) = Action::of(data_op.name, None) else {
+                    continue;
+                };
+                let description = match action {
+                    Action::ExecuteApproved => format!("{} {}", data_op.description, EXECUTE_NOTE),
+                    _ => data_op.description.to_string(),
+                };
+                entries.push(entry(
+                    data_op,
+                    tool_name.to_string(),
+                    description,
+                    data_op.params.schema(None),
+                    action,
+                    data_op.name.to_string(),
+                ));
+            }
+        }
+    }
+    entries
+}
+
+const PROPOSE_NOTE: &str = "(nothing runs until a person approves it at their terminal with `countersign approve ID --for-mcp`; then call `execute_approved`). Returns the proposal id, its status and the preview the person will see.";
+
+const EXECUTE_NOTE: &str = "Refused, applying nothing, until a person has approved it with `countersign approve ID --for-mcp`. Calling it again returns the recorded disposition and never runs the effect twice.";
+
+fn entry(
+    data_op: &DataOperation,
+    name: String,
+    description: String,
+    params: Value,
+    action: Action,
+    operation: String,
+) -> ToolEntry {
+    let tool = Tool::new(name, description, Arc::new(object(params.clone())))
+        .with_raw_output_schema(Arc::new(object(output_schema((data_op.result)()))))
+        .with_annotations(annotations(data_op, &action));
+    ToolEntry {
+        tool,
+        action,
+        operation,
+        params,
+    }
+}
+
+/// Hints for clients: reads are read-only; executing runs an effect that
+/// may destroy or reach outside (a command, a webhook) but never twice;
+/// proposing and withdrawing only change countersign's own records.
+fn annotations(data_op: &DataOperation, action: &Action) -> ToolAnnotations {
+    let title = data_op.name.replace('_', " ");
+    let hints = ToolAnnotations::with_title(title);
+    match (data_op.class, action) {
+        (Class::Read, _) => hints.read_only(true).open_world(false),
+        (_, Action::ExecuteApproved) => hints
+            .read_only(false)
+            .destructive(true)
+            .idempotent(true)
+            .open_world(true),
+        (_, Action::Withdraw) => hints
+            .read_only(false)
+            .destructive(true)
+            .idempotent(true)
+            .open_world(false),
+        _ => hints
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(false),
+    }
+}
+
+/// The output schema MCP allows: structured content is an object (protocol
+/// versions up to 2025-11-25 require `type: object` at the root), so a
+/// result that is an array is wrapped as `{"items": [...]}`. Every other
+/// result schema is the surface's own, unchanged.
+pub fn output_schema(result_schema: Value) -> Value {
+    if result_schema["type"] == "array" {
+        json!({
+            "type": "object",
+            "required": ["items"],
+            "properties": {"items": result_schema}
+        })
+    } else {
+        result_schema
+    }
+}
+
+/// The structured content of a result, wrapped as [`output_schema`] says.
+pub fn structured(result: Value) -> Value {
+    if result.is_array() {
+        json!({ "items": result })
+    } else {
+        result
+    }
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        // Every schema in the surface table is an object; keep the tool
+        // callable rather than panic if one ever is not.
+        _ => JsonObject::new(),
+    }
+}
+
+/// What this head really exposes, read back from the tool list it
+/// advertises (names, input schemas, read-only annotation, output schemas),
+/// for the parity gate. Result schemas are as advertised: see
+/// [`output_schema`] for the one rule by which they can differ from the
+/// surface table's.
+pub fn exposures(registry: &Registry) -> Vec<Exposure> {
+    tool_entries(registry)
+        .into_iter()
+        .map(|entry| {
+            let read_only = entry
+                .tool
+                .annotations
+                .as_ref()
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false);
+            Exposure {
+                operation: entry.operation,
+                head: "mcp",
+                entry: entry.tool.name.to_string(),
+                class: if read_only { Class::Read } else { Class::Write },
+                params: Value::Object((*entry.tool.input_schema).clone()),
+                result: entry
+                    .tool
+                    .output_schema
+                    .as_ref()
+                    .map_or(Value::Null, |s| Value::Object((**s).clone())),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn registry() -> Registry {
+        Registry::from_toml_str(Registry::default_toml()).unwrap()
+    }
+
+    #[test]
+    fn every_mcp_entry_of_the_table_is_advertised() {
+        let registry = registry();
+        let names: Vec<String> = tool_entries(&registry)
+            .iter()
+            .map(|e| e.tool.name.to_string())
+            .collect();
+        for op in DATA_OPERATIONS {
+            match (op.mcp, op.params) {
+                (None, _) => {}
+                (Some(_), ParamSchema::Propose) => {
+                    for reg in registry.operations() {
+                        assert!(names.contains(&propose_tool_name(&reg.name)), "{names:?}");
+                    }
+                }
+                (Some(name), ParamSchema::Fixed(_)) => {
+                    assert!(
+                        names.contains(&name.to_string()),
+                        "{name} missing: {names:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_tool_takes_a_proof_a_challenge_or_a_decision() {
+        for entry in tool_entries(&registry()) {
+            let props = entry.params["properties"].as_object().unwrap();
+            for key in props.keys() {
+                for banned in ["proof", "token", "challenge", "approve", "decision", "deny"] {
+                    assert!(
+                        !key.to_lowercase().contains(banned),
+                        "{} takes {key}",
+                        entry.tool.name
+                    );
+                }
+            }
+            assert_eq!(
+                entry.params["additionalProperties"], false,
+                "{}",
+                entry.tool.name
+            );
+            // `execute_approved` executes what a person approved; no tool
+            // is a verb of deciding.
+            for word in entry.tool.name.split('_') {
+                assert!(
+                    ![
+                        "approve", "deny", "decide", "rule", "revoke", "sign", "proof"
+                    ]
+                    .contains(&word),
+                    "{}",
+                    entry.tool.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn reads_are_read_only_and_execute_is_destructive() {
+        for entry in tool_entries(&registry()) {
+            let hints = entry.tool.annotations.clone().unwrap();
+            match entry.action {
+                Action::ListOperations
+                | Action::GetProposal
+                | Action::ListProposals
+                | Action::GetResult => assert_eq!(hints.read_only_hint, Some(true)),
+                Action::ExecuteApproved => {
+                    assert_eq!(hints.read_only_hint, Some(false));
+                    assert_eq!(hints.destructive_hint, Some(true));
+                }
+                Action::Propose(_) | Action::Withdraw => {
+                    assert_eq!(hints.read_only_hint, Some(false))
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn output_schemas_are_objects_and_arrays_are_wrapped() {
+        for entry in tool_entries(&registry()) {
+            let schema = entry.tool.output_schema.clone().unwrap();
+            assert_eq!(schema["type"], "object", "{}", entry.tool.name);
+        }
+        assert_eq!(structured(json!([1])), json!({"items": [1]}));
+        assert_eq!(structured(json!({"a": 1})), json!({"a": 1}));
+    }
+
+    #[test]
+    fn exposures_match_the_table_but_for_the_documented_wrapping() {
+        let registry = registry();
+        let exposures = exposures(&registry);
+        for exposure in &exposures {
+            let name = exposure.operation.split(':').next().unwrap();
+            let op = DATA_OPERATIONS.iter().find(|o| o.name == name).unwrap();
+            assert_eq!(exposure.class, op.class, "{}", exposure.entry);
+            assert_eq!(exposure.result, output_schema((op.result)()));
+            let reg = exposure
+                .operation
+                .strip_prefix("propose:")
+                .and_then(|r| registry.get(r));
+            assert_eq!(exposure.params, op.params.schema(reg), "{}", exposure.entry);
+        }
+        assert!(
+            !exposures
+                .iter()
+                .any(|e| e.operation == "execute_with_proof")
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! Everything on a head that is not a data operation (deciding, token
+//! management, transport control, administration), each with the reason it
+//! is only where it is. The manifest lists them; the parity gate requires a
+//! reason for each, and the CLI's exposures treat every command not listed
+//! here or in the table as an undeclared operation.
+
+/// A command, route or tool that is not a data operation, and why it is
+/// only where it is.
+#[derive(Debug, Clone, Copy)]
+pub struct NonData {
+    /// A name for the manifest.
+    pub name: &'static str,
+    /// The CLI command, if any.
+    pub cli: Option<&'static str>,
+    /// The API route, if any.
+    pub api: Option<(&'static str, &'static str)>,
+    /// The MCP tool, if any.
+    pub mcp: Option<&'static str>,
+    /// Why it is not on every head.
+    pub reason: &'static str,
+}
+
+const APPROVER_ONLY: &str = "Deciding is for approver interfaces only (an interactive terminal with a typed challenge, or the paired web console): no head and no model-visible tool can approve, deny or revoke.";
+const TOKEN_CLI_ONLY: &str = "API credentials are created and revoked by the local user at the CLI; a bearer of one credential must not be able to mint or revoke others, and MCP clients are models.";
+const TRANSPORT: &str = "Transport control and administration differ per head by design: they start, describe or maintain a head, not act on proposals.";
+
+/// Everything on a head that is not a data operation.
+pub const NON_DATA: &[NonData] = &[
+    NonData {
+        name: "approve",
+        cli: Some("countersign approve <id> [--for-mcp | --proof-out FILE]"),
+        api: None,
+        mcp: None,
+        reason: APPROVER_ONLY,
+    },
+    NonData {
+        name: "deny",
+        cli: Some("countersign deny <id> --reason TEXT"),
+        api: None,
+        mcp: None,
+        reason: APPROVER_ONLY,
+    },
+    NonData {
+        name: "revoke",
+        cli: Some("countersign revoke <id>"),
+        api: None,
+        mcp: None,
+        reason: APPROVER_ONLY,
+    },
+    NonData {
+        name: "list_pending_decisions",
+        cli: Some("countersign pending"),
+        api: None,
+        mcp: None,
+        reason: "The approver's queue is read over the approver's certificate; heads list their own proposals with `list_proposals` (status=pending).",
+    },
+    NonData {
+        name: "api_token_create",
+        cli: Some("countersign api token create --ttl DURATION (--out FILE | --stdout)"),
+        api: None,
+        mcp: None,
+        reason: TOKEN_CLI_ONLY,
+    },
+    NonData {
+        name: "api_token_revoke",
+        cli: Some("countersign api token revoke <token id>"),
+        api: None,
+        mcp: None,
+        reason: TOKEN_CLI_ONLY,
+    },
+    NonData {
+        name: "api_token_list",
+        cli: Some("countersign api token list"),
+        api: None,
+        mcp: None,
+        reason: TOKEN_CLI_ONLY,
+    },
+    NonData {
+        name: "api_serve",
+        cli: Some("countersign api serve [--listen ADDR]"),
+        api: None,
+        mcp: None,
+        reason: TRANSPORT,
+    },
+    NonData {
+        name: "mcp_serve",
+        cli: Some("countersign mcp"),
+        api: None,
+        mcp: None,
+        reason: TRANSPORT,
+    },
+    NonData {
+        name: "init",
+        cli: Some("countersign init"),
+        api: None,
+        mcp: None,
+        reason: TRANSPORT,
+    },
+    NonData {
+        name: "up",
+        cli: Some("countersign up"),
+        api: None,
+        mcp: None,
+        reason: TRANSPORT,
+    },
+    NonData {
+        name: "audit",
+        cli: Some("countersign audit [--verify]"),
+        api: None,
+        mcp: None,
+        reason: "The audit trail spans every session of the installation; it is read by the local user, not by a head's caller.",
+    },
+    NonData {
+        name: "reconcile",
+        cli: Some("countersign reconcile [--resolve ID --applied|--not-applied]"),
+        api: None,
+        mcp: None,
+        reason: "Resolving an uncertain execution needs a person who has checked the world; it is local administration.",
+    },
+    NonData {
+        name: "keys_list",
+        cli: Some("countersign keys list"),
+        api: None,
+        mcp: None,
+        reason: TRANSPORT,
+    },
+    NonData {
+        name: "health",
+        cli: None,
+        api: Some(("GET", "/healthz")),
+        mcp: None,
+        reason: "A liveness probe for HTTP supervisors; it reveals nothing private and is not an operation.",
+    },
+    NonData {
+        name: "openapi",
+        cli: None,
+        api: Some(("GET", "/openapi.json")),
+        mcp: None,
+        reason: "The HTTP API's own description; the CLI has --help and MCP lists its tools.",
+    },
+];

@@ -1,0 +1,85 @@
+"""Shared by the end-to-end scripts: run the real `countersign` binary,
+initialize a home on a free port, start `countersign up`, and approve at a
+real pseudo-terminal (pexpect) the way a person does."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pexpect
+
+BIN = os.environ["COUNTERSIGN_BIN"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(home, *args, stdin=None, ok=(0,)):
+    proc = subprocess.run(
+        [BIN, "--home", home, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if proc.returncode not in ok:
+        sys.exit(f"countersign {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def new_home(prefix):
+    """A fresh temporary directory and an initialized home in it, on a free port."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    home = os.path.join(tmp, "home")
+    run(home, "init")
+    with open(os.path.join(home, "config.toml"), "a") as f:
+        f.write(f'\n[signer]\naddr = "127.0.0.1:{free_port()}"\n')
+    return tmp, home
+
+
+def start_up(home):
+    """`countersign up`, once it says it is up. Its stderr lines read so far
+    are returned with it."""
+    up = subprocess.Popen([BIN, "--home", home, "up"], stderr=subprocess.PIPE, text=True)
+    seen = []
+    deadline = time.time() + 60
+    while True:
+        line = up.stderr.readline()
+        seen.append(line)
+        if "countersign is up" in line:
+            return up, seen
+        if not line and up.poll() is not None or time.time() > deadline:
+            sys.exit(f"countersign up did not come up (exit {up.poll()}): {''.join(seen)}")
+
+
+def stop_up(up):
+    """SIGINT, as a person would; returns the exit code and the rest of stderr."""
+    up.send_signal(signal.SIGINT)
+    try:
+        code = up.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        up.kill()
+        sys.exit("countersign up did not stop on SIGINT")
+    return code, up.stderr.read()
+
+
+def approve_at_terminal(home, pid, *extra, expect_text=None):
+    """A person runs `countersign approve PID ...` at a terminal, reads the
+    preview and types the challenge. Returns what the terminal showed."""
+    child = pexpect.spawn(BIN, ["--home", home, "approve", pid, *extra], encoding="utf-8", timeout=60)
+    if expect_text:
+        child.expect(expect_text)
+    child.expect(r"Type (\S+) to approve")
+    shown = child.before + child.after
+    child.sendline(child.match.group(1))
+    child.expect(pexpect.EOF)
+    shown += child.before
+    child.close()
+    assert child.exitstatus == 0, (child.exitstatus, shown)
+    return shown
