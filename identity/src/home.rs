@@ -211,6 +211,7 @@ impl Home {
             self.ledger_path(),
             self.root.join("ledger.db-wal"),
             self.root.join("ledger.db-shm"),
+            self.root.join("ledger.db.lock"),
             self.ca_cert_path(),
             self.ca_key_path(),
             self.signer_cert_path(),

@@ -44,7 +44,7 @@ pub enum LedgerError {
     #[error("refused: {0}")]
     Refused(LedgerRefusal),
     /// The ledger URL is not one this build supports.
-    #[error("unsupported ledger url (expected sqlite://<absolute path>)")]
+    #[error("unsupported ledger url (expected sqlite://<absolute path> or postgres://...)")]
     UnsupportedUrl,
     /// No proposal with this id (for this principal).
     #[error("unknown proposal {0}")]
@@ -80,7 +80,12 @@ pub enum LedgerError {
 
 impl From<sqlx::Error> for LedgerError {
     fn from(e: sqlx::Error) -> Self {
-        LedgerError::Database(e.to_string())
+        LedgerError::Database(match e {
+            sqlx::Error::PoolTimedOut => {
+                "the database is unavailable (no connection within the timeout)".into()
+            }
+            e => e.to_string(),
+        })
     }
 }
 

@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use crate::chain::ChainReport;
 use crate::error::{EffectFailure, LedgerError};
-use crate::sqlite::SqliteLedger;
 use crate::types::{
     ConsumeStart, Disposition, EffectOutcome, EventRecord, Intent, IssuanceRecord, NewProposal,
     ProposalRecord, RevokeOutcome,
 };
+use crate::{postgres, sqlite};
 use countersign_verifier::VerifiedProof;
 
 /// The durable ledger. One per process; cheap to clone (clones share the
@@ -23,13 +23,15 @@ pub struct Ledger {
 
 #[derive(Clone)]
 enum Backend {
-    Sqlite(SqliteLedger),
+    Sqlite(sqlite::Store),
+    Postgres(postgres::Store),
 }
 
 impl std::fmt::Debug for Ledger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.backend {
             Backend::Sqlite(_) => f.write_str("Ledger(sqlite)"),
+            Backend::Postgres(_) => f.write_str("Ledger(postgres)"),
         }
     }
 }
@@ -39,15 +41,22 @@ macro_rules! dispatch {
     ($self:ident, $b:ident => $call:expr) => {
         match &$self.backend {
             Backend::Sqlite($b) => $call,
+            Backend::Postgres($b) => $call,
         }
     };
 }
 
 impl Ledger {
-    /// Open the ledger at `url`: `sqlite://<absolute path>` (the file is
-    /// created with mode 0600 if missing). Sets WAL, foreign keys,
-    /// `synchronous = FULL`, a 5 s busy timeout, and applies migrations.
+    /// Open the ledger at `url` and bring its schema up to date:
+    /// `sqlite://<absolute path>` (the file is created with mode 0600 if
+    /// missing; WAL, foreign keys, `synchronous = FULL`, a 5 s busy
+    /// timeout), or `postgres://...` / `postgresql://...` (a server shared
+    /// by many heads on many hosts).
     pub async fn open(url: &str) -> Result<Ledger, LedgerError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let backend = Backend::Postgres(postgres::Store::open(url).await?);
+            return Ok(Ledger { backend });
+        }
         let Some(path) = url.strip_prefix("sqlite://") else {
             return Err(LedgerError::UnsupportedUrl);
         };
@@ -55,7 +64,7 @@ impl Ledger {
         if path.as_os_str().is_empty() || !path.is_absolute() {
             return Err(LedgerError::UnsupportedUrl);
         }
-        let backend = Backend::Sqlite(SqliteLedger::open(path).await?);
+        let backend = Backend::Sqlite(sqlite::Store::open(path).await?);
         Ok(Ledger { backend })
     }
 
@@ -153,6 +162,18 @@ impl Ledger {
         effect: &str,
     ) -> Result<Value, EffectFailure> {
         dispatch!(self, b => b.apply_builtin(intent, effect).await)
+    }
+
+    /// Apply the builtin effect named like the intent's operation and record
+    /// the completion in ONE write transaction (the second transaction of a
+    /// consumption): applied with its result, or failed, changing nothing,
+    /// when the transition is refused. On a database error neither is
+    /// recorded and the intent stays uncertain.
+    pub async fn apply_builtin_and_complete(
+        &self,
+        intent: &Intent,
+    ) -> Result<(EffectOutcome, Disposition), LedgerError> {
+        dispatch!(self, b => b.apply_builtin_and_complete(intent).await)
     }
 
     /// Record how an intent ended (the second transaction) and its

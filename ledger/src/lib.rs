@@ -4,17 +4,30 @@
 //!
 //! Status is derived on read, never stored. The ledger stores no proof, only
 //! its SHA-256, and never logs argument values. Backend-independent logic
-//! (status, chain hashing, schedule transitions) lives at the crate root;
-//! SQL lives only in a backend module (`sqlite` now; PostgreSQL later, with
-//! its own `migrations/postgres/`).
+//! (status, chain hashing, schedule transitions) lives at the crate root.
+//!
+//! Backends: `sqlite` and `postgres`, each owning its connection setup,
+//! write discipline and migrations (`migrations/<backend>/`). The queries
+//! themselves are written once, in `src/sql/`, in the SQL both dialects
+//! share (`$N` parameters), and each backend module compiles those files
+//! against its own types (`Db`, `Conn`, `DbRow`) and its own `locking!`
+//! macro (`FOR UPDATE OF <alias>` on PostgreSQL, nothing on SQLite), by
+//! `#[path]`. One text, two type-checked instantiations: a query can not
+//! drift between backends, and the shared test suite runs on both.
 #![forbid(unsafe_code)]
+// Intended: each backend compiles the shared `src/sql/` files against its
+// own types (see above); clippy sees the same file loaded twice.
+#![allow(clippy::duplicate_mod)]
 
 mod chain;
 mod error;
 mod ledger;
+mod postgres;
 mod schedule;
 mod sqlite;
 mod status;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod timefmt;
 mod types;
 

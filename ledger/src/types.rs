@@ -193,6 +193,16 @@ pub enum EffectOutcome {
     },
 }
 
+impl EffectOutcome {
+    /// `(status, error, result)` as the completion records them.
+    pub(crate) fn parts(&self) -> (&'static str, Option<&str>, &Value) {
+        match self {
+            EffectOutcome::Applied { result } => ("applied", None, result),
+            EffectOutcome::Failed { error, result } => ("failed", Some(error.as_str()), result),
+        }
+    }
+}
+
 /// The recorded end of a consumed proof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -5,14 +5,13 @@
 
 mod common;
 
-use common::{TestLedger, approve, create_schedule};
+use common::{Kind, TestLedger, approve, create_schedule};
 use countersign_ledger::{ChainBreak, GENESIS_HASH};
 use sha2::{Digest as _, Sha256};
-use sqlx::{Connection as _, Row as _, SqliteConnection};
 
 /// A ledger with two approved proposals: events 1..=4.
-async fn four_events() -> TestLedger {
-    let t = TestLedger::new().await;
+async fn four_events(kind: Kind) -> TestLedger {
+    let t = TestLedger::on(kind).await;
     approve(&t.ledger, &create_schedule(1, "a"), 1).await;
     approve(&t.ledger, &create_schedule(2, "b"), 2).await;
     let report = t.ledger.verify_chain().await.unwrap();
@@ -21,27 +20,20 @@ async fn four_events() -> TestLedger {
     t
 }
 
-async fn exec(conn: &mut SqliteConnection, sql: &'static str) -> Result<(), String> {
-    sqlx::query(sql)
-        .execute(conn)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-}
-
-/// Run `statements` on a raw connection, then verify the chain.
+/// Lift the append-only guard on events, run `statements` on a raw
+/// connection, then verify the chain.
 async fn tampered(t: &TestLedger, statements: &[&'static str]) -> Option<ChainBreak> {
     let mut raw = t.raw().await;
-    for sql in statements {
-        exec(&mut raw, sql).await.unwrap();
+    for sql in t.unguard_events().iter().chain(statements) {
+        raw.exec(sql).await.unwrap();
     }
-    raw.close().await.unwrap();
+    raw.close().await;
     t.ledger.verify_chain().await.unwrap().first_break
 }
 
-#[tokio::test]
-async fn refuses_update_and_delete_of_recorded_facts() {
-    let t = four_events().await;
+on_both_backends!(refuses_update_and_delete_of_recorded_facts);
+async fn refuses_update_and_delete_of_recorded_facts(kind: Kind) {
+    let t = four_events(kind).await;
     let mut raw = t.raw().await;
     let refused = [
         (
@@ -71,7 +63,7 @@ async fn refuses_update_and_delete_of_recorded_facts() {
         ),
     ];
     for (sql, message) in refused {
-        let err = exec(&mut raw, sql).await.unwrap_err();
+        let err = raw.exec(sql).await.unwrap_err();
         assert!(err.contains(message), "{sql}: {err}");
     }
     // Rows in consumed_nonces are protected the same way.
@@ -85,28 +77,22 @@ async fn refuses_update_and_delete_of_recorded_facts() {
         "UPDATE consumed_nonces SET proposal_id = 'x'",
         "DELETE FROM consumed_nonces",
     ] {
-        let err = exec(&mut raw, sql).await.unwrap_err();
+        let err = raw.exec(sql).await.unwrap_err();
         assert!(
             err.contains("consumed nonces are append-only"),
             "{sql}: {err}"
         );
     }
-    raw.close().await.unwrap();
+    raw.close().await;
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
 
-#[tokio::test]
-async fn detects_an_edited_row_and_names_it() {
-    let t = four_events().await;
-    let found = tampered(
-        &t,
-        &[
-            "DROP TRIGGER events_no_update",
-            "UPDATE events SET actor = 'mallory' WHERE id = 2",
-        ],
-    )
-    .await
-    .unwrap();
+on_both_backends!(detects_an_edited_row_and_names_it);
+async fn detects_an_edited_row_and_names_it(kind: Kind) {
+    let t = four_events(kind).await;
+    let found = tampered(&t, &["UPDATE events SET actor = 'mallory' WHERE id = 2"])
+        .await
+        .unwrap();
     assert_eq!(found, ChainBreak::Edited { id: 2 });
     assert_eq!(
         found.to_string(),
@@ -114,60 +100,56 @@ async fn detects_an_edited_row_and_names_it() {
     );
 }
 
-#[tokio::test]
-async fn detects_an_edit_whose_hash_was_recomputed_at_the_next_row() {
-    let t = four_events().await;
+on_both_backends!(detects_an_edit_whose_hash_was_recomputed_at_the_next_row);
+async fn detects_an_edit_whose_hash_was_recomputed_at_the_next_row(kind: Kind) {
+    let t = four_events(kind).await;
     let mut raw = t.raw().await;
-    exec(&mut raw, "DROP TRIGGER events_no_update")
-        .await
-        .unwrap();
-    exec(&mut raw, "UPDATE events SET actor = 'mallory' WHERE id = 2")
+    for sql in t.unguard_events() {
+        raw.exec(sql).await.unwrap();
+    }
+    raw.exec("UPDATE events SET actor = 'mallory' WHERE id = 2")
         .await
         .unwrap();
     // Recompute row 2's hash as an attacker who knows the scheme would.
-    let row = sqlx::query(
-        "SELECT at, kind, proposal_id, actor, details, prev_hash FROM events WHERE id = 2",
-    )
-    .fetch_one(&mut raw)
-    .await
-    .unwrap();
+    let field = |c: &str| format!("SELECT {c} FROM events WHERE id = 2");
     let details: serde_json::Value =
-        serde_json::from_str(&row.try_get::<String, _>("details").unwrap()).unwrap();
+        serde_json::from_str(&raw.scalar_text(&field("details")).await.unwrap()).unwrap();
+    let proposal_id = raw.scalar_text(&field("proposal_id")).await.unwrap();
     let body = serde_json::json!({
         "id": 2,
-        "at": row.try_get::<String, _>("at").unwrap(),
-        "kind": row.try_get::<String, _>("kind").unwrap(),
-        "proposal_id": row.try_get::<Option<String>, _>("proposal_id").unwrap(),
+        "at": raw.scalar_text(&field("at")).await.unwrap(),
+        "kind": raw.scalar_text(&field("kind")).await.unwrap(),
+        "proposal_id": proposal_id,
         "actor": "mallory",
         "details": details,
     });
     let mut h = Sha256::new();
-    h.update(row.try_get::<String, _>("prev_hash").unwrap().as_bytes());
+    h.update(
+        raw.scalar_text(&field("prev_hash"))
+            .await
+            .unwrap()
+            .as_bytes(),
+    );
     h.update(
         countersign_verifier::canonical::to_canonical(&body)
             .unwrap()
             .as_bytes(),
     );
-    sqlx::query("UPDATE events SET hash = ? WHERE id = 2")
-        .bind(hex::encode(h.finalize()))
-        .execute(&mut raw)
-        .await
-        .unwrap();
-    raw.close().await.unwrap();
+    raw.exec(&format!(
+        "UPDATE events SET hash = '{}' WHERE id = 2",
+        hex::encode(h.finalize())
+    ))
+    .await
+    .unwrap();
+    raw.close().await;
     let report = t.ledger.verify_chain().await.unwrap();
     assert_eq!(report.first_break, Some(ChainBreak::BrokenLink { id: 3 }));
 }
 
-#[tokio::test]
-async fn detects_a_deleted_row_and_names_it() {
-    let t = four_events().await;
-    let found = tampered(
-        &t,
-        &[
-            "DROP TRIGGER events_no_delete",
-            "DELETE FROM events WHERE id = 2",
-        ],
-    );
+on_both_backends!(detects_a_deleted_row_and_names_it);
+async fn detects_a_deleted_row_and_names_it(kind: Kind) {
+    let t = four_events(kind).await;
+    let found = tampered(&t, &["DELETE FROM events WHERE id = 2"]);
     assert_eq!(
         found.await,
         Some(ChainBreak::Missing {
@@ -178,16 +160,10 @@ async fn detects_a_deleted_row_and_names_it() {
     );
 }
 
-#[tokio::test]
-async fn detects_a_truncated_tail_through_the_chain_head() {
-    let t = four_events().await;
-    let found = tampered(
-        &t,
-        &[
-            "DROP TRIGGER events_no_delete",
-            "DELETE FROM events WHERE id >= 3",
-        ],
-    );
+on_both_backends!(detects_a_truncated_tail_through_the_chain_head);
+async fn detects_a_truncated_tail_through_the_chain_head(kind: Kind) {
+    let t = four_events(kind).await;
+    let found = tampered(&t, &["DELETE FROM events WHERE id >= 3"]);
     assert_eq!(
         found.await,
         Some(ChainBreak::Truncated {
@@ -197,9 +173,9 @@ async fn detects_a_truncated_tail_through_the_chain_head() {
     );
 }
 
-#[tokio::test]
-async fn an_empty_log_is_intact_at_the_genesis_hash() {
-    let t = TestLedger::new().await;
+on_both_backends!(an_empty_log_is_intact_at_the_genesis_hash);
+async fn an_empty_log_is_intact_at_the_genesis_hash(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let report = t.ledger.verify_chain().await.unwrap();
     assert!(report.is_intact());
     assert_eq!(
@@ -208,9 +184,9 @@ async fn an_empty_log_is_intact_at_the_genesis_hash() {
     );
 }
 
-#[tokio::test]
-async fn events_link_each_to_the_one_before() {
-    let t = four_events().await;
+on_both_backends!(events_link_each_to_the_one_before);
+async fn events_link_each_to_the_one_before(kind: Kind) {
+    let t = four_events(kind).await;
     let events = t.ledger.events().await.unwrap();
     assert_eq!(events[0].prev_hash, GENESIS_HASH);
     for pair in events.windows(2) {

@@ -4,13 +4,14 @@
 
 mod common;
 
+use common::Kind;
+
 use common::{PRINCIPAL, TestLedger, approve, create_schedule, issue, verified};
 use countersign_ledger::{
     ConsumeStart, DispositionStatus, EffectOutcome, Ledger, LedgerError, LedgerRefusal,
     ProposalStatus, RevokeOutcome,
 };
 use serde_json::json;
-use sqlx::{Connection as _, Row as _};
 
 fn fresh(start: ConsumeStart) -> countersign_ledger::Intent {
     match start {
@@ -20,19 +21,12 @@ fn fresh(start: ConsumeStart) -> countersign_ledger::Intent {
 }
 
 async fn consumed_nonces(t: &TestLedger) -> i64 {
-    let mut raw = t.raw().await;
-    let row = sqlx::query("SELECT COUNT(*) AS n FROM consumed_nonces")
-        .fetch_one(&mut raw)
-        .await
-        .unwrap();
-    let n = row.try_get("n").unwrap();
-    raw.close().await.unwrap();
-    n
+    t.count("consumed_nonces").await
 }
 
-#[tokio::test]
-async fn full_lifecycle_from_proposal_to_applied() {
-    let t = TestLedger::new().await;
+on_both_backends!(full_lifecycle_from_proposal_to_applied);
+async fn full_lifecycle_from_proposal_to_applied(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
 
@@ -99,9 +93,9 @@ async fn full_lifecycle_from_proposal_to_applied() {
     assert_eq!(report.events, 5);
 }
 
-#[tokio::test]
-async fn a_replay_returns_the_recorded_disposition_and_never_applies_twice() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_replay_returns_the_recorded_disposition_and_never_applies_twice);
+async fn a_replay_returns_the_recorded_disposition_and_never_applies_twice(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
     let intent = fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
@@ -129,9 +123,9 @@ async fn a_replay_returns_the_recorded_disposition_and_never_applies_twice() {
     assert_eq!(t.ledger.state("schedules").await.unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn a_consumed_proof_without_completion_replays_as_uncertain() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_consumed_proof_without_completion_replays_as_uncertain);
+async fn a_consumed_proof_without_completion_replays_as_uncertain(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
     fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
@@ -141,9 +135,9 @@ async fn a_consumed_proof_without_completion_replays_as_uncertain() {
     }
 }
 
-#[tokio::test]
-async fn refuses_a_revoked_proof_and_applies_nothing() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_a_revoked_proof_and_applies_nothing);
+async fn refuses_a_revoked_proof_and_applies_nothing(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
     assert_eq!(
@@ -161,9 +155,9 @@ async fn refuses_a_revoked_proof_and_applies_nothing() {
     assert_eq!(status, ProposalStatus::Revoked);
 }
 
-#[tokio::test]
-async fn revoking_a_consumed_proof_is_too_late() {
-    let t = TestLedger::new().await;
+on_both_backends!(revoking_a_consumed_proof_is_too_late);
+async fn revoking_a_consumed_proof_is_too_late(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
     fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
@@ -173,9 +167,9 @@ async fn revoking_a_consumed_proof_is_too_late() {
     );
 }
 
-#[tokio::test]
-async fn refuses_a_proof_for_an_unknown_proposal() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_a_proof_for_an_unknown_proposal);
+async fn refuses_a_proof_for_an_unknown_proposal(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let (token, _) = issue(&p, 1, 300);
     assert_eq!(
@@ -184,9 +178,9 @@ async fn refuses_a_proof_for_an_unknown_proposal() {
     );
 }
 
-#[tokio::test]
-async fn refuses_a_genuine_proof_the_ledger_never_issued() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_a_genuine_proof_the_ledger_never_issued);
+async fn refuses_a_genuine_proof_the_ledger_never_issued(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     approve(&t.ledger, &p, 1).await;
     let (other_token, _) = issue(&p, 2, 300);
@@ -197,9 +191,9 @@ async fn refuses_a_genuine_proof_the_ledger_never_issued() {
     assert_eq!(consumed_nonces(&t).await, 0);
 }
 
-#[tokio::test]
-async fn refuses_claims_that_differ_from_the_recorded_proposal() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_claims_that_differ_from_the_recorded_proposal);
+async fn refuses_claims_that_differ_from_the_recorded_proposal(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let forged = create_schedule(1, "something-else");
@@ -210,9 +204,9 @@ async fn refuses_claims_that_differ_from_the_recorded_proposal() {
     );
 }
 
-#[tokio::test]
-async fn refuses_a_session_other_than_the_issuance_binds() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_a_session_other_than_the_issuance_binds);
+async fn refuses_a_session_other_than_the_issuance_binds(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let (token, mut record) = issue(&p, 1, 300);
@@ -224,9 +218,9 @@ async fn refuses_a_session_other_than_the_issuance_binds() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_consumers_in_two_processes_start_exactly_one_intent() {
-    let t = TestLedger::new().await;
+on_both_backends!(concurrent_consumers_in_two_processes_start_exactly_one_intent);
+async fn concurrent_consumers_in_two_processes_start_exactly_one_intent(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
     // A second ledger on the same file stands in for a second process.
@@ -255,19 +249,13 @@ async fn concurrent_consumers_in_two_processes_start_exactly_one_intent() {
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
 
-#[tokio::test]
-async fn a_failed_event_insert_rolls_back_the_nonce() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_failed_event_insert_rolls_back_the_nonce);
+async fn a_failed_event_insert_rolls_back_the_nonce(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
-    let mut raw = t.raw().await;
-    sqlx::query(
-        "CREATE TRIGGER inject_failure BEFORE INSERT ON events WHEN NEW.kind = 'intent'
-         BEGIN SELECT RAISE(ABORT, 'injected failure'); END",
-    )
-    .execute(&mut raw)
-    .await
-    .unwrap();
+    // Every intent event insert fails.
+    t.inject_insert_failure("events", true).await;
 
     let err = t
         .ledger
@@ -283,11 +271,73 @@ async fn a_failed_event_insert_rolls_back_the_nonce() {
     let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
     assert_eq!(status, ProposalStatus::Approved);
 
-    sqlx::query("DROP TRIGGER inject_failure")
-        .execute(&mut raw)
-        .await
-        .unwrap();
-    raw.close().await.unwrap();
+    t.inject_insert_failure("events", false).await;
     fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+}
+
+on_both_backends!(revocation_racing_consumption_never_lets_both_win);
+async fn revocation_racing_consumption_never_lets_both_win(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    // A second ledger on the same database stands in for another process.
+    let other = Ledger::open(&t.url).await.unwrap();
+    let (mut consumed, mut revoked) = (0, 0);
+    for n in 1..=30 {
+        let p = create_schedule(n, &format!("s{n}"));
+        let token = approve(&t.ledger, &p, n).await;
+        let proof = verified(&p, &token);
+        let consumer = t.ledger.clone();
+        let consume = tokio::spawn(async move { consumer.begin_consume(&proof).await });
+        let revoker = other.clone();
+        let id = p.id.clone();
+        let revoke = tokio::spawn(async move { revoker.revoke(&id, PRINCIPAL, "race").await });
+        let (consume, revoke) = (consume.await.unwrap(), revoke.await.unwrap().unwrap());
+        let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
+        match (consume, revoke) {
+            (Ok(ConsumeStart::Fresh(_)), RevokeOutcome::AlreadyUsed) => {
+                assert_eq!(status, ProposalStatus::Uncertain);
+                consumed += 1;
+            }
+            (Err(LedgerError::Refused(LedgerRefusal::Revoked)), RevokeOutcome::Revoked) => {
+                assert_eq!(status, ProposalStatus::Revoked);
+                revoked += 1;
+            }
+            other => panic!("round {n}: both or neither won: {other:?}"),
+        }
+    }
+    assert_eq!(consumed + revoked, 30);
+    assert_eq!(consumed_nonces(&t).await, consumed);
+    assert_eq!(t.count("revocations").await, revoked);
+    assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+    eprintln!("{kind:?}: 30 races, consumption won {consumed}, revocation won {revoked}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_queue_held_past_the_busy_timeout_fails_closed_and_burns_nothing() {
+    use rustix::fs::{FlockOperation, flock};
+    let t = TestLedger::new().await;
+    let p = create_schedule(1, "nightly");
+    let token = approve(&t.ledger, &p, 1).await;
+    // Another process's writer holds the queue (and never lets go).
+    let mut lock_path = t.path().into_os_string();
+    lock_path.push(".lock");
+    let holder = std::fs::File::open(&lock_path).unwrap();
+    flock(&holder, FlockOperation::LockExclusive).unwrap();
+
+    let started = std::time::Instant::now();
+    let err = t
+        .ledger
+        .begin_consume(&verified(&p, &token))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        LedgerError::Database("database is locked (writer queue timed out)".into())
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_secs(4));
+    assert_eq!(consumed_nonces(&t).await, 0);
+
+    drop(holder);
+    fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
+    assert_eq!(consumed_nonces(&t).await, 1);
 }

@@ -4,10 +4,12 @@
 
 mod common;
 
+use common::Kind;
+
 use common::{TestLedger, approve, proposal, verified};
 use countersign_ledger::{
     ConsumeStart, DispositionStatus, EffectFailure, EffectOutcome, Intent, Ledger, LedgerError,
-    ProposalStatus,
+    ProposalStatus, SCHEDULES_NAMESPACE,
 };
 use serde_json::{Value, json};
 
@@ -54,9 +56,9 @@ async fn run(
     outcome
 }
 
-#[tokio::test]
-async fn schedules_move_through_their_states() {
-    let t = TestLedger::new().await;
+on_both_backends!(schedules_move_through_their_states);
+async fn schedules_move_through_their_states(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let l = &t.ledger;
     let name = json!({"name": "nightly"});
     let create = json!({"name": "nightly", "cron": "0 3 * * *", "description": "backup"});
@@ -81,9 +83,9 @@ async fn schedules_move_through_their_states() {
     assert!(l.verify_chain().await.unwrap().is_intact());
 }
 
-#[tokio::test]
-async fn a_refused_transition_changes_nothing_and_records_failed() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_refused_transition_changes_nothing_and_records_failed);
+async fn a_refused_transition_changes_nothing_and_records_failed(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let l = &t.ledger;
     run(
         l,
@@ -128,9 +130,9 @@ async fn a_refused_transition_changes_nothing_and_records_failed() {
     );
 }
 
-#[tokio::test]
-async fn the_effect_uses_the_recorded_arguments_not_the_callers_copy() {
-    let t = TestLedger::new().await;
+on_both_backends!(the_effect_uses_the_recorded_arguments_not_the_callers_copy);
+async fn the_effect_uses_the_recorded_arguments_not_the_callers_copy(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let mut intent = create_a(&t.ledger).await;
     intent.arguments_json = json!({"name": "evil", "cron": "c"}).to_string();
     t.ledger.apply_builtin(&intent).await.unwrap();
@@ -145,9 +147,9 @@ async fn the_effect_uses_the_recorded_arguments_not_the_callers_copy() {
     assert_eq!(keys, ["a"]);
 }
 
-#[tokio::test]
-async fn refuses_to_apply_for_an_intent_it_never_recorded() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_to_apply_for_an_intent_it_never_recorded);
+async fn refuses_to_apply_for_an_intent_it_never_recorded(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let mut intent = create_a(&t.ledger).await;
     intent.nonce = format!("{:0>42}A", 99);
     assert_eq!(
@@ -157,9 +159,9 @@ async fn refuses_to_apply_for_an_intent_it_never_recorded() {
     assert!(t.ledger.state("schedules").await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn a_person_resolves_an_uncertain_intent_once() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_person_resolves_an_uncertain_intent_once);
+async fn a_person_resolves_an_uncertain_intent_once(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let l = &t.ledger;
     let intent = create_a(l).await;
     assert_eq!(l.interrupted().await.unwrap(), vec![intent.clone()]);
@@ -187,4 +189,52 @@ async fn a_person_resolves_an_uncertain_intent_once() {
         l.resolve_uncertain("prop_never", true, "alice").await,
         Err(LedgerError::NotUncertain("prop_never".into()))
     );
+}
+
+on_both_backends!(a_builtin_effect_and_its_completion_commit_together);
+async fn a_builtin_effect_and_its_completion_commit_together(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let intent = create_a(&t.ledger).await;
+    // The completion cannot be written: the effect is rolled back with it.
+    t.inject_insert_failure("completions", true).await;
+    let err = t
+        .ledger
+        .apply_builtin_and_complete(&intent)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, LedgerError::Database(m) if m.contains("injected failure")),
+        "{err:?}"
+    );
+    assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap(), vec![]);
+    assert_eq!(t.ledger.builtin_applied(&intent.nonce).await.unwrap(), None);
+    assert_eq!(t.ledger.interrupted().await.unwrap(), vec![intent.clone()]);
+
+    t.inject_insert_failure("completions", false).await;
+    let (outcome, disposition) = t.ledger.apply_builtin_and_complete(&intent).await.unwrap();
+    assert!(
+        matches!(outcome, EffectOutcome::Applied { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(disposition.status, DispositionStatus::Applied);
+    assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap().len(), 1);
+    assert!(t.ledger.interrupted().await.unwrap().is_empty());
+
+    // A refused transition records a failed completion and changes nothing.
+    let again = consume(
+        &t.ledger,
+        2,
+        "schedule.create",
+        json!({"name": "a", "cron": "c"}),
+    )
+    .await;
+    let before = t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap();
+    let (outcome, disposition) = t.ledger.apply_builtin_and_complete(&again).await.unwrap();
+    assert!(
+        matches!(outcome, EffectOutcome::Failed { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(disposition.status, DispositionStatus::Failed);
+    assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap(), before);
+    assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }

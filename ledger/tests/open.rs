@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::Kind;
+
 use common::TestLedger;
 use countersign_ledger::{Ledger, LedgerError};
 
@@ -25,16 +27,15 @@ async fn concurrent_first_opens_of_one_file_apply_the_schema_once() {
 }
 
 async fn reopen_after(t: &TestLedger, sql: &'static str) -> Result<(), LedgerError> {
-    use sqlx::Connection as _;
     let mut raw = t.raw().await;
-    sqlx::query(sql).execute(&mut raw).await.unwrap();
-    raw.close().await.unwrap();
+    raw.exec(sql).await.unwrap();
+    raw.close().await;
     Ledger::open(&t.url).await.map(|_| ())
 }
 
-#[tokio::test]
-async fn refuses_a_database_whose_applied_migration_was_altered() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_a_database_whose_applied_migration_was_altered);
+async fn refuses_a_database_whose_applied_migration_was_altered(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let got = reopen_after(
         &t,
         "UPDATE schema_migrations SET sha256 = 'x' WHERE version = 1",
@@ -48,9 +49,9 @@ async fn refuses_a_database_whose_applied_migration_was_altered() {
     );
 }
 
-#[tokio::test]
-async fn refuses_a_database_from_a_newer_build() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_a_database_from_a_newer_build);
+async fn refuses_a_database_from_a_newer_build(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let got = reopen_after(
         &t,
         "INSERT INTO schema_migrations (version, description, sha256) VALUES (999, 'future', 'x')",

@@ -4,12 +4,14 @@
 
 mod common;
 
+use common::Kind;
+
 use common::{PRINCIPAL, TestLedger, approve, create_schedule, issue};
 use countersign_ledger::{Ledger, LedgerError, ProposalStatus, RevokeOutcome};
 
-#[tokio::test]
-async fn a_new_proposal_is_pending_and_stored_verbatim() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_new_proposal_is_pending_and_stored_verbatim);
+async fn a_new_proposal_is_pending_and_stored_verbatim(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let got = t.ledger.proposal(&p.id).await.unwrap().unwrap();
@@ -29,9 +31,9 @@ async fn a_new_proposal_is_pending_and_stored_verbatim() {
     assert!(t.ledger.proposal("prop_missing").await.unwrap().is_none());
 }
 
-#[tokio::test]
-async fn refuses_a_duplicate_proposal_id() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_a_duplicate_proposal_id);
+async fn refuses_a_duplicate_proposal_id(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     assert_eq!(
@@ -40,9 +42,9 @@ async fn refuses_a_duplicate_proposal_id() {
     );
 }
 
-#[tokio::test]
-async fn a_denied_proposal_cannot_be_decided_again() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_denied_proposal_cannot_be_decided_again);
+async fn a_denied_proposal_cannot_be_decided_again(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     t.ledger
@@ -66,9 +68,9 @@ async fn a_denied_proposal_cannot_be_decided_again() {
     );
 }
 
-#[tokio::test]
-async fn a_withdrawn_proposal_cannot_be_approved_and_only_its_owner_withdraws() {
-    let t = TestLedger::new().await;
+on_both_backends!(a_withdrawn_proposal_cannot_be_approved_and_only_its_owner_withdraws);
+async fn a_withdrawn_proposal_cannot_be_approved_and_only_its_owner_withdraws(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     assert_eq!(
@@ -95,9 +97,9 @@ async fn a_withdrawn_proposal_cannot_be_approved_and_only_its_owner_withdraws() 
     );
 }
 
-#[tokio::test]
-async fn proposals_of_lists_only_the_principals_own_newest_first() {
-    let t = TestLedger::new().await;
+on_both_backends!(proposals_of_lists_only_the_principals_own_newest_first);
+async fn proposals_of_lists_only_the_principals_own_newest_first(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let first = create_schedule(1, "first");
     let second = create_schedule(2, "second");
     t.ledger.insert_proposal(&first).await.unwrap();
@@ -122,9 +124,9 @@ async fn proposals_of_lists_only_the_principals_own_newest_first() {
     );
 }
 
-#[tokio::test]
-async fn another_principal_cannot_decide_or_revoke() {
-    let t = TestLedger::new().await;
+on_both_backends!(another_principal_cannot_decide_or_revoke);
+async fn another_principal_cannot_decide_or_revoke(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let other = "pr_ffffffffffffffffffffffffffffffff";
@@ -156,9 +158,9 @@ async fn an_approval_records_the_issuance_and_never_the_proof() {
     }
 }
 
-#[tokio::test]
-async fn refuses_an_issuance_that_does_not_match_the_proposal() {
-    let t = TestLedger::new().await;
+on_both_backends!(refuses_an_issuance_that_does_not_match_the_proposal);
+async fn refuses_an_issuance_that_does_not_match_the_proposal(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let (_, mut record) = issue(&p, 1, 300);
@@ -173,9 +175,9 @@ async fn refuses_an_issuance_that_does_not_match_the_proposal() {
     );
 }
 
-#[tokio::test]
-async fn an_unused_proof_past_its_expiry_reads_as_expired() {
-    let t = TestLedger::new().await;
+on_both_backends!(an_unused_proof_past_its_expiry_reads_as_expired);
+async fn an_unused_proof_past_its_expiry_reads_as_expired(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let (_, mut record) = issue(&p, 1, 300);
@@ -185,9 +187,9 @@ async fn an_unused_proof_past_its_expiry_reads_as_expired() {
     assert_eq!(got.status, ProposalStatus::Expired);
 }
 
-#[tokio::test]
-async fn revoke_reports_what_happened() {
-    let t = TestLedger::new().await;
+on_both_backends!(revoke_reports_what_happened);
+async fn revoke_reports_what_happened(kind: Kind) {
+    let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     assert_eq!(
@@ -216,7 +218,8 @@ async fn refuses_urls_it_does_not_support() {
     for url in [
         "sqlite::memory:",
         "sqlite://relative/path.db",
-        "postgres://x/y",
+        "mysql://x/y",
+        "postgres-ish://x/y",
         "sqlite://",
     ] {
         assert_eq!(

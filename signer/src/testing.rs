@@ -1,5 +1,6 @@
 //! Test support (cargo feature `testing`): an in-process signer on
-//! 127.0.0.1:0 with a fresh home (dev PKI, proof key, SQLite ledger,
+//! 127.0.0.1:0 with a fresh home (dev PKI, proof key, SQLite ledger or a
+//! given ledger URL,
 //! default registry) in a temporary directory.
 //!
 //! For tests only, in this crate and others (dev-dependency
@@ -56,6 +57,15 @@ impl TestSigner {
 
     /// Starts a signer whose `operations.toml` is `registry_toml`.
     pub async fn start_with_registry(registry_toml: &str) -> Result<TestSigner, StartError> {
+        TestSigner::start_with(registry_toml, None).await
+    }
+
+    /// Starts a signer whose `operations.toml` is `registry_toml` and whose
+    /// `[ledger] url` is `ledger_url` (default: SQLite in the home).
+    pub async fn start_with(
+        registry_toml: &str,
+        ledger_url: Option<&str>,
+    ) -> Result<TestSigner, StartError> {
         let dir =
             tempfile::tempdir().map_err(|e| StartError::Transport(format!("tempdir: {e}")))?;
         let home = Home::at(dir.path().join("home"))?;
@@ -75,10 +85,11 @@ impl TestSigner {
             kind: e.kind(),
             detail: e.to_string(),
         })?;
-        write_private_new(
-            &config_path,
-            format!("[signer]\naddr = \"{addr}\"\n").as_bytes(),
-        )?;
+        let mut config = format!("[signer]\naddr = \"{addr}\"\n");
+        if let Some(url) = ledger_url {
+            config.push_str(&format!("[ledger]\nurl = \"{url}\"\n"));
+        }
+        write_private_new(&config_path, config.as_bytes())?;
 
         let config = Config::load(&home)?;
         tls::install_crypto_provider();

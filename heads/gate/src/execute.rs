@@ -13,6 +13,7 @@ use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, verify};
 use time::OffsetDateTime;
 
 use crate::command::{CommandSpec, run_command};
+use crate::fault::{FaultPoint, crash_point};
 use crate::outcome::{Outcome, Refused};
 
 /// A fault the gate could not turn into a decision. The caller reports it as
@@ -142,8 +143,19 @@ impl Gate {
             Err(e) => return Err(e.into()),
         };
         tracing::info!(proposal_id, nonce = %intent.nonce, "intent recorded; running effect");
-        let effect_outcome = self.run_effect(&operation.effect, &intent).await?;
-        let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
+        crash_point(FaultPoint::AfterIntent);
+        let (effect_outcome, disposition) = if let Effect::Builtin { .. } = &operation.effect {
+            // The builtin's state lives in the ledger: its effect and its
+            // completion commit together, so it is never left uncertain.
+            let done = self.ledger.apply_builtin_and_complete(&intent).await?;
+            crash_point(FaultPoint::AfterEffect);
+            done
+        } else {
+            let effect_outcome = self.run_effect(&operation.effect, &intent).await?;
+            crash_point(FaultPoint::AfterEffect);
+            let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
+            (effect_outcome, disposition)
+        };
         Ok(match effect_outcome {
             EffectOutcome::Applied { .. } => Outcome::Applied(disposition),
             _ => Outcome::Failed(disposition),

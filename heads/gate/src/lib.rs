@@ -9,6 +9,7 @@
 
 pub mod command;
 mod execute;
+pub mod fault;
 mod handoff;
 mod outcome;
 mod reconcile;

@@ -1,6 +1,6 @@
 //! The SQLite backend: connection setup, the write discipline, and the
-//! per-concern query modules. SQL for SQLite lives only under this module
-//! and `migrations/sqlite/`.
+//! dialect the shared query modules under `src/sql/` are compiled against
+//! (see the crate root). Schema SQL lives in `migrations/sqlite/`.
 //!
 //! Write discipline: one writer connection per process (a pool of size 1)
 //! and `BEGIN IMMEDIATE` for every write transaction, so the write lock is
@@ -13,18 +13,65 @@
 //! and a lost consumed-nonce row would let a proof be used twice; the cost of
 //! FULL (an fsync of the WAL per commit) is small next to an approval.
 
+/// The types the shared query modules are compiled against.
+type Db = sqlx::Sqlite;
+type Conn = sqlx::SqliteConnection;
+type DbRow = sqlx::sqlite::SqliteRow;
+
+/// Row locks: none on SQLite, where `BEGIN IMMEDIATE` already holds the
+/// database's single write lock for the whole transaction.
+macro_rules! locking {
+    ($alias:literal) => {
+        ""
+    };
+}
+
+#[path = "../sql/consume.rs"]
 mod consume;
+#[path = "../sql/effects.rs"]
 mod effects;
+#[path = "../sql/events.rs"]
 mod events;
+/// `(version, description, sql)`, in order. Append only; never edit one.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "ledger",
+    include_str!("../../migrations/sqlite/0001_ledger.sql"),
+)];
+
+const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version     INTEGER PRIMARY KEY NOT NULL,
+    description TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    applied_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+) STRICT";
+
+/// The migration transaction: the database's write lock.
+async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx::Error> {
+    pool.begin_with("BEGIN IMMEDIATE").await
+}
+
+/// No row locks: `BEGIN IMMEDIATE` already holds the database's single write
+/// lock for the whole transaction.
+const ROW_LOCKS: bool = false;
+
+#[path = "../sql/locks.rs"]
+mod locks;
+mod writer_lock;
+use writer_lock::{WriterGuard, WriterLock};
+
+#[path = "../sql/migrate.rs"]
 mod migrate;
+#[path = "../sql/rows.rs"]
 mod rows;
+#[path = "../sql/signer.rs"]
 mod signer;
 
 use std::path::Path;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool, Transaction};
+use sqlx::{Pool, Transaction};
 
 use crate::error::LedgerError;
 
@@ -35,12 +82,45 @@ const READERS: u32 = 4;
 
 /// A SQLite ledger: one writer connection and a small read pool.
 #[derive(Debug, Clone)]
-pub(crate) struct SqliteLedger {
-    writer: SqlitePool,
-    reader: SqlitePool,
+pub(crate) struct Store {
+    writer: Pool<Db>,
+    reader: Pool<Db>,
+    queue: WriterLock,
 }
 
-impl SqliteLedger {
+/// A write transaction holding this process's place in the writers' queue
+/// (see `writer_lock`); derefs to the connection, like a `Transaction`.
+pub(crate) struct WriteTx {
+    tx: Transaction<'static, Db>,
+    _turn: WriterGuard,
+}
+
+impl WriteTx {
+    /// Commit, then leave the queue.
+    pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
+
+    /// Roll back, then leave the queue.
+    pub(crate) async fn rollback(self) -> Result<(), sqlx::Error> {
+        self.tx.rollback().await
+    }
+}
+
+impl std::ops::Deref for WriteTx {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.tx
+    }
+}
+
+impl Store {
     /// Open (creating if missing, mode 0600) the database file at `path`
     /// and bring its schema up to date.
     pub(crate) async fn open(path: &Path) -> Result<Self, LedgerError> {
@@ -48,6 +128,7 @@ impl SqliteLedger {
             return Err(LedgerError::UnsupportedUrl);
         }
         create_private_file(path)?;
+        let queue = WriterLock::open(path, BUSY_TIMEOUT)?;
         let base = SqliteConnectOptions::new()
             .filename(path)
             .journal_mode(SqliteJournalMode::Wal)
@@ -71,12 +152,19 @@ impl SqliteLedger {
                 .connect_with(base.clone().pragma("query_only", "ON"))
         })
         .await?;
-        Ok(SqliteLedger { writer, reader })
+        Ok(Store {
+            writer,
+            reader,
+            queue,
+        })
     }
 
-    /// Start a write transaction with `BEGIN IMMEDIATE` on the writer.
-    pub(crate) async fn write_tx(&self) -> Result<Transaction<'static, Sqlite>, LedgerError> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    /// Take this process's turn in the writers' queue, then start a write
+    /// transaction with `BEGIN IMMEDIATE` on the writer.
+    pub(crate) async fn write_tx(&self) -> Result<WriteTx, LedgerError> {
+        let turn = self.queue.acquire().await?;
+        let tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        Ok(WriteTx { tx, _turn: turn })
     }
 }
 
@@ -85,10 +173,10 @@ impl SqliteLedger {
 /// Switching a new file to WAL needs an exclusive lock, and SQLite answers
 /// `SQLITE_BUSY` there without calling the busy handler, so several
 /// processes opening one new ledger at once would otherwise fail at random.
-async fn retry_while_locked<F, Fut>(connect: F) -> Result<SqlitePool, LedgerError>
+async fn retry_while_locked<F, Fut>(connect: F) -> Result<Pool<Db>, LedgerError>
 where
     F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<SqlitePool, sqlx::Error>>,
+    Fut: std::future::Future<Output = Result<Pool<Db>, sqlx::Error>>,
 {
     let deadline = tokio::time::Instant::now() + BUSY_TIMEOUT;
     let mut pause = Duration::from_millis(5);

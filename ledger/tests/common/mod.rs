@@ -1,8 +1,10 @@
 //! Shared fixtures for the ledger's integration tests: a ledger on a real
-//! SQLite file in a temp dir, proposals, and proofs signed with a fixed-seed
+//! SQLite file in a temp dir or a fresh database on the PostgreSQL server,
+//! the same test on both (`on_both_backends!`), proposals, and proofs signed with a fixed-seed
 //! test key and verified by the real verifier.
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
+use countersign_ledger::testing::TempPgDatabase;
 use countersign_ledger::{IssuanceRecord, Ledger, NewProposal};
 use countersign_verifier::canonical::{sha256_hex, to_canonical};
 use countersign_verifier::{Claims, Expectations, KeyRing, Proof, VerifiedProof, key_id, paseto};
@@ -16,34 +18,183 @@ pub const AUDIENCE: &str = "countersign-test";
 pub const CREV: &str = "1111111111111111111111111111111111111111111111111111111111111111";
 pub const PREV: &str = "2222222222222222222222222222222222222222222222222222222222222222";
 
-/// A ledger on a fresh file; keep the `TempDir` alive with it.
+/// The backend a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+/// `on_both_backends!(name);` above `async fn name(kind: Kind)`: two tests,
+/// `name::sqlite` and `name::postgres`, running the same body on each.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::common::Kind::Sqlite).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name($crate::common::Kind::Postgres).await
+            }
+        }
+    };
+}
+
+/// A ledger on a fresh SQLite file or a fresh PostgreSQL database; keep
+/// the value alive while using it (dropping it removes the database).
 pub struct TestLedger {
+    pub kind: Kind,
     pub dir: tempfile::TempDir,
     pub url: String,
     pub ledger: Ledger,
+    pub pg: Option<TempPgDatabase>,
 }
 
 impl TestLedger {
+    /// A SQLite ledger (for tests about the file itself).
     pub async fn new() -> TestLedger {
+        TestLedger::on(Kind::Sqlite).await
+    }
+
+    pub async fn on(kind: Kind) -> TestLedger {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
+        let (url, pg) = match kind {
+            Kind::Sqlite => (
+                format!("sqlite://{}", dir.path().join("ledger.db").display()),
+                None,
+            ),
+            Kind::Postgres => {
+                let db = TempPgDatabase::create().await.unwrap();
+                (db.url().to_string(), Some(db))
+            }
+        };
         let ledger = Ledger::open(&url).await.unwrap();
-        TestLedger { dir, url, ledger }
+        TestLedger {
+            kind,
+            dir,
+            url,
+            ledger,
+            pg,
+        }
     }
 
     pub fn path(&self) -> std::path::PathBuf {
         self.dir.path().join("ledger.db")
     }
 
-    /// A raw connection to the file, as an attacker (or a test) would have.
-    pub async fn raw(&self) -> sqlx::SqliteConnection {
+    /// A raw connection to the database, as an attacker (or a test) with
+    /// direct write access would have.
+    pub async fn raw(&self) -> Raw {
         use sqlx::Connection as _;
-        let options = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(self.path())
-            .busy_timeout(std::time::Duration::from_secs(5));
-        sqlx::SqliteConnection::connect_with(&options)
+        match self.kind {
+            Kind::Sqlite => {
+                let options = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(self.path())
+                    .busy_timeout(std::time::Duration::from_secs(5));
+                Raw::Sqlite(
+                    sqlx::SqliteConnection::connect_with(&options)
+                        .await
+                        .unwrap(),
+                )
+            }
+            Kind::Postgres => Raw::Postgres(sqlx::PgConnection::connect(&self.url).await.unwrap()),
+        }
+    }
+
+    /// The statements that let a raw writer update and delete events.
+    pub fn unguard_events(&self) -> &'static [&'static str] {
+        match self.kind {
+            Kind::Sqlite => &[
+                "DROP TRIGGER events_no_update",
+                "DROP TRIGGER events_no_delete",
+            ],
+            Kind::Postgres => &["ALTER TABLE events DISABLE TRIGGER events_append_only"],
+        }
+    }
+
+    /// Make inserts into `table` fail with "injected failure" (`on`), or
+    /// stop doing so (`!on`).
+    pub async fn inject_insert_failure(&self, table: &str, on: bool) {
+        let sql = match (self.kind, on) {
+            (Kind::Sqlite, true) => format!(
+                "CREATE TRIGGER inject_failure BEFORE INSERT ON {table}
+                 BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+            ),
+            (Kind::Sqlite, false) => "DROP TRIGGER inject_failure".to_string(),
+            (Kind::Postgres, true) => format!(
+                "CREATE FUNCTION inject_failure() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+                 CREATE TRIGGER inject_failure BEFORE INSERT ON {table}
+                 FOR EACH ROW EXECUTE FUNCTION inject_failure()"
+            ),
+            (Kind::Postgres, false) => {
+                format!("DROP TRIGGER inject_failure ON {table}; DROP FUNCTION inject_failure()")
+            }
+        };
+        let mut raw = self.raw().await;
+        raw.exec(&sql).await.unwrap();
+        raw.close().await;
+    }
+
+    /// Rows in `table`, read raw.
+    pub async fn count(&self, table: &str) -> i64 {
+        let mut raw = self.raw().await;
+        let n = raw
+            .scalar_i64(&format!("SELECT COUNT(*) FROM {table}"))
             .await
-            .unwrap()
+            .unwrap();
+        raw.close().await;
+        n
+    }
+}
+
+/// A raw connection of either backend.
+pub enum Raw {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+impl Raw {
+    /// Run one statement; the database's message on failure.
+    pub async fn exec(&mut self, sql: &str) -> Result<(), String> {
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        match self {
+            Raw::Sqlite(c) => sqlx::raw_sql(sql).execute(c).await.map(|_| ()),
+            Raw::Postgres(c) => sqlx::raw_sql(sql).execute(c).await.map(|_| ()),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// The first column of the first row, as an integer.
+    pub async fn scalar_i64(&mut self, sql: &str) -> Result<i64, String> {
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        match self {
+            Raw::Sqlite(c) => sqlx::query_scalar(sql).fetch_one(c).await,
+            Raw::Postgres(c) => sqlx::query_scalar(sql).fetch_one(c).await,
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// The first column of the first row, as text.
+    pub async fn scalar_text(&mut self, sql: &str) -> Result<String, String> {
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        match self {
+            Raw::Sqlite(c) => sqlx::query_scalar(sql).fetch_one(c).await,
+            Raw::Postgres(c) => sqlx::query_scalar(sql).fetch_one(c).await,
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    pub async fn close(self) {
+        use sqlx::Connection as _;
+        match self {
+            Raw::Sqlite(c) => c.close().await.unwrap(),
+            Raw::Postgres(c) => c.close().await.unwrap(),
+        }
     }
 }
 

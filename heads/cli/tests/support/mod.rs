@@ -15,6 +15,8 @@ use std::sync::{Arc, Mutex};
 use clap::Parser;
 use countersign::{Cli, CliError, Io, Terminal};
 use countersign_ledger::Ledger;
+use countersign_ledger::testing::TempPgDatabase;
+use countersign_registry::Registry;
 use countersign_signer::testing::TestSigner;
 use serde_json::Value;
 
@@ -72,25 +74,50 @@ impl Run {
     }
 }
 
+/// The ledger backend a harness runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A SQLite file in the home (the default).
+    Sqlite,
+    /// A fresh database on the PostgreSQL test server, dropped afterwards.
+    Postgres,
+}
+
 /// An in-process signer plus a CLI pointed at its home.
 pub struct Harness {
     pub signer: TestSigner,
     pub scratch: tempfile::TempDir,
+    /// The PostgreSQL database, when on that backend (dropped last).
+    pub pg: Option<TempPgDatabase>,
 }
 
 impl Harness {
     pub async fn start() -> Self {
-        Self::with_signer(TestSigner::start().await.unwrap())
+        Self::start_on(Backend::Sqlite, Registry::default_toml()).await
     }
 
     pub async fn start_with_registry(toml: &str) -> Self {
-        Self::with_signer(TestSigner::start_with_registry(toml).await.unwrap())
+        Self::start_on(Backend::Sqlite, toml).await
     }
 
-    fn with_signer(signer: TestSigner) -> Self {
+    /// A signer with registry `toml` whose ledger is on `backend`.
+    pub async fn start_on(backend: Backend, toml: &str) -> Self {
+        let pg = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(TempPgDatabase::create().await.unwrap()),
+        };
+        Self::start_with_pg(toml, pg).await
+    }
+
+    /// A signer with registry `toml` whose ledger is `pg` (SQLite if none).
+    pub async fn start_with_pg(toml: &str, pg: Option<TempPgDatabase>) -> Self {
+        let signer = TestSigner::start_with(toml, pg.as_ref().map(|db| db.url()))
+            .await
+            .unwrap();
         Self {
             signer,
             scratch: tempfile::tempdir().unwrap(),
+            pg,
         }
     }
 

@@ -1,10 +1,11 @@
-//! Decoding SQLite rows into the ledger's records. Only reading; the
+//! Decoding rows (of either backend) into the ledger's records. Only reading; the
 //! queries that produce these rows live with their callers.
 
 use sqlx::Row as _;
-use sqlx::sqlite::SqliteRow;
+
 use time::OffsetDateTime;
 
+use super::DbRow;
 use crate::error::LedgerError;
 use crate::status::{Facts, derive};
 use crate::timefmt;
@@ -34,12 +35,12 @@ macro_rules! proposal_select {
 }
 pub(super) use proposal_select;
 
-fn time_col(row: &SqliteRow, col: &str) -> Result<OffsetDateTime, LedgerError> {
+fn time_col(row: &DbRow, col: &str) -> Result<OffsetDateTime, LedgerError> {
     let text: String = row.try_get(col)?;
     timefmt::parse(&text)
 }
 
-fn issuance(row: &SqliteRow) -> Result<Option<IssuanceRecord>, LedgerError> {
+fn issuance(row: &DbRow) -> Result<Option<IssuanceRecord>, LedgerError> {
     let Some(proof_sha256) = row.try_get::<Option<String>, _>("i_proof_sha256")? else {
         return Ok(None);
     };
@@ -61,10 +62,7 @@ fn issuance(row: &SqliteRow) -> Result<Option<IssuanceRecord>, LedgerError> {
 }
 
 /// A row of `proposal_select!()` as a record with its status as of `now`.
-pub(super) fn proposal(
-    row: &SqliteRow,
-    now: OffsetDateTime,
-) -> Result<ProposalRecord, LedgerError> {
+pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecord, LedgerError> {
     let issuance = issuance(row)?;
     let facts = Facts {
         decision: row.try_get("decision")?,
@@ -107,7 +105,7 @@ macro_rules! intent_select {
 pub(super) use intent_select;
 
 /// A row of `intents`.
-pub(super) fn intent(row: &SqliteRow) -> Result<Intent, LedgerError> {
+pub(super) fn intent(row: &DbRow) -> Result<Intent, LedgerError> {
     Ok(Intent {
         proposal_id: row.try_get("proposal_id")?,
         nonce: row.try_get("nonce")?,
@@ -122,7 +120,7 @@ pub(super) fn intent(row: &SqliteRow) -> Result<Intent, LedgerError> {
 
 /// A consumed nonce joined with its completion (`status`, `error`,
 /// `result`, `completed_at`, all NULL while uncertain).
-pub(super) fn disposition(row: &SqliteRow) -> Result<Disposition, LedgerError> {
+pub(super) fn disposition(row: &DbRow) -> Result<Disposition, LedgerError> {
     let status: Option<String> = row.try_get("status")?;
     let (status, result, completed_at) = match status.as_deref() {
         None => (DispositionStatus::Uncertain, serde_json::Value::Null, None),

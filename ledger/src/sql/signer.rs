@@ -1,26 +1,26 @@
-//! The signer's side of the ledger on SQLite: proposals, decisions,
-//! issuances and revocations, each write with its event in one
-//! `BEGIN IMMEDIATE` transaction. Reads derive the status.
+//! The signer's side of the ledger (shared by both backends): proposals,
+//! decisions, issuances and revocations, each write with its event in one
+//! write transaction that first locks the proposal row. Reads derive the
+//! status.
 //!
 //! Never stores a proof, only its SHA-256; never logs argument values.
 
 use serde_json::json;
-use sqlx::{Row as _, SqliteConnection};
+use sqlx::Row as _;
 
+use super::locks::lock_proposal_row;
 use super::rows::{self, proposal_select};
-use super::{SqliteLedger, events, is_unique_violation};
+use super::{Conn, Store, events, is_unique_violation};
 use crate::error::LedgerError;
 use crate::timefmt;
 use crate::types::{IssuanceRecord, NewProposal, ProposalRecord, RevokeOutcome};
 
 /// The proposal's principal and whether it has a decision, under the write lock.
-async fn lock_proposal(
-    conn: &mut SqliteConnection,
-    id: &str,
-) -> Result<Option<(String, bool)>, LedgerError> {
+async fn lock_proposal(conn: &mut Conn, id: &str) -> Result<Option<(String, bool)>, LedgerError> {
+    lock_proposal_row(conn, id).await?;
     let row = sqlx::query(
         "SELECT p.principal, d.proposal_id IS NOT NULL AS decided
-         FROM proposals p LEFT JOIN decisions d ON d.proposal_id = p.id WHERE p.id = ?",
+         FROM proposals p LEFT JOIN decisions d ON d.proposal_id = p.id WHERE p.id = $1",
     )
     .bind(id)
     .fetch_optional(&mut *conn)
@@ -34,7 +34,7 @@ async fn lock_proposal(
 /// Insert a `(proposal_id, principal, reason, at)` row with `sql` and its
 /// `kind` event (details: the reason), both stamped now.
 async fn insert_with_reason(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     sql: &'static str,
     kind: &str,
     proposal_id: &str,
@@ -53,7 +53,7 @@ async fn insert_with_reason(
     events::append(conn, &at, kind, Some(proposal_id), principal, &details).await
 }
 
-impl SqliteLedger {
+impl Store {
     /// Record a new proposal and its `proposed` event.
     pub(crate) async fn insert_proposal(&self, p: &NewProposal) -> Result<(), LedgerError> {
         let created_at = timefmt::format(p.created_at)?;
@@ -61,7 +61,7 @@ impl SqliteLedger {
         let inserted = sqlx::query(
             "INSERT INTO proposals (id, principal, session, operation, arguments_json,
                  arguments_sha256, contract_revision, policy_revision, note, preview, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(&p.id)
         .bind(&p.principal)
@@ -105,7 +105,7 @@ impl SqliteLedger {
 
     /// One proposal with its derived status.
     pub(crate) async fn proposal(&self, id: &str) -> Result<Option<ProposalRecord>, LedgerError> {
-        let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = ?"))
+        let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = $1"))
             .bind(id)
             .fetch_optional(&self.reader)
             .await?;
@@ -120,7 +120,7 @@ impl SqliteLedger {
     ) -> Result<Vec<ProposalRecord>, LedgerError> {
         let found = sqlx::query(concat!(
             proposal_select!(),
-            "WHERE p.principal = ? AND d.proposal_id IS NULL ORDER BY p.created_at, p.id"
+            "WHERE p.principal = $1 AND d.proposal_id IS NULL ORDER BY p.created_at, p.id"
         ))
         .bind(principal)
         .fetch_all(&self.reader)
@@ -138,7 +138,7 @@ impl SqliteLedger {
     ) -> Result<(), LedgerError> {
         const DENY: &str =
             "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
-             VALUES (?, 'deny', ?, ?, ?)";
+             VALUES ($1, 'deny', $2, $3, $4)";
         self.record_terminal(DENY, "denied", proposal_id, principal, reason)
             .await
     }
@@ -153,7 +153,7 @@ impl SqliteLedger {
     ) -> Result<(), LedgerError> {
         const WITHDRAW: &str =
             "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
-             VALUES (?, 'withdraw', ?, ?, ?)";
+             VALUES ($1, 'withdraw', $2, $3, $4)";
         self.record_terminal(WITHDRAW, "withdrawn", proposal_id, principal, reason)
             .await
     }
@@ -166,7 +166,7 @@ impl SqliteLedger {
     ) -> Result<Vec<ProposalRecord>, LedgerError> {
         let found = sqlx::query(concat!(
             proposal_select!(),
-            "WHERE p.principal = ? ORDER BY p.created_at DESC, p.id DESC LIMIT ?"
+            "WHERE p.principal = $1 ORDER BY p.created_at DESC, p.id DESC LIMIT $2"
         ))
         .bind(principal)
         .bind(i64::from(limit))
@@ -205,7 +205,8 @@ impl SqliteLedger {
         let issued_at = timefmt::format(i.issued_at)?;
         let expires_at = timefmt::format(i.expires_at)?;
         let mut tx = self.write_tx().await?;
-        let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = ?"))
+        lock_proposal_row(&mut tx, &i.proposal_id).await?;
+        let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = $1"))
             .bind(&i.proposal_id)
             .fetch_optional(&mut *tx)
             .await?;
@@ -228,7 +229,7 @@ impl SqliteLedger {
         }
         sqlx::query(
             "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
-             VALUES (?, 'approve', ?, NULL, ?)",
+             VALUES ($1, 'approve', $2, NULL, $3)",
         )
         .bind(&i.proposal_id)
         .bind(&i.principal)
@@ -239,7 +240,7 @@ impl SqliteLedger {
             "INSERT INTO issuances (proposal_id, proof_sha256, nonce, principal, session,
                  operation, arguments_sha256, contract_revision, policy_revision, provenance,
                  audience, issued_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(&i.proposal_id)
         .bind(&i.proof_sha256)
@@ -284,6 +285,7 @@ impl SqliteLedger {
         reason: &str,
     ) -> Result<RevokeOutcome, LedgerError> {
         let mut tx = self.write_tx().await?;
+        lock_proposal_row(&mut tx, proposal_id).await?;
         let row = sqlx::query(
             "SELECT p.principal AS principal,
                     i.nonce IS NOT NULL AS issued,
@@ -293,7 +295,7 @@ impl SqliteLedger {
              LEFT JOIN issuances i ON i.proposal_id = p.id
              LEFT JOIN revocations r ON r.proposal_id = p.id
              LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
-             WHERE p.id = ?",
+             WHERE p.id = $1",
         )
         .bind(proposal_id)
         .fetch_optional(&mut *tx)
@@ -311,7 +313,7 @@ impl SqliteLedger {
             return Ok(RevokeOutcome::NothingToRevoke);
         }
         const REVOKE: &str = "INSERT INTO revocations (proposal_id, principal, reason, revoked_at)
-             VALUES (?, ?, ?, ?)";
+             VALUES ($1, $2, $3, $4)";
         insert_with_reason(&mut tx, REVOKE, "revoked", proposal_id, principal, reason).await?;
         tx.commit().await?;
         Ok(RevokeOutcome::Revoked)

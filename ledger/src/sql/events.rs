@@ -1,13 +1,17 @@
-//! The event log on SQLite: appending a hash-chained row inside the caller's
-//! write transaction, reading the log back, and verifying it.
+//! The event log (shared by both backends): appending a hash-chained row
+//! inside the caller's write transaction, reading the log back, and
+//! verifying it.
 //!
-//! Must not be called outside a `BEGIN IMMEDIATE` transaction: the chain
-//! head read here is only stable while the write lock is held.
+//! Must not be called outside a write transaction: the chain head read here
+//! is only stable while the write lock is held (SQLite's `BEGIN IMMEDIATE`;
+//! on PostgreSQL the chain head row itself is locked `FOR UPDATE`, so event
+//! appends serialize and the chain never forks).
 
 use serde_json::Value;
-use sqlx::{Row as _, SqliteConnection};
+use sqlx::Row as _;
 
-use super::SqliteLedger;
+use super::locks::LOCK_HEAD;
+use super::{Conn, DbRow, Store};
 use crate::chain::{ChainChecker, ChainReport, RawEvent, event_hash};
 use crate::error::LedgerError;
 use crate::types::EventRecord;
@@ -17,16 +21,14 @@ const PAGE: i64 = 1000;
 
 /// Append one event to the chain in the current transaction.
 pub(super) async fn append(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn,
     at: &str,
     kind: &str,
     proposal_id: Option<&str>,
     actor: &str,
     details: &Value,
 ) -> Result<(), LedgerError> {
-    let head = sqlx::query("SELECT count, hash FROM chain_head WHERE singleton = 1")
-        .fetch_one(&mut *conn)
-        .await?;
+    let head = sqlx::query(LOCK_HEAD).fetch_one(&mut *conn).await?;
     let count: i64 = head.try_get("count")?;
     let prev_hash: String = head.try_get("hash")?;
     let id = count + 1;
@@ -38,7 +40,7 @@ pub(super) async fn append(
     // transaction; `events_extend_head` refuses any row that does not extend it.
     sqlx::query(
         "INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(id)
     .bind(at)
@@ -53,7 +55,7 @@ pub(super) async fn append(
     Ok(())
 }
 
-fn raw_event(row: &sqlx::sqlite::SqliteRow) -> Result<RawEvent, sqlx::Error> {
+fn raw_event(row: &DbRow) -> Result<RawEvent, sqlx::Error> {
     Ok(RawEvent {
         id: row.try_get("id")?,
         at: row.try_get("at")?,
@@ -67,9 +69,9 @@ fn raw_event(row: &sqlx::sqlite::SqliteRow) -> Result<RawEvent, sqlx::Error> {
 }
 
 const EVENTS_PAGE: &str = "SELECT id, at, kind, proposal_id, actor, details, prev_hash, hash
-     FROM events WHERE id > ? ORDER BY id LIMIT ?";
+     FROM events WHERE id > $1 ORDER BY id LIMIT $2";
 
-impl SqliteLedger {
+impl Store {
     /// Every event, oldest first.
     pub(crate) async fn events(&self) -> Result<Vec<EventRecord>, LedgerError> {
         let rows = sqlx::query(

@@ -1,0 +1,59 @@
+-- countersign on PostgreSQL: separate roles for the signer and the heads.
+--
+-- Run as the owner of the ledger's tables (the role whose URL first opened
+-- the ledger and so applied the migrations), in the ledger's database:
+--
+--     psql "postgres://owner@db.example/countersign" -f deploy/postgres-roles.sql
+--
+-- then give the signer `postgres://countersign_signer:...@.../countersign`
+-- and every head `postgres://countersign_head:...@.../countersign` as
+-- `[ledger] url`, and set passwords (`\password countersign_head`) or
+-- certificate authentication in pg_hba.conf. Re-running it is harmless.
+--
+-- What each role may write (everything else is refused by privilege):
+--   signer: proposals, decisions, issuances, revocations, events
+--   head:   consumed_nonces, intents, completions, effect_applied, events,
+--           and the builtin effects' state store
+-- So a head cannot mint an issuance, change a proposal's canonical
+-- arguments or a decision, and the signer cannot consume a proof.
+--
+-- Independent of roles, the schema's triggers make every table except
+-- `state` append-only for everybody, the owner included (no UPDATE, DELETE
+-- or TRUNCATE of events, proposals, decisions, issuances, ...), and the
+-- chain head moves only by the SECURITY DEFINER trigger of an event insert.
+--
+-- Why both roles get UPDATE on one column of `proposals` and `chain_head`:
+-- PostgreSQL requires an UPDATE privilege for `SELECT ... FOR UPDATE`, the
+-- row lock that serializes consumption, revocation and event appends. The
+-- append-only trigger refuses every UPDATE of `proposals`, and the only
+-- column granted on `chain_head` is `singleton`, which its CHECK pins to 1.
+
+DO $$
+BEGIN
+    BEGIN
+        CREATE ROLE countersign_signer LOGIN;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+    END;
+    BEGIN
+        CREATE ROLE countersign_head LOGIN;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+    END;
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO countersign_signer, countersign_head',
+                   current_database());
+END $$;
+
+GRANT USAGE ON SCHEMA public TO countersign_signer, countersign_head;
+REVOKE ALL ON ALL TABLES IN SCHEMA public FROM countersign_signer, countersign_head;
+GRANT SELECT ON ALL TABLES IN SCHEMA public TO countersign_signer, countersign_head;
+
+-- Row locks (see above).
+GRANT UPDATE (id) ON proposals TO countersign_signer, countersign_head;
+GRANT UPDATE (singleton) ON chain_head TO countersign_signer, countersign_head;
+
+-- The signer: proposals, decisions, issuances and revocations.
+GRANT INSERT ON proposals, decisions, issuances, revocations, events TO countersign_signer;
+
+-- The heads: consumption, completion, builtin effects.
+GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events
+    TO countersign_head;
+GRANT INSERT, UPDATE, DELETE ON state TO countersign_head;

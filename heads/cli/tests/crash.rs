@@ -1,0 +1,260 @@
+//! Crash recovery with real processes: a `countersign exec` process is
+//! killed with SIGKILL (`COUNTERSIGN_FAULT`, see `countersign_gate::fault`)
+//! after the intent is recorded and before the effect, or after the effect
+//! and before its completion. Afterwards the action reads `uncertain`, a
+//! second presentation of the proof runs nothing, and `countersign
+//! reconcile` resolves it as DESIGN.md says: a replay-safe operation is run again
+//! with the same idempotency key; anything else stays uncertain until a
+//! person resolves it. A builtin effect commits with its completion, so a
+//! kill after it leaves the action applied. On both ledger backends.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+
+use countersign::CliError;
+use countersign_gate::fault::FAULT_VAR;
+use countersign_registry::Registry;
+use support::{Backend, CREATE_NIGHTLY, Harness, assert_refused};
+
+/// The default registry plus two command operations that append their
+/// idempotency key to `log`: `note.append` (not replay-safe) and
+/// `note.append_keyed` (replay-safe: a real one would dedupe on the key).
+fn registry(log: &Path) -> String {
+    let note = |name: &str, replay_safe: bool| {
+        format!(
+            r#"
+[[operation]]
+name = "{name}"
+description = "Append a note to a log."
+class = "write"
+replay_safe = {replay_safe}
+preview = "Append note {{text}}"
+
+[operation.effect]
+kind = "command"
+program = "/bin/sh"
+args = ['-c', 'echo "$COUNTERSIGN_IDEMPOTENCY_KEY" >> {log}']
+timeout_secs = 10
+
+[operation.schema]
+type = "object"
+additionalProperties = false
+required = ["text"]
+
+[operation.schema.properties.text]
+type = "string"
+maxLength = 100
+"#,
+            log = log.display()
+        )
+    };
+    format!(
+        "{}{}{}",
+        Registry::default_toml(),
+        note("note.append", false),
+        note("note.append_keyed", true)
+    )
+}
+
+struct Crashed {
+    h: Harness,
+    id: String,
+    proof: PathBuf,
+    log: PathBuf,
+    _scratch: tempfile::TempDir,
+}
+
+impl Crashed {
+    /// The idempotency keys the command effect has received, in order.
+    fn runs(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// Propose `op` with `args`, approve it, and run `countersign exec` as a
+/// real process told to crash at `point`; assert it died by SIGKILL and
+/// left the action uncertain without anything run twice.
+async fn crash(backend: Backend, op: &str, args: &str, point: &str) -> Crashed {
+    crash_leaving(backend, op, args, point, "uncertain").await
+}
+
+/// As [`crash`], the action left `expected` (a status).
+async fn crash_leaving(
+    backend: Backend,
+    op: &str,
+    args: &str,
+    point: &str,
+    expected: &str,
+) -> Crashed {
+    let scratch = tempfile::tempdir().unwrap();
+    let log = scratch.path().join("effects.log");
+    let h = Harness::start_on(backend, &registry(&log)).await;
+    let id = h.propose(op, args).await;
+    let proof = h.approve_to_file(&id).await;
+    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+        .args(["--home", &h.home(), "--json", "exec", &id, "--proof-file"])
+        .arg(&proof)
+        .env(FAULT_VAR, point)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .await
+        .unwrap();
+    assert_eq!(status.signal(), Some(9), "killed by SIGKILL at {point}");
+    let crashed = Crashed {
+        h,
+        id,
+        proof,
+        log,
+        _scratch: scratch,
+    };
+    let runs_before = crashed.runs();
+
+    let result = crashed.h.cli(&["--json", "result", &crashed.id]).await;
+    assert_eq!(result.json()["status"], expected, "{}", result.stdout);
+    // Presenting the proof again runs nothing: the recorded disposition.
+    let again = crashed.h.exec(&crashed.id, &crashed.proof, &[]).await;
+    assert_refused(&again, "already_used");
+    assert_eq!(again.json()["recorded_status"], expected);
+    assert_eq!(crashed.runs(), runs_before, "nothing re-ran silently");
+    crashed
+}
+
+/// `countersign --json reconcile`: the one entry's action, and the result.
+async fn reconcile(c: &Crashed) -> (String, Result<(), CliError>) {
+    let run = c.h.cli(&["--json", "reconcile"]).await;
+    let report = run.json();
+    let entries = report["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{report}");
+    assert_eq!(entries[0]["proposal_id"], c.id.as_str());
+    (
+        entries[0]["action"].as_str().unwrap().to_string(),
+        run.result,
+    )
+}
+
+async fn final_status(c: &Crashed) -> String {
+    let result = c.h.cli(&["--json", "result", &c.id]).await;
+    result.json()["status"].as_str().unwrap().to_string()
+}
+
+async fn builtin_killed_before_its_effect_is_replayed_once(backend: Backend) {
+    let c = crash(backend, "schedule.create", CREATE_NIGHTLY, "after_intent").await;
+    assert_eq!(c.h.schedules().await, vec![]);
+    assert_eq!(reconcile(&c).await, ("replayed".into(), Ok(())));
+    assert_eq!(c.h.schedules().await.len(), 1);
+    assert_eq!(final_status(&c).await, "applied");
+    // A second pass finds nothing to do.
+    let again = c.h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(again.json()["entries"], serde_json::json!([]));
+}
+
+/// A builtin's effect commits with its completion: killed right after it,
+/// nothing is uncertain and reconcile has nothing to do.
+async fn builtin_killed_after_its_effect_finds_it_complete(backend: Backend) {
+    let c = crash_leaving(
+        backend,
+        "schedule.create",
+        CREATE_NIGHTLY,
+        "after_effect",
+        "applied",
+    )
+    .await;
+    let state = c.h.schedules().await;
+    assert_eq!(state.len(), 1);
+    let run = c.h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(run.json()["entries"], serde_json::json!([]));
+    assert_eq!(c.h.schedules().await, state);
+    let events = c.h.ledger().events().await.unwrap();
+    assert_eq!(
+        events.iter().filter(|e| e.kind == "effect_applied").count(),
+        1
+    );
+    assert_eq!(final_status(&c).await, "applied");
+}
+
+async fn unsafe_command_killed_before_its_effect_waits_for_a_person(backend: Backend) {
+    let c = crash(backend, "note.append", r#"{"text":"hi"}"#, "after_intent").await;
+    assert_eq!(c.runs(), Vec::<String>::new());
+    let (action, result) = reconcile(&c).await;
+    assert_eq!(action, "still_uncertain");
+    assert!(matches!(result, Err(CliError::NotApplied(_))), "{result:?}");
+    assert_eq!(c.runs(), Vec::<String>::new(), "reconcile ran nothing");
+    assert_eq!(final_status(&c).await, "uncertain");
+    let resolve = ["--json", "reconcile", "--resolve", &c.id, "--not-applied"];
+    assert_eq!(c.h.cli(&resolve).await.result, Ok(()));
+    assert_eq!(final_status(&c).await, "failed");
+    assert_eq!(c.runs(), Vec::<String>::new());
+}
+
+async fn unsafe_command_killed_after_its_effect_waits_for_a_person(backend: Backend) {
+    let c = crash(backend, "note.append", r#"{"text":"hi"}"#, "after_effect").await;
+    assert_eq!(c.runs().len(), 1);
+    assert_eq!(reconcile(&c).await.0, "still_uncertain");
+    assert_eq!(c.runs().len(), 1, "reconcile ran nothing");
+    let resolve = ["--json", "reconcile", "--resolve", &c.id, "--applied"];
+    assert_eq!(c.h.cli(&resolve).await.result, Ok(()));
+    assert_eq!(final_status(&c).await, "applied");
+    assert_eq!(c.runs().len(), 1);
+}
+
+async fn replay_safe_command_killed_after_its_effect_replays_with_the_same_key(backend: Backend) {
+    let c = crash(
+        backend,
+        "note.append_keyed",
+        r#"{"text":"hi"}"#,
+        "after_effect",
+    )
+    .await;
+    let first = c.runs();
+    assert_eq!(first.len(), 1);
+    assert_eq!(reconcile(&c).await, ("replayed".into(), Ok(())));
+    let runs = c.runs();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(
+        runs[1], first[0],
+        "the replay carries the same idempotency key"
+    );
+    let nonce =
+        c.h.ledger()
+            .disposition(&c.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .nonce;
+    assert_eq!(runs[0], nonce);
+    assert_eq!(final_status(&c).await, "applied");
+}
+
+/// Each scenario as two tests, `<name>::sqlite` and `<name>::postgres`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name(super::Backend::Sqlite).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name(super::Backend::Postgres).await
+            }
+        }
+    )*};
+}
+
+on_both_backends!(
+    builtin_killed_before_its_effect_is_replayed_once,
+    builtin_killed_after_its_effect_finds_it_complete,
+    unsafe_command_killed_before_its_effect_waits_for_a_person,
+    unsafe_command_killed_after_its_effect_waits_for_a_person,
+    replay_safe_command_killed_after_its_effect_replays_with_the_same_key,
+);

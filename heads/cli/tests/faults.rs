@@ -1,0 +1,212 @@
+//! Faults under a head, with real processes.
+//!
+//! The audit event of the consume transaction fails to insert (a trigger
+//! made to fail): the head reports an error, the nonce is not burned,
+//! nothing is applied, and the same proof applies once the fault is gone.
+//!
+//! The ledger database unavailable: every head fails closed with a clear
+//! error, applies nothing, and once the database is back the proof is
+//! consumed exactly once. PostgreSQL: a throwaway server of this test's own
+//! (never the shared one) is stopped at once (`-m immediate`) and started
+//! again. SQLite: the file is locked by another writer for longer than the
+//! busy timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use countersign::{CliError, exit};
+use countersign_ledger::testing::{TempPgDatabase, ThrowawayPgServer};
+use countersign_registry::Registry;
+use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused};
+
+/// `countersign --json exec` as a real process: (exit code, stdout, stderr).
+async fn exec_process(h: &Harness, id: &str, proof: &std::path::Path) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+        .args(["--home", &h.home(), "--json", "exec", id, "--proof-file"])
+        .arg(proof)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// After the outage: the proof applies exactly once, and the log is intact.
+async fn applies_once_after(h: &Harness, id: &str, proof: &std::path::Path) {
+    let (code, stdout, stderr) = exec_process(h, id, proof).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()["applied"],
+        true
+    );
+    assert_refused(&h.exec(id, proof, &[]).await, "already_used");
+    assert_eq!(h.schedules().await.len(), 1);
+    let events = h.ledger().events().await.unwrap();
+    let count = |kind: &str| events.iter().filter(|e| e.kind == kind).count();
+    assert_eq!((count("intent"), count("effect_applied")), (1, 1));
+    assert!(h.ledger().verify_chain().await.unwrap().is_intact());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stopped_every_head_fails_closed_and_nothing_is_lost_after_restart() {
+    let server = ThrowawayPgServer::start().expect("a throwaway PostgreSQL server");
+    let db = TempPgDatabase::create_on(&server.admin_url())
+        .await
+        .unwrap();
+    let h = Harness::start_with_pg(Registry::default_toml(), Some(db)).await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    let other = h
+        .propose(
+            "schedule.create",
+            CREATE_NIGHTLY.replace("nightly", "other").as_str(),
+        )
+        .await;
+
+    server.stop().unwrap();
+    // A head process: a clear error, promptly, and the error exit code.
+    let started = Instant::now();
+    let (code, stdout, stderr) = exec_process(&h, &id, &proof).await;
+    let took = started.elapsed();
+    assert_eq!(code, i32::from(exit::ERROR), "{stdout}{stderr}");
+    assert!(stderr.contains("cannot open the ledger"), "{stderr}");
+    assert!(
+        !stderr.contains("postgres://"),
+        "no URL in errors: {stderr}"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "failed closed after {took:?}"
+    );
+    // The in-process CLI path, and the signer's side (approval) too.
+    let run = h.exec(&id, &proof, &[]).await;
+    assert!(
+        matches!(run.result, Err(CliError::Error(_))),
+        "{:?}",
+        run.result
+    );
+    let approve = h
+        .cli_with(&["approve", &other], "", Person::TypesTheChallenge)
+        .await;
+    assert!(approve.result.is_err(), "{}", approve.stdout);
+    eprintln!(
+        "postgres down: exec failed closed in {took:?}: {}",
+        stderr.trim()
+    );
+
+    server.start_again().unwrap();
+    applies_once_after(&h, &id, &proof).await;
+    // The signer's pool reconnects as well.
+    let approve = h
+        .cli_with(&["approve", &other], "", Person::TypesTheChallenge)
+        .await;
+    assert_eq!(approve.result, Ok(()), "{}", approve.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_locked_past_the_busy_timeout_fails_closed_and_applies_once_after() {
+    use sqlx::Connection as _;
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(h.signer.home().ledger_path());
+    let mut locker = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    sqlx::raw_sql("BEGIN EXCLUSIVE")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let (code, stdout, stderr) = exec_process(&h, &id, &proof).await;
+    let took = started.elapsed();
+    assert_eq!(code, i32::from(exit::ERROR), "{stdout}{stderr}");
+    assert!(stderr.contains("database is locked"), "{stderr}");
+    eprintln!(
+        "sqlite locked: exec failed closed in {took:?}: {}",
+        stderr.trim()
+    );
+
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+    locker.close().await.unwrap();
+    applies_once_after(&h, &id, &proof).await;
+}
+
+/// Make every `intent` event insert fail, or stop doing so.
+async fn intent_events_fail(h: &Harness, fail: bool) {
+    use sqlx::Connection as _;
+    let sql = match (&h.pg, fail) {
+        (None, true) => {
+            "CREATE TRIGGER inject_failure BEFORE INSERT ON events WHEN NEW.kind = 'intent'
+             BEGIN SELECT RAISE(ABORT, 'injected audit failure'); END"
+        }
+        (None, false) => "DROP TRIGGER inject_failure",
+        (Some(_), true) => {
+            "CREATE FUNCTION inject_failure() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN IF NEW.kind = 'intent' THEN RAISE EXCEPTION 'injected audit failure';
+             END IF; RETURN NEW; END $$;
+             CREATE TRIGGER inject_failure BEFORE INSERT ON events
+             FOR EACH ROW EXECUTE FUNCTION inject_failure()"
+        }
+        (Some(_), false) => "DROP TRIGGER inject_failure ON events",
+    };
+    match &h.pg {
+        None => {
+            let options =
+                sqlx::sqlite::SqliteConnectOptions::new().filename(h.signer.home().ledger_path());
+            let mut raw = sqlx::SqliteConnection::connect_with(&options)
+                .await
+                .unwrap();
+            sqlx::raw_sql(sql).execute(&mut raw).await.unwrap();
+            raw.close().await.unwrap();
+        }
+        Some(db) => {
+            let mut raw = sqlx::PgConnection::connect(db.url()).await.unwrap();
+            sqlx::raw_sql(sql).execute(&mut raw).await.unwrap();
+            raw.close().await.unwrap();
+        }
+    }
+}
+
+async fn a_failed_audit_insert_burns_nothing_and_applies_nothing(backend: Backend) {
+    let h = Harness::start_on(backend, Registry::default_toml()).await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let proof = h.approve_to_file(&id).await;
+    intent_events_fail(&h, true).await;
+
+    let (code, stdout, stderr) = exec_process(&h, &id, &proof).await;
+    assert_eq!(code, i32::from(exit::ERROR), "{stdout}{stderr}");
+    assert!(stderr.contains("injected audit failure"), "{stderr}");
+    assert_eq!(h.schedules().await, vec![]);
+    assert_eq!(
+        h.ledger().disposition(&id).await.unwrap(),
+        None,
+        "nonce not burned"
+    );
+    assert_eq!(h.ledger().interrupted().await.unwrap(), vec![]);
+    let show = h.cli(&["--json", "show", &id]).await;
+    assert_eq!(show.json()["status"], "approved");
+
+    intent_events_fail(&h, false).await;
+    applies_once_after(&h, &id, &proof).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_audit_insert_on_sqlite_burns_nothing_and_applies_nothing() {
+    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_audit_insert_on_postgres_burns_nothing_and_applies_nothing() {
+    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Postgres).await;
+}

@@ -1,0 +1,130 @@
+//! The PostgreSQL backend: connection setup, the write discipline, and the
+//! dialect the shared query modules under `src/sql/` are compiled against
+//! (see the crate root). Schema SQL lives in `migrations/postgres/`; which
+//! role may write what is `deploy/postgres-roles.sql`.
+//!
+//! Write discipline: READ COMMITTED transactions that lock what they decide
+//! on. Every write locks the proposal row it concerns (`SELECT ... FOR
+//! UPDATE OF p`), so consumption, revocation and decisions of one proposal
+//! serialize, and a second consumer re-reads the consumed nonce after the
+//! first commits. Every event append locks the one-row chain head, so the
+//! hash chain never forks; locks are always taken proposal first, chain head
+//! last, so they cannot deadlock. Migrations take a transaction-scoped
+//! advisory lock.
+//!
+//! Errors never contain the URL (it may hold a password).
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection as _, PgConnection, Pool, Transaction};
+
+use crate::error::LedgerError;
+
+/// The types the shared query modules are compiled against.
+type Db = sqlx::Postgres;
+type Conn = sqlx::PgConnection;
+type DbRow = sqlx::postgres::PgRow;
+
+/// Row locks, for the tables the query names by `$alias`.
+macro_rules! locking {
+    ($alias:literal) => {
+        concat!(" FOR UPDATE OF ", $alias)
+    };
+}
+
+/// `(version, description, sql)`, in order. Append only; never edit one.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "ledger",
+    include_str!("../../migrations/postgres/0001_ledger.sql"),
+)];
+
+const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version     BIGINT PRIMARY KEY NOT NULL,
+    description TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    applied_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+)";
+
+/// An arbitrary, fixed key for the migration advisory lock ("cs-migr").
+const MIGRATION_LOCK: i64 = 0x0063_732d_6d69_6772;
+
+/// The migration transaction, holding the advisory lock until it ends.
+async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
+}
+
+#[path = "../sql/consume.rs"]
+mod consume;
+#[path = "../sql/effects.rs"]
+mod effects;
+#[path = "../sql/events.rs"]
+mod events;
+/// Write transactions lock the rows they decide on.
+const ROW_LOCKS: bool = true;
+
+#[path = "../sql/locks.rs"]
+mod locks;
+#[path = "../sql/migrate.rs"]
+mod migrate;
+#[path = "../sql/rows.rs"]
+mod rows;
+#[path = "../sql/signer.rs"]
+mod signer;
+
+/// Connections per process.
+const CONNECTIONS: u32 = 16;
+/// How long a call waits for a connection before failing closed.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A PostgreSQL ledger: one pool; `writer` and `reader` are the same pool,
+/// named apart so the shared queries read like the SQLite backend's.
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    writer: Pool<Db>,
+    reader: Pool<Db>,
+}
+
+impl Store {
+    /// Connect to `url` (`postgres://` or `postgresql://`) and bring the
+    /// schema up to date.
+    pub(crate) async fn open(url: &str) -> Result<Self, LedgerError> {
+        let options: PgConnectOptions = url
+            .parse()
+            .map_err(|_| LedgerError::Database("invalid postgres url".into()))?;
+        let options = options.application_name("countersign");
+        // One direct connection first: an unreachable server fails at once
+        // with its cause (refused, unknown host, authentication), where the
+        // pool would retry until its timeout and report only that.
+        let probe = PgConnection::connect_with(&options)
+            .await
+            .map_err(|e| LedgerError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
+        probe.close().await?;
+        let pool = PgPoolOptions::new()
+            .max_connections(CONNECTIONS)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(options)
+            .await?;
+        migrate::run(&pool).await?;
+        Ok(Store {
+            writer: pool.clone(),
+            reader: pool,
+        })
+    }
+
+    /// Start a write transaction.
+    pub(crate) async fn write_tx(&self) -> Result<Transaction<'static, Db>, LedgerError> {
+        Ok(self.writer.begin().await?)
+    }
+}
+
+/// Whether a database error is a UNIQUE / PRIMARY KEY violation.
+pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}

@@ -1,0 +1,333 @@
+//! The heads' side of consumption (shared by both backends, see the
+//! crate root): consume a verified proof once
+//! (`begin_consume`), record how it ended (`complete`), read dispositions,
+//! list interrupted intents and record a person's resolution.
+//!
+//! `begin_consume` decides in ONE write transaction; any error rolls it
+//! back, so a refused or failed consumption never burns the nonce.
+
+use serde_json::{Value, json};
+use sqlx::Row as _;
+
+use super::locks::lock_proposal_row;
+use super::rows::{self, disposition_select, intent_select};
+use super::{Conn, Store, events};
+use crate::error::{LedgerError, LedgerRefusal};
+use crate::timefmt;
+use crate::types::{ConsumeStart, Disposition, EffectOutcome, Intent};
+use countersign_verifier::VerifiedProof;
+
+async fn disposition_of_nonce(
+    conn: &mut Conn,
+    nonce: &str,
+) -> Result<Option<Disposition>, LedgerError> {
+    let row = sqlx::query(concat!(disposition_select!(), "WHERE n.nonce = $1"))
+        .bind(nonce)
+        .fetch_optional(&mut *conn)
+        .await?;
+    row.map(|row| rows::disposition(&row)).transpose()
+}
+
+/// Checks 1 to 4 of `begin_consume` on `conn`: `Some` with the recorded
+/// disposition if the nonce was already consumed, `None` if the proof may
+/// be consumed now, a refusal otherwise. With `lock` (inside the write
+/// transaction) it first locks the proposal row (PostgreSQL), so revocation
+/// and consumption of one proposal serialize; the checks after it then read
+/// what the previous lock holder committed.
+async fn check_consumable(
+    conn: &mut Conn,
+    proof: &VerifiedProof,
+    lock: bool,
+) -> Result<Option<Disposition>, LedgerError> {
+    let claims = proof.claims();
+    if lock {
+        lock_proposal_row(conn, &claims.pid).await?;
+    }
+    // Every fact the checks need, in one statement.
+    let row = sqlx::query(
+        "SELECT p.principal AS p_principal, p.operation AS p_operation,
+                p.arguments_sha256 AS p_arguments_sha256,
+                p.contract_revision AS p_contract_revision,
+                p.policy_revision AS p_policy_revision,
+                i.session AS i_session, r.proposal_id IS NOT NULL AS revoked,
+                n.nonce AS nonce, n.proposal_id AS proposal_id,
+                c.status AS status, c.error AS error, c.result AS result,
+                c.completed_at AS completed_at
+         FROM proposals p
+         LEFT JOIN issuances i
+                ON i.proposal_id = p.id AND i.proof_sha256 = $2 AND i.nonce = $3
+         LEFT JOIN revocations r ON r.proposal_id = p.id
+         LEFT JOIN consumed_nonces n ON n.nonce = i.nonce
+         LEFT JOIN completions c ON c.nonce = n.nonce
+         WHERE p.id = $1",
+    )
+    .bind(&claims.pid)
+    .bind(proof.proof_sha256())
+    .bind(&claims.jti)
+    .fetch_optional(&mut *conn)
+    .await?;
+
+    // 1. The proposal, and that the claims match it.
+    let row = row.ok_or(LedgerRefusal::UnknownProposal)?;
+    let matches = row.try_get::<String, _>("p_principal")? == claims.sub
+        && row.try_get::<String, _>("p_operation")? == claims.op
+        && row.try_get::<String, _>("p_arguments_sha256")? == claims.args_sha256
+        && row.try_get::<String, _>("p_contract_revision")? == claims.crev
+        && row.try_get::<String, _>("p_policy_revision")? == claims.prev;
+    if !matches {
+        return Err(LedgerRefusal::ProposalMismatch.into());
+    }
+
+    // 2. The issuance with exactly this proof hash and nonce, for this session.
+    let session = row
+        .try_get::<Option<String>, _>("i_session")?
+        .ok_or(LedgerRefusal::NotIssued)?;
+    if session != claims.sid {
+        return Err(LedgerRefusal::ProposalMismatch.into());
+    }
+
+    // 3. Not revoked.
+    if row.try_get::<bool, _>("revoked")? {
+        return Err(LedgerRefusal::Revoked.into());
+    }
+
+    // 4. Already consumed: the recorded disposition, never a second effect.
+    if row.try_get::<Option<String>, _>("nonce")?.is_none() {
+        return Ok(None);
+    }
+    rows::disposition(&row).map(Some)
+}
+
+/// Insert a completion and its event on `conn`, inside the caller's write
+/// transaction. With `nonce`, the intent must be that nonce (a head's
+/// completion); without, any uncertain intent of the proposal (a person's
+/// resolution, `NotUncertain` otherwise). `(status, error, result)`.
+pub(super) async fn complete_in(
+    conn: &mut Conn,
+    proposal_id: &str,
+    nonce: Option<&str>,
+    (status, error, result): (&str, Option<&str>, &Value),
+    resolved_by: Option<&str>,
+) -> Result<Disposition, LedgerError> {
+    let result_text = countersign_verifier::canonical::to_canonical(result)
+        .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
+    lock_proposal_row(conn, proposal_id).await?;
+    let existing = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = $1"))
+        .bind(proposal_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let existing = existing.map(|row| rows::disposition(&row)).transpose()?;
+    let unknown = || match resolved_by {
+        Some(_) => LedgerError::NotUncertain(proposal_id.to_string()),
+        None => LedgerError::UnknownIntent(proposal_id.to_string()),
+    };
+    let Some(existing) = existing else {
+        return Err(unknown());
+    };
+    if nonce.is_some_and(|n| n != existing.nonce) {
+        return Err(unknown());
+    }
+    if existing.completed_at.is_some() {
+        return Err(match resolved_by {
+            Some(_) => LedgerError::NotUncertain(proposal_id.to_string()),
+            None => LedgerError::AlreadyCompleted(proposal_id.to_string()),
+        });
+    }
+    let at = timefmt::format(timefmt::now())?;
+    sqlx::query(
+        "INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
+             completed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(&existing.nonce)
+    .bind(proposal_id)
+    .bind(status)
+    .bind(error)
+    .bind(&result_text)
+    .bind(resolved_by)
+    .bind(&at)
+    .execute(&mut *conn)
+    .await?;
+    let (kind, actor) = match resolved_by {
+        Some(by) => ("resolved", by.to_string()),
+        None => {
+            let principal: String = sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
+                .bind(&existing.nonce)
+                .fetch_one(&mut *conn)
+                .await?
+                .try_get("principal")?;
+            ("completed", principal)
+        }
+    };
+    let details = json!({ "nonce": existing.nonce, "status": status, "error": error });
+    events::append(conn, &at, kind, Some(proposal_id), &actor, &details).await?;
+    let disposition = disposition_of_nonce(conn, &existing.nonce)
+        .await?
+        .ok_or_else(|| LedgerError::Corrupt("completion vanished".into()))?;
+    Ok(disposition)
+}
+
+impl Store {
+    /// Consume a verified proof once; see [`crate::Ledger::begin_consume`].
+    ///
+    /// The checks run twice: first on a read connection without any lock,
+    /// which answers a replay or a refusal at once (both are final: consumed
+    /// nonces, revocations and proposals are append-only), so a losing
+    /// caller never queues for the write lock; then again inside the write
+    /// transaction, which alone decides.
+    pub(crate) async fn begin_consume(
+        &self,
+        proof: &VerifiedProof,
+    ) -> Result<ConsumeStart, LedgerError> {
+        let claims = proof.claims();
+        let proof_sha256 = proof.proof_sha256().to_string();
+        let arguments_json = countersign_verifier::canonical::to_canonical(&claims.args)
+            .map_err(|_| LedgerRefusal::ProposalMismatch)?;
+        {
+            let mut read = self.reader.acquire().await?;
+            if let Some(disposition) = check_consumable(&mut read, proof, false).await? {
+                return Ok(ConsumeStart::Replay(disposition));
+            }
+        }
+        let mut tx = self.write_tx().await?;
+        if let Some(disposition) = check_consumable(&mut tx, proof, true).await? {
+            tx.rollback().await?;
+            return Ok(ConsumeStart::Replay(disposition));
+        }
+
+        // 5. Fresh: burn the nonce, record the intent and its event.
+        let recorded_at = timefmt::now();
+        let at = timefmt::format(recorded_at)?;
+        sqlx::query(
+            "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at) VALUES ($1, $2, $3)",
+        )
+        .bind(&claims.jti)
+        .bind(&claims.pid)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO intents (nonce, proposal_id, principal, session, operation,
+                 arguments_json, proof_sha256, recorded_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&claims.jti)
+        .bind(&claims.pid)
+        .bind(&claims.sub)
+        .bind(&claims.sid)
+        .bind(&claims.op)
+        .bind(&arguments_json)
+        .bind(&proof_sha256)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        let details = json!({
+            "nonce": claims.jti,
+            "proof_sha256": proof_sha256,
+            "session": claims.sid,
+            "operation": claims.op,
+        });
+        events::append(
+            &mut tx,
+            &at,
+            "intent",
+            Some(&claims.pid),
+            &claims.sub,
+            &details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(ConsumeStart::Fresh(Intent {
+            proposal_id: claims.pid.clone(),
+            nonce: claims.jti.clone(),
+            principal: claims.sub.clone(),
+            session: claims.sid.clone(),
+            operation: claims.op.clone(),
+            arguments_json,
+            proof_sha256,
+            recorded_at,
+        }))
+    }
+
+    /// Record the completion of an intent (the second transaction).
+    pub(crate) async fn complete(
+        &self,
+        intent: &Intent,
+        outcome: &EffectOutcome,
+    ) -> Result<Disposition, LedgerError> {
+        let (status, error, result) = outcome.parts();
+        self.record_completion(
+            &intent.proposal_id,
+            Some(&intent.nonce),
+            status,
+            error,
+            result,
+            None,
+        )
+        .await
+    }
+
+    /// A person's resolution of an uncertain intent.
+    pub(crate) async fn resolve_uncertain(
+        &self,
+        proposal_id: &str,
+        applied: bool,
+        by: &str,
+    ) -> Result<Disposition, LedgerError> {
+        let (status, error) = if applied {
+            ("applied", None)
+        } else {
+            ("failed", Some("resolved by a person as not applied"))
+        };
+        let result = json!({ "resolved_by": by });
+        self.record_completion(proposal_id, None, status, error, &result, Some(by))
+            .await
+    }
+
+    /// Record a completion and its event in its own write transaction.
+    async fn record_completion(
+        &self,
+        proposal_id: &str,
+        nonce: Option<&str>,
+        status: &str,
+        error: Option<&str>,
+        result: &Value,
+        resolved_by: Option<&str>,
+    ) -> Result<Disposition, LedgerError> {
+        let mut tx = self.write_tx().await?;
+        let disposition = complete_in(
+            &mut tx,
+            proposal_id,
+            nonce,
+            (status, error, result),
+            resolved_by,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(disposition)
+    }
+
+    /// The disposition of a proposal's consumed proof, if consumed.
+    pub(crate) async fn disposition(
+        &self,
+        proposal_id: &str,
+    ) -> Result<Option<Disposition>, LedgerError> {
+        let row = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = $1"))
+            .bind(proposal_id)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.map(|row| rows::disposition(&row)).transpose()
+    }
+
+    /// Intents without completion, oldest first.
+    pub(crate) async fn interrupted(&self) -> Result<Vec<Intent>, LedgerError> {
+        let found = sqlx::query(concat!(
+            intent_select!(),
+            "WHERE NOT EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce)
+             ORDER BY t.recorded_at, t.nonce"
+        ))
+        .fetch_all(&self.reader)
+        .await?;
+        found.iter().map(rows::intent).collect()
+    }
+}

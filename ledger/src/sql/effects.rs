@@ -1,0 +1,198 @@
+//! Builtin effects over the state store (shared by both backends): apply a schedule
+//! transition in one write transaction, idempotent on the intent's nonce,
+//! and read the store back.
+//!
+//! A refused transition rolls back and changes nothing.
+
+use serde_json::{Value, json};
+use sqlx::Row as _;
+
+use super::consume::complete_in;
+use super::locks::lock_head;
+use super::{Conn, Store, events};
+use crate::error::EffectFailure;
+use crate::error::LedgerError;
+use crate::schedule::{self, Change};
+use crate::timefmt;
+use crate::types::{Disposition, EffectOutcome, Intent};
+
+async fn recorded_result(conn: &mut Conn, nonce: &str) -> Result<Option<Value>, LedgerError> {
+    let row = sqlx::query("SELECT result FROM effect_applied WHERE nonce = $1")
+        .bind(nonce)
+        .fetch_optional(&mut *conn)
+        .await?;
+    match row {
+        None => Ok(None),
+        Some(row) => {
+            let text: String = row.try_get("result")?;
+            serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))
+        }
+    }
+}
+
+/// Apply builtin `effect` for `intent` on `conn`, inside the caller's write
+/// transaction; the caller commits (or, on any error, rolls back).
+async fn apply_in(conn: &mut Conn, intent: &Intent, effect: &str) -> Result<Value, EffectFailure> {
+    // The state store has no row to lock before a key exists; the chain
+    // head serializes every transition instead.
+    lock_head(conn).await?;
+    if let Some(result) = recorded_result(conn, &intent.nonce).await? {
+        return Ok(result);
+    }
+    // The arguments come from the recorded intent (the verified claims),
+    // not from the caller's copy.
+    let known = sqlx::query(
+        "SELECT t.arguments_json AS arguments_json,
+                EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce) AS completed
+         FROM intents t WHERE t.nonce = $1 AND t.proposal_id = $2",
+    )
+    .bind(&intent.nonce)
+    .bind(&intent.proposal_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(EffectFailure::UnknownIntent)?;
+    if known.try_get::<bool, _>("completed")? {
+        return Err(EffectFailure::AlreadyCompleted);
+    }
+    let arguments_json: String = known.try_get("arguments_json")?;
+    let args: Value = serde_json::from_str(&arguments_json)
+        .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
+    let key = schedule::key_of(effect, &args)?;
+    let current = sqlx::query("SELECT value FROM state WHERE namespace = $1 AND key = $2")
+        .bind(schedule::NAMESPACE)
+        .bind(&key)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let current: Option<Value> =
+        match current {
+            None => None,
+            Some(row) => {
+                let text: String = row.try_get("value")?;
+                Some(serde_json::from_str(&text).map_err(|e| {
+                    EffectFailure::Database(format!("stored state is not JSON: {e}"))
+                })?)
+            }
+        };
+    let plan = schedule::plan(effect, &args, current.as_ref())?;
+    let at = timefmt::format(timefmt::now())?;
+    match &plan.change {
+        Change::Put { key, value } => {
+            let text = countersign_verifier::canonical::to_canonical(value)
+                .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
+            sqlx::query(
+                "INSERT INTO state (namespace, key, value, updated_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (namespace, key)
+                 DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            )
+            .bind(schedule::NAMESPACE)
+            .bind(key)
+            .bind(text)
+            .bind(&at)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::Delete { key } => {
+            sqlx::query("DELETE FROM state WHERE namespace = $1 AND key = $2")
+                .bind(schedule::NAMESPACE)
+                .bind(key)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    let result_text = countersign_verifier::canonical::to_canonical(&plan.result)
+        .map_err(|e| EffectFailure::Database(e.to_string()))?;
+    sqlx::query(
+        "INSERT INTO effect_applied (nonce, effect, result, applied_at) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(&intent.nonce)
+    .bind(effect)
+    .bind(result_text)
+    .bind(&at)
+    .execute(&mut *conn)
+    .await?;
+    let details = json!({ "nonce": intent.nonce, "effect": effect });
+    events::append(
+        conn,
+        &at,
+        "effect_applied",
+        Some(&intent.proposal_id),
+        &intent.principal,
+        &details,
+    )
+    .await?;
+    Ok(plan.result)
+}
+
+impl Store {
+    /// Apply builtin `effect` for `intent`; see [`crate::Ledger::apply_builtin`].
+    pub(crate) async fn apply_builtin(
+        &self,
+        intent: &Intent,
+        effect: &str,
+    ) -> Result<Value, EffectFailure> {
+        let mut tx = self.write_tx().await?;
+        let result = apply_in(&mut tx, intent, effect).await?;
+        tx.commit().await?;
+        Ok(result)
+    }
+
+    /// Apply the builtin effect of `intent` and record its completion in ONE
+    /// write transaction: applied with its result, or failed (nothing
+    /// changed in the state store) when the transition is refused. A
+    /// database error rolls both back and the intent stays uncertain.
+    pub(crate) async fn apply_builtin_and_complete(
+        &self,
+        intent: &Intent,
+    ) -> Result<(EffectOutcome, Disposition), LedgerError> {
+        let mut tx = self.write_tx().await?;
+        let outcome = match apply_in(&mut tx, intent, &intent.operation).await {
+            Ok(result) => EffectOutcome::Applied { result },
+            Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
+            Err(refused) => {
+                // Refusals (unknown effect, invalid arguments, a refused
+                // transition) come before any write: the store is unchanged.
+                EffectOutcome::Failed {
+                    error: refused.to_string(),
+                    result: Value::Null,
+                }
+            }
+        };
+        let (status, error, result) = outcome.parts();
+        let disposition = complete_in(
+            &mut tx,
+            &intent.proposal_id,
+            Some(&intent.nonce),
+            (status, error, result),
+            None,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok((outcome, disposition))
+    }
+
+    /// The recorded result of a builtin effect applied under `nonce`.
+    pub(crate) async fn builtin_applied(&self, nonce: &str) -> Result<Option<Value>, LedgerError> {
+        let mut conn = self.reader.acquire().await?;
+        recorded_result(&mut conn, nonce).await
+    }
+
+    /// Every `(key, value)` of a state namespace, by key.
+    pub(crate) async fn state(&self, namespace: &str) -> Result<Vec<(String, Value)>, LedgerError> {
+        let found = sqlx::query("SELECT key, value FROM state WHERE namespace = $1 ORDER BY key")
+            .bind(namespace)
+            .fetch_all(&self.reader)
+            .await?;
+        found
+            .iter()
+            .map(|row| {
+                let key: String = row.try_get("key")?;
+                let text: String = row.try_get("value")?;
+                let value = serde_json::from_str(&text)
+                    .map_err(|e| LedgerError::Corrupt(format!("state {key:?}: {e}")))?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+}

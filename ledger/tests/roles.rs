@@ -1,0 +1,156 @@
+//! PostgreSQL role separation (`deploy/postgres-roles.sql`): the signer and
+//! the heads each do their own work through the ledger under their own role,
+//! and every write outside a role's share is refused by the server.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{approve, create_schedule, verified};
+use countersign_ledger::testing::TempPgDatabase;
+use countersign_ledger::{ConsumeStart, EffectOutcome, Ledger};
+use sqlx::{AssertSqlSafe, Connection as _, PgConnection};
+
+const ROLES_SQL: &str = include_str!("../../deploy/postgres-roles.sql");
+
+/// A migrated ledger database with the role script applied by its owner.
+async fn with_roles() -> TempPgDatabase {
+    let db = TempPgDatabase::create().await.unwrap();
+    Ledger::open(db.url()).await.unwrap();
+    let mut owner = PgConnection::connect(db.url()).await.unwrap();
+    sqlx::raw_sql(ROLES_SQL).execute(&mut owner).await.unwrap();
+    // Running it again changes nothing and does not fail.
+    sqlx::raw_sql(ROLES_SQL).execute(&mut owner).await.unwrap();
+    owner.close().await.unwrap();
+    db
+}
+
+/// Run each statement as `role` and assert the server refuses it.
+async fn assert_refused(db: &TempPgDatabase, role: &str, statements: &[&str]) {
+    let mut conn = PgConnection::connect(&db.url_as(role)).await.unwrap();
+    for sql in statements {
+        let err = sqlx::raw_sql(AssertSqlSafe(sql.to_string()))
+            .execute(&mut conn)
+            .await
+            .expect_err(sql);
+        let message = err.to_string();
+        assert!(
+            ["permission denied", "must be owner", "append-only"]
+                .iter()
+                .any(|m| message.contains(m)),
+            "{role}: {sql}: {message}"
+        );
+    }
+    conn.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_role_does_its_own_work_through_the_ledger() {
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+
+    let p = create_schedule(1, "nightly");
+    let token = approve(&signer, &p, 1).await;
+    let ConsumeStart::Fresh(intent) = head.begin_consume(&verified(&p, &token)).await.unwrap()
+    else {
+        panic!("expected a fresh intent");
+    };
+    let result = head.apply_builtin(&intent).await.unwrap();
+    head.complete(&intent, &EffectOutcome::Applied { result })
+        .await
+        .unwrap();
+    assert!(matches!(
+        head.begin_consume(&verified(&p, &token)).await.unwrap(),
+        ConsumeStart::Replay(_)
+    ));
+
+    // The signer revokes another proposal's proof; the head is refused it.
+    let q = create_schedule(2, "weekly");
+    let token = approve(&signer, &q, 2).await;
+    signer.revoke(&q.id, common::PRINCIPAL, "no").await.unwrap();
+    assert!(head.begin_consume(&verified(&q, &token)).await.is_err());
+    assert!(head.verify_chain().await.unwrap().is_intact());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_cannot_write_issuances_proposals_decisions_or_events() {
+    let db = with_roles().await;
+    let owner = Ledger::open(db.url()).await.unwrap();
+    let p = create_schedule(1, "nightly");
+    approve(&owner, &p, 1).await;
+    let q = create_schedule(2, "weekly");
+    owner.insert_proposal(&q).await.unwrap();
+
+    assert_refused(
+        &db,
+        "countersign_head",
+        &[
+            // Minting an issuance, or a decision for one.
+            "INSERT INTO decisions (proposal_id, decision, principal, decided_at)
+             VALUES ('prop_00000000000000000000000000000002', 'approve', 'x', 'x')",
+            "INSERT INTO issuances SELECT 'prop_00000000000000000000000000000002', 'h', 'n',
+                 principal, session, operation, arguments_sha256, contract_revision,
+                 policy_revision, 'human:cli', 'a', 'x', 'x'
+             FROM issuances",
+            // Changing an issuance, a proposal's canonical arguments or a decision.
+            "UPDATE issuances SET expires_at = '2999-01-01T00:00:00Z'",
+            "DELETE FROM issuances",
+            "UPDATE proposals SET arguments_json = '{}'",
+            "UPDATE proposals SET id = id",
+            "INSERT INTO proposals SELECT 'prop_x', principal, session, operation,
+                 arguments_json, arguments_sha256, contract_revision, policy_revision,
+                 note, preview, created_at FROM proposals LIMIT 1",
+            "UPDATE decisions SET decision = 'deny'",
+            "DELETE FROM decisions",
+            "INSERT INTO revocations (proposal_id, principal, reason, revoked_at)
+             VALUES ('prop_00000000000000000000000000000001', 'x', 'x', 'x')",
+            // Rewriting history.
+            "UPDATE events SET actor = 'x'",
+            "DELETE FROM events",
+            "TRUNCATE events",
+            "UPDATE chain_head SET count = 0",
+            "UPDATE chain_head SET hash = 'x'",
+            "DROP TRIGGER events_append_only ON events",
+            "ALTER TABLE events DISABLE TRIGGER USER",
+        ],
+    )
+    .await;
+    assert!(owner.verify_chain().await.unwrap().is_intact());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_signer_cannot_consume_or_apply_and_nobody_edits_events() {
+    let db = with_roles().await;
+    let owner = Ledger::open(db.url()).await.unwrap();
+    let p = create_schedule(1, "nightly");
+    approve(&owner, &p, 1).await;
+
+    assert_refused(
+        &db,
+        "countersign_signer",
+        &[
+            "INSERT INTO consumed_nonces SELECT nonce, proposal_id, 'x' FROM issuances",
+            "INSERT INTO state (namespace, key, value, updated_at) VALUES ('s', 'k', '{}', 'x')",
+            "UPDATE events SET actor = 'x'",
+            "DELETE FROM events",
+            "UPDATE chain_head SET count = 0",
+        ],
+    )
+    .await;
+    // The owner holds every privilege; the triggers still refuse it.
+    let mut conn = PgConnection::connect(db.url()).await.unwrap();
+    for sql in [
+        "UPDATE events SET actor = 'x'",
+        "DELETE FROM events",
+        "TRUNCATE events",
+    ] {
+        let err = sqlx::raw_sql(sql).execute(&mut conn).await.unwrap_err();
+        assert!(
+            err.to_string().contains("events are append-only"),
+            "{sql}: {err}"
+        );
+    }
+    conn.close().await.unwrap();
+}
