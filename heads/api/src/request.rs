@@ -164,7 +164,13 @@ async fn body_object(parts: &Parts, body: Body) -> Result<Map<String, Value>, Ap
     let bytes = axum::body::to_bytes(body, limit)
         .await
         .map_err(|_| ApiError::PayloadTooLarge(limit))?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    // No body, or only JSON whitespace (RFC 8259: space, tab, LF, CR), means
+    // no parameters. `u8::is_ascii_whitespace` would also let a form feed
+    // through, which is not JSON.
+    if bytes
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
         return Ok(Map::new());
     }
     let is_json = parts
