@@ -43,10 +43,10 @@ def new_home(prefix):
     return tmp, home
 
 
-def start_up(home):
-    """`countersign up`, once it says it is up. Its stderr lines read so far
-    are returned with it."""
-    up = subprocess.Popen([BIN, "--home", home, "up"], stderr=subprocess.PIPE, text=True)
+def start_up(home, *extra):
+    """`countersign up [extra...]`, once it says it is up. Its stderr lines
+    read so far are returned with it."""
+    up = subprocess.Popen([BIN, "--home", home, "up", *extra], stderr=subprocess.PIPE, text=True)
     seen = []
     deadline = time.time() + 60
     while True:

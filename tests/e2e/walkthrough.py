@@ -13,10 +13,12 @@ countersign-signer must sit next to it)
 import json
 import os
 import subprocess
+import urllib.error
+import urllib.request
 
 import pexpect
 
-from harness import BIN, approve_at_terminal, new_home, run, start_up, stop_up
+from harness import BIN, approve_at_terminal, free_port, new_home, run, start_up, stop_up
 
 
 def status_of(home, pid):
@@ -28,8 +30,19 @@ def main():
     second = run(home, "init").stdout
     assert "already initialized; nothing changed" in second, second
 
-    up, _ = start_up(home)
+    api_port = free_port()
+    up, up_lines = start_up(home, "--api", f"127.0.0.1:{api_port}")
     try:
+        # `up --api` also serves the HTTP API head, on loopback, and says so.
+        said = "".join(up_lines)
+        assert f"countersign API listening on http://127.0.0.1:{api_port} (loopback only)" in said, said
+        with urllib.request.urlopen(f"http://127.0.0.1:{api_port}/healthz", timeout=10) as reply:
+            assert reply.status == 200, reply.status
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{api_port}/v1/proposals", timeout=10)
+            raise AssertionError("the API served data without a credential")
+        except urllib.error.HTTPError as refused:
+            assert refused.code == 401, refused.code
 
         args = '{"name":"nightly-report","cron":"0 3 * * *","description":"email the KPIs"}'
         proposed = json.loads(run(home, "--json", "propose", "schedule.create", "--args-file", "-",

@@ -27,7 +27,7 @@ pub enum Command {
     /// Create the identity, development PKI, configuration and signer key (idempotent).
     Init,
     /// Initialize on first use, then run and supervise the signer until interrupted.
-    Up,
+    Up(UpArgs),
     /// The operation registry.
     #[command(subcommand)]
     Ops(OpsCommand),
@@ -77,6 +77,15 @@ pub enum ApiCommand {
     /// Bearer credentials for the API (stored only as hashes).
     #[command(subcommand)]
     Token(TokenCommand),
+}
+
+/// `countersign up`
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Also serve the HTTP API head on this address (for example
+    /// 127.0.0.1:8787). Off unless asked: no network listener by default.
+    #[arg(long, value_name = "ADDR")]
+    pub api: Option<std::net::SocketAddr>,
 }
 
 /// `countersign api serve`

@@ -44,33 +44,43 @@ pub(crate) async fn serve(
     args: ApiServeArgs,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    if args.listen.ip().is_unspecified() {
-        return Err(CliError::Error(format!(
-            "--listen {} names no specific address: the API answers only to requests whose Host is the address it listens on; name that address (for example 127.0.0.1:8787)",
-            args.listen
-        )));
-    }
-    let state = Arc::new(api_state(ctx).await?);
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| CliError::Error(format!("cannot listen on {}: {e}", args.listen)))?;
-    let addr = listener.local_addr().map_err(CliError::error)?;
-    let scope = if addr.ip().is_loopback() {
-        "loopback only".to_string()
-    } else {
-        "WARNING: not loopback; reachable from the network, protected by bearer credentials only"
-            .to_string()
-    };
-    let _ = writeln!(
-        io.err,
-        "countersign API listening on http://{addr} ({scope}); OpenAPI at /openapi.json; press Ctrl-C to stop"
-    );
-    tracing::info!(%addr, "API listening");
+    let (listener, state) = bind(ctx, args.listen, io).await?;
+    let _ = writeln!(io.err, "press Ctrl-C to stop");
     countersign_api::run(listener, state, shutdown_signal())
         .await
         .map_err(CliError::error)?;
     let _ = writeln!(io.err, "API stopped");
     Ok(())
+}
+
+/// Build the API's state, bind `listen` and say where it listens (and
+/// whether that is loopback only). Used by `api serve` and `up --api`.
+pub(crate) async fn bind(
+    ctx: &Context,
+    listen: std::net::SocketAddr,
+    io: &mut Io<'_>,
+) -> Result<(tokio::net::TcpListener, Arc<ApiState>), CliError> {
+    if listen.ip().is_unspecified() {
+        return Err(CliError::Error(format!(
+            "--listen {listen} names no specific address: the API answers only to requests whose Host is the address it listens on; name that address (for example 127.0.0.1:8787)"
+        )));
+    }
+    let state = Arc::new(api_state(ctx).await?);
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| CliError::Error(format!("cannot listen on {listen}: {e}")))?;
+    let addr = listener.local_addr().map_err(CliError::error)?;
+    let scope = if addr.ip().is_loopback() {
+        "loopback only"
+    } else {
+        "WARNING: not loopback; reachable from the network, protected by bearer credentials only"
+    };
+    let _ = writeln!(
+        io.err,
+        "countersign API listening on http://{addr} ({scope}); OpenAPI at /openapi.json"
+    );
+    tracing::info!(%addr, "API listening");
+    Ok((listener, state))
 }
 
 /// `countersign api token create --ttl D (--out FILE | --stdout)`

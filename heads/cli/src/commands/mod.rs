@@ -19,7 +19,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     let json = cli.json;
     match cli.command {
         Command::Init => setup::init(&home, json, io).await,
-        Command::Up => setup::up(&home, io).await,
+        Command::Up(args) => setup::up(&home, args.api, io).await,
         command => {
             let ctx = Context::load(home)?;
             match command {
@@ -48,7 +48,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Api(ApiCommand::Token(TokenCommand::List)) => {
                     api::token_list(&ctx, json, io)
                 }
-                Command::Init | Command::Up => unreachable!("handled above"),
+                Command::Init | Command::Up(_) => unreachable!("handled above"),
             }
         }
     }

@@ -4,6 +4,7 @@
 //! `up` initializes on first use, then runs the signer as a separate process
 //! and supervises it until interrupted.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -14,8 +15,10 @@ use countersign_registry::Registry;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
 
 use crate::Io;
+use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{write_json, write_text};
 
@@ -107,44 +110,95 @@ fn signer_binary() -> Result<PathBuf, CliError> {
     }
 }
 
-/// `countersign up`
-pub(crate) async fn up(home: &Home, io: &mut Io<'_>) -> Result<(), CliError> {
+/// `countersign up [--api ADDR]`
+pub(crate) async fn up(
+    home: &Home,
+    api: Option<SocketAddr>,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
     for path in initialize(home).await? {
         writeln_err(io, &format!("created {}", path.display()));
     }
     let binary = signer_binary()?;
     let mut restarts = 0;
+    let mut api_server: Option<ApiServer> = None;
     loop {
         let mut child = spawn_signer(&binary, home)?;
-        match wait_ready(&mut child).await {
-            Ok(line) => writeln_err(
-                io,
-                &format!(
-                    "{line}\ncountersign is up (home {}); press Ctrl-C to stop",
-                    home.root().display()
-                ),
-            ),
+        let line = match wait_ready(&mut child).await {
+            Ok(line) => line,
             Err(e) => {
                 let _ = child.start_kill();
                 return Err(e);
             }
+        };
+        writeln_err(io, &line);
+        if let (Some(listen), None) = (api, &api_server) {
+            match ApiServer::start(home, listen, io).await {
+                Ok(server) => api_server = Some(server),
+                Err(e) => {
+                    stop(&mut child).await;
+                    return Err(e);
+                }
+            }
         }
+        writeln_err(
+            io,
+            &format!(
+                "countersign is up (home {}); press Ctrl-C to stop",
+                home.root().display()
+            ),
+        );
         tokio::select! {
             status = child.wait() => {
                 let status = status.map_err(CliError::error)?;
                 restarts += 1;
                 if restarts > MAX_RESTARTS {
+                    if let Some(server) = api_server.take() {
+                        server.stop().await;
+                    }
                     return Err(CliError::Error(format!("the signer keeps exiting ({status}); giving up after {MAX_RESTARTS} restarts")));
                 }
                 writeln_err(io, &format!("the signer exited ({status}); restarting ({restarts}/{MAX_RESTARTS})"));
                 tokio::time::sleep(Duration::from_millis(500 * u64::from(restarts))).await;
             }
             () = shutdown_signal() => {
+                if let Some(server) = api_server.take() {
+                    writeln_err(io, "stopping the API");
+                    server.stop().await;
+                }
                 writeln_err(io, "stopping the signer");
                 stop(&mut child).await;
                 return Ok(());
             }
         }
+    }
+}
+
+/// The HTTP API head running inside `up`, until told to drain.
+struct ApiServer {
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ApiServer {
+    async fn start(home: &Home, listen: SocketAddr, io: &mut Io<'_>) -> Result<Self, CliError> {
+        let ctx = Context::load(home.clone())?;
+        let (listener, state) = super::api::bind(&ctx, listen, io).await?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let drained = countersign_api::run(listener, state, async {
+                let _ = stopped.await;
+            });
+            if let Err(e) = drained.await {
+                tracing::error!(error = %e, "the API stopped with an error");
+            }
+        });
+        Ok(Self { stop, task })
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
     }
 }
 
