@@ -125,6 +125,39 @@ async fn apply_in(conn: &mut Conn, intent: &Intent, effect: &str) -> Result<Valu
     Ok(plan.result)
 }
 
+/// Apply builtin `effect` for `intent` and record its completion on `conn`,
+/// inside the caller's write transaction: applied with its result, or
+/// failed (nothing changed in the state store) when the transition is
+/// refused. A database error is returned, and the caller rolls back.
+pub(super) async fn apply_and_complete_in(
+    conn: &mut Conn,
+    intent: &Intent,
+    effect: &str,
+) -> Result<(EffectOutcome, Disposition), LedgerError> {
+    let outcome = match apply_in(conn, intent, effect).await {
+        Ok(result) => EffectOutcome::Applied { result },
+        Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
+        Err(refused) => {
+            // Refusals (unknown effect, invalid arguments, a refused
+            // transition) come before any write: the store is unchanged.
+            EffectOutcome::Failed {
+                error: refused.to_string(),
+                result: Value::Null,
+            }
+        }
+    };
+    let (status, error, result) = outcome.parts();
+    let disposition = complete_in(
+        conn,
+        &intent.proposal_id,
+        Some(&intent.nonce),
+        (status, error, result),
+        None,
+    )
+    .await?;
+    Ok((outcome, disposition))
+}
+
 impl Store {
     /// Apply builtin `effect` for `intent`; see [`crate::Ledger::apply_builtin`].
     pub(crate) async fn apply_builtin(
@@ -139,43 +172,15 @@ impl Store {
     }
 
     /// Apply the builtin effect of `intent` and record its completion in ONE
-    /// write transaction: applied with its result, or failed (nothing
-    /// changed in the state store) when the transition is refused. A
-    /// database error rolls both back and the intent stays uncertain.
+    /// write transaction; see [`crate::Ledger::apply_builtin_and_complete`].
     pub(crate) async fn apply_builtin_and_complete(
         &self,
         intent: &Intent,
     ) -> Result<(EffectOutcome, Disposition), LedgerError> {
         let mut tx = self.write_tx().await?;
-        let outcome = match apply_in(&mut tx, intent, &intent.operation).await {
-            Ok(result) => EffectOutcome::Applied { result },
-            Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
-            Err(refused) => {
-                // Refusals (unknown effect, invalid arguments, a refused
-                // transition) come before any write: the store is unchanged.
-                EffectOutcome::Failed {
-                    error: refused.to_string(),
-                    result: Value::Null,
-                }
-            }
-        };
-        let (status, error, result) = outcome.parts();
-        let disposition = complete_in(
-            &mut tx,
-            &intent.proposal_id,
-            Some(&intent.nonce),
-            (status, error, result),
-            None,
-        )
-        .await?;
+        let done = apply_and_complete_in(&mut tx, intent, &intent.operation).await?;
         tx.commit().await?;
-        Ok((outcome, disposition))
-    }
-
-    /// The recorded result of a builtin effect applied under `nonce`.
-    pub(crate) async fn builtin_applied(&self, nonce: &str) -> Result<Option<Value>, LedgerError> {
-        let mut conn = self.reader.acquire().await?;
-        recorded_result(&mut conn, nonce).await
+        Ok(done)
     }
 
     /// Every `(key, value)` of a state namespace, by key.
