@@ -143,6 +143,10 @@ impl Ledger {
     /// already consumed; refusals as for `begin_consume`. On any error
     /// nothing is written: the nonce is not burned, nothing is applied, and
     /// the same proof can be presented again. It is never left uncertain.
+    /// (Should the connection fail during the commit itself, the caller
+    /// cannot know whether it committed, but the ledger holds all of it or
+    /// none of it: presenting the proof again applies it once or returns
+    /// the recorded disposition.)
     pub async fn consume_builtin(
         &self,
         proof: &VerifiedProof,
