@@ -16,7 +16,7 @@
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
-use super::effects::apply_and_complete_in;
+use super::effects::{Recorded, apply_and_complete_in};
 use super::locks::lock_proposal_row;
 use super::rows::{self, disposition_select, intent_select};
 use super::{Conn, Store, events};
@@ -25,17 +25,6 @@ use crate::fault::crash_point;
 use crate::timefmt;
 use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent};
 use countersign_verifier::VerifiedProof;
-
-async fn disposition_of_nonce(
-    conn: &mut Conn,
-    nonce: &str,
-) -> Result<Option<Disposition>, LedgerError> {
-    let row = sqlx::query(concat!(disposition_select!(), "WHERE n.nonce = $1"))
-        .bind(nonce)
-        .fetch_optional(&mut *conn)
-        .await?;
-    row.map(|row| rows::disposition(&row)).transpose()
-}
 
 /// Checks 1 to 4 of `begin_consume` on `conn`: `Some` with the recorded
 /// disposition if the nonce was already consumed, `None` if the proof may
@@ -115,11 +104,9 @@ pub(super) async fn complete_in(
     conn: &mut Conn,
     proposal_id: &str,
     nonce: Option<&str>,
-    (status, error, result): (&str, Option<&str>, &Value),
+    outcome: (&str, Option<&str>, &Value),
     resolved_by: Option<&str>,
 ) -> Result<Disposition, LedgerError> {
-    let result_text = countersign_verifier::canonical::to_canonical(result)
-        .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
     lock_proposal_row(conn, proposal_id).await?;
     let existing = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = $1"))
         .bind(proposal_id)
@@ -142,13 +129,55 @@ pub(super) async fn complete_in(
             None => LedgerError::AlreadyCompleted(proposal_id.to_string()),
         });
     }
+    let principal: String;
+    let actor = match resolved_by {
+        Some(by) => Actor::Person(by),
+        None => {
+            principal = sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
+                .bind(&existing.nonce)
+                .fetch_one(&mut *conn)
+                .await?
+                .try_get("principal")?;
+            Actor::Head(&principal)
+        }
+    };
+    insert_completion(conn, proposal_id, &existing.nonce, outcome, actor).await
+}
+
+/// Who records a completion: the head of the intent's principal, or a
+/// person resolving an uncertain intent.
+#[derive(Clone, Copy)]
+pub(super) enum Actor<'a> {
+    /// A head completing its own intent: the intent's principal.
+    Head(&'a str),
+    /// A person's resolution: who resolved it.
+    Person(&'a str),
+}
+
+/// Write a completion and its `completed` (or `resolved`) event on `conn`,
+/// inside the caller's write transaction, for an intent the caller knows
+/// has no completion yet (checked by [`complete_in`], or recorded by the
+/// same transaction). The disposition is what was written.
+pub(super) async fn insert_completion(
+    conn: &mut Conn,
+    proposal_id: &str,
+    nonce: &str,
+    (status, error, result): (&str, Option<&str>, &Value),
+    actor: Actor<'_>,
+) -> Result<Disposition, LedgerError> {
+    let result_text = countersign_verifier::canonical::to_canonical(result)
+        .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
     let at = timefmt::format(timefmt::now())?;
+    let (kind, who, resolved_by) = match actor {
+        Actor::Head(principal) => ("completed", principal, None),
+        Actor::Person(by) => ("resolved", by, Some(by)),
+    };
     sqlx::query(
         "INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
              completed_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
-    .bind(&existing.nonce)
+    .bind(nonce)
     .bind(proposal_id)
     .bind(status)
     .bind(error)
@@ -157,23 +186,16 @@ pub(super) async fn complete_in(
     .bind(&at)
     .execute(&mut *conn)
     .await?;
-    let (kind, actor) = match resolved_by {
-        Some(by) => ("resolved", by.to_string()),
-        None => {
-            let principal: String = sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
-                .bind(&existing.nonce)
-                .fetch_one(&mut *conn)
-                .await?
-                .try_get("principal")?;
-            ("completed", principal)
-        }
-    };
-    let details = json!({ "nonce": existing.nonce, "status": status, "error": error });
-    events::append(conn, &at, kind, Some(proposal_id), &actor, &details).await?;
-    let disposition = disposition_of_nonce(conn, &existing.nonce)
-        .await?
-        .ok_or_else(|| LedgerError::Corrupt("completion vanished".into()))?;
-    Ok(disposition)
+    let details = json!({ "nonce": nonce, "status": status, "error": error });
+    events::append(conn, &at, kind, Some(proposal_id), who, &details).await?;
+    rows::completed(
+        proposal_id.to_string(),
+        nonce.to_string(),
+        status,
+        error.map(str::to_string),
+        &result_text,
+        &at,
+    )
 }
 
 /// Step 5 of a consumption, on `conn` inside the caller's write
@@ -286,7 +308,8 @@ impl Store {
         }
         let intent = record_intent(&mut tx, proof).await?;
         crash_point("after_intent");
-        let (_, disposition) = apply_and_complete_in(&mut tx, &intent, effect).await?;
+        let (_, disposition) =
+            apply_and_complete_in(&mut tx, &intent, effect, Recorded::ThisTransaction).await?;
         crash_point("after_effect");
         tx.commit().await?;
         Ok(Consumed::Completed(disposition))
