@@ -140,7 +140,9 @@ impl Ledger {
     /// `Completed` with the disposition: `applied`, or `failed` when the
     /// transition is refused (the proof is consumed and the state store is
     /// unchanged). `Replay` with the recorded disposition if the nonce was
-    /// already consumed; refusals as for `begin_consume`. On any error
+    /// already consumed; refusals as for `begin_consume`, and
+    /// `ProposalMismatch` if `effect` is not the operation the proof names
+    /// (a builtin backs only the operation of its own name). On any error
     /// nothing is written: the nonce is not burned, nothing is applied, and
     /// the same proof can be presented again. It is never left uncertain.
     /// (Should the connection fail during the commit itself, the caller

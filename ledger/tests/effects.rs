@@ -9,7 +9,7 @@ use common::Kind;
 use common::{TestLedger, approve, proposal, verified};
 use countersign_ledger::{
     ConsumeStart, Consumed, DispositionStatus, EffectFailure, EffectOutcome, Intent, Ledger,
-    LedgerError, ProposalStatus, SCHEDULES_NAMESPACE,
+    LedgerError, LedgerRefusal, ProposalStatus, SCHEDULES_NAMESPACE,
 };
 use serde_json::{Value, json};
 
@@ -246,6 +246,12 @@ async fn a_builtin_is_consumed_applied_and_completed_in_one_transaction(kind: Ki
     let p = proposal(1, "schedule.create", json!({"name": "a", "cron": "c"}));
     let token = approve(l, &p, 1).await;
     let proof = verified(&p, &token);
+    // Only the transition the proof names, and nothing written otherwise.
+    assert_eq!(
+        l.consume_builtin(&proof, "schedule.delete").await,
+        Err(LedgerError::Refused(LedgerRefusal::ProposalMismatch))
+    );
+    assert_eq!(t.count("consumed_nonces").await, 0);
     let Consumed::Completed(done) = l.consume_builtin(&proof, "schedule.create").await.unwrap()
     else {
         panic!("expected a completed consumption");

@@ -298,6 +298,11 @@ impl Store {
         proof: &VerifiedProof,
         effect: &str,
     ) -> Result<Consumed, LedgerError> {
+        // Only the transition the proof authorizes: a builtin backs only the
+        // operation of its own name (the registry enforces it too).
+        if effect != proof.claims().op {
+            return Err(LedgerRefusal::ProposalMismatch.into());
+        }
         if let Some(disposition) = self.precheck(proof).await? {
             return Ok(Consumed::Replay(disposition));
         }
