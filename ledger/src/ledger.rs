@@ -8,8 +8,8 @@ use serde_json::Value;
 use crate::chain::ChainReport;
 use crate::error::{EffectFailure, LedgerError};
 use crate::types::{
-    ConsumeStart, Disposition, EffectOutcome, EventRecord, Intent, IssuanceRecord, NewProposal,
-    ProposalRecord, RevokeOutcome,
+    ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, IssuanceRecord,
+    NewProposal, ProposalRecord, RevokeOutcome,
 };
 use crate::{postgres, sqlite};
 use countersign_verifier::VerifiedProof;
@@ -132,7 +132,34 @@ impl Ledger {
         dispatch!(self, b => b.revoke(proposal_id, principal, reason).await)
     }
 
-    /// Consume a verified proof once, in ONE write transaction: the proposal
+    /// Consume a verified proof once and apply its builtin `effect` (one of
+    /// [`crate::BUILTIN_EFFECTS`], over the state store), all in ONE write
+    /// transaction: lock the proposal, run the checks of
+    /// [`Ledger::begin_consume`], burn the nonce, write the intent and its
+    /// event, apply the effect, write the completion and its event, commit.
+    /// `Completed` with the disposition: `applied`, or `failed` when the
+    /// transition is refused (the proof is consumed and the state store is
+    /// unchanged). `Replay` with the recorded disposition if the nonce was
+    /// already consumed; refusals as for `begin_consume`, and
+    /// `ProposalMismatch` if `effect` is not the operation the proof names
+    /// (a builtin backs only the operation of its own name). On any error
+    /// nothing is written: the nonce is not burned, nothing is applied, and
+    /// the same proof can be presented again. It is never left uncertain.
+    /// (Should the connection fail during the commit itself, the caller
+    /// cannot know whether it committed, but the ledger holds all of it or
+    /// none of it: presenting the proof again applies it once or returns
+    /// the recorded disposition.)
+    pub async fn consume_builtin(
+        &self,
+        proof: &VerifiedProof,
+        effect: &str,
+    ) -> Result<Consumed, LedgerError> {
+        dispatch!(self, b => b.consume_builtin(proof, effect).await)
+    }
+
+    /// First transaction of the two-phase flow, for effects outside the
+    /// ledger (`command`): consume a verified proof once, in ONE write
+    /// transaction: the proposal
     /// must exist (`UnknownProposal`) and match the claims (principal,
     /// operation, arguments hash, revisions; the session must be the
     /// issuance's) (`ProposalMismatch`); an issuance with exactly this proof
@@ -140,7 +167,9 @@ impl Ledger {
     /// (`Revoked`). An already consumed nonce gives `Replay` with the
     /// recorded disposition; otherwise the nonce, the intent and the
     /// `intent` event are written and `Fresh` is returned. On any error
-    /// nothing is written.
+    /// nothing is written. The caller then runs the effect and records how
+    /// it ended with [`Ledger::complete`]; until then the proposal reads
+    /// `uncertain`.
     pub async fn begin_consume(&self, proof: &VerifiedProof) -> Result<ConsumeStart, LedgerError> {
         dispatch!(self, b => b.begin_consume(proof).await)
     }
@@ -165,10 +194,12 @@ impl Ledger {
     }
 
     /// Apply the builtin effect named like the intent's operation and record
-    /// the completion in ONE write transaction (the second transaction of a
-    /// consumption): applied with its result, or failed, changing nothing,
-    /// when the transition is refused. On a database error neither is
-    /// recorded and the intent stays uncertain.
+    /// the completion in ONE write transaction, for an intent recorded by
+    /// [`Ledger::begin_consume`] (`reconcile` uses it): applied with its
+    /// result, or failed, changing nothing, when the transition is refused.
+    /// Idempotent on the nonce: an effect already applied under it is
+    /// recorded as applied, not applied again. On a database error neither
+    /// is recorded and the intent stays uncertain.
     pub async fn apply_builtin_and_complete(
         &self,
         intent: &Intent,
@@ -176,7 +207,8 @@ impl Ledger {
         dispatch!(self, b => b.apply_builtin_and_complete(intent).await)
     }
 
-    /// Record how an intent ended (the second transaction) and its
+    /// Record how an intent ended (the second transaction of the two-phase
+    /// flow) and its
     /// `completed` event. `AlreadyCompleted` if it has a completion.
     pub async fn complete(
         &self,
@@ -194,11 +226,6 @@ impl Ledger {
     /// Intents without completion, oldest first.
     pub async fn interrupted(&self) -> Result<Vec<Intent>, LedgerError> {
         dispatch!(self, b => b.interrupted().await)
-    }
-
-    /// The recorded result of a builtin effect applied under `nonce`.
-    pub async fn builtin_applied(&self, nonce: &str) -> Result<Option<Value>, LedgerError> {
-        dispatch!(self, b => b.builtin_applied(nonce).await)
     }
 
     /// A person's resolution of an uncertain proposal (`applied` or not),

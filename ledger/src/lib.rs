@@ -21,6 +21,7 @@
 
 mod chain;
 mod error;
+pub mod fault;
 mod ledger;
 mod postgres;
 mod schedule;
@@ -36,6 +37,6 @@ pub use error::{EffectFailure, LedgerError, LedgerRefusal};
 pub use ledger::Ledger;
 pub use schedule::{BUILTIN_EFFECTS, NAMESPACE as SCHEDULES_NAMESPACE};
 pub use types::{
-    ConsumeStart, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
+    ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
     IssuanceRecord, NewProposal, ProposalRecord, ProposalStatus, RevokeOutcome,
 };

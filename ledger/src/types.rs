@@ -148,9 +148,21 @@ pub struct ProposalRecord {
 /// How consumption of a verified proof started.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConsumeStart {
-    /// The nonce was fresh and is now consumed: run the effect, then `complete`.
+    /// The nonce was fresh and is now consumed (first transaction of the
+    /// two-phase flow): run the effect, then `complete`.
     Fresh(Intent),
     /// The nonce was already consumed: this is what happened. Never apply again.
+    Replay(Disposition),
+}
+
+/// How a one-transaction consumption of a builtin effect ended
+/// ([`crate::Ledger::consume_builtin`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Consumed {
+    /// The nonce was fresh: it is consumed, and the effect's completion
+    /// (applied, or failed with nothing changed) committed with it.
+    Completed(Disposition),
+    /// The nonce was already consumed: this is what happened. Nothing ran.
     Replay(Disposition),
 }
 

@@ -8,8 +8,8 @@ use common::Kind;
 
 use common::{TestLedger, approve, proposal, verified};
 use countersign_ledger::{
-    ConsumeStart, DispositionStatus, EffectFailure, EffectOutcome, Intent, Ledger, LedgerError,
-    ProposalStatus, SCHEDULES_NAMESPACE,
+    ConsumeStart, Consumed, DispositionStatus, EffectFailure, EffectOutcome, Intent, Ledger,
+    LedgerError, LedgerRefusal, ProposalStatus, SCHEDULES_NAMESPACE,
 };
 use serde_json::{Value, json};
 
@@ -207,7 +207,7 @@ async fn a_builtin_effect_and_its_completion_commit_together(kind: Kind) {
         "{err:?}"
     );
     assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap(), vec![]);
-    assert_eq!(t.ledger.builtin_applied(&intent.nonce).await.unwrap(), None);
+    assert_eq!(t.count("effect_applied").await, 0);
     assert_eq!(t.ledger.interrupted().await.unwrap(), vec![intent.clone()]);
 
     t.inject_insert_failure("completions", false).await;
@@ -237,4 +237,106 @@ async fn a_builtin_effect_and_its_completion_commit_together(kind: Kind) {
     assert_eq!(disposition.status, DispositionStatus::Failed);
     assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap(), before);
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+}
+
+on_both_backends!(a_builtin_is_consumed_applied_and_completed_in_one_transaction);
+async fn a_builtin_is_consumed_applied_and_completed_in_one_transaction(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let l = &t.ledger;
+    let p = proposal(1, "schedule.create", json!({"name": "a", "cron": "c"}));
+    let token = approve(l, &p, 1).await;
+    let proof = verified(&p, &token);
+    // Only the transition the proof names, and nothing written otherwise.
+    assert_eq!(
+        l.consume_builtin(&proof, "schedule.delete").await,
+        Err(LedgerError::Refused(LedgerRefusal::ProposalMismatch))
+    );
+    assert_eq!(t.count("consumed_nonces").await, 0);
+    let Consumed::Completed(done) = l.consume_builtin(&proof, "schedule.create").await.unwrap()
+    else {
+        panic!("expected a completed consumption");
+    };
+    assert_eq!(done.status, DispositionStatus::Applied);
+    assert_eq!(done.result, json!({"name": "a", "state": "created"}));
+    assert!(done.completed_at.is_some());
+    assert_eq!(l.state(SCHEDULES_NAMESPACE).await.unwrap().len(), 1);
+    assert!(l.interrupted().await.unwrap().is_empty());
+    let kinds: Vec<String> = l
+        .events()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .filter(|k| k != "proposed" && k != "approved")
+        .collect();
+    assert_eq!(kinds, ["intent", "effect_applied", "completed"]);
+
+    // Presented again: the recorded disposition, nothing applied twice.
+    assert_eq!(
+        l.consume_builtin(&proof, "schedule.create").await.unwrap(),
+        Consumed::Replay(done.clone())
+    );
+    assert_eq!(
+        l.begin_consume(&proof).await.unwrap(),
+        ConsumeStart::Replay(done)
+    );
+    assert_eq!(t.count("effect_applied").await, 1);
+
+    // A refused transition consumes the proof and records `failed`, in the
+    // same single transaction, changing nothing in the store.
+    let q = proposal(2, "schedule.create", json!({"name": "a", "cron": "x"}));
+    let token = approve(l, &q, 2).await;
+    let before = l.state(SCHEDULES_NAMESPACE).await.unwrap();
+    let Consumed::Completed(failed) = l
+        .consume_builtin(&verified(&q, &token), "schedule.create")
+        .await
+        .unwrap()
+    else {
+        panic!("expected a completed consumption");
+    };
+    assert_eq!(failed.status, DispositionStatus::Failed);
+    assert_eq!(
+        failed.error.as_deref(),
+        Some("schedule \"a\" already exists")
+    );
+    assert_eq!(l.state(SCHEDULES_NAMESPACE).await.unwrap(), before);
+    assert_eq!(t.count("consumed_nonces").await, 2);
+    assert!(l.verify_chain().await.unwrap().is_intact());
+}
+
+on_both_backends!(a_failure_anywhere_in_the_one_transaction_burns_nothing);
+async fn a_failure_anywhere_in_the_one_transaction_burns_nothing(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let l = &t.ledger;
+    let p = proposal(1, "schedule.create", json!({"name": "a", "cron": "c"}));
+    let token = approve(l, &p, 1).await;
+    let proof = verified(&p, &token);
+    // The last write of the transaction (the completion), then the first
+    // audit write (every event), fail: everything before rolls back too.
+    for table in ["completions", "events", "effect_applied"] {
+        t.inject_insert_failure(table, true).await;
+        let err = l
+            .consume_builtin(&proof, "schedule.create")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, LedgerError::Database(m) if m.contains("injected failure")),
+            "{table}: {err:?}"
+        );
+        t.inject_insert_failure(table, false).await;
+        assert_eq!(t.count("consumed_nonces").await, 0, "{table}");
+        assert_eq!(t.count("intents").await, 0, "{table}");
+        assert_eq!(l.state(SCHEDULES_NAMESPACE).await.unwrap(), vec![]);
+        assert!(l.interrupted().await.unwrap().is_empty());
+        let status = l.proposal(&p.id).await.unwrap().unwrap().status;
+        assert_eq!(status, ProposalStatus::Approved, "{table}");
+    }
+    // The same proof then applies, once.
+    let Consumed::Completed(done) = l.consume_builtin(&proof, "schedule.create").await.unwrap()
+    else {
+        panic!("expected a completed consumption");
+    };
+    assert_eq!(done.status, DispositionStatus::Applied);
+    assert_eq!(l.state(SCHEDULES_NAMESPACE).await.unwrap().len(), 1);
+    assert!(l.verify_chain().await.unwrap().is_intact());
 }

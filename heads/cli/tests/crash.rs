@@ -1,12 +1,19 @@
 //! Crash recovery with real processes: a `countersign exec` process is
-//! killed with SIGKILL (`COUNTERSIGN_FAULT`, see `countersign_gate::fault`)
-//! after the intent is recorded and before the effect, or after the effect
-//! and before its completion. Afterwards the action reads `uncertain`, a
-//! second presentation of the proof runs nothing, and `countersign
-//! reconcile` resolves it as DESIGN.md says: a replay-safe operation is run again
-//! with the same idempotency key; anything else stays uncertain until a
-//! person resolves it. A builtin effect commits with its completion, so a
-//! kill after it leaves the action applied. On both ledger backends.
+//! killed with SIGKILL (`COUNTERSIGN_FAULT`, see `countersign_gate::fault`).
+//!
+//! A `command` effect (outside the ledger, two-phase) is killed after the
+//! intent is recorded and before the effect, or after the effect and before
+//! its completion. Afterwards the action reads `uncertain`, a second
+//! presentation of the proof runs nothing, and `countersign reconcile`
+//! resolves it as DESIGN.md says: a replay-safe operation is run again with
+//! the same idempotency key; anything else stays uncertain until a person
+//! resolves it.
+//!
+//! A builtin effect (inside the ledger) is consumed, applied and completed
+//! in one transaction; the same fault points are reached inside it, before
+//! the commit, so the process dies mid-transaction: nothing is recorded or
+//! applied, the nonce is not burned, the action is never uncertain, and the
+//! same proof then applies exactly once. On both ledger backends.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -79,20 +86,8 @@ impl Crashed {
 }
 
 /// Propose `op` with `args`, approve it, and run `countersign exec` as a
-/// real process told to crash at `point`; assert it died by SIGKILL and
-/// left the action uncertain without anything run twice.
-async fn crash(backend: Backend, op: &str, args: &str, point: &str) -> Crashed {
-    crash_leaving(backend, op, args, point, "uncertain").await
-}
-
-/// As [`crash`], the action left `expected` (a status).
-async fn crash_leaving(
-    backend: Backend,
-    op: &str,
-    args: &str,
-    point: &str,
-    expected: &str,
-) -> Crashed {
+/// real process told to crash at `point`; assert it died by SIGKILL.
+async fn kill_at(backend: Backend, op: &str, args: &str, point: &str) -> Crashed {
     let scratch = tempfile::tempdir().unwrap();
     let log = scratch.path().join("effects.log");
     let h = Harness::start_on(backend, &registry(&log)).await;
@@ -109,21 +104,27 @@ async fn crash_leaving(
         .await
         .unwrap();
     assert_eq!(status.signal(), Some(9), "killed by SIGKILL at {point}");
-    let crashed = Crashed {
+    Crashed {
         h,
         id,
         proof,
         log,
         _scratch: scratch,
-    };
+    }
+}
+
+/// As [`kill_at`], for an effect outside the ledger: assert the crash left
+/// the action uncertain without anything run twice.
+async fn crash(backend: Backend, op: &str, args: &str, point: &str) -> Crashed {
+    let crashed = kill_at(backend, op, args, point).await;
     let runs_before = crashed.runs();
 
-    let result = crashed.h.cli(&["--json", "result", &crashed.id]).await;
-    assert_eq!(result.json()["status"], expected, "{}", result.stdout);
+    let result = crashed.h.cli(&["--json", "show", &crashed.id]).await;
+    assert_eq!(result.json()["status"], "uncertain", "{}", result.stdout);
     // Presenting the proof again runs nothing: the recorded disposition.
     let again = crashed.h.exec(&crashed.id, &crashed.proof, &[]).await;
     assert_refused(&again, "already_used");
-    assert_eq!(again.json()["recorded_status"], expected);
+    assert_eq!(again.json()["recorded_status"], "uncertain");
     assert_eq!(crashed.runs(), runs_before, "nothing re-ran silently");
     crashed
 }
@@ -146,39 +147,55 @@ async fn final_status(c: &Crashed) -> String {
     result.json()["status"].as_str().unwrap().to_string()
 }
 
-async fn builtin_killed_before_its_effect_is_replayed_once(backend: Backend) {
-    let c = crash(backend, "schedule.create", CREATE_NIGHTLY, "after_intent").await;
+/// A builtin killed inside its one transaction, at `point` (after the
+/// intent rows, or after the effect and completion rows, before the
+/// commit): nothing recorded, never uncertain, and the same proof then
+/// applies exactly once.
+async fn builtin_killed_mid_transaction_leaves_nothing(backend: Backend, point: &str) {
+    let c = kill_at(backend, "schedule.create", CREATE_NIGHTLY, point).await;
+    let show = c.h.cli(&["--json", "show", &c.id]).await;
+    assert_eq!(show.json()["status"], "approved", "{}", show.stdout);
     assert_eq!(c.h.schedules().await, vec![]);
-    assert_eq!(reconcile(&c).await, ("replayed".into(), Ok(())));
-    assert_eq!(c.h.schedules().await.len(), 1);
-    assert_eq!(final_status(&c).await, "applied");
-    // A second pass finds nothing to do.
-    let again = c.h.cli(&["--json", "reconcile"]).await;
-    assert_eq!(again.json()["entries"], serde_json::json!([]));
-}
-
-/// A builtin's effect commits with its completion: killed right after it,
-/// nothing is uncertain and reconcile has nothing to do.
-async fn builtin_killed_after_its_effect_finds_it_complete(backend: Backend) {
-    let c = crash_leaving(
-        backend,
-        "schedule.create",
-        CREATE_NIGHTLY,
-        "after_effect",
-        "applied",
-    )
-    .await;
-    let state = c.h.schedules().await;
-    assert_eq!(state.len(), 1);
+    assert_eq!(
+        c.h.ledger().disposition(&c.id).await.unwrap(),
+        None,
+        "nonce not burned"
+    );
+    assert_eq!(c.h.ledger().interrupted().await.unwrap(), vec![]);
+    let events = c.h.ledger().events().await.unwrap();
+    assert!(
+        events
+            .iter()
+            .all(|e| !["intent", "effect_applied", "completed"].contains(&e.kind.as_str())),
+        "nothing of the consumption was recorded"
+    );
     let run = c.h.cli(&["--json", "reconcile"]).await;
     assert_eq!(run.json()["entries"], serde_json::json!([]));
-    assert_eq!(c.h.schedules().await, state);
+
+    // The same proof applies, once.
+    let first = c.h.exec(&c.id, &c.proof, &[]).await;
+    assert_eq!(first.result, Ok(()), "{}", first.stdout);
+    assert_eq!(first.json()["applied"], true, "{}", first.stdout);
+    let again = c.h.exec(&c.id, &c.proof, &[]).await;
+    assert_refused(&again, "already_used");
+    assert_eq!(again.json()["recorded_status"], "applied");
+    assert_eq!(c.h.schedules().await.len(), 1);
     let events = c.h.ledger().events().await.unwrap();
+    let count = |kind: &str| events.iter().filter(|e| e.kind == kind).count();
     assert_eq!(
-        events.iter().filter(|e| e.kind == "effect_applied").count(),
-        1
+        (count("intent"), count("effect_applied"), count("completed")),
+        (1, 1, 1)
     );
+    assert!(c.h.ledger().verify_chain().await.unwrap().is_intact());
     assert_eq!(final_status(&c).await, "applied");
+}
+
+async fn builtin_killed_after_its_intent_rows_leaves_nothing(backend: Backend) {
+    builtin_killed_mid_transaction_leaves_nothing(backend, "after_intent").await;
+}
+
+async fn builtin_killed_just_before_its_commit_leaves_nothing(backend: Backend) {
+    builtin_killed_mid_transaction_leaves_nothing(backend, "after_effect").await;
 }
 
 async fn unsafe_command_killed_before_its_effect_waits_for_a_person(backend: Backend) {
@@ -252,8 +269,8 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
-    builtin_killed_before_its_effect_is_replayed_once,
-    builtin_killed_after_its_effect_finds_it_complete,
+    builtin_killed_after_its_intent_rows_leaves_nothing,
+    builtin_killed_just_before_its_commit_leaves_nothing,
     unsafe_command_killed_before_its_effect_waits_for_a_person,
     unsafe_command_killed_after_its_effect_waits_for_a_person,
     replay_safe_command_killed_after_its_effect_replays_with_the_same_key,

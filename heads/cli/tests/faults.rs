@@ -1,8 +1,10 @@
 //! Faults under a head, with real processes.
 //!
-//! The audit event of the consume transaction fails to insert (a trigger
-//! made to fail): the head reports an error, the nonce is not burned,
-//! nothing is applied, and the same proof applies once the fault is gone.
+//! An audit event of a builtin's one consume transaction fails to insert (a
+//! trigger made to fail), either the first (`intent`) or the last
+//! (`completed`, after the effect was written): the head reports an error,
+//! the nonce is not burned, nothing is applied, and the same proof applies
+//! once the fault is gone.
 //!
 //! The ledger database unavailable: every head fails closed with a clear
 //! error, applies nothing, and once the database is back the proof is
@@ -142,24 +144,28 @@ async fn sqlite_locked_past_the_busy_timeout_fails_closed_and_applies_once_after
     applies_once_after(&h, &id, &proof).await;
 }
 
-/// Make every `intent` event insert fail, or stop doing so.
-async fn intent_events_fail(h: &Harness, fail: bool) {
+/// Make every insert of an event of `kind` fail (`Some`), or stop doing so.
+async fn events_fail(h: &Harness, kind: Option<&str>) {
     use sqlx::Connection as _;
-    let sql = match (&h.pg, fail) {
-        (None, true) => {
-            "CREATE TRIGGER inject_failure BEFORE INSERT ON events WHEN NEW.kind = 'intent'
+    let sql = match (&h.pg, kind) {
+        (None, Some(kind)) => format!(
+            "CREATE TRIGGER inject_failure BEFORE INSERT ON events WHEN NEW.kind = '{kind}'
              BEGIN SELECT RAISE(ABORT, 'injected audit failure'); END"
-        }
-        (None, false) => "DROP TRIGGER inject_failure",
-        (Some(_), true) => {
+        ),
+        (None, None) => "DROP TRIGGER inject_failure".to_string(),
+        (Some(_), Some(kind)) => format!(
             "CREATE FUNCTION inject_failure() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN IF NEW.kind = 'intent' THEN RAISE EXCEPTION 'injected audit failure';
+             BEGIN IF NEW.kind = '{kind}' THEN RAISE EXCEPTION 'injected audit failure';
              END IF; RETURN NEW; END $$;
              CREATE TRIGGER inject_failure BEFORE INSERT ON events
              FOR EACH ROW EXECUTE FUNCTION inject_failure()"
+        ),
+        (Some(_), None) => {
+            "DROP TRIGGER inject_failure ON events; DROP FUNCTION inject_failure()".to_string()
         }
-        (Some(_), false) => "DROP TRIGGER inject_failure ON events",
     };
+    // `raw_sql` wants a `'static` text here; a few bytes per test.
+    let sql: &'static str = Box::leak(sql.into_boxed_str());
     match &h.pg {
         None => {
             let options =
@@ -178,11 +184,11 @@ async fn intent_events_fail(h: &Harness, fail: bool) {
     }
 }
 
-async fn a_failed_audit_insert_burns_nothing_and_applies_nothing(backend: Backend) {
+async fn a_failed_audit_insert_burns_nothing_and_applies_nothing(backend: Backend, kind: &str) {
     let h = Harness::start_on(backend, Registry::default_toml()).await;
     let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
     let proof = h.approve_to_file(&id).await;
-    intent_events_fail(&h, true).await;
+    events_fail(&h, Some(kind)).await;
 
     let (code, stdout, stderr) = exec_process(&h, &id, &proof).await;
     assert_eq!(code, i32::from(exit::ERROR), "{stdout}{stderr}");
@@ -197,16 +203,34 @@ async fn a_failed_audit_insert_burns_nothing_and_applies_nothing(backend: Backen
     let show = h.cli(&["--json", "show", &id]).await;
     assert_eq!(show.json()["status"], "approved");
 
-    intent_events_fail(&h, false).await;
+    let events = h.ledger().events().await.unwrap();
+    assert!(
+        events
+            .iter()
+            .all(|e| !["intent", "effect_applied", "completed"].contains(&e.kind.as_str())),
+        "nothing of the consumption was recorded"
+    );
+
+    events_fail(&h, None).await;
     applies_once_after(&h, &id, &proof).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_audit_insert_on_sqlite_burns_nothing_and_applies_nothing() {
-    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Sqlite).await;
+    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Sqlite, "intent").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_audit_insert_on_postgres_burns_nothing_and_applies_nothing() {
-    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Postgres).await;
+    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Postgres, "intent").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_completion_event_on_sqlite_rolls_back_the_applied_effect() {
+    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Sqlite, "completed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_completion_event_on_postgres_rolls_back_the_applied_effect() {
+    a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Postgres, "completed").await;
 }

@@ -16,7 +16,10 @@ use countersign_verifier::{Expectations, Proof, verify};
 use support::{CREATE_NIGHTLY, Harness};
 
 /// Approve `id` to a proof file and record its intent in the ledger without
-/// running the effect, as a head killed right after the intent would.
+/// running the effect, as a head killed between the two transactions of the
+/// two-phase flow would. (Heads consume builtins in one transaction and
+/// never leave such an intent; this is the intent a direct `begin_consume`
+/// caller, or a ledger written before that change, can leave.)
 async fn interrupt(h: &Harness, id: &str) -> std::path::PathBuf {
     let path = h.approve_to_file(id).await;
     let proof = Proof::from_text(std::fs::read_to_string(&path).unwrap()).unwrap();

@@ -1,13 +1,19 @@
 //! Execute an approved proposal: verify the proof against the current
-//! registry and policy, consume it in one ledger transaction, run the effect
-//! with the arguments from the verified claims, record completion.
+//! registry and policy, then consume it with the arguments from the verified
+//! claims. A builtin effect (over the ledger's state store) is consumed,
+//! applied and completed in ONE ledger transaction, atomic with its
+//! authorization. An effect outside the ledger (`command`) is two-phase: one
+//! transaction records the intent, the effect runs, a second records the
+//! completion; a crash in between leaves it `uncertain` for `reconcile`.
 //!
 //! The effect never reads an argument from the caller: only from the claims
 //! the signer signed, which the verifier has bound to the stored proposal.
 
 use std::sync::Arc;
 
-use countersign_ledger::{ConsumeStart, EffectOutcome, Intent, Ledger, LedgerError};
+use countersign_ledger::{
+    ConsumeStart, Consumed, DispositionStatus, EffectOutcome, Intent, Ledger, LedgerError,
+};
 use countersign_registry::{Effect, Registry};
 use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, verify};
 use time::OffsetDateTime;
@@ -17,8 +23,10 @@ use crate::fault::{FaultPoint, crash_point};
 use crate::outcome::{Outcome, Refused};
 
 /// A fault the gate could not turn into a decision. The caller reports it as
-/// an error; whether anything was applied is then unknown only if the fault
-/// happened after the intent was recorded, which `reconcile` resolves.
+/// an error. For a builtin effect nothing was applied (its one transaction
+/// rolled back); for an effect outside the ledger, whether anything was
+/// applied is unknown only if the fault happened after the intent was
+/// recorded, which `reconcile` resolves.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GateError {
@@ -133,6 +141,24 @@ impl Gate {
                 return Ok(Outcome::Refused(Refused::Proof(refusal)));
             }
         };
+        if let Effect::Builtin { name } = &operation.effect {
+            // The builtin's state lives in the ledger: consumption, effect
+            // and completion commit together, or not at all.
+            return match self.ledger.consume_builtin(&verified, name).await {
+                Ok(Consumed::Completed(disposition)) => Ok(match disposition.status {
+                    DispositionStatus::Applied => Outcome::Applied(disposition),
+                    // `failed` (a completed consumption is never uncertain).
+                    _ => Outcome::Failed(disposition),
+                }),
+                Ok(Consumed::Replay(disposition)) => Ok(Outcome::Recorded(disposition)),
+                Err(LedgerError::Refused(refusal)) => {
+                    tracing::info!(proposal_id, code = refusal.code(), "consumption refused");
+                    Ok(Outcome::Refused(Refused::Ledger(refusal)))
+                }
+                Err(e) => Err(e.into()),
+            };
+        }
+        // An effect outside the ledger: two transactions around it.
         let intent = match self.ledger.begin_consume(&verified).await {
             Ok(ConsumeStart::Fresh(intent)) => intent,
             Ok(ConsumeStart::Replay(disposition)) => return Ok(Outcome::Recorded(disposition)),
@@ -144,18 +170,9 @@ impl Gate {
         };
         tracing::info!(proposal_id, nonce = %intent.nonce, "intent recorded; running effect");
         crash_point(FaultPoint::AfterIntent);
-        let (effect_outcome, disposition) = if let Effect::Builtin { .. } = &operation.effect {
-            // The builtin's state lives in the ledger: its effect and its
-            // completion commit together, so it is never left uncertain.
-            let done = self.ledger.apply_builtin_and_complete(&intent).await?;
-            crash_point(FaultPoint::AfterEffect);
-            done
-        } else {
-            let effect_outcome = self.run_effect(&operation.effect, &intent).await?;
-            crash_point(FaultPoint::AfterEffect);
-            let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
-            (effect_outcome, disposition)
-        };
+        let effect_outcome = self.run_effect(&operation.effect, &intent).await?;
+        crash_point(FaultPoint::AfterEffect);
+        let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
         Ok(match effect_outcome {
             EffectOutcome::Applied { .. } => Outcome::Applied(disposition),
             _ => Outcome::Failed(disposition),
@@ -185,21 +202,15 @@ impl Gate {
             .map(Outcome::Recorded))
     }
 
-    /// Run the operation's effect with the arguments of the intent, which
-    /// come from the verified claims.
+    /// Run an effect outside the ledger with the arguments of the intent,
+    /// which come from the verified claims. Builtin effects never come here:
+    /// they run inside the ledger's transaction.
     pub(crate) async fn run_effect(
         &self,
         effect: &Effect,
         intent: &Intent,
     ) -> Result<EffectOutcome, GateError> {
         match effect {
-            Effect::Builtin { .. } => Ok(match self.ledger.apply_builtin(intent).await {
-                Ok(result) => EffectOutcome::Applied { result },
-                Err(failure) => EffectOutcome::Failed {
-                    error: failure.to_string(),
-                    result: serde_json::Value::Null,
-                },
-            }),
             Effect::Command {
                 program,
                 args,

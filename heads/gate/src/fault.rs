@@ -1,22 +1,27 @@
 //! Test-only crash injection: `COUNTERSIGN_FAULT=<point>` in a head's
 //! environment makes the head kill itself with SIGKILL when it reaches that
 //! point of an execution, so tests can prove what a crash there leaves
-//! behind (an `uncertain` intent, never a silent re-run) and that
-//! `countersign reconcile` resolves it.
+//! behind. The mechanism is the ledger's ([`countersign_ledger::fault`]):
+//! compiled into every build, deliberately, so the tests kill the very
+//! binary users run; it can only stop the process, never change what is
+//! written or applied.
 //!
-//! Compiled into every build, deliberately: the tests kill the very binary
-//! users run, not a specially built one. It is harmless: the only thing it
-//! can do is stop the process, abruptly, which anyone able to set the
-//! process's environment can already do. It never changes what is written
-//! or applied. Points: `after_intent` (the nonce and intent are committed,
-//! the effect has not run) and `after_effect` (the effect ran; for a
-//! `command` its completion is not recorded yet, while a builtin effect
-//! commits with its completion).
+//! The points mean different things for the two consume flows:
+//! - an effect outside the ledger (`command`), two-phase: `after_intent`
+//!   is after the first transaction committed the nonce and intent, before
+//!   the effect runs; `after_effect` is after the effect ran, before the
+//!   second transaction records completion. Both leave the action
+//!   `uncertain` for `countersign reconcile`.
+//! - a builtin effect, one transaction: the same names are reached inside
+//!   the ledger's transaction (after the intent rows are written; after the
+//!   effect and completion rows are written), before the commit. The
+//!   process dies mid-transaction, so nothing is recorded: the nonce is not
+//!   burned, nothing is applied, and the proof can be presented again.
 
-/// The environment variable naming the fault point.
-pub const FAULT_VAR: &str = "COUNTERSIGN_FAULT";
+pub use countersign_ledger::fault::FAULT_VAR;
 
-/// Where a head may be told to crash.
+/// Where a head may be told to crash between the two transactions of an
+/// effect outside the ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FaultPoint {
     /// After the consume transaction committed, before the effect.
@@ -36,11 +41,5 @@ impl FaultPoint {
 
 /// Kill this process with SIGKILL if `COUNTERSIGN_FAULT` names `point`.
 pub(crate) fn crash_point(point: FaultPoint) {
-    if std::env::var_os(FAULT_VAR).is_some_and(|v| v == point.name()) {
-        tracing::warn!(point = point.name(), "{FAULT_VAR}: killing this process");
-        let me = rustix::process::getpid();
-        let _ = rustix::process::kill_process(me, rustix::process::Signal::KILL);
-        // SIGKILL cannot be caught; should it somehow fail, still stop here.
-        std::process::abort();
-    }
+    countersign_ledger::fault::crash_point(point.name());
 }

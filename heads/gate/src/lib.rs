@@ -1,7 +1,8 @@
 //! The verifier/effect service that every head embeds: verify a proof with
-//! the public keys, consume it once through the ledger, run the effect and
-//! record completion; reconcile interrupted intents; talk to the signer as a
-//! head or an approver over mutually authenticated gRPC.
+//! the public keys and consume it once through the ledger (a builtin effect
+//! in the same single transaction; a `command` effect between an intent and
+//! a completion transaction); reconcile interrupted intents; talk to the
+//! signer as a head or an approver over mutually authenticated gRPC.
 //!
 //! It holds no signing key and links no signing code: the only thing it can
 //! do with a proof is check it and spend it once.

@@ -1,11 +1,18 @@
 //! Resolve intents that were recorded but never completed (a crash, a kill,
-//! a lost database connection between the two transactions).
+//! a lost database connection between the two transactions of an effect
+//! outside the ledger).
 //!
-//! Only an exact recorded effect becomes done. A builtin effect that left its
-//! nonce in the state store is completed as applied; an operation declared
+//! Only an exact recorded effect becomes done. An operation declared
 //! replay-safe is run again with the same nonce as its idempotency key;
 //! anything else stays uncertain until a person resolves it. Nothing here
 //! runs an effect that is not replay-safe.
+//!
+//! Heads consume builtin effects in one transaction, which never leaves an
+//! intent behind. A builtin intent can still exist if something called
+//! [`countersign_ledger::Ledger::begin_consume`] for it directly (or a
+//! ledger written before the one-transaction consume); a replay-safe one is
+//! completed by the ledger in one transaction that applies the effect
+//! unless the state store already records it under the nonce.
 
 use countersign_ledger::{EffectOutcome, Intent};
 use countersign_registry::Effect;
@@ -20,7 +27,7 @@ pub struct ReconcileEntry {
     pub proposal_id: String,
     /// The operation.
     pub operation: String,
-    /// `observed_applied`, `replayed`, `replay_failed`, or `still_uncertain`.
+    /// `replayed`, `replay_failed`, or `still_uncertain`.
     pub action: &'static str,
     /// A sentence for the person reading the report.
     pub detail: String,
@@ -60,15 +67,6 @@ impl Gate {
             action,
             detail,
         };
-        if let Some(result) = self.ledger().builtin_applied(&intent.nonce).await? {
-            self.ledger()
-                .complete(intent, &EffectOutcome::Applied { result })
-                .await?;
-            return Ok(entry(
-                "observed_applied",
-                "the state store holds this nonce's effect; recorded as applied without running it again".into(),
-            ));
-        }
         let Some(operation) = self.registry().get(&intent.operation) else {
             return Ok(entry(
                 "still_uncertain",
@@ -84,10 +82,18 @@ impl Gate {
                 ),
             ));
         }
-        let effect: &Effect = &operation.effect;
-        let outcome = self.run_effect(effect, intent).await?;
-        let applied = matches!(outcome, EffectOutcome::Applied { .. });
-        self.ledger().complete(intent, &outcome).await?;
+        let applied = match &operation.effect {
+            Effect::Builtin { .. } => {
+                let (outcome, _) = self.ledger().apply_builtin_and_complete(intent).await?;
+                matches!(outcome, EffectOutcome::Applied { .. })
+            }
+            effect => {
+                let outcome = self.run_effect(effect, intent).await?;
+                let applied = matches!(outcome, EffectOutcome::Applied { .. });
+                self.ledger().complete(intent, &outcome).await?;
+                applied
+            }
+        };
         Ok(if applied {
             entry(
                 "replayed",

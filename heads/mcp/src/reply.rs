@@ -101,7 +101,7 @@ impl Reply {
 
     pub(crate) fn from_gate_error(error: &GateError) -> Self {
         Reply::error(format!(
-            "execution could not complete: {error}. If it got as far as recording its intent, the outcome is uncertain and `countersign reconcile` resolves it; otherwise nothing was applied"
+            "execution could not complete: {error}. A builtin operation is recorded all at once or not at all: executing it again applies it once or returns what was recorded. For a command, if it got as far as recording its intent the outcome is uncertain and `countersign reconcile` resolves it; otherwise nothing was applied"
         ))
     }
 

@@ -1,32 +1,30 @@
 //! The heads' side of consumption (shared by both backends, see the
-//! crate root): consume a verified proof once
-//! (`begin_consume`), record how it ended (`complete`), read dispositions,
-//! list interrupted intents and record a person's resolution.
+//! crate root): consume a verified proof once, record how it ended, read
+//! dispositions, list interrupted intents and record a person's resolution.
 //!
-//! `begin_consume` decides in ONE write transaction; any error rolls it
-//! back, so a refused or failed consumption never burns the nonce.
+//! Two flows share the same steps (`check_consumable`, `record_intent`,
+//! and for builtins `effects::apply_and_complete_in`):
+//! - `consume_builtin`, for effects inside the ledger: checks, nonce,
+//!   intent, effect and completion in ONE write transaction. Any error rolls
+//!   all of it back: the nonce is not burned, nothing is applied, and the
+//!   same proof can be presented again. Never uncertain.
+//! - `begin_consume` + `complete`, for effects outside the ledger
+//!   (`command`): the first transaction burns the nonce and records the
+//!   intent, the head runs the effect, the second records completion. An
+//!   intent without completion is `uncertain` until reconciled.
 
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
+use super::effects::{Recorded, apply_and_complete_in};
 use super::locks::lock_proposal_row;
 use super::rows::{self, disposition_select, intent_select};
 use super::{Conn, Store, events};
 use crate::error::{LedgerError, LedgerRefusal};
+use crate::fault::crash_point;
 use crate::timefmt;
-use crate::types::{ConsumeStart, Disposition, EffectOutcome, Intent};
+use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent};
 use countersign_verifier::VerifiedProof;
-
-async fn disposition_of_nonce(
-    conn: &mut Conn,
-    nonce: &str,
-) -> Result<Option<Disposition>, LedgerError> {
-    let row = sqlx::query(concat!(disposition_select!(), "WHERE n.nonce = $1"))
-        .bind(nonce)
-        .fetch_optional(&mut *conn)
-        .await?;
-    row.map(|row| rows::disposition(&row)).transpose()
-}
 
 /// Checks 1 to 4 of `begin_consume` on `conn`: `Some` with the recorded
 /// disposition if the nonce was already consumed, `None` if the proof may
@@ -106,11 +104,9 @@ pub(super) async fn complete_in(
     conn: &mut Conn,
     proposal_id: &str,
     nonce: Option<&str>,
-    (status, error, result): (&str, Option<&str>, &Value),
+    outcome: (&str, Option<&str>, &Value),
     resolved_by: Option<&str>,
 ) -> Result<Disposition, LedgerError> {
-    let result_text = countersign_verifier::canonical::to_canonical(result)
-        .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
     lock_proposal_row(conn, proposal_id).await?;
     let existing = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = $1"))
         .bind(proposal_id)
@@ -133,13 +129,55 @@ pub(super) async fn complete_in(
             None => LedgerError::AlreadyCompleted(proposal_id.to_string()),
         });
     }
+    let principal: String;
+    let actor = match resolved_by {
+        Some(by) => Actor::Person(by),
+        None => {
+            principal = sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
+                .bind(&existing.nonce)
+                .fetch_one(&mut *conn)
+                .await?
+                .try_get("principal")?;
+            Actor::Head(&principal)
+        }
+    };
+    insert_completion(conn, proposal_id, &existing.nonce, outcome, actor).await
+}
+
+/// Who records a completion: the head of the intent's principal, or a
+/// person resolving an uncertain intent.
+#[derive(Clone, Copy)]
+pub(super) enum Actor<'a> {
+    /// A head completing its own intent: the intent's principal.
+    Head(&'a str),
+    /// A person's resolution: who resolved it.
+    Person(&'a str),
+}
+
+/// Write a completion and its `completed` (or `resolved`) event on `conn`,
+/// inside the caller's write transaction, for an intent the caller knows
+/// has no completion yet (checked by [`complete_in`], or recorded by the
+/// same transaction). The disposition is what was written.
+pub(super) async fn insert_completion(
+    conn: &mut Conn,
+    proposal_id: &str,
+    nonce: &str,
+    (status, error, result): (&str, Option<&str>, &Value),
+    actor: Actor<'_>,
+) -> Result<Disposition, LedgerError> {
+    let result_text = countersign_verifier::canonical::to_canonical(result)
+        .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
     let at = timefmt::format(timefmt::now())?;
+    let (kind, who, resolved_by) = match actor {
+        Actor::Head(principal) => ("completed", principal, None),
+        Actor::Person(by) => ("resolved", by, Some(by)),
+    };
     sqlx::query(
         "INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
              completed_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
-    .bind(&existing.nonce)
+    .bind(nonce)
     .bind(proposal_id)
     .bind(status)
     .bind(error)
@@ -148,105 +186,138 @@ pub(super) async fn complete_in(
     .bind(&at)
     .execute(&mut *conn)
     .await?;
-    let (kind, actor) = match resolved_by {
-        Some(by) => ("resolved", by.to_string()),
-        None => {
-            let principal: String = sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
-                .bind(&existing.nonce)
-                .fetch_one(&mut *conn)
-                .await?
-                .try_get("principal")?;
-            ("completed", principal)
-        }
-    };
-    let details = json!({ "nonce": existing.nonce, "status": status, "error": error });
-    events::append(conn, &at, kind, Some(proposal_id), &actor, &details).await?;
-    let disposition = disposition_of_nonce(conn, &existing.nonce)
-        .await?
-        .ok_or_else(|| LedgerError::Corrupt("completion vanished".into()))?;
-    Ok(disposition)
+    let details = json!({ "nonce": nonce, "status": status, "error": error });
+    events::append(conn, &at, kind, Some(proposal_id), who, &details).await?;
+    rows::completed(
+        proposal_id.to_string(),
+        nonce.to_string(),
+        status,
+        error.map(str::to_string),
+        &result_text,
+        &at,
+    )
+}
+
+/// Step 5 of a consumption, on `conn` inside the caller's write
+/// transaction, after [`check_consumable`] found the nonce fresh: burn the
+/// nonce, record the intent and its `intent` event.
+async fn record_intent(conn: &mut Conn, proof: &VerifiedProof) -> Result<Intent, LedgerError> {
+    let claims = proof.claims();
+    let proof_sha256 = proof.proof_sha256().to_string();
+    let arguments_json = countersign_verifier::canonical::to_canonical(&claims.args)
+        .map_err(|_| LedgerRefusal::ProposalMismatch)?;
+    let recorded_at = timefmt::now();
+    let at = timefmt::format(recorded_at)?;
+    sqlx::query(
+        "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at) VALUES ($1, $2, $3)",
+    )
+    .bind(&claims.jti)
+    .bind(&claims.pid)
+    .bind(&at)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO intents (nonce, proposal_id, principal, session, operation,
+             arguments_json, proof_sha256, recorded_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(&claims.jti)
+    .bind(&claims.pid)
+    .bind(&claims.sub)
+    .bind(&claims.sid)
+    .bind(&claims.op)
+    .bind(&arguments_json)
+    .bind(&proof_sha256)
+    .bind(&at)
+    .execute(&mut *conn)
+    .await?;
+    let details = json!({
+        "nonce": claims.jti,
+        "proof_sha256": proof_sha256,
+        "session": claims.sid,
+        "operation": claims.op,
+    });
+    events::append(
+        conn,
+        &at,
+        "intent",
+        Some(&claims.pid),
+        &claims.sub,
+        &details,
+    )
+    .await?;
+    Ok(Intent {
+        proposal_id: claims.pid.clone(),
+        nonce: claims.jti.clone(),
+        principal: claims.sub.clone(),
+        session: claims.sid.clone(),
+        operation: claims.op.clone(),
+        arguments_json,
+        proof_sha256,
+        recorded_at,
+    })
 }
 
 impl Store {
+    /// Checks 1 to 4 on a read connection, without any lock: a replay or a
+    /// refusal is answered at once (both are final: consumed nonces,
+    /// revocations and proposals are append-only), so a losing caller never
+    /// queues for the write lock. `Some` with the recorded disposition on a
+    /// replay. Only the checks inside the write transaction decide.
+    async fn precheck(&self, proof: &VerifiedProof) -> Result<Option<Disposition>, LedgerError> {
+        let mut read = self.reader.acquire().await?;
+        check_consumable(&mut read, proof, false).await
+    }
+
     /// Consume a verified proof once; see [`crate::Ledger::begin_consume`].
-    ///
-    /// The checks run twice: first on a read connection without any lock,
-    /// which answers a replay or a refusal at once (both are final: consumed
-    /// nonces, revocations and proposals are append-only), so a losing
-    /// caller never queues for the write lock; then again inside the write
-    /// transaction, which alone decides.
+    /// The checks run twice: [`Store::precheck`], then again inside the
+    /// write transaction, which alone decides.
     pub(crate) async fn begin_consume(
         &self,
         proof: &VerifiedProof,
     ) -> Result<ConsumeStart, LedgerError> {
-        let claims = proof.claims();
-        let proof_sha256 = proof.proof_sha256().to_string();
-        let arguments_json = countersign_verifier::canonical::to_canonical(&claims.args)
-            .map_err(|_| LedgerRefusal::ProposalMismatch)?;
-        {
-            let mut read = self.reader.acquire().await?;
-            if let Some(disposition) = check_consumable(&mut read, proof, false).await? {
-                return Ok(ConsumeStart::Replay(disposition));
-            }
+        if let Some(disposition) = self.precheck(proof).await? {
+            return Ok(ConsumeStart::Replay(disposition));
         }
         let mut tx = self.write_tx().await?;
         if let Some(disposition) = check_consumable(&mut tx, proof, true).await? {
             tx.rollback().await?;
             return Ok(ConsumeStart::Replay(disposition));
         }
-
-        // 5. Fresh: burn the nonce, record the intent and its event.
-        let recorded_at = timefmt::now();
-        let at = timefmt::format(recorded_at)?;
-        sqlx::query(
-            "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at) VALUES ($1, $2, $3)",
-        )
-        .bind(&claims.jti)
-        .bind(&claims.pid)
-        .bind(&at)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO intents (nonce, proposal_id, principal, session, operation,
-                 arguments_json, proof_sha256, recorded_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&claims.jti)
-        .bind(&claims.pid)
-        .bind(&claims.sub)
-        .bind(&claims.sid)
-        .bind(&claims.op)
-        .bind(&arguments_json)
-        .bind(&proof_sha256)
-        .bind(&at)
-        .execute(&mut *tx)
-        .await?;
-        let details = json!({
-            "nonce": claims.jti,
-            "proof_sha256": proof_sha256,
-            "session": claims.sid,
-            "operation": claims.op,
-        });
-        events::append(
-            &mut tx,
-            &at,
-            "intent",
-            Some(&claims.pid),
-            &claims.sub,
-            &details,
-        )
-        .await?;
+        let intent = record_intent(&mut tx, proof).await?;
         tx.commit().await?;
-        Ok(ConsumeStart::Fresh(Intent {
-            proposal_id: claims.pid.clone(),
-            nonce: claims.jti.clone(),
-            principal: claims.sub.clone(),
-            session: claims.sid.clone(),
-            operation: claims.op.clone(),
-            arguments_json,
-            proof_sha256,
-            recorded_at,
-        }))
+        Ok(ConsumeStart::Fresh(intent))
+    }
+
+    /// Consume a verified proof and apply its builtin `effect` in ONE write
+    /// transaction; see [`crate::Ledger::consume_builtin`]. The same steps
+    /// as [`Store::begin_consume`] followed by those of
+    /// [`Store::apply_builtin_and_complete`], committed once.
+    pub(crate) async fn consume_builtin(
+        &self,
+        proof: &VerifiedProof,
+        effect: &str,
+    ) -> Result<Consumed, LedgerError> {
+        // Only the transition the proof authorizes: a builtin backs only the
+        // operation of its own name (the registry enforces it too).
+        if effect != proof.claims().op {
+            return Err(LedgerRefusal::ProposalMismatch.into());
+        }
+        if let Some(disposition) = self.precheck(proof).await? {
+            return Ok(Consumed::Replay(disposition));
+        }
+        let mut tx = self.write_tx().await?;
+        if let Some(disposition) = check_consumable(&mut tx, proof, true).await? {
+            tx.rollback().await?;
+            return Ok(Consumed::Replay(disposition));
+        }
+        let intent = record_intent(&mut tx, proof).await?;
+        crash_point("after_intent");
+        let (_, disposition) =
+            apply_and_complete_in(&mut tx, &intent, effect, Recorded::ThisTransaction).await?;
+        crash_point("after_effect");
+        tx.commit().await?;
+        Ok(Consumed::Completed(disposition))
     }
 
     /// Record the completion of an intent (the second transaction).

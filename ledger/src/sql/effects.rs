@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
-use super::consume::complete_in;
+use super::consume::{Actor, complete_in, insert_completion};
 use super::locks::lock_head;
 use super::{Conn, Store, events};
 use crate::error::EffectFailure;
@@ -57,7 +57,22 @@ async fn apply_in(conn: &mut Conn, intent: &Intent, effect: &str) -> Result<Valu
         return Err(EffectFailure::AlreadyCompleted);
     }
     let arguments_json: String = known.try_get("arguments_json")?;
-    let args: Value = serde_json::from_str(&arguments_json)
+    write_effect(conn, intent, effect, &arguments_json).await
+}
+
+/// The transition itself, on `conn` inside the caller's write transaction,
+/// with the chain head already locked (it serializes every transition: the
+/// state store has no row to lock before a key exists) and
+/// `arguments_json` the intent's recorded arguments: read the key's state,
+/// plan, write, record `effect_applied` and its event. A refused transition
+/// returns before any write.
+async fn write_effect(
+    conn: &mut Conn,
+    intent: &Intent,
+    effect: &str,
+    arguments_json: &str,
+) -> Result<Value, EffectFailure> {
+    let args: Value = serde_json::from_str(arguments_json)
         .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
     let key = schedule::key_of(effect, &args)?;
     let current = sqlx::query("SELECT value FROM state WHERE namespace = $1 AND key = $2")
@@ -125,6 +140,61 @@ async fn apply_in(conn: &mut Conn, intent: &Intent, effect: &str) -> Result<Valu
     Ok(plan.result)
 }
 
+/// Where the intent handed to [`apply_and_complete_in`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Recorded {
+    /// Written by the caller's own transaction a moment ago (the
+    /// one-transaction consume): no effect or completion can exist for it,
+    /// its arguments are the verified claims, and the chain head is already
+    /// locked by its `intent` event, so those checks are skipped.
+    ThisTransaction,
+    /// Recorded by an earlier transaction (reconcile of a two-phase intent):
+    /// check it exists, is not completed, and whether its effect was
+    /// already applied under its nonce.
+    Earlier,
+}
+
+/// Apply builtin `effect` for `intent` and record its completion on `conn`,
+/// inside the caller's write transaction: applied with its result, or
+/// failed (nothing changed in the state store) when the transition is
+/// refused. A database error is returned, and the caller rolls back.
+pub(super) async fn apply_and_complete_in(
+    conn: &mut Conn,
+    intent: &Intent,
+    effect: &str,
+    recorded: Recorded,
+) -> Result<(EffectOutcome, Disposition), LedgerError> {
+    let applied = match recorded {
+        Recorded::ThisTransaction => {
+            write_effect(conn, intent, effect, &intent.arguments_json).await
+        }
+        Recorded::Earlier => apply_in(conn, intent, effect).await,
+    };
+    let outcome = match applied {
+        Ok(result) => EffectOutcome::Applied { result },
+        Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
+        Err(refused) => {
+            // Refusals (unknown effect, invalid arguments, a refused
+            // transition) come before any write: the store is unchanged.
+            EffectOutcome::Failed {
+                error: refused.to_string(),
+                result: Value::Null,
+            }
+        }
+    };
+    let parts = outcome.parts();
+    let disposition = match recorded {
+        Recorded::ThisTransaction => {
+            let head = Actor::Head(&intent.principal);
+            insert_completion(conn, &intent.proposal_id, &intent.nonce, parts, head).await?
+        }
+        Recorded::Earlier => {
+            complete_in(conn, &intent.proposal_id, Some(&intent.nonce), parts, None).await?
+        }
+    };
+    Ok((outcome, disposition))
+}
+
 impl Store {
     /// Apply builtin `effect` for `intent`; see [`crate::Ledger::apply_builtin`].
     pub(crate) async fn apply_builtin(
@@ -139,43 +209,16 @@ impl Store {
     }
 
     /// Apply the builtin effect of `intent` and record its completion in ONE
-    /// write transaction: applied with its result, or failed (nothing
-    /// changed in the state store) when the transition is refused. A
-    /// database error rolls both back and the intent stays uncertain.
+    /// write transaction; see [`crate::Ledger::apply_builtin_and_complete`].
     pub(crate) async fn apply_builtin_and_complete(
         &self,
         intent: &Intent,
     ) -> Result<(EffectOutcome, Disposition), LedgerError> {
         let mut tx = self.write_tx().await?;
-        let outcome = match apply_in(&mut tx, intent, &intent.operation).await {
-            Ok(result) => EffectOutcome::Applied { result },
-            Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
-            Err(refused) => {
-                // Refusals (unknown effect, invalid arguments, a refused
-                // transition) come before any write: the store is unchanged.
-                EffectOutcome::Failed {
-                    error: refused.to_string(),
-                    result: Value::Null,
-                }
-            }
-        };
-        let (status, error, result) = outcome.parts();
-        let disposition = complete_in(
-            &mut tx,
-            &intent.proposal_id,
-            Some(&intent.nonce),
-            (status, error, result),
-            None,
-        )
-        .await?;
+        let done =
+            apply_and_complete_in(&mut tx, intent, &intent.operation, Recorded::Earlier).await?;
         tx.commit().await?;
-        Ok((outcome, disposition))
-    }
-
-    /// The recorded result of a builtin effect applied under `nonce`.
-    pub(crate) async fn builtin_applied(&self, nonce: &str) -> Result<Option<Value>, LedgerError> {
-        let mut conn = self.reader.acquire().await?;
-        recorded_result(&mut conn, nonce).await
+        Ok(done)
     }
 
     /// Every `(key, value)` of a state namespace, by key.

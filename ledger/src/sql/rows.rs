@@ -121,30 +121,53 @@ pub(super) fn intent(row: &DbRow) -> Result<Intent, LedgerError> {
 /// A consumed nonce joined with its completion (`status`, `error`,
 /// `result`, `completed_at`, all NULL while uncertain).
 pub(super) fn disposition(row: &DbRow) -> Result<Disposition, LedgerError> {
-    let status: Option<String> = row.try_get("status")?;
-    let (status, result, completed_at) = match status.as_deref() {
-        None => (DispositionStatus::Uncertain, serde_json::Value::Null, None),
-        Some(s) => {
-            let status = match s {
-                "applied" => DispositionStatus::Applied,
-                "failed" => DispositionStatus::Failed,
-                other => {
-                    return Err(LedgerError::Corrupt(format!("completion status {other:?}")));
-                }
-            };
-            let text: String = row.try_get("result")?;
-            let result = serde_json::from_str(&text)
-                .map_err(|e| LedgerError::Corrupt(format!("completion result: {e}")))?;
-            (status, result, Some(time_col(row, "completed_at")?))
-        }
+    let proposal_id: String = row.try_get("proposal_id")?;
+    let nonce: String = row.try_get("nonce")?;
+    let Some(status) = row.try_get::<Option<String>, _>("status")? else {
+        return Ok(Disposition {
+            proposal_id,
+            nonce,
+            status: DispositionStatus::Uncertain,
+            result: serde_json::Value::Null,
+            error: row.try_get("error")?,
+            completed_at: None,
+        });
     };
+    let result: String = row.try_get("result")?;
+    let completed_at: String = row.try_get("completed_at")?;
+    completed(
+        proposal_id,
+        nonce,
+        &status,
+        row.try_get("error")?,
+        &result,
+        &completed_at,
+    )
+}
+
+/// The disposition of a completion, from its stored column values.
+pub(super) fn completed(
+    proposal_id: String,
+    nonce: String,
+    status: &str,
+    error: Option<String>,
+    result: &str,
+    completed_at: &str,
+) -> Result<Disposition, LedgerError> {
+    let status = match status {
+        "applied" => DispositionStatus::Applied,
+        "failed" => DispositionStatus::Failed,
+        other => return Err(LedgerError::Corrupt(format!("completion status {other:?}"))),
+    };
+    let result = serde_json::from_str(result)
+        .map_err(|e| LedgerError::Corrupt(format!("completion result: {e}")))?;
     Ok(Disposition {
-        proposal_id: row.try_get("proposal_id")?,
-        nonce: row.try_get("nonce")?,
+        proposal_id,
+        nonce,
         status,
         result,
-        error: row.try_get("error")?,
-        completed_at,
+        error,
+        completed_at: Some(timefmt::parse(completed_at)?),
     })
 }
 

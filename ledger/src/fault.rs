@@ -1,0 +1,30 @@
+//! Test-only crash injection: `COUNTERSIGN_FAULT=<point>` in a process's
+//! environment makes it kill itself with SIGKILL when it reaches that point,
+//! so tests can prove what a crash there leaves behind.
+//!
+//! Compiled into every build, deliberately: the tests kill the very binary
+//! users run, not a specially built one. It is harmless: the only thing it
+//! can do is stop the process, abruptly, which anyone able to set the
+//! process's environment can already do. It never changes what is written
+//! or applied.
+//!
+//! The ledger reaches the points `after_intent` and `after_effect` inside
+//! the single transaction of [`crate::Ledger::consume_builtin`] (after the
+//! nonce and intent rows are written, and after the effect and completion
+//! rows are written, both before the commit): a kill there leaves nothing.
+//! The gate reaches the same names between the two transactions of an
+//! effect outside the ledger (see `countersign_gate::fault`).
+
+/// The environment variable naming the fault point.
+pub const FAULT_VAR: &str = "COUNTERSIGN_FAULT";
+
+/// Kill this process with SIGKILL if `COUNTERSIGN_FAULT` names `point`.
+pub fn crash_point(point: &str) {
+    if std::env::var_os(FAULT_VAR).is_some_and(|v| v == point) {
+        tracing::warn!(point, "{FAULT_VAR}: killing this process");
+        let me = rustix::process::getpid();
+        let _ = rustix::process::kill_process(me, rustix::process::Signal::KILL);
+        // SIGKILL cannot be caught; should it somehow fail, still stop here.
+        std::process::abort();
+    }
+}
