@@ -64,6 +64,28 @@ pub struct IssuanceRecord {
     pub expires_at: OffsetDateTime,
 }
 
+impl IssuanceRecord {
+    /// The record of issuing `claims` as the proof whose SHA-256 is
+    /// `proof_sha256`: every bound field comes from the signed claims.
+    pub fn from_claims(claims: &countersign_verifier::Claims, proof_sha256: String) -> Self {
+        IssuanceRecord {
+            proof_sha256,
+            nonce: claims.jti.clone(),
+            principal: claims.sub.clone(),
+            session: claims.sid.clone(),
+            proposal_id: claims.pid.clone(),
+            operation: claims.op.clone(),
+            arguments_sha256: claims.args_sha256.clone(),
+            contract_revision: claims.crev.clone(),
+            policy_revision: claims.prev.clone(),
+            provenance: claims.prov.clone(),
+            audience: claims.aud.clone(),
+            issued_at: claims.iat,
+            expires_at: claims.exp,
+        }
+    }
+}
+
 /// A proposal's status, derived on every read from the recorded facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -119,21 +119,7 @@ impl SignerService {
         let proof = sign_claims(&state.key, &claims)
             .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
         let proof_sha256 = proof.sha256_hex();
-        let issuance = IssuanceRecord {
-            proof_sha256: proof_sha256.clone(),
-            nonce: claims.jti.clone(),
-            principal: claims.sub.clone(),
-            session: claims.sid.clone(),
-            proposal_id: claims.pid.clone(),
-            operation: claims.op.clone(),
-            arguments_sha256: claims.args_sha256.clone(),
-            contract_revision: claims.crev.clone(),
-            policy_revision: claims.prev.clone(),
-            provenance: claims.prov.clone(),
-            audience: claims.aud.clone(),
-            issued_at: now,
-            expires_at,
-        };
+        let issuance = IssuanceRecord::from_claims(&claims, proof_sha256.clone());
         state.ledger.record_approval(&issuance).await?;
         tracing::info!(
             proposal_id = %record.id, %proof_sha256, ?delivery, provenance, session = %session,

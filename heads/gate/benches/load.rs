@@ -140,21 +140,7 @@ impl Fixture {
             exp: now + time::Duration::seconds(1800),
         };
         let proof = sign_claims(&self.key, &claims).unwrap();
-        let record = IssuanceRecord {
-            proof_sha256: proof.sha256_hex(),
-            nonce: claims.jti.clone(),
-            principal: claims.sub.clone(),
-            session: claims.sid.clone(),
-            proposal_id: claims.pid.clone(),
-            operation: claims.op.clone(),
-            arguments_sha256: claims.args_sha256.clone(),
-            contract_revision: claims.crev.clone(),
-            policy_revision: claims.prev.clone(),
-            provenance: claims.prov.clone(),
-            audience: claims.aud.clone(),
-            issued_at: claims.iat,
-            expires_at: claims.exp,
-        };
+        let record = IssuanceRecord::from_claims(&claims, proof.sha256_hex());
         (p, proof, record)
     }
 

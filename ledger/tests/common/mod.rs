@@ -265,21 +265,10 @@ pub fn issue(p: &NewProposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRe
     let input = paseto::signing_input(payload.as_bytes(), footer.as_bytes());
     let signature = key.sign(&input).to_bytes();
     let token = paseto::assemble(payload.as_bytes(), &signature, footer.as_bytes());
-    let record = IssuanceRecord {
-        proof_sha256: Proof::from_text(token.clone()).unwrap().sha256_hex(),
-        nonce: claims.jti.clone(),
-        principal: claims.sub.clone(),
-        session: claims.sid.clone(),
-        proposal_id: claims.pid.clone(),
-        operation: claims.op.clone(),
-        arguments_sha256: claims.args_sha256.clone(),
-        contract_revision: claims.crev.clone(),
-        policy_revision: claims.prev.clone(),
-        provenance: claims.prov.clone(),
-        audience: claims.aud.clone(),
-        issued_at: claims.iat,
-        expires_at: claims.exp,
-    };
+    let record = IssuanceRecord::from_claims(
+        &claims,
+        Proof::from_text(token.clone()).unwrap().sha256_hex(),
+    );
     (token, record)
 }
 
