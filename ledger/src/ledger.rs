@@ -175,22 +175,14 @@ impl Ledger {
     }
 
     /// Apply the builtin effect named like the intent's operation
-    /// (`schedule.create`, ...). See [`Ledger::apply_builtin_effect`].
-    pub async fn apply_builtin(&self, intent: &Intent) -> Result<Value, EffectFailure> {
-        self.apply_builtin_effect(intent, &intent.operation).await
-    }
-
-    /// Apply builtin `effect` to the state store for a recorded intent, in
-    /// one write transaction, using the arguments recorded with the intent.
+    /// (`schedule.create`, ...) to the state store, in one write
+    /// transaction, using the arguments recorded with the intent (never a
+    /// caller's copy, and never another effect than the one approved).
     /// Idempotent on the nonce: if it was applied already, the recorded
     /// result is returned and nothing changes. A refused transition changes
     /// nothing.
-    pub async fn apply_builtin_effect(
-        &self,
-        intent: &Intent,
-        effect: &str,
-    ) -> Result<Value, EffectFailure> {
-        dispatch!(self, b => b.apply_builtin(intent, effect).await)
+    pub async fn apply_builtin(&self, intent: &Intent) -> Result<Value, EffectFailure> {
+        dispatch!(self, b => b.apply_builtin(intent, &intent.operation).await)
     }
 
     /// Apply the builtin effect named like the intent's operation and record

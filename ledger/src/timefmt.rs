@@ -1,16 +1,12 @@
-//! Timestamps as the ledger stores them: RFC 3339 UTC, whole seconds, `Z`,
-//! exactly `YYYY-MM-DDTHH:MM:SSZ`, so that text order is time order.
-//!
-//! Owns only formatting and strict parsing; no clock policy beyond `now()`.
+//! Timestamps as the ledger stores them: exactly the proof claims' form,
+//! `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds), so that text order is time
+//! order. The format itself is `countersign_verifier::timestamp`'s; this
+//! module only truncates to whole seconds and maps errors to the ledger's.
 
-use time::format_description::BorrowedFormatItem;
-use time::macros::format_description;
-use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
+use countersign_verifier::timestamp;
+use time::{OffsetDateTime, UtcOffset};
 
 use crate::error::LedgerError;
-
-const FORMAT: &[BorrowedFormatItem<'static>] =
-    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
 
 /// The current time, truncated to whole seconds.
 pub(crate) fn now() -> OffsetDateTime {
@@ -24,16 +20,13 @@ fn truncate(t: OffsetDateTime) -> OffsetDateTime {
 
 /// Format in UTC, dropping any fraction of a second.
 pub(crate) fn format(t: OffsetDateTime) -> Result<String, LedgerError> {
-    truncate(t)
-        .format(FORMAT)
+    timestamp::format(truncate(t))
         .map_err(|e| LedgerError::Corrupt(format!("unformattable timestamp: {e}")))
 }
 
 /// Parse the exact stored form; anything else is corrupt data.
 pub(crate) fn parse(s: &str) -> Result<OffsetDateTime, LedgerError> {
-    PrimitiveDateTime::parse(s, FORMAT)
-        .map(PrimitiveDateTime::assume_utc)
-        .map_err(|_| LedgerError::Corrupt(format!("bad timestamp {s:?}")))
+    timestamp::parse(s).map_err(|_| LedgerError::Corrupt(format!("bad timestamp {s:?}")))
 }
 
 #[cfg(test)]
