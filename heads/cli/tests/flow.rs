@@ -362,3 +362,76 @@ async fn a_withdrawn_proposal_can_never_be_approved() {
     );
     assert_eq!(h.schedules().await, vec![]);
 }
+
+#[tokio::test]
+async fn approval_never_overwrites_an_existing_proof_file_and_approves_nothing() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let existing = h.proof_file("already-here", "keep me");
+    let run = h
+        .cli_with(
+            &["approve", &id, "--proof-out", existing.to_str().unwrap()],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert_eq!(
+        run.result,
+        Err(CliError::Refused(format!(
+            "{} already exists; the proof is only written to a new file; nothing was approved",
+            existing.display()
+        )))
+    );
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "pending"
+    );
+}
+
+#[tokio::test]
+async fn a_proof_file_that_is_not_text_is_refused_and_applies_nothing() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let path = h.scratch.path().join("binary.proof");
+    std::fs::write(&path, [0xff, 0xfe, 0x00]).unwrap();
+    let run = h
+        .cli(&["exec", &id, "--proof-file", path.to_str().unwrap()])
+        .await;
+    assert_eq!(
+        run.result,
+        Err(CliError::Refused(
+            "the proof is not text; nothing was applied".into()
+        ))
+    );
+    assert_eq!(h.schedules().await, vec![]);
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "pending"
+    );
+}
+
+#[tokio::test]
+async fn a_blank_denial_reason_and_revoking_an_unapproved_proposal_are_refused() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let deny = h.cli(&["deny", &id, "--reason", "   "]).await;
+    assert_eq!(
+        deny.result,
+        Err(CliError::Refused(
+            "a denial needs a non-empty --reason".into()
+        ))
+    );
+    let revoke = h.cli(&["revoke", &id]).await;
+    assert_eq!(
+        revoke.result,
+        Err(CliError::Refused(format!(
+            "{id} has no unconsumed proof to revoke"
+        )))
+    );
+    assert_eq!(revoke.stdout, "", "a refusal is printed once, on stderr");
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "pending"
+    );
+}
