@@ -210,3 +210,14 @@ pub async fn http(
         body: body.to_string(),
     }
 }
+
+/// The random secret of an API token (`cs1_<id>_<secret>`): everything after
+/// the id. The secret is base64url, so it may itself contain `_`.
+pub fn token_secret(token: &str) -> &str {
+    let (_id, secret) = token
+        .strip_prefix("cs1_")
+        .and_then(|rest| rest.split_once('_'))
+        .expect("an API token");
+    assert!(secret.len() >= 40, "{secret:?} is not a whole secret");
+    secret
+}
