@@ -126,6 +126,15 @@ impl ProposalStatus {
             ProposalStatus::Uncertain => "uncertain",
         }
     }
+
+    /// Whether the proof was consumed (an intent is recorded): `applied`,
+    /// `failed` or `uncertain`. Final: a consumed nonce is never unconsumed.
+    pub fn is_consumed(&self) -> bool {
+        matches!(
+            self,
+            ProposalStatus::Applied | ProposalStatus::Failed | ProposalStatus::Uncertain
+        )
+    }
 }
 
 impl std::fmt::Display for ProposalStatus {

@@ -304,6 +304,51 @@ async fn a_builtin_is_consumed_applied_and_completed_in_one_transaction(kind: Ki
     assert!(l.verify_chain().await.unwrap().is_intact());
 }
 
+on_both_backends!(every_transition_in_one_transaction_is_stored_as_returned);
+async fn every_transition_in_one_transaction_is_stored_as_returned(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let l = &t.ledger;
+    let name = json!({"name": "nightly"});
+    let steps = [
+        (
+            "schedule.create",
+            json!({"name": "nightly", "cron": "0 3 * * *"}),
+            Some("created"),
+        ),
+        ("schedule.activate", name.clone(), Some("active")),
+        ("schedule.pause", name.clone(), Some("paused")),
+        ("schedule.resume", name.clone(), Some("active")),
+        ("schedule.delete", name.clone(), None),
+    ];
+    for (n, (operation, args, state)) in (1..).zip(steps) {
+        let p = proposal(n, operation, args);
+        let token = approve(l, &p, n).await;
+        let Consumed::Completed(done) = l
+            .consume_builtin(&verified(&p, &token), operation)
+            .await
+            .unwrap()
+        else {
+            panic!("{operation}: expected a completed consumption");
+        };
+        assert_eq!(done.status, DispositionStatus::Applied, "{operation}");
+        // What the one transaction returned is exactly what it stored.
+        assert_eq!(
+            l.disposition(&p.id).await.unwrap(),
+            Some(done),
+            "{operation}"
+        );
+        let stored = l.state(SCHEDULES_NAMESPACE).await.unwrap();
+        match state {
+            Some(state) => assert_eq!(stored[0].1["state"], state, "{operation}"),
+            None => assert!(stored.is_empty(), "{operation}: {stored:?}"),
+        }
+    }
+    assert_eq!(t.count("effect_applied").await, 5);
+    assert_eq!(t.count("completions").await, 5);
+    let report = l.verify_chain().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+}
+
 on_both_backends!(a_failure_anywhere_in_the_one_transaction_burns_nothing);
 async fn a_failure_anywhere_in_the_one_transaction_burns_nothing(kind: Kind) {
     let t = TestLedger::on(kind).await;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use countersign_ledger::{
     ConsumeStart, Consumed, DispositionStatus, EffectOutcome, Intent, Ledger, LedgerError,
+    ProposalRecord,
 };
 use countersign_registry::{Effect, Registry};
 use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, verify};
@@ -131,7 +132,7 @@ impl Gate {
             Err(Refusal::Expired) => {
                 // Expiry blocks a new execution; it does not erase a prior one.
                 // The genuine proof of a consumed action gets its disposition.
-                return Ok(match self.recorded_for(proposal_id, proof).await? {
+                return Ok(match self.recorded(&proposal, proof).await? {
                     Some(recorded) => recorded,
                     None => Outcome::Refused(Refused::Proof(Refusal::Expired)),
                 });
@@ -141,6 +142,15 @@ impl Gate {
                 return Ok(Outcome::Refused(Refused::Proof(refusal)));
             }
         };
+        // A replay is answered from the read above, without queueing for the
+        // ledger's write lock: a consumed nonce stays consumed. Should the
+        // proof be consumed after that read, the ledger's own checks, inside
+        // its write transaction, answer the same.
+        if proposal.status.is_consumed()
+            && let Some(recorded) = self.recorded(&proposal, proof).await?
+        {
+            return Ok(recorded);
+        }
         if let Effect::Builtin { name } = &operation.effect {
             // The builtin's state lives in the ledger: consumption, effect
             // and completion commit together, or not at all.
@@ -179,15 +189,13 @@ impl Gate {
         })
     }
 
-    /// The recorded disposition of a proposal whose issued proof is `proof`.
-    async fn recorded_for(
+    /// The recorded disposition of `proposal`, if `proof` is the proof issued
+    /// for it and it was consumed.
+    async fn recorded(
         &self,
-        proposal_id: &str,
+        proposal: &ProposalRecord,
         proof: &Proof,
     ) -> Result<Option<Outcome>, GateError> {
-        let Some(proposal) = self.ledger.proposal(proposal_id).await? else {
-            return Ok(None);
-        };
         let issued_this = proposal
             .issuance
             .as_ref()
@@ -197,7 +205,7 @@ impl Gate {
         }
         Ok(self
             .ledger
-            .disposition(proposal_id)
+            .disposition(&proposal.id)
             .await?
             .map(Outcome::Recorded))
     }

@@ -62,6 +62,7 @@ async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx:
 
 #[path = "../sql/consume.rs"]
 mod consume;
+mod consume_sql;
 #[path = "../sql/effects.rs"]
 mod effects;
 #[path = "../sql/events.rs"]

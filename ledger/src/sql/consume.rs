@@ -2,8 +2,8 @@
 //! crate root): consume a verified proof once, record how it ended, read
 //! dispositions, list interrupted intents and record a person's resolution.
 //!
-//! Two flows share the same steps (`check_consumable`, `record_intent`,
-//! and for builtins `effects::apply_and_complete_in`):
+//! Two flows share the same steps (`check_consumable`, then the writes of
+//! `consume_sql.rs` in one round trip):
 //! - `consume_builtin`, for effects inside the ledger: checks, nonce,
 //!   intent, effect and completion in ONE write transaction. Any error rolls
 //!   all of it back: the nonce is not burned, nothing is applied, and the
@@ -12,36 +12,62 @@
 //!   (`command`): the first transaction burns the nonce and records the
 //!   intent, the head runs the effect, the second records completion. An
 //!   intent without completion is `uncertain` until reconciled.
+//!
+//! Neither reads anything before its write transaction: a caller that wants
+//! replays answered without queueing for the write lock reads the proposal
+//! first (the gate does, for verification), as consumed nonces are final.
+//!
+//! Parameters of the `consume_sql` writes, by number: `$1` nonce, `$2`
+//! proposal, `$3` principal, `$4` session, `$5` operation, `$6` canonical
+//! arguments, `$7` proof hash, `$8` time; the `intent` event `$9` id, `$10`
+//! details, `$11` previous hash, `$12` hash; then for an applied builtin
+//! `$13` state namespace, `$14` key, `$15` new value (NULL deletes), `$16`
+//! effect, `$17` result, the `effect_applied` event `$18` to `$21` and the
+//! `completed` event `$22` to `$25` (id, details, previous hash, hash).
 
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
-use super::effects::{Recorded, apply_and_complete_in};
-use super::locks::lock_proposal_row;
+use super::consume_sql::{CONSUME_APPLIED, RECORD_INTENT};
+use super::effects::plan_transition;
+use super::events::{NewEvent, Tail};
+use super::locks::{lock_head, lock_proposal_row};
 use super::rows::{self, disposition_select, intent_select};
-use super::{Conn, Store, events};
-use crate::error::{LedgerError, LedgerRefusal};
+use super::{Conn, Db, Store, events};
+use crate::error::{EffectFailure, LedgerError, LedgerRefusal};
 use crate::fault::crash_point;
+use crate::schedule::{self, Change};
 use crate::timefmt;
 use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent};
 use countersign_verifier::VerifiedProof;
 
-/// Checks 1 to 4 of `begin_consume` on `conn`: `Some` with the recorded
-/// disposition if the nonce was already consumed, `None` if the proof may
-/// be consumed now, a refusal otherwise. With `lock` (inside the write
-/// transaction) it first locks the proposal row (PostgreSQL), so revocation
-/// and consumption of one proposal serialize; the checks after it then read
-/// what the previous lock holder committed.
+/// A query of this backend, as `sqlx::query` makes it.
+type Query = sqlx::query::Query<'static, Db, <Db as sqlx::Database>::Arguments>;
+
+/// What the checks inside a write transaction found.
+enum Checked {
+    /// The nonce was already consumed: its recorded disposition.
+    Replay(Disposition),
+    /// The proof may be consumed now: the chain head, and the current value
+    /// of the state key asked for (canonical JSON), if it has one.
+    Fresh { tail: Tail, state: Option<String> },
+}
+
+/// The checks of a consumption, on `conn` inside the write transaction,
+/// which alone decides. On PostgreSQL it first locks the proposal row (so
+/// revocation and consumption of one proposal serialize) and then the chain
+/// head (so the state read here is not changed by another transition before
+/// this one commits); the checks then read what the previous lock holders
+/// committed. `state_key`: the builtin's key in the state store.
 async fn check_consumable(
     conn: &mut Conn,
     proof: &VerifiedProof,
-    lock: bool,
-) -> Result<Option<Disposition>, LedgerError> {
+    state_key: Option<&str>,
+) -> Result<Checked, LedgerError> {
     let claims = proof.claims();
-    if lock {
-        lock_proposal_row(conn, &claims.pid).await?;
-    }
-    // Every fact the checks need, in one statement.
+    lock_proposal_row(conn, &claims.pid).await?;
+    lock_head(conn).await?;
+    // Every fact the checks and the writes need, in one statement.
     let row = sqlx::query(
         "SELECT p.principal AS p_principal, p.operation AS p_operation,
                 p.arguments_sha256 AS p_arguments_sha256,
@@ -50,18 +76,23 @@ async fn check_consumable(
                 i.session AS i_session, r.proposal_id IS NOT NULL AS revoked,
                 n.nonce AS nonce, n.proposal_id AS proposal_id,
                 c.status AS status, c.error AS error, c.result AS result,
-                c.completed_at AS completed_at
+                c.completed_at AS completed_at,
+                h.count AS head_count, h.hash AS head_hash, s.value AS state_value
          FROM proposals p
+         JOIN chain_head h ON h.singleton = 1
          LEFT JOIN issuances i
                 ON i.proposal_id = p.id AND i.proof_sha256 = $2 AND i.nonce = $3
          LEFT JOIN revocations r ON r.proposal_id = p.id
          LEFT JOIN consumed_nonces n ON n.nonce = i.nonce
          LEFT JOIN completions c ON c.nonce = n.nonce
+         LEFT JOIN state s ON s.namespace = $4 AND s.key = $5
          WHERE p.id = $1",
     )
     .bind(&claims.pid)
     .bind(proof.proof_sha256())
     .bind(&claims.jti)
+    .bind(schedule::NAMESPACE)
+    .bind(state_key)
     .fetch_optional(&mut *conn)
     .await?;
 
@@ -90,10 +121,13 @@ async fn check_consumable(
     }
 
     // 4. Already consumed: the recorded disposition, never a second effect.
-    if row.try_get::<Option<String>, _>("nonce")?.is_none() {
-        return Ok(None);
+    if row.try_get::<Option<String>, _>("nonce")?.is_some() {
+        return rows::disposition(&row).map(Checked::Replay);
     }
-    rows::disposition(&row).map(Some)
+    Ok(Checked::Fresh {
+        tail: Tail::from_row(&row, "head_count", "head_hash")?,
+        state: row.try_get("state_value")?,
+    })
 }
 
 /// Insert a completion and its event on `conn`, inside the caller's write
@@ -198,123 +232,197 @@ pub(super) async fn insert_completion(
     )
 }
 
-/// Step 5 of a consumption, on `conn` inside the caller's write
-/// transaction, after [`check_consumable`] found the nonce fresh: burn the
-/// nonce, record the intent and its `intent` event.
-async fn record_intent(conn: &mut Conn, proof: &VerifiedProof) -> Result<Intent, LedgerError> {
+/// The intent a verified proof authorizes, recorded now.
+fn intent_of(proof: &VerifiedProof) -> Result<Intent, LedgerError> {
     let claims = proof.claims();
-    let proof_sha256 = proof.proof_sha256().to_string();
-    let arguments_json = countersign_verifier::canonical::to_canonical(&claims.args)
-        .map_err(|_| LedgerRefusal::ProposalMismatch)?;
-    let recorded_at = timefmt::now();
-    let at = timefmt::format(recorded_at)?;
-    sqlx::query(
-        "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at) VALUES ($1, $2, $3)",
-    )
-    .bind(&claims.jti)
-    .bind(&claims.pid)
-    .bind(&at)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "INSERT INTO intents (nonce, proposal_id, principal, session, operation,
-             arguments_json, proof_sha256, recorded_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(&claims.jti)
-    .bind(&claims.pid)
-    .bind(&claims.sub)
-    .bind(&claims.sid)
-    .bind(&claims.op)
-    .bind(&arguments_json)
-    .bind(&proof_sha256)
-    .bind(&at)
-    .execute(&mut *conn)
-    .await?;
-    let details = json!({
-        "nonce": claims.jti,
-        "proof_sha256": proof_sha256,
-        "session": claims.sid,
-        "operation": claims.op,
-    });
-    events::append(
-        conn,
-        &at,
-        "intent",
-        Some(&claims.pid),
-        &claims.sub,
-        &details,
-    )
-    .await?;
     Ok(Intent {
         proposal_id: claims.pid.clone(),
         nonce: claims.jti.clone(),
         principal: claims.sub.clone(),
         session: claims.sid.clone(),
         operation: claims.op.clone(),
-        arguments_json,
-        proof_sha256,
-        recorded_at,
+        arguments_json: countersign_verifier::canonical::to_canonical(&claims.args)
+            .map_err(|_| LedgerRefusal::ProposalMismatch)?,
+        proof_sha256: proof.proof_sha256().to_string(),
+        recorded_at: timefmt::now(),
     })
 }
 
-impl Store {
-    /// Checks 1 to 4 on a read connection, without any lock: a replay or a
-    /// refusal is answered at once (both are final: consumed nonces,
-    /// revocations and proposals are append-only), so a losing caller never
-    /// queues for the write lock. `Some` with the recorded disposition on a
-    /// replay. Only the checks inside the write transaction decide.
-    async fn precheck(&self, proof: &VerifiedProof) -> Result<Option<Disposition>, LedgerError> {
-        let mut read = self.reader.acquire().await?;
-        check_consumable(&mut read, proof, false).await
-    }
+/// `query` with the parameters of [`RECORD_INTENT`] bound: `intent`, the
+/// time `at` every row of the consumption records, and its `intent` event.
+fn bind_intent(query: Query, intent: &Intent, at: &str, event: NewEvent) -> Query {
+    query
+        .bind(intent.nonce.clone())
+        .bind(intent.proposal_id.clone())
+        .bind(intent.principal.clone())
+        .bind(intent.session.clone())
+        .bind(intent.operation.clone())
+        .bind(intent.arguments_json.clone())
+        .bind(intent.proof_sha256.clone())
+        .bind(at.to_string())
+        .bind_event(event)
+}
 
+/// Binding an event's four parameters (id, details, previous hash, hash).
+trait BindEvent {
+    fn bind_event(self, event: NewEvent) -> Self;
+}
+
+impl BindEvent for Query {
+    fn bind_event(self, event: NewEvent) -> Self {
+        self.bind(event.id)
+            .bind(event.details)
+            .bind(event.prev_hash)
+            .bind(event.hash)
+    }
+}
+
+/// The `intent` event of `intent`, planned on `tail`.
+fn intent_event(tail: &mut Tail, intent: &Intent, at: &str) -> Result<NewEvent, LedgerError> {
+    let details = json!({
+        "nonce": intent.nonce,
+        "proof_sha256": intent.proof_sha256,
+        "session": intent.session,
+        "operation": intent.operation,
+    });
+    tail.extend(
+        at,
+        "intent",
+        Some(&intent.proposal_id),
+        &intent.principal,
+        &details,
+    )
+}
+
+/// Step 5 of a consumption, on `conn` inside the caller's write
+/// transaction, after [`check_consumable`] found the nonce fresh: burn the
+/// nonce, record the intent and its `intent` event, in one round trip.
+async fn record_intent(
+    conn: &mut Conn,
+    intent: &Intent,
+    mut tail: Tail,
+) -> Result<(), LedgerError> {
+    let at = timefmt::format(intent.recorded_at)?;
+    let event = intent_event(&mut tail, intent, &at)?;
+    bind_intent(sqlx::query(RECORD_INTENT), intent, &at, event)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Steps 5 and 6 of a builtin consumption whose transition is allowed, on
+/// `conn` inside the caller's write transaction: the writes of
+/// [`record_intent`], then the state change, `effect_applied`, the
+/// completion and their events, all in one round trip.
+async fn record_applied(
+    conn: &mut Conn,
+    intent: &Intent,
+    effect: &str,
+    plan: &schedule::Plan,
+    mut tail: Tail,
+) -> Result<Disposition, LedgerError> {
+    let at = timefmt::format(intent.recorded_at)?;
+    let (key, value) = match &plan.change {
+        Change::Put { key, value } => (
+            key,
+            Some(
+                countersign_verifier::canonical::to_canonical(value)
+                    .map_err(|e| LedgerError::Corrupt(format!("schedule value: {e}")))?,
+            ),
+        ),
+        Change::Delete { key } => (key, None),
+    };
+    let result = countersign_verifier::canonical::to_canonical(&plan.result)
+        .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
+    let (proposal, actor) = (Some(intent.proposal_id.as_str()), &intent.principal);
+    let first = intent_event(&mut tail, intent, &at)?;
+    let details = json!({ "nonce": intent.nonce, "effect": effect });
+    let applied = tail.extend(&at, "effect_applied", proposal, actor, &details)?;
+    let details = json!({ "nonce": intent.nonce, "status": "applied", "error": null });
+    let completed = tail.extend(&at, "completed", proposal, actor, &details)?;
+    bind_intent(sqlx::query(CONSUME_APPLIED), intent, &at, first)
+        .bind(schedule::NAMESPACE)
+        .bind(key.clone())
+        .bind(value)
+        .bind(effect.to_string())
+        .bind(result.clone())
+        .bind_event(applied)
+        .bind_event(completed)
+        .execute(&mut *conn)
+        .await?;
+    rows::completed(
+        intent.proposal_id.clone(),
+        intent.nonce.clone(),
+        "applied",
+        None,
+        &result,
+        &at,
+    )
+}
+
+impl Store {
     /// Consume a verified proof once; see [`crate::Ledger::begin_consume`].
-    /// The checks run twice: [`Store::precheck`], then again inside the
-    /// write transaction, which alone decides.
     pub(crate) async fn begin_consume(
         &self,
         proof: &VerifiedProof,
     ) -> Result<ConsumeStart, LedgerError> {
-        if let Some(disposition) = self.precheck(proof).await? {
-            return Ok(ConsumeStart::Replay(disposition));
-        }
         let mut tx = self.write_tx().await?;
-        if let Some(disposition) = check_consumable(&mut tx, proof, true).await? {
-            tx.rollback().await?;
-            return Ok(ConsumeStart::Replay(disposition));
-        }
-        let intent = record_intent(&mut tx, proof).await?;
+        let tail = match check_consumable(&mut tx, proof, None).await? {
+            Checked::Replay(disposition) => {
+                tx.rollback().await?;
+                return Ok(ConsumeStart::Replay(disposition));
+            }
+            Checked::Fresh { tail, .. } => tail,
+        };
+        let intent = intent_of(proof)?;
+        record_intent(&mut tx, &intent, tail).await?;
         tx.commit().await?;
         Ok(ConsumeStart::Fresh(intent))
     }
 
     /// Consume a verified proof and apply its builtin `effect` in ONE write
-    /// transaction; see [`crate::Ledger::consume_builtin`]. The same steps
-    /// as [`Store::begin_consume`] followed by those of
-    /// [`Store::apply_builtin_and_complete`], committed once.
+    /// transaction; see [`crate::Ledger::consume_builtin`]: the checks (one
+    /// statement, which also reads the chain head and the schedule), then
+    /// every write in one round trip, then the commit. A refused transition
+    /// records the intent and a `failed` completion, and changes no state.
     pub(crate) async fn consume_builtin(
         &self,
         proof: &VerifiedProof,
         effect: &str,
     ) -> Result<Consumed, LedgerError> {
+        let claims = proof.claims();
         // Only the transition the proof authorizes: a builtin backs only the
         // operation of its own name (the registry enforces it too).
-        if effect != proof.claims().op {
+        if effect != claims.op {
             return Err(LedgerRefusal::ProposalMismatch.into());
         }
-        if let Some(disposition) = self.precheck(proof).await? {
-            return Ok(Consumed::Replay(disposition));
-        }
+        // Invalid arguments have no key; the plan below refuses them.
+        let key = schedule::key_of(effect, &claims.args).ok();
         let mut tx = self.write_tx().await?;
-        if let Some(disposition) = check_consumable(&mut tx, proof, true).await? {
-            tx.rollback().await?;
-            return Ok(Consumed::Replay(disposition));
-        }
-        let intent = record_intent(&mut tx, proof).await?;
+        let (tail, state) = match check_consumable(&mut tx, proof, key.as_deref()).await? {
+            Checked::Replay(disposition) => {
+                tx.rollback().await?;
+                return Ok(Consumed::Replay(disposition));
+            }
+            Checked::Fresh { tail, state } => (tail, state),
+        };
+        let intent = intent_of(proof)?;
+        let disposition = match plan_transition(effect, &claims.args, state.as_deref()) {
+            Ok(plan) => record_applied(&mut tx, &intent, effect, &plan, tail).await?,
+            Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
+            Err(refused) => {
+                // Refused before any state write: consumed, and failed.
+                record_intent(&mut tx, &intent, tail).await?;
+                let error = refused.to_string();
+                let head = Actor::Head(&intent.principal);
+                let outcome = ("failed", Some(error.as_str()), &Value::Null);
+                insert_completion(&mut tx, &intent.proposal_id, &intent.nonce, outcome, head)
+                    .await?
+            }
+        };
+        // Both points are past every write of this transaction and before
+        // its commit: a crash at either leaves nothing.
         crash_point("after_intent");
-        let (_, disposition) =
-            apply_and_complete_in(&mut tx, &intent, effect, Recorded::ThisTransaction).await?;
         crash_point("after_effect");
         tx.commit().await?;
         Ok(Consumed::Completed(disposition))

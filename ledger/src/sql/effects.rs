@@ -7,12 +7,12 @@
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
-use super::consume::{Actor, complete_in, insert_completion};
+use super::consume::complete_in;
 use super::locks::lock_head;
 use super::{Conn, Store, events};
 use crate::error::EffectFailure;
 use crate::error::LedgerError;
-use crate::schedule::{self, Change};
+use crate::schedule::{self, Change, Plan};
 use crate::timefmt;
 use crate::types::{Disposition, EffectOutcome, Intent};
 
@@ -60,6 +60,22 @@ async fn apply_in(conn: &mut Conn, intent: &Intent, effect: &str) -> Result<Valu
     write_effect(conn, intent, effect, &arguments_json).await
 }
 
+/// Plan builtin `effect` with `args` over the key's current value as
+/// stored (`state`, canonical JSON): the change to write and the result, or
+/// why the transition is refused. A stored value that is not JSON is a
+/// database fault, not a refusal.
+pub(super) fn plan_transition(
+    effect: &str,
+    args: &Value,
+    state: Option<&str>,
+) -> Result<Plan, EffectFailure> {
+    let current = state
+        .map(serde_json::from_str::<Value>)
+        .transpose()
+        .map_err(|e| EffectFailure::Database(format!("stored state is not JSON: {e}")))?;
+    schedule::plan(effect, args, current.as_ref())
+}
+
 /// The transition itself, on `conn` inside the caller's write transaction,
 /// with the chain head already locked (it serializes every transition: the
 /// state store has no row to lock before a key exists) and
@@ -75,22 +91,13 @@ async fn write_effect(
     let args: Value = serde_json::from_str(arguments_json)
         .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
     let key = schedule::key_of(effect, &args)?;
-    let current = sqlx::query("SELECT value FROM state WHERE namespace = $1 AND key = $2")
-        .bind(schedule::NAMESPACE)
-        .bind(&key)
-        .fetch_optional(&mut *conn)
-        .await?;
-    let current: Option<Value> =
-        match current {
-            None => None,
-            Some(row) => {
-                let text: String = row.try_get("value")?;
-                Some(serde_json::from_str(&text).map_err(|e| {
-                    EffectFailure::Database(format!("stored state is not JSON: {e}"))
-                })?)
-            }
-        };
-    let plan = schedule::plan(effect, &args, current.as_ref())?;
+    let current: Option<String> =
+        sqlx::query_scalar("SELECT value FROM state WHERE namespace = $1 AND key = $2")
+            .bind(schedule::NAMESPACE)
+            .bind(&key)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let plan = plan_transition(effect, &args, current.as_deref())?;
     let at = timefmt::format(timefmt::now())?;
     match &plan.change {
         Change::Put { key, value } => {
@@ -140,37 +147,17 @@ async fn write_effect(
     Ok(plan.result)
 }
 
-/// Where the intent handed to [`apply_and_complete_in`] comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Recorded {
-    /// Written by the caller's own transaction a moment ago (the
-    /// one-transaction consume): no effect or completion can exist for it,
-    /// its arguments are the verified claims, and the chain head is already
-    /// locked by its `intent` event, so those checks are skipped.
-    ThisTransaction,
-    /// Recorded by an earlier transaction (reconcile of a two-phase intent):
-    /// check it exists, is not completed, and whether its effect was
-    /// already applied under its nonce.
-    Earlier,
-}
-
-/// Apply builtin `effect` for `intent` and record its completion on `conn`,
+/// Apply builtin `effect` for `intent`, recorded by an earlier transaction
+/// (reconcile of a two-phase intent), and record its completion on `conn`,
 /// inside the caller's write transaction: applied with its result, or
 /// failed (nothing changed in the state store) when the transition is
 /// refused. A database error is returned, and the caller rolls back.
-pub(super) async fn apply_and_complete_in(
+async fn apply_and_complete_in(
     conn: &mut Conn,
     intent: &Intent,
     effect: &str,
-    recorded: Recorded,
 ) -> Result<(EffectOutcome, Disposition), LedgerError> {
-    let applied = match recorded {
-        Recorded::ThisTransaction => {
-            write_effect(conn, intent, effect, &intent.arguments_json).await
-        }
-        Recorded::Earlier => apply_in(conn, intent, effect).await,
-    };
-    let outcome = match applied {
+    let outcome = match apply_in(conn, intent, effect).await {
         Ok(result) => EffectOutcome::Applied { result },
         Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
         Err(refused) => {
@@ -182,16 +169,14 @@ pub(super) async fn apply_and_complete_in(
             }
         }
     };
-    let parts = outcome.parts();
-    let disposition = match recorded {
-        Recorded::ThisTransaction => {
-            let head = Actor::Head(&intent.principal);
-            insert_completion(conn, &intent.proposal_id, &intent.nonce, parts, head).await?
-        }
-        Recorded::Earlier => {
-            complete_in(conn, &intent.proposal_id, Some(&intent.nonce), parts, None).await?
-        }
-    };
+    let disposition = complete_in(
+        conn,
+        &intent.proposal_id,
+        Some(&intent.nonce),
+        outcome.parts(),
+        None,
+    )
+    .await?;
     Ok((outcome, disposition))
 }
 
@@ -215,8 +200,7 @@ impl Store {
         intent: &Intent,
     ) -> Result<(EffectOutcome, Disposition), LedgerError> {
         let mut tx = self.write_tx().await?;
-        let done =
-            apply_and_complete_in(&mut tx, intent, &intent.operation, Recorded::Earlier).await?;
+        let done = apply_and_complete_in(&mut tx, intent, &intent.operation).await?;
         tx.commit().await?;
         Ok(done)
     }

@@ -19,6 +19,62 @@ use crate::types::EventRecord;
 /// Rows fetched per round trip when walking the log.
 const PAGE: i64 = 1000;
 
+/// The chain head as the current write transaction last saw it, extended in
+/// memory by each event the transaction plans, so a transaction that writes
+/// several events reads the head once. Only valid while the write lock (or,
+/// on PostgreSQL, the chain head's row lock) is held.
+pub(super) struct Tail {
+    count: i64,
+    hash: String,
+}
+
+/// An event planned on a [`Tail`], ready to insert: the id and hashes that
+/// extend the head, and the canonical details.
+pub(super) struct NewEvent {
+    pub(super) id: i64,
+    pub(super) details: String,
+    pub(super) prev_hash: String,
+    pub(super) hash: String,
+}
+
+impl Tail {
+    /// The head from `row`'s columns `count_column` and `hash_column`.
+    pub(super) fn from_row(
+        row: &DbRow,
+        count_column: &str,
+        hash_column: &str,
+    ) -> Result<Tail, LedgerError> {
+        Ok(Tail {
+            count: row.try_get(count_column)?,
+            hash: row.try_get(hash_column)?,
+        })
+    }
+
+    /// Plan the next event and advance the tail past it.
+    pub(super) fn extend(
+        &mut self,
+        at: &str,
+        kind: &str,
+        proposal_id: Option<&str>,
+        actor: &str,
+        details: &Value,
+    ) -> Result<NewEvent, LedgerError> {
+        let id = self.count + 1;
+        let details_text = countersign_verifier::canonical::to_canonical(details)
+            .map_err(|e| LedgerError::Corrupt(format!("event details: {e}")))?;
+        let hash = event_hash(&self.hash, id, at, kind, proposal_id, actor, details)
+            .map_err(|e| LedgerError::Corrupt(format!("event hash: {e}")))?;
+        let prev_hash = std::mem::replace(&mut self.hash, hash.clone());
+        self.count = id;
+        Ok(NewEvent {
+            id,
+            details: details_text,
+            prev_hash,
+            hash,
+        })
+    }
+}
+
 /// Append one event to the chain in the current transaction.
 pub(super) async fn append(
     conn: &mut Conn,
@@ -29,27 +85,22 @@ pub(super) async fn append(
     details: &Value,
 ) -> Result<(), LedgerError> {
     let head = sqlx::query(LOCK_HEAD).fetch_one(&mut *conn).await?;
-    let count: i64 = head.try_get("count")?;
-    let prev_hash: String = head.try_get("hash")?;
-    let id = count + 1;
-    let details_text = countersign_verifier::canonical::to_canonical(details)
-        .map_err(|e| LedgerError::Corrupt(format!("event details: {e}")))?;
-    let hash = event_hash(&prev_hash, id, at, kind, proposal_id, actor, details)
-        .map_err(|e| LedgerError::Corrupt(format!("event hash: {e}")))?;
+    let event =
+        Tail::from_row(&head, "count", "hash")?.extend(at, kind, proposal_id, actor, details)?;
     // The trigger `events_advance_head` moves the chain head in this same
     // transaction; `events_extend_head` refuses any row that does not extend it.
     sqlx::query(
         "INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
-    .bind(id)
+    .bind(event.id)
     .bind(at)
     .bind(kind)
     .bind(proposal_id)
     .bind(actor)
-    .bind(details_text)
-    .bind(prev_hash)
-    .bind(hash)
+    .bind(event.details)
+    .bind(event.prev_hash)
+    .bind(event.hash)
     .execute(&mut *conn)
     .await?;
     Ok(())

@@ -28,6 +28,7 @@ macro_rules! locking {
 
 #[path = "../sql/consume.rs"]
 mod consume;
+mod consume_sql;
 #[path = "../sql/effects.rs"]
 mod effects;
 #[path = "../sql/events.rs"]
