@@ -6,7 +6,10 @@
 //! and `BEGIN IMMEDIATE` for every write transaction, so the write lock is
 //! taken up front and a transaction never fails half-way on lock upgrade;
 //! other processes wait up to the 5 s busy timeout. Reads use a separate
-//! small pool whose connections are `query_only`.
+//! small pool whose connections are `query_only`. Neither pool pings a
+//! connection before handing it out (`test_before_acquire(false)`): a
+//! connection to a file cannot go stale as a network one can, and the ping
+//! is a round trip to the connection's worker thread on every operation.
 //!
 //! Durability: WAL with `synchronous = FULL`. NORMAL would be crash-safe
 //! for the file but may lose the last committed transactions on power loss,
@@ -140,6 +143,7 @@ impl Store {
             SqlitePoolOptions::new()
                 .max_connections(1)
                 .min_connections(1)
+                .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(60))
                 .idle_timeout(None)
                 .max_lifetime(None)
@@ -150,6 +154,7 @@ impl Store {
         let reader = retry_while_locked(|| {
             SqlitePoolOptions::new()
                 .max_connections(READERS)
+                .test_before_acquire(false)
                 .connect_with(base.clone().pragma("query_only", "ON"))
         })
         .await?;
