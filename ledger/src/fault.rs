@@ -9,9 +9,10 @@
 //! or applied.
 //!
 //! The ledger reaches the points `after_intent` and `after_effect` inside
-//! the single transaction of [`crate::Ledger::consume_builtin`] (after the
-//! nonce and intent rows are written, and after the effect and completion
-//! rows are written, both before the commit): a kill there leaves nothing.
+//! the single transaction of [`crate::Ledger::consume_builtin`], both after
+//! its writes (the nonce, intent, effect and completion rows go to the
+//! database in one round trip) and before its commit: a kill there leaves
+//! nothing.
 //! The gate reaches the same names between the two transactions of an
 //! effect outside the ledger (see `countersign_gate::fault`).
 

@@ -145,6 +145,10 @@ impl Ledger {
     /// (a builtin backs only the operation of its own name). On any error
     /// nothing is written: the nonce is not burned, nothing is applied, and
     /// the same proof can be presented again. It is never left uncertain.
+    /// Every check runs inside the write transaction, so a replay queues
+    /// for the write lock like any writer; a caller that wants replays
+    /// answered at once reads [`Ledger::proposal`] first (its status says
+    /// whether the proof was consumed, which is final), as the gate does.
     /// (Should the connection fail during the commit itself, the caller
     /// cannot know whether it committed, but the ledger holds all of it or
     /// none of it: presenting the proof again applies it once or returns
@@ -169,7 +173,8 @@ impl Ledger {
     /// `intent` event are written and `Fresh` is returned. On any error
     /// nothing is written. The caller then runs the effect and records how
     /// it ended with [`Ledger::complete`]; until then the proposal reads
-    /// `uncertain`.
+    /// `uncertain`. Replays queue for the write lock, as in
+    /// [`Ledger::consume_builtin`].
     pub async fn begin_consume(&self, proof: &VerifiedProof) -> Result<ConsumeStart, LedgerError> {
         dispatch!(self, b => b.begin_consume(proof).await)
     }

@@ -147,10 +147,10 @@ async fn final_status(c: &Crashed) -> String {
     result.json()["status"].as_str().unwrap().to_string()
 }
 
-/// A builtin killed inside its one transaction, at `point` (after the
-/// intent rows, or after the effect and completion rows, before the
-/// commit): nothing recorded, never uncertain, and the same proof then
-/// applies exactly once.
+/// A builtin killed inside its one transaction, at `point` (both points
+/// are after its writes, which go to the database in one round trip, and
+/// before its commit): nothing recorded, never uncertain, and the same
+/// proof then applies exactly once.
 async fn builtin_killed_mid_transaction_leaves_nothing(backend: Backend, point: &str) {
     let c = kill_at(backend, "schedule.create", CREATE_NIGHTLY, point).await;
     let show = c.h.cli(&["--json", "show", &c.id]).await;

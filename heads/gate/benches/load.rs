@@ -17,9 +17,9 @@
 //! 3. the raw database cost of a nonce-insert + intent-event transaction on
 //!    the ledger's own tables (lock the chain head, insert the nonce, insert
 //!    the event, commit), with 1, 8 and 32 concurrent callers, against
-//! 4. full consume through `Gate::execute` (read the proposal, verify, the
-//!    lock-free replay pre-read, then ONE transaction: consume, builtin
-//!    effect, completion) at the same concurrency;
+//! 4. full consume through `Gate::execute` (read the proposal, verify, then
+//!    ONE transaction: the checks, then consume, builtin effect, completion
+//!    and their events written in one round trip) at the same concurrency;
 //! 5. 32-way races for one proof over 32 independent ledger handles (as 32
 //!    processes would hold): the losers' latency;
 //! 6. consume latency with 10^3 and with 10^6 consumed nonces (bulk-inserted
