@@ -220,7 +220,7 @@ pub(super) async fn insert_completion(
     .bind(&at)
     .execute(&mut *conn)
     .await?;
-    let details = json!({ "nonce": nonce, "status": status, "error": error });
+    let details = events::completed_details(nonce, status, error);
     events::append(conn, &at, kind, Some(proposal_id), who, &details).await?;
     rows::completed(
         proposal_id.to_string(),
@@ -336,9 +336,9 @@ async fn record_applied(
         .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
     let (proposal, actor) = (Some(intent.proposal_id.as_str()), &intent.principal);
     let first = intent_event(&mut tail, intent, &at)?;
-    let details = json!({ "nonce": intent.nonce, "effect": effect });
+    let details = events::applied_details(&intent.nonce, effect);
     let applied = tail.extend(&at, "effect_applied", proposal, actor, &details)?;
-    let details = json!({ "nonce": intent.nonce, "status": "applied", "error": null });
+    let details = events::completed_details(&intent.nonce, "applied", None);
     let completed = tail.extend(&at, "completed", proposal, actor, &details)?;
     bind_intent(sqlx::query(CONSUME_APPLIED), intent, &at, first)
         .bind(schedule::NAMESPACE)

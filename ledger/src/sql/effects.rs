@@ -4,7 +4,7 @@
 //!
 //! A refused transition rolls back and changes nothing.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::Row as _;
 
 use super::consume::complete_in;
@@ -134,7 +134,7 @@ async fn write_effect(
     .bind(&at)
     .execute(&mut *conn)
     .await?;
-    let details = json!({ "nonce": intent.nonce, "effect": effect });
+    let details = events::applied_details(&intent.nonce, effect);
     events::append(
         conn,
         &at,

@@ -75,6 +75,16 @@ impl Tail {
     }
 }
 
+/// The details of an `effect_applied` event.
+pub(super) fn applied_details(nonce: &str, effect: &str) -> Value {
+    serde_json::json!({ "nonce": nonce, "effect": effect })
+}
+
+/// The details of a `completed` (or `resolved`) event.
+pub(super) fn completed_details(nonce: &str, status: &str, error: Option<&str>) -> Value {
+    serde_json::json!({ "nonce": nonce, "status": status, "error": error })
+}
+
 /// Append one event to the chain in the current transaction.
 pub(super) async fn append(
     conn: &mut Conn,
