@@ -177,20 +177,34 @@ impl TryFrom<wire::DecideRequest> for DecideCommand {
     }
 }
 
-/// A validated `ClaimHandoff` request.
+/// A validated `ClaimHandoff` or `ReleaseHandoff` request: a proposal and
+/// the caller's session.
 #[derive(Debug)]
-pub(crate) struct ClaimCommand {
+pub(crate) struct HandoffCommand {
     pub(crate) proposal_id: ProposalId,
     pub(crate) session: Session,
 }
 
-impl TryFrom<wire::ClaimHandoffRequest> for ClaimCommand {
+impl HandoffCommand {
+    fn parse(proposal_id: String, session: String) -> Result<Self, RpcError> {
+        Ok(HandoffCommand {
+            proposal_id: ProposalId::try_from(proposal_id)?,
+            session: Session::parse("session", session)?,
+        })
+    }
+}
+
+impl TryFrom<wire::ClaimHandoffRequest> for HandoffCommand {
     type Error = RpcError;
     fn try_from(r: wire::ClaimHandoffRequest) -> Result<Self, RpcError> {
-        Ok(ClaimCommand {
-            proposal_id: ProposalId::try_from(r.proposal_id)?,
-            session: Session::parse("session", r.session)?,
-        })
+        HandoffCommand::parse(r.proposal_id, r.session)
+    }
+}
+
+impl TryFrom<wire::ReleaseHandoffRequest> for HandoffCommand {
+    type Error = RpcError;
+    fn try_from(r: wire::ReleaseHandoffRequest) -> Result<Self, RpcError> {
+        HandoffCommand::parse(r.proposal_id, r.session)
     }
 }
 

@@ -69,6 +69,9 @@ pub(crate) enum RpcError {
     /// The waiting proof is bound to another session.
     #[error("the handoff is bound to another session")]
     HandoffSessionMismatch,
+    /// A release of a handoff that no head holds.
+    #[error("the handoff is not claimed")]
+    HandoffNotClaimed,
     /// A fault on the signer's side; the detail is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),

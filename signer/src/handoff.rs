@@ -1,12 +1,15 @@
 //! The handoff store: proofs approved with `DELIVERY_HANDOFF`, kept in
-//! memory until one head of the same principal claims them, once.
+//! memory for one head of the same principal to claim, once.
 //!
 //! Each entry is bound to a principal, a session and an expiry. A claim
-//! removes the entry; so do revocation and expiry. Removed proofs are
-//! zeroized (`Proof` zeroizes on drop). Nothing here is persisted: a signer
-//! restart drops waiting handoffs, and the approval can be revoked or left
-//! to expire. This module never logs and never exposes a proof except to
-//! the successful claimant.
+//! hands over a copy and marks the entry claimed: no second claim succeeds.
+//! The head that claimed it may release it (same principal and session)
+//! when it could not present the proof, which makes it claimable once more;
+//! that is why the store keeps its copy until expiry or revocation, which
+//! remove the entry. Removed proofs are zeroized (`Proof` zeroizes on drop).
+//! Nothing here is persisted: a signer restart drops waiting handoffs, and
+//! the approval can be revoked or left to expire. This module never logs
+//! and never exposes a proof except to the successful claimant.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -21,6 +24,8 @@ struct Waiting {
     principal: String,
     session: String,
     expires_at: OffsetDateTime,
+    /// Handed to a head, which has not released it.
+    claimed: bool,
 }
 
 /// Proofs waiting for their head, by proposal id.
@@ -54,13 +59,14 @@ impl HandoffStore {
                 principal: principal.to_owned(),
                 session: session.to_owned(),
                 expires_at,
+                claimed: false,
             },
         );
     }
 
-    /// Hands the proof over once: the principal and the session must match
-    /// and the proof must not have expired. A session mismatch leaves the
-    /// entry in place.
+    /// Hands a copy of the proof over once: the principal and the session
+    /// must match, the proof must not have expired, and it must not be
+    /// claimed already. A session mismatch changes nothing.
     pub(crate) fn claim(
         &self,
         proposal_id: &str,
@@ -69,17 +75,33 @@ impl HandoffStore {
         now: OffsetDateTime,
     ) -> Result<Proof, RpcError> {
         let mut map = self.lock();
-        purge_expired(&mut map, now);
-        let entry = map.get(proposal_id).ok_or(RpcError::NoLiveHandoff)?;
-        if entry.principal != principal {
-            return Err(RpcError::NotYourProposal);
+        let entry = owned_entry(&mut map, proposal_id, principal, session, now)?;
+        if entry.claimed {
+            return Err(RpcError::NoLiveHandoff);
         }
-        if entry.session != session {
-            return Err(RpcError::HandoffSessionMismatch);
+        let copy = Proof::from_text(entry.proof.expose_secret().to_owned())
+            .map_err(|e| RpcError::Internal(format!("a kept proof is malformed: {e}")))?;
+        entry.claimed = true;
+        Ok(copy)
+    }
+
+    /// Makes a claimed proof claimable once more, for the head that could
+    /// not present it: the principal and the session must match and the
+    /// proof must not have expired. `HandoffNotClaimed` if nobody holds it.
+    pub(crate) fn release(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        session: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), RpcError> {
+        let mut map = self.lock();
+        let entry = owned_entry(&mut map, proposal_id, principal, session, now)?;
+        if !entry.claimed {
+            return Err(RpcError::HandoffNotClaimed);
         }
-        map.remove(proposal_id)
-            .map(|w| w.proof)
-            .ok_or(RpcError::NoLiveHandoff)
+        entry.claimed = false;
+        Ok(())
     }
 
     /// Drops (and zeroizes) any proof waiting for `proposal_id`.
@@ -87,12 +109,32 @@ impl HandoffStore {
         self.lock().remove(proposal_id).is_some()
     }
 
-    /// Whether a live proof waits for `proposal_id`.
+    /// Whether a live proof waits for `proposal_id`, unclaimed.
     pub(crate) fn is_waiting(&self, proposal_id: &str, now: OffsetDateTime) -> bool {
         self.lock()
             .get(proposal_id)
-            .is_some_and(|w| now < w.expires_at)
+            .is_some_and(|w| now < w.expires_at && !w.claimed)
     }
+}
+
+/// The live entry of `proposal_id`, if it belongs to `principal` and
+/// `session`.
+fn owned_entry<'m>(
+    map: &'m mut HashMap<String, Waiting>,
+    proposal_id: &str,
+    principal: &str,
+    session: &str,
+    now: OffsetDateTime,
+) -> Result<&'m mut Waiting, RpcError> {
+    purge_expired(map, now);
+    let entry = map.get_mut(proposal_id).ok_or(RpcError::NoLiveHandoff)?;
+    if entry.principal != principal {
+        return Err(RpcError::NotYourProposal);
+    }
+    if entry.session != session {
+        return Err(RpcError::HandoffSessionMismatch);
+    }
+    Ok(entry)
 }
 
 fn purge_expired(map: &mut HashMap<String, Waiting>, now: OffsetDateTime) {
@@ -127,6 +169,52 @@ mod tests {
             Err(RpcError::NoLiveHandoff)
         ));
         assert!(!store.is_waiting("p", now));
+    }
+
+    #[test]
+    fn a_released_claim_can_be_claimed_once_more() {
+        let store = HandoffStore::default();
+        let now = OffsetDateTime::now_utc();
+        store.insert("p", proof(), A, "s1", now + Duration::minutes(5));
+        // Nothing to release before a claim.
+        assert!(matches!(
+            store.release("p", A, "s1", now),
+            Err(RpcError::HandoffNotClaimed)
+        ));
+        store.claim("p", A, "s1", now).unwrap();
+        // Only its principal, in its session, may release it.
+        assert!(matches!(
+            store.release("p", A, "s2", now),
+            Err(RpcError::HandoffSessionMismatch)
+        ));
+        assert!(matches!(
+            store.release("p", B, "s1", now),
+            Err(RpcError::NotYourProposal)
+        ));
+        assert!(!store.is_waiting("p", now));
+        store.release("p", A, "s1", now).unwrap();
+        assert!(store.is_waiting("p", now));
+        assert_eq!(
+            store.claim("p", A, "s1", now).unwrap().expose_secret(),
+            "v4.public.AAAA"
+        );
+        assert!(matches!(
+            store.claim("p", A, "s1", now),
+            Err(RpcError::NoLiveHandoff)
+        ));
+        // Expired, or revoked (discarded): nothing to release.
+        let later = now + Duration::minutes(5);
+        assert!(matches!(
+            store.release("p", A, "s1", later),
+            Err(RpcError::NoLiveHandoff)
+        ));
+        store.insert("q", proof(), A, "s1", now + Duration::minutes(5));
+        store.claim("q", A, "s1", now).unwrap();
+        assert!(store.discard("q"));
+        assert!(matches!(
+            store.release("q", A, "s1", now),
+            Err(RpcError::NoLiveHandoff)
+        ));
     }
 
     #[test]

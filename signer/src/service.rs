@@ -17,7 +17,7 @@ use time::OffsetDateTime;
 use tonic::{Request, Response, Status};
 
 use crate::convert::{
-    ClaimCommand, ProposalId, ProposeCommand, RevokeCommand, proposal_view, revoke_outcome,
+    HandoffCommand, ProposalId, ProposeCommand, RevokeCommand, proposal_view, revoke_outcome,
 };
 use crate::error::RpcError;
 use crate::state::SignerState;
@@ -33,6 +33,7 @@ pub(crate) mod roles {
     pub(crate) const WITHDRAW: &[Role] = &[Role::Head];
     pub(crate) const DECIDE: &[Role] = &[Role::Approver];
     pub(crate) const CLAIM_HANDOFF: &[Role] = &[Role::Head];
+    pub(crate) const RELEASE_HANDOFF: &[Role] = &[Role::Head];
     pub(crate) const REVOKE: &[Role] = &[Role::Approver];
     pub(crate) const PUBLIC_KEYS: &[Role] = &[Role::Head, Role::Approver, Role::Admin];
 }
@@ -167,7 +168,7 @@ impl SignerService {
         request: Request<wire::ClaimHandoffRequest>,
     ) -> Result<wire::ClaimHandoffResponse, RpcError> {
         let peer = authorize(&request, "ClaimHandoff", roles::CLAIM_HANDOFF)?;
-        let cmd = ClaimCommand::try_from(request.into_inner())?;
+        let cmd = HandoffCommand::try_from(request.into_inner())?;
         self.owned_proposal(&cmd.proposal_id, &peer.principal)
             .await?;
         let proof = self.state.handoffs.claim(
@@ -183,6 +184,24 @@ impl SignerService {
             proof: proof.expose_secret().to_owned(),
             proof_sha256,
         })
+    }
+
+    async fn release_handoff(
+        &self,
+        request: Request<wire::ReleaseHandoffRequest>,
+    ) -> Result<wire::ReleaseHandoffResponse, RpcError> {
+        let peer = authorize(&request, "ReleaseHandoff", roles::RELEASE_HANDOFF)?;
+        let cmd = HandoffCommand::try_from(request.into_inner())?;
+        self.owned_proposal(&cmd.proposal_id, &peer.principal)
+            .await?;
+        self.state.handoffs.release(
+            cmd.proposal_id.as_str(),
+            &peer.principal,
+            cmd.session.as_str(),
+            OffsetDateTime::now_utc(),
+        )?;
+        tracing::info!(proposal_id = cmd.proposal_id.as_str(), "handoff released");
+        Ok(wire::ReleaseHandoffResponse {})
     }
 
     async fn revoke(
@@ -292,6 +311,16 @@ impl Signer for SignerService {
         request: Request<wire::ClaimHandoffRequest>,
     ) -> Result<Response<wire::ClaimHandoffResponse>, Status> {
         SignerService::claim_handoff(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn release_handoff(
+        &self,
+        request: Request<wire::ReleaseHandoffRequest>,
+    ) -> Result<Response<wire::ReleaseHandoffResponse>, Status> {
+        SignerService::release_handoff(self, request)
             .await
             .map(Response::new)
             .map_err(to_status)

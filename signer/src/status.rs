@@ -19,9 +19,10 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::InvalidField { .. }
         | RpcError::InvalidArguments(_) => Code::InvalidArgument,
         RpcError::UnknownProposal(_) | RpcError::NoLiveHandoff => Code::NotFound,
-        RpcError::NotPending { .. } | RpcError::ContractChanged(_) | RpcError::PolicyChanged => {
-            Code::FailedPrecondition
-        }
+        RpcError::NotPending { .. }
+        | RpcError::ContractChanged(_)
+        | RpcError::PolicyChanged
+        | RpcError::HandoffNotClaimed => Code::FailedPrecondition,
         RpcError::Internal(detail) => {
             tracing::error!(%detail, "internal error");
             return Status::internal("internal error");

@@ -7,7 +7,7 @@ mod support;
 use countersign_identity::Role;
 use countersign_proto::v1::{
     ClaimHandoffRequest, Delivery, GetProposalRequest, ListPendingRequest, ListProposalsRequest,
-    PublicKeysRequest, RevokeRequest, WithdrawRequest,
+    PublicKeysRequest, ReleaseHandoffRequest, RevokeRequest, WithdrawRequest,
 };
 use tonic::{Code, Status};
 
@@ -70,6 +70,14 @@ async fn refuses_approver_calling_head_rpcs() {
         .unwrap_err();
     assert_denied(status, "role approver may not call ClaimHandoff");
     let status = approver
+        .release_handoff(ReleaseHandoffRequest {
+            proposal_id: format!("prop_{}", "0".repeat(32)),
+            session: SESSION.into(),
+        })
+        .await
+        .unwrap_err();
+    assert_denied(status, "role approver may not call ReleaseHandoff");
+    let status = approver
         .withdraw(WithdrawRequest {
             proposal_id: format!("prop_{}", "0".repeat(32)),
         })
@@ -122,6 +130,14 @@ async fn refuses_head_of_another_principal() {
     assert_denied(status, "proposal belongs to another principal");
     let status = theirs
         .claim_handoff(ClaimHandoffRequest {
+            proposal_id: proposal.id.clone(),
+            session: SESSION.into(),
+        })
+        .await
+        .unwrap_err();
+    assert_denied(status, "proposal belongs to another principal");
+    let status = theirs
+        .release_handoff(ReleaseHandoffRequest {
             proposal_id: proposal.id.clone(),
             session: SESSION.into(),
         })

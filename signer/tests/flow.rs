@@ -5,7 +5,7 @@ mod support;
 
 use countersign_proto::v1::{
     ClaimHandoffRequest, Delivery, GetProposalRequest, ProposeRequest, PublicKeysRequest,
-    RevokeOutcome, RevokeRequest,
+    ReleaseHandoffRequest, RevokeOutcome, RevokeRequest,
 };
 use countersign_verifier::canonical::sha256_hex;
 use countersign_verifier::{Expectations, KeyRing, Proof, verify};
@@ -250,6 +250,64 @@ async fn hands_off_once_to_the_bound_session() {
         .unwrap()
         .into_inner();
     assert!(!view.handoff_waiting);
+}
+
+fn release(proposal_id: &str, session: &str) -> ReleaseHandoffRequest {
+    ReleaseHandoffRequest {
+        proposal_id: proposal_id.into(),
+        session: session.into(),
+    }
+}
+
+#[tokio::test]
+async fn a_released_handoff_is_claimed_once_more_and_only_then() {
+    let signer = start().await;
+    let mut head = head(&signer).await;
+    let view = propose(&mut head).await;
+    approved(&signer, &view.id, Delivery::Handoff).await;
+
+    let status = head
+        .release_handoff(release(&view.id, SESSION))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition);
+    assert_eq!(status.message(), "the handoff is not claimed");
+
+    let first = head
+        .claim_handoff(claim(&view.id, SESSION))
+        .await
+        .unwrap()
+        .into_inner();
+    let status = head
+        .release_handoff(release(&view.id, "other-session"))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
+    assert_eq!(status.message(), "the handoff is bound to another session");
+    head.release_handoff(release(&view.id, SESSION))
+        .await
+        .unwrap();
+    let waiting = head
+        .get_proposal(GetProposalRequest {
+            proposal_id: view.id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(waiting.handoff_waiting);
+
+    // The same proof, once more; then no further claim.
+    let second = head
+        .claim_handoff(claim(&view.id, SESSION))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(second.proof, first.proof);
+    let status = head
+        .claim_handoff(claim(&view.id, SESSION))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::NotFound);
 }
 
 #[tokio::test]

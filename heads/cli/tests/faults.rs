@@ -6,6 +6,9 @@
 //! the nonce is not burned, nothing is applied, and the same proof applies
 //! once the fault is gone.
 //!
+//! The same fault under an execution through a handoff: the head releases
+//! the handoff it claimed, so the person's approval survives the fault.
+//!
 //! The ledger database unavailable: every head fails closed with a clear
 //! error, applies nothing, and once the database is back the proof is
 //! consumed exactly once. PostgreSQL: a throwaway server of this test's own
@@ -233,4 +236,48 @@ async fn a_failed_completion_event_on_sqlite_rolls_back_the_applied_effect() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_completion_event_on_postgres_rolls_back_the_applied_effect() {
     a_failed_audit_insert_burns_nothing_and_applies_nothing(Backend::Postgres, "completed").await;
+}
+
+/// A head that claimed a handoff and then hit a fault releases it: the
+/// person's approval is not lost with the proof the head dropped, nothing
+/// was applied, and the next execution from the same session claims it and
+/// applies it once.
+async fn a_failed_handoff_execution_keeps_the_approval(backend: Backend) {
+    let h = Harness::start_on(backend, Registry::default_toml()).await;
+    let id = h
+        .propose_in("schedule.create", CREATE_NIGHTLY, "agent-1")
+        .await;
+    h.approve_for_mcp(&id).await;
+    events_fail(&h, Some("intent")).await;
+
+    let failed = h.exec_handoff(&id, "agent-1").await;
+    assert!(
+        matches!(&failed.result, Err(CliError::Error(m)) if m.contains("injected audit failure")),
+        "{:?}",
+        failed.result
+    );
+    assert_eq!(h.schedules().await, vec![]);
+    assert_eq!(h.ledger().disposition(&id).await.unwrap(), None);
+    let show = h.cli(&["--json", "show", &id]).await;
+    assert_eq!(show.json()["status"], "approved");
+    assert_eq!(show.json()["handoff_waiting"], true, "{}", show.stdout);
+
+    events_fail(&h, None).await;
+    let run = h.exec_handoff(&id, "agent-1").await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    assert_eq!(run.json()["applied"], true, "{}", run.stdout);
+    let again = h.exec_handoff(&id, "agent-1").await;
+    assert_refused(&again, "already_used");
+    assert_eq!(h.schedules().await.len(), 1);
+    assert!(h.ledger().verify_chain().await.unwrap().is_intact());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_handoff_execution_on_sqlite_keeps_the_approval() {
+    a_failed_handoff_execution_keeps_the_approval(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_handoff_execution_on_postgres_keeps_the_approval() {
+    a_failed_handoff_execution_keeps_the_approval(Backend::Postgres).await;
 }

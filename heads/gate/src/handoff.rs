@@ -2,9 +2,16 @@
 //! approved it with `--for-mcp` (or the web console), and the signer hands
 //! the proof once to a head of the same principal and session. The head
 //! never shows it to its caller: it goes straight into `Gate::execute`.
+//!
+//! Should the execution fail with a fault (the ledger unavailable, a write
+//! refused), the head releases the handoff, so the person's approval is not
+//! lost with the proof it dropped: the next execution claims it again. That
+//! is safe whatever the fault left behind, because the ledger, not the
+//! handoff, makes a proof single-use: a proof whose nonce was burned only
+//! gets its recorded disposition.
 
-use countersign_proto::v1::ClaimHandoffRequest;
 use countersign_proto::v1::signer_client::SignerClient;
+use countersign_proto::v1::{ClaimHandoffRequest, ReleaseHandoffRequest};
 use countersign_verifier::Proof;
 use tonic::transport::Channel;
 
@@ -47,6 +54,25 @@ impl Gate {
         let proof = Proof::from_text(std::mem::take(&mut response.proof)).map_err(|e| {
             GateError::Signer(format!("the signer handed over an unusable proof: {e}"))
         })?;
-        self.execute(proposal_id, session, &proof).await
+        let executed = self.execute(proposal_id, session, &proof).await;
+        drop(proof);
+        if let Err(fault) = &executed {
+            let released = head
+                .release_handoff(ReleaseHandoffRequest {
+                    proposal_id: proposal_id.to_string(),
+                    session: session.to_string(),
+                })
+                .await;
+            match released {
+                Ok(_) => tracing::warn!(proposal_id, %fault, "execution failed; handoff released"),
+                Err(status) => tracing::error!(
+                    proposal_id,
+                    %fault,
+                    release = status.message(),
+                    "execution failed and the handoff could not be released"
+                ),
+            }
+        }
+        executed
     }
 }

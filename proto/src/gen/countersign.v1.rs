@@ -130,6 +130,16 @@ pub struct ClaimHandoffResponse {
     pub proof_sha256: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ReleaseHandoffRequest {
+    #[prost(string, tag = "1")]
+    pub proposal_id: ::prost::alloc::string::String,
+    /// The releasing head's session; must match the session the proof is bound to.
+    #[prost(string, tag = "2")]
+    pub session: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ReleaseHandoffResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RevokeRequest {
     #[prost(string, tag = "1")]
     pub proposal_id: ::prost::alloc::string::String,
@@ -505,6 +515,34 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "ClaimHandoff"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: head, of the proposal's principal, in the session the handoff is
+        /// bound to. Makes a claimed proof claimable once more, for a head that
+        /// could not present it (a fault before the ledger decided). The signer
+        /// still holds the proof: none travels in this request.
+        pub async fn release_handoff(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ReleaseHandoffRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ReleaseHandoffResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/ReleaseHandoff",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "ReleaseHandoff"));
+            self.inner.unary(req, path, codec).await
+        }
         /// role: approver. Revokes the unconsumed proof of a proposal.
         pub async fn revoke(
             &mut self,
@@ -613,6 +651,17 @@ pub mod signer_server {
             request: tonic::Request<super::ClaimHandoffRequest>,
         ) -> std::result::Result<
             tonic::Response<super::ClaimHandoffResponse>,
+            tonic::Status,
+        >;
+        /// role: head, of the proposal's principal, in the session the handoff is
+        /// bound to. Makes a claimed proof claimable once more, for a head that
+        /// could not present it (a fault before the ledger decided). The signer
+        /// still holds the proof: none travels in this request.
+        async fn release_handoff(
+            &self,
+            request: tonic::Request<super::ReleaseHandoffRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ReleaseHandoffResponse>,
             tonic::Status,
         >;
         /// role: approver. Revokes the unconsumed proof of a proposal.
@@ -999,6 +1048,51 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ClaimHandoffSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/ReleaseHandoff" => {
+                    #[allow(non_camel_case_types)]
+                    struct ReleaseHandoffSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::ReleaseHandoffRequest>
+                    for ReleaseHandoffSvc<T> {
+                        type Response = super::ReleaseHandoffResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ReleaseHandoffRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::release_handoff(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ReleaseHandoffSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
