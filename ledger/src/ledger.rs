@@ -9,7 +9,7 @@ use crate::chain::ChainReport;
 use crate::error::{EffectFailure, LedgerError};
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, IssuanceRecord,
-    NewProposal, ProposalRecord, RevokeOutcome,
+    Proposal, ProposalRecord, RevokeOutcome,
 };
 use crate::{postgres, sqlite};
 use countersign_verifier::VerifiedProof;
@@ -70,7 +70,7 @@ impl Ledger {
 
     /// Record a new proposal (and its `proposed` event).
     /// `DuplicateProposal` if the id exists.
-    pub async fn insert_proposal(&self, p: &NewProposal) -> Result<(), LedgerError> {
+    pub async fn insert_proposal(&self, p: &Proposal) -> Result<(), LedgerError> {
         dispatch!(self, b => b.insert_proposal(p).await)
     }
 

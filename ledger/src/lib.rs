@@ -38,5 +38,5 @@ pub use ledger::Ledger;
 pub use schedule::{BUILTIN_EFFECTS, NAMESPACE as SCHEDULES_NAMESPACE};
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
-    IssuanceRecord, NewProposal, ProposalRecord, ProposalStatus, RevokeOutcome,
+    IssuanceRecord, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,
 };

@@ -6,9 +6,10 @@
 use serde_json::Value;
 use time::OffsetDateTime;
 
-/// A proposal as the signer stores it, before any decision.
+/// A proposal as the signer stores it: the facts fixed when it was made.
+/// Decisions, issuance and consumption are recorded beside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewProposal {
+pub struct Proposal {
     /// `prop_` + 32 lowercase hex.
     pub id: String,
     /// The principal the proposal belongs to.
@@ -143,31 +144,11 @@ impl std::fmt::Display for ProposalStatus {
     }
 }
 
-/// A proposal with its derived status.
+/// A stored proposal with its derived status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProposalRecord {
-    /// `prop_` + 32 lowercase hex.
-    pub id: String,
-    /// The principal the proposal belongs to.
-    pub principal: String,
-    /// The agent session that proposed it.
-    pub session: String,
-    /// The operation name.
-    pub operation: String,
-    /// The canonical arguments, verbatim as stored.
-    pub arguments_json: String,
-    /// SHA-256 hex of `arguments_json`.
-    pub arguments_sha256: String,
-    /// The contract revision at proposal time.
-    pub contract_revision: String,
-    /// The policy revision at proposal time.
-    pub policy_revision: String,
-    /// The proposer's note (model-supplied, unverified).
-    pub note: String,
-    /// The stored preview.
-    pub preview: String,
-    /// When the proposal was recorded.
-    pub created_at: OffsetDateTime,
+    /// The proposal as stored.
+    pub proposal: Proposal,
     /// The derived status at the time of the read.
     pub status: ProposalStatus,
     /// The denial or revocation reason, or the error of a failed effect.

@@ -16,8 +16,8 @@ async fn a_new_proposal_is_pending_and_stored_verbatim(kind: Kind) {
     t.ledger.insert_proposal(&p).await.unwrap();
     let got = t.ledger.proposal(&p.id).await.unwrap().unwrap();
     assert_eq!(got.status, ProposalStatus::Pending);
-    assert_eq!(got.arguments_json, p.arguments_json);
-    assert_eq!(got.created_at, p.created_at);
+    assert_eq!(got.proposal.arguments_json, p.arguments_json);
+    assert_eq!(got.proposal.created_at, p.created_at);
     assert_eq!(got.issuance, None);
     let pending = t.ledger.pending(PRINCIPAL).await.unwrap();
     assert_eq!(pending.len(), 1);
@@ -110,7 +110,7 @@ async fn proposals_of_lists_only_the_principals_own_newest_first(kind: Kind) {
         .await
         .unwrap()
         .into_iter()
-        .map(|p| p.id)
+        .map(|p| p.proposal.id)
         .collect();
     assert_eq!(listed.len(), 2);
     assert!(listed.contains(&first.id) && listed.contains(&second.id));

@@ -34,7 +34,7 @@ impl SignerService {
             .await?;
         if record.status != ProposalStatus::Pending {
             return Err(RpcError::NotPending {
-                id: record.id,
+                id: record.proposal.id,
                 status: record.status.as_str().to_owned(),
             });
         }
@@ -42,9 +42,9 @@ impl SignerService {
             Decision::Deny { reason } => {
                 self.state
                     .ledger
-                    .record_denial(&record.id, &peer.principal, &reason)
+                    .record_denial(&record.proposal.id, &peer.principal, &reason)
                     .await?;
-                tracing::info!(proposal_id = %record.id, "denied");
+                tracing::info!(proposal_id = %record.proposal.id, "denied");
                 Ok(wire::DecideResponse {
                     proposal: Some(self.view(&cmd.proposal_id).await?),
                     ..Default::default()
@@ -78,22 +78,25 @@ impl SignerService {
         let state = &self.state;
         let op = state
             .registry
-            .get(&record.operation)
-            .filter(|op| op.contract_revision() == record.contract_revision)
-            .ok_or_else(|| RpcError::ContractChanged(record.operation.clone()))?;
-        if state.policy.revision() != record.policy_revision {
+            .get(&record.proposal.operation)
+            .filter(|op| op.contract_revision() == record.proposal.contract_revision)
+            .ok_or_else(|| RpcError::ContractChanged(record.proposal.operation.clone()))?;
+        if state.policy.revision() != record.proposal.policy_revision {
             return Err(RpcError::PolicyChanged);
         }
-        let args = CanonicalArgs::from_stored(&record.arguments_json)
-            .map_err(|e| RpcError::Internal(format!("stored arguments of {}: {e}", record.id)))?;
-        if args.sha256_hex() != record.arguments_sha256 {
+        let args = CanonicalArgs::from_stored(&record.proposal.arguments_json).map_err(|e| {
+            RpcError::Internal(format!("stored arguments of {}: {e}", record.proposal.id))
+        })?;
+        if args.sha256_hex() != record.proposal.arguments_sha256 {
             return Err(RpcError::Internal(format!(
                 "stored arguments of {} do not match their hash",
-                record.id
+                record.proposal.id
             )));
         }
-        let session =
-            execute_in_session.map_or_else(|| record.session.clone(), |s| s.as_str().to_owned());
+        let session = execute_in_session.map_or_else(
+            || record.proposal.session.clone(),
+            |s| s.as_str().to_owned(),
+        );
         let lifetime = i64::try_from(state.policy.lifetime_for(op))
             .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
         let now = now_seconds()?;
@@ -101,14 +104,14 @@ impl SignerService {
         let claims = Claims {
             iss: ISSUER.to_owned(),
             aud: state.policy.audience.clone(),
-            sub: record.principal.clone(),
+            sub: record.proposal.principal.clone(),
             sid: session.clone(),
-            pid: record.id.clone(),
-            op: record.operation.clone(),
+            pid: record.proposal.id.clone(),
+            op: record.proposal.operation.clone(),
             args: args.value().clone(),
             args_sha256: args.sha256_hex().to_owned(),
-            crev: record.contract_revision.clone(),
-            prev: record.policy_revision.clone(),
+            crev: record.proposal.contract_revision.clone(),
+            prev: record.proposal.policy_revision.clone(),
             grant: None,
             prov: provenance.to_owned(),
             jti: nonce()?,
@@ -122,7 +125,7 @@ impl SignerService {
         let issuance = IssuanceRecord::from_claims(&claims, proof_sha256.clone());
         state.ledger.record_approval(&issuance).await?;
         tracing::info!(
-            proposal_id = %record.id, %proof_sha256, ?delivery, provenance, session = %session,
+            proposal_id = %record.proposal.id, %proof_sha256, ?delivery, provenance, session = %session,
             expires_at = %format_time(expires_at)?, "proof issued"
         );
         let expires_at_text = format_time(expires_at)?;
@@ -130,9 +133,13 @@ impl SignerService {
             // The wire message needs a plain String; prost owns it from here.
             Delivery::Direct => proof.expose_secret().to_owned(),
             Delivery::Handoff => {
-                state
-                    .handoffs
-                    .insert(&record.id, proof, &record.principal, &session, expires_at);
+                state.handoffs.insert(
+                    &record.proposal.id,
+                    proof,
+                    &record.proposal.principal,
+                    &session,
+                    expires_at,
+                );
                 String::new()
             }
         };

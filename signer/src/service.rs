@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use countersign_identity::{PeerIdentity, Role, peer_identity};
-use countersign_ledger::{NewProposal, ProposalRecord};
+use countersign_ledger::{Proposal, ProposalRecord};
 use countersign_proto::v1 as wire;
 use countersign_proto::v1::signer_server::Signer;
 use time::OffsetDateTime;
@@ -80,7 +80,7 @@ impl SignerService {
             .proposal(id.as_str())
             .await?
             .ok_or_else(|| RpcError::UnknownProposal(id.as_str().to_owned()))?;
-        if record.principal != principal {
+        if record.proposal.principal != principal {
             return Err(RpcError::NotYourProposal);
         }
         Ok(record)
@@ -101,7 +101,7 @@ impl SignerService {
         let waiting = self
             .state
             .handoffs
-            .is_waiting(&record.id, OffsetDateTime::now_utc());
+            .is_waiting(&record.proposal.id, OffsetDateTime::now_utc());
         proposal_view(record, waiting)
     }
 
@@ -121,7 +121,7 @@ impl SignerService {
             .map_err(RpcError::InvalidArguments)?;
         let preview = op.render_preview(&args, &cmd.note);
         let id = ProposalId::generate()?;
-        let proposal = NewProposal {
+        let proposal = Proposal {
             id: id.as_str().to_owned(),
             principal: peer.principal.clone(),
             session: cmd.session.as_str().to_owned(),
@@ -157,7 +157,7 @@ impl SignerService {
         let records = self.state.ledger.pending(&peer.principal).await?;
         let proposals = records
             .iter()
-            .filter(|r| r.principal == peer.principal)
+            .filter(|r| r.proposal.principal == peer.principal)
             .map(|r| self.view_of(r))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(wire::ListPendingResponse { proposals })

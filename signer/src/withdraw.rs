@@ -83,7 +83,7 @@ impl SignerService {
         let record = self.owned_proposal(&id, &peer.principal).await?;
         if record.status != ProposalStatus::Pending {
             return Err(RpcError::NotPending {
-                id: record.id,
+                id: record.proposal.id,
                 status: record.status.as_str().to_owned(),
             });
         }

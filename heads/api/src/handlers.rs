@@ -160,7 +160,7 @@ async fn result(state: &ApiState, proposal_id: &str) -> Result<Response, ApiErro
         .proposal(proposal_id)
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?
-        .is_some_and(|p| p.principal == state.parts.principal);
+        .is_some_and(|p| p.proposal.principal == state.parts.principal);
     if !owned {
         return Ok(respond::refused(
             "unknown_proposal",

@@ -23,7 +23,7 @@ use support::{CREATE_NIGHTLY, Harness};
 async fn interrupt(h: &Harness, id: &str) -> std::path::PathBuf {
     let path = h.approve_to_file(id).await;
     let proof = Proof::from_text(std::fs::read_to_string(&path).unwrap()).unwrap();
-    let proposal = h.ledger().proposal(id).await.unwrap().unwrap();
+    let proposal = h.ledger().proposal(id).await.unwrap().unwrap().proposal;
     let registry = Registry::load(&h.signer.home().registry_path()).unwrap();
     let op = registry.get(&proposal.operation).unwrap();
     let keys = public_keys(&mut h.signer.client(Role::Head).await.unwrap())

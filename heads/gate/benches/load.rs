@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use countersign_gate::{Gate, Outcome};
 use countersign_ledger::testing::TempPgDatabase;
-use countersign_ledger::{IssuanceRecord, Ledger, NewProposal};
+use countersign_ledger::{IssuanceRecord, Ledger, Proposal};
 use countersign_registry::Registry;
 use countersign_signer::issue::sign_claims;
 use countersign_signer::key::ProofKey;
@@ -104,11 +104,11 @@ impl Fixture {
     }
 
     /// Proposal `n` and its proof.
-    fn proposal(&self, n: u64) -> (NewProposal, Proof, IssuanceRecord) {
+    fn proposal(&self, n: u64) -> (Proposal, Proof, IssuanceRecord) {
         let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
         let args = json!({"name": format!("s{n}"), "cron": "0 3 * * *"});
         let arguments_json = to_canonical(&args).unwrap();
-        let p = NewProposal {
+        let p = Proposal {
             id: format!("prop_{n:032x}"),
             principal: PRINCIPAL.into(),
             session: SESSION.into(),
@@ -144,7 +144,7 @@ impl Fixture {
         (p, proof, record)
     }
 
-    fn expectations<'a>(&'a self, p: &'a NewProposal) -> Expectations<'a> {
+    fn expectations<'a>(&'a self, p: &'a Proposal) -> Expectations<'a> {
         Expectations {
             audience: AUDIENCE,
             principal: PRINCIPAL,

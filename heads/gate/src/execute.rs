@@ -105,14 +105,14 @@ impl Gate {
         session: &str,
         proof: &Proof,
     ) -> Result<Outcome, GateError> {
-        let Some(proposal) = self.ledger.proposal(proposal_id).await? else {
+        let Some(record) = self.ledger.proposal(proposal_id).await? else {
             return Ok(Outcome::Refused(Refused::UnknownProposal(
                 proposal_id.to_string(),
             )));
         };
-        let Some(operation) = self.registry.get(&proposal.operation) else {
+        let Some(operation) = self.registry.get(&record.proposal.operation) else {
             return Ok(Outcome::Refused(Refused::UnknownOperation(
-                proposal.operation.clone(),
+                record.proposal.operation.clone(),
             )));
         };
         let expect = Expectations {
@@ -120,8 +120,8 @@ impl Gate {
             principal: &self.principal,
             session,
             proposal_id,
-            operation: &proposal.operation,
-            arguments_sha256: &proposal.arguments_sha256,
+            operation: &record.proposal.operation,
+            arguments_sha256: &record.proposal.arguments_sha256,
             contract_revision: operation.contract_revision(),
             policy_revision: &self.policy_revision,
             now: OffsetDateTime::now_utc(),
@@ -132,7 +132,7 @@ impl Gate {
             Err(Refusal::Expired) => {
                 // Expiry blocks a new execution; it does not erase a prior one.
                 // The genuine proof of a consumed action gets its disposition.
-                return Ok(match self.recorded(&proposal, proof).await? {
+                return Ok(match self.recorded(&record, proof).await? {
                     Some(recorded) => recorded,
                     None => Outcome::Refused(Refused::Proof(Refusal::Expired)),
                 });
@@ -146,8 +146,8 @@ impl Gate {
         // ledger's write lock: a consumed nonce stays consumed. Should the
         // proof be consumed after that read, the ledger's own checks, inside
         // its write transaction, answer the same.
-        if proposal.status.is_consumed()
-            && let Some(recorded) = self.recorded(&proposal, proof).await?
+        if record.status.is_consumed()
+            && let Some(recorded) = self.recorded(&record, proof).await?
         {
             return Ok(recorded);
         }
@@ -189,14 +189,14 @@ impl Gate {
         })
     }
 
-    /// The recorded disposition of `proposal`, if `proof` is the proof issued
-    /// for it and it was consumed.
+    /// The recorded disposition of `record`'s proposal, if `proof` is the
+    /// proof issued for it and it was consumed.
     async fn recorded(
         &self,
-        proposal: &ProposalRecord,
+        record: &ProposalRecord,
         proof: &Proof,
     ) -> Result<Option<Outcome>, GateError> {
-        let issued_this = proposal
+        let issued_this = record
             .issuance
             .as_ref()
             .is_some_and(|i| i.proof_sha256 == proof.sha256_hex());
@@ -205,7 +205,7 @@ impl Gate {
         }
         Ok(self
             .ledger
-            .disposition(&proposal.id)
+            .disposition(&record.proposal.id)
             .await?
             .map(Outcome::Recorded))
     }

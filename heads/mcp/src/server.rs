@@ -277,7 +277,7 @@ impl McpHead {
     async fn result(&self, id: &str) -> Reply {
         let ledger = self.gate.ledger();
         let owned = match ledger.proposal(id).await {
-            Ok(p) => p.is_some_and(|p| p.principal == self.principal),
+            Ok(p) => p.is_some_and(|p| p.proposal.principal == self.principal),
             Err(e) => return Reply::error(format!("the ledger failed: {e}")),
         };
         if !owned {

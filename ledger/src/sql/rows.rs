@@ -9,7 +9,9 @@ use super::DbRow;
 use crate::error::LedgerError;
 use crate::status::{Facts, derive};
 use crate::timefmt;
-use crate::types::{Disposition, DispositionStatus, Intent, IssuanceRecord, ProposalRecord};
+use crate::types::{
+    Disposition, DispositionStatus, Intent, IssuanceRecord, Proposal, ProposalRecord,
+};
 
 /// The joined select behind every proposal read; append a WHERE clause.
 macro_rules! proposal_select {
@@ -76,7 +78,7 @@ pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecor
         completion_error: row.try_get("completion_error")?,
     };
     let (status, reason) = derive(facts, now);
-    Ok(ProposalRecord {
+    let proposal = Proposal {
         id: row.try_get("id")?,
         principal: row.try_get("principal")?,
         session: row.try_get("session")?,
@@ -88,6 +90,9 @@ pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecor
         note: row.try_get("note")?,
         preview: row.try_get("preview")?,
         created_at: time_col(row, "created_at")?,
+    };
+    Ok(ProposalRecord {
+        proposal,
         status,
         reason,
         issuance,

@@ -13,7 +13,7 @@ use super::rows::{self, proposal_select};
 use super::{Conn, Store, events, is_unique_violation};
 use crate::error::LedgerError;
 use crate::timefmt;
-use crate::types::{IssuanceRecord, NewProposal, ProposalRecord, RevokeOutcome};
+use crate::types::{IssuanceRecord, Proposal, ProposalRecord, RevokeOutcome};
 
 /// The proposal's principal and whether it has a decision, under the write lock.
 async fn lock_proposal(conn: &mut Conn, id: &str) -> Result<Option<(String, bool)>, LedgerError> {
@@ -55,7 +55,7 @@ async fn insert_with_reason(
 
 impl Store {
     /// Record a new proposal and its `proposed` event.
-    pub(crate) async fn insert_proposal(&self, p: &NewProposal) -> Result<(), LedgerError> {
+    pub(crate) async fn insert_proposal(&self, p: &Proposal) -> Result<(), LedgerError> {
         let created_at = timefmt::format(p.created_at)?;
         let mut tx = self.write_tx().await?;
         let inserted = sqlx::query(
@@ -214,16 +214,16 @@ impl Store {
             return Err(LedgerError::UnknownProposal(i.proposal_id.clone()));
         };
         let p = rows::proposal(&row, timefmt::now())?;
-        if p.principal != i.principal {
+        if p.proposal.principal != i.principal {
             return Err(LedgerError::UnknownProposal(i.proposal_id.clone()));
         }
         if row.try_get::<Option<String>, _>("decision")?.is_some() {
             return Err(LedgerError::NotPending(i.proposal_id.clone()));
         }
-        if p.operation != i.operation
-            || p.arguments_sha256 != i.arguments_sha256
-            || p.contract_revision != i.contract_revision
-            || p.policy_revision != i.policy_revision
+        if p.proposal.operation != i.operation
+            || p.proposal.arguments_sha256 != i.arguments_sha256
+            || p.proposal.contract_revision != i.contract_revision
+            || p.proposal.policy_revision != i.policy_revision
         {
             return Err(LedgerError::IssuanceMismatch(i.proposal_id.clone()));
         }

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
 use countersign_ledger::testing::TempPgDatabase;
-use countersign_ledger::{IssuanceRecord, Ledger, NewProposal};
+use countersign_ledger::{IssuanceRecord, Ledger, Proposal};
 use countersign_verifier::canonical::{sha256_hex, to_canonical};
 use countersign_verifier::{Claims, Expectations, KeyRing, Proof, VerifiedProof, key_id, paseto};
 use ed25519_dalek::{Signer as _, SigningKey};
@@ -203,9 +203,9 @@ pub fn now() -> OffsetDateTime {
 }
 
 /// Proposal number `n` for `operation` with `args`.
-pub fn proposal(n: u32, operation: &str, args: Value) -> NewProposal {
+pub fn proposal(n: u32, operation: &str, args: Value) -> Proposal {
     let arguments_json = to_canonical(&args).unwrap();
-    NewProposal {
+    Proposal {
         id: format!("prop_{n:032x}"),
         principal: PRINCIPAL.into(),
         session: SESSION.into(),
@@ -220,7 +220,7 @@ pub fn proposal(n: u32, operation: &str, args: Value) -> NewProposal {
     }
 }
 
-pub fn create_schedule(n: u32, name: &str) -> NewProposal {
+pub fn create_schedule(n: u32, name: &str) -> Proposal {
     proposal(
         n,
         "schedule.create",
@@ -239,7 +239,7 @@ pub fn keys() -> KeyRing {
 }
 
 /// A proof for `p` and the issuance record the signer would store.
-pub fn issue(p: &NewProposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecord) {
+pub fn issue(p: &Proposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecord) {
     let iat = now();
     let claims = Claims {
         iss: "countersign-signer".into(),
@@ -273,7 +273,7 @@ pub fn issue(p: &NewProposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRe
 }
 
 /// Verify `token` for proposal `p` with the real verifier.
-pub fn verified(p: &NewProposal, token: &str) -> VerifiedProof {
+pub fn verified(p: &Proposal, token: &str) -> VerifiedProof {
     let proof = Proof::from_text(token.to_string()).unwrap();
     let expect = Expectations {
         audience: AUDIENCE,
@@ -291,7 +291,7 @@ pub fn verified(p: &NewProposal, token: &str) -> VerifiedProof {
 }
 
 /// Insert proposal `p`, approve it, and return its proof text.
-pub async fn approve(ledger: &Ledger, p: &NewProposal, n: u32) -> String {
+pub async fn approve(ledger: &Ledger, p: &Proposal, n: u32) -> String {
     ledger.insert_proposal(p).await.unwrap();
     let (token, record) = issue(p, n, 300);
     ledger.record_approval(&record).await.unwrap();

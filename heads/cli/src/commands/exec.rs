@@ -58,7 +58,7 @@ pub(crate) async fn result(
         .proposal(id)
         .await
         .map_err(CliError::error)?
-        .is_some_and(|p| p.principal == ctx.principal);
+        .is_some_and(|p| p.proposal.principal == ctx.principal);
     if !owned {
         return Err(CliError::Refused(format!(
             "no proposal {id} for this principal"
