@@ -62,6 +62,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod current;
 mod definition;
 mod error;
 mod operation;
@@ -74,6 +75,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 pub use args::CanonicalArgs;
+pub use current::CurrentRegistry;
 pub use error::{ArgumentsError, PolicyError, RegistryError};
 pub use operation::{Class, Effect, Operation};
 pub use policy::Policy;
@@ -92,6 +94,28 @@ pub const BUILTIN_EFFECTS: &[&str] = &[
 /// Largest registry file accepted, in bytes.
 pub const MAX_REGISTRY_BYTES: usize = 1024 * 1024;
 
+/// The text of a registry file: at most [`MAX_REGISTRY_BYTES`], UTF-8.
+fn read_text(path: &Path) -> Result<String, RegistryError> {
+    let io = |e: std::io::Error| RegistryError::Io {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_REGISTRY_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() > MAX_REGISTRY_BYTES {
+        return Err(RegistryError::TooLarge {
+            limit: MAX_REGISTRY_BYTES,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| RegistryError::Io {
+        path: path.display().to_string(),
+        reason: "not UTF-8".into(),
+    })
+}
+
 /// The loaded set of operations, by name.
 #[derive(Debug)]
 pub struct Registry {
@@ -101,25 +125,7 @@ pub struct Registry {
 impl Registry {
     /// Reads and loads a registry file (at most [`MAX_REGISTRY_BYTES`]).
     pub fn load(path: &Path) -> Result<Registry, RegistryError> {
-        let io = |e: std::io::Error| RegistryError::Io {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_REGISTRY_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        if bytes.len() > MAX_REGISTRY_BYTES {
-            return Err(RegistryError::TooLarge {
-                limit: MAX_REGISTRY_BYTES,
-            });
-        }
-        let text = String::from_utf8(bytes).map_err(|_| RegistryError::Io {
-            path: path.display().to_string(),
-            reason: "not UTF-8".into(),
-        })?;
-        Registry::from_toml_str(&text)
+        Registry::from_toml_str(&read_text(path)?)
     }
 
     /// Loads a registry from TOML text.

@@ -84,7 +84,7 @@ pub(crate) async fn dispatch(
             .await
             .map(|r| results::proposal(&r.into_inner())),
         "execute" => {
-            let gate = current_gate(state)?;
+            let gate = state.parts.gate.clone();
             let session = session.to_string();
             // Its own task: a client that goes away, or the request
             // timeout, must not cut an effect off between intent and completion.
@@ -110,7 +110,7 @@ pub(crate) async fn dispatch(
                     return Ok(respond::ok(&results::outcome(&proposal_id, &refused)));
                 }
             };
-            let gate = current_gate(state)?;
+            let gate = state.parts.gate.clone();
             let session = session.to_string();
             let outcome = tokio::spawn(async move {
                 let outcome = gate.execute(&proposal_id, &session, &proof).await;
@@ -130,18 +130,6 @@ pub(crate) async fn dispatch(
     match answer {
         Ok(value) => Ok(respond::ok(&value)),
         Err(status) => signer_refusal(&status),
-    }
-}
-
-/// The gate, with the registry as it is on disk now.
-fn current_gate(state: &ApiState) -> Result<countersign_gate::Gate, ApiError> {
-    match &state.parts.registry_path {
-        None => Ok(state.parts.gate.clone()),
-        Some(path) => {
-            let registry = countersign_registry::Registry::load(path)
-                .map_err(|e| ApiError::Internal(format!("registry: {e}")))?;
-            Ok(state.parts.gate.with_registry(Arc::new(registry)))
-        }
     }
 }
 

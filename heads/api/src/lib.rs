@@ -66,9 +66,6 @@ pub struct ApiParts {
     pub audience: String,
     /// The operation registry, as loaded at start (routes, schemas, OpenAPI).
     pub registry: Arc<Registry>,
-    /// The registry file, reloaded before each execution so that a changed
-    /// contract is refused (`None`: keep the loaded registry).
-    pub registry_path: Option<std::path::PathBuf>,
     /// The verifier/effect service.
     pub gate: Gate,
     /// A signer client authenticated as this installation's head.

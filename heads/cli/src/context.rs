@@ -9,7 +9,7 @@ use countersign_gate::{Gate, signer_client};
 use countersign_identity::{Config, Home, Role};
 use countersign_ledger::Ledger;
 use countersign_proto::v1::signer_client::SignerClient;
-use countersign_registry::{Policy, Registry};
+use countersign_registry::{CurrentRegistry, Policy, Registry};
 use tonic::transport::Channel;
 
 use crate::error::CliError;
@@ -99,7 +99,7 @@ impl Context {
         let policy = self.policy();
         Ok(Gate::new(
             self.ledger().await?,
-            Arc::new(self.registry()?),
+            Arc::new(CurrentRegistry::open(&self.config.registry).map_err(CliError::error)?),
             keys,
             self.principal.clone(),
             policy.audience.clone(),

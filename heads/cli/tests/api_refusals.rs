@@ -197,12 +197,6 @@ async fn refuses_a_proof_issued_under_an_older_contract_while_running() {
     let token = api.token().await;
     let (id, proof) = api.approved(&token, "nightly").await;
     // The registry changes under the running API: the next execution sees it.
-    let path = api.h.signer.home().registry_path();
-    let changed = std::fs::read_to_string(&path).unwrap().replacen(
-        "Create a schedule (initial state: created).",
-        "Create a schedule, now differently.",
-        1,
-    );
-    std::fs::write(&path, changed).unwrap();
+    api.h.change_the_create_contract();
     assert_execute_refused(&api, &token, &id, &proof, "contract_revision_mismatch").await;
 }

@@ -202,3 +202,26 @@ async fn no_proof_reaches_a_tool_result_or_any_log_across_an_mcp_flow() {
         assert!(!text.contains("v4.public."), "a proof appears in {place}");
     }
 }
+
+#[tokio::test]
+async fn a_contract_changed_under_a_running_head_is_refused() {
+    let h = Harness::start().await;
+    let head = mcp_head(&h).await;
+    let proposed = call(
+        &head,
+        "propose_schedule_create",
+        json!({"arguments": nightly()}),
+    )
+    .await;
+    let id = proposed["structuredContent"]["id"].as_str().unwrap();
+    h.approve_for_mcp(id).await;
+    // The registry changes under the running head: the execution sees it.
+    h.change_the_create_contract();
+    let refused = call(&head, "execute_approved", json!({"proposal_id": id})).await;
+    assert_eq!(
+        refused["structuredContent"]["reason"], "contract_revision_mismatch",
+        "{refused}"
+    );
+    assert_eq!(refused["structuredContent"]["applied"], false, "{refused}");
+    assert_eq!(h.schedules().await, vec![]);
+}

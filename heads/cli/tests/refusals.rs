@@ -196,13 +196,7 @@ async fn refuses_a_revoked_proof_and_revocation_after_use_reports_it() {
 #[tokio::test]
 async fn refuses_a_proof_issued_under_an_older_contract() {
     let (h, id, proof) = approved().await;
-    let path = h.signer.home().registry_path();
-    let changed = std::fs::read_to_string(&path).unwrap().replacen(
-        "Create a schedule (initial state: created).",
-        "Create a schedule, now differently.",
-        1,
-    );
-    std::fs::write(&path, changed).unwrap();
+    h.change_the_create_contract();
     assert_exec_refused(
         &h,
         &id,

@@ -36,7 +36,7 @@ use base64::Engine as _;
 use countersign_gate::{Gate, Outcome};
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_ledger::{IssuanceRecord, Ledger, Proposal};
-use countersign_registry::Registry;
+use countersign_registry::{CurrentRegistry, Registry};
 use countersign_signer::issue::sign_claims;
 use countersign_signer::key::ProofKey;
 use countersign_verifier::canonical::{sha256_hex, to_canonical};
@@ -80,7 +80,7 @@ impl Options {
 struct Fixture {
     key: ProofKey,
     keys: KeyRing,
-    registry: Arc<Registry>,
+    registry: Arc<CurrentRegistry>,
     crev: String,
 }
 
@@ -98,7 +98,7 @@ impl Fixture {
         Fixture {
             key,
             keys,
-            registry: Arc::new(registry),
+            registry: Arc::new(CurrentRegistry::fixed(registry)),
             crev,
         }
     }

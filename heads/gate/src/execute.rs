@@ -15,7 +15,7 @@ use countersign_ledger::{
     ConsumeStart, Consumed, DispositionStatus, EffectOutcome, Intent, Ledger, LedgerError,
     ProposalRecord,
 };
-use countersign_registry::{Effect, Registry};
+use countersign_registry::{CurrentRegistry, Effect, Registry};
 use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, verify};
 use time::OffsetDateTime;
 
@@ -34,6 +34,9 @@ pub enum GateError {
     /// The ledger failed (unavailable, I/O, constraint).
     #[error("ledger: {0}")]
     Ledger(#[from] LedgerError),
+    /// The registry file could not be read or loaded at this execution.
+    #[error("registry: {0}")]
+    Registry(String),
     /// The signer failed while handing over a proof.
     #[error("signer: {0}")]
     Signer(String),
@@ -47,7 +50,7 @@ pub enum GateError {
 #[derive(Clone)]
 pub struct Gate {
     ledger: Ledger,
-    registry: Arc<Registry>,
+    registry: Arc<CurrentRegistry>,
     keys: Arc<KeyRing>,
     principal: String,
     audience: String,
@@ -60,7 +63,7 @@ impl Gate {
     /// `policy_revision`, with its own lifetime ceiling.
     pub fn new(
         ledger: Ledger,
-        registry: Arc<Registry>,
+        registry: Arc<CurrentRegistry>,
         keys: KeyRing,
         principal: String,
         audience: String,
@@ -78,24 +81,24 @@ impl Gate {
         }
     }
 
-    /// This gate with another registry: a long-running head (the HTTP API)
-    /// reloads the registry file before each execution, so a contract that
-    /// changed since the approval is refused exactly as a fresh CLI refuses it.
-    pub fn with_registry(&self, registry: Arc<Registry>) -> Self {
-        Self {
-            registry,
-            ..self.clone()
-        }
-    }
-
     /// The ledger this gate consumes through.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
     }
 
-    /// The registry this gate checks contract revisions against.
-    pub fn registry(&self) -> &Registry {
-        &self.registry
+    /// The registry as last loaded (no file read): what a head lists.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.last_loaded()
+    }
+
+    /// The registry as its file says now, which every execution checks
+    /// contract revisions against, so a long-running head refuses a proof
+    /// issued under a contract that changed since it started, as a fresh
+    /// CLI does.
+    pub(crate) fn current_registry(&self) -> Result<Arc<Registry>, GateError> {
+        self.registry
+            .now()
+            .map_err(|e| GateError::Registry(e.to_string()))
     }
 
     /// Present `proof` for `proposal_id` from `session`.
@@ -110,7 +113,8 @@ impl Gate {
                 proposal_id.to_string(),
             )));
         };
-        let Some(operation) = self.registry.get(&record.proposal.operation) else {
+        let registry = self.current_registry()?;
+        let Some(operation) = registry.get(&record.proposal.operation) else {
             return Ok(Outcome::Refused(Refused::UnknownOperation(
                 record.proposal.operation.clone(),
             )));

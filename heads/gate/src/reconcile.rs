@@ -67,7 +67,8 @@ impl Gate {
             action,
             detail,
         };
-        let Some(operation) = self.registry().get(&intent.operation) else {
+        let registry = self.current_registry()?;
+        let Some(operation) = registry.get(&intent.operation) else {
             return Ok(entry(
                 "still_uncertain",
                 "the operation is no longer in the registry; resolve it by hand".into(),

@@ -69,7 +69,7 @@ impl McpHead {
         gate: Gate,
         principal: String,
     ) -> Result<Self, ServeError> {
-        let tools = tool_entries(gate.registry());
+        let tools = tool_entries(&gate.registry());
         let mut validators = HashMap::new();
         for entry in &tools {
             let validator = jsonschema::options()
@@ -178,18 +178,9 @@ impl McpHead {
         };
         match action {
             Action::ListOperations => {
-                let ops: Vec<Value> = self
-                    .gate
-                    .registry()
-                    .operations()
-                    .map(results::operation)
-                    .collect();
-                let names: Vec<&str> = self
-                    .gate
-                    .registry()
-                    .operations()
-                    .map(|o| o.name.as_str())
-                    .collect();
+                let registry = self.gate.registry();
+                let ops: Vec<Value> = registry.operations().map(results::operation).collect();
+                let names: Vec<&str> = registry.operations().map(|o| o.name.as_str()).collect();
                 Reply::ok(
                     format!(
                         "{} operations can be proposed: {}",

@@ -26,7 +26,6 @@ pub async fn api_state(ctx: &Context) -> Result<ApiState, CliError> {
         principal: ctx.principal.clone(),
         audience: default_audience(&ctx.principal),
         registry: Arc::new(ctx.registry()?),
-        registry_path: Some(ctx.config.registry.clone()),
         gate,
         head,
         tokens: tokens(ctx),

@@ -250,6 +250,18 @@ impl Harness {
             .await
     }
 
+    /// Change the contract of `schedule.create` in the registry file (its
+    /// description), as an operator editing it under running processes.
+    pub fn change_the_create_contract(&self) {
+        let path = self.signer.home().registry_path();
+        let changed = std::fs::read_to_string(&path).unwrap().replacen(
+            "Create a schedule (initial state: created).",
+            "Create a schedule, now differently.",
+            1,
+        );
+        std::fs::write(&path, changed).unwrap();
+    }
+
     /// The built-in operations' state store.
     pub async fn schedules(&self) -> Vec<(String, Value)> {
         self.ledger().state("schedules").await.unwrap()

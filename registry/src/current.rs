@@ -1,0 +1,78 @@
+//! The registry as its file says now, for processes that outlive a change
+//! of the file (the API and MCP heads): every use re-reads the file, and
+//! re-parses it only when its text changed, so a contract changed under a
+//! running head is checked exactly as a freshly started CLI checks it. A
+//! file that became unreadable or invalid is an error at that use (the
+//! caller fails closed); the last good registry is not used in its place.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::{Registry, RegistryError, read_text};
+
+/// A registry file, re-checked before each use; or a fixed registry.
+#[derive(Debug)]
+pub struct CurrentRegistry {
+    /// `None`: a fixed registry, never re-read.
+    path: Option<PathBuf>,
+    last: Mutex<Loaded>,
+}
+
+#[derive(Debug)]
+struct Loaded {
+    text: String,
+    registry: Arc<Registry>,
+}
+
+impl CurrentRegistry {
+    /// Read and load the file at `path`.
+    pub fn open(path: &Path) -> Result<CurrentRegistry, RegistryError> {
+        let text = read_text(path)?;
+        let registry = Arc::new(Registry::from_toml_str(&text)?);
+        Ok(CurrentRegistry {
+            path: Some(path.to_path_buf()),
+            last: Mutex::new(Loaded { text, registry }),
+        })
+    }
+
+    /// A registry that is not backed by a file and never changes.
+    pub fn fixed(registry: Registry) -> CurrentRegistry {
+        CurrentRegistry {
+            path: None,
+            last: Mutex::new(Loaded {
+                text: String::new(),
+                registry: Arc::new(registry),
+            }),
+        }
+    }
+
+    /// The registry as the file says now: re-read, and re-parsed if its
+    /// text changed since the last use.
+    pub fn now(&self) -> Result<Arc<Registry>, RegistryError> {
+        let Some(path) = &self.path else {
+            return Ok(self.last_loaded());
+        };
+        let text = read_text(path)?;
+        if let Some(same) = self.if_unchanged(&text) {
+            return Ok(same);
+        }
+        let registry = Arc::new(Registry::from_toml_str(&text)?);
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        *last = Loaded {
+            text,
+            registry: Arc::clone(&registry),
+        };
+        Ok(registry)
+    }
+
+    /// The registry of the last successful load, without reading the file.
+    pub fn last_loaded(&self) -> Arc<Registry> {
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(&last.registry)
+    }
+
+    fn if_unchanged(&self, text: &str) -> Option<Arc<Registry>> {
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        (last.text == text).then(|| Arc::clone(&last.registry))
+    }
+}
