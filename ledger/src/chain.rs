@@ -102,6 +102,14 @@ pub enum ChainBreak {
         /// The last row.
         id: i64,
     },
+    /// The chain is intact, but the fact tables and the events disagree: a
+    /// row without its event, an event without its row, or a state value
+    /// its applied effects do not produce (see `crate::facts`).
+    #[error("the ledger and its event log disagree: {detail}")]
+    Disagrees {
+        /// The first disagreement found.
+        detail: String,
+    },
     /// A row cannot be read back as an event.
     #[error("event {id} is unreadable: {reason}")]
     Unreadable {

@@ -22,6 +22,10 @@ pub enum LedgerRefusal {
     /// The proof was revoked before it was used.
     #[error("the proof was revoked")]
     Revoked,
+    /// The proof's expiry passed by the database's clock before it could be
+    /// consumed (it was verified in time, then waited for the lock).
+    #[error("the proof expired before it could be consumed")]
+    Expired,
 }
 
 impl LedgerRefusal {
@@ -32,6 +36,7 @@ impl LedgerRefusal {
             LedgerRefusal::ProposalMismatch => "proposal_mismatch",
             LedgerRefusal::NotIssued => "not_issued",
             LedgerRefusal::Revoked => "revoked",
+            LedgerRefusal::Expired => "expired",
         }
     }
 }
@@ -67,6 +72,12 @@ pub enum LedgerError {
     /// The proposal has no intent awaiting resolution.
     #[error("proposal {0} is not uncertain")]
     NotUncertain(String),
+    /// The intent's head may still be running the effect (its lease has
+    /// not ended): only that head's completion can be recorded now.
+    #[error(
+        "proposal {0} may still be running (its execution's lease ends at {1}); resolve it after that"
+    )]
+    StillRunning(String, String),
     /// A value read from the database is not what the schema promises.
     #[error("ledger data is corrupt: {0}")]
     Corrupt(String),

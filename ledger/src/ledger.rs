@@ -8,8 +8,8 @@ use serde_json::Value;
 use crate::chain::ChainReport;
 use crate::error::{EffectFailure, LedgerError};
 use crate::types::{
-    ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, IssuanceRecord,
-    Proposal, ProposalRecord, RevokeOutcome,
+    ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
+    IssuanceRecord, Proposal, ProposalRecord, RevokeOutcome,
 };
 use crate::{postgres, sqlite};
 use countersign_verifier::VerifiedProof;
@@ -169,14 +169,23 @@ impl Ledger {
     /// issuance's) (`ProposalMismatch`); an issuance with exactly this proof
     /// hash and nonce must exist (`NotIssued`) and not be revoked
     /// (`Revoked`). An already consumed nonce gives `Replay` with the
-    /// recorded disposition; otherwise the nonce, the intent and the
+    /// recorded disposition; a proof whose expiry has passed by the
+    /// database's clock, read after the locks, is refused (`Expired`);
+    /// otherwise the nonce, the intent and the
     /// `intent` event are written and `Fresh` is returned. On any error
     /// nothing is written. The caller then runs the effect and records how
     /// it ended with [`Ledger::complete`]; until then the proposal reads
     /// `uncertain`. Replays queue for the write lock, as in
-    /// [`Ledger::consume_builtin`].
-    pub async fn begin_consume(&self, proof: &VerifiedProof) -> Result<ConsumeStart, LedgerError> {
-        dispatch!(self, b => b.begin_consume(proof).await)
+    /// [`Ledger::consume_builtin`]. `lease`: how long the caller may still
+    /// be running the effect (its timeout plus a margin, see
+    /// [`crate::INTENT_LEASE_MARGIN`]); until then neither reconcile nor a
+    /// person's resolution touches the intent.
+    pub async fn begin_consume(
+        &self,
+        proof: &VerifiedProof,
+        lease: time::Duration,
+    ) -> Result<ConsumeStart, LedgerError> {
+        dispatch!(self, b => b.begin_consume(proof, lease).await)
     }
 
     /// Apply the builtin effect named like the intent's operation
@@ -220,14 +229,17 @@ impl Ledger {
         dispatch!(self, b => b.disposition(proposal_id).await)
     }
 
-    /// Intents without completion, oldest first.
-    pub async fn interrupted(&self) -> Result<Vec<Intent>, LedgerError> {
+    /// Intents without completion, oldest first, each saying whether its
+    /// head may still be running the effect (lease not ended).
+    pub async fn interrupted(&self) -> Result<Vec<Interrupted>, LedgerError> {
         dispatch!(self, b => b.interrupted().await)
     }
 
     /// A person's resolution of an uncertain proposal (`applied` or not),
     /// recorded as a completion and a `resolved` event by `by`.
-    /// `NotUncertain` unless it has an intent without completion.
+    /// `NotUncertain` unless it has an intent without completion;
+    /// `StillRunning` while that intent's lease has not ended (by the
+    /// database's clock).
     pub async fn resolve_uncertain(
         &self,
         proposal_id: &str,
@@ -237,9 +249,15 @@ impl Ledger {
         dispatch!(self, b => b.resolve_uncertain(proposal_id, applied, by).await)
     }
 
-    /// Every `(key, value)` in a state namespace, by key.
-    pub async fn state(&self, namespace: &str) -> Result<Vec<(String, Value)>, LedgerError> {
-        dispatch!(self, b => b.state(namespace).await)
+    /// Every `(key, value)` in `principal`'s state namespace, by key: the
+    /// state store is keyed by principal, so one principal's effects never
+    /// see or change another's.
+    pub async fn state(
+        &self,
+        principal: &str,
+        namespace: &str,
+    ) -> Result<Vec<(String, Value)>, LedgerError> {
+        dispatch!(self, b => b.state(principal, namespace).await)
     }
 
     /// The whole event log, oldest first.

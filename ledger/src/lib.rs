@@ -21,6 +21,7 @@
 
 mod chain;
 mod error;
+mod facts;
 pub mod fault;
 mod ledger;
 mod postgres;
@@ -35,8 +36,15 @@ mod types;
 pub use chain::{ChainBreak, ChainReport, GENESIS_HASH};
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
 pub use ledger::Ledger;
+
+/// How long past an effect's own timeout its intent stays leased to the
+/// head that recorded it: time to record the completion after the effect
+/// ended or was killed. Until the lease ends, reconcile skips the intent
+/// and a person's resolution is refused, so neither overtakes a running
+/// execution.
+pub const INTENT_LEASE_MARGIN: time::Duration = time::Duration::seconds(30);
 pub use schedule::{BUILTIN_EFFECTS, NAMESPACE as SCHEDULES_NAMESPACE};
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
-    IssuanceRecord, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,
+    Interrupted, IssuanceRecord, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,
 };

@@ -39,6 +39,10 @@ pub struct Proposal {
 pub struct IssuanceRecord {
     /// SHA-256 hex of the proof text.
     pub proof_sha256: String,
+    /// SHA-256 hex of the proof's consume key (`Proof::consume_key`), which
+    /// a consumption must present on PostgreSQL; `None` for issuances
+    /// recorded before the ledger kept it.
+    pub consume_digest: Option<String>,
     /// The proof's nonce (`jti`).
     pub nonce: String,
     /// `sub`.
@@ -66,11 +70,16 @@ pub struct IssuanceRecord {
 }
 
 impl IssuanceRecord {
-    /// The record of issuing `claims` as the proof whose SHA-256 is
-    /// `proof_sha256`: every bound field comes from the signed claims.
-    pub fn from_claims(claims: &countersign_verifier::Claims, proof_sha256: String) -> Self {
+    /// The record of issuing `claims` as `proof`: every bound field comes
+    /// from the signed claims; of the proof only its SHA-256 and its
+    /// consume key's digest are kept.
+    pub fn from_claims(
+        claims: &countersign_verifier::Claims,
+        proof: &countersign_verifier::Proof,
+    ) -> Self {
         IssuanceRecord {
-            proof_sha256,
+            proof_sha256: proof.sha256_hex(),
+            consume_digest: Some(proof.consume_key().digest()),
             nonce: claims.jti.clone(),
             principal: claims.sub.clone(),
             session: claims.sid.clone(),
@@ -196,8 +205,26 @@ pub struct Intent {
     pub arguments_json: String,
     /// SHA-256 hex of the proof.
     pub proof_sha256: String,
+    /// `crev` of the proof: the contract a person approved, the only one
+    /// under which reconcile may replay the effect (`""` for intents
+    /// recorded before the ledger kept it: never replayed).
+    pub contract_revision: String,
     /// When the intent was recorded.
     pub recorded_at: OffsetDateTime,
+    /// Until when the head that recorded it may still be running the
+    /// effect (its timeout plus a margin): before then, neither reconcile
+    /// nor a person's resolution touches the intent.
+    pub lease_until: OffsetDateTime,
+}
+
+/// An intent without completion, as [`crate::Ledger::interrupted`] finds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interrupted {
+    /// The intent.
+    pub intent: Intent,
+    /// Its lease has not ended by the database's clock: the head that
+    /// recorded it may still be running the effect.
+    pub running: bool,
 }
 
 /// What running an effect came to, as reported by the head.

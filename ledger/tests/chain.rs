@@ -70,7 +70,7 @@ async fn refuses_update_and_delete_of_recorded_facts(kind: Kind) {
     let p = create_schedule(3, "c");
     let token = approve(&t.ledger, &p, 3).await;
     t.ledger
-        .begin_consume(&common::verified(&p, &token))
+        .begin_consume(&common::verified(&p, &token), common::NO_LEASE)
         .await
         .unwrap();
     for sql in [

@@ -30,12 +30,23 @@ async fn full_lifecycle_from_proposal_to_applied(kind: Kind) {
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
 
-    let intent = fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
+    let intent = fresh(
+        t.ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await
+            .unwrap(),
+    );
     assert_eq!(intent.proposal_id, p.id);
     assert_eq!(intent.arguments_json, p.arguments_json);
     let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
     assert_eq!(status, ProposalStatus::Uncertain);
-    assert_eq!(t.ledger.interrupted().await.unwrap(), vec![intent.clone()]);
+    assert_eq!(
+        t.ledger.interrupted().await.unwrap(),
+        vec![countersign_ledger::Interrupted {
+            intent: intent.clone(),
+            running: false
+        }]
+    );
     let pending = t.ledger.disposition(&p.id).await.unwrap().unwrap();
     assert_eq!(pending.status, DispositionStatus::Uncertain);
 
@@ -97,7 +108,12 @@ async fn a_replay_returns_the_recorded_disposition_and_never_applies_twice(kind:
     let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
-    let intent = fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
+    let intent = fresh(
+        t.ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await
+            .unwrap(),
+    );
     let result = t.ledger.apply_builtin(&intent).await.unwrap();
     let done = t
         .ledger
@@ -106,7 +122,12 @@ async fn a_replay_returns_the_recorded_disposition_and_never_applies_twice(kind:
         .unwrap();
 
     for _ in 0..3 {
-        match t.ledger.begin_consume(&verified(&p, &token)).await.unwrap() {
+        match t
+            .ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await
+            .unwrap()
+        {
             ConsumeStart::Replay(d) => assert_eq!(d, done),
             ConsumeStart::Fresh(_) => panic!("a consumed proof started a second intent"),
         }
@@ -119,7 +140,10 @@ async fn a_replay_returns_the_recorded_disposition_and_never_applies_twice(kind:
         1
     );
     assert_eq!(events.iter().filter(|e| e.kind == "intent").count(), 1);
-    assert_eq!(t.ledger.state("schedules").await.unwrap().len(), 1);
+    assert_eq!(
+        t.ledger.state(PRINCIPAL, "schedules").await.unwrap().len(),
+        1
+    );
 }
 
 on_both_backends!(a_consumed_proof_without_completion_replays_as_uncertain);
@@ -127,8 +151,18 @@ async fn a_consumed_proof_without_completion_replays_as_uncertain(kind: Kind) {
     let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
-    fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
-    match t.ledger.begin_consume(&verified(&p, &token)).await.unwrap() {
+    fresh(
+        t.ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await
+            .unwrap(),
+    );
+    match t
+        .ledger
+        .begin_consume(&verified(&p, &token), common::NO_LEASE)
+        .await
+        .unwrap()
+    {
         ConsumeStart::Replay(d) => assert_eq!(d.status, DispositionStatus::Uncertain),
         ConsumeStart::Fresh(_) => panic!("consumed twice"),
     }
@@ -144,12 +178,20 @@ async fn refuses_a_revoked_proof_and_applies_nothing(kind: Kind) {
         Ok(RevokeOutcome::Revoked)
     );
     assert_eq!(
-        t.ledger.begin_consume(&verified(&p, &token)).await,
+        t.ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await,
         Err(LedgerError::Refused(LedgerRefusal::Revoked))
     );
     assert_eq!(consumed_nonces(&t).await, 0);
     assert_eq!(t.ledger.disposition(&p.id).await.unwrap(), None);
-    assert!(t.ledger.state("schedules").await.unwrap().is_empty());
+    assert!(
+        t.ledger
+            .state(PRINCIPAL, "schedules")
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
     assert_eq!(status, ProposalStatus::Revoked);
 }
@@ -159,7 +201,12 @@ async fn revoking_a_consumed_proof_is_too_late(kind: Kind) {
     let t = TestLedger::on(kind).await;
     let p = create_schedule(1, "nightly");
     let token = approve(&t.ledger, &p, 1).await;
-    fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
+    fresh(
+        t.ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await
+            .unwrap(),
+    );
     assert_eq!(
         t.ledger.revoke(&p.id, PRINCIPAL, "late").await,
         Ok(RevokeOutcome::AlreadyUsed)
@@ -172,7 +219,9 @@ async fn refuses_a_proof_for_an_unknown_proposal(kind: Kind) {
     let p = create_schedule(1, "nightly");
     let (token, _) = issue(&p, 1, 300);
     assert_eq!(
-        t.ledger.begin_consume(&verified(&p, &token)).await,
+        t.ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await,
         Err(LedgerError::Refused(LedgerRefusal::UnknownProposal))
     );
 }
@@ -184,7 +233,9 @@ async fn refuses_a_genuine_proof_the_ledger_never_issued(kind: Kind) {
     approve(&t.ledger, &p, 1).await;
     let (other_token, _) = issue(&p, 2, 300);
     assert_eq!(
-        t.ledger.begin_consume(&verified(&p, &other_token)).await,
+        t.ledger
+            .begin_consume(&verified(&p, &other_token), common::NO_LEASE)
+            .await,
         Err(LedgerError::Refused(LedgerRefusal::NotIssued))
     );
     assert_eq!(consumed_nonces(&t).await, 0);
@@ -198,7 +249,9 @@ async fn refuses_claims_that_differ_from_the_recorded_proposal(kind: Kind) {
     let forged = create_schedule(1, "something-else");
     let (token, _) = issue(&forged, 1, 300);
     assert_eq!(
-        t.ledger.begin_consume(&verified(&forged, &token)).await,
+        t.ledger
+            .begin_consume(&verified(&forged, &token), common::NO_LEASE)
+            .await,
         Err(LedgerError::Refused(LedgerRefusal::ProposalMismatch))
     );
 }
@@ -212,7 +265,9 @@ async fn refuses_a_session_other_than_the_issuance_binds(kind: Kind) {
     record.session = "session-2".into();
     t.ledger.record_approval(&record).await.unwrap();
     assert_eq!(
-        t.ledger.begin_consume(&verified(&p, &token)).await,
+        t.ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await,
         Err(LedgerError::Refused(LedgerRefusal::ProposalMismatch))
     );
 }
@@ -232,9 +287,9 @@ async fn concurrent_consumers_in_two_processes_start_exactly_one_intent(kind: Ki
             second.clone()
         };
         let proof = verified(&p, &token);
-        tasks.push(tokio::spawn(
-            async move { ledger.begin_consume(&proof).await },
-        ));
+        tasks.push(tokio::spawn(async move {
+            ledger.begin_consume(&proof, common::NO_LEASE).await
+        }));
     }
     let mut fresh_count = 0;
     for task in tasks {
@@ -258,7 +313,7 @@ async fn a_failed_event_insert_rolls_back_the_nonce(kind: Kind) {
 
     let err = t
         .ledger
-        .begin_consume(&verified(&p, &token))
+        .begin_consume(&verified(&p, &token), common::NO_LEASE)
         .await
         .unwrap_err();
     assert!(
@@ -271,7 +326,12 @@ async fn a_failed_event_insert_rolls_back_the_nonce(kind: Kind) {
     assert_eq!(status, ProposalStatus::Approved);
 
     t.inject_insert_failure("events", false).await;
-    fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
+    fresh(
+        t.ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await
+            .unwrap(),
+    );
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
 
@@ -286,7 +346,8 @@ async fn revocation_racing_consumption_never_lets_both_win(kind: Kind) {
         let token = approve(&t.ledger, &p, n).await;
         let proof = verified(&p, &token);
         let consumer = t.ledger.clone();
-        let consume = tokio::spawn(async move { consumer.begin_consume(&proof).await });
+        let consume =
+            tokio::spawn(async move { consumer.begin_consume(&proof, common::NO_LEASE).await });
         let revoker = other.clone();
         let id = p.id.clone();
         let revoke = tokio::spawn(async move { revoker.revoke(&id, PRINCIPAL, "race").await });
@@ -326,7 +387,7 @@ async fn a_writer_queue_held_past_the_busy_timeout_fails_closed_and_burns_nothin
     let started = std::time::Instant::now();
     let err = t
         .ledger
-        .begin_consume(&verified(&p, &token))
+        .begin_consume(&verified(&p, &token), common::NO_LEASE)
         .await
         .unwrap_err();
     assert_eq!(
@@ -337,6 +398,11 @@ async fn a_writer_queue_held_past_the_busy_timeout_fails_closed_and_burns_nothin
     assert_eq!(consumed_nonces(&t).await, 0);
 
     drop(holder);
-    fresh(t.ledger.begin_consume(&verified(&p, &token)).await.unwrap());
+    fresh(
+        t.ledger
+            .begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await
+            .unwrap(),
+    );
     assert_eq!(consumed_nonces(&t).await, 1);
 }

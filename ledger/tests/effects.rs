@@ -6,7 +6,7 @@ mod common;
 
 use common::Kind;
 
-use common::{TestLedger, approve, proposal, verified};
+use common::{PRINCIPAL, TestLedger, approve, proposal, verified};
 use countersign_ledger::{
     ConsumeStart, Consumed, DispositionStatus, EffectFailure, EffectOutcome, Intent, Ledger,
     LedgerError, LedgerRefusal, ProposalStatus, SCHEDULES_NAMESPACE,
@@ -17,7 +17,11 @@ use serde_json::{Value, json};
 async fn consume(ledger: &Ledger, n: u32, operation: &str, args: Value) -> Intent {
     let p = proposal(n, operation, args);
     let token = approve(ledger, &p, n).await;
-    match ledger.begin_consume(&verified(&p, &token)).await.unwrap() {
+    match ledger
+        .begin_consume(&verified(&p, &token), common::NO_LEASE)
+        .await
+        .unwrap()
+    {
         ConsumeStart::Fresh(intent) => intent,
         ConsumeStart::Replay(d) => panic!("unexpected replay {d:?}"),
     }
@@ -65,7 +69,7 @@ async fn schedules_move_through_their_states(kind: Kind) {
     run(l, 1, "schedule.create", create).await.unwrap();
     let stored = json!({"name": "nightly", "cron": "0 3 * * *", "description": "backup", "state": "created"});
     assert_eq!(
-        l.state("schedules").await.unwrap(),
+        l.state(PRINCIPAL, "schedules").await.unwrap(),
         vec![("nightly".to_string(), stored)]
     );
     for (n, op, state) in [
@@ -75,11 +79,14 @@ async fn schedules_move_through_their_states(kind: Kind) {
     ] {
         let result = run(l, n, op, name.clone()).await.unwrap();
         assert_eq!(result, json!({"name": "nightly", "state": state}));
-        assert_eq!(l.state("schedules").await.unwrap()[0].1["state"], state);
+        assert_eq!(
+            l.state(PRINCIPAL, "schedules").await.unwrap()[0].1["state"],
+            state
+        );
     }
     let result = run(l, 5, "schedule.delete", name).await.unwrap();
     assert_eq!(result, json!({"name": "nightly", "deleted": true}));
-    assert!(l.state("schedules").await.unwrap().is_empty());
+    assert!(l.state(PRINCIPAL, "schedules").await.unwrap().is_empty());
     assert!(l.verify_chain().await.unwrap().is_intact());
 }
 
@@ -95,7 +102,7 @@ async fn a_refused_transition_changes_nothing_and_records_failed(kind: Kind) {
     )
     .await
     .unwrap();
-    let before = l.state("schedules").await.unwrap();
+    let before = l.state(PRINCIPAL, "schedules").await.unwrap();
     let err = run(l, 2, "schedule.pause", json!({"name": "n"}))
         .await
         .unwrap_err();
@@ -112,7 +119,7 @@ async fn a_refused_transition_changes_nothing_and_records_failed(kind: Kind) {
         err,
         EffectFailure::Transition("schedule \"n\" already exists".into())
     );
-    assert_eq!(l.state("schedules").await.unwrap(), before);
+    assert_eq!(l.state(PRINCIPAL, "schedules").await.unwrap(), before);
     let failed = l
         .proposal(&proposal(2, "schedule.pause", json!({})).id)
         .await
@@ -138,7 +145,7 @@ async fn the_effect_uses_the_recorded_arguments_not_the_callers_copy(kind: Kind)
     t.ledger.apply_builtin(&intent).await.unwrap();
     let keys: Vec<String> = t
         .ledger
-        .state("schedules")
+        .state(PRINCIPAL, "schedules")
         .await
         .unwrap()
         .into_iter()
@@ -156,7 +163,13 @@ async fn refuses_to_apply_for_an_intent_it_never_recorded(kind: Kind) {
         t.ledger.apply_builtin(&intent).await,
         Err(EffectFailure::UnknownIntent)
     );
-    assert!(t.ledger.state("schedules").await.unwrap().is_empty());
+    assert!(
+        t.ledger
+            .state(PRINCIPAL, "schedules")
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 on_both_backends!(a_person_resolves_an_uncertain_intent_once);
@@ -164,7 +177,13 @@ async fn a_person_resolves_an_uncertain_intent_once(kind: Kind) {
     let t = TestLedger::on(kind).await;
     let l = &t.ledger;
     let intent = create_a(l).await;
-    assert_eq!(l.interrupted().await.unwrap(), vec![intent.clone()]);
+    assert_eq!(
+        l.interrupted().await.unwrap(),
+        vec![countersign_ledger::Interrupted {
+            intent: intent.clone(),
+            running: false
+        }]
+    );
     let resolved = l
         .resolve_uncertain(&intent.proposal_id, false, "alice")
         .await
@@ -206,9 +225,21 @@ async fn a_builtin_effect_and_its_completion_commit_together(kind: Kind) {
         matches!(&err, LedgerError::Database(m) if m.contains("injected failure")),
         "{err:?}"
     );
-    assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap(), vec![]);
+    assert_eq!(
+        t.ledger
+            .state(PRINCIPAL, SCHEDULES_NAMESPACE)
+            .await
+            .unwrap(),
+        vec![]
+    );
     assert_eq!(t.count("effect_applied").await, 0);
-    assert_eq!(t.ledger.interrupted().await.unwrap(), vec![intent.clone()]);
+    assert_eq!(
+        t.ledger.interrupted().await.unwrap(),
+        vec![countersign_ledger::Interrupted {
+            intent: intent.clone(),
+            running: false
+        }]
+    );
 
     t.inject_insert_failure("completions", false).await;
     let (outcome, disposition) = t.ledger.apply_builtin_and_complete(&intent).await.unwrap();
@@ -217,7 +248,14 @@ async fn a_builtin_effect_and_its_completion_commit_together(kind: Kind) {
         "{outcome:?}"
     );
     assert_eq!(disposition.status, DispositionStatus::Applied);
-    assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap().len(), 1);
+    assert_eq!(
+        t.ledger
+            .state(PRINCIPAL, SCHEDULES_NAMESPACE)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert!(t.ledger.interrupted().await.unwrap().is_empty());
 
     // A refused transition records a failed completion and changes nothing.
@@ -228,14 +266,24 @@ async fn a_builtin_effect_and_its_completion_commit_together(kind: Kind) {
         json!({"name": "a", "cron": "c"}),
     )
     .await;
-    let before = t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap();
+    let before = t
+        .ledger
+        .state(PRINCIPAL, SCHEDULES_NAMESPACE)
+        .await
+        .unwrap();
     let (outcome, disposition) = t.ledger.apply_builtin_and_complete(&again).await.unwrap();
     assert!(
         matches!(outcome, EffectOutcome::Failed { .. }),
         "{outcome:?}"
     );
     assert_eq!(disposition.status, DispositionStatus::Failed);
-    assert_eq!(t.ledger.state(SCHEDULES_NAMESPACE).await.unwrap(), before);
+    assert_eq!(
+        t.ledger
+            .state(PRINCIPAL, SCHEDULES_NAMESPACE)
+            .await
+            .unwrap(),
+        before
+    );
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
 
@@ -259,7 +307,10 @@ async fn a_builtin_is_consumed_applied_and_completed_in_one_transaction(kind: Ki
     assert_eq!(done.status, DispositionStatus::Applied);
     assert_eq!(done.result, json!({"name": "a", "state": "created"}));
     assert!(done.completed_at.is_some());
-    assert_eq!(l.state(SCHEDULES_NAMESPACE).await.unwrap().len(), 1);
+    assert_eq!(
+        l.state(PRINCIPAL, SCHEDULES_NAMESPACE).await.unwrap().len(),
+        1
+    );
     assert!(l.interrupted().await.unwrap().is_empty());
     let kinds: Vec<String> = l
         .events()
@@ -277,7 +328,7 @@ async fn a_builtin_is_consumed_applied_and_completed_in_one_transaction(kind: Ki
         Consumed::Replay(done.clone())
     );
     assert_eq!(
-        l.begin_consume(&proof).await.unwrap(),
+        l.begin_consume(&proof, common::NO_LEASE).await.unwrap(),
         ConsumeStart::Replay(done)
     );
     assert_eq!(t.count("effect_applied").await, 1);
@@ -286,7 +337,7 @@ async fn a_builtin_is_consumed_applied_and_completed_in_one_transaction(kind: Ki
     // same single transaction, changing nothing in the store.
     let q = proposal(2, "schedule.create", json!({"name": "a", "cron": "x"}));
     let token = approve(l, &q, 2).await;
-    let before = l.state(SCHEDULES_NAMESPACE).await.unwrap();
+    let before = l.state(PRINCIPAL, SCHEDULES_NAMESPACE).await.unwrap();
     let Consumed::Completed(failed) = l
         .consume_builtin(&verified(&q, &token), "schedule.create")
         .await
@@ -299,7 +350,10 @@ async fn a_builtin_is_consumed_applied_and_completed_in_one_transaction(kind: Ki
         failed.error.as_deref(),
         Some("schedule \"a\" already exists")
     );
-    assert_eq!(l.state(SCHEDULES_NAMESPACE).await.unwrap(), before);
+    assert_eq!(
+        l.state(PRINCIPAL, SCHEDULES_NAMESPACE).await.unwrap(),
+        before
+    );
     assert_eq!(t.count("consumed_nonces").await, 2);
     assert!(l.verify_chain().await.unwrap().is_intact());
 }
@@ -337,7 +391,7 @@ async fn every_transition_in_one_transaction_is_stored_as_returned(kind: Kind) {
             Some(done),
             "{operation}"
         );
-        let stored = l.state(SCHEDULES_NAMESPACE).await.unwrap();
+        let stored = l.state(PRINCIPAL, SCHEDULES_NAMESPACE).await.unwrap();
         match state {
             Some(state) => assert_eq!(stored[0].1["state"], state, "{operation}"),
             None => assert!(stored.is_empty(), "{operation}: {stored:?}"),
@@ -371,7 +425,10 @@ async fn a_failure_anywhere_in_the_one_transaction_burns_nothing(kind: Kind) {
         t.inject_insert_failure(table, false).await;
         assert_eq!(t.count("consumed_nonces").await, 0, "{table}");
         assert_eq!(t.count("intents").await, 0, "{table}");
-        assert_eq!(l.state(SCHEDULES_NAMESPACE).await.unwrap(), vec![]);
+        assert_eq!(
+            l.state(PRINCIPAL, SCHEDULES_NAMESPACE).await.unwrap(),
+            vec![]
+        );
         assert!(l.interrupted().await.unwrap().is_empty());
         let status = l.proposal(&p.id).await.unwrap().unwrap().status;
         assert_eq!(status, ProposalStatus::Approved, "{table}");
@@ -382,6 +439,9 @@ async fn a_failure_anywhere_in_the_one_transaction_burns_nothing(kind: Kind) {
         panic!("expected a completed consumption");
     };
     assert_eq!(done.status, DispositionStatus::Applied);
-    assert_eq!(l.state(SCHEDULES_NAMESPACE).await.unwrap().len(), 1);
+    assert_eq!(
+        l.state(PRINCIPAL, SCHEDULES_NAMESPACE).await.unwrap().len(),
+        1
+    );
     assert!(l.verify_chain().await.unwrap().is_intact());
 }

@@ -53,7 +53,10 @@ async fn each_role_does_its_own_work_through_the_ledger() {
 
     let p = create_schedule(1, "nightly");
     let token = approve(&signer, &p, 1).await;
-    let ConsumeStart::Fresh(intent) = head.begin_consume(&verified(&p, &token)).await.unwrap()
+    let ConsumeStart::Fresh(intent) = head
+        .begin_consume(&verified(&p, &token), common::NO_LEASE)
+        .await
+        .unwrap()
     else {
         panic!("expected a fresh intent");
     };
@@ -62,7 +65,9 @@ async fn each_role_does_its_own_work_through_the_ledger() {
         .await
         .unwrap();
     assert!(matches!(
-        head.begin_consume(&verified(&p, &token)).await.unwrap(),
+        head.begin_consume(&verified(&p, &token), common::NO_LEASE)
+            .await
+            .unwrap(),
         ConsumeStart::Replay(_)
     ));
 
@@ -70,7 +75,11 @@ async fn each_role_does_its_own_work_through_the_ledger() {
     let q = create_schedule(2, "weekly");
     let token = approve(&signer, &q, 2).await;
     signer.revoke(&q.id, common::PRINCIPAL, "no").await.unwrap();
-    assert!(head.begin_consume(&verified(&q, &token)).await.is_err());
+    assert!(
+        head.begin_consume(&verified(&q, &token), common::NO_LEASE)
+            .await
+            .is_err()
+    );
     assert!(head.verify_chain().await.unwrap().is_intact());
 }
 
@@ -153,4 +162,96 @@ async fn the_signer_cannot_consume_or_apply_and_nobody_edits_events() {
         );
     }
     conn.close().await.unwrap();
+}
+
+/// The review's forgery: as the head role, three INSERTs (consumed nonce,
+/// intent, completion) made an approved, never-run proposal read
+/// `applied`. A consumed nonce now needs the proof's consume key, which
+/// neither the stored proof hash nor anything else a head can read gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_cannot_consume_without_the_proof() {
+    let db = with_roles().await;
+    let owner = Ledger::open(db.url()).await.unwrap();
+    let p = create_schedule(1, "nightly");
+    let token = approve(&owner, &p, 1).await;
+
+    let mut head = PgConnection::connect(&db.url_as("countersign_head"))
+        .await
+        .unwrap();
+    for key in [
+        "NULL",
+        // The proof's SHA-256, which every role can read.
+        "(SELECT proof_sha256 FROM issuances)",
+        // The stored digest itself.
+        "(SELECT consume_digest FROM issuances)",
+        "'not hex'",
+    ] {
+        let forged = format!(
+            "WITH n AS (
+                 INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at, consume_key)
+                 SELECT nonce, proposal_id, 'x', {key} FROM issuances)
+             INSERT INTO intents (nonce, proposal_id, principal, session, operation,
+                 arguments_json, proof_sha256, recorded_at)
+             SELECT nonce, proposal_id, principal, session, operation, '{{}}', proof_sha256, 'x'
+             FROM issuances"
+        );
+        let err = sqlx::raw_sql(AssertSqlSafe(forged))
+            .execute(&mut head)
+            .await
+            .expect_err(key)
+            .to_string();
+        assert!(
+            err.contains("a consumption needs the issued proof"),
+            "{key}: {err}"
+        );
+    }
+    head.close().await.unwrap();
+    for table in ["consumed_nonces", "intents", "completions"] {
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+            .fetch_one(&mut PgConnection::connect(db.url()).await.unwrap())
+            .await
+            .unwrap();
+        assert_eq!(n, 0, "{table}");
+    }
+
+    // The holder of the proof consumes it, once; the key is not stored.
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    let done = head
+        .consume_builtin(&verified(&p, &token), "schedule.create")
+        .await
+        .unwrap();
+    assert!(matches!(done, countersign_ledger::Consumed::Completed(_)));
+    let stored: Option<String> = sqlx::query_scalar("SELECT consume_key FROM consumed_nonces")
+        .fetch_one(&mut PgConnection::connect(db.url()).await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(stored, None);
+    assert!(head.verify_chain().await.unwrap().is_intact());
+}
+
+/// The head role may write the state store (it applies builtin effects);
+/// a write that no applied effect explains is caught by the audit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_write_by_the_head_role_outside_an_effect_fails_the_audit() {
+    let db = with_roles().await;
+    let owner = Ledger::open(db.url()).await.unwrap();
+    let mut head = PgConnection::connect(&db.url_as("countersign_head"))
+        .await
+        .unwrap();
+    sqlx::raw_sql(
+        "INSERT INTO state (principal, namespace, key, value, updated_at)
+         VALUES ('pr_x', 'schedules', 'forged', '{}', 'x')",
+    )
+    .execute(&mut head)
+    .await
+    .unwrap();
+    head.close().await.unwrap();
+    let report = owner.verify_chain().await.unwrap();
+    assert!(
+        matches!(
+            &report.first_break,
+            Some(countersign_ledger::ChainBreak::Disagrees { detail }) if detail.contains("forged")
+        ),
+        "{report:?}"
+    );
 }

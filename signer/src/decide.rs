@@ -122,7 +122,7 @@ impl SignerService {
         let proof = sign_claims(&state.key, &claims)
             .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
         let proof_sha256 = proof.sha256_hex();
-        let issuance = IssuanceRecord::from_claims(&claims, proof_sha256.clone());
+        let issuance = IssuanceRecord::from_claims(&claims, &proof);
         state.ledger.record_approval(&issuance).await?;
         tracing::info!(
             proposal_id = %record.proposal.id, %proof_sha256, ?delivery, provenance, session = %session,

@@ -18,6 +18,6 @@ pub mod verify;
 
 pub use claims::{Claims, Grant};
 pub use keys::{KeyRing, key_id};
-pub use proof::{Proof, ProofFormatError};
+pub use proof::{ConsumeKey, Proof, ProofFormatError};
 pub use refusal::Refusal;
 pub use verify::{Expectations, VerifiedProof, verify};

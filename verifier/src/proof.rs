@@ -4,6 +4,7 @@
 //! `Display`/`Serialize`, constant-time equality) and its input bounds.
 //! Must not: print, log or serialize the token text; only its SHA-256 leaves.
 
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
@@ -64,6 +65,45 @@ impl Proof {
     pub fn sha256_hex(&self) -> String {
         sha256_hex(self.0.as_bytes())
     }
+
+    /// The key that lets a ledger check possession of this proof without
+    /// receiving it: SHA-256 of [`CONSUME_KEY_TAG`] and the token text. The
+    /// signer stores [`ConsumeKey::digest`] with the issuance; a head
+    /// presents the key when it consumes the proof. Nobody without the
+    /// proof can compute the key from the stored digest or hash.
+    pub fn consume_key(&self) -> ConsumeKey {
+        let mut h = Sha256::new();
+        h.update(CONSUME_KEY_TAG);
+        h.update(self.0.as_bytes());
+        ConsumeKey(Zeroizing::new(h.finalize().into()))
+    }
+}
+
+/// Domain tag of [`Proof::consume_key`]: the key is never the proof's own
+/// SHA-256, which the ledger stores in the clear.
+pub const CONSUME_KEY_TAG: &[u8] = b"countersign/v1/consume-key\0";
+
+/// Proof of possession of one proof, for the ledger's consume check. Secret
+/// while the proof is unused (it authorizes consuming it); useless after.
+pub struct ConsumeKey(Zeroizing<[u8; 32]>);
+
+impl ConsumeKey {
+    /// Lowercase hex of the key: what a head sends with the consumption.
+    pub fn expose_hex(&self) -> String {
+        hex::encode(*self.0)
+    }
+
+    /// Lowercase hex SHA-256 of the key: what the signer stores with the
+    /// issuance and the ledger compares.
+    pub fn digest(&self) -> String {
+        sha256_hex(&*self.0)
+    }
+}
+
+impl std::fmt::Debug for ConsumeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConsumeKey(<redacted>)")
+    }
 }
 
 impl std::fmt::Debug for Proof {
@@ -84,6 +124,21 @@ impl Eq for Proof {}
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_consume_key_is_tagged_and_its_digest_is_its_sha256() {
+        let proof = Proof::from_text("v4.public.abc".into()).unwrap();
+        let key = proof.consume_key();
+        let mut tagged = CONSUME_KEY_TAG.to_vec();
+        tagged.extend_from_slice(b"v4.public.abc");
+        assert_eq!(key.expose_hex(), sha256_hex(&tagged));
+        assert_ne!(key.expose_hex(), proof.sha256_hex());
+        assert_eq!(
+            key.digest(),
+            sha256_hex(&hex::decode(key.expose_hex()).unwrap())
+        );
+        assert_eq!(format!("{key:?}"), "ConsumeKey(<redacted>)");
+    }
 
     #[test]
     fn debug_never_shows_the_token() {

@@ -30,7 +30,7 @@ use crate::canonical;
 use crate::claims::Claims;
 use crate::keys::{KeyRing, PID_PREFIX};
 use crate::paseto::{PasetoError, UnverifiedToken};
-use crate::proof::Proof;
+use crate::proof::{ConsumeKey, Proof};
 use crate::refusal::Refusal;
 
 /// Clock-skew tolerance applied to the lifetime ceiling only.
@@ -70,6 +70,7 @@ pub struct Expectations<'a> {
 pub struct VerifiedProof {
     claims: Claims,
     proof_sha256: String,
+    consume_key: ConsumeKey,
     key_id: String,
 }
 
@@ -82,6 +83,12 @@ impl VerifiedProof {
     /// SHA-256 hex of the proof text (never the text itself).
     pub fn proof_sha256(&self) -> &str {
         &self.proof_sha256
+    }
+
+    /// The proof's consume key, which the ledger checks against the
+    /// issuance's digest (see [`Proof::consume_key`]).
+    pub fn consume_key(&self) -> &ConsumeKey {
+        &self.consume_key
     }
 
     /// Id of the key that signed it.
@@ -106,6 +113,7 @@ pub fn verify(
     Ok(VerifiedProof {
         claims,
         proof_sha256: proof.sha256_hex(),
+        consume_key: proof.consume_key(),
         key_id: kid,
     })
 }

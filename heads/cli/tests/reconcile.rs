@@ -48,7 +48,10 @@ async fn interrupt(h: &Harness, id: &str) -> std::path::PathBuf {
     )
     .unwrap();
     assert!(matches!(
-        h.ledger().begin_consume(&verified).await.unwrap(),
+        h.ledger()
+            .begin_consume(&verified, time::Duration::ZERO)
+            .await
+            .unwrap(),
         ConsumeStart::Fresh(_)
     ));
     path

@@ -140,7 +140,7 @@ impl Fixture {
             exp: now + time::Duration::seconds(1800),
         };
         let proof = sign_claims(&self.key, &claims).unwrap();
-        let record = IssuanceRecord::from_claims(&claims, proof.sha256_hex());
+        let record = IssuanceRecord::from_claims(&claims, &proof);
         (p, proof, record)
     }
 

@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use countersign_ledger::{
-    ConsumeStart, Consumed, DispositionStatus, EffectOutcome, Intent, Ledger, LedgerError,
-    ProposalRecord,
+    ConsumeStart, Consumed, DispositionStatus, EffectOutcome, INTENT_LEASE_MARGIN, Intent, Ledger,
+    LedgerError, ProposalRecord,
 };
 use countersign_registry::{CurrentRegistry, Effect, Registry};
 use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, verify};
@@ -172,8 +172,17 @@ impl Gate {
                 Err(e) => Err(e.into()),
             };
         }
-        // An effect outside the ledger: two transactions around it.
-        let intent = match self.ledger.begin_consume(&verified).await {
+        // An effect outside the ledger: two transactions around it. The
+        // intent is leased to this head for the effect's timeout and a
+        // margin, so reconcile and a person's resolution wait for it.
+        let lease = match &operation.effect {
+            Effect::Command { timeout_secs, .. } => {
+                time::Duration::seconds(i64::try_from(*timeout_secs).unwrap_or(i64::MAX))
+                    .saturating_add(INTENT_LEASE_MARGIN)
+            }
+            _ => INTENT_LEASE_MARGIN,
+        };
+        let intent = match self.ledger.begin_consume(&verified, lease).await {
             Ok(ConsumeStart::Fresh(intent)) => intent,
             Ok(ConsumeStart::Replay(disposition)) => return Ok(Outcome::Recorded(disposition)),
             Err(LedgerError::Refused(refusal)) => {

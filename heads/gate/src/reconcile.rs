@@ -3,9 +3,14 @@
 //! outside the ledger).
 //!
 //! Only an exact recorded effect becomes done. An operation declared
-//! replay-safe is run again with the same nonce as its idempotency key;
-//! anything else stays uncertain until a person resolves it. Nothing here
-//! runs an effect that is not replay-safe.
+//! replay-safe is run again with the same nonce as its idempotency key,
+//! and only under the contract a person approved: the registry's current
+//! definition must have the contract revision recorded with the intent (the
+//! proof's `crev`), so an edit of the registry (another program, a flag
+//! turned replay-safe) never runs. Anything else stays uncertain until a
+//! person resolves it. Nothing here runs an effect that is not replay-safe,
+//! and nothing touches an intent whose lease has not ended: its head may
+//! still be running the effect.
 //!
 //! Heads consume builtin effects in one transaction, which never leaves an
 //! intent behind. A builtin intent can still exist if something called
@@ -14,7 +19,7 @@
 //! completed by the ledger in one transaction that applies the effect
 //! unless the state store already records it under the nonce.
 
-use countersign_ledger::{EffectOutcome, Intent};
+use countersign_ledger::{EffectOutcome, Intent, Interrupted};
 use countersign_registry::Effect;
 use serde::Serialize;
 
@@ -27,7 +32,8 @@ pub struct ReconcileEntry {
     pub proposal_id: String,
     /// The operation.
     pub operation: String,
-    /// `replayed`, `replay_failed`, or `still_uncertain`.
+    /// `replayed`, `replay_failed`, `running` (its head may still be
+    /// executing it; untouched) or `still_uncertain`.
     pub action: &'static str,
     /// A sentence for the person reading the report.
     pub detail: String,
@@ -41,11 +47,12 @@ pub struct ReconcileReport {
 }
 
 impl ReconcileReport {
-    /// How many intents remain uncertain after this pass.
+    /// How many intents remain uncertain after this pass (including those
+    /// still running).
     pub fn still_uncertain(&self) -> usize {
         self.entries
             .iter()
-            .filter(|e| e.action == "still_uncertain")
+            .filter(|e| matches!(e.action, "still_uncertain" | "running"))
             .count()
     }
 }
@@ -54,19 +61,30 @@ impl Gate {
     /// Resolve every interrupted intent as the module doc describes.
     pub async fn reconcile(&self) -> Result<ReconcileReport, GateError> {
         let mut report = ReconcileReport::default();
-        for intent in self.ledger().interrupted().await? {
-            report.entries.push(self.reconcile_one(&intent).await?);
+        for found in self.ledger().interrupted().await? {
+            report.entries.push(self.reconcile_one(&found).await?);
         }
         Ok(report)
     }
 
-    async fn reconcile_one(&self, intent: &Intent) -> Result<ReconcileEntry, GateError> {
+    async fn reconcile_one(&self, found: &Interrupted) -> Result<ReconcileEntry, GateError> {
+        let intent: &Intent = &found.intent;
         let entry = |action, detail: String| ReconcileEntry {
             proposal_id: intent.proposal_id.clone(),
             operation: intent.operation.clone(),
             action,
             detail,
         };
+        if found.running {
+            return Ok(entry(
+                "running",
+                format!(
+                    "its head may still be running it (lease until {}); left alone",
+                    countersign_verifier::timestamp::format(intent.lease_until)
+                        .unwrap_or_else(|_| "later".into())
+                ),
+            ));
+        }
         let registry = self.current_registry()?;
         let Some(operation) = registry.get(&intent.operation) else {
             return Ok(entry(
@@ -74,6 +92,18 @@ impl Gate {
                 "the operation is no longer in the registry; resolve it by hand".into(),
             ));
         };
+        if operation.contract_revision() != intent.contract_revision {
+            return Ok(entry(
+                "still_uncertain",
+                format!(
+                    "{} changed since it was approved (contract {} then, {} now): it is never replayed under another contract; check whether it happened, then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
+                    intent.operation,
+                    short(&intent.contract_revision),
+                    short(operation.contract_revision()),
+                    intent.proposal_id
+                ),
+            ));
+        }
         if !operation.replay_safe {
             return Ok(entry(
                 "still_uncertain",
@@ -107,5 +137,15 @@ impl Gate {
                 "replay-safe: ran again with the same nonce as idempotency key, and it failed; recorded as failed".into(),
             )
         })
+    }
+}
+
+/// The first 12 characters of a revision, for a sentence (`unknown` if the
+/// intent predates recorded revisions).
+fn short(revision: &str) -> &str {
+    match revision.get(..12) {
+        Some(head) => head,
+        None if revision.is_empty() => "unknown",
+        None => revision,
     }
 }

@@ -33,12 +33,27 @@ macro_rules! locking {
     };
 }
 
+/// The database's clock as a timestamp of the ledger's fixed text form,
+/// read when the statement runs (not when its transaction began).
+macro_rules! db_now {
+    () => {
+        "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+    };
+}
+
 /// `(version, description, sql)`, in order. Append only; never edit one.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "ledger",
-    include_str!("../../migrations/postgres/0001_ledger.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "ledger",
+        include_str!("../../migrations/postgres/0001_ledger.sql"),
+    ),
+    (
+        2,
+        "review fixes",
+        include_str!("../../migrations/postgres/0002_review_fixes.sql"),
+    ),
+];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     version     BIGINT PRIMARY KEY NOT NULL,
@@ -67,6 +82,8 @@ mod consume_sql;
 mod effects;
 #[path = "../sql/events.rs"]
 mod events;
+#[path = "../sql/facts.rs"]
+mod facts;
 /// Write transactions lock the rows they decide on.
 const ROW_LOCKS: bool = true;
 

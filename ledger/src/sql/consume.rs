@@ -19,11 +19,13 @@
 //!
 //! Parameters of the `consume_sql` writes, by number: `$1` nonce, `$2`
 //! proposal, `$3` principal, `$4` session, `$5` operation, `$6` canonical
-//! arguments, `$7` proof hash, `$8` time; the `intent` event `$9` id, `$10`
-//! details, `$11` previous hash, `$12` hash; then for an applied builtin
-//! `$13` state namespace, `$14` key, `$15` new value (NULL deletes), `$16`
-//! effect, `$17` result, the `effect_applied` event `$18` to `$21` and the
-//! `completed` event `$22` to `$25` (id, details, previous hash, hash).
+//! arguments, `$7` proof hash, `$8` time, `$9` contract revision, `$10`
+//! lease, `$11` consume key; the `intent` event `$12` id, `$13` details,
+//! `$14` previous hash, `$15` hash; then for an applied builtin `$16` state
+//! namespace, `$17` key (the principal's, `$3`), `$18` new value (NULL
+//! deletes), `$19` effect, `$20` result, the `effect_applied` event `$21`
+//! to `$24` and the `completed` event `$25` to `$28` (id, details, previous
+//! hash, hash).
 
 use serde_json::{Value, json};
 use sqlx::Row as _;
@@ -32,14 +34,15 @@ use super::consume_sql::{CONSUME_APPLIED, RECORD_INTENT};
 use super::effects::plan_transition;
 use super::events::{NewEvent, Tail};
 use super::locks::{lock_head, lock_proposal_row};
-use super::rows::{self, disposition_select, intent_select};
+use super::rows::{self, disposition_select, intent_columns};
 use super::{Conn, Db, Store, events};
 use crate::error::{EffectFailure, LedgerError, LedgerRefusal};
 use crate::fault::crash_point;
 use crate::schedule::{self, Change};
 use crate::timefmt;
-use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent};
+use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent, Interrupted};
 use countersign_verifier::VerifiedProof;
+use time::Duration;
 
 /// A query of this backend, as `sqlx::query` makes it.
 type Query = sqlx::query::Query<'static, Db, <Db as sqlx::Database>::Arguments>;
@@ -68,16 +71,19 @@ async fn check_consumable(
     lock_proposal_row(conn, &claims.pid).await?;
     lock_head(conn).await?;
     // Every fact the checks and the writes need, in one statement.
-    let row = sqlx::query(
+    let row = sqlx::query(concat!(
         "SELECT p.principal AS p_principal, p.operation AS p_operation,
                 p.arguments_sha256 AS p_arguments_sha256,
                 p.contract_revision AS p_contract_revision,
                 p.policy_revision AS p_policy_revision,
-                i.session AS i_session, r.proposal_id IS NOT NULL AS revoked,
+                i.session AS i_session, i.expires_at AS i_expires_at,
+                r.proposal_id IS NOT NULL AS revoked,
                 n.nonce AS nonce, n.proposal_id AS proposal_id,
                 c.status AS status, c.error AS error, c.result AS result,
                 c.completed_at AS completed_at,
-                h.count AS head_count, h.hash AS head_hash, s.value AS state_value
+                h.count AS head_count, h.hash AS head_hash, s.value AS state_value, ",
+        db_now!(),
+        " AS db_now
          FROM proposals p
          JOIN chain_head h ON h.singleton = 1
          LEFT JOIN issuances i
@@ -85,9 +91,9 @@ async fn check_consumable(
          LEFT JOIN revocations r ON r.proposal_id = p.id
          LEFT JOIN consumed_nonces n ON n.nonce = i.nonce
          LEFT JOIN completions c ON c.nonce = n.nonce
-         LEFT JOIN state s ON s.namespace = $4 AND s.key = $5
-         WHERE p.id = $1",
-    )
+         LEFT JOIN state s ON s.principal = p.principal AND s.namespace = $4 AND s.key = $5
+         WHERE p.id = $1"
+    ))
     .bind(&claims.pid)
     .bind(proof.proof_sha256())
     .bind(&claims.jti)
@@ -123,6 +129,15 @@ async fn check_consumable(
     // 4. Already consumed: the recorded disposition, never a second effect.
     if row.try_get::<Option<String>, _>("nonce")?.is_some() {
         return rows::disposition(&row).map(Checked::Replay);
+    }
+
+    // 5. Not expired by the database's clock, read after the locks: the
+    // head verified expiry with its own clock before it queued for them.
+    // Both are the ledger's fixed, sortable text form.
+    let expires_at: String = row.try_get("i_expires_at")?;
+    let now: String = row.try_get("db_now")?;
+    if now >= expires_at {
+        return Err(LedgerRefusal::Expired.into());
     }
     Ok(Checked::Fresh {
         tail: Tail::from_row(&row, "head_count", "head_hash")?,
@@ -165,7 +180,25 @@ pub(super) async fn complete_in(
     }
     let principal: String;
     let actor = match resolved_by {
-        Some(by) => Actor::Person(by),
+        Some(by) => {
+            // A person's resolution never overtakes the head still running
+            // the effect: its own completion is the one that counts.
+            let lease = sqlx::query(concat!(
+                "SELECT t.lease_until AS lease_until, t.lease_until > ",
+                db_now!(),
+                " AS running FROM intents t WHERE t.nonce = $1"
+            ))
+            .bind(&existing.nonce)
+            .fetch_one(&mut *conn)
+            .await?;
+            if lease.try_get::<bool, _>("running")? {
+                return Err(LedgerError::StillRunning(
+                    proposal_id.to_string(),
+                    lease.try_get("lease_until")?,
+                ));
+            }
+            Actor::Person(by)
+        }
         None => {
             principal = sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
                 .bind(&existing.nonce)
@@ -232,9 +265,11 @@ pub(super) async fn insert_completion(
     )
 }
 
-/// The intent a verified proof authorizes, recorded now.
-fn intent_of(proof: &VerifiedProof) -> Result<Intent, LedgerError> {
+/// The intent a verified proof authorizes, recorded now, leased to its
+/// head for `lease`.
+fn intent_of(proof: &VerifiedProof, lease: Duration) -> Result<Intent, LedgerError> {
     let claims = proof.claims();
+    let recorded_at = timefmt::now();
     Ok(Intent {
         proposal_id: claims.pid.clone(),
         nonce: claims.jti.clone(),
@@ -244,14 +279,23 @@ fn intent_of(proof: &VerifiedProof) -> Result<Intent, LedgerError> {
         arguments_json: countersign_verifier::canonical::to_canonical(&claims.args)
             .map_err(|_| LedgerRefusal::ProposalMismatch)?,
         proof_sha256: proof.proof_sha256().to_string(),
-        recorded_at: timefmt::now(),
+        contract_revision: claims.crev.clone(),
+        recorded_at,
+        lease_until: recorded_at + lease,
     })
 }
 
 /// `query` with the parameters of [`RECORD_INTENT`] bound: `intent`, the
-/// time `at` every row of the consumption records, and its `intent` event.
-fn bind_intent(query: Query, intent: &Intent, at: &str, event: NewEvent) -> Query {
-    query
+/// time `at` every row of the consumption records, the proof's consume key
+/// and the `intent` event.
+fn bind_intent(
+    query: Query,
+    intent: &Intent,
+    at: &str,
+    proof: &VerifiedProof,
+    event: NewEvent,
+) -> Result<Query, LedgerError> {
+    Ok(query
         .bind(intent.nonce.clone())
         .bind(intent.proposal_id.clone())
         .bind(intent.principal.clone())
@@ -260,7 +304,10 @@ fn bind_intent(query: Query, intent: &Intent, at: &str, event: NewEvent) -> Quer
         .bind(intent.arguments_json.clone())
         .bind(intent.proof_sha256.clone())
         .bind(at.to_string())
-        .bind_event(event)
+        .bind(intent.contract_revision.clone())
+        .bind(timefmt::format(intent.lease_until)?)
+        .bind(proof.consume_key().expose_hex())
+        .bind_event(event))
 }
 
 /// Binding an event's four parameters (id, details, previous hash, hash).
@@ -300,11 +347,12 @@ fn intent_event(tail: &mut Tail, intent: &Intent, at: &str) -> Result<NewEvent, 
 async fn record_intent(
     conn: &mut Conn,
     intent: &Intent,
+    proof: &VerifiedProof,
     mut tail: Tail,
 ) -> Result<(), LedgerError> {
     let at = timefmt::format(intent.recorded_at)?;
     let event = intent_event(&mut tail, intent, &at)?;
-    bind_intent(sqlx::query(RECORD_INTENT), intent, &at, event)
+    bind_intent(sqlx::query(RECORD_INTENT), intent, &at, proof, event)?
         .execute(&mut *conn)
         .await?;
     Ok(())
@@ -317,6 +365,7 @@ async fn record_intent(
 async fn record_applied(
     conn: &mut Conn,
     intent: &Intent,
+    proof: &VerifiedProof,
     effect: &str,
     plan: &schedule::Plan,
     mut tail: Tail,
@@ -340,7 +389,7 @@ async fn record_applied(
     let applied = tail.extend(&at, "effect_applied", proposal, actor, &details)?;
     let details = events::completed_details(&intent.nonce, "applied", None);
     let completed = tail.extend(&at, "completed", proposal, actor, &details)?;
-    bind_intent(sqlx::query(CONSUME_APPLIED), intent, &at, first)
+    bind_intent(sqlx::query(CONSUME_APPLIED), intent, &at, proof, first)?
         .bind(schedule::NAMESPACE)
         .bind(key.clone())
         .bind(value)
@@ -365,6 +414,7 @@ impl Store {
     pub(crate) async fn begin_consume(
         &self,
         proof: &VerifiedProof,
+        lease: Duration,
     ) -> Result<ConsumeStart, LedgerError> {
         let mut tx = self.write_tx().await?;
         let tail = match check_consumable(&mut tx, proof, None).await? {
@@ -374,8 +424,8 @@ impl Store {
             }
             Checked::Fresh { tail, .. } => tail,
         };
-        let intent = intent_of(proof)?;
-        record_intent(&mut tx, &intent, tail).await?;
+        let intent = intent_of(proof, lease)?;
+        record_intent(&mut tx, &intent, proof, tail).await?;
         tx.commit().await?;
         Ok(ConsumeStart::Fresh(intent))
     }
@@ -406,13 +456,14 @@ impl Store {
             }
             Checked::Fresh { tail, state } => (tail, state),
         };
-        let intent = intent_of(proof)?;
+        // One transaction: nothing can be left running once it ends.
+        let intent = intent_of(proof, Duration::ZERO)?;
         let disposition = match plan_transition(effect, &claims.args, state.as_deref()) {
-            Ok(plan) => record_applied(&mut tx, &intent, effect, &plan, tail).await?,
+            Ok(plan) => record_applied(&mut tx, &intent, proof, effect, &plan, tail).await?,
             Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
             Err(refused) => {
                 // Refused before any state write: consumed, and failed.
-                record_intent(&mut tx, &intent, tail).await?;
+                record_intent(&mut tx, &intent, proof, tail).await?;
                 let error = refused.to_string();
                 let head = Actor::Head(&intent.principal);
                 let outcome = ("failed", Some(error.as_str()), &Value::Null);
@@ -498,15 +549,29 @@ impl Store {
         row.map(|row| rows::disposition(&row)).transpose()
     }
 
-    /// Intents without completion, oldest first.
-    pub(crate) async fn interrupted(&self) -> Result<Vec<Intent>, LedgerError> {
+    /// Intents without completion, oldest first, each with whether its
+    /// lease is still running by the database's clock.
+    pub(crate) async fn interrupted(&self) -> Result<Vec<Interrupted>, LedgerError> {
         let found = sqlx::query(concat!(
-            intent_select!(),
-            "WHERE NOT EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce)
+            "SELECT ",
+            intent_columns!(),
+            ", t.lease_until > ",
+            db_now!(),
+            " AS running
+             FROM intents t
+             WHERE NOT EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce)
              ORDER BY t.recorded_at, t.nonce"
         ))
         .fetch_all(&self.reader)
         .await?;
-        found.iter().map(rows::intent).collect()
+        found
+            .iter()
+            .map(|row| {
+                Ok(Interrupted {
+                    intent: rows::intent(row)?,
+                    running: row.try_get("running")?,
+                })
+            })
+            .collect()
     }
 }

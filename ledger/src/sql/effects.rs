@@ -91,12 +91,14 @@ async fn write_effect(
     let args: Value = serde_json::from_str(arguments_json)
         .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
     let key = schedule::key_of(effect, &args)?;
-    let current: Option<String> =
-        sqlx::query_scalar("SELECT value FROM state WHERE namespace = $1 AND key = $2")
-            .bind(schedule::NAMESPACE)
-            .bind(&key)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let current: Option<String> = sqlx::query_scalar(
+        "SELECT value FROM state WHERE principal = $1 AND namespace = $2 AND key = $3",
+    )
+    .bind(&intent.principal)
+    .bind(schedule::NAMESPACE)
+    .bind(&key)
+    .fetch_optional(&mut *conn)
+    .await?;
     let plan = plan_transition(effect, &args, current.as_deref())?;
     let at = timefmt::format(timefmt::now())?;
     match &plan.change {
@@ -104,10 +106,12 @@ async fn write_effect(
             let text = countersign_verifier::canonical::to_canonical(value)
                 .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
             sqlx::query(
-                "INSERT INTO state (namespace, key, value, updated_at) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (namespace, key)
+                "INSERT INTO state (principal, namespace, key, value, updated_at)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (principal, namespace, key)
                  DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
             )
+            .bind(&intent.principal)
             .bind(schedule::NAMESPACE)
             .bind(key)
             .bind(text)
@@ -116,7 +120,8 @@ async fn write_effect(
             .await?;
         }
         Change::Delete { key } => {
-            sqlx::query("DELETE FROM state WHERE namespace = $1 AND key = $2")
+            sqlx::query("DELETE FROM state WHERE principal = $1 AND namespace = $2 AND key = $3")
+                .bind(&intent.principal)
                 .bind(schedule::NAMESPACE)
                 .bind(key)
                 .execute(&mut *conn)
@@ -205,12 +210,19 @@ impl Store {
         Ok(done)
     }
 
-    /// Every `(key, value)` of a state namespace, by key.
-    pub(crate) async fn state(&self, namespace: &str) -> Result<Vec<(String, Value)>, LedgerError> {
-        let found = sqlx::query("SELECT key, value FROM state WHERE namespace = $1 ORDER BY key")
-            .bind(namespace)
-            .fetch_all(&self.reader)
-            .await?;
+    /// Every `(key, value)` of `principal`'s state namespace, by key.
+    pub(crate) async fn state(
+        &self,
+        principal: &str,
+        namespace: &str,
+    ) -> Result<Vec<(String, Value)>, LedgerError> {
+        let found = sqlx::query(
+            "SELECT key, value FROM state WHERE principal = $1 AND namespace = $2 ORDER BY key",
+        )
+        .bind(principal)
+        .bind(namespace)
+        .fetch_all(&self.reader)
+        .await?;
         found
             .iter()
             .map(|row| {

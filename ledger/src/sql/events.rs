@@ -12,8 +12,9 @@ use sqlx::Row as _;
 
 use super::locks::LOCK_HEAD;
 use super::{Conn, DbRow, Store};
-use crate::chain::{ChainChecker, ChainReport, RawEvent, event_hash};
+use crate::chain::{ChainBreak, ChainChecker, ChainReport, RawEvent, event_hash};
 use crate::error::LedgerError;
+use crate::facts::EventFacts;
 use crate::types::EventRecord;
 
 /// Rows fetched per round trip when walking the log.
@@ -151,7 +152,9 @@ impl Store {
             .collect()
     }
 
-    /// Walk the whole log in one read snapshot and check the chain and head.
+    /// Walk the whole log in one read snapshot and check the chain and
+    /// head, then that the fact tables and the events agree (see
+    /// `crate::facts`).
     pub(crate) async fn verify_chain(&self) -> Result<ChainReport, LedgerError> {
         // One read transaction: the pages and the head come from one snapshot.
         let mut tx = self.reader.begin().await?;
@@ -166,6 +169,7 @@ impl Store {
             None => (0, String::new()),
         };
         let mut checker = ChainChecker::new();
+        let mut facts = EventFacts::default();
         let mut after = 0_i64;
         loop {
             let rows = sqlx::query(EVENTS_PAGE)
@@ -176,15 +180,26 @@ impl Store {
             let Some(last) = rows.last() else { break };
             after = last.try_get("id")?;
             for row in &rows {
-                checker.push(raw_event(row)?);
+                let event = raw_event(row)?;
+                facts.push(&event);
+                checker.push(event);
             }
             if checker.broken() {
                 break;
             }
         }
+        let disagreement = if checker.broken() {
+            None
+        } else {
+            facts.disagreement(&super::facts::read(&mut tx).await?)
+        };
         tx.rollback().await?;
         let head_count = u64::try_from(head_count)
             .map_err(|_| LedgerError::Corrupt("negative chain head count".into()))?;
-        Ok(checker.finish(head_count, &head_hash))
+        let mut report = checker.finish(head_count, &head_hash);
+        if report.first_break.is_none() {
+            report.first_break = disagreement.map(|detail| ChainBreak::Disagrees { detail });
+        }
+        Ok(report)
     }
 }

@@ -19,7 +19,8 @@ macro_rules! proposal_select {
         "SELECT p.id, p.principal, p.session, p.operation, p.arguments_json, p.arguments_sha256,
                 p.contract_revision, p.policy_revision, p.note, p.preview, p.created_at,
                 d.decision AS decision, d.reason AS decision_reason,
-                i.proof_sha256 AS i_proof_sha256, i.nonce AS i_nonce, i.principal AS i_principal,
+                i.proof_sha256 AS i_proof_sha256, i.consume_digest AS i_consume_digest,
+                i.nonce AS i_nonce, i.principal AS i_principal,
                 i.session AS i_session, i.operation AS i_operation,
                 i.arguments_sha256 AS i_arguments_sha256, i.contract_revision AS i_contract_revision,
                 i.policy_revision AS i_policy_revision, i.provenance AS i_provenance,
@@ -48,6 +49,7 @@ fn issuance(row: &DbRow) -> Result<Option<IssuanceRecord>, LedgerError> {
     };
     Ok(Some(IssuanceRecord {
         proof_sha256,
+        consume_digest: row.try_get("i_consume_digest")?,
         nonce: row.try_get("i_nonce")?,
         principal: row.try_get("i_principal")?,
         session: row.try_get("i_session")?,
@@ -99,18 +101,18 @@ pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecor
     })
 }
 
-/// The select behind `intent`; append a WHERE clause on `t.`.
-macro_rules! intent_select {
+/// The columns behind `intent`, of `intents t`.
+macro_rules! intent_columns {
     () => {
-        "SELECT t.nonce, t.proposal_id, t.principal, t.session, t.operation, t.arguments_json,
-                t.proof_sha256, t.recorded_at
-         FROM intents t "
+        "t.nonce, t.proposal_id, t.principal, t.session, t.operation, t.arguments_json,
+         t.proof_sha256, t.contract_revision, t.recorded_at, t.lease_until"
     };
 }
-pub(super) use intent_select;
+pub(super) use intent_columns;
 
 /// A row of `intents`.
 pub(super) fn intent(row: &DbRow) -> Result<Intent, LedgerError> {
+    let recorded_at = time_col(row, "recorded_at")?;
     Ok(Intent {
         proposal_id: row.try_get("proposal_id")?,
         nonce: row.try_get("nonce")?,
@@ -119,7 +121,13 @@ pub(super) fn intent(row: &DbRow) -> Result<Intent, LedgerError> {
         operation: row.try_get("operation")?,
         arguments_json: row.try_get("arguments_json")?,
         proof_sha256: row.try_get("proof_sha256")?,
-        recorded_at: time_col(row, "recorded_at")?,
+        contract_revision: row.try_get("contract_revision")?,
+        recorded_at,
+        // An intent recorded before leases were kept has none.
+        lease_until: match row.try_get::<String, _>("lease_until")?.as_str() {
+            "" => recorded_at,
+            text => timefmt::parse(text)?,
+        },
     })
 }
 

@@ -239,8 +239,8 @@ impl Store {
         sqlx::query(
             "INSERT INTO issuances (proposal_id, proof_sha256, nonce, principal, session,
                  operation, arguments_sha256, contract_revision, policy_revision, provenance,
-                 audience, issued_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                 audience, issued_at, expires_at, consume_digest)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(&i.proposal_id)
         .bind(&i.proof_sha256)
@@ -255,6 +255,7 @@ impl Store {
         .bind(&i.audience)
         .bind(&issued_at)
         .bind(&expires_at)
+        .bind(&i.consume_digest)
         .execute(&mut *tx)
         .await?;
         let details = json!({

@@ -29,6 +29,13 @@ macro_rules! locking {
     };
 }
 
+/// The database's clock as a timestamp of the ledger's fixed text form.
+macro_rules! db_now {
+    () => {
+        "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
+    };
+}
+
 #[path = "../sql/consume.rs"]
 mod consume;
 mod consume_sql;
@@ -36,12 +43,21 @@ mod consume_sql;
 mod effects;
 #[path = "../sql/events.rs"]
 mod events;
+#[path = "../sql/facts.rs"]
+mod facts;
 /// `(version, description, sql)`, in order. Append only; never edit one.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "ledger",
-    include_str!("../../migrations/sqlite/0001_ledger.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "ledger",
+        include_str!("../../migrations/sqlite/0001_ledger.sql"),
+    ),
+    (
+        2,
+        "review fixes",
+        include_str!("../../migrations/sqlite/0002_review_fixes.sql"),
+    ),
+];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     version     INTEGER PRIMARY KEY NOT NULL,
@@ -218,7 +234,11 @@ fn create_private_file(path: &Path) -> Result<(), LedgerError> {
     }
 }
 
-/// Whether a database error is a UNIQUE / PRIMARY KEY violation.
+/// Whether a database error is a UNIQUE / PRIMARY KEY violation, or the
+/// `*_no_replace` trigger of an append-only table (migration 2), which
+/// refuses an existing key before the constraint can (so that `INSERT OR
+/// REPLACE` cannot delete the row without a DELETE trigger firing).
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+    matches!(e, sqlx::Error::Database(db)
+        if db.is_unique_violation() || db.message().ends_with(": the key exists"))
 }

@@ -14,6 +14,9 @@ use time::OffsetDateTime;
 
 pub const PRINCIPAL: &str = "pr_0123456789abcdef0123456789abcdef";
 pub const SESSION: &str = "session-1";
+/// The lease of intents recorded by tests: none, so a person may resolve
+/// them at once.
+pub const NO_LEASE: time::Duration = time::Duration::ZERO;
 pub const AUDIENCE: &str = "countersign-test";
 pub const CREV: &str = "1111111111111111111111111111111111111111111111111111111111111111";
 pub const PREV: &str = "2222222222222222222222222222222222222222222222222222222222222222";
@@ -265,10 +268,7 @@ pub fn issue(p: &Proposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecor
     let input = paseto::signing_input(payload.as_bytes(), footer.as_bytes());
     let signature = key.sign(&input).to_bytes();
     let token = paseto::assemble(payload.as_bytes(), &signature, footer.as_bytes());
-    let record = IssuanceRecord::from_claims(
-        &claims,
-        Proof::from_text(token.clone()).unwrap().sha256_hex(),
-    );
+    let record = IssuanceRecord::from_claims(&claims, &Proof::from_text(token.clone()).unwrap());
     (token, record)
 }
 

@@ -264,7 +264,10 @@ impl Harness {
 
     /// The built-in operations' state store.
     pub async fn schedules(&self) -> Vec<(String, Value)> {
-        self.ledger().state("schedules").await.unwrap()
+        self.ledger()
+            .state(self.signer.principal(), "schedules")
+            .await
+            .unwrap()
     }
 
     /// How many effects the ledger has recorded as run.

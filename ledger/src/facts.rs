@@ -1,0 +1,376 @@
+//! Whether the fact tables and the event log tell the same story: every
+//! proposal, decision, issuance, revocation, consumed nonce, intent,
+//! applied effect and completion has exactly its chained event, every such
+//! event has its row, and the state store holds exactly what replaying the
+//! applied builtin effects, in chain order, produces.
+//!
+//! Backend-independent: the backends read the rows (in the same snapshot
+//! as the chain walk) and hand them here. Owns no I/O. What it catches: a
+//! row written, replaced or removed without its event (the head role's
+//! direct writes on PostgreSQL, `INSERT OR REPLACE` on SQLite), an event
+//! appended without its row, and a state value no applied effect explains.
+//! What it cannot catch: a writer who adds both a row and a consistent
+//! event (on PostgreSQL the head role cannot consume without the proof,
+//! which the `consumed_nonces_need_proof` trigger checks).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use crate::chain::RawEvent;
+use crate::schedule::{self, Change};
+
+/// One fact as a comparable line (`kind proposal [nonce] [detail]`), with
+/// how many times it was seen.
+type Tally = BTreeMap<String, u32>;
+
+/// The rows of the fact tables the comparison needs.
+#[derive(Default)]
+pub(crate) struct FactRows {
+    /// `proposals.id`.
+    pub(crate) proposals: Vec<String>,
+    /// `decisions (proposal_id, decision)`.
+    pub(crate) decisions: Vec<(String, String)>,
+    /// `issuances (proposal_id, proof_sha256)`.
+    pub(crate) issuances: Vec<(String, String)>,
+    /// `revocations.proposal_id`.
+    pub(crate) revocations: Vec<String>,
+    /// `consumed_nonces (proposal_id, nonce)`.
+    pub(crate) consumed: Vec<(String, String)>,
+    /// `intents`, by nonce.
+    pub(crate) intents: Vec<IntentRow>,
+    /// `effect_applied (nonce, effect)`.
+    pub(crate) applied: Vec<(String, String)>,
+    /// `completions (proposal_id, nonce, status)`.
+    pub(crate) completions: Vec<(String, String, String)>,
+    /// `state (principal, namespace, key, value)`.
+    pub(crate) state: Vec<(String, String, String, String)>,
+}
+
+/// The columns of an `intents` row the comparison needs.
+pub(crate) struct IntentRow {
+    pub(crate) proposal_id: String,
+    pub(crate) nonce: String,
+    pub(crate) principal: String,
+    pub(crate) proof_sha256: String,
+    pub(crate) arguments_json: String,
+}
+
+/// The event side, collected row by row during the chain walk.
+#[derive(Default)]
+pub(crate) struct EventFacts {
+    tally: Tally,
+    /// Nonces of `effect_applied` events, in chain order, with the effect.
+    applied_in_order: Vec<(String, String)>,
+    /// The first event whose details lack what its kind promises.
+    unreadable: Option<String>,
+}
+
+impl EventFacts {
+    /// Take the facts `event` states.
+    pub(crate) fn push(&mut self, event: &RawEvent) {
+        if self.unreadable.is_some() {
+            return;
+        }
+        let details: Value = serde_json::from_str(&event.details).unwrap_or(Value::Null);
+        let field = |name: &str| {
+            details
+                .get(name)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let pid = event.proposal_id.clone().unwrap_or_default();
+        let mut seen = |line: String| *self.tally.entry(line).or_default() += 1;
+        let complete = match event.kind.as_str() {
+            "proposed" => {
+                seen(format!("proposed {pid}"));
+                true
+            }
+            "denied" | "withdrawn" | "revoked" => {
+                seen(format!("{} {pid}", event.kind));
+                true
+            }
+            "approved" => match field("proof_sha256") {
+                Some(proof) => {
+                    seen(format!("approved {pid}"));
+                    seen(format!("issued {pid} {proof}"));
+                    true
+                }
+                None => false,
+            },
+            "intent" => match (field("nonce"), field("proof_sha256")) {
+                (Some(nonce), Some(proof)) => {
+                    seen(format!("consumed {pid} {nonce}"));
+                    seen(format!("intent {pid} {nonce} {proof}"));
+                    true
+                }
+                _ => false,
+            },
+            "effect_applied" => match (field("nonce"), field("effect")) {
+                (Some(nonce), Some(effect)) => {
+                    seen(format!("applied {nonce} {effect}"));
+                    self.applied_in_order.push((nonce, effect));
+                    true
+                }
+                _ => false,
+            },
+            "completed" | "resolved" => match (field("nonce"), field("status")) {
+                (Some(nonce), Some(status)) => {
+                    seen(format!("completed {pid} {nonce} {status}"));
+                    true
+                }
+                _ => false,
+            },
+            other => {
+                self.unreadable = Some(format!("event {} has an unknown kind {other:?}", event.id));
+                return;
+            }
+        };
+        if !complete {
+            self.unreadable = Some(format!(
+                "event {} ({}) lacks the details its kind records",
+                event.id, event.kind
+            ));
+        }
+    }
+
+    /// The first disagreement between these events and `rows`, if any.
+    pub(crate) fn disagreement(&self, rows: &FactRows) -> Option<String> {
+        if let Some(problem) = &self.unreadable {
+            return Some(problem.clone());
+        }
+        let tables = table_tally(rows);
+        for (fact, &count) in &tables {
+            let events = self.tally.get(fact).copied().unwrap_or(0);
+            if events != count {
+                return Some(format!(
+                    "the ledger records `{fact}` {count} time(s) but the event log {events}"
+                ));
+            }
+        }
+        if let Some(fact) = self.tally.keys().find(|f| !tables.contains_key(*f)) {
+            return Some(format!(
+                "the event log records `{fact}` but the ledger has no such row"
+            ));
+        }
+        self.state_disagreement(rows)
+    }
+
+    /// Replay the applied builtin effects in chain order over an empty
+    /// store and compare with the state store.
+    fn state_disagreement(&self, rows: &FactRows) -> Option<String> {
+        let intents: HashMap<&str, &IntentRow> =
+            rows.intents.iter().map(|i| (i.nonce.as_str(), i)).collect();
+        let mut expected: BTreeMap<(String, String), Value> = BTreeMap::new();
+        for (nonce, effect) in &self.applied_in_order {
+            let Some(intent) = intents.get(nonce.as_str()) else {
+                return Some(format!("applied effect {nonce} has no intent"));
+            };
+            let args: Value = match serde_json::from_str(&intent.arguments_json) {
+                Ok(args) => args,
+                Err(e) => return Some(format!("intent {nonce} has unreadable arguments: {e}")),
+            };
+            let Ok(key) = schedule::key_of(effect, &args) else {
+                return Some(format!(
+                    "applied effect {nonce} ({effect}) names no schedule"
+                ));
+            };
+            let slot = (intent.principal.clone(), key);
+            let plan = match schedule::plan(effect, &args, expected.get(&slot)) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    return Some(format!(
+                        "applied effect {nonce} ({effect}) cannot be replayed: {e}"
+                    ));
+                }
+            };
+            match plan.change {
+                Change::Put { value, .. } => expected.insert(slot, value),
+                Change::Delete { .. } => expected.remove(&slot),
+            };
+        }
+        let mut stored: BTreeMap<(String, String), Value> = BTreeMap::new();
+        for (principal, namespace, key, value) in &rows.state {
+            if namespace != schedule::NAMESPACE {
+                return Some(format!(
+                    "state namespace {namespace:?} has no effect that writes it"
+                ));
+            }
+            let Ok(value) = serde_json::from_str::<Value>(value) else {
+                return Some(format!("state {key:?} of {principal} is not JSON"));
+            };
+            stored.insert((principal.clone(), key.clone()), value);
+        }
+        for ((principal, key), value) in &stored {
+            let slot = (principal.clone(), key.clone());
+            if expected.get(&slot) != Some(value) {
+                return Some(format!(
+                    "state {key:?} of {principal} is not what its applied effects produce"
+                ));
+            }
+        }
+        expected
+            .keys()
+            .find(|slot| !stored.contains_key(*slot))
+            .map(|(principal, key)| {
+                format!(
+                    "state {key:?} of {principal} is missing though its applied effects produce it"
+                )
+            })
+    }
+}
+
+/// The facts the tables state, as the lines [`EventFacts`] makes.
+fn table_tally(rows: &FactRows) -> Tally {
+    let mut tally = Tally::new();
+    let mut seen = |line: String| *tally.entry(line).or_default() += 1;
+    for pid in &rows.proposals {
+        seen(format!("proposed {pid}"));
+    }
+    for (pid, decision) in &rows.decisions {
+        let kind = match decision.as_str() {
+            "approve" => "approved",
+            "deny" => "denied",
+            "withdraw" => "withdrawn",
+            other => other,
+        };
+        seen(format!("{kind} {pid}"));
+    }
+    for (pid, proof) in &rows.issuances {
+        seen(format!("issued {pid} {proof}"));
+    }
+    for pid in &rows.revocations {
+        seen(format!("revoked {pid}"));
+    }
+    for (pid, nonce) in &rows.consumed {
+        seen(format!("consumed {pid} {nonce}"));
+    }
+    for i in &rows.intents {
+        seen(format!(
+            "intent {} {} {}",
+            i.proposal_id, i.nonce, i.proof_sha256
+        ));
+    }
+    for (nonce, effect) in &rows.applied {
+        seen(format!("applied {nonce} {effect}"));
+    }
+    for (pid, nonce, status) in &rows.completions {
+        seen(format!("completed {pid} {nonce} {status}"));
+    }
+    tally
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn event(id: i64, kind: &str, pid: &str, details: &str) -> RawEvent {
+        RawEvent {
+            id,
+            at: "2026-01-01T00:00:00Z".into(),
+            kind: kind.into(),
+            proposal_id: Some(pid.into()),
+            actor: "pr_x".into(),
+            details: details.into(),
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+
+    fn facts(events: &[RawEvent]) -> EventFacts {
+        let mut facts = EventFacts::default();
+        for e in events {
+            facts.push(e);
+        }
+        facts
+    }
+
+    #[test]
+    fn an_event_without_its_row_is_reported() {
+        let rows = FactRows {
+            proposals: vec!["p1".into()],
+            ..FactRows::default()
+        };
+        let events = [
+            event(1, "proposed", "p1", "{}"),
+            event(2, "revoked", "p1", r#"{"reason":"x"}"#),
+        ];
+        assert_eq!(
+            facts(&events).disagreement(&rows).as_deref(),
+            Some("the event log records `revoked p1` but the ledger has no such row")
+        );
+    }
+
+    #[test]
+    fn a_duplicated_event_is_reported() {
+        let rows = FactRows {
+            proposals: vec!["p1".into()],
+            ..FactRows::default()
+        };
+        let events = [
+            event(1, "proposed", "p1", "{}"),
+            event(2, "proposed", "p1", "{}"),
+        ];
+        assert_eq!(
+            facts(&events).disagreement(&rows).as_deref(),
+            Some("the ledger records `proposed p1` 1 time(s) but the event log 2")
+        );
+    }
+
+    #[test]
+    fn an_event_of_unknown_kind_or_without_its_details_is_reported() {
+        let rows = FactRows::default();
+        assert_eq!(
+            facts(&[event(1, "approved_by_model", "p1", "{}")])
+                .disagreement(&rows)
+                .as_deref(),
+            Some("event 1 has an unknown kind \"approved_by_model\"")
+        );
+        assert_eq!(
+            facts(&[event(1, "intent", "p1", "{}")])
+                .disagreement(&rows)
+                .as_deref(),
+            Some("event 1 (intent) lacks the details its kind records")
+        );
+    }
+
+    #[test]
+    fn matching_rows_and_events_with_replayed_state_agree() {
+        let rows = FactRows {
+            proposals: vec!["p1".into()],
+            decisions: vec![("p1".into(), "approve".into())],
+            issuances: vec![("p1".into(), "h".into())],
+            consumed: vec![("p1".into(), "n1".into())],
+            intents: vec![IntentRow {
+                proposal_id: "p1".into(),
+                nonce: "n1".into(),
+                principal: "pr_x".into(),
+                proof_sha256: "h".into(),
+                arguments_json: r#"{"cron":"0 3 * * *","name":"a"}"#.into(),
+            }],
+            applied: vec![("n1".into(), "schedule.create".into())],
+            completions: vec![("p1".into(), "n1".into(), "applied".into())],
+            state: vec![(
+                "pr_x".into(),
+                "schedules".into(),
+                "a".into(),
+                r#"{"cron":"0 3 * * *","name":"a","state":"created"}"#.into(),
+            )],
+            ..FactRows::default()
+        };
+        let events = [
+            event(1, "proposed", "p1", "{}"),
+            event(2, "approved", "p1", r#"{"proof_sha256":"h"}"#),
+            event(3, "intent", "p1", r#"{"nonce":"n1","proof_sha256":"h"}"#),
+            event(
+                4,
+                "effect_applied",
+                "p1",
+                r#"{"effect":"schedule.create","nonce":"n1"}"#,
+            ),
+            event(5, "completed", "p1", r#"{"nonce":"n1","status":"applied"}"#),
+        ];
+        assert_eq!(facts(&events).disagreement(&rows), None);
+    }
+}

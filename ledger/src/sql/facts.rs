@@ -1,0 +1,90 @@
+//! Reading the fact tables for the audit's comparison with the event log
+//! (shared by both backends; the comparison is `crate::facts`).
+
+use sqlx::Row as _;
+
+use super::Conn;
+use crate::error::LedgerError;
+use crate::facts::{FactRows, IntentRow};
+
+/// Every row `crate::facts` compares, on `conn` (the caller's read
+/// snapshot, the one the chain was walked in).
+pub(super) async fn read(conn: &mut Conn) -> Result<FactRows, LedgerError> {
+    let mut rows = FactRows::default();
+    for row in sqlx::query("SELECT id FROM proposals")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.proposals.push(row.try_get("id")?);
+    }
+    for row in sqlx::query("SELECT proposal_id, decision FROM decisions")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.decisions
+            .push((row.try_get("proposal_id")?, row.try_get("decision")?));
+    }
+    for row in sqlx::query("SELECT proposal_id, proof_sha256 FROM issuances")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.issuances
+            .push((row.try_get("proposal_id")?, row.try_get("proof_sha256")?));
+    }
+    for row in sqlx::query("SELECT proposal_id FROM revocations")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.revocations.push(row.try_get("proposal_id")?);
+    }
+    for row in sqlx::query("SELECT proposal_id, nonce FROM consumed_nonces")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.consumed
+            .push((row.try_get("proposal_id")?, row.try_get("nonce")?));
+    }
+    for row in sqlx::query(
+        "SELECT proposal_id, nonce, principal, proof_sha256, arguments_json FROM intents",
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    {
+        rows.intents.push(IntentRow {
+            proposal_id: row.try_get("proposal_id")?,
+            nonce: row.try_get("nonce")?,
+            principal: row.try_get("principal")?,
+            proof_sha256: row.try_get("proof_sha256")?,
+            arguments_json: row.try_get("arguments_json")?,
+        });
+    }
+    for row in sqlx::query("SELECT nonce, effect FROM effect_applied")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.applied
+            .push((row.try_get("nonce")?, row.try_get("effect")?));
+    }
+    for row in sqlx::query("SELECT proposal_id, nonce, status FROM completions")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.completions.push((
+            row.try_get("proposal_id")?,
+            row.try_get("nonce")?,
+            row.try_get("status")?,
+        ));
+    }
+    for row in sqlx::query("SELECT principal, namespace, key, value FROM state")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.state.push((
+            row.try_get("principal")?,
+            row.try_get("namespace")?,
+            row.try_get("key")?,
+            row.try_get("value")?,
+        ));
+    }
+    Ok(rows)
+}
