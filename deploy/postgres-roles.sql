@@ -11,7 +11,8 @@
 -- certificate authentication in pg_hba.conf. Re-running it is harmless.
 --
 -- What each role may write (everything else is refused by privilege):
---   signer: proposals, decisions, issuances, revocations, events
+--   signer: proposals, decisions, issuances, revocations, events, and
+--           completions that record a person's resolution
 --   head:   consumed_nonces, intents, completions, effect_applied, events,
 --           and the builtin effects' state store
 -- So a head cannot mint an issuance, change a proposal's canonical
@@ -52,6 +53,10 @@ GRANT UPDATE (singleton) ON chain_head TO countersign_signer, countersign_head;
 
 -- The signer: proposals, decisions, issuances and revocations.
 GRANT INSERT ON proposals, decisions, issuances, revocations, events TO countersign_signer;
+
+-- A person's resolution of an uncertain execution goes through the signer
+-- (ResolveUncertain, approver role): it records the completion.
+GRANT INSERT ON completions TO countersign_signer;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

@@ -24,6 +24,7 @@ mod error;
 mod facts;
 pub mod fault;
 mod ledger;
+mod owner;
 mod postgres;
 mod schedule;
 mod sqlite;
@@ -41,7 +42,8 @@ pub use ledger::Ledger;
 /// head that recorded it: time to record the completion after the effect
 /// ended or was killed. Until the lease ends, reconcile skips the intent
 /// and a person's resolution is refused, so neither overtakes a running
-/// execution.
+/// execution; unless the process that recorded it is known to have exited
+/// (same machine, boot and PID namespace, and that process is gone).
 pub const INTENT_LEASE_MARGIN: time::Duration = time::Duration::seconds(30);
 pub use schedule::{BUILTIN_EFFECTS, NAMESPACE as SCHEDULES_NAMESPACE};
 pub use types::{

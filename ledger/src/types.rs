@@ -222,8 +222,9 @@ pub struct Intent {
 pub struct Interrupted {
     /// The intent.
     pub intent: Intent,
-    /// Its lease has not ended by the database's clock: the head that
-    /// recorded it may still be running the effect.
+    /// The head that recorded it may still be running the effect: its
+    /// lease has not ended by the database's clock, and that process is
+    /// not known to have exited.
     pub running: bool,
 }
 

@@ -255,3 +255,29 @@ async fn a_state_write_by_the_head_role_outside_an_effect_fails_the_audit() {
         "{report:?}"
     );
 }
+
+/// A person's resolution of an uncertain execution is recorded by the
+/// signer (`ResolveUncertain`, approver role), under its own role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_signer_records_a_persons_resolution() {
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    let p = common::proposal(1, "demo.echo", serde_json::json!({"message": "hi"}));
+    let token = approve(&signer, &p, 1).await;
+    let ConsumeStart::Fresh(_) = head
+        .begin_consume(&verified(&p, &token), common::NO_LEASE)
+        .await
+        .unwrap()
+    else {
+        panic!("expected a fresh intent");
+    };
+    let done = signer
+        .resolve_uncertain(&p.id, false, "approver:pr_x")
+        .await
+        .unwrap();
+    assert_eq!(done.status, countersign_ledger::DispositionStatus::Failed);
+    assert!(signer.verify_chain().await.unwrap().is_intact());
+}

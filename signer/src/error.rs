@@ -72,6 +72,19 @@ pub(crate) enum RpcError {
     /// A release of a handoff that no head holds.
     #[error("the handoff is not claimed")]
     HandoffNotClaimed,
+    /// The proposal has no execution awaiting a person's resolution.
+    #[error("proposal {0} is not uncertain; there is nothing to resolve")]
+    NotUncertain(String),
+    /// The execution's head may still be running the effect.
+    #[error(
+        "proposal {id} may still be running (its execution's lease ends at {until}); resolve it after that"
+    )]
+    StillRunning {
+        /// The proposal id.
+        id: String,
+        /// When the lease ends.
+        until: String,
+    },
     /// A fault on the signer's side; the detail is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),

@@ -13,6 +13,7 @@ mod error;
 mod handoff;
 pub mod issue;
 pub mod key;
+mod resolve;
 pub mod serve;
 mod service;
 mod state;

@@ -35,6 +35,7 @@ pub(crate) mod roles {
     pub(crate) const CLAIM_HANDOFF: &[Role] = &[Role::Head];
     pub(crate) const RELEASE_HANDOFF: &[Role] = &[Role::Head];
     pub(crate) const REVOKE: &[Role] = &[Role::Approver];
+    pub(crate) const RESOLVE_UNCERTAIN: &[Role] = &[Role::Approver];
     pub(crate) const PUBLIC_KEYS: &[Role] = &[Role::Head, Role::Approver, Role::Admin];
 }
 
@@ -331,6 +332,16 @@ impl Signer for SignerService {
         request: Request<wire::RevokeRequest>,
     ) -> Result<Response<wire::RevokeResponse>, Status> {
         SignerService::revoke(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn resolve_uncertain(
+        &self,
+        request: Request<wire::ResolveUncertainRequest>,
+    ) -> Result<Response<wire::ResolveUncertainResponse>, Status> {
+        SignerService::resolve_uncertain(self, request)
             .await
             .map(Response::new)
             .map_err(to_status)

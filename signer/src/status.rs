@@ -22,7 +22,9 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         RpcError::NotPending { .. }
         | RpcError::ContractChanged(_)
         | RpcError::PolicyChanged
-        | RpcError::HandoffNotClaimed => Code::FailedPrecondition,
+        | RpcError::HandoffNotClaimed
+        | RpcError::NotUncertain(_)
+        | RpcError::StillRunning { .. } => Code::FailedPrecondition,
         RpcError::Internal(detail) => {
             tracing::error!(%detail, "internal error");
             return Status::internal("internal error");

@@ -7,7 +7,8 @@ mod support;
 use countersign_identity::Role;
 use countersign_proto::v1::{
     ClaimHandoffRequest, Delivery, GetProposalRequest, ListPendingRequest, ListProposalsRequest,
-    PublicKeysRequest, ReleaseHandoffRequest, RevokeRequest, WithdrawRequest,
+    PublicKeysRequest, ReleaseHandoffRequest, ResolveUncertainRequest, RevokeRequest,
+    WithdrawRequest,
 };
 use tonic::{Code, Status};
 
@@ -41,6 +42,15 @@ async fn refuses_head_calling_approver_rpcs() {
         .await
         .unwrap_err();
     assert_denied(status, "role head may not call Revoke");
+    // Whether an uncertain execution happened is a person's judgement.
+    let status = head
+        .resolve_uncertain(ResolveUncertainRequest {
+            proposal_id: proposal.id.clone(),
+            applied: true,
+        })
+        .await
+        .unwrap_err();
+    assert_denied(status, "role head may not call ResolveUncertain");
 
     let record = signer
         .state()
@@ -180,6 +190,14 @@ async fn refuses_approver_of_another_principal() {
     let mut theirs = client_as(&signer, Role::Approver, OTHER_PRINCIPAL).await;
     let status = theirs
         .decide(approve(&proposal.id, Delivery::Direct))
+        .await
+        .unwrap_err();
+    assert_denied(status, "proposal belongs to another principal");
+    let status = theirs
+        .resolve_uncertain(ResolveUncertainRequest {
+            proposal_id: proposal.id.clone(),
+            applied: false,
+        })
         .await
         .unwrap_err();
     assert_denied(status, "proposal belongs to another principal");

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use countersign::CliError;
 use countersign_gate::fault::FAULT_VAR;
 use countersign_registry::Registry;
-use support::{Backend, CREATE_NIGHTLY, Harness, assert_refused};
+use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused};
 
 /// The default registry plus two command operations that append their
 /// idempotency key to `log`: `note.append` (not replay-safe) and
@@ -207,7 +207,8 @@ async fn unsafe_command_killed_before_its_effect_waits_for_a_person(backend: Bac
     assert_eq!(c.runs(), Vec::<String>::new(), "reconcile ran nothing");
     assert_eq!(final_status(&c).await, "uncertain");
     let resolve = ["--json", "reconcile", "--resolve", &c.id, "--not-applied"];
-    assert_eq!(c.h.cli(&resolve).await.result, Ok(()));
+    let resolved = c.h.cli_with(&resolve, "", Person::TypesTheChallenge).await;
+    assert_eq!(resolved.result, Ok(()), "{}", resolved.stdout);
     assert_eq!(final_status(&c).await, "failed");
     assert_eq!(c.runs(), Vec::<String>::new());
 }
@@ -218,7 +219,8 @@ async fn unsafe_command_killed_after_its_effect_waits_for_a_person(backend: Back
     assert_eq!(reconcile(&c).await.0, "still_uncertain");
     assert_eq!(c.runs().len(), 1, "reconcile ran nothing");
     let resolve = ["--json", "reconcile", "--resolve", &c.id, "--applied"];
-    assert_eq!(c.h.cli(&resolve).await.result, Ok(()));
+    let resolved = c.h.cli_with(&resolve, "", Person::TypesTheChallenge).await;
+    assert_eq!(resolved.result, Ok(()), "{}", resolved.stdout);
     assert_eq!(final_status(&c).await, "applied");
     assert_eq!(c.runs().len(), 1);
 }

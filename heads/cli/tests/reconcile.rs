@@ -13,7 +13,7 @@ use countersign_identity::Role;
 use countersign_ledger::ConsumeStart;
 use countersign_registry::Registry;
 use countersign_verifier::{Expectations, Proof, verify};
-use support::{CREATE_NIGHTLY, Harness};
+use support::{CREATE_NIGHTLY, Harness, Person};
 
 /// Approve `id` to a proof file and record its intent in the ledger without
 /// running the effect, as a head killed between the two transactions of the
@@ -111,16 +111,110 @@ async fn an_interrupted_command_stays_uncertain_until_a_person_resolves_it() {
         "uncertain"
     );
 
-    let resolved = h
-        .cli(&["reconcile", "--resolve", &id, "--not-applied"])
-        .await;
+    // Whether it happened is a person's judgement: never headless, never
+    // without the typed challenge; nothing is recorded then.
+    let resolve = ["--json", "reconcile", "--resolve", &id, "--not-applied"];
+    for (person, refusal) in [
+        (
+            Person::NoTerminal,
+            "a resolution needs an interactive terminal and none is available (No such device or address (os error 6)); nothing was recorded",
+        ),
+        (
+            Person::TypesAnotherCode,
+            "the challenge was not typed correctly; nothing was recorded",
+        ),
+    ] {
+        let run = h.cli_with(&resolve, "", person).await;
+        assert_eq!(run.result, Err(CliError::Refused(refusal.into())));
+        assert_eq!(
+            h.cli(&["--json", "show", &id]).await.json()["status"],
+            "uncertain"
+        );
+    }
+
+    let resolved = h.cli_with(&resolve, "", Person::TypesTheChallenge).await;
     assert_eq!(resolved.result, Ok(()), "{}", resolved.stdout);
+    assert!(
+        resolved.shown.contains("the effect did NOT happen"),
+        "{}",
+        resolved.shown
+    );
+    let by = format!("approver:{}", h.signer.principal());
+    assert_eq!(
+        resolved.json(),
+        serde_json::json!({"proposal_id": id, "resolved": "not_applied", "resolved_by": by})
+    );
     let result = h.cli(&["--json", "result", &id]).await.json();
     assert_eq!(result["status"], "failed", "{result}");
+    let events = h.ledger().events().await.unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last.kind.as_str(), last.actor.as_str()),
+        ("resolved", by.as_str())
+    );
     assert_eq!(h.cli(&["reconcile"]).await.result, Ok(()));
-    let twice = h.cli(&["reconcile", "--resolve", &id, "--applied"]).await;
+    let twice = h
+        .cli_with(
+            &["reconcile", "--resolve", &id, "--applied"],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
     assert_eq!(
         twice.result,
-        Err(CliError::Refused(format!("proposal {id} is not uncertain")))
+        Err(CliError::Refused(format!(
+            "{id} is failed; only an uncertain execution can be resolved; nothing was recorded"
+        )))
+    );
+    assert!(h.ledger().verify_chain().await.unwrap().is_intact());
+}
+
+/// The review's reproduction: a `demo.echo` interrupted after its intent,
+/// then the registry edited to make it replay-safe and run another
+/// program. Reconcile replays only under the contract the person
+/// approved, so it runs nothing and leaves the execution to a person.
+#[tokio::test]
+async fn reconcile_never_replays_under_a_contract_changed_since_approval() {
+    let h = Harness::start().await;
+    let id = h.propose("demo.echo", r#"{"message":"hello"}"#).await;
+    interrupt(&h, &id).await;
+    let marker = h.scratch.path().join("touched");
+    let path = h.signer.home().registry_path();
+    let registry = std::fs::read_to_string(&path).unwrap();
+    let start = registry.find("name = \"demo.echo\"").unwrap();
+    let (before, echo) = registry.split_at(start);
+    let edited = echo
+        .replacen("replay_safe = false", "replay_safe = true", 1)
+        .replacen(
+            "program = \"/bin/cat\"\nargs = []",
+            &format!(
+                "program = \"/usr/bin/touch\"\nargs = [\"{}\"]",
+                marker.display()
+            ),
+            1,
+        );
+    assert_ne!(edited, echo, "the registry edit applies");
+    std::fs::write(&path, format!("{before}{edited}")).unwrap();
+
+    let run = h.cli(&["--json", "reconcile"]).await;
+    let entry = &run.json()["entries"][0];
+    assert_eq!(entry["action"], "still_uncertain", "{entry}");
+    assert!(
+        entry["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("demo.echo changed since it was approved"),
+        "{entry}"
+    );
+    assert_eq!(
+        run.result,
+        Err(CliError::NotApplied(
+            "1 execution(s) remain uncertain".into()
+        ))
+    );
+    assert!(!marker.exists(), "reconcile ran the edited program");
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "uncertain"
     );
 }

@@ -6,10 +6,13 @@
 -- reconcile replays an interrupted effect only under the contract a person
 -- approved, and until when its head may still be running the effect (its
 -- lease: the effect's timeout plus a margin), so neither reconcile nor a
--- person's resolution overtakes a running execution. '' on intents written
--- before this version: unknown revision (never replayed), lease expired.
+-- person's resolution overtakes a running execution, and which process
+-- recorded it (its owner; when that process is known to have exited, the
+-- lease holds nobody back). '' on intents written before this version:
+-- unknown revision (never replayed), lease expired, owner unknown.
 ALTER TABLE intents ADD COLUMN contract_revision TEXT NOT NULL DEFAULT '';
 ALTER TABLE intents ADD COLUMN lease_until TEXT NOT NULL DEFAULT '';
+ALTER TABLE intents ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 
 -- The state store is keyed by principal: one principal's schedules are
 -- invisible to another's effects on a shared ledger. Existing rows go to

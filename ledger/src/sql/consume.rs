@@ -20,12 +20,12 @@
 //! Parameters of the `consume_sql` writes, by number: `$1` nonce, `$2`
 //! proposal, `$3` principal, `$4` session, `$5` operation, `$6` canonical
 //! arguments, `$7` proof hash, `$8` time, `$9` contract revision, `$10`
-//! lease, `$11` consume key; the `intent` event `$12` id, `$13` details,
-//! `$14` previous hash, `$15` hash; then for an applied builtin `$16` state
-//! namespace, `$17` key (the principal's, `$3`), `$18` new value (NULL
-//! deletes), `$19` effect, `$20` result, the `effect_applied` event `$21`
-//! to `$24` and the `completed` event `$25` to `$28` (id, details, previous
-//! hash, hash).
+//! lease, `$11` owner, `$12` consume key; the `intent` event `$13` id,
+//! `$14` details, `$15` previous hash, `$16` hash; then for an applied
+//! builtin `$17` state namespace, `$18` key (the principal's, `$3`), `$19`
+//! new value (NULL deletes), `$20` effect, `$21` result, the
+//! `effect_applied` event `$22` to `$25` and the `completed` event `$26` to
+//! `$29` (id, details, previous hash, hash).
 
 use serde_json::{Value, json};
 use sqlx::Row as _;
@@ -38,6 +38,7 @@ use super::rows::{self, disposition_select, intent_columns};
 use super::{Conn, Db, Store, events};
 use crate::error::{EffectFailure, LedgerError, LedgerRefusal};
 use crate::fault::crash_point;
+use crate::owner;
 use crate::schedule::{self, Change};
 use crate::timefmt;
 use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent, Interrupted};
@@ -184,14 +185,14 @@ pub(super) async fn complete_in(
             // A person's resolution never overtakes the head still running
             // the effect: its own completion is the one that counts.
             let lease = sqlx::query(concat!(
-                "SELECT t.lease_until AS lease_until, t.lease_until > ",
+                "SELECT t.lease_until AS lease_until, t.owner AS owner, t.lease_until > ",
                 db_now!(),
-                " AS running FROM intents t WHERE t.nonce = $1"
+                " AS leased FROM intents t WHERE t.nonce = $1"
             ))
             .bind(&existing.nonce)
             .fetch_one(&mut *conn)
             .await?;
-            if lease.try_get::<bool, _>("running")? {
+            if still_running(&lease)? {
                 return Err(LedgerError::StillRunning(
                     proposal_id.to_string(),
                     lease.try_get("lease_until")?,
@@ -209,6 +210,17 @@ pub(super) async fn complete_in(
         }
     };
     insert_completion(conn, proposal_id, &existing.nonce, outcome, actor).await
+}
+
+/// Whether the head that recorded an intent may still be running its
+/// effect, from a row with `leased` (its lease has not ended by the
+/// database's clock) and `owner`: leased, unless the owner is known to
+/// have exited (see `crate::owner`).
+fn still_running(row: &super::DbRow) -> Result<bool, LedgerError> {
+    Ok(
+        row.try_get::<bool, _>("leased")?
+            && !owner::known_dead(&row.try_get::<String, _>("owner")?),
+    )
 }
 
 /// Who records a completion: the head of the intent's principal, or a
@@ -306,6 +318,7 @@ fn bind_intent(
         .bind(at.to_string())
         .bind(intent.contract_revision.clone())
         .bind(timefmt::format(intent.lease_until)?)
+        .bind(owner::current())
         .bind(proof.consume_key().expose_hex())
         .bind_event(event))
 }
@@ -555,9 +568,9 @@ impl Store {
         let found = sqlx::query(concat!(
             "SELECT ",
             intent_columns!(),
-            ", t.lease_until > ",
+            ", t.owner AS owner, t.lease_until > ",
             db_now!(),
-            " AS running
+            " AS leased
              FROM intents t
              WHERE NOT EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce)
              ORDER BY t.recorded_at, t.nonce"
@@ -569,7 +582,7 @@ impl Store {
             .map(|row| {
                 Ok(Interrupted {
                     intent: rows::intent(row)?,
-                    running: row.try_get("running")?,
+                    running: still_running(row)?,
                 })
             })
             .collect()

@@ -2,18 +2,18 @@
 //! one query string, executed in one round trip to the connection's worker
 //! (each statement binds the `$N` it names). Parameters are numbered as
 //! `sql/consume.rs` binds them; the PostgreSQL text of the same writes is
-//! `postgres/consume_sql.rs`. The consume key (`$11`) is not used here:
+//! `postgres/consume_sql.rs`. The consume key (`$12`) is not used here:
 //! SQLite has no roles to separate, so nothing checks it.
 
-/// The nonce, the intent and its `intent` event (`$1` to `$15`).
+/// The nonce, the intent and its `intent` event (`$1` to `$16`).
 macro_rules! record_intent {
     () => {
         "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at) VALUES ($1, $2, $8);
          INSERT INTO intents (nonce, proposal_id, principal, session, operation,
-             arguments_json, proof_sha256, recorded_at, contract_revision, lease_until)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+             arguments_json, proof_sha256, recorded_at, contract_revision, lease_until, owner)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
          INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
-         VALUES ($12, $8, 'intent', $2, $3, $13, $14, $15);"
+         VALUES ($13, $8, 'intent', $2, $3, $14, $15, $16);"
     };
 }
 
@@ -21,20 +21,20 @@ macro_rules! record_intent {
 pub(super) const RECORD_INTENT: &str = record_intent!();
 
 /// [`RECORD_INTENT`], then the builtin effect applied and completed: the
-/// principal's schedule written (`$18`) or deleted (`$18` NULL),
-/// `effect_applied`, the completion, and their two events (`$16` to `$28`).
+/// principal's schedule written (`$19`) or deleted (`$19` NULL),
+/// `effect_applied`, the completion, and their two events (`$17` to `$29`).
 pub(super) const CONSUME_APPLIED: &str = concat!(
     record_intent!(),
-    "DELETE FROM state WHERE principal = $3 AND namespace = $16 AND key = $17 AND $18 IS NULL;
+    "DELETE FROM state WHERE principal = $3 AND namespace = $17 AND key = $18 AND $19 IS NULL;
      INSERT INTO state (principal, namespace, key, value, updated_at)
-     SELECT $3, $16, $17, $18, $8 WHERE $18 IS NOT NULL
+     SELECT $3, $17, $18, $19, $8 WHERE $19 IS NOT NULL
      ON CONFLICT (principal, namespace, key)
      DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at;
-     INSERT INTO effect_applied (nonce, effect, result, applied_at) VALUES ($1, $19, $20, $8);
+     INSERT INTO effect_applied (nonce, effect, result, applied_at) VALUES ($1, $20, $21, $8);
      INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
          completed_at)
-     VALUES ($1, $2, 'applied', NULL, $20, NULL, $8);
+     VALUES ($1, $2, 'applied', NULL, $21, NULL, $8);
      INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
-     VALUES ($21, $8, 'effect_applied', $2, $3, $22, $23, $24),
-            ($25, $8, 'completed', $2, $3, $26, $27, $28);"
+     VALUES ($22, $8, 'effect_applied', $2, $3, $23, $24, $25),
+            ($26, $8, 'completed', $2, $3, $27, $28, $29);"
 );

@@ -140,6 +140,23 @@ pub struct ReleaseHandoffRequest {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ReleaseHandoffResponse {}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ResolveUncertainRequest {
+    #[prost(string, tag = "1")]
+    pub proposal_id: ::prost::alloc::string::String,
+    /// true: the person checked that the effect happened; false: it did not.
+    #[prost(bool, tag = "2")]
+    pub applied: bool,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ResolveUncertainResponse {
+    #[prost(message, optional, tag = "1")]
+    pub proposal: ::core::option::Option<ProposalView>,
+    /// Who the ledger records as having resolved it: `approver:<principal>`,
+    /// from the caller's certificate.
+    #[prost(string, tag = "2")]
+    pub resolved_by: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RevokeRequest {
     #[prost(string, tag = "1")]
     pub proposal_id: ::prost::alloc::string::String,
@@ -565,6 +582,36 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "Revoke"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: approver, of the proposal's principal. A person's resolution of
+        /// an uncertain execution (an intent recorded, its completion never):
+        /// applied or not applied, recorded with the approver identity of the
+        /// caller's certificate. FAILED_PRECONDITION if the proposal is not
+        /// uncertain, or while its execution's lease runs (its head may still be
+        /// running the effect, and only that head's completion counts then).
+        pub async fn resolve_uncertain(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ResolveUncertainRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ResolveUncertainResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/ResolveUncertain",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "ResolveUncertain"));
+            self.inner.unary(req, path, codec).await
+        }
         /// role: head, approver or admin. The keys that verify proofs.
         pub async fn public_keys(
             &mut self,
@@ -669,6 +716,19 @@ pub mod signer_server {
             &self,
             request: tonic::Request<super::RevokeRequest>,
         ) -> std::result::Result<tonic::Response<super::RevokeResponse>, tonic::Status>;
+        /// role: approver, of the proposal's principal. A person's resolution of
+        /// an uncertain execution (an intent recorded, its completion never):
+        /// applied or not applied, recorded with the approver identity of the
+        /// caller's certificate. FAILED_PRECONDITION if the proposal is not
+        /// uncertain, or while its execution's lease runs (its head may still be
+        /// running the effect, and only that head's completion counts then).
+        async fn resolve_uncertain(
+            &self,
+            request: tonic::Request<super::ResolveUncertainRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ResolveUncertainResponse>,
+            tonic::Status,
+        >;
         /// role: head, approver or admin. The keys that verify proofs.
         async fn public_keys(
             &self,
@@ -1136,6 +1196,51 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = RevokeSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/ResolveUncertain" => {
+                    #[allow(non_camel_case_types)]
+                    struct ResolveUncertainSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::ResolveUncertainRequest>
+                    for ResolveUncertainSvc<T> {
+                        type Response = super::ResolveUncertainResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ResolveUncertainRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::resolve_uncertain(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ResolveUncertainSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

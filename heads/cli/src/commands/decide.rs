@@ -1,11 +1,12 @@
-//! The approver's commands: `approve` (interactive terminal only), `deny`
-//! and `revoke`. Approval shows the authoritative preview the signer rendered
+//! The approver's commands: `approve` (interactive terminal only), `deny`,
+//! `revoke`, and `reconcile --resolve` (interactive terminal only). Approval shows the authoritative preview the signer rendered
 //! from the stored arguments and asks for a fresh random challenge on the
 //! controlling terminal, which a program piping into stdin cannot answer.
 
 use countersign_identity::files::write_private_new;
 use countersign_proto::v1::{
-    DecideRequest, Delivery, GetProposalRequest, Interface, RevokeOutcome, RevokeRequest,
+    DecideRequest, Delivery, GetProposalRequest, Interface, ResolveUncertainRequest, RevokeOutcome,
+    RevokeRequest,
 };
 use countersign_verifier::Proof;
 use serde_json::json;
@@ -245,4 +246,85 @@ pub(crate) async fn revoke(
         write_text(io.out, &format!("{message}\n"))?;
     }
     result
+}
+
+/// `countersign reconcile --resolve ID --applied|--not-applied`: whether an
+/// uncertain execution happened is a person's judgement. It is recorded
+/// through the signer with the approver certificate (so the signer checks
+/// the role and the principal, and records who), and only after the
+/// person, at the controlling terminal, has seen the proposal and typed a
+/// fresh challenge, as for an approval.
+pub(crate) async fn resolve(
+    ctx: &Context,
+    id: &str,
+    applied: bool,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let mut approver = ctx.approver().await?;
+    let view = approver
+        .get_proposal(GetProposalRequest {
+            proposal_id: id.to_string(),
+        })
+        .await?
+        .into_inner();
+    if view.status != "uncertain" {
+        return Err(CliError::Refused(format!(
+            "{} is {}; only an uncertain execution can be resolved; nothing was recorded",
+            view.id, view.status
+        )));
+    }
+    let mut terminal = (io.terminal)().map_err(|e| {
+        CliError::Refused(format!(
+            "a resolution needs an interactive terminal and none is available ({e}); nothing was recorded"
+        ))
+    })?;
+    let code = challenge().map_err(CliError::error)?;
+    let verdict = if applied {
+        "the effect DID happen: it will read applied"
+    } else {
+        "the effect did NOT happen: it will read failed"
+    };
+    let shown = format!(
+        "\n{}\nIts execution was interrupted. You are recording that {verdict}.\nCheck the world first; this cannot be changed.\n",
+        proposal_text(&view).trim_end()
+    );
+    terminal.show(&shown).map_err(CliError::error)?;
+    let typed = terminal
+        .ask(&format!(
+            "Type {code} to record it, anything else to cancel: "
+        ))
+        .map_err(|e| {
+            CliError::Refused(format!(
+                "no answer from the terminal ({e}); nothing was recorded"
+            ))
+        })?;
+    if typed.trim() != code {
+        let _ = terminal.show("Not recorded.\n");
+        return Err(CliError::Refused(
+            "the challenge was not typed correctly; nothing was recorded".to_string(),
+        ));
+    }
+    let resolved = approver
+        .resolve_uncertain(ResolveUncertainRequest {
+            proposal_id: view.id.clone(),
+            applied,
+        })
+        .await?
+        .into_inner();
+    let status = if applied { "applied" } else { "not_applied" };
+    if json {
+        write_json(
+            io.out,
+            &json!({"proposal_id": view.id, "resolved": status, "resolved_by": resolved.resolved_by}),
+        )
+    } else {
+        write_text(
+            io.out,
+            &format!(
+                "resolved {} as {status} (by {})\n",
+                view.id, resolved.resolved_by
+            ),
+        )
+    }
 }

@@ -2,7 +2,6 @@
 //! stdin, never argv), `result`, and `reconcile` for interrupted executions.
 
 use countersign_verifier::Proof;
-use serde_json::json;
 
 use super::read_input;
 use crate::Io;
@@ -88,21 +87,7 @@ pub(crate) async fn reconcile(
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
     if let Some(id) = args.resolve {
-        let ledger = ctx.ledger().await?;
-        ledger
-            .resolve_uncertain(&id, args.applied, &format!("human:cli:{}", ctx.principal))
-            .await
-            .map_err(|e| CliError::Refused(e.to_string()))?;
-        let status = if args.applied {
-            "applied"
-        } else {
-            "not_applied"
-        };
-        return if json {
-            write_json(io.out, &json!({"proposal_id": id, "resolved": status}))
-        } else {
-            write_text(io.out, &format!("resolved {id} as {status}\n"))
-        };
+        return super::decide::resolve(ctx, &id, args.applied, json, io).await;
     }
     let mut head = ctx.head().await?;
     let gate = ctx.gate(&mut head).await?;
