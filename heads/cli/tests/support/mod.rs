@@ -14,6 +14,9 @@ use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 use countersign::{Cli, CliError, Io, Terminal};
+use countersign_identity::files::write_private_new;
+use countersign_identity::pki::{CaMaterial, issue_client_cert};
+use countersign_identity::{Home, Role};
 use countersign_ledger::Ledger;
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_registry::Registry;
@@ -172,6 +175,45 @@ impl Harness {
             stderr: String::from_utf8(err).unwrap(),
             shown,
         }
+    }
+
+    /// A second installation, with its own principal, trusted by the same
+    /// CA and sharing this one's ledger (either backend), registry and
+    /// audience; returns its home, for [`Self::cli_as`].
+    pub fn another_principal(&self) -> String {
+        let other = Home::at(self.scratch.path().join("other-home")).unwrap();
+        let principal = other.init().unwrap().principal;
+        let ca = CaMaterial::load(self.signer.home()).unwrap();
+        let now = time::OffsetDateTime::now_utc();
+        let cert = issue_client_cert(
+            &ca,
+            Role::Head,
+            &principal,
+            now - time::Duration::hours(1),
+            now + time::Duration::hours(1),
+        )
+        .unwrap();
+        write_private_new(
+            &other.client_cert_path(Role::Head),
+            cert.cert_pem.as_bytes(),
+        )
+        .unwrap();
+        write_private_new(&other.client_key_path(Role::Head), cert.key_pem.as_bytes()).unwrap();
+        write_private_new(&other.ca_cert_path(), ca.cert_pem().as_bytes()).unwrap();
+        std::fs::remove_file(other.config_path()).unwrap();
+        let ledger_url = match &self.pg {
+            Some(db) => db.url().to_string(),
+            None => format!("sqlite://{}", self.signer.home().ledger_path().display()),
+        };
+        let config = format!(
+            "[signer]\naddr = \"{}\"\n[ledger]\nurl = \"{}\"\n[registry]\npath = \"{}\"\n[policy]\naudience = \"countersign:{}\"\n",
+            self.signer.addr(),
+            ledger_url,
+            self.signer.home().registry_path().display(),
+            self.signer.principal()
+        );
+        write_private_new(&other.config_path(), config.as_bytes()).unwrap();
+        other.root().display().to_string()
     }
 
     /// Propose `operation` with `args`; returns the proposal id.
