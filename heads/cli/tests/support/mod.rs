@@ -373,5 +373,35 @@ pub fn assert_refused(run: &Run, code: &str) {
     );
 }
 
+/// A registry entry for the `command` operation `name`: `/bin/sh -c script`
+/// with the canonical arguments (`{"text": ...}`) on stdin.
+pub fn command_operation(name: &str, replay_safe: bool, script: &str, timeout_secs: u64) -> String {
+    format!(
+        r#"
+[[operation]]
+name = "{name}"
+description = "A note, by a test command."
+class = "write"
+replay_safe = {replay_safe}
+preview = "Note {{text}}"
+
+[operation.effect]
+kind = "command"
+program = "/bin/sh"
+args = ['-c', '{script}']
+timeout_secs = {timeout_secs}
+
+[operation.schema]
+type = "object"
+additionalProperties = false
+required = ["text"]
+
+[operation.schema.properties.text]
+type = "string"
+maxLength = 100
+"#
+    )
+}
+
 pub const CREATE_NIGHTLY: &str =
     r#"{"name":"nightly","cron":"0 3 * * *","description":"email the KPIs"}"#;
