@@ -309,6 +309,15 @@ impl Harness {
         self.ledger().state("schedules").await.unwrap()
     }
 
+    /// True when no proposal of this principal awaits a decision.
+    pub async fn nothing_pending(&self) -> bool {
+        self.ledger()
+            .pending(self.signer.principal())
+            .await
+            .unwrap()
+            .is_empty()
+    }
+
     /// How many effects the ledger has recorded as run.
     pub async fn effects_run(&self) -> usize {
         self.ledger()
