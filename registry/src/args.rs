@@ -4,6 +4,7 @@
 //! not build a `CanonicalArgs` from anything else.
 
 use countersign_verifier::canonical;
+use countersign_verifier::claims::check_signable_args;
 use serde_json::Value;
 
 use crate::ArgumentsError;
@@ -20,6 +21,7 @@ impl CanonicalArgs {
     /// Builds from a parsed object (the caller has checked it is one).
     pub(crate) fn from_value(value: Value) -> Result<CanonicalArgs, ArgumentsError> {
         let text = canonical::to_canonical(&value)?;
+        check_signable_args(&value, &text)?;
         let sha256 = canonical::sha256_hex(text.as_bytes());
         Ok(CanonicalArgs {
             text,

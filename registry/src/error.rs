@@ -5,6 +5,7 @@
 //! here).
 
 use countersign_verifier::canonical::CanonicalError;
+use countersign_verifier::claims::UnsignableArgs;
 
 /// Why a registry file was refused. Every variant that concerns one operation
 /// names it, and the field at fault, so an operator can fix the file.
@@ -112,6 +113,10 @@ pub enum ArgumentsError {
     /// Stored argument text is not in canonical form.
     #[error("stored arguments are not canonical JSON")]
     NotCanonical,
+    /// Valid arguments that no proof could carry, refused at proposal so
+    /// that nothing is accepted that can never be approved or verified.
+    #[error("arguments cannot be approved: {0}")]
+    Unsignable(#[from] UnsignableArgs),
 }
 
 /// Why policy values were refused.

@@ -17,6 +17,73 @@ use crate::timestamp;
 pub const ISSUER: &str = "countersign-signer";
 /// Largest signed payload the verifier reads, in bytes.
 pub const MAX_PAYLOAD_BYTES: usize = 128 * 1024;
+/// Deepest arguments a proof can carry: the claims object nests them one
+/// level below its own, and a payload is read with [`canonical::MAX_DEPTH`].
+pub const MAX_ARGS_DEPTH: usize = canonical::MAX_DEPTH - 1;
+/// Largest canonical arguments a proof carries, in bytes (the stored text is
+/// re-read with this limit when a person decides); with the other claims it
+/// stays well under [`MAX_PAYLOAD_BYTES`].
+pub const MAX_ARGS_CANONICAL_BYTES: usize = canonical::MAX_ARGS_BYTES;
+
+/// Why arguments that parsed can still never be carried by a proof.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnsignableArgs {
+    /// Their canonical form is larger than a proof carries (the canonical
+    /// form can be larger than the input: `1e15` is written out in full).
+    #[error(
+        "their canonical form is {bytes} bytes, more than the {MAX_ARGS_CANONICAL_BYTES} a proof can carry"
+    )]
+    TooLarge {
+        /// Size of the canonical form, in bytes.
+        bytes: usize,
+    },
+    /// They nest deeper than a proof's claims can hold them.
+    #[error(
+        "they nest {depth} levels deep, more than the {MAX_ARGS_DEPTH} a proof can carry (its claims hold them one level deeper)"
+    )]
+    TooDeep {
+        /// Nesting depth of the arguments (the top-level object is 1).
+        depth: usize,
+    },
+}
+
+/// Checks that arguments `value`, whose canonical form is `canonical_text`,
+/// fit in a proof's claims, so that what is accepted at proposal can be
+/// signed and verified.
+pub fn check_signable_args(value: &Value, canonical_text: &str) -> Result<(), UnsignableArgs> {
+    if canonical_text.len() > MAX_ARGS_CANONICAL_BYTES {
+        return Err(UnsignableArgs::TooLarge {
+            bytes: canonical_text.len(),
+        });
+    }
+    let depth = nesting_depth(value);
+    if depth > MAX_ARGS_DEPTH {
+        return Err(UnsignableArgs::TooDeep { depth });
+    }
+    Ok(())
+}
+
+/// Nesting depth as the canonical parser counts it: a scalar is 0, an array
+/// or object one more than its deepest member.
+fn nesting_depth(value: &Value) -> usize {
+    // Iterative: `value` may come from a caller that did not bound its depth.
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            Value::Array(items) => {
+                deepest = deepest.max(depth);
+                stack.extend(items.iter().map(|v| (v, depth + 1)));
+            }
+            Value::Object(map) => {
+                deepest = deepest.max(depth);
+                stack.extend(map.values().map(|v| (v, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
 
 const FIELDS: [&str; 16] = [
     "args",

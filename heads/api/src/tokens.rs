@@ -345,13 +345,17 @@ pub fn parse_ttl(text: &str) -> Result<time::Duration, TokenError> {
             .unwrap_or(text.len()),
     );
     let n: i64 = number.parse().map_err(|_| TokenError::BadTtl)?;
-    let ttl = match unit {
-        "s" => time::Duration::seconds(n),
-        "m" => time::Duration::minutes(n),
-        "h" => time::Duration::hours(n),
-        "d" => time::Duration::days(n),
+    let unit_secs: i64 = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 60 * 60,
+        "d" => 24 * 60 * 60,
         _ => return Err(TokenError::BadTtl),
     };
+    // Checked: `Duration::days(n)` panics when `n` days overflow an i64 of
+    // seconds, and `n` is whatever the person typed.
+    let seconds = n.checked_mul(unit_secs).ok_or(TokenError::BadTtl)?;
+    let ttl = time::Duration::seconds(seconds);
     if ttl <= time::Duration::ZERO || ttl > MAX_TTL {
         return Err(TokenError::BadTtl);
     }
@@ -371,6 +375,19 @@ mod tests {
 
     fn bearer(token: &ApiToken) -> Vec<u8> {
         format!("Bearer {}", token.expose_secret()).into_bytes()
+    }
+
+    #[test]
+    fn refuses_a_lifetime_whose_seconds_overflow_without_panicking() {
+        for text in [
+            "999999999999999d",
+            "9223372036854775807m",
+            "153722867280912931h",
+        ] {
+            assert_eq!(parse_ttl(text), Err(TokenError::BadTtl), "{text}");
+        }
+        assert_eq!(parse_ttl("90d"), Ok(MAX_TTL));
+        assert_eq!(parse_ttl("91d"), Err(TokenError::BadTtl));
     }
 
     #[test]

@@ -112,8 +112,8 @@ pub enum TokenCommand {
 #[derive(Debug, Args)]
 pub struct TokenCreateArgs {
     /// How long the credential lives: 90s, 30m, 12h, 7d (at most 90d).
-    #[arg(long, value_name = "DURATION")]
-    pub ttl: String,
+    #[arg(long, value_name = "DURATION", value_parser = countersign_api::tokens::parse_ttl)]
+    pub ttl: time::Duration,
     /// Write the credential to this new file (mode 0600; refused if it exists).
     #[arg(
         long,

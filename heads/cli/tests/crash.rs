@@ -24,45 +24,18 @@ use std::path::{Path, PathBuf};
 use countersign::CliError;
 use countersign_gate::fault::FAULT_VAR;
 use countersign_registry::Registry;
-use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused};
+use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused, command_operation};
 
 /// The default registry plus two command operations that append their
 /// idempotency key to `log`: `note.append` (not replay-safe) and
 /// `note.append_keyed` (replay-safe: a real one would dedupe on the key).
 fn registry(log: &Path) -> String {
-    let note = |name: &str, replay_safe: bool| {
-        format!(
-            r#"
-[[operation]]
-name = "{name}"
-description = "Append a note to a log."
-class = "write"
-replay_safe = {replay_safe}
-preview = "Append note {{text}}"
-
-[operation.effect]
-kind = "command"
-program = "/bin/sh"
-args = ['-c', 'echo "$COUNTERSIGN_IDEMPOTENCY_KEY" >> {log}']
-timeout_secs = 10
-
-[operation.schema]
-type = "object"
-additionalProperties = false
-required = ["text"]
-
-[operation.schema.properties.text]
-type = "string"
-maxLength = 100
-"#,
-            log = log.display()
-        )
-    };
+    let script = format!("echo \"$COUNTERSIGN_IDEMPOTENCY_KEY\" >> {}", log.display());
     format!(
         "{}{}{}",
         Registry::default_toml(),
-        note("note.append", false),
-        note("note.append_keyed", true)
+        command_operation("note.append", false, &script, 10),
+        command_operation("note.append_keyed", true, &script, 10)
     )
 }
 

@@ -256,18 +256,29 @@ async fn a_failed_handoff_execution_keeps_the_approval(backend: Backend) {
         "{:?}",
         failed.result
     );
-    assert_eq!(h.schedules().await, vec![]);
-    assert_eq!(h.ledger().disposition(&id).await.unwrap(), None);
-    let show = h.cli(&["--json", "show", &id]).await;
-    assert_eq!(show.json()["status"], "approved");
-    assert_eq!(show.json()["handoff_waiting"], true, "{}", show.stdout);
+    the_handoff_still_waits(&h, &id).await;
 
     events_fail(&h, None).await;
-    let run = h.exec_handoff(&id, "agent-1").await;
+    applies_once_through_the_handoff(&h, &id).await;
+}
+
+/// The approval of `id` still waits for session `agent-1`, and nothing was
+/// applied: the handoff was released.
+async fn the_handoff_still_waits(h: &Harness, id: &str) {
+    assert_eq!(h.schedules().await, vec![]);
+    assert_eq!(h.ledger().disposition(id).await.unwrap(), None);
+    let show = h.cli(&["--json", "show", id]).await;
+    assert_eq!(show.json()["status"], "approved");
+    assert_eq!(show.json()["handoff_waiting"], true, "{}", show.stdout);
+}
+
+/// The next execution from session `agent-1` claims the approval of `id`
+/// and applies it, once.
+async fn applies_once_through_the_handoff(h: &Harness, id: &str) {
+    let run = h.exec_handoff(id, "agent-1").await;
     assert_eq!(run.result, Ok(()), "{}", run.stdout);
     assert_eq!(run.json()["applied"], true, "{}", run.stdout);
-    let again = h.exec_handoff(&id, "agent-1").await;
-    assert_refused(&again, "already_used");
+    assert_refused(&h.exec_handoff(id, "agent-1").await, "already_used");
     assert_eq!(h.schedules().await.len(), 1);
     assert!(h.ledger().verify_chain().await.unwrap().is_intact());
 }
@@ -280,4 +291,41 @@ async fn a_failed_handoff_execution_on_sqlite_keeps_the_approval() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_handoff_execution_on_postgres_keeps_the_approval() {
     a_failed_handoff_execution_keeps_the_approval(Backend::Postgres).await;
+}
+
+/// A refusal that is not the person's fault (here a head configured with a
+/// lifetime ceiling below the signer's proofs', as a head with a stale key
+/// set or a skewed clock refuses a good proof) consumes nothing, so the head
+/// releases the handoff it claimed: the approval survives and, once the
+/// head is fixed, applies once.
+async fn a_refused_handoff_execution_keeps_the_approval(backend: Backend) {
+    let h = Harness::start_on(backend, Registry::default_toml()).await;
+    let id = h
+        .propose_in("schedule.create", CREATE_NIGHTLY, "agent-1")
+        .await;
+    h.approve_for_mcp(&id).await;
+    let config_path = h.signer.home().config_path();
+    let config = std::fs::read_to_string(&config_path).unwrap();
+    std::fs::write(
+        &config_path,
+        format!("{config}[verifier]\nmax_lifetime_secs = 30\n"),
+    )
+    .unwrap();
+
+    let refused = h.exec_handoff(&id, "agent-1").await;
+    assert_refused(&refused, "lifetime_too_long");
+    the_handoff_still_waits(&h, &id).await;
+
+    std::fs::write(&config_path, config).unwrap();
+    applies_once_through_the_handoff(&h, &id).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_handoff_execution_on_sqlite_keeps_the_approval() {
+    a_refused_handoff_execution_keeps_the_approval(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_handoff_execution_on_postgres_keeps_the_approval() {
+    a_refused_handoff_execution_keeps_the_approval(Backend::Postgres).await;
 }

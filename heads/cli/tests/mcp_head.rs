@@ -7,6 +7,7 @@
 
 mod support;
 
+use countersign_mcp::McpHead;
 use serde_json::{Value, json};
 use support::mcp::{call, mcp_head};
 use support::{CREATE_NIGHTLY, Capture, Harness};
@@ -98,8 +99,9 @@ async fn no_tool_approves_and_an_unknown_tool_is_a_protocol_error() {
     }
 }
 
-#[tokio::test]
-async fn execution_claims_only_this_connections_session() {
+/// Two MCP connections, A and B, of one installation; A proposed, and the
+/// person approved it for A's session.
+async fn approved_for_connection_a() -> (Harness, McpHead, McpHead, String) {
     let h = Harness::start().await;
     let (a, b) = (mcp_head(&h).await, mcp_head(&h).await);
     assert_ne!(a.session(), b.session());
@@ -109,8 +111,18 @@ async fn execution_claims_only_this_connections_session() {
         json!({"arguments": nightly()}),
     )
     .await;
-    let id = proposed["structuredContent"]["id"].as_str().unwrap();
-    h.approve_for_mcp(id).await;
+    let id = proposed["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    h.approve_for_mcp(&id).await;
+    (h, a, b, id)
+}
+
+#[tokio::test]
+async fn execution_claims_only_this_connections_session() {
+    let (h, a, b, id) = approved_for_connection_a().await;
+    let id = id.as_str();
 
     let other = call(&b, "execute_approved", json!({"proposal_id": id})).await;
     assert_eq!(other["structuredContent"]["reason"], "handoff_refused");
@@ -130,6 +142,38 @@ async fn execution_claims_only_this_connections_session() {
 
     let result = call(&b, "get_result", json!({"proposal_id": id})).await;
     assert_eq!(result["structuredContent"]["status"], "applied", "{result}");
+}
+
+/// What the session check separates, as SECURITY.md says: MCP connections
+/// (and API credentials) from each other, not the user's own CLI. A session
+/// is a name, not a secret: the CLI, run by the user with the
+/// installation's head certificate, claims a connection's approval by
+/// naming its session explicitly.
+#[tokio::test]
+async fn the_session_separates_mcp_connections_not_the_users_own_cli() {
+    let (h, a, b, id) = approved_for_connection_a().await;
+    let id = id.as_str();
+
+    // Connection B cannot name A's session: its only session is its own.
+    let other = call(
+        &b,
+        "execute_approved",
+        json!({"proposal_id": id, "session": a.session()}),
+    )
+    .await;
+    assert_eq!(other["isError"], true, "{other}");
+    assert!(text(&other).contains("input schema"), "{other}");
+    let other = call(&b, "execute_approved", json!({"proposal_id": id})).await;
+    assert_eq!(other["structuredContent"]["reason"], "handoff_refused");
+    assert_eq!(h.schedules().await, vec![]);
+
+    // The user's own CLI can, with an explicit `--session`.
+    let cli = h.exec_handoff(id, a.session()).await;
+    assert_eq!(cli.result, Ok(()), "{}", cli.stdout);
+    assert_eq!(cli.json()["applied"], true, "{}", cli.stdout);
+    let again = call(&a, "execute_approved", json!({"proposal_id": id})).await;
+    assert_eq!(again["structuredContent"]["reason"], "already_used");
+    assert_eq!(h.schedules().await.len(), 1);
 }
 
 #[tokio::test]

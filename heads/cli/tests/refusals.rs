@@ -7,11 +7,10 @@
 mod support;
 
 use countersign::CliError;
-use countersign_identity::files::write_private_new;
+use countersign_identity::Role;
 use countersign_identity::pki::{CaMaterial, issue_client_cert};
-use countersign_identity::{Home, Role};
 use countersign_registry::Registry;
-use support::{CREATE_NIGHTLY, Harness, Person, assert_refused, forge};
+use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused, forge};
 
 /// A harness with one approved proposal whose proof is in a file, nothing applied yet.
 async fn approved() -> (Harness, String, std::path::PathBuf) {
@@ -84,39 +83,9 @@ async fn refuses_a_proof_presented_from_another_session() {
 #[tokio::test]
 async fn refuses_a_proof_presented_by_another_principal() {
     let (h, id, proof) = approved().await;
-    // A second installation, with its own principal, trusted by the same CA
-    // and sharing the ledger, the registry and the audience.
-    let other = Home::at(h.scratch.path().join("other-home")).unwrap();
-    let principal = other.init().unwrap().principal;
-    let ca = CaMaterial::load(h.signer.home()).unwrap();
-    let now = time::OffsetDateTime::now_utc();
-    let cert = issue_client_cert(
-        &ca,
-        Role::Head,
-        &principal,
-        now - time::Duration::hours(1),
-        now + time::Duration::hours(1),
-    )
-    .unwrap();
-    write_private_new(
-        &other.client_cert_path(Role::Head),
-        cert.cert_pem.as_bytes(),
-    )
-    .unwrap();
-    write_private_new(&other.client_key_path(Role::Head), cert.key_pem.as_bytes()).unwrap();
-    write_private_new(&other.ca_cert_path(), ca.cert_pem().as_bytes()).unwrap();
-    std::fs::remove_file(other.config_path()).unwrap();
-    let config = format!(
-        "[signer]\naddr = \"{}\"\n[ledger]\nurl = \"sqlite://{}\"\n[registry]\npath = \"{}\"\n[policy]\naudience = \"countersign:{}\"\n",
-        h.signer.addr(),
-        h.signer.home().ledger_path().display(),
-        h.signer.home().registry_path().display(),
-        h.signer.principal()
-    );
-    write_private_new(&other.config_path(), config.as_bytes()).unwrap();
+    let other_home = h.another_principal();
 
     let before = (h.schedules().await, h.effects_run().await);
-    let other_home = other.root().display().to_string();
     let path = proof.to_str().unwrap();
     let run = h
         .cli_as(
@@ -137,6 +106,83 @@ async fn refuses_a_proof_presented_by_another_principal() {
         show.result
     );
     assert_eq!((h.schedules().await, h.effects_run().await), before);
+}
+
+/// On a ledger shared by two principals, `exec ID --handoff` from the other
+/// principal answers exactly as `result` does: no such proposal for it. It
+/// neither reads the recorded result of an executed proposal nor claims the
+/// approval of one still waiting, which the owner then applies once.
+async fn a_handoff_of_another_principals_proposal_is_refused_as_unknown(backend: Backend) {
+    let h = Harness::start_on(backend, Registry::default_toml()).await;
+    let other_home = h.another_principal();
+    let as_other = |args: &'static [&'static str], id: String| {
+        let home = other_home.clone();
+        let h = &h;
+        async move {
+            let mut argv: Vec<&str> = args.to_vec();
+            argv.insert(2, &id);
+            h.cli_as(&home, &argv, "", Person::NoTerminal).await
+        }
+    };
+
+    // Executed: its recorded result stays the owner's.
+    let done = h
+        .propose_in("schedule.create", CREATE_NIGHTLY, "agent-1")
+        .await;
+    h.approve_for_mcp(&done).await;
+    assert_eq!(
+        h.exec_handoff(&done, "agent-1").await.json()["applied"],
+        true
+    );
+    let result = as_other(&["--json", "result"], done.clone()).await;
+    assert!(
+        matches!(&result.result, Err(CliError::Refused(m)) if m.contains("no proposal")),
+        "{:?}",
+        result.result
+    );
+    let run = as_other(
+        &["--json", "exec", "--handoff", "--session", "agent-1"],
+        done.clone(),
+    )
+    .await;
+    assert_refused(&run, "unknown_proposal");
+    assert_eq!(run.json().get("recorded_status"), None, "{}", run.stdout);
+    assert_eq!(run.json().get("result"), None, "{}", run.stdout);
+
+    // Approved and waiting: the other principal claims nothing.
+    let waiting = h
+        .propose_in(
+            "schedule.create",
+            r#"{"name":"other","cron":"0 4 * * *"}"#,
+            "agent-1",
+        )
+        .await;
+    h.approve_for_mcp(&waiting).await;
+    let before = (h.schedules().await, h.effects_run().await);
+    let run = as_other(
+        &["--json", "exec", "--handoff", "--session", "agent-1"],
+        waiting.clone(),
+    )
+    .await;
+    assert_refused(&run, "unknown_proposal");
+    assert_eq!((h.schedules().await, h.effects_run().await), before);
+    let show = h.cli(&["--json", "show", &waiting]).await;
+    assert_eq!(show.json()["handoff_waiting"], true, "{}", show.stdout);
+    assert_eq!(
+        h.exec_handoff(&waiting, "agent-1").await.json()["applied"],
+        true
+    );
+    assert_eq!(h.schedules().await.len(), 2);
+}
+
+#[tokio::test]
+async fn a_handoff_of_another_principals_proposal_is_refused_as_unknown_on_sqlite() {
+    a_handoff_of_another_principals_proposal_is_refused_as_unknown(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_handoff_of_another_principals_proposal_is_refused_as_unknown_on_postgres() {
+    a_handoff_of_another_principals_proposal_is_refused_as_unknown(Backend::Postgres).await;
 }
 
 #[tokio::test]
@@ -247,13 +293,7 @@ async fn refuses_a_head_whose_certificate_has_the_wrong_role() {
         message.contains("approver") && message.contains("Propose"),
         "{message}"
     );
-    assert!(
-        h.ledger()
-            .pending(h.signer.principal())
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(h.nothing_pending().await, "a proposal was recorded");
 }
 
 #[tokio::test]
@@ -286,11 +326,5 @@ async fn refuses_a_head_whose_certificate_comes_from_another_ca() {
         message.ends_with("received fatal alert: UnknownCA"),
         "{message}"
     );
-    assert!(
-        h.ledger()
-            .pending(h.signer.principal())
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(h.nothing_pending().await, "a proposal was recorded");
 }

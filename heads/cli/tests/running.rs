@@ -13,37 +13,19 @@ use std::path::Path;
 
 use countersign::CliError;
 use countersign_registry::Registry;
-use support::{Backend, Harness, Person};
+use support::{Backend, Harness, Person, command_operation};
 
 /// The default registry plus `note.slow`: replay-safe, sleeps 3 s, then
 /// appends its idempotency key to `log`.
 fn registry(log: &Path) -> String {
+    let script = format!(
+        "sleep 3; echo \"$COUNTERSIGN_IDEMPOTENCY_KEY\" >> {}",
+        log.display()
+    );
     format!(
-        r#"{}
-[[operation]]
-name = "note.slow"
-description = "Append a note to a log, slowly."
-class = "write"
-replay_safe = true
-preview = "Append note {{text}}"
-
-[operation.effect]
-kind = "command"
-program = "/bin/sh"
-args = ['-c', 'sleep 3; echo "$COUNTERSIGN_IDEMPOTENCY_KEY" >> {log}']
-timeout_secs = 20
-
-[operation.schema]
-type = "object"
-additionalProperties = false
-required = ["text"]
-
-[operation.schema.properties.text]
-type = "string"
-maxLength = 100
-"#,
+        "{}{}",
         Registry::default_toml(),
-        log = log.display()
+        command_operation("note.slow", true, &script, 20)
     )
 }
 

@@ -86,6 +86,11 @@ impl Gate {
         &self.ledger
     }
 
+    /// The principal this head acts for: it executes only its proposals.
+    pub fn principal(&self) -> &str {
+        &self.principal
+    }
+
     /// The registry as last loaded (no file read): what a head lists.
     pub fn registry(&self) -> Arc<Registry> {
         self.registry.last_loaded()

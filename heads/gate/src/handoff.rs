@@ -3,12 +3,18 @@
 //! the proof once to a head of the same principal and session. The head
 //! never shows it to its caller: it goes straight into `Gate::execute`.
 //!
-//! Should the execution fail with a fault (the ledger unavailable, a write
-//! refused), the head releases the handoff, so the person's approval is not
-//! lost with the proof it dropped: the next execution claims it again. That
-//! is safe whatever the fault left behind, because the ledger, not the
-//! handoff, makes a proof single-use: a proof whose nonce was burned only
-//! gets its recorded disposition.
+//! Only a proposal of this head's own principal is answered: another
+//! principal's proposal, executed or not, is refused as unknown before its
+//! disposition is read, as `result` refuses it.
+//!
+//! Whenever the execution consumed nothing (any refusal: a proof not yet
+//! valid under clock skew, a key id unknown to a head whose key set is
+//! stale, a contract changed under it; or any fault: the ledger
+//! unavailable, a write refused), the head releases the handoff, so the
+//! person's approval is not lost with the proof it dropped: the next
+//! execution claims it again. That is safe whatever the fault left behind,
+//! because the ledger, not the handoff, makes a proof single-use: a proof
+//! whose nonce was burned only gets its recorded disposition.
 
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{ClaimHandoffRequest, ReleaseHandoffRequest};
@@ -20,14 +26,27 @@ use crate::outcome::{Outcome, Refused};
 
 impl Gate {
     /// Claim the proof waiting for `proposal_id` and execute it from
-    /// `session`. A proposal that was already executed gets its recorded
-    /// disposition; one with no live handoff is refused, applying nothing.
+    /// `session`. A proposal of another principal is refused as unknown
+    /// before anything about it is read; one that was already executed gets
+    /// its recorded disposition; one with no live handoff is refused,
+    /// applying nothing. Whenever nothing was consumed, the claimed handoff
+    /// is released.
     pub async fn execute_handoff(
         &self,
         head: &mut SignerClient<Channel>,
         proposal_id: &str,
         session: &str,
     ) -> Result<Outcome, GateError> {
+        let owned = self
+            .ledger()
+            .proposal(proposal_id)
+            .await?
+            .is_some_and(|record| record.proposal.principal == self.principal());
+        if !owned {
+            return Ok(Outcome::Refused(Refused::UnknownProposal(
+                proposal_id.to_string(),
+            )));
+        }
         if let Some(recorded) = self.ledger().disposition(proposal_id).await? {
             return Ok(Outcome::Recorded(recorded));
         }
@@ -56,20 +75,28 @@ impl Gate {
         })?;
         let executed = self.execute(proposal_id, session, &proof).await;
         drop(proof);
-        if let Err(fault) = &executed {
+        let consumed_nothing = match &executed {
+            Ok(Outcome::Refused(_)) | Err(_) => true,
+            Ok(Outcome::Applied(_) | Outcome::Failed(_) | Outcome::Recorded(_)) => false,
+        };
+        if consumed_nothing {
             let released = head
                 .release_handoff(ReleaseHandoffRequest {
                     proposal_id: proposal_id.to_string(),
                     session: session.to_string(),
                 })
                 .await;
+            let why = match &executed {
+                Ok(outcome) => outcome.summary(),
+                Err(fault) => fault.to_string(),
+            };
             match released {
-                Ok(_) => tracing::warn!(proposal_id, %fault, "execution failed; handoff released"),
+                Ok(_) => tracing::warn!(proposal_id, why, "nothing consumed; handoff released"),
                 Err(status) => tracing::error!(
                     proposal_id,
-                    %fault,
+                    why,
                     release = status.message(),
-                    "execution failed and the handoff could not be released"
+                    "nothing consumed and the handoff could not be released"
                 ),
             }
         }

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use countersign_gate::{Gate, Outcome, Refused};
+use countersign_gate::{Gate, GateError, Outcome, Refused};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     GetProposalRequest, ListProposalsRequest, ProposeRequest, WithdrawRequest,
@@ -23,6 +23,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
+use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
 
 use crate::reply::{Reply, proposal_reply, proposed_text, status_text};
@@ -58,6 +59,11 @@ pub struct McpHead {
     session: String,
     tools: Arc<Vec<ToolEntry>>,
     validators: Arc<HashMap<String, jsonschema::Validator>>,
+    /// Executions run here, in tasks of their own, so that a client going
+    /// away (and the SDK dropping its request handlers) never cuts an effect
+    /// off between its intent and its completion; [`Self::serve_stdio`]
+    /// waits for them before it returns.
+    executions: TaskTracker,
 }
 
 impl McpHead {
@@ -92,6 +98,7 @@ impl McpHead {
             session: crate::session::new_session_id().map_err(ServeError::Setup)?,
             tools: Arc::new(tools),
             validators: Arc::new(validators),
+            executions: TaskTracker::new(),
         })
     }
 
@@ -107,17 +114,33 @@ impl McpHead {
     }
 
     /// Serve one MCP connection on this process's stdin and stdout until the
-    /// client closes it. Nothing else may write to stdout meanwhile.
+    /// client closes it, then wait for every execution still running to
+    /// record its outcome (however long its effect takes: cutting it off
+    /// would leave it `uncertain`). Nothing else may write to stdout
+    /// meanwhile.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
+        let executions = self.executions.clone();
         let running = self
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|e| ServeError::Initialize(e.to_string()))?;
-        running
-            .waiting()
-            .await
-            .map(|_| ())
-            .map_err(|e| ServeError::Stopped(e.to_string()))
+            .map_err(|e| ServeError::Initialize(e.to_string()));
+        let served = match running {
+            Ok(running) => running
+                .waiting()
+                .await
+                .map(|_| ())
+                .map_err(|e| ServeError::Stopped(e.to_string())),
+            Err(e) => Err(e),
+        };
+        executions.close();
+        if !executions.is_empty() {
+            tracing::warn!(
+                running = executions.len(),
+                "the client went away; waiting for executions still running to finish"
+            );
+        }
+        executions.wait().await;
+        served
     }
 
     /// What `tools/call` does: validate `arguments` against the tool's input
@@ -233,13 +256,23 @@ impl McpHead {
             }
             Action::ExecuteApproved => {
                 let id = id();
-                match self
-                    .gate
-                    .execute_handoff(&mut head, &id, &self.session)
-                    .await
-                {
-                    Ok(outcome) => self.outcome_reply(&id, &outcome),
-                    Err(e) => Reply::from_gate_error(&e),
+                let (gate, session, task_id) =
+                    (self.gate.clone(), self.session.clone(), id.clone());
+                // Its own task: the SDK drops this handler when the client
+                // goes away, which must not cut the effect off.
+                let executed = self
+                    .executions
+                    .spawn(async move { gate.execute_handoff(&mut head, &task_id, &session).await })
+                    .await;
+                match executed {
+                    Ok(Ok(outcome)) => self.outcome_reply(&id, &outcome),
+                    Ok(Err(e)) => Reply::from_gate_error(&e),
+                    Err(e) => {
+                        tracing::error!(proposal_id = %id, "execution task: {e}");
+                        Reply::from_gate_error(&GateError::Effect(
+                            "the execution stopped unexpectedly".into(),
+                        ))
+                    }
                 }
             }
             Action::GetResult => self.result(&id()).await,

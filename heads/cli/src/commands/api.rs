@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use countersign_api::tokens::{TokenStore, parse_ttl};
+use countersign_api::tokens::TokenStore;
 use countersign_api::{ApiParts, ApiState, default_audience};
 use countersign_identity::files::write_private_new;
 use serde_json::json;
@@ -89,7 +89,7 @@ pub(crate) fn token_create(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let ttl = parse_ttl(&args.ttl).map_err(CliError::error)?;
+    let ttl = args.ttl;
     let audience = default_audience(&ctx.principal);
     if let Some(path) = &args.out {
         // Refuse before creating a credential that could not be saved.

@@ -14,6 +14,9 @@ use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 use countersign::{Cli, CliError, Io, Terminal};
+use countersign_identity::files::write_private_new;
+use countersign_identity::pki::{CaMaterial, issue_client_cert};
+use countersign_identity::{Home, Role};
 use countersign_ledger::Ledger;
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_registry::Registry;
@@ -174,6 +177,45 @@ impl Harness {
         }
     }
 
+    /// A second installation, with its own principal, trusted by the same
+    /// CA and sharing this one's ledger (either backend), registry and
+    /// audience; returns its home, for [`Self::cli_as`].
+    pub fn another_principal(&self) -> String {
+        let other = Home::at(self.scratch.path().join("other-home")).unwrap();
+        let principal = other.init().unwrap().principal;
+        let ca = CaMaterial::load(self.signer.home()).unwrap();
+        let now = time::OffsetDateTime::now_utc();
+        let cert = issue_client_cert(
+            &ca,
+            Role::Head,
+            &principal,
+            now - time::Duration::hours(1),
+            now + time::Duration::hours(1),
+        )
+        .unwrap();
+        write_private_new(
+            &other.client_cert_path(Role::Head),
+            cert.cert_pem.as_bytes(),
+        )
+        .unwrap();
+        write_private_new(&other.client_key_path(Role::Head), cert.key_pem.as_bytes()).unwrap();
+        write_private_new(&other.ca_cert_path(), ca.cert_pem().as_bytes()).unwrap();
+        std::fs::remove_file(other.config_path()).unwrap();
+        let ledger_url = match &self.pg {
+            Some(db) => db.url().to_string(),
+            None => format!("sqlite://{}", self.signer.home().ledger_path().display()),
+        };
+        let config = format!(
+            "[signer]\naddr = \"{}\"\n[ledger]\nurl = \"{}\"\n[registry]\npath = \"{}\"\n[policy]\naudience = \"countersign:{}\"\n",
+            self.signer.addr(),
+            ledger_url,
+            self.signer.home().registry_path().display(),
+            self.signer.principal()
+        );
+        write_private_new(&other.config_path(), config.as_bytes()).unwrap();
+        other.root().display().to_string()
+    }
+
     /// Propose `operation` with `args`; returns the proposal id.
     pub async fn propose(&self, operation: &str, args: &str) -> String {
         self.propose_in(operation, args, "cli").await
@@ -270,6 +312,15 @@ impl Harness {
             .unwrap()
     }
 
+    /// True when no proposal of this principal awaits a decision.
+    pub async fn nothing_pending(&self) -> bool {
+        self.ledger()
+            .pending(self.signer.principal())
+            .await
+            .unwrap()
+            .is_empty()
+    }
+
     /// How many effects the ledger has recorded as run.
     pub async fn effects_run(&self) -> usize {
         self.ledger()
@@ -332,6 +383,36 @@ pub fn assert_refused(run: &Run, code: &str) {
         run.result.as_ref().unwrap_err().exit_code(),
         countersign::exit::REFUSED
     );
+}
+
+/// A registry entry for the `command` operation `name`: `/bin/sh -c script`
+/// with the canonical arguments (`{"text": ...}`) on stdin.
+pub fn command_operation(name: &str, replay_safe: bool, script: &str, timeout_secs: u64) -> String {
+    format!(
+        r#"
+[[operation]]
+name = "{name}"
+description = "A note, by a test command."
+class = "write"
+replay_safe = {replay_safe}
+preview = "Note {{text}}"
+
+[operation.effect]
+kind = "command"
+program = "/bin/sh"
+args = ['-c', '{script}']
+timeout_secs = {timeout_secs}
+
+[operation.schema]
+type = "object"
+additionalProperties = false
+required = ["text"]
+
+[operation.schema.properties.text]
+type = "string"
+maxLength = 100
+"#
+    )
 }
 
 pub const CREATE_NIGHTLY: &str =
