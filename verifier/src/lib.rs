@@ -9,6 +9,8 @@
 
 pub mod canonical;
 pub mod claims;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod keys;
 pub mod paseto;
 pub mod proof;

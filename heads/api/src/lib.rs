@@ -17,6 +17,8 @@
 //! token; accept a proof anywhere but a request body.
 #![forbid(unsafe_code)]
 
+#[doc(hidden)]
+pub mod fuzzing;
 mod guard;
 mod handlers;
 pub mod openapi;

@@ -161,7 +161,7 @@ async fn api_heads_race(backend: Backend) {
         losers.len()
     );
     // Every loser got an answer. How fast is the benchmark's to measure
-    // (`cargo bench -p countersign-gate --bench load`, the 32-way races), not
+    // (`cargo bench -p countersign-bench --bench load`, the 32-way races), not
     // a timed test's.
     assert_eq!(losers.len(), ROUNDS * (PROCESSES * TASKS - 1));
 }

@@ -1,7 +1,9 @@
-//! The `countersign` binary (CLI and MCP heads, later the API head) must not be
-//! able to sign a proof. Two checks: the normal (non-dev) dependency graph of
-//! every crate outside `signer/` never reaches `countersign-signer`, and no
-//! source file outside `signer/` names the Ed25519 signing key type.
+//! The `countersign` binary (CLI, MCP and API heads) must not be able to
+//! sign a proof. Three checks: the normal (non-dev) dependency graph of
+//! every crate outside `signer/` never reaches `countersign-signer`; no
+//! crate but the load tool and the end-to-end tests names it even as a
+//! dev-dependency; and no source file outside `signer/` names the Ed25519
+//! signing key type.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -138,6 +140,44 @@ fn no_crate_outside_the_signer_depends_on_signing_code() {
             "{member} must not depend on countersign-signer"
         );
     }
+}
+
+/// The crates that may name `countersign-signer` at all, as a
+/// dev-dependency: the load tool (it mints proofs with the signer's own
+/// code) and the crate of the end-to-end tests, which start a real signer.
+const MAY_NAME_THE_SIGNER: &[&str] = &["countersign-signer", "countersign-bench", "countersign"];
+
+#[test]
+fn no_other_crate_names_the_signer_even_as_a_dev_dependency() {
+    let meta = metadata();
+    let members: BTreeSet<&str> = meta["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    let mut checked = 0;
+    for package in meta["packages"].as_array().unwrap() {
+        if !members.contains(package["id"].as_str().unwrap()) {
+            continue;
+        }
+        let name = package["name"].as_str().unwrap();
+        checked += 1;
+        if MAY_NAME_THE_SIGNER.contains(&name) {
+            continue;
+        }
+        for dep in package["dependencies"].as_array().unwrap() {
+            assert_ne!(
+                dep["name"], "countersign-signer",
+                "{name} names countersign-signer as a {} dependency",
+                dep["kind"]
+            );
+        }
+    }
+    assert!(
+        checked >= 10,
+        "too few workspace members checked: {checked}"
+    );
 }
 
 #[test]

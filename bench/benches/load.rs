@@ -2,8 +2,8 @@
 //! raw limit it is measured against.
 //!
 //! ```text
-//! cargo bench -p countersign-gate --bench load              # everything
-//! cargo bench -p countersign-gate --bench load -- --quick   # smaller counts
+//! cargo bench -p countersign-bench --bench load              # everything
+//! cargo bench -p countersign-bench --bench load -- --quick   # smaller counts
 //! ```
 //! Options: `--quick`, `--sqlite-only`, `--postgres-only`, `--no-growth`,
 //! `--verification-only`.
