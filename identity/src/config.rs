@@ -3,7 +3,8 @@
 //!
 //! Unknown keys are refused. Relative paths (registry, SQLite ledger file)
 //! are anchored to the home directory, never to the current working
-//! directory. This module does not read the registry or open the ledger.
+//! directory. This module does not read the registry or open the ledger;
+//! [`Config::load`] checks who can write them (module `paths`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::files::read_private;
+use crate::paths::{ConfiguredFile, check_configured_file, sqlite_ledger_file};
 use crate::{Home, IdentityError};
 
 /// Where the signer listens and heads connect, unless configured.
@@ -94,7 +96,8 @@ struct VerifierSection {
 
 impl Config {
     /// Reads `config.toml` (a private file; absent means all defaults) and the
-    /// principal, and resolves every path against the home directory.
+    /// principal, resolves every path against the home directory, and checks
+    /// the files it names ([`Config::check_paths`]) before anyone uses them.
     pub fn load(home: &Home) -> Result<Config, IdentityError> {
         let principal = home.principal()?;
         let path = home.config_path();
@@ -106,7 +109,21 @@ impl Config {
             Err(IdentityError::Missing(_)) => String::new(),
             Err(e) => return Err(e),
         };
-        Config::from_toml_str(home, &principal, &text)
+        let config = Config::from_toml_str(home, &principal, &text)?;
+        config.check_paths()?;
+        Ok(config)
+    }
+
+    /// Refuses the registry and a SQLite ledger file unless nobody but the
+    /// user (and root) can write them or any directory on the way to them,
+    /// inside the home or outside it (see [`check_configured_file`]). Every
+    /// process that uses them runs this through [`Config::load`].
+    pub fn check_paths(&self) -> Result<(), IdentityError> {
+        check_configured_file(&self.registry, ConfiguredFile::Registry)?;
+        if let Some(ledger) = sqlite_ledger_file(&self.ledger_url) {
+            check_configured_file(ledger, ConfiguredFile::SqliteLedger)?;
+        }
+        Ok(())
     }
 
     /// Parses configuration text for `home` and `principal`.

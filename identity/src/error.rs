@@ -14,7 +14,7 @@ pub enum IdentityError {
     /// The home directory (or `$HOME`) is a relative path.
     #[error("the countersign home must be an absolute path, got {0}")]
     HomeNotAbsolute(PathBuf),
-    /// A path under the home directory is a symbolic link.
+    /// A path under the home directory, or a configured file, is a symbolic link.
     #[error("refusing symbolic link {0}")]
     Symlink(PathBuf),
     /// A directory's mode is not exactly 0700.
@@ -43,6 +43,19 @@ pub enum IdentityError {
         /// The current user.
         expected: u32,
     },
+    /// A configured file, its directory, or a directory above it can be
+    /// written by the group or others (above the file's own directory, only
+    /// a sticky directory may be).
+    #[error("{path} has mode {mode:04o}: the group or others can write to it")]
+    WritableByOthers {
+        /// The file or directory (symbolic links on the way resolved).
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A path that must be absolute is relative.
+    #[error("{0} is not an absolute path")]
+    RelativePath(PathBuf),
     /// A path that must be a directory is something else.
     #[error("{0} is not a directory")]
     NotADirectory(PathBuf),

@@ -1,7 +1,8 @@
 //! Who is who in countersign: the private home directory and its permission
-//! checks, the installation's principal, the configuration file, the
-//! development PKI, the TLS configurations of the signer and its clients, and
-//! the role and principal a peer's certificate names.
+//! checks, the installation's principal, the configuration file and the
+//! checks on the files it names, the development PKI, the TLS configurations
+//! of the signer and its clients, and the role and principal a peer's
+//! certificate names.
 //!
 //! This crate holds no proof-signing code and never reads the signer's
 //! Ed25519 key; it only knows where that key lives.
@@ -11,6 +12,7 @@ mod config;
 mod error;
 pub mod files;
 mod home;
+mod paths;
 mod peer;
 pub mod pki;
 pub mod tls;
@@ -18,4 +20,5 @@ pub mod tls;
 pub use config::{Config, DEFAULT_SIGNER_ADDR, MAX_LIFETIME_CAP_SECS, PolicyConfig};
 pub use error::IdentityError;
 pub use home::{Home, InitReport, generate_principal, is_valid_principal};
+pub use paths::{ConfiguredFile, check_configured_file};
 pub use peer::{PeerIdentity, Role, SIGNER_URI, peer_identity};
