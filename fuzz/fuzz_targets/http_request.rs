@@ -1,7 +1,7 @@
 //! The HTTP API's request parser on arbitrary requests: never panics, and
 //! accepts only declared parameters. The body is
 //! `countersign_api::fuzzing::http_request`, whose unit test replays
-//! `corpus/http_request/`.
+//! `seeds/http_request/`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -72,12 +72,12 @@ pub fn verify_text(data: &[u8]) {
     assert!(verify(&proof, &ring, &expect).is_err());
 }
 
-/// Every file of the committed seed corpus `fuzz/corpus/<target>/`.
+/// Every file of the committed seed corpus `fuzz/seeds/<target>/`.
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 pub(crate) fn seeds(target: &str) -> Vec<Vec<u8>> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
+        .join("../fuzz/seeds")
         .join(target);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))

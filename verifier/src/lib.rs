@@ -1,6 +1,6 @@
 //! countersign proof v1, verification side: canonical JSON (RFC 8785),
 //! PASETO v4.public verification, claims, key ids, and the `VerifiedProof`
-//! type that only [`verify`] can build.
+//! type that only [`verify()`] can build.
 //!
 //! This crate holds no signing code: it uses `ed25519_dalek::VerifyingKey`
 //! only. The signer builds tokens with [`paseto::signing_input`] and

@@ -88,7 +88,7 @@ mod tests {
     #[test]
     fn every_committed_seed_passes_the_target() {
         let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/http_request");
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/http_request");
         let mut seen = 0;
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
             let path = entry.unwrap_or_else(|e| panic!("{e}")).path();

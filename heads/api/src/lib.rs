@@ -5,11 +5,11 @@
 //!   to this installation's principal and to this API's audience; the
 //!   session of every proposal and execution is `api:<token id>`.
 //! - Host, Origin and `Sec-Fetch-Site` guards refuse cross-site and
-//!   DNS-rebinding requests ([`guard`]).
+//!   DNS-rebinding requests (`guard`).
 //! - Requests are flat JSON of the declared parameters, parsed strictly
-//!   ([`request`]); proofs only ever in the body's `proof` field.
+//!   (`request`); proofs only ever in the body's `proof` field.
 //! - Responses are the surface's result values; refusals are `200` with
-//!   `ok: false`; errors reach the wire in one place ([`respond`]).
+//!   `ok: false`; errors reach the wire in one place (`respond`).
 //! - The router and the OpenAPI document ([`openapi`]) are both built from
 //!   the table, so the parity gate reads what the API really serves.
 //!

@@ -3,7 +3,7 @@
 //! `propose`, so each carries its own argument schema), and the API's
 //! [`Exposure`]s read back from that document for the parity gate.
 //!
-//! The router is built from the same table ([`crate::routes`]), and a test
+//! The router is built from the same table (`routes`), and a test
 //! checks that every path and method here is served. Nothing in this module
 //! decides what a request may do.
 
