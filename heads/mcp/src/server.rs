@@ -114,14 +114,18 @@ impl McpHead {
     }
 
     /// Serve one MCP connection on this process's stdin and stdout until the
-    /// client closes it, then wait for every execution still running to
+    /// client closes it (every frame screened strictly by
+    /// [`crate::StrictTransport`] before the SDK parses it), then wait for every execution still running to
     /// record its outcome (however long its effect takes: cutting it off
     /// would leave it `uncertain`). Nothing else may write to stdout
     /// meanwhile.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
         let executions = self.executions.clone();
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(crate::StrictTransport::new(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+            ))
             .await
             .map_err(|e| ServeError::Initialize(e.to_string()));
         let served = match running {
