@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use countersign_gate::{Gate, GateError, Outcome, Refused};
+use countersign_gate::{Gate, GateError, Outcome};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     GetProposalRequest, ListProposalsRequest, ProposeRequest, WithdrawRequest,
@@ -287,12 +287,6 @@ impl McpHead {
         let mut text = outcome.summary();
         if let Some(d) = outcome.disposition().filter(|d| !d.result.is_null()) {
             text.push_str(&format!("\nresult: {}", d.result));
-        }
-        if let Outcome::Refused(Refused::HandoffRefused(_)) = outcome {
-            text.push_str(&format!(
-                "\nThis connection's session is {}. A proposal made in another session runs here only if the person approves it for this session: `countersign approve {id} --for-mcp --execute-in-session {}`.",
-                self.session, self.session
-            ));
         }
         let value = results::outcome(id, outcome);
         Reply {
