@@ -2,7 +2,9 @@
 //! memory for one head of the same principal to claim, once.
 //!
 //! Each entry is bound to a principal, a session and an expiry. A claim
-//! hands over a copy and marks the entry claimed: no second claim succeeds.
+//! hands over a copy and marks the entry claimed: no second claim succeeds,
+//! and a second claim is told the proposal is being executed (claimed by
+//! another request), never that no approval exists.
 //! The head that claimed it may release it (same principal and session)
 //! when it could not present the proof, which makes it claimable once more;
 //! that is why the store keeps its copy until expiry or revocation, which
@@ -16,6 +18,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use countersign_verifier::Proof;
 use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 use crate::error::RpcError;
 
@@ -66,7 +69,8 @@ impl HandoffStore {
 
     /// Hands a copy of the proof over once: the principal and the session
     /// must match, the proof must not have expired, and it must not be
-    /// claimed already. A session mismatch changes nothing.
+    /// claimed already (`StillRunning`, until the handoff's expiry, if it
+    /// is). A session mismatch changes nothing.
     pub(crate) fn claim(
         &self,
         proposal_id: &str,
@@ -77,7 +81,15 @@ impl HandoffStore {
         let mut map = self.lock();
         let entry = owned_entry(&mut map, proposal_id, principal, session, now)?;
         if entry.claimed {
-            return Err(RpcError::NoLiveHandoff);
+            // Approved, and held by the head executing it: a head told
+            // "no handoff" would send its caller to approve again.
+            return Err(RpcError::StillRunning {
+                id: proposal_id.to_owned(),
+                until: entry
+                    .expires_at
+                    .format(&Rfc3339)
+                    .unwrap_or_else(|_| entry.expires_at.to_string()),
+            });
         }
         let copy = Proof::from_text(entry.proof.expose_secret().to_owned())
             .map_err(|e| RpcError::Internal(format!("a kept proof is malformed: {e}")))?;
@@ -166,9 +178,14 @@ mod tests {
         );
         assert!(matches!(
             store.claim("p", A, "s1", now),
-            Err(RpcError::NoLiveHandoff)
+            Err(RpcError::StillRunning { id, .. }) if id == "p"
         ));
         assert!(!store.is_waiting("p", now));
+        // Never claimed, nothing waits: no handoff.
+        assert!(matches!(
+            store.claim("q", A, "s1", now),
+            Err(RpcError::NoLiveHandoff)
+        ));
     }
 
     #[test]
@@ -200,7 +217,7 @@ mod tests {
         );
         assert!(matches!(
             store.claim("p", A, "s1", now),
-            Err(RpcError::NoLiveHandoff)
+            Err(RpcError::StillRunning { .. })
         ));
         // Expired, or revoked (discarded): nothing to release.
         let later = now + Duration::minutes(5);

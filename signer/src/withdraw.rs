@@ -1,5 +1,8 @@
 //! The head's own view of its proposals: `ListProposals` and `Withdraw`.
 //!
+//! A list with a status filter is the newest proposals in that status (up
+//! to a bounded scan), not the newest proposals filtered afterwards.
+//!
 //! A head may withdraw its principal's proposal only while no decision was
 //! made; a withdrawn proposal can never be approved. Neither RPC can decide,
 //! issue or reveal a proof.
@@ -16,6 +19,9 @@ use crate::service::{SignerService, authorize, roles};
 const DEFAULT_LIMIT: u32 = 100;
 /// The most `ListProposals` returns.
 const MAX_LIMIT: u32 = 500;
+/// The most proposals `ListProposals` reads to find `limit` in one status:
+/// older ones are not searched (a bound on one request's work).
+const MAX_SCAN: u32 = 10_000;
 
 /// Every status a proposal can have, as named on the wire.
 const STATUSES: &[ProposalStatus] = &[
@@ -59,18 +65,32 @@ impl SignerService {
                 });
             }
         };
-        // A status filter applies after the limit: the newest `limit`
-        // proposals, then those in the wanted status.
-        let records = self
-            .state
-            .ledger
-            .proposals_of(&peer.principal, limit)
-            .await?;
-        let proposals = records
-            .iter()
-            .filter(|r| wanted.is_none_or(|w| r.status == w))
-            .map(|r| self.view_of(r))
-            .collect::<Result<Vec<_>, _>>()?;
+        // The newest `limit` proposals in the wanted status. A status is
+        // derived at read time, so it cannot be a condition of the query:
+        // read a growing window of the newest proposals until it holds
+        // `limit` of them, runs out, or reaches `MAX_SCAN`. Each window is
+        // read afresh, so a proposal made meanwhile is never counted twice.
+        let mut window = limit;
+        let proposals = loop {
+            let records = self
+                .state
+                .ledger
+                .proposals_of(&peer.principal, window)
+                .await?;
+            let exhausted = records.len() < window as usize || window >= MAX_SCAN;
+            let found: Vec<_> = records
+                .iter()
+                .filter(|r| wanted.is_none_or(|w| r.status == w))
+                .take(limit as usize)
+                .collect();
+            if found.len() == limit as usize || wanted.is_none() || exhausted {
+                break found
+                    .into_iter()
+                    .map(|r| self.view_of(r))
+                    .collect::<Result<Vec<_>, _>>()?;
+            }
+            window = window.saturating_mul(4).min(MAX_SCAN);
+        };
         Ok(wire::ListPendingResponse { proposals })
     }
 

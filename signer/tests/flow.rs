@@ -240,8 +240,15 @@ async fn hands_off_once_to_the_bound_session() {
         .claim_handoff(claim(&view.id, SESSION))
         .await
         .unwrap_err();
-    assert_eq!(status.code(), Code::NotFound);
-    assert_eq!(status.message(), "no live handoff");
+    // Held by the head that claimed it: being executed, not "no handoff".
+    assert_eq!(status.code(), Code::FailedPrecondition);
+    assert!(
+        status
+            .message()
+            .starts_with(&format!("proposal {} may still be running", view.id)),
+        "{}",
+        status.message()
+    );
     let view = head
         .get_proposal(GetProposalRequest {
             proposal_id: view.id,
@@ -307,7 +314,7 @@ async fn a_released_handoff_is_claimed_once_more_and_only_then() {
         .claim_handoff(claim(&view.id, SESSION))
         .await
         .unwrap_err();
-    assert_eq!(status.code(), Code::NotFound);
+    assert_eq!(status.code(), Code::FailedPrecondition);
 }
 
 #[tokio::test]

@@ -70,11 +70,24 @@ pub enum CanonicalError {
 /// Insignificant whitespace is accepted; use [`to_canonical`] and compare
 /// bytes when the input must itself be canonical.
 pub fn parse(input: &[u8], limit: usize) -> Result<serde_json::Value, CanonicalError> {
+    parse_enclosing(input, limit, 0)
+}
+
+/// Strictly parses `input` (at most `limit` bytes), a document that encloses
+/// another `envelope` levels down (a protocol frame around an operation's
+/// arguments): it may nest [`MAX_DEPTH`] + `envelope` levels, so that the
+/// enclosed document gets the same depth limit as on its own. Everything
+/// else is refused exactly as [`parse`] refuses it.
+pub fn parse_enclosing(
+    input: &[u8],
+    limit: usize,
+    envelope: usize,
+) -> Result<serde_json::Value, CanonicalError> {
     if input.len() > limit {
         return Err(CanonicalError::TooLarge { limit });
     }
     let text = std::str::from_utf8(input).map_err(|_| CanonicalError::InvalidUtf8)?;
-    parser::parse_str(text)
+    parser::parse_str(text, MAX_DEPTH.saturating_add(envelope))
 }
 
 /// Returns the RFC 8785 text of `value`.

@@ -8,15 +8,13 @@
 mod support;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use countersign_ledger::DispositionStatus;
 use countersign_registry::Registry;
-use serde_json::{Value, json};
+use serde_json::json;
+use support::mcp::McpProcess;
 use support::{Backend, Harness, command_operation};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{ChildStdout, Command};
 
 /// How long the slow command runs: longer than the MCP SDK's 5 s drain.
 const RUNS_FOR_SECS: u64 = 7;
@@ -32,68 +30,24 @@ fn registry(dir: &Path) -> String {
     format!("{}{slow}", Registry::default_toml())
 }
 
-/// Send one JSON-RPC message.
-async fn send(stdin: &mut tokio::process::ChildStdin, message: Value) {
-    let mut line = message.to_string();
-    line.push('\n');
-    stdin.write_all(line.as_bytes()).await.unwrap();
-    stdin.flush().await.unwrap();
-}
-
-/// Read until the response to request `id`.
-async fn response(lines: &mut Lines<BufReader<ChildStdout>>, id: u64) -> Value {
-    loop {
-        let line = lines.next_line().await.unwrap().expect("a response");
-        let message: Value = serde_json::from_str(&line).unwrap();
-        if message["id"] == id {
-            return message;
-        }
-    }
-}
-
 async fn a_client_that_goes_away_does_not_cut_an_execution_off(backend: Backend) {
     let marks = tempfile::tempdir().unwrap();
     let h = Harness::start_on(backend, &registry(marks.path())).await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_countersign"))
-        .args(["--home", &h.home(), "mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "drain-test", "version": "0"}}}),
-    )
-    .await;
-    assert!(response(&mut lines, 1).await.get("result").is_some());
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await;
-    send(
-        &mut stdin,
+    let mut mcp = McpProcess::start(&h).await;
+    mcp.send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "propose_note_slow", "arguments": {"arguments": {"text": "hi"}}}}),
+        "name": "propose_note_slow", "arguments": {"arguments": {"text": "hi"}}}}),
     )
     .await;
-    let proposed = response(&mut lines, 2).await;
+    let proposed = mcp.response(2).await;
     let id = proposed["result"]["structuredContent"]["id"]
         .as_str()
         .unwrap_or_else(|| panic!("{proposed}"))
         .to_string();
     h.approve_for_mcp(&id).await;
-    send(
-        &mut stdin,
+    mcp.send(
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-            "name": "execute_approved", "arguments": {"proposal_id": id}}}),
+        "name": "execute_approved", "arguments": {"proposal_id": id}}}),
     )
     .await;
 
@@ -103,10 +57,9 @@ async fn a_client_that_goes_away_does_not_cut_an_execution_off(backend: Backend)
         assert!(started.elapsed() < Duration::from_secs(20), "never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    drop(stdin);
-    drop(lines);
+    mcp.hang_up();
 
-    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(60), mcp.child.wait())
         .await
         .expect("the MCP head exits once the execution finished")
         .unwrap();

@@ -29,7 +29,8 @@ impl Gate {
     /// `session`. A proposal of another principal is refused as unknown
     /// before anything about it is read; one that was already executed gets
     /// its recorded disposition; one with no live handoff is refused,
-    /// applying nothing. Whenever nothing was consumed, the claimed handoff
+    /// applying nothing; one whose handoff another request holds is
+    /// `in_progress` (or, once recorded, that execution's disposition). Whenever nothing was consumed, the claimed handoff
     /// is released.
     pub async fn execute_handoff(
         &self,
@@ -63,9 +64,26 @@ impl Gate {
                     tonic::Code::NotFound => Ok(Outcome::Refused(Refused::NoHandoff(
                         proposal_id.to_string(),
                     ))),
-                    tonic::Code::PermissionDenied | tonic::Code::InvalidArgument => Ok(
-                        Outcome::Refused(Refused::HandoffRefused(status.message().to_string())),
-                    ),
+                    // Claimed by another request, which is executing it: its
+                    // result if recorded by now, else "in progress", never
+                    // "not approved" (a caller would ask for a new approval).
+                    tonic::Code::FailedPrecondition => {
+                        match self.ledger().disposition(proposal_id).await? {
+                            Some(recorded) => Ok(Outcome::Recorded(recorded)),
+                            None => Ok(Outcome::Refused(Refused::InProgress(
+                                proposal_id.to_string(),
+                            ))),
+                        }
+                    }
+                    tonic::Code::PermissionDenied => {
+                        Ok(Outcome::Refused(Refused::HandoffRefused(format!(
+                            "{}; a proposal approved for another session runs in session {session} only if the person approves it for this one: `countersign approve {proposal_id} --for-mcp --execute-in-session {session}`",
+                            status.message()
+                        ))))
+                    }
+                    tonic::Code::InvalidArgument => Ok(Outcome::Refused(Refused::HandoffRefused(
+                        status.message().to_string(),
+                    ))),
                     _ => Err(GateError::Signer(status.message().to_string())),
                 };
             }

@@ -77,6 +77,13 @@ pub enum Refused {
         "no approval is waiting for {0}: a person must approve it first with `countersign approve {0} --for-mcp`"
     )]
     NoHandoff(String),
+    /// The approval is held by another request that is executing it now;
+    /// calling again shortly gets that execution's recorded result (or the
+    /// approval, if it consumed nothing and handed it back).
+    #[error(
+        "{0} is approved and being executed by another request; nothing was applied by this one. Call again shortly for its recorded result"
+    )]
+    InProgress(String),
     /// The signer refused to hand the approval over (another session).
     #[error("the signer refused the handoff: {0}")]
     HandoffRefused(String),
@@ -94,6 +101,7 @@ impl Refused {
             Refused::UnknownProposal(_) => "unknown_proposal".to_string(),
             Refused::UnknownOperation(_) => "unknown_operation".to_string(),
             Refused::NoHandoff(_) => "not_approved".to_string(),
+            Refused::InProgress(_) => "in_progress".to_string(),
             Refused::HandoffRefused(_) => "handoff_refused".to_string(),
         }
     }

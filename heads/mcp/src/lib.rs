@@ -12,11 +12,15 @@
 //! or client claim is ever an approval (see SECURITY.md, boundary 2a).
 #![forbid(unsafe_code)]
 
+mod frame;
 mod reply;
 mod server;
 mod session;
 mod tools;
+mod transport;
 
+pub use frame::{MAX_FRAME_BYTES, Screened, fuzz_frame, screen_frame};
 pub use server::{McpHead, ServeError};
 pub use session::new_session_id;
 pub use tools::{exposures, output_schema, structured};
+pub use transport::StrictTransport;

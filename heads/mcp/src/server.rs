@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use countersign_gate::{Gate, GateError, Outcome, Refused};
+use countersign_gate::{Gate, GateError, Outcome};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     GetProposalRequest, ListProposalsRequest, ProposeRequest, WithdrawRequest,
@@ -114,14 +114,18 @@ impl McpHead {
     }
 
     /// Serve one MCP connection on this process's stdin and stdout until the
-    /// client closes it, then wait for every execution still running to
+    /// client closes it (every frame screened strictly by
+    /// [`crate::StrictTransport`] before the SDK parses it), then wait for every execution still running to
     /// record its outcome (however long its effect takes: cutting it off
     /// would leave it `uncertain`). Nothing else may write to stdout
     /// meanwhile.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
         let executions = self.executions.clone();
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(crate::StrictTransport::new(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+            ))
             .await
             .map_err(|e| ServeError::Initialize(e.to_string()));
         let served = match running {
@@ -283,12 +287,6 @@ impl McpHead {
         let mut text = outcome.summary();
         if let Some(d) = outcome.disposition().filter(|d| !d.result.is_null()) {
             text.push_str(&format!("\nresult: {}", d.result));
-        }
-        if let Outcome::Refused(Refused::HandoffRefused(_)) = outcome {
-            text.push_str(&format!(
-                "\nThis connection's session is {}. A proposal made in another session runs here only if the person approves it for this session: `countersign approve {id} --for-mcp --execute-in-session {}`.",
-                self.session, self.session
-            ));
         }
         let value = results::outcome(id, outcome);
         Reply {

@@ -1,20 +1,22 @@
 //! The strict JSON parser behind [`super::parse`].
 //!
 //! Owns: RFC 8259 syntax plus the refusals listed on [`CanonicalError`].
-//! Must not: recurse deeper than [`MAX_DEPTH`], accept a duplicate key, or
+//! Must not: recurse deeper than its caller's limit ([`super::MAX_DEPTH`]), accept a duplicate key, or
 //! hand out a number that [`super::to_canonical`] would refuse to write.
 
 use serde_json::{Map, Number, Value};
 
 use super::writer::check_float;
-use super::{CanonicalError, MAX_DEPTH, MAX_SAFE_INTEGER};
+use super::{CanonicalError, MAX_SAFE_INTEGER};
 
-/// Parses a complete JSON text (already known to be UTF-8).
-pub(super) fn parse_str(text: &str) -> Result<Value, CanonicalError> {
+/// Parses a complete JSON text (already known to be UTF-8), nesting at
+/// most `max_depth` levels.
+pub(super) fn parse_str(text: &str, max_depth: usize) -> Result<Value, CanonicalError> {
     let mut p = Parser {
         text,
         bytes: text.as_bytes(),
         pos: 0,
+        max_depth,
     };
     p.skip_ws();
     let value = p.value(0)?;
@@ -29,6 +31,7 @@ struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    max_depth: usize,
 }
 
 impl Parser<'_> {
@@ -78,7 +81,7 @@ impl Parser<'_> {
     }
 
     fn object(&mut self, depth: usize) -> Result<Value, CanonicalError> {
-        if depth > MAX_DEPTH {
+        if depth > self.max_depth {
             return Err(CanonicalError::TooDeep);
         }
         self.expect(b'{')?;
@@ -115,7 +118,7 @@ impl Parser<'_> {
     }
 
     fn array(&mut self, depth: usize) -> Result<Value, CanonicalError> {
-        if depth > MAX_DEPTH {
+        if depth > self.max_depth {
             return Err(CanonicalError::TooDeep);
         }
         self.expect(b'[')?;

@@ -240,3 +240,22 @@ fn sha256_hex_is_lowercase() {
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
 }
+
+#[test]
+fn an_enclosing_document_gets_its_envelope_of_depth_and_nothing_else() {
+    let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let at_limit = nested(MAX_DEPTH + 3);
+    assert!(parse_enclosing(at_limit.as_bytes(), BIG, 3).is_ok());
+    assert_eq!(
+        parse_enclosing(nested(MAX_DEPTH + 4).as_bytes(), BIG, 3),
+        Err(CanonicalError::TooDeep)
+    );
+    assert_eq!(
+        parse(at_limit.as_bytes(), BIG),
+        Err(CanonicalError::TooDeep)
+    );
+    assert_eq!(
+        parse_enclosing(br#"{"a":1,"a":2}"#, BIG, 3),
+        Err(CanonicalError::DuplicateKey("a".into()))
+    );
+}
