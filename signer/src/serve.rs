@@ -45,9 +45,16 @@ pub async fn run(
         .timeout(REQUEST_TIMEOUT)
         .concurrency_limit_per_connection(64)
         .add_service(service)
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming(listener), shutdown)
         .await
         .map_err(|e| StartError::Transport(e.to_string()))
+}
+
+/// The connections `run` serves: every accepted socket gets TCP_NODELAY.
+/// `TcpIncoming::from` leaves it off, and a reply's trailers then wait for
+/// the client's delayed ACK (about 40 ms on every call).
+pub(crate) fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -91,5 +98,22 @@ pub async fn serve_until_signal(
             );
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use tonic::codegen::tokio_stream::StreamExt as _;
+
+    #[tokio::test]
+    async fn accepted_connections_have_tcp_nodelay_set() {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut accepted = incoming(listener);
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let server_side = accepted.next().await.unwrap().unwrap();
+        assert!(server_side.nodelay().unwrap(), "TCP_NODELAY is off");
     }
 }
