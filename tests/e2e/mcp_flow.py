@@ -126,7 +126,7 @@ async def flow(home, tmp):
         # Before approval: refused, with the exact command; nothing applied.
         early, text = await call(a, "execute_approved", {"proposal_id": pid})
         assert early.is_error, text
-        assert early.structured_content["reason"] == "not_approved", early.structured_content
+        assert early.structured_content["reason"] == "no_live_handoff", early.structured_content
         assert early.structured_content["applied"] is False
         assert f"countersign approve {pid} --for-mcp" in text and "nothing was applied" in text, text
         none, text = await call(a, "get_result", {"proposal_id": pid})
@@ -157,7 +157,7 @@ async def flow(home, tmp):
         # Another connection is another session: refused, nothing applied, approval kept.
         async with connection(home, tmp, "second") as b:
             other, text = await call(b, "execute_approved", {"proposal_id": pid})
-            assert other.is_error and other.structured_content["reason"] == "handoff_refused", text
+            assert other.is_error and other.structured_content["reason"] == "handoff_session_mismatch", text
             assert "--execute-in-session mcp-" in text, text
             assert effects(home) == []
 
@@ -167,7 +167,7 @@ async def flow(home, tmp):
             await asyncio.to_thread(approve_at_terminal, home, moved["id"], "--for-mcp",
                                     "--execute-in-session", session_b_hint)
             from_a, text = await call(a, "execute_approved", {"proposal_id": moved["id"]})
-            assert from_a.structured_content["reason"] == "handoff_refused", text
+            assert from_a.structured_content["reason"] == "handoff_session_mismatch", text
             from_b, text = await call(b, "execute_approved", {"proposal_id": moved["id"]})
             assert from_b.structured_content["applied"] is True, text
 

@@ -16,6 +16,7 @@
 //! because the ledger, not the handoff, makes a proof single-use: a proof
 //! whose nonce was burned only gets its recorded disposition.
 
+use countersign_proto::reason;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{ClaimHandoffRequest, ReleaseHandoffRequest};
 use countersign_verifier::Proof;
@@ -23,6 +24,7 @@ use tonic::transport::Channel;
 
 use crate::execute::{Gate, GateError};
 use crate::outcome::{Outcome, Refused};
+use crate::signer_client::SignerCallError;
 
 impl Gate {
     /// Claim the proof waiting for `proposal_id` and execute it from
@@ -59,14 +61,19 @@ impl Gate {
         let mut response = match claimed {
             Ok(response) => response.into_inner(),
             Err(status) => {
-                return match status.code() {
-                    tonic::Code::NotFound => Ok(Outcome::Refused(Refused::NoHandoff(
-                        proposal_id.to_string(),
-                    ))),
-                    tonic::Code::PermissionDenied | tonic::Code::InvalidArgument => Ok(
-                        Outcome::Refused(Refused::HandoffRefused(status.message().to_string())),
-                    ),
-                    _ => Err(GateError::Signer(status.message().to_string())),
+                return match SignerCallError::from_status(&status) {
+                    SignerCallError::Refused(refusal)
+                        if refusal.code == reason::NO_LIVE_HANDOFF =>
+                    {
+                        Ok(Outcome::Refused(Refused::NoHandoff {
+                            proposal_id: proposal_id.to_string(),
+                            refusal,
+                        }))
+                    }
+                    SignerCallError::Refused(refusal) => {
+                        Ok(Outcome::Refused(Refused::HandoffRefused(refusal)))
+                    }
+                    fault => Err(GateError::Signer(fault.to_string())),
                 };
             }
         };
