@@ -1,8 +1,8 @@
 //! `Decide`: a person's approval or denial of a pending proposal.
 //!
 //! Approval rebuilds the claims from the stored canonical arguments and
-//! the current registry and policy (refusing if either changed since the
-//! proposal), signs them with the proof key (`issue.rs`), records the
+//! the registry file as it is now and the policy (refusing if either
+//! changed since the proposal), signs them with the proof key (`issue.rs`), records the
 //! issuance in the ledger (hashes and nonce, never the proof), then either
 //! returns the proof (direct) or keeps it for one handoff. This module must
 //! not log or store a proof.
@@ -76,8 +76,8 @@ impl SignerService {
         execute_in_session: Option<Session>,
     ) -> Result<wire::DecideResponse, RpcError> {
         let state = &self.state;
-        let op = state
-            .registry
+        let registry = self.registry_now()?;
+        let op = registry
             .get(&record.proposal.operation)
             .filter(|op| op.contract_revision() == record.proposal.contract_revision)
             .ok_or_else(|| RpcError::ContractChanged(record.proposal.operation.clone()))?;
