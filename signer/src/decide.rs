@@ -9,6 +9,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_identity::PeerIdentity;
 use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
 use countersign_proto::v1 as wire;
 use countersign_registry::CanonicalArgs;
@@ -52,14 +53,14 @@ impl SignerService {
             }
             Decision::Approve {
                 delivery,
-                provenance,
                 execute_in_session,
             } => {
+                let provenance = provenance_of(&peer);
                 self.approve(
                     &cmd.proposal_id,
                     record,
                     delivery,
-                    provenance,
+                    &provenance,
                     execute_in_session,
                 )
                 .await
@@ -72,7 +73,7 @@ impl SignerService {
         id: &ProposalId,
         record: ProposalRecord,
         delivery: Delivery,
-        provenance: &'static str,
+        provenance: &str,
         execute_in_session: Option<Session>,
     ) -> Result<wire::DecideResponse, RpcError> {
         let state = &self.state;
@@ -150,6 +151,16 @@ impl SignerService {
             expires_at: expires_at_text,
         })
     }
+}
+
+/// The proof's `prov` for a decision made over this connection:
+/// `human:cert:<principal>`, from what the signer checked, the approver
+/// certificate's identity (the caller's claimed interface plays no part).
+/// It means an approver credential of that principal, issued by the
+/// installation's CA, made the decision; it does not say which person,
+/// through which interface, or that anyone was at a terminal.
+fn provenance_of(peer: &PeerIdentity) -> String {
+    format!("human:cert:{}", peer.principal)
 }
 
 /// `jti`: base64url (no padding) of 32 random bytes.
