@@ -124,6 +124,8 @@ pub(crate) enum Decision {
 pub(crate) struct DecideCommand {
     pub(crate) proposal_id: ProposalId,
     pub(crate) decision: Decision,
+    /// Check everything, record and issue nothing.
+    pub(crate) dry_run: bool,
 }
 
 impl TryFrom<wire::DecideRequest> for DecideCommand {
@@ -162,6 +164,7 @@ impl TryFrom<wire::DecideRequest> for DecideCommand {
         Ok(DecideCommand {
             proposal_id,
             decision,
+            dry_run: r.dry_run,
         })
     }
 }

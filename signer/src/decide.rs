@@ -12,7 +12,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::PeerIdentity;
 use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
 use countersign_proto::v1 as wire;
-use countersign_registry::CanonicalArgs;
+use countersign_registry::{CanonicalArgs, Operation, Registry};
 use countersign_verifier::Claims;
 use countersign_verifier::claims::ISSUER;
 use time::Duration;
@@ -37,6 +37,16 @@ impl SignerService {
             return Err(RpcError::NotPending {
                 id: record.proposal.id,
                 status: record.status.as_str().to_owned(),
+            });
+        }
+        if cmd.dry_run {
+            if let Decision::Approve { .. } = cmd.decision {
+                let registry = self.registry_now()?;
+                self.approvable(&registry, &record)?;
+            }
+            return Ok(wire::DecideResponse {
+                proposal: Some(self.view_of(&record)?),
+                ..Default::default()
             });
         }
         match cmd.decision {
@@ -78,22 +88,7 @@ impl SignerService {
     ) -> Result<wire::DecideResponse, RpcError> {
         let state = &self.state;
         let registry = self.registry_now()?;
-        let op = registry
-            .get(&record.proposal.operation)
-            .filter(|op| op.contract_revision() == record.proposal.contract_revision)
-            .ok_or_else(|| RpcError::ContractChanged(record.proposal.operation.clone()))?;
-        if state.policy.revision() != record.proposal.policy_revision {
-            return Err(RpcError::PolicyChanged);
-        }
-        let args = CanonicalArgs::from_stored(&record.proposal.arguments_json).map_err(|e| {
-            RpcError::Internal(format!("stored arguments of {}: {e}", record.proposal.id))
-        })?;
-        if args.sha256_hex() != record.proposal.arguments_sha256 {
-            return Err(RpcError::Internal(format!(
-                "stored arguments of {} do not match their hash",
-                record.proposal.id
-            )));
-        }
+        let (op, args) = self.approvable(&registry, &record)?;
         let session = execute_in_session.map_or_else(
             || record.proposal.session.clone(),
             |s| s.as_str().to_owned(),
@@ -150,6 +145,36 @@ impl SignerService {
             proof_sha256,
             expires_at: expires_at_text,
         })
+    }
+}
+
+impl SignerService {
+    /// What an approval of `record` needs, checked: its operation with the
+    /// contract it was proposed under (`contract_changed` otherwise), the
+    /// policy it was proposed under (`policy_changed`), and its stored
+    /// arguments, intact. `Decide` and its dry run share this check.
+    fn approvable<'r>(
+        &self,
+        registry: &'r Registry,
+        record: &ProposalRecord,
+    ) -> Result<(&'r Operation, CanonicalArgs), RpcError> {
+        let op = registry
+            .get(&record.proposal.operation)
+            .filter(|op| op.contract_revision() == record.proposal.contract_revision)
+            .ok_or_else(|| RpcError::ContractChanged(record.proposal.operation.clone()))?;
+        if self.state.policy.revision() != record.proposal.policy_revision {
+            return Err(RpcError::PolicyChanged);
+        }
+        let args = CanonicalArgs::from_stored(&record.proposal.arguments_json).map_err(|e| {
+            RpcError::Internal(format!("stored arguments of {}: {e}", record.proposal.id))
+        })?;
+        if args.sha256_hex() != record.proposal.arguments_sha256 {
+            return Err(RpcError::Internal(format!(
+                "stored arguments of {} do not match their hash",
+                record.proposal.id
+            )));
+        }
+        Ok((op, args))
     }
 }
 

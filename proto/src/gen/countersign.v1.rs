@@ -103,6 +103,13 @@ pub struct DecideRequest {
     /// proposal's own session.
     #[prost(string, tag = "6")]
     pub execute_in_session: ::prost::alloc::string::String,
+    /// Check only: answer exactly as this decision would be answered (the same
+    /// refusal, e.g. `not_pending`, `contract_changed`, `policy_changed`), but
+    /// record nothing and issue nothing; the response carries the proposal only.
+    /// An approver interface calls it before the person commits, so a decision
+    /// is never asked for that would be refused.
+    #[prost(bool, tag = "7")]
+    pub dry_run: bool,
 }
 /// Debug is hand-written in the proto crate: it never prints the proof.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
