@@ -1,7 +1,8 @@
 //! Who is who in countersign: the private home directory and its permission
 //! checks, the installation's principal, the configuration file, the
 //! development PKI, the TLS configurations of the signer and its clients, and
-//! the role and principal a peer's certificate names.
+//! the role and principal a peer's certificate names; and the log sink
+//! every countersign process shares (`log`).
 //!
 //! This crate holds no proof-signing code and never reads the signer's
 //! Ed25519 key; it only knows where that key lives.
@@ -11,6 +12,7 @@ mod config;
 mod error;
 pub mod files;
 mod home;
+pub mod log;
 mod peer;
 pub mod pki;
 pub mod tls;
