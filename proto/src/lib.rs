@@ -43,6 +43,11 @@ pub mod v1 {
     }
 }
 
+/// The encoded `FileDescriptorSet` of `countersign/v1/signer.proto`, which the
+/// signer serves through gRPC server reflection. Committed beside the
+/// generated code and checked for drift by the same test.
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("gen/countersign.v1.fds.bin");
+
 /// The reason codes of the signer's refusals: stable snake_case names that
 /// travel with a refusal from the signer to every head unchanged.
 ///

@@ -1,5 +1,7 @@
 //! Serving: the tonic server over a bound listener with mTLS, until a
-//! shutdown future resolves; and the signal handling `main` uses.
+//! shutdown future resolves (the signer's service, grpc.health.v1 and
+//! server reflection, all behind the same client-certificate check); and
+//! the signal handling `main` uses.
 //!
 //! Binding is the caller's job (`main` binds the configured address; tests
 //! bind 127.0.0.1:0). This module installs no crypto provider other than
@@ -39,12 +41,23 @@ pub async fn run(
         state: state.into(),
     }))
     .max_decoding_message_size(MAX_MESSAGE_BYTES);
+    // grpc.health.v1 and server reflection, for grpcurl, grpc_health_probe
+    // and developers of trusted UIs: behind the same mTLS as every RPC (a
+    // client certificate of the installation's CA is required to connect).
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<SignerServer<SignerService>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(countersign_proto::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| StartError::Transport(format!("reflection: {e}")))?;
     Server::builder()
         .tls_config(tls)
         .map_err(|e| StartError::Transport(format!("tls: {e}")))?
         .timeout(REQUEST_TIMEOUT)
         .concurrency_limit_per_connection(64)
         .add_service(service)
+        .add_service(health_service)
+        .add_service(reflection)
         .serve_with_incoming_shutdown(incoming(listener), shutdown)
         .await
         .map_err(|e| StartError::Transport(e.to_string()))
