@@ -2,7 +2,8 @@
 //! checks, the installation's principal, the configuration file and the
 //! checks on the files it names, the development PKI, the TLS configurations
 //! of the signer and its clients, and the role and principal a peer's
-//! certificate names.
+//! certificate names; and the log sink every countersign process shares
+//! (`log`).
 //!
 //! This crate holds no proof-signing code and never reads the signer's
 //! Ed25519 key; it only knows where that key lives.
@@ -12,6 +13,7 @@ mod config;
 mod error;
 pub mod files;
 mod home;
+pub mod log;
 mod paths;
 mod peer;
 pub mod pki;

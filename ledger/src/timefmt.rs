@@ -20,7 +20,7 @@ fn truncate(t: OffsetDateTime) -> OffsetDateTime {
 
 /// Format in UTC, dropping any fraction of a second.
 pub(crate) fn format(t: OffsetDateTime) -> Result<String, LedgerError> {
-    timestamp::format(truncate(t))
+    timestamp::format_whole_seconds(t)
         .map_err(|e| LedgerError::Corrupt(format!("unformattable timestamp: {e}")))
 }
 

@@ -59,7 +59,7 @@ pub struct IssuanceRecord {
     pub contract_revision: String,
     /// `prev`.
     pub policy_revision: String,
-    /// `prov`: `human:cli`, `human:web` or `rule:<id>@<version>`.
+    /// `prov`: `human:cert:<principal>` (older: `human:cli`, `human:web`) or `rule:<id>@<version>`.
     pub provenance: String,
     /// `aud`.
     pub audience: String,

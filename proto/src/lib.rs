@@ -43,6 +43,59 @@ pub mod v1 {
     }
 }
 
+/// The encoded `FileDescriptorSet` of `countersign/v1/signer.proto`, which the
+/// signer serves through gRPC server reflection. Committed beside the
+/// generated code and checked for drift by the same test.
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("gen/countersign.v1.fds.bin");
+
+/// The reason codes of the signer's refusals: stable snake_case names that
+/// travel with a refusal from the signer to every head unchanged.
+///
+/// The signer sets one on every error status, in the gRPC metadata entry
+/// [`reason::METADATA_KEY`]; `countersign_gate::signer_client` decodes it,
+/// once, for every head. A code, once published, keeps its meaning.
+pub mod reason {
+    /// The metadata key that carries a refusal's reason code.
+    pub const METADATA_KEY: &str = "countersign-reason";
+    /// The connection carried no client certificate.
+    pub const NO_CLIENT_CERTIFICATE: &str = "no_client_certificate";
+    /// The client certificate names no countersign identity.
+    pub const UNKNOWN_IDENTITY: &str = "unknown_identity";
+    /// The caller's role may not call this RPC.
+    pub const ROLE_NOT_ALLOWED: &str = "role_not_allowed";
+    /// The proposal belongs to another principal.
+    pub const NOT_YOUR_PROPOSAL: &str = "not_your_proposal";
+    /// No operation of that name is registered.
+    pub const UNKNOWN_OPERATION: &str = "unknown_operation";
+    /// A request field is malformed.
+    pub const INVALID_FIELD: &str = "invalid_field";
+    /// The arguments do not satisfy the operation's schema.
+    pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
+    /// No proposal with this id.
+    pub const UNKNOWN_PROPOSAL: &str = "unknown_proposal";
+    /// The proposal was already decided.
+    pub const NOT_PENDING: &str = "not_pending";
+    /// The operation's contract changed since the proposal.
+    pub const CONTRACT_CHANGED: &str = "contract_changed";
+    /// The signing policy changed since the proposal.
+    pub const POLICY_CHANGED: &str = "policy_changed";
+    /// No approval waits to be handed over for this proposal.
+    pub const NO_LIVE_HANDOFF: &str = "no_live_handoff";
+    /// The waiting approval is bound to another session.
+    pub const HANDOFF_SESSION_MISMATCH: &str = "handoff_session_mismatch";
+    /// The approval waiting for this proposal is held by a head executing
+    /// it now (retry for its recorded result).
+    pub const HANDOFF_IN_USE: &str = "handoff_in_use";
+    /// A release of a handoff that no head holds.
+    pub const HANDOFF_NOT_CLAIMED: &str = "handoff_not_claimed";
+    /// The proposal has no execution awaiting a person's resolution.
+    pub const NOT_UNCERTAIN: &str = "not_uncertain";
+    /// The execution's head may still be running the effect.
+    pub const STILL_RUNNING: &str = "still_running";
+    /// A fault on the signer's side (not a refusal).
+    pub const INTERNAL: &str = "internal";
+}
+
 #[cfg(test)]
 mod tests {
     use super::v1::{ClaimHandoffResponse, DecideResponse};

@@ -1,11 +1,14 @@
 //! The generated gRPC code is committed so that no `protoc` is needed to
 //! build. This test regenerates it with the pure-Rust `protox` compiler and
 //! fails when the committed file differs from what the `.proto` files produce.
-//! Run with `COUNTERSIGN_REGENERATE=1` to rewrite the committed file.
+//! The file descriptor set the signer serves through gRPC reflection is
+//! committed beside it and checked the same way.
+//! Run with `COUNTERSIGN_REGENERATE=1` to rewrite the committed files.
 
 use std::path::{Path, PathBuf};
 
 const GENERATED: &str = "src/gen/countersign.v1.rs";
+const DESCRIPTORS: &str = "src/gen/countersign.v1.fds.bin";
 
 /// Messages that carry a proof: their `Debug` is written by hand in
 /// `src/lib.rs` so that a proof can never be printed.
@@ -14,9 +17,11 @@ const SECRET_MESSAGES: &[&str] = &[
     ".countersign.v1.ClaimHandoffResponse",
 ];
 
-fn generate(out_dir: &Path) -> String {
+/// The generated code and the encoded file descriptor set.
+fn generate(out_dir: &Path) -> (String, Vec<u8>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let fds = protox::compile(["countersign/v1/signer.proto"], [root]).expect("proto compiles");
+    let descriptors = prost::Message::encode_to_vec(&fds);
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
@@ -25,21 +30,26 @@ fn generate(out_dir: &Path) -> String {
         .out_dir(out_dir)
         .compile_fds(fds)
         .expect("code generation succeeds");
-    std::fs::read_to_string(out_dir.join("countersign.v1.rs")).expect("generated file exists")
+    let code =
+        std::fs::read_to_string(out_dir.join("countersign.v1.rs")).expect("generated file exists");
+    (code, descriptors)
 }
 
 #[test]
 fn committed_generated_code_matches_the_proto_files() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let fresh = generate(tmp.path());
-    let committed_path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join(GENERATED);
-    if std::env::var_os("COUNTERSIGN_REGENERATE").is_some() {
-        std::fs::write(&committed_path, &fresh).expect("write generated code");
-        return;
+    let (code, descriptors) = generate(tmp.path());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (path, fresh) in [(GENERATED, code.into_bytes()), (DESCRIPTORS, descriptors)] {
+        let committed_path: PathBuf = root.join(path);
+        if std::env::var_os("COUNTERSIGN_REGENERATE").is_some() {
+            std::fs::write(&committed_path, &fresh).expect("write generated file");
+            continue;
+        }
+        let committed = std::fs::read(&committed_path).unwrap_or_default();
+        assert!(
+            committed == fresh,
+            "{path} is stale: run `COUNTERSIGN_REGENERATE=1 cargo test -p countersign-proto --test generated_code_is_current` and commit the result"
+        );
     }
-    let committed = std::fs::read_to_string(&committed_path).unwrap_or_default();
-    assert!(
-        committed == fresh,
-        "{GENERATED} is stale: run `COUNTERSIGN_REGENERATE=1 cargo test -p countersign-proto --test generated_code_is_current` and commit the result"
-    );
 }

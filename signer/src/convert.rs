@@ -114,8 +114,6 @@ pub(crate) enum Decision {
     },
     Approve {
         delivery: Delivery,
-        /// `human:cli` or `human:web`.
-        provenance: &'static str,
         /// The session the proof is bound to, if not the proposal's own.
         execute_in_session: Option<Session>,
     },
@@ -126,6 +124,8 @@ pub(crate) enum Decision {
 pub(crate) struct DecideCommand {
     pub(crate) proposal_id: ProposalId,
     pub(crate) decision: Decision,
+    /// Check everything, record and issue nothing.
+    pub(crate) dry_run: bool,
 }
 
 impl TryFrom<wire::DecideRequest> for DecideCommand {
@@ -143,16 +143,8 @@ impl TryFrom<wire::DecideRequest> for DecideCommand {
                     ));
                 }
             };
-            let provenance = match wire::Interface::try_from(r.interface) {
-                Ok(wire::Interface::Cli) => "human:cli",
-                Ok(wire::Interface::Web) => "human:web",
-                _ => {
-                    return Err(invalid(
-                        "interface",
-                        "expected INTERFACE_CLI or INTERFACE_WEB",
-                    ));
-                }
-            };
+            // `interface` is deprecated and ignored: it is the caller's
+            // claim, and provenance comes from what the signer checked.
             let execute_in_session = if r.execute_in_session.is_empty() {
                 None
             } else {
@@ -160,7 +152,6 @@ impl TryFrom<wire::DecideRequest> for DecideCommand {
             };
             Decision::Approve {
                 delivery,
-                provenance,
                 execute_in_session,
             }
         } else {
@@ -173,6 +164,7 @@ impl TryFrom<wire::DecideRequest> for DecideCommand {
         Ok(DecideCommand {
             proposal_id,
             decision,
+            dry_run: r.dry_run,
         })
     }
 }
@@ -295,7 +287,7 @@ mod tests {
     }
 
     #[test]
-    fn deny_needs_a_reason_and_approve_needs_interface_and_delivery() {
+    fn deny_needs_a_reason_and_approve_needs_a_delivery() {
         let id = format!("prop_{}", "0".repeat(32));
         let deny = wire::DecideRequest {
             proposal_id: id.clone(),
@@ -307,19 +299,14 @@ mod tests {
             DecideCommand::try_from(deny).unwrap_err(),
             invalid("reason", "a reason is required to deny")
         );
+        // No interface: it is ignored.
         let approve = wire::DecideRequest {
             proposal_id: id.clone(),
             approve: true,
             delivery: wire::Delivery::Direct as i32,
             ..Default::default()
         };
-        assert!(matches!(
-            DecideCommand::try_from(approve).unwrap_err(),
-            RpcError::InvalidField {
-                field: "interface",
-                ..
-            }
-        ));
+        assert!(DecideCommand::try_from(approve).is_ok());
         let approve = wire::DecideRequest {
             proposal_id: id,
             approve: true,

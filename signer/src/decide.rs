@@ -1,17 +1,18 @@
 //! `Decide`: a person's approval or denial of a pending proposal.
 //!
 //! Approval rebuilds the claims from the stored canonical arguments and
-//! the current registry and policy (refusing if either changed since the
-//! proposal), signs them with the proof key (`issue.rs`), records the
+//! the registry file as it is now and the policy (refusing if either
+//! changed since the proposal), signs them with the proof key (`issue.rs`), records the
 //! issuance in the ledger (hashes and nonce, never the proof), then either
 //! returns the proof (direct) or keeps it for one handoff. This module must
 //! not log or store a proof.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_identity::PeerIdentity;
 use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
 use countersign_proto::v1 as wire;
-use countersign_registry::CanonicalArgs;
+use countersign_registry::{CanonicalArgs, Operation, Registry};
 use countersign_verifier::Claims;
 use countersign_verifier::claims::ISSUER;
 use time::Duration;
@@ -38,6 +39,16 @@ impl SignerService {
                 status: record.status.as_str().to_owned(),
             });
         }
+        if cmd.dry_run {
+            if let Decision::Approve { .. } = cmd.decision {
+                let registry = self.registry_now()?;
+                self.approvable(&registry, &record)?;
+            }
+            return Ok(wire::DecideResponse {
+                proposal: Some(self.view_of(&record)?),
+                ..Default::default()
+            });
+        }
         match cmd.decision {
             Decision::Deny { reason } => {
                 self.state
@@ -52,14 +63,14 @@ impl SignerService {
             }
             Decision::Approve {
                 delivery,
-                provenance,
                 execute_in_session,
             } => {
+                let provenance = provenance_of(&peer);
                 self.approve(
                     &cmd.proposal_id,
                     record,
                     delivery,
-                    provenance,
+                    &provenance,
                     execute_in_session,
                 )
                 .await
@@ -72,27 +83,12 @@ impl SignerService {
         id: &ProposalId,
         record: ProposalRecord,
         delivery: Delivery,
-        provenance: &'static str,
+        provenance: &str,
         execute_in_session: Option<Session>,
     ) -> Result<wire::DecideResponse, RpcError> {
         let state = &self.state;
-        let op = state
-            .registry
-            .get(&record.proposal.operation)
-            .filter(|op| op.contract_revision() == record.proposal.contract_revision)
-            .ok_or_else(|| RpcError::ContractChanged(record.proposal.operation.clone()))?;
-        if state.policy.revision() != record.proposal.policy_revision {
-            return Err(RpcError::PolicyChanged);
-        }
-        let args = CanonicalArgs::from_stored(&record.proposal.arguments_json).map_err(|e| {
-            RpcError::Internal(format!("stored arguments of {}: {e}", record.proposal.id))
-        })?;
-        if args.sha256_hex() != record.proposal.arguments_sha256 {
-            return Err(RpcError::Internal(format!(
-                "stored arguments of {} do not match their hash",
-                record.proposal.id
-            )));
-        }
+        let registry = self.registry_now()?;
+        let (op, args) = self.approvable(&registry, &record)?;
         let session = execute_in_session.map_or_else(
             || record.proposal.session.clone(),
             |s| s.as_str().to_owned(),
@@ -150,6 +146,46 @@ impl SignerService {
             expires_at: expires_at_text,
         })
     }
+}
+
+impl SignerService {
+    /// What an approval of `record` needs, checked: its operation with the
+    /// contract it was proposed under (`contract_changed` otherwise), the
+    /// policy it was proposed under (`policy_changed`), and its stored
+    /// arguments, intact. `Decide` and its dry run share this check.
+    fn approvable<'r>(
+        &self,
+        registry: &'r Registry,
+        record: &ProposalRecord,
+    ) -> Result<(&'r Operation, CanonicalArgs), RpcError> {
+        let op = registry
+            .get(&record.proposal.operation)
+            .filter(|op| op.contract_revision() == record.proposal.contract_revision)
+            .ok_or_else(|| RpcError::ContractChanged(record.proposal.operation.clone()))?;
+        if self.state.policy.revision() != record.proposal.policy_revision {
+            return Err(RpcError::PolicyChanged);
+        }
+        let args = CanonicalArgs::from_stored(&record.proposal.arguments_json).map_err(|e| {
+            RpcError::Internal(format!("stored arguments of {}: {e}", record.proposal.id))
+        })?;
+        if args.sha256_hex() != record.proposal.arguments_sha256 {
+            return Err(RpcError::Internal(format!(
+                "stored arguments of {} do not match their hash",
+                record.proposal.id
+            )));
+        }
+        Ok((op, args))
+    }
+}
+
+/// The proof's `prov` for a decision made over this connection:
+/// `human:cert:<principal>`, from what the signer checked, the approver
+/// certificate's identity (the caller's claimed interface plays no part).
+/// It means an approver credential of that principal, issued by the
+/// installation's CA, made the decision; it does not say which person,
+/// through which interface, or that anyone was at a terminal.
+fn provenance_of(peer: &PeerIdentity) -> String {
+    format!("human:cert:{}", peer.principal)
 }
 
 /// `jti`: base64url (no padding) of 32 random bytes.

@@ -13,7 +13,6 @@ use crate::key::KeyError;
 /// Why an RPC did not succeed. Refusals carry what the caller needs to fix
 /// its request; `Internal` carries a detail that only goes to the log.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub(crate) enum RpcError {
     /// The connection carried no client certificate.
     #[error("client certificate required")]
@@ -69,6 +68,9 @@ pub(crate) enum RpcError {
     /// The waiting proof is bound to another session.
     #[error("the handoff is bound to another session")]
     HandoffSessionMismatch,
+    /// The waiting approval was claimed by a head that is executing it.
+    #[error("the approval of {0} is held by a head executing it now")]
+    HandoffInUse(String),
     /// A release of a handoff that no head holds.
     #[error("the handoff is not claimed")]
     HandoffNotClaimed,
@@ -88,6 +90,33 @@ pub(crate) enum RpcError {
     /// A fault on the signer's side; the detail is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl RpcError {
+    /// The stable reason code every head renders for this error.
+    pub(crate) fn code(&self) -> &'static str {
+        use countersign_proto::reason;
+        match self {
+            RpcError::NoClientCertificate => reason::NO_CLIENT_CERTIFICATE,
+            RpcError::PeerIdentity(_) => reason::UNKNOWN_IDENTITY,
+            RpcError::RoleNotAllowed { .. } => reason::ROLE_NOT_ALLOWED,
+            RpcError::NotYourProposal => reason::NOT_YOUR_PROPOSAL,
+            RpcError::UnknownOperation(_) => reason::UNKNOWN_OPERATION,
+            RpcError::InvalidField { .. } => reason::INVALID_FIELD,
+            RpcError::InvalidArguments(_) => reason::INVALID_ARGUMENTS,
+            RpcError::UnknownProposal(_) => reason::UNKNOWN_PROPOSAL,
+            RpcError::NotPending { .. } => reason::NOT_PENDING,
+            RpcError::ContractChanged(_) => reason::CONTRACT_CHANGED,
+            RpcError::PolicyChanged => reason::POLICY_CHANGED,
+            RpcError::NoLiveHandoff => reason::NO_LIVE_HANDOFF,
+            RpcError::HandoffSessionMismatch => reason::HANDOFF_SESSION_MISMATCH,
+            RpcError::HandoffInUse(_) => reason::HANDOFF_IN_USE,
+            RpcError::HandoffNotClaimed => reason::HANDOFF_NOT_CLAIMED,
+            RpcError::NotUncertain(_) => reason::NOT_UNCERTAIN,
+            RpcError::StillRunning { .. } => reason::STILL_RUNNING,
+            RpcError::Internal(_) => reason::INTERNAL,
+        }
+    }
 }
 
 impl From<LedgerError> for RpcError {

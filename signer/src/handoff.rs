@@ -18,7 +18,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use countersign_verifier::Proof;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use crate::error::RpcError;
 
@@ -69,8 +68,8 @@ impl HandoffStore {
 
     /// Hands a copy of the proof over once: the principal and the session
     /// must match, the proof must not have expired, and it must not be
-    /// claimed already (`StillRunning`, until the handoff's expiry, if it
-    /// is). A session mismatch changes nothing.
+    /// claimed already (`HandoffInUse`, until the handoff's expiry or its
+    /// release). A session mismatch changes nothing.
     pub(crate) fn claim(
         &self,
         proposal_id: &str,
@@ -83,13 +82,7 @@ impl HandoffStore {
         if entry.claimed {
             // Approved, and held by the head executing it: a head told
             // "no handoff" would send its caller to approve again.
-            return Err(RpcError::StillRunning {
-                id: proposal_id.to_owned(),
-                until: entry
-                    .expires_at
-                    .format(&Rfc3339)
-                    .unwrap_or_else(|_| entry.expires_at.to_string()),
-            });
+            return Err(RpcError::HandoffInUse(proposal_id.to_owned()));
         }
         let copy = Proof::from_text(entry.proof.expose_secret().to_owned())
             .map_err(|e| RpcError::Internal(format!("a kept proof is malformed: {e}")))?;
@@ -178,7 +171,7 @@ mod tests {
         );
         assert!(matches!(
             store.claim("p", A, "s1", now),
-            Err(RpcError::StillRunning { id, .. }) if id == "p"
+            Err(RpcError::HandoffInUse(id)) if id == "p"
         ));
         assert!(!store.is_waiting("p", now));
         // Never claimed, nothing waits: no handoff.
@@ -217,7 +210,7 @@ mod tests {
         );
         assert!(matches!(
             store.claim("p", A, "s1", now),
-            Err(RpcError::StillRunning { .. })
+            Err(RpcError::HandoffInUse(_))
         ));
         // Expired, or revoked (discarded): nothing to release.
         let later = now + Duration::minutes(5);

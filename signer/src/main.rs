@@ -44,13 +44,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("COUNTERSIGN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    countersign_identity::log::init("info", countersign_identity::log::unfiltered);
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve { home } => serve(home).await,

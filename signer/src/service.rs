@@ -13,6 +13,7 @@ use countersign_identity::{PeerIdentity, Role, peer_identity};
 use countersign_ledger::{Proposal, ProposalRecord};
 use countersign_proto::v1 as wire;
 use countersign_proto::v1::signer_server::Signer;
+use countersign_registry::Registry;
 use time::OffsetDateTime;
 use tonic::{Request, Response, Status};
 
@@ -87,6 +88,15 @@ impl SignerService {
         Ok(record)
     }
 
+    /// The registry as its file says now (re-parsed only when it changed).
+    /// An unreadable or invalid file fails the call closed.
+    pub(crate) fn registry_now(&self) -> Result<Arc<Registry>, RpcError> {
+        self.state
+            .registry
+            .now()
+            .map_err(|e| RpcError::Internal(format!("registry: {e}")))
+    }
+
     /// The current view of a proposal the caller is known to own.
     pub(crate) async fn view(&self, id: &ProposalId) -> Result<wire::ProposalView, RpcError> {
         let record = self
@@ -112,9 +122,8 @@ impl SignerService {
     ) -> Result<wire::ProposalView, RpcError> {
         let peer = authorize(&request, "Propose", roles::PROPOSE)?;
         let cmd = ProposeCommand::try_from(request.into_inner())?;
-        let op = self
-            .state
-            .registry
+        let registry = self.registry_now()?;
+        let op = registry
             .get(&cmd.operation)
             .ok_or_else(|| RpcError::UnknownOperation(cmd.operation.clone()))?;
         let args = op

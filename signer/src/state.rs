@@ -1,5 +1,6 @@
-//! What a running signer holds: its proof key, the ledger, the registry,
-//! the policy and the handoff store; and how they are loaded from a home.
+//! What a running signer holds: its proof key, the ledger, the registry
+//! file (followed as it changes, as the heads follow it), the policy and
+//! the handoff store; and how they are loaded from a home.
 //!
 //! This module builds state; it neither binds ports nor answers RPCs. It
 //! logs the key id only, never key material.
@@ -8,7 +9,7 @@ use std::fmt;
 
 use countersign_identity::{Config, Home, IdentityError};
 use countersign_ledger::Ledger;
-use countersign_registry::{Policy, Registry};
+use countersign_registry::{CurrentRegistry, Policy};
 
 use crate::error::StartError;
 use crate::handoff::HandoffStore;
@@ -18,7 +19,7 @@ use crate::key::ProofKey;
 pub struct SignerState {
     pub(crate) key: ProofKey,
     pub(crate) ledger: Ledger,
-    pub(crate) registry: Registry,
+    pub(crate) registry: CurrentRegistry,
     pub(crate) policy: Policy,
     pub(crate) handoffs: HandoffStore,
 }
@@ -34,7 +35,12 @@ impl fmt::Debug for SignerState {
 
 impl SignerState {
     /// Assembles state from parts already loaded.
-    pub fn new(key: ProofKey, ledger: Ledger, registry: Registry, policy: Policy) -> SignerState {
+    pub fn new(
+        key: ProofKey,
+        ledger: Ledger,
+        registry: CurrentRegistry,
+        policy: Policy,
+    ) -> SignerState {
         SignerState {
             key,
             ledger,
@@ -46,13 +52,14 @@ impl SignerState {
 
     /// Loads everything a home and its configuration name: checks the home,
     /// loads (or on first start creates) the proof key, opens the ledger,
-    /// loads the registry and validates the policy.
+    /// loads the registry file (re-read at each use from then on) and
+    /// validates the policy.
     pub async fn load(home: &Home, config: &Config) -> Result<SignerState, StartError> {
         home.check()?;
         let (key, _created) = load_or_create_key(home)?;
         let policy = policy_from(config)?;
-        let registry =
-            Registry::load(&config.registry).map_err(|e| StartError::Registry(e.to_string()))?;
+        let registry = CurrentRegistry::open(&config.registry)
+            .map_err(|e| StartError::Registry(e.to_string()))?;
         let ledger = Ledger::open(&config.ledger_url).await?;
         Ok(SignerState::new(key, ledger, registry, policy))
     }
@@ -72,8 +79,9 @@ impl SignerState {
         &self.policy
     }
 
-    /// The registry proposals are validated against.
-    pub fn registry(&self) -> &Registry {
+    /// The registry file proposals are validated and approvals checked
+    /// against, as it is at each use.
+    pub fn registry(&self) -> &CurrentRegistry {
         &self.registry
     }
 }

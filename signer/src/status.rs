@@ -2,8 +2,13 @@
 //!
 //! Refusals get a specific code and message; internal faults get
 //! `INTERNAL` with the generic message "internal error", and their detail
-//! goes to the log only. Nothing that reaches this function holds a proof.
+//! goes to the log only. Every status carries the error's stable reason
+//! code ([`RpcError::code`]) in the metadata entry
+//! `countersign_proto::reason::METADATA_KEY`, so a refusal keeps its
+//! identity on every head. Nothing that reaches this function holds a proof.
 
+use countersign_proto::reason;
+use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
 use crate::error::RpcError;
@@ -23,15 +28,23 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::ContractChanged(_)
         | RpcError::PolicyChanged
         | RpcError::HandoffNotClaimed
+        | RpcError::HandoffInUse(_)
         | RpcError::NotUncertain(_)
         | RpcError::StillRunning { .. } => Code::FailedPrecondition,
         RpcError::Internal(detail) => {
             tracing::error!(%detail, "internal error");
-            return Status::internal("internal error");
+            return with_reason(Status::internal("internal error"), err.code());
         }
     };
-    tracing::info!(code = ?code, reason = %err, "request refused");
-    Status::new(code, err.to_string())
+    tracing::info!(code = ?code, reason = err.code(), message = %err, "request refused");
+    with_reason(Status::new(code, err.to_string()), err.code())
+}
+
+fn with_reason(mut status: Status, code: &'static str) -> Status {
+    status
+        .metadata_mut()
+        .insert(reason::METADATA_KEY, MetadataValue::from_static(code));
+    status
 }
 
 #[cfg(test)]
@@ -44,6 +57,110 @@ mod tests {
         let status = to_status(RpcError::Internal("db at /secret/path failed".into()));
         assert_eq!(status.code(), Code::Internal);
         assert_eq!(status.message(), "internal error");
+    }
+
+    /// One of each variant; `index` fails to compile when a variant is added
+    /// without a code here.
+    fn every_variant() -> Vec<(RpcError, &'static str)> {
+        use countersign_identity::IdentityError;
+        use countersign_registry::ArgumentsError;
+        let all = vec![
+            (RpcError::NoClientCertificate, "no_client_certificate"),
+            (
+                RpcError::PeerIdentity(IdentityError::NoHome),
+                "unknown_identity",
+            ),
+            (
+                RpcError::RoleNotAllowed {
+                    role: Role::Head,
+                    rpc: "Decide",
+                },
+                "role_not_allowed",
+            ),
+            (RpcError::NotYourProposal, "not_your_proposal"),
+            (RpcError::UnknownOperation("x".into()), "unknown_operation"),
+            (
+                RpcError::InvalidField {
+                    field: "f",
+                    reason: "r".into(),
+                },
+                "invalid_field",
+            ),
+            (
+                RpcError::InvalidArguments(ArgumentsError::Schema(vec![])),
+                "invalid_arguments",
+            ),
+            (RpcError::UnknownProposal("p".into()), "unknown_proposal"),
+            (
+                RpcError::NotPending {
+                    id: "p".into(),
+                    status: "denied".into(),
+                },
+                "not_pending",
+            ),
+            (RpcError::ContractChanged("op".into()), "contract_changed"),
+            (RpcError::PolicyChanged, "policy_changed"),
+            (RpcError::NoLiveHandoff, "no_live_handoff"),
+            (RpcError::HandoffSessionMismatch, "handoff_session_mismatch"),
+            (RpcError::HandoffNotClaimed, "handoff_not_claimed"),
+            (RpcError::HandoffInUse("p".into()), "handoff_in_use"),
+            (RpcError::NotUncertain("p".into()), "not_uncertain"),
+            (
+                RpcError::StillRunning {
+                    id: "p".into(),
+                    until: "t".into(),
+                },
+                "still_running",
+            ),
+            (RpcError::Internal("x".into()), "internal"),
+        ];
+        let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..18).collect::<Vec<_>>(), "one sample per variant");
+        all
+    }
+
+    fn index(e: &RpcError) -> usize {
+        match e {
+            RpcError::NoClientCertificate => 0,
+            RpcError::PeerIdentity(_) => 1,
+            RpcError::RoleNotAllowed { .. } => 2,
+            RpcError::NotYourProposal => 3,
+            RpcError::UnknownOperation(_) => 4,
+            RpcError::InvalidField { .. } => 5,
+            RpcError::InvalidArguments(_) => 6,
+            RpcError::UnknownProposal(_) => 7,
+            RpcError::NotPending { .. } => 8,
+            RpcError::ContractChanged(_) => 9,
+            RpcError::PolicyChanged => 10,
+            RpcError::NoLiveHandoff => 11,
+            RpcError::HandoffSessionMismatch => 12,
+            RpcError::HandoffNotClaimed => 13,
+            RpcError::NotUncertain(_) => 14,
+            RpcError::StillRunning { .. } => 15,
+            RpcError::Internal(_) => 16,
+            RpcError::HandoffInUse(_) => 17,
+        }
+    }
+
+    #[test]
+    fn every_error_carries_its_own_stable_snake_case_code_on_the_wire() {
+        let mut codes = std::collections::BTreeSet::new();
+        for (err, expected) in every_variant() {
+            let status = to_status(err.clone());
+            let sent = status
+                .metadata()
+                .get(reason::METADATA_KEY)
+                .and_then(|v| v.to_str().ok());
+            assert_eq!(sent, Some(expected), "{err:?}");
+            assert!(
+                expected
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{expected}"
+            );
+            assert!(codes.insert(expected), "{expected} used twice");
+        }
     }
 
     #[test]

@@ -148,12 +148,17 @@ impl TestSigner {
         &self,
         tls: ClientTlsConfig,
     ) -> Result<SignerClient<Channel>, BoxError> {
+        Ok(SignerClient::new(self.channel_with(tls).await?))
+    }
+
+    /// A connected channel with `tls`, for any service the signer serves
+    /// (health, reflection).
+    pub async fn channel_with(&self, tls: ClientTlsConfig) -> Result<Channel, BoxError> {
         tls::install_crypto_provider();
-        let channel = Endpoint::from_shared(self.url())?
+        Ok(Endpoint::from_shared(self.url())?
             .tls_config(tls)?
             .connect()
-            .await?;
-        Ok(SignerClient::new(channel))
+            .await?)
     }
 
     /// Stops the server and waits for it to finish.

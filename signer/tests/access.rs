@@ -238,3 +238,29 @@ async fn refuses_certificate_without_countersign_identity() {
         "client certificate names no countersign identity: peer certificate has no countersign URI SAN"
     );
 }
+
+/// Provenance is what the signer checked, the approver certificate's
+/// principal; the request's `interface` is a claim and is ignored.
+#[tokio::test]
+async fn provenance_comes_from_the_approver_certificate_not_the_interface_field() {
+    use countersign_proto::v1::Interface;
+    let signer = start().await;
+    let mut head = head(&signer).await;
+    let mut approver = approver(&signer).await;
+    let expected = format!("human:cert:{}", signer.principal());
+    for interface in [Interface::Cli, Interface::Web, Interface::Unspecified] {
+        let proposal = propose(&mut head).await;
+        let mut request = approve(&proposal.id, Delivery::Direct);
+        request.interface = interface as i32;
+        let decided = approver.decide(request).await.unwrap().into_inner();
+        let ledger = signer.state().ledger();
+        let issuance = ledger
+            .proposal(&proposal.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .issuance;
+        assert_eq!(issuance.unwrap().provenance, expected, "{interface:?}");
+        assert!(!decided.proof.is_empty());
+    }
+}

@@ -120,3 +120,24 @@ async fn serve_prints_ready_line_answers_and_stops_on_sigterm() {
         .unwrap();
     assert!(exit.success(), "{exit:?}");
 }
+
+#[test]
+fn logs_written_to_a_pipe_carry_no_colour_codes() {
+    let (_dir, home) = home();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--home"])
+        .arg(home.root())
+        .env("COUNTERSIGN_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = String::new();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    while !seen.contains("countersign-signer listening on") {
+        assert!(stderr.read_line(&mut seen).unwrap() > 0, "exited: {seen}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(seen.contains("signer ready"), "{seen}");
+    assert!(!seen.contains('\u{1b}'), "{seen:?}");
+}

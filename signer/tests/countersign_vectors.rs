@@ -44,7 +44,7 @@ fn base_claims() -> Claims {
         crev: sha256_hex(b"contract revision"),
         prev: sha256_hex(b"policy revision"),
         grant: None,
-        prov: "human:cli".into(),
+        prov: "human:cert:pr_00112233445566778899aabbccddeeff".into(),
         jti: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8".into(),
         iat: t("2026-01-01T00:00:00Z"),
         nbf: t("2026-01-01T00:00:00Z"),

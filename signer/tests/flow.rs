@@ -128,7 +128,7 @@ async fn approve_direct_returns_a_proof_the_verifier_accepts() {
     };
     let verified = verify(&proof, &ring, &expect).unwrap();
     let claims = verified.claims();
-    assert_eq!(claims.prov, "human:cli");
+    assert_eq!(claims.prov, format!("human:cert:{}", signer.principal()));
     assert_eq!(claims.grant, None);
     assert_eq!(claims.aud, format!("countersign:{}", signer.principal()));
     assert_eq!(claims.exp - claims.iat, Duration::seconds(300));
@@ -144,7 +144,10 @@ async fn records_the_issuance_without_the_proof() {
     let record = ledger.proposal(&view.id).await.unwrap().unwrap();
     let issuance = record.issuance.clone().unwrap();
     assert_eq!(issuance.proof_sha256, sha256_hex(decided.proof.as_bytes()));
-    assert_eq!(issuance.provenance, "human:cli");
+    assert_eq!(
+        issuance.provenance,
+        format!("human:cert:{}", signer.principal())
+    );
     assert_eq!(issuance.session, SESSION);
 
     let events = ledger.events().await.unwrap();

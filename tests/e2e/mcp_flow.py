@@ -14,7 +14,7 @@ arguments that claim an approval are refused; and, without an SDK in
 between, stdout carries protocol frames only.
 
 Across the whole flow every tool result, every error, and the MCP servers'
-stderr at RUST_LOG=trace are kept, and no proof (`v4.public.`) may appear in
+stderr at COUNTERSIGN_LOG=trace are kept, and no proof (`v4.public.`) may appear in
 any of them.
 
 Usage: mcp_flow.py  (env COUNTERSIGN_BIN = path of the countersign binary;
@@ -47,7 +47,7 @@ async def connection(home, tmp, name):
     """One MCP client connection: `countersign mcp` as a child process, with
     its stderr at TRACE in a file."""
     errlog_path = os.path.join(tmp, f"{name}.stderr")
-    env = {"PATH": os.environ.get("PATH", ""), "RUST_LOG": "trace", "HOME": os.environ.get("HOME", "/")}
+    env = {"PATH": os.environ.get("PATH", ""), "COUNTERSIGN_LOG": "trace", "HOME": os.environ.get("HOME", "/")}
     params = StdioServerParameters(command=BIN, args=["--home", home, "mcp"], env=env)
     with open(errlog_path, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
@@ -126,7 +126,7 @@ async def flow(home, tmp):
         # Before approval: refused, with the exact command; nothing applied.
         early, text = await call(a, "execute_approved", {"proposal_id": pid})
         assert early.is_error, text
-        assert early.structured_content["reason"] == "not_approved", early.structured_content
+        assert early.structured_content["reason"] == "no_live_handoff", early.structured_content
         assert early.structured_content["applied"] is False
         assert f"countersign approve {pid} --for-mcp" in text and "nothing was applied" in text, text
         none, text = await call(a, "get_result", {"proposal_id": pid})
@@ -157,7 +157,7 @@ async def flow(home, tmp):
         # Another connection is another session: refused, nothing applied, approval kept.
         async with connection(home, tmp, "second") as b:
             other, text = await call(b, "execute_approved", {"proposal_id": pid})
-            assert other.is_error and other.structured_content["reason"] == "handoff_refused", text
+            assert other.is_error and other.structured_content["reason"] == "handoff_session_mismatch", text
             assert "--execute-in-session mcp-" in text, text
             assert effects(home) == []
 
@@ -167,7 +167,7 @@ async def flow(home, tmp):
             await asyncio.to_thread(approve_at_terminal, home, moved["id"], "--for-mcp",
                                     "--execute-in-session", session_b_hint)
             from_a, text = await call(a, "execute_approved", {"proposal_id": moved["id"]})
-            assert from_a.structured_content["reason"] == "handoff_refused", text
+            assert from_a.structured_content["reason"] == "handoff_session_mismatch", text
             from_b, text = await call(b, "execute_approved", {"proposal_id": moved["id"]})
             assert from_b.structured_content["applied"] is True, text
 
@@ -210,7 +210,7 @@ def raw_stdout_is_protocol_frames_only(home):
     ]
     proc = subprocess.run([BIN, "--home", home, "mcp"], input="".join(json.dumps(f) + "\n" for f in frames),
                           capture_output=True, text=True, timeout=60,
-                          env={"PATH": os.environ.get("PATH", ""), "RUST_LOG": "trace"})
+                          env={"PATH": os.environ.get("PATH", ""), "COUNTERSIGN_LOG": "trace"})
     SEEN.extend([proc.stdout, proc.stderr])
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     answered = []

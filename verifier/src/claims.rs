@@ -138,7 +138,9 @@ pub struct Claims {
     pub prev: String,
     /// The rule that approved, or `None` for a human decision.
     pub grant: Option<Grant>,
-    /// Provenance: `human:cli`, `human:web` or `rule:<id>@<version>`.
+    /// Provenance: `human:cert:<sub>` (an approver certificate of the
+    /// principal decided), `rule:<id>@<version>`, or, from older signers,
+    /// `human:cli`/`human:web`.
     pub prov: String,
     /// Nonce: base64url-no-pad of 32 random bytes.
     pub jti: String,
@@ -236,7 +238,7 @@ impl Claims {
             && is_sha256_hex(&self.crev)
             && is_sha256_hex(&self.prev)
             && is_nonce(&self.jti)
-            && provenance_matches(&self.prov, self.grant.as_ref())
+            && provenance_matches(&self.prov, self.grant.as_ref(), &self.sub)
             && self.nbf >= self.iat
             && self.exp > self.nbf;
         if !well_formed {
@@ -288,12 +290,15 @@ fn is_nonce(s: &str) -> bool {
     s.len() == 43 && crate::paseto::b64url_decode(s).is_some_and(|b| b.len() == 32)
 }
 
-/// `human:cli`/`human:web` without a grant, or `rule:<id>@<version>` naming exactly the grant.
-fn provenance_matches(prov: &str, grant: Option<&Grant>) -> bool {
+/// Without a grant, `human:cert:<sub>` (a decision made with an approver
+/// certificate of the proof's own principal; `human:cli`/`human:web` are
+/// still accepted from signers that issued them); with one,
+/// `rule:<id>@<version>` naming exactly the grant.
+fn provenance_matches(prov: &str, grant: Option<&Grant>, sub: &str) -> bool {
     match (prov, grant) {
         ("human:cli" | "human:web", None) => true,
+        (_, None) => prov.strip_prefix("human:cert:") == Some(sub),
         (_, Some(g)) => prov == format!("rule:{}@{}", g.rule, g.version) && is_rule_id(&g.rule),
-        _ => false,
     }
 }
 

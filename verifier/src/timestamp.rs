@@ -72,10 +72,24 @@ pub fn format(at: OffsetDateTime) -> Result<String, TimestampError> {
     ))
 }
 
+/// Formats `at` in the same form with any fraction of a second dropped: the
+/// one form every head prints and returns for a time that is not a claim
+/// (a completion, a credential's expiry).
+pub fn format_whole_seconds(at: OffsetDateTime) -> Result<String, TimestampError> {
+    format(at.replace_nanosecond(0).map_err(bad)?)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn whole_seconds_drops_the_fraction_and_converts_to_utc() {
+        let t = parse("2026-03-01T12:34:56Z").unwrap() + time::Duration::nanoseconds(123_456_789);
+        let t = t.to_offset(time::UtcOffset::from_hms(2, 0, 0).unwrap());
+        assert_eq!(format_whole_seconds(t).unwrap(), "2026-03-01T12:34:56Z");
+    }
 
     #[test]
     fn round_trips_the_exact_form() {

@@ -34,6 +34,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::{ListenerExt as _, TapIo};
 use countersign_gate::Gate;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
@@ -124,6 +125,16 @@ pub fn exposures(registry: &Registry) -> Vec<Exposure> {
     openapi::exposures_from_document(&openapi::document(DATA_OPERATIONS, registry))
 }
 
+/// `listener` with TCP_NODELAY set on every accepted socket: axum leaves
+/// it off, and small responses then wait for the client's delayed ACK.
+fn nodelay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut tokio::net::TcpStream)> {
+    listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::warn!("cannot set TCP_NODELAY: {e}");
+        }
+    })
+}
+
 /// Serve `state` on `listener` until `shutdown` completes, then let
 /// requests in flight finish for at most [`SHUTDOWN_GRACE`].
 pub async fn run(
@@ -140,7 +151,7 @@ pub async fn run(
         let _ = stop_tx.send(true);
     });
     let mut serve_rx = stop_rx;
-    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let serve = axum::serve(nodelay(listener), app).with_graceful_shutdown(async move {
         let _ = serve_rx.wait_for(|stop| *stop).await;
     });
     let grace = async move {
@@ -151,5 +162,22 @@ pub async fn run(
     tokio::select! {
         served = std::future::IntoFuture::into_future(serve) => served,
         () = grace => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use axum::serve::Listener as _;
+
+    #[tokio::test]
+    async fn accepted_connections_have_tcp_nodelay_set() {
+        let mut accepting = nodelay(TcpListener::bind(("127.0.0.1", 0)).await.unwrap());
+        let addr = accepting.local_addr().unwrap();
+        let (client, (server_side, _)) =
+            tokio::join!(tokio::net::TcpStream::connect(addr), accepting.accept());
+        client.unwrap();
+        assert!(server_side.nodelay().unwrap(), "TCP_NODELAY is off");
     }
 }

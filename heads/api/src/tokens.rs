@@ -332,9 +332,10 @@ fn hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
+/// `YYYY-MM-DDTHH:MM:SSZ`, as every time countersign prints.
 fn rfc3339(t: OffsetDateTime) -> String {
-    // Formatting a valid UTC time as RFC 3339 cannot fail for years 0..=9999.
-    t.format(&Rfc3339).unwrap_or_default()
+    // Cannot fail for years 0..=9999, which a credential's times are.
+    countersign_verifier::timestamp::format_whole_seconds(t).unwrap_or_default()
 }
 
 /// Parse a lifetime such as `90s`, `30m`, `12h` or `7d`.
@@ -388,6 +389,21 @@ mod tests {
         }
         assert_eq!(parse_ttl("90d"), Ok(MAX_TTL));
         assert_eq!(parse_ttl("91d"), Err(TokenError::BadTtl));
+    }
+
+    #[test]
+    fn token_times_are_rfc3339_utc_whole_seconds() {
+        let (_dir, store) = store();
+        let (_token, record) = store.create("p", "aud", time::Duration::hours(1)).unwrap();
+        let revoked = store.revoke(&record.id).unwrap();
+        let listed = store.list().unwrap();
+        for at in [
+            &listed[0].created_at,
+            &listed[0].expires_at,
+            revoked.revoked_at.as_ref().unwrap(),
+        ] {
+            assert!(countersign_verifier::timestamp::parse(at).is_ok(), "{at}");
+        }
     }
 
     #[test]

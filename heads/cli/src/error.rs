@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use countersign_gate::signer_client::SignerCallError;
+
 /// Exit codes, documented in the README.
 pub mod exit {
     /// Success.
@@ -55,26 +57,14 @@ impl fmt::Display for CliError {
 }
 
 impl From<tonic::Status> for CliError {
-    /// The signer's answer: denials and bad requests are refusals, the rest errors.
+    /// The signer's answer: a refusal keeps the signer's reason code; the
+    /// rest are errors.
     fn from(status: tonic::Status) -> Self {
-        use tonic::Code;
-        let mut message = status.message().to_string();
-        // A failed TLS handshake surfaces on the first call; its cause (for
-        // example the signer's "unknown CA" alert) is in the source chain.
-        let mut source = std::error::Error::source(&status);
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        match status.code() {
-            Code::PermissionDenied
-            | Code::InvalidArgument
-            | Code::FailedPrecondition
-            | Code::NotFound
-            | Code::AlreadyExists => CliError::Refused(message),
-            Code::Unavailable => CliError::Error(format!("the signer is unavailable: {message}")),
-            _ => CliError::Error(format!("the signer failed: {message}")),
+        match SignerCallError::from_status(&status) {
+            SignerCallError::Refused(refusal) => {
+                CliError::Refused(format!("{} ({})", refusal.message, refusal.code))
+            }
+            fault => CliError::Error(fault.to_string()),
         }
     }
 }

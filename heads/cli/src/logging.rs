@@ -1,29 +1,12 @@
-//! The binary's log sink: standard error, with anything shaped like a proof
-//! or an API credential redacted. No countersign code logs either; this also
+//! The binary's log redaction, applied by the shared log sink
+//! (`countersign_identity::log`) to every line: anything shaped like a proof
+//! or an API credential is redacted. No countersign code logs either; this also
 //! covers what a dependency logs verbatim at DEBUG or TRACE (the MCP SDK logs
 //! whole requests, so a proof a model pasted into a tool argument, which the
 //! tool refuses, would otherwise reach the log). The redaction itself is
 //! `countersign_api::redact::redact`, the one place that knows both shapes.
 
 use std::borrow::Cow;
-use std::io::{self, Write};
-
-/// Standard error, with [`redact_secrets`] applied to every write. The
-/// tracing formatter writes one whole event per call, so a secret is never
-/// split across two writes.
-pub struct RedactingStderr;
-
-impl Write for RedactingStderr {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        io::stderr().write_all(redact_secrets(&text).as_bytes())?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        io::stderr().flush()
-    }
-}
 
 /// `text` with every `v4.public.` token (header, base64url body, optional
 /// footer) replaced by `[redacted proof]`, and the secret of every API

@@ -1,23 +1,17 @@
 //! `countersign`: parse the command line, run it, map the outcome to an exit
-//! code. Logs go to stderr (filter with RUST_LOG), never to stdout, with
-//! anything shaped like a proof redacted.
+//! code. Logs go to stderr (filter with COUNTERSIGN_LOG), never to stdout,
+//! with anything shaped like a proof redacted and long lines capped.
 #![forbid(unsafe_code)]
 
 use std::io;
 use std::process::ExitCode;
 
 use clap::Parser;
-use countersign::logging::RedactingStderr;
+use countersign::logging::redact_secrets;
 use countersign::{Cli, Io, exit, terminal};
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(|| RedactingStderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    countersign_identity::log::init("warn", redact_secrets);
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

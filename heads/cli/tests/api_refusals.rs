@@ -127,7 +127,7 @@ async fn refuses_revoked_withdrawn_and_unapproved_proposals() {
             "",
         )
         .await;
-    assert_refused(&handoff, "not_approved");
+    assert_refused(&handoff, "no_live_handoff");
     assert_eq!(api.h.effects_run().await, before);
 
     // Withdrawn: then it cannot be withdrawn again (the signer's refusal).

@@ -35,7 +35,7 @@ async fn api_serve_listens_on_loopback_serves_and_stops_on_sigterm() {
             "--listen",
             "127.0.0.1:0",
         ])
-        .env("RUST_LOG", "trace")
+        .env("COUNTERSIGN_LOG", "trace")
         .env_remove("COUNTERSIGN_SESSION")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -102,6 +102,7 @@ async fn api_serve_listens_on_loopback_serves_and_stops_on_sigterm() {
     assert!(status.success(), "{status}: {seen}");
     assert!(seen.contains("API stopped"), "{seen}");
     assert!(!seen.contains(proof.trim()), "a proof reached stderr");
+    assert!(!seen.contains('\u{1b}'), "colour codes in a redirected log");
     assert!(
         !seen.contains(token_secret(&token)),
         "a credential reached stderr"

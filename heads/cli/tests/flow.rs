@@ -224,7 +224,7 @@ async fn a_handoff_executes_once_from_the_proposing_session_and_only_after_appro
     let early = h
         .cli(&["--json", "exec", &id, "--handoff", "--session", "agent-1"])
         .await;
-    assert_refused(&early, "not_approved");
+    assert_refused(&early, "no_live_handoff");
     assert!(
         early.json()["message"]
             .as_str()
@@ -238,7 +238,7 @@ async fn a_handoff_executes_once_from_the_proposing_session_and_only_after_appro
     let other = h
         .cli(&["--json", "exec", &id, "--handoff", "--session", "agent-2"])
         .await;
-    assert_refused(&other, "handoff_refused");
+    assert_refused(&other, "handoff_session_mismatch");
     assert_eq!(h.schedules().await, vec![]);
 
     let run = h
@@ -306,7 +306,7 @@ async fn a_person_can_authorize_a_handoff_for_another_session_explicitly() {
     );
     // The proposing session no longer can; the named one can, once.
     let proposer = h.exec_handoff(&id, "mcp-0000000000000001").await;
-    assert_refused(&proposer, "handoff_refused");
+    assert_refused(&proposer, "handoff_session_mismatch");
     assert_eq!(h.schedules().await, vec![]);
     let named = h.exec_handoff(&id, "mcp-0000000000000002").await;
     assert_eq!(named.result, Ok(()), "{}", named.stdout);
@@ -337,7 +337,7 @@ async fn a_withdrawn_proposal_can_never_be_approved() {
     assert_eq!(
         again.result,
         Err(CliError::Refused(format!(
-            "proposal {id} is withdrawn, not pending"
+            "proposal {id} is withdrawn, not pending (not_pending)"
         )))
     );
     let listed = h

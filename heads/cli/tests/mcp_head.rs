@@ -67,7 +67,7 @@ async fn a_note_an_extra_argument_or_a_proof_argument_approves_nothing() {
 
     let early = call(&server, "execute_approved", json!({"proposal_id": id})).await;
     assert_eq!(early["isError"], true);
-    assert_eq!(early["structuredContent"]["reason"], "not_approved");
+    assert_eq!(early["structuredContent"]["reason"], "no_live_handoff");
     assert!(text(&early).contains(&format!("countersign approve {id} --for-mcp")));
     assert_eq!(h.schedules().await, vec![]);
     let listed = call(&server, "list_proposals", json!({})).await;
@@ -125,7 +125,10 @@ async fn execution_claims_only_this_connections_session() {
     let id = id.as_str();
 
     let other = call(&b, "execute_approved", json!({"proposal_id": id})).await;
-    assert_eq!(other["structuredContent"]["reason"], "handoff_refused");
+    assert_eq!(
+        other["structuredContent"]["reason"],
+        "handoff_session_mismatch"
+    );
     assert!(
         text(&other).contains(&format!("--execute-in-session {}", b.session())),
         "{other}"
@@ -164,7 +167,10 @@ async fn the_session_separates_mcp_connections_not_the_users_own_cli() {
     assert_eq!(other["isError"], true, "{other}");
     assert!(text(&other).contains("input schema"), "{other}");
     let other = call(&b, "execute_approved", json!({"proposal_id": id})).await;
-    assert_eq!(other["structuredContent"]["reason"], "handoff_refused");
+    assert_eq!(
+        other["structuredContent"]["reason"],
+        "handoff_session_mismatch"
+    );
     assert_eq!(h.schedules().await, vec![]);
 
     // The user's own CLI can, with an explicit `--session`.
@@ -185,7 +191,13 @@ async fn unknown_proposals_are_refused_saying_nothing_was_done() {
         let refused = call(&server, tool, unknown.clone()).await;
         assert_eq!(refused["isError"], true, "{tool}: {refused}");
         assert!(text(&refused).starts_with("refused"), "{tool}: {refused}");
-        assert!(refused.get("structuredContent").is_none(), "{refused}");
+        if tool != "get_result" {
+            // The signer's own reason code, as the API renders it.
+            assert_eq!(
+                refused["structuredContent"]["reason"], "unknown_proposal",
+                "{tool}: {refused}"
+            );
+        }
     }
     let executed = call(&server, "execute_approved", unknown).await;
     assert_eq!(

@@ -134,6 +134,11 @@ async fn the_same_fixture_gives_the_same_preview_schema_and_result_on_cli_api_an
         structured(call(&mcp, "get_result", by_id.clone()).await)
     );
     assert_result_schema("get_result", &result);
+    // One time form on every head (the values above are byte-identical).
+    for at in [&shown["created_at"], &result["completed_at"]] {
+        let at = at.as_str().unwrap();
+        assert!(countersign_verifier::timestamp::parse(at).is_ok(), "{at}");
+    }
 
     let alone = support::Harness::start().await;
     let alone_id = alone.propose("schedule.create", CREATE_NIGHTLY).await;

@@ -16,6 +16,7 @@
 //! because the ledger, not the handoff, makes a proof single-use: a proof
 //! whose nonce was burned only gets its recorded disposition.
 
+use countersign_proto::reason;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{ClaimHandoffRequest, ReleaseHandoffRequest};
 use countersign_verifier::Proof;
@@ -23,6 +24,7 @@ use tonic::transport::Channel;
 
 use crate::execute::{Gate, GateError};
 use crate::outcome::{Outcome, Refused};
+use crate::signer_client::SignerCallError;
 
 impl Gate {
     /// Claim the proof waiting for `proposal_id` and execute it from
@@ -60,14 +62,19 @@ impl Gate {
         let mut response = match claimed {
             Ok(response) => response.into_inner(),
             Err(status) => {
-                return match status.code() {
-                    tonic::Code::NotFound => Ok(Outcome::Refused(Refused::NoHandoff(
-                        proposal_id.to_string(),
-                    ))),
+                return match SignerCallError::from_status(&status) {
+                    SignerCallError::Refused(refusal)
+                        if refusal.code == reason::NO_LIVE_HANDOFF =>
+                    {
+                        Ok(Outcome::Refused(Refused::NoHandoff {
+                            proposal_id: proposal_id.to_string(),
+                            refusal,
+                        }))
+                    }
                     // Claimed by another request, which is executing it: its
                     // result if recorded by now, else "in progress", never
                     // "not approved" (a caller would ask for a new approval).
-                    tonic::Code::FailedPrecondition => {
+                    SignerCallError::Refused(refusal) if refusal.code == reason::HANDOFF_IN_USE => {
                         match self.ledger().disposition(proposal_id).await? {
                             Some(recorded) => Ok(Outcome::Recorded(recorded)),
                             None => Ok(Outcome::Refused(Refused::InProgress(
@@ -75,16 +82,19 @@ impl Gate {
                             ))),
                         }
                     }
-                    tonic::Code::PermissionDenied => {
-                        Ok(Outcome::Refused(Refused::HandoffRefused(format!(
+                    SignerCallError::Refused(mut refusal)
+                        if refusal.code == reason::HANDOFF_SESSION_MISMATCH =>
+                    {
+                        refusal.message = format!(
                             "{}; a proposal approved for another session runs in session {session} only if the person approves it for this one: `countersign approve {proposal_id} --for-mcp --execute-in-session {session}`",
-                            status.message()
-                        ))))
+                            refusal.message
+                        );
+                        Ok(Outcome::Refused(Refused::HandoffRefused(refusal)))
                     }
-                    tonic::Code::InvalidArgument => Ok(Outcome::Refused(Refused::HandoffRefused(
-                        status.message().to_string(),
-                    ))),
-                    _ => Err(GateError::Signer(status.message().to_string())),
+                    SignerCallError::Refused(refusal) => {
+                        Ok(Outcome::Refused(Refused::HandoffRefused(refusal)))
+                    }
+                    fault => Err(GateError::Signer(fault.to_string())),
                 };
             }
         };

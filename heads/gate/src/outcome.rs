@@ -5,6 +5,8 @@
 use countersign_ledger::{Disposition, DispositionStatus, LedgerRefusal};
 use countersign_verifier::Refusal;
 
+use crate::signer_client::SignerRefusal;
+
 /// The result of presenting a proof for a proposal.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -72,11 +74,17 @@ pub enum Refused {
     /// No such proposal in the ledger.
     #[error("unknown proposal {0}")]
     UnknownProposal(String),
-    /// No approval waits to be handed over for this proposal.
+    /// No approval waits to be handed over for this proposal (the signer's
+    /// `no_live_handoff`).
     #[error(
-        "no approval is waiting for {0}: a person must approve it first with `countersign approve {0} --for-mcp`"
+        "no approval is waiting for {proposal_id}: a person must approve it first with `countersign approve {proposal_id} --for-mcp`"
     )]
-    NoHandoff(String),
+    NoHandoff {
+        /// The proposal.
+        proposal_id: String,
+        /// The signer's refusal.
+        refusal: SignerRefusal,
+    },
     /// The approval is held by another request that is executing it now;
     /// calling again shortly gets that execution's recorded result (or the
     /// approval, if it consumed nothing and handed it back).
@@ -84,9 +92,9 @@ pub enum Refused {
         "{0} is approved and being executed by another request; nothing was applied by this one. Call again shortly for its recorded result"
     )]
     InProgress(String),
-    /// The signer refused to hand the approval over (another session).
+    /// The signer refused to hand the approval over (another session, say).
     #[error("the signer refused the handoff: {0}")]
-    HandoffRefused(String),
+    HandoffRefused(SignerRefusal),
     /// The proposal's operation is no longer in the registry.
     #[error("operation {0} is no longer in the registry")]
     UnknownOperation(String),
@@ -100,9 +108,10 @@ impl Refused {
             Refused::Ledger(r) => r.code().to_string(),
             Refused::UnknownProposal(_) => "unknown_proposal".to_string(),
             Refused::UnknownOperation(_) => "unknown_operation".to_string(),
-            Refused::NoHandoff(_) => "not_approved".to_string(),
             Refused::InProgress(_) => "in_progress".to_string(),
-            Refused::HandoffRefused(_) => "handoff_refused".to_string(),
+            Refused::NoHandoff { refusal, .. } | Refused::HandoffRefused(refusal) => {
+                refusal.code.clone()
+            }
         }
     }
 }

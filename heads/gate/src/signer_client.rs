@@ -3,12 +3,16 @@
 //!
 //! The certificate chosen decides the role: the signer reads role and
 //! principal from the certificate, never from a request field.
+//!
+//! [`SignerCallError::from_status`] is the one place a failed signer call is
+//! decoded, for every head: a refusal keeps the signer's own reason code
+//! (`countersign_proto::reason`), which each head renders unchanged.
 
 use countersign_identity::{Home, Role, tls};
 use countersign_proto::v1::PublicKeysRequest;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_verifier::KeyRing;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 /// Why the signer could not be reached or answered nonsense.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +37,73 @@ pub enum ConnectError {
     BadKey,
 }
 
+/// A signer call that did not succeed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SignerCallError {
+    /// The signer refused the request; nothing was done.
+    #[error("{0}")]
+    Refused(SignerRefusal),
+    /// The signer could not be reached (or the connection failed).
+    #[error("the signer is unavailable: {0}")]
+    Unavailable(String),
+    /// The signer failed, or answered without a reason code.
+    #[error("the signer failed: {0}")]
+    Failed(String),
+}
+
+/// A refusal as the signer decided it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SignerRefusal {
+    /// The signer's stable snake_case reason code (`countersign_proto::reason`).
+    pub code: String,
+    /// The signer's message: what was refused and why.
+    pub message: String,
+}
+
+impl SignerCallError {
+    /// Decodes a status the signer (or the transport) returned. A status
+    /// with a well-formed reason code other than `internal` is a refusal;
+    /// without one it is the transport's (unavailable) or a fault.
+    pub fn from_status(status: &tonic::Status) -> Self {
+        let code = status
+            .metadata()
+            .get(countersign_proto::reason::METADATA_KEY)
+            .and_then(|value| value.to_str().ok())
+            .filter(|code| is_reason_code(code));
+        match code {
+            Some(code) if code != countersign_proto::reason::INTERNAL => {
+                SignerCallError::Refused(SignerRefusal {
+                    code: code.to_owned(),
+                    message: status.message().to_owned(),
+                })
+            }
+            _ => {
+                // A failed TLS handshake surfaces on the first call; its
+                // cause (for example "unknown CA") is in the source chain.
+                let message = error_chain(status);
+                match status.code() {
+                    tonic::Code::Unavailable
+                    | tonic::Code::DeadlineExceeded
+                    | tonic::Code::Cancelled => SignerCallError::Unavailable(message),
+                    _ => SignerCallError::Failed(message),
+                }
+            }
+        }
+    }
+}
+
+impl From<tonic::Status> for SignerCallError {
+    fn from(status: tonic::Status) -> Self {
+        SignerCallError::from_status(&status)
+    }
+}
+
+/// A reason code: 1 to 64 bytes of `a-z` and `_`.
+fn is_reason_code(code: &str) -> bool {
+    (1..=64).contains(&code.len()) && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+}
+
 /// A gRPC client of the signer, authenticated with the certificate of `role`.
 pub async fn connect(
     home: &Home,
@@ -45,17 +116,22 @@ pub async fn connect(
         addr: addr.to_string(),
         reason,
     };
-    let endpoint = Endpoint::from_shared(format!("https://{addr}"))
-        .map_err(|e| unreachable(e.to_string()))?
-        .tls_config(tls)
-        .map_err(|e| unreachable(e.to_string()))?
-        .connect_timeout(std::time::Duration::from_secs(5))
-        .timeout(std::time::Duration::from_secs(30));
+    let endpoint = endpoint(addr, tls).map_err(|e| unreachable(e.to_string()))?;
     let channel = endpoint
         .connect()
         .await
         .map_err(|e| unreachable(error_chain(&e)))?;
     Ok(SignerClient::new(channel))
+}
+
+/// The endpoint every head and approver connects to the signer through.
+fn endpoint(addr: &str, tls: ClientTlsConfig) -> Result<Endpoint, tonic::transport::Error> {
+    Ok(Endpoint::from_shared(format!("https://{addr}"))?
+        .tls_config(tls)?
+        // Explicit: a request's last frame must not wait for a delayed ACK.
+        .tcp_nodelay(true)
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .timeout(std::time::Duration::from_secs(30)))
 }
 
 /// The verifying keys the signer publishes, as a key ring.
@@ -92,4 +168,55 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_refusal_keeps_the_signers_reason_code() {
+        let mut status = tonic::Status::failed_precondition("operation \"x\" changed");
+        status
+            .metadata_mut()
+            .insert("countersign-reason", "contract_changed".parse().unwrap());
+        assert_eq!(
+            SignerCallError::from_status(&status),
+            SignerCallError::Refused(SignerRefusal {
+                code: "contract_changed".into(),
+                message: "operation \"x\" changed".into(),
+            })
+        );
+    }
+
+    #[test]
+    fn a_status_without_a_reason_is_no_refusal() {
+        assert!(matches!(
+            SignerCallError::from_status(&tonic::Status::unavailable("down")),
+            SignerCallError::Unavailable(_)
+        ));
+        let mut internal = tonic::Status::internal("internal error");
+        internal
+            .metadata_mut()
+            .insert("countersign-reason", "internal".parse().unwrap());
+        assert!(matches!(
+            SignerCallError::from_status(&internal),
+            SignerCallError::Failed(_)
+        ));
+        let mut odd = tonic::Status::not_found("x");
+        odd.metadata_mut()
+            .insert("countersign-reason", "Not-A-Code".parse().unwrap());
+        assert!(matches!(
+            SignerCallError::from_status(&odd),
+            SignerCallError::Failed(_)
+        ));
+    }
+
+    #[test]
+    fn signer_connections_set_tcp_nodelay() {
+        countersign_identity::tls::install_crypto_provider();
+        let endpoint = endpoint("127.0.0.1:7443", ClientTlsConfig::new()).unwrap();
+        assert!(endpoint.get_tcp_nodelay());
+    }
 }

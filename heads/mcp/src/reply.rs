@@ -6,6 +6,7 @@
 //! Must not: put a proof, or anything derived from one, in a reply.
 
 use countersign_gate::GateError;
+use countersign_gate::signer_client::SignerCallError;
 use countersign_proto::v1::ProposalView;
 use countersign_surface::results;
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -81,22 +82,23 @@ impl Reply {
         }
     }
 
-    /// The one mapping of the signer's answers to tool results: refusals
-    /// say what was refused, faults say the signer failed.
+    /// The one rendering of the signer's failed answers as tool results:
+    /// a refusal carries the signer's own reason code (as structured
+    /// content, like every refusal), faults say the signer failed.
     pub(crate) fn from_status(status: &tonic::Status) -> Self {
-        use tonic::Code;
-        let message = status.message();
-        Reply::error(match status.code() {
-            Code::PermissionDenied
-            | Code::InvalidArgument
-            | Code::FailedPrecondition
-            | Code::NotFound
-            | Code::AlreadyExists => format!("refused: {message}; nothing was done"),
-            Code::Unavailable => format!(
+        match SignerCallError::from_status(status) {
+            SignerCallError::Refused(refusal) => Reply {
+                text: format!("refused: {}; nothing was done", refusal.message),
+                structured: Some(results::refusal(&refusal.code, &refusal.message)),
+                is_error: true,
+            },
+            SignerCallError::Unavailable(message) => Reply::error(format!(
                 "the countersign signer is unavailable ({message}); is `countersign up` running? Nothing was done"
-            ),
-            _ => format!("the countersign signer failed: {message}"),
-        })
+            )),
+            SignerCallError::Failed(message) => {
+                Reply::error(format!("the countersign signer failed: {message}"))
+            }
+        }
     }
 
     pub(crate) fn from_gate_error(error: &GateError) -> Self {
@@ -119,5 +121,24 @@ impl Reply {
         };
         result.content.insert(0, ContentBlock::text(self.text));
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_signer_refusal_keeps_the_signers_own_reason_code() {
+        let mut status = tonic::Status::failed_precondition("operation \"x\" changed");
+        status
+            .metadata_mut()
+            .insert("countersign-reason", "contract_changed".parse().unwrap());
+        let reply = Reply::from_status(&status);
+        assert!(reply.is_error);
+        let value = reply.structured.unwrap();
+        assert_eq!(value["reason"], "contract_changed");
+        assert_eq!(value["applied"], false);
     }
 }

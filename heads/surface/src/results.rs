@@ -8,6 +8,7 @@ use countersign_gate::Outcome;
 use countersign_ledger::Disposition;
 use countersign_proto::v1::ProposalView;
 use countersign_registry::Operation;
+use countersign_verifier::timestamp;
 use serde_json::{Value, json};
 
 /// A proposal.
@@ -55,7 +56,7 @@ pub fn disposition(d: &Disposition) -> Value {
         "status": d.status.as_str(),
         "result": d.result,
         "error": d.error,
-        "completed_at": d.completed_at.as_ref().map(ToString::to_string),
+        "completed_at": d.completed_at.and_then(|t| timestamp::format_whole_seconds(t).ok()),
     })
 }
 

@@ -88,6 +88,14 @@ pub struct DecideRequest {
     pub reason: ::prost::alloc::string::String,
     #[prost(enumeration = "Delivery", tag = "4")]
     pub delivery: i32,
+    /// Deprecated and ignored (any value, or none, is accepted). The proof's
+    /// provenance (`prov`, and the issuance's `provenance`) is set by the signer
+    /// from what it checks: `human:cert:<principal>`, the principal of the
+    /// approver certificate this connection was authenticated with. It means
+    /// that a holder of an approver credential of that principal, issued by the
+    /// installation's CA, made the decision. It does not say which person, that
+    /// a person was at a terminal, or which interface (CLI, web console, any
+    /// other program holding the credential) was used.
     #[prost(enumeration = "Interface", tag = "5")]
     pub interface: i32,
     /// Optional: the session the proof is bound to, when the person authorizes
@@ -95,6 +103,13 @@ pub struct DecideRequest {
     /// proposal's own session.
     #[prost(string, tag = "6")]
     pub execute_in_session: ::prost::alloc::string::String,
+    /// Check only: answer exactly as this decision would be answered (the same
+    /// refusal, e.g. `not_pending`, `contract_changed`, `policy_changed`), but
+    /// record nothing and issue nothing; the response carries the proposal only.
+    /// An approver interface calls it before the person commits, so a decision
+    /// is never asked for that would be refused.
+    #[prost(bool, tag = "7")]
+    pub dry_run: bool,
 }
 /// Debug is hand-written in the proto crate: it never prints the proof.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -219,13 +234,15 @@ impl Delivery {
         }
     }
 }
+/// Deprecated and ignored: the approver interface's own claim about itself.
+/// The signer cannot check it, so it no longer decides anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum Interface {
     Unspecified = 0,
-    /// An interactive terminal that asked for a typed challenge (provenance human:cli).
+    /// An interactive terminal that asked for a typed challenge.
     Cli = 1,
-    /// A paired, authenticated browser session (provenance human:web).
+    /// A paired, authenticated browser session.
     Web = 2,
 }
 impl Interface {

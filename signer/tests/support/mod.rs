@@ -90,6 +90,7 @@ pub fn approve(proposal_id: &str, delivery: Delivery) -> DecideRequest {
         delivery: delivery as i32,
         interface: Interface::Cli as i32,
         execute_in_session: String::new(),
+        dry_run: false,
     }
 }
 

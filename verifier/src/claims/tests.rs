@@ -161,6 +161,17 @@ fn refuses_provenance_that_does_not_match_the_grant() {
 }
 
 #[test]
+fn certificate_provenance_must_name_the_proofs_own_principal() {
+    let mut c = sample();
+    c.prov = format!("human:cert:{}", c.sub);
+    assert!(reread(&c).is_ok());
+    c.prov = "human:cert:pr_00000000000000000000000000000bad".into();
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+    c.prov = "human:cert:".into();
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+}
+
+#[test]
 fn refuses_arguments_that_do_not_match_their_hash() {
     let mut c = sample();
     c.args = json!({"name": "other", "cron": "0 3 * * *"});

@@ -3,6 +3,8 @@
 //! from the stored arguments and asks for a fresh random challenge on the
 //! controlling terminal, which a program piping into stdin cannot answer.
 
+use std::path::Path;
+
 use countersign_identity::files::write_private_new;
 use countersign_proto::v1::{
     DecideRequest, Delivery, GetProposalRequest, Interface, ResolveUncertainRequest, RevokeOutcome,
@@ -39,23 +41,33 @@ pub(crate) async fn approve(
             view.id, view.status
         )));
     }
-    if let Some(path) = args
-        .proof_out
-        .as_ref()
-        .filter(|p| p.exists() || p.is_symlink())
-    {
-        return Err(CliError::Refused(format!(
-            "{} already exists; the proof is only written to a new file; nothing was approved",
-            path.display()
-        )));
+    if let Some(path) = &args.proof_out {
+        check_proof_out(path)?;
     }
+    let execute_in_session = args.execute_in_session.clone().unwrap_or_default();
+    let delivery = if args.for_mcp {
+        Delivery::Handoff
+    } else {
+        Delivery::Direct
+    };
+    let request = |dry_run| DecideRequest {
+        proposal_id: view.id.clone(),
+        approve: true,
+        reason: String::new(),
+        delivery: delivery.into(),
+        interface: Interface::Cli.into(),
+        execute_in_session: execute_in_session.clone(),
+        dry_run,
+    };
+    // Everything the signer would refuse (no longer pending, a changed
+    // contract or policy, a bad session), before the person commits.
+    approver.decide(request(true)).await?;
     let mut terminal = (io.terminal)().map_err(|e| {
         CliError::Refused(format!(
             "approval needs an interactive terminal and none is available ({e}); nothing was approved"
         ))
     })?;
     let code = challenge().map_err(CliError::error)?;
-    let execute_in_session = args.execute_in_session.clone().unwrap_or_default();
     let consequence = if args.for_mcp {
         let session = if execute_in_session.is_empty() {
             format!("the proposing session {}", view.session)
@@ -94,22 +106,7 @@ pub(crate) async fn approve(
             "the challenge was not typed correctly; nothing was approved".to_string(),
         ));
     }
-    let delivery = if args.for_mcp {
-        Delivery::Handoff
-    } else {
-        Delivery::Direct
-    };
-    let mut decided = approver
-        .decide(DecideRequest {
-            proposal_id: view.id.clone(),
-            approve: true,
-            reason: String::new(),
-            delivery: delivery.into(),
-            interface: Interface::Cli.into(),
-            execute_in_session,
-        })
-        .await?
-        .into_inner();
+    let mut decided = approver.decide(request(false)).await?.into_inner();
     let proof_text = std::mem::take(&mut decided.proof);
     if args.for_mcp {
         let message = format!(
@@ -162,6 +159,38 @@ pub(crate) async fn approve(
     report_outcome(io.out, json, &view.id, &outcome)
 }
 
+/// Refuses an output path the proof could not be written to, before the
+/// person commits: its directory must exist and be writable, and nothing
+/// (not even a symlink) may be at the path.
+fn check_proof_out(path: &Path) -> Result<(), CliError> {
+    if path.symlink_metadata().is_ok() {
+        return Err(CliError::Refused(format!(
+            "{} already exists; the proof is only written to a new file; nothing was approved",
+            path.display()
+        )));
+    }
+    let refused = |why: String| {
+        CliError::Refused(format!(
+            "cannot write the proof to {}: {why}; nothing was approved",
+            path.display()
+        ))
+    };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    match dir.metadata() {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(refused(format!("{} is not a directory", dir.display()))),
+        Err(e) => return Err(refused(format!("{}: {e}", dir.display()))),
+    }
+    rustix::fs::access(
+        dir,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .map_err(|e| refused(format!("{} is not writable: {e}", dir.display())))
+}
+
 /// `countersign deny ID --reason TEXT`
 pub(crate) async fn deny(
     ctx: &Context,
@@ -183,6 +212,7 @@ pub(crate) async fn deny(
             delivery: Delivery::Unspecified.into(),
             interface: Interface::Cli.into(),
             execute_in_session: String::new(),
+            dry_run: false,
         })
         .await?
         .into_inner();
