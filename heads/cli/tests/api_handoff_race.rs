@@ -77,7 +77,7 @@ async fn a_handoff_for_another_credentials_session_names_the_command_that_allows
     api.h.approve_for_mcp(&id).await;
 
     let other = api.execute_handoff(&b, &id).await;
-    assert_refused(&other, "handoff_refused");
+    assert_refused(&other, "handoff_session_mismatch");
     let b_id = b.strip_prefix("cs1_").unwrap().split('_').next().unwrap();
     let command = format!("`countersign approve {id} --for-mcp --execute-in-session api:{b_id}`");
     let message = other.json()["message"].as_str().unwrap().to_string();
