@@ -145,7 +145,11 @@ fn no_crate_outside_the_signer_depends_on_signing_code() {
 /// The crates that may name `countersign-signer` at all, as a
 /// dev-dependency: the load tool (it mints proofs with the signer's own
 /// code) and the crate of the end-to-end tests, which start a real signer.
-const MAY_NAME_THE_SIGNER: &[&str] = &["countersign-signer", "countersign-bench", "countersign"];
+const MAY_NAME_THE_SIGNER: &[&str] = &[
+    "countersign-signer",
+    "countersign-bench",
+    "countersign-integration-tests",
+];
 
 #[test]
 fn no_other_crate_names_the_signer_even_as_a_dev_dependency() {

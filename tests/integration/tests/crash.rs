@@ -66,7 +66,7 @@ async fn kill_at(backend: Backend, op: &str, args: &str, point: &str) -> Crashed
     let h = Harness::start_on(backend, &registry(&log)).await;
     let id = h.propose(op, args).await;
     let proof = h.approve_to_file(&id).await;
-    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+    let status = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
         .args(["--home", &h.home(), "--json", "exec", &id, "--proof-file"])
         .arg(&proof)
         .env(FAULT_VAR, point)

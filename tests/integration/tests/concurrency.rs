@@ -179,7 +179,7 @@ async fn api_heads_on_postgres_apply_exactly_once() {
 /// `countersign --home <home> --json exec <id> --proof-file <file>` as a
 /// real process: its JSON answer.
 async fn exec_process(home: String, id: String, proof: PathBuf) -> serde_json::Value {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+    let out = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
         .args(["--home", &home, "--json", "exec", &id, "--proof-file"])
         .arg(&proof)
         .stdin(std::process::Stdio::null())

@@ -20,7 +20,7 @@ const ARGUMENT_BYTES: usize = 2 * 1024 * 1024;
 async fn a_large_argument_at_trace_yields_a_bounded_log_without_colour() {
     let h = Harness::start().await;
     let log_path = h.scratch.path().join("mcp.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_countersign"))
+    let mut child = Command::new(countersign_integration_tests::bin("countersign"))
         .args(["--home", &h.home(), "mcp"])
         .env("COUNTERSIGN_LOG", "trace")
         .stdin(Stdio::piped())

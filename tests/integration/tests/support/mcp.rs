@@ -41,14 +41,15 @@ pub struct McpProcess {
 impl McpProcess {
     /// Start `countersign mcp` and complete the MCP handshake.
     pub async fn start(h: &Harness) -> Self {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
-            .args(["--home", &h.home(), "mcp"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+        let mut child =
+            tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
+                .args(["--home", &h.home(), "mcp"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
         let stdin = child.stdin.take();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut mcp = Self {

@@ -14,17 +14,12 @@ use std::process::Command;
 
 /// Run `tests/e2e/<script>` against the built binaries; fail with its output.
 fn run_script(script: &str) {
-    let cli = Path::new(env!("CARGO_BIN_EXE_countersign"));
-    let signer = cli.with_file_name("countersign-signer");
-    assert!(
-        signer.is_file(),
-        "{} is missing: run `cargo build --workspace --bins` first (scripts/test does)",
-        signer.display()
-    );
+    let cli = countersign_integration_tests::bin("countersign");
+    countersign_integration_tests::bin("countersign-signer");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let output = Command::new("python3")
         .arg(root.join("tests/e2e").join(script))
-        .env("COUNTERSIGN_BIN", cli)
+        .env("COUNTERSIGN_BIN", &cli)
         .env_remove("COUNTERSIGN_HOME")
         .env_remove("COUNTERSIGN_SESSION")
         .output()

@@ -35,7 +35,7 @@ async fn a_running_execution_is_not_overtaken(backend: Backend) {
     let h = Harness::start_on(backend, &registry(&log)).await;
     let id = h.propose("note.slow", r#"{"text":"hi"}"#).await;
     let proof = h.approve_to_file(&id).await;
-    let exec = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+    let exec = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
         .args(["--home", &h.home(), "--json", "exec", &id, "--proof-file"])
         .arg(&proof)
         .stdin(std::process::Stdio::null())

@@ -28,7 +28,7 @@ use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused};
 
 /// `countersign --json exec` as a real process: (exit code, stdout, stderr).
 async fn exec_process(h: &Harness, id: &str, proof: &std::path::Path) -> (i32, String, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+    let out = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
         .args(["--home", &h.home(), "--json", "exec", id, "--proof-file"])
         .arg(proof)
         .stdin(std::process::Stdio::null())

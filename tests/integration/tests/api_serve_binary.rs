@@ -26,7 +26,7 @@ async fn api_serve_listens_on_loopback_serves_and_stops_on_sigterm() {
         .as_str()
         .unwrap()
         .to_string();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+    let mut child = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
         .args([
             "--home",
             &h.home(),
