@@ -246,9 +246,11 @@ async fn hands_off_once_to_the_bound_session() {
     // Held by the head that claimed it: being executed, not "no handoff".
     assert_eq!(status.code(), Code::FailedPrecondition);
     assert!(
-        status
-            .message()
-            .starts_with(&format!("proposal {} may still be running", view.id)),
+        status.message()
+            == format!(
+                "the approval of {} is held by a head executing it now",
+                view.id
+            ),
         "{}",
         status.message()
     );
