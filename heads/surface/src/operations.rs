@@ -194,6 +194,14 @@ fn no_params() -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": {}})
 }
 
+/// Whether `text` has the shape of a proposal id (`prop_` and 32 lowercase
+/// hex digits): what the `proposal_id` parameter's schema pattern accepts.
+pub fn is_proposal_id(text: &str) -> bool {
+    text.strip_prefix("prop_").is_some_and(|hex| {
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
 fn proposal_id_schema() -> Value {
     json!({"type": "string", "pattern": "^prop_[0-9a-f]{32}$"})
 }
@@ -260,6 +268,17 @@ fn propose_params_any() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_proposal_id_is_prop_and_32_lowercase_hex_digits() {
+        assert!(is_proposal_id(&format!("prop_{}", "0a".repeat(16))));
+        for bad in ["prop_0123", "", "prop_", "PROP_0000", "x"] {
+            assert!(!is_proposal_id(bad), "{bad}");
+        }
+        assert!(!is_proposal_id(&format!("prop_{}", "A".repeat(32))));
+        assert!(!is_proposal_id(&format!("prop_{}", "0".repeat(33))));
+        assert!(!is_proposal_id(&format!("prop_{}g", "0".repeat(31))));
+    }
 
     #[test]
     fn every_operation_is_on_every_head_or_names_why_not() {
