@@ -34,13 +34,19 @@ pub struct Proof(Zeroizing<String>);
 impl Proof {
     /// Wraps proof text read from a file, stdin or the signer.
     ///
-    /// Removes one trailing `\n`, then requires 1..=[`MAX_PROOF_BYTES`] bytes of `[A-Za-z0-9._-]`.
-    /// The text is zeroized on every path, including refusals.
+    /// Removes ASCII whitespace around the token (a trailing `\n`, a CRLF
+    /// written by an editor, spaces pasted around it: none of it can be part
+    /// of a token), then requires 1..=[`MAX_PROOF_BYTES`] bytes of
+    /// `[A-Za-z0-9._-]`. The text is zeroized on every path, including
+    /// refusals. This is the one place proof text is trimmed: every head
+    /// reads a proof through it.
     pub fn from_text(text: String) -> Result<Proof, ProofFormatError> {
-        let mut text = Zeroizing::new(text);
-        if text.ends_with('\n') {
-            text.pop();
-        }
+        let untrimmed = Zeroizing::new(text);
+        let text = Zeroizing::new(
+            untrimmed
+                .trim_matches(|c: char| c.is_ascii_whitespace())
+                .to_owned(),
+        );
         if text.is_empty() {
             return Err(ProofFormatError::Empty);
         }
@@ -148,14 +154,28 @@ mod tests {
     }
 
     #[test]
-    fn trims_exactly_one_newline() {
+    fn strips_ascii_whitespace_around_the_token() {
+        for text in ["abc\n\n", "abc\r\n", " \tabc \r\n", "\nabc", "abc\x0c"] {
+            assert_eq!(
+                Proof::from_text(text.to_owned()).unwrap().expose_secret(),
+                "abc"
+            );
+        }
         assert_eq!(
-            Proof::from_text("abc\n\n".to_owned()).unwrap_err(),
+            Proof::from_text(" \r\n\t".to_owned()).unwrap_err(),
+            ProofFormatError::Empty
+        );
+    }
+
+    #[test]
+    fn refuses_whitespace_inside_the_token_and_non_ascii_space_around_it() {
+        assert_eq!(
+            Proof::from_text("ab\r\ncd".to_owned()).unwrap_err(),
             ProofFormatError::InvalidCharacter
         );
         assert_eq!(
-            Proof::from_text("\n".to_owned()).unwrap_err(),
-            ProofFormatError::Empty
+            Proof::from_text("abc\u{a0}".to_owned()).unwrap_err(),
+            ProofFormatError::InvalidCharacter
         );
     }
 

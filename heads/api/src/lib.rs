@@ -80,6 +80,8 @@ pub struct ApiParts {
 /// The shared state of a running API.
 pub struct ApiState {
     pub(crate) parts: ApiParts,
+    /// The data-operation service every data route calls.
+    pub(crate) service: countersign_service::Service,
     pub(crate) table: Vec<DataOperation>,
     /// Parameter validators, by exposure key (`propose:<op>` or the name).
     pub(crate) validators: HashMap<String, jsonschema::Validator>,
@@ -105,8 +107,14 @@ impl ApiState {
             validators.insert(exp.key, validator);
         }
         let openapi = openapi::document(table, &parts.registry);
+        let service = countersign_service::Service::new(
+            parts.head.clone(),
+            parts.gate.clone(),
+            parts.registry.clone(),
+        );
         Ok(Self {
             parts,
+            service,
             table: table.to_vec(),
             validators,
             openapi,

@@ -11,8 +11,6 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use countersign_gate::signer_client::SignerCallError;
-use countersign_surface::results;
 use serde_json::{Value, json};
 
 use crate::redact::redact;
@@ -99,11 +97,6 @@ pub(crate) fn ok(value: &Value) -> Response {
     (StatusCode::OK, json_body(value)).into_response()
 }
 
-/// `200` with a refusal: nothing was applied.
-pub(crate) fn refused(reason: &str, message: &str) -> Response {
-    ok(&results::refusal(reason, message))
-}
-
 fn json_body(value: &Value) -> ([(header::HeaderName, HeaderValue); 2], String) {
     (
         [
@@ -115,37 +108,4 @@ fn json_body(value: &Value) -> ([(header::HeaderName, HeaderValue); 2], String) 
         ],
         value.to_string(),
     )
-}
-
-/// The signer's answer to a head call that failed: its refusals become
-/// refusals with the signer's own reason code; unavailability a 503; the
-/// rest a 500.
-pub(crate) fn signer_refusal(status: &tonic::Status) -> Result<Response, ApiError> {
-    match SignerCallError::from_status(status) {
-        SignerCallError::Refused(refusal) => Ok(refused(&refusal.code, &refusal.message)),
-        SignerCallError::Unavailable(_) => Err(ApiError::Unavailable),
-        SignerCallError::Failed(detail) => Err(ApiError::Internal(detail)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[tokio::test]
-    async fn a_signer_refusal_keeps_the_signers_own_reason_code() {
-        let mut status = tonic::Status::failed_precondition("operation \"x\" changed");
-        status
-            .metadata_mut()
-            .insert("countersign-reason", "contract_changed".parse().unwrap());
-        let response = signer_refusal(&status).unwrap();
-        assert_eq!(response.status(), StatusCode::OK);
-        let body = axum::body::to_bytes(response.into_body(), 4096)
-            .await
-            .unwrap();
-        let body: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(body["reason"], "contract_changed");
-        assert_eq!(body["message"], "operation \"x\" changed");
-    }
 }

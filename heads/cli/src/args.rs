@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
 pub struct Cli {
     /// Configuration directory (absolute path). Default: $COUNTERSIGN_HOME,
     /// else ~/.config/countersign.
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", value_parser = absolute_path)]
     pub home: Option<PathBuf>,
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
@@ -152,6 +152,7 @@ pub enum KeysCommand {
 #[derive(Debug, Args)]
 pub struct IdArg {
     /// The proposal id (prop_...).
+    #[arg(value_parser = proposal_id)]
     pub id: String,
 }
 
@@ -186,6 +187,7 @@ pub struct ListArgs {
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
     /// The proposal id.
+    #[arg(value_parser = proposal_id)]
     pub id: String,
     /// Do not execute now: authorize one later execution by a head of this
     /// principal (the MCP head claims it from the signer).
@@ -204,6 +206,7 @@ pub struct ApproveArgs {
 #[derive(Debug, Args)]
 pub struct DenyArgs {
     /// The proposal id.
+    #[arg(value_parser = proposal_id)]
     pub id: String,
     /// Why, recorded in the ledger and shown to the proposer.
     #[arg(long)]
@@ -214,6 +217,7 @@ pub struct DenyArgs {
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     /// The proposal id.
+    #[arg(value_parser = proposal_id)]
     pub id: String,
     /// A file holding the proof, or - for stdin. There is deliberately no
     /// way to pass a proof as an argument: argv is visible to other users.
@@ -237,6 +241,7 @@ pub struct ExecArgs {
 #[derive(Debug, Args)]
 pub struct RevokeArgs {
     /// The proposal id.
+    #[arg(value_parser = proposal_id)]
     pub id: String,
     /// Why, recorded in the ledger.
     #[arg(long, default_value = "revoked by the principal")]
@@ -255,7 +260,7 @@ pub struct AuditArgs {
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
     /// Resolve one uncertain proposal by hand (after checking the world).
-    #[arg(long, value_name = "ID", requires = "resolution")]
+    #[arg(long, value_name = "ID", requires = "resolution", value_parser = proposal_id)]
     pub resolve: Option<String>,
     /// With --resolve: the effect did happen.
     #[arg(long, group = "resolution")]
@@ -263,4 +268,25 @@ pub struct ReconcileArgs {
     /// With --resolve: the effect did not happen.
     #[arg(long, group = "resolution")]
     pub not_applied: bool,
+}
+
+/// `--home`: an absolute path, or a usage error (exit code 2) before anything
+/// is read. (`$COUNTERSIGN_HOME` is configuration: a relative one is exit 1.)
+fn absolute_path(value: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(value);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err("the countersign home must be an absolute path".to_string())
+    }
+}
+
+/// A proposal id on the command line: refused as a usage error (exit code 2)
+/// before the signer is contacted.
+fn proposal_id(value: &str) -> Result<String, String> {
+    if countersign_surface::operations::is_proposal_id(value) {
+        Ok(value.to_string())
+    } else {
+        Err("expected prop_ followed by 32 lowercase hex digits".to_string())
+    }
 }

@@ -9,11 +9,15 @@ use countersign_gate::signer_client::SignerCallError;
 pub mod exit {
     /// Success.
     pub const OK: u8 = 0;
-    /// An error: bad input file, configuration, unreachable signer, internal fault.
+    /// An error: an input file that cannot be read, configuration,
+    /// unreachable signer, internal fault.
     pub const ERROR: u8 = 1;
     /// A usage error (clap's own code).
     pub const USAGE: u8 = 2;
-    /// Refused: nothing was applied or approved.
+    /// Refused: nothing was applied or approved. This includes input whose
+    /// content is refused before anything is contacted (an arguments file
+    /// that is not one strict JSON object, a proof file that is not a token,
+    /// either over its size limit).
     pub const REFUSED: u8 = 3;
     /// The effect ran and failed, or its outcome is uncertain.
     pub const NOT_APPLIED: u8 = 4;
@@ -39,6 +43,30 @@ impl CliError {
             CliError::NotApplied(_) => exit::NOT_APPLIED,
             CliError::Error(_) => exit::ERROR,
         }
+    }
+
+    /// The stable reason code `--json` prints for this error when the
+    /// command printed no document of its own.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            CliError::Refused(_) => "refused",
+            CliError::NotApplied(_) => "not_applied",
+            CliError::Error(_) => "error",
+        }
+    }
+
+    /// The one JSON document `--json` prints for this error: the API's
+    /// refusal shape, `{"ok": false, "applied": false, "reason", "message"}`
+    /// (without `applied` when the outcome of an effect is not known).
+    pub fn to_json(&self) -> serde_json::Value {
+        let message = match self {
+            CliError::Refused(m) | CliError::NotApplied(m) | CliError::Error(m) => m,
+        };
+        let mut doc = countersign_surface::results::refusal(self.reason(), message);
+        if let (CliError::NotApplied(_), Some(doc)) = (self, doc.as_object_mut()) {
+            doc.remove("applied");
+        }
+        doc
     }
 
     /// A general error from anything displayable.

@@ -40,6 +40,68 @@ pub struct Io<'a> {
 }
 
 /// Run one parsed command to completion.
+///
+/// With `--json`, stdout holds exactly one JSON document on every outcome:
+/// the command's own, or, when it failed before printing one, the error's
+/// ([`CliError::to_json`]). The one-line message still goes to stderr.
 pub async fn run(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
-    commands::dispatch(cli, io).await
+    let json = cli.json;
+    let mut counted = CountingWriter {
+        inner: &mut *io.out,
+        written: 0,
+    };
+    let result = {
+        let mut inner = Io {
+            out: &mut counted,
+            err: &mut *io.err,
+            stdin: &mut *io.stdin,
+            terminal: &mut *io.terminal,
+        };
+        commands::dispatch(cli, &mut inner).await
+    };
+    if let Err(e) = &result
+        && json
+        && counted.written == 0
+    {
+        output::write_json(io.out, &e.to_json())?;
+    }
+    result
+}
+
+/// The JSON document `--json` prints for a command line clap refused
+/// (exit code 2), or `None` when the command line did not ask for JSON.
+pub fn usage_error_json<I, T>(args: I, error: &clap::Error) -> Option<String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString>,
+{
+    if !args.into_iter().any(|a| a.into() == "--json") {
+        return None;
+    }
+    let rendered = error.render().to_string();
+    let message = rendered
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ");
+    Some(countersign_surface::results::refusal("usage", message).to_string())
+}
+
+/// Counts what a command wrote to stdout, so that [`run`] knows whether it
+/// printed its own document.
+struct CountingWriter<'a> {
+    inner: &'a mut dyn Write,
+    written: usize,
+}
+
+impl Write for CountingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written = self.written.saturating_add(n);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }

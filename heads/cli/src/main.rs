@@ -12,7 +12,19 @@ use countersign::{Cli, Io, exit, terminal};
 
 fn main() -> ExitCode {
     countersign_identity::log::init("warn", redact_secrets);
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version print and exit 0; a usage error exits 2, with
+            // its JSON document on stdout when `--json` was asked for.
+            if e.use_stderr()
+                && let Some(doc) = countersign::usage_error_json(std::env::args_os(), &e)
+            {
+                println!("{doc}");
+            }
+            e.exit();
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -65,6 +65,68 @@ pub struct DataOperation {
     pub exceptions: &'static [Exception],
 }
 
+/// The data operations as a closed set. The service matches on it
+/// exhaustively, so an operation without a handler does not compile; each
+/// key names its entry in [`DATA_OPERATIONS`] (a test checks the round trip
+/// key → table → key for every key and every entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OperationKey {
+    /// `list_operations`
+    ListOperations,
+    /// `propose`
+    Propose,
+    /// `get_proposal`
+    GetProposal,
+    /// `list_proposals`
+    ListProposals,
+    /// `withdraw`
+    Withdraw,
+    /// `execute` (the signer's handoff)
+    ExecuteHandoff,
+    /// `execute_with_proof`
+    ExecuteWithProof,
+    /// `get_result`
+    GetResult,
+}
+
+impl OperationKey {
+    /// Every key.
+    pub const ALL: [OperationKey; 8] = [
+        OperationKey::ListOperations,
+        OperationKey::Propose,
+        OperationKey::GetProposal,
+        OperationKey::ListProposals,
+        OperationKey::Withdraw,
+        OperationKey::ExecuteHandoff,
+        OperationKey::ExecuteWithProof,
+        OperationKey::GetResult,
+    ];
+
+    /// The operation's name in the table and the manifest.
+    pub fn name(self) -> &'static str {
+        match self {
+            OperationKey::ListOperations => "list_operations",
+            OperationKey::Propose => "propose",
+            OperationKey::GetProposal => "get_proposal",
+            OperationKey::ListProposals => "list_proposals",
+            OperationKey::Withdraw => "withdraw",
+            OperationKey::ExecuteHandoff => "execute",
+            OperationKey::ExecuteWithProof => "execute_with_proof",
+            OperationKey::GetResult => "get_result",
+        }
+    }
+
+    /// The key of the table entry named `name`.
+    pub fn of(name: &str) -> Option<OperationKey> {
+        OperationKey::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// This operation's entry in [`DATA_OPERATIONS`].
+    pub fn entry(self) -> Option<&'static DataOperation> {
+        DATA_OPERATIONS.iter().find(|op| op.name == self.name())
+    }
+}
+
 /// What one head actually exposes for one data operation, read from the
 /// head itself (its clap commands, its OpenAPI document, its MCP tool list),
 /// for the parity gate to compare against [`DATA_OPERATIONS`] and across heads.
@@ -194,6 +256,14 @@ fn no_params() -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": {}})
 }
 
+/// Whether `text` has the shape of a proposal id (`prop_` and 32 lowercase
+/// hex digits): what the `proposal_id` parameter's schema pattern accepts.
+pub fn is_proposal_id(text: &str) -> bool {
+    text.strip_prefix("prop_").is_some_and(|hex| {
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
 fn proposal_id_schema() -> Value {
     json!({"type": "string", "pattern": "^prop_[0-9a-f]{32}$"})
 }
@@ -260,6 +330,32 @@ fn propose_params_any() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_key_has_a_table_entry_and_every_entry_a_key() {
+        for key in OperationKey::ALL {
+            let entry = key
+                .entry()
+                .unwrap_or_else(|| panic!("{key:?} has no entry"));
+            assert_eq!(OperationKey::of(entry.name), Some(key));
+        }
+        for op in DATA_OPERATIONS {
+            let key = OperationKey::of(op.name).unwrap_or_else(|| panic!("{} has no key", op.name));
+            assert_eq!(key.name(), op.name);
+        }
+        assert_eq!(DATA_OPERATIONS.len(), OperationKey::ALL.len());
+    }
+
+    #[test]
+    fn a_proposal_id_is_prop_and_32_lowercase_hex_digits() {
+        assert!(is_proposal_id(&format!("prop_{}", "0a".repeat(16))));
+        for bad in ["prop_0123", "", "prop_", "PROP_0000", "x"] {
+            assert!(!is_proposal_id(bad), "{bad}");
+        }
+        assert!(!is_proposal_id(&format!("prop_{}", "A".repeat(32))));
+        assert!(!is_proposal_id(&format!("prop_{}", "0".repeat(33))));
+        assert!(!is_proposal_id(&format!("prop_{}g", "0".repeat(31))));
+    }
 
     #[test]
     fn every_operation_is_on_every_head_or_names_why_not() {

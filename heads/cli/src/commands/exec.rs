@@ -3,6 +3,8 @@
 
 use countersign_verifier::Proof;
 
+use std::path::Path;
+
 use super::read_input;
 use crate::Io;
 use crate::args::{ExecArgs, ReconcileArgs};
@@ -15,14 +17,32 @@ use crate::output::{report_outcome, write_json, write_text};
 /// The largest proof file accepted; the verifier enforces its own bound.
 const MAX_PROOF_FILE: u64 = 256 * 1024;
 
-/// `countersign exec ID --proof-file FILE|-` or `--handoff`
+/// Read `--proof-file FILE|-` (nothing for `--handoff`): ASCII whitespace
+/// around the token is dropped by [`Proof::from_text`]. A file that cannot be
+/// read is an error (exit code 1); one that is not text or not shaped like a
+/// proof is refused (exit code 3) before anything is contacted.
+pub(crate) fn read_proof(path: Option<&Path>, io: &mut Io<'_>) -> Result<Option<Proof>, CliError> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let bytes = zeroize::Zeroizing::new(read_input(path, MAX_PROOF_FILE, io)?);
+    let bad = |why: String| CliError::Refused(format!("{why}; nothing was applied"));
+    let text = std::str::from_utf8(&bytes).map_err(|_| bad("the proof is not text".to_string()))?;
+    Proof::from_text(text.to_string())
+        .map(Some)
+        .map_err(|e| bad(e.to_string()))
+}
+
+/// `countersign exec ID --proof-file FILE|-` or `--handoff`, with the proof
+/// already read by [`read_proof`].
 pub(crate) async fn exec(
     ctx: &Context,
     args: ExecArgs,
+    proof: Option<Proof>,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let Some(proof_file) = &args.proof_file else {
+    let Some(proof) = proof else {
         let mut head = ctx.head().await?;
         let gate = ctx.gate(&mut head).await?;
         let outcome = gate
@@ -31,11 +51,6 @@ pub(crate) async fn exec(
             .map_err(CliError::error)?;
         return report_outcome(io.out, json, &args.id, &outcome);
     };
-    let bytes = zeroize::Zeroizing::new(read_input(proof_file, MAX_PROOF_FILE, io)?);
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|_| CliError::Refused("the proof is not text; nothing was applied".to_string()))?;
-    let proof = Proof::from_text(text.to_string())
-        .map_err(|e| CliError::Refused(format!("{e}; nothing was applied")))?;
     let mut head = ctx.head().await?;
     let gate = ctx.gate(&mut head).await?;
     let outcome = gate

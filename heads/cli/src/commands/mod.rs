@@ -20,12 +20,23 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     match cli.command {
         Command::Init => setup::init(&home, json, io).await,
         Command::Up(args) => setup::up(&home, args.api, io).await,
+        // Input files are parsed before anything else is read or contacted:
+        // a bad one is exit code 1 whatever the state of the installation.
+        Command::Propose(args) => {
+            let arguments = propose::read_arguments(&args.args_file, io)?;
+            let ctx = Context::load(home)?;
+            propose::propose(&ctx, args, arguments, json, io).await
+        }
+        Command::Exec(args) => {
+            let proof = exec::read_proof(args.proof_file.as_deref(), io)?;
+            let ctx = Context::load(home)?;
+            exec::exec(&ctx, args, proof, json, io).await
+        }
         command => {
             let ctx = Context::load(home)?;
             match command {
                 Command::Ops(OpsCommand::List) => inspect::ops_list(&ctx, json, io),
                 Command::Keys(KeysCommand::List) => inspect::keys_list(&ctx, json, io).await,
-                Command::Propose(args) => propose::propose(&ctx, args, json, io).await,
                 Command::Show(id) => propose::show(&ctx, &id.id, json, io).await,
                 Command::List(args) => propose::list(&ctx, args, json, io).await,
                 Command::Withdraw(id) => propose::withdraw(&ctx, &id.id, json, io).await,
@@ -33,7 +44,6 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Approve(args) => decide::approve(&ctx, args, json, io).await,
                 Command::Deny(args) => decide::deny(&ctx, args, json, io).await,
                 Command::Revoke(args) => decide::revoke(&ctx, args, json, io).await,
-                Command::Exec(args) => exec::exec(&ctx, args, json, io).await,
                 Command::Result(id) => exec::result(&ctx, &id.id, json, io).await,
                 Command::Audit(args) => inspect::audit(&ctx, args.verify, json, io).await,
                 Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
@@ -48,14 +58,17 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Api(ApiCommand::Token(TokenCommand::List)) => {
                     api::token_list(&ctx, json, io)
                 }
-                Command::Init | Command::Up(_) => unreachable!("handled above"),
+                Command::Init | Command::Up(_) | Command::Propose(_) | Command::Exec(_) => {
+                    unreachable!("handled above")
+                }
             }
         }
     }
 }
 
-/// Read a whole input named on the command line: a file, or `-` for stdin,
-/// refusing anything larger than `limit` bytes.
+/// Read a whole input named on the command line: a file, or `-` for stdin.
+/// One that cannot be read is an error (exit code 1); one larger than
+/// `limit` bytes is refused (exit code 3), like any other refused content.
 pub(crate) fn read_input(
     path: &std::path::Path,
     limit: u64,
@@ -73,10 +86,19 @@ pub(crate) fn read_input(
     };
     read.map_err(|e| CliError::Error(format!("cannot read {}: {e}", path.display())))?;
     if bytes.len() as u64 > limit {
-        return Err(CliError::Error(format!(
+        return Err(CliError::Refused(format!(
             "{} is larger than {limit} bytes",
             path.display()
         )));
     }
     Ok(bytes)
+}
+
+/// How a message names an input: its path, or `stdin` for `-`.
+pub(crate) fn input_name(path: &std::path::Path) -> String {
+    if path.as_os_str() == "-" {
+        "stdin".to_string()
+    } else {
+        path.display().to_string()
+    }
 }

@@ -7,7 +7,11 @@ use countersign_proto::v1::{
     WithdrawRequest,
 };
 
-use super::read_input;
+use std::path::Path;
+
+use countersign_verifier::canonical;
+
+use super::{input_name, read_input};
 use crate::Io;
 use crate::args::{ListArgs, ProposeArgs};
 use crate::context::Context;
@@ -19,16 +23,32 @@ use crate::output::{proposal_text, write_json, write_text};
 /// The largest arguments file accepted (the signer enforces its own bound too).
 const MAX_ARGS_FILE: u64 = 64 * 1024;
 
-/// `countersign propose OP --args-file FILE|-`
+/// Read `--args-file FILE|-` and parse it with the project's strict parser:
+/// anything that is not one JSON object (empty, not UTF-8, oversize,
+/// duplicate keys, ...) is refused (exit code 3) before anything is
+/// contacted.
+pub(crate) fn read_arguments(path: &Path, io: &mut Io<'_>) -> Result<String, CliError> {
+    let bytes = read_input(path, MAX_ARGS_FILE, io)?;
+    let bad = |why: String| CliError::Refused(format!("{}: {why}", input_name(path)));
+    let limit = usize::try_from(MAX_ARGS_FILE).unwrap_or(usize::MAX);
+    let value = canonical::parse(&bytes, limit)
+        .map_err(|e| bad(format!("the arguments are not strict JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(bad("the arguments must be a JSON object".to_string()));
+    }
+    // The bytes are UTF-8: the strict parser checked them.
+    String::from_utf8(bytes).map_err(|_| bad("the arguments are not UTF-8 text".to_string()))
+}
+
+/// `countersign propose OP --args-file FILE|-`, with the arguments already
+/// read by [`read_arguments`].
 pub(crate) async fn propose(
     ctx: &Context,
     args: ProposeArgs,
+    arguments_json: String,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let bytes = read_input(&args.args_file, MAX_ARGS_FILE, io)?;
-    let arguments_json = String::from_utf8(bytes)
-        .map_err(|_| CliError::Error("the arguments are not UTF-8 text".to_string()))?;
     let mut head = ctx.head().await?;
     let view = head
         .propose(ProposeRequest {

@@ -1,0 +1,97 @@
+//! The one answer type every head renders.
+//!
+//! Owns: [`Answer`] (a result, a refusal with a stable reason code, or a
+//! fault) and the surface's JSON value of each result. Must not: render
+//! text, choose a wire status, or carry a fault's detail to a caller.
+
+use countersign_gate::Outcome;
+use countersign_ledger::Disposition;
+use countersign_proto::v1::ProposalView;
+use countersign_surface::results;
+use serde_json::Value;
+
+/// The answer to one data operation.
+#[derive(Debug)]
+pub enum Answer {
+    /// The operation's result.
+    Done(Box<Done>),
+    /// Refused: nothing was done. `reason` is a stable snake_case code.
+    Refused {
+        /// The stable reason code.
+        reason: String,
+        /// What was refused and why.
+        message: String,
+    },
+    /// A fault; callers get a generic message, the detail goes to the log.
+    Fault(Fault),
+}
+
+impl Answer {
+    /// A result.
+    pub fn done(done: Done) -> Self {
+        Answer::Done(Box::new(done))
+    }
+
+    /// A refusal with `reason` and `message`.
+    pub fn refused(reason: &str, message: String) -> Self {
+        Answer::Refused {
+            reason: reason.to_string(),
+            message,
+        }
+    }
+
+    /// The surface's JSON value: the result, or the refusal shape.
+    /// `None` for a fault.
+    pub fn to_value(&self) -> Option<Value> {
+        match self {
+            Answer::Done(done) => Some(done.to_value()),
+            Answer::Refused { reason, message } => Some(results::refusal(reason, message)),
+            Answer::Fault(_) => None,
+        }
+    }
+}
+
+/// A data operation's result, typed, so a head can render text from it.
+#[derive(Debug)]
+pub enum Done {
+    /// `list_operations`: the surface value of each operation.
+    Operations(Vec<Value>),
+    /// One proposal.
+    Proposal(ProposalView),
+    /// Proposals, newest first.
+    Proposals(Vec<ProposalView>),
+    /// The outcome of an execution.
+    Outcome {
+        /// The proposal executed.
+        proposal_id: String,
+        /// What happened.
+        outcome: Outcome,
+    },
+    /// A recorded disposition.
+    Disposition(Disposition),
+}
+
+impl Done {
+    /// The surface's result value, as every head returns it.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Done::Operations(ops) => Value::Array(ops.clone()),
+            Done::Proposal(view) => results::proposal(view),
+            Done::Proposals(views) => results::proposals(views),
+            Done::Outcome {
+                proposal_id,
+                outcome,
+            } => results::outcome(proposal_id, outcome),
+            Done::Disposition(d) => results::disposition(d),
+        }
+    }
+}
+
+/// Why an operation got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The signer cannot be reached.
+    Unavailable,
+    /// Anything else; the detail is for the log only.
+    Internal(String),
+}
