@@ -73,7 +73,20 @@ async fn a_command_refuses_to_start_with_a_registry_others_can_write_and_runs_no
             ))),
             "{args:?}"
         );
-        assert_eq!(run.stdout, "", "{args:?}");
+        // `--json`: one document, the error, and nothing applied.
+        assert_eq!(
+            run.json(),
+            serde_json::json!({
+                "ok": false,
+                "applied": false,
+                "reason": "error",
+                "message": format!(
+                    "{} has mode 0777: the group or others can write to it",
+                    open.display()
+                ),
+            }),
+            "{args:?}"
+        );
     }
     chmod(&open, 0o755);
     let run = h.exec(&id, &proof, &[]).await;
