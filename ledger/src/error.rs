@@ -7,7 +7,6 @@
 
 /// Why the ledger refused to consume a verified proof. Nothing was written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum LedgerRefusal {
     /// The proof names a proposal this ledger does not hold.
     #[error("the proof names an unknown proposal")]
@@ -43,7 +42,6 @@ impl LedgerRefusal {
 
 /// What a ledger call can fail with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum LedgerError {
     /// A proof was refused at consumption; nothing was written.
     #[error("refused: {0}")]
@@ -109,7 +107,6 @@ impl From<LedgerRefusal> for LedgerError {
 /// Why a builtin effect did not apply. In every case the state store was
 /// left unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum EffectFailure {
     /// No builtin effect has this name.
     #[error("no builtin effect named {0:?}")]

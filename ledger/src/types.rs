@@ -98,7 +98,6 @@ impl IssuanceRecord {
 
 /// A proposal's status, derived on every read from the recorded facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum ProposalStatus {
     /// No decision yet.
     Pending,
@@ -257,7 +256,6 @@ impl EffectOutcome {
 
 /// The recorded end of a consumed proof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum DispositionStatus {
     /// The effect applied.
     Applied,
@@ -303,7 +301,6 @@ pub struct Disposition {
 
 /// The outcome of a revocation request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum RevokeOutcome {
     /// The unconsumed proof is revoked; it will be refused.
     Revoked,

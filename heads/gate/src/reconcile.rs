@@ -20,10 +20,10 @@
 //! unless the state store already records it under the nonce.
 
 use countersign_ledger::{EffectOutcome, Intent, Interrupted};
-use countersign_registry::Effect;
 use serde::Serialize;
 
 use crate::execute::{Gate, GateError};
+use crate::plan::{Plan, plan};
 
 /// What reconcile did with one interrupted intent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -113,16 +113,25 @@ impl Gate {
                 ),
             ));
         }
-        let applied = match &operation.effect {
-            Effect::Builtin { .. } => {
+        let applied = match plan(&operation.effect) {
+            Ok(Plan::Builtin { .. }) => {
                 let (outcome, _) = self.ledger().apply_builtin_and_complete(intent).await?;
                 matches!(outcome, EffectOutcome::Applied { .. })
             }
-            effect => {
-                let outcome = self.run_effect(effect, intent).await?;
+            Ok(Plan::Command(spec)) => {
+                let outcome = self.run_command(&spec, intent).await?;
                 let applied = matches!(outcome, EffectOutcome::Applied { .. });
                 self.ledger().complete(intent, &outcome).await?;
                 applied
+            }
+            Err(kind) => {
+                return Ok(entry(
+                    "still_uncertain",
+                    format!(
+                        "{} has a {kind} effect, which this head does not run; resolve it by hand",
+                        intent.operation
+                    ),
+                ));
             }
         };
         Ok(if applied {
