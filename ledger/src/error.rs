@@ -64,6 +64,10 @@ pub enum LedgerError {
     /// No intent was recorded for this nonce.
     #[error("no intent recorded for proposal {0}")]
     UnknownIntent(String),
+    /// The intent presented is not the one recorded under its nonce (a
+    /// stale or altered copy): nothing was written.
+    #[error("the intent presented for proposal {0} is not the one recorded")]
+    NotTheRecordedIntent(String),
     /// The intent already has a completion.
     #[error("proposal {0} already has a recorded completion")]
     AlreadyCompleted(String),
@@ -120,6 +124,10 @@ pub enum EffectFailure {
     /// The intent is not recorded in this ledger.
     #[error("no intent recorded for this nonce")]
     UnknownIntent,
+    /// The intent presented is not the one recorded under its nonce (a
+    /// stale or altered copy): nothing was applied.
+    #[error("the intent presented is not the one recorded")]
+    NotTheRecordedIntent,
     /// The intent was already completed without this effect being applied.
     #[error("the intent was already completed")]
     AlreadyCompleted,

@@ -190,7 +190,7 @@ impl Gate {
             }
             Err(e) => return Err(e.into()),
         };
-        tracing::info!(proposal_id, nonce = %intent.nonce, "intent recorded; running effect");
+        tracing::info!(proposal_id, nonce = %intent.nonce(), "intent recorded; running effect");
         crash_point(FaultPoint::AfterIntent);
         let effect_outcome = self.run_command(spec, &intent).await?;
         crash_point(FaultPoint::AfterEffect);
@@ -256,7 +256,7 @@ impl Gate {
         spec: &CommandSpec,
         intent: &Intent,
     ) -> Result<EffectOutcome, GateError> {
-        let outcome = match run_command(spec, &intent.arguments_json, &intent.nonce).await {
+        let outcome = match run_command(spec, intent.arguments_json(), intent.nonce()).await {
             Ok(outcome) => outcome,
             // Lost track of a running program: whether it applied is
             // unknown, so the intent stays open (uncertain) for reconcile.
