@@ -6,7 +6,6 @@ use std::path::PathBuf;
 /// Why a home directory, a private file, the configuration, the PKI or a
 /// peer certificate was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum IdentityError {
     /// Neither `$COUNTERSIGN_HOME` nor `$HOME` is set.
     #[error("cannot find the countersign home: neither COUNTERSIGN_HOME nor HOME is set")]

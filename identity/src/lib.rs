@@ -17,6 +17,7 @@ pub mod log;
 mod paths;
 mod peer;
 pub mod pki;
+pub mod shutdown;
 pub mod tls;
 
 pub use config::{Config, DEFAULT_SIGNER_ADDR, MAX_LIFETIME_CAP_SECS, PolicyConfig};

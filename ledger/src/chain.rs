@@ -63,7 +63,6 @@ impl ChainReport {
 
 /// The first inconsistency found in the event log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ChainBreak {
     /// The row's content does not hash to its stored hash: it was edited.
     #[error("event {id} was edited (its hash does not match its content)")]

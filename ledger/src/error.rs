@@ -7,7 +7,6 @@
 
 /// Why the ledger refused to consume a verified proof. Nothing was written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum LedgerRefusal {
     /// The proof names a proposal this ledger does not hold.
     #[error("the proof names an unknown proposal")]
@@ -43,7 +42,6 @@ impl LedgerRefusal {
 
 /// What a ledger call can fail with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum LedgerError {
     /// A proof was refused at consumption; nothing was written.
     #[error("refused: {0}")]
@@ -66,6 +64,10 @@ pub enum LedgerError {
     /// No intent was recorded for this nonce.
     #[error("no intent recorded for proposal {0}")]
     UnknownIntent(String),
+    /// The intent presented is not the one recorded under its nonce (a
+    /// stale or altered copy): nothing was written.
+    #[error("the intent presented for proposal {0} is not the one recorded")]
+    NotTheRecordedIntent(String),
     /// The intent already has a completion.
     #[error("proposal {0} already has a recorded completion")]
     AlreadyCompleted(String),
@@ -109,7 +111,6 @@ impl From<LedgerRefusal> for LedgerError {
 /// Why a builtin effect did not apply. In every case the state store was
 /// left unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum EffectFailure {
     /// No builtin effect has this name.
     #[error("no builtin effect named {0:?}")]
@@ -123,6 +124,10 @@ pub enum EffectFailure {
     /// The intent is not recorded in this ledger.
     #[error("no intent recorded for this nonce")]
     UnknownIntent,
+    /// The intent presented is not the one recorded under its nonce (a
+    /// stale or altered copy): nothing was applied.
+    #[error("the intent presented is not the one recorded")]
+    NotTheRecordedIntent,
     /// The intent was already completed without this effect being applied.
     #[error("the intent was already completed")]
     AlreadyCompleted,

@@ -190,13 +190,16 @@ impl Ledger {
 
     /// Apply the builtin effect named like the intent's operation
     /// (`schedule.create`, ...) to the state store, in one write
-    /// transaction, using the arguments recorded with the intent (never a
-    /// caller's copy, and never another effect than the one approved).
+    /// transaction, using the operation, principal and arguments recorded
+    /// with the intent (never a caller's copy, and never another effect
+    /// than the one approved): `intent` must be exactly the recorded one
+    /// (`UnknownIntent`, `NotTheRecordedIntent`), checked inside the
+    /// transaction.
     /// Idempotent on the nonce: if it was applied already, the recorded
     /// result is returned and nothing changes. A refused transition changes
     /// nothing.
     pub async fn apply_builtin(&self, intent: &Intent) -> Result<Value, EffectFailure> {
-        dispatch!(self, b => b.apply_builtin(intent, &intent.operation).await)
+        dispatch!(self, b => b.apply_builtin(intent).await)
     }
 
     /// Apply the builtin effect named like the intent's operation and record
@@ -205,7 +208,9 @@ impl Ledger {
     /// result, or failed, changing nothing, when the transition is refused.
     /// Idempotent on the nonce: an effect already applied under it is
     /// recorded as applied, not applied again. On a database error neither
-    /// is recorded and the intent stays uncertain.
+    /// is recorded and the intent stays uncertain. An intent that is not
+    /// exactly the recorded one is refused (`UnknownIntent`,
+    /// `NotTheRecordedIntent`) before anything is written.
     pub async fn apply_builtin_and_complete(
         &self,
         intent: &Intent,
@@ -214,8 +219,10 @@ impl Ledger {
     }
 
     /// Record how an intent ended (the second transaction of the two-phase
-    /// flow) and its
-    /// `completed` event. `AlreadyCompleted` if it has a completion.
+    /// flow) and its `completed` event. `intent` must be exactly the intent
+    /// recorded under its nonce, checked inside the transaction
+    /// (`UnknownIntent`, `NotTheRecordedIntent`); `AlreadyCompleted` if it
+    /// has a completion.
     pub async fn complete(
         &self,
         intent: &Intent,

@@ -261,3 +261,45 @@ fn running_as_root() -> bool {
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
         .unwrap_or(false)
 }
+
+/// A field of an [`crate::Intent`] that a proof binds, for [`altered_intent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntentField {
+    /// The proposal id.
+    ProposalId,
+    /// The nonce.
+    Nonce,
+    /// The principal.
+    Principal,
+    /// The session.
+    Session,
+    /// The operation (which names a builtin effect).
+    Operation,
+    /// The canonical arguments.
+    ArgumentsJson,
+    /// The proof's SHA-256.
+    ProofSha256,
+    /// The contract revision.
+    ContractRevision,
+}
+
+/// A copy of `intent` with `field` set to `value`: what a caller holding a
+/// stale or altered copy would present. For tests showing that the ledger
+/// refuses every intent but the one it recorded; it grants nothing, since
+/// each second phase checks the intent against its row inside the
+/// transaction.
+pub fn altered_intent(intent: &crate::Intent, field: IntentField, value: &str) -> crate::Intent {
+    let mut altered = intent.clone();
+    let slot = match field {
+        IntentField::ProposalId => &mut altered.proposal_id,
+        IntentField::Nonce => &mut altered.nonce,
+        IntentField::Principal => &mut altered.principal,
+        IntentField::Session => &mut altered.session,
+        IntentField::Operation => &mut altered.operation,
+        IntentField::ArgumentsJson => &mut altered.arguments_json,
+        IntentField::ProofSha256 => &mut altered.proof_sha256,
+        IntentField::ContractRevision => &mut altered.contract_revision,
+    };
+    *slot = value.to_string();
+    altered
+}

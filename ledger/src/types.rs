@@ -98,7 +98,6 @@ impl IssuanceRecord {
 
 /// A proposal's status, derived on every read from the recorded facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum ProposalStatus {
     /// No decision yet.
     Pending,
@@ -187,34 +186,117 @@ pub enum Consumed {
     Replay(Disposition),
 }
 
-/// A recorded intent to apply a consumed proof's effect. The arguments come
-/// from the verified claims.
+/// A recorded intent to apply a consumed proof's effect: the capability to
+/// run the second phase of a two-phase consumption. The arguments come from
+/// the verified claims.
+///
+/// Only the ledger builds one: from the row [`crate::Ledger::begin_consume`]
+/// writes, or from a row it reads back ([`crate::Ledger::interrupted`]).
+/// Its fields are private, so a caller cannot assemble one, and every path
+/// that acts on it ([`crate::Ledger::complete`],
+/// [`crate::Ledger::apply_builtin`],
+/// [`crate::Ledger::apply_builtin_and_complete`]) checks, inside its own
+/// transaction, that it is exactly the intent recorded under its nonce
+/// (proposal, principal, session, operation, arguments, proof, contract),
+/// and applies the effect recorded there, never the caller's copy.
+///
+/// ```compile_fail
+/// // Outside the ledger an intent cannot be assembled.
+/// let forged = countersign_ledger::Intent {
+///     proposal_id: String::new(),
+///     nonce: String::new(),
+///     principal: String::new(),
+///     session: String::new(),
+///     operation: "schedule.delete".into(),
+///     arguments_json: String::new(),
+///     proof_sha256: String::new(),
+///     contract_revision: String::new(),
+///     recorded_at: time::OffsetDateTime::UNIX_EPOCH,
+///     lease_until: time::OffsetDateTime::UNIX_EPOCH,
+/// };
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Intent {
+    pub(crate) proposal_id: String,
+    pub(crate) nonce: String,
+    pub(crate) principal: String,
+    pub(crate) session: String,
+    pub(crate) operation: String,
+    pub(crate) arguments_json: String,
+    pub(crate) proof_sha256: String,
+    pub(crate) contract_revision: String,
+    pub(crate) recorded_at: OffsetDateTime,
+    pub(crate) lease_until: OffsetDateTime,
+}
+
+impl Intent {
     /// The proposal being executed.
-    pub proposal_id: String,
+    pub fn proposal_id(&self) -> &str {
+        &self.proposal_id
+    }
+
     /// The consumed nonce; also the idempotency key of the effect.
-    pub nonce: String,
+    pub fn nonce(&self) -> &str {
+        &self.nonce
+    }
+
     /// `sub` of the proof.
-    pub principal: String,
+    pub fn principal(&self) -> &str {
+        &self.principal
+    }
+
     /// `sid` of the proof.
-    pub session: String,
-    /// `op` of the proof.
-    pub operation: String,
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// `op` of the proof: the operation whose effect was approved.
+    pub fn operation(&self) -> &str {
+        &self.operation
+    }
+
     /// Canonical JSON of the proof's `args`.
-    pub arguments_json: String,
+    pub fn arguments_json(&self) -> &str {
+        &self.arguments_json
+    }
+
     /// SHA-256 hex of the proof.
-    pub proof_sha256: String,
+    pub fn proof_sha256(&self) -> &str {
+        &self.proof_sha256
+    }
+
     /// `crev` of the proof: the contract a person approved, the only one
     /// under which reconcile may replay the effect (`""` for intents
     /// recorded before the ledger kept it: never replayed).
-    pub contract_revision: String,
+    pub fn contract_revision(&self) -> &str {
+        &self.contract_revision
+    }
+
     /// When the intent was recorded.
-    pub recorded_at: OffsetDateTime,
+    pub fn recorded_at(&self) -> OffsetDateTime {
+        self.recorded_at
+    }
+
     /// Until when the head that recorded it may still be running the
     /// effect (its timeout plus a margin): before then, neither reconcile
     /// nor a person's resolution touches the intent.
-    pub lease_until: OffsetDateTime,
+    pub fn lease_until(&self) -> OffsetDateTime {
+        self.lease_until
+    }
+
+    /// Whether `recorded` (the row under this intent's nonce) binds the
+    /// same effect: every field a proof fixes. The times are not compared:
+    /// they say when, not what.
+    pub(crate) fn binds_same_effect_as(&self, recorded: &Intent) -> bool {
+        self.proposal_id == recorded.proposal_id
+            && self.nonce == recorded.nonce
+            && self.principal == recorded.principal
+            && self.session == recorded.session
+            && self.operation == recorded.operation
+            && self.arguments_json == recorded.arguments_json
+            && self.proof_sha256 == recorded.proof_sha256
+            && self.contract_revision == recorded.contract_revision
+    }
 }
 
 /// An intent without completion, as [`crate::Ledger::interrupted`] finds it.
@@ -257,7 +339,6 @@ impl EffectOutcome {
 
 /// The recorded end of a consumed proof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum DispositionStatus {
     /// The effect applied.
     Applied,
@@ -303,7 +384,6 @@ pub struct Disposition {
 
 /// The outcome of a revocation request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum RevokeOutcome {
     /// The unconsumed proof is revoked; it will be refused.
     Revoked,

@@ -36,8 +36,8 @@ async fn full_lifecycle_from_proposal_to_applied(kind: Kind) {
             .await
             .unwrap(),
     );
-    assert_eq!(intent.proposal_id, p.id);
-    assert_eq!(intent.arguments_json, p.arguments_json);
+    assert_eq!(intent.proposal_id(), p.id);
+    assert_eq!(intent.arguments_json(), p.arguments_json);
     let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
     assert_eq!(status, ProposalStatus::Uncertain);
     assert_eq!(

@@ -7,6 +7,7 @@ mod common;
 use common::Kind;
 
 use common::{PRINCIPAL, TestLedger, approve, proposal, verified};
+use countersign_ledger::testing::{IntentField, altered_intent};
 use countersign_ledger::{
     ConsumeStart, Consumed, DispositionStatus, EffectFailure, EffectOutcome, Intent, Ledger,
     LedgerError, LedgerRefusal, ProposalStatus, SCHEDULES_NAMESPACE,
@@ -15,16 +16,7 @@ use serde_json::{Value, json};
 
 /// Propose, approve and consume `operation(args)` as proposal `n`.
 async fn consume(ledger: &Ledger, n: u32, operation: &str, args: Value) -> Intent {
-    let p = proposal(n, operation, args);
-    let token = approve(ledger, &p, n).await;
-    match ledger
-        .begin_consume(&verified(&p, &token), common::NO_LEASE)
-        .await
-        .unwrap()
-    {
-        ConsumeStart::Fresh(intent) => intent,
-        ConsumeStart::Replay(d) => panic!("unexpected replay {d:?}"),
-    }
+    common::consumed(ledger, n, operation, args).await
 }
 
 /// A consumed `schedule.create` of schedule "a".
@@ -140,25 +132,22 @@ async fn a_refused_transition_changes_nothing_and_records_failed(kind: Kind) {
 on_both_backends!(the_effect_uses_the_recorded_arguments_not_the_callers_copy);
 async fn the_effect_uses_the_recorded_arguments_not_the_callers_copy(kind: Kind) {
     let t = TestLedger::on(kind).await;
-    let mut intent = create_a(&t.ledger).await;
-    intent.arguments_json = json!({"name": "evil", "cron": "c"}).to_string();
+    let intent = create_a(&t.ledger).await;
+    let evil = json!({"name": "evil", "cron": "c"}).to_string();
+    let altered = altered_intent(&intent, IntentField::ArgumentsJson, &evil);
+    assert_eq!(
+        t.ledger.apply_builtin(&altered).await,
+        Err(EffectFailure::NotTheRecordedIntent)
+    );
     t.ledger.apply_builtin(&intent).await.unwrap();
-    let keys: Vec<String> = t
-        .ledger
-        .state(PRINCIPAL, "schedules")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
-    assert_eq!(keys, ["a"]);
+    assert_eq!(common::schedule_keys(&t.ledger).await, ["a"]);
 }
 
 on_both_backends!(refuses_to_apply_for_an_intent_it_never_recorded);
 async fn refuses_to_apply_for_an_intent_it_never_recorded(kind: Kind) {
     let t = TestLedger::on(kind).await;
-    let mut intent = create_a(&t.ledger).await;
-    intent.nonce = format!("{:0>42}A", 99);
+    let intent = create_a(&t.ledger).await;
+    let intent = altered_intent(&intent, IntentField::Nonce, &format!("{:0>42}A", 99));
     assert_eq!(
         t.ledger.apply_builtin(&intent).await,
         Err(EffectFailure::UnknownIntent)
@@ -185,15 +174,15 @@ async fn a_person_resolves_an_uncertain_intent_once(kind: Kind) {
         }]
     );
     let resolved = l
-        .resolve_uncertain(&intent.proposal_id, false, "alice")
+        .resolve_uncertain(intent.proposal_id(), false, "alice")
         .await
         .unwrap();
     assert_eq!(resolved.status, DispositionStatus::Failed);
     assert!(l.interrupted().await.unwrap().is_empty());
     assert_eq!(
-        l.resolve_uncertain(&intent.proposal_id, true, "alice")
+        l.resolve_uncertain(intent.proposal_id(), true, "alice")
             .await,
-        Err(LedgerError::NotUncertain(intent.proposal_id.clone()))
+        Err(LedgerError::NotUncertain(intent.proposal_id().to_string()))
     );
     assert_eq!(
         l.apply_builtin(&intent).await,

@@ -99,7 +99,8 @@ async fn a_completion_written_without_its_event_is_reported(kind: Kind) {
         "INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
              completed_at)
          VALUES ('{}', '{}', 'applied', NULL, 'null', NULL, '2026-01-01T00:00:00Z')",
-        intent.nonce, intent.proposal_id
+        intent.nonce(),
+        intent.proposal_id()
     ))
     .await
     .unwrap();
@@ -108,7 +109,8 @@ async fn a_completion_written_without_its_event_is_reported(kind: Kind) {
         disagreement(t.ledger.verify_chain().await.unwrap()),
         format!(
             "the ledger records `completed {} {} applied` 1 time(s) but the event log 0",
-            intent.proposal_id, intent.nonce
+            intent.proposal_id(),
+            intent.nonce()
         )
     );
 }

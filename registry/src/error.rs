@@ -10,7 +10,6 @@ use countersign_verifier::claims::UnsignableArgs;
 /// Why a registry file was refused. Every variant that concerns one operation
 /// names it, and the field at fault, so an operator can fix the file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum RegistryError {
     /// The file could not be read.
     #[error("cannot read registry file {path}: {reason}")]
@@ -98,7 +97,6 @@ pub enum RegistryError {
 
 /// Why proposed (or stored) arguments were refused. `Display` is one line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ArgumentsError {
     /// The bytes are not strict JSON within the limits of the canonical parser.
     #[error("arguments are not acceptable JSON: {0}")]
@@ -121,7 +119,6 @@ pub enum ArgumentsError {
 
 /// Why policy values were refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum PolicyError {
     /// The audience is empty, longer than 256 bytes, or not printable ASCII
     /// without spaces.

@@ -37,11 +37,11 @@ impl Class {
     }
 }
 
-/// What applying an operation does. Non-exhaustive: a `webhook` kind is
-/// planned, and heads must refuse kinds they cannot run.
+/// What applying an operation does. Matched exhaustively wherever it is
+/// acted on: a new kind (a `webhook` is planned) does not compile until
+/// each head decides, before consuming a proof, to run it or refuse it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-#[non_exhaustive]
 pub enum Effect {
     /// A built-in effect over the ledger's state store; `name` is one of
     /// [`crate::BUILTIN_EFFECTS`] and equals the operation's name.

@@ -247,7 +247,6 @@ pub(crate) fn revoke_outcome(outcome: RevokeOutcome) -> wire::RevokeOutcome {
         RevokeOutcome::Revoked => wire::RevokeOutcome::Revoked,
         RevokeOutcome::AlreadyUsed => wire::RevokeOutcome::AlreadyUsed,
         RevokeOutcome::NothingToRevoke => wire::RevokeOutcome::NothingToRevoke,
-        _ => wire::RevokeOutcome::Unspecified,
     }
 }
 

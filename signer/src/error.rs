@@ -134,7 +134,6 @@ impl From<LedgerError> for RpcError {
 
 /// Why the signer could not start.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum StartError {
     /// The home directory, configuration or PKI was refused.
     #[error(transparent)]

@@ -13,7 +13,6 @@ use crate::key::ProofKey;
 
 /// Why a proof could not be produced from the given claims.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum IssueError {
     /// The claims have no canonical encoding (e.g. a fractional-second timestamp or an unsafe integer).
     #[error("claims cannot be encoded canonically: {0}")]

@@ -24,7 +24,6 @@ const SECRET_PASERK_LEN: usize = SECRET_PREFIX.len() + 86;
 
 /// Why the signing key could not be created or loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum KeyError {
     /// The operating system's random source failed.
     #[error("cannot obtain random bytes for a new signing key")]

@@ -16,14 +16,17 @@ use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Server, ServerTlsConfig};
 
+use countersign_identity::shutdown::{Drained, drain, shutdown_signal};
+
 use crate::error::StartError;
 use crate::service::SignerService;
 use crate::state::SignerState;
 
 /// Largest request message the signer decodes (arguments are at most 64 KiB).
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
-/// How long in-flight requests may take to finish after shutdown begins.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long in-flight requests may take to finish after shutdown begins
+/// (the one grace of every long-running process).
+pub use countersign_identity::shutdown::SHUTDOWN_GRACE;
 /// Longest time one request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -70,22 +73,9 @@ pub(crate) fn incoming(listener: TcpListener) -> TcpIncoming {
     TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() -> Result<(), StartError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())
-        .map_err(|e| StartError::Transport(format!("signal handler: {e}")))?;
-    let mut int = signal(SignalKind::interrupt())
-        .map_err(|e| StartError::Transport(format!("signal handler: {e}")))?;
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),
-        _ = int.recv() => tracing::info!("SIGINT received, shutting down"),
-    }
-    Ok(())
-}
-
-/// Runs the server until SIGINT/SIGTERM, then waits at most
-/// [`SHUTDOWN_GRACE`] for in-flight requests.
+/// Runs the server until SIGINT/SIGTERM
+/// ([`countersign_identity::shutdown::shutdown_signal`]), then drains
+/// in-flight requests for at most [`SHUTDOWN_GRACE`].
 pub async fn serve_until_signal(
     listener: TcpListener,
     state: SignerState,
@@ -99,18 +89,14 @@ pub async fn serve_until_signal(
         finished = &mut server => {
             return finished.map_err(|e| StartError::Transport(format!("server task: {e}")))?;
         }
-        signalled = shutdown_signal() => signalled?,
+        () = shutdown_signal() => {}
     }
     let _ = stop_tx.send(());
-    match tokio::time::timeout(SHUTDOWN_GRACE, server).await {
-        Ok(finished) => finished.map_err(|e| StartError::Transport(format!("server task: {e}")))?,
-        Err(_) => {
-            tracing::warn!(
-                grace_secs = SHUTDOWN_GRACE.as_secs(),
-                "grace period over; exiting with requests in flight"
-            );
-            Ok(())
+    match drain(server, SHUTDOWN_GRACE).await {
+        Drained::Finished(finished) => {
+            finished.map_err(|e| StartError::Transport(format!("server task: {e}")))?
         }
+        Drained::GraceOver => Ok(()),
     }
 }
 

@@ -25,7 +25,6 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Why a document was refused by the strict parser or could not be serialized canonically.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum CanonicalError {
     /// An object repeats a key (the key is reported).
     #[error("duplicate object key {0:?}")]

@@ -19,7 +19,6 @@ const SIG_LEN: usize = 64;
 
 /// Why a token was refused by the low-level PASETO layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum PasetoError {
     /// The token is not PASETO version 4.
     #[error("not a PASETO v4 token")]

@@ -15,7 +15,6 @@ pub const MAX_PROOF_BYTES: usize = 192 * 1024;
 
 /// Why a text is not even shaped like a proof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ProofFormatError {
     /// No text.
     #[error("the proof is empty")]

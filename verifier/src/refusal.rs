@@ -6,7 +6,6 @@
 
 /// A proof was refused. Ordinary result, not an internal fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
 pub enum Refusal {
     /// Not a well-formed token, footer or claims object.
     #[error("the proof is malformed")]

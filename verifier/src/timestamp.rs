@@ -8,7 +8,6 @@ use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time, UtcOffset};
 
 /// Why a timestamp was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum TimestampError {
     /// Not exactly `YYYY-MM-DDTHH:MM:SSZ`, or not a real calendar date/time.
     #[error("timestamp is not of the form YYYY-MM-DDTHH:MM:SSZ")]

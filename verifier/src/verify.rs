@@ -123,7 +123,9 @@ fn refusal_from(e: PasetoError) -> Refusal {
         PasetoError::WrongVersion => Refusal::WrongVersion,
         PasetoError::WrongPurpose => Refusal::WrongPurpose,
         PasetoError::BadSignature => Refusal::BadSignature,
-        _ => Refusal::Malformed,
+        // A footer is never required of the PASETO layer here (the key id
+        // is checked against the key ring), so a mismatch is malformed.
+        PasetoError::Malformed | PasetoError::FooterMismatch => Refusal::Malformed,
     }
 }
 

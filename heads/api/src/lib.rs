@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use axum::serve::{ListenerExt as _, TapIo};
 use countersign_gate::Gate;
+use countersign_identity::shutdown::{Drained, drain};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
 use countersign_surface::operations::{DATA_OPERATIONS, DataOperation, Exposure};
@@ -53,8 +54,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 /// How long one request may take before the API answers 503.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a shutdown waits for requests in flight.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long a shutdown waits for requests in flight (the one grace of
+/// every long-running process).
+pub use countersign_identity::shutdown::SHUTDOWN_GRACE;
 
 /// The audience of this installation's API: tokens are bound to it.
 pub fn default_audience(principal: &str) -> String {
@@ -162,14 +164,16 @@ pub async fn run(
     let serve = axum::serve(nodelay(listener), app).with_graceful_shutdown(async move {
         let _ = serve_rx.wait_for(|stop| *stop).await;
     });
-    let grace = async move {
-        let _ = grace_rx.wait_for(|stop| *stop).await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
-        tracing::warn!("requests still running after the grace period; stopping anyway");
-    };
+    let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
     tokio::select! {
-        served = std::future::IntoFuture::into_future(serve) => served,
-        () = grace => Ok(()),
+        served = &mut serve => return served,
+        _ = grace_rx.wait_for(|stop| *stop) => {}
+    }
+    // Asked to stop: requests in flight (executions included) finish,
+    // within the one grace period every long-running process has.
+    match drain(serve, SHUTDOWN_GRACE).await {
+        Drained::Finished(served) => served,
+        Drained::GraceOver => Ok(()),
     }
 }
 

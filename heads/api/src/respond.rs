@@ -18,7 +18,6 @@ use crate::tokens::AuthRefusal;
 
 /// Why a request got no result.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ApiError {
     /// The request is malformed; the message says exactly how.
     #[error("{0}")]

@@ -39,7 +39,6 @@ pub const STORE_FILE: &str = "api-tokens.json";
 
 /// Why a token operation failed.
 #[derive(Debug, thiserror::Error, PartialEq)]
-#[non_exhaustive]
 pub enum TokenError {
     /// The store file is unsafe, unreadable or unwritable.
     #[error("token store: {0}")]
@@ -130,7 +129,6 @@ struct StoreFile {
 
 /// Why a presented credential was not accepted. Each is a 401.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum AuthRefusal {
     /// No `Authorization` header.
     #[error("a bearer credential is required (Authorization: Bearer ...)")]

@@ -87,7 +87,6 @@ impl CommandOutcome {
 
 /// Why a command was not run, or could not be supervised.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum CommandError {
     /// The program path is not absolute (nothing was started).
     #[error("command program {0:?} is not an absolute path")]

@@ -12,16 +12,17 @@
 use std::sync::Arc;
 
 use countersign_ledger::{
-    ConsumeStart, Consumed, DispositionStatus, EffectOutcome, INTENT_LEASE_MARGIN, Intent, Ledger,
-    LedgerError, ProposalRecord,
+    ConsumeStart, Consumed, DispositionStatus, EffectOutcome, Intent, Ledger, LedgerError,
+    ProposalRecord,
 };
-use countersign_registry::{CurrentRegistry, Effect, Registry};
-use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, verify};
+use countersign_registry::{CurrentRegistry, Registry};
+use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, VerifiedProof, verify};
 use time::OffsetDateTime;
 
 use crate::command::{CommandSpec, run_command};
 use crate::fault::{FaultPoint, crash_point};
 use crate::outcome::{Outcome, Refused};
+use crate::plan::{Plan, plan};
 
 /// A fault the gate could not turn into a decision. The caller reports it as
 /// an error. For a builtin effect nothing was applied (its one transaction
@@ -29,7 +30,6 @@ use crate::outcome::{Outcome, Refused};
 /// applied is unknown only if the fault happened after the intent was
 /// recorded, which `reconcile` resolves.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum GateError {
     /// The ledger failed (unavailable, I/O, constraint).
     #[error("ledger: {0}")]
@@ -160,34 +160,28 @@ impl Gate {
         {
             return Ok(recorded);
         }
-        if let Effect::Builtin { name } = &operation.effect {
-            // The builtin's state lives in the ledger: consumption, effect
-            // and completion commit together, or not at all.
-            return match self.ledger.consume_builtin(&verified, name).await {
-                Ok(Consumed::Completed(disposition)) => Ok(match disposition.status {
-                    DispositionStatus::Applied => Outcome::Applied(disposition),
-                    // `failed` (a completed consumption is never uncertain).
-                    _ => Outcome::Failed(disposition),
-                }),
-                Ok(Consumed::Replay(disposition)) => Ok(Outcome::Recorded(disposition)),
-                Err(LedgerError::Refused(refusal)) => {
-                    tracing::info!(proposal_id, code = refusal.code(), "consumption refused");
-                    Ok(Outcome::Refused(Refused::Ledger(refusal)))
-                }
-                Err(e) => Err(e.into()),
-            };
-        }
+        // Decide how this head runs the effect before anything is consumed:
+        // a kind it cannot run is refused here and burns nothing.
+        let plan = match plan(&operation.effect) {
+            Ok(plan) => plan,
+            Err(kind) => {
+                tracing::info!(proposal_id, kind, "effect kind not run by this head");
+                return Ok(Outcome::Refused(Refused::UnsupportedEffect {
+                    operation: record.proposal.operation.clone(),
+                    kind,
+                }));
+            }
+        };
+        let spec = match plan {
+            Plan::Builtin { name } => {
+                return self.consume_builtin(proposal_id, &verified, &name).await;
+            }
+            Plan::Command(ref spec) => spec,
+        };
         // An effect outside the ledger: two transactions around it. The
         // intent is leased to this head for the effect's timeout and a
         // margin, so reconcile and a person's resolution wait for it.
-        let lease = match &operation.effect {
-            Effect::Command { timeout_secs, .. } => {
-                time::Duration::seconds(i64::try_from(*timeout_secs).unwrap_or(i64::MAX))
-                    .saturating_add(INTENT_LEASE_MARGIN)
-            }
-            _ => INTENT_LEASE_MARGIN,
-        };
-        let intent = match self.ledger.begin_consume(&verified, lease).await {
+        let intent = match self.ledger.begin_consume(&verified, plan.lease()).await {
             Ok(ConsumeStart::Fresh(intent)) => intent,
             Ok(ConsumeStart::Replay(disposition)) => return Ok(Outcome::Recorded(disposition)),
             Err(LedgerError::Refused(refusal)) => {
@@ -196,15 +190,41 @@ impl Gate {
             }
             Err(e) => return Err(e.into()),
         };
-        tracing::info!(proposal_id, nonce = %intent.nonce, "intent recorded; running effect");
+        tracing::info!(proposal_id, nonce = %intent.nonce(), "intent recorded; running effect");
         crash_point(FaultPoint::AfterIntent);
-        let effect_outcome = self.run_effect(&operation.effect, &intent).await?;
+        let effect_outcome = self.run_command(spec, &intent).await?;
         crash_point(FaultPoint::AfterEffect);
         let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
         Ok(match effect_outcome {
             EffectOutcome::Applied { .. } => Outcome::Applied(disposition),
-            _ => Outcome::Failed(disposition),
+            EffectOutcome::Failed { .. } => Outcome::Failed(disposition),
         })
+    }
+
+    /// Consume, apply and complete a builtin effect in the ledger's one
+    /// transaction: all of it commits, or nothing does.
+    async fn consume_builtin(
+        &self,
+        proposal_id: &str,
+        verified: &VerifiedProof,
+        name: &str,
+    ) -> Result<Outcome, GateError> {
+        match self.ledger.consume_builtin(verified, name).await {
+            Ok(Consumed::Completed(disposition)) => Ok(match disposition.status {
+                DispositionStatus::Applied => Outcome::Applied(disposition),
+                // A completed consumption is never uncertain; were it so, it
+                // did not apply, which is what `failed` tells the caller.
+                DispositionStatus::Failed | DispositionStatus::Uncertain => {
+                    Outcome::Failed(disposition)
+                }
+            }),
+            Ok(Consumed::Replay(disposition)) => Ok(Outcome::Recorded(disposition)),
+            Err(LedgerError::Refused(refusal)) => {
+                tracing::info!(proposal_id, code = refusal.code(), "consumption refused");
+                Ok(Outcome::Refused(Refused::Ledger(refusal)))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The recorded disposition of `record`'s proposal, if `proof` is the
@@ -228,53 +248,36 @@ impl Gate {
             .map(Outcome::Recorded))
     }
 
-    /// Run an effect outside the ledger with the arguments of the intent,
-    /// which come from the verified claims. Builtin effects never come here:
-    /// they run inside the ledger's transaction.
-    pub(crate) async fn run_effect(
+    /// Run a `command` effect with the arguments of the intent, which the
+    /// ledger recorded from the verified claims. Builtin effects never come
+    /// here: they run inside the ledger's transaction.
+    pub(crate) async fn run_command(
         &self,
-        effect: &Effect,
+        spec: &CommandSpec,
         intent: &Intent,
     ) -> Result<EffectOutcome, GateError> {
-        match effect {
-            Effect::Command {
-                program,
-                args,
-                timeout_secs,
-            } => {
-                let spec = CommandSpec {
-                    program: program.clone(),
-                    args: args.clone(),
-                    timeout: std::time::Duration::from_secs(*timeout_secs),
-                };
-                let outcome = match run_command(&spec, &intent.arguments_json, &intent.nonce).await
-                {
-                    Ok(outcome) => outcome,
-                    // Lost track of a running program: whether it applied is
-                    // unknown, so the intent stays open (uncertain) for reconcile.
-                    Err(e) if e.started() => return Err(GateError::Effect(e.to_string())),
-                    // The program never started: a definite failure.
-                    Err(e) => {
-                        return Ok(EffectOutcome::Failed {
-                            error: format!("the command could not run: {e}"),
-                            result: serde_json::Value::Null,
-                        });
-                    }
-                };
-                let result =
-                    serde_json::to_value(&outcome).map_err(|e| GateError::Effect(e.to_string()))?;
-                Ok(if outcome.succeeded() {
-                    EffectOutcome::Applied { result }
-                } else {
-                    EffectOutcome::Failed {
-                        error: outcome.describe_failure(),
-                        result,
-                    }
-                })
+        let outcome = match run_command(spec, intent.arguments_json(), intent.nonce()).await {
+            Ok(outcome) => outcome,
+            // Lost track of a running program: whether it applied is
+            // unknown, so the intent stays open (uncertain) for reconcile.
+            Err(e) if e.started() => return Err(GateError::Effect(e.to_string())),
+            // The program never started: a definite failure.
+            Err(e) => {
+                return Ok(EffectOutcome::Failed {
+                    error: format!("the command could not run: {e}"),
+                    result: serde_json::Value::Null,
+                });
             }
-            _ => Err(GateError::Effect(
-                "this head cannot run that effect kind".into(),
-            )),
-        }
+        };
+        let result =
+            serde_json::to_value(&outcome).map_err(|e| GateError::Effect(e.to_string()))?;
+        Ok(if outcome.succeeded() {
+            EffectOutcome::Applied { result }
+        } else {
+            EffectOutcome::Failed {
+                error: outcome.describe_failure(),
+                result,
+            }
+        })
     }
 }

@@ -13,6 +13,7 @@ mod execute;
 pub mod fault;
 mod handoff;
 mod outcome;
+mod plan;
 mod reconcile;
 pub mod signer_client;
 

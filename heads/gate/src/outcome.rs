@@ -9,7 +9,6 @@ use crate::signer_client::SignerRefusal;
 
 /// The result of presenting a proof for a proposal.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum Outcome {
     /// The effect ran now and succeeded.
     Applied(Disposition),
@@ -63,7 +62,6 @@ impl Outcome {
 
 /// Why a proof was refused. Every refusal means nothing was applied.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub enum Refused {
     /// The proof failed verification.
     #[error("{0}")]
@@ -98,6 +96,15 @@ pub enum Refused {
     /// The proposal's operation is no longer in the registry.
     #[error("operation {0} is no longer in the registry")]
     UnknownOperation(String),
+    /// The operation's effect is of a kind this head does not run. Decided
+    /// before consumption: the proof is not spent.
+    #[error("operation {operation} has a {kind} effect, which this head does not run")]
+    UnsupportedEffect {
+        /// The operation.
+        operation: String,
+        /// The effect kind as the registry names it.
+        kind: &'static str,
+    },
 }
 
 impl Refused {
@@ -108,6 +115,7 @@ impl Refused {
             Refused::Ledger(r) => r.code().to_string(),
             Refused::UnknownProposal(_) => "unknown_proposal".to_string(),
             Refused::UnknownOperation(_) => "unknown_operation".to_string(),
+            Refused::UnsupportedEffect { .. } => "unsupported_effect".to_string(),
             Refused::InProgress(_) => "in_progress".to_string(),
             Refused::NoHandoff { refusal, .. } | Refused::HandoffRefused(refusal) => {
                 refusal.code.clone()

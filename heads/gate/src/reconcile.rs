@@ -20,10 +20,10 @@
 //! unless the state store already records it under the nonce.
 
 use countersign_ledger::{EffectOutcome, Intent, Interrupted};
-use countersign_registry::Effect;
 use serde::Serialize;
 
 use crate::execute::{Gate, GateError};
+use crate::plan::{Plan, plan};
 
 /// What reconcile did with one interrupted intent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,8 +70,8 @@ impl Gate {
     async fn reconcile_one(&self, found: &Interrupted) -> Result<ReconcileEntry, GateError> {
         let intent: &Intent = &found.intent;
         let entry = |action, detail: String| ReconcileEntry {
-            proposal_id: intent.proposal_id.clone(),
-            operation: intent.operation.clone(),
+            proposal_id: intent.proposal_id().to_string(),
+            operation: intent.operation().to_string(),
             action,
             detail,
         };
@@ -80,27 +80,27 @@ impl Gate {
                 "running",
                 format!(
                     "its head may still be running it (lease until {}); left alone",
-                    countersign_verifier::timestamp::format(intent.lease_until)
+                    countersign_verifier::timestamp::format(intent.lease_until())
                         .unwrap_or_else(|_| "later".into())
                 ),
             ));
         }
         let registry = self.current_registry()?;
-        let Some(operation) = registry.get(&intent.operation) else {
+        let Some(operation) = registry.get(intent.operation()) else {
             return Ok(entry(
                 "still_uncertain",
                 "the operation is no longer in the registry; resolve it by hand".into(),
             ));
         };
-        if operation.contract_revision() != intent.contract_revision {
+        if operation.contract_revision() != intent.contract_revision() {
             return Ok(entry(
                 "still_uncertain",
                 format!(
                     "{} changed since it was approved (contract {} then, {} now): it is never replayed under another contract; check whether it happened, then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
-                    intent.operation,
-                    short(&intent.contract_revision),
+                    intent.operation(),
+                    short(intent.contract_revision()),
                     short(operation.contract_revision()),
-                    intent.proposal_id
+                    intent.proposal_id()
                 ),
             ));
         }
@@ -109,20 +109,30 @@ impl Gate {
                 "still_uncertain",
                 format!(
                     "{} is not replay-safe; check whether it happened, then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
-                    intent.operation, intent.proposal_id
+                    intent.operation(),
+                    intent.proposal_id()
                 ),
             ));
         }
-        let applied = match &operation.effect {
-            Effect::Builtin { .. } => {
+        let applied = match plan(&operation.effect) {
+            Ok(Plan::Builtin { .. }) => {
                 let (outcome, _) = self.ledger().apply_builtin_and_complete(intent).await?;
                 matches!(outcome, EffectOutcome::Applied { .. })
             }
-            effect => {
-                let outcome = self.run_effect(effect, intent).await?;
+            Ok(Plan::Command(spec)) => {
+                let outcome = self.run_command(&spec, intent).await?;
                 let applied = matches!(outcome, EffectOutcome::Applied { .. });
                 self.ledger().complete(intent, &outcome).await?;
                 applied
+            }
+            Err(kind) => {
+                return Ok(entry(
+                    "still_uncertain",
+                    format!(
+                        "{} has a {kind} effect, which this head does not run; resolve it by hand",
+                        intent.operation()
+                    ),
+                ));
             }
         };
         Ok(if applied {

@@ -16,7 +16,6 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 /// Why the signer could not be reached or answered nonsense.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ConnectError {
     /// TLS material could not be loaded.
     #[error("TLS setup: {0}")]

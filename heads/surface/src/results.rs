@@ -85,7 +85,6 @@ pub fn outcome(proposal_id: &str, outcome: &Outcome) -> Value {
             value["recorded_status"] = json!(d.status.as_str());
             value["result"] = d.result.clone();
         }
-        _ => {}
     }
     value
 }

@@ -84,6 +84,8 @@ mod effects;
 mod events;
 #[path = "../sql/facts.rs"]
 mod facts;
+#[path = "../sql/intents.rs"]
+mod intents;
 /// Write transactions lock the rows they decide on.
 const ROW_LOCKS: bool = true;
 

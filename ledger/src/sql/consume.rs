@@ -35,7 +35,7 @@ use super::effects::plan_transition;
 use super::events::{NewEvent, Tail};
 use super::locks::{lock_head, lock_proposal_row};
 use super::rows::{self, disposition_select, intent_columns};
-use super::{Conn, Db, Store, events};
+use super::{Conn, Db, Store, events, intents};
 use crate::error::{EffectFailure, LedgerError, LedgerRefusal};
 use crate::fault::crash_point;
 use crate::owner;
@@ -147,17 +147,22 @@ async fn check_consumable(
 }
 
 /// Insert a completion and its event on `conn`, inside the caller's write
-/// transaction. With `nonce`, the intent must be that nonce (a head's
-/// completion); without, any uncertain intent of the proposal (a person's
-/// resolution, `NotUncertain` otherwise). `(status, error, result)`.
+/// transaction. With `intent`, it must be exactly the intent recorded
+/// under its nonce, checked here (a head's completion); without, any
+/// uncertain intent of the proposal (a person's resolution, `NotUncertain`
+/// otherwise). `(status, error, result)`.
 pub(super) async fn complete_in(
     conn: &mut Conn,
     proposal_id: &str,
-    nonce: Option<&str>,
+    intent: Option<&Intent>,
     outcome: (&str, Option<&str>, &Value),
     resolved_by: Option<&str>,
 ) -> Result<Disposition, LedgerError> {
     lock_proposal_row(conn, proposal_id).await?;
+    if let Some(intent) = intent {
+        intents::recorded(conn, intent).await?;
+    }
+    let nonce = intent.map(|i| i.nonce.as_str());
     let existing = sqlx::query(concat!(disposition_select!(), "WHERE n.proposal_id = $1"))
         .bind(proposal_id)
         .fetch_optional(&mut *conn)
@@ -501,7 +506,7 @@ impl Store {
         let (status, error, result) = outcome.parts();
         self.record_completion(
             &intent.proposal_id,
-            Some(&intent.nonce),
+            Some(intent),
             status,
             error,
             result,
@@ -531,7 +536,7 @@ impl Store {
     async fn record_completion(
         &self,
         proposal_id: &str,
-        nonce: Option<&str>,
+        intent: Option<&Intent>,
         status: &str,
         error: Option<&str>,
         result: &Value,
@@ -541,7 +546,7 @@ impl Store {
         let disposition = complete_in(
             &mut tx,
             proposal_id,
-            nonce,
+            intent,
             (status, error, result),
             resolved_by,
         )

@@ -9,7 +9,7 @@ use sqlx::Row as _;
 
 use super::consume::complete_in;
 use super::locks::lock_head;
-use super::{Conn, Store, events};
+use super::{Conn, Store, events, intents};
 use crate::error::EffectFailure;
 use crate::error::LedgerError;
 use crate::schedule::{self, Change, Plan};
@@ -32,32 +32,24 @@ async fn recorded_result(conn: &mut Conn, nonce: &str) -> Result<Option<Value>, 
     }
 }
 
-/// Apply builtin `effect` for `intent` on `conn`, inside the caller's write
-/// transaction; the caller commits (or, on any error, rolls back).
-async fn apply_in(conn: &mut Conn, intent: &Intent, effect: &str) -> Result<Value, EffectFailure> {
+/// Apply the builtin effect recorded with `intent` on `conn`, inside the
+/// caller's write transaction; the caller commits (or, on any error, rolls
+/// back). `intent` must be exactly the recorded one; the effect, the
+/// principal and the arguments are the recorded row's.
+async fn apply_in(conn: &mut Conn, intent: &Intent) -> Result<Value, EffectFailure> {
     // The state store has no row to lock before a key exists; the chain
     // head serializes every transition instead.
     lock_head(conn).await?;
-    if let Some(result) = recorded_result(conn, &intent.nonce).await? {
+    let recorded = intents::recorded(conn, intent)
+        .await
+        .map_err(intents::as_effect_failure)?;
+    if let Some(result) = recorded_result(conn, &recorded.nonce).await? {
         return Ok(result);
     }
-    // The arguments come from the recorded intent (the verified claims),
-    // not from the caller's copy.
-    let known = sqlx::query(
-        "SELECT t.arguments_json AS arguments_json,
-                EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce) AS completed
-         FROM intents t WHERE t.nonce = $1 AND t.proposal_id = $2",
-    )
-    .bind(&intent.nonce)
-    .bind(&intent.proposal_id)
-    .fetch_optional(&mut *conn)
-    .await?
-    .ok_or(EffectFailure::UnknownIntent)?;
-    if known.try_get::<bool, _>("completed")? {
+    if intents::completed(conn, &recorded.nonce).await? {
         return Err(EffectFailure::AlreadyCompleted);
     }
-    let arguments_json: String = known.try_get("arguments_json")?;
-    write_effect(conn, intent, effect, &arguments_json).await
+    write_effect(conn, &recorded).await
 }
 
 /// Plan builtin `effect` with `args` over the key's current value as
@@ -79,16 +71,12 @@ pub(super) fn plan_transition(
 /// The transition itself, on `conn` inside the caller's write transaction,
 /// with the chain head already locked (it serializes every transition: the
 /// state store has no row to lock before a key exists) and
-/// `arguments_json` the intent's recorded arguments: read the key's state,
-/// plan, write, record `effect_applied` and its event. A refused transition
-/// returns before any write.
-async fn write_effect(
-    conn: &mut Conn,
-    intent: &Intent,
-    effect: &str,
-    arguments_json: &str,
-) -> Result<Value, EffectFailure> {
-    let args: Value = serde_json::from_str(arguments_json)
+/// `intent` the row as recorded (its operation names the effect): read the
+/// key's state, plan, write, record `effect_applied` and its event. A
+/// refused transition returns before any write.
+async fn write_effect(conn: &mut Conn, intent: &Intent) -> Result<Value, EffectFailure> {
+    let effect = intent.operation.as_str();
+    let args: Value = serde_json::from_str(&intent.arguments_json)
         .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
     let key = schedule::key_of(effect, &args)?;
     let current: Option<String> = sqlx::query_scalar(
@@ -160,9 +148,11 @@ async fn write_effect(
 async fn apply_and_complete_in(
     conn: &mut Conn,
     intent: &Intent,
-    effect: &str,
 ) -> Result<(EffectOutcome, Disposition), LedgerError> {
-    let outcome = match apply_in(conn, intent, effect).await {
+    // Not the recorded intent: refused before anything, never recorded as
+    // a failed effect of the proposal it names.
+    intents::recorded(conn, intent).await?;
+    let outcome = match apply_in(conn, intent).await {
         Ok(result) => EffectOutcome::Applied { result },
         Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
         Err(refused) => {
@@ -177,7 +167,7 @@ async fn apply_and_complete_in(
     let disposition = complete_in(
         conn,
         &intent.proposal_id,
-        Some(&intent.nonce),
+        Some(intent),
         outcome.parts(),
         None,
     )
@@ -186,14 +176,11 @@ async fn apply_and_complete_in(
 }
 
 impl Store {
-    /// Apply builtin `effect` for `intent`; see [`crate::Ledger::apply_builtin`].
-    pub(crate) async fn apply_builtin(
-        &self,
-        intent: &Intent,
-        effect: &str,
-    ) -> Result<Value, EffectFailure> {
+    /// Apply the builtin effect recorded with `intent`; see
+    /// [`crate::Ledger::apply_builtin`].
+    pub(crate) async fn apply_builtin(&self, intent: &Intent) -> Result<Value, EffectFailure> {
         let mut tx = self.write_tx().await?;
-        let result = apply_in(&mut tx, intent, effect).await?;
+        let result = apply_in(&mut tx, intent).await?;
         tx.commit().await?;
         Ok(result)
     }
@@ -205,7 +192,7 @@ impl Store {
         intent: &Intent,
     ) -> Result<(EffectOutcome, Disposition), LedgerError> {
         let mut tx = self.write_tx().await?;
-        let done = apply_and_complete_in(&mut tx, intent, &intent.operation).await?;
+        let done = apply_and_complete_in(&mut tx, intent).await?;
         tx.commit().await?;
         Ok(done)
     }

@@ -45,6 +45,8 @@ mod effects;
 mod events;
 #[path = "../sql/facts.rs"]
 mod facts;
+#[path = "../sql/intents.rs"]
+mod intents;
 /// `(version, description, sql)`, in order. Append only; never edit one.
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (

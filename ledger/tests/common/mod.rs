@@ -297,3 +297,34 @@ pub async fn approve(ledger: &Ledger, p: &Proposal, n: u32) -> String {
     ledger.record_approval(&record).await.unwrap();
     token
 }
+
+/// Propose, approve and begin consuming `operation(args)` as proposal `n`:
+/// the intent the ledger recorded.
+pub async fn consumed(
+    ledger: &Ledger,
+    n: u32,
+    operation: &str,
+    args: Value,
+) -> countersign_ledger::Intent {
+    let p = proposal(n, operation, args);
+    let token = approve(ledger, &p, n).await;
+    match ledger
+        .begin_consume(&verified(&p, &token), NO_LEASE)
+        .await
+        .unwrap()
+    {
+        countersign_ledger::ConsumeStart::Fresh(intent) => intent,
+        countersign_ledger::ConsumeStart::Replay(d) => panic!("unexpected replay {d:?}"),
+    }
+}
+
+/// The names of the schedules in [`PRINCIPAL`]'s state, in order.
+pub async fn schedule_keys(ledger: &Ledger) -> Vec<String> {
+    ledger
+        .state(PRINCIPAL, "schedules")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect()
+}

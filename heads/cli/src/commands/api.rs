@@ -10,12 +10,12 @@ use countersign_identity::files::write_private_new;
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::setup::shutdown_signal;
 use crate::Io;
 use crate::args::{ApiServeArgs, TokenCreateArgs};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{write_json, write_text};
+use countersign_identity::shutdown::shutdown_signal;
 
 /// The API's state for this installation: a head connection to the signer,
 /// the gate, the registry and the token store in the home.

@@ -10,6 +10,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use countersign_identity::files::write_private_new;
+use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain, shutdown_signal};
 use countersign_identity::{Home, IdentityError, pki};
 use countersign_registry::Registry;
 use serde_json::json;
@@ -251,27 +252,11 @@ async fn stop(child: &mut Child) {
     {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
-    if tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .is_err()
-    {
+    // The signer drains for SHUTDOWN_GRACE itself; a second more for it to exit.
+    let grace = SHUTDOWN_GRACE + Duration::from_secs(1);
+    if let Drained::GraceOver = drain(child.wait(), grace).await {
         let _ = child.start_kill();
         let _ = child.wait().await;
-    }
-}
-
-pub(crate) async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
     }
 }
 
