@@ -73,7 +73,9 @@ async fn a_command_refuses_to_start_with_a_registry_others_can_write_and_runs_no
             ))),
             "{args:?}"
         );
-        assert_eq!(run.stdout, "", "{args:?}");
+        // `--json`: the one document is the error's, and nothing else.
+        assert_eq!(run.json()["reason"], "error", "{args:?}: {}", run.stdout);
+        assert_eq!(run.stdout.lines().count(), 1, "{args:?}: {}", run.stdout);
     }
     chmod(&open, 0o755);
     let run = h.exec(&id, &proof, &[]).await;
