@@ -28,7 +28,6 @@ mod respond;
 mod routes;
 pub mod tokens;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -85,8 +84,6 @@ pub struct ApiState {
     /// The data-operation service every data route calls.
     pub(crate) service: countersign_service::Service,
     pub(crate) table: Vec<DataOperation>,
-    /// Parameter validators, by exposure key (`propose:<op>` or the name).
-    pub(crate) validators: HashMap<String, jsonschema::Validator>,
     pub(crate) openapi: Value,
 }
 
@@ -98,27 +95,21 @@ impl ApiState {
 
     /// The state for another table (tests of the parity gate).
     pub fn with_table(parts: ApiParts, table: &[DataOperation]) -> Result<Self, ApiError> {
-        let mut validators = HashMap::new();
-        for exp in countersign_surface::parity::expected(table, &parts.registry) {
-            let validator = jsonschema::options()
-                .with_draft(jsonschema::Draft::Draft202012)
-                .offline()
-                .should_validate_formats(true)
-                .build(&exp.params)
-                .map_err(|e| ApiError::Internal(format!("schema of {}: {e}", exp.key)))?;
-            validators.insert(exp.key, validator);
-        }
         let openapi = openapi::document(table, &parts.registry);
         let service = countersign_service::Service::new(
             parts.head.clone(),
             parts.gate.clone(),
             parts.registry.clone(),
         );
+        // Every parameter schema compiles now, once, in the service.
+        service
+            .schemas()
+            .compile_all(&parts.registry, table)
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
         Ok(Self {
             parts,
             service,
             table: table.to_vec(),
-            validators,
             openapi,
         })
     }

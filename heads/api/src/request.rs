@@ -8,10 +8,14 @@
 //! the URL or a header is refused before anything else looks at it.
 //! Messages name fields, never values.
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{Method, header};
-use countersign_registry::terminal_safe;
+use countersign_registry::{Operation as RegistryOperation, Registry, terminal_safe};
+use countersign_service::ParamsError;
+use countersign_surface::operations::DataOperation;
 use countersign_verifier::canonical::{self, CanonicalError};
 use serde_json::{Map, Value};
 
@@ -135,20 +139,26 @@ pub(crate) async fn parameters(
     Ok(params)
 }
 
-/// Check `params` against the compiled schema; the message lists up to
-/// four problems, each as `<path>: <message with values masked>`.
+/// Check `params` against the operation's schema, compiled once in the
+/// service; the message lists up to four problems, each as
+/// `<path>: <message with values masked>`.
 pub(crate) fn validate(
-    validator: &jsonschema::Validator,
+    service: &countersign_service::Service,
+    registry: &Arc<Registry>,
+    op: &DataOperation,
+    registry_op: Option<&RegistryOperation>,
     params: &Map<String, Value>,
 ) -> Result<(), ApiError> {
-    let lines = countersign_registry::schema_errors(validator, &Value::Object(params.clone()));
-    if lines.is_empty() {
-        return Ok(());
+    match service
+        .schemas()
+        .check(registry, op, registry_op, &Value::Object(params.clone()))
+    {
+        Ok(()) => Ok(()),
+        Err(invalid @ ParamsError::Invalid(_)) => Err(ApiError::BadRequest(format!(
+            "invalid parameters: {invalid}"
+        ))),
+        Err(fault @ ParamsError::Schema { .. }) => Err(ApiError::Internal(fault.to_string())),
     }
-    Err(ApiError::BadRequest(format!(
-        "invalid parameters: {}",
-        lines.join("; ")
-    )))
 }
 
 async fn body_object(parts: &Parts, body: Body) -> Result<Map<String, Value>, ApiError> {

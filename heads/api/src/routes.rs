@@ -137,17 +137,15 @@ async fn handle_inner(
             }
             ParamSchema::Fixed(_) => None,
         };
-    let key = match &registry_op {
-        Some(reg) => format!("{}:{}", op.name, reg.name),
-        None => op.name.to_string(),
-    };
     let schema = op.params.schema(registry_op);
     let params = request::parameters(&parts, body, &path, &schema).await?;
-    let validator = state
-        .validators
-        .get(&key)
-        .ok_or_else(|| ApiError::Internal(format!("no validator for {key}")))?;
-    request::validate(validator, &params)?;
+    request::validate(
+        &state.service,
+        &state.parts.registry,
+        op,
+        registry_op,
+        &params,
+    )?;
     handlers::dispatch(state, op, registry_op, params, &token.session()).await
 }
 

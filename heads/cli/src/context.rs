@@ -15,6 +15,7 @@ use tonic::transport::Channel;
 use crate::error::CliError;
 
 /// One installation, loaded and checked.
+#[derive(Clone)]
 pub struct Context {
     /// The private configuration directory.
     pub home: Home,

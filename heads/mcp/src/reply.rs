@@ -1,30 +1,86 @@
-//! Tool results: what the model and the person read. Every answer of the
-//! signer and the gate becomes a [`Reply`] here, in one place: a short plain
-//! summary that says whether anything was done or applied, the surface's
-//! JSON as structured content, and whether the call did what it asked.
+//! Tool results: what the model and the person read. The service's
+//! [`Answer`] becomes a [`Reply`] here: a short plain summary that says
+//! whether anything was done or applied, the answer's own JSON value (the
+//! surface's result or refusal) as structured content, and whether the call
+//! did what it asked. What the answer is, and the refusal's reason code and
+//! message, are the service's; only the summary text is this head's.
 //!
 //! Must not: put a proof, or anything derived from one, in a reply.
 
-use countersign_gate::GateError;
-use countersign_gate::signer_client::SignerCallError;
 use countersign_proto::v1::ProposalView;
-use countersign_surface::results;
+use countersign_service::{Answer, Done, Fault};
+use countersign_surface::operations::OperationKey;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 use crate::tools::structured;
 
-/// The signer's answer about one proposal, as a tool result.
-pub(crate) fn proposal_reply(
-    answer: Result<tonic::Response<ProposalView>, tonic::Status>,
-    text: fn(&ProposalView) -> String,
-) -> Reply {
-    match answer {
-        Ok(view) => {
-            let view = view.into_inner();
-            Reply::ok(text(&view), results::proposal(&view))
+/// The service's answer to a call of operation `key`, as a tool result.
+pub(crate) fn reply(key: OperationKey, answer: Answer) -> Reply {
+    let value = answer.to_value();
+    let (text, is_error) = match &answer {
+        Answer::Done(done) => done_text(key, done),
+        Answer::Refused { message, .. } => (format!("refused: {message}; nothing was done"), true),
+        Answer::Fault(Fault::Unavailable(detail)) => (
+            format!("{detail}; is `countersign up` running? Nothing was done"),
+            true,
+        ),
+        Answer::Fault(Fault::Internal(detail)) => {
+            tracing::error!(operation = key.name(), "{detail}");
+            let text = match key {
+                OperationKey::ExecuteHandoff | OperationKey::ExecuteWithProof => format!(
+                    "execution could not complete: {detail}. A builtin operation is recorded all at once or not at all: executing it again applies it once or returns what was recorded. For a command, if it got as far as recording its intent the outcome is uncertain and `countersign reconcile` resolves it; otherwise nothing was applied"
+                ),
+                _ => format!("countersign failed: {detail}"),
+            };
+            (text, true)
         }
-        Err(status) => Reply::from_status(&status),
+    };
+    Reply {
+        text,
+        structured: value,
+        is_error,
+    }
+}
+
+/// The summary of a result, and whether it is an error (an execution that
+/// applied nothing now).
+fn done_text(key: OperationKey, done: &Done) -> (String, bool) {
+    match done {
+        Done::Operations(ops) => {
+            let names: Vec<&str> = ops.iter().filter_map(|op| op["name"].as_str()).collect();
+            let text = format!(
+                "{} operations can be proposed: {}",
+                names.len(),
+                names.join(", ")
+            );
+            (text, false)
+        }
+        Done::Proposal(view) => {
+            let text = match key {
+                OperationKey::Propose => proposed_text(view),
+                OperationKey::Withdraw => {
+                    format!("withdrew {}; it can no longer be approved", view.id)
+                }
+                _ => status_text(view),
+            };
+            (text, false)
+        }
+        Done::Proposals(list) => {
+            let mut text = format!("{} proposal(s)", list.len());
+            for view in list {
+                text.push_str(&format!("\n{}", status_text(view)));
+            }
+            (text, false)
+        }
+        Done::Outcome { outcome, .. } => {
+            let mut text = outcome.summary();
+            if let Some(d) = outcome.disposition().filter(|d| !d.result.is_null()) {
+                text.push_str(&format!("\nresult: {}", d.result));
+            }
+            (text, !outcome.applied_now())
+        }
+        Done::Disposition(d) => (format!("{}: {}", d.proposal_id, d.status.as_str()), false),
     }
 }
 
@@ -66,14 +122,8 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    pub(crate) fn ok(text: String, value: Value) -> Self {
-        Self {
-            text,
-            structured: Some(value),
-            is_error: false,
-        }
-    }
-
+    /// A failure with no structured content (the call never reached the
+    /// service: an unknown tool's arguments, a schema mismatch).
     pub(crate) fn error(text: String) -> Self {
         Self {
             text,
@@ -82,31 +132,7 @@ impl Reply {
         }
     }
 
-    /// The one rendering of the signer's failed answers as tool results:
-    /// a refusal carries the signer's own reason code (as structured
-    /// content, like every refusal), faults say the signer failed.
-    pub(crate) fn from_status(status: &tonic::Status) -> Self {
-        match SignerCallError::from_status(status) {
-            SignerCallError::Refused(refusal) => Reply {
-                text: format!("refused: {}; nothing was done", refusal.message),
-                structured: Some(results::refusal(&refusal.code, &refusal.message)),
-                is_error: true,
-            },
-            SignerCallError::Unavailable(message) => Reply::error(format!(
-                "the countersign signer is unavailable ({message}); is `countersign up` running? Nothing was done"
-            )),
-            SignerCallError::Failed(message) => {
-                Reply::error(format!("the countersign signer failed: {message}"))
-            }
-        }
-    }
-
-    pub(crate) fn from_gate_error(error: &GateError) -> Self {
-        Reply::error(format!(
-            "execution could not complete: {error}. A builtin operation is recorded all at once or not at all: executing it again applies it once or returns what was recorded. For a command, if it got as far as recording its intent the outcome is uncertain and `countersign reconcile` resolves it; otherwise nothing was applied"
-        ))
-    }
-
+    /// The result the SDK sends.
     pub(crate) fn into_result(self) -> CallToolResult {
         let mut result = match self.structured {
             Some(value) => {
@@ -130,15 +156,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_signer_refusal_keeps_the_signers_own_reason_code() {
-        let mut status = tonic::Status::failed_precondition("operation \"x\" changed");
-        status
-            .metadata_mut()
-            .insert("countersign-reason", "contract_changed".parse().unwrap());
-        let reply = Reply::from_status(&status);
+    fn a_refusal_carries_the_services_reason_code_and_message() {
+        let reply = reply(
+            OperationKey::GetResult,
+            Answer::refused(
+                "unknown_proposal",
+                "no proposal p for this principal".into(),
+            ),
+        );
         assert!(reply.is_error);
-        let value = reply.structured.unwrap();
-        assert_eq!(value["reason"], "contract_changed");
-        assert_eq!(value["applied"], false);
+        assert_eq!(
+            reply.structured,
+            Some(countersign_surface::results::refusal(
+                "unknown_proposal",
+                "no proposal p for this principal"
+            ))
+        );
+        assert_eq!(
+            reply.text,
+            "refused: no proposal p for this principal; nothing was done"
+        );
+    }
+
+    #[test]
+    fn a_fault_has_no_structured_content() {
+        let reply = reply(
+            OperationKey::GetProposal,
+            Answer::Fault(Fault::Unavailable("the signer is unavailable: x".into())),
+        );
+        assert!(reply.is_error && reply.structured.is_none());
+        assert!(reply.text.contains("countersign up"), "{}", reply.text);
     }
 }

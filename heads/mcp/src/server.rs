@@ -1,21 +1,21 @@
-//! The MCP server: `tools/list` from [`crate::tools`], `tools/call`
-//! forwarded to the signer as a head (propose, read, withdraw) or to the
-//! embedded gate (execute through the signer's handoff, read results).
+//! The MCP server: `tools/list` from [`crate::tools`]; `tools/call` checks
+//! the arguments against the tool's schema (compiled once, in the service),
+//! turns them into the service's [`Operation`], calls it and renders its
+//! [`countersign_service::Answer`] ([`crate::reply`]). No operation is
+//! implemented here.
 //!
 //! Must not: accept, return or log a proof; approve, deny or create a rule;
 //! treat a tool argument, an elicitation answer or any client claim as a
 //! person's approval. The session is chosen here, at random, per connection,
 //! never by the client.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use countersign_gate::{Gate, GateError, Outcome};
+use countersign_gate::Gate;
 use countersign_proto::v1::signer_client::SignerClient;
-use countersign_proto::v1::{
-    GetProposalRequest, ListProposalsRequest, ProposeRequest, WithdrawRequest,
-};
-use countersign_surface::results;
+use countersign_registry::Registry;
+use countersign_service::{Operation, ParamsError, Service};
+use countersign_surface::DATA_OPERATIONS;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -26,8 +26,8 @@ use serde_json::Value;
 use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
 
-use crate::reply::{Reply, proposal_reply, proposed_text, status_text};
-use crate::tools::{Action, ToolEntry, tool_entries};
+use crate::reply::{Reply, reply};
+use crate::tools::{ToolEntry, tool_entries};
 
 /// What the server tells every client when it connects.
 const INSTRUCTIONS: &str = "countersign is a human-approval gate. Propose an exact action with a `propose_<operation>` tool; \
@@ -53,52 +53,37 @@ pub enum ServeError {
 /// The MCP head of one installation, for one connection (one session).
 #[derive(Clone)]
 pub struct McpHead {
-    head: SignerClient<Channel>,
-    gate: Gate,
-    principal: String,
+    service: Service,
+    /// The registry the tools were built from: calls are checked against
+    /// the schemas this head advertised.
+    registry: Arc<Registry>,
     session: String,
     tools: Arc<Vec<ToolEntry>>,
-    validators: Arc<HashMap<String, jsonschema::Validator>>,
-    /// Executions run here, in tasks of their own, so that a client going
-    /// away (and the SDK dropping its request handlers) never cuts an effect
-    /// off between its intent and its completion; [`Self::serve_stdio`]
-    /// waits for them before it returns.
+    /// The service's executions, each in a task of its own, so that a
+    /// client going away (and the SDK dropping its request handlers) never
+    /// cuts an effect off between its intent and its completion;
+    /// [`Self::serve_stdio`] waits for them before it returns.
     executions: TaskTracker,
 }
 
 impl McpHead {
-    /// A server for `principal`, proposing through the signer client `head`
-    /// (authenticated with the head certificate) and executing through
-    /// `gate`, with a fresh random session.
-    pub fn new(
-        head: SignerClient<Channel>,
-        gate: Gate,
-        principal: String,
-    ) -> Result<Self, ServeError> {
-        let tools = tool_entries(&gate.registry());
-        let mut validators = HashMap::new();
-        for entry in &tools {
-            let validator = jsonschema::options()
-                .with_draft(jsonschema::Draft::Draft202012)
-                .offline()
-                .should_validate_formats(true)
-                .build(&entry.params)
-                .map_err(|e| {
-                    ServeError::Setup(format!(
-                        "the input schema of {} does not compile: {e}",
-                        entry.tool.name
-                    ))
-                })?;
-            validators.insert(entry.tool.name.to_string(), validator);
-        }
+    /// A server for the gate's principal, proposing through the signer
+    /// client `head` (authenticated with the head certificate) and executing
+    /// through `gate`, with a fresh random session.
+    pub fn new(head: SignerClient<Channel>, gate: Gate) -> Result<Self, ServeError> {
+        let registry = gate.registry();
+        let tools = tool_entries(&registry);
+        let service = Service::over_gate(head, gate);
+        service
+            .schemas()
+            .compile_all(&registry, DATA_OPERATIONS)
+            .map_err(|e| ServeError::Setup(e.to_string()))?;
         Ok(Self {
-            head,
-            gate,
-            principal,
+            executions: service.executions(),
+            service,
+            registry,
             session: crate::session::new_session_id().map_err(ServeError::Setup)?,
             tools: Arc::new(tools),
-            validators: Arc::new(validators),
-            executions: TaskTracker::new(),
         })
     }
 
@@ -148,8 +133,9 @@ impl McpHead {
     }
 
     /// What `tools/call` does: validate `arguments` against the tool's input
-    /// schema, then run it. An unknown tool is a protocol error; everything
-    /// else, refusals included, is a tool result the model can read.
+    /// schema, then run its operation on the service. An unknown tool is a
+    /// protocol error; everything else, refusals included, is a tool result
+    /// the model can read.
     pub async fn call(
         &self,
         tool: &str,
@@ -161,160 +147,36 @@ impl McpHead {
                 None,
             ));
         };
-        let args = Value::Object(arguments);
         tracing::info!(tool = %entry.tool.name, session = %self.session, "tool call");
-        let reply = match self.check(entry, &args) {
-            Ok(()) => self.dispatch(&entry.action, args).await,
-            Err(message) => Reply::error(message),
-        };
-        Ok(reply.into_result())
-    }
-
-    /// Validate `args` against the tool's input schema; the message names
-    /// where, never the value.
-    fn check(&self, entry: &ToolEntry, args: &Value) -> Result<(), String> {
-        let Some(validator) = self.validators.get(entry.tool.name.as_ref()) else {
-            return Err(format!("{} has no input schema", entry.tool.name));
-        };
-        let problems: Vec<String> = validator
-            .iter_errors(args)
-            .take(5)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                format!("{}: {}", if at.is_empty() { "/" } else { &at }, e.masked())
-            })
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
+        let registry_op = entry
+            .registry_op
+            .as_deref()
+            .and_then(|name| self.registry.get(name));
+        let args = Value::Object(arguments);
+        let checked =
+            self.service
+                .schemas()
+                .check(&self.registry, entry.data_op, registry_op, &args);
+        let reply = match checked {
+            Ok(()) => {
+                let Value::Object(params) = args else {
+                    return Err(ErrorData::internal_error("arguments are an object", None));
+                };
+                let answer =
+                    match Operation::from_params(entry.key, entry.registry_op.as_deref(), params) {
+                        Ok(operation) => self.service.call(operation, &self.session).await,
+                        Err(answer) => answer,
+                    };
+                reply(entry.key, answer)
+            }
+            Err(ParamsError::Invalid(lines)) => Reply::error(format!(
                 "the arguments do not match the input schema of {} ({}); nothing was done",
                 entry.tool.name,
-                problems.join("; ")
-            ))
-        }
-    }
-
-    async fn dispatch(&self, action: &Action, args: Value) -> Reply {
-        let mut head = self.head.clone();
-        let id = || {
-            args["proposal_id"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_default()
-        };
-        match action {
-            Action::ListOperations => {
-                let registry = self.gate.registry();
-                let ops: Vec<Value> = registry.operations().map(results::operation).collect();
-                let names: Vec<&str> = registry.operations().map(|o| o.name.as_str()).collect();
-                Reply::ok(
-                    format!(
-                        "{} operations can be proposed: {}",
-                        names.len(),
-                        names.join(", ")
-                    ),
-                    Value::Array(ops),
-                )
-            }
-            Action::Propose(operation) => {
-                let arguments_json = args["arguments"].to_string();
-                let note = args["note"].as_str().unwrap_or_default().to_string();
-                let request = ProposeRequest {
-                    operation: operation.clone(),
-                    arguments_json,
-                    session: self.session.clone(),
-                    note,
-                };
-                proposal_reply(head.propose(request).await, proposed_text)
-            }
-            Action::GetProposal => {
-                let request = GetProposalRequest { proposal_id: id() };
-                proposal_reply(head.get_proposal(request).await, status_text)
-            }
-            Action::ListProposals => {
-                let request = ListProposalsRequest {
-                    status: args["status"].as_str().unwrap_or_default().to_string(),
-                    limit: args["limit"]
-                        .as_u64()
-                        .and_then(|n| u32::try_from(n).ok())
-                        .unwrap_or(100),
-                };
-                match head.list_proposals(request).await {
-                    Ok(list) => {
-                        let list = list.into_inner().proposals;
-                        let mut text = format!("{} proposal(s)", list.len());
-                        for view in &list {
-                            text.push_str(&format!("\n{}", status_text(view)));
-                        }
-                        Reply::ok(text, results::proposals(&list))
-                    }
-                    Err(status) => Reply::from_status(&status),
-                }
-            }
-            Action::Withdraw => {
-                let request = WithdrawRequest { proposal_id: id() };
-                proposal_reply(head.withdraw(request).await, |view| {
-                    format!("withdrew {}; it can no longer be approved", view.id)
-                })
-            }
-            Action::ExecuteApproved => {
-                let id = id();
-                let (gate, session, task_id) =
-                    (self.gate.clone(), self.session.clone(), id.clone());
-                // Its own task: the SDK drops this handler when the client
-                // goes away, which must not cut the effect off.
-                let executed = self
-                    .executions
-                    .spawn(async move { gate.execute_handoff(&mut head, &task_id, &session).await })
-                    .await;
-                match executed {
-                    Ok(Ok(outcome)) => self.outcome_reply(&id, &outcome),
-                    Ok(Err(e)) => Reply::from_gate_error(&e),
-                    Err(e) => {
-                        tracing::error!(proposal_id = %id, "execution task: {e}");
-                        Reply::from_gate_error(&GateError::Effect(
-                            "the execution stopped unexpectedly".into(),
-                        ))
-                    }
-                }
-            }
-            Action::GetResult => self.result(&id()).await,
-        }
-    }
-
-    fn outcome_reply(&self, id: &str, outcome: &Outcome) -> Reply {
-        let mut text = outcome.summary();
-        if let Some(d) = outcome.disposition().filter(|d| !d.result.is_null()) {
-            text.push_str(&format!("\nresult: {}", d.result));
-        }
-        let value = results::outcome(id, outcome);
-        Reply {
-            text,
-            structured: Some(value),
-            is_error: !outcome.applied_now(),
-        }
-    }
-
-    async fn result(&self, id: &str) -> Reply {
-        let ledger = self.gate.ledger();
-        let owned = match ledger.proposal(id).await {
-            Ok(p) => p.is_some_and(|p| p.proposal.principal == self.principal),
-            Err(e) => return Reply::error(format!("the ledger failed: {e}")),
-        };
-        if !owned {
-            return Reply::error(format!("refused: no proposal {id} for this principal"));
-        }
-        match ledger.disposition(id).await {
-            Ok(Some(d)) => Reply::ok(
-                format!("{id}: {}", d.status.as_str()),
-                results::disposition(&d),
-            ),
-            Ok(None) => Reply::error(format!(
-                "refused: {id} has not been executed (see get_proposal for its status)"
+                lines.join("; ")
             )),
-            Err(e) => Reply::error(format!("the ledger failed: {e}")),
-        }
+            Err(fault @ ParamsError::Schema { .. }) => Reply::error(fault.to_string()),
+        };
+        Ok(reply.into_result())
     }
 }
 

@@ -10,60 +10,27 @@
 use std::sync::Arc;
 
 use countersign_registry::{Class, Registry};
+use countersign_surface::operations::OperationKey;
 use countersign_surface::{
     DATA_OPERATIONS, DataOperation, Exposure, ParamSchema, propose_tool_name,
 };
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-/// What a tool call does, as the server dispatches it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Action {
-    /// `list_operations`
-    ListOperations,
-    /// `propose_<operation>`: propose registry operation `.0`.
-    Propose(String),
-    /// `get_proposal`
-    GetProposal,
-    /// `list_proposals`
-    ListProposals,
-    /// `withdraw_proposal`
-    Withdraw,
-    /// `execute_approved`: claim the signer's handoff and execute.
-    ExecuteApproved,
-    /// `get_result`
-    GetResult,
-}
-
-impl Action {
-    /// The action of data operation `name` (for `propose`, of `operation`),
-    /// or `None` for one this head has no handler for.
-    fn of(name: &str, operation: Option<&str>) -> Option<Action> {
-        Some(match (name, operation) {
-            ("list_operations", _) => Action::ListOperations,
-            ("propose", Some(op)) => Action::Propose(op.to_string()),
-            ("get_proposal", _) => Action::GetProposal,
-            ("list_proposals", _) => Action::ListProposals,
-            ("withdraw", _) => Action::Withdraw,
-            ("execute", _) => Action::ExecuteApproved,
-            ("get_result", _) => Action::GetResult,
-            _ => return None,
-        })
-    }
-}
-
-/// One advertised tool, with what calling it does and the data operation it
-/// exposes.
+/// One advertised tool and the data operation it exposes: a call is that
+/// operation of the service, nothing of this head's own.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolEntry {
     /// The definition sent in `tools/list`.
     pub(crate) tool: Tool,
-    /// What a call does.
-    pub(crate) action: Action,
+    /// The service operation a call runs.
+    pub(crate) key: OperationKey,
+    /// Its entry in the surface table (for its parameter schema).
+    pub(crate) data_op: &'static DataOperation,
+    /// For `propose_<operation>`: the registry operation.
+    pub(crate) registry_op: Option<String>,
     /// The data operation (`propose:<registry operation>` for proposals).
     pub(crate) operation: String,
-    /// The input schema, for validating calls.
-    pub(crate) params: Value,
 }
 
 /// Every tool this head advertises, in table order.
@@ -73,44 +40,43 @@ pub(crate) fn tool_entries(registry: &Registry) -> Vec<ToolEntry> {
         let Some(tool_name) = data_op.mcp else {
             continue;
         };
+        // The surface's own test keeps every table entry keyed.
+        let Some(key) = OperationKey::of(data_op.name) else {
+            continue;
+        };
         match data_op.params {
             ParamSchema::Propose => {
                 for op in registry.operations() {
-                    let Some(action) = Action::of(data_op.name, Some(&op.name)) else {
-                        continue;
-                    };
                     let description = format!(
                         "Propose `{}` for a person to review: {} {}",
                         op.name,
                         op.description.trim_end_matches('.'),
                         PROPOSE_NOTE
                     );
-                    let params = data_op.params.schema(Some(op));
                     entries.push(entry(
                         data_op,
+                        key,
                         propose_tool_name(&op.name),
                         description,
-                        params,
-                        action,
-                        format!("propose:{}", op.name),
+                        data_op.params.schema(Some(op)),
+                        Some(op.name.clone()),
                     ));
                 }
             }
             ParamSchema::Fixed(_) => {
-                let Some(action) = Action::of(data_op.name, None) else {
-                    continue;
-                };
-                let description = match action {
-                    Action::ExecuteApproved => format!("{} {}", data_op.description, EXECUTE_NOTE),
+                let description = match key {
+                    OperationKey::ExecuteHandoff => {
+                        format!("{} {}", data_op.description, EXECUTE_NOTE)
+                    }
                     _ => data_op.description.to_string(),
                 };
                 entries.push(entry(
                     data_op,
+                    key,
                     tool_name.to_string(),
                     description,
                     data_op.params.schema(None),
-                    action,
-                    data_op.name.to_string(),
+                    None,
                 ));
             }
         }
@@ -123,38 +89,43 @@ const PROPOSE_NOTE: &str = "(nothing runs until a person approves it at their te
 const EXECUTE_NOTE: &str = "Refused, applying nothing, until a person has approved it with `countersign approve ID --for-mcp`. Calling it again returns the recorded disposition and never runs the effect twice.";
 
 fn entry(
-    data_op: &DataOperation,
+    data_op: &'static DataOperation,
+    key: OperationKey,
     name: String,
     description: String,
     params: Value,
-    action: Action,
-    operation: String,
+    registry_op: Option<String>,
 ) -> ToolEntry {
-    let tool = Tool::new(name, description, Arc::new(object(params.clone())))
+    let tool = Tool::new(name, description, Arc::new(object(params)))
         .with_raw_output_schema(Arc::new(object(output_schema((data_op.result)()))))
-        .with_annotations(annotations(data_op, &action));
+        .with_annotations(annotations(data_op, key));
+    let operation = match &registry_op {
+        Some(op) => format!("{}:{op}", data_op.name),
+        None => data_op.name.to_string(),
+    };
     ToolEntry {
         tool,
-        action,
+        key,
+        data_op,
+        registry_op,
         operation,
-        params,
     }
 }
 
 /// Hints for clients: reads are read-only; executing runs an effect that
 /// may destroy or reach outside (a command, a webhook) but never twice;
 /// proposing and withdrawing only change countersign's own records.
-fn annotations(data_op: &DataOperation, action: &Action) -> ToolAnnotations {
+fn annotations(data_op: &DataOperation, key: OperationKey) -> ToolAnnotations {
     let title = data_op.name.replace('_', " ");
     let hints = ToolAnnotations::with_title(title);
-    match (data_op.class, action) {
+    match (data_op.class, key) {
         (Class::Read, _) => hints.read_only(true).open_world(false),
-        (_, Action::ExecuteApproved) => hints
+        (_, OperationKey::ExecuteHandoff) => hints
             .read_only(false)
             .destructive(true)
             .idempotent(true)
             .open_world(true),
-        (_, Action::Withdraw) => hints
+        (_, OperationKey::Withdraw) => hints
             .read_only(false)
             .destructive(true)
             .idempotent(true)
@@ -269,7 +240,8 @@ mod tests {
     #[test]
     fn no_tool_takes_a_proof_a_challenge_or_a_decision() {
         for entry in tool_entries(&registry()) {
-            let props = entry.params["properties"].as_object().unwrap();
+            let params = Value::Object((*entry.tool.input_schema).clone());
+            let props = params["properties"].as_object().unwrap();
             for key in props.keys() {
                 for banned in ["proof", "token", "challenge", "approve", "decision", "deny"] {
                     assert!(
@@ -279,11 +251,7 @@ mod tests {
                     );
                 }
             }
-            assert_eq!(
-                entry.params["additionalProperties"], false,
-                "{}",
-                entry.tool.name
-            );
+            assert_eq!(params["additionalProperties"], false, "{}", entry.tool.name);
             // `execute_approved` executes what a person approved; no tool
             // is a verb of deciding.
             for word in entry.tool.name.split('_') {
@@ -303,18 +271,19 @@ mod tests {
     fn reads_are_read_only_and_execute_is_destructive() {
         for entry in tool_entries(&registry()) {
             let hints = entry.tool.annotations.clone().unwrap();
-            match entry.action {
-                Action::ListOperations
-                | Action::GetProposal
-                | Action::ListProposals
-                | Action::GetResult => assert_eq!(hints.read_only_hint, Some(true)),
-                Action::ExecuteApproved => {
+            match entry.key {
+                OperationKey::ListOperations
+                | OperationKey::GetProposal
+                | OperationKey::ListProposals
+                | OperationKey::GetResult => assert_eq!(hints.read_only_hint, Some(true)),
+                OperationKey::ExecuteHandoff => {
                     assert_eq!(hints.read_only_hint, Some(false));
                     assert_eq!(hints.destructive_hint, Some(true));
                 }
-                Action::Propose(_) | Action::Withdraw => {
+                OperationKey::Propose | OperationKey::Withdraw => {
                     assert_eq!(hints.read_only_hint, Some(false))
                 }
+                OperationKey::ExecuteWithProof => panic!("MCP takes no proof"),
             }
         }
     }

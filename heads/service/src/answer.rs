@@ -90,8 +90,9 @@ impl Done {
 /// Why an operation got no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
-    /// The signer cannot be reached.
-    Unavailable,
-    /// Anything else; the detail is for the log only.
+    /// The signer cannot be reached; the detail says where it was sought.
+    Unavailable(String),
+    /// Anything else. The detail is for the log and for local heads (the
+    /// CLI, MCP on stdio); the API answers a generic message.
     Internal(String),
 }

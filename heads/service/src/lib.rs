@@ -17,6 +17,9 @@
 #![forbid(unsafe_code)]
 
 mod answer;
+mod params;
+mod resources;
+mod schemas;
 
 use std::sync::Arc;
 
@@ -29,9 +32,14 @@ use countersign_proto::v1::{
 use countersign_registry::Registry;
 use countersign_surface::operations::OperationKey;
 use countersign_verifier::Proof;
+use tokio::sync::OnceCell;
+use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
 
 pub use answer::{Answer, Done, Fault};
+pub use params::DEFAULT_LIST_LIMIT;
+pub use resources::{Building, Resources};
+pub use schemas::{ParamsError, Schemas};
 
 /// One data operation with its typed parameters, as a head parsed it.
 #[derive(Debug)]
@@ -100,35 +108,97 @@ impl Operation {
 }
 
 /// What the service acts with: this installation's head connection to the
-/// signer, its gate, and the registry the head serves.
+/// signer and principal, the gate, ledger and registry (ready or built on
+/// first use), the executions still running, and the compiled parameter
+/// schemas. Clones share all of it.
 #[derive(Clone)]
 pub struct Service {
-    head: SignerClient<Channel>,
-    gate: Gate,
-    registry: Arc<Registry>,
+    principal: String,
+    resources: Arc<dyn Resources>,
+    gate: Arc<OnceCell<Gate>>,
+    executions: TaskTracker,
+    schemas: Arc<Schemas>,
 }
 
 impl Service {
-    /// A service over `head`, `gate` and `registry`.
+    /// A service over `head`, `gate` and the `registry` the head serves.
     pub fn new(head: SignerClient<Channel>, gate: Gate, registry: Arc<Registry>) -> Self {
+        Self::ready(head, gate, Some(registry))
+    }
+
+    /// A service over `head` and `gate` that lists the registry as the gate
+    /// last loaded it.
+    pub fn over_gate(head: SignerClient<Channel>, gate: Gate) -> Self {
+        Self::ready(head, gate, None)
+    }
+
+    fn ready(head: SignerClient<Channel>, gate: Gate, registry: Option<Arc<Registry>>) -> Self {
+        let principal = gate.principal().to_string();
+        let cell = OnceCell::new_with(Some(gate.clone()));
         Self {
-            head,
-            gate,
-            registry,
+            principal,
+            resources: Arc::new(resources::Ready {
+                head,
+                gate,
+                registry,
+            }),
+            gate: Arc::new(cell),
+            executions: TaskTracker::new(),
+            schemas: Arc::default(),
         }
+    }
+
+    /// A service for `principal` that connects to the signer and builds
+    /// the gate, the ledger and the registry from `resources` only when an
+    /// operation needs them (a CLI process runs one operation).
+    pub fn lazy(principal: String, resources: Arc<dyn Resources>) -> Self {
+        Self {
+            principal,
+            resources,
+            gate: Arc::default(),
+            executions: TaskTracker::new(),
+            schemas: Arc::default(),
+        }
+    }
+
+    /// The executions this service started: each runs in a task of its
+    /// own, so a caller that goes away never cuts an effect off between
+    /// its intent and its completion. A head that serves until its client
+    /// leaves closes and waits on this before it returns.
+    pub fn executions(&self) -> TaskTracker {
+        self.executions.clone()
+    }
+
+    /// The compiled parameter schemas every head validates with
+    /// ([`Schemas::check`]).
+    pub fn schemas(&self) -> &Schemas {
+        &self.schemas
     }
 
     /// Run `operation` for `session` of this installation's principal.
     pub async fn call(&self, operation: Operation, session: &str) -> Answer {
-        let mut head = self.head.clone();
+        match operation {
+            // These two need no signer connection.
+            Operation::ListOperations => self.list_operations(),
+            Operation::GetResult { id } => self.result(&id).await,
+            operation => match self.resources.head().await {
+                Ok(head) => self.with_signer(head, operation, session).await,
+                Err(e) => Answer::Fault(Fault::Unavailable(e)),
+            },
+        }
+    }
+
+    /// Run `operation` with the signer connection `head`. The match is
+    /// exhaustive: an operation without a handler does not compile.
+    async fn with_signer(
+        &self,
+        mut head: SignerClient<Channel>,
+        operation: Operation,
+        session: &str,
+    ) -> Answer {
         let signer = |status: tonic::Status| signer_answer(&status);
         match operation {
-            Operation::ListOperations => Answer::done(Done::Operations(
-                self.registry
-                    .operations()
-                    .map(countersign_surface::results::operation)
-                    .collect(),
-            )),
+            Operation::ListOperations => self.list_operations(),
             Operation::Propose {
                 operation,
                 arguments,
@@ -157,20 +227,26 @@ impl Service {
                 .await
                 .map_or_else(signer, |r| Answer::done(Done::Proposal(r.into_inner()))),
             Operation::ExecuteHandoff { id } => {
-                let gate = self.gate.clone();
+                let gate = match self.gate().await {
+                    Ok(gate) => gate,
+                    Err(fault) => return fault,
+                };
                 let session = session.to_string();
                 // Its own task: a caller that goes away must not cut an
                 // effect off between intent and completion.
-                let run = tokio::spawn(async move {
+                let run = self.executions.spawn(async move {
                     let outcome = gate.execute_handoff(&mut head, &id, &session).await;
                     (id, outcome)
                 });
                 execution(run.await)
             }
             Operation::ExecuteWithProof { id, proof } => {
-                let gate = self.gate.clone();
+                let gate = match self.gate().await {
+                    Ok(gate) => gate,
+                    Err(fault) => return fault,
+                };
                 let session = session.to_string();
-                let run = tokio::spawn(async move {
+                let run = self.executions.spawn(async move {
                     let outcome = gate.execute(&id, &session, &proof).await;
                     (id, outcome)
                 });
@@ -180,13 +256,40 @@ impl Service {
         }
     }
 
+    fn list_operations(&self) -> Answer {
+        match self.resources.registry() {
+            Ok(registry) => Answer::done(Done::Operations(
+                registry
+                    .operations()
+                    .map(countersign_surface::results::operation)
+                    .collect(),
+            )),
+            Err(e) => Answer::Fault(Fault::Internal(e)),
+        }
+    }
+
+    /// The gate, built on first use.
+    async fn gate(&self) -> Result<Gate, Answer> {
+        self.gate
+            .get_or_try_init(|| self.resources.gate())
+            .await
+            .cloned()
+            .map_err(|e| Answer::Fault(Fault::Internal(e)))
+    }
+
     /// The disposition of one of this principal's proposals. The one
     /// ownership check: another principal's proposal is refused exactly as
     /// an unknown one.
     async fn result(&self, id: &str) -> Answer {
-        let ledger = self.gate.ledger();
+        let ledger = match self.gate.get() {
+            Some(gate) => gate.ledger().clone(),
+            None => match self.resources.ledger().await {
+                Ok(ledger) => ledger,
+                Err(e) => return Answer::Fault(Fault::Internal(e)),
+            },
+        };
         let owned = match ledger.proposal(id).await {
-            Ok(record) => record.is_some_and(|p| p.proposal.principal == self.gate.principal()),
+            Ok(record) => record.is_some_and(|p| p.proposal.principal == self.principal),
             Err(e) => return Answer::Fault(Fault::Internal(e.to_string())),
         };
         if !owned {
@@ -227,8 +330,10 @@ fn signer_answer(status: &tonic::Status) -> Answer {
             reason: r.code,
             message: r.message,
         },
-        SignerCallError::Unavailable(_) => Answer::Fault(Fault::Unavailable),
-        SignerCallError::Failed(detail) => Answer::Fault(Fault::Internal(detail)),
+        unavailable @ SignerCallError::Unavailable(_) => {
+            Answer::Fault(Fault::Unavailable(unavailable.to_string()))
+        }
+        failed @ SignerCallError::Failed(_) => Answer::Fault(Fault::Internal(failed.to_string())),
     }
 }
 

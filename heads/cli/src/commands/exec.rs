@@ -1,10 +1,12 @@
 //! Spending a proof and reading what happened: `exec` (proof from a file or
 //! stdin, never argv), `result`, and `reconcile` for interrupted executions.
 
+use countersign_service::{Done, Operation};
 use countersign_verifier::Proof;
 
 use std::path::Path;
 
+use super::data::{self, unexpected};
 use super::read_input;
 use crate::Io;
 use crate::args::{ExecArgs, ReconcileArgs};
@@ -42,22 +44,17 @@ pub(crate) async fn exec(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let Some(proof) = proof else {
-        let mut head = ctx.head().await?;
-        let gate = ctx.gate(&mut head).await?;
-        let outcome = gate
-            .execute_handoff(&mut head, &args.id, &args.session)
-            .await
-            .map_err(CliError::error)?;
-        return report_outcome(io.out, json, &args.id, &outcome);
+    let operation = match proof {
+        Some(proof) => Operation::ExecuteWithProof { id: args.id, proof },
+        None => Operation::ExecuteHandoff { id: args.id },
     };
-    let mut head = ctx.head().await?;
-    let gate = ctx.gate(&mut head).await?;
-    let outcome = gate
-        .execute(&args.id, &args.session, &proof)
-        .await
-        .map_err(CliError::error)?;
-    report_outcome(io.out, json, &args.id, &outcome)
+    match data::done(data::call(ctx, operation, &args.session).await, json, io)? {
+        Done::Outcome {
+            proposal_id,
+            outcome,
+        } => report_outcome(io.out, json, &proposal_id, &outcome),
+        other => Err(unexpected(&other)),
+    }
 }
 
 /// `countersign result ID`
@@ -67,19 +64,10 @@ pub(crate) async fn result(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let ledger = ctx.ledger().await?;
-    let owned = ledger
-        .proposal(id)
-        .await
-        .map_err(CliError::error)?
-        .is_some_and(|p| p.proposal.principal == ctx.principal);
-    if !owned {
-        return Err(CliError::Refused(format!(
-            "no proposal {id} for this principal"
-        )));
-    }
-    let Some(disposition) = ledger.disposition(id).await.map_err(CliError::error)? else {
-        return Err(CliError::Refused(format!("{id} has not been executed")));
+    let operation = Operation::GetResult { id: id.to_string() };
+    let disposition = match data::done(data::call(ctx, operation, "").await, json, io)? {
+        Done::Disposition(d) => d,
+        other => return Err(unexpected(&other)),
     };
     if json {
         return write_json(io.out, &results::disposition(&disposition));

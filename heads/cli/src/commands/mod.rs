@@ -1,6 +1,7 @@
 //! One module per group of commands; `dispatch` routes a parsed command line.
 
 pub(crate) mod api;
+mod data;
 mod decide;
 mod exec;
 mod inspect;

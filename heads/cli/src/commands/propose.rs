@@ -1,16 +1,16 @@
-//! Proposing and reading proposals: `propose`, `show` (as a head) and
-//! `pending` (as an approver). The signer validates, canonicalizes and
-//! renders; this head only forwards and prints.
+//! Proposing and reading proposals: `propose`, `show`, `list`, `withdraw`
+//! (data operations of the service, [`super::data`]) and `pending` (as an
+//! approver). The signer validates, canonicalizes and renders; this head
+//! only parses, calls and prints.
 
-use countersign_proto::v1::{
-    GetProposalRequest, ListPendingRequest, ListProposalsRequest, ProposalView, ProposeRequest,
-    WithdrawRequest,
-};
+use countersign_proto::v1::{ListPendingRequest, ProposalView};
+use countersign_service::{Done, Operation};
 
 use std::path::Path;
 
 use countersign_verifier::canonical;
 
+use super::data::{self, unexpected};
 use super::{input_name, read_input};
 use crate::Io;
 use crate::args::{ListArgs, ProposeArgs};
@@ -49,16 +49,12 @@ pub(crate) async fn propose(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let mut head = ctx.head().await?;
-    let view = head
-        .propose(ProposeRequest {
-            operation: args.operation,
-            arguments_json,
-            session: args.session,
-            note: args.note,
-        })
-        .await?
-        .into_inner();
+    let operation = Operation::Propose {
+        operation: args.operation,
+        arguments: arguments_json,
+        note: args.note,
+    };
+    let view = proposal(ctx, operation, &args.session, json, io).await?;
     if json {
         write_json(io.out, &results::proposal(&view))
     } else {
@@ -81,13 +77,8 @@ pub(crate) async fn show(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let mut head = ctx.head().await?;
-    let view = head
-        .get_proposal(GetProposalRequest {
-            proposal_id: id.to_string(),
-        })
-        .await?
-        .into_inner();
+    let operation = Operation::GetProposal { id: id.to_string() };
+    let view = proposal(ctx, operation, "", json, io).await?;
     if json {
         write_json(io.out, &results::proposal(&view))
     } else {
@@ -102,15 +93,14 @@ pub(crate) async fn list(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let mut head = ctx.head().await?;
-    let list = head
-        .list_proposals(ListProposalsRequest {
-            status: args.status.unwrap_or_default(),
-            limit: args.limit,
-        })
-        .await?
-        .into_inner();
-    print_list(&list.proposals, "no proposals", json, io)
+    let operation = Operation::ListProposals {
+        status: args.status.unwrap_or_default(),
+        limit: args.limit,
+    };
+    match data::done(data::call(ctx, operation, "").await, json, io)? {
+        Done::Proposals(list) => print_list(&list, "no proposals", json, io),
+        other => Err(unexpected(&other)),
+    }
 }
 
 /// `countersign withdraw ID`
@@ -120,13 +110,8 @@ pub(crate) async fn withdraw(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let mut head = ctx.head().await?;
-    let view = head
-        .withdraw(WithdrawRequest {
-            proposal_id: id.to_string(),
-        })
-        .await?
-        .into_inner();
+    let operation = Operation::Withdraw { id: id.to_string() };
+    let view = proposal(ctx, operation, "", json, io).await?;
     if json {
         write_json(io.out, &results::proposal(&view))
     } else {
@@ -134,6 +119,20 @@ pub(crate) async fn withdraw(
             io.out,
             &format!("withdrew {}; it can no longer be approved\n", view.id),
         )
+    }
+}
+
+/// Run an operation whose result is one proposal.
+async fn proposal(
+    ctx: &Context,
+    operation: Operation,
+    session: &str,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<ProposalView, CliError> {
+    match data::done(data::call(ctx, operation, session).await, json, io)? {
+        Done::Proposal(view) => Ok(view),
+        other => Err(unexpected(&other)),
     }
 }
 

@@ -18,7 +18,7 @@ pub async fn mcp_head(h: &Harness) -> McpHead {
     let ctx = Context::load(Context::home(Some(h.home().into())).unwrap()).unwrap();
     let mut head = ctx.head().await.unwrap();
     let gate = ctx.gate(&mut head).await.unwrap();
-    McpHead::new(head, gate, ctx.principal.clone()).unwrap()
+    McpHead::new(head, gate).unwrap()
 }
 
 /// Call `tool` with `args`; the result as MCP JSON.

@@ -1,0 +1,97 @@
+//! The CLI's adapter to the data-operation service: each data command's
+//! parsed arguments become an [`Operation`], and the service's [`Answer`]
+//! is printed as text or as the one `--json` document. No data operation is
+//! implemented here; the service connects to the signer and builds the gate
+//! or the ledger only when the operation needs them, so a read pays for
+//! nothing else.
+
+use std::sync::Arc;
+
+use countersign_gate::Gate;
+use countersign_ledger::Ledger;
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_registry::Registry;
+use countersign_service::{Answer, Building, Done, Fault, Operation, Resources, Service};
+use tokio::sync::OnceCell;
+use tonic::transport::Channel;
+
+use crate::Io;
+use crate::context::Context;
+use crate::error::CliError;
+use crate::output::write_json;
+
+/// This installation, as the service's resources: each built on first use.
+struct Installation {
+    ctx: Context,
+    head: OnceCell<SignerClient<Channel>>,
+}
+
+impl Installation {
+    async fn head(&self) -> Result<SignerClient<Channel>, String> {
+        self.head
+            .get_or_try_init(|| self.ctx.head())
+            .await
+            .cloned()
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Resources for Installation {
+    fn head(&self) -> Building<'_, SignerClient<Channel>> {
+        Box::pin(Installation::head(self))
+    }
+
+    fn registry(&self) -> Result<Arc<Registry>, String> {
+        self.ctx.registry().map(Arc::new).map_err(|e| e.to_string())
+    }
+
+    fn ledger(&self) -> Building<'_, Ledger> {
+        Box::pin(async move { self.ctx.ledger().await.map_err(|e| e.to_string()) })
+    }
+
+    fn gate(&self) -> Building<'_, Gate> {
+        Box::pin(async move {
+            let mut head = Installation::head(self).await?;
+            self.ctx.gate(&mut head).await.map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// Run `operation` for `session` of `ctx`'s principal.
+pub(crate) async fn call(ctx: &Context, operation: Operation, session: &str) -> Answer {
+    let installation = Installation {
+        ctx: ctx.clone(),
+        head: OnceCell::new(),
+    };
+    Service::lazy(ctx.principal.clone(), Arc::new(installation))
+        .call(operation, session)
+        .await
+}
+
+/// The result of an answer, for the command to print; a refusal or a
+/// fault ends the command. With `--json`, a refusal prints the service's
+/// own refusal document (its reason code and message, as the API and MCP
+/// return them) before the command ends.
+pub(crate) fn done(answer: Answer, json: bool, io: &mut Io<'_>) -> Result<Done, CliError> {
+    match answer {
+        Answer::Done(done) => Ok(*done),
+        Answer::Refused { reason, message } => {
+            if json {
+                write_json(
+                    io.out,
+                    &countersign_surface::results::refusal(&reason, &message),
+                )?;
+            }
+            Err(CliError::Refused(format!("{message} ({reason})")))
+        }
+        Answer::Fault(Fault::Unavailable(detail) | Fault::Internal(detail)) => {
+            Err(CliError::Error(detail))
+        }
+    }
+}
+
+/// A result of a kind the operation does not return (a fault of the
+/// service, not of the input).
+pub(crate) fn unexpected(done: &Done) -> CliError {
+    CliError::Error(format!("unexpected answer: {}", done.to_value()))
+}
