@@ -45,7 +45,8 @@ pub use ledger::Ledger;
 /// execution; unless the process that recorded it is known to have exited
 /// (same machine, boot and PID namespace, and that process is gone).
 pub const INTENT_LEASE_MARGIN: time::Duration = time::Duration::seconds(30);
-pub use schedule::{BUILTIN_EFFECTS, NAMESPACE as SCHEDULES_NAMESPACE};
+pub use countersign_verifier::BuiltinEffect;
+pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
     Interrupted, IssuanceRecord, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,

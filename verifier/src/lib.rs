@@ -7,6 +7,7 @@
 //! [`paseto::assemble`] around its own key.
 #![forbid(unsafe_code)]
 
+pub mod builtin;
 pub mod canonical;
 pub mod claims;
 #[doc(hidden)]
@@ -18,6 +19,7 @@ pub mod refusal;
 pub mod timestamp;
 pub mod verify;
 
+pub use builtin::{BuiltinEffect, UnknownBuiltinEffect};
 pub use claims::{Claims, Grant};
 pub use keys::{KeyRing, key_id};
 pub use proof::{ConsumeKey, Proof, ProofFormatError};
