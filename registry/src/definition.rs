@@ -16,7 +16,7 @@ use crate::preview::{Template, is_terminal_unsafe};
 use crate::{BuiltinEffect, Class, Effect, Operation, RegistryError, schema};
 
 /// Hard cap on any proof lifetime, in seconds.
-pub(crate) const LIFETIME_CAP_SECS: u64 = 1800;
+pub(crate) use countersign_verifier::lifetimes::LIFETIME_CAP_SECS;
 /// Bounds of a command effect's timeout, in seconds.
 const COMMAND_TIMEOUT_SECS: std::ops::RangeInclusive<u64> = 1..=300;
 /// Longest description or preview template, in characters.

@@ -13,6 +13,7 @@ pub mod claims;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod keys;
+pub mod lifetimes;
 pub mod paseto;
 pub mod proof;
 pub mod refusal;
