@@ -165,7 +165,7 @@ impl Fixture {
             ledger,
             Arc::clone(&self.registry),
             self.keys.clone(),
-            PRINCIPAL.into(),
+            PRINCIPAL.parse().unwrap(),
             AUDIENCE.into(),
             POLICY.into(),
             DEFAULT_MAX_LIFETIME,

@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod claims;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod ids;
 pub mod keys;
 pub mod lifetimes;
 pub mod paseto;
@@ -22,6 +23,7 @@ pub mod verify;
 
 pub use builtin::{BuiltinEffect, UnknownBuiltinEffect};
 pub use claims::{Claims, Grant};
+pub use ids::{IdError, Principal, ProposalId, Session};
 pub use keys::{KeyRing, key_id};
 pub use proof::{ConsumeKey, Proof, ProofFormatError};
 pub use refusal::Refusal;
