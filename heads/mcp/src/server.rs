@@ -36,8 +36,7 @@ Then call `execute_approved` with the proposal id: it runs the approved action o
 No tool here can approve, deny or see an approval, and no argument or answer you give counts as one.";
 
 /// Why the server could not start or stopped abnormally.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ServeError {
     /// The server could not be built (a tool schema, the session id).
     #[error("the MCP head cannot start: {0}")]
