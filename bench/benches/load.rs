@@ -40,6 +40,7 @@ use countersign_registry::{CurrentRegistry, Registry};
 use countersign_signer::issue::sign_claims;
 use countersign_signer::key::ProofKey;
 use countersign_verifier::canonical::{sha256_hex, to_canonical};
+use countersign_verifier::lifetimes::DEFAULT_MAX_LIFETIME;
 use countersign_verifier::{Claims, Expectations, KeyRing, Proof, paseto, verify};
 use ed25519_dalek::Signature;
 use serde_json::json;
@@ -137,7 +138,7 @@ impl Fixture {
             jti: format!("{n:0>42}A"),
             iat: now,
             nbf: now,
-            exp: now + time::Duration::seconds(1800),
+            exp: now + DEFAULT_MAX_LIFETIME,
         };
         let proof = sign_claims(&self.key, &claims).unwrap();
         let record = IssuanceRecord::from_claims(&claims, &proof);
@@ -155,7 +156,7 @@ impl Fixture {
             contract_revision: &self.crev,
             policy_revision: POLICY,
             now: OffsetDateTime::now_utc(),
-            max_lifetime: time::Duration::seconds(1800),
+            max_lifetime: DEFAULT_MAX_LIFETIME,
         }
     }
 
@@ -164,10 +165,10 @@ impl Fixture {
             ledger,
             Arc::clone(&self.registry),
             self.keys.clone(),
-            PRINCIPAL.into(),
+            PRINCIPAL.parse().unwrap(),
             AUDIENCE.into(),
             POLICY.into(),
-            time::Duration::seconds(1800),
+            DEFAULT_MAX_LIFETIME,
         )
     }
 }

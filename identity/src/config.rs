@@ -17,9 +17,9 @@ use crate::{Home, IdentityError};
 
 /// Where the signer listens and heads connect, unless configured.
 pub const DEFAULT_SIGNER_ADDR: &str = "127.0.0.1:7443";
+use countersign_verifier::lifetimes::DEFAULT_LIFETIME_SECS;
 /// The longest proof lifetime the signer ever issues, in seconds.
-pub const MAX_LIFETIME_CAP_SECS: u64 = 1800;
-const DEFAULT_LIFETIME_SECS: u64 = 300;
+pub use countersign_verifier::lifetimes::LIFETIME_CAP_SECS as MAX_LIFETIME_CAP_SECS;
 
 /// The resolved configuration of an installation.
 #[derive(Debug, Clone, PartialEq, Eq)]

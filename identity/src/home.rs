@@ -253,17 +253,12 @@ impl Home {
 pub fn generate_principal() -> Result<String, IdentityError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| IdentityError::Pki(format!("random: {e}")))?;
-    Ok(format!("pr_{}", hex::encode(bytes)))
+    Ok(countersign_verifier::Principal::from_random(bytes).into_string())
 }
 
 /// Whether `s` is `pr_` followed by exactly 32 lowercase hex characters.
 pub fn is_valid_principal(s: &str) -> bool {
-    s.strip_prefix("pr_").is_some_and(|hex| {
-        hex.len() == 32
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
+    s.parse::<countersign_verifier::Principal>().is_ok()
 }
 
 /// Creates a 0700 directory; `Ok(false)` if it already existed (then checked).

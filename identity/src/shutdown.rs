@@ -9,9 +9,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-/// How long a process lets work in flight (requests, executions) finish
-/// after it was asked to stop.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+pub use countersign_verifier::lifetimes::SHUTDOWN_GRACE;
 
 /// Resolves on the first SIGINT or SIGTERM, and logs which. If a handler
 /// cannot be installed, it never resolves through that signal (the

@@ -133,7 +133,7 @@ impl Ledger {
     }
 
     /// Consume a verified proof once and apply its builtin `effect` (one of
-    /// [`crate::BUILTIN_EFFECTS`], over the state store), all in ONE write
+    /// [`crate::BuiltinEffect`]s, over the state store), all in ONE write
     /// transaction: lock the proposal, run the checks of
     /// [`Ledger::begin_consume`], burn the nonce, write the intent and its
     /// event, apply the effect, write the completion and its event, commit.

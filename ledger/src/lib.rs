@@ -38,14 +38,14 @@ pub use chain::{ChainBreak, ChainReport, GENESIS_HASH};
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
 pub use ledger::Ledger;
 
-/// How long past an effect's own timeout its intent stays leased to the
-/// head that recorded it: time to record the completion after the effect
-/// ended or was killed. Until the lease ends, reconcile skips the intent
-/// and a person's resolution is refused, so neither overtakes a running
-/// execution; unless the process that recorded it is known to have exited
-/// (same machine, boot and PID namespace, and that process is gone).
-pub const INTENT_LEASE_MARGIN: time::Duration = time::Duration::seconds(30);
-pub use schedule::{BUILTIN_EFFECTS, NAMESPACE as SCHEDULES_NAMESPACE};
+pub use countersign_verifier::BuiltinEffect;
+/// How long past an effect's own timeout its intent stays leased. Until
+/// the lease ends, reconcile skips the intent and a person's resolution is
+/// refused, so neither overtakes a running execution; unless the process
+/// that recorded it is known to have exited (same machine, boot and PID
+/// namespace, and that process is gone).
+pub use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
+pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
     Interrupted, IssuanceRecord, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,

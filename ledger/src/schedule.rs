@@ -8,21 +8,13 @@
 //! `resume`: paused → active; `delete`: removes it (any state).
 //! A refused transition is an [`EffectFailure`] and changes nothing.
 
+use countersign_verifier::BuiltinEffect;
 use serde_json::{Map, Value, json};
 
 use crate::error::EffectFailure;
 
 /// The state namespace the schedule effects own.
 pub const NAMESPACE: &str = "schedules";
-
-/// The builtin effect names this ledger implements.
-pub const BUILTIN_EFFECTS: &[&str] = &[
-    "schedule.create",
-    "schedule.activate",
-    "schedule.pause",
-    "schedule.resume",
-    "schedule.delete",
-];
 
 /// What to write to the state store.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,14 +34,19 @@ pub(crate) struct Plan {
 
 /// The schedule name an effect's arguments address (the state key).
 pub(crate) fn key_of(effect: &str, args: &Value) -> Result<String, EffectFailure> {
-    if !BUILTIN_EFFECTS.contains(&effect) {
-        return Err(EffectFailure::UnknownEffect(effect.to_string()));
-    }
+    parse(effect)?;
     let name = string_field(object(args)?, "name")?;
     if name.is_empty() {
         return Err(EffectFailure::InvalidArguments("\"name\" is empty".into()));
     }
     Ok(name.to_string())
+}
+
+/// The builtin `effect` names, or [`EffectFailure::UnknownEffect`].
+fn parse(effect: &str) -> Result<BuiltinEffect, EffectFailure> {
+    effect
+        .parse()
+        .map_err(|_| EffectFailure::UnknownEffect(effect.to_string()))
 }
 
 /// Plan `effect` with `args` given the current value of the schedule.
@@ -58,6 +55,7 @@ pub(crate) fn plan(
     args: &Value,
     current: Option<&Value>,
 ) -> Result<Plan, EffectFailure> {
+    let builtin = parse(effect)?;
     let key = key_of(effect, args)?;
     let fields = object(args)?;
     let current_state = match current {
@@ -92,8 +90,8 @@ pub(crate) fn plan(
             ))),
         }
     };
-    match effect {
-        "schedule.create" => {
+    match builtin {
+        BuiltinEffect::ScheduleCreate => {
             if current.is_some() {
                 return Err(EffectFailure::Transition(format!(
                     "schedule {key:?} already exists"
@@ -123,17 +121,16 @@ pub(crate) fn plan(
                 result: json!({"name": key, "state": "created"}),
             })
         }
-        "schedule.activate" => moved("created", "active"),
-        "schedule.pause" => moved("active", "paused"),
-        "schedule.resume" => moved("paused", "active"),
-        "schedule.delete" => match current {
+        BuiltinEffect::ScheduleActivate => moved("created", "active"),
+        BuiltinEffect::SchedulePause => moved("active", "paused"),
+        BuiltinEffect::ScheduleResume => moved("paused", "active"),
+        BuiltinEffect::ScheduleDelete => match current {
             None => Err(missing(&key)),
             Some(_) => Ok(Plan {
                 change: Change::Delete { key: key.clone() },
                 result: json!({"name": key, "deleted": true}),
             }),
         },
-        other => Err(EffectFailure::UnknownEffect(other.to_string())),
     }
 }
 

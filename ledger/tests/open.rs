@@ -64,11 +64,3 @@ async fn refuses_a_database_from_a_newer_build(kind: Kind) {
         ))
     );
 }
-
-#[test]
-fn implements_exactly_the_builtin_effects_the_registry_accepts() {
-    assert_eq!(
-        countersign_ledger::BUILTIN_EFFECTS,
-        countersign_registry::BUILTIN_EFFECTS
-    );
-}

@@ -13,10 +13,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::preview::{Template, is_terminal_unsafe};
-use crate::{BUILTIN_EFFECTS, Class, Effect, Operation, RegistryError, schema};
+use crate::{BuiltinEffect, Class, Effect, Operation, RegistryError, schema};
 
 /// Hard cap on any proof lifetime, in seconds.
-pub(crate) const LIFETIME_CAP_SECS: u64 = 1800;
+pub(crate) use countersign_verifier::lifetimes::LIFETIME_CAP_SECS;
 /// Bounds of a command effect's timeout, in seconds.
 const COMMAND_TIMEOUT_SECS: std::ops::RangeInclusive<u64> = 1..=300;
 /// Longest description or preview template, in characters.
@@ -145,10 +145,10 @@ impl RawOperation {
         let op = &self.name;
         match &self.effect {
             Effect::Builtin { name } => {
-                let reason = if !BUILTIN_EFFECTS.contains(&name.as_str()) {
+                let reason = if name.parse::<BuiltinEffect>().is_err() {
                     format!(
                         "{name:?} is not a builtin (known: {})",
-                        BUILTIN_EFFECTS.join(", ")
+                        BuiltinEffect::known()
                     )
                 } else if name != op {
                     format!("builtin {name:?} may only back the operation of the same name")

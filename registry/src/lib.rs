@@ -21,7 +21,7 @@
 //!                                 # "Model-supplied, unverified" section
 //!
 //! [operation.effect]
-//! kind = "builtin"                # name = one of BUILTIN_EFFECTS, equal to `name`
+//! kind = "builtin"                # name = a BuiltinEffect, equal to `name`
 //! name = "schedule.create"
 //! # or: kind = "command", program = "/abs/path", args = ["fixed", "args"],
 //! #     timeout_secs = 10 (1..=300)
@@ -75,21 +75,13 @@ use std::io::Read as _;
 use std::path::Path;
 
 pub use args::CanonicalArgs;
+pub use countersign_verifier::BuiltinEffect;
 pub use current::CurrentRegistry;
 pub use error::{ArgumentsError, PolicyError, RegistryError};
 pub use operation::{Class, Effect, Operation};
 pub use policy::Policy;
 pub use preview::{is_terminal_unsafe, terminal_safe};
 pub use schema::errors as schema_errors;
-
-/// The builtin effects the ledger implements (state namespace `schedules`).
-pub const BUILTIN_EFFECTS: &[&str] = &[
-    "schedule.create",
-    "schedule.activate",
-    "schedule.pause",
-    "schedule.resume",
-    "schedule.delete",
-];
 
 /// Largest registry file accepted, in bytes.
 pub const MAX_REGISTRY_BYTES: usize = 1024 * 1024;

@@ -43,8 +43,8 @@ impl Class {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Effect {
-    /// A built-in effect over the ledger's state store; `name` is one of
-    /// [`crate::BUILTIN_EFFECTS`] and equals the operation's name.
+    /// A built-in effect over the ledger's state store; `name` names
+    /// a [`crate::BuiltinEffect`] and equals the operation's name.
     Builtin {
         /// The builtin effect's name.
         name: String,

@@ -25,7 +25,7 @@ impl Policy {
     /// The hard cap on any proof lifetime, in seconds.
     pub const LIFETIME_CAP_SECS: u64 = LIFETIME_CAP_SECS;
     /// The default lifetime when the operator sets none, in seconds.
-    pub const DEFAULT_LIFETIME_SECS: u64 = 300;
+    pub const DEFAULT_LIFETIME_SECS: u64 = countersign_verifier::lifetimes::DEFAULT_LIFETIME_SECS;
 
     /// Builds a policy and checks it (see [`Policy::validate`]).
     pub fn new(

@@ -2,7 +2,7 @@
 //! operation and field.
 #![allow(clippy::unwrap_used)]
 
-use countersign_registry::{BUILTIN_EFFECTS, Class, Effect, Registry, RegistryError};
+use countersign_registry::{BuiltinEffect, Class, Effect, Registry, RegistryError};
 
 /// A valid one-operation registry; `extra` is spliced into the operation
 /// table, `schema_extra` into its schema table.
@@ -44,14 +44,15 @@ fn load(text: &str) -> Result<Registry, RegistryError> {
 #[test]
 fn default_registry_loads_with_all_builtins_and_a_command() {
     let registry = load(Registry::default_toml()).unwrap();
-    for name in BUILTIN_EFFECTS {
+    for effect in BuiltinEffect::ALL {
+        let name = effect.as_str();
         let op = registry.get(name).unwrap();
         assert_eq!(op.class, Class::Write);
         assert!(op.replay_safe);
         assert_eq!(
             op.effect,
             Effect::Builtin {
-                name: (*name).to_owned()
+                name: name.to_owned()
             }
         );
     }

@@ -16,60 +16,23 @@ pub(crate) const MAX_TEXT_CHARS: usize = 2000;
 /// Longest operation name accepted, in bytes.
 const MAX_OPERATION_BYTES: usize = 128;
 
-/// `prop_` + 32 lowercase hex.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ProposalId(String);
+pub(crate) use countersign_verifier::{ProposalId, Session};
 
-impl ProposalId {
-    /// A fresh random proposal id.
-    pub(crate) fn generate() -> Result<ProposalId, RpcError> {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
-        Ok(ProposalId(format!("prop_{}", hex::encode(bytes))))
-    }
-    pub(crate) fn as_str(&self) -> &str {
-        &self.0
-    }
+/// The wire field `proposal_id` as a [`ProposalId`].
+pub(crate) fn parse_proposal_id(text: String) -> Result<ProposalId, RpcError> {
+    ProposalId::parse(text).map_err(|e| invalid("proposal_id", &e.to_string()))
 }
 
-impl TryFrom<String> for ProposalId {
-    type Error = RpcError;
-    fn try_from(s: String) -> Result<Self, RpcError> {
-        let ok = s.strip_prefix("prop_").is_some_and(|h| {
-            h.len() == 32 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        });
-        if ok {
-            Ok(ProposalId(s))
-        } else {
-            Err(invalid(
-                "proposal_id",
-                "expected prop_ followed by 32 lowercase hex characters",
-            ))
-        }
-    }
+/// The wire field `field` as a [`Session`].
+pub(crate) fn parse_session(field: &'static str, text: String) -> Result<Session, RpcError> {
+    Session::parse(text).map_err(|e| invalid(field, &e.to_string()))
 }
 
-/// 1..=128 characters of `[A-Za-z0-9._:-]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Session(String);
-
-impl Session {
-    pub(crate) fn parse(field: &'static str, s: String) -> Result<Session, RpcError> {
-        let ok = (1..=128).contains(&s.len())
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
-        if ok {
-            Ok(Session(s))
-        } else {
-            Err(invalid(
-                field,
-                "expected 1 to 128 characters of [A-Za-z0-9._:-]",
-            ))
-        }
-    }
-    pub(crate) fn as_str(&self) -> &str {
-        &self.0
-    }
+/// A fresh random proposal id.
+pub(crate) fn new_proposal_id() -> Result<ProposalId, RpcError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
+    Ok(ProposalId::from_random(bytes))
 }
 
 /// A validated `Propose` request (the arguments are validated against the
@@ -91,7 +54,7 @@ impl TryFrom<wire::ProposeRequest> for ProposeCommand {
         Ok(ProposeCommand {
             operation: r.operation,
             arguments_json: r.arguments_json,
-            session: Session::parse("session", r.session)?,
+            session: parse_session("session", r.session)?,
             note: bounded_text("note", r.note)?,
         })
     }
@@ -131,7 +94,7 @@ pub(crate) struct DecideCommand {
 impl TryFrom<wire::DecideRequest> for DecideCommand {
     type Error = RpcError;
     fn try_from(r: wire::DecideRequest) -> Result<Self, RpcError> {
-        let proposal_id = ProposalId::try_from(r.proposal_id)?;
+        let proposal_id = parse_proposal_id(r.proposal_id)?;
         let decision = if r.approve {
             let delivery = match wire::Delivery::try_from(r.delivery) {
                 Ok(wire::Delivery::Direct) => Delivery::Direct,
@@ -148,7 +111,7 @@ impl TryFrom<wire::DecideRequest> for DecideCommand {
             let execute_in_session = if r.execute_in_session.is_empty() {
                 None
             } else {
-                Some(Session::parse("execute_in_session", r.execute_in_session)?)
+                Some(parse_session("execute_in_session", r.execute_in_session)?)
             };
             Decision::Approve {
                 delivery,
@@ -180,8 +143,8 @@ pub(crate) struct HandoffCommand {
 impl HandoffCommand {
     fn parse(proposal_id: String, session: String) -> Result<Self, RpcError> {
         Ok(HandoffCommand {
-            proposal_id: ProposalId::try_from(proposal_id)?,
-            session: Session::parse("session", session)?,
+            proposal_id: parse_proposal_id(proposal_id)?,
+            session: parse_session("session", session)?,
         })
     }
 }
@@ -211,7 +174,7 @@ impl TryFrom<wire::RevokeRequest> for RevokeCommand {
     type Error = RpcError;
     fn try_from(r: wire::RevokeRequest) -> Result<Self, RpcError> {
         Ok(RevokeCommand {
-            proposal_id: ProposalId::try_from(r.proposal_id)?,
+            proposal_id: parse_proposal_id(r.proposal_id)?,
             reason: bounded_text("reason", r.reason)?,
         })
     }
@@ -276,13 +239,13 @@ mod tests {
 
     #[test]
     fn parses_ids_and_sessions_strictly() {
-        assert!(ProposalId::try_from(format!("prop_{}", "a".repeat(32))).is_ok());
-        assert!(ProposalId::try_from(format!("prop_{}", "A".repeat(32))).is_err());
-        assert!(ProposalId::try_from("prop_123".to_owned()).is_err());
-        assert!(Session::parse("session", "agent-1:run.2_x".into()).is_ok());
-        assert!(Session::parse("session", String::new()).is_err());
-        assert!(Session::parse("session", "a b".into()).is_err());
-        assert!(Session::parse("session", "x".repeat(129)).is_err());
+        assert!(parse_proposal_id(format!("prop_{}", "a".repeat(32))).is_ok());
+        assert!(parse_proposal_id(format!("prop_{}", "A".repeat(32))).is_err());
+        assert!(parse_proposal_id("prop_123".to_owned()).is_err());
+        assert!(parse_session("session", "agent-1:run.2_x".into()).is_ok());
+        assert!(parse_session("session", String::new()).is_err());
+        assert!(parse_session("session", "a b".into()).is_err());
+        assert!(parse_session("session", "x".repeat(129)).is_err());
     }
 
     #[test]

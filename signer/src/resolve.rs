@@ -11,7 +11,7 @@ use countersign_ledger::LedgerError;
 use countersign_proto::v1 as wire;
 use tonic::Request;
 
-use crate::convert::ProposalId;
+use crate::convert::parse_proposal_id;
 use crate::error::RpcError;
 use crate::service::{SignerService, authorize, roles};
 
@@ -25,7 +25,7 @@ impl SignerService {
             proposal_id,
             applied,
         } = request.into_inner();
-        let id = ProposalId::try_from(proposal_id)?;
+        let id = parse_proposal_id(proposal_id)?;
         self.owned_proposal(&id, &peer.principal).await?;
         let resolved_by = format!("approver:{}", peer.principal);
         match self

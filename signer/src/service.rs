@@ -18,7 +18,8 @@ use time::OffsetDateTime;
 use tonic::{Request, Response, Status};
 
 use crate::convert::{
-    HandoffCommand, ProposalId, ProposeCommand, RevokeCommand, proposal_view, revoke_outcome,
+    HandoffCommand, ProposalId, ProposeCommand, RevokeCommand, new_proposal_id, parse_proposal_id,
+    proposal_view, revoke_outcome,
 };
 use crate::error::RpcError;
 use crate::state::SignerState;
@@ -130,7 +131,7 @@ impl SignerService {
             .validate_arguments(cmd.arguments_json.as_bytes())
             .map_err(RpcError::InvalidArguments)?;
         let preview = op.render_preview(&args, &cmd.note);
-        let id = ProposalId::generate()?;
+        let id = new_proposal_id()?;
         let proposal = Proposal {
             id: id.as_str().to_owned(),
             principal: peer.principal.clone(),
@@ -154,7 +155,7 @@ impl SignerService {
         request: Request<wire::GetProposalRequest>,
     ) -> Result<wire::ProposalView, RpcError> {
         let peer = authorize(&request, "GetProposal", roles::GET_PROPOSAL)?;
-        let id = ProposalId::try_from(request.into_inner().proposal_id)?;
+        let id = parse_proposal_id(request.into_inner().proposal_id)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
         self.view_of(&record)
     }

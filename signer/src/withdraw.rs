@@ -11,7 +11,7 @@ use countersign_ledger::ProposalStatus;
 use countersign_proto::v1 as wire;
 use tonic::Request;
 
-use crate::convert::ProposalId;
+use crate::convert::parse_proposal_id;
 use crate::error::RpcError;
 use crate::service::{SignerService, authorize, roles};
 
@@ -99,7 +99,7 @@ impl SignerService {
         request: Request<wire::WithdrawRequest>,
     ) -> Result<wire::ProposalView, RpcError> {
         let peer = authorize(&request, "Withdraw", roles::WITHDRAW)?;
-        let id = ProposalId::try_from(request.into_inner().proposal_id)?;
+        let id = parse_proposal_id(request.into_inner().proposal_id)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
         if record.status != ProposalStatus::Pending {
             return Err(RpcError::NotPending {

@@ -7,18 +7,23 @@
 //! [`paseto::assemble`] around its own key.
 #![forbid(unsafe_code)]
 
+pub mod builtin;
 pub mod canonical;
 pub mod claims;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod ids;
 pub mod keys;
+pub mod lifetimes;
 pub mod paseto;
 pub mod proof;
 pub mod refusal;
 pub mod timestamp;
 pub mod verify;
 
+pub use builtin::{BuiltinEffect, UnknownBuiltinEffect};
 pub use claims::{Claims, Grant};
+pub use ids::{IdError, Principal, ProposalId, Session};
 pub use keys::{KeyRing, key_id};
 pub use proof::{ConsumeKey, Proof, ProofFormatError};
 pub use refusal::Refusal;

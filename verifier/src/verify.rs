@@ -33,10 +33,7 @@ use crate::paseto::{PasetoError, UnverifiedToken};
 use crate::proof::{ConsumeKey, Proof};
 use crate::refusal::Refusal;
 
-/// Clock-skew tolerance applied to the lifetime ceiling only.
-pub const LIFETIME_SKEW: Duration = Duration::seconds(60);
-/// Default ceiling on a proof's lifetime (`exp - iat`) for a verifier.
-pub const DEFAULT_MAX_LIFETIME: Duration = Duration::seconds(1800);
+pub use crate::lifetimes::{DEFAULT_MAX_LIFETIME, LIFETIME_SKEW};
 /// Largest footer read, in bytes.
 const MAX_FOOTER_BYTES: usize = 512;
 

@@ -10,6 +10,7 @@ use countersign_identity::{Config, Home, Role};
 use countersign_ledger::Ledger;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy, Registry};
+use countersign_verifier::Principal;
 use tonic::transport::Channel;
 
 use crate::error::CliError;
@@ -98,11 +99,14 @@ impl Context {
             .await
             .map_err(CliError::error)?;
         let policy = self.policy();
+        // Checked when read from the principal file; parsed again into the
+        // gate's type rather than trusted.
+        let principal = Principal::parse(self.principal.clone()).map_err(CliError::error)?;
         Ok(Gate::new(
             self.ledger().await?,
             Arc::new(CurrentRegistry::open(&self.config.registry).map_err(CliError::error)?),
             keys,
-            self.principal.clone(),
+            principal,
             policy.audience.clone(),
             policy.revision(),
             time::Duration::seconds(

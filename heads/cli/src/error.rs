@@ -25,7 +25,6 @@ pub mod exit {
 
 /// A command that did not succeed.
 #[derive(Debug, PartialEq)]
-#[non_exhaustive]
 pub enum CliError {
     /// A refusal: the message says what was refused; nothing was applied.
     Refused(String),

@@ -43,7 +43,12 @@ fn main() -> ExitCode {
         stdin: &mut stdin,
         terminal: &mut open_tty,
     };
-    match runtime.block_on(countersign::run(cli, &mut io)) {
+    let ran = runtime.block_on(countersign::run(cli, &mut io));
+    // Everything a command started has finished or been drained by now; a
+    // blocking read of stdin (the MCP head's transport) cannot be
+    // interrupted, so do not wait on it for more than a moment.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match ran {
         Ok(()) => ExitCode::from(exit::OK),
         Err(e) => {
             eprintln!("countersign: {e}");

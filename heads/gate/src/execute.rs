@@ -16,7 +16,9 @@ use countersign_ledger::{
     ProposalRecord,
 };
 use countersign_registry::{CurrentRegistry, Registry};
-use countersign_verifier::{Expectations, KeyRing, Proof, Refusal, VerifiedProof, verify};
+use countersign_verifier::{
+    Expectations, KeyRing, Principal, Proof, Refusal, VerifiedProof, verify,
+};
 use time::OffsetDateTime;
 
 use crate::command::{CommandSpec, run_command};
@@ -52,7 +54,7 @@ pub struct Gate {
     ledger: Ledger,
     registry: Arc<CurrentRegistry>,
     keys: Arc<KeyRing>,
-    principal: String,
+    principal: Principal,
     audience: String,
     policy_revision: String,
     max_lifetime: time::Duration,
@@ -65,7 +67,7 @@ impl Gate {
         ledger: Ledger,
         registry: Arc<CurrentRegistry>,
         keys: KeyRing,
-        principal: String,
+        principal: Principal,
         audience: String,
         policy_revision: String,
         max_lifetime: time::Duration,
@@ -88,7 +90,7 @@ impl Gate {
 
     /// The principal this head acts for: it executes only its proposals.
     pub fn principal(&self) -> &str {
-        &self.principal
+        self.principal.as_str()
     }
 
     /// The registry as last loaded (no file read): what a head lists.
@@ -126,7 +128,7 @@ impl Gate {
         };
         let expect = Expectations {
             audience: &self.audience,
-            principal: &self.principal,
+            principal: self.principal.as_str(),
             session,
             proposal_id,
             operation: &record.proposal.operation,

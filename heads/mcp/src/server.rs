@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use countersign_gate::Gate;
+use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain, shutdown_signal};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
 use countersign_service::{Operation, ParamsError, Service};
@@ -36,8 +37,7 @@ Then call `execute_approved` with the proposal id: it runs the approved action o
 No tool here can approve, deny or see an approval, and no argument or answer you give counts as one.";
 
 /// Why the server could not start or stopped abnormally.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ServeError {
     /// The server could not be built (a tool schema, the session id).
     #[error("the MCP head cannot start: {0}")]
@@ -99,36 +99,59 @@ impl McpHead {
     }
 
     /// Serve one MCP connection on this process's stdin and stdout until the
-    /// client closes it (every frame screened strictly by
-    /// [`crate::StrictTransport`] before the SDK parses it), then wait for every execution still running to
-    /// record its outcome (however long its effect takes: cutting it off
-    /// would leave it `uncertain`). Nothing else may write to stdout
+    /// client closes it or [`shutdown_signal`] resolves (SIGINT, SIGTERM;
+    /// every frame screened strictly by [`crate::StrictTransport`] before
+    /// the SDK parses it), then let every execution still running record
+    /// its outcome. After the client closed, that wait is unbounded until a
+    /// signal (cutting an effect off would leave it `uncertain`); after a
+    /// signal, it is the one [`drain`] for [`SHUTDOWN_GRACE`] every
+    /// long-running process uses. Nothing else may write to stdout
     /// meanwhile.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
         let executions = self.executions.clone();
-        let running = self
-            .serve(crate::StrictTransport::new(
-                tokio::io::stdin(),
-                tokio::io::stdout(),
-            ))
-            .await
-            .map_err(|e| ServeError::Initialize(e.to_string()));
-        let served = match running {
-            Ok(running) => running
-                .waiting()
-                .await
-                .map(|_| ())
-                .map_err(|e| ServeError::Stopped(e.to_string())),
-            Err(e) => Err(e),
+        // One signal future for the whole life of the connection, so a
+        // signal between two phases is not lost.
+        let shutdown = shutdown_signal();
+        tokio::pin!(shutdown);
+        let serving = self.serve(crate::StrictTransport::new(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        ));
+        let running = tokio::select! {
+            running = serving => running.map_err(|e| ServeError::Initialize(e.to_string()))?,
+            () = &mut shutdown => return Ok(()),
+        };
+        let stop = running.cancellation_token();
+        let waiting = running.waiting();
+        tokio::pin!(waiting);
+        let stopped = |e: tokio::task::JoinError| ServeError::Stopped(e.to_string());
+        let (served, signalled) = tokio::select! {
+            quit = &mut waiting => (quit.map(|_| ()).map_err(stopped), false),
+            () = &mut shutdown => {
+                stop.cancel();
+                ((&mut waiting).await.map(|_| ()).map_err(stopped), true)
+            }
         };
         executions.close();
         if !executions.is_empty() {
             tracing::warn!(
                 running = executions.len(),
-                "the client went away; waiting for executions still running to finish"
+                "the MCP connection ended; waiting for executions still running to finish"
             );
         }
-        executions.wait().await;
+        if !signalled {
+            tokio::select! {
+                () = executions.wait() => return served,
+                () = &mut shutdown => {}
+            }
+        }
+        match drain(executions.wait(), SHUTDOWN_GRACE).await {
+            Drained::Finished(()) => {}
+            Drained::GraceOver => tracing::warn!(
+                running = executions.len(),
+                "exiting with executions still running; they will read as uncertain"
+            ),
+        }
         served
     }
 

@@ -259,9 +259,7 @@ fn no_params() -> Value {
 /// Whether `text` has the shape of a proposal id (`prop_` and 32 lowercase
 /// hex digits): what the `proposal_id` parameter's schema pattern accepts.
 pub fn is_proposal_id(text: &str) -> bool {
-    text.strip_prefix("prop_").is_some_and(|hex| {
-        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    })
+    text.parse::<countersign_verifier::ProposalId>().is_ok()
 }
 
 fn proposal_id_schema() -> Value {

@@ -62,7 +62,6 @@ fn unwrapped<'a>(head: &str, found: &'a Value, expected: &Value) -> &'a Value {
 
 /// One difference the gate found.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum ParityError {
     /// A head lacks a data operation and the table names no exception.
     Missing {

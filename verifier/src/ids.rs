@@ -1,0 +1,186 @@
+//! The identifiers every crate passes around, parsed once: a proposal id
+//! (`prop_` + 32 lowercase hex), a session (1..=128 of `[A-Za-z0-9._:-]`)
+//! and a principal (`pr_` + 32 lowercase hex). A value of these types is
+//! well-formed; the parsing rules exist only here.
+//!
+//! This module checks shapes only; it must not decide who owns a proposal
+//! or whether a session may execute it (the ledger and the gate do).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A text that is not the identifier it was parsed as; each variant says
+/// the expected form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// Not `prop_` followed by 32 lowercase hex characters.
+    #[error("expected prop_ followed by 32 lowercase hex characters")]
+    ProposalId,
+    /// Not 1 to 128 characters of `[A-Za-z0-9._:-]`.
+    #[error("expected 1 to 128 characters of [A-Za-z0-9._:-]")]
+    Session,
+    /// Not `pr_` followed by 32 lowercase hex characters.
+    #[error("expected pr_ followed by 32 lowercase hex characters")]
+    Principal,
+}
+
+/// Whether `text` is `prefix` followed by exactly 32 lowercase hex digits.
+fn is_prefixed_hex128(text: &str, prefix: &str) -> bool {
+    text.strip_prefix(prefix).is_some_and(|hex| {
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+macro_rules! text_id {
+    ($(#[$doc:meta])* $name:ident, $valid:expr, $error:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Parses `text`, refusing anything but the exact form.
+            pub fn parse(text: impl Into<String>) -> Result<Self, IdError> {
+                let text = text.into();
+                let valid: fn(&str) -> bool = $valid;
+                if valid(&text) { Ok($name(text)) } else { Err($error) }
+            }
+
+            /// The identifier's text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// The identifier's text, owned.
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = IdError;
+            fn from_str(text: &str) -> Result<Self, IdError> {
+                $name::parse(text)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(text: String) -> Result<Self, IdError> {
+                $name::parse(text)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+text_id!(
+    /// A proposal id: `prop_` + 32 lowercase hex characters.
+    ProposalId,
+    |t| is_prefixed_hex128(t, "prop_"),
+    IdError::ProposalId
+);
+
+text_id!(
+    /// A session: 1 to 128 characters of `[A-Za-z0-9._:-]`.
+    Session,
+    |t| {
+        (1..=128).contains(&t.len())
+            && t
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+    },
+    IdError::Session
+);
+
+text_id!(
+    /// A principal: `pr_` + 32 lowercase hex characters.
+    Principal,
+    |t| is_prefixed_hex128(t, "pr_"),
+    IdError::Principal
+);
+
+impl ProposalId {
+    /// The proposal id of 16 random bytes (the caller draws them).
+    pub fn from_random(bytes: [u8; 16]) -> ProposalId {
+        ProposalId(format!("prop_{}", hex::encode(bytes)))
+    }
+}
+
+impl Principal {
+    /// The principal of 16 random bytes (the caller draws them).
+    pub fn from_random(bytes: [u8; 16]) -> Principal {
+        Principal(format!("pr_{}", hex::encode(bytes)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_exactly_prop_and_32_lowercase_hex() {
+        let good = format!("prop_{}", "0a".repeat(16));
+        assert_eq!(
+            ProposalId::parse(good.clone()).map(|id| id.into_string()),
+            Ok(good)
+        );
+        assert_eq!(
+            ProposalId::from_random([0xab; 16]).as_str(),
+            format!("prop_{}", "ab".repeat(16))
+        );
+        for bad in [
+            String::new(),
+            "prop_".into(),
+            format!("prop_{}", "A".repeat(32)),
+            format!("prop_{}", "0".repeat(31)),
+            format!("prop_{}", "0".repeat(33)),
+            format!("prop_{}g", "0".repeat(31)),
+            format!("PROP_{}", "0".repeat(32)),
+            format!(" prop_{}", "0".repeat(32)),
+            format!("pr_{}", "0".repeat(32)),
+        ] {
+            assert_eq!(
+                bad.parse::<ProposalId>(),
+                Err(IdError::ProposalId),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn accepts_sessions_of_1_to_128_allowed_characters() {
+        for good in ["a", "mcp:conn-1", "A.b_c:d-9", &"s".repeat(128)] {
+            assert_eq!(
+                Session::parse(good).map(|s| s.to_string()),
+                Ok(good.to_owned())
+            );
+        }
+        for bad in ["", &"s".repeat(129), "a b", "a/b", "é", "a\n"] {
+            assert_eq!(bad.parse::<Session>(), Err(IdError::Session), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn accepts_exactly_pr_and_32_lowercase_hex() {
+        let good = format!("pr_{}", "9f".repeat(16));
+        assert_eq!(
+            Principal::parse(good.clone()).map(|p| p.into_string()),
+            Ok(good)
+        );
+        assert!(Principal::parse(Principal::from_random([7; 16]).into_string()).is_ok());
+        for bad in [
+            String::new(),
+            format!("pr_{}", "F".repeat(32)),
+            format!("pr_{}", "0".repeat(31)),
+            format!("pr_{}\n", "0".repeat(32)),
+            format!("prop_{}", "0".repeat(32)),
+        ] {
+            assert_eq!(bad.parse::<Principal>(), Err(IdError::Principal), "{bad:?}");
+        }
+    }
+}
