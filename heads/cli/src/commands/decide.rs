@@ -62,12 +62,6 @@ pub(crate) async fn approve(
     // Everything the signer would refuse (no longer pending, a changed
     // contract or policy, a bad session), before the person commits.
     approver.decide(request(true)).await?;
-    let mut terminal = (io.terminal)().map_err(|e| {
-        CliError::Refused(format!(
-            "approval needs an interactive terminal and none is available ({e}); nothing was approved"
-        ))
-    })?;
-    let code = challenge().map_err(CliError::error)?;
     let consequence = if args.for_mcp {
         let session = if execute_in_session.is_empty() {
             format!("the proposing session {}", view.session)
@@ -90,22 +84,7 @@ pub(crate) async fn approve(
         "Approving executes it now, once.".to_string()
     };
     let shown = format!("\n{}\n{consequence}\n", proposal_text(&view).trim_end());
-    terminal.show(&shown).map_err(CliError::error)?;
-    let typed = terminal
-        .ask(&format!(
-            "Type {code} to approve, anything else to cancel: "
-        ))
-        .map_err(|e| {
-            CliError::Refused(format!(
-                "no answer from the terminal ({e}); nothing was approved"
-            ))
-        })?;
-    if typed.trim() != code {
-        let _ = terminal.show("Not approved.\n");
-        return Err(CliError::Refused(
-            "the challenge was not typed correctly; nothing was approved".to_string(),
-        ));
-    }
+    confirm(io, &shown, &APPROVAL)?;
     let mut decided = approver.decide(request(false)).await?.into_inner();
     let proof_text = std::mem::take(&mut decided.proof);
     if args.for_mcp {
@@ -162,6 +141,61 @@ pub(crate) async fn approve(
 /// Refuses an output path the proof could not be written to, before the
 /// person commits: its directory must exist and be writable, and nothing
 /// (not even a symlink) may be at the path.
+/// The words of one kind of typed-challenge confirmation.
+struct Confirmation {
+    /// What needs the terminal ("approval").
+    needs: &'static str,
+    /// What typing the code does ("approve").
+    does: &'static str,
+    /// What did not happen on a refusal ("approved").
+    done: &'static str,
+}
+
+const APPROVAL: Confirmation = Confirmation {
+    needs: "approval",
+    does: "approve",
+    done: "approved",
+};
+
+const RESOLUTION: Confirmation = Confirmation {
+    needs: "a resolution",
+    does: "record it",
+    done: "recorded",
+};
+
+/// Show `shown` at the controlling terminal (never stdin) and require a
+/// freshly drawn challenge typed back; anything else refuses, and nothing
+/// was done.
+fn confirm(io: &mut Io<'_>, shown: &str, words: &Confirmation) -> Result<(), CliError> {
+    let mut terminal = (io.terminal)().map_err(|e| {
+        CliError::Refused(format!(
+            "{} needs an interactive terminal and none is available ({e}); nothing was {}",
+            words.needs, words.done
+        ))
+    })?;
+    let code = challenge().map_err(CliError::error)?;
+    terminal.show(shown).map_err(CliError::error)?;
+    let typed = terminal
+        .ask(&format!(
+            "Type {code} to {}, anything else to cancel: ",
+            words.does
+        ))
+        .map_err(|e| {
+            CliError::Refused(format!(
+                "no answer from the terminal ({e}); nothing was {}",
+                words.done
+            ))
+        })?;
+    if typed.trim() != code {
+        let _ = terminal.show(&format!("Not {}.\n", words.done));
+        return Err(CliError::Refused(format!(
+            "the challenge was not typed correctly; nothing was {}",
+            words.done
+        )));
+    }
+    Ok(())
+}
+
 fn check_proof_out(path: &Path) -> Result<(), CliError> {
     if path.symlink_metadata().is_ok() {
         return Err(CliError::Refused(format!(
@@ -304,12 +338,6 @@ pub(crate) async fn resolve(
             view.id, view.status
         )));
     }
-    let mut terminal = (io.terminal)().map_err(|e| {
-        CliError::Refused(format!(
-            "a resolution needs an interactive terminal and none is available ({e}); nothing was recorded"
-        ))
-    })?;
-    let code = challenge().map_err(CliError::error)?;
     let verdict = if applied {
         "the effect DID happen: it will read applied"
     } else {
@@ -319,22 +347,7 @@ pub(crate) async fn resolve(
         "\n{}\nIts execution was interrupted. You are recording that {verdict}.\nCheck the world first; this cannot be changed.\n",
         proposal_text(&view).trim_end()
     );
-    terminal.show(&shown).map_err(CliError::error)?;
-    let typed = terminal
-        .ask(&format!(
-            "Type {code} to record it, anything else to cancel: "
-        ))
-        .map_err(|e| {
-            CliError::Refused(format!(
-                "no answer from the terminal ({e}); nothing was recorded"
-            ))
-        })?;
-    if typed.trim() != code {
-        let _ = terminal.show("Not recorded.\n");
-        return Err(CliError::Refused(
-            "the challenge was not typed correctly; nothing was recorded".to_string(),
-        ));
-    }
+    confirm(io, &shown, &RESOLUTION)?;
     let resolved = approver
         .resolve_uncertain(ResolveUncertainRequest {
             proposal_id: view.id.clone(),
