@@ -35,6 +35,57 @@ pub fn write_private_new(path: &Path, bytes: &[u8]) -> Result<(), IdentityError>
         .map_err(|e| IdentityError::io(path, &e))
 }
 
+/// Read, change and atomically replace the private file `path` under an
+/// exclusive `flock` of `lock` (a 0600 file beside it, created if missing,
+/// never followed if a symlink). `change` gets the current contents (`None`
+/// if there is no file yet) and returns the new contents or its own error;
+/// the new file is written beside the old one, synced, and renamed over it,
+/// so a reader sees the old or the new contents, never a part. Stores that
+/// many processes of one user share (API credentials, console sessions) go
+/// through here.
+pub fn replace_private_locked<E: From<IdentityError>>(
+    path: &Path,
+    lock: &Path,
+    change: impl FnOnce(Option<&[u8]>) -> Result<Vec<u8>, E>,
+) -> Result<(), E> {
+    let lock_file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+        .open(lock)
+        .map_err(|e| IdentityError::io(lock, &e))?;
+    rustix::fs::flock(&lock_file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| IdentityError::io(lock, &e.into()))?;
+    let current = match read_private(path) {
+        Ok(bytes) => Some(bytes),
+        Err(IdentityError::Missing(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let next = change(current.as_deref().map(Vec::as_slice))?;
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).map_err(|e| {
+        IdentityError::io(path, &std::io::Error::other(format!("no randomness: {e}")))
+    })?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "store".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.{}", hex_suffix(suffix)));
+    write_private_new(&tmp, &next)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        IdentityError::io(path, &e)
+    })?;
+    // The lock is released when `lock_file` is dropped here.
+    drop(lock_file);
+    Ok(())
+}
+
+fn hex_suffix(bytes: [u8; 8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Reads a private file: refuses symlinks, non-regular files, files of
 /// another user, modes wider than 0600 and files over
 /// [`MAX_PRIVATE_FILE_BYTES`]. The contents are zeroized on drop.

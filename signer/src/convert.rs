@@ -201,6 +201,15 @@ pub(crate) fn proposal_view(
         created_at: format_time(p.created_at)?,
         reason: record.reason.clone().unwrap_or_default(),
         handoff_waiting,
+        expires_at: match &record.issuance {
+            Some(issuance) => format_time(issuance.expires_at)?,
+            None => String::new(),
+        },
+        provenance: record
+            .issuance
+            .as_ref()
+            .map(|i| i.provenance.clone())
+            .unwrap_or_default(),
     })
 }
 

@@ -31,7 +31,7 @@ pub(crate) mod roles {
     pub(crate) const PROPOSE: &[Role] = &[Role::Head];
     pub(crate) const GET_PROPOSAL: &[Role] = &[Role::Head, Role::Approver];
     pub(crate) const LIST_PENDING: &[Role] = &[Role::Approver];
-    pub(crate) const LIST_PROPOSALS: &[Role] = &[Role::Head];
+    pub(crate) const LIST_PROPOSALS: &[Role] = &[Role::Head, Role::Approver];
     pub(crate) const WITHDRAW: &[Role] = &[Role::Head];
     pub(crate) const DECIDE: &[Role] = &[Role::Approver];
     pub(crate) const CLAIM_HANDOFF: &[Role] = &[Role::Head];

@@ -1,4 +1,5 @@
-//! Host, Origin and `Sec-Fetch-Site` guards, before anything else runs.
+//! Host, Origin and `Sec-Fetch-Site` guards, before anything else runs (the
+//! API and the console share them).
 //!
 //! A browser page on another site, or one that reached this loopback port
 //! through DNS rebinding, sends a `Host` that is not ours, an `Origin` that
@@ -14,11 +15,11 @@ use crate::respond::ApiError;
 
 /// The `Host` values this server answers to.
 #[derive(Debug, Clone)]
-pub(crate) struct AllowedHosts(Vec<String>);
+pub struct AllowedHosts(Vec<String>);
 
 impl AllowedHosts {
     /// The bound address itself, and `localhost` when it is loopback.
-    pub(crate) fn for_addr(addr: SocketAddr) -> Self {
+    pub fn for_addr(addr: SocketAddr) -> Self {
         let port = addr.port();
         let mut hosts = vec![match addr {
             SocketAddr::V4(a) => format!("{}:{port}", a.ip()),
@@ -36,7 +37,7 @@ impl AllowedHosts {
 }
 
 /// Refuse a request that is cross-site or not addressed to us.
-pub(crate) fn check(headers: &HeaderMap, hosts: &AllowedHosts) -> Result<(), ApiError> {
+pub fn check(headers: &HeaderMap, hosts: &AllowedHosts) -> Result<(), ApiError> {
     let mut host_values = headers.get_all(HOST).iter();
     let host = match (host_values.next(), host_values.next()) {
         (Some(h), None) => h

@@ -19,7 +19,7 @@
 
 #[doc(hidden)]
 pub mod fuzzing;
-mod guard;
+pub mod guard;
 mod handlers;
 pub mod openapi;
 pub mod redact;

@@ -16,13 +16,12 @@
 //! Must not: log, print or store a token; compare hashes in variable time.
 
 use std::fmt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::IdentityError;
-use countersign_identity::files::{read_private, write_private_new};
+use countersign_identity::files::{read_private, replace_private_locked};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -284,33 +283,18 @@ impl TokenStore {
         &self,
         change: impl FnOnce(&mut StoreFile) -> Result<(), TokenError>,
     ) -> Result<(), TokenError> {
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&self.lock)
-            .map_err(|e| TokenError::Store(format!("{}: {e}", self.lock.display())))?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| TokenError::Store(format!("lock: {e}")))?;
-        let mut file = self.load()?;
-        change(&mut file)?;
-        let text = serde_json::to_vec_pretty(&file)
-            .map_err(|e| TokenError::Store(format!("encode: {e}")))?;
-        let mut suffix = [0u8; 8];
-        getrandom::fill(&mut suffix).map_err(|e| TokenError::Random(e.to_string()))?;
-        let tmp = self
-            .path
-            .with_file_name(format!(".{STORE_FILE}.{}", hex::encode(suffix)));
-        write_private_new(&tmp, &text)?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            TokenError::Store(format!("{}: {e}", self.path.display()))
-        })?;
-        // The lock is released when `lock` is dropped here.
-        drop(lock);
-        Ok(())
+        replace_private_locked(&self.path, &self.lock, |current| {
+            let mut file = match current {
+                Some(bytes) => serde_json::from_slice(bytes)
+                    .map_err(|e| TokenError::Store(format!("{}: {e}", self.path.display())))?,
+                None => StoreFile {
+                    version: 1,
+                    tokens: Vec::new(),
+                },
+            };
+            change(&mut file)?;
+            serde_json::to_vec_pretty(&file).map_err(|e| TokenError::Store(format!("encode: {e}")))
+        })
     }
 }
 

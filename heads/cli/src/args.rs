@@ -67,6 +67,48 @@ pub enum Command {
     /// The private HTTP API: serve it, and manage its bearer credentials.
     #[command(subcommand)]
     Api(ApiCommand),
+    /// The approval console: serve it, pair browsers, manage their sessions
+    ///
+    /// Without a subcommand, serves the console (loopback only unless
+    /// --listen says otherwise) until interrupted.
+    Console(ConsoleArgs),
+}
+
+/// `countersign console [--listen ADDR] [pair | sessions ...]`
+#[derive(Debug, Args)]
+pub struct ConsoleArgs {
+    /// The address the console serves on (and pairing links name). Default:
+    /// the configuration's [console] addr, else 127.0.0.1:7444.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    #[command(subcommand)]
+    pub command: Option<ConsoleCommand>,
+}
+
+/// `countersign console ...`
+#[derive(Debug, Subcommand)]
+pub enum ConsoleCommand {
+    /// Create a one-time pairing link (interactive terminal only; expires in 5 minutes).
+    Pair,
+    /// The paired browsers.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+/// `countersign console sessions ...`
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List paired browsers (active, expired and revoked).
+    List,
+    /// Revoke a paired browser: it sees nothing from its next request on.
+    Revoke(SessionIdArg),
+}
+
+/// `countersign console sessions revoke ID`
+#[derive(Debug, Args)]
+pub struct SessionIdArg {
+    /// The session id (16 hex digits, from `console sessions list`).
+    pub id: String,
 }
 
 /// `countersign api ...`
@@ -86,6 +128,10 @@ pub struct UpArgs {
     /// 127.0.0.1:8787). Off unless asked: no network listener by default.
     #[arg(long, value_name = "ADDR")]
     pub api: Option<std::net::SocketAddr>,
+    /// Also serve the approval console, on ADDR if given, else on the
+    /// configuration's [console] addr, else 127.0.0.1:7444.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true)]
+    pub console: Option<Option<std::net::SocketAddr>>,
 }
 
 /// `countersign api serve`

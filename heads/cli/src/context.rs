@@ -65,6 +65,12 @@ impl Context {
         self.connect(Role::Approver).await
     }
 
+    /// A signer client authenticated with the console's own approver
+    /// credential, so the signer records that the console decided.
+    pub async fn console_approver(&self) -> Result<SignerClient<Channel>, CliError> {
+        self.connect(Role::Approver).await
+    }
+
     async fn connect(&self, role: Role) -> Result<SignerClient<Channel>, CliError> {
         signer_client::connect(&self.home, &self.config.signer_addr, role)
             .await

@@ -57,7 +57,7 @@ pub enum Done {
     /// `list_operations`: the surface value of each operation.
     Operations(Vec<Value>),
     /// One proposal.
-    Proposal(ProposalView),
+    Proposal(Box<ProposalView>),
     /// Proposals, newest first.
     Proposals(Vec<ProposalView>),
     /// The outcome of an execution.

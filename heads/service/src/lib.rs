@@ -211,11 +211,15 @@ impl Service {
                     note,
                 })
                 .await
-                .map_or_else(signer, |r| Answer::done(Done::Proposal(r.into_inner()))),
+                .map_or_else(signer, |r| {
+                    Answer::done(Done::Proposal(Box::new(r.into_inner())))
+                }),
             Operation::GetProposal { id } => head
                 .get_proposal(GetProposalRequest { proposal_id: id })
                 .await
-                .map_or_else(signer, |r| Answer::done(Done::Proposal(r.into_inner()))),
+                .map_or_else(signer, |r| {
+                    Answer::done(Done::Proposal(Box::new(r.into_inner())))
+                }),
             Operation::ListProposals { status, limit } => head
                 .list_proposals(ListProposalsRequest { status, limit })
                 .await
@@ -225,7 +229,9 @@ impl Service {
             Operation::Withdraw { id } => head
                 .withdraw(WithdrawRequest { proposal_id: id })
                 .await
-                .map_or_else(signer, |r| Answer::done(Done::Proposal(r.into_inner()))),
+                .map_or_else(signer, |r| {
+                    Answer::done(Done::Proposal(Box::new(r.into_inner())))
+                }),
             Operation::ExecuteHandoff { id } => {
                 let gate = match self.gate().await {
                     Ok(gate) => gate,

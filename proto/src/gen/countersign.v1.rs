@@ -55,6 +55,13 @@ pub struct ProposalView {
     /// Whether an approved proof waits for a head to claim it.
     #[prost(bool, tag = "14")]
     pub handoff_waiting: bool,
+    /// Once a proof was issued: when it expires (RFC 3339, UTC); else empty.
+    #[prost(string, tag = "15")]
+    pub expires_at: ::prost::alloc::string::String,
+    /// Once a proof was issued: the provenance the signer recorded for the
+    /// decision (for example `human:cert:<principal>`); else empty.
+    #[prost(string, tag = "16")]
+    pub provenance: ::prost::alloc::string::String,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListPendingRequest {}
@@ -453,7 +460,8 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "ListPending"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: head. The caller principal's proposals, newest first.
+        /// role: head or approver. The caller principal's proposals, newest first
+        /// (an approver interface's history).
         pub async fn list_proposals(
             &mut self,
             request: impl tonic::IntoRequest<super::ListProposalsRequest>,
@@ -689,7 +697,8 @@ pub mod signer_server {
             tonic::Response<super::ListPendingResponse>,
             tonic::Status,
         >;
-        /// role: head. The caller principal's proposals, newest first.
+        /// role: head or approver. The caller principal's proposals, newest first
+        /// (an approver interface's history).
         async fn list_proposals(
             &self,
             request: tonic::Request<super::ListProposalsRequest>,

@@ -1,6 +1,7 @@
 //! One module per group of commands; `dispatch` routes a parsed command line.
 
 pub(crate) mod api;
+pub(crate) mod console;
 mod data;
 mod decide;
 mod exec;
@@ -10,7 +11,10 @@ mod propose;
 mod setup;
 
 use crate::Io;
-use crate::args::{ApiCommand, Cli, Command, KeysCommand, OpsCommand, TokenCommand};
+use crate::args::{
+    ApiCommand, Cli, Command, ConsoleCommand, KeysCommand, OpsCommand, SessionsCommand,
+    TokenCommand,
+};
 use crate::context::Context;
 use crate::error::CliError;
 
@@ -20,7 +24,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     let json = cli.json;
     match cli.command {
         Command::Init => setup::init(&home, json, io).await,
-        Command::Up(args) => setup::up(&home, args.api, io).await,
+        Command::Up(args) => setup::up(&home, args.api, args.console, io).await,
         // Input files are parsed before anything else is read or contacted:
         // a bad one is exit code 1 whatever the state of the installation.
         Command::Propose(args) => {
@@ -59,6 +63,16 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Api(ApiCommand::Token(TokenCommand::List)) => {
                     api::token_list(&ctx, json, io)
                 }
+                Command::Console(args) => match args.command {
+                    None => console::serve(&ctx, args.listen, io).await,
+                    Some(ConsoleCommand::Pair) => console::pair(&ctx, args.listen, json, io),
+                    Some(ConsoleCommand::Sessions(SessionsCommand::List)) => {
+                        console::sessions_list(&ctx, json, io)
+                    }
+                    Some(ConsoleCommand::Sessions(SessionsCommand::Revoke(id))) => {
+                        console::sessions_revoke(&ctx, &id.id, json, io)
+                    }
+                },
                 Command::Init | Command::Up(_) | Command::Propose(_) | Command::Exec(_) => {
                     unreachable!("handled above")
                 }

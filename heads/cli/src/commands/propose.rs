@@ -131,7 +131,7 @@ async fn proposal(
     io: &mut Io<'_>,
 ) -> Result<ProposalView, CliError> {
     match data::done(data::call(ctx, operation, session).await, json, io)? {
-        Done::Proposal(view) => Ok(view),
+        Done::Proposal(view) => Ok(*view),
         other => Err(unexpected(&other)),
     }
 }

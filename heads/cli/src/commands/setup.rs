@@ -115,6 +115,7 @@ fn signer_binary() -> Result<PathBuf, CliError> {
 pub(crate) async fn up(
     home: &Home,
     api: Option<SocketAddr>,
+    console: Option<Option<SocketAddr>>,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
     for path in initialize(home).await? {
@@ -122,7 +123,8 @@ pub(crate) async fn up(
     }
     let binary = signer_binary()?;
     let mut restarts = 0;
-    let mut api_server: Option<ApiServer> = None;
+    let mut api_server: Option<Served> = None;
+    let mut console_server: Option<Served> = None;
     loop {
         let mut child = spawn_signer(&binary, home)?;
         let line = match wait_ready(&mut child).await {
@@ -134,9 +136,21 @@ pub(crate) async fn up(
         };
         writeln_err(io, &line);
         if let (Some(listen), None) = (api, &api_server) {
-            match ApiServer::start(home, listen, io).await {
+            match Served::api(home, listen, io).await {
                 Ok(server) => api_server = Some(server),
                 Err(e) => {
+                    stop(&mut child).await;
+                    return Err(e);
+                }
+            }
+        }
+        if let (Some(listen), None) = (console, &console_server) {
+            match Served::console(home, listen, io).await {
+                Ok(server) => console_server = Some(server),
+                Err(e) => {
+                    if let Some(server) = api_server.take() {
+                        server.stop().await;
+                    }
                     stop(&mut child).await;
                     return Err(e);
                 }
@@ -154,7 +168,7 @@ pub(crate) async fn up(
                 let status = status.map_err(CliError::error)?;
                 restarts += 1;
                 if restarts > MAX_RESTARTS {
-                    if let Some(server) = api_server.take() {
+                    for server in [console_server.take(), api_server.take()].into_iter().flatten() {
                         server.stop().await;
                     }
                     return Err(CliError::Error(format!("the signer keeps exiting ({status}); giving up after {MAX_RESTARTS} restarts")));
@@ -163,6 +177,10 @@ pub(crate) async fn up(
                 tokio::time::sleep(Duration::from_millis(500 * u64::from(restarts))).await;
             }
             () = shutdown_signal() => {
+                if let Some(server) = console_server.take() {
+                    writeln_err(io, "stopping the console");
+                    server.stop().await;
+                }
                 if let Some(server) = api_server.take() {
                     writeln_err(io, "stopping the API");
                     server.stop().await;
@@ -175,26 +193,54 @@ pub(crate) async fn up(
     }
 }
 
-/// The HTTP API head running inside `up`, until told to drain.
-struct ApiServer {
+/// Completes when a server inside `up` is told to drain.
+type Stopped = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// A server running inside `up` (the HTTP API, the console), until told to drain.
+struct Served {
     stop: oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl ApiServer {
-    async fn start(home: &Home, listen: SocketAddr, io: &mut Io<'_>) -> Result<Self, CliError> {
+impl Served {
+    async fn api(home: &Home, listen: SocketAddr, io: &mut Io<'_>) -> Result<Self, CliError> {
         let ctx = Context::load(home.clone())?;
         let (listener, state) = super::api::bind(&ctx, listen, io).await?;
+        Ok(Self::spawn("the API", |stopped| {
+            countersign_api::run(listener, state, stopped)
+        }))
+    }
+
+    async fn console(
+        home: &Home,
+        listen: Option<SocketAddr>,
+        io: &mut Io<'_>,
+    ) -> Result<Self, CliError> {
+        let ctx = Context::load(home.clone())?;
+        let listen = super::console::listen_addr(&ctx, listen)?;
+        let (listener, state) = super::console::bind(&ctx, listen, io).await?;
+        let addr = listener.local_addr().map_err(CliError::error)?;
+        super::console::offer_pairing(&ctx, addr, io);
+        Ok(Self::spawn("the console", |stopped| {
+            countersign_console::run(listener, state, stopped)
+        }))
+    }
+
+    /// Run `serve` with a future that completes when [`Served::stop`] is called.
+    fn spawn<F>(what: &'static str, serve: impl FnOnce(Stopped) -> F) -> Self
+    where
+        F: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+    {
         let (stop, stopped) = oneshot::channel::<()>();
+        let served = serve(Box::pin(async {
+            let _ = stopped.await;
+        }));
         let task = tokio::spawn(async move {
-            let drained = countersign_api::run(listener, state, async {
-                let _ = stopped.await;
-            });
-            if let Err(e) = drained.await {
-                tracing::error!(error = %e, "the API stopped with an error");
+            if let Err(e) = served.await {
+                tracing::error!(error = %e, "{what} stopped with an error");
             }
         });
-        Ok(Self { stop, task })
+        Self { stop, task }
     }
 
     async fn stop(self) {

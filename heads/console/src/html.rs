@@ -1,0 +1,93 @@
+//! The page frame and the small pieces every page uses. maud escapes every
+//! interpolated value for HTML; [`shown`] also makes control, bidi and
+//! zero-width characters visible (`\u{..}`), as the terminal does, so a
+//! value can neither hide text nor forge a line. Nothing is truncated: long
+//! values wrap.
+
+use maud::{DOCTYPE, Markup, html};
+
+use countersign_registry::terminal_safe;
+
+/// The product name in every title.
+const NAME: &str = "countersign console";
+
+/// Text as a person may safely see it: every unsafe character escaped.
+pub(crate) fn shown(text: &str) -> String {
+    terminal_safe(text).into_owned()
+}
+
+/// A whole page: title (with the pending count when known), the
+/// navigation for a paired browser, and `body`.
+pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Markup) -> Markup {
+    let full = match pending {
+        Some(n) => format!("({n}) {title} · {NAME}"),
+        None => format!("{title} · {NAME}"),
+    };
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="referrer" content="no-referrer";
+                title { (full) }
+                link rel="stylesheet" href="/assets/console.css";
+                @if paired {
+                    script src="/assets/console.js" defer {}
+                }
+            }
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header {
+                    span.brand { "countersign" }
+                    @if paired {
+                        nav aria-label="Console" {
+                            a href="/" { "Pending" }
+                            " "
+                            a href="/history" { "History" }
+                        }
+                    }
+                }
+                main #main tabindex="-1" { (body) }
+            }
+        }
+    }
+}
+
+/// A hidden CSRF field for a form.
+pub(crate) fn csrf_field(csrf: &str) -> Markup {
+    html! { input type="hidden" name="csrf" value=(csrf); }
+}
+
+/// A definition row: `label` and a value shown safely.
+pub(crate) fn row(label: &str, value: &str) -> Markup {
+    html! {
+        dt { (label) }
+        dd { code { (shown(value)) } }
+    }
+}
+
+/// A notice page's body: a heading, a message and a way on.
+pub(crate) fn notice(heading: &str, message: &str, back: Option<(&str, &str)>) -> Markup {
+    html! {
+        h1 { (heading) }
+        p.message role="status" { (shown(message)) }
+        @if let Some((href, label)) = back {
+            p { a href=(href) { (label) } }
+        }
+    }
+}
+
+/// Preformatted, wrapped, safe text on one logical line (canonical
+/// arguments, a model-supplied note): a newline in it is shown as `\u{a}`,
+/// so no value can start a line of its own.
+pub(crate) fn block(text: &str) -> Markup {
+    html! { pre.block { (shown(text)) } }
+}
+
+/// The signer's preview: its own lines kept (the signer escaped every value
+/// in them), anything unsafe inside a line escaped again.
+pub(crate) fn preview_block(text: &str) -> Markup {
+    let lines: Vec<String> = text.trim_end_matches('\n').split('\n').map(shown).collect();
+    html! { pre.block { (lines.join("\n")) } }
+}

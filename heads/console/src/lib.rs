@@ -1,0 +1,197 @@
+//! The approval console: a web page where a person, in a paired browser,
+//! reviews proposals and decides, through the signer's approver API.
+//!
+//! The console is its own process (`countersign console`), a gRPC client of
+//! the signer with its own approver credential (so the signer records that
+//! the console decided), and, for "approve and run now", a head with the
+//! gate. It links no signing code. It listens on loopback by default.
+//!
+//! What it promises, and where that is kept:
+//! - Only a browser paired through a one-time link sees anything but the
+//!   pairing page (`auth`, `sessions`).
+//! - Nothing changes on GET; every change is a POST with the session's CSRF
+//!   token, after the API's Host/Origin/Sec-Fetch-Site guards (`guarded`).
+//! - Every response carries a Content-Security-Policy without inline script,
+//!   `frame-ancestors 'none'`, nosniff and no referrer (`guarded`); every
+//!   asset is served by the binary (`assets`).
+//! - A person sees the signer's stored preview and canonical arguments with
+//!   unsafe characters escaped and nothing truncated (`views`, `html`).
+#![forbid(unsafe_code)]
+
+mod actions;
+mod assets;
+mod auth;
+mod html;
+mod live;
+mod pages;
+pub mod sessions;
+mod views;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::header::{
+    CONTENT_SECURITY_POLICY, ORIGIN, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::serve::ListenerExt as _;
+use countersign_api::guard::{AllowedHosts, check};
+use countersign_gate::Gate;
+use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain};
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_registry::{CurrentRegistry, Policy};
+use tokio::net::TcpListener;
+use tonic::transport::Channel;
+
+pub use sessions::{SessionRecord, SessionStore};
+
+/// Where the console listens unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7444";
+/// The largest form body accepted (a denial reason is at most 2000 characters).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The policy every response carries: scripts and styles only from this
+/// server, no inline script, no framing, forms only to this server.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// What the console is built from.
+pub struct ConsoleParts {
+    /// The signer, authenticated with the console's approver credential.
+    pub approver: SignerClient<Channel>,
+    /// The gate this console runs approved effects through ("approve and
+    /// run now"), as a head of the principal.
+    pub gate: Gate,
+    /// The registry, for what a card shows about an operation (lifetime,
+    /// model-supplied fields).
+    pub registry: Arc<CurrentRegistry>,
+    /// The issuing policy, for an operation's proof lifetime.
+    pub policy: Policy,
+    /// Paired browsers.
+    pub sessions: SessionStore,
+    /// Whether the console is served over TLS (cookies get `Secure`).
+    pub tls: bool,
+}
+
+/// The console's shared state.
+pub struct ConsoleState {
+    pub(crate) approver: SignerClient<Channel>,
+    pub(crate) gate: Gate,
+    pub(crate) registry: Arc<CurrentRegistry>,
+    pub(crate) policy: Policy,
+    pub(crate) sessions: SessionStore,
+    pub(crate) tls: bool,
+    pub(crate) live: live::Live,
+}
+
+impl ConsoleState {
+    /// The state for `parts`.
+    pub fn new(parts: ConsoleParts) -> Self {
+        let live = live::Live::new(parts.approver.clone());
+        Self {
+            approver: parts.approver,
+            gate: parts.gate,
+            registry: parts.registry,
+            policy: parts.policy,
+            sessions: parts.sessions,
+            tls: parts.tls,
+            live,
+        }
+    }
+}
+
+/// The console's routes for a server bound to `local`.
+pub fn router(state: Arc<ConsoleState>, local: SocketAddr) -> Router {
+    let hosts = AllowedHosts::for_addr(local);
+    Router::new()
+        .route("/", get(pages::pending))
+        .route("/history", get(pages::history))
+        .route("/proposals/{id}", get(pages::proposal))
+        .route("/proposals/{id}/approve", post(actions::approve))
+        .route("/proposals/{id}/deny", post(actions::deny))
+        .route("/proposals/{id}/revoke", post(actions::revoke))
+        .route("/proposals/{id}/resolve", post(actions::resolve))
+        .route("/pair/{code}", get(pages::pair_link))
+        .route("/pair", post(actions::pair))
+        .route("/logout", post(actions::logout))
+        .route("/events", get(live::events))
+        .route("/assets/{name}", get(assets::asset))
+        .fallback(pages::not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(hosts, guarded))
+        .with_state(state)
+}
+
+/// Every request: refuse one that is cross-site or not addressed to us
+/// before anything runs, and put the security headers on every response.
+async fn guarded(State(hosts): State<AllowedHosts>, mut request: Request, next: Next) -> Response {
+    // Our pages send no referrer, so the browser sends `Origin: null` with
+    // their own form posts (Fetch: a request whose referrer policy is
+    // no-referrer serializes its origin as null). Such a request is ours
+    // only if the browser also says it is same-origin (`Sec-Fetch-Site`,
+    // which no page can set); a null origin from anywhere else (a
+    // sandboxed frame on another site) stays refused by the guard.
+    let headers = request.headers();
+    if headers.get(ORIGIN).is_some_and(|o| o == "null")
+        && headers.get_all("sec-fetch-site").iter().count() == 1
+        && headers
+            .get("sec-fetch-site")
+            .is_some_and(|s| s == "same-origin")
+    {
+        request.headers_mut().remove(ORIGIN);
+    }
+    let mut response = match check(request.headers(), &hosts) {
+        Ok(()) => next.run(request).await,
+        Err(e) => auth::refusal(StatusCode::FORBIDDEN, &format!("{e}; nothing was done.")),
+    };
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
+}
+
+/// Serve the console on `listener` until `shutdown` completes, then let
+/// requests in flight finish for [`SHUTDOWN_GRACE`]; live update streams
+/// end at once.
+pub async fn run(
+    listener: TcpListener,
+    state: Arc<ConsoleState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let local = listener.local_addr()?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    state.live.stop_on(stop_rx.clone());
+    let poller = tokio::spawn(live::poll(state.clone(), stop_rx.clone()));
+    let app = router(state, local);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let listener = listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::warn!("cannot set TCP_NODELAY: {e}");
+        }
+    });
+    let mut serve_rx = stop_rx.clone();
+    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = serve_rx.wait_for(|stop| *stop).await;
+    });
+    let mut grace_rx = stop_rx;
+    let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
+    tokio::select! {
+        served = &mut serve => { poller.abort(); return served; }
+        _ = grace_rx.wait_for(|stop| *stop) => {}
+    }
+    poller.abort();
+    match drain(serve, SHUTDOWN_GRACE).await {
+        Drained::Finished(served) => served,
+        Drained::GraceOver => Ok(()),
+    }
+}

@@ -1,0 +1,486 @@
+//! Paired browsers: one-time pairing codes and the sessions they open,
+//! stored only as hashes.
+//!
+//! A pairing code (`cp1_<id>_<secret>`) is created at an interactive
+//! terminal (`countersign console pair`) or printed by `countersign console`
+//! at start; it expires after [`PAIRING_TTL`] and opens exactly one session.
+//! A session secret (`cc1_<id>_<secret>`) lives only in the browser's
+//! HttpOnly cookie; the store keeps its SHA-256, its expiry
+//! ([`SESSION_TTL`]) and its revocation. Each id is 64 random bits (for
+//! listing and revoking), each secret 256.
+//!
+//! The store is one private file in the home (`console-sessions.json`,
+//! 0600), changed under an exclusive lock and replaced atomically
+//! (`countersign_identity::files::replace_private_locked`), so the running
+//! console and `countersign console pair|sessions` share it, and a
+//! revocation takes effect on the console's next request.
+//!
+//! Must not: log, print or store a secret (codes are printed once, to the
+//! person who asked for them); compare hashes in variable time.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_identity::IdentityError;
+use countersign_identity::files::{read_private, replace_private_locked};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use time::format_description::well_known::Rfc3339;
+use time::{Duration, OffsetDateTime};
+use zeroize::Zeroizing;
+
+/// How long a pairing link can be used.
+pub const PAIRING_TTL: Duration = Duration::minutes(5);
+/// How long a paired browser stays paired.
+pub const SESSION_TTL: Duration = Duration::hours(12);
+/// The store's file name in the home.
+pub const STORE_FILE: &str = "console-sessions.json";
+/// How long ended pairings and sessions stay listed before they are pruned.
+const KEEP_ENDED: Duration = Duration::days(7);
+
+const PAIRING_PREFIX: &str = "cp1_";
+const SESSION_PREFIX: &str = "cc1_";
+
+/// Why the store could not be used.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum StoreError {
+    /// The file is unsafe, unreadable, unwritable or corrupt.
+    #[error("console session store: {0}")]
+    Store(String),
+    /// No session with that id.
+    #[error("no console session {0}")]
+    UnknownId(String),
+    /// The system's random source failed.
+    #[error("no randomness: {0}")]
+    Random(String),
+}
+
+impl From<IdentityError> for StoreError {
+    fn from(e: IdentityError) -> Self {
+        StoreError::Store(e.to_string())
+    }
+}
+
+/// A secret: a pairing code or a session cookie value. No `Display`; a
+/// `Debug` that shows only the id; zeroized on drop.
+pub struct Secret(Zeroizing<String>);
+
+impl Secret {
+    /// The secret text, for the one place it goes (a link, a cookie).
+    pub fn expose_secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = parse_any(&self.0).map_or("?", |(_, id)| id);
+        write!(f, "Secret({id})")
+    }
+}
+
+/// What the store keeps about one paired browser.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionRecord {
+    /// The session id (not secret).
+    pub id: String,
+    /// SHA-256 (hex) of the whole session secret.
+    pub sha256: String,
+    /// The pairing code that opened it (its id).
+    pub paired_with: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub expires_at: String,
+    /// RFC 3339, once revoked.
+    pub revoked_at: Option<String>,
+}
+
+impl SessionRecord {
+    /// `active`, `expired` or `revoked` at `now`.
+    pub fn status(&self, now: OffsetDateTime) -> &'static str {
+        if self.revoked_at.is_some() {
+            "revoked"
+        } else if parse_time(&self.expires_at).is_none_or(|t| t <= now) {
+            "expired"
+        } else {
+            "active"
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PairingRecord {
+    id: String,
+    sha256: String,
+    created_at: String,
+    expires_at: String,
+    used_at: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreFile {
+    version: u32,
+    pairings: Vec<PairingRecord>,
+    sessions: Vec<SessionRecord>,
+}
+
+/// Why a pairing code opened no session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PairingRefusal {
+    /// Not a code this store issued.
+    #[error("This pairing link is not valid")]
+    Invalid,
+    /// Already used once.
+    #[error("This pairing link was already used; create a new one with `countersign console pair`")]
+    Used,
+    /// Past its expiry.
+    #[error("This pairing link has expired; create a new one with `countersign console pair`")]
+    Expired,
+}
+
+/// Why a session cookie was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SessionRefusal {
+    /// No cookie, or not a session this store opened.
+    #[error("This browser is not paired")]
+    Invalid,
+    /// Past its expiry.
+    #[error("This browser's pairing has expired")]
+    Expired,
+    /// Revoked (`countersign console sessions revoke`, or signed out).
+    #[error("This browser's pairing was revoked")]
+    Revoked,
+}
+
+/// The console session store of one home.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    path: PathBuf,
+    lock: PathBuf,
+}
+
+impl SessionStore {
+    /// The store in `home_root`.
+    pub fn in_home(home_root: &Path) -> Self {
+        Self {
+            path: home_root.join(STORE_FILE),
+            lock: home_root.join(".console-sessions.lock"),
+        }
+    }
+
+    /// A new one-time pairing code and when it expires (RFC 3339).
+    pub fn create_pairing(&self) -> Result<(Secret, String), StoreError> {
+        let (code, id, sha256) = mint(PAIRING_PREFIX)?;
+        let now = OffsetDateTime::now_utc();
+        let expires_at = rfc3339(now + PAIRING_TTL);
+        let record = PairingRecord {
+            id,
+            sha256,
+            created_at: rfc3339(now),
+            expires_at: expires_at.clone(),
+            used_at: None,
+        };
+        self.update(|file| {
+            file.pairings.push(record);
+            Ok(())
+        })?;
+        Ok((code, expires_at))
+    }
+
+    /// Redeem a pairing code: if it is valid, unused and unexpired, mark it
+    /// used and open a session, whose secret is returned once.
+    pub fn redeem(
+        &self,
+        code: &str,
+    ) -> Result<Result<(Secret, SessionRecord), PairingRefusal>, StoreError> {
+        let Some(id) = parse(PAIRING_PREFIX, code) else {
+            return Ok(Err(PairingRefusal::Invalid));
+        };
+        let presented = hash(code);
+        let (secret, session_id, sha256) = mint(SESSION_PREFIX)?;
+        let now = OffsetDateTime::now_utc();
+        let mut outcome = Err(PairingRefusal::Invalid);
+        self.update(|file| {
+            let Some(pairing) = file.pairings.iter_mut().find(|p| {
+                p.id == id && bool::from(p.sha256.as_bytes().ct_eq(presented.as_bytes()))
+            }) else {
+                return Ok(());
+            };
+            if pairing.used_at.is_some() {
+                outcome = Err(PairingRefusal::Used);
+                return Ok(());
+            }
+            if parse_time(&pairing.expires_at).is_none_or(|t| t <= now) {
+                outcome = Err(PairingRefusal::Expired);
+                return Ok(());
+            }
+            pairing.used_at = Some(rfc3339(now));
+            let record = SessionRecord {
+                id: session_id,
+                sha256,
+                paired_with: pairing.id.clone(),
+                created_at: rfc3339(now),
+                expires_at: rfc3339(now + SESSION_TTL),
+                revoked_at: None,
+            };
+            file.sessions.push(record.clone());
+            outcome = Ok(record);
+            Ok(())
+        })?;
+        Ok(outcome.map(|record| (secret, record)))
+    }
+
+    /// The session a cookie value names, if it is active.
+    pub fn authenticate(
+        &self,
+        cookie: Option<&str>,
+    ) -> Result<Result<SessionRecord, SessionRefusal>, StoreError> {
+        let Some((cookie, id)) = cookie.and_then(|c| parse(SESSION_PREFIX, c).map(|id| (c, id)))
+        else {
+            return Ok(Err(SessionRefusal::Invalid));
+        };
+        let presented = hash(cookie);
+        let Some(record) = self.load()?.sessions.into_iter().find(|s| s.id == id) else {
+            return Ok(Err(SessionRefusal::Invalid));
+        };
+        if !bool::from(presented.as_bytes().ct_eq(record.sha256.as_bytes())) {
+            return Ok(Err(SessionRefusal::Invalid));
+        }
+        Ok(match record.status(OffsetDateTime::now_utc()) {
+            "revoked" => Err(SessionRefusal::Revoked),
+            "expired" => Err(SessionRefusal::Expired),
+            _ => Ok(record),
+        })
+    }
+
+    /// Every session still listed (ended ones are pruned after a week).
+    pub fn list(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        Ok(self.load()?.sessions)
+    }
+
+    /// Revoke session `id` (idempotent for an already revoked one).
+    pub fn revoke(&self, id: &str) -> Result<SessionRecord, StoreError> {
+        let mut revoked = None;
+        self.update(|file| {
+            let record = file
+                .sessions
+                .iter_mut()
+                .find(|s| s.id == id)
+                .ok_or_else(|| StoreError::UnknownId(id.to_owned()))?;
+            if record.revoked_at.is_none() {
+                record.revoked_at = Some(rfc3339(OffsetDateTime::now_utc()));
+            }
+            revoked = Some(record.clone());
+            Ok(())
+        })?;
+        revoked.ok_or_else(|| StoreError::UnknownId(id.to_owned()))
+    }
+
+    fn load(&self) -> Result<StoreFile, StoreError> {
+        match read_private(&self.path) {
+            Ok(bytes) => decode(&self.path, &bytes),
+            Err(IdentityError::Missing(_)) => Ok(StoreFile {
+                version: 1,
+                ..StoreFile::default()
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Read, change, prune and atomically replace the store under its lock.
+    fn update(
+        &self,
+        change: impl FnOnce(&mut StoreFile) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        replace_private_locked(&self.path, &self.lock, |current| {
+            let mut file = match current {
+                Some(bytes) => decode(&self.path, bytes)?,
+                None => StoreFile {
+                    version: 1,
+                    ..StoreFile::default()
+                },
+            };
+            change(&mut file)?;
+            prune(&mut file, OffsetDateTime::now_utc());
+            serde_json::to_vec_pretty(&file).map_err(|e| StoreError::Store(format!("encode: {e}")))
+        })
+    }
+}
+
+/// The CSRF token of a session: derived from its secret with a domain tag,
+/// so it needs no storage, differs per session and cannot be computed
+/// without the cookie (which pages on other sites never see).
+pub fn csrf_token(session_secret: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"countersign-console-csrf\0");
+    hasher.update(session_secret.as_bytes());
+    hex::encode(hasher.finalize())
+}
+
+/// Whether `presented` is the CSRF token of `session_secret` (constant time).
+pub fn csrf_matches(session_secret: &str, presented: &str) -> bool {
+    bool::from(
+        csrf_token(session_secret)
+            .as_bytes()
+            .ct_eq(presented.as_bytes()),
+    )
+}
+
+fn decode(path: &Path, bytes: &[u8]) -> Result<StoreFile, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Store(format!("{}: {e}", path.display())))
+}
+
+/// Drop pairings and sessions that ended more than [`KEEP_ENDED`] ago.
+fn prune(file: &mut StoreFile, now: OffsetDateTime) {
+    let recent = |t: &str| parse_time(t).is_some_and(|t| t + KEEP_ENDED > now);
+    file.pairings.retain(|p| recent(&p.expires_at));
+    file.sessions
+        .retain(|s| recent(&s.expires_at) && s.revoked_at.as_deref().is_none_or(recent));
+}
+
+/// A new secret with `prefix`: its text, id and hash.
+fn mint(prefix: &str) -> Result<(Secret, String, String), StoreError> {
+    let mut id = [0u8; 8];
+    let mut secret = Zeroizing::new([0u8; 32]);
+    getrandom::fill(&mut id).map_err(|e| StoreError::Random(e.to_string()))?;
+    getrandom::fill(secret.as_mut()).map_err(|e| StoreError::Random(e.to_string()))?;
+    let id = hex::encode(id);
+    let text = Zeroizing::new(format!(
+        "{prefix}{id}_{}",
+        URL_SAFE_NO_PAD.encode(secret.as_ref())
+    ));
+    let sha256 = hash(&text);
+    Ok((Secret(text), id, sha256))
+}
+
+/// The id of a well-formed secret with `prefix`.
+fn parse<'a>(prefix: &str, text: &'a str) -> Option<&'a str> {
+    let (id, secret) = text.strip_prefix(prefix)?.split_once('_')?;
+    let id_ok = id.len() == 16 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let secret_ok = secret.len() == 43
+        && secret
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    (id_ok && secret_ok).then_some(id)
+}
+
+fn parse_any(text: &str) -> Option<(&'static str, &str)> {
+    [PAIRING_PREFIX, SESSION_PREFIX]
+        .into_iter()
+        .find_map(|p| parse(p, text).map(|id| (p, id)))
+}
+
+fn hash(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.replace_nanosecond(0)
+        .unwrap_or(t)
+        .format(&Rfc3339)
+        .unwrap_or_default()
+}
+
+fn parse_time(text: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(text, &Rfc3339).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, SessionStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::in_home(dir.path());
+        (dir, store)
+    }
+
+    #[test]
+    fn a_pairing_code_opens_exactly_one_session() {
+        let (_dir, store) = store();
+        let (code, _) = store.create_pairing().unwrap();
+        let (secret, record) = store.redeem(code.expose_secret()).unwrap().unwrap();
+        assert_eq!(
+            store.authenticate(Some(secret.expose_secret())).unwrap(),
+            Ok(record)
+        );
+        assert_eq!(
+            store.redeem(code.expose_secret()).unwrap().map(|_| ()),
+            Err(PairingRefusal::Used)
+        );
+        assert_eq!(store.list().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn unknown_forged_and_expired_codes_open_nothing() {
+        let (dir, store) = store();
+        let (code, _) = store.create_pairing().unwrap();
+        let text = code.expose_secret();
+        // The right id with another secret.
+        let forged = format!(
+            "{}{}",
+            &text[..text.len() - 1],
+            if text.ends_with('A') { 'B' } else { 'A' }
+        );
+        for bad in [forged.as_str(), "cp1_x", "", "cc1_0000000000000000_aaaa"] {
+            assert_eq!(
+                store.redeem(bad).unwrap().map(|_| ()),
+                Err(PairingRefusal::Invalid),
+                "{bad}"
+            );
+        }
+        // Backdate the code's expiry in the file.
+        let path = dir.path().join(STORE_FILE);
+        let mut file: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        file["pairings"][0]["expires_at"] =
+            rfc3339(OffsetDateTime::now_utc() - Duration::seconds(1)).into();
+        std::fs::remove_file(&path).unwrap();
+        countersign_identity::files::write_private_new(&path, file.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            store.redeem(text).unwrap().map(|_| ()),
+            Err(PairingRefusal::Expired)
+        );
+        assert!(store.list().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_revoked_session_is_refused_and_the_store_holds_no_secret() {
+        let (dir, store) = store();
+        let (code, _) = store.create_pairing().unwrap();
+        let (secret, record) = store.redeem(code.expose_secret()).unwrap().unwrap();
+        store.revoke(&record.id).unwrap();
+        assert_eq!(
+            store.authenticate(Some(secret.expose_secret())).unwrap(),
+            Err(SessionRefusal::Revoked)
+        );
+        assert_eq!(
+            store.authenticate(None).unwrap(),
+            Err(SessionRefusal::Invalid)
+        );
+        assert_eq!(
+            store.revoke("0000000000000000"),
+            Err(StoreError::UnknownId("0000000000000000".into()))
+        );
+        let text = std::fs::read_to_string(dir.path().join(STORE_FILE)).unwrap();
+        assert!(!text.contains(secret.expose_secret()));
+        assert!(!text.contains(code.expose_secret()));
+        assert!(format!("{secret:?}").starts_with("Secret("));
+        assert!(!format!("{secret:?}").contains(&secret.expose_secret()[21..]));
+    }
+
+    #[test]
+    fn csrf_tokens_are_per_session() {
+        assert!(csrf_matches("a", &csrf_token("a")));
+        assert!(!csrf_matches("b", &csrf_token("a")));
+        assert!(!csrf_matches("a", ""));
+    }
+}

@@ -1,0 +1,254 @@
+//! How proposals look: the pending list (also sent live), the history table
+//! and the proposal card with its decision forms.
+//!
+//! The card shows what the signer stored and rendered, never anything the
+//! browser sent: the authoritative preview, the canonical arguments, the
+//! operation, the contract and policy revisions, the proposing session and
+//! head, age and expiry. Model-supplied text is labelled as such.
+
+use countersign_proto::v1::ProposalView;
+use maud::{Markup, html};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::html::{block, csrf_field, preview_block, row, shown};
+
+/// What the card knows besides the proposal itself.
+pub(crate) struct CardContext<'a> {
+    /// The browser session's CSRF token.
+    pub(crate) csrf: &'a str,
+    /// The lifetime a proof of this operation gets, from the registry.
+    pub(crate) lifetime_secs: Option<u64>,
+    /// Argument fields the registry marks as model-supplied and unverified.
+    pub(crate) unverified_fields: &'a [String],
+    /// For a pending proposal: why the signer would refuse an approval now
+    /// (checked with a dry run before the person is asked), if it would.
+    pub(crate) not_approvable: Option<String>,
+}
+
+/// Which head proposed, as far as the session name tells: each head names
+/// its sessions (`mcp-…` for the MCP head, `api:…` for the HTTP API).
+fn head_of(session: &str) -> &'static str {
+    if session.starts_with("mcp-") {
+        "MCP head"
+    } else if session.starts_with("api:") {
+        "HTTP API head"
+    } else {
+        "CLI or another head"
+    }
+}
+
+/// "3 min ago" from an RFC 3339 time.
+fn age(created_at: &str) -> String {
+    let Ok(created) = OffsetDateTime::parse(created_at, &Rfc3339) else {
+        return created_at.to_owned();
+    };
+    let secs = (OffsetDateTime::now_utc() - created).whole_seconds().max(0);
+    match secs {
+        0..60 => format!("{secs} s ago"),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} days ago", secs / 86400),
+    }
+}
+
+/// The pending list as the live fragment the page and the event stream share.
+pub(crate) fn pending_list(views: &[ProposalView]) -> Markup {
+    html! {
+        @if views.is_empty() {
+            p #pending-empty { "Nothing is waiting for a decision." }
+        }
+        ul #pending-list.items {
+            @for v in views {
+                li {
+                    a href={ "/proposals/" (v.id) } {
+                        strong { (shown(&v.operation)) }
+                        " · " (v.id)
+                    }
+                    div.meta {
+                        (head_of(&v.session)) ", session " code { (shown(&v.session)) }
+                        ", proposed " (age(&v.created_at))
+                    }
+                    div.summary { (shown(v.preview.lines().next().unwrap_or_default())) }
+                }
+            }
+        }
+    }
+}
+
+/// The statuses history can be filtered by.
+pub(crate) const HISTORY_STATUSES: &[&str] = &[
+    "applied",
+    "denied",
+    "revoked",
+    "expired",
+    "uncertain",
+    "approved",
+    "failed",
+    "withdrawn",
+    "pending",
+];
+
+/// History: a filter form (works without JavaScript) and a table.
+pub(crate) fn history(views: &[ProposalView], status: &str, operation: &str) -> Markup {
+    html! {
+        h1 { "History" }
+        form.filters method="get" action="/history" {
+            label for="status" { "Status" }
+            select #status name="status" {
+                option value="" selected[status.is_empty()] { "any" }
+                @for s in HISTORY_STATUSES {
+                    option value=(s) selected[*s == status] { (s) }
+                }
+            }
+            label for="operation" { "Operation" }
+            input #operation name="operation" value=(operation) placeholder="any";
+            button type="submit" { "Filter" }
+        }
+        @if views.is_empty() {
+            p { "No proposals match." }
+        } @else {
+            table {
+                thead { tr { th { "Proposal" } th { "Operation" } th { "Status" } th { "Created" } th { "Reason" } } }
+                tbody {
+                    @for v in views {
+                        tr {
+                            td { a href={ "/proposals/" (v.id) } { (v.id) } }
+                            td { (shown(&v.operation)) }
+                            td { span class={ "status " (v.status) } { (v.status) } }
+                            td { (v.created_at) }
+                            td { (shown(&v.reason)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One proposal with everything a person needs to decide, and the forms
+/// for what can be decided in its status.
+pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
+    html! {
+        h1 { (shown(&v.operation)) " " span class={ "status " (v.status) } { (v.status) } }
+        p.lead { "Proposal " code { (v.id) } }
+        section aria-labelledby="preview-h" {
+            h2 #preview-h { "What will happen (the signer's preview)" }
+            (preview_block(&v.preview))
+        }
+        @if !v.note.is_empty() {
+            section aria-labelledby="note-h" {
+                h2 #note-h { "Note from the agent " span.warn { "model-supplied, unverified" } }
+                (block(&v.note))
+            }
+        }
+        @if !ctx.unverified_fields.is_empty() {
+            p.warn {
+                "Model-supplied, unverified fields in the arguments: "
+                @for (i, f) in ctx.unverified_fields.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    code { (shown(f)) }
+                }
+            }
+        }
+        section aria-labelledby="args-h" {
+            h2 #args-h { "Canonical arguments (exactly what is signed)" }
+            (block(&v.arguments_json))
+        }
+        section aria-labelledby="facts-h" {
+            h2 #facts-h { "Details" }
+            dl {
+                (row("Operation", &v.operation))
+                (row("Contract revision", &v.contract_revision))
+                (row("Policy revision", &v.policy_revision))
+                (row("Arguments SHA-256", &v.arguments_sha256))
+                (row("Proposing head", head_of(&v.session)))
+                (row("Session", &v.session))
+                (row("Principal", &v.principal))
+                (row("Proposed", &format!("{} ({})", v.created_at, age(&v.created_at))))
+                @if !v.expires_at.is_empty() {
+                    (row("Proof expires", &v.expires_at))
+                } @else if let Some(secs) = ctx.lifetime_secs {
+                    (row("Expiry", &format!("an approval's proof is valid for {secs} s")))
+                }
+                @if !v.provenance.is_empty() {
+                    (row("Decided by", &v.provenance))
+                }
+                @if !v.reason.is_empty() {
+                    (row("Reason", &v.reason))
+                }
+                @if v.handoff_waiting {
+                    (row("Handoff", "approved; waiting for the head of the proposing session to execute it"))
+                }
+            }
+        }
+        (decisions(v, ctx))
+    }
+}
+
+/// The forms for this status. Every form is a POST with the CSRF token.
+fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
+    let action = |verb: &str| format!("/proposals/{}/{verb}", v.id);
+    html! {
+        @match v.status.as_str() {
+            "pending" => {
+                @if let Some(why) = &ctx.not_approvable {
+                    p.refusal role="alert" { "It cannot be approved now: " (shown(why)) }
+                } @else {
+                    section.decide aria-labelledby="approve-h" {
+                        h2 #approve-h { "Approve" }
+                        form method="post" action=(action("approve")) {
+                            (csrf_field(ctx.csrf))
+                            input type="hidden" name="delivery" value="handoff";
+                            button.approve type="submit" { "Approve for the proposing session" }
+                            p.hint { "Authorizes ONE later execution by the head of session " code { (shown(&v.session)) } " (for example when the agent calls execute_approved)." }
+                        }
+                        form method="post" action=(action("approve")) {
+                            (csrf_field(ctx.csrf))
+                            input type="hidden" name="delivery" value="run";
+                            button.approve type="submit" { "Approve and run now" }
+                            p.hint { "The console executes it now, once, and shows the outcome." }
+                        }
+                    }
+                }
+                section.decide aria-labelledby="deny-h" {
+                    h2 #deny-h { "Deny" }
+                    form method="post" action=(action("deny")) {
+                        (csrf_field(ctx.csrf))
+                        label for="reason" { "Reason (required)" }
+                        textarea #reason name="reason" required rows="3" maxlength="2000" {}
+                        button.deny type="submit" { "Deny" }
+                    }
+                }
+            }
+            "approved" => {
+                section.decide aria-labelledby="revoke-h" {
+                    h2 #revoke-h { "Revoke" }
+                    form method="post" action=(action("revoke")) {
+                        (csrf_field(ctx.csrf))
+                        label for="revoke-reason" { "Reason (optional)" }
+                        input #revoke-reason name="reason" maxlength="2000";
+                        button.deny type="submit" { "Revoke the unused proof" }
+                    }
+                }
+            }
+            "uncertain" => {
+                section.decide aria-labelledby="resolve-h" {
+                    h2 #resolve-h { "Resolve the interrupted execution" }
+                    p { "Its execution was interrupted: whether the effect happened is not known. Check the world first; this cannot be changed." }
+                    form method="post" action=(action("resolve")) {
+                        (csrf_field(ctx.csrf))
+                        fieldset {
+                            legend { "What happened?" }
+                            label { input type="radio" name="applied" value="yes" required; " The effect DID happen (it will read applied)" }
+                            label { input type="radio" name="applied" value="no"; " The effect did NOT happen (it will read failed)" }
+                        }
+                        label { input type="checkbox" name="checked" value="yes" required; " I checked the world" }
+                        button type="submit" { "Record" }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
