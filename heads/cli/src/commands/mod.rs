@@ -1,6 +1,7 @@
 //! One module per group of commands; `dispatch` routes a parsed command line.
 
 pub(crate) mod api;
+mod credential;
 mod data;
 mod decide;
 mod exec;
@@ -10,7 +11,9 @@ mod propose;
 mod setup;
 
 use crate::Io;
-use crate::args::{ApiCommand, Cli, Command, KeysCommand, OpsCommand, TokenCommand};
+use crate::args::{
+    ApiCommand, Cli, Command, CredentialCommand, KeysCommand, OpsCommand, TokenCommand,
+};
 use crate::context::Context;
 use crate::error::CliError;
 
@@ -58,6 +61,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 }
                 Command::Api(ApiCommand::Token(TokenCommand::List)) => {
                     api::token_list(&ctx, json, io)
+                }
+                Command::Credential(CredentialCommand::Create(args)) => {
+                    credential::create(&ctx, args, json, io)
                 }
                 Command::Init | Command::Up(_) | Command::Propose(_) | Command::Exec(_) => {
                     unreachable!("handled above")
