@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::Role;
+
 /// Why a home directory, a private file, the configuration, the PKI or a
 /// peer certificate was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,8 +108,12 @@ pub enum IdentityError {
     /// The peer certificate has more than one URI SAN.
     #[error("peer certificate has {0} URI SANs, expected exactly one")]
     MultiplePeerUris(usize),
-    /// The URI SAN is not `countersign://<role>/<principal>`.
-    #[error("peer URI SAN {0:?} is not countersign://<role>/<principal>")]
+    /// The URI SAN is not `countersign://<role>/<principal>` nor
+    /// `countersign://approver/<principal>/<name>` (for example, it has more
+    /// segments).
+    #[error(
+        "peer URI SAN {0:?} is not countersign://<role>/<principal> nor countersign://approver/<principal>/<name>"
+    )]
     MalformedPeerUri(String),
     /// The URI SAN names a role that does not exist.
     #[error("peer URI SAN names unknown role {0:?}")]
@@ -115,6 +121,13 @@ pub enum IdentityError {
     /// The URI SAN's principal is not `pr_` + 32 lowercase hex.
     #[error("peer URI SAN names invalid principal {0:?}")]
     BadPeerPrincipal(String),
+    /// The URI SAN names an approver whose name is not 1 to 32 characters
+    /// of `[a-z0-9-]` starting with a letter or digit (or is empty).
+    #[error("peer URI SAN names invalid approver name {0:?}")]
+    BadApproverName(String),
+    /// The URI SAN carries a name, but only an approver certificate may.
+    #[error("peer URI SAN names a {0} with a name; only an approver may be named")]
+    NameOnNonApprover(Role),
 }
 
 impl IdentityError {

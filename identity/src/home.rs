@@ -16,7 +16,7 @@ use crate::IdentityError;
 use crate::files::{
     check_private_dir_metadata, check_private_file_metadata, read_private, write_private_new,
 };
-use crate::peer::Role;
+use crate::peer::{ApproverName, ClientCredential, Role};
 
 const CONFIG_TEMPLATE: &str = "\
 # countersign configuration. Relative paths are anchored to this directory,
@@ -136,11 +136,22 @@ impl Home {
     }
     /// `pki/<role>.pem`: a client certificate.
     pub fn client_cert_path(&self, role: Role) -> PathBuf {
-        self.pki_dir().join(format!("{}.pem", role.as_str()))
+        self.credential_cert_path(&ClientCredential::Role(role))
     }
     /// `pki/<role>.key`.
     pub fn client_key_path(&self, role: Role) -> PathBuf {
-        self.pki_dir().join(format!("{}.key", role.as_str()))
+        self.credential_key_path(&ClientCredential::Role(role))
+    }
+    /// A client credential's certificate: `pki/<role>.pem` for a role,
+    /// `pki/approver-<name>.pem` for a named approver.
+    pub fn credential_cert_path(&self, credential: &ClientCredential) -> PathBuf {
+        self.pki_dir()
+            .join(format!("{}.pem", credential.file_stem()))
+    }
+    /// A client credential's key: `pki/<role>.key` or `pki/approver-<name>.key`.
+    pub fn credential_key_path(&self, credential: &ClientCredential) -> PathBuf {
+        self.pki_dir()
+            .join(format!("{}.key", credential.file_stem()))
     }
     /// `signer/`: the signer's private directory.
     pub fn signer_dir(&self) -> PathBuf {
@@ -218,9 +229,13 @@ impl Home {
             self.signer_tls_key_path(),
             self.signing_key_path(),
         ];
-        for role in Role::ALL {
-            files.push(self.client_cert_path(role));
-            files.push(self.client_key_path(role));
+        for credential in Role::ALL
+            .map(ClientCredential::Role)
+            .into_iter()
+            .chain(dev_named_approvers()?.map(ClientCredential::NamedApprover))
+        {
+            files.push(self.credential_cert_path(&credential));
+            files.push(self.credential_key_path(&credential));
         }
         for file in &files {
             match std::fs::symlink_metadata(file) {
@@ -247,6 +262,18 @@ impl Home {
         }
         Ok(text.to_owned())
     }
+}
+
+/// The named approver credentials every home has (`countersign init`
+/// creates them with the development PKI): `console`, the web console's.
+pub const DEV_NAMED_APPROVERS: [&str; 1] = ["console"];
+
+/// [`DEV_NAMED_APPROVERS`], parsed.
+pub(crate) fn dev_named_approvers() -> Result<[ApproverName; 1], IdentityError> {
+    let [console] = DEV_NAMED_APPROVERS;
+    let console = ApproverName::parse(console)
+        .map_err(|_| IdentityError::BadApproverName(console.to_owned()))?;
+    Ok([console])
 }
 
 /// A fresh principal id: `pr_` + 32 lowercase hex characters (128 random bits).

@@ -1,8 +1,9 @@
 //! Who is who in countersign: the private home directory and its permission
 //! checks, the installation's principal, the configuration file and the
 //! checks on the files it names, the development PKI, the TLS configurations
-//! of the signer and its clients, and the role and principal a peer's
-//! certificate names; and the log sink every countersign process shares
+//! of the signer and its clients, the client credentials (role or named
+//! approver) a process presents, and the role, principal and approver name a
+//! peer's certificate names; and the log sink every countersign process shares
 //! (`log`).
 //!
 //! This crate holds no proof-signing code and never reads the signer's
@@ -22,6 +23,6 @@ pub mod tls;
 
 pub use config::{Config, DEFAULT_SIGNER_ADDR, MAX_LIFETIME_CAP_SECS, PolicyConfig};
 pub use error::IdentityError;
-pub use home::{Home, InitReport, generate_principal, is_valid_principal};
+pub use home::{DEV_NAMED_APPROVERS, Home, InitReport, generate_principal, is_valid_principal};
 pub use paths::{ConfiguredFile, check_configured_file};
-pub use peer::{PeerIdentity, Role, SIGNER_URI, peer_identity};
+pub use peer::{ApproverName, ClientCredential, PeerIdentity, Role, SIGNER_URI, peer_identity};

@@ -1,5 +1,6 @@
-//! The development PKI: a CA, the signer's server certificate and the
-//! approver and head client certificates, made in-process with rcgen.
+//! The development PKI: a CA, the signer's server certificate, the
+//! approver and head client certificates and the named approver
+//! credentials (`console`), made in-process with rcgen.
 //!
 //! Files are created new (keys 0600) and never overwritten, so running
 //! [`create_dev_pki`] again is harmless. Production deployments bring their
@@ -18,8 +19,8 @@ use time::{Duration, OffsetDateTime};
 use zeroize::Zeroizing;
 
 use crate::files::{read_private, write_private_new};
-use crate::home::create_private_dir;
-use crate::peer::{Role, SIGNER_URI};
+use crate::home::{create_private_dir, dev_named_approvers};
+use crate::peer::{ApproverName, ClientCredential, Role, SIGNER_URI};
 use crate::{Home, IdentityError, is_valid_principal};
 
 /// How long development certificates stay valid.
@@ -116,6 +117,24 @@ pub fn issue_client_cert(
     issue_client_cert_with_uris(ca, &[uri], not_before, not_after)
 }
 
+/// Issues a named approver certificate:
+/// `countersign://approver/<principal>/<name>`. Decisions made with it carry
+/// the provenance `human:cert:<principal>/<name>`. Refuses a principal that
+/// is not `pr_` + 32 lowercase hex.
+pub fn issue_named_approver_cert(
+    ca: &CaMaterial,
+    principal: &str,
+    name: &ApproverName,
+    not_before: OffsetDateTime,
+    not_after: OffsetDateTime,
+) -> Result<IssuedCert, IdentityError> {
+    if !is_valid_principal(principal) {
+        return Err(IdentityError::BadPeerPrincipal(principal.to_owned()));
+    }
+    let uri = format!("countersign://{}/{principal}/{name}", Role::Approver);
+    issue_client_cert_with_uris(ca, &[uri], not_before, not_after)
+}
+
 /// Issues a client certificate with exactly the given URI SANs (tests use
 /// none or several to exercise [`crate::peer_identity`]).
 pub fn issue_client_cert_with_uris(
@@ -162,8 +181,11 @@ pub fn issue_server_cert(
 }
 
 /// Creates the development PKI under `home/pki/`: CA, signer server
-/// certificate, approver and head client certificates for `principal`.
-/// Existing certificate/key pairs are kept; a half pair is refused.
+/// certificate, approver and head client certificates for `principal`, and
+/// the named approver credentials of [`crate::DEV_NAMED_APPROVERS`]
+/// (`pki/approver-console.pem`). Existing certificate/key pairs are kept,
+/// missing ones created (so an older home gains a new credential); a half
+/// pair is refused.
 pub fn create_dev_pki(home: &Home, principal: &str) -> Result<PkiReport, IdentityError> {
     if !is_valid_principal(principal) {
         return Err(IdentityError::BadPrincipal(home.principal_path()));
@@ -187,14 +209,100 @@ pub fn create_dev_pki(home: &Home, principal: &str) -> Result<PkiReport, Identit
         let issued = issue_server_cert(&ca, from, until)?;
         write_pair(&cert, &issued.cert_pem, &key, &issued.key_pem, &mut created)?;
     }
-    for role in [Role::Approver, Role::Head] {
-        let (cert, key) = (home.client_cert_path(role), home.client_key_path(role));
+    let credentials = [Role::Approver, Role::Head]
+        .map(ClientCredential::Role)
+        .into_iter()
+        .chain(dev_named_approvers()?.map(ClientCredential::NamedApprover));
+    for credential in credentials {
+        let cert = home.credential_cert_path(&credential);
+        let key = home.credential_key_path(&credential);
         if !pair_exists(&cert, &key)? {
-            let issued = issue_client_cert(&ca, role, principal, from, until)?;
+            let issued = match &credential {
+                ClientCredential::Role(role) => {
+                    issue_client_cert(&ca, *role, principal, from, until)?
+                }
+                ClientCredential::NamedApprover(name) => {
+                    issue_named_approver_cert(&ca, principal, name, from, until)?
+                }
+            };
             write_pair(&cert, &issued.cert_pem, &key, &issued.key_pem, &mut created)?;
         }
     }
     Ok(PkiReport { created })
+}
+
+/// What [`export_named_approver`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialExport {
+    /// The URI SAN the new certificate names.
+    pub uri: String,
+    /// `<dir>/approver-<name>.pem`, new.
+    pub cert: PathBuf,
+    /// `<dir>/approver-<name>.key`, new, mode 0600.
+    pub key: PathBuf,
+    /// `<dir>/ca.pem`: the CA that the signer's certificate chains to.
+    pub ca: PathBuf,
+    /// Whether `ca.pem` was written (false: it was already there, identical).
+    pub ca_written: bool,
+}
+
+/// Issues a named approver credential for the home's principal from the
+/// home's CA (`pki/ca.key`; development PKI) and writes it into `out_dir`:
+/// `approver-<name>.pem`, `approver-<name>.key` (0600) and `ca.pem`.
+/// `out_dir` must be an existing directory. The certificate and key are
+/// created new, never overwritten: if either exists nothing is written. An
+/// existing `ca.pem` is kept if it is this CA and refused otherwise.
+pub fn export_named_approver(
+    home: &Home,
+    name: &ApproverName,
+    out_dir: &Path,
+) -> Result<CredentialExport, IdentityError> {
+    match std::fs::metadata(out_dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(IdentityError::NotADirectory(out_dir.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(IdentityError::Missing(out_dir.to_path_buf()));
+        }
+        Err(e) => return Err(IdentityError::io(out_dir, &e)),
+    }
+    let principal = home.principal()?;
+    let ca = CaMaterial::load(home)?;
+    let stem = ClientCredential::NamedApprover(name.clone()).file_stem();
+    let cert = out_dir.join(format!("{stem}.pem"));
+    let key = out_dir.join(format!("{stem}.key"));
+    let ca_path = out_dir.join("ca.pem");
+    for path in [&cert, &key] {
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Err(IdentityError::AlreadyExists(path.clone()));
+        }
+    }
+    let ca_written = match std::fs::symlink_metadata(&ca_path) {
+        // A CA certificate is public: compare it however it is protected.
+        Ok(_) if std::fs::read(&ca_path).is_ok_and(|pem| pem == ca.cert_pem.as_bytes()) => false,
+        Ok(_) => return Err(IdentityError::AlreadyExists(ca_path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(IdentityError::io(&ca_path, &e)),
+    };
+    let now = OffsetDateTime::now_utc();
+    let issued =
+        issue_named_approver_cert(&ca, &principal, name, now - BACKDATE, now + DEV_VALIDITY)?;
+    write_pair(
+        &cert,
+        &issued.cert_pem,
+        &key,
+        &issued.key_pem,
+        &mut Vec::new(),
+    )?;
+    if ca_written {
+        write_private_new(&ca_path, ca.cert_pem.as_bytes())?;
+    }
+    Ok(CredentialExport {
+        uri: format!("countersign://{}/{principal}/{name}", Role::Approver),
+        cert,
+        key,
+        ca: ca_path,
+        ca_written,
+    })
 }
 
 fn issue_leaf(

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
 
 use crate::pki::read_text;
-use crate::{Home, IdentityError, Role};
+use crate::{ClientCredential, Home, IdentityError, Role};
 
 /// The server name clients expect in the signer's certificate.
 pub const SIGNER_DOMAIN: &str = "localhost";
@@ -54,9 +54,19 @@ pub fn server_config_from_pem(
 /// A client TLS configuration for `role`: trusts `pki/ca.pem`, presents
 /// `pki/<role>.pem` + key, expects the server name `localhost`.
 pub fn client_config(home: &Home, role: Role) -> Result<ClientTlsConfig, IdentityError> {
+    client_config_for(home, &ClientCredential::Role(role))
+}
+
+/// A client TLS configuration presenting `credential`: trusts `pki/ca.pem`,
+/// presents [`Home::credential_cert_path`] + key, expects the server name
+/// `localhost`.
+pub fn client_config_for(
+    home: &Home,
+    credential: &ClientCredential,
+) -> Result<ClientTlsConfig, IdentityError> {
     let ca = read_text(&home.ca_cert_path())?;
-    let cert = read_text(&home.client_cert_path(role))?;
-    let key = zeroize::Zeroizing::new(read_text(&home.client_key_path(role))?);
+    let cert = read_text(&home.credential_cert_path(credential))?;
+    let key = zeroize::Zeroizing::new(read_text(&home.credential_key_path(credential))?);
     Ok(client_config_from_pem(&ca, &cert, &key))
 }
 

@@ -59,7 +59,8 @@ pub struct IssuanceRecord {
     pub contract_revision: String,
     /// `prev`.
     pub policy_revision: String,
-    /// `prov`: `human:cert:<principal>` (older: `human:cli`, `human:web`) or `rule:<id>@<version>`.
+    /// `prov`: `human:cert:<principal>`, `human:cert:<principal>/<name>` (a named
+    /// approver credential; older: `human:cli`, `human:web`) or `rule:<id>@<version>`.
     pub provenance: String,
     /// `aud`.
     pub audience: String,

@@ -179,13 +179,24 @@ impl SignerService {
 }
 
 /// The proof's `prov` for a decision made over this connection:
-/// `human:cert:<principal>`, from what the signer checked, the approver
-/// certificate's identity (the caller's claimed interface plays no part).
-/// It means an approver credential of that principal, issued by the
-/// installation's CA, made the decision; it does not say which person,
-/// through which interface, or that anyone was at a terminal.
+/// `human:cert:<principal>` for an unnamed approver certificate,
+/// `human:cert:<principal>/<name>` for a named one (e.g. the web console's
+/// `console`), from what the signer checked, the approver certificate's
+/// identity (no request field plays any part). It means an approver
+/// credential of that principal (with that name), issued by the
+/// installation's CA, made the decision; it does not say which person, or
+/// that anyone was at a terminal.
 fn provenance_of(peer: &PeerIdentity) -> String {
-    format!("human:cert:{}", peer.principal)
+    format!("human:cert:{}", approver_path(peer))
+}
+
+/// `<principal>` or `<principal>/<name>`: the approver a decision is
+/// recorded for, in `prov` and in `ResolveUncertain`'s `resolved_by`.
+pub(crate) fn approver_path(peer: &PeerIdentity) -> String {
+    match &peer.approver {
+        None => peer.principal.clone(),
+        Some(name) => format!("{}/{name}", peer.principal),
+    }
 }
 
 /// `jti`: base64url (no padding) of 32 random bytes.
@@ -193,4 +204,35 @@ fn nonce() -> Result<String, RpcError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
     Ok(URL_SAFE_NO_PAD.encode(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use countersign_identity::{ApproverName, Role};
+
+    use super::*;
+
+    const P: &str = "pr_0123456789abcdef0123456789abcdef";
+
+    fn approver(name: Option<&str>) -> PeerIdentity {
+        PeerIdentity {
+            role: Role::Approver,
+            principal: P.to_owned(),
+            approver: name.map(|n| ApproverName::parse(n).unwrap()),
+        }
+    }
+
+    #[test]
+    fn provenance_names_the_principal_of_an_unnamed_approver() {
+        assert_eq!(provenance_of(&approver(None)), format!("human:cert:{P}"));
+    }
+
+    #[test]
+    fn provenance_names_the_principal_and_name_of_a_named_approver() {
+        assert_eq!(
+            provenance_of(&approver(Some("console"))),
+            format!("human:cert:{P}/console")
+        );
+    }
 }

@@ -2,8 +2,9 @@
 //! was recorded and whose completion never was (a head killed, a lost
 //! connection). Whether the effect happened is a person's judgement, so
 //! only an approver of the proposal's principal may record it, and the
-//! ledger records who: the approver identity of the caller's certificate,
-//! never a request field. The ledger refuses it while the execution's
+//! ledger records who: the approver identity of the caller's certificate
+//! (`approver:<principal>`, or `approver:<principal>/<name>` for a named
+//! approver credential), never a request field. The ledger refuses it while the execution's
 //! lease runs, so a resolution never overtakes a head still running the
 //! effect.
 
@@ -12,6 +13,7 @@ use countersign_proto::v1 as wire;
 use tonic::Request;
 
 use crate::convert::parse_proposal_id;
+use crate::decide::approver_path;
 use crate::error::RpcError;
 use crate::service::{SignerService, authorize, roles};
 
@@ -27,7 +29,7 @@ impl SignerService {
         } = request.into_inner();
         let id = parse_proposal_id(proposal_id)?;
         self.owned_proposal(&id, &peer.principal).await?;
-        let resolved_by = format!("approver:{}", peer.principal);
+        let resolved_by = format!("approver:{}", approver_path(&peer));
         match self
             .state
             .ledger

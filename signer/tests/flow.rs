@@ -3,15 +3,20 @@
 
 mod support;
 
+use countersign_identity::{ApproverName, ClientCredential, tls};
+use countersign_proto::v1::ProposalView;
+use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     ClaimHandoffRequest, Delivery, GetProposalRequest, ProposeRequest, PublicKeysRequest,
     ReleaseHandoffRequest, RevokeOutcome, RevokeRequest,
 };
+use countersign_signer::testing::TestSigner;
 use countersign_verifier::canonical::sha256_hex;
-use countersign_verifier::{Expectations, KeyRing, Proof, verify};
+use countersign_verifier::{Claims, Expectations, KeyRing, Proof, verify};
 use ed25519_dalek::VerifyingKey;
 use time::{Duration, OffsetDateTime};
 use tonic::Code;
+use tonic::transport::Channel;
 
 use support::{ARGS, SESSION, approve, approved, approver, deny, head, propose, start};
 
@@ -20,6 +25,37 @@ fn claim(proposal_id: &str, session: &str) -> ClaimHandoffRequest {
         proposal_id: proposal_id.into(),
         session: session.into(),
     }
+}
+
+/// The claims of `proof_text`, verified as a gate would for `view`.
+async fn verified_claims(
+    signer: &TestSigner,
+    head: &mut SignerClient<Channel>,
+    view: &ProposalView,
+    proof_text: &str,
+) -> Claims {
+    let proof = Proof::from_text(proof_text.to_owned()).unwrap();
+    let keys = head
+        .public_keys(PublicKeysRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let bytes: [u8; 32] = keys.keys[0].public_key.as_slice().try_into().unwrap();
+    let ring = KeyRing::from_keys([VerifyingKey::from_bytes(&bytes).unwrap()]);
+    let policy = signer.state().policy();
+    let expect = Expectations {
+        audience: &policy.audience,
+        principal: signer.principal(),
+        session: SESSION,
+        proposal_id: &view.id,
+        operation: "schedule.create",
+        arguments_sha256: &view.arguments_sha256,
+        contract_revision: &view.contract_revision,
+        policy_revision: &view.policy_revision,
+        now: OffsetDateTime::now_utc(),
+        max_lifetime: Duration::seconds(1800),
+    };
+    verify(&proof, &ring, &expect).unwrap().claims().clone()
 }
 
 #[tokio::test]
@@ -103,36 +139,40 @@ async fn approve_direct_returns_a_proof_the_verifier_accepts() {
     let decided = approved(&signer, &view.id, Delivery::Direct).await;
     assert_eq!(decided.proposal.as_ref().unwrap().status, "approved");
     assert!(!decided.proposal.as_ref().unwrap().handoff_waiting);
-    let proof = Proof::from_text(decided.proof.clone()).unwrap();
-    assert_eq!(decided.proof_sha256, proof.sha256_hex());
-
-    let keys = head
-        .public_keys(PublicKeysRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let bytes: [u8; 32] = keys.keys[0].public_key.as_slice().try_into().unwrap();
-    let ring = KeyRing::from_keys([VerifyingKey::from_bytes(&bytes).unwrap()]);
-    let policy = signer.state().policy();
-    let expect = Expectations {
-        audience: &policy.audience,
-        principal: signer.principal(),
-        session: SESSION,
-        proposal_id: &view.id,
-        operation: "schedule.create",
-        arguments_sha256: &view.arguments_sha256,
-        contract_revision: &view.contract_revision,
-        policy_revision: &view.policy_revision,
-        now: OffsetDateTime::now_utc(),
-        max_lifetime: Duration::seconds(1800),
-    };
-    let verified = verify(&proof, &ring, &expect).unwrap();
-    let claims = verified.claims();
+    assert_eq!(
+        decided.proof_sha256,
+        Proof::from_text(decided.proof.clone())
+            .unwrap()
+            .sha256_hex()
+    );
+    let claims = verified_claims(&signer, &mut head, &view, &decided.proof).await;
     assert_eq!(claims.prov, format!("human:cert:{}", signer.principal()));
     assert_eq!(claims.grant, None);
     assert_eq!(claims.aud, format!("countersign:{}", signer.principal()));
     assert_eq!(claims.exp - claims.iat, Duration::seconds(300));
     assert_eq!(claims.jti.len(), 43);
+}
+
+/// A named approver credential (the dev PKI's `console`) is recorded by
+/// name: in the proof's `prov` and in the ledger's issuance provenance.
+#[tokio::test]
+async fn a_named_approver_credential_is_named_in_the_provenance() {
+    let signer = start().await;
+    let mut head = head(&signer).await;
+    let view = propose(&mut head).await;
+    let console = ClientCredential::NamedApprover(ApproverName::parse("console").unwrap());
+    let config = tls::client_config_for(signer.home(), &console).unwrap();
+    let mut console = signer.client_with(config).await.unwrap();
+    let decided = console
+        .decide(approve(&view.id, Delivery::Direct))
+        .await
+        .unwrap()
+        .into_inner();
+    let expected = format!("human:cert:{}/console", signer.principal());
+    let claims = verified_claims(&signer, &mut head, &view, &decided.proof).await;
+    assert_eq!(claims.prov, expected);
+    let record = signer.state().ledger().proposal(&view.id).await.unwrap();
+    assert_eq!(record.unwrap().issuance.unwrap().provenance, expected);
 }
 
 #[tokio::test]

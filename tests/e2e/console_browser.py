@@ -300,7 +300,7 @@ async def main():
                 assert len(completed) == 1 and completed[0]["details"]["status"] == "applied", completed
                 driver.get(base + f"/proposals/{pid}")
                 provenance = driver.find_element(By.XPATH, "//dt[text()='Decided by']/following-sibling::dd").text
-                assert provenance.startswith("human:cert:"), provenance
+                assert re.fullmatch(r"human:cert:pr_[0-9a-f]{32}/console", provenance), provenance
 
                 # --- A second decision is refused with a clear message.
                 csrf = csrf_on_page(driver, base)

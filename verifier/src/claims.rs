@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 use crate::canonical::{self, CanonicalError, MAX_SAFE_INTEGER};
+use crate::ids::ApproverName;
 use crate::refusal::Refusal;
 use crate::timestamp;
 
@@ -139,8 +140,9 @@ pub struct Claims {
     /// The rule that approved, or `None` for a human decision.
     pub grant: Option<Grant>,
     /// Provenance: `human:cert:<sub>` (an approver certificate of the
-    /// principal decided), `rule:<id>@<version>`, or, from older signers,
-    /// `human:cli`/`human:web`.
+    /// principal decided), `human:cert:<sub>/<name>` (the named approver
+    /// credential `<name>` of the principal, e.g. a web console, decided),
+    /// `rule:<id>@<version>`, or, from older signers, `human:cli`/`human:web`.
     pub prov: String,
     /// Nonce: base64url-no-pad of 32 random bytes.
     pub jti: String,
@@ -290,14 +292,21 @@ fn is_nonce(s: &str) -> bool {
     s.len() == 43 && crate::paseto::b64url_decode(s).is_some_and(|b| b.len() == 32)
 }
 
-/// Without a grant, `human:cert:<sub>` (a decision made with an approver
-/// certificate of the proof's own principal; `human:cli`/`human:web` are
-/// still accepted from signers that issued them); with one,
-/// `rule:<id>@<version>` naming exactly the grant.
+/// Without a grant, `human:cert:<sub>` or `human:cert:<sub>/<name>` (a
+/// decision made with an approver certificate of the proof's own principal,
+/// unnamed or named `<name>`, a valid [`ApproverName`];
+/// `human:cli`/`human:web` are still accepted from signers that issued
+/// them); with one, `rule:<id>@<version>` naming exactly the grant.
 fn provenance_matches(prov: &str, grant: Option<&Grant>, sub: &str) -> bool {
     match (prov, grant) {
         ("human:cli" | "human:web", None) => true,
-        (_, None) => prov.strip_prefix("human:cert:") == Some(sub),
+        (_, None) => prov
+            .strip_prefix("human:cert:")
+            .and_then(|rest| rest.strip_prefix(sub))
+            .is_some_and(|name| match name.strip_prefix('/') {
+                None => name.is_empty(),
+                Some(name) => ApproverName::parse(name).is_ok(),
+            }),
         (_, Some(g)) => prov == format!("rule:{}@{}", g.rule, g.version) && is_rule_id(&g.rule),
     }
 }

@@ -1,6 +1,7 @@
 //! The identifiers every crate passes around, parsed once: a proposal id
-//! (`prop_` + 32 lowercase hex), a session (1..=128 of `[A-Za-z0-9._:-]`)
-//! and a principal (`pr_` + 32 lowercase hex). A value of these types is
+//! (`prop_` + 32 lowercase hex), a session (1..=128 of `[A-Za-z0-9._:-]`),
+//! a principal (`pr_` + 32 lowercase hex) and an approver name
+//! (`[a-z0-9][a-z0-9-]{0,31}`). A value of these types is
 //! well-formed; the parsing rules exist only here.
 //!
 //! This module checks shapes only; it must not decide who owns a proposal
@@ -22,6 +23,9 @@ pub enum IdError {
     /// Not `pr_` followed by 32 lowercase hex characters.
     #[error("expected pr_ followed by 32 lowercase hex characters")]
     Principal,
+    /// Not 1 to 32 characters of `[a-z0-9-]` starting with a letter or digit.
+    #[error("expected 1 to 32 characters of [a-z0-9-], the first a letter or digit")]
+    ApproverName,
 }
 
 /// Whether `text` is `prefix` followed by exactly 32 lowercase hex digits.
@@ -104,6 +108,22 @@ text_id!(
     IdError::Principal
 );
 
+text_id!(
+    /// The name of an approver credential, which says which trusted
+    /// interface (for example `console`) decided: 1 to 32 characters of
+    /// `[a-z0-9-]`, the first a letter or digit. Certificates carry it as
+    /// `countersign://approver/<principal>/<name>`, proofs as
+    /// `human:cert:<principal>/<name>`.
+    ApproverName,
+    |t| {
+        (1..=32).contains(&t.len())
+            && t.bytes().enumerate().all(|(i, b)| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || (i > 0 && b == b'-')
+            })
+    },
+    IdError::ApproverName
+);
+
 impl ProposalId {
     /// The proposal id of 16 random bytes (the caller draws them).
     pub fn from_random(bytes: [u8; 16]) -> ProposalId {
@@ -181,6 +201,26 @@ mod tests {
             format!("prop_{}", "0".repeat(32)),
         ] {
             assert_eq!(bad.parse::<Principal>(), Err(IdError::Principal), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn accepts_approver_names_of_1_to_32_lowercase_alphanumerics_and_hyphens() {
+        for good in ["a", "7", "console", "web-ui-2", "a-", &"z".repeat(32)] {
+            assert_eq!(
+                ApproverName::parse(good).map(|n| n.to_string()),
+                Ok(good.to_owned())
+            );
+        }
+        let too_long = "z".repeat(33);
+        for bad in [
+            "", "-a", "Console", "a_b", "a.b", "a/b", "a b", "é", "a\n", &too_long,
+        ] {
+            assert_eq!(
+                bad.parse::<ApproverName>(),
+                Err(IdError::ApproverName),
+                "{bad:?}"
+            );
         }
     }
 }

@@ -23,7 +23,7 @@ pub mod verify;
 
 pub use builtin::{BuiltinEffect, UnknownBuiltinEffect};
 pub use claims::{Claims, Grant};
-pub use ids::{IdError, Principal, ProposalId, Session};
+pub use ids::{ApproverName, IdError, Principal, ProposalId, Session};
 pub use keys::{KeyRing, key_id};
 pub use proof::{ConsumeKey, Proof, ProofFormatError};
 pub use refusal::Refusal;

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use countersign_identity::ApproverName;
 
 /// countersign: a human-approval gate for the actions of AI agents.
 #[derive(Debug, Parser)]
@@ -72,6 +73,9 @@ pub enum Command {
     /// Without a subcommand, serves the console (loopback only unless
     /// --listen says otherwise) until interrupted.
     Console(ConsoleArgs),
+    /// Client credentials for trusted approver interfaces (see docs/trusted-ui.md).
+    #[command(subcommand)]
+    Credential(CredentialCommand),
 }
 
 /// `countersign console [--listen ADDR] [pair | sessions ...]`
@@ -109,6 +113,29 @@ pub enum SessionsCommand {
 pub struct SessionIdArg {
     /// The session id (16 hex digits, from `console sessions list`).
     pub id: String,
+}
+
+/// `countersign credential ...`
+#[derive(Debug, Subcommand)]
+pub enum CredentialCommand {
+    /// Issue a named approver certificate from this installation's CA
+    ///
+    /// Writes DIR/approver-NAME.pem, DIR/approver-NAME.key (mode 0600) and
+    /// DIR/ca.pem; never overwrites. Decisions made with it are recorded as
+    /// human:cert:<principal>/NAME. Whoever can read the key can approve:
+    /// keep it away from the agent's user.
+    Create(CredentialCreateArgs),
+}
+
+/// `countersign credential create`
+#[derive(Debug, Args)]
+pub struct CredentialCreateArgs {
+    /// The approver's name: 1 to 32 of [a-z0-9-], the first a letter or digit.
+    #[arg(long, value_name = "NAME", value_parser = approver_name)]
+    pub approver: ApproverName,
+    /// An existing directory to write the certificate, key and CA into.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: PathBuf,
 }
 
 /// `countersign api ...`
@@ -335,4 +362,10 @@ fn proposal_id(value: &str) -> Result<String, String> {
     } else {
         Err("expected prop_ followed by 32 lowercase hex digits".to_string())
     }
+}
+
+/// An approver name on the command line: refused as a usage error (exit
+/// code 2) before anything is read.
+fn approver_name(value: &str) -> Result<ApproverName, String> {
+    ApproverName::parse(value).map_err(|e| e.to_string())
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use countersign_gate::{Gate, signer_client};
-use countersign_identity::{Config, Home, Role};
+use countersign_identity::{ApproverName, ClientCredential, Config, Home, Role};
 use countersign_ledger::Ledger;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy, Registry};
@@ -14,6 +14,11 @@ use countersign_verifier::Principal;
 use tonic::transport::Channel;
 
 use crate::error::CliError;
+
+/// The name in the console's approver certificate (`pki/approver-console.pem`,
+/// made by the development PKI): proofs it decides carry
+/// `human:cert:<principal>/console`.
+const CONSOLE_APPROVER: &str = "console";
 
 /// One installation, loaded and checked.
 #[derive(Clone)]
@@ -68,7 +73,14 @@ impl Context {
     /// A signer client authenticated with the console's own approver
     /// credential, so the signer records that the console decided.
     pub async fn console_approver(&self) -> Result<SignerClient<Channel>, CliError> {
-        self.connect(Role::Approver).await
+        let name = ApproverName::parse(CONSOLE_APPROVER).map_err(CliError::error)?;
+        signer_client::connect_with(
+            &self.home,
+            &self.config.signer_addr,
+            &ClientCredential::NamedApprover(name),
+        )
+        .await
+        .map_err(CliError::error)
     }
 
     async fn connect(&self, role: Role) -> Result<SignerClient<Channel>, CliError> {

@@ -1,14 +1,15 @@
 //! Connect to the signer over mutually authenticated TLS, as a head or an
 //! approver, and fetch the public keys a gate verifies with.
 //!
-//! The certificate chosen decides the role: the signer reads role and
-//! principal from the certificate, never from a request field.
+//! The certificate chosen decides the role: the signer reads role,
+//! principal and approver name from the certificate, never from a request
+//! field.
 //!
 //! [`SignerCallError::from_status`] is the one place a failed signer call is
 //! decoded, for every head: a refusal keeps the signer's own reason code
 //! (`countersign_proto::reason`), which each head renders unchanged.
 
-use countersign_identity::{Home, Role, tls};
+use countersign_identity::{ClientCredential, Home, Role, tls};
 use countersign_proto::v1::PublicKeysRequest;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_verifier::KeyRing;
@@ -109,8 +110,20 @@ pub async fn connect(
     addr: &str,
     role: Role,
 ) -> Result<SignerClient<Channel>, ConnectError> {
+    connect_with(home, addr, &ClientCredential::Role(role)).await
+}
+
+/// A gRPC client of the signer, authenticated with `credential`: a role's
+/// certificate or a named approver's (which the signer records in the
+/// provenance of the decisions made over it).
+pub async fn connect_with(
+    home: &Home,
+    addr: &str,
+    credential: &ClientCredential,
+) -> Result<SignerClient<Channel>, ConnectError> {
     tls::install_crypto_provider();
-    let tls = tls::client_config(home, role).map_err(|e| ConnectError::Tls(e.to_string()))?;
+    let tls =
+        tls::client_config_for(home, credential).map_err(|e| ConnectError::Tls(e.to_string()))?;
     let unreachable = |reason: String| ConnectError::Unreachable {
         addr: addr.to_string(),
         reason,

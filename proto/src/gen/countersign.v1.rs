@@ -97,12 +97,15 @@ pub struct DecideRequest {
     pub delivery: i32,
     /// Deprecated and ignored (any value, or none, is accepted). The proof's
     /// provenance (`prov`, and the issuance's `provenance`) is set by the signer
-    /// from what it checks: `human:cert:<principal>`, the principal of the
-    /// approver certificate this connection was authenticated with. It means
-    /// that a holder of an approver credential of that principal, issued by the
-    /// installation's CA, made the decision. It does not say which person, that
-    /// a person was at a terminal, or which interface (CLI, web console, any
-    /// other program holding the credential) was used.
+    /// from what it checks, the approver certificate this connection was
+    /// authenticated with: `human:cert:<principal>` for an unnamed approver
+    /// certificate (`countersign://approver/<principal>`), and
+    /// `human:cert:<principal>/<name>` for a named one
+    /// (`countersign://approver/<principal>/<name>`, e.g. the web console's
+    /// `console`). It means that a holder of that approver credential, issued by
+    /// the installation's CA, made the decision. It does not say which person,
+    /// or that a person was at a terminal; the name says which credential, not
+    /// which program holds it.
     #[prost(enumeration = "Interface", tag = "5")]
     pub interface: i32,
     /// Optional: the session the proof is bound to, when the person authorizes
@@ -174,7 +177,8 @@ pub struct ResolveUncertainResponse {
     #[prost(message, optional, tag = "1")]
     pub proposal: ::core::option::Option<ProposalView>,
     /// Who the ledger records as having resolved it: `approver:<principal>`,
-    /// from the caller's certificate.
+    /// or `approver:<principal>/<name>` for a named approver certificate, from
+    /// the caller's certificate.
     #[prost(string, tag = "2")]
     pub resolved_by: ::prost::alloc::string::String,
 }

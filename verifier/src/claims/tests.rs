@@ -172,6 +172,38 @@ fn certificate_provenance_must_name_the_proofs_own_principal() {
 }
 
 #[test]
+fn accepts_certificate_provenance_naming_a_valid_approver() {
+    let mut c = sample();
+    for name in ["console", "a", "0", "web-2", &"z".repeat(32)] {
+        c.prov = format!("human:cert:{}/{name}", c.sub);
+        assert!(reread(&c).is_ok(), "{name:?}");
+    }
+}
+
+#[test]
+fn refuses_certificate_provenance_with_a_bad_approver_name() {
+    let mut c = sample();
+    let too_long = "z".repeat(33);
+    for name in [
+        "",
+        "-console",
+        "Console",
+        "con sole",
+        "con_sole",
+        "con\u{200b}sole",
+        "a/b",
+        &too_long,
+    ] {
+        c.prov = format!("human:cert:{}/{name}", c.sub);
+        assert_eq!(reread(&c), Err(Refusal::Malformed), "{name:?}");
+    }
+    c.prov = format!("human:cert:{}console", c.sub);
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+    c.prov = "human:cert:pr_00000000000000000000000000000bad/console".into();
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+}
+
+#[test]
 fn refuses_arguments_that_do_not_match_their_hash() {
     let mut c = sample();
     c.args = json!({"name": "other", "cron": "0 3 * * *"});

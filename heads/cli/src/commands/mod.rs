@@ -2,6 +2,7 @@
 
 pub(crate) mod api;
 pub(crate) mod console;
+mod credential;
 mod data;
 mod decide;
 mod exec;
@@ -12,8 +13,8 @@ mod setup;
 
 use crate::Io;
 use crate::args::{
-    ApiCommand, Cli, Command, ConsoleCommand, KeysCommand, OpsCommand, SessionsCommand,
-    TokenCommand,
+    ApiCommand, Cli, Command, ConsoleCommand, CredentialCommand, KeysCommand, OpsCommand,
+    SessionsCommand, TokenCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -73,6 +74,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                         console::sessions_revoke(&ctx, &id.id, json, io)
                     }
                 },
+                Command::Credential(CredentialCommand::Create(args)) => {
+                    credential::create(&ctx, args, json, io)
+                }
                 Command::Init | Command::Up(_) | Command::Propose(_) | Command::Exec(_) => {
                     unreachable!("handled above")
                 }
