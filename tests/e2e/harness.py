@@ -83,3 +83,12 @@ def approve_at_terminal(home, pid, *extra, expect_text=None):
     child.close()
     assert child.exitstatus == 0, (child.exitstatus, shown)
     return shown
+
+
+async def call_tool(session, tool, arguments, seen):
+    """Call an MCP tool through an SDK `session`; keep everything it
+    returned in `seen`. Returns the result and its text content."""
+    result = await session.call_tool(tool, arguments)
+    seen.append(result.model_dump_json())
+    text = "\n".join(c.text for c in result.content if getattr(c, "text", None))
+    return result, text
