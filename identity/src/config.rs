@@ -1,5 +1,6 @@
 //! `config.toml`: where the signer listens, where the ledger and the registry
-//! live, the issuing policy and the verifier's lifetime ceiling.
+//! live, the issuing policy, the verifier's lifetime ceiling, and where the
+//! web console listens (so heads can point a person at a proposal's page).
 //!
 //! Unknown keys are refused. Relative paths (registry, SQLite ledger file)
 //! are anchored to the home directory, never to the current working
@@ -17,6 +18,9 @@ use crate::{Home, IdentityError};
 
 /// Where the signer listens and heads connect, unless configured.
 pub const DEFAULT_SIGNER_ADDR: &str = "127.0.0.1:7443";
+/// Where the web console listens in the configuration `countersign init`
+/// writes. A configuration without a `[console]` section has no console.
+pub const DEFAULT_CONSOLE_ADDR: &str = "127.0.0.1:7444";
 use countersign_verifier::lifetimes::DEFAULT_LIFETIME_SECS;
 /// The longest proof lifetime the signer ever issues, in seconds.
 pub use countersign_verifier::lifetimes::LIFETIME_CAP_SECS as MAX_LIFETIME_CAP_SECS;
@@ -34,6 +38,9 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// The ceiling every verifier in this installation enforces on a proof's lifetime.
     pub verifier_max_lifetime_secs: u64,
+    /// Where the web console listens (`[console] addr`); `None` when the
+    /// configuration has no console section.
+    pub console_addr: Option<SocketAddr>,
 }
 
 /// The issuing policy (mirrors `countersign_registry::Policy`).
@@ -60,6 +67,7 @@ struct FileConfig {
     policy: PolicySection,
     #[serde(default)]
     verifier: VerifierSection,
+    console: Option<ConsoleSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -92,6 +100,12 @@ struct PolicySection {
 #[serde(deny_unknown_fields)]
 struct VerifierSection {
     max_lifetime_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConsoleSection {
+    addr: Option<String>,
 }
 
 impl Config {
@@ -196,14 +210,52 @@ impl Config {
                 "verifier.max_lifetime_secs must be positive".into(),
             ));
         }
+        // A `[console]` section configures a console, at its default address
+        // unless it names one; no section, no console.
+        let console_addr = match file.console {
+            None => None,
+            Some(section) => {
+                let addr = section
+                    .addr
+                    .unwrap_or_else(|| DEFAULT_CONSOLE_ADDR.to_owned());
+                Some(addr.parse::<SocketAddr>().map_err(|_| {
+                    invalid(format!("console.addr {addr:?} is not an IP:port address"))
+                })?)
+            }
+        };
         Ok(Config {
             signer_addr,
             ledger_url,
             registry,
             policy,
             verifier_max_lifetime_secs,
+            console_addr,
         })
     }
+
+    /// The console's page for proposal `id`
+    /// (`http://{console addr}/proposals/{id}`), or `None` when no console
+    /// is configured.
+    pub fn console_proposal_url(&self, id: &str) -> Option<String> {
+        self.console_addr.map(|addr| console_proposal_url(addr, id))
+    }
+}
+
+/// The page of proposal `id` on a console listening at `addr`:
+/// `http://{addr}/proposals/{id}`, an IPv6 address in brackets (as
+/// `SocketAddr` displays it), and every byte of `id` outside the URL's
+/// unreserved characters percent-encoded, so no id can leave its path
+/// segment.
+pub fn console_proposal_url(addr: SocketAddr, id: &str) -> String {
+    let mut url = format!("http://{addr}/proposals/");
+    for byte in id.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            url.push(char::from(byte));
+        } else {
+            url.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    url
 }
 
 fn anchor(root: &Path, path: PathBuf) -> PathBuf {
@@ -263,6 +315,70 @@ mod tests {
             }
         );
         assert_eq!(c.verifier_max_lifetime_secs, 1800);
+        assert_eq!(c.console_addr, None);
+        assert_eq!(c.console_proposal_url("prop_1"), None);
+    }
+
+    #[test]
+    fn a_console_section_configures_the_console_and_its_proposal_pages() {
+        let c =
+            Config::from_toml_str(&home(), P, "[console]\naddr = \"127.0.0.1:9001\"\n").unwrap();
+        assert_eq!(c.console_addr, Some("127.0.0.1:9001".parse().unwrap()));
+        assert_eq!(
+            c.console_proposal_url("prop_0a").as_deref(),
+            Some("http://127.0.0.1:9001/proposals/prop_0a")
+        );
+        let c = Config::from_toml_str(&home(), P, "[console]\n").unwrap();
+        assert_eq!(c.console_addr, Some(DEFAULT_CONSOLE_ADDR.parse().unwrap()));
+        let c = Config::from_toml_str(&home(), P, "[console]\naddr = \"[::1]:7444\"\n").unwrap();
+        assert_eq!(
+            c.console_proposal_url("prop_0a").as_deref(),
+            Some("http://[::1]:7444/proposals/prop_0a")
+        );
+    }
+
+    #[test]
+    fn a_console_url_never_lets_an_id_leave_its_path_segment() {
+        let addr = "127.0.0.1:7444".parse().unwrap();
+        assert_eq!(
+            console_proposal_url(addr, "../x?y#z é"),
+            "http://127.0.0.1:7444/proposals/..%2Fx%3Fy%23z%20%C3%A9"
+        );
+    }
+
+    #[test]
+    fn refuses_a_console_addr_that_is_not_ip_and_port() {
+        for text in [
+            "[console]\naddr = \"localhost:7444\"\n",
+            "[console]\naddr = \"127.0.0.1\"\n",
+            "[console]\naddr = \"\"\n",
+            "[console]\naddr = 7444\n",
+        ] {
+            match Config::from_toml_str(&home(), P, text) {
+                Err(IdentityError::Config { detail, .. }) => {
+                    assert!(
+                        detail.contains("console.addr") || detail.contains("string"),
+                        "{detail}"
+                    )
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_unknown_keys_in_the_console_section() {
+        for text in [
+            "[console]\nlisten = \"127.0.0.1:7444\"\n",
+            "[console]\naddr = \"127.0.0.1:7444\"\nurl = \"x\"\n",
+        ] {
+            match Config::from_toml_str(&home(), P, text) {
+                Err(IdentityError::Config { detail, .. }) => {
+                    assert!(detail.contains("unknown field"), "{detail}")
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::peer::{ApproverName, ClientCredential, Role};
 const CONFIG_TEMPLATE: &str = "\
 # countersign configuration. Relative paths are anchored to this directory,
 # never to the current working directory. Unknown keys are refused.
-# Every value below is the default; uncomment to change it.
+# Every commented value below is the default; uncomment to change it.
 #
 # [signer]
 # addr = \"127.0.0.1:7443\"        # the signer listens here; heads connect here
@@ -39,6 +39,11 @@ const CONFIG_TEMPLATE: &str = "\
 #
 # [verifier]
 # max_lifetime_secs = 1800
+
+# The web console (`countersign console`): the MCP head points people at its
+# page for a proposal. Without this section no console is configured.
+[console]
+addr = \"127.0.0.1:7444\"
 ";
 
 /// The countersign home directory (mode 0700, owned by the user).
@@ -312,5 +317,31 @@ fn check_dir(dir: &Path, required: bool) -> Result<(), IdentityError> {
         Err(e) if e.kind() == ErrorKind::NotFound && !required => Ok(()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(IdentityError::Missing(dir.to_path_buf())),
         Err(e) => Err(IdentityError::io(dir, &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::{Config, DEFAULT_CONSOLE_ADDR};
+
+    #[test]
+    fn the_config_init_writes_configures_the_console_and_defaults_the_rest() {
+        let home = Home::at("/h/cs").unwrap();
+        let principal = "pr_0123456789abcdef0123456789abcdef";
+        let written = Config::from_toml_str(&home, principal, CONFIG_TEMPLATE).unwrap();
+        assert_eq!(
+            written.console_addr,
+            Some(DEFAULT_CONSOLE_ADDR.parse().unwrap())
+        );
+        let defaults = Config::from_toml_str(&home, principal, "").unwrap();
+        assert_eq!(
+            Config {
+                console_addr: None,
+                ..written
+            },
+            defaults
+        );
     }
 }

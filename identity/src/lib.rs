@@ -21,7 +21,10 @@ pub mod pki;
 pub mod shutdown;
 pub mod tls;
 
-pub use config::{Config, DEFAULT_SIGNER_ADDR, MAX_LIFETIME_CAP_SECS, PolicyConfig};
+pub use config::{
+    Config, DEFAULT_CONSOLE_ADDR, DEFAULT_SIGNER_ADDR, MAX_LIFETIME_CAP_SECS, PolicyConfig,
+    console_proposal_url,
+};
 pub use error::IdentityError;
 pub use home::{DEV_NAMED_APPROVERS, Home, InitReport, generate_principal, is_valid_principal};
 pub use paths::{ConfiguredFile, check_configured_file};

@@ -64,11 +64,15 @@ fn init_creates_private_layout_once_and_keeps_the_principal() {
     assert_eq!(second.principal, first.principal);
     assert!(second.created.is_empty());
     home.check().unwrap();
-    // The commented template parses to the defaults.
+    // The commented template parses to the defaults, and configures the console.
     let config = Config::load(&home).unwrap();
     assert_eq!(
         config.policy.audience,
         format!("countersign:{}", first.principal)
+    );
+    assert_eq!(
+        config.console_addr,
+        Some(countersign_identity::DEFAULT_CONSOLE_ADDR.parse().unwrap())
     );
 }
 

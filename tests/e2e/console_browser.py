@@ -45,7 +45,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from harness import BIN, free_port, new_home, run, start_up, stop_up
+from harness import BIN, console_port, new_home, run, start_up, stop_up
 
 HOSTILE_OPS = """
 [[operation]]
@@ -111,7 +111,7 @@ def status_of(home, pid):
 def pair_link(home, port):
     """A person runs `countersign console pair` at a terminal; the link is
     shown there (and not on stdout)."""
-    child = pexpect.spawn(BIN, ["--home", home, "console", "--listen", f"127.0.0.1:{port}", "pair"],
+    child = pexpect.spawn(BIN, ["--home", home, "console", "pair"],
                           encoding="utf-8", timeout=30)
     child.expect(r"(http://127\.0\.0\.1:\d+/pair/cp1_[0-9a-f]{16}_[A-Za-z0-9_-]{43})")
     link = child.match.group(1)
@@ -218,8 +218,8 @@ async def main():
     tmp, home = new_home("cs-console-")
     with open(os.path.join(home, "operations.toml"), "a") as f:
         f.write(HOSTILE_OPS)
-    port = free_port()
-    up, _ = start_up(home, f"--console=127.0.0.1:{port}")
+    port = console_port(home)
+    up, _ = start_up(home, "--console")
     base = f"http://127.0.0.1:{port}"
     driver = browser()
     try:
@@ -283,6 +283,7 @@ async def main():
                 # --- Approve for the proposing session: the MCP head executes it once.
                 result, text = await call(mcp, "execute_approved", {"proposal_id": pid})
                 assert result.is_error and status_of(home, pid) == "pending", text
+                assert result.structured_content["console_url"] == f"{base}/proposals/{pid}", text
                 driver.find_element(By.CSS_SELECTOR, f"a[href='/proposals/{pid}']").click()
                 WebDriverWait(driver, 10).until(lambda d: "What will happen" in d.page_source)
                 assert "model-supplied, unverified" in driver.page_source

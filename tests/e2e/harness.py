@@ -2,6 +2,7 @@
 initialize a home on a free port, start `countersign up`, and approve at a
 real pseudo-terminal (pexpect) the way a person does."""
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -34,13 +35,28 @@ def run(home, *args, stdin=None, ok=(0,)):
 
 
 def new_home(prefix):
-    """A fresh temporary directory and an initialized home in it, on a free port."""
+    """A fresh temporary directory and an initialized home in it, its signer
+    and its console on free ports."""
     tmp = tempfile.mkdtemp(prefix=prefix)
     home = os.path.join(tmp, "home")
     run(home, "init")
-    with open(os.path.join(home, "config.toml"), "a") as f:
-        f.write(f'\n[signer]\naddr = "127.0.0.1:{free_port()}"\n')
+    config = os.path.join(home, "config.toml")
+    with open(config) as f:
+        text = f.read()
+    assert 'addr = "127.0.0.1:7444"' in text, text
+    text = text.replace('addr = "127.0.0.1:7444"', f'addr = "127.0.0.1:{free_port()}"')
+    text += f'\n[signer]\naddr = "127.0.0.1:{free_port()}"\n'
+    os.remove(config)
+    fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
     return tmp, home
+
+
+def console_port(home):
+    """The port of the console configured in the home."""
+    with open(os.path.join(home, "config.toml")) as f:
+        return int(re.search(r'\[console\]\s*addr = "127\.0\.0\.1:(\d+)"', f.read()).group(1))
 
 
 def start_up(home, *extra):
@@ -83,3 +99,12 @@ def approve_at_terminal(home, pid, *extra, expect_text=None):
     child.close()
     assert child.exitstatus == 0, (child.exitstatus, shown)
     return shown
+
+
+async def call_tool(session, tool, arguments, seen):
+    """Call an MCP tool through an SDK `session`; keep everything it
+    returned in `seen`. Returns the result and its text content."""
+    result = await session.call_tool(tool, arguments)
+    seen.append(result.model_dump_json())
+    text = "\n".join(c.text for c in result.content if getattr(c, "text", None))
+    return result, text

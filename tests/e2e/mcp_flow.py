@@ -31,7 +31,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from harness import BIN, approve_at_terminal, new_home, run, start_up, stop_up
+from harness import BIN, approve_at_terminal, call_tool, new_home, run, start_up, stop_up
 
 PROOF_PREFIX = "v4.public."
 # Proof-shaped (header, base64url body, footer), not a real proof.
@@ -61,10 +61,7 @@ async def connection(home, tmp, name):
 
 async def call(session, tool, arguments):
     """Call a tool; keep everything it returned."""
-    result = await session.call_tool(tool, arguments)
-    SEEN.append(result.model_dump_json())
-    text = "\n".join(c.text for c in result.content if getattr(c, "text", None))
-    return result, text
+    return await call_tool(session, tool, arguments, SEEN)
 
 
 def session_of(text):

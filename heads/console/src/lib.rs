@@ -52,7 +52,7 @@ use tonic::transport::Channel;
 pub use sessions::{SessionRecord, SessionStore};
 
 /// Where the console listens unless told otherwise.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:7444";
+pub use countersign_identity::DEFAULT_CONSOLE_ADDR as DEFAULT_LISTEN;
 /// The largest form body accepted (a denial reason is at most 2000 characters).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 

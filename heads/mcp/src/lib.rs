@@ -8,10 +8,12 @@
 //! to the signer with the head certificate, so it can verify and consume a
 //! proof but never sign one. No tool takes, returns or echoes a proof, a
 //! challenge answer or a decision; no tool approves, denies or creates a
-//! rule. It does not use elicitation: no elicitation answer, tool argument
-//! or client claim is ever an approval (see SECURITY.md, boundary 2a).
+//! rule. It uses elicitation only to ask a client to open the web console's
+//! page of a proposal (URL mode); no elicitation answer, tool argument or
+//! client claim is ever an approval (see SECURITY.md, boundary 2a).
 #![forbid(unsafe_code)]
 
+mod console;
 mod frame;
 mod reply;
 mod server;

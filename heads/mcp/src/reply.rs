@@ -5,6 +5,11 @@
 //! did what it asked. What the answer is, and the refusal's reason code and
 //! message, are the service's; only the summary text is this head's.
 //!
+//! Where a person can decide (their terminal, and the web console's page of
+//! the proposal when one is configured) is this head's text too; the
+//! console's URL joins an execution's structured content only as
+//! `console_url`, which the surface's outcome schema documents.
+//!
 //! Must not: put a proof, or anything derived from one, in a reply.
 
 use countersign_proto::v1::ProposalView;
@@ -13,13 +18,15 @@ use countersign_surface::operations::OperationKey;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
+use crate::console::Console;
 use crate::tools::structured;
 
-/// The service's answer to a call of operation `key`, as a tool result.
-pub(crate) fn reply(key: OperationKey, answer: Answer) -> Reply {
+/// The service's answer to a call of operation `key`, as a tool result;
+/// proposals waiting for a person name `console`'s page of them.
+pub(crate) fn reply(key: OperationKey, answer: Answer, console: Console) -> Reply {
     let value = answer.to_value();
     let (text, is_error) = match &answer {
-        Answer::Done(done) => done_text(key, done),
+        Answer::Done(done) => done_text(key, done, console),
         Answer::Refused { message, .. } => (format!("refused: {message}; nothing was done"), true),
         Answer::Fault(Fault::Unavailable(detail)) => (
             format!("{detail}; is `countersign up` running? Nothing was done"),
@@ -45,7 +52,7 @@ pub(crate) fn reply(key: OperationKey, answer: Answer) -> Reply {
 
 /// The summary of a result, and whether it is an error (an execution that
 /// applied nothing now).
-fn done_text(key: OperationKey, done: &Done) -> (String, bool) {
+fn done_text(key: OperationKey, done: &Done, console: Console) -> (String, bool) {
     match done {
         Done::Operations(ops) => {
             let names: Vec<&str> = ops.iter().filter_map(|op| op["name"].as_str()).collect();
@@ -57,19 +64,21 @@ fn done_text(key: OperationKey, done: &Done) -> (String, bool) {
             (text, false)
         }
         Done::Proposal(view) => {
+            let url = console.proposal_url(&view.id);
             let text = match key {
-                OperationKey::Propose => proposed_text(view),
+                OperationKey::Propose => proposed_text(view, url.as_deref()),
                 OperationKey::Withdraw => {
                     format!("withdrew {}; it can no longer be approved", view.id)
                 }
-                _ => status_text(view),
+                _ => status_text(view, url.as_deref()),
             };
             (text, false)
         }
         Done::Proposals(list) => {
             let mut text = format!("{} proposal(s)", list.len());
             for view in list {
-                text.push_str(&format!("\n{}", status_text(view)));
+                let url = console.proposal_url(&view.id);
+                text.push_str(&format!("\n{}", status_text(view, url.as_deref())));
             }
             (text, false)
         }
@@ -84,10 +93,14 @@ fn done_text(key: OperationKey, done: &Done) -> (String, bool) {
     }
 }
 
-/// After proposing: what happens next, and the exact command for the person.
-pub(crate) fn proposed_text(view: &ProposalView) -> String {
+/// After proposing: what happens next, and where the person decides: the
+/// exact command, and the console's page (`console_url`) if configured.
+pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> String {
+    let console = console_url
+        .map(|url| format!("\nor in the web console at:\n  {url}"))
+        .unwrap_or_default();
     format!(
-        "proposed {id} ({op}) in session {session}; status {status}. Nothing runs until a person approves it at their terminal with:\n  countersign approve {id} --for-mcp\nThen call execute_approved with proposal_id {id}.\n\nThe preview the person sees:\n{preview}",
+        "proposed {id} ({op}) in session {session}; status {status}. Nothing runs until a person approves it at their terminal with:\n  countersign approve {id} --for-mcp{console}\nThen call execute_approved with proposal_id {id}.\n\nThe preview the person sees:\n{preview}",
         id = view.id,
         op = view.operation,
         session = view.session,
@@ -96,8 +109,8 @@ pub(crate) fn proposed_text(view: &ProposalView) -> String {
     )
 }
 
-/// One line about a proposal.
-pub(crate) fn status_text(view: &ProposalView) -> String {
+/// One line about a proposal; a pending one names where a person decides.
+pub(crate) fn status_text(view: &ProposalView, console_url: Option<&str>) -> String {
     let mut text = format!(
         "{}: {} ({}, session {})",
         view.id, view.status, view.operation, view.session
@@ -109,6 +122,9 @@ pub(crate) fn status_text(view: &ProposalView) -> String {
             "; waiting for a person: `countersign approve {} --for-mcp`",
             view.id
         ));
+        if let Some(url) = console_url {
+            text.push_str(&format!(" or the web console at {url}"));
+        }
     }
     text
 }
@@ -130,6 +146,18 @@ impl Reply {
             structured: None,
             is_error: true,
         }
+    }
+
+    /// The refusal of an execution of a proposal still waiting for a
+    /// person, naming the console's page of it (text and `console_url`).
+    pub(crate) fn pointing_at(mut self, console_url: &str) -> Self {
+        self.text.push_str(&format!(
+            "\nA person can review and approve it in the web console at {console_url} (or at their terminal); then call execute_approved again."
+        ));
+        if let Some(Value::Object(result)) = &mut self.structured {
+            result.insert("console_url".into(), Value::from(console_url));
+        }
+        self
     }
 
     /// The result the SDK sends.
@@ -163,6 +191,7 @@ mod tests {
                 "unknown_proposal",
                 "no proposal p for this principal".into(),
             ),
+            Console::default(),
         );
         assert!(reply.is_error);
         assert_eq!(
@@ -178,11 +207,95 @@ mod tests {
         );
     }
 
+    const URL: &str = "http://127.0.0.1:7444/proposals/prop_1";
+
+    fn view(status: &str, handoff_waiting: bool) -> ProposalView {
+        ProposalView {
+            id: "prop_1".into(),
+            operation: "schedule.create".into(),
+            session: "mcp-0123456789abcdef".into(),
+            status: status.into(),
+            preview: "create nightly\n".into(),
+            handoff_waiting,
+            ..ProposalView::default()
+        }
+    }
+
+    #[test]
+    fn the_proposal_text_names_the_terminal_command_and_the_console_page() {
+        let text = proposed_text(&view("pending", false), Some(URL));
+        assert!(
+            text.contains("countersign approve prop_1 --for-mcp\nor in the web console at:\n  http://127.0.0.1:7444/proposals/prop_1\nThen call execute_approved"),
+            "{text}"
+        );
+        let text = proposed_text(&view("pending", false), None);
+        assert!(
+            text.contains("countersign approve prop_1 --for-mcp\nThen"),
+            "{text}"
+        );
+        assert!(!text.contains("console"), "{text}");
+    }
+
+    #[test]
+    fn a_pending_status_names_the_console_page_and_no_other_status_does() {
+        assert_eq!(
+            status_text(&view("pending", false), Some(URL)),
+            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); waiting for a person: `countersign approve prop_1 --for-mcp` or the web console at http://127.0.0.1:7444/proposals/prop_1"
+        );
+        assert!(!status_text(&view("pending", false), None).contains("console"));
+        for (status, waiting) in [("pending", true), ("denied", false), ("applied", false)] {
+            let text = status_text(&view(status, waiting), Some(URL));
+            assert!(!text.contains(URL), "{text}");
+        }
+    }
+
+    #[test]
+    fn get_proposal_names_the_console_page_of_a_pending_proposal() {
+        let console = Console::at(Some("127.0.0.1:7444".parse().unwrap()));
+        let answer = Answer::done(Done::Proposal(Box::new(view("pending", false))));
+        let reply = reply(OperationKey::GetProposal, answer, console);
+        assert!(reply.text.ends_with(URL), "{}", reply.text);
+        let answer = Answer::done(Done::Proposal(Box::new(view("pending", false))));
+        let reply = super::reply(OperationKey::Propose, answer, console);
+        assert!(reply.text.contains(URL), "{}", reply.text);
+    }
+
+    #[test]
+    fn an_execution_of_a_waiting_proposal_points_at_the_console_in_text_and_structure() {
+        let refusal = countersign_gate::signer_client::SignerRefusal {
+            code: "no_live_handoff".into(),
+            message: "no approval is waiting".into(),
+        };
+        let outcome = countersign_gate::Outcome::Refused(countersign_gate::Refused::NoHandoff {
+            proposal_id: "prop_1".into(),
+            refusal,
+        });
+        let answer = Answer::done(Done::Outcome {
+            proposal_id: "prop_1".into(),
+            outcome,
+        });
+        let reply =
+            reply(OperationKey::ExecuteHandoff, answer, Console::default()).pointing_at(URL);
+        assert!(reply.is_error);
+        assert!(
+            reply.text.contains("countersign approve prop_1 --for-mcp")
+                && reply.text.contains("nothing was applied")
+                && reply.text.contains(&format!("web console at {URL}")),
+            "{}",
+            reply.text
+        );
+        let structured = reply.structured.unwrap();
+        assert_eq!(structured["console_url"], URL);
+        assert_eq!(structured["reason"], "no_live_handoff");
+        assert_eq!(structured["applied"], false);
+    }
+
     #[test]
     fn a_fault_has_no_structured_content() {
         let reply = reply(
             OperationKey::GetProposal,
             Answer::Fault(Fault::Unavailable("the signer is unavailable: x".into())),
+            Console::default(),
         );
         assert!(reply.is_error && reply.structured.is_none());
         assert!(reply.text.contains("countersign up"), "{}", reply.text);

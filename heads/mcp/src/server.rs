@@ -2,31 +2,36 @@
 //! the arguments against the tool's schema (compiled once, in the service),
 //! turns them into the service's [`Operation`], calls it and renders its
 //! [`countersign_service::Answer`] ([`crate::reply`]). No operation is
-//! implemented here.
+//! implemented here. When `execute_approved` finds a proposal still waiting
+//! for a person, the result names the console's page of it, and a client
+//! that opens URLs is asked to open it ([`crate::console`]).
 //!
 //! Must not: accept, return or log a proof; approve, deny or create a rule;
 //! treat a tool argument, an elicitation answer or any client claim as a
 //! person's approval. The session is chosen here, at random, per connection,
 //! never by the client.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use countersign_gate::Gate;
 use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain, shutdown_signal};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
-use countersign_service::{Operation, ParamsError, Service};
+use countersign_service::{Answer, Operation, ParamsError, Service};
 use countersign_surface::DATA_OPERATIONS;
+use countersign_surface::operations::OperationKey;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
 
+use crate::console::{self, Asked, Console};
 use crate::reply::{Reply, reply};
 use crate::tools::{ToolEntry, tool_entries};
 
@@ -64,6 +69,8 @@ pub struct McpHead {
     /// cuts an effect off between its intent and its completion;
     /// [`Self::serve_stdio`] waits for them before it returns.
     executions: TaskTracker,
+    /// Where the person can decide in a browser, if configured.
+    console: Console,
 }
 
 impl McpHead {
@@ -84,7 +91,16 @@ impl McpHead {
             registry,
             session: crate::session::new_session_id().map_err(ServeError::Setup)?,
             tools: Arc::new(tools),
+            console: Console::default(),
         })
+    }
+
+    /// This server pointing people at the web console listening at `addr`
+    /// (`[console] addr` of the installation's configuration); `None`: no
+    /// console is configured, and only the terminal command is named.
+    pub fn with_console(mut self, addr: Option<SocketAddr>) -> Self {
+        self.console = Console::at(addr);
+        self
     }
 
     /// This connection's session: bound into every proposal it makes, and
@@ -164,6 +180,17 @@ impl McpHead {
         tool: &str,
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
+        self.call_from(None, tool, arguments).await
+    }
+
+    /// [`Self::call`] for a client reachable as `peer` (the SDK's handle to
+    /// it), whom `execute_approved` may ask to open the console.
+    async fn call_from(
+        &self,
+        peer: Option<&Peer<RoleServer>>,
+        tool: &str,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
         let Some(entry) = self.tools.iter().find(|e| e.tool.name == tool) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {tool}"),
@@ -185,12 +212,15 @@ impl McpHead {
                 let Value::Object(params) = args else {
                     return Err(ErrorData::internal_error("arguments are an object", None));
                 };
-                let answer =
-                    match Operation::from_params(entry.key, entry.registry_op.as_deref(), params) {
-                        Ok(operation) => self.service.call(operation, &self.session).await,
-                        Err(answer) => answer,
-                    };
-                reply(entry.key, answer)
+                match Operation::from_params(entry.key, entry.registry_op.as_deref(), params) {
+                    Ok(Operation::ExecuteHandoff { id }) => self.execute_approved(peer, id).await,
+                    Ok(operation) => reply(
+                        entry.key,
+                        self.service.call(operation, &self.session).await,
+                        self.console,
+                    ),
+                    Err(answer) => reply(entry.key, answer, self.console),
+                }
             }
             Err(ParamsError::Invalid(lines)) => Reply::error(format!(
                 "the arguments do not match the input schema of {} ({}); nothing was done",
@@ -200,6 +230,57 @@ impl McpHead {
             Err(fault @ ParamsError::Schema { .. }) => Reply::error(fault.to_string()),
         };
         Ok(reply.into_result())
+    }
+}
+
+impl McpHead {
+    /// `execute_approved`: execute what a person approved for this session.
+    /// If nothing is approved yet and a console is configured, the refusal
+    /// names the console's page of the proposal; a client that declared
+    /// URL-mode elicitation is first asked to open it, and once it answers
+    /// (whatever it answers) the signer is asked again, so an approval made
+    /// meanwhile runs now. The client's answer itself decides nothing.
+    async fn execute_approved(&self, peer: Option<&Peer<RoleServer>>, id: String) -> Reply {
+        let key = OperationKey::ExecuteHandoff;
+        let answer = self.execute_handoff(&id).await;
+        let Some(url) = self.waiting_for_a_person(&id, &answer).await else {
+            return reply(key, answer, self.console);
+        };
+        let Some(peer) = peer.filter(|peer| console::opens_urls(peer)) else {
+            return reply(key, answer, self.console).pointing_at(&url);
+        };
+        let asked = console::ask_to_open(peer, &id, &url).await;
+        // Logged as what it is: the client's answer, never an approval.
+        tracing::info!(proposal = %id, session = %self.session, answer = ?asked, "asked the client to open the console");
+        if let Asked::Failed(e) = &asked {
+            tracing::warn!(proposal = %id, "asking the client to open the console failed: {e}");
+        }
+        // Only the signer says whether a person approved meanwhile.
+        let answer = self.execute_handoff(&id).await;
+        match self.waiting_for_a_person(&id, &answer).await {
+            Some(url) => reply(key, answer, self.console).pointing_at(&url),
+            None => reply(key, answer, self.console),
+        }
+    }
+
+    async fn execute_handoff(&self, id: &str) -> Answer {
+        let operation = Operation::ExecuteHandoff { id: id.to_string() };
+        self.service.call(operation, &self.session).await
+    }
+
+    /// The console's page of proposal `id`, if a console is configured and
+    /// `answer` (to an execution) refused only because no person approved
+    /// it yet, and the proposal is still pending (a person can approve it).
+    async fn waiting_for_a_person(&self, id: &str, answer: &Answer) -> Option<String> {
+        let url = self.console.proposal_url(id)?;
+        if !console::found_nothing_approved(answer) {
+            return None;
+        }
+        let status = self
+            .service
+            .call(console::status_of(id), &self.session)
+            .await;
+        console::is_waiting_for_a_person(&status).then_some(url)
     }
 }
 
@@ -224,10 +305,14 @@ impl ServerHandler for McpHead {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(&request.name, request.arguments.unwrap_or_default())
-            .await
-            .map(Into::into)
+        self.call_from(
+            Some(&context.peer),
+            &request.name,
+            request.arguments.unwrap_or_default(),
+        )
+        .await
+        .map(Into::into)
     }
 }

@@ -5,9 +5,14 @@
 /// A new session id: `mcp-` and 16 random hex digits (within the signer's
 /// `[A-Za-z0-9._:-]{1,128}`).
 pub fn new_session_id() -> Result<String, String> {
+    random_id("mcp")
+}
+
+/// `{prefix}-` and 16 random hex digits (a session id, an elicitation id).
+pub(crate) fn random_id(prefix: &str) -> Result<String, String> {
     let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness for a session id: {e}"))?;
-    Ok(format!("mcp-{}", hex::encode(bytes)))
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness for a {prefix} id: {e}"))?;
+    Ok(format!("{prefix}-{}", hex::encode(bytes)))
 }
 
 #[cfg(test)]

@@ -168,7 +168,11 @@ pub fn outcome_schema() -> Value {
             "reason": {"type": "string"},
             "recorded_status": {"enum": ["applied", "failed", "uncertain"]},
             "message": {"type": "string"},
-            "result": {}
+            "result": {},
+            "console_url": {
+                "type": "string",
+                "description": "The web console's page of the proposal, where a person can approve it: given by the MCP head when nothing is approved yet, the proposal is pending and a console is configured."
+            }
         }
     })
 }

@@ -9,28 +9,7 @@
 //!   error or TRACE log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::Command;
-
-/// Run `tests/e2e/<script>` against the built binaries; fail with its output.
-fn run_script(script: &str) {
-    let cli = countersign_integration_tests::bin("countersign");
-    countersign_integration_tests::bin("countersign-signer");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let output = Command::new("python3")
-        .arg(root.join("tests/e2e").join(script))
-        .env("COUNTERSIGN_BIN", &cli)
-        .env_remove("COUNTERSIGN_HOME")
-        .env_remove("COUNTERSIGN_SESSION")
-        .output()
-        .expect("python3 runs (scripts/test installs the test tools)");
-    assert!(
-        output.status.success(),
-        "{script} failed:\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
+use countersign_integration_tests::run_e2e_script as run_script;
 
 #[test]
 fn readme_walkthrough_with_real_binaries_and_terminal() {

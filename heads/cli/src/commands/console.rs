@@ -21,8 +21,7 @@ pub(crate) fn listen_addr(
     ctx: &Context,
     listen: Option<SocketAddr>,
 ) -> Result<SocketAddr, CliError> {
-    let _ = ctx;
-    match listen {
+    match listen.or(ctx.config.console_addr) {
         Some(addr) => Ok(addr),
         None => DEFAULT_LISTEN.parse().map_err(CliError::error),
     }

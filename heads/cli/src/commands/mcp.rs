@@ -12,7 +12,9 @@ use crate::error::CliError;
 pub(crate) async fn serve(ctx: &Context, io: &mut Io<'_>) -> Result<(), CliError> {
     let mut head = ctx.head().await?;
     let gate = ctx.gate(&mut head).await?;
-    let server = McpHead::new(head, gate).map_err(CliError::error)?;
+    let server = McpHead::new(head, gate)
+        .map_err(CliError::error)?
+        .with_console(ctx.config.console_addr);
     writeln!(
         io.err,
         "countersign mcp: serving MCP on stdio for principal {}, session {}",
