@@ -45,7 +45,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from harness import BIN, console_port, new_home, run, start_up, stop_up
+from harness import BIN, console_port, free_port, new_home, run, start_up, stop_up
 
 HOSTILE_OPS = """
 [[operation]]
@@ -428,6 +428,24 @@ async def main():
         click_button(driver, "Record")
         wait_title(driver, "Resolved", 10)
         assert "not applied" in driver.page_source and status_of(home, cpid) == "failed"
+
+        # --- `countersign console` at a terminal offers a pairing link at start.
+        other_port = free_port()
+        console = pexpect.spawn(BIN, ["--home", home, "console", "--listen", f"127.0.0.1:{other_port}"],
+                                encoding="utf-8", timeout=30)
+        console.expect(r"Pair a browser \(one use, until \S+\): (http://127\.0\.0\.1:\d+/pair/cp1_\S+)")
+        start_link = console.match.group(1).strip()
+        console.expect("press Ctrl-C to stop")
+        fresh = browser()
+        try:
+            fresh.get(start_link)
+            fresh.find_element(By.CSS_SELECTOR, "form[action='/pair'] button").click()
+            WebDriverWait(fresh, 10).until(lambda d: "Waiting for your decision" in d.page_source)
+        finally:
+            fresh.quit()
+        console.sendintr()
+        console.expect("console stopped")
+        console.expect(pexpect.EOF)
 
         # --- A revoked session and an expired session see nothing.
         sessions = json.loads(run(home, "--json", "console", "sessions", "list").stdout)["sessions"]

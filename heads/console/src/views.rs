@@ -52,6 +52,17 @@ fn age(created_at: &str) -> String {
     }
 }
 
+/// The line of a preview that says what will happen (`Action: ...`), else
+/// its first line.
+fn summary(preview: &str) -> &str {
+    preview
+        .lines()
+        .find_map(|l| l.strip_prefix("Action:"))
+        .map(str::trim)
+        .or_else(|| preview.lines().next())
+        .unwrap_or_default()
+}
+
 /// The pending list as the live fragment the page and the event stream share.
 pub(crate) fn pending_list(views: &[ProposalView]) -> Markup {
     html! {
@@ -69,7 +80,7 @@ pub(crate) fn pending_list(views: &[ProposalView]) -> Markup {
                         (head_of(&v.session)) ", session " code { (shown(&v.session)) }
                         ", proposed " (age(&v.created_at))
                     }
-                    div.summary { (shown(v.preview.lines().next().unwrap_or_default())) }
+                    div.summary { (shown(summary(&v.preview))) }
                 }
             }
         }

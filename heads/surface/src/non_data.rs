@@ -22,6 +22,8 @@ pub struct NonData {
 
 const APPROVER_ONLY: &str = "Deciding is for approver interfaces only (an interactive terminal with a typed challenge, or the paired web console): no head and no model-visible tool can approve, deny or revoke.";
 const TOKEN_CLI_ONLY: &str = "API credentials are created and revoked by the local user at the CLI; a bearer of one credential must not be able to mint or revoke others, and MCP clients are models.";
+const CONSOLE_CLI_ONLY: &str = "A browser is paired, and its pairing revoked, by the local user at an interactive terminal; a paired browser or an agent must not be able to pair others.";
+const CREDENTIAL_CLI_ONLY: &str = "Approver credentials are issued by the local user from the installation's CA; no head may mint a credential that can decide.";
 const TRANSPORT: &str = "Transport control and administration differ per head by design: they start, describe or maintain a head, not act on proposals.";
 
 /// Everything on a head that is not a data operation.
@@ -81,6 +83,41 @@ pub const NON_DATA: &[NonData] = &[
         api: None,
         mcp: None,
         reason: TRANSPORT,
+    },
+    NonData {
+        name: "console_serve",
+        cli: Some("countersign console [--listen ADDR]"),
+        api: None,
+        mcp: None,
+        reason: TRANSPORT,
+    },
+    NonData {
+        name: "console_pair",
+        cli: Some("countersign console pair"),
+        api: None,
+        mcp: None,
+        reason: CONSOLE_CLI_ONLY,
+    },
+    NonData {
+        name: "console_sessions_list",
+        cli: Some("countersign console sessions list"),
+        api: None,
+        mcp: None,
+        reason: CONSOLE_CLI_ONLY,
+    },
+    NonData {
+        name: "console_sessions_revoke",
+        cli: Some("countersign console sessions revoke <session id>"),
+        api: None,
+        mcp: None,
+        reason: CONSOLE_CLI_ONLY,
+    },
+    NonData {
+        name: "credential_create",
+        cli: Some("countersign credential create --approver NAME --out-dir DIR"),
+        api: None,
+        mcp: None,
+        reason: CREDENTIAL_CLI_ONLY,
     },
     NonData {
         name: "mcp_serve",
