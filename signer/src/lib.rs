@@ -4,7 +4,8 @@
 //! `key` (the key file) and `issue` (assembling proofs) are the only modules
 //! that touch signing; the service modules authorize callers by their
 //! client certificate, talk to the registry and the ledger, and never log a
-//! proof.
+//! proof. `webauthn` only verifies: passkey registrations and assertions
+//! bound to a proposal, checked with `ring`.
 #![forbid(unsafe_code)]
 
 mod convert;
@@ -20,6 +21,10 @@ mod state;
 mod status;
 #[cfg(feature = "testing")]
 pub mod testing;
+// Not called yet outside its tests: the Decide path (passkey approvals,
+// issue 11) wires it next.
+#[cfg_attr(not(test), allow(dead_code))]
+mod webauthn;
 mod withdraw;
 
 pub use error::StartError;

@@ -1,0 +1,216 @@
+//! WebAuthn (passkey) checks done by the signer itself: enrolling a
+//! credential and verifying an assertion with user verification over a
+//! challenge that binds one proposal.
+//!
+//! Owns: the decision challenge ([`challenge::DecisionChallenge`],
+//! [`challenge::ProposalDigest`]),
+//! parsing a registration ([`parse_registration`]) and verifying an
+//! assertion ([`verify_assertion`]), with ES256 (P-256) and EdDSA (Ed25519)
+//! keys checked by `ring`. Must not: keep state (the caller stores the
+//! credential, its counter and the challenge, and makes each challenge
+//! single-use and short-lived), trust attestation (see below), or panic on
+//! any input.
+//!
+//! # Encodings
+//!
+//! The proposal digest is
+//!
+//! ```text
+//! SHA-256( "countersign-proposal-digest-v1" 0x00
+//!          || for each of operation, arguments_sha256 (lowercase hex),
+//!             contract_revision, policy_revision, session,
+//!             delivery ("direct" or "handoff"), in this order:
+//!               u64 big-endian byte length || UTF-8 bytes )
+//! ```
+//!
+//! and the WebAuthn challenge of a decision is
+//!
+//! ```text
+//! SHA-256( "countersign-webauthn-decision-v1" 0x00 || random (32 bytes) || proposal digest (32 bytes) )
+//! ```
+//!
+//! The browser sends the challenge back base64url-encoded without padding
+//! inside clientDataJSON, which the authenticator signs (by hash) with its
+//! authenticator data. So a stored assertion shows, to anyone holding the
+//! credential's public key, that the authenticator signed that proposal.
+//!
+//! # What is checked, and what is not
+//!
+//! Both ceremonies: clientDataJSON parsed strictly (duplicate keys refused),
+//! its `type`, the `challenge` (constant-time), `origin` in
+//! [`RelyingParty::origins`], no cross-origin frame; the authenticator
+//! data's RP ID hash equals SHA-256 of [`RelyingParty::rp_id`]; the user
+//! present (UP) and user verified (UV) flags are set. An assertion is also
+//! checked for the enrolled credential id, its signature over
+//! `authenticator_data || SHA-256(client_data_json)`, and a signature
+//! counter that increases whenever either counter is non-zero.
+//!
+//! Attestation is not checked: only the format `none` (an empty statement)
+//! is accepted, so enrolment trusts whoever delivers the registration, not
+//! the authenticator's make or model. A virtual authenticator that always
+//! claims UV can therefore be enrolled by anyone allowed to enrol; the
+//! enrolment path, not this module, must make that hard. The UV flag is
+//! the authenticator's claim, nothing more.
+
+mod cbor;
+pub(crate) mod challenge;
+mod cose;
+mod data;
+mod error;
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use cose::CosePublicKey;
+pub(crate) use error::WebAuthnError;
+
+use cbor::Value;
+use data::{Ceremony, check_client_data, echo, parse_authenticator_data};
+use sha2::{Digest, Sha256};
+
+/// Largest attestation object accepted (with `none`, about 200 bytes).
+const MAX_ATTESTATION_OBJECT_BYTES: usize = 16 * 1024;
+
+/// The relying party the signer checks ceremonies against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RelyingParty {
+    /// The RP ID, a domain such as `localhost` (browsers refuse IP addresses).
+    pub(crate) rp_id: String,
+    /// Exact origins the browser may report, e.g. `http://localhost:7444`.
+    pub(crate) origins: Vec<String>,
+}
+
+/// An enrolled credential: public data only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Credential {
+    /// The credential id the authenticator chose.
+    pub(crate) id: Vec<u8>,
+    /// Its public key.
+    pub(crate) public_key: CosePublicKey,
+    /// The last signature counter seen.
+    pub(crate) sign_count: u32,
+}
+
+/// What `navigator.credentials.get` returned, decoded from base64url.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Assertion {
+    /// `rawId`.
+    pub(crate) credential_id: Vec<u8>,
+    /// `response.authenticatorData`.
+    pub(crate) authenticator_data: Vec<u8>,
+    /// `response.clientDataJSON`, exactly as the browser produced it.
+    pub(crate) client_data_json: Vec<u8>,
+    /// `response.signature`.
+    pub(crate) signature: Vec<u8>,
+}
+
+/// An assertion that passed every check; only [`verify_assertion`] makes one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Verified {
+    new_sign_count: u32,
+    user_verified: bool,
+}
+
+impl Verified {
+    /// The counter to store with the credential in place of the old one.
+    pub(crate) fn new_sign_count(&self) -> u32 {
+        self.new_sign_count
+    }
+
+    /// Whether the authenticator claimed user verification (always true:
+    /// an assertion without it is refused).
+    pub(crate) fn user_verified(&self) -> bool {
+        self.user_verified
+    }
+}
+
+/// Checks a registration (`navigator.credentials.create`) made for
+/// `expected_challenge` and returns the credential to enrol.
+pub(crate) fn parse_registration(
+    attestation_object: &[u8],
+    client_data_json: &[u8],
+    rp: &RelyingParty,
+    expected_challenge: &[u8],
+) -> Result<Credential, WebAuthnError> {
+    check_client_data(client_data_json, Ceremony::Create, rp, expected_challenge)?;
+    if attestation_object.len() > MAX_ATTESTATION_OBJECT_BYTES {
+        return Err(WebAuthnError::Malformed("attestation object too large"));
+    }
+    let object = cbor::read_exact(attestation_object)?;
+    let entries = object
+        .as_map()
+        .ok_or(WebAuthnError::Malformed("attestation object is not a map"))?;
+    let field = |name: &str| {
+        entries
+            .iter()
+            .find(|(key, _)| *key == Value::Text(name))
+            .map(|(_, value)| value)
+    };
+    if entries.len() != 3 {
+        return Err(WebAuthnError::Malformed(
+            "attestation object needs exactly fmt, attStmt and authData",
+        ));
+    }
+    match field("fmt") {
+        Some(Value::Text("none")) => {}
+        Some(Value::Text(other)) => return Err(WebAuthnError::UnsupportedAttestation(echo(other))),
+        _ => return Err(WebAuthnError::Malformed("attestation object lacks fmt")),
+    }
+    match field("attStmt") {
+        Some(Value::Map(statement)) if statement.is_empty() => {}
+        _ => {
+            return Err(WebAuthnError::Malformed(
+                "attestation statement of none is not {}",
+            ));
+        }
+    }
+    let Some(Value::Bytes(auth_data)) = field("authData") else {
+        return Err(WebAuthnError::Malformed(
+            "attestation object lacks authData",
+        ));
+    };
+    let parsed = parse_authenticator_data(auth_data, Ceremony::Create, rp)?;
+    let attested = parsed.attested.ok_or(WebAuthnError::NoCredentialData)?;
+    Ok(Credential {
+        id: attested.id,
+        public_key: attested.public_key,
+        sign_count: parsed.sign_count,
+    })
+}
+
+/// Verifies an assertion (`navigator.credentials.get`) by `credential` made
+/// for `expected_challenge`. The caller stores
+/// [`Verified::new_sign_count`] and must not accept the challenge again.
+pub(crate) fn verify_assertion(
+    credential: &Credential,
+    assertion: &Assertion,
+    rp: &RelyingParty,
+    expected_challenge: &[u8],
+) -> Result<Verified, WebAuthnError> {
+    if assertion.credential_id != credential.id {
+        return Err(WebAuthnError::WrongCredential);
+    }
+    check_client_data(
+        &assertion.client_data_json,
+        Ceremony::Get,
+        rp,
+        expected_challenge,
+    )?;
+    let parsed = parse_authenticator_data(&assertion.authenticator_data, Ceremony::Get, rp)?;
+    let client_data_hash = Sha256::digest(&assertion.client_data_json);
+    let signed = [assertion.authenticator_data.as_slice(), &client_data_hash].concat();
+    credential
+        .public_key
+        .verify(&signed, &assertion.signature)?;
+    let (stored, received) = (credential.sign_count, parsed.sign_count);
+    // Authenticators without a counter report 0 every time (passkeys
+    // synced between devices do); any non-zero counter must go up.
+    if (stored != 0 || received != 0) && received <= stored {
+        return Err(WebAuthnError::CounterNotIncreased { stored, received });
+    }
+    Ok(Verified {
+        new_sign_count: received,
+        user_verified: true,
+    })
+}
