@@ -344,4 +344,48 @@ mod tests {
             defaults
         );
     }
+
+    /// The agent's home in the hardened installation (deploy/setup-system.sh)
+    /// holds only what a head needs: no approver credential, no CA key, no
+    /// signer directory or signing key. `check` accepts it, and still
+    /// refuses it the moment one of its files is readable by others.
+    #[test]
+    fn check_accepts_a_head_only_home_and_still_refuses_a_wide_head_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path().join("agent")).unwrap();
+        create_private_dir(home.root()).unwrap();
+        create_private_dir(&home.pki_dir()).unwrap();
+        let principal = generate_principal().unwrap();
+        for (path, text) in [
+            (home.principal_path(), format!("{principal}\n")),
+            (home.config_path(), String::new()),
+            (home.registry_path(), String::new()),
+            (home.ca_cert_path(), "ca".to_owned()),
+            (home.client_cert_path(Role::Head), "cert".to_owned()),
+            (home.client_key_path(Role::Head), "key".to_owned()),
+        ] {
+            write_private_new(&path, text.as_bytes()).unwrap();
+        }
+        assert_eq!(home.check(), Ok(()));
+        assert_eq!(home.principal().unwrap(), principal);
+        for absent in [
+            home.signer_dir(),
+            home.signing_key_path(),
+            home.ca_key_path(),
+            home.client_cert_path(Role::Approver),
+            home.client_key_path(Role::Approver),
+        ] {
+            assert!(!absent.exists(), "{}", absent.display());
+        }
+
+        let key = home.client_key_path(Role::Head);
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(
+            home.check(),
+            Err(IdentityError::FileMode {
+                path: key,
+                mode: 0o644
+            })
+        );
+    }
 }

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# countersign, privilege-separated on one host (run as root; idempotent).
+#
+#   COUNTERSIGN_SIGNER_LEDGER_URL=postgres://countersign_signer:...@127.0.0.1/countersign \
+#   COUNTERSIGN_HEAD_LEDGER_URL=postgres://countersign_head:...@127.0.0.1/countersign \
+#     deploy/setup-system.sh [options] AGENT_USER
+#
+# What it does:
+#   1. creates the system user that runs the signer and the console
+#      (default `countersign`) and its state directory (0700, its own);
+#   2. initializes the signer's home inside it as that user
+#      (`countersign init`): principal, development CA and its key, the
+#      signer's TLS certificate, the approver and console credentials, the
+#      proof-signing key, all readable by that user only; writes its
+#      config.toml (signer and console addresses, the signer's ledger URL);
+#   3. gives AGENT_USER a head-only home (0700, its own): config.toml (the
+#      signer's address, the heads' ledger URL), principal, pki/ca.pem,
+#      pki/head.pem, pki/head.key and operations.toml. No approver
+#      credential, no CA key, no signing key.
+#
+# The ledger is PostgreSQL: a SQLite file cannot be shared by two users
+# (every process refuses a ledger that others can read or write), and a
+# SQLite file the agent could write would let it drop the append-only
+# triggers. Prepare the database first (README, "PostgreSQL"): apply the
+# schema with the owner's URL, then deploy/postgres-roles.sql. The URLs are
+# read from the environment, not the command line, so that no password shows
+# in the process list; they end up only in each user's 0600 config.toml.
+#
+# It installs no systemd unit and starts nothing: see deploy/systemd/README.md.
+# Re-running it keeps the principal, the keys and the certificates, rewrites
+# both config.toml files and copies the head credential and the registry
+# again (run it after changing the signer's operations.toml).
+set -euo pipefail
+
+usage() {
+    cat >&2 <<'EOF'
+usage: setup-system.sh [--signer-user NAME] [--state-dir DIR] [--agent-home DIR]
+                       [--bin-dir DIR] [--signer-addr ADDR] [--console-addr ADDR]
+                       AGENT_USER
+environment (required): COUNTERSIGN_SIGNER_LEDGER_URL, COUNTERSIGN_HEAD_LEDGER_URL
+EOF
+    exit 2
+}
+
+die() {
+    echo "setup-system.sh: $*" >&2
+    exit 1
+}
+
+signer_user=countersign
+state_dir=/var/lib/countersign
+agent_home=
+bin_dir=/usr/local/bin
+signer_addr=127.0.0.1:7443
+console_addr=127.0.0.1:7444
+agent=
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --signer-user) signer_user=${2:?}; shift 2 ;;
+        --state-dir) state_dir=${2:?}; shift 2 ;;
+        --agent-home) agent_home=${2:?}; shift 2 ;;
+        --bin-dir) bin_dir=${2:?}; shift 2 ;;
+        --signer-addr) signer_addr=${2:?}; shift 2 ;;
+        --console-addr) console_addr=${2:?}; shift 2 ;;
+        -h|--help) usage ;;
+        -*) echo "unknown option $1" >&2; usage ;;
+        *) [ -z "$agent" ] || usage; agent=$1; shift ;;
+    esac
+done
+[ -n "$agent" ] || usage
+
+[ "$(id -u)" -eq 0 ] || die "run as root (it creates a system user and changes ownership)"
+signer_ledger=${COUNTERSIGN_SIGNER_LEDGER_URL:-}
+head_ledger=${COUNTERSIGN_HEAD_LEDGER_URL:-}
+for url in "$signer_ledger" "$head_ledger"; do
+    case "$url" in
+        postgres://*|postgresql://*) ;;
+        *) die "COUNTERSIGN_SIGNER_LEDGER_URL and COUNTERSIGN_HEAD_LEDGER_URL must be postgres:// URLs (a SQLite ledger cannot be shared by two users)" ;;
+    esac
+done
+case "$state_dir" in /*) ;; *) die "--state-dir must be absolute" ;; esac
+for bin in countersign countersign-signer; do
+    [ -x "$bin_dir/$bin" ] || die "$bin_dir/$bin is not an executable (--bin-dir)"
+done
+id -u "$agent" >/dev/null 2>&1 || die "no such user: $agent"
+[ "$agent" != "$signer_user" ] || die "the agent's user must not be the signer's user"
+[ "$agent" != root ] || die "the agent's user must not be root"
+if [ -z "$agent_home" ]; then
+    agent_home="$(getent passwd "$agent" | cut -d: -f6)/.config/countersign"
+fi
+case "$agent_home" in /*) ;; *) die "--agent-home must be absolute" ;; esac
+
+# 1. The signer's user and its state directory.
+if ! id -u "$signer_user" >/dev/null 2>&1; then
+    useradd --system --user-group --no-create-home --home-dir "$state_dir" \
+        --shell /usr/sbin/nologin --comment "countersign signer" "$signer_user"
+fi
+install -d -m 0700 -o "$signer_user" -g "$signer_user" "$state_dir"
+home="$state_dir/home"
+
+as_signer() {
+    (cd / && runuser -u "$signer_user" -- env -u COUNTERSIGN_HOME \
+        COUNTERSIGN_SIGNER_BIN="$bin_dir/countersign-signer" "$@")
+}
+
+# 2. The signer's home, created by its own user (umask 077 on every file).
+as_signer "$bin_dir/countersign" --home "$home" init >/dev/null
+
+# Writes stdin to $2 as user $1, 0600, replacing it atomically.
+# The script text is single-quoted on purpose: its $1 is the inner shell's.
+# shellcheck disable=SC2016
+write_as() {
+    local user=$1 path=$2
+    (cd / && runuser -u "$user" -- sh -c \
+        'umask 077 && cat > "$1.new" && mv -f "$1.new" "$1"' sh "$path")
+}
+
+write_as "$signer_user" "$home/config.toml" <<EOF
+# Written by deploy/setup-system.sh (re-running it rewrites this file).
+[signer]
+addr = "$signer_addr"
+[ledger]
+url = "$signer_ledger"
+[console]
+addr = "$console_addr"
+EOF
+
+# 3. The agent's head-only home. Root reads the head's files out of the
+# signer's home and the agent's user writes them into its own: root never
+# writes under a directory the agent controls (it could plant symlinks).
+# shellcheck disable=SC2016 # $1 is the inner shell's
+(cd / && runuser -u "$agent" -- sh -c 'umask 077 && install -d -m 0700 "$1" "$1/pki"' \
+    sh "$agent_home")
+for file in principal operations.toml pki/ca.pem pki/head.pem pki/head.key; do
+    write_as "$agent" "$agent_home/$file" <"$home/$file"
+done
+write_as "$agent" "$agent_home/config.toml" <<EOF
+# Written by deploy/setup-system.sh: a head-only home (no approver
+# credential, no CA key, no signing key). Re-running the script rewrites it.
+[signer]
+addr = "$signer_addr"
+[ledger]
+url = "$head_ledger"
+[console]
+addr = "$console_addr"
+EOF
+
+echo "signer home: $home (user $signer_user)"
+echo "head-only home for $agent: $agent_home"
