@@ -347,8 +347,14 @@ async def main():
                 status, _, text = raw(port, "POST", f"/proposals/{xpid}/approve",
                                       {"Host": f"127.0.0.1:{port}", **cookie_header}, {"delivery": "handoff"})
                 assert status == 403 and "CSRF" in text, (status, text)
-                status, _, _ = raw(port, "GET", f"/proposals/{xpid}/approve", {"Host": f"127.0.0.1:{port}", **cookie_header})
-                assert status == 405, status
+                # Nothing changes on GET: every decision route (and sign-out) is POST only.
+                for path in (f"/proposals/{xpid}/approve", f"/proposals/{xpid}/deny", f"/proposals/{xpid}/revoke",
+                             f"/proposals/{xpid}/resolve", "/logout", "/pair"):
+                    status, _, _ = raw(port, "GET", path + "?csrf=" + csrf + "&delivery=handoff&reason=x",
+                                       {"Host": f"127.0.0.1:{port}", **cookie_header})
+                    assert status == 405, (path, status)
+                status, _, _ = raw(port, "GET", "/", {"Host": f"127.0.0.1:{port}", **cookie_header})
+                assert status == 200, "the session survived GET /logout"
                 assert status_of(home, xpid) == "pending"
                 evil.shutdown()
 
