@@ -243,7 +243,7 @@ mod tests {
         );
         let other = PID.replace('A', "B");
         assert_eq!(
-            key_sets(&[PID.into()], &[other.clone()]).status,
+            key_sets(&[PID.into()], std::slice::from_ref(&other)).status,
             Status::Fail
         );
         assert_eq!(
