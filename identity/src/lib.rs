@@ -10,6 +10,7 @@
 //! Ed25519 key; it only knows where that key lives.
 #![forbid(unsafe_code)]
 
+pub mod certificate;
 mod config;
 mod error;
 pub mod files;

@@ -9,7 +9,7 @@ use crate::chain::ChainReport;
 use crate::error::{EffectFailure, LedgerError};
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
-    IssuanceRecord, Proposal, ProposalRecord, RevokeOutcome,
+    IssuanceRecord, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
 };
 use crate::{postgres, sqlite};
 use countersign_verifier::VerifiedProof;
@@ -66,6 +66,25 @@ impl Ledger {
         }
         let backend = Backend::Sqlite(sqlite::Store::open(path).await?);
         Ok(Ledger { backend })
+    }
+
+    /// The schema of the ledger at `url` against this build's migrations,
+    /// read without creating, migrating or writing anything (unlike
+    /// [`Ledger::open`], which brings the schema up to date). For
+    /// `countersign doctor`: a SQLite file that does not exist, a database
+    /// that cannot be reached and one newer than this build are errors.
+    pub async fn schema_status(url: &str) -> Result<SchemaStatus, LedgerError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return postgres::Store::schema_status(url).await;
+        }
+        let Some(path) = url.strip_prefix("sqlite://") else {
+            return Err(LedgerError::UnsupportedUrl);
+        };
+        let path = Path::new(path);
+        if path.as_os_str().is_empty() || !path.is_absolute() {
+            return Err(LedgerError::UnsupportedUrl);
+        }
+        sqlite::Store::schema_status(path).await
     }
 
     /// Record a new proposal (and its `proposed` event).

@@ -49,4 +49,5 @@ pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
     Interrupted, IssuanceRecord, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,
+    SchemaStatus,
 };

@@ -415,3 +415,34 @@ pub struct EventRecord {
     /// `sha256(prev_hash || canonical {id, at, kind, proposal_id, actor, details})`.
     pub hash: String,
 }
+
+/// A ledger's schema as read without migrating it ([`crate::Ledger::schema_status`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaStatus {
+    /// The migrations the database records as applied (each checked
+    /// against this build's text), in order.
+    pub applied: Vec<i64>,
+    /// The migrations this build brings a database to, in order.
+    pub expected: Vec<i64>,
+    /// The database server's clock, in seconds since the Unix epoch, where
+    /// the server has its own (PostgreSQL); `None` for a SQLite file, whose
+    /// clock is this host's.
+    pub server_time_unix: Option<f64>,
+}
+
+impl SchemaStatus {
+    /// Whether every migration of this build is applied.
+    pub fn is_current(&self) -> bool {
+        self.expected.iter().all(|v| self.applied.contains(v))
+    }
+
+    /// The highest applied version (0 for none).
+    pub fn current_version(&self) -> i64 {
+        self.applied.iter().copied().max().unwrap_or(0)
+    }
+
+    /// The highest version this build expects.
+    pub fn expected_version(&self) -> i64 {
+        self.expected.iter().copied().max().unwrap_or(0)
+    }
+}

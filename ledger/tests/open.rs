@@ -64,3 +64,26 @@ async fn refuses_a_database_from_a_newer_build(kind: Kind) {
         ))
     );
 }
+
+#[tokio::test]
+async fn schema_status_reads_without_creating_or_migrating() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let url = format!("sqlite://{}", path.display());
+    // Absent: an error, and still absent afterwards.
+    assert!(Ledger::schema_status(&url).await.is_err());
+    assert!(!path.exists());
+    // Empty (as `countersign init` leaves it): nothing applied, nothing written.
+    std::fs::write(&path, b"").unwrap();
+    let empty = Ledger::schema_status(&url).await.unwrap();
+    assert_eq!(empty.applied, Vec::<i64>::new());
+    assert!(!empty.is_current());
+    assert_eq!(empty.current_version(), 0);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    // Opened once: current.
+    drop(Ledger::open(&url).await.unwrap());
+    let current = Ledger::schema_status(&url).await.unwrap();
+    assert!(current.is_current());
+    assert_eq!(current.current_version(), current.expected_version());
+    assert_eq!(current.server_time_unix, None);
+}

@@ -59,6 +59,13 @@ pub enum Command {
     /// The signer's verifying keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Check this installation: home, certificates, signer, approver,
+    /// registry, keys, ledger, clock and console
+    ///
+    /// One line per check (ok, warn or FAIL), with what to do about each
+    /// failure; exits 1 if any check fails. Reads only: migrates nothing and
+    /// calls only read-only signer RPCs. Each network check gives up after 5 s.
+    Doctor,
     /// Serve the MCP head on stdio for an MCP client (as a head)
     ///
     /// An MCP client (Claude Desktop, Claude Code, Cursor, ...) launches it.

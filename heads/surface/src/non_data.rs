@@ -162,6 +162,13 @@ pub const NON_DATA: &[NonData] = &[
         reason: TRANSPORT,
     },
     NonData {
+        name: "doctor",
+        cli: Some("countersign doctor"),
+        api: None,
+        mcp: None,
+        reason: "Checking an installation reads the local home (its certificates, keys' files and configuration) and connects with each of its credentials; it is local administration, not an operation on proposals, and reveals nothing a head should pass on.",
+    },
+    NonData {
         name: "health",
         cli: None,
         api: Some(("GET", "/healthz")),

@@ -20,6 +20,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection as _, PgConnection, Pool, Transaction};
 
 use crate::error::LedgerError;
+use crate::types::SchemaStatus;
 
 /// The types the shared query modules are compiled against.
 type Db = sqlx::Postgres;
@@ -135,6 +136,37 @@ impl Store {
         Ok(Store {
             writer: pool.clone(),
             reader: pool,
+        })
+    }
+
+    /// The schema of the database at `url` and its clock, read over one
+    /// connection without migrating or writing anything.
+    pub(crate) async fn schema_status(url: &str) -> Result<SchemaStatus, LedgerError> {
+        let options: PgConnectOptions = url
+            .parse()
+            .map_err(|_| LedgerError::Database("invalid postgres url".into()))?;
+        let mut conn = PgConnection::connect_with(&options.application_name("countersign"))
+            .await
+            .map_err(|e| LedgerError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
+        let exists: bool =
+            sqlx::query_scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
+                .fetch_one(&mut conn)
+                .await?;
+        let applied = if exists {
+            migrate::applied_versions(&mut conn).await?
+        } else {
+            Vec::new()
+        };
+        let now: f64 = sqlx::query_scalar(
+            "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)",
+        )
+        .fetch_one(&mut conn)
+        .await?;
+        conn.close().await?;
+        Ok(SchemaStatus {
+            applied,
+            expected: migrate::expected_versions(),
+            server_time_unix: Some(now),
         })
     }
 

@@ -24,7 +24,7 @@ fn fail(e: sqlx::Error) -> LedgerError {
 }
 
 /// The applied versions, checked against this build's migrations.
-async fn applied_versions(conn: &mut Conn) -> Result<Vec<i64>, LedgerError> {
+pub(super) async fn applied_versions(conn: &mut Conn) -> Result<Vec<i64>, LedgerError> {
     let applied = sqlx::query("SELECT version, sha256 FROM schema_migrations ORDER BY version")
         .fetch_all(&mut *conn)
         .await
@@ -48,6 +48,11 @@ async fn applied_versions(conn: &mut Conn) -> Result<Vec<i64>, LedgerError> {
         }
     }
     Ok(versions)
+}
+
+/// The versions this build's migrations bring a database to, in order.
+pub(super) fn expected_versions() -> Vec<i64> {
+    MIGRATIONS.iter().map(|(v, _, _)| *v).collect()
 }
 
 fn all_applied(versions: &[i64]) -> bool {

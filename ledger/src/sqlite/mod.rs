@@ -93,9 +93,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Pool, Transaction};
+use sqlx::{Connection as _, Pool, Transaction};
 
 use crate::error::LedgerError;
+use crate::types::SchemaStatus;
 
 /// How long a writer waits for another process's write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -180,6 +181,38 @@ impl Store {
             writer,
             reader,
             queue,
+        })
+    }
+
+    /// The schema of the file at `path`, read without creating, migrating
+    /// or writing anything (a read-only connection).
+    pub(crate) async fn schema_status(path: &Path) -> Result<SchemaStatus, LedgerError> {
+        if !path.is_file() {
+            return Err(LedgerError::Database(format!(
+                "{} does not exist",
+                path.display()
+            )));
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .read_only(true)
+            .create_if_missing(false)
+            .busy_timeout(BUSY_TIMEOUT);
+        let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
+        let table: Option<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+        )
+        .fetch_optional(&mut conn)
+        .await?;
+        let applied = match table {
+            Some(_) => migrate::applied_versions(&mut conn).await?,
+            None => Vec::new(),
+        };
+        conn.close().await?;
+        Ok(SchemaStatus {
+            applied,
+            expected: migrate::expected_versions(),
+            server_time_unix: None,
         })
     }
 

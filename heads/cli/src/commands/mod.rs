@@ -5,6 +5,7 @@ pub(crate) mod console;
 mod credential;
 mod data;
 mod decide;
+mod doctor;
 mod exec;
 mod inspect;
 mod mcp;
@@ -26,6 +27,8 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     match cli.command {
         Command::Init => setup::init(&home, json, io).await,
         Command::Up(args) => setup::up(&home, args.api, args.console, io).await,
+        // Not `Context::load`: the doctor reports a home that does not load.
+        Command::Doctor => doctor::doctor(&home, json, io).await,
         // Input files are parsed before anything else is read or contacted:
         // a bad one is exit code 1 whatever the state of the installation.
         Command::Propose(args) => {
@@ -77,7 +80,11 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Credential(CredentialCommand::Create(args)) => {
                     credential::create(&ctx, args, json, io)
                 }
-                Command::Init | Command::Up(_) | Command::Propose(_) | Command::Exec(_) => {
+                Command::Init
+                | Command::Up(_)
+                | Command::Doctor
+                | Command::Propose(_)
+                | Command::Exec(_) => {
                     unreachable!("handled above")
                 }
             }

@@ -1,0 +1,232 @@
+//! `countersign doctor` against real installations: a healthy one, a signer
+//! that is down, certificates that are expired, near expiry or of the wrong
+//! role, a ledger that is unmigrated or unreachable, and the `--json` shape.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use countersign::CliError;
+use countersign_identity::files::write_private_new;
+use countersign_identity::pki::{CaMaterial, issue_client_cert};
+use countersign_identity::{Home, Role};
+use serde_json::Value;
+use support::{Harness, Run};
+use time::{Duration, OffsetDateTime};
+
+/// The check named `name` in a `--json` run.
+fn check(run: &Run, name: &str) -> Value {
+    run.json()["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {}", run.stdout))
+        .clone()
+}
+
+/// Replaces `pki/head.pem` and its key with a certificate of `role` valid
+/// over `days` (relative to now).
+fn replace_head_cert(home: &Home, principal: &str, role: Role, days: (i64, i64)) {
+    let ca = CaMaterial::load(home).unwrap();
+    let now = OffsetDateTime::now_utc();
+    let cert = issue_client_cert(
+        &ca,
+        role,
+        principal,
+        now + Duration::days(days.0),
+        now + Duration::days(days.1),
+    )
+    .unwrap();
+    let path = home.client_cert_path(Role::Head);
+    std::fs::remove_file(&path).unwrap();
+    write_private_new(&path, cert.cert_pem.as_bytes()).unwrap();
+    let key = home.client_key_path(Role::Head);
+    std::fs::remove_file(&key).unwrap();
+    write_private_new(&key, cert.key_pem.as_bytes()).unwrap();
+}
+
+fn set_ledger_url(home: &Home, url: &str) {
+    let path = home.config_path();
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{config}[ledger]\nurl = \"{url}\"\n")).unwrap();
+}
+
+#[tokio::test]
+async fn a_healthy_installation_passes_every_check() {
+    let h = Harness::start().await;
+    let run = h.cli(&["doctor"]).await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    for line in run.stdout.lines() {
+        assert!(line.starts_with("ok "), "{line}");
+    }
+    for name in [
+        "home",
+        "config",
+        "certificate ca",
+        "certificate signer",
+        "certificate head",
+        "certificate approver",
+        "certificate approver-console",
+        "signer",
+        "approver",
+        "registry",
+        "key sets",
+        "ledger",
+        "clock skew",
+        "console",
+    ] {
+        assert!(
+            run.stdout.contains(&format!("  {name}  ")),
+            "{name} missing:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[tokio::test]
+async fn json_prints_one_document_with_every_check() {
+    let h = Harness::start().await;
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert_eq!(run.result, Ok(()));
+    let doc = run.json();
+    assert_eq!(doc["ok"], true);
+    let checks = doc["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 14, "{doc}");
+    for c in checks {
+        let keys: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["detail", "name", "status"], "{c}");
+        assert_eq!(c["status"], "ok");
+    }
+    let signer = check(&run, "signer");
+    assert!(
+        signer["detail"].as_str().unwrap().contains("k4.pid."),
+        "{signer}"
+    );
+}
+
+#[tokio::test]
+async fn a_signer_that_is_down_fails_and_names_countersign_up() {
+    let h = Harness::start().await;
+    // Where the signer was: nothing listens there once it stops.
+    let addr = h.signer.addr();
+    let path = h.signer.home().config_path();
+    let config = std::fs::read_to_string(&path).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let free = listener.local_addr().unwrap();
+    drop(listener);
+    std::fs::write(&path, config.replace(&addr.to_string(), &free.to_string())).unwrap();
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert_eq!(run.result, Err(CliError::Error("1 check failed".into())));
+    let doc = run.json();
+    assert_eq!(doc["ok"], false);
+    let c = check(&run, "signer");
+    assert_eq!(c["status"], "fail");
+    assert!(c["fix"].as_str().unwrap().contains("countersign up"), "{c}");
+    // The others still ran.
+    assert_eq!(check(&run, "approver")["status"], "warn");
+    assert_eq!(check(&run, "key sets")["status"], "warn");
+    assert_eq!(check(&run, "ledger")["status"], "ok");
+    assert_eq!(check(&run, "certificate head")["status"], "ok");
+    // Text: one line per check, the failure with its fix.
+    let text = h.cli(&["doctor"]).await;
+    let line = text.stdout.lines().find(|l| l.starts_with("FAIL")).unwrap();
+    assert!(
+        line.contains("signer") && line.contains("fix: start the signer with `countersign up`"),
+        "{line}"
+    );
+}
+
+#[tokio::test]
+async fn an_expired_head_certificate_fails() {
+    let h = Harness::start().await;
+    replace_head_cert(h.signer.home(), h.signer.principal(), Role::Head, (-30, -1));
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert!(run.result.is_err());
+    let c = check(&run, "certificate head");
+    assert_eq!(c["status"], "fail");
+    assert!(c["detail"].as_str().unwrap().contains("expired on"), "{c}");
+    assert!(
+        c["fix"].as_str().unwrap().contains("countersign init"),
+        "{c}"
+    );
+    // The signer refuses it too: the doctor says so.
+    let signer = check(&run, "signer");
+    assert_eq!(signer["status"], "fail", "{signer}");
+}
+
+#[tokio::test]
+async fn a_head_certificate_near_expiry_warns_and_passes() {
+    let h = Harness::start().await;
+    replace_head_cert(h.signer.home(), h.signer.principal(), Role::Head, (-1, 10));
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    let c = check(&run, "certificate head");
+    assert_eq!(c["status"], "warn");
+    assert!(c["detail"].as_str().unwrap().contains("expires on"), "{c}");
+    assert_eq!(run.json()["ok"], true);
+}
+
+#[tokio::test]
+async fn a_wrong_role_certificate_in_head_pem_fails() {
+    let h = Harness::start().await;
+    let principal = h.signer.principal().to_string();
+    replace_head_cert(h.signer.home(), &principal, Role::Approver, (-1, 365));
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert!(run.result.is_err());
+    let c = check(&run, "certificate head");
+    assert_eq!(c["status"], "fail");
+    assert_eq!(
+        c["detail"],
+        format!(
+            "names countersign://approver/{principal}, expected countersign://head/{principal}"
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_unmigrated_ledger_fails() {
+    let h = Harness::start().await;
+    let home = h.signer.home();
+    let empty = home.root().join("empty.db");
+    write_private_new(&empty, b"").unwrap();
+    set_ledger_url(home, &format!("sqlite://{}", empty.display()));
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert_eq!(run.result, Err(CliError::Error("1 check failed".into())));
+    let c = check(&run, "ledger");
+    assert_eq!(c["status"], "fail");
+    assert!(
+        c["detail"].as_str().unwrap().contains("schema version 0"),
+        "{c}"
+    );
+    // Read only: the doctor migrated nothing.
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn an_unreachable_ledger_fails_without_printing_its_url() {
+    let h = Harness::start().await;
+    set_ledger_url(
+        h.signer.home(),
+        "postgres://countersign:hunter2@127.0.0.1:1/countersign",
+    );
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert!(run.result.is_err());
+    let c = check(&run, "ledger");
+    assert_eq!(c["status"], "fail");
+    assert!(!run.stdout.contains("hunter2"), "{}", run.stdout);
+    assert_eq!(check(&run, "clock skew")["status"], "warn");
+}
+
+#[tokio::test]
+async fn a_configured_console_that_is_not_running_warns() {
+    let h = Harness::start().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let path = h.signer.home().config_path();
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{config}[console]\naddr = \"{addr}\"\n")).unwrap();
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert_eq!(run.result, Ok(()));
+    assert_eq!(check(&run, "console")["status"], "warn");
+}
