@@ -89,7 +89,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ConsoleArgs {
     /// The address the console serves on (and pairing links name). Default:
-    /// the configuration's [console] addr, else 127.0.0.1:7444.
+    /// the configuration's console addr, else 127.0.0.1:7444.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
     #[command(subcommand)]
@@ -129,7 +129,7 @@ pub enum CredentialCommand {
     ///
     /// Writes DIR/approver-NAME.pem, DIR/approver-NAME.key (mode 0600) and
     /// DIR/ca.pem; never overwrites. Decisions made with it are recorded as
-    /// human:cert:<principal>/NAME. Whoever can read the key can approve:
+    /// human:cert:PRINCIPAL/NAME. Whoever can read the key can approve:
     /// keep it away from the agent's user.
     Create(CredentialCreateArgs),
 }
@@ -163,7 +163,7 @@ pub struct UpArgs {
     #[arg(long, value_name = "ADDR")]
     pub api: Option<std::net::SocketAddr>,
     /// Also serve the approval console, on ADDR if given, else on the
-    /// configuration's [console] addr, else 127.0.0.1:7444.
+    /// configuration's console addr, else 127.0.0.1:7444.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true)]
     pub console: Option<Option<std::net::SocketAddr>>,
 }
