@@ -22,6 +22,14 @@ pub fn paserk_public(key: &VerifyingKey) -> String {
     format!("{PUBLIC_PREFIX}{}", b64url(key.as_bytes()))
 }
 
+/// The verifying key a PASERK `k4.public.<b64url(pk)>` string encodes:
+/// strict base64url of exactly 32 bytes that are a valid Ed25519 point.
+pub fn parse_paserk_public(text: &str) -> Option<VerifyingKey> {
+    let bytes = crate::paseto::b64url_decode(text.strip_prefix(PUBLIC_PREFIX)?)?;
+    let bytes: [u8; 32] = bytes.try_into().ok()?;
+    VerifyingKey::from_bytes(&bytes).ok()
+}
+
 /// The PASERK id of a verifying key:
 /// `"k4.pid." + b64url(BLAKE2b-264("k4.pid." + "k4.public." + b64url(pk)))`.
 pub fn key_id(key: &VerifyingKey) -> String {

@@ -100,19 +100,26 @@ pub fn verify(
     keys: &KeyRing,
     expect: &Expectations<'_>,
 ) -> Result<VerifiedProof, Refusal> {
-    let token = UnverifiedToken::parse(proof.expose_secret()).map_err(refusal_from)?;
-    let kid = footer_kid(token.footer())?;
-    let key: &VerifyingKey = keys.get(&kid).ok_or(Refusal::UnknownKeyId)?;
-    let payload = token.verify(key, b"").map_err(refusal_from)?;
-    let claims = Claims::from_canonical_json(&payload)?;
+    let (claims, kid) = authenticate(proof, keys)?;
     check_binding(&claims, expect)?;
-    check_time(&claims, expect)?;
+    check_time(&claims, expect.now, expect.max_lifetime)?;
     Ok(VerifiedProof {
         claims,
         proof_sha256: proof.sha256_hex(),
         consume_key: proof.consume_key(),
         key_id: kid,
     })
+}
+
+/// Steps 1 to 6 of the module doc: the authenticated, well-formed claims
+/// and the id of the key that signed them.
+pub(crate) fn authenticate(proof: &Proof, keys: &KeyRing) -> Result<(Claims, String), Refusal> {
+    let token = UnverifiedToken::parse(proof.expose_secret()).map_err(refusal_from)?;
+    let kid = footer_kid(token.footer())?;
+    let key: &VerifyingKey = keys.get(&kid).ok_or(Refusal::UnknownKeyId)?;
+    let payload = token.verify(key, b"").map_err(refusal_from)?;
+    let claims = Claims::from_canonical_json(&payload)?;
+    Ok((claims, kid))
 }
 
 fn refusal_from(e: PasetoError) -> Refusal {
@@ -142,7 +149,8 @@ fn footer_kid(footer: &[u8]) -> Result<String, Refusal> {
     }
 }
 
-fn same(a: &str, b: &str) -> bool {
+/// Constant-time string equality, for every comparison with an expectation.
+pub(crate) fn same(a: &str, b: &str) -> bool {
     bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
@@ -172,14 +180,19 @@ fn check_binding(c: &Claims, e: &Expectations<'_>) -> Result<(), Refusal> {
     }
 }
 
-fn check_time(c: &Claims, e: &Expectations<'_>) -> Result<(), Refusal> {
-    if c.exp - c.iat > e.max_lifetime.saturating_add(LIFETIME_SKEW) {
+/// Step 8 of the module doc, shared with [`crate::offline`].
+pub(crate) fn check_time(
+    c: &Claims,
+    now: OffsetDateTime,
+    max_lifetime: Duration,
+) -> Result<(), Refusal> {
+    if c.exp - c.iat > max_lifetime.saturating_add(LIFETIME_SKEW) {
         return Err(Refusal::LifetimeTooLong);
     }
-    if e.now >= c.exp {
+    if now >= c.exp {
         return Err(Refusal::Expired);
     }
-    if e.now < c.nbf {
+    if now < c.nbf {
         return Err(Refusal::NotYetValid);
     }
     Ok(())

@@ -2,57 +2,15 @@
 //! (One case per refusal kind also lives in tests/vectors/countersign-v1.json.)
 #![allow(clippy::unwrap_used)]
 
-use countersign_verifier::canonical::{sha256_hex, to_canonical};
-use countersign_verifier::claims::ISSUER;
+use countersign_verifier::canonical::sha256_hex;
 use countersign_verifier::verify::DEFAULT_MAX_LIFETIME;
-use countersign_verifier::{
-    Claims, Expectations, KeyRing, Proof, Refusal, key_id, paseto, timestamp, verify,
-};
-use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
-use serde_json::json;
+use countersign_verifier::{Claims, Expectations, KeyRing, Proof, Refusal, key_id, verify};
+use ed25519_dalek::{SigningKey, VerifyingKey};
 use time::{Duration, OffsetDateTime};
 
-const CREV: &str = "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0";
-const PREV: &str = "d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0";
-
-fn signing_key() -> SigningKey {
-    SigningKey::from_bytes(&[42u8; 32])
-}
-
-fn t0() -> OffsetDateTime {
-    timestamp::parse("2026-01-01T00:00:00Z").unwrap()
-}
-
-fn claims() -> Claims {
-    let args = json!({"name": "nightly"});
-    Claims {
-        iss: ISSUER.into(),
-        aud: "aud-1".into(),
-        sub: "pr_0123456789abcdef0123456789abcdef".into(),
-        sid: "s1".into(),
-        pid: "prop_0123456789abcdef0123456789abcdef".into(),
-        op: "schedule.create".into(),
-        args_sha256: sha256_hex(to_canonical(&args).unwrap().as_bytes()),
-        args,
-        crev: CREV.into(),
-        prev: PREV.into(),
-        grant: None,
-        prov: "human:cli".into(),
-        jti: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8".into(),
-        iat: t0(),
-        nbf: t0(),
-        exp: t0() + Duration::seconds(300),
-    }
-}
-
-fn sign_raw(key: &SigningKey, payload: &[u8], footer: &[u8]) -> Proof {
-    let sig = key.sign(&paseto::signing_input(payload, footer)).to_bytes();
-    Proof::from_text(paseto::assemble(payload, &sig, footer)).unwrap()
-}
-
-fn kid_footer(key: &VerifyingKey) -> String {
-    format!(r#"{{"kid":"{}"}}"#, key_id(key))
-}
+#[path = "support/fixture.rs"]
+mod fixture;
+use fixture::*;
 
 fn sign(c: &Claims) -> Proof {
     let key = signing_key();
