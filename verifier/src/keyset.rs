@@ -62,6 +62,24 @@ pub struct PublishedKey {
     pub status: KeyStatus,
 }
 
+impl PublishedKey {
+    /// An active key from the 32 bytes the signer publishes, or `None` if
+    /// they are not an Ed25519 public key.
+    pub fn active_from_bytes(bytes: &[u8]) -> Option<PublishedKey> {
+        let bytes: [u8; 32] = bytes.try_into().ok()?;
+        let key = VerifyingKey::from_bytes(&bytes).ok()?;
+        Some(PublishedKey {
+            key,
+            status: KeyStatus::Active,
+        })
+    }
+
+    /// Its PASERK `k4.pid` id.
+    pub fn id(&self) -> String {
+        key_id(&self.key)
+    }
+}
+
 /// Why a key set file was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeySetError {

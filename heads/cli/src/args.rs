@@ -59,6 +59,13 @@ pub enum Command {
     /// The signer's verifying keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Check a proof offline against a pinned key set: no signer, no ledger
+    ///
+    /// Checks the signature, the claims, expiry (strict) and not-before, and
+    /// the audience and operation when given. Prints the claims as JSON, or
+    /// exactly one refusal (exit 3). Does not consume the proof: single use
+    /// is the receiver's own concern. The proof is never printed.
+    Verify(VerifyArgs),
     /// Check this installation: home, certificates, signer, approver,
     /// registry, keys, ledger, clock and console
     ///
@@ -226,6 +233,37 @@ pub enum OpsCommand {
 pub enum KeysCommand {
     /// List the keys that verify proofs.
     List,
+    /// Write the key set receivers pin: ids, PASERK public keys, status
+    ///
+    /// JSON, version 1: every key the signer publishes, with status active
+    /// (after a rotation, retired keys are listed with status retired and
+    /// verify nothing). Read back by `countersign verify --keys`.
+    Export(KeysExportArgs),
+}
+
+/// `countersign keys export`
+#[derive(Debug, Args)]
+pub struct KeysExportArgs {
+    /// Write the key set to this new file (refused if it exists) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `countersign verify`
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A file holding the proof, or - for stdin (never an argument).
+    #[arg(long, value_name = "FILE|-")]
+    pub proof_file: PathBuf,
+    /// The key set file written by `countersign keys export`.
+    #[arg(long, value_name = "FILE")]
+    pub keys: PathBuf,
+    /// Refuse a proof issued for another operation.
+    #[arg(long, value_name = "OP")]
+    pub operation: Option<String>,
+    /// Refuse a proof issued for another audience.
+    #[arg(long, value_name = "AUD")]
+    pub audience: Option<String>,
 }
 
 /// A proposal id.

@@ -162,6 +162,22 @@ pub const NON_DATA: &[NonData] = &[
         reason: TRANSPORT,
     },
     NonData {
+        name: "keys_export",
+        cli: Some("countersign keys export [--out FILE]"),
+        api: None,
+        mcp: None,
+        reason: "Writes the published verifying keys to a file an operator hands to the services that receive proofs; it is the same transport fact as keys list, in the form a receiver pins, and no operation on proposals.",
+    },
+    NonData {
+        name: "verify",
+        cli: Some(
+            "countersign verify --proof-file FILE|- --keys FILE [--operation OP] [--audience AUD]",
+        ),
+        api: None,
+        mcp: None,
+        reason: "Offline verification for an operator or a receiving service, with a pinned key set and no signer or ledger; a head verifies while it executes, and handing proofs to a model-facing head for checking would widen where proofs travel.",
+    },
+    NonData {
         name: "doctor",
         cli: Some("countersign doctor"),
         api: None,

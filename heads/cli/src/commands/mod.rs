@@ -11,6 +11,7 @@ mod inspect;
 mod mcp;
 mod propose;
 mod setup;
+mod verify;
 
 use crate::Io;
 use crate::args::{
@@ -22,9 +23,14 @@ use crate::error::CliError;
 
 /// Run `cli`.
 pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
-    let home = Context::home(cli.home)?;
     let json = cli.json;
-    match cli.command {
+    // Offline: no home, no signer, no ledger.
+    let command = match cli.command {
+        Command::Verify(args) => return verify::verify(args, json, io),
+        command => command,
+    };
+    let home = Context::home(cli.home)?;
+    match command {
         Command::Init => setup::init(&home, json, io).await,
         Command::Up(args) => setup::up(&home, args.api, args.console, io).await,
         // Not `Context::load`: the doctor reports a home that does not load.
@@ -46,6 +52,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
             match command {
                 Command::Ops(OpsCommand::List) => inspect::ops_list(&ctx, json, io),
                 Command::Keys(KeysCommand::List) => inspect::keys_list(&ctx, json, io).await,
+                Command::Keys(KeysCommand::Export(args)) => {
+                    verify::keys_export(&ctx, args, io).await
+                }
                 Command::Show(id) => propose::show(&ctx, &id.id, json, io).await,
                 Command::List(args) => propose::list(&ctx, args, json, io).await,
                 Command::Withdraw(id) => propose::withdraw(&ctx, &id.id, json, io).await,
@@ -84,7 +93,8 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 | Command::Up(_)
                 | Command::Doctor
                 | Command::Propose(_)
-                | Command::Exec(_) => {
+                | Command::Exec(_)
+                | Command::Verify(_) => {
                     unreachable!("handled above")
                 }
             }
