@@ -217,6 +217,3 @@ fn read_entry(entry: Value) -> Result<PublishedKey, KeySetError> {
     let status = KeyStatus::parse(&status).ok_or(KeySetError::Malformed("status"))?;
     Ok(PublishedKey { key, status })
 }
-
-#[cfg(test)]
-mod tests;

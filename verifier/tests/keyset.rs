@@ -1,8 +1,10 @@
+//! The published key set: round trip, and every refusal of a strict reader.
 #![allow(clippy::unwrap_used)]
 
-use ed25519_dalek::SigningKey;
-
-use super::*;
+use countersign_verifier::key_id;
+use countersign_verifier::keyset::{KeySet, KeySetError, KeyStatus, PublishedKey};
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use serde_json::Value;
 
 fn key(seed: u8) -> VerifyingKey {
     SigningKey::from_bytes(&[seed; 32]).verifying_key()
