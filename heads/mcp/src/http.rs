@@ -28,7 +28,6 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use axum::serve::ListenerExt as _;
 use countersign_api::ApiError;
 use countersign_api::guard::{self, AllowedHosts};
 use countersign_api::tokens::TokenStore;
@@ -223,11 +222,7 @@ pub async fn serve_http(
     let executions = head.executions();
     let stop = CancellationToken::new();
     let app = router(head, auth, local, stop.clone());
-    let listener = listener.tap_io(|stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::warn!("cannot set TCP_NODELAY: {e}");
-        }
-    });
+    let listener = countersign_api::nodelay(listener);
     let signalled = stop.clone();
     tokio::spawn(async move {
         shutdown.await;
@@ -253,4 +248,76 @@ pub async fn serve_http(
     }
     crate::server::drain_executions(&executions).await;
     served
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    async fn refused(body: &'static str) -> (StatusCode, serde_json::Value) {
+        let response = screened_body(Body::from(body)).await.unwrap_err();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), MAX_BODY_BYTES)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap_or_default())
+    }
+
+    #[tokio::test]
+    async fn a_strict_request_body_passes_unchanged() {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        let passed = screened_body(Body::from(body)).await.unwrap();
+        assert_eq!(&passed[..], body.as_bytes());
+    }
+
+    #[tokio::test]
+    async fn refuses_a_body_with_a_duplicate_key_with_the_stdio_heads_answer() {
+        let body = r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","method":"tools/call"}"#;
+        let (status, answer) = refused(body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        match screen_frame(body.as_bytes()) {
+            Screened::Answer(stdio) => assert_eq!(answer, stdio),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(answer["id"], 4);
+    }
+
+    #[tokio::test]
+    async fn refuses_a_body_that_is_not_json_with_a_parse_error() {
+        let (status, answer) = refused("{not json").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(answer["error"]["code"], -32700);
+    }
+
+    #[tokio::test]
+    async fn refuses_a_body_over_the_limit_with_413() {
+        let big = "x".repeat(MAX_BODY_BYTES + 1);
+        let response = screened_body(Body::from(big)).await.unwrap_err();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    #[tokio::test]
+    async fn a_refused_notification_is_accepted_and_answered_with_nothing() {
+        let body = r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"a":1,"a":2}}"#;
+        let response = screened_body(Body::from(body)).await.unwrap_err();
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+    }
+
+    #[test]
+    fn the_session_comes_from_the_authenticated_credential_only() {
+        let mut extensions = rmcp::model::Extensions::new();
+        assert_eq!(credential_session(&extensions), None);
+        let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+        extensions.insert(parts.clone());
+        assert_eq!(credential_session(&extensions), None);
+        parts
+            .extensions
+            .insert(CredentialSession("api:0123456789abcdef".into()));
+        extensions.insert(parts);
+        assert_eq!(
+            credential_session(&extensions).as_deref(),
+            Some("api:0123456789abcdef")
+        );
+    }
 }
