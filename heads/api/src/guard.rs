@@ -8,8 +8,11 @@
 
 use std::net::SocketAddr;
 
+use axum::extract::Request;
 use axum::http::HeaderMap;
 use axum::http::header::{HOST, ORIGIN};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 
 use crate::respond::ApiError;
 
@@ -33,6 +36,15 @@ impl AllowedHosts {
 
     fn allows(&self, host: &str) -> bool {
         self.0.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+}
+
+/// The guards as a middleware (`axum::middleware::from_fn`): a refused
+/// request is answered 403 here and goes no further.
+pub async fn guarded(hosts: AllowedHosts, req: Request, next: Next) -> Response {
+    match check(req.headers(), &hosts) {
+        Ok(()) => next.run(req).await,
+        Err(e) => e.into_response(),
     }
 }
 

@@ -128,7 +128,8 @@ pub fn exposures(registry: &Registry) -> Vec<Exposure> {
 
 /// `listener` with TCP_NODELAY set on every accepted socket: axum leaves
 /// it off, and small responses then wait for the client's delayed ACK.
-fn nodelay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut tokio::net::TcpStream)> {
+/// Every HTTP head serves through it.
+pub fn nodelay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut tokio::net::TcpStream)> {
     listener.tap_io(|stream| {
         if let Err(e) = stream.set_nodelay(true) {
             tracing::warn!("cannot set TCP_NODELAY: {e}");

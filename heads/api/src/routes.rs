@@ -55,13 +55,7 @@ pub fn router(state: Arc<ApiState>, local: SocketAddr) -> Router {
         .layer(middleware::from_fn(timeout))
         .layer(middleware::from_fn(log))
         .layer(middleware::from_fn(move |req: Request, next: Next| {
-            let hosts = hosts.clone();
-            async move {
-                match guard::check(req.headers(), &hosts) {
-                    Ok(()) => next.run(req).await,
-                    Err(e) => e.into_response(),
-                }
-            }
+            guard::guarded(hosts.clone(), req, next)
         }))
         .with_state(state)
 }

@@ -73,12 +73,14 @@ pub enum Command {
     /// failure; exits 1 if any check fails. Reads only: migrates nothing and
     /// calls only read-only signer RPCs. Each network check gives up after 5 s.
     Doctor,
-    /// Serve the MCP head on stdio for an MCP client (as a head)
+    /// Serve the MCP head on stdio for an MCP client (as a head), or over HTTP
     ///
     /// An MCP client (Claude Desktop, Claude Code, Cursor, ...) launches it.
     /// Its tools propose and execute approved actions; none can approve,
-    /// deny or see a proof.
-    Mcp,
+    /// deny or see a proof. With --listen, the same tools are served over
+    /// streamable HTTP at /mcp to clients holding an API credential
+    /// (countersign api token create), each credential its own session.
+    Mcp(McpArgs),
     /// The private HTTP API: serve it, and manage its bearer credentials.
     #[command(subcommand)]
     Api(ApiCommand),
@@ -160,6 +162,17 @@ pub enum ApiCommand {
     /// Bearer credentials for the API (stored only as hashes).
     #[command(subcommand)]
     Token(TokenCommand),
+}
+
+/// `countersign mcp`
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Serve over streamable HTTP on this address instead of stdio (127.0.0.1:8788
+    /// when no address is given). Clients authenticate with an API bearer
+    /// credential; any address other than loopback exposes the tools to the
+    /// network (still behind those credentials).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8788")]
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// `countersign up`

@@ -1,5 +1,6 @@
-//! countersign's MCP head: a Model Context Protocol server on stdio, built
-//! on the official Rust SDK (`rmcp`). An agent lists operations, proposes an
+//! countersign's MCP head: a Model Context Protocol server on stdio, or on
+//! streamable HTTP behind the API's bearer credentials ([`serve_http`]),
+//! built on the official Rust SDK (`rmcp`). An agent lists operations, proposes an
 //! exact action, reads its status, withdraws its own pending proposal, and
 //! executes a proposal once a person has approved it, through the signer's
 //! one-time handoff to this principal and session.
@@ -15,6 +16,7 @@
 
 mod console;
 mod frame;
+mod http;
 mod reply;
 mod server;
 mod session;
@@ -22,6 +24,7 @@ mod tools;
 mod transport;
 
 pub use frame::{MAX_FRAME_BYTES, Screened, fuzz_frame, screen_frame};
+pub use http::{HttpAuth, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH, serve_http};
 pub use server::{McpHead, ServeError};
 pub use session::new_session_id;
 pub use tools::{exposures, output_schema, structured};

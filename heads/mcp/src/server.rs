@@ -8,8 +8,9 @@
 //!
 //! Must not: accept, return or log a proof; approve, deny or create a rule;
 //! treat a tool argument, an elicitation answer or any client claim as a
-//! person's approval. The session is chosen here, at random, per connection,
-//! never by the client.
+//! person's approval. The session is chosen here, never by the client: at
+//! random per stdio connection, or, over HTTP, derived from the bearer
+//! credential that [`crate::http`] authenticated for the request.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -63,6 +64,9 @@ pub struct McpHead {
     /// the schemas this head advertised.
     registry: Arc<Registry>,
     session: String,
+    /// Served over HTTP: each call's session comes from its request's
+    /// authenticated credential, and a call without one is refused.
+    per_credential: bool,
     tools: Arc<Vec<ToolEntry>>,
     /// The service's executions, each in a task of its own, so that a
     /// client going away (and the SDK dropping its request handlers) never
@@ -92,6 +96,7 @@ impl McpHead {
             session: crate::session::new_session_id().map_err(ServeError::Setup)?,
             tools: Arc::new(tools),
             console: Console::default(),
+            per_credential: false,
         })
     }
 
@@ -161,13 +166,7 @@ impl McpHead {
                 () = &mut shutdown => {}
             }
         }
-        match drain(executions.wait(), SHUTDOWN_GRACE).await {
-            Drained::Finished(()) => {}
-            Drained::GraceOver => tracing::warn!(
-                running = executions.len(),
-                "exiting with executions still running; they will read as uncertain"
-            ),
-        }
+        drain_executions(&executions).await;
         served
     }
 
@@ -180,7 +179,8 @@ impl McpHead {
         tool: &str,
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
-        self.call_from(None, tool, arguments).await
+        let session = self.session.clone();
+        self.call_from(None, &session, tool, arguments).await
     }
 
     /// [`Self::call`] for a client reachable as `peer` (the SDK's handle to
@@ -188,6 +188,7 @@ impl McpHead {
     async fn call_from(
         &self,
         peer: Option<&Peer<RoleServer>>,
+        session: &str,
         tool: &str,
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
@@ -197,7 +198,7 @@ impl McpHead {
                 None,
             ));
         };
-        tracing::info!(tool = %entry.tool.name, session = %self.session, "tool call");
+        tracing::info!(tool = %entry.tool.name, session = %session, "tool call");
         let registry_op = entry
             .registry_op
             .as_deref()
@@ -213,10 +214,12 @@ impl McpHead {
                     return Err(ErrorData::internal_error("arguments are an object", None));
                 };
                 match Operation::from_params(entry.key, entry.registry_op.as_deref(), params) {
-                    Ok(Operation::ExecuteHandoff { id }) => self.execute_approved(peer, id).await,
+                    Ok(Operation::ExecuteHandoff { id }) => {
+                        self.execute_approved(peer, session, id).await
+                    }
                     Ok(operation) => reply(
                         entry.key,
-                        self.service.call(operation, &self.session).await,
+                        self.service.call(operation, session).await,
                         self.console,
                     ),
                     Err(answer) => reply(entry.key, answer, self.console),
@@ -240,10 +243,15 @@ impl McpHead {
     /// URL-mode elicitation is first asked to open it, and once it answers
     /// (whatever it answers) the signer is asked again, so an approval made
     /// meanwhile runs now. The client's answer itself decides nothing.
-    async fn execute_approved(&self, peer: Option<&Peer<RoleServer>>, id: String) -> Reply {
+    async fn execute_approved(
+        &self,
+        peer: Option<&Peer<RoleServer>>,
+        session: &str,
+        id: String,
+    ) -> Reply {
         let key = OperationKey::ExecuteHandoff;
-        let answer = self.execute_handoff(&id).await;
-        let Some(url) = self.waiting_for_a_person(&id, &answer).await else {
+        let answer = self.execute_handoff(session, &id).await;
+        let Some(url) = self.waiting_for_a_person(session, &id, &answer).await else {
             return reply(key, answer, self.console);
         };
         let Some(peer) = peer.filter(|peer| console::opens_urls(peer)) else {
@@ -251,36 +259,76 @@ impl McpHead {
         };
         let asked = console::ask_to_open(peer, &id, &url).await;
         // Logged as what it is: the client's answer, never an approval.
-        tracing::info!(proposal = %id, session = %self.session, answer = ?asked, "asked the client to open the console");
+        tracing::info!(proposal = %id, session = %session, answer = ?asked, "asked the client to open the console");
         if let Asked::Failed(e) = &asked {
             tracing::warn!(proposal = %id, "asking the client to open the console failed: {e}");
         }
         // Only the signer says whether a person approved meanwhile.
-        let answer = self.execute_handoff(&id).await;
-        match self.waiting_for_a_person(&id, &answer).await {
+        let answer = self.execute_handoff(session, &id).await;
+        match self.waiting_for_a_person(session, &id, &answer).await {
             Some(url) => reply(key, answer, self.console).pointing_at(&url),
             None => reply(key, answer, self.console),
         }
     }
 
-    async fn execute_handoff(&self, id: &str) -> Answer {
+    async fn execute_handoff(&self, session: &str, id: &str) -> Answer {
         let operation = Operation::ExecuteHandoff { id: id.to_string() };
-        self.service.call(operation, &self.session).await
+        self.service.call(operation, session).await
     }
 
     /// The console's page of proposal `id`, if a console is configured and
     /// `answer` (to an execution) refused only because no person approved
     /// it yet, and the proposal is still pending (a person can approve it).
-    async fn waiting_for_a_person(&self, id: &str, answer: &Answer) -> Option<String> {
+    async fn waiting_for_a_person(
+        &self,
+        session: &str,
+        id: &str,
+        answer: &Answer,
+    ) -> Option<String> {
         let url = self.console.proposal_url(id)?;
         if !console::found_nothing_approved(answer) {
             return None;
         }
-        let status = self
-            .service
-            .call(console::status_of(id), &self.session)
-            .await;
+        let status = self.service.call(console::status_of(id), session).await;
         console::is_waiting_for_a_person(&status).then_some(url)
+    }
+}
+
+/// After a signal: let executions still running (their tracker closed)
+/// record their outcome, for up to [`SHUTDOWN_GRACE`].
+pub(crate) async fn drain_executions(executions: &TaskTracker) {
+    match drain(executions.wait(), SHUTDOWN_GRACE).await {
+        Drained::Finished(()) => {}
+        Drained::GraceOver => tracing::warn!(
+            running = executions.len(),
+            "exiting with executions still running; they will read as uncertain"
+        ),
+    }
+}
+
+impl McpHead {
+    /// The same head for [`crate::http`]: every call's session comes from
+    /// its request's credential.
+    pub(crate) fn per_credential(mut self) -> Self {
+        self.per_credential = true;
+        self
+    }
+
+    /// The executions this head runs, for a server that drains them.
+    pub(crate) fn executions(&self) -> TaskTracker {
+        self.executions.clone()
+    }
+
+    /// The session a call acts in: this connection's, or over HTTP the one
+    /// of the credential its request was authenticated with.
+    fn session_of(&self, context: &RequestContext<RoleServer>) -> Result<String, ErrorData> {
+        if !self.per_credential {
+            return Ok(self.session.clone());
+        }
+        crate::http::credential_session(&context.extensions).ok_or_else(|| {
+            tracing::error!("an HTTP tool call reached the server without a credential");
+            ErrorData::internal_error("the request carries no authenticated credential", None)
+        })
     }
 }
 
@@ -307,8 +355,10 @@ impl ServerHandler for McpHead {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let session = self.session_of(&context)?;
         self.call_from(
             Some(&context.peer),
+            &session,
             &request.name,
             request.arguments.unwrap_or_default(),
         )

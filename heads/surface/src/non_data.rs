@@ -121,7 +121,7 @@ pub const NON_DATA: &[NonData] = &[
     },
     NonData {
         name: "mcp_serve",
-        cli: Some("countersign mcp"),
+        cli: Some("countersign mcp [--listen [ADDR]]"),
         api: None,
         mcp: None,
         reason: TRANSPORT,

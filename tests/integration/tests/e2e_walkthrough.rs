@@ -7,6 +7,13 @@
 //! - `mcp_flow.py`: the MCP head driven by the official MCP Python SDK, with
 //!   a person approving at the terminal, and no proof in any tool result,
 //!   error or TRACE log.
+//! - `mcp_http_flow.py`: the same head over streamable HTTP
+//!   (`countersign mcp --listen`) with API bearer credentials, driven by the
+//!   SDK's streamable HTTP client: missing, invalid and revoked credentials
+//!   (401 naming the RFC 9728 metadata), foreign Host, Origin and
+//!   Sec-Fetch-Site (403) and a duplicate-key body refused with nothing
+//!   proposed; propose, approve at a terminal, execute once; a second
+//!   credential is a second session; SIGTERM stops it cleanly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use countersign_integration_tests::run_e2e_script as run_script;
@@ -19,4 +26,9 @@ fn readme_walkthrough_with_real_binaries_and_terminal() {
 #[test]
 fn an_mcp_client_proposes_and_executes_only_what_a_person_approved_and_never_sees_a_proof() {
     run_script("mcp_flow.py");
+}
+
+#[test]
+fn a_remote_mcp_client_needs_a_live_credential_and_executes_only_its_own_approval() {
+    run_script("mcp_http_flow.py");
 }

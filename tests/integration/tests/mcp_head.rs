@@ -281,3 +281,16 @@ async fn a_contract_changed_under_a_running_head_is_refused() {
     assert_eq!(refused["structuredContent"]["applied"], false, "{refused}");
     assert_eq!(h.schedules().await, vec![]);
 }
+
+#[tokio::test]
+async fn mcp_listen_refuses_an_unspecified_address() {
+    let h = support::Harness::start().await;
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let run = h.cli(&["mcp", "--listen", addr]).await;
+        assert!(
+            matches!(&run.result, Err(countersign::CliError::Error(m)) if m.contains("names no specific address")),
+            "{:?}",
+            run.result
+        );
+    }
+}

@@ -59,12 +59,29 @@ pub(crate) async fn bind(
     listen: std::net::SocketAddr,
     io: &mut Io<'_>,
 ) -> Result<(tokio::net::TcpListener, Arc<ApiState>), CliError> {
+    let (listener, addr, scope) = listen_on(listen, "the API", "127.0.0.1:8787").await?;
+    let state = Arc::new(api_state(ctx).await?);
+    let _ = writeln!(
+        io.err,
+        "countersign API listening on http://{addr} ({scope}); OpenAPI at /openapi.json"
+    );
+    tracing::info!(%addr, "API listening");
+    Ok((listener, state))
+}
+
+/// Bind `listen` for `what` (a head behind the Host guards): refused when it
+/// names no specific address, since the guards answer only to the bound one.
+/// Returns the listener, its address and a note on its reach.
+pub(crate) async fn listen_on(
+    listen: std::net::SocketAddr,
+    what: &str,
+    example: &str,
+) -> Result<(tokio::net::TcpListener, std::net::SocketAddr, &'static str), CliError> {
     if listen.ip().is_unspecified() {
         return Err(CliError::Error(format!(
-            "--listen {listen} names no specific address: the API answers only to requests whose Host is the address it listens on; name that address (for example 127.0.0.1:8787)"
+            "--listen {listen} names no specific address: {what} answers only to requests whose Host is the address it listens on; name that address (for example {example})"
         )));
     }
-    let state = Arc::new(api_state(ctx).await?);
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| CliError::Error(format!("cannot listen on {listen}: {e}")))?;
@@ -74,12 +91,7 @@ pub(crate) async fn bind(
     } else {
         "WARNING: not loopback; reachable from the network, protected by bearer credentials only"
     };
-    let _ = writeln!(
-        io.err,
-        "countersign API listening on http://{addr} ({scope}); OpenAPI at /openapi.json"
-    );
-    tracing::info!(%addr, "API listening");
-    Ok((listener, state))
+    Ok((listener, addr, scope))
 }
 
 /// `countersign api token create --ttl D (--out FILE | --stdout)`

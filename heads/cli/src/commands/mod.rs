@@ -65,7 +65,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Result(id) => exec::result(&ctx, &id.id, json, io).await,
                 Command::Audit(args) => inspect::audit(&ctx, args.verify, json, io).await,
                 Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
-                Command::Mcp => mcp::serve(&ctx, io).await,
+                Command::Mcp(args) => mcp::serve(&ctx, args, io).await,
                 Command::Api(ApiCommand::Serve(args)) => api::serve(&ctx, args, io).await,
                 Command::Api(ApiCommand::Token(TokenCommand::Create(args))) => {
                     api::token_create(&ctx, args, json, io)
