@@ -7,17 +7,18 @@
 //! effect ambiguous.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use countersign_verifier::canonical;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::preview::{Template, is_terminal_unsafe};
-use crate::{BuiltinEffect, Class, Effect, Operation, RegistryError, schema};
+use crate::{BuiltinEffect, Class, Effect, Operation, RegistryError, WebhookUrl, schema};
 
 /// Hard cap on any proof lifetime, in seconds.
 pub(crate) use countersign_verifier::lifetimes::LIFETIME_CAP_SECS;
-/// Bounds of a command effect's timeout, in seconds.
+/// Bounds of a command or webhook effect's timeout, in seconds.
 const COMMAND_TIMEOUT_SECS: std::ops::RangeInclusive<u64> = 1..=300;
 /// Longest description or preview template, in characters.
 const MAX_TEXT_CHARS: usize = 500;
@@ -193,6 +194,24 @@ impl RawOperation {
                 }
                 Ok(())
             }
+            Effect::Webhook {
+                url,
+                timeout_secs,
+                accept_status,
+                trust_roots,
+                allow_plain_http_loopback,
+            } => check_webhook(
+                url,
+                *timeout_secs,
+                accept_status,
+                trust_roots.as_deref(),
+                *allow_plain_http_loopback,
+            )
+            .map_err(|(field, reason)| RegistryError::InvalidField {
+                operation: op.clone(),
+                field: format!("effect.{field}"),
+                reason,
+            }),
         }
     }
 
@@ -214,6 +233,73 @@ impl RawOperation {
         let text = canonical::to_canonical(&definition).map_err(|e| e.to_string())?;
         Ok(canonical::sha256_hex(text.as_bytes()))
     }
+}
+
+/// The checks of a `webhook` effect; the error names the field (under
+/// `effect.`) and the reason.
+fn check_webhook(
+    url: &str,
+    timeout_secs: u64,
+    accept_status: &[u16],
+    trust_roots: Option<&Path>,
+    allow_plain_http_loopback: bool,
+) -> Result<(), (&'static str, String)> {
+    let parsed = WebhookUrl::parse(url).map_err(|r| ("url", r))?;
+    if parsed.is_https() {
+        if allow_plain_http_loopback {
+            return Err((
+                "allow_plain_http_loopback",
+                "applies only to an http:// URL; remove it for https".into(),
+            ));
+        }
+        let Some(roots) = trust_roots else {
+            return Err((
+                "trust_roots",
+                "is required for an https URL: the absolute path of a PEM bundle of the receiver's CAs (no system roots are built in)".into(),
+            ));
+        };
+        if !roots.is_absolute() {
+            return Err(("trust_roots", format!("{roots:?} is not an absolute path")));
+        }
+        if roots.as_os_str().as_encoded_bytes().contains(&0) {
+            return Err(("trust_roots", "contains a NUL byte".into()));
+        }
+    } else {
+        if !allow_plain_http_loopback {
+            return Err((
+                "url",
+                "plain http:// is refused; use https://, or set allow_plain_http_loopback = true for a loopback receiver".into(),
+            ));
+        }
+        if !parsed.is_loopback() {
+            return Err((
+                "url",
+                format!(
+                    "plain http:// is allowed only to a loopback host, not {:?}",
+                    parsed.host()
+                ),
+            ));
+        }
+        if trust_roots.is_some() {
+            return Err(("trust_roots", "applies only to an https URL".into()));
+        }
+    }
+    if !COMMAND_TIMEOUT_SECS.contains(&timeout_secs) {
+        return Err(("timeout_secs", format!("{timeout_secs} is outside 1..=300")));
+    }
+    if accept_status.is_empty() {
+        return Err(("accept_status", "must name at least one status".into()));
+    }
+    let mut seen = BTreeSet::new();
+    for status in accept_status {
+        if !(200..=299).contains(status) {
+            return Err(("accept_status", format!("{status} is outside 200..=299")));
+        }
+        if !seen.insert(*status) {
+            return Err(("accept_status", format!("{status} is listed twice")));
+        }
+    }
+    Ok(())
 }
 
 /// Descriptions and templates are one line of at most 500 visible characters.

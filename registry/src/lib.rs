@@ -25,6 +25,10 @@
 //! name = "schedule.create"
 //! # or: kind = "command", program = "/abs/path", args = ["fixed", "args"],
 //! #     timeout_secs = 10 (1..=300)
+//! # or: kind = "webhook", url = "https://host/path", timeout_secs = 10 (1..=300),
+//! #     accept_status = [200, 201, 202, 204] (the default; each 200..=299),
+//! #     trust_roots = "/abs/ca-bundle.pem" (required for https, refused for http),
+//! #     allow_plain_http_loopback = false (true permits http:// to a loopback host)
 //!
 //! [operation.schema]              # JSON Schema draft 2020-12 as a TOML table
 //! type = "object"                 # required
@@ -69,6 +73,7 @@ mod operation;
 mod policy;
 mod preview;
 mod schema;
+mod webhook;
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -78,10 +83,11 @@ pub use args::CanonicalArgs;
 pub use countersign_verifier::BuiltinEffect;
 pub use current::CurrentRegistry;
 pub use error::{ArgumentsError, PolicyError, RegistryError};
-pub use operation::{Class, Effect, Operation};
+pub use operation::{Class, DEFAULT_ACCEPT_STATUS, Effect, Operation};
 pub use policy::Policy;
 pub use preview::{is_terminal_unsafe, terminal_safe};
 pub use schema::errors as schema_errors;
+pub use webhook::{MAX_URL_BYTES, WebhookUrl};
 
 /// Largest registry file accepted, in bytes.
 pub const MAX_REGISTRY_BYTES: usize = 1024 * 1024;

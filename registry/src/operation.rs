@@ -38,8 +38,8 @@ impl Class {
 }
 
 /// What applying an operation does. Matched exhaustively wherever it is
-/// acted on: a new kind (a `webhook` is planned) does not compile until
-/// each head decides, before consuming a proof, to run it or refuse it.
+/// acted on: a new kind does not compile until each head decides, before
+/// consuming a proof, to run it or refuse it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Effect {
@@ -59,6 +59,32 @@ pub enum Effect {
         /// Seconds before the program is killed, 1..=300.
         timeout_secs: u64,
     },
+    /// An HTTP POST of the canonical arguments to a fixed URL, with the
+    /// proof, the nonce and the proposal id in headers.
+    Webhook {
+        /// `https://` URL, or `http://` to a loopback host when
+        /// `allow_plain_http_loopback` is set. Checked by [`crate::WebhookUrl::parse`].
+        url: String,
+        /// Seconds for the whole exchange (connect to response), 1..=300.
+        timeout_secs: u64,
+        /// Response statuses that mean applied (each 200..=299).
+        #[serde(default = "default_accept_status")]
+        accept_status: Vec<u16>,
+        /// Absolute path of a PEM bundle of the CAs trusted for the
+        /// receiver's certificate; required for `https`, refused for `http`.
+        #[serde(default)]
+        trust_roots: Option<PathBuf>,
+        /// Permits an `http://` URL, and only to a loopback host.
+        #[serde(default)]
+        allow_plain_http_loopback: bool,
+    },
+}
+
+/// The statuses a webhook accepts when the registry names none.
+pub const DEFAULT_ACCEPT_STATUS: [u16; 4] = [200, 201, 202, 204];
+
+fn default_accept_status() -> Vec<u16> {
+    DEFAULT_ACCEPT_STATUS.to_vec()
 }
 
 /// A registered operation. Fields are the definition from the registry file;

@@ -2,7 +2,8 @@
 //! registry and policy, then consume it with the arguments from the verified
 //! claims. A builtin effect (over the ledger's state store) is consumed,
 //! applied and completed in ONE ledger transaction, atomic with its
-//! authorization. An effect outside the ledger (`command`) is two-phase: one
+//! authorization. An effect outside the ledger (`command`, `webhook`) is
+//! two-phase: one
 //! transaction records the intent, the effect runs, a second records the
 //! completion; a crash in between leaves it `uncertain` for `reconcile`.
 //!
@@ -25,6 +26,7 @@ use crate::command::{CommandSpec, run_command};
 use crate::fault::{FaultPoint, crash_point};
 use crate::outcome::{Outcome, Refused};
 use crate::plan::{Plan, plan};
+use crate::webhook::{WebhookSpec, send_webhook};
 
 /// A fault the gate could not turn into a decision. The caller reports it as
 /// an error. For a builtin effect nothing was applied (its one transaction
@@ -174,12 +176,9 @@ impl Gate {
                 }));
             }
         };
-        let spec = match plan {
-            Plan::Builtin { name } => {
-                return self.consume_builtin(proposal_id, &verified, &name).await;
-            }
-            Plan::Command(ref spec) => spec,
-        };
+        if let Plan::Builtin { name } = &plan {
+            return self.consume_builtin(proposal_id, &verified, name).await;
+        }
         // An effect outside the ledger: two transactions around it. The
         // intent is leased to this head for the effect's timeout and a
         // margin, so reconcile and a person's resolution wait for it.
@@ -194,7 +193,16 @@ impl Gate {
         };
         tracing::info!(proposal_id, nonce = %intent.nonce(), "intent recorded; running effect");
         crash_point(FaultPoint::AfterIntent);
-        let effect_outcome = self.run_command(spec, &intent).await?;
+        let effect_outcome = match &plan {
+            Plan::Command(spec) => self.run_command(spec, &intent).await?,
+            Plan::Webhook(spec) => self.send_webhook(spec, &intent, proof).await?,
+            // Returned above, before anything was consumed.
+            Plan::Builtin { .. } => {
+                return Err(GateError::Effect(
+                    "a builtin effect reached the two-phase path".into(),
+                ));
+            }
+        };
         crash_point(FaultPoint::AfterEffect);
         let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
         Ok(match effect_outcome {
@@ -278,6 +286,51 @@ impl Gate {
         } else {
             EffectOutcome::Failed {
                 error: outcome.describe_failure(),
+                result,
+            }
+        })
+    }
+
+    /// Send a `webhook` effect with the arguments of the intent (recorded
+    /// from the verified claims), its nonce as idempotency key and `proof`,
+    /// the proof presented for it. Treated like a command: a request that
+    /// was never sent is a definite failure (the proof is spent, as for a
+    /// program that cannot start); one that may have been received leaves
+    /// the intent open, uncertain, never sent again by this execution.
+    pub(crate) async fn send_webhook(
+        &self,
+        spec: &WebhookSpec,
+        intent: &Intent,
+        proof: &Proof,
+    ) -> Result<EffectOutcome, GateError> {
+        let sent = send_webhook(
+            spec,
+            intent.arguments_json(),
+            intent.nonce(),
+            proof,
+            intent.proposal_id(),
+        )
+        .await;
+        let outcome = match sent {
+            Ok(outcome) => outcome,
+            Err(e) if e.maybe_sent() => return Err(GateError::Effect(e.to_string())),
+            Err(e) => {
+                return Ok(EffectOutcome::Failed {
+                    error: format!("the webhook was not sent: {e}"),
+                    result: serde_json::Value::Null,
+                });
+            }
+        };
+        let result =
+            serde_json::to_value(&outcome).map_err(|e| GateError::Effect(e.to_string()))?;
+        Ok(if spec.accept_status.contains(&outcome.status) {
+            EffectOutcome::Applied { result }
+        } else {
+            EffectOutcome::Failed {
+                error: format!(
+                    "the receiver answered status {}, not one of {:?}",
+                    outcome.status, spec.accept_status
+                ),
                 result,
             }
         })

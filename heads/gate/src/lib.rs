@@ -1,7 +1,7 @@
 //! The verifier/effect service that every head embeds: verify a proof with
 //! the public keys and consume it once through the ledger (a builtin effect
-//! in the same single transaction; a `command` effect between an intent and
-//! a completion transaction); reconcile interrupted intents; talk to the
+//! in the same single transaction; a `command` or `webhook` effect between
+//! an intent and a completion transaction); reconcile interrupted intents; talk to the
 //! signer as a head or an approver over mutually authenticated gRPC.
 //!
 //! It holds no signing key and links no signing code: the only thing it can
@@ -16,6 +16,7 @@ mod outcome;
 mod plan;
 mod reconcile;
 pub mod signer_client;
+pub mod webhook;
 
 pub use execute::{Gate, GateError};
 pub use outcome::{Outcome, Refused};

@@ -9,9 +9,10 @@
 //! This module must not run anything itself.
 
 use countersign_ledger::INTENT_LEASE_MARGIN;
-use countersign_registry::Effect;
+use countersign_registry::{Effect, WebhookUrl};
 
 use crate::command::CommandSpec;
+use crate::webhook::WebhookSpec;
 
 /// What this head does to apply an effect it can run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +24,8 @@ pub(crate) enum Plan {
     },
     /// A program run between the intent and the completion transactions.
     Command(CommandSpec),
+    /// An HTTP POST sent between the intent and the completion transactions.
+    Webhook(WebhookSpec),
 }
 
 impl Plan {
@@ -31,8 +34,9 @@ impl Plan {
     pub(crate) fn lease(&self) -> time::Duration {
         match self {
             Plan::Builtin { .. } => INTENT_LEASE_MARGIN,
-            Plan::Command(spec) => {
-                let secs = i64::try_from(spec.timeout.as_secs()).unwrap_or(i64::MAX);
+            Plan::Command(CommandSpec { timeout, .. })
+            | Plan::Webhook(WebhookSpec { timeout, .. }) => {
+                let secs = i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX);
                 time::Duration::seconds(secs).saturating_add(INTENT_LEASE_MARGIN)
             }
         }
@@ -53,6 +57,24 @@ pub(crate) fn plan(effect: &Effect) -> Result<Plan, &'static str> {
             args: args.clone(),
             timeout: std::time::Duration::from_secs(*timeout_secs),
         })),
+        Effect::Webhook {
+            url,
+            timeout_secs,
+            accept_status,
+            trust_roots,
+            allow_plain_http_loopback: _,
+        } => {
+            // The registry refused every URL that does not parse, so this
+            // refusal (which burns nothing) only guards a registry built
+            // some other way.
+            let url = WebhookUrl::parse(url).map_err(|_| "webhook")?;
+            Ok(Plan::Webhook(WebhookSpec {
+                url,
+                timeout: std::time::Duration::from_secs(*timeout_secs),
+                accept_status: accept_status.clone(),
+                trust_roots: trust_roots.clone(),
+            }))
+        }
     }
 }
 
@@ -72,10 +94,17 @@ mod tests {
                 args: vec![],
                 timeout_secs: 5,
             },
+            Effect::Webhook {
+                url: "https://localhost:8443/hook".into(),
+                timeout_secs: 5,
+                accept_status: vec![200],
+                trust_roots: Some("/etc/ca.pem".into()),
+                allow_plain_http_loopback: false,
+            },
         ];
         for effect in &samples {
             match effect {
-                Effect::Builtin { .. } | Effect::Command { .. } => {}
+                Effect::Builtin { .. } | Effect::Command { .. } | Effect::Webhook { .. } => {}
             }
         }
         samples
@@ -92,6 +121,12 @@ mod tests {
                     assert!(
                         matches!(&effect, Effect::Command { program, .. } if *program == spec.program)
                     );
+                }
+                Ok(Plan::Webhook(spec)) => {
+                    assert!(
+                        matches!(&effect, Effect::Webhook { url, .. } if url.starts_with("https://localhost:8443"))
+                    );
+                    assert_eq!(spec.url.path_and_query(), "/hook");
                 }
                 Err(kind) => assert!(!kind.is_empty(), "a refusal names the kind"),
             }
@@ -110,6 +145,23 @@ mod tests {
         assert_eq!(
             plan.lease(),
             time::Duration::seconds(7) + INTENT_LEASE_MARGIN
+        );
+    }
+
+    #[test]
+    fn a_webhook_intent_is_leased_for_its_timeout_and_the_margin() {
+        let Ok(plan) = plan(&Effect::Webhook {
+            url: "http://127.0.0.1:9/hook".into(),
+            timeout_secs: 9,
+            accept_status: vec![204],
+            trust_roots: None,
+            allow_plain_http_loopback: true,
+        }) else {
+            panic!("a webhook is runnable");
+        };
+        assert_eq!(
+            plan.lease(),
+            time::Duration::seconds(9) + INTENT_LEASE_MARGIN
         );
     }
 }

@@ -125,6 +125,20 @@ impl Gate {
                 self.ledger().complete(intent, &outcome).await?;
                 applied
             }
+            // The ledger keeps no proof (only its hash), and a receiver
+            // checks the proof itself: a webhook cannot be re-sent as it
+            // was approved, so a person resolves it.
+            Ok(Plan::Webhook(_)) => {
+                return Ok(entry(
+                    "still_uncertain",
+                    format!(
+                        "{} is a webhook: the ledger keeps no proof to send again, so it is never re-sent; ask the receiver whether it handled Idempotency-Key {}, then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
+                        intent.operation(),
+                        intent.nonce(),
+                        intent.proposal_id()
+                    ),
+                ));
+            }
             Err(kind) => {
                 return Ok(entry(
                     "still_uncertain",
