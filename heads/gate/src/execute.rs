@@ -195,7 +195,12 @@ impl Gate {
         crash_point(FaultPoint::AfterIntent);
         let effect_outcome = match &plan {
             Plan::Command(spec) => self.run_command(spec, &intent).await?,
-            Plan::Webhook(spec) => self.send_webhook(spec, &intent, proof).await?,
+            Plan::Webhook(spec) => match self.send_webhook(spec, &intent, proof).await? {
+                Sent::Answered(outcome) => outcome,
+                Sent::MaybeReceived(reason) => {
+                    return self.left_uncertain(proposal_id, reason).await;
+                }
+            },
             // Returned above, before anything was consumed.
             Plan::Builtin { .. } => {
                 return Err(GateError::Effect(
@@ -302,7 +307,7 @@ impl Gate {
         spec: &WebhookSpec,
         intent: &Intent,
         proof: &Proof,
-    ) -> Result<EffectOutcome, GateError> {
+    ) -> Result<Sent, GateError> {
         let sent = send_webhook(
             spec,
             intent.arguments_json(),
@@ -313,26 +318,54 @@ impl Gate {
         .await;
         let outcome = match sent {
             Ok(outcome) => outcome,
-            Err(e) if e.maybe_sent() => return Err(GateError::Effect(e.to_string())),
+            Err(e) if e.maybe_sent() => return Ok(Sent::MaybeReceived(e.to_string())),
             Err(e) => {
-                return Ok(EffectOutcome::Failed {
+                return Ok(Sent::Answered(EffectOutcome::Failed {
                     error: format!("the webhook was not sent: {e}"),
                     result: serde_json::Value::Null,
-                });
+                }));
             }
         };
         let result =
             serde_json::to_value(&outcome).map_err(|e| GateError::Effect(e.to_string()))?;
-        Ok(if spec.accept_status.contains(&outcome.status) {
-            EffectOutcome::Applied { result }
-        } else {
-            EffectOutcome::Failed {
-                error: format!(
-                    "the receiver answered status {}, not one of {:?}",
-                    outcome.status, spec.accept_status
-                ),
-                result,
-            }
-        })
+        Ok(Sent::Answered(
+            if spec.accept_status.contains(&outcome.status) {
+                EffectOutcome::Applied { result }
+            } else {
+                EffectOutcome::Failed {
+                    error: format!(
+                        "the receiver answered status {}, not one of {:?}",
+                        outcome.status, spec.accept_status
+                    ),
+                    result,
+                }
+            },
+        ))
     }
+
+    /// The outcome of an effect that may have happened: nothing is
+    /// completed, so the ledger reads the open intent as `uncertain`.
+    async fn left_uncertain(
+        &self,
+        proposal_id: &str,
+        reason: String,
+    ) -> Result<Outcome, GateError> {
+        tracing::warn!(proposal_id, %reason, "effect outcome unknown; left uncertain");
+        match self.ledger.disposition(proposal_id).await? {
+            Some(disposition) => Ok(Outcome::Uncertain {
+                disposition,
+                reason,
+            }),
+            None => Err(GateError::Effect(reason)),
+        }
+    }
+}
+
+/// What sending a webhook came to.
+pub(crate) enum Sent {
+    /// The receiver answered, or nothing was sent: a completion to record.
+    Answered(EffectOutcome),
+    /// The request may have been received and no answer came: the intent
+    /// stays open, nothing is recorded, nothing is re-sent.
+    MaybeReceived(String),
 }

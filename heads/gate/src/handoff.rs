@@ -105,7 +105,12 @@ impl Gate {
         drop(proof);
         let consumed_nothing = match &executed {
             Ok(Outcome::Refused(_)) | Err(_) => true,
-            Ok(Outcome::Applied(_) | Outcome::Failed(_) | Outcome::Recorded(_)) => false,
+            Ok(
+                Outcome::Applied(_)
+                | Outcome::Failed(_)
+                | Outcome::Recorded(_)
+                | Outcome::Uncertain { .. },
+            ) => false,
         };
         if consumed_nothing {
             let released = head

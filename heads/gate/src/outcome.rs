@@ -14,6 +14,15 @@ pub enum Outcome {
     Applied(Disposition),
     /// The effect ran now and failed; the proof is spent.
     Failed(Disposition),
+    /// The effect was started now and its outcome is unknown (a webhook
+    /// request may have been received): the intent stays open, nothing is
+    /// retried, and a person or `reconcile` settles it. The proof is spent.
+    Uncertain {
+        /// The recorded disposition (status `uncertain`).
+        disposition: Disposition,
+        /// What went wrong after the effect started (no secret in it).
+        reason: String,
+    },
     /// The proof was already consumed: this is the recorded disposition, and
     /// nothing ran again.
     Recorded(Disposition),
@@ -31,6 +40,7 @@ impl Outcome {
     pub fn disposition(&self) -> Option<&Disposition> {
         match self {
             Outcome::Applied(d) | Outcome::Failed(d) | Outcome::Recorded(d) => Some(d),
+            Outcome::Uncertain { disposition, .. } => Some(disposition),
             Outcome::Refused(_) => None,
         }
     }
@@ -43,6 +53,13 @@ impl Outcome {
             Outcome::Failed(d) => format!(
                 "failed: the effect of {} ran and reported an error; the approval is spent",
                 d.proposal_id
+            ),
+            Outcome::Uncertain {
+                disposition,
+                reason,
+            } => format!(
+                "uncertain: the effect of {} was started and its outcome is unknown ({reason}); it is not retried (see `countersign reconcile`)",
+                disposition.proposal_id
             ),
             Outcome::Recorded(d) => match d.status {
                 DispositionStatus::Uncertain => format!(

@@ -66,7 +66,10 @@ pub fn disposition(d: &Disposition) -> Value {
 pub fn outcome(proposal_id: &str, outcome: &Outcome) -> Value {
     let mut value = json!({
         "proposal_id": proposal_id,
-        "ok": matches!(outcome, Outcome::Applied(_) | Outcome::Failed(_)),
+        "ok": matches!(
+            outcome,
+            Outcome::Applied(_) | Outcome::Failed(_) | Outcome::Uncertain { .. }
+        ),
         "applied": outcome.applied_now(),
         "message": outcome.summary(),
     });
@@ -75,7 +78,7 @@ pub fn outcome(proposal_id: &str, outcome: &Outcome) -> Value {
             value["status"] = json!("refused");
             value["reason"] = json!(refused.code());
         }
-        Outcome::Applied(d) | Outcome::Failed(d) => {
+        Outcome::Applied(d) | Outcome::Failed(d) | Outcome::Uncertain { disposition: d, .. } => {
             value["status"] = json!(d.status.as_str());
             value["result"] = d.result.clone();
         }
@@ -164,7 +167,7 @@ pub fn outcome_schema() -> Value {
             "proposal_id": {"type": "string"},
             "ok": {"type": "boolean"},
             "applied": {"type": "boolean"},
-            "status": {"enum": ["applied", "failed", "already_used", "refused"]},
+            "status": {"enum": ["applied", "failed", "uncertain", "already_used", "refused"]},
             "reason": {"type": "string"},
             "recorded_status": {"enum": ["applied", "failed", "uncertain"]},
             "message": {"type": "string"},

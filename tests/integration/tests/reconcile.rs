@@ -8,54 +8,7 @@
 mod support;
 
 use countersign::CliError;
-use countersign_gate::signer_client::public_keys;
-use countersign_identity::Role;
-use countersign_ledger::ConsumeStart;
-use countersign_registry::Registry;
-use countersign_verifier::{Expectations, Proof, verify};
-use support::{CREATE_NIGHTLY, Harness, Person};
-
-/// Approve `id` to a proof file and record its intent in the ledger without
-/// running the effect, as a head killed between the two transactions of the
-/// two-phase flow would. (Heads consume builtins in one transaction and
-/// never leave such an intent; this is the intent a direct `begin_consume`
-/// caller, or a ledger written before that change, can leave.)
-async fn interrupt(h: &Harness, id: &str) -> std::path::PathBuf {
-    let path = h.approve_to_file(id).await;
-    let proof = Proof::from_text(std::fs::read_to_string(&path).unwrap()).unwrap();
-    let proposal = h.ledger().proposal(id).await.unwrap().unwrap().proposal;
-    let registry = Registry::load(&h.signer.home().registry_path()).unwrap();
-    let op = registry.get(&proposal.operation).unwrap();
-    let keys = public_keys(&mut h.signer.client(Role::Head).await.unwrap())
-        .await
-        .unwrap();
-    let policy = h.signer.state().policy();
-    let verified = verify(
-        &proof,
-        &keys,
-        &Expectations {
-            audience: &policy.audience,
-            principal: h.signer.principal(),
-            session: "cli",
-            proposal_id: id,
-            operation: &proposal.operation,
-            arguments_sha256: &proposal.arguments_sha256,
-            contract_revision: op.contract_revision(),
-            policy_revision: &policy.revision(),
-            now: time::OffsetDateTime::now_utc(),
-            max_lifetime: time::Duration::minutes(30),
-        },
-    )
-    .unwrap();
-    assert!(matches!(
-        h.ledger()
-            .begin_consume(&verified, time::Duration::ZERO)
-            .await
-            .unwrap(),
-        ConsumeStart::Fresh(_)
-    ));
-    path
-}
+use support::{CREATE_NIGHTLY, Harness, Person, interrupt};
 
 #[tokio::test]
 async fn an_interrupted_replay_safe_operation_is_uncertain_until_reconcile_replays_it_once() {

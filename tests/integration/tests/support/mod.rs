@@ -417,3 +417,60 @@ maxLength = 100
 
 pub const CREATE_NIGHTLY: &str =
     r#"{"name":"nightly","cron":"0 3 * * *","description":"email the KPIs"}"#;
+
+/// Verify `proof_text` for `id` as a head of this installation would
+/// (session `cli`), with the signer's public keys: what a receiver of the
+/// proof checks.
+pub async fn verify_as_head(
+    h: &Harness,
+    id: &str,
+    proof_text: &str,
+) -> Result<countersign_verifier::VerifiedProof, countersign_verifier::Refusal> {
+    use countersign_verifier::{Expectations, Proof, verify};
+    let proof = Proof::from_text(proof_text.to_string()).unwrap();
+    let proposal = h.ledger().proposal(id).await.unwrap().unwrap().proposal;
+    let registry = Registry::load(&h.signer.home().registry_path()).unwrap();
+    let op = registry.get(&proposal.operation).unwrap();
+    let keys = countersign_gate::signer_client::public_keys(
+        &mut h.signer.client(Role::Head).await.unwrap(),
+    )
+    .await
+    .unwrap();
+    let policy = h.signer.state().policy();
+    verify(
+        &proof,
+        &keys,
+        &Expectations {
+            audience: &policy.audience,
+            principal: h.signer.principal(),
+            session: "cli",
+            proposal_id: id,
+            operation: &proposal.operation,
+            arguments_sha256: &proposal.arguments_sha256,
+            contract_revision: op.contract_revision(),
+            policy_revision: &policy.revision(),
+            now: time::OffsetDateTime::now_utc(),
+            max_lifetime: time::Duration::minutes(30),
+        },
+    )
+}
+
+/// Approve `id` to a proof file and record its intent in the ledger without
+/// running the effect, as a head killed between the two transactions of the
+/// two-phase flow would. (Heads consume builtins in one transaction and
+/// never leave such an intent; this is the intent a direct `begin_consume`
+/// caller, or a ledger written before that change, can leave.)
+pub async fn interrupt(h: &Harness, id: &str) -> PathBuf {
+    let path = h.approve_to_file(id).await;
+    let verified = verify_as_head(h, id, &std::fs::read_to_string(&path).unwrap())
+        .await
+        .unwrap();
+    assert!(matches!(
+        h.ledger()
+            .begin_consume(&verified, time::Duration::ZERO)
+            .await
+            .unwrap(),
+        countersign_ledger::ConsumeStart::Fresh(_)
+    ));
+    path
+}
