@@ -1,5 +1,5 @@
 //! The verifier/effect service that every head embeds: verify a proof with
-//! the public keys and consume it once through the ledger (a builtin effect
+//! the public keys (following the signer's rotations) and consume it once through the ledger (a builtin effect
 //! in the same single transaction; a `command` effect between an intent and
 //! a completion transaction); reconcile interrupted intents; talk to the
 //! signer as a head or an approver over mutually authenticated gRPC.
@@ -12,11 +12,13 @@ pub mod command;
 mod execute;
 pub mod fault;
 mod handoff;
+mod live_keys;
 mod outcome;
 mod plan;
 mod reconcile;
 pub mod signer_client;
 
 pub use execute::{Gate, GateError};
+pub use live_keys::KeyRefresh;
 pub use outcome::{Outcome, Refused};
 pub use reconcile::{ReconcileEntry, ReconcileReport};
