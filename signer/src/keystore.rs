@@ -188,7 +188,7 @@ impl KeyStore {
         Ok(self.read_index()?.keys)
     }
 
-    /// The active key id and the published keys (for `keygen` and tests).
+    /// The keys published now: the active one first, then the verifying ones.
     pub fn published(&self) -> Result<Vec<PublishedKey>, KeyStoreError> {
         Ok(self.current()?.published.as_ref().clone())
     }
@@ -222,9 +222,16 @@ impl KeyStore {
         let index = self.read_index()?;
         let mut active: Option<Arc<dyn ProofSigner>> = None;
         let mut published = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
         for entry in &index.keys {
             let key = self.public_of(entry)?;
+            if !seen.insert(entry.key_id.as_str()) {
+                return Err(self.malformed("a key is listed twice"));
+            }
             match entry.status {
+                KeyStatus::Active if active.is_some() => {
+                    return Err(self.malformed("more than one active key"));
+                }
                 KeyStatus::Active => {
                     let signer = ProofKey::load_file(&self.key_file(entry)?)?;
                     if ProofSigner::verifying_key(&signer) != key {
@@ -375,6 +382,15 @@ impl KeyStore {
 
     /// The key file of `entry`: `ed25519.key` or `keys/<kid>.key`, nothing else.
     fn key_file(&self, entry: &KeyEntry) -> Result<PathBuf, KeyStoreError> {
+        let well_formed = entry.key_id.strip_prefix("k4.pid.").is_some_and(|id| {
+            !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+        if !well_formed {
+            return Err(self.malformed("a key id is not a k4.pid"));
+        }
         let expected = format!("{KEYS_DIR}/{}.key", entry.key_id);
         if entry.file != FIRST_KEY && entry.file != expected {
             return Err(self.malformed("a key file is outside the signer directory's key files"));
@@ -463,6 +479,35 @@ mod tests {
         assert_eq!(published.len(), 1);
         assert_eq!(published[0].key_id, new);
         assert_eq!(store.list().unwrap()[0].status, KeyStatus::Retired);
+    }
+
+    #[tokio::test]
+    async fn refuses_an_index_with_two_active_keys_or_a_path_for_an_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = KeyStore::open(dir.path()).unwrap();
+        store.rotate(recorded).await.unwrap();
+        let mut index = store.read_index().unwrap();
+        index.keys[0].status = KeyStatus::Active;
+        std::fs::remove_file(store.index_path()).unwrap();
+        countersign_identity::files::write_private_new(
+            &store.index_path(),
+            &serde_json::to_vec(&index).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            store.current().unwrap_err(),
+            store.malformed("more than one active key")
+        );
+        let entry = KeyEntry {
+            key_id: "k4.pid.../../x".into(),
+            public: String::new(),
+            status: KeyStatus::Verifying,
+            file: "keys/k4.pid.../../x.key".into(),
+        };
+        assert_eq!(
+            store.key_file(&entry).unwrap_err(),
+            store.malformed("a key id is not a k4.pid")
+        );
     }
 
     #[tokio::test]
