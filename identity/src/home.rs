@@ -167,6 +167,18 @@ impl Home {
         self.signer_dir().join("ed25519.key")
     }
 
+    /// `signer/keys.json`: the signer's key index (which key is active,
+    /// which still verify); written by the signer, 0600.
+    pub fn key_index_path(&self) -> PathBuf {
+        self.signer_dir().join("keys.json")
+    }
+
+    /// Whether this home holds the signer's proof keys (the first key
+    /// file, or a key index after rotations retired it).
+    pub fn has_signing_keys(&self) -> bool {
+        self.signing_key_path().exists() || self.key_index_path().exists()
+    }
+
     /// Creates the directory layout (0700 directories, the principal once,
     /// a commented `config.toml`, an empty 0600 `ledger.db` so SQLite's files
     /// inherit 0600) and then runs [`Home::check`]. Idempotent: existing
@@ -233,6 +245,7 @@ impl Home {
             self.signer_cert_path(),
             self.signer_tls_key_path(),
             self.signing_key_path(),
+            self.key_index_path(),
         ];
         for credential in Role::ALL
             .map(ClientCredential::Role)

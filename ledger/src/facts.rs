@@ -1,6 +1,7 @@
 //! Whether the fact tables and the event log tell the same story: every
 //! proposal, decision, issuance, revocation, consumed nonce, intent,
-//! applied effect and completion has exactly its chained event, every such
+//! applied effect and completion has exactly its chained event (key
+//! rotations and retirements have no row and need only name their key), every such
 //! event has its row, and the state store holds exactly what replaying the
 //! applied builtin effects, in chain order, produces.
 //!
@@ -121,6 +122,9 @@ impl EventFacts {
                 }
                 _ => false,
             },
+            // A key set change has no fact row (the signer's key index is
+            // the record); the event must name the key.
+            "key_rotated" | "key_retired" => field("key_id").is_some(),
             other => {
                 self.unreadable = Some(format!("event {} has an unknown kind {other:?}", event.id));
                 return;

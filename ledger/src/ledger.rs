@@ -9,7 +9,7 @@ use crate::chain::ChainReport;
 use crate::error::{EffectFailure, LedgerError};
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
-    IssuanceRecord, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
+    IssuanceRecord, KeyEvent, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
 };
 use crate::{postgres, sqlite};
 use countersign_verifier::VerifiedProof;
@@ -139,6 +139,17 @@ impl Ledger {
     /// operation, arguments hash or revisions differ from the proposal's.
     pub async fn record_approval(&self, issuance: &IssuanceRecord) -> Result<(), LedgerError> {
         dispatch!(self, b => b.record_approval(issuance).await)
+    }
+
+    /// Record a change of the signer's key set (`key_rotated` or
+    /// `key_retired`, details: the key id) in the event log.
+    pub async fn record_key_event(
+        &self,
+        event: KeyEvent,
+        key_id: &str,
+        actor: &str,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_key_event(event, key_id, actor).await)
     }
 
     /// Revoke a proposal's unconsumed proof.

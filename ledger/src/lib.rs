@@ -48,6 +48,6 @@ pub use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
 pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
-    Interrupted, IssuanceRecord, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,
+    Interrupted, IssuanceRecord, KeyEvent, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,
     SchemaStatus,
 };

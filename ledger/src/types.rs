@@ -446,3 +446,22 @@ impl SchemaStatus {
         self.expected.iter().copied().max().unwrap_or(0)
     }
 }
+
+/// A change of the signer's key set, recorded in the event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// A new key became the active signing key (`key_rotated`).
+    Rotated,
+    /// A key stopped verifying and is never published again (`key_retired`).
+    Retired,
+}
+
+impl KeyEvent {
+    /// The event kind in the log.
+    pub fn kind(self) -> &'static str {
+        match self {
+            KeyEvent::Rotated => "key_rotated",
+            KeyEvent::Retired => "key_retired",
+        }
+    }
+}

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{Kind, NO_LEASE, PRINCIPAL, TestLedger, approve, create_schedule, verified};
-use countersign_ledger::{ChainBreak, ConsumeStart, Consumed};
+use countersign_ledger::{ChainBreak, ConsumeStart, Consumed, KeyEvent};
 
 /// One schedule created and applied: events proposed, approved, intent,
 /// effect_applied, completed.
@@ -160,4 +160,28 @@ async fn insert_or_replace_cannot_remove_a_recorded_fact_on_sqlite() {
         .unwrap();
     assert!(matches!(again, Consumed::Replay(_)));
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+}
+
+on_both_backends!(key_rotation_and_retirement_keep_the_audit_intact);
+async fn key_rotation_and_retirement_keep_the_audit_intact(kind: Kind) {
+    let (t, _) = applied(kind).await;
+    t.ledger
+        .record_key_event(KeyEvent::Rotated, "k4.pid.new", "signer-admin")
+        .await
+        .unwrap();
+    t.ledger
+        .record_key_event(KeyEvent::Retired, "k4.pid.old", "signer-admin")
+        .await
+        .unwrap();
+    let report = t.ledger.verify_chain().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    let kinds: Vec<String> = t
+        .ledger
+        .events()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds[kinds.len() - 2..], ["key_rotated", "key_retired"]);
 }

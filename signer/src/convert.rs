@@ -10,6 +10,7 @@ use countersign_proto::v1 as wire;
 use countersign_verifier::timestamp;
 
 use crate::error::RpcError;
+use crate::keystore::{KeyStatus, PublishedKey};
 
 /// Longest note or reason accepted, in characters.
 pub(crate) const MAX_TEXT_CHARS: usize = 2000;
@@ -238,6 +239,21 @@ fn invalid(field: &'static str, reason: &str) -> RpcError {
     RpcError::InvalidField {
         field,
         reason: reason.to_owned(),
+    }
+}
+
+/// A published key on the wire: id, 32 public bytes and its status.
+pub(crate) fn published_key(key: &PublishedKey) -> wire::VerifyingKey {
+    let status = match key.status {
+        KeyStatus::Active => wire::KeyStatus::Active,
+        KeyStatus::Verifying => wire::KeyStatus::Verifying,
+        // Never published: `KeyStore` leaves retired keys out.
+        KeyStatus::Retired => wire::KeyStatus::Unspecified,
+    };
+    wire::VerifyingKey {
+        key_id: key.key_id.clone(),
+        public_key: key.key.to_bytes().to_vec(),
+        status: status as i32,
     }
 }
 

@@ -20,7 +20,7 @@ use tonic::Request;
 
 use crate::convert::{DecideCommand, Decision, Delivery, ProposalId, Session, format_time};
 use crate::error::RpcError;
-use crate::issue::sign_claims;
+use crate::issue::sign_claims_with;
 use crate::service::{SignerService, authorize, now_seconds, roles};
 
 impl SignerService {
@@ -115,7 +115,13 @@ impl SignerService {
             nbf: now,
             exp: expires_at,
         };
-        let proof = sign_claims(&state.key, &claims)
+        // The key index is re-read here when it changed: a rotation takes
+        // effect at the next decision, without a restart.
+        let keys = state
+            .keys
+            .current()
+            .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
+        let proof = sign_claims_with(keys.signer.as_ref(), &claims)
             .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
         let proof_sha256 = proof.sha256_hex();
         let issuance = IssuanceRecord::from_claims(&claims, &proof);

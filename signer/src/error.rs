@@ -9,6 +9,7 @@ use countersign_ledger::LedgerError;
 use countersign_registry::ArgumentsError;
 
 use crate::key::KeyError;
+use crate::keystore::KeyStoreError;
 
 /// Why an RPC did not succeed. Refusals carry what the caller needs to fix
 /// its request; `Internal` carries a detail that only goes to the log.
@@ -141,6 +142,9 @@ pub enum StartError {
     /// The signing key could not be created or loaded.
     #[error("signing key: {0}")]
     Key(#[from] KeyError),
+    /// The key set (its index or a key it names) could not be read or changed.
+    #[error("signing keys: {0}")]
+    Keys(#[from] KeyStoreError),
     /// The ledger could not be opened.
     #[error("ledger: {0}")]
     Ledger(#[from] LedgerError),

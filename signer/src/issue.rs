@@ -9,7 +9,7 @@ use countersign_verifier::canonical::{self, CanonicalError};
 use countersign_verifier::{Claims, Proof, ProofFormatError, paseto};
 use serde_json::{Map, Value};
 
-use crate::key::ProofKey;
+use crate::key::{KeyError, ProofKey, ProofSigner};
 
 /// Why a proof could not be produced from the given claims.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,28 +20,47 @@ pub enum IssueError {
     /// The assembled token is not a valid proof text (e.g. over the size bound).
     #[error("assembled proof refused: {0}")]
     Proof(#[from] ProofFormatError),
+    /// The key could not sign (a device key may fail; a file key does not).
+    #[error("signing failed: {0}")]
+    Sign(#[from] KeyError),
 }
 
 /// The canonical footer naming `key`: `{"kid":"k4.pid.…"}`.
 pub fn footer(key: &ProofKey) -> Result<String, CanonicalError> {
+    footer_naming(key.key_id())
+}
+
+fn footer_naming(key_id: &str) -> Result<String, CanonicalError> {
     let mut m = Map::new();
-    m.insert("kid".to_owned(), Value::String(key.key_id().to_owned()));
+    m.insert("kid".to_owned(), Value::String(key_id.to_owned()));
     canonical::to_canonical(&Value::Object(m))
 }
 
 /// Signs `claims` with `key` and returns the proof.
 pub fn sign_claims(key: &ProofKey, claims: &Claims) -> Result<Proof, IssueError> {
+    sign_claims_with(key, claims)
+}
+
+/// Signs `claims` with whichever [`ProofSigner`] is active.
+pub(crate) fn sign_claims_with(
+    key: &dyn ProofSigner,
+    claims: &Claims,
+) -> Result<Proof, IssueError> {
     let payload = claims.to_canonical_json()?;
-    let footer = footer(key)?;
-    let token = sign_v4_public(key, payload.as_bytes(), footer.as_bytes());
+    let footer = footer_naming(key.key_id())?;
+    let token = sign_v4_public(key, payload.as_bytes(), footer.as_bytes())?;
     Ok(Proof::from_text(token)?)
 }
 
 /// PASETO v4.public over arbitrary bytes (empty implicit assertion). Crate-private:
 /// everything outside this module goes through [`sign_claims`].
-fn sign_v4_public(key: &ProofKey, payload: &[u8], footer: &[u8]) -> String {
-    let signature = key.sign(&paseto::signing_input(payload, footer));
-    paseto::assemble(payload, &signature, footer)
+fn sign_v4_public(
+    key: &dyn ProofSigner,
+    payload: &[u8],
+    footer: &[u8],
+) -> Result<String, KeyError> {
+    let signature = key.sign(&paseto::signing_input(payload, footer))?;
+    Ok(paseto::assemble(payload, &signature, footer))
 }
 
 #[cfg(test)]
@@ -70,7 +89,7 @@ mod tests {
             assert_eq!(hex::encode(key.verifying_key().as_bytes()), s("public-key"));
             let (payload, footer, implicit) = (s("payload"), s("footer"), s("implicit-assertion"));
             let token = if implicit.is_empty() {
-                sign_v4_public(&key, payload.as_bytes(), footer.as_bytes())
+                sign_v4_public(&key, payload.as_bytes(), footer.as_bytes()).unwrap()
             } else {
                 let pae = paseto::pae(&[
                     paseto::HEADER.as_bytes(),

@@ -6,6 +6,10 @@
 //! this user with no group/other bits), and producing raw signatures for
 //! `issue.rs`. Must not: print, log, serialize or return the secret bytes;
 //! `Debug` shows the algorithm and key id only; the key is zeroized on drop.
+//!
+//! Signing goes through one crate-private trait, `ProofSigner`, so that
+//! a key held elsewhere (a PKCS#11 token) can sign the same proofs; the file
+//! key is its first implementation. `keystore.rs` decides which key is active.
 
 use std::path::Path;
 
@@ -36,7 +40,34 @@ pub enum KeyError {
     Format,
 }
 
-/// The Ed25519 key that signs proofs.
+/// What signs proofs: an Ed25519 key named by its PASERK `k4.pid` id.
+///
+/// Crate-private so that no other crate can sign arbitrary bytes with a
+/// key it holds; `issue.rs` is the only caller of [`ProofSigner::sign`].
+pub(crate) trait ProofSigner: Send + Sync + std::fmt::Debug {
+    /// The PASERK `k4.pid` id of the verifying key (what proof footers name).
+    fn key_id(&self) -> &str;
+    /// The public half, for verifiers.
+    fn verifying_key(&self) -> VerifyingKey;
+    /// Ed25519 signature over `message`. A key held in a device may fail.
+    fn sign(&self, message: &[u8]) -> Result<[u8; 64], KeyError>;
+}
+
+impl ProofSigner for ProofKey {
+    fn key_id(&self) -> &str {
+        ProofKey::key_id(self)
+    }
+
+    fn verifying_key(&self) -> VerifyingKey {
+        ProofKey::verifying_key(self)
+    }
+
+    fn sign(&self, message: &[u8]) -> Result<[u8; 64], KeyError> {
+        Ok(ProofKey::sign(self, message))
+    }
+}
+
+/// The Ed25519 key that signs proofs, held in a private file.
 pub struct ProofKey {
     signing: SigningKey,
     key_id: String,

@@ -1,8 +1,9 @@
 //! countersign-signer library: the isolated signer, the only holder of the
 //! Ed25519 private key, and its gRPC service.
 //!
-//! `key` (the key file) and `issue` (assembling proofs) are the only modules
-//! that touch signing; the service modules authorize callers by their
+//! `key` (the key file and the `ProofSigner` trait) and `issue` (assembling
+//! proofs) are the only modules that touch signing; `keystore` decides which
+//! key is active and which still verify; the service modules authorize callers by their
 //! client certificate, talk to the registry and the ledger, and never log a
 //! proof. `webauthn` only verifies: passkey registrations and assertions
 //! bound to a proposal, checked with `ring`.
@@ -14,6 +15,7 @@ mod error;
 mod handoff;
 pub mod issue;
 pub mod key;
+pub mod keystore;
 mod resolve;
 pub mod serve;
 mod service;

@@ -1,5 +1,7 @@
 //! `countersign-signer`: `serve` runs the signer; `keygen` creates (or
-//! shows) the proof key. The only program that can sign a proof.
+//! shows) the proof key; `keys` lists, rotates and retires the key set
+//! (each change recorded in the audit chain). The only program that can
+//! sign a proof.
 //!
 //! main has one shape: parse configuration without binding, install the
 //! TLS provider, build state, log the address and key id (never secrets),
@@ -12,6 +14,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use countersign_identity::{Config, Home, tls};
+use countersign_ledger::{KeyEvent, Ledger};
+use countersign_signer::keystore::KeyStore;
 use countersign_signer::{SignerState, StartError, load_or_create_key, serve_until_signal};
 use tokio::net::TcpListener;
 
@@ -40,7 +44,39 @@ enum Command {
         #[arg(long)]
         home: Option<PathBuf>,
     },
+    /// List, rotate or retire the proof keys (the signer may be running).
+    Keys {
+        #[command(subcommand)]
+        action: KeysAction,
+    },
 }
+
+#[derive(Debug, Subcommand)]
+enum KeysAction {
+    /// Print each key: id, status (active, verifying, retired).
+    List {
+        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
+        #[arg(long)]
+        home: Option<PathBuf>,
+    },
+    /// Make a new active key; the old one keeps verifying until retired.
+    Rotate {
+        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
+        #[arg(long)]
+        home: Option<PathBuf>,
+    },
+    /// Retire a verifying key: its proofs are refused from then on.
+    Retire {
+        /// The key id (k4.pid.…) to retire, as `keys list` prints it.
+        id: String,
+        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
+        #[arg(long)]
+        home: Option<PathBuf>,
+    },
+}
+
+/// The actor the audit chain names for key set changes.
+const KEYS_ACTOR: &str = "signer-admin";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -49,6 +85,7 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve { home } => serve(home).await,
         Command::Keygen { home } => keygen(home),
+        Command::Keys { action } => keys(action).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -69,11 +106,55 @@ fn home_from(arg: Option<PathBuf>) -> Result<Home, StartError> {
 fn keygen(home: Option<PathBuf>) -> Result<(), StartError> {
     let home = home_from(home)?;
     home.check()?;
-    let (key, created) = load_or_create_key(&home)?;
+    let (key_id, created) = load_or_create_key(&home)?;
     let what = if created { "created" } else { "existing" };
-    eprintln!("{what} key {}", home.signing_key_path().display());
-    println!("{}", key.key_id());
+    eprintln!("{what} key in {}", home.signer_dir().display());
+    println!("{key_id}");
     Ok(())
+}
+
+async fn keys(action: KeysAction) -> Result<(), StartError> {
+    let home = match &action {
+        KeysAction::List { home }
+        | KeysAction::Rotate { home }
+        | KeysAction::Retire { home, .. } => home_from(home.clone())?,
+    };
+    home.check()?;
+    let (store, _created) = KeyStore::open(&home.signer_dir())?;
+    match action {
+        KeysAction::List { .. } => {
+            for entry in store.list()? {
+                println!("{} {}", entry.key_id, entry.status.as_str());
+            }
+        }
+        KeysAction::Rotate { .. } => {
+            let ledger = ledger_of(&home).await?;
+            let key_id = store
+                .rotate(|kid| async move {
+                    ledger
+                        .record_key_event(KeyEvent::Rotated, &kid, KEYS_ACTOR)
+                        .await
+                })
+                .await?;
+            eprintln!("rotated: the new key signs from the next decision");
+            println!("{key_id}");
+        }
+        KeysAction::Retire { id, .. } => {
+            let ledger = ledger_of(&home).await?;
+            store
+                .retire(&id, || {
+                    ledger.record_key_event(KeyEvent::Retired, &id, KEYS_ACTOR)
+                })
+                .await?;
+            eprintln!("retired {id}: heads refuse its proofs once they refresh their keys");
+        }
+    }
+    Ok(())
+}
+
+async fn ledger_of(home: &Home) -> Result<Ledger, StartError> {
+    let config = Config::load(home)?;
+    Ok(Ledger::open(&config.ledger_url).await?)
 }
 
 async fn serve(home: Option<PathBuf>) -> Result<(), StartError> {
@@ -98,7 +179,7 @@ async fn serve(home: Option<PathBuf>) -> Result<(), StartError> {
     let local = listener
         .local_addr()
         .map_err(|e| StartError::Transport(format!("local address: {e}")))?;
-    let key_id = state.key_id();
+    let key_id = state.key_id()?;
     tracing::info!(addr = %local, %key_id, "signer ready");
     // `countersign up` waits for exactly this line.
     eprintln!("countersign-signer listening on {local} key {key_id}");

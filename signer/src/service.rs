@@ -19,7 +19,7 @@ use tonic::{Request, Response, Status};
 
 use crate::convert::{
     HandoffCommand, ProposalId, ProposeCommand, RevokeCommand, new_proposal_id, parse_proposal_id,
-    proposal_view, revoke_outcome,
+    proposal_view, published_key, revoke_outcome,
 };
 use crate::error::RpcError;
 use crate::state::SignerState;
@@ -246,11 +246,16 @@ impl SignerService {
         request: &Request<wire::PublicKeysRequest>,
     ) -> Result<wire::PublicKeysResponse, RpcError> {
         authorize(request, "PublicKeys", roles::PUBLIC_KEYS)?;
+        self.state
+            .public_keys_served
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let current = self
+            .state
+            .keys
+            .current()
+            .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
         Ok(wire::PublicKeysResponse {
-            keys: vec![wire::VerifyingKey {
-                key_id: self.state.key_id(),
-                public_key: self.state.key.verifying_key().to_bytes().to_vec(),
-            }],
+            keys: current.published.iter().map(published_key).collect(),
         })
     }
 }

@@ -1,4 +1,5 @@
-//! What a running signer holds: its proof key, the ledger, the registry
+//! What a running signer holds: its key set (the active proof key re-read
+//! when the key index changes), the ledger, the registry
 //! file (followed as it changes, as the heads follow it), the policy and
 //! the handoff store; and how they are loaded from a home.
 //!
@@ -6,28 +7,33 @@
 //! logs the key id only, never key material.
 
 use std::fmt;
+use std::sync::atomic::AtomicU64;
+#[cfg(feature = "testing")]
+use std::sync::atomic::Ordering;
 
-use countersign_identity::{Config, Home, IdentityError};
+use countersign_identity::{Config, Home};
 use countersign_ledger::Ledger;
 use countersign_registry::{CurrentRegistry, Policy};
 
 use crate::error::StartError;
 use crate::handoff::HandoffStore;
-use crate::key::ProofKey;
+use crate::keystore::{KeyStore, KeyStoreError};
 
 /// Everything the gRPC service needs, shared by all connections.
 pub struct SignerState {
-    pub(crate) key: ProofKey,
+    pub(crate) keys: KeyStore,
     pub(crate) ledger: Ledger,
     pub(crate) registry: CurrentRegistry,
     pub(crate) policy: Policy,
     pub(crate) handoffs: HandoffStore,
+    /// PublicKeys calls answered (tests bound how often heads refresh).
+    pub(crate) public_keys_served: AtomicU64,
 }
 
 impl fmt::Debug for SignerState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SignerState")
-            .field("key_id", &self.key_id())
+            .field("key_id", &self.key_id().ok())
             .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
@@ -36,37 +42,50 @@ impl fmt::Debug for SignerState {
 impl SignerState {
     /// Assembles state from parts already loaded.
     pub fn new(
-        key: ProofKey,
+        keys: KeyStore,
         ledger: Ledger,
         registry: CurrentRegistry,
         policy: Policy,
     ) -> SignerState {
         SignerState {
-            key,
+            keys,
             ledger,
             registry,
             policy,
             handoffs: HandoffStore::default(),
+            public_keys_served: AtomicU64::new(0),
         }
     }
 
     /// Loads everything a home and its configuration name: checks the home,
-    /// loads (or on first start creates) the proof key, opens the ledger,
+    /// opens the key set (on first start creating the proof key, or
+    /// migrating a lone `ed25519.key` into the key index), opens the ledger,
     /// loads the registry file (re-read at each use from then on) and
     /// validates the policy.
     pub async fn load(home: &Home, config: &Config) -> Result<SignerState, StartError> {
         home.check()?;
-        let (key, _created) = load_or_create_key(home)?;
+        let (keys, _created) = KeyStore::open(&home.signer_dir())?;
         let policy = policy_from(config)?;
         let registry = CurrentRegistry::open(&config.registry)
             .map_err(|e| StartError::Registry(e.to_string()))?;
         let ledger = Ledger::open(&config.ledger_url).await?;
-        Ok(SignerState::new(key, ledger, registry, policy))
+        Ok(SignerState::new(keys, ledger, registry, policy))
     }
 
-    /// The PASERK id of the verifying key.
-    pub fn key_id(&self) -> String {
-        self.key.key_id().to_string()
+    /// The PASERK id of the active key, as the key index says now.
+    pub fn key_id(&self) -> Result<String, KeyStoreError> {
+        Ok(self.keys.current()?.signer.key_id().to_owned())
+    }
+
+    /// How many PublicKeys calls this signer has answered.
+    #[cfg(feature = "testing")]
+    pub fn public_keys_served(&self) -> u64 {
+        self.public_keys_served.load(Ordering::Relaxed)
+    }
+
+    /// The key set this signer signs and publishes from.
+    pub fn keys(&self) -> &KeyStore {
+        &self.keys
     }
 
     /// The ledger this signer records into (tests read it back).
@@ -96,30 +115,11 @@ pub fn policy_from(config: &Config) -> Result<Policy, StartError> {
     .map_err(|e| StartError::Policy(e.to_string()))
 }
 
-/// Loads `<home>/signer/ed25519.key`, creating it (0600) if absent. Returns
-/// whether it was created. The home must already pass [`Home::check`].
-pub fn load_or_create_key(home: &Home) -> Result<(ProofKey, bool), StartError> {
-    let path = home.signing_key_path();
-    match std::fs::symlink_metadata(&path) {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            match ProofKey::create_file(&path) {
-                Ok(key) => return Ok((key, true)),
-                // Lost a race with another process creating it: load theirs.
-                Err(e) if path.exists() => {
-                    tracing::debug!(error = %e, "key appeared while creating it");
-                }
-                Err(e) => return Err(StartError::Key(e)),
-            }
-        }
-        Err(e) => {
-            return Err(StartError::Identity(IdentityError::Io {
-                path,
-                kind: e.kind(),
-                detail: e.to_string(),
-            }));
-        }
-    }
-    let key = ProofKey::load_file(&path)?;
-    Ok((key, false))
+/// Opens the key set of `home` (creating the first key, 0600, or
+/// migrating a lone `ed25519.key`) and returns the active key id and
+/// whether a key was created. The home must already pass [`Home::check`].
+pub fn load_or_create_key(home: &Home) -> Result<(String, bool), StartError> {
+    let (keys, created) = KeyStore::open(&home.signer_dir())?;
+    let current = keys.current()?;
+    Ok((current.signer.key_id().to_owned(), created))
 }

@@ -1,5 +1,6 @@
-//! The `countersign-signer` binary: keygen is idempotent; serve prints its
-//! ready line, answers, and exits cleanly on SIGTERM.
+//! The `countersign-signer` binary: keygen is idempotent; `keys` rotates,
+//! lists and retires only what it should; serve prints its ready line,
+//! answers, and exits cleanly on SIGTERM.
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader};
@@ -73,6 +74,51 @@ fn keygen_refuses_a_key_file_readable_by_others() {
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("expected at most 0600"), "{err}");
+}
+
+fn keys(home: &Home, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(BIN)
+        .arg("keys")
+        .args(args)
+        .arg("--home")
+        .arg(home.root())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn keys_retire_refuses_the_active_key_and_an_unknown_id() {
+    let (_dir, home) = home();
+    let (first, _) = keygen(&home);
+    let first = first.trim();
+    let (ok, _, err) = keys(&home, &["retire", "k4.pid.nope"]);
+    assert!(!ok);
+    assert!(err.contains("no key k4.pid.nope in the key index"), "{err}");
+    let (ok, _, err) = keys(&home, &["retire", first]);
+    assert!(!ok);
+    assert!(
+        err.contains("is active: only a verifying key can be retired"),
+        "{err}"
+    );
+
+    let (ok, second, err) = keys(&home, &["rotate"]);
+    assert!(ok, "{err}");
+    let second = second.trim();
+    let (_, list, _) = keys(&home, &["list"]);
+    assert_eq!(list, format!("{first} verifying\n{second} active\n"));
+    let (ok, _, err) = keys(&home, &["retire", first]);
+    assert!(ok, "{err}");
+    assert!(!home.signing_key_path().exists());
+    let (ok, _, err) = keys(&home, &["retire", first]);
+    assert!(!ok);
+    assert!(err.contains("is retired"), "{err}");
+    // keygen shows the active key, and creates none.
+    assert_eq!(keygen(&home).0.trim(), second);
 }
 
 #[tokio::test]

@@ -94,7 +94,7 @@ async fn accepts_dev_certificates_of_each_role() {
             .unwrap()
             .into_inner();
         assert_eq!(keys.keys.len(), 1);
-        assert_eq!(keys.keys[0].key_id, signer.state().key_id());
+        assert_eq!(keys.keys[0].key_id, signer.state().key_id().unwrap());
         assert_eq!(keys.keys[0].public_key.len(), 32);
     }
     let mut admin = support::client_as(&signer, Role::Admin, signer.principal()).await;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use countersign_gate::{Gate, signer_client};
+use countersign_gate::{Gate, KeyRefresh, signer_client};
 use countersign_identity::{ApproverName, ClientCredential, Config, Home, Role};
 use countersign_ledger::Ledger;
 use countersign_proto::v1::signer_client::SignerClient;
@@ -111,7 +111,9 @@ impl Context {
     }
 
     /// The gate of this head: the signer's public keys, the ledger and the
-    /// registry. The keys come over the authenticated head connection.
+    /// registry. The keys come over the authenticated head connection and
+    /// are fetched again over it when a proof names an unknown key id
+    /// (rate-limited) or they are five minutes old.
     pub async fn gate(&self, head: &mut SignerClient<Channel>) -> Result<Gate, CliError> {
         let keys = signer_client::public_keys(head)
             .await
@@ -120,7 +122,7 @@ impl Context {
         // Checked when read from the principal file; parsed again into the
         // gate's type rather than trusted.
         let principal = Principal::parse(self.principal.clone()).map_err(CliError::error)?;
-        Ok(Gate::new(
+        let gate = Gate::new(
             self.ledger().await?,
             Arc::new(CurrentRegistry::open(&self.config.registry).map_err(CliError::error)?),
             keys,
@@ -130,6 +132,8 @@ impl Context {
             time::Duration::seconds(
                 i64::try_from(self.config.verifier_max_lifetime_secs).unwrap_or(i64::MAX),
             ),
-        ))
+        );
+        // A long-running head (API, MCP) learns rotated keys without a restart.
+        Ok(gate.following_keys(head.clone(), KeyRefresh::default()))
     }
 }

@@ -24,6 +24,7 @@ use time::OffsetDateTime;
 
 use crate::command::{CommandSpec, run_command};
 use crate::fault::{FaultPoint, crash_point};
+use crate::live_keys::{KeyRefresh, LiveKeys};
 use crate::outcome::{Outcome, Refused};
 use crate::plan::{Plan, plan};
 use crate::webhook::{WebhookSpec, send_webhook};
@@ -55,7 +56,7 @@ pub enum GateError {
 pub struct Gate {
     ledger: Ledger,
     registry: Arc<CurrentRegistry>,
-    keys: Arc<KeyRing>,
+    keys: Arc<LiveKeys>,
     principal: Principal,
     audience: String,
     policy_revision: String,
@@ -77,12 +78,27 @@ impl Gate {
         Self {
             ledger,
             registry,
-            keys: Arc::new(keys),
+            keys: Arc::new(LiveKeys::fixed(keys)),
             principal,
             audience,
             policy_revision,
             max_lifetime,
         }
+    }
+
+    /// Follow the signer's key set through `signer` (the head's
+    /// connection): fetch it again when a proof names an unknown key id or
+    /// the ring is older than `refresh.max_age`, at most once per
+    /// `refresh.min_interval` across every clone of this gate. A key the
+    /// signer retired is refused (`unknown_key_id`) from the next fetch on.
+    pub fn following_keys(
+        mut self,
+        signer: countersign_proto::v1::signer_client::SignerClient<tonic::transport::Channel>,
+        refresh: KeyRefresh,
+    ) -> Self {
+        let ring = self.keys.fixed_ring();
+        self.keys = Arc::new(LiveKeys::new(ring, Some(signer), refresh));
+        self
     }
 
     /// The ledger this gate consumes through.
@@ -140,7 +156,14 @@ impl Gate {
             now: OffsetDateTime::now_utc(),
             max_lifetime: self.max_lifetime,
         };
-        let verified = match verify(proof, &self.keys, &expect) {
+        let keys = self.keys.current().await;
+        let verified = match verify(proof, &keys, &expect) {
+            // A key the ring lacks may come from a rotation since the last
+            // fetch: fetch again (rate-limited) and verify once more.
+            Err(Refusal::UnknownKeyId) => verify(proof, &*self.keys.refresh().await, &expect),
+            other => other,
+        };
+        let verified = match verified {
             Ok(verified) => verified,
             Err(Refusal::Expired) => {
                 // Expiry blocks a new execution; it does not erase a prior one.

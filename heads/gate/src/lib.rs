@@ -1,7 +1,8 @@
 //! The verifier/effect service that every head embeds: verify a proof with
-//! the public keys and consume it once through the ledger (a builtin effect
-//! in the same single transaction; a `command` or `webhook` effect between
-//! an intent and a completion transaction); reconcile interrupted intents; talk to the
+//! the public keys (following the signer's rotations) and consume it once
+//! through the ledger (a builtin effect in the same single transaction; a
+//! `command` or `webhook` effect between an intent and a completion
+//! transaction); reconcile interrupted intents; talk to the
 //! signer as a head or an approver over mutually authenticated gRPC.
 //!
 //! It holds no signing key and links no signing code: the only thing it can
@@ -12,6 +13,7 @@ pub mod command;
 mod execute;
 pub mod fault;
 mod handoff;
+mod live_keys;
 mod outcome;
 mod plan;
 mod reconcile;
@@ -19,5 +21,6 @@ pub mod signer_client;
 pub mod webhook;
 
 pub use execute::{Gate, GateError};
+pub use live_keys::KeyRefresh;
 pub use outcome::{Outcome, Refused};
 pub use reconcile::{ReconcileEntry, ReconcileReport};

@@ -13,7 +13,7 @@ use super::rows::{self, proposal_select};
 use super::{Conn, Store, events, is_unique_violation};
 use crate::error::LedgerError;
 use crate::timefmt;
-use crate::types::{IssuanceRecord, Proposal, ProposalRecord, RevokeOutcome};
+use crate::types::{IssuanceRecord, KeyEvent, Proposal, ProposalRecord, RevokeOutcome};
 
 /// The proposal's principal and whether it has a decision, under the write lock.
 async fn lock_proposal(conn: &mut Conn, id: &str) -> Result<Option<(String, bool)>, LedgerError> {
@@ -196,6 +196,24 @@ impl Store {
             Some((_, false)) => {}
         }
         insert_with_reason(&mut tx, sql, kind, proposal_id, principal, reason).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Record a change of the signer's key set: one `key_rotated` or
+    /// `key_retired` event (details: the key id), by `actor`, in its own
+    /// write transaction. There is no fact row: the key index in the
+    /// signer's directory is the record, the chain its witness.
+    pub(crate) async fn record_key_event(
+        &self,
+        event: KeyEvent,
+        key_id: &str,
+        actor: &str,
+    ) -> Result<(), LedgerError> {
+        let at = timefmt::format(timefmt::now())?;
+        let mut tx = self.write_tx().await?;
+        let details = json!({ "key_id": key_id });
+        events::append(&mut tx, &at, event.kind(), None, actor, &details).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -206,6 +206,11 @@ pub struct VerifyingKey {
     /// The 32-byte Ed25519 public key.
     #[prost(bytes = "vec", tag = "2")]
     pub public_key: ::prost::alloc::vec::Vec<u8>,
+    /// Whether the signer signs with this key now (ACTIVE) or only keeps it
+    /// verifying proofs issued before a rotation (VERIFYING). Retired keys are
+    /// never published.
+    #[prost(enumeration = "KeyStatus", tag = "3")]
+    pub status: i32,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct PublicKeysResponse {
@@ -309,6 +314,36 @@ impl RevokeOutcome {
             "REVOKE_OUTCOME_REVOKED" => Some(Self::Revoked),
             "REVOKE_OUTCOME_ALREADY_USED" => Some(Self::AlreadyUsed),
             "REVOKE_OUTCOME_NOTHING_TO_REVOKE" => Some(Self::NothingToRevoke),
+            _ => None,
+        }
+    }
+}
+/// The status of a published verifying key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum KeyStatus {
+    Unspecified = 0,
+    Active = 1,
+    Verifying = 2,
+}
+impl KeyStatus {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "KEY_STATUS_UNSPECIFIED",
+            Self::Active => "KEY_STATUS_ACTIVE",
+            Self::Verifying => "KEY_STATUS_VERIFYING",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "KEY_STATUS_UNSPECIFIED" => Some(Self::Unspecified),
+            "KEY_STATUS_ACTIVE" => Some(Self::Active),
+            "KEY_STATUS_VERIFYING" => Some(Self::Verifying),
             _ => None,
         }
     }

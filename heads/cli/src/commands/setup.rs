@@ -67,7 +67,7 @@ async fn initialize(home: &Home) -> Result<Vec<PathBuf>, CliError> {
             .map_err(CliError::error)?
             .created,
     );
-    if !home.signing_key_path().exists() {
+    if !home.has_signing_keys() {
         let status = Command::new(signer_binary()?)
             .arg("keygen")
             .arg("--home")

@@ -36,8 +36,12 @@ pub fn forged(proof: &str) -> String {
 
 /// `proof` signed by the attacker under the attacker's own key id.
 pub fn signed_by_unknown_key(proof: &str) -> String {
+    signed_by(proof, &attacker_key())
+}
+
+/// `proof` signed by `key` under `key`'s own id (a key the signer never had).
+pub fn signed_by(proof: &str, key: &SigningKey) -> String {
     let (payload, _, _) = split(proof);
-    let key = attacker_key();
     let footer = format!(
         r#"{{"kid":"{}"}}"#,
         countersign_verifier::key_id(&key.verifying_key())

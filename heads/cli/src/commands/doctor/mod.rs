@@ -277,7 +277,7 @@ fn check_registry(home: &Home, config: &Config) -> Check {
         }
     };
     let count = registry.operations().count();
-    if home.signing_key_path().exists() {
+    if home.has_signing_keys() {
         Check::ok(
             NAME,
             format!(

@@ -1,0 +1,532 @@
+//! The signer's key set: which key signs now, which keys still verify, and
+//! how a rotation or a retirement changes that.
+//!
+//! Owns: the index `signer/keys.json` (0600, replaced atomically under
+//! `signer/keys.json.lock`), the key files it names (`signer/ed25519.key`
+//! for the first key, `signer/keys/<kid>.key` after that, each 0600 through
+//! `key.rs`), the transparent migration of a home that has only
+//! `ed25519.key`, and the running signer's cached view, re-read when the
+//! index file changes (a `stat` per use). Must not: sign (that is
+//! `issue.rs` through `ProofSigner`), log or print key material, or
+//! publish a retired key again: a retirement deletes the key file and
+//! keeps only the index line.
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use countersign_identity::IdentityError;
+use countersign_identity::files::{read_private, replace_private_locked};
+use countersign_verifier::keys::{key_id, parse_paserk_public, paserk_public};
+use ed25519_dalek::VerifyingKey;
+use serde::{Deserialize, Serialize};
+
+use crate::key::{KeyError, ProofKey, ProofSigner};
+
+/// The index file, in the signer directory.
+const INDEX: &str = "keys.json";
+/// The lock every change of the index takes.
+const INDEX_LOCK: &str = "keys.json.lock";
+/// The directory of keys made by rotations, in the signer directory.
+const KEYS_DIR: &str = "keys";
+/// The first key's file, in the signer directory (kept where it always was).
+const FIRST_KEY: &str = "ed25519.key";
+
+/// Why the key set could not be read or changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyStoreError {
+    /// A key file was refused or could not be made.
+    #[error("{0}")]
+    Key(#[from] KeyError),
+    /// The index or the keys directory could not be read or written.
+    #[error("key index: {0}")]
+    File(#[from] IdentityError),
+    /// The index is not what this signer writes (or names no active key).
+    #[error("key index {0} is malformed: {1}")]
+    Malformed(PathBuf, String),
+    /// No key with that id in the index.
+    #[error("no key {0} in the key index")]
+    UnknownKey(String),
+    /// Only a verifying key can be retired; the active one signs.
+    #[error("key {0} is {1}: only a verifying key can be retired (rotate first)")]
+    NotVerifying(String, &'static str),
+    /// The audit chain refused the change, so it was not made.
+    #[error("recording the change in the audit chain: {0}")]
+    Audit(String),
+}
+
+/// What a key of the set is for now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyStatus {
+    /// Signs new proofs; exactly one key is active.
+    Active,
+    /// Signed before a rotation; its proofs still verify until it is retired.
+    Verifying,
+    /// Never published again; its key file is deleted.
+    Retired,
+}
+
+impl KeyStatus {
+    /// The status as `keys list` shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyStatus::Active => "active",
+            KeyStatus::Verifying => "verifying",
+            KeyStatus::Retired => "retired",
+        }
+    }
+}
+
+/// One line of the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyEntry {
+    /// PASERK `k4.pid` id.
+    pub key_id: String,
+    /// PASERK `k4.public` of the verifying key.
+    pub public: String,
+    /// What the key is for now.
+    pub status: KeyStatus,
+    /// The key file, relative to the signer directory.
+    file: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Index {
+    keys: Vec<KeyEntry>,
+}
+
+/// A key the signer publishes (active or verifying).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedKey {
+    /// PASERK `k4.pid` id.
+    pub key_id: String,
+    /// The verifying key.
+    pub key: VerifyingKey,
+    /// Active or verifying.
+    pub status: KeyStatus,
+}
+
+/// The key set as loaded at one version of the index.
+#[derive(Debug, Clone)]
+pub(crate) struct Current {
+    /// The key that signs.
+    pub(crate) signer: Arc<dyn ProofSigner>,
+    /// The keys to publish: the active one first, then the verifying ones.
+    pub(crate) published: Arc<Vec<PublishedKey>>,
+}
+
+/// Identifies one version of the index file cheaply: a rename makes a new inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    inode: u64,
+    modified_ns: i64,
+    len: u64,
+}
+
+/// The key set of one signer directory, with the running signer's cache.
+#[derive(Debug)]
+pub struct KeyStore {
+    dir: PathBuf,
+    cache: Mutex<Option<(Stamp, Current)>>,
+}
+
+impl KeyStore {
+    /// The key set of `signer_dir` (`<home>/signer`), creating the first
+    /// key or migrating a lone `ed25519.key` if there is no index yet.
+    /// Returns the store and whether a key was created.
+    pub fn open(signer_dir: &Path) -> Result<(KeyStore, bool), KeyStoreError> {
+        let store = KeyStore {
+            dir: signer_dir.to_path_buf(),
+            cache: Mutex::new(None),
+        };
+        let created = store.ensure_index()?;
+        Ok((store, created))
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.dir.join(INDEX)
+    }
+
+    /// Writes the index if it is missing: naming `ed25519.key` (created if
+    /// absent) as the active key.
+    fn ensure_index(&self) -> Result<bool, KeyStoreError> {
+        if self.index_path().exists() {
+            return Ok(false);
+        }
+        let mut created = false;
+        let first = self.dir.join(FIRST_KEY);
+        let key = if first.exists() {
+            ProofKey::load_file(&first)?
+        } else {
+            created = true;
+            match ProofKey::create_file(&first) {
+                Ok(key) => key,
+                // Lost a race with another process creating it: load theirs.
+                Err(_) if first.exists() => {
+                    created = false;
+                    ProofKey::load_file(&first)?
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let entry = entry_for(&key, KeyStatus::Active, FIRST_KEY.to_owned());
+        self.change(|index| {
+            // Another process may have written it meanwhile: keep theirs.
+            if index.keys.is_empty() {
+                index.keys.push(entry);
+            }
+            Ok(())
+        })?;
+        Ok(created)
+    }
+
+    /// Every key of the index, retired ones included, in order of creation.
+    pub fn list(&self) -> Result<Vec<KeyEntry>, KeyStoreError> {
+        Ok(self.read_index()?.keys)
+    }
+
+    /// The keys published now: the active one first, then the verifying ones.
+    pub fn published(&self) -> Result<Vec<PublishedKey>, KeyStoreError> {
+        Ok(self.current()?.published.as_ref().clone())
+    }
+
+    /// The key set as the index says now: reloaded only when the index file
+    /// changed since the last call (one `stat` otherwise).
+    pub(crate) fn current(&self) -> Result<Current, KeyStoreError> {
+        let path = self.index_path();
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| io_error(&path, &e))?;
+        let stamp = Stamp {
+            inode: meta.ino(),
+            modified_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            len: meta.len(),
+        };
+        // A poisoned cache only means a panic elsewhere; reload.
+        let mut cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((seen, current)) = cache.as_ref()
+            && *seen == stamp
+        {
+            return Ok(current.clone());
+        }
+        let current = self.load()?;
+        *cache = Some((stamp, current.clone()));
+        Ok(current)
+    }
+
+    fn load(&self) -> Result<Current, KeyStoreError> {
+        let index = self.read_index()?;
+        let mut active: Option<Arc<dyn ProofSigner>> = None;
+        let mut published = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for entry in &index.keys {
+            let key = self.public_of(entry)?;
+            if !seen.insert(entry.key_id.as_str()) {
+                return Err(self.malformed("a key is listed twice"));
+            }
+            match entry.status {
+                KeyStatus::Active if active.is_some() => {
+                    return Err(self.malformed("more than one active key"));
+                }
+                KeyStatus::Active => {
+                    let signer = ProofKey::load_file(&self.key_file(entry)?)?;
+                    if ProofSigner::verifying_key(&signer) != key {
+                        return Err(self.malformed("an active key file holds another key"));
+                    }
+                    active = Some(Arc::new(signer));
+                    published.insert(
+                        0,
+                        PublishedKey {
+                            key_id: entry.key_id.clone(),
+                            key,
+                            status: KeyStatus::Active,
+                        },
+                    );
+                }
+                KeyStatus::Verifying => published.push(PublishedKey {
+                    key_id: entry.key_id.clone(),
+                    key,
+                    status: KeyStatus::Verifying,
+                }),
+                KeyStatus::Retired => {}
+            }
+        }
+        let signer = active.ok_or_else(|| self.malformed("no active key"))?;
+        Ok(Current {
+            signer,
+            published: Arc::new(published),
+        })
+    }
+
+    /// Makes a new key active; the active key becomes verifying. `record`
+    /// writes the `key_rotated` event first: if the audit chain refuses,
+    /// nothing changes. Returns the new key id.
+    pub async fn rotate<F, Fut, E>(&self, record: F) -> Result<String, KeyStoreError>
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
+    {
+        let keys_dir = self.dir.join(KEYS_DIR);
+        make_private_dir(&keys_dir)?;
+        let key = ProofKey::generate()?;
+        let file = format!("{KEYS_DIR}/{}.key", key.key_id());
+        let path = self.dir.join(&file);
+        key.write_new_file(&path)?;
+        let kid = key.key_id().to_owned();
+        if let Err(e) = record(kid.clone()).await {
+            let _ = std::fs::remove_file(&path);
+            return Err(KeyStoreError::Audit(e.to_string()));
+        }
+        let entry = entry_for(&key, KeyStatus::Active, file);
+        self.change(|index| {
+            for old in &mut index.keys {
+                if old.status == KeyStatus::Active {
+                    old.status = KeyStatus::Verifying;
+                }
+            }
+            index.keys.push(entry);
+            Ok(())
+        })?;
+        Ok(kid)
+    }
+
+    /// Retires a verifying key: it is never published again and its key
+    /// file is deleted. `record` writes the `key_retired` event first.
+    pub async fn retire<F, Fut, E>(&self, key_id: &str, record: F) -> Result<(), KeyStoreError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
+    {
+        let check = |index: &Index| -> Result<KeyEntry, KeyStoreError> {
+            let entry = index
+                .keys
+                .iter()
+                .find(|e| e.key_id == key_id)
+                .ok_or_else(|| KeyStoreError::UnknownKey(key_id.to_owned()))?;
+            match entry.status {
+                KeyStatus::Verifying => Ok(entry.clone()),
+                other => Err(KeyStoreError::NotVerifying(
+                    key_id.to_owned(),
+                    other.as_str(),
+                )),
+            }
+        };
+        check(&self.read_index()?)?;
+        record()
+            .await
+            .map_err(|e| KeyStoreError::Audit(e.to_string()))?;
+        let mut retired = None;
+        self.change(|index| {
+            let entry = check(index)?;
+            for e in &mut index.keys {
+                if e.key_id == key_id {
+                    e.status = KeyStatus::Retired;
+                }
+            }
+            retired = Some(entry);
+            Ok(())
+        })?;
+        if let Some(entry) = retired {
+            let path = self.key_file(&entry)?;
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error(&path, &e).into()),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_index(&self) -> Result<Index, KeyStoreError> {
+        let bytes = read_private(&self.index_path())?;
+        self.parse(&bytes)
+    }
+
+    fn parse(&self, bytes: &[u8]) -> Result<Index, KeyStoreError> {
+        serde_json::from_slice(bytes).map_err(|e| self.malformed(&e.to_string()))
+    }
+
+    /// Changes the index under its lock, atomically.
+    fn change(
+        &self,
+        edit: impl FnOnce(&mut Index) -> Result<(), KeyStoreError>,
+    ) -> Result<(), KeyStoreError> {
+        replace_private_locked(
+            &self.index_path(),
+            &self.dir.join(INDEX_LOCK),
+            |current| -> Result<Vec<u8>, KeyStoreError> {
+                let mut index = match current {
+                    Some(bytes) => self.parse(bytes)?,
+                    None => Index::default(),
+                };
+                edit(&mut index)?;
+                serde_json::to_vec_pretty(&index).map_err(|e| self.malformed(&e.to_string()))
+            },
+        )
+    }
+
+    fn public_of(&self, entry: &KeyEntry) -> Result<VerifyingKey, KeyStoreError> {
+        let key = parse_paserk_public(&entry.public)
+            .ok_or_else(|| self.malformed("a public key is not a k4.public PASERK"))?;
+        if key_id(&key) != entry.key_id {
+            return Err(self.malformed("a key id does not match its key"));
+        }
+        Ok(key)
+    }
+
+    /// The key file of `entry`: `ed25519.key` or `keys/<kid>.key`, nothing else.
+    fn key_file(&self, entry: &KeyEntry) -> Result<PathBuf, KeyStoreError> {
+        let well_formed = entry.key_id.strip_prefix("k4.pid.").is_some_and(|id| {
+            !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+        if !well_formed {
+            return Err(self.malformed("a key id is not a k4.pid"));
+        }
+        let expected = format!("{KEYS_DIR}/{}.key", entry.key_id);
+        if entry.file != FIRST_KEY && entry.file != expected {
+            return Err(self.malformed("a key file is outside the signer directory's key files"));
+        }
+        Ok(self.dir.join(&entry.file))
+    }
+
+    fn malformed(&self, why: &str) -> KeyStoreError {
+        KeyStoreError::Malformed(self.index_path(), why.to_owned())
+    }
+}
+
+fn entry_for(key: &ProofKey, status: KeyStatus, file: String) -> KeyEntry {
+    KeyEntry {
+        key_id: key.key_id().to_owned(),
+        public: paserk_public(&key.verifying_key()),
+        status,
+        file,
+    }
+}
+
+fn io_error(path: &Path, e: &std::io::Error) -> IdentityError {
+    IdentityError::Io {
+        path: path.to_path_buf(),
+        kind: e.kind(),
+        detail: e.to_string(),
+    }
+}
+
+/// Creates `dir` with mode 0700 if it is absent.
+fn make_private_dir(dir: &Path) -> Result<(), IdentityError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io_error(dir, &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    async fn recorded(_kid: String) -> Result<(), String> {
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn migrates_a_lone_key_then_rotates_and_retires() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = ProofKey::create_file(&dir.path().join(FIRST_KEY)).unwrap();
+        let (store, created) = KeyStore::open(dir.path()).unwrap();
+        assert!(!created);
+        assert_eq!(store.current().unwrap().signer.key_id(), first.key_id());
+
+        let new = store.rotate(recorded).await.unwrap();
+        let current = store.current().unwrap();
+        assert_eq!(current.signer.key_id(), new);
+        let statuses: Vec<_> = current
+            .published
+            .iter()
+            .map(|k| (k.key_id.clone(), k.status))
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                (new.clone(), KeyStatus::Active),
+                (first.key_id().to_owned(), KeyStatus::Verifying)
+            ]
+        );
+
+        assert_eq!(
+            store
+                .retire(&new, || async { Ok::<(), String>(()) })
+                .await
+                .unwrap_err(),
+            KeyStoreError::NotVerifying(new.clone(), "active")
+        );
+        store
+            .retire(first.key_id(), || async { Ok::<(), String>(()) })
+            .await
+            .unwrap();
+        assert!(!dir.path().join(FIRST_KEY).exists());
+        let published = store.published().unwrap();
+        assert_eq!(published.len(), 1);
+        assert_eq!(published[0].key_id, new);
+        assert_eq!(store.list().unwrap()[0].status, KeyStatus::Retired);
+    }
+
+    #[tokio::test]
+    async fn refuses_an_index_with_two_active_keys_or_a_path_for_an_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = KeyStore::open(dir.path()).unwrap();
+        store.rotate(recorded).await.unwrap();
+        let mut index = store.read_index().unwrap();
+        index.keys[0].status = KeyStatus::Active;
+        std::fs::remove_file(store.index_path()).unwrap();
+        countersign_identity::files::write_private_new(
+            &store.index_path(),
+            &serde_json::to_vec(&index).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            store.current().unwrap_err(),
+            store.malformed("more than one active key")
+        );
+        let entry = KeyEntry {
+            key_id: "k4.pid.../../x".into(),
+            public: String::new(),
+            status: KeyStatus::Verifying,
+            file: "keys/k4.pid.../../x.key".into(),
+        };
+        assert_eq!(
+            store.key_file(&entry).unwrap_err(),
+            store.malformed("a key id is not a k4.pid")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_audit_record_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, created) = KeyStore::open(dir.path()).unwrap();
+        assert!(created);
+        let before = store.list().unwrap();
+        let err = store
+            .rotate(|_| async { Err::<(), _>("ledger down") })
+            .await
+            .unwrap_err();
+        assert_eq!(err, KeyStoreError::Audit("ledger down".into()));
+        assert_eq!(store.list().unwrap(), before);
+        assert_eq!(
+            std::fs::read_dir(dir.path().join(KEYS_DIR))
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+}
