@@ -29,9 +29,12 @@ pub const MAX_KEY_SET_BYTES: usize = 64 * 1024;
 /// Whether a published key verifies proofs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyStatus {
-    /// The signer may sign with it; its proofs verify.
+    /// The signer signs with it; its proofs verify.
     Active,
-    /// Withdrawn by a rotation: its proofs are refused.
+    /// Replaced by a rotation: the signer no longer signs with it, but the
+    /// proofs it signed before still verify until it is retired.
+    Verifying,
+    /// Retired: its proofs are refused.
     Retired,
 }
 
@@ -40,6 +43,7 @@ impl KeyStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             KeyStatus::Active => "active",
+            KeyStatus::Verifying => "verifying",
             KeyStatus::Retired => "retired",
         }
     }
@@ -47,6 +51,7 @@ impl KeyStatus {
     fn parse(text: &str) -> Option<KeyStatus> {
         match text {
             "active" => Some(KeyStatus::Active),
+            "verifying" => Some(KeyStatus::Verifying),
             "retired" => Some(KeyStatus::Retired),
             _ => None,
         }
@@ -63,15 +68,12 @@ pub struct PublishedKey {
 }
 
 impl PublishedKey {
-    /// An active key from the 32 bytes the signer publishes, or `None` if
-    /// they are not an Ed25519 public key.
-    pub fn active_from_bytes(bytes: &[u8]) -> Option<PublishedKey> {
+    /// A key with `status` from the 32 bytes the signer publishes, or
+    /// `None` if they are not an Ed25519 public key.
+    pub fn from_bytes(bytes: &[u8], status: KeyStatus) -> Option<PublishedKey> {
         let bytes: [u8; 32] = bytes.try_into().ok()?;
         let key = VerifyingKey::from_bytes(&bytes).ok()?;
-        Some(PublishedKey {
-            key,
-            status: KeyStatus::Active,
-        })
+        Some(PublishedKey { key, status })
     }
 
     /// Its PASERK `k4.pid` id.
@@ -126,12 +128,12 @@ impl KeySet {
         &self.keys
     }
 
-    /// The ring of the active keys: what verifies proofs.
+    /// The ring of the keys whose proofs verify: active and verifying.
     pub fn active_ring(&self) -> KeyRing {
         KeyRing::from_keys(
             self.keys
                 .iter()
-                .filter(|k| k.status == KeyStatus::Active)
+                .filter(|k| matches!(k.status, KeyStatus::Active | KeyStatus::Verifying))
                 .map(|k| k.key),
         )
     }

@@ -20,6 +20,10 @@ fn set() -> KeySet {
             key: key(2),
             status: KeyStatus::Retired,
         },
+        PublishedKey {
+            key: key(3),
+            status: KeyStatus::Verifying,
+        },
     ])
 }
 
@@ -30,16 +34,17 @@ fn with(edit: impl FnOnce(&mut Value)) -> Vec<u8> {
 }
 
 #[test]
-fn round_trips_and_trusts_only_active_keys() {
+fn round_trips_and_trusts_active_and_verifying_keys_only() {
     let text = set().to_json().unwrap();
     assert!(text.starts_with(r#"{"issuer":"countersign-signer","keys":[{"id":"k4.pid."#));
     assert!(text.ends_with(r#""version":1}"#));
     let parsed = KeySet::parse(text.as_bytes()).unwrap();
     assert_eq!(parsed, set());
     let ring = parsed.active_ring();
-    assert_eq!(ring.len(), 1);
+    assert_eq!(ring.len(), 2);
     assert!(ring.get(&key_id(&key(1))).is_some());
-    assert!(ring.get(&key_id(&key(2))).is_none());
+    assert!(ring.get(&key_id(&key(2))).is_none(), "retired");
+    assert!(ring.get(&key_id(&key(3))).is_some(), "verifying");
 }
 
 #[test]

@@ -65,6 +65,28 @@ async fn proofs_from_before_and_after_a_rotation_verify_on_a_running_head(backen
         signer_keys(&api.h, &["list"]),
         format!("{old_kid} verifying\n{new_kid} active\n")
     );
+    // The key set a receiving service pins says the same.
+    let export = api.h.cli(&["keys", "export"]).await;
+    let set: serde_json::Value = serde_json::from_str(export.stdout.trim()).unwrap();
+    let statuses: Vec<(String, String)> = set["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["id"].as_str().unwrap().to_owned(),
+                k["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        statuses.contains(&(new_kid.clone(), "active".into())),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&(old_kid.clone(), "verifying".into())),
+        "{statuses:?}"
+    );
 
     // Signed with the new key: the head learns it on first sight.
     let (late, late_proof) = api.approved(&token, "late").await;

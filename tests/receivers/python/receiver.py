@@ -69,7 +69,7 @@ def load_key_set(path):
         key = Key.from_paserk(entry["paserk"])
         if key.to_paserk_id() != entry["id"]:
             sys.exit(f"{path}: key id {entry['id']} does not match its key")
-        if entry["status"] == "active":
+        if entry["status"] in ("active", "verifying"):
             keys[entry["id"]] = key
     return keys
 

@@ -47,7 +47,7 @@ async function loadKeySet(path) {
   }
   const keys = new Map()
   for (const entry of doc.keys) {
-    if (entry.status === 'active') keys.set(entry.id, await v4.ImportPublicKey(entry.paserk))
+    if (entry.status === 'active' || entry.status === 'verifying') keys.set(entry.id, await v4.ImportPublicKey(entry.paserk))
   }
   return keys
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use countersign_verifier::keyset::MAX_KEY_SET_BYTES;
 use countersign_verifier::verify::DEFAULT_MAX_LIFETIME;
 use countersign_verifier::{
-    KeySet, OfflineExpectations, Proof, PublishedKey, Refusal, verify_offline,
+    KeySet, KeyStatus, OfflineExpectations, Proof, PublishedKey, Refusal, verify_offline,
 };
 use serde_json::{Value, json};
 
@@ -42,7 +42,12 @@ pub(crate) async fn keys_export(
         .keys;
     let mut keys = Vec::with_capacity(published.len());
     for k in &published {
-        let key = PublishedKey::active_from_bytes(&k.public_key).ok_or_else(|| {
+        // A signer from before rotation sends no status: its one key is active.
+        let status = match countersign_proto::v1::KeyStatus::try_from(k.status) {
+            Ok(countersign_proto::v1::KeyStatus::Verifying) => KeyStatus::Verifying,
+            _ => KeyStatus::Active,
+        };
+        let key = PublishedKey::from_bytes(&k.public_key, status).ok_or_else(|| {
             CliError::Error("the signer published a key that is not an Ed25519 key".to_string())
         })?;
         if key.id() != k.key_id {
