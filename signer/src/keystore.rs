@@ -55,26 +55,25 @@ pub enum KeyStoreError {
     Audit(String),
 }
 
-/// What a key of the set is for now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KeyStatus {
-    /// Signs new proofs; exactly one key is active.
-    Active,
-    /// Signed before a rotation; its proofs still verify until it is retired.
-    Verifying,
-    /// Never published again; its key file is deleted.
-    Retired,
-}
+/// What a key of the set is for now: the verifier's key-set status
+/// (active signs; verifying only verifies, until retired; retired is never
+/// published again and its key file is deleted), written in the index as
+/// its name.
+pub use countersign_verifier::KeyStatus;
 
-impl KeyStatus {
-    /// The status as `keys list` shows it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KeyStatus::Active => "active",
-            KeyStatus::Verifying => "verifying",
-            KeyStatus::Retired => "retired",
-        }
+/// The index writes a status as its name (`KeyStatus::as_str`).
+mod status_name {
+    use countersign_verifier::KeyStatus;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub(super) fn serialize<S: Serializer>(status: &KeyStatus, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(status.as_str())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<KeyStatus, D::Error> {
+        let name = String::deserialize(d)?;
+        KeyStatus::parse(&name)
+            .ok_or_else(|| D::Error::custom(format!("unknown key status {name:?}")))
     }
 }
 
@@ -87,6 +86,7 @@ pub struct KeyEntry {
     /// PASERK `k4.public` of the verifying key.
     pub public: String,
     /// What the key is for now.
+    #[serde(with = "status_name")]
     pub status: KeyStatus,
     /// The key file, relative to the signer directory.
     file: String,

@@ -48,7 +48,8 @@ impl KeyStatus {
         }
     }
 
-    fn parse(text: &str) -> Option<KeyStatus> {
+    /// The status named `text` (as written by [`KeyStatus::as_str`]).
+    pub fn parse(text: &str) -> Option<KeyStatus> {
         match text {
             "active" => Some(KeyStatus::Active),
             "verifying" => Some(KeyStatus::Verifying),
