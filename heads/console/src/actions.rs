@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::header::LOCATION;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::Response;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use countersign_gate::signer_client::SignerCallError;
 use countersign_proto::v1::{
     DecideRequest, Delivery, ResolveUncertainRequest, RevokeOutcome, RevokeRequest,
@@ -17,7 +17,7 @@ use countersign_verifier::Proof;
 use maud::html;
 
 use crate::ConsoleState;
-use crate::auth::{Paired, Rejection, clear_cookie, html_response, paired, refusal, set_cookie};
+use crate::auth::{Paired, clear_cookie, html_response, paired, refusal, set_cookie};
 use crate::html::{block, notice, page};
 use crate::pages::signer_failure;
 use crate::sessions::PairingRefusal;
@@ -44,16 +44,25 @@ impl Form {
     }
 }
 
-/// The paired session and the form of a POST, with its CSRF token checked.
-fn authorized(
-    state: &ConsoleState,
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> Result<(Paired, Form), Rejection> {
-    let session = paired(state, headers)?;
-    let form = Form::parse(body);
-    session.check_csrf(form.get("csrf"))?;
-    Ok((session, form))
+/// A decision's POST: the paired session and its form, with the CSRF
+/// token checked before any handler runs; otherwise the page that says why.
+pub(crate) struct Authorized {
+    session: Paired,
+    form: Form,
+}
+
+impl FromRequest<Arc<ConsoleState>> for Authorized {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &Arc<ConsoleState>) -> Result<Self, Response> {
+        let session = paired(state, request.headers()).map_err(|page| *page)?;
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let form = Form::parse(&body);
+        session.check_csrf(form.get("csrf")).map_err(|page| *page)?;
+        Ok(Self { session, form })
+    }
 }
 
 /// The page after a decision.
@@ -74,13 +83,8 @@ fn done(status: StatusCode, heading: &str, message: &str, id: &str) -> Response 
 pub(crate) async fn approve(
     State(state): State<Arc<ConsoleState>>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Authorized { form, .. }: Authorized,
 ) -> Response {
-    let (_, form) = match authorized(&state, &headers, &body) {
-        Ok(ok) => ok,
-        Err(page) => return *page,
-    };
     let run_now = match form.get("delivery") {
         Some("handoff") => false,
         Some("run") => true,
@@ -167,13 +171,8 @@ pub(crate) async fn approve(
 pub(crate) async fn deny(
     State(state): State<Arc<ConsoleState>>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Authorized { form, .. }: Authorized,
 ) -> Response {
-    let (_, form) = match authorized(&state, &headers, &body) {
-        Ok(ok) => ok,
-        Err(page) => return *page,
-    };
     let reason = form.get("reason").map(str::trim).unwrap_or_default();
     if reason.is_empty() {
         return refusal(
@@ -198,13 +197,8 @@ pub(crate) async fn deny(
 pub(crate) async fn revoke(
     State(state): State<Arc<ConsoleState>>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Authorized { form, .. }: Authorized,
 ) -> Response {
-    let (_, form) = match authorized(&state, &headers, &body) {
-        Ok(ok) => ok,
-        Err(page) => return *page,
-    };
     let mut approver = state.approver.clone();
     let request = RevokeRequest {
         proposal_id: id.clone(),
@@ -248,13 +242,8 @@ pub(crate) async fn revoke(
 pub(crate) async fn resolve(
     State(state): State<Arc<ConsoleState>>,
     Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Authorized { form, .. }: Authorized,
 ) -> Response {
-    let (_, form) = match authorized(&state, &headers, &body) {
-        Ok(ok) => ok,
-        Err(page) => return *page,
-    };
     let applied = match form.get("applied") {
         Some("yes") => true,
         Some("no") => false,
@@ -334,13 +323,8 @@ pub(crate) async fn pair(State(state): State<Arc<ConsoleState>>, body: Bytes) ->
 /// `POST /logout`: revoke this browser's session and forget the cookie.
 pub(crate) async fn logout(
     State(state): State<Arc<ConsoleState>>,
-    headers: HeaderMap,
-    body: Bytes,
+    Authorized { session, .. }: Authorized,
 ) -> Response {
-    let (session, _) = match authorized(&state, &headers, &body) {
-        Ok(ok) => ok,
-        Err(page) => return *page,
-    };
     if let Err(e) = state.sessions.revoke(&session.record.id) {
         tracing::error!(error = %e, "cannot revoke a console session");
         return refusal(
