@@ -263,6 +263,7 @@ async def main():
         csp = headers["content-security-policy"]
         assert "frame-ancestors 'none'" in csp and "script-src 'self'" in csp and "unsafe-inline" not in csp, csp
         assert headers["x-content-type-options"] == "nosniff" and headers["referrer-policy"] == "no-referrer"
+        assert headers["x-frame-options"] == "DENY" and headers["cache-control"] == "no-store", headers
         assert "<script>" not in driver.page_source, "no inline script"
 
         async with await mcp_session(home, tmp) as (read, write):
