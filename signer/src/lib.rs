@@ -5,8 +5,7 @@
 //! proofs) are the only modules that touch signing; `keystore` decides which
 //! key is active and which still verify; the service modules authorize callers by their
 //! client certificate, talk to the registry and the ledger, and never log a
-//! proof. `webauthn` only verifies: passkey registrations and assertions
-//! bound to a proposal, checked with `ring`.
+//! proof. Passkey ceremonies are checked by the `countersign-webauthn` crate.
 #![forbid(unsafe_code)]
 
 mod convert;
@@ -23,10 +22,6 @@ mod state;
 mod status;
 #[cfg(feature = "testing")]
 pub mod testing;
-// Not called yet outside its tests: the Decide path (passkey approvals,
-// issue 11) wires it next.
-#[cfg_attr(not(test), allow(dead_code))]
-mod webauthn;
 mod withdraw;
 
 pub use error::StartError;

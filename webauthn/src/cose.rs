@@ -27,7 +27,7 @@ const CRV_ED25519: i64 = 6;
 
 /// A credential's public key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum CosePublicKey {
+pub enum CosePublicKey {
     /// ECDSA with SHA-256 on P-256 (COSE alg -7, kty EC2, crv 1): the
     /// affine coordinates, big-endian. Whether the point is on the curve
     /// is checked by `ring` when a signature is verified.
@@ -45,7 +45,7 @@ impl CosePublicKey {
     /// Decodes a COSE_Key that fills `bytes`. A well-formed key of another
     /// algorithm or curve is [`WebAuthnError::UnsupportedKey`]; bytes that
     /// are not a COSE_Key at all are [`WebAuthnError::Malformed`].
-    pub(crate) fn from_cose(bytes: &[u8]) -> Result<Self, WebAuthnError> {
+    pub fn from_cose(bytes: &[u8]) -> Result<Self, WebAuthnError> {
         let value = cbor::read_exact(bytes)?;
         let entries = value
             .as_map()
@@ -81,7 +81,7 @@ impl CosePublicKey {
 
     /// The key's canonical CTAP2 encoding (labels 1, 3, -1, -2[, -3]), as
     /// an authenticator writes it: what a credential store keeps.
-    pub(crate) fn to_cose(&self) -> Vec<u8> {
+    pub fn to_cose(&self) -> Vec<u8> {
         // Every label and value below is a CBOR small integer (one byte);
         // 0x58 0x20 heads a 32-byte byte string.
         let mut out = Vec::with_capacity(77);
@@ -104,7 +104,7 @@ impl CosePublicKey {
 
     /// Checks `signature` over `message`: ASN.1 DER ECDSA for ES256, the
     /// 64-byte signature for Ed25519.
-    pub(crate) fn verify(&self, message: &[u8], signature: &[u8]) -> Result<(), WebAuthnError> {
+    pub fn verify(&self, message: &[u8], signature: &[u8]) -> Result<(), WebAuthnError> {
         let result = match self {
             CosePublicKey::Es256 { x, y } => {
                 // SEC 1 uncompressed point: 0x04 || x || y.

@@ -3,7 +3,7 @@
 
 /// A refused registration or assertion.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum WebAuthnError {
+pub enum WebAuthnError {
     /// The bytes are not what WebAuthn defines (CBOR, JSON, lengths, base64url).
     #[error("malformed WebAuthn data: {0}")]
     Malformed(&'static str),
@@ -58,7 +58,7 @@ pub(crate) enum WebAuthnError {
 
 impl WebAuthnError {
     /// The stable snake_case reason code sent with the refusal.
-    pub(crate) fn code(&self) -> &'static str {
+    pub fn code(&self) -> &'static str {
         match self {
             WebAuthnError::Malformed(_) => "webauthn_malformed",
             WebAuthnError::WrongType { .. } => "webauthn_wrong_type",

@@ -1,7 +1,7 @@
 //! The decision challenge: what binds a passkey assertion to one proposal.
 //!
-//! Owns the two hashes whose encodings the module doc (`webauthn/mod.rs`)
-//! specifies byte for byte; `tests/webauthn_fixtures/record.py` computes
+//! Owns the two hashes whose encodings the module doc (`webauthn/src/lib.rs`)
+//! specifies byte for byte; `webauthn/tests/webauthn_fixtures/record.py` computes
 //! them independently and the fixture tests compare. Must not change an
 //! encoding without changing its version tag.
 
@@ -14,29 +14,29 @@ const DECISION_TAG: &[u8] = b"countersign-webauthn-decision-v1\0";
 
 /// The facts of a proposal that an approval signs, as the ledger stores them.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ProposalFields<'a> {
+pub struct ProposalFields<'a> {
     /// The operation name from the registry.
-    pub(crate) operation: &'a str,
+    pub operation: &'a str,
     /// SHA-256 of the canonical arguments, lowercase hex as stored.
-    pub(crate) arguments_sha256: &'a str,
+    pub arguments_sha256: &'a str,
     /// The operation's contract revision.
-    pub(crate) contract_revision: &'a str,
+    pub contract_revision: &'a str,
     /// The policy revision.
-    pub(crate) policy_revision: &'a str,
+    pub policy_revision: &'a str,
     /// The session the proof will be bound to.
-    pub(crate) session: &'a str,
+    pub session: &'a str,
     /// How the proof is delivered: `direct` or `handoff`.
-    pub(crate) delivery: &'a str,
+    pub delivery: &'a str,
 }
 
 /// SHA-256 over the length-prefixed [`ProposalFields`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProposalDigest([u8; 32]);
+pub struct ProposalDigest([u8; 32]);
 
 impl ProposalDigest {
     /// The digest of `fields`: SHA-256 of the tag, then each field in
     /// declaration order as its UTF-8 byte length (u64, big-endian) and bytes.
-    pub(crate) fn of(fields: &ProposalFields<'_>) -> Self {
+    pub fn of(fields: &ProposalFields<'_>) -> Self {
         let mut hash = Sha256::new();
         hash.update(PROPOSAL_TAG);
         for field in [
@@ -55,18 +55,18 @@ impl ProposalDigest {
     }
 
     /// The 32 digest bytes.
-    pub(crate) fn as_bytes(&self) -> &[u8; 32] {
+    pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
 }
 
 /// Namespace for deriving the WebAuthn challenge of a decision.
-pub(crate) enum DecisionChallenge {}
+pub enum DecisionChallenge {}
 
 impl DecisionChallenge {
     /// SHA-256 of the tag, the signer's 32 random bytes and the proposal
     /// digest (all fixed length, so plain concatenation is unambiguous).
-    pub(crate) fn derive(random: [u8; 32], digest: &ProposalDigest) -> [u8; 32] {
+    pub fn derive(random: [u8; 32], digest: &ProposalDigest) -> [u8; 32] {
         let mut hash = Sha256::new();
         hash.update(DECISION_TAG);
         hash.update(random);

@@ -31,7 +31,7 @@ const FLAG_ED: u8 = 0x80;
 
 /// Which ceremony the data belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Ceremony {
+pub(crate) enum Ceremony {
     /// `navigator.credentials.create`: enrolment.
     Create,
     /// `navigator.credentials.get`: an assertion.
@@ -48,14 +48,14 @@ impl Ceremony {
 }
 
 /// Browser-supplied text, shortened for an error message.
-pub(super) fn echo(text: &str) -> String {
+pub(crate) fn echo(text: &str) -> String {
     text.chars().take(MAX_ECHOED_CHARS).collect()
 }
 
 /// Checks clientDataJSON: the ceremony's type, the expected challenge
 /// (compared in constant time), an allowed origin and no cross-origin frame.
 /// Parsed with the verifier's strict JSON parser (duplicate keys refused).
-pub(super) fn check_client_data(
+pub(crate) fn check_client_data(
     json: &[u8],
     ceremony: Ceremony,
     rp: &RelyingParty,
@@ -108,24 +108,24 @@ pub(super) fn check_client_data(
 
 /// The credential an enrolment's authenticator data carries.
 #[derive(Debug)]
-pub(super) struct AttestedCredential {
-    pub(super) id: Vec<u8>,
-    pub(super) public_key: CosePublicKey,
+pub(crate) struct AttestedCredential {
+    pub(crate) id: Vec<u8>,
+    pub(crate) public_key: CosePublicKey,
 }
 
 /// Parsed authenticator data.
 #[derive(Debug)]
-pub(super) struct AuthenticatorData {
-    pub(super) sign_count: u32,
+pub(crate) struct AuthenticatorData {
+    pub(crate) sign_count: u32,
     /// Present exactly when the AT flag is set.
-    pub(super) attested: Option<AttestedCredential>,
+    pub(crate) attested: Option<AttestedCredential>,
 }
 
 /// Parses authenticator data and checks the RP ID hash and the UP and UV
 /// flags (in that order, each its own refusal). Attested credential data
 /// is required for [`Ceremony::Create`] and refused for [`Ceremony::Get`];
 /// extensions, if flagged, must be one CBOR map; nothing may follow.
-pub(super) fn parse_authenticator_data(
+pub(crate) fn parse_authenticator_data(
     bytes: &[u8],
     ceremony: Ceremony,
     rp: &RelyingParty,

@@ -29,7 +29,7 @@ this script (it needs Chromium).
 Re-record (Debian: `apt-get install chromium chromium-driver`;
 `pip install selenium==4.51.0`):
 
-    python3 signer/tests/webauthn_fixtures/record.py
+    python3 webauthn/tests/webauthn_fixtures/record.py
 
 then run `cargo test -p countersign-signer --lib webauthn` and commit the
 JSON files. Re-recording makes new keys, so every fixture changes; the

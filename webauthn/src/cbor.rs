@@ -17,7 +17,7 @@ const MAX_DEPTH: usize = 8;
 
 /// One decoded data item, borrowing byte and text strings from the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Value<'a> {
+pub(crate) enum Value<'a> {
     /// Major type 0.
     Unsigned(u64),
     /// Major type 1: the value is `-1 - n`.
@@ -38,7 +38,7 @@ pub(super) enum Value<'a> {
 
 impl<'a> Value<'a> {
     /// The value as an `i64`, if it is an integer that fits.
-    pub(super) fn as_i64(&self) -> Option<i64> {
+    pub(crate) fn as_i64(&self) -> Option<i64> {
         match *self {
             Value::Unsigned(n) => i64::try_from(n).ok(),
             Value::Negative(n) => i64::try_from(n).ok().map(|n| -1 - n),
@@ -47,7 +47,7 @@ impl<'a> Value<'a> {
     }
 
     /// The entries, if the value is a map.
-    pub(super) fn as_map(&self) -> Option<&[(Value<'a>, Value<'a>)]> {
+    pub(crate) fn as_map(&self) -> Option<&[(Value<'a>, Value<'a>)]> {
         match self {
             Value::Map(entries) => Some(entries),
             _ => None,
@@ -61,14 +61,14 @@ fn malformed(what: &'static str) -> WebAuthnError {
 
 /// Reads one data item from the start of `input`; returns it and the number
 /// of bytes it took. What follows is the caller's.
-pub(super) fn read_prefix(input: &[u8]) -> Result<(Value<'_>, usize), WebAuthnError> {
+pub(crate) fn read_prefix(input: &[u8]) -> Result<(Value<'_>, usize), WebAuthnError> {
     let mut reader = Reader { input, pos: 0 };
     let value = reader.value(1)?;
     Ok((value, reader.pos))
 }
 
 /// Reads exactly one data item that fills `input`.
-pub(super) fn read_exact(input: &[u8]) -> Result<Value<'_>, WebAuthnError> {
+pub(crate) fn read_exact(input: &[u8]) -> Result<Value<'_>, WebAuthnError> {
     let (value, used) = read_prefix(input)?;
     if used != input.len() {
         return Err(malformed("trailing bytes after a CBOR item"));

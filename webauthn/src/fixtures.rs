@@ -1,6 +1,6 @@
 //! Checks against real browser output: registrations and assertions that
 //! Chromium's CDP virtual authenticator produced, recorded by
-//! `signer/tests/webauthn_fixtures/record.py` (see its docstring to
+//! `webauthn/tests/webauthn_fixtures/record.py` (see its docstring to
 //! re-record) for ES256 and EdDSA.
 #![allow(clippy::unwrap_used)]
 
@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::challenge::{DecisionChallenge, ProposalDigest, ProposalFields};
 use super::*;
 
-const ES256: &str = include_str!("../../tests/webauthn_fixtures/es256.json");
-const EDDSA: &str = include_str!("../../tests/webauthn_fixtures/eddsa.json");
+const ES256: &str = include_str!("../tests/webauthn_fixtures/es256.json");
+const EDDSA: &str = include_str!("../tests/webauthn_fixtures/eddsa.json");
 
 struct Fixture {
     json: Value,

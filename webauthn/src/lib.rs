@@ -1,3 +1,4 @@
+#![forbid(unsafe_code)]
 //! WebAuthn (passkey) checks done by the signer itself: enrolling a
 //! credential and verifying an assertion with user verification over a
 //! challenge that binds one proposal.
@@ -53,7 +54,7 @@
 //! the authenticator's claim, nothing more.
 
 mod cbor;
-pub(crate) mod challenge;
+pub mod challenge;
 mod cose;
 mod data;
 mod error;
@@ -62,8 +63,8 @@ mod fixtures;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use cose::CosePublicKey;
-pub(crate) use error::WebAuthnError;
+pub use cose::CosePublicKey;
+pub use error::WebAuthnError;
 
 use cbor::Value;
 use data::{Ceremony, check_client_data, echo, parse_authenticator_data};
@@ -74,60 +75,60 @@ const MAX_ATTESTATION_OBJECT_BYTES: usize = 16 * 1024;
 
 /// The relying party the signer checks ceremonies against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RelyingParty {
+pub struct RelyingParty {
     /// The RP ID, a domain such as `localhost` (browsers refuse IP addresses).
-    pub(crate) rp_id: String,
+    pub rp_id: String,
     /// Exact origins the browser may report, e.g. `http://localhost:7444`.
-    pub(crate) origins: Vec<String>,
+    pub origins: Vec<String>,
 }
 
 /// An enrolled credential: public data only.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Credential {
+pub struct Credential {
     /// The credential id the authenticator chose.
-    pub(crate) id: Vec<u8>,
+    pub id: Vec<u8>,
     /// Its public key.
-    pub(crate) public_key: CosePublicKey,
+    pub public_key: CosePublicKey,
     /// The last signature counter seen.
-    pub(crate) sign_count: u32,
+    pub sign_count: u32,
 }
 
 /// What `navigator.credentials.get` returned, decoded from base64url.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Assertion {
+pub struct Assertion {
     /// `rawId`.
-    pub(crate) credential_id: Vec<u8>,
+    pub credential_id: Vec<u8>,
     /// `response.authenticatorData`.
-    pub(crate) authenticator_data: Vec<u8>,
+    pub authenticator_data: Vec<u8>,
     /// `response.clientDataJSON`, exactly as the browser produced it.
-    pub(crate) client_data_json: Vec<u8>,
+    pub client_data_json: Vec<u8>,
     /// `response.signature`.
-    pub(crate) signature: Vec<u8>,
+    pub signature: Vec<u8>,
 }
 
 /// An assertion that passed every check; only [`verify_assertion`] makes one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Verified {
+pub struct Verified {
     new_sign_count: u32,
     user_verified: bool,
 }
 
 impl Verified {
     /// The counter to store with the credential in place of the old one.
-    pub(crate) fn new_sign_count(&self) -> u32 {
+    pub fn new_sign_count(&self) -> u32 {
         self.new_sign_count
     }
 
     /// Whether the authenticator claimed user verification (always true:
     /// an assertion without it is refused).
-    pub(crate) fn user_verified(&self) -> bool {
+    pub fn user_verified(&self) -> bool {
         self.user_verified
     }
 }
 
 /// Checks a registration (`navigator.credentials.create`) made for
 /// `expected_challenge` and returns the credential to enrol.
-pub(crate) fn parse_registration(
+pub fn parse_registration(
     attestation_object: &[u8],
     client_data_json: &[u8],
     rp: &RelyingParty,
@@ -182,7 +183,7 @@ pub(crate) fn parse_registration(
 /// Verifies an assertion (`navigator.credentials.get`) by `credential` made
 /// for `expected_challenge`. The caller stores
 /// [`Verified::new_sign_count`] and must not accept the challenge again.
-pub(crate) fn verify_assertion(
+pub fn verify_assertion(
     credential: &Credential,
     assertion: &Assertion,
     rp: &RelyingParty,
