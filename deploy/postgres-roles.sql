@@ -11,12 +11,17 @@
 -- certificate authentication in pg_hba.conf. Re-running it is harmless.
 --
 -- What each role may write (everything else is refused by privilege):
---   signer: proposals, decisions, issuances, revocations, events, and
---           completions that record a person's resolution
+--   signer: proposals, decisions, issuances, revocations, events,
+--           completions that record a person's resolution, and passkeys
+--           (enrolments, removals and the assertions it accepted)
 --   head:   consumed_nonces, intents, completions, effect_applied, events,
 --           and the builtin effects' state store
 -- So a head cannot mint an issuance, change a proposal's canonical
--- arguments or a decision, and the signer cannot consume a proof.
+-- arguments or a decision, enrol a passkey or record an assertion, and the
+-- signer cannot consume a proof.
+--
+-- Grants are per table: re-run this script after a migration adds tables
+-- (schema version 3 adds the passkey tables).
 --
 -- Independent of roles, the schema's triggers make every table except
 -- `state` append-only for everybody, the owner included (no UPDATE, DELETE
@@ -57,6 +62,10 @@ GRANT INSERT ON proposals, decisions, issuances, revocations, events TO counters
 -- A person's resolution of an uncertain execution goes through the signer
 -- (ResolveUncertain, approver role): it records the completion.
 GRANT INSERT ON completions TO countersign_signer;
+
+-- Passkeys: only the signer verifies WebAuthn assertions, so only it
+-- records credentials, their removal and the assertions it accepted.
+GRANT INSERT ON passkeys, passkey_removals, passkey_assertions TO countersign_signer;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

@@ -80,6 +80,23 @@ pub enum LedgerError {
         "proposal {0} may still be running (its execution's lease ends at {1}); resolve it after that"
     )]
     StillRunning(String, String),
+    /// This passkey challenge was accepted before: an accepted challenge is
+    /// never accepted again (the signer refuses with `challenge_used`).
+    /// Nothing was written.
+    #[error("this passkey challenge was already used")]
+    ChallengeUsed,
+    /// A passkey with this credential id is already enrolled.
+    #[error("passkey {0} is already enrolled")]
+    DuplicatePasskey(String),
+    /// The passkey that is to authorize a write is not an enrolled,
+    /// unremoved credential of the principal concerned. Nothing was written.
+    #[error("passkey {0} is not an enrolled credential of this principal")]
+    UnusablePasskey(String),
+    /// The passkey assertion (or the `authorized_by` beside it) does not
+    /// fit the write it comes with: another purpose, subject or credential.
+    /// Nothing was written.
+    #[error("the passkey assertion does not authorize this {0}")]
+    AssertionMismatch(String),
     /// A value read from the database is not what the schema promises.
     #[error("ledger data is corrupt: {0}")]
     Corrupt(String),

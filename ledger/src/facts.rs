@@ -5,6 +5,14 @@
 //! event has its row, and the state store holds exactly what replaying the
 //! applied builtin effects, in chain order, produces.
 //!
+//! Passkeys likewise: every enrolled credential has its `passkey_enrolled`
+//! event (which also fixes its principal, its authority and the SHA-256 of
+//! its public key, so a key swapped in the row is caught), every removal
+//! its `passkey_removed` event, every assertion the enrolment, removal or
+//! `approved` event that names its credential, and every decision
+//! assertion an issuance. Verifying the assertions' signatures is the
+//! audit's next step, not this module's.
+//!
 //! Backend-independent: the backends read the rows (in the same snapshot
 //! as the chain walk) and hand them here. Owns no I/O. What it catches: a
 //! row written, replaced or removed without its event (the head role's
@@ -17,8 +25,10 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 use crate::chain::RawEvent;
+use crate::passkeys::{ENROLMENT_CODE, SIGNER_ADMIN};
 use crate::schedule::{self, Change};
 
 /// One fact as a comparable line (`kind proposal [nonce] [detail]`), with
@@ -46,6 +56,26 @@ pub(crate) struct FactRows {
     pub(crate) completions: Vec<(String, String, String)>,
     /// `state (principal, namespace, key, value)`.
     pub(crate) state: Vec<(String, String, String, String)>,
+    /// `passkeys`.
+    pub(crate) passkeys: Vec<PasskeyRow>,
+    /// `passkey_removals (credential_id, authorized_by)`.
+    pub(crate) passkey_removals: Vec<(String, String)>,
+    /// `passkey_assertions (purpose, subject, credential_id)`.
+    pub(crate) passkey_assertions: Vec<(String, String, String)>,
+}
+
+/// The columns of a `passkeys` row the comparison needs.
+pub(crate) struct PasskeyRow {
+    pub(crate) credential_id: String,
+    pub(crate) principal: String,
+    pub(crate) authorized_by: String,
+    pub(crate) public_key: String,
+}
+
+/// SHA-256 hex of a stored public key's text, as a `passkey_enrolled`
+/// event records it.
+pub(crate) fn public_key_sha256(public_key: &str) -> String {
+    hex::encode(Sha256::digest(public_key.as_bytes()))
 }
 
 /// The columns of an `intents` row the comparison needs.
@@ -95,9 +125,40 @@ impl EventFacts {
                 Some(proof) => {
                     seen(format!("approved {pid}"));
                     seen(format!("issued {pid} {proof}"));
+                    // Since schema version 3: the passkey that authorized it.
+                    if let Some(credential) = field("passkey") {
+                        seen(format!("passkey_assertion decision {pid} {credential}"));
+                    }
                     true
                 }
                 None => false,
+            },
+            "passkey_enrolled" => match (
+                field("credential_id"),
+                field("principal"),
+                field("authorized_by"),
+                field("public_key_sha256"),
+            ) {
+                (Some(credential), Some(principal), Some(authority), Some(key)) => {
+                    if authority != ENROLMENT_CODE {
+                        seen(format!("passkey_assertion enrol {credential} {authority}"));
+                    }
+                    seen(format!(
+                        "passkey_enrolled {credential} {principal} {authority} {key}"
+                    ));
+                    true
+                }
+                _ => false,
+            },
+            "passkey_removed" => match (field("credential_id"), field("authorized_by")) {
+                (Some(credential), Some(authority)) => {
+                    if authority != SIGNER_ADMIN {
+                        seen(format!("passkey_assertion remove {credential} {authority}"));
+                    }
+                    seen(format!("passkey_removed {credential} {authority}"));
+                    true
+                }
+                _ => false,
             },
             "intent" => match (field("nonce"), field("proof_sha256")) {
                 (Some(nonce), Some(proof)) => {
@@ -142,6 +203,9 @@ impl EventFacts {
     pub(crate) fn disagreement(&self, rows: &FactRows) -> Option<String> {
         if let Some(problem) = &self.unreadable {
             return Some(problem.clone());
+        }
+        if let Some(problem) = unissued_decision_assertion(rows) {
+            return Some(problem);
         }
         let tables = table_tally(rows);
         for (fact, &count) in &tables {
@@ -224,6 +288,21 @@ impl EventFacts {
     }
 }
 
+/// A decision assertion whose proposal has no issuance (the schema's
+/// trigger refuses one; an owner can drop the trigger).
+fn unissued_decision_assertion(rows: &FactRows) -> Option<String> {
+    let issued: std::collections::HashSet<&str> =
+        rows.issuances.iter().map(|(pid, _)| pid.as_str()).collect();
+    rows.passkey_assertions
+        .iter()
+        .find(|(purpose, subject, _)| purpose == "decision" && !issued.contains(subject.as_str()))
+        .map(|(_, subject, credential)| {
+            format!(
+                "the passkey assertion of {credential} approves {subject}, which has no issuance"
+            )
+        })
+}
+
 /// The facts the tables state, as the lines [`EventFacts`] makes.
 fn table_tally(rows: &FactRows) -> Tally {
     let mut tally = Tally::new();
@@ -260,6 +339,23 @@ fn table_tally(rows: &FactRows) -> Tally {
     }
     for (pid, nonce, status) in &rows.completions {
         seen(format!("completed {pid} {nonce} {status}"));
+    }
+    for k in &rows.passkeys {
+        seen(format!(
+            "passkey_enrolled {} {} {} {}",
+            k.credential_id,
+            k.principal,
+            k.authorized_by,
+            public_key_sha256(&k.public_key)
+        ));
+    }
+    for (credential, authority) in &rows.passkey_removals {
+        seen(format!("passkey_removed {credential} {authority}"));
+    }
+    for (purpose, subject, credential) in &rows.passkey_assertions {
+        seen(format!(
+            "passkey_assertion {purpose} {subject} {credential}"
+        ));
     }
     tally
 }
@@ -336,6 +432,67 @@ mod tests {
                 .disagreement(&rows)
                 .as_deref(),
             Some("event 1 (intent) lacks the details its kind records")
+        );
+    }
+
+    #[test]
+    fn an_approval_naming_a_passkey_needs_its_assertion_row() {
+        let rows = FactRows {
+            proposals: vec!["p1".into()],
+            decisions: vec![("p1".into(), "approve".into())],
+            issuances: vec![("p1".into(), "h".into())],
+            ..FactRows::default()
+        };
+        let events = [
+            event(1, "proposed", "p1", "{}"),
+            event(
+                2,
+                "approved",
+                "p1",
+                r#"{"passkey":"k1","proof_sha256":"h"}"#,
+            ),
+        ];
+        assert_eq!(
+            facts(&events).disagreement(&rows).as_deref(),
+            Some(
+                "the event log records `passkey_assertion decision p1 k1` but the ledger has no such row"
+            )
+        );
+        let rows = FactRows {
+            passkey_assertions: vec![("decision".into(), "p1".into(), "k1".into())],
+            ..rows
+        };
+        assert_eq!(facts(&events).disagreement(&rows), None);
+    }
+
+    #[test]
+    fn an_enrolment_by_a_passkey_needs_its_assertion_and_the_same_key() {
+        let key = |k: &str| PasskeyRow {
+            credential_id: "k2".into(),
+            principal: "pr_x".into(),
+            authorized_by: "k1".into(),
+            public_key: k.into(),
+        };
+        let details = format!(
+            r#"{{"authorized_by":"k1","credential_id":"k2","principal":"pr_x","public_key_sha256":"{}"}}"#,
+            public_key_sha256("pk")
+        );
+        let events = [event(1, "passkey_enrolled", "", &details)];
+        let rows = FactRows {
+            passkeys: vec![key("pk")],
+            passkey_assertions: vec![("enrol".into(), "k2".into(), "k1".into())],
+            ..FactRows::default()
+        };
+        assert_eq!(facts(&events).disagreement(&rows), None);
+        let swapped = FactRows {
+            passkeys: vec![key("other")],
+            ..rows
+        };
+        assert!(
+            facts(&events)
+                .disagreement(&swapped)
+                .unwrap()
+                .starts_with("the ledger records `passkey_enrolled k2 pr_x k1 ")
         );
     }
 

@@ -7,6 +7,9 @@ use serde_json::Value;
 
 use crate::chain::ChainReport;
 use crate::error::{EffectFailure, LedgerError};
+use crate::passkeys::{
+    PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, StoredPasskeyAssertion,
+};
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
     IssuanceRecord, KeyEvent, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
@@ -138,7 +141,83 @@ impl Ledger {
     /// `NotPending` if already decided; `IssuanceMismatch` if the issuance's
     /// operation, arguments hash or revisions differ from the proposal's.
     pub async fn record_approval(&self, issuance: &IssuanceRecord) -> Result<(), LedgerError> {
-        dispatch!(self, b => b.record_approval(issuance).await)
+        dispatch!(self, b => b.record_approval(issuance, None).await)
+    }
+
+    /// [`Ledger::record_approval`] with the passkey assertion that
+    /// authorized it, stored in the same transaction (all or nothing); the
+    /// `approved` event names its credential (`"passkey"`). The assertion
+    /// must be a decision about this proposal (`direct` or `handoff`
+    /// delivery), else `AssertionMismatch`, by an enrolled, unremoved
+    /// credential of the issuance's principal, else `UnusablePasskey`; a
+    /// challenge accepted before is `ChallengeUsed`. Errors otherwise as
+    /// for `record_approval`; on any error nothing is written.
+    pub async fn record_passkey_approval(
+        &self,
+        issuance: &IssuanceRecord,
+        assertion: &PasskeyAssertionRecord,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_approval(issuance, Some(assertion)).await)
+    }
+
+    /// Enrol a credential in one transaction: its row (stamped now), the
+    /// authorizing assertion if any, and the `passkey_enrolled` event (by
+    /// `enrolled_by`). Without an assertion `authorized_by` must be
+    /// [`crate::ENROLMENT_CODE`]; with one, its credential, and the
+    /// assertion an enrolment of this credential id by an enrolled,
+    /// unremoved credential of the same principal (`AssertionMismatch`,
+    /// `UnusablePasskey`). `DuplicatePasskey` if the credential id is
+    /// enrolled already (removed or not); `ChallengeUsed` for a challenge
+    /// accepted before. On any error nothing is written.
+    pub async fn enrol_passkey(
+        &self,
+        enrolment: &PasskeyEnrolment,
+        authorization: Option<&PasskeyAssertionRecord>,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.enrol_passkey(enrolment, authorization).await)
+    }
+
+    /// Remove a credential in one transaction: the removal row, its
+    /// assertion if any, and the `passkey_removed` event (by `removed_by`).
+    /// Without an assertion `authorized_by` must be [`crate::SIGNER_ADMIN`];
+    /// with one, its credential, and the assertion a removal of
+    /// `credential_id` by an enrolled, unremoved credential of the same
+    /// principal (the credential itself may sign its own removal). An
+    /// unknown or already removed credential is an outcome, with nothing
+    /// written; errors as for [`Ledger::enrol_passkey`].
+    pub async fn remove_passkey(
+        &self,
+        credential_id: &str,
+        removed_by: &str,
+        authorized_by: &str,
+        assertion: Option<&PasskeyAssertionRecord>,
+    ) -> Result<PasskeyRemoval, LedgerError> {
+        dispatch!(self, b => b.remove_passkey(credential_id, removed_by, authorized_by, assertion).await)
+    }
+
+    /// The principal's credentials, removed ones included (with their
+    /// `removed_at`), oldest first.
+    pub async fn passkeys(&self, principal: &str) -> Result<Vec<PasskeyRecord>, LedgerError> {
+        dispatch!(self, b => b.passkeys(principal).await)
+    }
+
+    /// One credential, removed or not.
+    pub async fn passkey(&self, credential_id: &str) -> Result<Option<PasskeyRecord>, LedgerError> {
+        dispatch!(self, b => b.passkey(credential_id).await)
+    }
+
+    /// Every stored assertion, in the order stored (for `audit --verify`,
+    /// which verifies each again against its credential's public key).
+    pub async fn passkey_assertions(&self) -> Result<Vec<StoredPasskeyAssertion>, LedgerError> {
+        dispatch!(self, b => b.passkey_assertions().await)
+    }
+
+    /// The assertion that authorized a proposal's approval, if one did.
+    pub async fn passkey_assertion_for(
+        &self,
+        proposal_id: &str,
+    ) -> Result<Option<StoredPasskeyAssertion>, LedgerError> {
+        dispatch!(self, b => b.passkey_assertion_for(proposal_id).await)
     }
 
     /// Record a change of the signer's key set (`key_rotated` or

@@ -1,6 +1,7 @@
 //! countersign's durable ledger: proposals, decisions, issuances,
 //! revocations, consumed nonces, intents and completions, the state store of
-//! the builtin effects, and the hash-chained, append-only event log.
+//! the builtin effects, the signer's passkeys with every assertion it
+//! accepted, and the hash-chained, append-only event log.
 //!
 //! Status is derived on read, never stored. The ledger stores no proof, only
 //! its SHA-256, and never logs argument values. Backend-independent logic
@@ -25,6 +26,7 @@ mod facts;
 pub mod fault;
 mod ledger;
 mod owner;
+mod passkeys;
 mod postgres;
 mod schedule;
 mod sqlite;
@@ -37,6 +39,10 @@ mod types;
 pub use chain::{ChainBreak, ChainReport, GENESIS_HASH};
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
 pub use ledger::Ledger;
+pub use passkeys::{
+    AssertionPurpose, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord,
+    PasskeyRemoval, SIGNER_ADMIN, StoredPasskeyAssertion,
+};
 
 pub use countersign_verifier::BuiltinEffect;
 /// How long past an effect's own timeout its intent stays leased. Until

@@ -401,8 +401,9 @@ pub struct EventRecord {
     pub id: i64,
     /// When it happened (`YYYY-MM-DDTHH:MM:SSZ`).
     pub at: String,
-    /// `proposed`, `denied`, `approved`, `revoked`, `intent`,
-    /// `effect_applied`, `completed` or `resolved`.
+    /// `proposed`, `denied`, `withdrawn`, `approved`, `revoked`, `intent`,
+    /// `effect_applied`, `completed`, `resolved`, `key_rotated`,
+    /// `key_retired`, `passkey_enrolled` or `passkey_removed`.
     pub kind: String,
     /// The proposal concerned, if any.
     pub proposal_id: Option<String>,

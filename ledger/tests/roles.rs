@@ -281,3 +281,111 @@ async fn the_signer_records_a_persons_resolution() {
     assert_eq!(done.status, countersign_ledger::DispositionStatus::Failed);
     assert!(signer.verify_chain().await.unwrap().is_intact());
 }
+
+/// Passkeys are the signer's: it enrols, approves with an assertion and
+/// removes under its own role (the assertions' identity column needs no
+/// sequence grant); the head role may read them but not insert any.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_signer_writes_passkeys() {
+    use countersign_ledger::{
+        AssertionPurpose, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRemoval,
+        SIGNER_ADMIN,
+    };
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    let enrolment = |id: &str| PasskeyEnrolment {
+        credential_id: id.into(),
+        principal: common::PRINCIPAL.into(),
+        name: "laptop".into(),
+        public_key: "pQECAyYgAQ".into(),
+        sign_count: 0,
+        attestation_object: "o2NmbXQ".into(),
+        client_data_json: "eyJ0eXBlIjoid2ViYXV0aG4uY3JlYXRlIn0".into(),
+        enrolled_by: format!("{}/console", common::PRINCIPAL),
+        authorized_by: ENROLMENT_CODE.into(),
+    };
+    signer
+        .enrol_passkey(&enrolment("cred1"), None)
+        .await
+        .unwrap();
+    let p = create_schedule(1, "nightly");
+    signer.insert_proposal(&p).await.unwrap();
+    let (_, record) = common::issue(&p, 1, 300);
+    let assertion = PasskeyAssertionRecord {
+        credential_id: "cred1".into(),
+        purpose: AssertionPurpose::Decision,
+        subject: p.id.clone(),
+        challenge: "Y2hhbGxlbmdl".into(),
+        challenge_random: "cmFuZG9t".into(),
+        delivery: "direct".into(),
+        authenticator_data: "YXV0aA".into(),
+        client_data_json: "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0".into(),
+        signature: "c2ln".into(),
+        sign_count: 1,
+    };
+    signer
+        .record_passkey_approval(&record, &assertion)
+        .await
+        .unwrap();
+    signer
+        .enrol_passkey(&enrolment("cred2"), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        signer
+            .remove_passkey("cred2", SIGNER_ADMIN, SIGNER_ADMIN, None)
+            .await
+            .unwrap(),
+        PasskeyRemoval::Removed
+    );
+    // The head reads them (a head may show or audit them).
+    assert_eq!(head.passkeys(common::PRINCIPAL).await.unwrap().len(), 2);
+    assert!(head.passkey_assertion_for(&p.id).await.unwrap().is_some());
+
+    let mut conn = PgConnection::connect(&db.url_as("countersign_head"))
+        .await
+        .unwrap();
+    for sql in [
+        "INSERT INTO passkeys SELECT 'forged', principal, name, public_key, sign_count,
+             attestation_object, client_data_json, enrolled_at, enrolled_by, authorized_by
+         FROM passkeys LIMIT 1",
+        "INSERT INTO passkey_removals (credential_id, removed_at, removed_by, authorized_by)
+         VALUES ('cred1', 'x', 'x', 'signer-admin')",
+        "INSERT INTO passkey_assertions (credential_id, purpose, subject, challenge,
+             challenge_random, delivery, authenticator_data, client_data_json, signature,
+             sign_count, at)
+         VALUES ('cred1', 'enrol', 'cred2', 'c', 'r', '', 'a', 'j', 's', 2, 'x')",
+    ] {
+        let err = sqlx::raw_sql(AssertSqlSafe(sql.to_string()))
+            .execute(&mut conn)
+            .await
+            .expect_err(sql)
+            .to_string();
+        assert!(err.contains("permission denied"), "{sql}: {err}");
+    }
+    conn.close().await.unwrap();
+    assert_refused(
+        &db,
+        "countersign_head",
+        &[
+            "UPDATE passkeys SET public_key = 'x'",
+            "DELETE FROM passkey_removals",
+            "DELETE FROM passkey_assertions",
+        ],
+    )
+    .await;
+    assert_refused(
+        &db,
+        "countersign_signer",
+        &[
+            "UPDATE passkeys SET public_key = 'x'",
+            "DELETE FROM passkey_removals",
+            "UPDATE passkey_assertions SET sign_count = 0",
+        ],
+    )
+    .await;
+    assert!(signer.verify_chain().await.unwrap().is_intact());
+}

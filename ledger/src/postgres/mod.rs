@@ -54,6 +54,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "review fixes",
         include_str!("../../migrations/postgres/0002_review_fixes.sql"),
     ),
+    (
+        3,
+        "passkeys",
+        include_str!("../../migrations/postgres/0003_passkeys.sql"),
+    ),
 ];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -94,6 +99,8 @@ const ROW_LOCKS: bool = true;
 mod locks;
 #[path = "../sql/migrate.rs"]
 mod migrate;
+#[path = "../sql/passkeys.rs"]
+mod passkeys;
 #[path = "../sql/rows.rs"]
 mod rows;
 #[path = "../sql/signer.rs"]
@@ -179,4 +186,11 @@ impl Store {
 /// Whether a database error is a UNIQUE / PRIMARY KEY violation.
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// Whether a database error is a passkey challenge accepted before (the
+/// constraint `passkey_challenges_single_use`, migration 3).
+pub(crate) fn is_challenge_reuse(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db)
+        if db.is_unique_violation() && db.constraint() == Some("passkey_challenges_single_use"))
 }

@@ -5,7 +5,7 @@ use sqlx::Row as _;
 
 use super::Conn;
 use crate::error::LedgerError;
-use crate::facts::{FactRows, IntentRow};
+use crate::facts::{FactRows, IntentRow, PasskeyRow};
 
 /// Every row `crate::facts` compares, on `conn` (the caller's read
 /// snapshot, the one the chain was walked in).
@@ -84,6 +84,35 @@ pub(super) async fn read(conn: &mut Conn) -> Result<FactRows, LedgerError> {
             row.try_get("namespace")?,
             row.try_get("key")?,
             row.try_get("value")?,
+        ));
+    }
+    for row in
+        sqlx::query("SELECT credential_id, principal, authorized_by, public_key FROM passkeys")
+            .fetch_all(&mut *conn)
+            .await?
+    {
+        rows.passkeys.push(PasskeyRow {
+            credential_id: row.try_get("credential_id")?,
+            principal: row.try_get("principal")?,
+            authorized_by: row.try_get("authorized_by")?,
+            public_key: row.try_get("public_key")?,
+        });
+    }
+    for row in sqlx::query("SELECT credential_id, authorized_by FROM passkey_removals")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.passkey_removals
+            .push((row.try_get("credential_id")?, row.try_get("authorized_by")?));
+    }
+    for row in sqlx::query("SELECT purpose, subject, credential_id FROM passkey_assertions")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.passkey_assertions.push((
+            row.try_get("purpose")?,
+            row.try_get("subject")?,
+            row.try_get("credential_id")?,
         ));
     }
     Ok(rows)

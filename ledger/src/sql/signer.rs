@@ -8,10 +8,12 @@
 use serde_json::json;
 use sqlx::Row as _;
 
-use super::locks::lock_proposal_row;
+use super::locks::{lock_head, lock_proposal_row};
+use super::passkeys::{check_assertion, insert_assertion};
 use super::rows::{self, proposal_select};
 use super::{Conn, Store, events, is_unique_violation};
 use crate::error::LedgerError;
+use crate::passkeys::{AssertionPurpose, PasskeyAssertionRecord};
 use crate::timefmt;
 use crate::types::{IssuanceRecord, KeyEvent, Proposal, ProposalRecord, RevokeOutcome};
 
@@ -218,8 +220,14 @@ impl Store {
         Ok(())
     }
 
-    /// Record the approve decision, the issuance and the event atomically.
-    pub(crate) async fn record_approval(&self, i: &IssuanceRecord) -> Result<(), LedgerError> {
+    /// Record the approve decision, the issuance and the event atomically,
+    /// with the passkey assertion that authorized it, if any (checked
+    /// before anything is written; its credential is named in the event).
+    pub(crate) async fn record_approval(
+        &self,
+        i: &IssuanceRecord,
+        passkey: Option<&PasskeyAssertionRecord>,
+    ) -> Result<(), LedgerError> {
         let issued_at = timefmt::format(i.issued_at)?;
         let expires_at = timefmt::format(i.expires_at)?;
         let mut tx = self.write_tx().await?;
@@ -244,6 +252,13 @@ impl Store {
             || p.proposal.policy_revision != i.policy_revision
         {
             return Err(LedgerError::IssuanceMismatch(i.proposal_id.clone()));
+        }
+        if let Some(a) = passkey {
+            // The chain head after the proposal (the lock order): a removal
+            // of the credential commits before this reads it, or waits.
+            lock_head(&mut tx).await?;
+            let (purpose, pid) = (AssertionPurpose::Decision, &i.proposal_id);
+            check_assertion(&mut tx, a, purpose, pid, &i.principal, "approval").await?;
         }
         sqlx::query(
             "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
@@ -276,13 +291,21 @@ impl Store {
         .bind(&i.consume_digest)
         .execute(&mut *tx)
         .await?;
-        let details = json!({
+        let mut details = json!({
             "proof_sha256": i.proof_sha256,
             "session": i.session,
             "provenance": i.provenance,
             "audience": i.audience,
             "expires_at": expires_at,
         });
+        if let Some(a) = passkey {
+            // After the issuance: the schema wants a decision's subject issued.
+            insert_assertion(&mut tx, a, &issued_at).await?;
+            // A new key only on these events: older events hash as before.
+            if let Some(fields) = details.as_object_mut() {
+                fields.insert("passkey".into(), json!(a.credential_id));
+            }
+        }
         events::append(
             &mut tx,
             &issued_at,

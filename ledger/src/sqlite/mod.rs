@@ -59,6 +59,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "review fixes",
         include_str!("../../migrations/sqlite/0002_review_fixes.sql"),
     ),
+    (
+        3,
+        "passkeys",
+        include_str!("../../migrations/sqlite/0003_passkeys.sql"),
+    ),
 ];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -84,6 +89,8 @@ use writer_lock::{WriterGuard, WriterLock};
 
 #[path = "../sql/migrate.rs"]
 mod migrate;
+#[path = "../sql/passkeys.rs"]
+mod passkeys;
 #[path = "../sql/rows.rs"]
 mod rows;
 #[path = "../sql/signer.rs"]
@@ -276,4 +283,13 @@ fn create_private_file(path: &Path) -> Result<(), LedgerError> {
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db)
         if db.is_unique_violation() || db.message().ends_with(": the key exists"))
+}
+
+/// Whether a database error is a passkey challenge accepted before: the
+/// `passkey_challenges_no_replace` trigger (migration 3), or the UNIQUE
+/// constraint should the trigger be absent.
+pub(crate) fn is_challenge_reuse(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db)
+        if db.message().contains("passkey challenges are single-use")
+            || db.message().contains("passkey_assertions.challenge"))
 }
