@@ -12,11 +12,21 @@
 #      (`countersign init`): principal, development CA and its key, the
 #      signer's TLS certificate, the approver and console credentials, the
 #      proof-signing key, all readable by that user only; writes its
-#      config.toml (signer and console addresses, the signer's ledger URL);
+#      config.toml (signer and console addresses, the signer's ledger URL,
+#      `[passkeys] required = true`);
 #   3. gives AGENT_USER a head-only home (0700, its own): config.toml (the
-#      signer's address, the heads' ledger URL), principal, pki/ca.pem,
-#      pki/head.pem, pki/head.key and operations.toml. No approver
-#      credential, no CA key, no signing key.
+#      signer's and the console's addresses, the heads' ledger URL, and
+#      `[passkeys]` too, so that its heads name the console at
+#      http://localhost:<port>, where a passkey can be used), principal,
+#      pki/ca.pem, pki/head.pem, pki/head.key and operations.toml. No
+#      approver credential, no CA key, no signing key.
+#
+# Every approval needs the person's passkey (WebAuthn with user
+# verification, in the console): `countersign approve` at a terminal
+# refuses (passkey_required) and names the console page. Once the units run,
+# the administrator prints a one-time enrolment code for the first passkey
+# and a pairing link for the person's browser; the script prints both
+# commands at the end.
 #
 # The ledger is PostgreSQL: a SQLite file cannot be shared by two users
 # (every process refuses a ledger that others can read or write), and a
@@ -124,6 +134,8 @@ addr = "$signer_addr"
 url = "$signer_ledger"
 [console]
 addr = "$console_addr"
+[passkeys]
+required = true
 EOF
 
 # 3. The agent's head-only home. Root reads the head's files out of the
@@ -144,7 +156,19 @@ addr = "$signer_addr"
 url = "$head_ledger"
 [console]
 addr = "$console_addr"
+[passkeys]
+required = true
 EOF
 
 echo "signer home: $home (user $signer_user)"
 echo "head-only home for $agent: $agent_home"
+cat <<EOF
+passkeys: required for every approval, in the console at http://localhost:${console_addr##*:}/
+next, once the signer and the console run (deploy/systemd/README.md):
+  the first passkey's one-time enrolment code (valid 30 minutes, one attempt):
+    runuser -u $signer_user -- $bin_dir/countersign-signer passkeys enrolment-code --home $home
+  a pairing link for the person's browser (at a terminal):
+    runuser -u $signer_user -- $bin_dir/countersign --home $home console pair
+  then open the link, enrol the passkey on the Passkeys page with the code,
+  and approve proposals there.
+EOF

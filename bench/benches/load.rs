@@ -139,6 +139,7 @@ impl Fixture {
             iat: now,
             nbf: now,
             exp: now + DEFAULT_MAX_LIFETIME,
+            passkey: None,
         };
         let proof = sign_claims(&self.key, &claims).unwrap();
         let record = IssuanceRecord::from_claims(&claims, &proof);

@@ -1,6 +1,7 @@
 //! `config.toml`: where the signer listens, where the ledger and the registry
 //! live, the issuing policy, the verifier's lifetime ceiling, and where the
-//! web console listens (so heads can point a person at a proposal's page).
+//! web console listens (so heads can point a person at a proposal's page),
+//! and whether approvals need a passkey (`[passkeys]`).
 //!
 //! Unknown keys are refused. Relative paths (registry, SQLite ledger file)
 //! are anchored to the home directory, never to the current working
@@ -41,6 +42,25 @@ pub struct Config {
     /// Where the web console listens (`[console] addr`); `None` when the
     /// configuration has no console section.
     pub console_addr: Option<SocketAddr>,
+    /// The signer's passkey settings (`[passkeys]`); `None` when the
+    /// configuration has no passkeys section: no passkey is enrolled or
+    /// checked, and only operations that require one cannot be approved.
+    pub passkeys: Option<PasskeyConfig>,
+}
+
+/// Where passkeys are made and whether every approval needs one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasskeyConfig {
+    /// Whether every approval needs a passkey assertion with user
+    /// verification (`required`, default false: only operations that say
+    /// `require_passkey` need one).
+    pub required: bool,
+    /// The WebAuthn relying party id (`rp_id`, default `localhost`; browsers
+    /// refuse an IP address).
+    pub rp_id: String,
+    /// The exact origins a browser may report (`origins`; default the
+    /// console's, `http://localhost:<console port>`).
+    pub origins: Vec<String>,
 }
 
 /// The issuing policy (mirrors `countersign_registry::Policy`).
@@ -68,6 +88,15 @@ struct FileConfig {
     #[serde(default)]
     verifier: VerifierSection,
     console: Option<ConsoleSection>,
+    passkeys: Option<PasskeysSection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PasskeysSection {
+    required: Option<bool>,
+    rp_id: Option<String>,
+    origins: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -223,6 +252,11 @@ impl Config {
                 })?)
             }
         };
+        let passkeys = file
+            .passkeys
+            .map(|section| passkey_config(section, console_addr))
+            .transpose()
+            .map_err(invalid)?;
         Ok(Config {
             signer_addr,
             ledger_url,
@@ -230,15 +264,101 @@ impl Config {
             policy,
             verifier_max_lifetime_secs,
             console_addr,
+            passkeys,
         })
     }
 
     /// The console's page for proposal `id`
-    /// (`http://{console addr}/proposals/{id}`), or `None` when no console
-    /// is configured.
+    /// (`http://{console addr}/proposals/{id}`, or with `localhost` for the
+    /// host when passkeys are configured, as WebAuthn needs a domain), or
+    /// `None` when no console is configured.
     pub fn console_proposal_url(&self, id: &str) -> Option<String> {
-        self.console_addr.map(|addr| console_proposal_url(addr, id))
+        let addr = self.console_addr?;
+        Some(console_page_url(addr, id, self.passkeys.is_some()))
     }
+}
+
+/// The page of proposal `id` on a console listening at `addr`, as a
+/// browser must open it: [`console_proposal_url`], with `localhost` for a
+/// loopback host when `passkeys` are configured (WebAuthn needs a domain,
+/// and a paired session's cookie belongs to the host it was set for).
+pub fn console_page_url(addr: SocketAddr, id: &str, passkeys: bool) -> String {
+    let url = console_proposal_url(addr, id);
+    if passkeys && addr.ip().is_loopback() {
+        url.replacen(
+            &format!("http://{addr}/"),
+            &format!("http://localhost:{}/", addr.port()),
+            1,
+        )
+    } else {
+        url
+    }
+}
+
+/// The `[passkeys]` section, checked: an RP id that is a domain name, and
+/// origins that are `http://localhost[:port]` or `https://` URLs of that
+/// domain or below it, with no path.
+fn passkey_config(
+    section: PasskeysSection,
+    console_addr: Option<SocketAddr>,
+) -> Result<PasskeyConfig, String> {
+    let rp_id = section.rp_id.unwrap_or_else(|| "localhost".to_owned());
+    let domain_like = !rp_id.is_empty()
+        && rp_id.parse::<std::net::IpAddr>().is_err()
+        && rp_id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    if !domain_like {
+        return Err(format!(
+            "passkeys.rp_id {rp_id:?} must be a lowercase domain name (browsers refuse IP addresses)"
+        ));
+    }
+    let origins = match section.origins {
+        Some(origins) => origins,
+        None => match console_addr {
+            Some(addr) => vec![format!("http://{rp_id}:{}", addr.port())],
+            None => {
+                return Err(
+                    "passkeys.origins is required when no [console] section names the console"
+                        .into(),
+                );
+            }
+        },
+    };
+    if origins.is_empty() {
+        return Err("passkeys.origins must name at least one origin".into());
+    }
+    for origin in &origins {
+        if !origin_fits(origin, &rp_id) {
+            return Err(format!(
+                "passkeys.origins entry {origin:?} is not an origin of {rp_id:?} (https://, or http:// for localhost only, no path)"
+            ));
+        }
+    }
+    Ok(PasskeyConfig {
+        required: section.required.unwrap_or(false),
+        rp_id,
+        origins,
+    })
+}
+
+/// Whether `origin` is `scheme://host[:port]` with `host` the RP id or a
+/// subdomain of it, over https (or http for `localhost`).
+fn origin_fits(origin: &str, rp_id: &str) -> bool {
+    let (scheme, rest) = match origin.split_once("://") {
+        Some(parts) => parts,
+        None => return false,
+    };
+    let host = match rest.rsplit_once(':') {
+        Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
+        Some(_) => return false,
+        None => rest,
+    };
+    if host.contains('/') || host.is_empty() {
+        return false;
+    }
+    let within = host == rp_id || host.ends_with(&format!(".{rp_id}"));
+    within && (scheme == "https" || (scheme == "http" && host == "localhost"))
 }
 
 /// The page of proposal `id` on a console listening at `addr`:
@@ -429,5 +549,72 @@ mod tests {
                 "{text}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod passkey_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const P: &str = "pr_0123456789abcdef0123456789abcdef";
+
+    fn parse(text: &str) -> Result<Config, IdentityError> {
+        Config::from_toml_str(&Home::at("/h/cs").unwrap(), P, text)
+    }
+
+    #[test]
+    fn a_passkeys_section_defaults_to_localhost_and_the_console_origin() {
+        let config = parse("[console]\naddr = \"127.0.0.1:9000\"\n[passkeys]\n").unwrap();
+        let passkeys = config.passkeys.clone().unwrap();
+        assert!(!passkeys.required);
+        assert_eq!(passkeys.rp_id, "localhost");
+        assert_eq!(passkeys.origins, ["http://localhost:9000"]);
+        assert_eq!(
+            config.console_proposal_url("p_1").unwrap(),
+            "http://localhost:9000/proposals/p_1"
+        );
+        let without = parse("[console]\naddr = \"127.0.0.1:9000\"\n").unwrap();
+        assert_eq!(without.passkeys, None);
+        assert_eq!(
+            without.console_proposal_url("p_1").unwrap(),
+            "http://127.0.0.1:9000/proposals/p_1"
+        );
+    }
+
+    #[test]
+    fn bad_passkey_settings_are_refused_with_the_setting_named() {
+        for (text, needle) in [
+            ("[passkeys]\n", "passkeys.origins is required"),
+            (
+                "[passkeys]\nrp_id = \"127.0.0.1\"\norigins = [\"http://127.0.0.1\"]\n",
+                "passkeys.rp_id",
+            ),
+            ("[passkeys]\norigins = []\n", "at least one origin"),
+            (
+                "[passkeys]\norigins = [\"http://evil.example\"]\n",
+                "\"http://evil.example\"",
+            ),
+            (
+                "[passkeys]\nrp_id = \"example.com\"\norigins = [\"http://example.com\"]\n",
+                "not an origin",
+            ),
+            (
+                "[passkeys]\norigins = [\"http://localhost:7444/x\"]\n",
+                "not an origin",
+            ),
+            (
+                "[passkeys]\nrequired = \"yes\"\norigins = [\"http://localhost\"]\n",
+                "invalid type",
+            ),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        let ok = parse(
+            "[passkeys]\nrequired = true\nrp_id = \"example.com\"\norigins = [\"https://approve.example.com\"]\n",
+        )
+        .unwrap();
+        assert!(ok.passkeys.unwrap().required);
     }
 }

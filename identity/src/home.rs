@@ -44,6 +44,15 @@ const CONFIG_TEMPLATE: &str = "\
 # page for a proposal. Without this section no console is configured.
 [console]
 addr = \"127.0.0.1:7444\"
+
+# Passkeys (WebAuthn, checked by the signer): with this section a person
+# enrols passkeys in the console; `required = true` makes every approval
+# need one (otherwise only operations with `require_passkey = true` do).
+# The console is then reached at http://localhost:<port>.
+# [passkeys]
+# required = false
+# rp_id = \"localhost\"
+# origins = [\"http://localhost:7444\"]
 ";
 
 /// The countersign home directory (mode 0700, owned by the user).

@@ -94,6 +94,30 @@ pub mod reason {
     pub const STILL_RUNNING: &str = "still_running";
     /// A fault on the signer's side (not a refusal).
     pub const INTERNAL: &str = "internal";
+    /// Approving needs a passkey assertion (the installation's or the
+    /// operation's policy), or a proof of an operation that requires one
+    /// carries none.
+    pub const PASSKEY_REQUIRED: &str = "passkey_required";
+    /// The installation has no `[passkeys]` section.
+    pub const PASSKEYS_NOT_CONFIGURED: &str = "passkeys_not_configured";
+    /// The principal has no active passkey.
+    pub const NO_PASSKEY_ENROLLED: &str = "no_passkey_enrolled";
+    /// A passkey challenge unknown, expired, already answered or another principal's.
+    pub const CHALLENGE_UNKNOWN: &str = "challenge_unknown";
+    /// A passkey challenge issued for another decision or change.
+    pub const CHALLENGE_MISMATCH: &str = "challenge_mismatch";
+    /// An assertion naming no active passkey of the caller's principal.
+    pub const UNKNOWN_PASSKEY: &str = "unknown_passkey";
+    /// A registration of a passkey already enrolled.
+    pub const PASSKEY_ALREADY_ENROLLED: &str = "passkey_already_enrolled";
+    /// The first passkey needs the enrolment code.
+    pub const ENROLMENT_CODE_REQUIRED: &str = "enrolment_code_required";
+    /// The enrolment code is wrong, expired or spent.
+    pub const ENROLMENT_CODE_REFUSED: &str = "enrolment_code_refused";
+    /// A later enrolment or a removal needs an enrolled passkey's assertion.
+    pub const AUTHORIZATION_REQUIRED: &str = "authorization_required";
+    /// The last active passkey is removed only by the administrator.
+    pub const LAST_PASSKEY: &str = "last_passkey";
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ pub(crate) struct RawOperation {
     class: Class,
     replay_safe: bool,
     #[serde(default)]
+    require_passkey: bool,
+    #[serde(default)]
     lifetime_secs: Option<u64>,
     preview: String,
     #[serde(default)]
@@ -134,6 +136,7 @@ impl RawOperation {
             preview: self.preview,
             effect: self.effect,
             replay_safe: self.replay_safe,
+            require_passkey: self.require_passkey,
             lifetime_secs: self.lifetime_secs,
             unverified_fields: self.unverified_fields,
             revision,
@@ -217,9 +220,13 @@ impl RawOperation {
 
     /// SHA-256 hex of the canonical JSON of the full definition, with
     /// defaults made explicit so that omitting a default changes nothing.
+    /// `require_passkey` is the exception: it is in the hashed definition
+    /// only when true, so that every operation defined before the key
+    /// existed keeps its revision (and its outstanding proofs), while
+    /// requiring a passkey, or no longer requiring one, changes it.
     fn revision(&self, schema: &Value) -> Result<String, String> {
         let effect = serde_json::to_value(&self.effect).map_err(|e| e.to_string())?;
-        let definition = json!({
+        let mut definition = json!({
             "name": self.name,
             "description": self.description,
             "class": self.class,
@@ -230,6 +237,9 @@ impl RawOperation {
             "effect": effect,
             "schema": schema,
         });
+        if self.require_passkey {
+            definition["require_passkey"] = Value::Bool(true);
+        }
         let text = canonical::to_canonical(&definition).map_err(|e| e.to_string())?;
         Ok(canonical::sha256_hex(text.as_bytes()))
     }

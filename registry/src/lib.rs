@@ -14,6 +14,9 @@
 //! description = "Create a schedule" # one line, no control characters
 //! class = "write"                 # "read" | "write"
 //! replay_safe = true              # may an interrupted run be replayed (same key)?
+//! require_passkey = false         # optional; true: execute only a proof whose signer
+//!                                 # checked a passkey with user verification
+//!                                 # (`amr` has "passkey-uv"), else `passkey_required`
 //! lifetime_secs = 300             # optional, 1..=1800; else the policy default
 //! preview = "Create schedule {name} on cron {cron}"  # {arg} = top-level property,
 //!                                 # {{ and }} are literal braces
@@ -47,8 +50,9 @@
 //! The contract revision of an operation is the SHA-256 hex of the canonical
 //! JSON (RFC 8785) of `{name, description, class, replay_safe, lifetime_secs
 //! (null when absent), preview, unverified_fields ([] when absent), effect
-//! {kind, ...}, schema}`: TOML formatting and key order do not affect it;
-//! any change of meaning does.
+//! {kind, ...}, schema}`, plus `require_passkey: true` when it is set (absent
+//! and false hash alike, as before the key existed): TOML formatting and key
+//! order do not affect it; any change of meaning does.
 //!
 //! # Preview layout
 //!

@@ -105,6 +105,10 @@ pub struct Operation {
     /// Whether an interrupted application may be replayed with the same
     /// idempotency key.
     pub replay_safe: bool,
+    /// Whether executing requires a proof whose signer checked a passkey
+    /// assertion with user verification (`amr` containing `passkey-uv`);
+    /// `require_passkey` in the registry file, false when absent.
+    pub require_passkey: bool,
     /// Requested proof lifetime in seconds (1..=1800), else the policy default.
     pub lifetime_secs: Option<u64>,
     /// Free-text argument names, shown as model-supplied and unverified.
@@ -121,6 +125,7 @@ impl fmt::Debug for Operation {
             .field("class", &self.class)
             .field("effect", &self.effect)
             .field("replay_safe", &self.replay_safe)
+            .field("require_passkey", &self.require_passkey)
             .field("lifetime_secs", &self.lifetime_secs)
             .field("contract_revision", &self.revision)
             .finish_non_exhaustive()
@@ -131,6 +136,14 @@ impl Operation {
     /// SHA-256 hex of the canonical JSON of the full definition.
     pub fn contract_revision(&self) -> &str {
         &self.revision
+    }
+
+    /// Whether a proof for this operation must carry passkey assurance
+    /// (`amr` containing `passkey-uv`, see
+    /// `countersign_verifier::Claims::passkey_verified`): a head refuses
+    /// one without it as `passkey_required`, before consuming anything.
+    pub fn requires_passkey(&self) -> bool {
+        self.require_passkey
     }
 
     pub(crate) fn template(&self) -> &Template {

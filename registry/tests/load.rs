@@ -119,6 +119,23 @@ fn refuses_missing_required_keys() {
 }
 
 #[test]
+fn require_passkey_is_an_optional_boolean_defaulting_to_false() {
+    let op = |text: &str| load(text).map(|r| r.get("thing.do").unwrap().requires_passkey());
+    assert_eq!(op(&one("", COMMAND, "")), Ok(false));
+    assert_eq!(op(&one("require_passkey = false", COMMAND, "")), Ok(false));
+    assert_eq!(op(&one("require_passkey = true", COMMAND, "")), Ok(true));
+    for wrong in ["\"true\"", "1", "[]"] {
+        let err = load(&one(&format!("require_passkey = {wrong}"), COMMAND, "")).unwrap_err();
+        assert!(
+            matches!(&err, RegistryError::Toml(m) if m.contains("require_passkey")),
+            "{wrong}: {err}"
+        );
+    }
+    let default = load(Registry::default_toml()).unwrap();
+    assert!(default.operations().all(|o| !o.requires_passkey()));
+}
+
+#[test]
 fn refuses_an_empty_registry() {
     assert_eq!(load("").unwrap_err(), RegistryError::NoOperations);
 }

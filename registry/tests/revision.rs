@@ -121,6 +121,37 @@ fn changing_any_field_changes_the_revision() {
 }
 
 #[test]
+fn requiring_a_passkey_changes_the_revision() {
+    let base = revision(BASE);
+    let required = BASE.replace(
+        "replay_safe = false",
+        "replay_safe = false\nrequire_passkey = true",
+    );
+    assert_ne!(revision(&required), base);
+    let registry = Registry::from_toml_str(&required).unwrap();
+    assert!(registry.get("thing.do").unwrap().requires_passkey());
+    // Flipping it back is the old contract again.
+    let flipped = required.replace("require_passkey = true", "require_passkey = false");
+    assert_eq!(revision(&flipped), base);
+}
+
+#[test]
+fn not_requiring_a_passkey_keeps_the_revision_it_had_before_the_field_existed() {
+    // BASE's revision before `require_passkey` was part of the format: an
+    // operation that does not set it keeps its contract, so proofs and
+    // proposals made before an upgrade stay valid.
+    let before = "2b3f6389a451de7bd44fc1cead161a4112910f15b543aae087b3e5c872219725";
+    assert_eq!(revision(BASE), before);
+    let explicit = BASE.replace(
+        "replay_safe = false",
+        "replay_safe = false\nrequire_passkey = false",
+    );
+    assert_eq!(revision(&explicit), before);
+    let registry = Registry::from_toml_str(BASE).unwrap();
+    assert!(!registry.get("thing.do").unwrap().requires_passkey());
+}
+
+#[test]
 fn revisions_of_the_default_registry_differ_per_operation() {
     let registry = Registry::from_toml_str(Registry::default_toml()).unwrap();
     let mut revisions: Vec<_> = registry

@@ -70,6 +70,18 @@ pub(crate) enum Delivery {
     Handoff,
 }
 
+/// The delivery a request names: direct or handoff, nothing else.
+pub(crate) fn parse_delivery(value: i32) -> Result<Delivery, RpcError> {
+    match wire::Delivery::try_from(value) {
+        Ok(wire::Delivery::Direct) => Ok(Delivery::Direct),
+        Ok(wire::Delivery::Handoff) => Ok(Delivery::Handoff),
+        _ => Err(invalid(
+            "delivery",
+            "expected DELIVERY_DIRECT or DELIVERY_HANDOFF",
+        )),
+    }
+}
+
 /// A person's decision on a proposal.
 #[derive(Debug)]
 pub(crate) enum Decision {
@@ -90,6 +102,8 @@ pub(crate) struct DecideCommand {
     pub(crate) decision: Decision,
     /// Check everything, record and issue nothing.
     pub(crate) dry_run: bool,
+    /// An approval's passkey assertion and the challenge id it answers.
+    pub(crate) passkey: Option<(String, countersign_webauthn::Assertion)>,
 }
 
 impl TryFrom<wire::DecideRequest> for DecideCommand {
@@ -97,16 +111,7 @@ impl TryFrom<wire::DecideRequest> for DecideCommand {
     fn try_from(r: wire::DecideRequest) -> Result<Self, RpcError> {
         let proposal_id = parse_proposal_id(r.proposal_id)?;
         let decision = if r.approve {
-            let delivery = match wire::Delivery::try_from(r.delivery) {
-                Ok(wire::Delivery::Direct) => Delivery::Direct,
-                Ok(wire::Delivery::Handoff) => Delivery::Handoff,
-                _ => {
-                    return Err(invalid(
-                        "delivery",
-                        "expected DELIVERY_DIRECT or DELIVERY_HANDOFF",
-                    ));
-                }
-            };
+            let delivery = parse_delivery(r.delivery)?;
             // `interface` is deprecated and ignored: it is the caller's
             // claim, and provenance comes from what the signer checked.
             let execute_in_session = if r.execute_in_session.is_empty() {
@@ -125,10 +130,15 @@ impl TryFrom<wire::DecideRequest> for DecideCommand {
             }
             Decision::Deny { reason }
         };
+        let passkey = r
+            .passkey
+            .map(|p| crate::passkeys::assertion_from_wire("passkey", p))
+            .transpose()?;
         Ok(DecideCommand {
             proposal_id,
             decision,
             dry_run: r.dry_run,
+            passkey,
         })
     }
 }
@@ -211,6 +221,8 @@ pub(crate) fn proposal_view(
             .as_ref()
             .map(|i| i.provenance.clone())
             .unwrap_or_default(),
+        // Set by the service, which knows the passkey policy.
+        passkey_required: false,
     })
 }
 

@@ -13,8 +13,8 @@ use countersign_identity::PeerIdentity;
 use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
 use countersign_proto::v1 as wire;
 use countersign_registry::{CanonicalArgs, Operation, Registry};
-use countersign_verifier::Claims;
 use countersign_verifier::claims::ISSUER;
+use countersign_verifier::{AuthMethod, Claims, PasskeyAssurance};
 use time::Duration;
 use tonic::Request;
 
@@ -69,9 +69,13 @@ impl SignerService {
                 self.approve(
                     &cmd.proposal_id,
                     record,
-                    delivery,
-                    &provenance,
-                    execute_in_session,
+                    Approval {
+                        principal: &peer.principal,
+                        delivery,
+                        provenance: &provenance,
+                        execute_in_session,
+                        passkey: cmd.passkey,
+                    },
                 )
                 .await
             }
@@ -82,10 +86,15 @@ impl SignerService {
         &self,
         id: &ProposalId,
         record: ProposalRecord,
-        delivery: Delivery,
-        provenance: &str,
-        execute_in_session: Option<Session>,
+        approval: Approval<'_>,
     ) -> Result<wire::DecideResponse, RpcError> {
+        let Approval {
+            principal,
+            delivery,
+            provenance,
+            execute_in_session,
+            passkey,
+        } = approval;
         let state = &self.state;
         let registry = self.registry_now()?;
         let (op, args) = self.approvable(&registry, &record)?;
@@ -93,6 +102,29 @@ impl SignerService {
             || record.proposal.session.clone(),
             |s| s.as_str().to_owned(),
         );
+        // From the passkey check to the write that records its assertion:
+        // one lock, so a counter is checked against the last one accepted.
+        let _passkey_guard = match &passkey {
+            Some(_) => Some(state.passkey_lock.lock().await),
+            None => None,
+        };
+        let verified = match passkey {
+            Some((challenge_id, assertion)) => Some(
+                self.check_decision(
+                    principal,
+                    &record,
+                    delivery,
+                    &session,
+                    &challenge_id,
+                    &assertion,
+                )
+                .await?,
+            ),
+            None if self.passkey_required(&record.proposal.operation) => {
+                return Err(RpcError::PasskeyRequired);
+            }
+            None => None,
+        };
         let lifetime = i64::try_from(state.policy.lifetime_for(op))
             .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
         let now = now_seconds()?;
@@ -110,6 +142,13 @@ impl SignerService {
             prev: record.proposal.policy_revision.clone(),
             grant: None,
             prov: provenance.to_owned(),
+            passkey: verified
+                .as_ref()
+                .map(|v| {
+                    PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], &v.credential_id)
+                })
+                .transpose()
+                .map_err(|e| RpcError::Internal(format!("passkey assurance: {e}")))?,
             jti: nonce()?,
             iat: now,
             nbf: now,
@@ -125,9 +164,17 @@ impl SignerService {
             .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
         let proof_sha256 = proof.sha256_hex();
         let issuance = IssuanceRecord::from_claims(&claims, &proof);
-        state.ledger.record_approval(&issuance).await?;
+        match &verified {
+            Some(v) => state
+                .ledger
+                .record_passkey_approval(&issuance, &v.record)
+                .await
+                .map_err(crate::passkeys::challenge_used)?,
+            None => state.ledger.record_approval(&issuance).await?,
+        }
         tracing::info!(
             proposal_id = %record.proposal.id, %proof_sha256, ?delivery, provenance, session = %session,
+            passkey = verified.as_ref().map(|v| v.record.credential_id.as_str()),
             expires_at = %format_time(expires_at)?, "proof issued"
         );
         let expires_at_text = format_time(expires_at)?;
@@ -182,6 +229,17 @@ impl SignerService {
         }
         Ok((op, args))
     }
+}
+
+/// What an approval was asked for, as checked from the request.
+struct Approval<'a> {
+    /// The approver's principal (from its certificate).
+    principal: &'a str,
+    delivery: Delivery,
+    provenance: &'a str,
+    execute_in_session: Option<Session>,
+    /// The passkey assertion and the challenge id it answers.
+    passkey: Option<(String, countersign_webauthn::Assertion)>,
 }
 
 /// The proof's `prov` for a decision made over this connection:

@@ -88,6 +88,44 @@ pub(crate) enum RpcError {
         /// When the lease ends.
         until: String,
     },
+    /// Approving this proposal needs a passkey assertion (`passkey_required`).
+    #[error("approving this proposal needs a passkey: approve it in the console")]
+    PasskeyRequired,
+    /// The installation has no `[passkeys]` section.
+    #[error("passkeys are not configured for this installation ([passkeys] in config.toml)")]
+    PasskeysNotConfigured,
+    /// The principal has no active passkey to make an assertion with.
+    #[error("no passkey is enrolled; enrol one in the console first")]
+    NoPasskeyEnrolled,
+    /// The challenge is unknown, expired, already answered, or another principal's.
+    #[error("the passkey challenge is unknown, expired or already used; start again")]
+    ChallengeUnknown,
+    /// The challenge was issued for something else than this request.
+    #[error("the passkey challenge was issued for another decision or change")]
+    ChallengeMismatch,
+    /// The assertion or registration failed a WebAuthn check.
+    #[error("passkey refused: {0}")]
+    PasskeyRefused(countersign_webauthn::WebAuthnError),
+    /// The assertion names no active passkey of the caller's principal.
+    #[error("no active passkey of this principal has that credential id")]
+    UnknownPasskey,
+    /// The registration's credential is already enrolled.
+    #[error("that passkey is already enrolled")]
+    PasskeyAlreadyEnrolled,
+    /// The first passkey needs the enrolment code, and only it.
+    #[error("the first passkey needs the enrolment code the signer's administrator made")]
+    EnrolmentCodeRequired,
+    /// The enrolment code is wrong, expired or already spent (one attempt).
+    #[error(
+        "enrolment code refused (wrong, expired or spent: ask the administrator for a new one)"
+    )]
+    EnrolmentCodeRefused,
+    /// A later enrolment or a removal needs an enrolled passkey's assertion.
+    #[error("this change needs an assertion of an enrolled passkey")]
+    AuthorizationRequired,
+    /// The last active passkey is removed only by the administrator.
+    #[error("the last passkey can only be removed by the signer's administrator")]
+    LastPasskey,
     /// A fault on the signer's side; the detail is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -115,6 +153,18 @@ impl RpcError {
             RpcError::HandoffNotClaimed => reason::HANDOFF_NOT_CLAIMED,
             RpcError::NotUncertain(_) => reason::NOT_UNCERTAIN,
             RpcError::StillRunning { .. } => reason::STILL_RUNNING,
+            RpcError::PasskeyRequired => reason::PASSKEY_REQUIRED,
+            RpcError::PasskeysNotConfigured => reason::PASSKEYS_NOT_CONFIGURED,
+            RpcError::NoPasskeyEnrolled => reason::NO_PASSKEY_ENROLLED,
+            RpcError::ChallengeUnknown => reason::CHALLENGE_UNKNOWN,
+            RpcError::ChallengeMismatch => reason::CHALLENGE_MISMATCH,
+            RpcError::PasskeyRefused(e) => e.code(),
+            RpcError::UnknownPasskey => reason::UNKNOWN_PASSKEY,
+            RpcError::PasskeyAlreadyEnrolled => reason::PASSKEY_ALREADY_ENROLLED,
+            RpcError::EnrolmentCodeRequired => reason::ENROLMENT_CODE_REQUIRED,
+            RpcError::EnrolmentCodeRefused => reason::ENROLMENT_CODE_REFUSED,
+            RpcError::AuthorizationRequired => reason::AUTHORIZATION_REQUIRED,
+            RpcError::LastPasskey => reason::LAST_PASSKEY,
             RpcError::Internal(_) => reason::INTERNAL,
         }
     }
@@ -154,6 +204,9 @@ pub enum StartError {
     /// The configured policy is invalid.
     #[error("policy: {0}")]
     Policy(String),
+    /// An administrative passkey command failed.
+    #[error("passkeys: {0}")]
+    Passkeys(String),
     /// Binding or serving failed.
     #[error("transport: {0}")]
     Transport(String),

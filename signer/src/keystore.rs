@@ -134,6 +134,11 @@ pub struct KeyStore {
 }
 
 impl KeyStore {
+    /// The signer directory this key set lives in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The key set of `signer_dir` (`<home>/signer`), creating the first
     /// key or migrating a lone `ed25519.key` if there is no index yet.
     /// Returns the store and whether a key was created.

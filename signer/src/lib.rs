@@ -15,6 +15,7 @@ mod handoff;
 pub mod issue;
 pub mod key;
 pub mod keystore;
+pub mod passkeys;
 mod resolve;
 pub mod serve;
 mod service;

@@ -1,7 +1,8 @@
 //! `countersign-signer`: `serve` runs the signer; `keygen` creates (or
 //! shows) the proof key; `keys` lists, rotates and retires the key set
-//! (each change recorded in the audit chain). The only program that can
-//! sign a proof.
+//! (each change recorded in the audit chain); `passkeys` is the
+//! administrative path for passkeys (the first one's enrolment code,
+//! recovery). The only program that can sign a proof.
 //!
 //! main has one shape: parse configuration without binding, install the
 //! TLS provider, build state, log the address and key id (never secrets),
@@ -16,6 +17,7 @@ use clap::{Parser, Subcommand};
 use countersign_identity::{Config, Home, tls};
 use countersign_ledger::{KeyEvent, Ledger};
 use countersign_signer::keystore::KeyStore;
+use countersign_signer::passkeys::admin;
 use countersign_signer::{SignerState, StartError, load_or_create_key, serve_until_signal};
 use tokio::net::TcpListener;
 
@@ -48,6 +50,36 @@ enum Command {
     Keys {
         #[command(subcommand)]
         action: KeysAction,
+    },
+    /// The administrative path for passkeys, run as the signer's user.
+    Passkeys {
+        #[command(subcommand)]
+        action: PasskeysAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PasskeysAction {
+    /// Print a one-time code that enrols the first passkey in the console
+    /// (valid 30 minutes, one attempt; replaces any earlier code).
+    EnrolmentCode {
+        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
+        #[arg(long)]
+        home: Option<PathBuf>,
+    },
+    /// Print each passkey of the principal: credential id, status, name.
+    List {
+        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
+        #[arg(long)]
+        home: Option<PathBuf>,
+    },
+    /// Remove a passkey without an assertion (recovery of a lost one).
+    Remove {
+        /// The credential id, as `passkeys list` prints it.
+        credential_id: String,
+        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
+        #[arg(long)]
+        home: Option<PathBuf>,
     },
 }
 
@@ -86,6 +118,7 @@ async fn main() -> ExitCode {
         Command::Serve { home } => serve(home).await,
         Command::Keygen { home } => keygen(home),
         Command::Keys { action } => keys(action).await,
+        Command::Passkeys { action } => passkeys(action).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -150,6 +183,27 @@ async fn keys(action: KeysAction) -> Result<(), StartError> {
         }
     }
     Ok(())
+}
+
+async fn passkeys(action: PasskeysAction) -> Result<(), StartError> {
+    let home = match &action {
+        PasskeysAction::EnrolmentCode { home }
+        | PasskeysAction::List { home }
+        | PasskeysAction::Remove { home, .. } => home_from(home.clone())?,
+    };
+    home.check()?;
+    let mut out = std::io::stdout().lock();
+    match action {
+        PasskeysAction::EnrolmentCode { .. } => admin::print_enrolment_code(&home, &mut out),
+        PasskeysAction::List { .. } => {
+            admin::list(&ledger_of(&home).await?, &home.principal()?, &mut out).await
+        }
+        PasskeysAction::Remove { credential_id, .. } => {
+            admin::remove(&ledger_of(&home).await?, &credential_id).await?;
+            eprintln!("removed {credential_id}");
+            Ok(())
+        }
+    }
 }
 
 async fn ledger_of(home: &Home) -> Result<Ledger, StartError> {

@@ -39,6 +39,9 @@ pub(crate) mod roles {
     pub(crate) const REVOKE: &[Role] = &[Role::Approver];
     pub(crate) const RESOLVE_UNCERTAIN: &[Role] = &[Role::Approver];
     pub(crate) const PUBLIC_KEYS: &[Role] = &[Role::Head, Role::Approver, Role::Admin];
+    pub(crate) const BEGIN_DECISION: &[Role] = &[Role::Approver];
+    /// BeginEnrolment, Enrol, BeginRemoval, RemovePasskey, ListPasskeys.
+    pub(crate) const PASSKEYS: &[Role] = &[Role::Approver];
 }
 
 /// The `Signer` service over shared state.
@@ -89,6 +92,27 @@ impl SignerService {
         Ok(record)
     }
 
+    /// The passkey policy, or `passkeys_not_configured`.
+    pub(crate) fn passkey_policy(&self) -> Result<&crate::passkeys::PasskeyPolicy, RpcError> {
+        self.state
+            .passkeys
+            .as_ref()
+            .ok_or(RpcError::PasskeysNotConfigured)
+    }
+
+    /// Whether approving an `operation` needs a passkey: the installation
+    /// requires one for every approval, or the operation (as the registry
+    /// says now) requires one. An unknown operation cannot be approved at
+    /// all, so it needs none here.
+    pub(crate) fn passkey_required(&self, operation: &str) -> bool {
+        self.state.passkeys.as_ref().is_some_and(|p| p.required)
+            || self
+                .registry_now()
+                .ok()
+                .and_then(|r| r.get(operation).map(|op| op.requires_passkey()))
+                .unwrap_or(false)
+    }
+
     /// The registry as its file says now (re-parsed only when it changed).
     /// An unreadable or invalid file fails the call closed.
     pub(crate) fn registry_now(&self) -> Result<Arc<Registry>, RpcError> {
@@ -114,7 +138,9 @@ impl SignerService {
             .state
             .handoffs
             .is_waiting(&record.proposal.id, OffsetDateTime::now_utc());
-        proposal_view(record, waiting)
+        let mut view = proposal_view(record, waiting)?;
+        view.passkey_required = self.passkey_required(&record.proposal.operation);
+        Ok(view)
     }
 
     async fn propose(
@@ -367,6 +393,66 @@ impl Signer for SignerService {
         request: Request<wire::PublicKeysRequest>,
     ) -> Result<Response<wire::PublicKeysResponse>, Status> {
         SignerService::public_keys(self, &request)
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn begin_decision(
+        &self,
+        request: Request<wire::BeginDecisionRequest>,
+    ) -> Result<Response<wire::PasskeyChallenge>, Status> {
+        SignerService::begin_decision(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn begin_enrolment(
+        &self,
+        request: Request<wire::BeginEnrolmentRequest>,
+    ) -> Result<Response<wire::EnrolmentChallenge>, Status> {
+        SignerService::begin_enrolment(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn enrol(
+        &self,
+        request: Request<wire::EnrolRequest>,
+    ) -> Result<Response<wire::PasskeyView>, Status> {
+        SignerService::enrol(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn begin_removal(
+        &self,
+        request: Request<wire::BeginRemovalRequest>,
+    ) -> Result<Response<wire::PasskeyChallenge>, Status> {
+        SignerService::begin_removal(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn remove_passkey(
+        &self,
+        request: Request<wire::RemovePasskeyRequest>,
+    ) -> Result<Response<wire::PasskeyView>, Status> {
+        SignerService::remove_passkey(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn list_passkeys(
+        &self,
+        request: Request<wire::ListPasskeysRequest>,
+    ) -> Result<Response<wire::ListPasskeysResponse>, Status> {
+        SignerService::list_passkeys(self, request)
+            .await
             .map(Response::new)
             .map_err(to_status)
     }

@@ -18,6 +18,8 @@ use countersign_registry::{CurrentRegistry, Policy};
 use crate::error::StartError;
 use crate::handoff::HandoffStore;
 use crate::keystore::{KeyStore, KeyStoreError};
+use crate::passkeys::code::EnrolmentCodes;
+use crate::passkeys::{Challenges, PasskeyPolicy};
 
 /// Everything the gRPC service needs, shared by all connections.
 pub struct SignerState {
@@ -26,6 +28,13 @@ pub struct SignerState {
     pub(crate) registry: CurrentRegistry,
     pub(crate) policy: Policy,
     pub(crate) handoffs: HandoffStore,
+    /// `[passkeys]`: `None` when passkeys are not configured.
+    pub(crate) passkeys: Option<PasskeyPolicy>,
+    pub(crate) challenges: Challenges,
+    pub(crate) enrolment_codes: EnrolmentCodes,
+    /// Held from reading a passkey's counter to recording the assertion
+    /// that raises it (and around enrolments and removals).
+    pub(crate) passkey_lock: tokio::sync::Mutex<()>,
     /// PublicKeys calls answered (tests bound how often heads refresh).
     pub(crate) public_keys_served: AtomicU64,
 }
@@ -47,14 +56,26 @@ impl SignerState {
         registry: CurrentRegistry,
         policy: Policy,
     ) -> SignerState {
+        let enrolment_codes = EnrolmentCodes::in_dir(keys.dir());
         SignerState {
             keys,
             ledger,
             registry,
             policy,
             handoffs: HandoffStore::default(),
+            passkeys: None,
+            challenges: Challenges::default(),
+            enrolment_codes,
+            passkey_lock: tokio::sync::Mutex::new(()),
             public_keys_served: AtomicU64::new(0),
         }
+    }
+
+    /// The same state checking passkeys as `policy` says (`None`: not
+    /// configured).
+    pub fn with_passkeys(mut self, policy: Option<PasskeyPolicy>) -> SignerState {
+        self.passkeys = policy;
+        self
     }
 
     /// Loads everything a home and its configuration name: checks the home,
@@ -69,7 +90,8 @@ impl SignerState {
         let registry = CurrentRegistry::open(&config.registry)
             .map_err(|e| StartError::Registry(e.to_string()))?;
         let ledger = Ledger::open(&config.ledger_url).await?;
-        Ok(SignerState::new(keys, ledger, registry, policy))
+        let passkeys = config.passkeys.as_ref().map(PasskeyPolicy::from_config);
+        Ok(SignerState::new(keys, ledger, registry, policy).with_passkeys(passkeys))
     }
 
     /// The PASERK id of the active key, as the key index says now.

@@ -30,7 +30,19 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::HandoffNotClaimed
         | RpcError::HandoffInUse(_)
         | RpcError::NotUncertain(_)
-        | RpcError::StillRunning { .. } => Code::FailedPrecondition,
+        | RpcError::StillRunning { .. }
+        | RpcError::PasskeyRequired
+        | RpcError::PasskeysNotConfigured
+        | RpcError::NoPasskeyEnrolled
+        | RpcError::ChallengeUnknown
+        | RpcError::ChallengeMismatch
+        | RpcError::PasskeyAlreadyEnrolled
+        | RpcError::EnrolmentCodeRequired
+        | RpcError::AuthorizationRequired
+        | RpcError::LastPasskey => Code::FailedPrecondition,
+        RpcError::PasskeyRefused(_) | RpcError::UnknownPasskey | RpcError::EnrolmentCodeRefused => {
+            Code::PermissionDenied
+        }
         RpcError::Internal(detail) => {
             tracing::error!(%detail, "internal error");
             return with_reason(Status::internal("internal error"), err.code());
@@ -113,10 +125,25 @@ mod tests {
                 "still_running",
             ),
             (RpcError::Internal("x".into()), "internal"),
+            (RpcError::PasskeyRequired, "passkey_required"),
+            (RpcError::PasskeysNotConfigured, "passkeys_not_configured"),
+            (RpcError::NoPasskeyEnrolled, "no_passkey_enrolled"),
+            (RpcError::ChallengeUnknown, "challenge_unknown"),
+            (RpcError::ChallengeMismatch, "challenge_mismatch"),
+            (
+                RpcError::PasskeyRefused(countersign_webauthn::WebAuthnError::NoUserVerification),
+                "webauthn_no_user_verification",
+            ),
+            (RpcError::UnknownPasskey, "unknown_passkey"),
+            (RpcError::PasskeyAlreadyEnrolled, "passkey_already_enrolled"),
+            (RpcError::EnrolmentCodeRequired, "enrolment_code_required"),
+            (RpcError::EnrolmentCodeRefused, "enrolment_code_refused"),
+            (RpcError::AuthorizationRequired, "authorization_required"),
+            (RpcError::LastPasskey, "last_passkey"),
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..18).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..30).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -140,6 +167,18 @@ mod tests {
             RpcError::StillRunning { .. } => 15,
             RpcError::Internal(_) => 16,
             RpcError::HandoffInUse(_) => 17,
+            RpcError::PasskeyRequired => 18,
+            RpcError::PasskeysNotConfigured => 19,
+            RpcError::NoPasskeyEnrolled => 20,
+            RpcError::ChallengeUnknown => 21,
+            RpcError::ChallengeMismatch => 22,
+            RpcError::PasskeyRefused(_) => 23,
+            RpcError::UnknownPasskey => 24,
+            RpcError::PasskeyAlreadyEnrolled => 25,
+            RpcError::EnrolmentCodeRequired => 26,
+            RpcError::EnrolmentCodeRefused => 27,
+            RpcError::AuthorizationRequired => 28,
+            RpcError::LastPasskey => 29,
         }
     }
 

@@ -66,6 +66,17 @@ impl TestSigner {
         registry_toml: &str,
         ledger_url: Option<&str>,
     ) -> Result<TestSigner, StartError> {
+        TestSigner::start_configured(registry_toml, ledger_url, "").await
+    }
+
+    /// Starts a signer as [`TestSigner::start_with`] does, with
+    /// `extra_config` appended to its `config.toml` (for example a
+    /// `[passkeys]` section).
+    pub async fn start_configured(
+        registry_toml: &str,
+        ledger_url: Option<&str>,
+        extra_config: &str,
+    ) -> Result<TestSigner, StartError> {
         let dir =
             tempfile::tempdir().map_err(|e| StartError::Transport(format!("tempdir: {e}")))?;
         let home = Home::at(dir.path().join("home"))?;
@@ -89,6 +100,7 @@ impl TestSigner {
         if let Some(url) = ledger_url {
             config.push_str(&format!("[ledger]\nurl = \"{url}\"\n"));
         }
+        config.push_str(extra_config);
         write_private_new(&config_path, config.as_bytes())?;
 
         let config = Config::load(&home)?;

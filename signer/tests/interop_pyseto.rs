@@ -85,6 +85,7 @@ fn claims() -> Claims {
         iat: now,
         nbf: now,
         exp: now + time::Duration::seconds(300),
+        passkey: None,
     }
 }
 

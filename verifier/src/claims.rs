@@ -5,6 +5,23 @@
 //! re-encoding, exactly the known fields, typed, self-consistent).
 //! Must not: compare claims with what a verifier expects (that is
 //! `verify.rs`) or read payload bytes that are not yet authenticated.
+//!
+//! # Proof v1 claims
+//!
+//! Every proof carries the sixteen claims of [`Claims`] (`iss`, `aud`,
+//! `sub`, `sid`, `pid`, `op`, `args`, `args_sha256`, `crev`, `prev`,
+//! `grant`, `prov`, `jti`, `iat`, `nbf`, `exp`). Two more are optional and
+//! come together or not at all ([`PasskeyAssurance`]):
+//!
+//! | claim | value |
+//! |---|---|
+//! | `amr` | array of the authentication methods the signer checked: non-empty, no duplicates, each known ([`AuthMethod`]; today only `"passkey-uv"`, a passkey assertion with the user-verified flag) |
+//! | `pkh` | lowercase hex SHA-256 of the passkey's credential id bytes (64 digits) |
+//!
+//! A payload with any other field set (one of the pair without the other,
+//! an unknown method, a duplicate, an empty array, a malformed hash) is
+//! refused as `malformed`. Proofs without the pair are written exactly as
+//! before, byte for byte.
 
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
@@ -13,6 +30,10 @@ use crate::canonical::{self, CanonicalError, MAX_SAFE_INTEGER};
 use crate::ids::ApproverName;
 use crate::refusal::Refusal;
 use crate::timestamp;
+
+mod passkey;
+
+pub use passkey::{AuthMethod, InvalidPasskeyAssurance, PasskeyAssurance};
 
 /// The issuer every countersign proof names.
 pub const ISSUER: &str = "countersign-signer";
@@ -105,6 +126,9 @@ const FIELDS: [&str; 16] = [
     "sub",
 ];
 
+/// The optional claims of [`PasskeyAssurance`]: present together or absent.
+const PASSKEY_FIELDS: [&str; 2] = ["amr", "pkh"];
+
 /// A standing rule that approved an action without a fresh human decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
@@ -152,9 +176,20 @@ pub struct Claims {
     pub nbf: OffsetDateTime,
     /// Expires at (exclusive).
     pub exp: OffsetDateTime,
+    /// What the signer checked with a passkey (`amr` and `pkh`), or `None`
+    /// when the proof carries neither claim.
+    pub passkey: Option<PasskeyAssurance>,
 }
 
 impl Claims {
+    /// True when the signer checked a passkey assertion with user
+    /// verification before it signed (`amr` contains `passkey-uv`).
+    pub fn passkey_verified(&self) -> bool {
+        self.passkey
+            .as_ref()
+            .is_some_and(|p| p.includes(AuthMethod::PasskeyUv))
+    }
+
     /// The canonical JSON payload of these claims (what the signer signs).
     pub fn to_canonical_json(&self) -> Result<String, CanonicalError> {
         let ts = |t: OffsetDateTime| timestamp::format(t).map_err(|_| CanonicalError::Timestamp);
@@ -185,6 +220,13 @@ impl Claims {
         m.insert("iat".into(), Value::String(ts(self.iat)?));
         m.insert("nbf".into(), Value::String(ts(self.nbf)?));
         m.insert("exp".into(), Value::String(ts(self.exp)?));
+        if let Some(passkey) = &self.passkey {
+            m.insert("amr".into(), passkey.amr_value());
+            m.insert(
+                "pkh".into(),
+                Value::String(passkey.credential_id_sha256().to_owned()),
+            );
+        }
         canonical::to_canonical(&Value::Object(m))
     }
 
@@ -193,7 +235,8 @@ impl Claims {
     /// `NonCanonicalClaims` if the bytes are not exactly the canonical JSON
     /// of some value (this includes duplicate keys, unrepresentable numbers,
     /// lone surrogates, whitespace, key order); `Malformed` if that value is
-    /// not a complete, well-typed, self-consistent claims object;
+    /// not a complete, well-typed, self-consistent claims object (exactly
+    /// the sixteen claims, or those and both of `amr` and `pkh`);
     /// `ArgumentsMismatch` if `args_sha256` is not the hash of `args`.
     pub fn from_canonical_json(payload: &[u8]) -> Result<Claims, Refusal> {
         let value = canonical::parse(payload, MAX_PAYLOAD_BYTES)
@@ -205,12 +248,26 @@ impl Claims {
         let Value::Object(mut m) = value else {
             return Err(Refusal::Malformed);
         };
-        if m.len() != FIELDS.len() || !FIELDS.iter().all(|f| m.contains_key(*f)) {
+        let has_all = |fields: &[&str]| fields.iter().all(|f| m.contains_key(*f));
+        let with_passkey = match m.len() {
+            n if n == FIELDS.len() => false,
+            n if n == FIELDS.len() + PASSKEY_FIELDS.len() && has_all(&PASSKEY_FIELDS) => true,
+            _ => return Err(Refusal::Malformed),
+        };
+        if !has_all(&FIELDS) {
             return Err(Refusal::Malformed);
         }
         let mut take = |k: &str| m.remove(k).ok_or(Refusal::Malformed);
         let args = take("args")?;
         let grant = take("grant")?;
+        let passkey = if with_passkey {
+            Some(PasskeyAssurance::from_claim_values(
+                take("amr")?,
+                take("pkh")?,
+            )?)
+        } else {
+            None
+        };
         let claims = Claims {
             iss: string(take("iss")?)?,
             aud: string(take("aud")?)?,
@@ -228,6 +285,7 @@ impl Claims {
             exp: time(take("exp")?)?,
             grant: read_grant(grant)?,
             args,
+            passkey,
         };
         claims.check_consistency()?;
         Ok(claims)

@@ -11,6 +11,10 @@ use sha2::{Digest, Sha256};
 const PROPOSAL_TAG: &[u8] = b"countersign-proposal-digest-v1\0";
 /// Domain tag of [`DecisionChallenge`].
 const DECISION_TAG: &[u8] = b"countersign-webauthn-decision-v1\0";
+/// Domain tag of [`EnrolmentChallenge`].
+const ENROLMENT_TAG: &[u8] = b"countersign-webauthn-enrol-v1\0";
+/// Domain tag of [`RemovalChallenge`].
+const REMOVAL_TAG: &[u8] = b"countersign-webauthn-remove-v1\0";
 
 /// The facts of a proposal that an approval signs, as the ledger stores them.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +75,38 @@ impl DecisionChallenge {
         hash.update(DECISION_TAG);
         hash.update(random);
         hash.update(digest.as_bytes());
+        hash.finalize().into()
+    }
+}
+
+/// Namespace for deriving the challenge an enrolled passkey signs to
+/// authorize enrolling another one.
+pub enum EnrolmentChallenge {}
+
+impl EnrolmentChallenge {
+    /// SHA-256 of the tag, the signer's 32 random bytes and the new
+    /// passkey's registration challenge (which its clientDataJSON carries),
+    /// so the assertion authorizes that registration and no other.
+    pub fn derive(random: [u8; 32], creation_challenge: &[u8; 32]) -> [u8; 32] {
+        let mut hash = Sha256::new();
+        hash.update(ENROLMENT_TAG);
+        hash.update(random);
+        hash.update(creation_challenge);
+        hash.finalize().into()
+    }
+}
+
+/// Namespace for deriving the challenge that authorizes removing a passkey.
+pub enum RemovalChallenge {}
+
+impl RemovalChallenge {
+    /// SHA-256 of the tag, the signer's 32 random bytes and SHA-256 of the
+    /// id of the passkey to remove.
+    pub fn derive(random: [u8; 32], credential_id: &[u8]) -> [u8; 32] {
+        let mut hash = Sha256::new();
+        hash.update(REMOVAL_TAG);
+        hash.update(random);
+        hash.update(Sha256::digest(credential_id));
         hash.finalize().into()
     }
 }
@@ -143,5 +179,18 @@ mod tests {
         assert_eq!(challenge, DecisionChallenge::derive([7; 32], &digest));
         assert_ne!(challenge, DecisionChallenge::derive([8; 32], &digest));
         assert_ne!(challenge, DecisionChallenge::derive([7; 32], &other));
+    }
+
+    #[test]
+    fn the_three_ceremonies_never_share_a_challenge() {
+        let digest = ProposalDigest::of(&fields());
+        let decision = DecisionChallenge::derive([7; 32], &digest);
+        let enrol = EnrolmentChallenge::derive([7; 32], digest.as_bytes());
+        let remove = RemovalChallenge::derive([7; 32], digest.as_bytes());
+        assert_ne!(decision, enrol);
+        assert_ne!(enrol, remove);
+        assert_ne!(decision, remove);
+        assert_ne!(enrol, EnrolmentChallenge::derive([7; 32], &[0; 32]));
+        assert_ne!(remove, RemovalChallenge::derive([7; 32], b"other"));
     }
 }

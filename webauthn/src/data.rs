@@ -106,6 +106,20 @@ pub(crate) fn check_client_data(
     Ok(())
 }
 
+/// The base64url-decoded `challenge` of strictly parsed clientDataJSON.
+pub(crate) fn client_data_challenge(json: &[u8]) -> Result<Vec<u8>, WebAuthnError> {
+    let value = countersign_verifier::canonical::parse(json, MAX_CLIENT_DATA_BYTES)
+        .map_err(|_| WebAuthnError::Malformed("client data is not strict JSON"))?;
+    match value.get("challenge") {
+        Some(Json::String(text)) => URL_SAFE_NO_PAD
+            .decode(text)
+            .map_err(|_| WebAuthnError::BadChallenge),
+        _ => Err(WebAuthnError::Malformed(
+            "client data lacks type, challenge or origin",
+        )),
+    }
+}
+
 /// The credential an enrolment's authenticator data carries.
 #[derive(Debug)]
 pub(crate) struct AttestedCredential {

@@ -60,6 +60,8 @@ mod data;
 mod error;
 #[cfg(test)]
 mod fixtures;
+#[cfg(feature = "testing")]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 
@@ -178,6 +180,13 @@ pub fn parse_registration(
         public_key: attested.public_key,
         sign_count: parsed.sign_count,
     })
+}
+
+/// The challenge a clientDataJSON carries (decoded from base64url), read
+/// strictly: for an auditor that must find which registration challenge a
+/// stored enrolment answered. Checks nothing else.
+pub fn client_data_challenge(client_data_json: &[u8]) -> Result<Vec<u8>, WebAuthnError> {
+    data::client_data_challenge(client_data_json)
 }
 
 /// Verifies an assertion (`navigator.credentials.get`) by `credential` made

@@ -23,7 +23,7 @@ use crate::pages::signer_failure;
 use crate::sessions::PairingRefusal;
 
 /// A form body's fields (`application/x-www-form-urlencoded`).
-struct Form(Vec<(String, String)>);
+pub(crate) struct Form(Vec<(String, String)>);
 
 impl Form {
     fn parse(body: &Bytes) -> Self {
@@ -35,7 +35,7 @@ impl Form {
     }
 
     /// The one value of `name`; a repeated field counts as absent.
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         let mut values = self.0.iter().filter(|(k, _)| k == name);
         match (values.next(), values.next()) {
             (Some((_, v)), None) => Some(v),
@@ -47,8 +47,8 @@ impl Form {
 /// A decision's POST: the paired session and its form, with the CSRF
 /// token checked before any handler runs; otherwise the page that says why.
 pub(crate) struct Authorized {
-    session: Paired,
-    form: Form,
+    pub(crate) session: Paired,
+    pub(crate) form: Form,
 }
 
 impl FromRequest<Arc<ConsoleState>> for Authorized {
@@ -95,6 +95,19 @@ pub(crate) async fn approve(
             );
         }
     };
+    // A passkey approval's assertion, as the page's script put it there.
+    let passkey = match form.get("passkey").filter(|p| !p.is_empty()) {
+        None => None,
+        Some(text) => match crate::passkeys::assertion_field(text) {
+            Ok(assertion) => Some(assertion),
+            Err(e) => {
+                return refusal(
+                    StatusCode::BAD_REQUEST,
+                    &format!("{e}; nothing was approved."),
+                );
+            }
+        },
+    };
     let request = DecideRequest {
         proposal_id: id.clone(),
         approve: true,
@@ -104,6 +117,7 @@ pub(crate) async fn approve(
             Delivery::Handoff
         }
         .into(),
+        passkey,
         ..Default::default()
     };
     let mut approver = state.approver.clone();

@@ -45,6 +45,8 @@ pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Mark
                             a href="/" { "Pending" }
                             " "
                             a href="/history" { "History" }
+                            " "
+                            a href="/passkeys" { "Passkeys" }
                         }
                     }
                 }

@@ -24,6 +24,7 @@ mod auth;
 mod html;
 mod live;
 mod pages;
+mod passkeys;
 pub mod sessions;
 mod views;
 
@@ -116,6 +117,21 @@ pub fn router(state: Arc<ConsoleState>, local: SocketAddr) -> Router {
         .route("/proposals/{id}/deny", post(actions::deny))
         .route("/proposals/{id}/revoke", post(actions::revoke))
         .route("/proposals/{id}/resolve", post(actions::resolve))
+        .route(
+            "/proposals/{id}/passkey-challenge",
+            post(passkeys::decision_challenge),
+        )
+        .route("/passkeys", get(passkeys::page_of_passkeys))
+        .route(
+            "/passkeys/enrolment-challenge",
+            post(passkeys::enrolment_challenge),
+        )
+        .route("/passkeys/enrol", post(passkeys::enrol))
+        .route(
+            "/passkeys/{id}/removal-challenge",
+            post(passkeys::removal_challenge),
+        )
+        .route("/passkeys/{id}/remove", post(passkeys::remove))
         .route("/pair/{code}", get(pages::pair_link))
         .route("/pair", post(actions::pair))
         .route("/logout", post(actions::logout))

@@ -200,6 +200,8 @@ pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
 /// The forms for this status. Every form is a POST with the CSRF token.
 fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
     let action = |verb: &str| format!("/proposals/{}/{verb}", v.id);
+    let passkey_form = v.passkey_required.then_some("decision");
+    let challenge_url = v.passkey_required.then(|| action("passkey-challenge"));
     html! {
         @match v.status.as_str() {
             "pending" => {
@@ -208,17 +210,24 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                 } @else {
                     section.decide aria-labelledby="approve-h" {
                         h2 #approve-h { "Approve" }
-                        form method="post" action=(action("approve")) {
+                        @if v.passkey_required {
+                            p.hint { "Approving needs your passkey, with user verification (a PIN or biometric)." }
+                        }
+                        form method="post" action=(action("approve")) data-passkey=[passkey_form] data-challenge=[challenge_url.as_deref()] {
                             (csrf_field(ctx.csrf))
                             input type="hidden" name="delivery" value="handoff";
+                            @if v.passkey_required { input type="hidden" name="passkey" value=""; }
                             button.approve type="submit" { "Approve for the proposing session" }
                             p.hint { "Authorizes ONE later execution by the head of session " code { (shown(&v.session)) } " (for example when the agent calls execute_approved)." }
+                            @if v.passkey_required { p.refusal role="alert" hidden {} }
                         }
-                        form method="post" action=(action("approve")) {
+                        form method="post" action=(action("approve")) data-passkey=[passkey_form] data-challenge=[challenge_url.as_deref()] {
                             (csrf_field(ctx.csrf))
                             input type="hidden" name="delivery" value="run";
+                            @if v.passkey_required { input type="hidden" name="passkey" value=""; }
                             button.approve type="submit" { "Approve and run now" }
                             p.hint { "The console executes it now, once, and shows the outcome." }
+                            @if v.passkey_required { p.refusal role="alert" hidden {} }
                         }
                     }
                 }

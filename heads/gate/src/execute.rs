@@ -9,6 +9,8 @@
 //!
 //! The effect never reads an argument from the caller: only from the claims
 //! the signer signed, which the verifier has bound to the stored proposal.
+//! An operation the registry marks `require_passkey` runs only on a proof
+//! whose claims say the signer checked a passkey with user verification.
 
 use std::sync::Arc;
 
@@ -178,6 +180,16 @@ impl Gate {
                 return Ok(Outcome::Refused(Refused::Proof(refusal)));
             }
         };
+        // An operation that requires a passkey refuses a proof whose signer
+        // did not check one, before anything is consumed (the nonce stays
+        // unburned) and before a recorded result is answered: such a proof
+        // gets nothing from this head.
+        if operation.requires_passkey() && !verified.claims().passkey_verified() {
+            tracing::info!(proposal_id, code = "passkey_required", "proof refused");
+            return Ok(Outcome::Refused(Refused::PasskeyRequired(
+                record.proposal.operation.clone(),
+            )));
+        }
         // A replay is answered from the read above, without queueing for the
         // ledger's write lock: a consumed nonce stays consumed. Should the
         // proof be consumed after that read, the ledger's own checks, inside

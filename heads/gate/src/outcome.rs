@@ -113,6 +113,14 @@ pub enum Refused {
     /// The proposal's operation is no longer in the registry.
     #[error("operation {0} is no longer in the registry")]
     UnknownOperation(String),
+    /// The operation requires passkey assurance (`require_passkey` in the
+    /// registry) and the proof, though genuine, does not carry it (`amr`
+    /// with `passkey-uv`). Decided before consumption: the proof is not
+    /// spent, and another proof, approved with a passkey, can still be used.
+    #[error(
+        "operation {0} requires an approval made with a passkey (user verified), and this proof does not say one was used"
+    )]
+    PasskeyRequired(String),
     /// The operation's effect is of a kind this head does not run. Decided
     /// before consumption: the proof is not spent.
     #[error("operation {operation} has a {kind} effect, which this head does not run")]
@@ -133,6 +141,7 @@ impl Refused {
             Refused::UnknownProposal(_) => "unknown_proposal".to_string(),
             Refused::UnknownOperation(_) => "unknown_operation".to_string(),
             Refused::UnsupportedEffect { .. } => "unsupported_effect".to_string(),
+            Refused::PasskeyRequired(_) => "passkey_required".to_string(),
             Refused::InProgress(_) => "in_progress".to_string(),
             Refused::NoHandoff { refusal, .. } | Refused::HandoffRefused(refusal) => {
                 refusal.code.clone()

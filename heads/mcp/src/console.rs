@@ -35,18 +35,29 @@ pub(crate) const ELICITATION_WAIT: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Console {
     addr: Option<SocketAddr>,
+    /// Passkeys are configured: the console is named at `localhost`.
+    passkeys: bool,
 }
 
 impl Console {
     /// The console at `addr`; `None`: no console configured.
     pub(crate) fn at(addr: Option<SocketAddr>) -> Self {
-        Self { addr }
+        Self {
+            addr,
+            passkeys: false,
+        }
+    }
+
+    /// The same console, named as a browser must open it when passkeys
+    /// are configured (`http://localhost:<port>` for a loopback address).
+    pub(crate) fn for_passkeys(self, passkeys: bool) -> Self {
+        Self { passkeys, ..self }
     }
 
     /// The console's page of proposal `id`, if a console is configured.
     pub(crate) fn proposal_url(&self, id: &str) -> Option<String> {
         self.addr
-            .map(|addr| countersign_identity::console_proposal_url(addr, id))
+            .map(|addr| countersign_identity::console_page_url(addr, id, self.passkeys))
     }
 }
 
@@ -140,6 +151,10 @@ mod tests {
         assert_eq!(
             console.proposal_url("prop_1").as_deref(),
             Some("http://127.0.0.1:7444/proposals/prop_1")
+        );
+        assert_eq!(
+            console.for_passkeys(true).proposal_url("prop_1").as_deref(),
+            Some("http://localhost:7444/proposals/prop_1")
         );
     }
 

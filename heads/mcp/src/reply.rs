@@ -94,13 +94,25 @@ fn done_text(key: OperationKey, done: &Done, console: Console) -> (String, bool)
 }
 
 /// After proposing: what happens next, and where the person decides: the
-/// exact command, and the console's page (`console_url`) if configured.
+/// exact command, and the console's page (`console_url`) if configured;
+/// only the console when approving needs a passkey (a terminal cannot).
 pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> String {
-    let console = console_url
-        .map(|url| format!("\nor in the web console at:\n  {url}"))
-        .unwrap_or_default();
+    let place = if view.passkey_required {
+        match console_url {
+            Some(url) => format!("with their passkey in the web console at:\n  {url}"),
+            None => "with their passkey in the web console (`countersign console`)".to_owned(),
+        }
+    } else {
+        let console = console_url
+            .map(|url| format!("\nor in the web console at:\n  {url}"))
+            .unwrap_or_default();
+        format!(
+            "at their terminal with:\n  countersign approve {} --for-mcp{console}",
+            view.id
+        )
+    };
     format!(
-        "proposed {id} ({op}) in session {session}; status {status}. Nothing runs until a person approves it at their terminal with:\n  countersign approve {id} --for-mcp{console}\nThen call execute_approved with proposal_id {id}.\n\nThe preview the person sees:\n{preview}",
+        "proposed {id} ({op}) in session {session}; status {status}. Nothing runs until a person approves it {place}\nThen call execute_approved with proposal_id {id}.\n\nThe preview the person sees:\n{preview}",
         id = view.id,
         op = view.operation,
         session = view.session,
@@ -117,6 +129,11 @@ pub(crate) fn status_text(view: &ProposalView, console_url: Option<&str>) -> Str
     );
     if view.handoff_waiting {
         text.push_str("; approved for one execution: call execute_approved");
+    } else if view.status == "pending" && view.passkey_required {
+        text.push_str("; waiting for a person with their passkey in the web console");
+        if let Some(url) = console_url {
+            text.push_str(&format!(" at {url}"));
+        }
     } else if view.status == "pending" {
         text.push_str(&format!(
             "; waiting for a person: `countersign approve {} --for-mcp`",
@@ -234,6 +251,27 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("console"), "{text}");
+    }
+
+    #[test]
+    fn a_proposal_that_needs_a_passkey_names_only_the_console() {
+        let mut pending = view("pending", false);
+        pending.passkey_required = true;
+        let text = proposed_text(&pending, Some(URL));
+        assert!(
+            text.contains("approves it with their passkey in the web console at:\n  http://127.0.0.1:7444/proposals/prop_1\nThen call execute_approved"),
+            "{text}"
+        );
+        assert!(!text.contains("countersign approve"), "{text}");
+        assert_eq!(
+            status_text(&pending, Some(URL)),
+            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); waiting for a person with their passkey in the web console at http://127.0.0.1:7444/proposals/prop_1"
+        );
+        let text = proposed_text(&pending, None);
+        assert!(
+            text.contains("(`countersign console`)") && !text.contains("countersign approve"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -103,8 +103,10 @@ impl McpHead {
     /// This server pointing people at the web console listening at `addr`
     /// (`[console] addr` of the installation's configuration); `None`: no
     /// console is configured, and only the terminal command is named.
-    pub fn with_console(mut self, addr: Option<SocketAddr>) -> Self {
-        self.console = Console::at(addr);
+    /// With `passkeys` configured, a loopback console is named at
+    /// `http://localhost:<port>`, where a passkey can be used.
+    pub fn with_console(mut self, addr: Option<SocketAddr>, passkeys: bool) -> Self {
+        self.console = Console::at(addr).for_passkeys(passkeys);
         self
     }
 

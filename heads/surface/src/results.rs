@@ -44,6 +44,7 @@ pub fn operation(op: &Operation) -> Value {
         "description": op.description,
         "class": op.class.as_str(),
         "replay_safe": op.replay_safe,
+        "require_passkey": op.requires_passkey(),
         "contract_revision": op.contract_revision(),
         "schema": op.schema,
     })
@@ -130,12 +131,16 @@ pub fn operations_schema() -> Value {
         "type": "array",
         "items": {
             "type": "object",
-            "required": ["name", "description", "class", "replay_safe", "contract_revision", "schema"],
+            "required": ["name", "description", "class", "replay_safe", "require_passkey", "contract_revision", "schema"],
             "properties": {
                 "name": {"type": "string"},
                 "description": {"type": "string"},
                 "class": {"enum": ["read", "write"]},
                 "replay_safe": {"type": "boolean"},
+                "require_passkey": {
+                    "type": "boolean",
+                    "description": "An approval must be made with a passkey (user verified); a proof without that assurance is refused as passkey_required and nothing is consumed."
+                },
                 "contract_revision": {"type": "string"},
                 "schema": {"type": "object"}
             }

@@ -62,6 +62,10 @@ pub struct ProposalView {
     /// decision (for example `human:cert:<principal>`); else empty.
     #[prost(string, tag = "16")]
     pub provenance: ::prost::alloc::string::String,
+    /// Whether approving it needs a passkey assertion (the installation's or
+    /// the operation's policy), as the signer's policy says now.
+    #[prost(bool, tag = "17")]
+    pub passkey_required: bool,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListPendingRequest {}
@@ -117,9 +121,159 @@ pub struct DecideRequest {
     /// refusal, e.g. `not_pending`, `contract_changed`, `policy_changed`), but
     /// record nothing and issue nothing; the response carries the proposal only.
     /// An approver interface calls it before the person commits, so a decision
-    /// is never asked for that would be refused.
+    /// is never asked for that would be refused. A dry run needs no passkey.
     #[prost(bool, tag = "7")]
     pub dry_run: bool,
+    /// An approval's passkey assertion over a BeginDecision challenge for this
+    /// proposal, delivery and session. Required when the proposal says
+    /// `passkey_required`; checked (and recorded) whenever present.
+    #[prost(message, optional, tag = "8")]
+    pub passkey: ::core::option::Option<PasskeyAssertion>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BeginDecisionRequest {
+    #[prost(string, tag = "1")]
+    pub proposal_id: ::prost::alloc::string::String,
+    /// The delivery and session the approval will name in Decide; the
+    /// challenge is bound to both.
+    #[prost(enumeration = "Delivery", tag = "2")]
+    pub delivery: i32,
+    #[prost(string, tag = "3")]
+    pub execute_in_session: ::prost::alloc::string::String,
+}
+/// A WebAuthn challenge for `navigator.credentials.get`.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PasskeyChallenge {
+    /// Names the challenge in the request that answers it.
+    #[prost(string, tag = "1")]
+    pub challenge_id: ::prost::alloc::string::String,
+    /// The challenge bytes (32).
+    #[prost(bytes = "vec", tag = "2")]
+    pub challenge: ::prost::alloc::vec::Vec<u8>,
+    /// The relying party id the assertion must be made for.
+    #[prost(string, tag = "3")]
+    pub rp_id: ::prost::alloc::string::String,
+    /// The enrolled, not removed passkeys of the principal (`allowCredentials`).
+    #[prost(bytes = "vec", repeated, tag = "4")]
+    pub allowed_credential_ids: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    /// How long the challenge is accepted, in milliseconds.
+    #[prost(uint32, tag = "5")]
+    pub timeout_ms: u32,
+}
+/// What `navigator.credentials.get` returned, as raw bytes.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PasskeyAssertion {
+    /// The challenge this assertion answers (from PasskeyChallenge or
+    /// EnrolmentChallenge).
+    #[prost(string, tag = "1")]
+    pub challenge_id: ::prost::alloc::string::String,
+    #[prost(bytes = "vec", tag = "2")]
+    pub credential_id: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "vec", tag = "3")]
+    pub authenticator_data: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "vec", tag = "4")]
+    pub client_data_json: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "vec", tag = "5")]
+    pub signature: ::prost::alloc::vec::Vec<u8>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BeginEnrolmentRequest {}
+/// What `navigator.credentials.create` (and, for a later passkey, the
+/// authorizing `navigator.credentials.get`) need.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct EnrolmentChallenge {
+    #[prost(string, tag = "1")]
+    pub challenge_id: ::prost::alloc::string::String,
+    /// The registration challenge (32 random bytes).
+    #[prost(bytes = "vec", tag = "2")]
+    pub creation_challenge: ::prost::alloc::vec::Vec<u8>,
+    #[prost(string, tag = "3")]
+    pub rp_id: ::prost::alloc::string::String,
+    /// The WebAuthn user handle of the principal (stable).
+    #[prost(bytes = "vec", tag = "4")]
+    pub user_id: ::prost::alloc::vec::Vec<u8>,
+    /// The principal, as the authenticator shows the user name.
+    #[prost(string, tag = "5")]
+    pub user_name: ::prost::alloc::string::String,
+    /// Passkeys already enrolled (`excludeCredentials`).
+    #[prost(bytes = "vec", repeated, tag = "6")]
+    pub exclude_credential_ids: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    /// True when the principal has no passkey: Enrol needs the enrolment code.
+    #[prost(bool, tag = "7")]
+    pub needs_enrolment_code: bool,
+    /// Otherwise the challenge an enrolled passkey signs to authorize this
+    /// enrolment (derived from 32 random bytes and the creation challenge),
+    /// and which passkeys may sign it.
+    #[prost(bytes = "vec", tag = "8")]
+    pub authorization_challenge: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "vec", repeated, tag = "9")]
+    pub allowed_credential_ids: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
+    #[prost(uint32, tag = "10")]
+    pub timeout_ms: u32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct EnrolRequest {
+    #[prost(string, tag = "1")]
+    pub challenge_id: ::prost::alloc::string::String,
+    /// A label for the person (1 to 64 printable characters).
+    #[prost(string, tag = "2")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(bytes = "vec", tag = "3")]
+    pub attestation_object: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "vec", tag = "4")]
+    pub client_data_json: ::prost::alloc::vec::Vec<u8>,
+    /// The enrolment code (first passkey), or an enrolled passkey's assertion
+    /// over `authorization_challenge` (every later one).
+    #[prost(string, tag = "5")]
+    pub enrolment_code: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "6")]
+    pub authorization: ::core::option::Option<PasskeyAssertion>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BeginRemovalRequest {
+    /// base64url, as PasskeyView names it.
+    #[prost(string, tag = "1")]
+    pub credential_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RemovePasskeyRequest {
+    #[prost(string, tag = "1")]
+    pub credential_id: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "2")]
+    pub authorization: ::core::option::Option<PasskeyAssertion>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PasskeyView {
+    /// base64url (no padding) of the credential id.
+    #[prost(string, tag = "1")]
+    pub credential_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub name: ::prost::alloc::string::String,
+    /// RFC 3339, UTC.
+    #[prost(string, tag = "3")]
+    pub enrolled_at: ::prost::alloc::string::String,
+    /// Who enrolled it and what authorized it (`enrolment-code`, or the
+    /// credential id of the passkey whose assertion did).
+    #[prost(string, tag = "4")]
+    pub enrolled_by: ::prost::alloc::string::String,
+    #[prost(string, tag = "5")]
+    pub authorized_by: ::prost::alloc::string::String,
+    /// RFC 3339, UTC, once removed; else empty.
+    #[prost(string, tag = "6")]
+    pub removed_at: ::prost::alloc::string::String,
+    /// The signature counter last seen.
+    #[prost(uint32, tag = "7")]
+    pub sign_count: u32,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListPasskeysRequest {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListPasskeysResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub passkeys: ::prost::alloc::vec::Vec<PasskeyView>,
+    /// Whether the installation requires a passkey for every approval.
+    #[prost(bool, tag = "2")]
+    pub required: bool,
 }
 /// Debug is hand-written in the proto crate: it never prints the proof.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -701,6 +855,162 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "PublicKeys"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: approver, of the proposal's principal. Begins a passkey approval
+        /// of a pending proposal: the signer draws 32 random bytes and derives the
+        /// WebAuthn challenge from them and the digest of what the approval would
+        /// sign (operation, arguments hash, contract and policy revisions, the
+        /// session the proof is bound to, the delivery). The challenge is good for
+        /// one Decide with this proposal, delivery and session, within
+        /// `timeout_ms`.
+        pub async fn begin_decision(
+            &mut self,
+            request: impl tonic::IntoRequest<super::BeginDecisionRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::PasskeyChallenge>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/BeginDecision",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "BeginDecision"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// role: approver. Begins enrolling a passkey for the caller's principal.
+        /// The first one needs the enrolment code the signer's administrator
+        /// printed; every later one an assertion of an enrolled passkey.
+        pub async fn begin_enrolment(
+            &mut self,
+            request: impl tonic::IntoRequest<super::BeginEnrolmentRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::EnrolmentChallenge>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/BeginEnrolment",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "BeginEnrolment"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// role: approver. Enrols the passkey a browser created for an
+        /// EnrolmentChallenge, authorized by the enrolment code or an assertion.
+        pub async fn enrol(
+            &mut self,
+            request: impl tonic::IntoRequest<super::EnrolRequest>,
+        ) -> std::result::Result<tonic::Response<super::PasskeyView>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/Enrol",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "Enrol"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// role: approver. Begins removing an enrolled passkey of the caller's
+        /// principal; the removal needs an assertion of an enrolled passkey.
+        pub async fn begin_removal(
+            &mut self,
+            request: impl tonic::IntoRequest<super::BeginRemovalRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::PasskeyChallenge>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/BeginRemoval",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "BeginRemoval"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// role: approver. Removes a passkey, authorized by an assertion over the
+        /// BeginRemoval challenge. The last passkey of a principal is removed only
+        /// through the signer's administrative path.
+        pub async fn remove_passkey(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RemovePasskeyRequest>,
+        ) -> std::result::Result<tonic::Response<super::PasskeyView>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/RemovePasskey",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "RemovePasskey"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// role: approver. The caller principal's passkeys, removed ones included.
+        pub async fn list_passkeys(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListPasskeysRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListPasskeysResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/ListPasskeys",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "ListPasskeys"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -800,6 +1110,60 @@ pub mod signer_server {
             request: tonic::Request<super::PublicKeysRequest>,
         ) -> std::result::Result<
             tonic::Response<super::PublicKeysResponse>,
+            tonic::Status,
+        >;
+        /// role: approver, of the proposal's principal. Begins a passkey approval
+        /// of a pending proposal: the signer draws 32 random bytes and derives the
+        /// WebAuthn challenge from them and the digest of what the approval would
+        /// sign (operation, arguments hash, contract and policy revisions, the
+        /// session the proof is bound to, the delivery). The challenge is good for
+        /// one Decide with this proposal, delivery and session, within
+        /// `timeout_ms`.
+        async fn begin_decision(
+            &self,
+            request: tonic::Request<super::BeginDecisionRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::PasskeyChallenge>,
+            tonic::Status,
+        >;
+        /// role: approver. Begins enrolling a passkey for the caller's principal.
+        /// The first one needs the enrolment code the signer's administrator
+        /// printed; every later one an assertion of an enrolled passkey.
+        async fn begin_enrolment(
+            &self,
+            request: tonic::Request<super::BeginEnrolmentRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::EnrolmentChallenge>,
+            tonic::Status,
+        >;
+        /// role: approver. Enrols the passkey a browser created for an
+        /// EnrolmentChallenge, authorized by the enrolment code or an assertion.
+        async fn enrol(
+            &self,
+            request: tonic::Request<super::EnrolRequest>,
+        ) -> std::result::Result<tonic::Response<super::PasskeyView>, tonic::Status>;
+        /// role: approver. Begins removing an enrolled passkey of the caller's
+        /// principal; the removal needs an assertion of an enrolled passkey.
+        async fn begin_removal(
+            &self,
+            request: tonic::Request<super::BeginRemovalRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::PasskeyChallenge>,
+            tonic::Status,
+        >;
+        /// role: approver. Removes a passkey, authorized by an assertion over the
+        /// BeginRemoval challenge. The last passkey of a principal is removed only
+        /// through the signer's administrative path.
+        async fn remove_passkey(
+            &self,
+            request: tonic::Request<super::RemovePasskeyRequest>,
+        ) -> std::result::Result<tonic::Response<super::PasskeyView>, tonic::Status>;
+        /// role: approver. The caller principal's passkeys, removed ones included.
+        async fn list_passkeys(
+            &self,
+            request: tonic::Request<super::ListPasskeysRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListPasskeysResponse>,
             tonic::Status,
         >;
     }
@@ -1349,6 +1713,274 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = PublicKeysSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/BeginDecision" => {
+                    #[allow(non_camel_case_types)]
+                    struct BeginDecisionSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::BeginDecisionRequest>
+                    for BeginDecisionSvc<T> {
+                        type Response = super::PasskeyChallenge;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::BeginDecisionRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::begin_decision(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = BeginDecisionSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/BeginEnrolment" => {
+                    #[allow(non_camel_case_types)]
+                    struct BeginEnrolmentSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::BeginEnrolmentRequest>
+                    for BeginEnrolmentSvc<T> {
+                        type Response = super::EnrolmentChallenge;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::BeginEnrolmentRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::begin_enrolment(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = BeginEnrolmentSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/Enrol" => {
+                    #[allow(non_camel_case_types)]
+                    struct EnrolSvc<T: Signer>(pub Arc<T>);
+                    impl<T: Signer> tonic::server::UnaryService<super::EnrolRequest>
+                    for EnrolSvc<T> {
+                        type Response = super::PasskeyView;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::EnrolRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::enrol(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = EnrolSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/BeginRemoval" => {
+                    #[allow(non_camel_case_types)]
+                    struct BeginRemovalSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::BeginRemovalRequest>
+                    for BeginRemovalSvc<T> {
+                        type Response = super::PasskeyChallenge;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::BeginRemovalRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::begin_removal(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = BeginRemovalSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/RemovePasskey" => {
+                    #[allow(non_camel_case_types)]
+                    struct RemovePasskeySvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::RemovePasskeyRequest>
+                    for RemovePasskeySvc<T> {
+                        type Response = super::PasskeyView;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::RemovePasskeyRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::remove_passkey(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RemovePasskeySvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/ListPasskeys" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListPasskeysSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::ListPasskeysRequest>
+                    for ListPasskeysSvc<T> {
+                        type Response = super::ListPasskeysResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ListPasskeysRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::list_passkeys(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListPasskeysSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -91,7 +91,18 @@ pub fn approve(proposal_id: &str, delivery: Delivery) -> DecideRequest {
         interface: Interface::Cli as i32,
         execute_in_session: String::new(),
         dry_run: false,
+        passkey: None,
     }
+}
+
+/// The reason code a refusal carries.
+pub fn reason_of(status: &tonic::Status) -> String {
+    status
+        .metadata()
+        .get(countersign_proto::reason::METADATA_KEY)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 pub fn deny(proposal_id: &str, reason: &str) -> DecideRequest {

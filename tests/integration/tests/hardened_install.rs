@@ -1,22 +1,27 @@
 //! The privilege-separated installation on one host (`deploy/setup-system.sh`,
 //! `deploy/systemd/`), tested as an attacker would: the signer and the
 //! console run as one throwaway system user, the agent as another, and the
-//! agent's user tries everything it can reach. Passkeys (issue 11, part 1)
-//! are not part of this yet: the person approves with the approver
-//! certificate, which only the signer's user can read.
+//! agent's user tries everything it can reach. Passkeys are required (the
+//! script writes `[passkeys] required = true`): the person pairs a browser
+//! and enrols a passkey with the administrator's one-time code, both printed
+//! by commands only the signer's user can run, and approves in the console
+//! (`tests/e2e/hardened_person.py`, headless Chromium with a virtual
+//! authenticator); the agent is an MCP client (`tests/e2e/hardened_agent.py`,
+//! the official Python SDK) of `countersign mcp` run as the agent's user.
 //!
-//! The attacker test needs root (useradd, runuser, setpriv) and the
-//! PostgreSQL test server (`$COUNTERSIGN_TEST_PG`); without root it says so
-//! and passes without testing anything.
+//! The attacker test needs root (useradd, runuser, setpriv), the PostgreSQL
+//! test server (`$COUNTERSIGN_TEST_PG`), python3 with pexpect, selenium and
+//! mcp, and Debian's chromium and chromedriver; without root it says so and
+//! passes without testing anything.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
-use std::io::{Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use countersign_identity::files::write_private_new;
@@ -24,7 +29,10 @@ use countersign_identity::{Home, Role};
 use countersign_integration_tests::bin;
 use countersign_ledger::Ledger;
 use countersign_ledger::testing::TempPgDatabase;
-use countersign_proto::v1::DecideRequest;
+use countersign_proto::v1::{
+    BeginDecisionRequest, BeginEnrolmentRequest, BeginRemovalRequest, DecideRequest, EnrolRequest,
+    ListPasskeysRequest, RemovePasskeyRequest,
+};
 use sha2::{Digest as _, Sha256};
 use sqlx::{AssertSqlSafe, Connection as _, PgConnection, SqliteConnection};
 use support::{Harness, assert_refused, forge};
@@ -343,14 +351,21 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// One HTTP/1.1 request to the console; returns the status and the body.
+/// One HTTP/1.1 request to the console; returns the status and the
+/// response (headers and body).
 fn http(addr: &str, method: &str, path: &str) -> (u16, String) {
+    http_form(addr, method, path, "")
+}
+
+/// [`http`] with a form body (`application/x-www-form-urlencoded`).
+fn http_form(addr: &str, method: &str, path: &str, form: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\n\
          Sec-Fetch-Site: same-origin\r\nContent-Type: application/x-www-form-urlencoded\r\n\
-         Content-Length: 0\r\nConnection: close\r\n\r\n"
+         Content-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
     )
     .unwrap();
     let mut response = String::new();
@@ -361,6 +376,90 @@ fn http(addr: &str, method: &str, path: &str) -> (u16, String) {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     (status, response)
+}
+
+/// `args` run as `user` at a pseudo-terminal (pexpect, as a person at a
+/// terminal would); returns the exit code and what the terminal showed.
+fn at_terminal(user: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import pexpect, sys\n\
+             child = pexpect.spawn('runuser', ['-u', sys.argv[1], '--'] + sys.argv[2:], timeout=30, cwd='/', encoding='utf-8')\n\
+             child.expect(pexpect.EOF)\n\
+             child.close()\n\
+             sys.stdout.write(child.before)\n\
+             sys.exit(child.exitstatus)\n",
+        )
+        .arg(user)
+        .args(args)
+        .env_remove("COUNTERSIGN_HOME")
+        .env_remove("COUNTERSIGN_SESSION")
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stderr), "", "pexpect: {out:?}");
+    (out.status.code(), text(&out.stdout).replace("\r\n", "\n"))
+}
+
+/// The agent: `tests/e2e/hardened_agent.py`, an MCP client (the official
+/// Python SDK) of `countersign mcp` run as the agent's user, one session
+/// kept open; one command a line in, one JSON answer a line out.
+struct McpAgent {
+    child: Child,
+    commands: ChildStdin,
+    answers: BufReader<ChildStdout>,
+}
+
+impl McpAgent {
+    fn start(user: &str, cli: &str, home: &str) -> McpAgent {
+        let mut child = Command::new("python3")
+            .arg(Path::new(ROOT).join("tests/e2e/hardened_agent.py"))
+            .args([user, cli, home])
+            .current_dir("/")
+            .env_remove("COUNTERSIGN_HOME")
+            .env_remove("COUNTERSIGN_SESSION")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs (scripts/test installs the test tools)");
+        let commands = child.stdin.take().unwrap();
+        let answers = BufReader::new(child.stdout.take().unwrap());
+        McpAgent {
+            child,
+            commands,
+            answers,
+        }
+    }
+
+    fn ask(&mut self, command: &str) -> serde_json::Value {
+        writeln!(self.commands, "{command}").unwrap();
+        self.commands.flush().unwrap();
+        let mut line = String::new();
+        self.answers.read_line(&mut line).unwrap();
+        assert!(
+            !line.is_empty(),
+            "hardened_agent.py exited on `{command}` (its stderr is above)"
+        );
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Closes the MCP connection and waits for the script (and so for the
+    /// agent's `countersign mcp`) to exit.
+    fn quit(mut self) {
+        writeln!(self.commands, "quit").unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "hardened_agent.py: {status}");
+    }
+}
+
+impl Drop for McpAgent {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 /// A URL of `db` for another role (the test server trusts local connections).
@@ -408,6 +507,9 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     let signer_home = state.join("home");
     let signer_addr = free_addr();
     let console_addr = free_addr();
+    let console_port = console_addr.rsplit(':').next().unwrap().to_string();
+    let signer_bin = bin_dir.join("countersign-signer").display().to_string();
+    let signer_home_s = signer_home.display().to_string();
 
     // The setup script, twice: the second run changes no key and no principal.
     let setup = || {
@@ -429,6 +531,22 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
             .output()
             .unwrap();
         assert!(out.status.success(), "setup-system.sh: {out:?}");
+        // It ends with the administrator's next step.
+        let shown = text(&out.stdout);
+        let next_step = format!(
+            "passkeys: required for every approval, in the console at http://localhost:{console_port}/\n\
+             next, once the signer and the console run (deploy/systemd/README.md):\n\
+             \x20 the first passkey's one-time enrolment code (valid 30 minutes, one attempt):\n\
+             \x20   runuser -u {signer} -- {bin}/countersign-signer passkeys enrolment-code --home {home}\n\
+             \x20 a pairing link for the person's browser (at a terminal):\n\
+             \x20   runuser -u {signer} -- {bin}/countersign --home {home} console pair\n\
+             \x20 then open the link, enrol the passkey on the Passkeys page with the code,\n\
+             \x20 and approve proposals there.\n",
+            signer = users.signer,
+            bin = bin_dir.display(),
+            home = signer_home_s,
+        );
+        assert!(shown.ends_with(&next_step), "{shown}");
     };
     setup();
     let signing_key = std::fs::read(signer_home.join("signer/ed25519.key")).unwrap();
@@ -439,6 +557,15 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     );
     let agent_home = PathBuf::from(format!("/home/{}/.config/countersign", users.agent));
     let agent_home_s = agent_home.display().to_string();
+    // Both homes require a passkey for every approval.
+    for home in [&signer_home, &agent_home] {
+        let config = std::fs::read_to_string(home.join("config.toml")).unwrap();
+        assert!(
+            config.ends_with("\n[passkeys]\nrequired = true\n"),
+            "{}: {config}",
+            home.display()
+        );
+    }
 
     // The agent's home holds exactly the head's bundle.
     let mut bundle: Vec<String> = Vec::new();
@@ -469,8 +596,6 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     );
 
     let mut processes = Processes::default();
-    let signer_bin = bin_dir.join("countersign-signer").display().to_string();
-    let signer_home_s = signer_home.display().to_string();
     processes.0.push(spawn_as(
         &users.signer,
         &[&signer_bin, "serve", "--home", &signer_home_s],
@@ -482,8 +607,25 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     ));
     wait_for_port(&console_addr, processes.0.last_mut().unwrap());
 
+    // The administrator prints an enrolment code, as the signer's user.
+    let out = as_user(
+        &users.signer,
+        &[
+            &signer_bin,
+            "passkeys",
+            "enrolment-code",
+            "--home",
+            &signer_home_s,
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let code_file = signer_home.join("signer/passkey-enrolment-code");
+    let stored_code = std::fs::read(&code_file).unwrap();
+
     // 1. Every secret of the signer's user is out of the agent's reach.
     for secret in [
+        "signer/passkey-enrolment-code",
         "signer/ed25519.key",
         "pki/ca.key",
         "pki/approver.pem",
@@ -503,27 +645,43 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     }
     let out = as_user(&users.agent, &["ls", &state.display().to_string()], "");
     assert!(text(&out.stderr).contains("Permission denied"), "{out:?}");
-
-    // 2. The agent proposes with its head certificate.
+    // Nor can it make an enrolment code of its own (it would enrol its own
+    // passkey with it): the signer's home is not even visible to it.
     let out = as_user(
         &users.agent,
         &[
-            &cli,
+            &signer_bin,
+            "passkeys",
+            "enrolment-code",
             "--home",
-            &agent_home_s,
-            "--json",
-            "propose",
-            "schedule.create",
-            "--args-file",
-            "-",
-            "--session",
-            "agent-1",
+            &signer_home_s,
         ],
-        r#"{"name":"hardened","cron":"0 4 * * *"}"#,
+        "",
     );
-    assert!(out.status.success(), "{out:?}");
-    let proposal: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!out.status.success());
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "countersign-signer: {}: Permission denied (os error 13)\n",
+            signer_home.display()
+        )
+    );
+    assert_eq!(std::fs::read(&code_file).unwrap(), stored_code);
+
+    // 2. The agent proposes over MCP, its head running as the agent's user
+    // with its head certificate; the reply names the console at localhost.
+    let mut agent = McpAgent::start(&users.agent, &cli, &agent_home_s);
+    let proposal = agent.ask("propose hardened 0 4 * * *");
     let id = proposal["id"].as_str().unwrap().to_string();
+    let session = proposal["session"].as_str().unwrap().to_string();
+    assert_eq!(proposal["status"], "pending", "{proposal}");
+    assert!(session.starts_with("mcp-"), "{proposal}");
+    let console_page = format!("http://localhost:{console_port}/proposals/{id}");
+    assert!(
+        proposal["text"].as_str().unwrap().contains(&console_page),
+        "{proposal}"
+    );
 
     // 3. It cannot approve: `countersign approve` needs the approver
     // credential, which its home does not have...
@@ -540,7 +698,8 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
             agent_home.display()
         )
     );
-    // ... and its head certificate may not call Decide.
+    // ... and its head certificate may call no approver RPC: not Decide,
+    // and none of the passkey ceremonies.
     let creds = base.0.join("agent-credentials");
     let creds_home = Home::at(&creds).unwrap();
     std::fs::create_dir(&creds).unwrap();
@@ -557,16 +716,80 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     let mut head = countersign_gate::signer_client::connect(&creds_home, &signer_addr, Role::Head)
         .await
         .unwrap();
-    let status = head
-        .decide(DecideRequest {
-            proposal_id: id.clone(),
-            approve: true,
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), tonic::Code::PermissionDenied);
-    assert_eq!(status.message(), "role head may not call Decide");
+    let denied = |rpc: &str, status: tonic::Status| {
+        assert_eq!(
+            status.code(),
+            tonic::Code::PermissionDenied,
+            "{rpc}: {status:?}"
+        );
+        assert_eq!(status.message(), format!("role head may not call {rpc}"));
+    };
+    let decide = DecideRequest {
+        proposal_id: id.clone(),
+        approve: true,
+        ..Default::default()
+    };
+    denied("Decide", head.decide(decide).await.unwrap_err());
+    let begin = BeginDecisionRequest {
+        proposal_id: id.clone(),
+        ..Default::default()
+    };
+    denied(
+        "BeginDecision",
+        head.begin_decision(begin).await.unwrap_err(),
+    );
+    let begin = BeginEnrolmentRequest {};
+    denied(
+        "BeginEnrolment",
+        head.begin_enrolment(begin).await.unwrap_err(),
+    );
+    let enrol = EnrolRequest {
+        name: "agent".into(),
+        enrolment_code: "0000-0000".into(),
+        ..Default::default()
+    };
+    denied("Enrol", head.enrol(enrol).await.unwrap_err());
+    let list = ListPasskeysRequest {};
+    denied("ListPasskeys", head.list_passkeys(list).await.unwrap_err());
+    let begin = BeginRemovalRequest::default();
+    denied("BeginRemoval", head.begin_removal(begin).await.unwrap_err());
+    let remove = RemovePasskeyRequest::default();
+    denied(
+        "RemovePasskey",
+        head.remove_passkey(remove).await.unwrap_err(),
+    );
+    assert_eq!(std::fs::read(&code_file).unwrap(), stored_code);
+
+    // It cannot pair a browser: `console pair` in its own home makes a link
+    // (the agent's user has a terminal), but the console, running as the
+    // signer's user, redeems only codes of the signer home's session store.
+    let (code, shown) = at_terminal(
+        &users.agent,
+        &[&cli, "--home", &agent_home_s, "console", "pair"],
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    let pair_prefix = format!("http://localhost:{console_port}/pair/");
+    let link = shown
+        .split_whitespace()
+        .find(|word| word.starts_with(&pair_prefix))
+        .unwrap_or_else(|| panic!("no pairing link: {shown}"));
+    let pairing_code = link.strip_prefix(&pair_prefix).unwrap();
+    assert!(pairing_code.starts_with("cp1_"), "{link}");
+    let (status, response) = http_form(
+        &console_addr,
+        "POST",
+        "/pair",
+        &format!("code={pairing_code}"),
+    );
+    assert_eq!(status, 403, "{response}");
+    assert!(
+        response.contains("This pairing link is not valid; this browser was not paired."),
+        "{response}"
+    );
+    assert!(
+        !response.to_ascii_lowercase().contains("set-cookie"),
+        "{response}"
+    );
 
     // 4. The console, unpaired, shows the pairing page and decides nothing.
     let (code, body) = http(&console_addr, "GET", "/");
@@ -584,7 +807,12 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         1,
         "still pending"
     );
-    // The agent's head, executing by handoff in its session.
+    // The agent's MCP head, executing before anyone approved: refused.
+    let early = agent.ask(&format!("execute {id}"));
+    assert_eq!(early["is_error"], true, "{early}");
+    assert_eq!(early["applied"], false, "{early}");
+    assert_eq!(early["reason"], "no_live_handoff", "{early}");
+    // Its CLI head, by handoff in the same session: refused too.
     let exec = || {
         as_user(
             &users.agent,
@@ -597,7 +825,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
                 &id,
                 "--handoff",
                 "--session",
-                "agent-1",
+                &session,
             ],
             "",
         )
@@ -630,44 +858,80 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
             .is_empty()
     );
 
-    // 6. The person approves at a terminal as the signer's user.
-    let approve = Command::new("python3")
-        .arg("-c")
-        .arg(
-            "import pexpect, sys\n\
-             child = pexpect.spawn('runuser', ['-u', sys.argv[1], '--'] + sys.argv[2:], timeout=30, cwd='/')\n\
-             child.expect(r'Type (\\S+) to approve')\n\
-             child.sendline(child.match.group(1).decode())\n\
-             child.expect(pexpect.EOF)\n\
-             child.close()\n\
-             sys.exit(child.exitstatus)\n",
-        )
+    // 6. A typed challenge at a terminal, even the signer's user's, is not
+    // enough: `countersign approve` names the console page instead.
+    let (code, shown) = at_terminal(
+        &users.signer,
+        &[&cli, "--home", &signer_home_s, "approve", &id, "--for-mcp"],
+    );
+    assert_ne!(code, Some(0), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "{id} needs a passkey to be approved (passkey_required); \
+             approve it in the console: {console_page}. Nothing was approved."
+        )),
+        "{shown}"
+    );
+    assert_eq!(
+        ledger.pending(principal).await.unwrap().len(),
+        1,
+        "still pending"
+    );
+    // The person pairs a browser, enrols a passkey with a fresh code and
+    // approves there, for the proposing session.
+    let person = Command::new("python3")
+        .arg(Path::new(ROOT).join("tests/e2e/hardened_person.py"))
         .args([
             &users.signer,
-            &cli,
-            "--home",
+            &signer_bin,
             &signer_home_s,
-            "approve",
+            &console_port,
             &id,
-            "--for-mcp",
         ])
+        .env("COUNTERSIGN_BIN", &cli)
+        .env_remove("COUNTERSIGN_HOME")
+        .env_remove("COUNTERSIGN_SESSION")
         .output()
         .unwrap();
-    assert!(approve.status.success(), "{approve:?}");
+    assert!(
+        person.status.success(),
+        "hardened_person.py:\nstdout:\n{}\nstderr:\n{}",
+        text(&person.stdout),
+        text(&person.stderr)
+    );
+    assert_eq!(text(&person.stdout), "hardened person: ok\n");
 
-    // 7. The agent's head executes it, once.
+    // 7. The agent's MCP head executes it, once.
+    let done = agent.ask(&format!("execute {id}"));
+    assert_eq!(done["is_error"], false, "{done}");
+    assert_eq!(done["applied"], true, "{done}");
+    assert_eq!(done["status"], "applied", "{done}");
+    let again = agent.ask(&format!("execute {id}"));
+    assert_eq!(again["is_error"], true, "a second execution: {again}");
+    assert_eq!(again["applied"], false, "{again}");
+    assert_eq!(again["reason"], "already_used", "{again}");
+    agent.quit();
     let out = exec();
-    assert!(out.status.success(), "{out:?}");
-    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(result["applied"], true, "{result}");
-    let out = exec();
-    assert!(!out.status.success(), "a second execution: {out:?}");
+    assert!(!out.status.success(), "the CLI after the MCP head: {out:?}");
     let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(again["applied"], false, "{again}");
     assert_eq!(again["reason"], "already_used", "{again}");
     let schedules = ledger.state(principal, "schedules").await.unwrap();
     assert_eq!(schedules.len(), 1, "{schedules:?}");
     assert_eq!(schedules[0].0, "hardened");
+
+    // The approval's passkey assertion verifies again from public data.
+    let out = as_user(
+        &users.signer,
+        &[&cli, "--home", &signer_home_s, "audit", "--verify"],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let report = text(&out.stdout);
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(lines.len(), 2, "{report}");
+    assert!(lines[0].starts_with("intact: "), "{report}");
+    assert_eq!(lines[1], "passkey assertions: 1 verified, 0 refused");
 
     drop(head);
     drop(ledger);

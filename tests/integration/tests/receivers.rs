@@ -2,7 +2,8 @@
 //! the key set, and three independent checkers (the Python receiver with
 //! pyseto, the TypeScript receiver with the `paseto` npm package, and
 //! `countersign verify`) give the same verdict on a real proof, a tampered
-//! one, an expired one, a wrong-audience expectation and a replay.
+//! one, an expired one, a wrong-audience expectation and a replay, and on a
+//! proof carrying passkey assurance (`amr`, `pkh`), which each shows.
 //!
 //! Requires `python3` with pyseto (tests/requirements.txt) and `node` with
 //! `npm ci --prefix tests/receivers/typescript` (scripts/test does both);
@@ -18,8 +19,11 @@ use std::process::{Command, Stdio};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_registry::Registry;
-use countersign_verifier::canonical::{parse, to_canonical};
-use serde_json::Value;
+use countersign_verifier::canonical::{parse, sha256_hex, to_canonical};
+use countersign_verifier::paseto::{assemble, signing_input};
+use countersign_verifier::{KeySet, KeyStatus, PublishedKey};
+use ed25519_dalek::{Signer as _, SigningKey};
+use serde_json::{Map, Value, json};
 use support::{CREATE_NIGHTLY, Harness, Person};
 
 /// The repository root (this crate is tests/integration).
@@ -71,6 +75,12 @@ impl Receiver {
 
     /// The receiver's verdict on `proof` (given on stdin): `Ok(())` or the reason.
     fn verdict(&self, keys: &Path, proof: &str, expect: &Expect<'_>) -> Result<(), String> {
+        self.verdict_doc(keys, proof, expect).map(|_| ())
+    }
+
+    /// The receiver's verdict on `proof`: its JSON document when it
+    /// accepts, or the reason.
+    fn verdict_doc(&self, keys: &Path, proof: &str, expect: &Expect<'_>) -> Result<Value, String> {
         let mut child = Command::new(self.program)
             .arg(&self.script)
             .args(["--keys", keys.to_str().unwrap()])
@@ -100,7 +110,7 @@ impl Receiver {
         let verdict: Value = serde_json::from_str(stdout.trim())
             .unwrap_or_else(|e| panic!("{}: not JSON ({e}): {stdout} {stderr}", self.name));
         match (out.status.code(), verdict["ok"].as_bool()) {
-            (Some(0), Some(true)) => Ok(()),
+            (Some(0), Some(true)) => Ok(verdict),
             (Some(3), Some(false)) => Err(verdict["reason"].as_str().unwrap().to_string()),
             other => panic!("{}: unexpected {other:?}: {stdout} {stderr}", self.name),
         }
@@ -114,6 +124,17 @@ async fn cli_verdict(
     proof: &str,
     expect: &Expect<'_>,
 ) -> Result<(), String> {
+    cli_verdict_doc(h, keys, proof, expect).await.map(|_| ())
+}
+
+/// `countersign verify`'s verdict: its JSON document (with the claims)
+/// when it accepts, or the reason.
+async fn cli_verdict_doc(
+    h: &Harness,
+    keys: &Path,
+    proof: &str,
+    expect: &Expect<'_>,
+) -> Result<Value, String> {
     let run = h
         .cli_with(
             &[
@@ -138,7 +159,7 @@ async fn cli_verdict(
         Ok(()) => {
             assert_eq!(doc["ok"], true);
             assert_eq!(doc["claims"]["op"], expect.operation, "{doc}");
-            Ok(())
+            Ok(doc)
         }
         Err(e) => {
             assert_eq!(e.exit_code(), countersign::exit::REFUSED, "{e}");
@@ -159,6 +180,41 @@ fn tampered(proof: &str) -> String {
         URL_SAFE_NO_PAD.encode(body),
         URL_SAFE_NO_PAD.encode(footer)
     )
+}
+
+/// A key set file of `key` alone, active.
+fn key_set_of(key: &SigningKey) -> String {
+    let published =
+        PublishedKey::from_bytes(key.verifying_key().as_bytes(), KeyStatus::Active).unwrap();
+    KeySet::new(vec![published]).to_json().unwrap()
+}
+
+/// `proof`'s claims with the nonce made of `nonce_byte`, edited by `edit`,
+/// written canonically and signed by `key` under its own key id: claims the
+/// signer does not issue yet, signed as it would sign them.
+fn resigned(
+    proof: &str,
+    key: &SigningKey,
+    nonce_byte: u8,
+    edit: impl FnOnce(&mut Map<String, Value>),
+) -> String {
+    let (payload, _, _) = support::forge::split(proof);
+    let mut claims: Value = serde_json::from_slice(&payload).unwrap();
+    let map = claims.as_object_mut().unwrap();
+    map.insert(
+        "jti".into(),
+        json!(URL_SAFE_NO_PAD.encode([nonce_byte; 32])),
+    );
+    edit(map);
+    let payload = to_canonical(&claims).unwrap();
+    let footer = format!(
+        r#"{{"kid":"{}"}}"#,
+        countersign_verifier::key_id(&key.verifying_key())
+    );
+    let signature = key
+        .sign(&signing_input(payload.as_bytes(), footer.as_bytes()))
+        .to_bytes();
+    assemble(payload.as_bytes(), &signature, footer.as_bytes())
 }
 
 #[tokio::test]
@@ -283,7 +339,14 @@ async fn receivers_and_countersign_verify_agree_on_real_tampered_expired_and_mis
     // nothing: it accepts the proof again).
     assert_eq!(cli_verdict(&h, &keys, &real, &expect).await, Ok(()));
     for r in &receivers {
-        assert_eq!(r.verdict(&keys, &real, &expect), Ok(()), "{}: real", r.name);
+        let accepted = r.verdict_doc(&keys, &real, &expect);
+        assert!(
+            accepted
+                .as_ref()
+                .is_ok_and(|doc| doc.get("passkey").is_none()),
+            "{}: real {accepted:?}",
+            r.name
+        );
         assert_eq!(
             r.verdict(&keys, &real, &expect),
             Err("replayed".into()),
@@ -292,6 +355,48 @@ async fn receivers_and_countersign_verify_agree_on_real_tampered_expired_and_mis
         );
     }
     assert_eq!(cli_verdict(&h, &keys, &real, &expect).await, Ok(()));
+
+    // Passkey assurance (`amr`, `pkh`), which the signer does not issue
+    // yet: the real claims with the pair added, signed by a key of their
+    // own that a key set of its own pins. All three accept the proof and
+    // show the pair; `amr` without `pkh` is malformed for all three.
+    let passkey_key = SigningKey::from_bytes(&[0x5a; 32]);
+    let passkey_keys = scratch.join("passkey-keys.json");
+    std::fs::write(&passkey_keys, key_set_of(&passkey_key)).unwrap();
+    let pkh = sha256_hex(b"receiver test credential id");
+    let with_passkey = resigned(&real, &passkey_key, 0x42, |m| {
+        m.insert("amr".into(), json!(["passkey-uv"]));
+        m.insert("pkh".into(), json!(pkh));
+    });
+    let amr_only = resigned(&real, &passkey_key, 0x43, |m| {
+        m.insert("amr".into(), json!(["passkey-uv"]));
+    });
+    let cli = cli_verdict_doc(&h, &passkey_keys, &with_passkey, &expect)
+        .await
+        .unwrap();
+    assert_eq!(cli["claims"]["amr"], json!(["passkey-uv"]), "{cli}");
+    assert_eq!(cli["claims"]["pkh"], json!(pkh), "{cli}");
+    assert_eq!(
+        cli_verdict(&h, &passkey_keys, &amr_only, &expect).await,
+        Err("malformed".into())
+    );
+    for r in &receivers {
+        assert_eq!(
+            r.verdict(&passkey_keys, &amr_only, &expect),
+            Err("malformed".into()),
+            "{}: amr without pkh",
+            r.name
+        );
+        let accepted = r
+            .verdict_doc(&passkey_keys, &with_passkey, &expect)
+            .unwrap_or_else(|e| panic!("{}: passkey proof refused: {e}", r.name));
+        assert_eq!(
+            accepted["passkey"],
+            json!({"amr": ["passkey-uv"], "pkh": pkh}),
+            "{}",
+            r.name
+        );
+    }
 
     // Expired: a one-second proof, checked after it lapsed.
     let delete = r#"{"name":"nightly"}"#;

@@ -328,3 +328,48 @@ async fn refuses_a_head_whose_certificate_comes_from_another_ca() {
     );
     assert!(h.nothing_pending().await, "a proposal was recorded");
 }
+
+#[tokio::test]
+async fn an_operation_that_requires_a_passkey_is_not_approved_at_a_terminal() {
+    // The installation configures no passkeys; the operation requires one.
+    // The signer issues no proof without a passkey assertion, so `approve`
+    // (to a file, or for the MCP head) is refused before the person is
+    // asked, and nothing is recorded. (A head's own refusal of a proof
+    // without `amr` is `heads/gate/tests/passkey.rs`.)
+    let registry = Registry::default_toml().replacen(
+        "replay_safe = true\npreview = \"Create schedule",
+        "replay_safe = true\nrequire_passkey = true\npreview = \"Create schedule",
+        1,
+    );
+    assert_ne!(registry, Registry::default_toml());
+    let h = Harness::start_with_registry(&registry).await;
+    let listed = h.cli(&["--json", "ops", "list"]).await.json();
+    let create = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|op| op["name"] == "schedule.create")
+        .unwrap();
+    assert_eq!(create["require_passkey"], true, "{create}");
+
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    for args in [
+        vec!["approve", id.as_str(), "--for-mcp"],
+        vec!["approve", id.as_str()],
+    ] {
+        let run = h.cli_with(&args, "", Person::TypesTheChallenge).await;
+        let Err(CliError::Refused(message)) = &run.result else {
+            panic!("{:?}", run.result);
+        };
+        assert_eq!(
+            message,
+            &format!(
+                "{id} needs a passkey to be approved (passkey_required); approve it in the console (`countersign console`; no [console] section is configured). Nothing was approved."
+            )
+        );
+        assert_eq!(run.shown, "", "the person was asked nothing");
+    }
+    let show = h.cli(&["--json", "show", &id]).await.json();
+    assert_eq!(show["status"], "pending", "{show}");
+    assert!(h.schedules().await.is_empty());
+}

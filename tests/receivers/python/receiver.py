@@ -12,11 +12,18 @@ hashes). --nonces is this receiver's own table of used proofs (`jti`), a
 SQLite file; without it, an in-memory table that lasts one invocation.
 
 Checks, in countersign's order: the key (pinned key set, active keys only),
-the signature (pyseto, v4.public, empty implicit assertion), the issuer, the
-audience, the operation, the SHA-256 of the arguments received, expiry
-(strict) and not-before, then single use. Prints one JSON verdict:
+the signature (pyseto, v4.public, empty implicit assertion), the issuer and
+the optional passkey claims, the audience, the operation, the SHA-256 of the
+arguments received, expiry (strict) and not-before, then single use. Prints
+one JSON verdict:
   {"ok": true, "jti": ..., "proposal_id": ..., "key_id": ...}       exit 0
   {"ok": false, "reason": <countersign refusal code, or "replayed">} exit 3
+An accepted proof whose signer checked a passkey also carries
+  "passkey": {"amr": ["passkey-uv"], "pkh": <SHA-256 hex of the credential id>}
+in its verdict; the optional claims `amr` and `pkh` come together or not at
+all, `amr` non-empty, without duplicates, each method known (only
+"passkey-uv" today), `pkh` 64 lowercase hex digits; anything else is
+refused as "malformed", as countersign refuses it.
 """
 import argparse
 import base64
@@ -24,6 +31,7 @@ import datetime
 import hashlib
 import hmac
 import json
+import re
 import sqlite3
 import sys
 
@@ -31,6 +39,9 @@ import pyseto
 from pyseto import Key
 
 ISSUER = "countersign-signer"
+# The authentication methods a proof's `amr` may name (countersign's AuthMethod).
+KNOWN_AMR = ("passkey-uv",)
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class Refused(Exception):
@@ -83,6 +94,26 @@ def timestamp(text):
         raise Refused("malformed") from None
 
 
+def passkey_assurance(claims):
+    """The proof's optional passkey claims, {"amr": [...], "pkh": ...}, or None."""
+    present = [name for name in ("amr", "pkh") if name in claims]
+    if not present:
+        return None
+    if len(present) != 2:
+        raise Refused("malformed")
+    amr, pkh = claims["amr"], claims["pkh"]
+    if (
+        not isinstance(amr, list)
+        or not amr
+        or not all(isinstance(m, str) and m in KNOWN_AMR for m in amr)
+        or len(set(amr)) != len(amr)
+        or not isinstance(pkh, str)
+        or not SHA256_HEX.fullmatch(pkh)
+    ):
+        raise Refused("malformed")
+    return {"amr": amr, "pkh": pkh}
+
+
 def check(token, keys, expect, nonces):
     """The claims of an acceptable proof, or Refused."""
     parts = token.split(".")
@@ -106,6 +137,7 @@ def check(token, keys, expect, nonces):
     claims = strict_json(decoded.payload)
     if not isinstance(claims, dict) or claims.get("iss") != ISSUER:
         raise Refused("malformed")
+    passkey_assurance(claims)
     if not hmac.compare_digest(str(claims.get("aud", "")), expect["audience"]):
         raise Refused("wrong_audience")
     if not hmac.compare_digest(str(claims.get("op", "")), expect["operation"]):
@@ -153,12 +185,16 @@ def main():
     except Refused as refused:
         print(json.dumps({"ok": False, "reason": refused.args[0]}))
         return 3
-    print(json.dumps({
+    verdict = {
         "ok": True,
         "jti": claims["jti"],
         "proposal_id": claims["pid"],
         "key_id": footer_kid(token),
-    }))
+    }
+    passkey = passkey_assurance(claims)
+    if passkey is not None:
+        verdict["passkey"] = passkey
+    print(json.dumps(verdict))
     return 0
 
 

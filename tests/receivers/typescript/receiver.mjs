@@ -17,9 +17,16 @@
 // trusted as the file is, this package has no v4 key-id function), the
 // signature, expiry and not-before, the issuer and the audience (the paseto
 // package, which checks time before audience), then the operation and the
-// SHA-256 of the arguments received, then single use. Prints one JSON verdict:
+// SHA-256 of the arguments received and the optional passkey claims, then
+// single use. Prints one JSON verdict:
 //   {"ok": true, "jti": ..., "proposal_id": ..., "key_id": ...}       exit 0
 //   {"ok": false, "reason": <countersign refusal code, or "replayed">} exit 3
+// An accepted proof whose signer checked a passkey also carries
+//   "passkey": {"amr": ["passkey-uv"], "pkh": <SHA-256 hex of the credential id>}
+// in its verdict; the optional claims `amr` and `pkh` come together or not at
+// all, `amr` non-empty, without duplicates, each method known (only
+// "passkey-uv" today), `pkh` 64 lowercase hex digits; anything else is
+// refused as "malformed", as countersign refuses it.
 
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { mkdirSync, openSync, closeSync, readFileSync } from 'node:fs'
@@ -30,6 +37,8 @@ import { InspectFooter, PublicProtocol } from 'paseto'
 import { ImportPublicKeyFactory, VerifyFactory } from 'paseto/v4/public'
 
 const ISSUER = 'countersign-signer'
+// The authentication methods a proof's `amr` may name (countersign's AuthMethod).
+const KNOWN_AMR = ['passkey-uv']
 const v4 = new PublicProtocol(ImportPublicKeyFactory, VerifyFactory)
 
 class Refused extends Error {}
@@ -64,6 +73,23 @@ function footerKid(token) {
   }
 }
 
+// The proof's optional passkey claims, { amr, pkh }, or null.
+function passkeyAssurance(claims) {
+  const present = ['amr', 'pkh'].filter((name) => Object.hasOwn(claims, name))
+  if (present.length === 0) return null
+  const { amr, pkh } = claims
+  const valid =
+    present.length === 2 &&
+    Array.isArray(amr) &&
+    amr.length > 0 &&
+    amr.every((m) => typeof m === 'string' && KNOWN_AMR.includes(m)) &&
+    new Set(amr).size === amr.length &&
+    typeof pkh === 'string' &&
+    /^[0-9a-f]{64}$/.test(pkh)
+  if (!valid) throw new Refused('malformed')
+  return { amr, pkh }
+}
+
 const CLAIM_REFUSALS = { exp: 'expired', nbf: 'not_yet_valid', aud: 'wrong_audience' }
 
 async function check(token, keys, expect, nonces) {
@@ -84,9 +110,10 @@ async function check(token, keys, expect, nonces) {
   }
   if (!same(claims.op, expect.operation)) throw new Refused('operation_mismatch')
   if (!same(claims.args_sha256, expect.argumentsSha256)) throw new Refused('arguments_mismatch')
+  const passkey = passkeyAssurance(claims)
   // Single use, last: only a proof that passed every check is consumed.
   if (!nonces.claim(claims.jti)) throw new Refused('replayed')
-  return { claims, kid }
+  return { claims, kid, passkey }
 }
 
 function nonceTable(dir) {
@@ -133,8 +160,10 @@ async function main() {
   }
   const token = readFileSync(0, 'utf8').trim()
   try {
-    const { claims, kid } = await check(token, keys, expect, nonceTable(values.nonces))
-    console.log(JSON.stringify({ ok: true, jti: claims.jti, proposal_id: claims.pid, key_id: kid }))
+    const { claims, kid, passkey } = await check(token, keys, expect, nonceTable(values.nonces))
+    const verdict = { ok: true, jti: claims.jti, proposal_id: claims.pid, key_id: kid }
+    if (passkey !== null) verdict.passkey = passkey
+    console.log(JSON.stringify(verdict))
     return 0
   } catch (e) {
     if (!(e instanceof Refused)) throw e

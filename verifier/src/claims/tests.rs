@@ -25,6 +25,7 @@ fn sample() -> Claims {
         iat: timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
         nbf: timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
         exp: timestamp::parse("2026-01-01T00:05:00Z").unwrap(),
+        passkey: None,
     }
 }
 
@@ -215,4 +216,173 @@ fn refuses_to_write_fractional_timestamps() {
     let mut c = sample();
     c.exp += time::Duration::milliseconds(5);
     assert_eq!(c.to_canonical_json(), Err(CanonicalError::Timestamp));
+}
+
+fn with_passkey() -> Claims {
+    let mut c = sample();
+    c.passkey = Some(
+        PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], b"credential id").unwrap(),
+    );
+    c
+}
+
+/// `with_passkey()`'s payload, edited as a JSON object and re-canonicalized.
+fn edit_passkey(f: impl FnOnce(&mut Map<String, Value>)) -> Result<Claims, Refusal> {
+    let text = with_passkey().to_canonical_json().unwrap();
+    let Value::Object(mut m) = serde_json::from_str(&text).unwrap() else {
+        unreachable!()
+    };
+    f(&mut m);
+    let edited = canonical::to_canonical(&Value::Object(m)).unwrap();
+    Claims::from_canonical_json(edited.as_bytes())
+}
+
+#[test]
+fn claims_without_passkey_assurance_are_written_without_amr_or_pkh() {
+    let c = sample();
+    let text = c.to_canonical_json().unwrap();
+    assert!(
+        !text.contains("\"amr\"") && !text.contains("\"pkh\""),
+        "{text}"
+    );
+    assert!(!c.passkey_verified());
+    assert_eq!(reread(&c).unwrap().passkey, None);
+}
+
+#[test]
+fn passkey_assurance_round_trips_in_canonical_order() {
+    let c = with_passkey();
+    let text = c.to_canonical_json().unwrap();
+    let pkh = canonical::sha256_hex(b"credential id");
+    assert!(
+        text.contains(r#""aud":"countersign-local","crev":"#),
+        "{text}"
+    );
+    assert!(
+        text.starts_with(r#"{"amr":["passkey-uv"],"args":"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            r#""pid":"prop_0123456789abcdef0123456789abcdef","pkh":"{pkh}","prev":"#
+        )),
+        "{text}"
+    );
+    let again = reread(&c).unwrap();
+    assert_eq!(again, c);
+    assert!(again.passkey_verified());
+    let passkey = again.passkey.unwrap();
+    assert_eq!(passkey.methods(), [AuthMethod::PasskeyUv]);
+    assert_eq!(passkey.credential_id_sha256(), pkh);
+}
+
+#[test]
+fn refuses_amr_without_pkh_and_pkh_without_amr() {
+    assert_eq!(
+        edit_passkey(|m| drop(m.remove("pkh"))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(
+        edit_passkey(|m| drop(m.remove("amr"))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(
+        edit(|m| drop(m.insert("amr".into(), json!(["passkey-uv"])))),
+        Err(Refusal::Malformed)
+    );
+    assert_eq!(
+        edit(|m| drop(m.insert("pkh".into(), json!("a".repeat(64))))),
+        Err(Refusal::Malformed)
+    );
+}
+
+#[test]
+fn refuses_passkey_assurance_with_an_extra_or_missing_core_claim() {
+    assert_eq!(
+        edit_passkey(|m| drop(m.insert("extra".into(), json!(1)))),
+        Err(Refusal::Malformed)
+    );
+    // Eighteen fields, but one core claim traded for an unknown one.
+    assert_eq!(
+        edit_passkey(|m| {
+            m.remove("nbf");
+            m.insert("extra".into(), json!(1));
+        }),
+        Err(Refusal::Malformed)
+    );
+    // Sixteen fields, but two core claims traded for the pair.
+    assert_eq!(
+        edit_passkey(|m| {
+            m.remove("nbf");
+            m.remove("sid");
+        }),
+        Err(Refusal::Malformed)
+    );
+}
+
+#[test]
+fn refuses_amr_that_is_empty_unknown_duplicated_or_mistyped() {
+    for amr in [
+        json!([]),
+        json!(["passkey"]),
+        json!(["PASSKEY-UV"]),
+        json!(["passkey-uv", "pwd"]),
+        json!(["passkey-uv", "passkey-uv"]),
+        json!([1]),
+        json!([null]),
+        json!([["passkey-uv"]]),
+        json!("passkey-uv"),
+        json!(null),
+        json!({"passkey-uv": true}),
+    ] {
+        let shown = amr.to_string();
+        assert_eq!(
+            edit_passkey(move |m| drop(m.insert("amr".into(), amr))),
+            Err(Refusal::Malformed),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn refuses_pkh_that_is_not_a_lowercase_sha256_hex() {
+    for pkh in [
+        json!("A".repeat(64)),
+        json!("a".repeat(63)),
+        json!("a".repeat(65)),
+        json!(""),
+        json!(format!("{}g", "a".repeat(63))),
+        json!(1),
+        json!(null),
+    ] {
+        let shown = pkh.to_string();
+        assert_eq!(
+            edit_passkey(move |m| drop(m.insert("pkh".into(), pkh))),
+            Err(Refusal::Malformed),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn passkey_assurance_cannot_be_built_invalid() {
+    let pkh = "c".repeat(64);
+    assert_eq!(
+        PasskeyAssurance::new(vec![], pkh.clone()),
+        Err(InvalidPasskeyAssurance::NoMethods)
+    );
+    assert_eq!(
+        PasskeyAssurance::new(vec![AuthMethod::PasskeyUv, AuthMethod::PasskeyUv], pkh),
+        Err(InvalidPasskeyAssurance::DuplicateMethod(
+            AuthMethod::PasskeyUv
+        ))
+    );
+    assert_eq!(
+        PasskeyAssurance::new(vec![AuthMethod::PasskeyUv], "C".repeat(64)),
+        Err(InvalidPasskeyAssurance::CredentialHash)
+    );
+    for method in AuthMethod::ALL {
+        assert_eq!(AuthMethod::from_name(method.as_str()), Some(*method));
+    }
+    assert_eq!(AuthMethod::from_name("passkey"), None);
 }

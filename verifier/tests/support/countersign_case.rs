@@ -7,7 +7,8 @@ use ed25519_dalek::VerifyingKey;
 use serde_json::Value;
 use time::Duration;
 
-/// The case's result: `Ok(())` or the refusal.
+/// The case's result: `Ok(())` or the refusal. A case that names
+/// `passkey_verified` must verify with exactly that passkey assurance.
 pub(crate) fn run(case: &Value) -> Result<(), Refusal> {
     let pk: [u8; 32] = hex::decode(case["public_key"].as_str().unwrap())
         .unwrap()
@@ -29,7 +30,16 @@ pub(crate) fn run(case: &Value) -> Result<(), Refusal> {
         max_lifetime: Duration::seconds(e["max_lifetime_secs"].as_i64().unwrap()),
     };
     let proof = Proof::from_text(case["token"].as_str().unwrap().to_owned()).unwrap();
-    verify(&proof, &keys, &expect).map(|_| ())
+    let verified = verify(&proof, &keys, &expect)?;
+    if let Some(passkey_verified) = case.get("passkey_verified") {
+        assert_eq!(
+            Some(verified.claims().passkey_verified()),
+            passkey_verified.as_bool(),
+            "{}",
+            case["name"]
+        );
+    }
+    Ok(())
 }
 
 /// The result a case's `expected` field names.

@@ -39,6 +39,7 @@ pub(crate) fn claims() -> Claims {
         iat: t0(),
         nbf: t0(),
         exp: t0() + Duration::seconds(300),
+        passkey: None,
     }
 }
 

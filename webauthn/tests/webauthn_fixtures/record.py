@@ -31,7 +31,7 @@ Re-record (Debian: `apt-get install chromium chromium-driver`;
 
     python3 webauthn/tests/webauthn_fixtures/record.py
 
-then run `cargo test -p countersign-signer --lib webauthn` and commit the
+then run `cargo test -p countersign-webauthn` and commit the
 JSON files. Re-recording makes new keys, so every fixture changes; the
 tests read only the files and need no update unless the format changes.
 """

@@ -27,6 +27,18 @@ pub(crate) fn listen_addr(
     }
 }
 
+/// How a browser reaches a console at `addr`: `http://localhost:<port>`
+/// when passkeys are configured (WebAuthn needs a domain, and a paired
+/// session's cookie belongs to the host it was set for), else
+/// `http://<addr>`.
+pub(crate) fn console_origin(ctx: &Context, addr: SocketAddr) -> String {
+    if ctx.config.passkeys.is_some() && addr.ip().is_loopback() {
+        format!("http://localhost:{}", addr.port())
+    } else {
+        format!("http://{addr}")
+    }
+}
+
 fn sessions(ctx: &Context) -> SessionStore {
     SessionStore::in_home(ctx.home.root())
 }
@@ -72,7 +84,8 @@ pub(crate) async fn bind(
     let addr = listener.local_addr().map_err(CliError::error)?;
     let _ = writeln!(
         io.err,
-        "countersign console listening on http://{addr}/ (loopback only)"
+        "countersign console listening on {}/ (loopback only)",
+        console_origin(ctx, addr)
     );
     tracing::info!(%addr, "console listening");
     Ok((listener, state))
@@ -90,7 +103,8 @@ pub(crate) fn offer_pairing(ctx: &Context, addr: SocketAddr, io: &mut Io<'_>) {
     match sessions(ctx).create_pairing() {
         Ok((code, expires_at)) => {
             let _ = terminal.show(&format!(
-                "Pair a browser (one use, until {expires_at}): http://{addr}/pair/{}\n",
+                "Pair a browser (one use, until {expires_at}): {}/pair/{}\n",
+                console_origin(ctx, addr),
                 code.expose_secret()
             ));
         }
@@ -134,7 +148,8 @@ pub(crate) fn pair(
     let (code, expires_at) = sessions(ctx).create_pairing().map_err(CliError::error)?;
     terminal
         .show(&format!(
-            "Open this link in the browser to pair (one use, until {expires_at}):\n  http://{addr}/pair/{}\n",
+            "Open this link in the browser to pair (one use, until {expires_at}):\n  {}/pair/{}\n",
+            console_origin(ctx, addr),
             code.expose_secret()
         ))
         .map_err(CliError::error)?;

@@ -41,6 +41,19 @@ pub(crate) async fn approve(
             view.id, view.status
         )));
     }
+    if view.passkey_required {
+        // A typed challenge proves nothing an agent at this terminal could
+        // not do; the signer wants the person's passkey, which only a
+        // browser can ask for.
+        let place = match ctx.config.console_proposal_url(&view.id) {
+            Some(url) => format!("approve it in the console: {url}"),
+            None => "approve it in the console (`countersign console`; no [console] section is configured)".to_owned(),
+        };
+        return Err(CliError::Refused(format!(
+            "{} needs a passkey to be approved (passkey_required); {place}. Nothing was approved.",
+            view.id
+        )));
+    }
     if let Some(path) = &args.proof_out {
         check_proof_out(path)?;
     }
@@ -58,6 +71,7 @@ pub(crate) async fn approve(
         interface: Interface::Cli.into(),
         execute_in_session: execute_in_session.clone(),
         dry_run,
+        passkey: None,
     };
     // Everything the signer would refuse (no longer pending, a changed
     // contract or policy, a bad session), before the person commits.
@@ -247,6 +261,7 @@ pub(crate) async fn deny(
             interface: Interface::Cli.into(),
             execute_in_session: String::new(),
             dry_run: false,
+            passkey: None,
         })
         .await?
         .into_inner();

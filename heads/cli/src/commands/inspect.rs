@@ -1,6 +1,10 @@
-//! Read-only views: `ops list`, `keys list`, `audit [--verify]`.
+//! Read-only views: `ops list`, `keys list`, `audit [--verify]` (the
+//! passkey assertions' part in `passkey_audit.rs`).
 
+use countersign_webauthn::RelyingParty;
 use serde_json::json;
+
+use super::passkey_audit::verify_passkeys;
 
 use crate::Io;
 use crate::context::Context;
@@ -66,6 +70,11 @@ pub(crate) async fn audit(
     let ledger = ctx.ledger().await?;
     if verify {
         let report = ledger.verify_chain().await.map_err(CliError::error)?;
+        let rp = ctx.config.passkeys.as_ref().map(|p| RelyingParty {
+            rp_id: p.rp_id.clone(),
+            origins: p.origins.clone(),
+        });
+        let passkeys = verify_passkeys(&ledger, rp.as_ref()).await?;
         let verdict = match &report.first_break {
             None => format!(
                 "intact: {} events, head {}",
@@ -81,10 +90,28 @@ pub(crate) async fn audit(
                     "events": report.events,
                     "head_hash": report.head_hash,
                     "first_break": report.first_break.as_ref().map(ToString::to_string),
+                    "passkey_assertions_verified": passkeys.verified,
+                    "passkey_problems": passkeys.problems,
                 }),
             )?;
         } else {
-            write_text(io.out, &format!("{verdict}\n"))?;
+            let mut text = format!("{verdict}\n");
+            if passkeys.verified > 0 || !passkeys.problems.is_empty() {
+                text.push_str(&format!(
+                    "passkey assertions: {} verified, {} refused\n",
+                    passkeys.verified,
+                    passkeys.problems.len()
+                ));
+            }
+            for problem in &passkeys.problems {
+                text.push_str(&format!("REFUSED: {problem}\n"));
+            }
+            write_text(io.out, &text)?;
+        }
+        if !passkeys.problems.is_empty() {
+            return Err(CliError::Error(
+                "a stored passkey assertion does not verify".to_string(),
+            ));
         }
         return if report.is_intact() {
             Ok(())

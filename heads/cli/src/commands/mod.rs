@@ -9,6 +9,7 @@ mod doctor;
 mod exec;
 mod inspect;
 mod mcp;
+mod passkey_audit;
 mod propose;
 mod setup;
 mod verify;

@@ -1,6 +1,11 @@
-// countersign console: live updates of the pending list. Everything else
-// works without JavaScript. The server renders and escapes the list; this
-// script only puts it in place and keeps the count in the title.
+// countersign console: live updates of the pending list, and the WebAuthn
+// ceremonies of passkey approvals, enrolments and removals. Everything
+// else works without JavaScript. The server renders and escapes the list;
+// this script only puts it in place and keeps the count in the title. For
+// a passkey form it asks this server (which asks the signer) for a
+// challenge, runs the browser's ceremony with user verification required,
+// puts the answer in the form's hidden field and submits the form; the
+// signer checks everything.
 "use strict";
 (function () {
   const target = document.getElementById("pending");
@@ -12,5 +17,146 @@
     const data = JSON.parse(event.data);
     target.innerHTML = data.html;
     document.title = "(" + data.count + ") Pending · countersign console";
+  });
+})();
+
+(function () {
+  const forms = document.querySelectorAll("form[data-passkey]");
+  if (forms.length === 0) {
+    return;
+  }
+
+  function toB64u(buffer) {
+    const bytes = new Uint8Array(buffer);
+    let text = "";
+    for (let i = 0; i < bytes.length; i++) {
+      text += String.fromCharCode(bytes[i]);
+    }
+    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function fromB64u(text) {
+    const plain = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    const bytes = new Uint8Array(plain.length);
+    for (let i = 0; i < plain.length; i++) {
+      bytes[i] = plain.charCodeAt(i);
+    }
+    return bytes;
+  }
+
+  async function post(url, fields) {
+    const response = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(fields).toString(),
+    });
+    const data = await response.json();
+    if (!response.ok) {
+      throw new Error(data.message || "refused");
+    }
+    return data;
+  }
+
+  function credentials(ids) {
+    return ids.map(function (id) {
+      return { type: "public-key", id: fromB64u(id) };
+    });
+  }
+
+  // A ceremony's failure, naming the step (the browser's own message is
+  // deliberately vague).
+  function step(name, promise) {
+    return promise.catch(function (error) {
+      throw new Error(name + ": " + error.message);
+    });
+  }
+
+  async function assertion(challengeId, challenge, rpId, allowed, timeout) {
+    const credential = await step("no enrolled passkey confirmed", navigator.credentials.get({
+      publicKey: {
+        challenge: fromB64u(challenge),
+        rpId: rpId,
+        allowCredentials: credentials(allowed),
+        userVerification: "required",
+        timeout: timeout,
+      },
+    }));
+    return {
+      challenge_id: challengeId,
+      credential_id: toB64u(credential.rawId),
+      authenticator_data: toB64u(credential.response.authenticatorData),
+      client_data_json: toB64u(credential.response.clientDataJSON),
+      signature: toB64u(credential.response.signature),
+    };
+  }
+
+  async function decision(form, csrf) {
+    const c = await post(form.dataset.challenge, {
+      csrf: csrf,
+      delivery: form.elements.delivery.value,
+    });
+    const answer = await assertion(c.challenge_id, c.challenge, c.rp_id, c.allowed, c.timeout_ms);
+    form.elements.passkey.value = JSON.stringify(answer);
+  }
+
+  async function enrol(form, csrf) {
+    const c = await post("/passkeys/enrolment-challenge", { csrf: csrf });
+    const created = await step("no passkey was created", navigator.credentials.create({
+      publicKey: {
+        rp: { id: c.rp_id, name: "countersign" },
+        user: { id: fromB64u(c.user_id), name: c.user_name, displayName: c.user_name },
+        challenge: fromB64u(c.creation_challenge),
+        pubKeyCredParams: [
+          { type: "public-key", alg: -7 },
+          { type: "public-key", alg: -8 },
+        ],
+        excludeCredentials: credentials(c.exclude),
+        authenticatorSelection: { userVerification: "required", residentKey: "preferred" },
+        attestation: "none",
+        timeout: c.timeout_ms,
+      },
+    }));
+    const registration = {
+      challenge_id: c.challenge_id,
+      attestation_object: toB64u(created.response.attestationObject),
+      client_data_json: toB64u(created.response.clientDataJSON),
+    };
+    if (!c.needs_enrolment_code) {
+      registration.authorization = await assertion(
+        c.challenge_id, c.authorization_challenge, c.rp_id, c.allowed, c.timeout_ms);
+    }
+    form.elements.registration.value = JSON.stringify(registration);
+  }
+
+  async function removal(form, csrf) {
+    const c = await post(form.action.replace(/\/remove$/, "/removal-challenge"), { csrf: csrf });
+    const answer = await assertion(c.challenge_id, c.challenge, c.rp_id, c.allowed, c.timeout_ms);
+    form.elements.assertion.value = JSON.stringify(answer);
+  }
+
+  const ceremonies = { decision: decision, enrol: enrol, remove: removal };
+
+  forms.forEach(function (form) {
+    form.addEventListener("submit", async function (event) {
+      event.preventDefault();
+      const alert = form.querySelector("[role=alert]");
+      const button = form.querySelector("button[type=submit]");
+      const ceremony = ceremonies[form.dataset.passkey];
+      if (!ceremony || !window.PublicKeyCredential) {
+        alert.textContent = "This browser cannot use passkeys; nothing was done.";
+        alert.hidden = false;
+        return;
+      }
+      button.disabled = true;
+      try {
+        await ceremony(form, form.elements.csrf.value);
+        form.submit();
+      } catch (error) {
+        alert.textContent = "Passkey step failed: " + error.message + " Nothing was done.";
+        alert.hidden = false;
+        button.disabled = false;
+      }
+    });
   });
 })();

@@ -1,0 +1,167 @@
+//! A passkey approval: the challenge `BeginDecision` derives from what the
+//! approval will sign, and the check `Decide` runs on the assertion that
+//! answers it.
+
+use countersign_ledger::{
+    AssertionPurpose, PasskeyAssertionRecord, ProposalRecord, ProposalStatus,
+};
+use countersign_proto::v1 as wire;
+use countersign_webauthn::Assertion;
+use countersign_webauthn::challenge::{DecisionChallenge, ProposalDigest, ProposalFields};
+use tonic::Request;
+
+use super::challenges::{CHALLENGE_TTL, random_bytes};
+use super::{Purpose, active, check_assertion, raw_ids};
+use crate::convert::{Delivery, parse_delivery, parse_proposal_id, parse_session};
+use crate::error::RpcError;
+use crate::service::{SignerService, authorize, roles};
+
+/// A decision's assertion that passed every check, to be stored with the
+/// issuance it authorizes.
+#[derive(Debug)]
+pub(crate) struct VerifiedDecision {
+    pub(crate) record: PasskeyAssertionRecord,
+    /// The raw credential id (the proof's `pkh` is its SHA-256).
+    pub(crate) credential_id: Vec<u8>,
+}
+
+fn delivery_name(delivery: Delivery) -> &'static str {
+    match delivery {
+        Delivery::Direct => "direct",
+        Delivery::Handoff => "handoff",
+    }
+}
+
+/// The digest of what approving `record` with `delivery` into `session`
+/// signs.
+fn digest_of(record: &ProposalRecord, delivery: Delivery, session: &str) -> ProposalDigest {
+    ProposalDigest::of(&ProposalFields {
+        operation: &record.proposal.operation,
+        arguments_sha256: &record.proposal.arguments_sha256,
+        contract_revision: &record.proposal.contract_revision,
+        policy_revision: &record.proposal.policy_revision,
+        session,
+        delivery: delivery_name(delivery),
+    })
+}
+
+impl SignerService {
+    pub(crate) async fn begin_decision(
+        &self,
+        request: Request<wire::BeginDecisionRequest>,
+    ) -> Result<wire::PasskeyChallenge, RpcError> {
+        let peer = authorize(&request, "BeginDecision", roles::BEGIN_DECISION)?;
+        let policy = self.passkey_policy()?;
+        let r = request.into_inner();
+        let id = parse_proposal_id(r.proposal_id)?;
+        let delivery = parse_delivery(r.delivery)?;
+        let record = self.owned_proposal(&id, &peer.principal).await?;
+        if record.status != ProposalStatus::Pending {
+            return Err(RpcError::NotPending {
+                id: record.proposal.id,
+                status: record.status.as_str().to_owned(),
+            });
+        }
+        let session = if r.execute_in_session.is_empty() {
+            record.proposal.session.clone()
+        } else {
+            parse_session("execute_in_session", r.execute_in_session)?
+                .as_str()
+                .to_owned()
+        };
+        let passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
+        if passkeys.is_empty() {
+            return Err(RpcError::NoPasskeyEnrolled);
+        }
+        let digest = digest_of(&record, delivery, &session);
+        let random = random_bytes()?;
+        let challenge = DecisionChallenge::derive(random, &digest);
+        let challenge_id = self.state.challenges.insert(
+            &peer.principal,
+            Purpose::Decision {
+                proposal_id: record.proposal.id.clone(),
+                delivery,
+                session,
+                digest,
+            },
+            random,
+            challenge,
+        )?;
+        Ok(challenge_reply(challenge_id, challenge, policy, &passkeys))
+    }
+
+    /// Checks the assertion of an approval of `record` with `delivery` into
+    /// `session`: its challenge was issued to `principal` for exactly that,
+    /// and an active passkey of `principal` signed it with UV.
+    pub(crate) async fn check_decision(
+        &self,
+        principal: &str,
+        record: &ProposalRecord,
+        delivery: Delivery,
+        session: &str,
+        challenge_id: &str,
+        assertion: &Assertion,
+    ) -> Result<VerifiedDecision, RpcError> {
+        let policy = self.passkey_policy()?;
+        let open = self.state.challenges.take(challenge_id, principal)?;
+        match &open.purpose {
+            Purpose::Decision {
+                proposal_id,
+                delivery: asked,
+                session: bound,
+                digest,
+            } if *proposal_id == record.proposal.id
+                && *asked == delivery
+                && bound == session
+                && *digest == digest_of(record, delivery, session) => {}
+            _ => return Err(RpcError::ChallengeMismatch),
+        }
+        let passkeys = active(self.state.ledger.passkeys(principal).await?);
+        let stored = check_assertion(
+            &passkeys,
+            &policy.rp,
+            assertion,
+            &open,
+            AssertionPurpose::Decision,
+            record.proposal.id.clone(),
+            delivery_name(delivery),
+        )?;
+        Ok(VerifiedDecision {
+            record: stored,
+            credential_id: assertion.credential_id.clone(),
+        })
+    }
+}
+
+/// A challenge for `navigator.credentials.get`, answerable by `passkeys`.
+pub(crate) fn challenge_reply(
+    challenge_id: String,
+    challenge: [u8; 32],
+    policy: &super::PasskeyPolicy,
+    passkeys: &[countersign_ledger::PasskeyRecord],
+) -> wire::PasskeyChallenge {
+    wire::PasskeyChallenge {
+        challenge_id,
+        challenge: challenge.to_vec(),
+        rp_id: policy.rp.rp_id.clone(),
+        allowed_credential_ids: raw_ids(passkeys),
+        timeout_ms: timeout_ms(),
+    }
+}
+
+/// The challenge lifetime browsers are told, in milliseconds.
+pub(crate) fn timeout_ms() -> u32 {
+    u32::try_from(CHALLENGE_TTL.as_millis()).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_delivery_names_are_the_digest_encoding() {
+        assert_eq!(delivery_name(Delivery::Direct), "direct");
+        assert_eq!(delivery_name(Delivery::Handoff), "handoff");
+        assert_eq!(crate::passkeys::b64(&[0xfb, 0xff]), "-_8");
+    }
+}
