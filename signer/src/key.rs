@@ -7,11 +7,11 @@
 //! `issue.rs`. Must not: print, log, serialize or return the secret bytes;
 //! `Debug` shows the algorithm and key id only; the key is zeroized on drop.
 //!
-//! Signing goes through one crate-private trait, `ProofSigner`, so that
-//! a key held elsewhere (a PKCS#11 token) can sign the same proofs; the file
-//! key is its first implementation. `keystore.rs` decides which key is active.
+//! Signing goes through one crate-private trait, `ProofSigner`, with two
+//! implementations: the file key here and the PKCS#11 token key of
+//! `pkcs11/`. `keystore.rs` decides which key is active.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -38,6 +38,32 @@ pub enum KeyError {
     /// The key file does not hold exactly one valid `k4.secret.` PASERK string.
     #[error("signing key file does not hold a valid k4.secret PASERK key")]
     Format,
+    /// The `pkcs11:` URI is not one the signer accepts (see `pkcs11::Pkcs11Uri`).
+    #[error("pkcs11 URI refused: {0}")]
+    Pkcs11Uri(String),
+    /// The PKCS#11 module could not be loaded or initialized.
+    #[error("PKCS#11 module {0}: {1}")]
+    Pkcs11Module(PathBuf, String),
+    /// No token with this label is present.
+    #[error(
+        "no PKCS#11 token labelled {0:?} is present (is it plugged in, and is module-path right?)"
+    )]
+    TokenNotFound(String),
+    /// The token refused the PIN from the pin-source file (the return value's name).
+    #[error("token {0:?} refused the PIN from the pin-source file ({1})")]
+    TokenLogin(String, String),
+    /// The token holds no Ed25519 private key with this label/id.
+    #[error("token {0:?} holds no Ed25519 private key with {1}")]
+    TokenKeyNotFound(String, String),
+    /// A key generation would reuse a label or id the token already has.
+    #[error("token {0:?} already holds a private key with the label or id of {1}")]
+    TokenKeyExists(String, String),
+    /// The token's key is not the key the key index records.
+    #[error("the key on token {0:?} is not the key the key index records")]
+    TokenKeyMismatch(String),
+    /// A PKCS#11 call failed (the call and its return value's name).
+    #[error("token {0:?}: {1}")]
+    Token(String, String),
 }
 
 /// What signs proofs: an Ed25519 key named by its PASERK `k4.pid` id.

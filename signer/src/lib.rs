@@ -1,8 +1,9 @@
 //! countersign-signer library: the isolated signer, the only holder of the
 //! Ed25519 private key, and its gRPC service.
 //!
-//! `key` (the key file and the `ProofSigner` trait) and `issue` (assembling
-//! proofs) are the only modules that touch signing; `keystore` decides which
+//! `key` (the key file and the `ProofSigner` trait), `pkcs11` (a key on a
+//! PKCS#11 token) and `issue` (assembling proofs) are the only modules that
+//! touch signing; `keystore` decides which
 //! key is active and which still verify; the service modules authorize callers by their
 //! client certificate, talk to the registry and the ledger, and never log a
 //! proof. Passkey ceremonies are checked by the `countersign-webauthn` crate.
@@ -16,6 +17,7 @@ pub mod issue;
 pub mod key;
 pub mod keystore;
 pub mod passkeys;
+pub mod pkcs11;
 mod resolve;
 pub mod serve;
 mod service;
