@@ -4,12 +4,14 @@
 //! Owns: the index `signer/keys.json` (0600, replaced atomically under
 //! `signer/keys.json.lock`), the key files it names (`signer/ed25519.key`
 //! for the first key, `signer/keys/<kid>.key` after that, each 0600 through
-//! `key.rs`), the transparent migration of a home that has only
-//! `ed25519.key`, and the running signer's cached view, re-read when the
-//! index file changes (a `stat` per use). Must not: sign (that is
-//! `issue.rs` through `ProofSigner`), log or print key material, or
-//! publish a retired key again: a retirement deletes the key file and
-//! keeps only the index line.
+//! `key.rs`) or the `pkcs11:` URI of a key on a token (`pkcs11/`), the
+//! transparent migration of a home that has only `ed25519.key`, and the
+//! running signer's cached view, re-read when the index file changes (a
+//! `stat` per use; an active token key already open is kept, so its one
+//! session is reused). Must not: sign (that is `issue.rs` through
+//! `ProofSigner`), log or print key material, or publish a retired key
+//! again: a retirement deletes the key file, or destroys the key pair on
+//! the token, and keeps only the index line.
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -22,6 +24,7 @@ use ed25519_dalek::VerifyingKey;
 use serde::{Deserialize, Serialize};
 
 use crate::key::{KeyError, ProofKey, ProofSigner};
+use crate::pkcs11::{Pkcs11Key, Pkcs11Uri};
 
 /// The index file, in the signer directory.
 const INDEX: &str = "keys.json";
@@ -77,7 +80,9 @@ mod status_name {
     }
 }
 
-/// One line of the index.
+/// One line of the index. A key is either a file (`"file"`, as every index
+/// before token keys wrote it) or on a token (`"pkcs11"`, its URI): exactly
+/// one of the two.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyEntry {
@@ -89,7 +94,24 @@ pub struct KeyEntry {
     #[serde(with = "status_name")]
     pub status: KeyStatus,
     /// The key file, relative to the signer directory.
-    file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+    /// The canonical `pkcs11:` URI of a key on a token (no secret in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pkcs11: Option<String>,
+}
+
+impl KeyEntry {
+    /// Where the key is held, as `keys list` shows it: `file` or its `pkcs11:` URI.
+    pub fn backend(&self) -> &str {
+        self.pkcs11.as_deref().unwrap_or("file")
+    }
+}
+
+/// Where an index entry's private key is.
+enum Location {
+    File(PathBuf),
+    Token(Pkcs11Uri),
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -177,7 +199,7 @@ impl KeyStore {
                 Err(e) => return Err(e.into()),
             }
         };
-        let entry = entry_for(&key, KeyStatus::Active, FIRST_KEY.to_owned());
+        let entry = entry_for(&key, KeyStatus::Active, Some(FIRST_KEY.to_owned()), None);
         self.change(|index| {
             // Another process may have written it meanwhile: keep theirs.
             if index.keys.is_empty() {
@@ -218,12 +240,12 @@ impl KeyStore {
         {
             return Ok(current.clone());
         }
-        let current = self.load()?;
+        let current = self.load(cache.as_ref().map(|(_, c)| c))?;
         *cache = Some((stamp, current.clone()));
         Ok(current)
     }
 
-    fn load(&self) -> Result<Current, KeyStoreError> {
+    fn load(&self, previous: Option<&Current>) -> Result<Current, KeyStoreError> {
         let index = self.read_index()?;
         let mut active: Option<Arc<dyn ProofSigner>> = None;
         let mut published = Vec::new();
@@ -238,11 +260,25 @@ impl KeyStore {
                     return Err(self.malformed("more than one active key"));
                 }
                 KeyStatus::Active => {
-                    let signer = ProofKey::load_file(&self.key_file(entry)?)?;
-                    if ProofSigner::verifying_key(&signer) != key {
-                        return Err(self.malformed("an active key file holds another key"));
-                    }
-                    active = Some(Arc::new(signer));
+                    let signer: Arc<dyn ProofSigner> = match self.location(entry)? {
+                        Location::File(path) => {
+                            let signer = ProofKey::load_file(&path)?;
+                            if ProofSigner::verifying_key(&signer) != key {
+                                return Err(self.malformed("an active key file holds another key"));
+                            }
+                            Arc::new(signer)
+                        }
+                        // The same token key as before: keep it and its session.
+                        Location::Token(_)
+                            if previous.is_some_and(|p| p.signer.key_id() == entry.key_id) =>
+                        {
+                            previous
+                                .map(|p| p.signer.clone())
+                                .ok_or_else(|| self.malformed("no active key"))?
+                        }
+                        Location::Token(uri) => Arc::new(Pkcs11Key::open(&uri, key)?),
+                    };
+                    active = Some(signer);
                     published.insert(
                         0,
                         PublishedKey {
@@ -282,12 +318,63 @@ impl KeyStore {
         let file = format!("{KEYS_DIR}/{}.key", key.key_id());
         let path = self.dir.join(&file);
         key.write_new_file(&path)?;
-        let kid = key.key_id().to_owned();
-        if let Err(e) = record(kid.clone()).await {
+        let entry = entry_for(&key, KeyStatus::Active, Some(file), None);
+        let undo = || {
             let _ = std::fs::remove_file(&path);
+        };
+        self.activate(entry, record, undo).await
+    }
+
+    /// Makes a new key, generated on the token `uri` names, active; the
+    /// active key becomes verifying. The same `key_rotated` event as
+    /// [`Self::rotate`]; if the audit chain refuses, the new key pair is
+    /// destroyed and nothing changes. A URI, PIN or token that does not
+    /// work changes nothing either. Returns the new key id.
+    pub async fn rotate_to_token<F, Fut, E>(
+        &self,
+        uri: &str,
+        record: F,
+    ) -> Result<String, KeyStoreError>
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
+    {
+        let uri = Pkcs11Uri::parse(uri)?;
+        // The index must be readable before the token is changed.
+        self.read_index()?;
+        let (key, named) = Pkcs11Key::generate(&uri)?;
+        let entry = KeyEntry {
+            key_id: ProofSigner::key_id(&key).to_owned(),
+            public: paserk_public(&ProofSigner::verifying_key(&key)),
+            status: KeyStatus::Active,
+            file: None,
+            pkcs11: Some(named.to_string()),
+        };
+        drop(key);
+        let undo = || {
+            let _ = Pkcs11Key::destroy(&named);
+        };
+        self.activate(entry, record, undo).await
+    }
+
+    /// Records `entry`'s rotation, then writes it as the active key.
+    async fn activate<F, Fut, E>(
+        &self,
+        entry: KeyEntry,
+        record: F,
+        undo: impl FnOnce(),
+    ) -> Result<String, KeyStoreError>
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
+    {
+        let kid = entry.key_id.clone();
+        if let Err(e) = record(kid.clone()).await {
+            undo();
             return Err(KeyStoreError::Audit(e.to_string()));
         }
-        let entry = entry_for(&key, KeyStatus::Active, file);
         self.change(|index| {
             for old in &mut index.keys {
                 if old.status == KeyStatus::Active {
@@ -322,7 +409,12 @@ impl KeyStore {
                 )),
             }
         };
-        check(&self.read_index()?)?;
+        let entry = check(&self.read_index()?)?;
+        // A token key is destroyed after the index changes: find out now
+        // whether the token can be reached, before anything is recorded.
+        if let Location::Token(uri) = self.location(&entry)? {
+            Pkcs11Key::reachable(&uri)?;
+        }
         record()
             .await
             .map_err(|e| KeyStoreError::Audit(e.to_string()))?;
@@ -337,13 +429,14 @@ impl KeyStore {
             retired = Some(entry);
             Ok(())
         })?;
-        if let Some(entry) = retired {
-            let path = self.key_file(&entry)?;
-            match std::fs::remove_file(&path) {
+        match retired.map(|entry| self.location(&entry)).transpose()? {
+            Some(Location::File(path)) => match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io_error(&path, &e).into()),
-            }
+            },
+            Some(Location::Token(uri)) => Pkcs11Key::destroy(&uri)?,
+            None => {}
         }
         Ok(())
     }
@@ -385,6 +478,17 @@ impl KeyStore {
         Ok(key)
     }
 
+    /// Where `entry`'s key is: a key file or a token, exactly one.
+    fn location(&self, entry: &KeyEntry) -> Result<Location, KeyStoreError> {
+        match (&entry.file, &entry.pkcs11) {
+            (Some(_), None) => Ok(Location::File(self.key_file(entry)?)),
+            (None, Some(uri)) => Ok(Location::Token(
+                Pkcs11Uri::parse(uri).map_err(|e| self.malformed(&e.to_string()))?,
+            )),
+            _ => Err(self.malformed("a key names neither or both of a file and a pkcs11 URI")),
+        }
+    }
+
     /// The key file of `entry`: `ed25519.key` or `keys/<kid>.key`, nothing else.
     fn key_file(&self, entry: &KeyEntry) -> Result<PathBuf, KeyStoreError> {
         let well_formed = entry.key_id.strip_prefix("k4.pid.").is_some_and(|id| {
@@ -397,10 +501,11 @@ impl KeyStore {
             return Err(self.malformed("a key id is not a k4.pid"));
         }
         let expected = format!("{KEYS_DIR}/{}.key", entry.key_id);
-        if entry.file != FIRST_KEY && entry.file != expected {
+        let file = entry.file.as_deref().unwrap_or_default();
+        if file != FIRST_KEY && file != expected {
             return Err(self.malformed("a key file is outside the signer directory's key files"));
         }
-        Ok(self.dir.join(&entry.file))
+        Ok(self.dir.join(file))
     }
 
     fn malformed(&self, why: &str) -> KeyStoreError {
@@ -408,12 +513,18 @@ impl KeyStore {
     }
 }
 
-fn entry_for(key: &ProofKey, status: KeyStatus, file: String) -> KeyEntry {
+fn entry_for(
+    key: &ProofKey,
+    status: KeyStatus,
+    file: Option<String>,
+    pkcs11: Option<String>,
+) -> KeyEntry {
     KeyEntry {
         key_id: key.key_id().to_owned(),
         public: paserk_public(&key.verifying_key()),
         status,
         file,
+        pkcs11,
     }
 }
 
@@ -507,7 +618,8 @@ mod tests {
             key_id: "k4.pid.../../x".into(),
             public: String::new(),
             status: KeyStatus::Verifying,
-            file: "keys/k4.pid.../../x.key".into(),
+            file: Some("keys/k4.pid.../../x.key".into()),
+            pkcs11: None,
         };
         assert_eq!(
             store.key_file(&entry).unwrap_err(),

@@ -85,7 +85,8 @@ enum PasskeysAction {
 
 #[derive(Debug, Subcommand)]
 enum KeysAction {
-    /// Print each key: id, status (active, verifying, retired).
+    /// Print each key: id, status (active, verifying, retired), where it is
+    /// held (`file`, or the `pkcs11:` URI of a token key).
     List {
         /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
         #[arg(long)]
@@ -96,8 +97,14 @@ enum KeysAction {
         /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
         #[arg(long)]
         home: Option<PathBuf>,
+        /// Generate the new key on a PKCS#11 token instead of in a file, named by
+        /// a `pkcs11:` URI: `token=` and `object=` (or `id=`), with the query
+        /// attributes `module-path=` and `pin-source=file:` (a 0600 PIN file).
+        #[arg(long, value_name = "URI")]
+        pkcs11: Option<String>,
     },
-    /// Retire a verifying key: its proofs are refused from then on.
+    /// Retire a verifying key: its proofs are refused from then on (its key
+    /// file is deleted; a token key pair is destroyed on the token).
     Retire {
         /// The key id (k4.pid.…) to retire, as `keys list` prints it.
         id: String,
@@ -149,7 +156,7 @@ fn keygen(home: Option<PathBuf>) -> Result<(), StartError> {
 async fn keys(action: KeysAction) -> Result<(), StartError> {
     let home = match &action {
         KeysAction::List { home }
-        | KeysAction::Rotate { home }
+        | KeysAction::Rotate { home, .. }
         | KeysAction::Retire { home, .. } => home_from(home.clone())?,
     };
     home.check()?;
@@ -157,18 +164,25 @@ async fn keys(action: KeysAction) -> Result<(), StartError> {
     match action {
         KeysAction::List { .. } => {
             for entry in store.list()? {
-                println!("{} {}", entry.key_id, entry.status.as_str());
+                println!(
+                    "{} {} {}",
+                    entry.key_id,
+                    entry.status.as_str(),
+                    entry.backend()
+                );
             }
         }
-        KeysAction::Rotate { .. } => {
+        KeysAction::Rotate { pkcs11, .. } => {
             let ledger = ledger_of(&home).await?;
-            let key_id = store
-                .rotate(|kid| async move {
-                    ledger
-                        .record_key_event(KeyEvent::Rotated, &kid, KEYS_ACTOR)
-                        .await
-                })
-                .await?;
+            let record = |kid: String| async move {
+                ledger
+                    .record_key_event(KeyEvent::Rotated, &kid, KEYS_ACTOR)
+                    .await
+            };
+            let key_id = match pkcs11 {
+                Some(uri) => store.rotate_to_token(&uri, record).await?,
+                None => store.rotate(record).await?,
+            };
             eprintln!("rotated: the new key signs from the next decision");
             println!("{key_id}");
         }

@@ -110,7 +110,10 @@ fn keys_retire_refuses_the_active_key_and_an_unknown_id() {
     assert!(ok, "{err}");
     let second = second.trim();
     let (_, list, _) = keys(&home, &["list"]);
-    assert_eq!(list, format!("{first} verifying\n{second} active\n"));
+    assert_eq!(
+        list,
+        format!("{first} verifying file\n{second} active file\n")
+    );
     let (ok, _, err) = keys(&home, &["retire", first]);
     assert!(ok, "{err}");
     assert!(!home.signing_key_path().exists());

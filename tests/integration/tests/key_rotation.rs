@@ -56,14 +56,14 @@ async fn proofs_from_before_and_after_a_rotation_verify_on_a_running_head(backen
     let old_kid = kid_of(&early_proof);
     assert_eq!(
         signer_keys(&api.h, &["list"]),
-        format!("{old_kid} active\n")
+        format!("{old_kid} active file\n")
     );
 
     let new_kid = signer_keys(&api.h, &["rotate"]).trim().to_owned();
     assert_ne!(new_kid, old_kid);
     assert_eq!(
         signer_keys(&api.h, &["list"]),
-        format!("{old_kid} verifying\n{new_kid} active\n")
+        format!("{old_kid} verifying file\n{new_kid} active file\n")
     );
     // The key set a receiving service pins says the same.
     let export = api.h.cli(&["keys", "export"]).await;
@@ -100,7 +100,7 @@ async fn proofs_from_before_and_after_a_rotation_verify_on_a_running_head(backen
     signer_keys(&api.h, &["retire", &old_kid]);
     assert_eq!(
         signer_keys(&api.h, &["list"]),
-        format!("{old_kid} retired\n{new_kid} active\n")
+        format!("{old_kid} retired file\n{new_kid} active file\n")
     );
     // The head refreshes at the next unknown key id past the rate limit.
     past_the_refresh_limit().await;
