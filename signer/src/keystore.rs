@@ -627,6 +627,33 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_entry_names_exactly_one_of_a_file_and_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = KeyStore::open(dir.path()).unwrap();
+        let mut entry = store.list().unwrap().remove(0);
+        // A file entry is written as every index before token keys wrote it.
+        let text = serde_json::to_string(&entry).unwrap();
+        assert!(text.contains(r#""file":"ed25519.key""#) && !text.contains("pkcs11"));
+        assert_eq!(entry.backend(), "file");
+        let uri = "pkcs11:token=t;object=o?module-path=/m.so&pin-source=file:/p";
+        entry.pkcs11 = Some(uri.to_owned());
+        assert!(matches!(
+            store.location(&entry),
+            Err(KeyStoreError::Malformed(_, why)) if why.contains("neither or both")
+        ));
+        entry.file = None;
+        assert_eq!(entry.backend(), uri);
+        assert!(matches!(store.location(&entry), Ok(Location::Token(_))));
+        let text = serde_json::to_string(&entry).unwrap();
+        assert_eq!(serde_json::from_str::<KeyEntry>(&text).unwrap(), entry);
+        entry.pkcs11 = Some("pkcs11:token=t;object=o?pin-value=1".to_owned());
+        assert!(matches!(
+            store.location(&entry),
+            Err(KeyStoreError::Malformed(_, why)) if why.contains("pin-value is refused")
+        ));
+    }
+
     #[tokio::test]
     async fn a_refused_audit_record_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
