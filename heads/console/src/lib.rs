@@ -41,7 +41,6 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt as _;
 use countersign_api::guard::{AllowedHosts, check};
 use countersign_gate::Gate;
 use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain};
@@ -190,11 +189,9 @@ pub async fn run(
         shutdown.await;
         let _ = stop_tx.send(true);
     });
-    let listener = listener.tap_io(|stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::warn!("cannot set TCP_NODELAY: {e}");
-        }
-    });
+    // TCP_NODELAY on every accepted socket, as the API and MCP heads do
+    // (one function, tested in countersign-api).
+    let listener = countersign_api::nodelay(listener);
     let mut serve_rx = stop_rx.clone();
     let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = serve_rx.wait_for(|stop| *stop).await;

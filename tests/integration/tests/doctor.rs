@@ -230,3 +230,38 @@ async fn a_configured_console_that_is_not_running_warns() {
     assert_eq!(run.result, Ok(()));
     assert_eq!(check(&run, "console")["status"], "warn");
 }
+
+#[tokio::test]
+async fn on_postgresql_the_clock_is_measured_against_the_server() {
+    let h = Harness::start_on(
+        support::Backend::Postgres,
+        countersign_registry::Registry::default_toml(),
+    )
+    .await;
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    let clock = check(&run, "clock skew");
+    assert_eq!(clock["status"], "ok", "{clock}");
+    let detail = clock["detail"].as_str().unwrap();
+    // Same machine: well within the allowance, and measured, not assumed.
+    assert!(
+        detail.starts_with("the PostgreSQL server's clock is ")
+            && detail.contains(" s from this host's clock (allowance "),
+        "{detail}"
+    );
+    let skew: f64 = detail
+        .trim_start_matches("the PostgreSQL server's clock is ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(skew.abs() < 2.0, "{detail}");
+    let ledger = check(&run, "ledger");
+    assert_eq!(ledger["status"], "ok", "{ledger}");
+    assert!(
+        !run.stdout.contains("postgres://"),
+        "the URL is never printed: {}",
+        run.stdout
+    );
+}
