@@ -54,6 +54,13 @@ impl Console {
         Self { passkeys, ..self }
     }
 
+    /// Whether a person may also approve at a terminal: not where passkeys
+    /// are configured (a terminal cannot ask for one; an approval that
+    /// needs it is made in the console).
+    pub(crate) fn terminal_approves(&self) -> bool {
+        !self.passkeys
+    }
+
     /// The console's page of proposal `id`, if a console is configured.
     pub(crate) fn proposal_url(&self, id: &str) -> Option<String> {
         self.addr
@@ -111,14 +118,19 @@ pub(crate) enum Asked {
 
 /// Ask the client to open `url`, the console's page of proposal `id`, and
 /// wait at most [`ELICITATION_WAIT`] for its answer.
-pub(crate) async fn ask_to_open(peer: &Peer<RoleServer>, id: &str, url: &str) -> Asked {
+pub(crate) async fn ask_to_open(
+    peer: &Peer<RoleServer>,
+    id: &str,
+    url: &str,
+    terminal_approves: bool,
+) -> Asked {
     let elicitation_id = match crate::session::random_id("elicit") {
         Ok(elicitation_id) => elicitation_id,
         Err(e) => return Asked::Failed(e),
     };
     let params = ElicitRequestParams::UrlElicitationParams {
         meta: None,
-        message: open_message(id),
+        message: open_message(id, terminal_approves),
         url: url.to_string(),
         elicitation_id,
     };
@@ -133,9 +145,14 @@ pub(crate) async fn ask_to_open(peer: &Peer<RoleServer>, id: &str, url: &str) ->
 }
 
 /// What the client shows the person with the link.
-fn open_message(id: &str) -> String {
+fn open_message(id: &str, terminal_approves: bool) -> String {
+    let terminal = if terminal_approves {
+        format!(" (or with `countersign approve {id} --for-mcp`)")
+    } else {
+        String::new()
+    };
     format!(
-        "An agent asks to run proposal {id}. Open the countersign console to review it and approve or deny it. Nothing runs unless you approve it there (or with `countersign approve {id} --for-mcp`); answering this prompt approves nothing."
+        "An agent asks to run proposal {id}. Open the countersign console to review it and approve or deny it. Nothing runs unless you approve it there{terminal}; answering this prompt approves nothing."
     )
 }
 
@@ -160,7 +177,8 @@ mod tests {
 
     #[test]
     fn the_prompt_says_that_answering_it_approves_nothing() {
-        let message = open_message("prop_1");
+        let message = open_message("prop_1", true);
+        assert!(!open_message("prop_1", false).contains("countersign approve"));
         assert!(message.contains("approves nothing"), "{message}");
         assert!(message.contains("countersign approve prop_1 --for-mcp"));
     }

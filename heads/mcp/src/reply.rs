@@ -167,9 +167,14 @@ impl Reply {
 
     /// The refusal of an execution of a proposal still waiting for a
     /// person, naming the console's page of it (text and `console_url`).
-    pub(crate) fn pointing_at(mut self, console_url: &str) -> Self {
+    pub(crate) fn pointing_at(mut self, console_url: &str, terminal_approves: bool) -> Self {
+        let terminal = if terminal_approves {
+            " (or at their terminal)"
+        } else {
+            ""
+        };
         self.text.push_str(&format!(
-            "\nA person can review and approve it in the web console at {console_url} (or at their terminal); then call execute_approved again."
+            "\nA person can review and approve it in the web console at {console_url}{terminal}; then call execute_approved again."
         ));
         if let Some(Value::Object(result)) = &mut self.structured {
             result.insert("console_url".into(), Value::from(console_url));
@@ -313,7 +318,7 @@ mod tests {
             outcome,
         });
         let reply =
-            reply(OperationKey::ExecuteHandoff, answer, Console::default()).pointing_at(URL);
+            reply(OperationKey::ExecuteHandoff, answer, Console::default()).pointing_at(URL, true);
         assert!(reply.is_error);
         assert!(
             reply.text.contains("countersign approve prop_1 --for-mcp")

@@ -257,9 +257,10 @@ impl McpHead {
             return reply(key, answer, self.console);
         };
         let Some(peer) = peer.filter(|peer| console::opens_urls(peer)) else {
-            return reply(key, answer, self.console).pointing_at(&url);
+            return reply(key, answer, self.console)
+                .pointing_at(&url, self.console.terminal_approves());
         };
-        let asked = console::ask_to_open(peer, &id, &url).await;
+        let asked = console::ask_to_open(peer, &id, &url, self.console.terminal_approves()).await;
         // Logged as what it is: the client's answer, never an approval.
         tracing::info!(proposal = %id, session = %session, answer = ?asked, "asked the client to open the console");
         if let Asked::Failed(e) = &asked {
@@ -268,7 +269,9 @@ impl McpHead {
         // Only the signer says whether a person approved meanwhile.
         let answer = self.execute_handoff(session, &id).await;
         match self.waiting_for_a_person(session, &id, &answer).await {
-            Some(url) => reply(key, answer, self.console).pointing_at(&url),
+            Some(url) => {
+                reply(key, answer, self.console).pointing_at(&url, self.console.terminal_approves())
+            }
             None => reply(key, answer, self.console),
         }
     }
