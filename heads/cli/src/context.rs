@@ -3,7 +3,7 @@
 //! connections to the signer, the ledger and the gate built from them.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use countersign_gate::{Gate, KeyRefresh, signer_client};
 use countersign_identity::{ApproverName, ClientCredential, Config, Home, Role};
@@ -29,6 +29,10 @@ pub struct Context {
     pub config: Config,
     /// The installation's principal.
     pub principal: String,
+    /// The registry file, read and its schemas compiled once per process
+    /// (the gate and the service share it; it re-reads only if the file
+    /// changes).
+    registry: Arc<OnceLock<Arc<CurrentRegistry>>>,
 }
 
 impl Context {
@@ -57,6 +61,7 @@ impl Context {
             home,
             config,
             principal,
+            registry: Arc::default(),
         })
     }
 
@@ -96,9 +101,21 @@ impl Context {
             .map_err(|e| CliError::Error(format!("cannot open the ledger: {e}")))
     }
 
-    /// The operation registry.
-    pub fn registry(&self) -> Result<Registry, CliError> {
-        Registry::load(&self.config.registry).map_err(CliError::error)
+    /// The operation registry, as its file says now.
+    pub fn registry(&self) -> Result<Arc<Registry>, CliError> {
+        self.current_registry()?.now().map_err(CliError::error)
+    }
+
+    /// The registry file, followed: opened (read, schemas compiled) on the
+    /// first use in this process, shared by every later one.
+    pub fn current_registry(&self) -> Result<Arc<CurrentRegistry>, CliError> {
+        if let Some(current) = self.registry.get() {
+            return Ok(Arc::clone(current));
+        }
+        let opened =
+            Arc::new(CurrentRegistry::open(&self.config.registry).map_err(CliError::error)?);
+        // Another thread may have opened it meanwhile; either copy will do.
+        Ok(Arc::clone(self.registry.get_or_init(|| opened)))
     }
 
     /// The approval policy this installation verifies against.
@@ -124,7 +141,7 @@ impl Context {
         let principal = Principal::parse(self.principal.clone()).map_err(CliError::error)?;
         let gate = Gate::new(
             self.ledger().await?,
-            Arc::new(CurrentRegistry::open(&self.config.registry).map_err(CliError::error)?),
+            self.current_registry()?,
             keys,
             principal,
             policy.audience.clone(),

@@ -25,7 +25,7 @@ pub async fn api_state(ctx: &Context) -> Result<ApiState, CliError> {
     ApiState::new(ApiParts {
         principal: ctx.principal.clone(),
         audience: default_audience(&ctx.principal),
-        registry: Arc::new(ctx.registry()?),
+        registry: ctx.registry()?,
         gate,
         head,
         tokens: tokens(ctx),

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use countersign_console::{ConsoleParts, ConsoleState, DEFAULT_LISTEN, SessionStore};
 use countersign_identity::shutdown::shutdown_signal;
-use countersign_registry::CurrentRegistry;
 use serde_json::json;
 use time::OffsetDateTime;
 
@@ -53,7 +52,7 @@ async fn console_state(ctx: &Context) -> Result<ConsoleState, CliError> {
     Ok(ConsoleState::new(ConsoleParts {
         approver,
         gate,
-        registry: Arc::new(CurrentRegistry::open(&ctx.config.registry).map_err(CliError::error)?),
+        registry: ctx.current_registry()?,
         policy: ctx.policy(),
         sessions: sessions(ctx),
         tls: false,

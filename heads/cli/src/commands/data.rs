@@ -42,7 +42,7 @@ impl Resources for Installation {
     }
 
     fn registry(&self) -> Result<Arc<Registry>, String> {
-        self.ctx.registry().map(Arc::new).map_err(|e| e.to_string())
+        self.ctx.registry().map_err(|e| e.to_string())
     }
 
     fn ledger(&self) -> Building<'_, Ledger> {
