@@ -71,9 +71,19 @@ impl SignerService {
         if !op.replay_safe {
             return Err(RpcError::NotReplaySafe(op.name.clone()));
         }
-        if args.sha256_hex() != issuance.arguments_sha256 {
+        // The issuance the signer recorded binds this proposal; anything
+        // else is a ledger that was written by someone other than the
+        // signer, and nothing is signed from it.
+        let p = &record.proposal;
+        if args.sha256_hex() != issuance.arguments_sha256
+            || issuance.proposal_id != p.id
+            || issuance.principal != p.principal
+            || issuance.operation != p.operation
+            || issuance.contract_revision != p.contract_revision
+            || issuance.policy_revision != p.policy_revision
+        {
             return Err(RpcError::Internal(format!(
-                "the issuance of {} names other arguments than the proposal",
+                "the issuance of {} does not bind its proposal",
                 id.as_str()
             )));
         }
