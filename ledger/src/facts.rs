@@ -1,7 +1,8 @@
 //! Whether the fact tables and the event log tell the same story: every
 //! proposal, decision, issuance, revocation, consumed nonce, intent,
 //! applied effect and completion has exactly its chained event (key
-//! rotations and retirements have no row and need only name their key), every such
+//! rotations and retirements have no row and need only name their key; a
+//! proof re-issued for reconcile has none and names its nonce and hash), every such
 //! event has its row, and the state store holds exactly what replaying the
 //! applied builtin effects, in chain order, produces.
 //!
@@ -186,6 +187,9 @@ impl EventFacts {
             // A key set change has no fact row (the signer's key index is
             // the record); the event must name the key.
             "key_rotated" | "key_retired" => field("key_id").is_some(),
+            // A re-issue for reconcile has no fact row (the ledger keeps no
+            // proof); the event must name the nonce and the proof's hash.
+            "proof_reissued" => field("nonce").is_some() && field("proof_sha256").is_some(),
             other => {
                 self.unreadable = Some(format!("event {} has an unknown kind {other:?}", event.id));
                 return;

@@ -12,7 +12,7 @@ use crate::passkeys::{
 };
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
-    IssuanceRecord, KeyEvent, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
+    IssuanceRecord, KeyEvent, ProofReissue, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
 };
 use crate::{postgres, sqlite};
 use countersign_verifier::VerifiedProof;
@@ -338,6 +338,19 @@ impl Ledger {
         outcome: &EffectOutcome,
     ) -> Result<Disposition, LedgerError> {
         dispatch!(self, b => b.complete(intent, outcome).await)
+    }
+
+    /// Record that the signer signed the issuance's claims again for
+    /// reconcile's re-send of an uncertain webhook: one `proof_reissued`
+    /// event (details: the nonce, the new proof's SHA-256 and its expiry;
+    /// never the proof), in one write transaction that first checks the
+    /// proposal is uncertain under this nonce (`NotUncertain` if it has no
+    /// intent, another nonce's, or a completion) and that no head may still
+    /// be running it (`StillRunning` while the intent's lease runs, by the
+    /// database's clock). Nothing else changes: the nonce stays consumed,
+    /// the issuance and the intent stay as recorded.
+    pub async fn record_reissue(&self, reissue: &ProofReissue) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_reissue(reissue).await)
     }
 
     /// The disposition of a proposal's consumed proof (`None` if unconsumed).

@@ -54,6 +54,6 @@ pub use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
 pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
-    Interrupted, IssuanceRecord, KeyEvent, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,
-    SchemaStatus,
+    Interrupted, IssuanceRecord, KeyEvent, ProofReissue, Proposal, ProposalRecord, ProposalStatus,
+    RevokeOutcome, SchemaStatus,
 };

@@ -97,6 +97,25 @@ impl IssuanceRecord {
     }
 }
 
+/// A proof the signer signed again for reconcile's re-send of an uncertain,
+/// replay-safe webhook ([`crate::Ledger::record_reissue`]): the same claims
+/// as the issuance, with a fresh lifetime. Never the proof itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProofReissue {
+    /// The proposal whose execution is uncertain.
+    pub proposal_id: String,
+    /// The issuance's nonce (`jti`), which the re-issued proof carries and
+    /// the recorded intent consumed.
+    pub nonce: String,
+    /// SHA-256 hex of the re-issued proof (another hash than the issuance's:
+    /// its `iat`, `nbf` and `exp` differ).
+    pub proof_sha256: String,
+    /// `exp` of the re-issued proof.
+    pub expires_at: OffsetDateTime,
+    /// Who asked: the head's principal.
+    pub actor: String,
+}
+
 /// A proposal's status, derived on every read from the recorded facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProposalStatus {
@@ -402,8 +421,8 @@ pub struct EventRecord {
     /// When it happened (`YYYY-MM-DDTHH:MM:SSZ`).
     pub at: String,
     /// `proposed`, `denied`, `withdrawn`, `approved`, `revoked`, `intent`,
-    /// `effect_applied`, `completed`, `resolved`, `key_rotated`,
-    /// `key_retired`, `passkey_enrolled` or `passkey_removed`.
+    /// `effect_applied`, `completed`, `resolved`, `proof_reissued`,
+    /// `key_rotated`, `key_retired`, `passkey_enrolled` or `passkey_removed`.
     pub kind: String,
     /// The proposal concerned, if any.
     pub proposal_id: Option<String>,

@@ -34,6 +34,16 @@ pub mod v1 {
         }
     }
 
+    impl fmt::Debug for ReissueForReconcileResponse {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("ReissueForReconcileResponse")
+                .field("proof", &redacted(&self.proof))
+                .field("proof_sha256", &self.proof_sha256)
+                .field("expires_at", &self.expires_at)
+                .finish()
+        }
+    }
+
     fn redacted(proof: &str) -> &'static str {
         if proof.is_empty() {
             "<none>"
@@ -92,6 +102,12 @@ pub mod reason {
     pub const NOT_UNCERTAIN: &str = "not_uncertain";
     /// The execution's head may still be running the effect.
     pub const STILL_RUNNING: &str = "still_running";
+    /// A re-issue for reconcile of a proposal whose operation (as the
+    /// registry says now) is not a `webhook` effect.
+    pub const NOT_A_WEBHOOK: &str = "not_a_webhook";
+    /// A re-issue for reconcile of a proposal whose operation is not
+    /// declared `replay_safe`.
+    pub const NOT_REPLAY_SAFE: &str = "not_replay_safe";
     /// A fault on the signer's side (not a refusal).
     pub const INTERNAL: &str = "internal";
     /// Approving needs a passkey assertion (the installation's or the
@@ -122,7 +138,7 @@ pub mod reason {
 
 #[cfg(test)]
 mod tests {
-    use super::v1::{ClaimHandoffResponse, DecideResponse};
+    use super::v1::{ClaimHandoffResponse, DecideResponse, ReissueForReconcileResponse};
 
     #[test]
     fn debug_of_proof_carrying_messages_never_prints_the_proof() {
@@ -135,9 +151,14 @@ mod tests {
             proof: secret.into(),
             ..Default::default()
         };
+        let reissue = ReissueForReconcileResponse {
+            proof: secret.into(),
+            ..Default::default()
+        };
         for printed in [
             format!("{decide:?}"),
             format!("{claim:?}"),
+            format!("{reissue:?}"),
             format!("{decide:#?}"),
         ] {
             assert!(!printed.contains(secret), "{printed}");

@@ -15,6 +15,7 @@ const DESCRIPTORS: &str = "src/gen/countersign.v1.fds.bin";
 const SECRET_MESSAGES: &[&str] = &[
     ".countersign.v1.DecideResponse",
     ".countersign.v1.ClaimHandoffResponse",
+    ".countersign.v1.ReissueForReconcileResponse",
 ];
 
 /// The generated code and the encoded file descriptor set.

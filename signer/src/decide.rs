@@ -206,7 +206,7 @@ impl SignerService {
     /// contract it was proposed under (`contract_changed` otherwise), the
     /// policy it was proposed under (`policy_changed`), and its stored
     /// arguments, intact. `Decide` and its dry run share this check.
-    fn approvable<'r>(
+    pub(crate) fn approvable<'r>(
         &self,
         registry: &'r Registry,
         record: &ProposalRecord,

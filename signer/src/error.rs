@@ -88,6 +88,16 @@ pub(crate) enum RpcError {
         /// When the lease ends.
         until: String,
     },
+    /// A re-issue for reconcile of a proposal whose operation, as the
+    /// registry says now, is not a `webhook` effect.
+    #[error("operation {0:?} is not a webhook: only a webhook's proof is re-issued for reconcile")]
+    NotAWebhook(String),
+    /// A re-issue for reconcile of a proposal whose operation is not
+    /// declared `replay_safe`.
+    #[error(
+        "operation {0:?} is not replay-safe: its proof is never re-issued, a person resolves it"
+    )]
+    NotReplaySafe(String),
     /// Approving this proposal needs a passkey assertion (`passkey_required`).
     #[error("approving this proposal needs a passkey: approve it in the console")]
     PasskeyRequired,
@@ -153,6 +163,8 @@ impl RpcError {
             RpcError::HandoffNotClaimed => reason::HANDOFF_NOT_CLAIMED,
             RpcError::NotUncertain(_) => reason::NOT_UNCERTAIN,
             RpcError::StillRunning { .. } => reason::STILL_RUNNING,
+            RpcError::NotAWebhook(_) => reason::NOT_A_WEBHOOK,
+            RpcError::NotReplaySafe(_) => reason::NOT_REPLAY_SAFE,
             RpcError::PasskeyRequired => reason::PASSKEY_REQUIRED,
             RpcError::PasskeysNotConfigured => reason::PASSKEYS_NOT_CONFIGURED,
             RpcError::NoPasskeyEnrolled => reason::NO_PASSKEY_ENROLLED,

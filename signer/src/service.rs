@@ -38,6 +38,7 @@ pub(crate) mod roles {
     pub(crate) const RELEASE_HANDOFF: &[Role] = &[Role::Head];
     pub(crate) const REVOKE: &[Role] = &[Role::Approver];
     pub(crate) const RESOLVE_UNCERTAIN: &[Role] = &[Role::Approver];
+    pub(crate) const REISSUE_FOR_RECONCILE: &[Role] = &[Role::Head];
     pub(crate) const PUBLIC_KEYS: &[Role] = &[Role::Head, Role::Approver, Role::Admin];
     pub(crate) const BEGIN_DECISION: &[Role] = &[Role::Approver];
     /// BeginEnrolment, Enrol, BeginRemoval, RemovePasskey, ListPasskeys.
@@ -383,6 +384,16 @@ impl Signer for SignerService {
         request: Request<wire::ResolveUncertainRequest>,
     ) -> Result<Response<wire::ResolveUncertainResponse>, Status> {
         SignerService::resolve_uncertain(self, request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
+    }
+
+    async fn reissue_for_reconcile(
+        &self,
+        request: Request<wire::ReissueForReconcileRequest>,
+    ) -> Result<Response<wire::ReissueForReconcileResponse>, Status> {
+        SignerService::reissue_for_reconcile(self, request)
             .await
             .map(Response::new)
             .map_err(to_status)

@@ -31,6 +31,8 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::HandoffInUse(_)
         | RpcError::NotUncertain(_)
         | RpcError::StillRunning { .. }
+        | RpcError::NotAWebhook(_)
+        | RpcError::NotReplaySafe(_)
         | RpcError::PasskeyRequired
         | RpcError::PasskeysNotConfigured
         | RpcError::NoPasskeyEnrolled
@@ -124,6 +126,8 @@ mod tests {
                 },
                 "still_running",
             ),
+            (RpcError::NotAWebhook("op".into()), "not_a_webhook"),
+            (RpcError::NotReplaySafe("op".into()), "not_replay_safe"),
             (RpcError::Internal("x".into()), "internal"),
             (RpcError::PasskeyRequired, "passkey_required"),
             (RpcError::PasskeysNotConfigured, "passkeys_not_configured"),
@@ -143,7 +147,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..30).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..32).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -179,6 +183,8 @@ mod tests {
             RpcError::EnrolmentCodeRefused => 27,
             RpcError::AuthorizationRequired => 28,
             RpcError::LastPasskey => 29,
+            RpcError::NotAWebhook(_) => 30,
+            RpcError::NotReplaySafe(_) => 31,
         }
     }
 

@@ -29,7 +29,7 @@ use crate::fault::{FaultPoint, crash_point};
 use crate::live_keys::{KeyRefresh, LiveKeys};
 use crate::outcome::{Outcome, Refused};
 use crate::plan::{Plan, plan};
-use crate::webhook::{WebhookSpec, send_webhook};
+use crate::webhook::{WebhookOutcome, WebhookSpec, send_webhook};
 
 /// A fault the gate could not turn into a decision. The caller reports it as
 /// an error. For a builtin effect nothing was applied (its one transaction
@@ -158,14 +158,7 @@ impl Gate {
             now: OffsetDateTime::now_utc(),
             max_lifetime: self.max_lifetime,
         };
-        let keys = self.keys.current().await;
-        let verified = match verify(proof, &keys, &expect) {
-            // A key the ring lacks may come from a rotation since the last
-            // fetch: fetch again (rate-limited) and verify once more.
-            Err(Refusal::UnknownKeyId) => verify(proof, &*self.keys.refresh().await, &expect),
-            other => other,
-        };
-        let verified = match verified {
+        let verified = match self.verify(proof, &expect).await {
             Ok(verified) => verified,
             Err(Refusal::Expired) => {
                 // Expiry blocks a new execution; it does not erase a prior one.
@@ -249,6 +242,48 @@ impl Gate {
             EffectOutcome::Applied { .. } => Outcome::Applied(disposition),
             EffectOutcome::Failed { .. } => Outcome::Failed(disposition),
         })
+    }
+
+    /// Verify `proof` with the key ring as it is now; a key the ring lacks
+    /// may come from a rotation since the last fetch, so then the ring is
+    /// fetched again (rate-limited) and the proof verified once more.
+    async fn verify(
+        &self,
+        proof: &Proof,
+        expect: &Expectations<'_>,
+    ) -> Result<VerifiedProof, Refusal> {
+        let keys = self.keys.current().await;
+        match verify(proof, &keys, expect) {
+            Err(Refusal::UnknownKeyId) => verify(proof, &*self.keys.refresh().await, expect),
+            other => other,
+        }
+    }
+
+    /// Verify a proof the signer re-issued for `intent` (reconcile's
+    /// re-send of a webhook) as any proof is verified, against the intent
+    /// as recorded: its session, proposal, operation, arguments and the
+    /// contract it was approved under, this head's principal, audience and
+    /// policy. It is never consumed: the intent's nonce already is.
+    pub(crate) async fn verify_reissued(
+        &self,
+        proof: &Proof,
+        intent: &Intent,
+    ) -> Result<VerifiedProof, Refusal> {
+        let arguments_sha256 =
+            countersign_verifier::canonical::sha256_hex(intent.arguments_json().as_bytes());
+        let expect = Expectations {
+            audience: &self.audience,
+            principal: self.principal.as_str(),
+            session: intent.session(),
+            proposal_id: intent.proposal_id(),
+            operation: intent.operation(),
+            arguments_sha256: &arguments_sha256,
+            contract_revision: intent.contract_revision(),
+            policy_revision: &self.policy_revision,
+            now: OffsetDateTime::now_utc(),
+            max_lifetime: self.max_lifetime,
+        };
+        self.verify(proof, &expect).await
     }
 
     /// Consume, apply and complete a builtin effect in the ledger's one
@@ -351,31 +386,14 @@ impl Gate {
             intent.proposal_id(),
         )
         .await;
-        let outcome = match sent {
-            Ok(outcome) => outcome,
-            Err(e) if e.maybe_sent() => return Ok(Sent::MaybeReceived(e.to_string())),
-            Err(e) => {
-                return Ok(Sent::Answered(EffectOutcome::Failed {
-                    error: format!("the webhook was not sent: {e}"),
-                    result: serde_json::Value::Null,
-                }));
-            }
-        };
-        let result =
-            serde_json::to_value(&outcome).map_err(|e| GateError::Effect(e.to_string()))?;
-        Ok(Sent::Answered(
-            if spec.accept_status.contains(&outcome.status) {
-                EffectOutcome::Applied { result }
-            } else {
-                EffectOutcome::Failed {
-                    error: format!(
-                        "the receiver answered status {}, not one of {:?}",
-                        outcome.status, spec.accept_status
-                    ),
-                    result,
-                }
-            },
-        ))
+        match sent {
+            Ok(outcome) => Ok(Sent::Answered(webhook_outcome(spec, &outcome)?)),
+            Err(e) if e.maybe_sent() => Ok(Sent::MaybeReceived(e.to_string())),
+            Err(e) => Ok(Sent::Answered(EffectOutcome::Failed {
+                error: format!("the webhook was not sent: {e}"),
+                result: serde_json::Value::Null,
+            })),
+        }
     }
 
     /// The outcome of an effect that may have happened: nothing is
@@ -394,6 +412,26 @@ impl Gate {
             None => Err(GateError::Effect(reason)),
         }
     }
+}
+
+/// The completion a receiver's answer makes: applied for a status of
+/// `spec.accept_status`, failed for any other; the answer is the result.
+pub(crate) fn webhook_outcome(
+    spec: &WebhookSpec,
+    outcome: &WebhookOutcome,
+) -> Result<EffectOutcome, GateError> {
+    let result = serde_json::to_value(outcome).map_err(|e| GateError::Effect(e.to_string()))?;
+    Ok(if spec.accept_status.contains(&outcome.status) {
+        EffectOutcome::Applied { result }
+    } else {
+        EffectOutcome::Failed {
+            error: format!(
+                "the receiver answered status {}, not one of {:?}",
+                outcome.status, spec.accept_status
+            ),
+            result,
+        }
+    })
 }
 
 /// What sending a webhook came to.

@@ -2,7 +2,8 @@
 //! the public keys (following the signer's rotations) and consume it once
 //! through the ledger (a builtin effect in the same single transaction; a
 //! `command` or `webhook` effect between an intent and a completion
-//! transaction); reconcile interrupted intents; talk to the
+//! transaction); reconcile interrupted intents (re-sending a replay-safe
+//! webhook with a proof the signer re-issues); talk to the
 //! signer as a head or an approver over mutually authenticated gRPC.
 //!
 //! It holds no signing key and links no signing code: the only thing it can
@@ -17,6 +18,7 @@ mod live_keys;
 mod outcome;
 mod plan;
 mod reconcile;
+mod resend;
 pub mod signer_client;
 pub mod webhook;
 

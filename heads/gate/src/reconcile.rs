@@ -12,6 +12,12 @@
 //! and nothing touches an intent whose lease has not ended: its head may
 //! still be running the effect.
 //!
+//! A replay-safe `webhook` is re-sent once per pass with a proof the signer
+//! re-issues for it (the same claims and `jti`, a fresh lifetime; see
+//! `resend.rs`), since the ledger keeps no proof and a receiver checks the
+//! proof itself. The re-issued proof is never consumed: the intent's nonce
+//! already is, and the answer completes the recorded intent.
+//!
 //! Heads consume builtin effects in one transaction, which never leaves an
 //! intent behind. A builtin intent can still exist if something called
 //! [`countersign_ledger::Ledger::begin_consume`] for it directly (or a
@@ -20,10 +26,13 @@
 //! unless the state store already records it under the nonce.
 
 use countersign_ledger::{EffectOutcome, Intent, Interrupted};
+use countersign_proto::v1::signer_client::SignerClient;
 use serde::Serialize;
+use tonic::transport::Channel;
 
 use crate::execute::{Gate, GateError};
 use crate::plan::{Plan, plan};
+use crate::resend::Resent;
 
 /// What reconcile did with one interrupted intent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,7 +42,9 @@ pub struct ReconcileEntry {
     /// The operation.
     pub operation: String,
     /// `replayed`, `replay_failed`, `running` (its head may still be
-    /// executing it; untouched) or `still_uncertain`.
+    /// executing it; untouched), `still_uncertain`, or `resolved_meanwhile`
+    /// (a webhook re-sent and answered while a person resolved it: their
+    /// resolution stands).
     pub action: &'static str,
     /// A sentence for the person reading the report.
     pub detail: String,
@@ -58,16 +69,25 @@ impl ReconcileReport {
 }
 
 impl Gate {
-    /// Resolve every interrupted intent as the module doc describes.
-    pub async fn reconcile(&self) -> Result<ReconcileReport, GateError> {
+    /// Resolve every interrupted intent as the module doc describes; `head`
+    /// is this head's signer connection, which re-issues the proof of a
+    /// replay-safe webhook.
+    pub async fn reconcile(
+        &self,
+        head: &mut SignerClient<Channel>,
+    ) -> Result<ReconcileReport, GateError> {
         let mut report = ReconcileReport::default();
         for found in self.ledger().interrupted().await? {
-            report.entries.push(self.reconcile_one(&found).await?);
+            report.entries.push(self.reconcile_one(head, &found).await?);
         }
         Ok(report)
     }
 
-    async fn reconcile_one(&self, found: &Interrupted) -> Result<ReconcileEntry, GateError> {
+    async fn reconcile_one(
+        &self,
+        head: &mut SignerClient<Channel>,
+        found: &Interrupted,
+    ) -> Result<ReconcileEntry, GateError> {
         let intent: &Intent = &found.intent;
         let entry = |action, detail: String| ReconcileEntry {
             proposal_id: intent.proposal_id().to_string(),
@@ -108,8 +128,9 @@ impl Gate {
             return Ok(entry(
                 "still_uncertain",
                 format!(
-                    "{} is not replay-safe; check whether it happened, then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
+                    "{} is not replay-safe, so it is never run or sent again; check whether it happened (for a webhook, ask the receiver whether it handled Idempotency-Key {}), then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
                     intent.operation(),
+                    intent.nonce(),
                     intent.proposal_id()
                 ),
             ));
@@ -125,19 +146,42 @@ impl Gate {
                 self.ledger().complete(intent, &outcome).await?;
                 applied
             }
-            // The ledger keeps no proof (only its hash), and a receiver
-            // checks the proof itself: a webhook cannot be re-sent as it
-            // was approved, so a person resolves it.
-            Ok(Plan::Webhook(_)) => {
-                return Ok(entry(
-                    "still_uncertain",
-                    format!(
-                        "{} is a webhook: the ledger keeps no proof to send again, so it is never re-sent; ask the receiver whether it handled Idempotency-Key {}, then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
-                        intent.operation(),
-                        intent.nonce(),
-                        intent.proposal_id()
+            Ok(Plan::Webhook(spec)) => {
+                return Ok(match self.resend_webhook(head, &spec, intent).await? {
+                    Resent::Completed(EffectOutcome::Applied { .. }) => entry(
+                        "replayed",
+                        format!(
+                            "replay-safe webhook: re-sent with a re-issued proof and the same Idempotency-Key {}, and the receiver accepted it",
+                            intent.nonce()
+                        ),
                     ),
-                ));
+                    Resent::Completed(EffectOutcome::Failed { error, .. }) => entry(
+                        "replay_failed",
+                        format!(
+                            "replay-safe webhook: re-sent with a re-issued proof and the same Idempotency-Key {}, and {error}; recorded as failed",
+                            intent.nonce()
+                        ),
+                    ),
+                    Resent::ResolvedMeanwhile(outcome) => entry(
+                        "resolved_meanwhile",
+                        format!(
+                            "replay-safe webhook: re-sent with the same Idempotency-Key {}, and the receiver {}, but a person resolved it meanwhile; their resolution stands",
+                            intent.nonce(),
+                            match outcome {
+                                EffectOutcome::Applied { .. } => "accepted it",
+                                EffectOutcome::Failed { .. } => "refused it",
+                            }
+                        ),
+                    ),
+                    Resent::StillUncertain(why) => entry(
+                        "still_uncertain",
+                        format!(
+                            "replay-safe webhook: {why}; run `countersign reconcile` again later, or ask the receiver whether it handled Idempotency-Key {} and run `countersign reconcile --resolve {} --applied` or `--not-applied`",
+                            intent.nonce(),
+                            intent.proposal_id()
+                        ),
+                    ),
+                });
             }
             Err(kind) => {
                 return Ok(entry(

@@ -101,6 +101,8 @@ mod locks;
 mod migrate;
 #[path = "../sql/passkeys.rs"]
 mod passkeys;
+#[path = "../sql/reissue.rs"]
+mod reissue;
 #[path = "../sql/rows.rs"]
 mod rows;
 #[path = "../sql/signer.rs"]

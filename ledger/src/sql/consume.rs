@@ -221,7 +221,7 @@ pub(super) async fn complete_in(
 /// effect, from a row with `leased` (its lease has not ended by the
 /// database's clock) and `owner`: leased, unless the owner is known to
 /// have exited (see `crate::owner`).
-fn still_running(row: &super::DbRow) -> Result<bool, LedgerError> {
+pub(super) fn still_running(row: &super::DbRow) -> Result<bool, LedgerError> {
     Ok(
         row.try_get::<bool, _>("leased")?
             && !owner::known_dead(&row.try_get::<String, _>("owner")?),

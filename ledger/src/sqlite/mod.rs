@@ -91,6 +91,8 @@ use writer_lock::{WriterGuard, WriterLock};
 mod migrate;
 #[path = "../sql/passkeys.rs"]
 mod passkeys;
+#[path = "../sql/reissue.rs"]
+mod reissue;
 #[path = "../sql/rows.rs"]
 mod rows;
 #[path = "../sql/signer.rs"]

@@ -337,6 +337,25 @@ pub struct ResolveUncertainResponse {
     pub resolved_by: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ReissueForReconcileRequest {
+    #[prost(string, tag = "1")]
+    pub proposal_id: ::prost::alloc::string::String,
+}
+/// Debug is hand-written in the proto crate: it never prints the proof.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[prost(skip_debug)]
+pub struct ReissueForReconcileResponse {
+    /// A secret: never log it. Its claims are the issued proof's, with a fresh
+    /// iat, nbf and exp.
+    #[prost(string, tag = "1")]
+    pub proof: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub proof_sha256: ::prost::alloc::string::String,
+    /// RFC 3339, UTC.
+    #[prost(string, tag = "3")]
+    pub expires_at: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RevokeRequest {
     #[prost(string, tag = "1")]
     pub proposal_id: ::prost::alloc::string::String,
@@ -830,6 +849,42 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "ResolveUncertain"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: head, of the proposal's principal. For reconcile's re-send of a
+        /// replay-safe webhook whose execution is uncertain (its intent recorded,
+        /// never completed, its lease ended): the signer signs again the claims
+        /// it issued for that proposal (the same jti, which is the Idempotency-Key,
+        /// session, operation, arguments, revisions, provenance, audience and
+        /// passkey assurance, rebuilt from the ledger's issuance, the stored
+        /// canonical arguments and the recorded passkey assertion), with a fresh
+        /// iat/nbf/exp. The ledger keeps no proof; the re-issue is recorded as a
+        /// `proof_reissued` event with the new proof's SHA-256. The nonce stays
+        /// consumed: the proof cannot start another execution. FAILED_PRECONDITION
+        /// (`not_uncertain`, `still_running`, `not_a_webhook`, `not_replay_safe`,
+        /// `contract_changed`, `policy_changed`) for anything else.
+        pub async fn reissue_for_reconcile(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ReissueForReconcileRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ReissueForReconcileResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/ReissueForReconcile",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "ReissueForReconcile"));
+            self.inner.unary(req, path, codec).await
+        }
         /// role: head, approver or admin. The keys that verify proofs.
         pub async fn public_keys(
             &mut self,
@@ -1102,6 +1157,25 @@ pub mod signer_server {
             request: tonic::Request<super::ResolveUncertainRequest>,
         ) -> std::result::Result<
             tonic::Response<super::ResolveUncertainResponse>,
+            tonic::Status,
+        >;
+        /// role: head, of the proposal's principal. For reconcile's re-send of a
+        /// replay-safe webhook whose execution is uncertain (its intent recorded,
+        /// never completed, its lease ended): the signer signs again the claims
+        /// it issued for that proposal (the same jti, which is the Idempotency-Key,
+        /// session, operation, arguments, revisions, provenance, audience and
+        /// passkey assurance, rebuilt from the ledger's issuance, the stored
+        /// canonical arguments and the recorded passkey assertion), with a fresh
+        /// iat/nbf/exp. The ledger keeps no proof; the re-issue is recorded as a
+        /// `proof_reissued` event with the new proof's SHA-256. The nonce stays
+        /// consumed: the proof cannot start another execution. FAILED_PRECONDITION
+        /// (`not_uncertain`, `still_running`, `not_a_webhook`, `not_replay_safe`,
+        /// `contract_changed`, `policy_changed`) for anything else.
+        async fn reissue_for_reconcile(
+            &self,
+            request: tonic::Request<super::ReissueForReconcileRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ReissueForReconcileResponse>,
             tonic::Status,
         >;
         /// role: head, approver or admin. The keys that verify proofs.
@@ -1670,6 +1744,51 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ResolveUncertainSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/ReissueForReconcile" => {
+                    #[allow(non_camel_case_types)]
+                    struct ReissueForReconcileSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::ReissueForReconcileRequest>
+                    for ReissueForReconcileSvc<T> {
+                        type Response = super::ReissueForReconcileResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ReissueForReconcileRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::reissue_for_reconcile(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ReissueForReconcileSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

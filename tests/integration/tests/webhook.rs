@@ -16,7 +16,7 @@ use countersign_registry::{Registry, RegistryError};
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::Digest as _;
-use support::{Harness, interrupt, verify_as_head};
+use support::{Backend, Harness, interrupt, verify_as_head};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
@@ -31,6 +31,10 @@ enum Behaviour {
     Sleep(Duration),
     /// Closes the connection without answering.
     Vanish,
+    /// A receiver that deduplicates by `Idempotency-Key`: a key it has not
+    /// seen waits this long (after the sender gave up), then answers 200
+    /// `late`; a key it has seen answers 200 `already handled` at once.
+    SlowFirstThenDedupe(Duration),
 }
 
 /// One request as received.
@@ -136,12 +140,26 @@ where
             Ok(n) => body.extend_from_slice(&chunk[..n]),
         }
     }
-    log.lock().unwrap().push(Received {
+    let received = Received {
         request_line,
         headers,
         body,
-    });
+    };
+    let key_seen = {
+        let mut log = log.lock().unwrap();
+        let key = received.header("idempotency-key").map(str::to_string);
+        let seen = log
+            .iter()
+            .any(|r| r.header("idempotency-key").map(str::to_string) == key);
+        log.push(received);
+        seen
+    };
     let (status, text) = match behaviour {
+        Behaviour::SlowFirstThenDedupe(_) if key_seen => (200, "already handled".to_string()),
+        Behaviour::SlowFirstThenDedupe(pause) => {
+            tokio::time::sleep(pause).await;
+            (200, "late".to_string())
+        }
         Behaviour::Status(status) => (status, "ok".to_string()),
         Behaviour::LongBody(n) => (200, "x".repeat(n)),
         Behaviour::Sleep(pause) => {
@@ -222,6 +240,24 @@ async fn https_setup(
     timeout_secs: u64,
     trust_the_receiver: bool,
 ) -> (Harness, Receiver, tempfile::TempDir) {
+    https_setup_on(
+        Backend::Sqlite,
+        behaviour,
+        replay_safe,
+        timeout_secs,
+        trust_the_receiver,
+    )
+    .await
+}
+
+/// [`https_setup`] with the ledger on `backend`.
+async fn https_setup_on(
+    backend: Backend,
+    behaviour: Behaviour,
+    replay_safe: bool,
+    timeout_secs: u64,
+    trust_the_receiver: bool,
+) -> (Harness, Receiver, tempfile::TempDir) {
     let (acceptor, ca_pem) = tls_under_a_new_ca();
     let receiver = Receiver::start(Some(acceptor), behaviour).await;
     let roots = tempfile::tempdir().unwrap();
@@ -238,7 +274,7 @@ async fn https_setup(
         receiver.addr.port(),
         roots_path.display()
     );
-    let h = Harness::start_with_registry(&webhook_registry(replay_safe, &effect)).await;
+    let h = Harness::start_on(backend, &webhook_registry(replay_safe, &effect)).await;
     (h, receiver, roots)
 }
 
@@ -443,13 +479,159 @@ async fn plain_http_to_loopback_is_sent_only_when_the_registry_allows_it() {
     assert_eq!(receiver.received().len(), 1);
 }
 
+/// `countersign --json exec ID --proof-file PROOF` as a real process, which
+/// exits when done: an intent it leaves open is no longer leased to a
+/// running head (its owner is gone), so reconcile may act on it at once.
+async fn exec_process(h: &Harness, id: &str, proof: &std::path::Path) -> (i32, serde_json::Value) {
+    let out = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
+        .args(["--home", &h.home(), "--json", "exec", id, "--proof-file"])
+        .arg(proof)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let json =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+    (out.status.code().unwrap(), json)
+}
+
+/// Propose `hook.send`, approve it, and execute it in a `countersign`
+/// process against a receiver slower than the timeout: uncertain, with one
+/// request received. Returns the id.
+async fn uncertain_after_a_timeout(h: &Harness, receiver: &Receiver) -> String {
+    let id = h.propose("hook.send", ARGS).await;
+    let proof = h.approve_to_file(&id).await;
+    let (code, json) = exec_process(h, &id, &proof).await;
+    assert_eq!(code, i32::from(countersign::exit::NOT_APPLIED), "{json}");
+    assert_eq!(json["status"], "uncertain", "{json}");
+    assert_eq!(receiver.received().len(), 1);
+    id
+}
+
+async fn events_of_kind(h: &Harness, kind: &str) -> Vec<countersign_ledger::EventRecord> {
+    h.ledger()
+        .events()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == kind)
+        .collect()
+}
+
+/// A replay-safe webhook whose receiver timed out: `reconcile` re-sends
+/// exactly the same request with the same Idempotency-Key and a re-issued
+/// proof that verifies with the published keys and carries the same jti;
+/// the receiver's dedupe recognises the key, the intent completes applied,
+/// and a second reconcile does nothing.
+async fn reconcile_resends_a_timed_out_replay_safe_webhook(backend: Backend) {
+    let (h, receiver, _roots) = https_setup_on(
+        backend,
+        Behaviour::SlowFirstThenDedupe(Duration::from_secs(4)),
+        true,
+        1,
+        true,
+    )
+    .await;
+    let id = uncertain_after_a_timeout(&h, &receiver).await;
+
+    let run = h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    let entries = run.json()["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["proposal_id"], id.as_str());
+    assert_eq!(entries[0]["action"], "replayed", "{entries:?}");
+
+    let got = receiver.received();
+    assert_eq!(got.len(), 2);
+    let (first, again) = (&got[0], &got[1]);
+    // The same request: line, body bytes, Idempotency-Key, proposal.
+    assert_eq!(again.request_line, first.request_line);
+    assert_eq!(again.body, first.body);
+    for header in ["idempotency-key", "countersign-proposal", "content-type"] {
+        assert_eq!(again.header(header), first.header(header), "{header}");
+    }
+    // A re-issued proof: another token, the same jti, verifying with the
+    // signer's published keys as the receiver checks it.
+    let (first_proof, proof) = (
+        first.header("countersign-proof").unwrap(),
+        again.header("countersign-proof").unwrap(),
+    );
+    assert_ne!(proof, first_proof);
+    let verified = verify_as_head(&h, &id, proof).await.unwrap();
+    let original = verify_as_head(&h, &id, first_proof).await.unwrap();
+    assert_eq!(verified.claims().jti, original.claims().jti);
+    assert_eq!(
+        again.header("idempotency-key"),
+        Some(verified.claims().jti.as_str())
+    );
+
+    // Completed applied with the receiver's dedupe answer.
+    let result = h.cli(&["--json", "result", &id]).await.json();
+    assert_eq!(result["status"], "applied", "{result}");
+    assert_eq!(result["result"]["status"], 200, "{result}");
+    assert_eq!(result["result"]["body"], "already handled", "{result}");
+    // The re-issue is in the audit chain as a hash, never the proof; the
+    // issuance is the original one.
+    let reissued = events_of_kind(&h, "proof_reissued").await;
+    assert_eq!(reissued.len(), 1);
+    assert_eq!(
+        reissued[0].details["proof_sha256"],
+        hex::encode(sha2::Sha256::digest(proof.as_bytes()))
+    );
+    let events = format!("{:?}", h.ledger().events().await.unwrap());
+    assert!(!events.contains(proof) && !events.contains(first_proof));
+    let issuance = h
+        .ledger()
+        .proposal(&id)
+        .await
+        .unwrap()
+        .unwrap()
+        .issuance
+        .unwrap();
+    assert_eq!(
+        issuance.proof_sha256,
+        hex::encode(sha2::Sha256::digest(first_proof.as_bytes()))
+    );
+    assert_eq!(events_of_kind(&h, "intent").await.len(), 1);
+    assert!(h.ledger().verify_chain().await.unwrap().is_intact());
+
+    // Nothing left: a second reconcile sends nothing.
+    let run = h.cli(&["reconcile"]).await;
+    assert_eq!(run.result, Ok(()));
+    assert_eq!(
+        run.stdout,
+        "nothing to reconcile: every recorded intent has completed\n"
+    );
+    assert_eq!(receiver.received().len(), 2);
+    assert_eq!(events_of_kind(&h, "proof_reissued").await.len(), 1);
+}
+
 #[tokio::test]
-async fn reconcile_never_resends_a_webhook_replay_safe_or_not() {
-    for replay_safe in [true, false] {
-        let (h, receiver, _roots) =
-            https_setup(Behaviour::Status(200), replay_safe, 10, true).await;
-        let id = h.propose("hook.send", ARGS).await;
-        interrupt(&h, &id).await;
+async fn reconcile_resends_a_timed_out_replay_safe_webhook_on_sqlite() {
+    reconcile_resends_a_timed_out_replay_safe_webhook(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn reconcile_resends_a_timed_out_replay_safe_webhook_on_postgres() {
+    reconcile_resends_a_timed_out_replay_safe_webhook(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn reconcile_never_resends_a_webhook_that_is_not_replay_safe() {
+    let (h, receiver, _roots) = https_setup(
+        Behaviour::SlowFirstThenDedupe(Duration::from_secs(4)),
+        false,
+        1,
+        true,
+    )
+    .await;
+    let id = uncertain_after_a_timeout(&h, &receiver).await;
+    let nonce = receiver.received()[0]
+        .header("idempotency-key")
+        .unwrap()
+        .to_string();
+    for _ in 0..2 {
         let run = h.cli(&["--json", "reconcile"]).await;
         assert_eq!(
             run.result,
@@ -460,12 +642,95 @@ async fn reconcile_never_resends_a_webhook_replay_safe_or_not() {
         let entry = &run.json()["entries"][0];
         assert_eq!(entry["action"], "still_uncertain");
         let detail = entry["detail"].as_str().unwrap();
-        let expected = if replay_safe {
-            "is a webhook: the ledger keeps no proof"
-        } else {
-            "is not replay-safe"
-        };
-        assert!(detail.contains(expected), "{detail}");
-        assert!(receiver.received().is_empty());
+        assert!(
+            detail.contains("hook.send is not replay-safe, so it is never run or sent again")
+                && detail.contains(&format!("handled Idempotency-Key {nonce}"))
+                && detail.contains(&format!("--resolve {id} --applied")),
+            "{detail}"
+        );
     }
+    assert_eq!(receiver.received().len(), 1);
+    assert!(events_of_kind(&h, "proof_reissued").await.is_empty());
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "uncertain"
+    );
+}
+
+#[tokio::test]
+async fn a_receiver_gone_at_the_resend_leaves_it_uncertain_and_reported_once_per_run() {
+    let (h, receiver, _roots) = https_setup(
+        Behaviour::SlowFirstThenDedupe(Duration::from_secs(4)),
+        true,
+        1,
+        true,
+    )
+    .await;
+    let id = uncertain_after_a_timeout(&h, &receiver).await;
+    let nonce = receiver.received()[0]
+        .header("idempotency-key")
+        .unwrap()
+        .to_string();
+    // The receiver vanishes: its port is closed.
+    let port = receiver.addr.port();
+    drop(receiver);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+
+    let run = h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(
+        run.result,
+        Err(CliError::NotApplied(
+            "1 execution(s) remain uncertain".into()
+        ))
+    );
+    let entries = run.json()["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["action"], "still_uncertain");
+    let detail = entries[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!(
+            "re-sent with Idempotency-Key {nonce} and no answer came"
+        )) && detail.contains("cannot connect")
+            && detail.contains("not re-sent again in this run"),
+        "{detail}"
+    );
+    // One re-issue, one attempt; nothing completed.
+    assert_eq!(events_of_kind(&h, "proof_reissued").await.len(), 1);
+    assert!(events_of_kind(&h, "completed").await.is_empty());
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "uncertain"
+    );
+}
+
+#[tokio::test]
+async fn reconcile_never_resends_a_webhook_whose_contract_changed_since_approval() {
+    let (h, receiver, _roots) = https_setup(Behaviour::Status(200), true, 10, true).await;
+    let id = h.propose("hook.send", ARGS).await;
+    interrupt(&h, &id).await;
+    let path = h.signer.home().registry_path();
+    let changed = std::fs::read_to_string(&path).unwrap().replacen(
+        "Send a note to the receiver.",
+        "Send a note to the receiver, differently.",
+        1,
+    );
+    std::fs::write(&path, changed).unwrap();
+    let run = h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(
+        run.result,
+        Err(CliError::NotApplied(
+            "1 execution(s) remain uncertain".into()
+        ))
+    );
+    let entry = &run.json()["entries"][0];
+    assert_eq!(entry["action"], "still_uncertain");
+    let detail = entry["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("hook.send changed since it was approved")
+            && detail.contains("never replayed under another contract"),
+        "{detail}"
+    );
+    assert!(receiver.received().is_empty());
+    assert!(events_of_kind(&h, "proof_reissued").await.is_empty());
 }

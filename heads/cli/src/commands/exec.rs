@@ -94,7 +94,7 @@ pub(crate) async fn reconcile(
     }
     let mut head = ctx.head().await?;
     let gate = ctx.gate(&mut head).await?;
-    let report = gate.reconcile().await.map_err(CliError::error)?;
+    let report = gate.reconcile(&mut head).await.map_err(CliError::error)?;
     if json {
         write_json(io.out, &report)?;
     } else if report.entries.is_empty() {

@@ -1,0 +1,69 @@
+//! The signer's record of re-issuing a proof for reconcile (shared by both
+//! backends): the `proof_reissued` event, written only while the proposal's
+//! execution is uncertain and no head may still be running it.
+//!
+//! Owns the check and the event, in one write transaction. Must not: store
+//! the proof (only its SHA-256), or touch the intent, the consumed nonce or
+//! the issuance: the re-issued proof starts no execution, and the intent
+//! it lets reconcile complete is the one recorded.
+
+use serde_json::json;
+use sqlx::Row as _;
+
+use super::consume::still_running;
+use super::locks::lock_proposal_row;
+use super::{Store, events};
+use crate::error::LedgerError;
+use crate::timefmt;
+use crate::types::ProofReissue;
+
+impl Store {
+    /// Record a re-issue; see [`crate::Ledger::record_reissue`].
+    pub(crate) async fn record_reissue(&self, r: &ProofReissue) -> Result<(), LedgerError> {
+        let mut tx = self.write_tx().await?;
+        lock_proposal_row(&mut tx, &r.proposal_id).await?;
+        let intent = sqlx::query(concat!(
+            "SELECT t.nonce AS nonce, t.lease_until AS lease_until, t.owner AS owner,
+                    t.lease_until > ",
+            db_now!(),
+            " AS leased,
+                    EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce) AS completed
+             FROM intents t WHERE t.proposal_id = $1"
+        ))
+        .bind(&r.proposal_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let not_uncertain = || LedgerError::NotUncertain(r.proposal_id.clone());
+        let Some(intent) = intent else {
+            return Err(not_uncertain());
+        };
+        if intent.try_get::<String, _>("nonce")? != r.nonce
+            || intent.try_get::<bool, _>("completed")?
+        {
+            return Err(not_uncertain());
+        }
+        if still_running(&intent)? {
+            return Err(LedgerError::StillRunning(
+                r.proposal_id.clone(),
+                intent.try_get("lease_until")?,
+            ));
+        }
+        let at = timefmt::format(timefmt::now())?;
+        let details = json!({
+            "nonce": r.nonce,
+            "proof_sha256": r.proof_sha256,
+            "expires_at": timefmt::format(r.expires_at)?,
+        });
+        events::append(
+            &mut tx,
+            &at,
+            "proof_reissued",
+            Some(&r.proposal_id),
+            &r.actor,
+            &details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

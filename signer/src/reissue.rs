@@ -1,0 +1,169 @@
+//! `ReissueForReconcile`: the proof of an uncertain, replay-safe webhook,
+//! signed again so that reconcile can re-send the request exactly as it was
+//! first sent, which a receiver accepts only with a proof it can verify.
+//!
+//! The ledger keeps no proof, and must not. What it keeps is enough to sign
+//! the same claims again: the issuance's bound facts (nonce, principal,
+//! session, proposal, operation, arguments hash, revisions, provenance,
+//! audience), the proposal's canonical arguments and the passkey assertion
+//! recorded with the approval. Only `iat`, `nbf` and `exp` are new (the
+//! policy's lifetime for the operation, from now), so the receiver
+//! verifies it and deduplicates by its `jti`, the `Idempotency-Key`.
+//!
+//! Refused unless the proposal is the caller's principal's, its execution
+//! is uncertain (an intent recorded, never completed) and no head may still
+//! be running it, its operation is, under the contract approved, a
+//! `webhook` declared `replay_safe`, and the policy is the one approved.
+//! The nonce stays consumed and the intent stays as recorded: the proof
+//! can start no execution, only let reconcile complete the recorded one.
+//! Recorded as a `proof_reissued` event (the new proof's SHA-256, never the
+//! proof). This module must not log or store a proof.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_ledger::{AssertionPurpose, LedgerError, ProofReissue, ProposalStatus};
+use countersign_proto::v1 as wire;
+use countersign_registry::Effect;
+use countersign_verifier::claims::ISSUER;
+use countersign_verifier::{AuthMethod, Claims, PasskeyAssurance};
+use time::Duration;
+use tonic::Request;
+
+use crate::convert::{format_time, parse_proposal_id};
+use crate::error::RpcError;
+use crate::issue::sign_claims_with;
+use crate::service::{SignerService, authorize, now_seconds, roles};
+
+impl SignerService {
+    pub(crate) async fn reissue_for_reconcile(
+        &self,
+        request: Request<wire::ReissueForReconcileRequest>,
+    ) -> Result<wire::ReissueForReconcileResponse, RpcError> {
+        let peer = authorize(
+            &request,
+            "ReissueForReconcile",
+            roles::REISSUE_FOR_RECONCILE,
+        )?;
+        let id = parse_proposal_id(request.into_inner().proposal_id)?;
+        let record = self.owned_proposal(&id, &peer.principal).await?;
+        if record.status != ProposalStatus::Uncertain {
+            return Err(RpcError::NotUncertain(record.proposal.id));
+        }
+        let issuance = record.issuance.clone().ok_or_else(|| {
+            RpcError::Internal(format!("{} is uncertain without an issuance", id.as_str()))
+        })?;
+        // The contract and the policy a person approved, unchanged; the
+        // stored arguments intact (the same check as an approval's).
+        let registry = self.registry_now()?;
+        let (op, args) = self.approvable(&registry, &record)?;
+        if issuance.contract_revision != op.contract_revision() {
+            return Err(RpcError::ContractChanged(record.proposal.operation));
+        }
+        if issuance.policy_revision != self.state.policy.revision() {
+            return Err(RpcError::PolicyChanged);
+        }
+        match &op.effect {
+            Effect::Webhook { .. } => {}
+            Effect::Builtin { .. } | Effect::Command { .. } => {
+                return Err(RpcError::NotAWebhook(op.name.clone()));
+            }
+        }
+        if !op.replay_safe {
+            return Err(RpcError::NotReplaySafe(op.name.clone()));
+        }
+        // The issuance the signer recorded binds this proposal; anything
+        // else is a ledger that was written by someone other than the
+        // signer, and nothing is signed from it.
+        let p = &record.proposal;
+        if args.sha256_hex() != issuance.arguments_sha256
+            || issuance.proposal_id != p.id
+            || issuance.principal != p.principal
+            || issuance.operation != p.operation
+            || issuance.contract_revision != p.contract_revision
+            || issuance.policy_revision != p.policy_revision
+        {
+            return Err(RpcError::Internal(format!(
+                "the issuance of {} does not bind its proposal",
+                id.as_str()
+            )));
+        }
+        let passkey = match self.state.ledger.passkey_assertion_for(id.as_str()).await? {
+            Some(stored) if stored.assertion.purpose == AssertionPurpose::Decision => {
+                let raw = URL_SAFE_NO_PAD
+                    .decode(&stored.assertion.credential_id)
+                    .map_err(|e| RpcError::Internal(format!("stored credential id: {e}")))?;
+                Some(
+                    PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], &raw)
+                        .map_err(|e| RpcError::Internal(format!("passkey assurance: {e}")))?,
+                )
+            }
+            _ => None,
+        };
+        let lifetime = i64::try_from(self.state.policy.lifetime_for(op))
+            .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
+        let now = now_seconds()?;
+        let expires_at = now + Duration::seconds(lifetime);
+        // The issued claims, field by field from the issuance; no grant, as
+        // the signer issues none (a decision is a person's).
+        let claims = Claims {
+            iss: ISSUER.to_owned(),
+            aud: issuance.audience.clone(),
+            sub: issuance.principal.clone(),
+            sid: issuance.session.clone(),
+            pid: issuance.proposal_id.clone(),
+            op: issuance.operation.clone(),
+            args: args.value().clone(),
+            args_sha256: issuance.arguments_sha256.clone(),
+            crev: issuance.contract_revision.clone(),
+            prev: issuance.policy_revision.clone(),
+            grant: None,
+            prov: issuance.provenance.clone(),
+            passkey,
+            jti: issuance.nonce.clone(),
+            iat: now,
+            nbf: now,
+            exp: expires_at,
+        };
+        let keys = self
+            .state
+            .keys
+            .current()
+            .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
+        let proof = sign_claims_with(keys.signer.as_ref(), &claims)
+            .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
+        let proof_sha256 = proof.sha256_hex();
+        // Checked again inside the ledger's write transaction: still
+        // uncertain under this nonce, and no head running it. On a refusal
+        // the proof is dropped (zeroized) unseen, and nothing is recorded.
+        let recorded = self
+            .state
+            .ledger
+            .record_reissue(&ProofReissue {
+                proposal_id: issuance.proposal_id.clone(),
+                nonce: issuance.nonce.clone(),
+                proof_sha256: proof_sha256.clone(),
+                expires_at,
+                actor: peer.principal.clone(),
+            })
+            .await;
+        match recorded {
+            Ok(()) => {}
+            Err(LedgerError::NotUncertain(id)) => return Err(RpcError::NotUncertain(id)),
+            Err(LedgerError::StillRunning(id, until)) => {
+                return Err(RpcError::StillRunning { id, until });
+            }
+            Err(other) => return Err(other.into()),
+        }
+        let expires_at = format_time(expires_at)?;
+        tracing::info!(
+            proposal_id = id.as_str(), %proof_sha256, %expires_at,
+            "proof re-issued for reconcile"
+        );
+        // The wire message needs a plain String; prost owns it from here.
+        Ok(wire::ReissueForReconcileResponse {
+            proof: proof.expose_secret().to_owned(),
+            proof_sha256,
+            expires_at,
+        })
+    }
+}
