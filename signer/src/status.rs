@@ -29,6 +29,7 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::PolicyChanged
         | RpcError::HandoffNotClaimed
         | RpcError::HandoffInUse(_)
+        | RpcError::HandoffUnrecoverable(_)
         | RpcError::NotUncertain(_)
         | RpcError::StillRunning { .. }
         | RpcError::PasskeyRequired
@@ -116,6 +117,10 @@ mod tests {
             (RpcError::HandoffSessionMismatch, "handoff_session_mismatch"),
             (RpcError::HandoffNotClaimed, "handoff_not_claimed"),
             (RpcError::HandoffInUse("p".into()), "handoff_in_use"),
+            (
+                RpcError::HandoffUnrecoverable("p".into()),
+                "handoff_unrecoverable",
+            ),
             (RpcError::NotUncertain("p".into()), "not_uncertain"),
             (
                 RpcError::StillRunning {
@@ -143,7 +148,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..30).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..31).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -179,6 +184,7 @@ mod tests {
             RpcError::EnrolmentCodeRefused => 27,
             RpcError::AuthorizationRequired => 28,
             RpcError::LastPasskey => 29,
+            RpcError::HandoffUnrecoverable(_) => 30,
         }
     }
 
