@@ -17,17 +17,25 @@
 //!   effect and completion rows are written), before the commit. The
 //!   process dies mid-transaction, so nothing is recorded: the nonce is not
 //!   burned, nothing is applied, and the proof can be presented again.
+//!
+//! And one for a handoff: `after_claim` is after the head claimed a proof
+//! from the signer, before it presents it (nothing is consumed); the
+//! signer hands the approval to another head once the claim's lease ran
+//! out.
 
 pub use countersign_ledger::fault::FAULT_VAR;
 
-/// Where a head may be told to crash between the two transactions of an
-/// effect outside the ledger.
+/// Where a head may be told to crash: between the two transactions of an
+/// effect outside the ledger, or between a handoff's claim and its
+/// presentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FaultPoint {
     /// After the consume transaction committed, before the effect.
     AfterIntent,
     /// After the effect, before the completion transaction.
     AfterEffect,
+    /// After a handoff was claimed, before its proof is presented.
+    AfterClaim,
 }
 
 impl FaultPoint {
@@ -35,6 +43,7 @@ impl FaultPoint {
         match self {
             FaultPoint::AfterIntent => "after_intent",
             FaultPoint::AfterEffect => "after_effect",
+            FaultPoint::AfterClaim => "after_claim",
         }
     }
 }
