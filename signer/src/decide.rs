@@ -3,9 +3,10 @@
 //! Approval rebuilds the claims from the stored canonical arguments and
 //! the registry file as it is now and the policy (refusing if either
 //! changed since the proposal), signs them with the proof key (`issue.rs`), records the
-//! issuance in the ledger (hashes and nonce, never the proof), then either
-//! returns the proof (direct) or keeps it for one handoff. This module must
-//! not log or store a proof.
+//! issuance in the ledger (hashes and nonce, never the proof, and for a
+//! handoff the delivery, so a restarted signer can re-derive it), then
+//! either returns the proof (direct) or keeps it for one handoff. This
+//! module must not log or store a proof.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
