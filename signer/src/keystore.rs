@@ -120,6 +120,9 @@ struct Index {
     keys: Vec<KeyEntry>,
 }
 
+/// A verifying key's signer, or why it could not be opened.
+pub(crate) type OpenedSigner = Result<Arc<dyn ProofSigner>, KeyStoreError>;
+
 /// A key the signer publishes (active or verifying).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublishedKey {
@@ -311,9 +314,7 @@ impl KeyStore {
     /// authorization. A verifying key never signs new claims: `Decide`
     /// signs with [`Current::signer`] alone. A retired key has no file or
     /// token key any more and is not listed.
-    pub(crate) fn verifying_signers(
-        &self,
-    ) -> Result<Vec<(String, Result<Arc<dyn ProofSigner>, KeyStoreError>)>, KeyStoreError> {
+    pub(crate) fn verifying_signers(&self) -> Result<Vec<(String, OpenedSigner)>, KeyStoreError> {
         let index = self.read_index()?;
         let open = |entry: &KeyEntry| -> Result<Arc<dyn ProofSigner>, KeyStoreError> {
             let key = self.public_of(entry)?;

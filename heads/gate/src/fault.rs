@@ -31,19 +31,19 @@ pub use countersign_ledger::fault::FAULT_VAR;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FaultPoint {
     /// After the consume transaction committed, before the effect.
-    AfterIntent,
+    IntentRecorded,
     /// After the effect, before the completion transaction.
-    AfterEffect,
+    EffectRan,
     /// After a handoff was claimed, before its proof is presented.
-    AfterClaim,
+    HandoffClaimed,
 }
 
 impl FaultPoint {
     fn name(self) -> &'static str {
         match self {
-            FaultPoint::AfterIntent => "after_intent",
-            FaultPoint::AfterEffect => "after_effect",
-            FaultPoint::AfterClaim => "after_claim",
+            FaultPoint::IntentRecorded => "after_intent",
+            FaultPoint::EffectRan => "after_effect",
+            FaultPoint::HandoffClaimed => "after_claim",
         }
     }
 }
