@@ -19,6 +19,11 @@ use crate::{Home, IdentityError};
 
 /// Where the signer listens and heads connect, unless configured.
 pub const DEFAULT_SIGNER_ADDR: &str = "127.0.0.1:7443";
+/// How long a head that claimed a handoff has to present it, unless
+/// configured (`[signer] handoff_claim_lease_secs`).
+pub const DEFAULT_HANDOFF_CLAIM_LEASE_SECS: u64 = 60;
+/// The longest claim lease the signer accepts.
+pub const MAX_HANDOFF_CLAIM_LEASE_SECS: u64 = 3600;
 /// Where the web console listens in the configuration `countersign init`
 /// writes. A configuration without a `[console]` section has no console.
 pub const DEFAULT_CONSOLE_ADDR: &str = "127.0.0.1:7444";
@@ -31,6 +36,12 @@ pub use countersign_verifier::lifetimes::LIFETIME_CAP_SECS as MAX_LIFETIME_CAP_S
 pub struct Config {
     /// `host:port` the signer listens on and heads connect to.
     pub signer_addr: String,
+    /// How long a claimed handoff stays with the head that claimed it
+    /// before the signer hands it to another head, if the ledger shows it
+    /// unused (`[signer] handoff_claim_lease_secs`, default
+    /// [`DEFAULT_HANDOFF_CLAIM_LEASE_SECS`]): a head killed between claim
+    /// and presentation does not strand the approval.
+    pub handoff_claim_lease_secs: u64,
     /// sqlx URL of the ledger; SQLite paths are absolute after resolution.
     pub ledger_url: String,
     /// Absolute path of the operation registry.
@@ -103,6 +114,7 @@ struct PasskeysSection {
 #[serde(deny_unknown_fields)]
 struct SignerSection {
     addr: Option<String>,
+    handoff_claim_lease_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -192,6 +204,16 @@ impl Config {
             ))
         })?;
 
+        let handoff_claim_lease_secs = file
+            .signer
+            .handoff_claim_lease_secs
+            .unwrap_or(DEFAULT_HANDOFF_CLAIM_LEASE_SECS);
+        if !(1..=MAX_HANDOFF_CLAIM_LEASE_SECS).contains(&handoff_claim_lease_secs) {
+            return Err(invalid(format!(
+                "signer.handoff_claim_lease_secs must be 1..={MAX_HANDOFF_CLAIM_LEASE_SECS}"
+            )));
+        }
+
         let ledger_url = match file.ledger.url {
             Some(url) => anchor_sqlite_url(home.root(), &url),
             None => format!("sqlite://{}", home.ledger_path().display()),
@@ -259,6 +281,7 @@ impl Config {
             .map_err(invalid)?;
         Ok(Config {
             signer_addr,
+            handoff_claim_lease_secs,
             ledger_url,
             registry,
             policy,
@@ -437,6 +460,36 @@ mod tests {
         assert_eq!(c.verifier_max_lifetime_secs, 1800);
         assert_eq!(c.console_addr, None);
         assert_eq!(c.console_proposal_url("prop_1"), None);
+        assert_eq!(c.handoff_claim_lease_secs, 60);
+    }
+
+    #[test]
+    fn the_handoff_claim_lease_is_configured_within_bounds() {
+        let c = Config::from_toml_str(
+            &home(),
+            P,
+            "[signer]
+handoff_claim_lease_secs = 5
+",
+        )
+        .unwrap();
+        assert_eq!(c.handoff_claim_lease_secs, 5);
+        for text in [
+            "[signer]
+handoff_claim_lease_secs = 0
+",
+            "[signer]
+handoff_claim_lease_secs = 3601
+",
+        ] {
+            match Config::from_toml_str(&home(), P, text) {
+                Err(IdentityError::Config { detail, .. }) => assert_eq!(
+                    detail, "signer.handoff_claim_lease_secs must be 1..=3600",
+                    "{text}"
+                ),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -141,7 +141,34 @@ impl Ledger {
     /// `NotPending` if already decided; `IssuanceMismatch` if the issuance's
     /// operation, arguments hash or revisions differ from the proposal's.
     pub async fn record_approval(&self, issuance: &IssuanceRecord) -> Result<(), LedgerError> {
-        dispatch!(self, b => b.record_approval(issuance, None).await)
+        dispatch!(self, b => b.record_approval(issuance, None, false).await)
+    }
+
+    /// [`Ledger::record_approval`] (or, with `passkey`,
+    /// [`Ledger::record_passkey_approval`]) of a proof kept for a head to
+    /// claim: the `approved` event records `"delivery": "handoff"`, which
+    /// lets a restarted signer hand the approval over
+    /// ([`Ledger::approved_for_handoff`]). An assertion made for a direct
+    /// delivery is `AssertionMismatch`.
+    pub async fn record_handoff_approval(
+        &self,
+        issuance: &IssuanceRecord,
+        passkey: Option<&PasskeyAssertionRecord>,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_approval(issuance, passkey, true).await)
+    }
+
+    /// Whether the approval that issued the proof with SHA-256
+    /// `proof_sha256` for `proposal_id` was recorded for a handoff
+    /// ([`Ledger::record_handoff_approval`]). `false` for a direct
+    /// approval, for one recorded before the ledger kept the delivery, and
+    /// for a proof hash no approval of the proposal issued.
+    pub async fn approved_for_handoff(
+        &self,
+        proposal_id: &str,
+        proof_sha256: &str,
+    ) -> Result<bool, LedgerError> {
+        dispatch!(self, b => b.approved_for_handoff(proposal_id, proof_sha256).await)
     }
 
     /// [`Ledger::record_approval`] with the passkey assertion that
@@ -151,13 +178,16 @@ impl Ledger {
     /// delivery), else `AssertionMismatch`, by an enrolled, unremoved
     /// credential of the issuance's principal, else `UnusablePasskey`; a
     /// challenge accepted before is `ChallengeUsed`. Errors otherwise as
-    /// for `record_approval`; on any error nothing is written.
+    /// for `record_approval`; on any error nothing is written. An assertion
+    /// made for a `handoff` delivery records the approval for a handoff,
+    /// as [`Ledger::record_handoff_approval`] does.
     pub async fn record_passkey_approval(
         &self,
         issuance: &IssuanceRecord,
         assertion: &PasskeyAssertionRecord,
     ) -> Result<(), LedgerError> {
-        dispatch!(self, b => b.record_approval(issuance, Some(assertion)).await)
+        let handoff = assertion.delivery == "handoff";
+        dispatch!(self, b => b.record_approval(issuance, Some(assertion), handoff).await)
     }
 
     /// Enrol a credential in one transaction: its row (stamped now), the

@@ -175,6 +175,42 @@ async fn refuses_an_issuance_that_does_not_match_the_proposal(kind: Kind) {
     );
 }
 
+on_both_backends!(a_handoff_approval_is_told_apart_from_a_direct_one);
+async fn a_handoff_approval_is_told_apart_from_a_direct_one(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let (direct, handoff) = (create_schedule(1, "nightly"), create_schedule(2, "weekly"));
+    t.ledger.insert_proposal(&direct).await.unwrap();
+    t.ledger.insert_proposal(&handoff).await.unwrap();
+    let (_, direct_record) = issue(&direct, 1, 300);
+    let (_, handoff_record) = issue(&handoff, 2, 300);
+    t.ledger.record_approval(&direct_record).await.unwrap();
+    t.ledger
+        .record_handoff_approval(&handoff_record, None)
+        .await
+        .unwrap();
+    let asked = |id: &str, sha: &str| {
+        let (id, sha) = (id.to_owned(), sha.to_owned());
+        let ledger = t.ledger.clone();
+        async move { ledger.approved_for_handoff(&id, &sha).await.unwrap() }
+    };
+    assert!(!asked(&direct.id, &direct_record.proof_sha256).await);
+    assert!(asked(&handoff.id, &handoff_record.proof_sha256).await);
+    // Only the approval that issued this proof counts.
+    assert!(!asked(&handoff.id, &direct_record.proof_sha256).await);
+    assert!(!asked("prop_nope", &handoff_record.proof_sha256).await);
+    // The event records it; the chain and its facts still agree.
+    let event = t
+        .ledger
+        .events()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == "approved" && e.proposal_id.as_deref() == Some(handoff.id.as_str()))
+        .unwrap();
+    assert_eq!(event.details["delivery"], "handoff");
+    assert!(t.ledger.verify_chain().await.unwrap().first_break.is_none());
+}
+
 on_both_backends!(an_unused_proof_past_its_expiry_reads_as_expired);
 async fn an_unused_proof_past_its_expiry_reads_as_expired(kind: Kind) {
     let t = TestLedger::on(kind).await;

@@ -98,6 +98,11 @@ pub mod reason {
     pub const HANDOFF_IN_USE: &str = "handoff_in_use";
     /// A release of a handoff that no head holds.
     pub const HANDOFF_NOT_CLAIMED: &str = "handoff_not_claimed";
+    /// An approval recorded for a handoff that the signer cannot hand over
+    /// after a restart: no key it holds reproduces the issued proof (its
+    /// key was retired, say). Nothing can be claimed; revoke it and
+    /// propose again.
+    pub const HANDOFF_UNRECOVERABLE: &str = "handoff_unrecoverable";
     /// The proposal has no execution awaiting a person's resolution.
     pub const NOT_UNCERTAIN: &str = "not_uncertain";
     /// The execution's head may still be running the effect.

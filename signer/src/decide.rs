@@ -3,9 +3,10 @@
 //! Approval rebuilds the claims from the stored canonical arguments and
 //! the registry file as it is now and the policy (refusing if either
 //! changed since the proposal), signs them with the proof key (`issue.rs`), records the
-//! issuance in the ledger (hashes and nonce, never the proof), then either
-//! returns the proof (direct) or keeps it for one handoff. This module must
-//! not log or store a proof.
+//! issuance in the ledger (hashes and nonce, never the proof, and for a
+//! handoff the delivery, so a restarted signer can re-derive it), then
+//! either returns the proof (direct) or keeps it for one handoff. This
+//! module must not log or store a proof.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -164,13 +165,22 @@ impl SignerService {
             .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
         let proof_sha256 = proof.sha256_hex();
         let issuance = IssuanceRecord::from_claims(&claims, &proof);
-        match &verified {
-            Some(v) => state
+        // A handoff approval says so in its event, so that a restarted
+        // signer can still hand it over (`recover.rs`); a direct one never
+        // becomes a head's to claim.
+        let assertion = verified.as_ref().map(|v| &v.record);
+        match (delivery, assertion) {
+            (Delivery::Handoff, assertion) => state
                 .ledger
-                .record_passkey_approval(&issuance, &v.record)
+                .record_handoff_approval(&issuance, assertion)
                 .await
                 .map_err(crate::passkeys::challenge_used)?,
-            None => state.ledger.record_approval(&issuance).await?,
+            (Delivery::Direct, Some(assertion)) => state
+                .ledger
+                .record_passkey_approval(&issuance, assertion)
+                .await
+                .map_err(crate::passkeys::challenge_used)?,
+            (Delivery::Direct, None) => state.ledger.record_approval(&issuance).await?,
         }
         tracing::info!(
             proposal_id = %record.proposal.id, %proof_sha256, ?delivery, provenance, session = %session,

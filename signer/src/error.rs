@@ -75,6 +75,12 @@ pub(crate) enum RpcError {
     /// A release of a handoff that no head holds.
     #[error("the handoff is not claimed")]
     HandoffNotClaimed,
+    /// An approval recorded for a handoff that a restarted signer cannot
+    /// re-derive: no key it holds reproduces the issued proof.
+    #[error(
+        "the approval of {0} was kept for a handoff but cannot be handed over after the signer restarted: no key the signer holds reproduces it (was its key retired?); revoke it and propose again"
+    )]
+    HandoffUnrecoverable(String),
     /// The proposal has no execution awaiting a person's resolution.
     #[error("proposal {0} is not uncertain; there is nothing to resolve")]
     NotUncertain(String),
@@ -161,6 +167,7 @@ impl RpcError {
             RpcError::HandoffSessionMismatch => reason::HANDOFF_SESSION_MISMATCH,
             RpcError::HandoffInUse(_) => reason::HANDOFF_IN_USE,
             RpcError::HandoffNotClaimed => reason::HANDOFF_NOT_CLAIMED,
+            RpcError::HandoffUnrecoverable(_) => reason::HANDOFF_UNRECOVERABLE,
             RpcError::NotUncertain(_) => reason::NOT_UNCERTAIN,
             RpcError::StillRunning { .. } => reason::STILL_RUNNING,
             RpcError::NotAWebhook(_) => reason::NOT_A_WEBHOOK,

@@ -120,6 +120,9 @@ struct Index {
     keys: Vec<KeyEntry>,
 }
 
+/// A verifying key's signer, or why it could not be opened.
+pub(crate) type OpenedSigner = Result<Arc<dyn ProofSigner>, KeyStoreError>;
+
 /// A key the signer publishes (active or verifying).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublishedKey {
@@ -301,6 +304,37 @@ impl KeyStore {
             signer,
             published: Arc::new(published),
         })
+    }
+
+    /// The signers of the verifying keys (not the active one), each loaded
+    /// from its file or opened on its token, or why it could not be.
+    ///
+    /// For one purpose only: re-deriving, byte for byte, a proof that a key
+    /// issued while it was active (`recover.rs`), which creates no new
+    /// authorization. A verifying key never signs new claims: `Decide`
+    /// signs with [`Current::signer`] alone. A retired key has no file or
+    /// token key any more and is not listed.
+    pub(crate) fn verifying_signers(&self) -> Result<Vec<(String, OpenedSigner)>, KeyStoreError> {
+        let index = self.read_index()?;
+        let open = |entry: &KeyEntry| -> Result<Arc<dyn ProofSigner>, KeyStoreError> {
+            let key = self.public_of(entry)?;
+            Ok(match self.location(entry)? {
+                Location::File(path) => {
+                    let signer = ProofKey::load_file(&path)?;
+                    if ProofSigner::verifying_key(&signer) != key {
+                        return Err(self.malformed("a verifying key file holds another key"));
+                    }
+                    Arc::new(signer)
+                }
+                Location::Token(uri) => Arc::new(Pkcs11Key::open(&uri, key)?),
+            })
+        };
+        Ok(index
+            .keys
+            .iter()
+            .filter(|e| e.status == KeyStatus::Verifying)
+            .map(|e| (e.key_id.clone(), open(e)))
+            .collect())
     }
 
     /// Makes a new key active; the active key becomes verifying. `record`

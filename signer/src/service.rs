@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use countersign_identity::{PeerIdentity, Role, peer_identity};
-use countersign_ledger::{Proposal, ProposalRecord};
+use countersign_ledger::{Proposal, ProposalRecord, ProposalStatus};
 use countersign_proto::v1 as wire;
 use countersign_proto::v1::signer_server::Signer;
 use countersign_registry::Registry;
@@ -207,16 +207,44 @@ impl SignerService {
     ) -> Result<wire::ClaimHandoffResponse, RpcError> {
         let peer = authorize(&request, "ClaimHandoff", roles::CLAIM_HANDOFF)?;
         let cmd = HandoffCommand::try_from(request.into_inner())?;
-        self.owned_proposal(&cmd.proposal_id, &peer.principal)
+        let record = self
+            .owned_proposal(&cmd.proposal_id, &peer.principal)
             .await?;
-        let proof = self.state.handoffs.claim(
-            cmd.proposal_id.as_str(),
-            &peer.principal,
-            cmd.session.as_str(),
-            OffsetDateTime::now_utc(),
-        )?;
+        let id = cmd.proposal_id.as_str();
+        let handoffs = &self.state.handoffs;
+        // The ledger, read before the store: a claim is handed over only
+        // while the nonce is unconsumed, so a lapsed lease never passes a
+        // used approval to a second head.
+        match record.status {
+            ProposalStatus::Approved => {}
+            status if status.is_consumed() => {
+                // Executed (or being executed): the head reads the recorded
+                // disposition, never "no approval".
+                handoffs.discard(id);
+                return Err(RpcError::HandoffInUse(id.to_owned()));
+            }
+            _ => {
+                handoffs.discard(id);
+                return Err(RpcError::NoLiveHandoff);
+            }
+        }
+        let now = OffsetDateTime::now_utc();
+        let lease = self.state.handoff_claim_lease;
+        let claimed = match handoffs.claim(id, &peer.principal, cmd.session.as_str(), now, lease) {
+            // Nothing in memory: a signer restarted since the approval.
+            Err(RpcError::NoLiveHandoff) => {
+                self.recover_handoff(&record, now).await?;
+                handoffs.claim(id, &peer.principal, cmd.session.as_str(), now, lease)?
+            }
+            other => other?,
+        };
+        let proof = claimed.proof;
         let proof_sha256 = proof.sha256_hex();
-        tracing::info!(proposal_id = cmd.proposal_id.as_str(), %proof_sha256, "handoff claimed");
+        if claimed.after_lapsed_lease {
+            tracing::warn!(proposal_id = id, %proof_sha256, "handoff claimed again: the previous claim's lease ran out unreleased");
+        } else {
+            tracing::info!(proposal_id = id, %proof_sha256, "handoff claimed");
+        }
         // The wire message needs a plain String; prost owns it from here.
         Ok(wire::ClaimHandoffResponse {
             proof: proof.expose_secret().to_owned(),

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicU64;
 #[cfg(feature = "testing")]
 use std::sync::atomic::Ordering;
 
-use countersign_identity::{Config, Home};
+use countersign_identity::{Config, DEFAULT_HANDOFF_CLAIM_LEASE_SECS, Home};
 use countersign_ledger::Ledger;
 use countersign_registry::{CurrentRegistry, Policy};
 
@@ -28,6 +28,9 @@ pub struct SignerState {
     pub(crate) registry: CurrentRegistry,
     pub(crate) policy: Policy,
     pub(crate) handoffs: HandoffStore,
+    /// How long a head that claimed a handoff holds it
+    /// (`[signer] handoff_claim_lease_secs`).
+    pub(crate) handoff_claim_lease: time::Duration,
     /// `[passkeys]`: `None` when passkeys are not configured.
     pub(crate) passkeys: Option<PasskeyPolicy>,
     pub(crate) challenges: Challenges,
@@ -63,6 +66,7 @@ impl SignerState {
             registry,
             policy,
             handoffs: HandoffStore::default(),
+            handoff_claim_lease: lease_of(DEFAULT_HANDOFF_CLAIM_LEASE_SECS),
             passkeys: None,
             challenges: Challenges::default(),
             enrolment_codes,
@@ -75,6 +79,12 @@ impl SignerState {
     /// configured).
     pub fn with_passkeys(mut self, policy: Option<PasskeyPolicy>) -> SignerState {
         self.passkeys = policy;
+        self
+    }
+
+    /// The same state with claimed handoffs held for `secs` seconds.
+    pub fn with_handoff_claim_lease(mut self, secs: u64) -> SignerState {
+        self.handoff_claim_lease = lease_of(secs);
         self
     }
 
@@ -91,7 +101,9 @@ impl SignerState {
             .map_err(|e| StartError::Registry(e.to_string()))?;
         let ledger = Ledger::open(&config.ledger_url).await?;
         let passkeys = config.passkeys.as_ref().map(PasskeyPolicy::from_config);
-        Ok(SignerState::new(keys, ledger, registry, policy).with_passkeys(passkeys))
+        Ok(SignerState::new(keys, ledger, registry, policy)
+            .with_passkeys(passkeys)
+            .with_handoff_claim_lease(config.handoff_claim_lease_secs))
     }
 
     /// The PASERK id of the active key, as the key index says now.
@@ -125,6 +137,11 @@ impl SignerState {
     pub fn registry(&self) -> &CurrentRegistry {
         &self.registry
     }
+}
+
+/// `secs` as a lease (the configuration bounds it; saturated otherwise).
+fn lease_of(secs: u64) -> time::Duration {
+    time::Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
 /// The configured policy, validated.

@@ -29,6 +29,7 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::PolicyChanged
         | RpcError::HandoffNotClaimed
         | RpcError::HandoffInUse(_)
+        | RpcError::HandoffUnrecoverable(_)
         | RpcError::NotUncertain(_)
         | RpcError::StillRunning { .. }
         | RpcError::NotAWebhook(_)
@@ -118,6 +119,10 @@ mod tests {
             (RpcError::HandoffSessionMismatch, "handoff_session_mismatch"),
             (RpcError::HandoffNotClaimed, "handoff_not_claimed"),
             (RpcError::HandoffInUse("p".into()), "handoff_in_use"),
+            (
+                RpcError::HandoffUnrecoverable("p".into()),
+                "handoff_unrecoverable",
+            ),
             (RpcError::NotUncertain("p".into()), "not_uncertain"),
             (
                 RpcError::StillRunning {
@@ -147,7 +152,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..32).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..33).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -185,6 +190,7 @@ mod tests {
             RpcError::LastPasskey => 29,
             RpcError::NotAWebhook(_) => 30,
             RpcError::NotReplaySafe(_) => 31,
+            RpcError::HandoffUnrecoverable(_) => 32,
         }
     }
 

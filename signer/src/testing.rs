@@ -70,7 +70,8 @@ impl TestSigner {
     }
 
     /// Starts a signer as [`TestSigner::start_with`] does, with
-    /// `extra_config` appended to its `config.toml` (for example a
+    /// `extra_config` in its `config.toml` right after the `[signer]`
+    /// address (for example `handoff_claim_lease_secs = 1`, or a
     /// `[passkeys]` section).
     pub async fn start_configured(
         registry_toml: &str,
@@ -96,30 +97,47 @@ impl TestSigner {
             kind: e.kind(),
             detail: e.to_string(),
         })?;
-        let mut config = format!("[signer]\naddr = \"{addr}\"\n");
+        // `extra_config` right after the signer's address: its first lines
+        // may be more `[signer]` keys, and any section it opens follows.
+        let mut config = format!("[signer]\naddr = \"{addr}\"\n{extra_config}");
         if let Some(url) = ledger_url {
-            config.push_str(&format!("[ledger]\nurl = \"{url}\"\n"));
+            config.push_str(&format!("\n[ledger]\nurl = \"{url}\"\n"));
         }
-        config.push_str(extra_config);
         write_private_new(&config_path, config.as_bytes())?;
 
-        let config = Config::load(&home)?;
-        tls::install_crypto_provider();
-        let server_tls = tls::server_config(&home)?;
-        let state = Arc::new(SignerState::load(&home, &config).await?);
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(run(listener, Arc::clone(&state), server_tls, async {
-            let _ = stop_rx.await;
-        }));
+        let (addr, state, stop, task) = serve_home(&home, listener).await?;
         Ok(TestSigner {
             addr,
             home,
             principal,
             state,
-            stop: Some(stop_tx),
+            stop: Some(stop),
             task: Some(task),
             _dir: dir,
         })
+    }
+
+    /// Stops this signer and starts a new one on the same home (its key
+    /// set, ledger and configuration), on a new port, as a restarted signer
+    /// process would: with nothing of the old one's memory (no waiting
+    /// handoff, no open challenge).
+    pub async fn restart(mut self) -> Result<TestSigner, StartError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await
+                .map_err(|e| StartError::Transport(format!("server task: {e}")))??;
+        }
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| StartError::Transport(format!("bind: {e}")))?;
+        let (addr, state, stop, task) = serve_home(&self.home, listener).await?;
+        self.addr = addr;
+        self.state = state;
+        self.stop = Some(stop);
+        self.task = Some(task);
+        Ok(self)
     }
 
     /// The address the signer listens on (127.0.0.1).
@@ -185,6 +203,30 @@ impl TestSigner {
             None => Ok(()),
         }
     }
+}
+
+/// A server task and its parts, as `serve_home` starts it.
+type Served = (
+    SocketAddr,
+    Arc<SignerState>,
+    oneshot::Sender<()>,
+    JoinHandle<Result<(), StartError>>,
+);
+
+/// Loads `home` and serves it on `listener` until the sender fires.
+async fn serve_home(home: &Home, listener: TcpListener) -> Result<Served, StartError> {
+    let addr = listener
+        .local_addr()
+        .map_err(|e| StartError::Transport(format!("local_addr: {e}")))?;
+    let config = Config::load(home)?;
+    tls::install_crypto_provider();
+    let server_tls = tls::server_config(home)?;
+    let state = Arc::new(SignerState::load(home, &config).await?);
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(run(listener, Arc::clone(&state), server_tls, async {
+        let _ = stop_rx.await;
+    }));
+    Ok((addr, state, stop_tx, task))
 }
 
 impl Drop for TestSigner {

@@ -680,3 +680,44 @@ async fn without_a_passkeys_section_the_passkey_rpcs_are_refused() {
         "passkeys_not_configured",
     );
 }
+
+#[tokio::test]
+async fn a_passkey_handoff_recovered_after_a_restart_keeps_its_passkey_claims() {
+    let signer = TestSigner::start_configured(Registry::default_toml(), None, REQUIRED)
+        .await
+        .unwrap();
+    let mut approver = approver(&signer).await;
+    let mut person = soft(7);
+    enrol_first(&signer, &mut approver, &person).await;
+    let pid = propose(&mut head(&signer).await).await.id;
+    let (cid, challenge) = challenge_for(&mut approver, &pid, Delivery::Handoff).await;
+    let decided = approver
+        .decide(decide_with(
+            &pid,
+            Delivery::Handoff,
+            Some(wire(&cid, person.assert(&challenge))),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(decided.proof.is_empty());
+
+    let signer = signer.restart().await.unwrap();
+    let got = head(&signer)
+        .await
+        .claim_handoff(countersign_proto::v1::ClaimHandoffRequest {
+            proposal_id: pid.clone(),
+            session: SESSION.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // The very proof issued, so with the assurance the passkey gave.
+    assert_eq!(got.proof_sha256, decided.proof_sha256);
+    let claims = claims_of(&got.proof);
+    assert_eq!(claims["amr"], serde_json::json!(["passkey-uv"]));
+    assert_eq!(
+        claims["pkh"],
+        hex::encode(Sha256::digest(person.credential_id()))
+    );
+}

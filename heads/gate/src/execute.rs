@@ -220,7 +220,7 @@ impl Gate {
             Err(e) => return Err(e.into()),
         };
         tracing::info!(proposal_id, nonce = %intent.nonce(), "intent recorded; running effect");
-        crash_point(FaultPoint::AfterIntent);
+        crash_point(FaultPoint::IntentRecorded);
         let effect_outcome = match &plan {
             Plan::Command(spec) => self.run_command(spec, &intent).await?,
             Plan::Webhook(spec) => match self.send_webhook(spec, &intent, proof).await? {
@@ -236,7 +236,7 @@ impl Gate {
                 ));
             }
         };
-        crash_point(FaultPoint::AfterEffect);
+        crash_point(FaultPoint::EffectRan);
         let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
         Ok(match effect_outcome {
             EffectOutcome::Applied { .. } => Outcome::Applied(disposition),

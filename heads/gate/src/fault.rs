@@ -17,24 +17,33 @@
 //!   effect and completion rows are written), before the commit. The
 //!   process dies mid-transaction, so nothing is recorded: the nonce is not
 //!   burned, nothing is applied, and the proof can be presented again.
+//!
+//! And one for a handoff: `after_claim` is after the head claimed a proof
+//! from the signer, before it presents it (nothing is consumed); the
+//! signer hands the approval to another head once the claim's lease ran
+//! out.
 
 pub use countersign_ledger::fault::FAULT_VAR;
 
-/// Where a head may be told to crash between the two transactions of an
-/// effect outside the ledger.
+/// Where a head may be told to crash: between the two transactions of an
+/// effect outside the ledger, or between a handoff's claim and its
+/// presentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FaultPoint {
     /// After the consume transaction committed, before the effect.
-    AfterIntent,
+    IntentRecorded,
     /// After the effect, before the completion transaction.
-    AfterEffect,
+    EffectRan,
+    /// After a handoff was claimed, before its proof is presented.
+    HandoffClaimed,
 }
 
 impl FaultPoint {
     fn name(self) -> &'static str {
         match self {
-            FaultPoint::AfterIntent => "after_intent",
-            FaultPoint::AfterEffect => "after_effect",
+            FaultPoint::IntentRecorded => "after_intent",
+            FaultPoint::EffectRan => "after_effect",
+            FaultPoint::HandoffClaimed => "after_claim",
         }
     }
 }

@@ -101,6 +101,7 @@ impl Gate {
         let proof = Proof::from_text(std::mem::take(&mut response.proof)).map_err(|e| {
             GateError::Signer(format!("the signer handed over an unusable proof: {e}"))
         })?;
+        crate::fault::crash_point(crate::fault::FaultPoint::HandoffClaimed);
         let executed = self.execute(proposal_id, session, &proof).await;
         drop(proof);
         let consumed_nothing = match &executed {

@@ -223,10 +223,14 @@ impl Store {
     /// Record the approve decision, the issuance and the event atomically,
     /// with the passkey assertion that authorized it, if any (checked
     /// before anything is written; its credential is named in the event).
+    /// `handoff`: the proof is kept for a head to claim, which the event
+    /// records (`"delivery": "handoff"`); a passkey assertion must then
+    /// have been made for a handoff too.
     pub(crate) async fn record_approval(
         &self,
         i: &IssuanceRecord,
         passkey: Option<&PasskeyAssertionRecord>,
+        handoff: bool,
     ) -> Result<(), LedgerError> {
         let issued_at = timefmt::format(i.issued_at)?;
         let expires_at = timefmt::format(i.expires_at)?;
@@ -259,6 +263,11 @@ impl Store {
             lock_head(&mut tx).await?;
             let (purpose, pid) = (AssertionPurpose::Decision, &i.proposal_id);
             check_assertion(&mut tx, a, purpose, pid, &i.principal, "approval").await?;
+            if (a.delivery == "handoff") != handoff {
+                return Err(LedgerError::AssertionMismatch(format!(
+                    "delivery of the approval of {pid}"
+                )));
+            }
         }
         sqlx::query(
             "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
@@ -306,6 +315,14 @@ impl Store {
                 fields.insert("passkey".into(), json!(a.credential_id));
             }
         }
+        if handoff {
+            // Likewise only on handoff approvals: a direct one hashes as
+            // every approval before this key did, and an event without it
+            // is never handed to a head.
+            if let Some(fields) = details.as_object_mut() {
+                fields.insert("delivery".into(), json!("handoff"));
+            }
+        }
         events::append(
             &mut tx,
             &issued_at,
@@ -317,6 +334,38 @@ impl Store {
         .await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Whether the approval that issued `proof_sha256` for `proposal_id`
+    /// was recorded for a handoff: its `approved` event says
+    /// `"delivery": "handoff"`. The event read is the first `approved`
+    /// event of the proposal naming that proof: the one written in the
+    /// approval's own transaction, which a later event (a head role may
+    /// append events on PostgreSQL) cannot precede, since the proof's hash
+    /// is unknown before it is issued.
+    pub(crate) async fn approved_for_handoff(
+        &self,
+        proposal_id: &str,
+        proof_sha256: &str,
+    ) -> Result<bool, LedgerError> {
+        let rows = sqlx::query(
+            "SELECT id, details FROM events
+             WHERE kind = 'approved' AND proposal_id = $1 ORDER BY id",
+        )
+        .bind(proposal_id)
+        .fetch_all(&self.reader)
+        .await?;
+        for row in &rows {
+            let text: String = row.try_get("details")?;
+            let details: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                let id = row.try_get::<i64, _>("id").unwrap_or_default();
+                LedgerError::Corrupt(format!("event {id} details: {e}"))
+            })?;
+            if details.get("proof_sha256").and_then(|v| v.as_str()) == Some(proof_sha256) {
+                return Ok(details.get("delivery").and_then(|v| v.as_str()) == Some("handoff"));
+            }
+        }
+        Ok(false)
     }
 
     /// Revoke the unconsumed proof of a proposal, in one write transaction.
