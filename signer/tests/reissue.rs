@@ -407,3 +407,103 @@ async fn refuses_another_principals_head_an_approver_and_an_unknown_proposal() {
         .unwrap();
     assert_eq!(reissued_events(&signer).await, 1);
 }
+
+/// A passkey-approved webhook: the re-issued proof asserts the same
+/// passkey (`amr`, `pkh`), rebuilt from the assertion stored with the
+/// approval, and nothing else changes but the times.
+#[tokio::test]
+async fn reissues_a_passkey_approval_with_its_passkey_assurance() {
+    use countersign_proto::v1::{
+        BeginDecisionRequest, BeginEnrolmentRequest, DecideRequest, EnrolRequest, PasskeyAssertion,
+    };
+    use countersign_signer::passkeys::code::EnrolmentCodes;
+    use countersign_webauthn::testing::SoftAuthenticator;
+
+    let signer = TestSigner::start_configured(
+        &registry(),
+        None,
+        "[passkeys]\nrequired = true\norigins = [\"http://localhost:7444\"]\n",
+    )
+    .await
+    .unwrap();
+    let mut approver = signer.client(Role::Approver).await.unwrap();
+    let mut key = SoftAuthenticator::new(5, "localhost", "http://localhost:7444");
+    let c = approver
+        .begin_enrolment(BeginEnrolmentRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
+    approver
+        .enrol(EnrolRequest {
+            challenge_id: c.challenge_id,
+            name: "laptop".into(),
+            attestation_object,
+            client_data_json,
+            enrolment_code: EnrolmentCodes::in_dir(&signer.home().signer_dir())
+                .issue(OffsetDateTime::now_utc())
+                .unwrap()
+                .0,
+            authorization: None,
+        })
+        .await
+        .unwrap();
+    let id = propose(&mut head(&signer).await, "hook.safe").await;
+    let c = approver
+        .begin_decision(BeginDecisionRequest {
+            proposal_id: id.clone(),
+            delivery: Delivery::Direct.into(),
+            execute_in_session: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let a = key.assert(&c.challenge);
+    let proof = approver
+        .decide(DecideRequest {
+            proposal_id: id.clone(),
+            approve: true,
+            delivery: Delivery::Direct.into(),
+            passkey: Some(PasskeyAssertion {
+                challenge_id: c.challenge_id,
+                credential_id: a.credential_id,
+                authenticator_data: a.authenticator_data,
+                client_data_json: a.client_data_json,
+                signature: a.signature,
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .proof;
+    let issued = verified(&signer, &id, &proof).await;
+    assert!(issued.claims().passkey_verified());
+    match signer
+        .state()
+        .ledger()
+        .begin_consume(&issued, Duration::ZERO)
+        .await
+        .unwrap()
+    {
+        countersign_ledger::ConsumeStart::Fresh(_) => {}
+        other => panic!("{other:?}"),
+    }
+    let response = head(&signer)
+        .await
+        .reissue_for_reconcile(request(&id))
+        .await
+        .unwrap()
+        .into_inner();
+    let again = verified(&signer, &id, &response.proof).await;
+    assert_eq!(again.claims().passkey, issued.claims().passkey);
+    assert_eq!(
+        Claims {
+            iat: issued.claims().iat,
+            nbf: issued.claims().nbf,
+            exp: issued.claims().exp,
+            ..again.claims().clone()
+        },
+        *issued.claims()
+    );
+}
