@@ -33,25 +33,17 @@ async fn get(addr: SocketAddr, path: &str) -> String {
     response
 }
 
-/// `countersign api serve` on an ephemeral port: the child, the API's
-/// address, the metrics address if it announced one, and its stderr so far.
-async fn api_serve(
+/// `countersign ARGS` as a process, read until its stderr has a line
+/// containing `ready`: the child, that line, the metrics address if it
+/// announced one before, and its stderr so far.
+async fn spawn_head(
     h: &Harness,
-) -> (
-    tokio::process::Child,
-    SocketAddr,
-    Option<SocketAddr>,
-    String,
-) {
+    args: &[&str],
+    ready: &str,
+) -> (tokio::process::Child, String, Option<SocketAddr>, String) {
     let mut child = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
-        .args([
-            "--home",
-            &h.home(),
-            "api",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-        ])
+        .args(["--home", &h.home()])
+        .args(args)
         .env_remove("COUNTERSIGN_SESSION")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -62,7 +54,7 @@ async fn api_serve(
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
     let mut metrics = None;
-    let addr = tokio::time::timeout(Duration::from_secs(30), async {
+    let ready_line = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             let mut line = String::new();
             assert!(
@@ -74,13 +66,34 @@ async fn api_serve(
                 let addr = rest.split('/').next().unwrap();
                 metrics = Some(addr.parse().unwrap());
             }
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                return rest.split_whitespace().next().unwrap().parse().unwrap();
+            if line.contains(ready) {
+                return line;
             }
         }
     })
     .await
-    .expect("the API said where it listens");
+    .expect("the head said where it listens");
+    (child, ready_line, metrics, seen)
+}
+
+/// `countersign api serve` on an ephemeral port: the child, the API's
+/// address, the metrics address if it announced one, and its stderr so far.
+async fn api_serve(
+    h: &Harness,
+) -> (
+    tokio::process::Child,
+    SocketAddr,
+    Option<SocketAddr>,
+    String,
+) {
+    let (child, line, metrics, seen) = spawn_head(
+        h,
+        &["api", "serve", "--listen", "127.0.0.1:0"],
+        "listening on http://",
+    )
+    .await;
+    let rest = line.split("listening on http://").nth(1).unwrap();
+    let addr = rest.split_whitespace().next().unwrap().parse().unwrap();
     (child, addr, metrics, seen)
 }
 
@@ -168,4 +181,33 @@ async fn api_serve_refuses_a_metrics_address_that_is_not_loopback() {
         refusal.ends_with("metrics.api 0.0.0.0:9465 is not a loopback address: /metrics has no authentication, so it listens on loopback only (127.0.0.1 or [::1])"),
         "{refusal}"
     );
+}
+
+/// The MCP head over HTTP and the console serve their gate's metrics too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_over_http_and_the_console_serve_metrics_when_configured() {
+    let h = Harness::start().await;
+    configure(
+        &h,
+        "\n[metrics]\nmcp = \"127.0.0.1:0\"\nconsole = \"127.0.0.1:0\"\n",
+    );
+    for (args, ready) in [
+        (
+            &["mcp", "--listen", "127.0.0.1:0"][..],
+            "serving MCP on http://",
+        ),
+        (
+            &["console", "--listen", "127.0.0.1:0"][..],
+            "console listening on",
+        ),
+    ] {
+        let (_child, _line, metrics, seen) = spawn_head(&h, args, ready).await;
+        let metrics = metrics.unwrap_or_else(|| panic!("{args:?}: no metrics address in: {seen}"));
+        let response = get(metrics, "/metrics").await;
+        assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+        assert!(
+            response.contains("\n# TYPE countersign_consume_seconds histogram\n"),
+            "{args:?}: {response}"
+        );
+    }
 }
