@@ -103,6 +103,16 @@ pub async fn serve_until_signal(
     metrics: Option<TcpListener>,
 ) -> Result<(), StartError> {
     let state = Arc::new(state);
+    // Install the SIGINT/SIGTERM handlers before anything answers: a
+    // signal sent right after a first reply (a scrape is quick) must find
+    // them, not the default disposition. Polling the future once installs
+    // them; `biased` makes that poll come first.
+    let mut signal = std::pin::pin!(shutdown_signal());
+    tokio::select! {
+        biased;
+        () = &mut signal => return Ok(()),
+        () = std::future::ready(()) => {}
+    }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
     if let Some(metrics) = metrics {
@@ -125,7 +135,7 @@ pub async fn serve_until_signal(
         finished = &mut server => {
             return finished.map_err(|e| StartError::Transport(format!("server task: {e}")))?;
         }
-        () = shutdown_signal() => {}
+        () = &mut signal => {}
     }
     let _ = stop_tx.send(());
     match drain(server, SHUTDOWN_GRACE).await {
