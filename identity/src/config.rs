@@ -57,6 +57,25 @@ pub struct Config {
     /// configuration has no passkeys section: no passkey is enrolled or
     /// checked, and only operations that require one cannot be approved.
     pub passkeys: Option<PasskeyConfig>,
+    /// Where each long-running process serves `GET /metrics` (`[metrics]`);
+    /// every address is loopback, and an absent one serves nothing.
+    pub metrics: MetricsConfig,
+}
+
+/// `[metrics]`: one loopback address per kind of process, since the signer
+/// and heads often run on one host. A process whose key is absent (the
+/// default) counts but serves nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `countersign-signer serve` (`signer`).
+    pub signer: Option<SocketAddr>,
+    /// `countersign api serve` (`api`).
+    pub api: Option<SocketAddr>,
+    /// `countersign mcp --listen` (`mcp`; a stdio MCP server is one
+    /// process per client and serves none).
+    pub mcp: Option<SocketAddr>,
+    /// `countersign console` (`console`).
+    pub console: Option<SocketAddr>,
 }
 
 /// Where passkeys are made and whether every approval needs one.
@@ -100,6 +119,17 @@ struct FileConfig {
     verifier: VerifierSection,
     console: Option<ConsoleSection>,
     passkeys: Option<PasskeysSection>,
+    #[serde(default)]
+    metrics: MetricsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsSection {
+    signer: Option<String>,
+    api: Option<String>,
+    mcp: Option<String>,
+    console: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -279,6 +309,18 @@ impl Config {
             .map(|section| passkey_config(section, console_addr))
             .transpose()
             .map_err(invalid)?;
+        let metrics_addr = |key: &str, value: Option<String>| {
+            value
+                .map(|text| metrics_addr(key, &text))
+                .transpose()
+                .map_err(&invalid)
+        };
+        let metrics = MetricsConfig {
+            signer: metrics_addr("signer", file.metrics.signer)?,
+            api: metrics_addr("api", file.metrics.api)?,
+            mcp: metrics_addr("mcp", file.metrics.mcp)?,
+            console: metrics_addr("console", file.metrics.console)?,
+        };
         Ok(Config {
             signer_addr,
             handoff_claim_lease_secs,
@@ -288,6 +330,7 @@ impl Config {
             verifier_max_lifetime_secs,
             console_addr,
             passkeys,
+            metrics,
         })
     }
 
@@ -316,6 +359,20 @@ pub fn console_page_url(addr: SocketAddr, id: &str, passkeys: bool) -> String {
     } else {
         url
     }
+}
+
+/// `metrics.<key>`: an IP:port on loopback. `/metrics` has no
+/// authentication, so no other address is accepted.
+fn metrics_addr(key: &str, text: &str) -> Result<SocketAddr, String> {
+    let addr = text
+        .parse::<SocketAddr>()
+        .map_err(|_| format!("metrics.{key} {text:?} is not an IP:port address"))?;
+    if !addr.ip().is_loopback() {
+        return Err(format!(
+            "metrics.{key} {addr} is not a loopback address: /metrics has no authentication, so it listens on loopback only (127.0.0.1 or [::1])"
+        ));
+    }
+    Ok(addr)
 }
 
 /// The `[passkeys]` section, checked: an RP id that is a domain name, and
@@ -536,6 +593,56 @@ handoff_claim_lease_secs = 3601
                 }
                 other => panic!("{text}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn metrics_are_off_unless_configured() {
+        let c = Config::from_toml_str(&home(), P, "").unwrap();
+        assert_eq!(c.metrics, MetricsConfig::default());
+        let c = Config::from_toml_str(
+            &home(),
+            P,
+            "[metrics]\nsigner = \"127.0.0.1:9464\"\nconsole = \"[::1]:9467\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.metrics,
+            MetricsConfig {
+                signer: Some("127.0.0.1:9464".parse().unwrap()),
+                api: None,
+                mcp: None,
+                console: Some("[::1]:9467".parse().unwrap()),
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_a_metrics_address_that_is_not_loopback() {
+        for (text, expected) in [
+            (
+                "[metrics]\nsigner = \"0.0.0.0:9464\"\n",
+                "metrics.signer 0.0.0.0:9464 is not a loopback address: /metrics has no authentication, so it listens on loopback only (127.0.0.1 or [::1])",
+            ),
+            (
+                "[metrics]\napi = \"192.0.2.1:9465\"\n",
+                "metrics.api 192.0.2.1:9465 is not a loopback address: /metrics has no authentication, so it listens on loopback only (127.0.0.1 or [::1])",
+            ),
+            (
+                "[metrics]\nmcp = \"localhost:9466\"\n",
+                "metrics.mcp \"localhost:9466\" is not an IP:port address",
+            ),
+        ] {
+            match Config::from_toml_str(&home(), P, text) {
+                Err(IdentityError::Config { detail, .. }) => assert_eq!(detail, expected),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        match Config::from_toml_str(&home(), P, "[metrics]\nhead = \"127.0.0.1:1\"\n") {
+            Err(IdentityError::Config { detail, .. }) => {
+                assert!(detail.contains("unknown field"), "{detail}")
+            }
+            other => panic!("{other:?}"),
         }
     }
 

@@ -53,6 +53,14 @@ addr = \"127.0.0.1:7444\"
 # required = false
 # rp_id = \"localhost\"
 # origins = [\"http://localhost:7444\"]
+
+# Metrics: `GET /metrics` (OpenMetrics text) on a loopback address, one per
+# kind of process; a process without its key serves none (the default).
+# [metrics]
+# signer = \"127.0.0.1:9464\"
+# api = \"127.0.0.1:9465\"
+# mcp = \"127.0.0.1:9466\"
+# console = \"127.0.0.1:9467\"
 ";
 
 /// The countersign home directory (mode 0700, owned by the user).

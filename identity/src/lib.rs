@@ -24,8 +24,8 @@ pub mod tls;
 
 pub use config::{
     Config, DEFAULT_CONSOLE_ADDR, DEFAULT_HANDOFF_CLAIM_LEASE_SECS, DEFAULT_SIGNER_ADDR,
-    MAX_HANDOFF_CLAIM_LEASE_SECS, MAX_LIFETIME_CAP_SECS, PasskeyConfig, PolicyConfig,
-    console_page_url, console_proposal_url,
+    MAX_HANDOFF_CLAIM_LEASE_SECS, MAX_LIFETIME_CAP_SECS, MetricsConfig, PasskeyConfig,
+    PolicyConfig, console_page_url, console_proposal_url,
 };
 pub use error::IdentityError;
 pub use home::{DEV_NAMED_APPROVERS, Home, InitReport, generate_principal, is_valid_principal};

@@ -8,10 +8,13 @@
 //! either returns the proof (direct) or keeps it for one handoff. This
 //! module must not log or store a proof.
 
+use std::time::Instant;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::PeerIdentity;
 use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
+use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
 use countersign_registry::{CanonicalArgs, Operation, Registry};
 use countersign_verifier::claims::ISSUER;
@@ -29,6 +32,7 @@ impl SignerService {
         &self,
         request: Request<wire::DecideRequest>,
     ) -> Result<wire::DecideResponse, RpcError> {
+        let started = Instant::now();
         let peer = authorize(&request, "Decide", roles::DECIDE)?;
         let cmd = DecideCommand::try_from(request.into_inner())?;
         let record = self
@@ -57,6 +61,7 @@ impl SignerService {
                     .record_denial(&record.proposal.id, &peer.principal, &reason)
                     .await?;
                 tracing::info!(proposal_id = %record.proposal.id, "denied");
+                self.state.metrics.decided(MetricsDecision::Deny);
                 Ok(wire::DecideResponse {
                     proposal: Some(self.view(&cmd.proposal_id).await?),
                     ..Default::default()
@@ -67,18 +72,26 @@ impl SignerService {
                 execute_in_session,
             } => {
                 let provenance = provenance_of(&peer);
-                self.approve(
-                    &cmd.proposal_id,
-                    record,
-                    Approval {
-                        principal: &peer.principal,
-                        delivery,
-                        provenance: &provenance,
-                        execute_in_session,
-                        passkey: cmd.passkey,
-                    },
-                )
-                .await
+                let decided = self
+                    .approve(
+                        &cmd.proposal_id,
+                        record,
+                        Approval {
+                            principal: &peer.principal,
+                            delivery,
+                            provenance: &provenance,
+                            execute_in_session,
+                            passkey: cmd.passkey,
+                        },
+                    )
+                    .await?;
+                let metrics = &self.state.metrics;
+                metrics.decided(match delivery {
+                    Delivery::Direct => MetricsDecision::ApproveDirect,
+                    Delivery::Handoff => MetricsDecision::ApproveHandoff,
+                });
+                metrics.issued(Issuance::Approval, Some(started.elapsed().as_secs_f64()));
+                Ok(decided)
             }
         }
     }

@@ -162,6 +162,14 @@ impl HandoffStore {
         self.lock().remove(proposal_id).is_some()
     }
 
+    /// How many live proofs wait that no head holds (the metrics' gauge).
+    pub(crate) fn waiting_count(&self, now: OffsetDateTime) -> usize {
+        self.lock()
+            .values()
+            .filter(|w| now < w.expires_at && !w.held_at(now))
+            .count()
+    }
+
     /// Whether a live proof waits for `proposal_id` that no head holds.
     pub(crate) fn is_waiting(&self, proposal_id: &str, now: OffsetDateTime) -> bool {
         self.lock()

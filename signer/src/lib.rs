@@ -30,5 +30,5 @@ pub mod testing;
 mod withdraw;
 
 pub use error::StartError;
-pub use serve::{run, serve_until_signal};
+pub use serve::{run, serve_metrics, serve_until_signal};
 pub use state::{SignerState, load_or_create_key, policy_from};

@@ -247,12 +247,27 @@ async fn serve(home: Option<PathBuf>) -> Result<(), StartError> {
     let local = listener
         .local_addr()
         .map_err(|e| StartError::Transport(format!("local address: {e}")))?;
+    // `[metrics] signer`: off unless configured, loopback only.
+    let metrics = match config.metrics.signer {
+        Some(addr) => Some(
+            countersign_metrics::bind(addr)
+                .await
+                .map_err(|e| StartError::Transport(e.to_string()))?,
+        ),
+        None => None,
+    };
     let key_id = state.key_id()?;
     tracing::info!(addr = %local, %key_id, "signer ready");
+    if let Some(metrics) = &metrics {
+        let addr = metrics
+            .local_addr()
+            .map_err(|e| StartError::Transport(format!("metrics address: {e}")))?;
+        eprintln!("countersign-signer metrics on http://{addr}/metrics");
+    }
     // `countersign up` waits for exactly this line.
     eprintln!("countersign-signer listening on {local} key {key_id}");
 
-    serve_until_signal(listener, state, server_tls).await?;
+    serve_until_signal(listener, state, server_tls, metrics).await?;
     tracing::info!("signer stopped");
     Ok(())
 }

@@ -22,6 +22,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_ledger::{AssertionPurpose, LedgerError, ProofReissue, ProposalStatus};
+use countersign_metrics::Issuance;
 use countersign_proto::v1 as wire;
 use countersign_registry::Effect;
 use countersign_verifier::claims::ISSUER;
@@ -154,6 +155,7 @@ impl SignerService {
             }
             Err(other) => return Err(other.into()),
         }
+        self.state.metrics.issued(Issuance::Reissue, None);
         let expires_at = format_time(expires_at)?;
         tracing::info!(
             proposal_id = id.as_str(), %proof_sha256, %expires_at,

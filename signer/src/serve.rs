@@ -17,6 +17,8 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Server, ServerTlsConfig};
 
 use countersign_identity::shutdown::{Drained, drain, shutdown_signal};
+use countersign_metrics::Exposition;
+use time::OffsetDateTime;
 
 use crate::error::StartError;
 use crate::service::SignerService;
@@ -73,23 +75,67 @@ pub(crate) fn incoming(listener: TcpListener) -> TcpIncoming {
     TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
-/// Runs the server until SIGINT/SIGTERM
+/// Serves this signer's metrics (`GET /metrics`) on `listener`, bound by
+/// [`countersign_metrics::bind`] on loopback, until `shutdown` resolves.
+/// The waiting-handoffs gauge is read from the handoff store at each scrape.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    state: Arc<SignerState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let mut exposition = Exposition::new();
+    state.metrics.register(&mut exposition);
+    exposition.before_scrape(move || {
+        let waiting = state.handoffs.waiting_count(OffsetDateTime::now_utc());
+        state.metrics.set_waiting_handoffs(waiting);
+    });
+    countersign_metrics::serve(listener, Arc::new(exposition), shutdown).await
+}
+
+/// Runs the server (and, given a `metrics` listener, the metrics listener)
+/// until SIGINT/SIGTERM
 /// ([`countersign_identity::shutdown::shutdown_signal`]), then drains
 /// in-flight requests for at most [`SHUTDOWN_GRACE`].
 pub async fn serve_until_signal(
     listener: TcpListener,
     state: SignerState,
     tls: ServerTlsConfig,
+    metrics: Option<TcpListener>,
 ) -> Result<(), StartError> {
+    let state = Arc::new(state);
+    // Install the SIGINT/SIGTERM handlers before anything answers: a
+    // signal sent right after a first reply (a scrape is quick) must find
+    // them, not the default disposition. Polling the future once installs
+    // them; `biased` makes that poll come first.
+    let mut signal = std::pin::pin!(shutdown_signal());
+    tokio::select! {
+        biased;
+        () = &mut signal => return Ok(()),
+        () = std::future::ready(()) => {}
+    }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let mut server = tokio::spawn(run(listener, state, tls, async {
+    let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    if let Some(metrics) = metrics {
+        let state = Arc::clone(&state);
+        tokio::spawn(async move {
+            let stopped = async {
+                let _ = metrics_stopped.await;
+            };
+            if let Err(e) = serve_metrics(metrics, state, stopped).await {
+                tracing::error!("metrics listener: {e}");
+            }
+        });
+    }
+    // Dropped when this function returns, which stops the metrics listener.
+    let _metrics_stop = metrics_stop;
+    let mut server = tokio::spawn(run(listener, Arc::clone(&state), tls, async {
         let _ = stop_rx.await;
     }));
     tokio::select! {
         finished = &mut server => {
             return finished.map_err(|e| StartError::Transport(format!("server task: {e}")))?;
         }
-        () = shutdown_signal() => {}
+        () = &mut signal => {}
     }
     let _ = stop_tx.send(());
     match drain(server, SHUTDOWN_GRACE).await {

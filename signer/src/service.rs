@@ -93,6 +93,13 @@ impl SignerService {
         Ok(record)
     }
 
+    /// `err` as the client's status, counted by its reason code (every
+    /// RPC's error leaves through here).
+    fn refused(&self, err: RpcError) -> Status {
+        self.state.metrics.refused(err.code());
+        to_status(err)
+    }
+
     /// The passkey policy, or `passkeys_not_configured`.
     pub(crate) fn passkey_policy(&self) -> Result<&crate::passkeys::PasskeyPolicy, RpcError> {
         self.state
@@ -173,6 +180,7 @@ impl SignerService {
             created_at: now_seconds()?,
         };
         self.state.ledger.insert_proposal(&proposal).await?;
+        self.state.metrics.proposed(&op.name);
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
         self.view(&id).await
     }
@@ -324,7 +332,7 @@ impl Signer for SignerService {
         SignerService::propose(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn get_proposal(
@@ -334,7 +342,7 @@ impl Signer for SignerService {
         SignerService::get_proposal(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn list_pending(
@@ -344,7 +352,7 @@ impl Signer for SignerService {
         SignerService::list_pending(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn list_proposals(
@@ -354,7 +362,7 @@ impl Signer for SignerService {
         SignerService::list_proposals(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn withdraw(
@@ -364,7 +372,7 @@ impl Signer for SignerService {
         SignerService::withdraw(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn decide(
@@ -374,7 +382,7 @@ impl Signer for SignerService {
         SignerService::decide(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn claim_handoff(
@@ -384,7 +392,7 @@ impl Signer for SignerService {
         SignerService::claim_handoff(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn release_handoff(
@@ -394,7 +402,7 @@ impl Signer for SignerService {
         SignerService::release_handoff(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn revoke(
@@ -404,7 +412,7 @@ impl Signer for SignerService {
         SignerService::revoke(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn resolve_uncertain(
@@ -414,7 +422,7 @@ impl Signer for SignerService {
         SignerService::resolve_uncertain(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn reissue_for_reconcile(
@@ -424,7 +432,7 @@ impl Signer for SignerService {
         SignerService::reissue_for_reconcile(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn public_keys(
@@ -433,7 +441,7 @@ impl Signer for SignerService {
     ) -> Result<Response<wire::PublicKeysResponse>, Status> {
         SignerService::public_keys(self, &request)
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn begin_decision(
@@ -443,7 +451,7 @@ impl Signer for SignerService {
         SignerService::begin_decision(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn begin_enrolment(
@@ -453,7 +461,7 @@ impl Signer for SignerService {
         SignerService::begin_enrolment(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn enrol(
@@ -463,7 +471,7 @@ impl Signer for SignerService {
         SignerService::enrol(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn begin_removal(
@@ -473,7 +481,7 @@ impl Signer for SignerService {
         SignerService::begin_removal(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn remove_passkey(
@@ -483,7 +491,7 @@ impl Signer for SignerService {
         SignerService::remove_passkey(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 
     async fn list_passkeys(
@@ -493,6 +501,6 @@ impl Signer for SignerService {
         SignerService::list_passkeys(self, request)
             .await
             .map(Response::new)
-            .map_err(to_status)
+            .map_err(|e| self.refused(e))
     }
 }

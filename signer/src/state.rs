@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use countersign_identity::{Config, DEFAULT_HANDOFF_CLAIM_LEASE_SECS, Home};
 use countersign_ledger::Ledger;
+use countersign_metrics::SignerMetrics;
 use countersign_registry::{CurrentRegistry, Policy};
 
 use crate::error::StartError;
@@ -40,6 +41,8 @@ pub struct SignerState {
     pub(crate) passkey_lock: tokio::sync::Mutex<()>,
     /// PublicKeys calls answered (tests bound how often heads refresh).
     pub(crate) public_keys_served: AtomicU64,
+    /// What this signer counts; served only with `[metrics] signer`.
+    pub(crate) metrics: SignerMetrics,
 }
 
 impl fmt::Debug for SignerState {
@@ -72,6 +75,7 @@ impl SignerState {
             enrolment_codes,
             passkey_lock: tokio::sync::Mutex::new(()),
             public_keys_served: AtomicU64::new(0),
+            metrics: SignerMetrics::default(),
         }
     }
 

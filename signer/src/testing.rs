@@ -32,6 +32,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// the home.
 pub struct TestSigner {
     addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     home: Home,
     principal: String,
     state: Arc<SignerState>,
@@ -105,9 +106,16 @@ impl TestSigner {
         }
         write_private_new(&config_path, config.as_bytes())?;
 
-        let (addr, state, stop, task) = serve_home(&home, listener).await?;
+        let Served {
+            addr,
+            metrics_addr,
+            state,
+            stop,
+            task,
+        } = serve_home(&home, listener).await?;
         Ok(TestSigner {
             addr,
+            metrics_addr,
             home,
             principal,
             state,
@@ -132,8 +140,15 @@ impl TestSigner {
         let listener = TcpListener::bind(("127.0.0.1", 0))
             .await
             .map_err(|e| StartError::Transport(format!("bind: {e}")))?;
-        let (addr, state, stop, task) = serve_home(&self.home, listener).await?;
+        let Served {
+            addr,
+            metrics_addr,
+            state,
+            stop,
+            task,
+        } = serve_home(&self.home, listener).await?;
         self.addr = addr;
+        self.metrics_addr = metrics_addr;
         self.state = state;
         self.stop = Some(stop);
         self.task = Some(task);
@@ -143,6 +158,12 @@ impl TestSigner {
     /// The address the signer listens on (127.0.0.1).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where this signer serves `GET /metrics`: `None` unless its
+    /// configuration has `[metrics] signer` (port 0 picks a free port).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// `https://127.0.0.1:<port>`.
@@ -206,12 +227,13 @@ impl TestSigner {
 }
 
 /// A server task and its parts, as `serve_home` starts it.
-type Served = (
-    SocketAddr,
-    Arc<SignerState>,
-    oneshot::Sender<()>,
-    JoinHandle<Result<(), StartError>>,
-);
+struct Served {
+    addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    state: Arc<SignerState>,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<(), StartError>>,
+}
 
 /// Loads `home` and serves it on `listener` until the sender fires.
 async fn serve_home(home: &Home, listener: TcpListener) -> Result<Served, StartError> {
@@ -223,10 +245,50 @@ async fn serve_home(home: &Home, listener: TcpListener) -> Result<Served, StartE
     let server_tls = tls::server_config(home)?;
     let state = Arc::new(SignerState::load(home, &config).await?);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(run(listener, Arc::clone(&state), server_tls, async {
-        let _ = stop_rx.await;
-    }));
-    Ok((addr, state, stop_tx, task))
+    // `[metrics] signer`, as `main` serves it: bound only when configured.
+    let (metrics, metrics_addr) = match config.metrics.signer {
+        None => (None, None),
+        Some(configured) => {
+            let metrics = countersign_metrics::bind(configured)
+                .await
+                .map_err(|e| StartError::Transport(e.to_string()))?;
+            let bound = metrics
+                .local_addr()
+                .map_err(|e| StartError::Transport(format!("local_addr: {e}")))?;
+            (Some(metrics), Some(bound))
+        }
+    };
+    let server_state = Arc::clone(&state);
+    let task = tokio::spawn(async move {
+        let stopped = async {
+            let _ = stop_rx.await;
+        };
+        match metrics {
+            None => run(listener, server_state, server_tls, stopped).await,
+            Some(metrics) => {
+                // One stop for both listeners: the metrics one follows the server's.
+                let (metrics_stop, metrics_stopped) = oneshot::channel::<()>();
+                let scrapes = tokio::spawn(crate::serve::serve_metrics(
+                    metrics,
+                    Arc::clone(&server_state),
+                    async {
+                        let _ = metrics_stopped.await;
+                    },
+                ));
+                let served = run(listener, server_state, server_tls, stopped).await;
+                let _ = metrics_stop.send(());
+                let _ = scrapes.await;
+                served
+            }
+        }
+    });
+    Ok(Served {
+        addr,
+        metrics_addr,
+        state,
+        stop: stop_tx,
+        task,
+    })
 }
 
 impl Drop for TestSigner {

@@ -190,3 +190,82 @@ fn logs_written_to_a_pipe_carry_no_colour_codes() {
     assert!(seen.contains("signer ready"), "{seen}");
     assert!(!seen.contains('\u{1b}'), "{seen:?}");
 }
+
+#[test]
+fn serve_with_metrics_configured_serves_them_on_loopback_and_stops_on_sigterm() {
+    use std::io::{Read as _, Write as _};
+    let (_dir, home) = home();
+    std::fs::remove_file(home.config_path()).unwrap();
+    write_private_new(
+        &home.config_path(),
+        b"[signer]\naddr = \"127.0.0.1:0\"\n[metrics]\nsigner = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--home"])
+        .arg(home.root())
+        .env("COUNTERSIGN_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .trim_end()
+        .strip_prefix("countersign-signer metrics on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    line.clear();
+    stderr.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with("countersign-signer listening on "),
+        "{line}"
+    );
+
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+    assert!(
+        response
+            .lines()
+            .any(|l| l == "countersign_waiting_handoffs 0"),
+        "{response}"
+    );
+    assert!(response.ends_with("# EOF\n"), "{response}");
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn serve_without_metrics_configured_says_nothing_of_them() {
+    let (_dir, home) = home();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--home"])
+        .arg(home.root())
+        .env("COUNTERSIGN_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = String::new();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    while !seen.contains("countersign-signer listening on") {
+        assert!(stderr.read_line(&mut seen).unwrap() > 0, "exited: {seen}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!seen.contains("metrics"), "{seen}");
+}

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use countersign_gate::{Gate, KeyRefresh, signer_client};
 use countersign_identity::{ApproverName, ClientCredential, Config, Home, Role};
 use countersign_ledger::Ledger;
+use countersign_metrics::GateMetrics;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy, Registry};
 use countersign_verifier::Principal;
@@ -33,6 +34,9 @@ pub struct Context {
     /// (the gate and the service share it; it re-reads only if the file
     /// changes).
     registry: Arc<OnceLock<Arc<CurrentRegistry>>>,
+    /// What every gate of this process counts into (served by
+    /// [`crate::commands`] when `[metrics]` names this head).
+    gate_metrics: GateMetrics,
 }
 
 impl Context {
@@ -62,6 +66,7 @@ impl Context {
             config,
             principal,
             registry: Arc::default(),
+            gate_metrics: GateMetrics::default(),
         })
     }
 
@@ -151,6 +156,13 @@ impl Context {
             ),
         );
         // A long-running head (API, MCP) learns rotated keys without a restart.
-        Ok(gate.following_keys(head.clone(), KeyRefresh::default()))
+        Ok(gate
+            .following_keys(head.clone(), KeyRefresh::default())
+            .with_metrics(self.gate_metrics.clone()))
+    }
+
+    /// What this process's gates count.
+    pub fn gate_metrics(&self) -> &GateMetrics {
+        &self.gate_metrics
     }
 }

@@ -13,11 +13,13 @@
 //! whose claims say the signer checked a passkey with user verification.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use countersign_ledger::{
     ConsumeStart, Consumed, DispositionStatus, EffectOutcome, Intent, Ledger, LedgerError,
     ProposalRecord,
 };
+use countersign_metrics::{ConsumeOutcome, GateMetrics};
 use countersign_registry::{CurrentRegistry, Registry};
 use countersign_verifier::{
     Expectations, KeyRing, Principal, Proof, Refusal, VerifiedProof, verify,
@@ -63,6 +65,8 @@ pub struct Gate {
     audience: String,
     policy_revision: String,
     max_lifetime: time::Duration,
+    /// What this gate (and every clone of it) counts.
+    metrics: GateMetrics,
 }
 
 impl Gate {
@@ -85,6 +89,7 @@ impl Gate {
             audience,
             policy_revision,
             max_lifetime,
+            metrics: GateMetrics::default(),
         }
     }
 
@@ -101,6 +106,33 @@ impl Gate {
         let ring = self.keys.fixed_ring();
         self.keys = Arc::new(LiveKeys::new(ring, Some(signer), refresh));
         self
+    }
+
+    /// The same gate counting into `metrics` (shared with whatever else
+    /// counts there, such as another head's gate in the same process).
+    pub fn with_metrics(mut self, metrics: GateMetrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// What this gate counts: a head registers it in its `/metrics`.
+    pub fn metrics(&self) -> &GateMetrics {
+        &self.metrics
+    }
+
+    /// Counts one presentation of a proof (by [`Gate::execute`] or
+    /// [`Gate::execute_handoff`]) that came to `result`, begun at `started`.
+    pub(crate) fn count(&self, result: &Result<Outcome, GateError>, started: Instant) {
+        let (outcome, reason) = match result {
+            Ok(Outcome::Applied(_)) => (ConsumeOutcome::Applied, None),
+            Ok(Outcome::Failed(_)) => (ConsumeOutcome::Failed, None),
+            Ok(Outcome::Uncertain { .. }) => (ConsumeOutcome::Uncertain, None),
+            Ok(Outcome::Recorded(_)) => (ConsumeOutcome::Replay, None),
+            Ok(Outcome::Refused(refused)) => (ConsumeOutcome::Refused, Some(refused.reason())),
+            Err(_) => (ConsumeOutcome::Error, None),
+        };
+        self.metrics
+            .consumed(outcome, reason, started.elapsed().as_secs_f64());
     }
 
     /// The ledger this gate consumes through.
@@ -130,6 +162,19 @@ impl Gate {
 
     /// Present `proof` for `proposal_id` from `session`.
     pub async fn execute(
+        &self,
+        proposal_id: &str,
+        session: &str,
+        proof: &Proof,
+    ) -> Result<Outcome, GateError> {
+        let started = Instant::now();
+        let result = self.execute_once(proposal_id, session, proof).await;
+        self.count(&result, started);
+        result
+    }
+
+    /// [`Gate::execute`], uncounted (a handoff execution counts once).
+    pub(crate) async fn execute_once(
         &self,
         proposal_id: &str,
         session: &str,

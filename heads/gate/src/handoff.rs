@@ -16,6 +16,8 @@
 //! because the ledger, not the handoff, makes a proof single-use: a proof
 //! whose nonce was burned only gets its recorded disposition.
 
+use std::time::Instant;
+
 use countersign_proto::reason;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{ClaimHandoffRequest, ReleaseHandoffRequest};
@@ -35,6 +37,18 @@ impl Gate {
     /// `in_progress` (or, once recorded, that execution's disposition). Whenever nothing was consumed, the claimed handoff
     /// is released.
     pub async fn execute_handoff(
+        &self,
+        head: &mut SignerClient<Channel>,
+        proposal_id: &str,
+        session: &str,
+    ) -> Result<Outcome, GateError> {
+        let started = Instant::now();
+        let result = self.execute_handoff_once(head, proposal_id, session).await;
+        self.count(&result, started);
+        result
+    }
+
+    async fn execute_handoff_once(
         &self,
         head: &mut SignerClient<Channel>,
         proposal_id: &str,
@@ -102,7 +116,7 @@ impl Gate {
             GateError::Signer(format!("the signer handed over an unusable proof: {e}"))
         })?;
         crate::fault::crash_point(crate::fault::FaultPoint::HandoffClaimed);
-        let executed = self.execute(proposal_id, session, &proof).await;
+        let executed = self.execute_once(proposal_id, session, &proof).await;
         drop(proof);
         let consumed_nothing = match &executed {
             Ok(Outcome::Refused(_)) | Err(_) => true,

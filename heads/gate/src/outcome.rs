@@ -3,6 +3,7 @@
 //! decide). Every variant says plainly whether the effect ran.
 
 use countersign_ledger::{Disposition, DispositionStatus, LedgerRefusal};
+use countersign_proto::reason;
 use countersign_verifier::Refusal;
 
 use crate::signer_client::SignerRefusal;
@@ -133,6 +134,39 @@ pub enum Refused {
 }
 
 impl Refused {
+    /// [`Refused::code`] as a metric label: one of a fixed set. A code the
+    /// signer sent that is not one of those it can send here is counted
+    /// as `signer_refused`, so a label never carries a received string.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Refused::Proof(r) => r.code(),
+            Refused::Ledger(r) => r.code(),
+            Refused::UnknownProposal(_) => "unknown_proposal",
+            Refused::UnknownOperation(_) => "unknown_operation",
+            Refused::UnsupportedEffect { .. } => "unsupported_effect",
+            Refused::PasskeyRequired(_) => "passkey_required",
+            Refused::InProgress(_) => "in_progress",
+            Refused::NoHandoff { .. } => reason::NO_LIVE_HANDOFF,
+            Refused::HandoffRefused(refusal) => {
+                const HANDOFF_CODES: &[&str] = &[
+                    reason::NO_LIVE_HANDOFF,
+                    reason::HANDOFF_SESSION_MISMATCH,
+                    reason::HANDOFF_IN_USE,
+                    reason::HANDOFF_UNRECOVERABLE,
+                    reason::NOT_YOUR_PROPOSAL,
+                    reason::UNKNOWN_PROPOSAL,
+                    reason::INVALID_FIELD,
+                    reason::ROLE_NOT_ALLOWED,
+                ];
+                HANDOFF_CODES
+                    .iter()
+                    .find(|code| **code == refusal.code)
+                    .copied()
+                    .unwrap_or("signer_refused")
+            }
+        }
+    }
+
     /// A stable snake_case code for machine-readable output.
     pub fn code(&self) -> String {
         match self {
@@ -147,5 +181,30 @@ impl Refused {
                 refusal.code.clone()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handoff_refused(code: &str) -> Refused {
+        Refused::HandoffRefused(SignerRefusal {
+            code: code.to_owned(),
+            message: "m".to_owned(),
+        })
+    }
+
+    #[test]
+    fn a_metric_reason_is_a_known_code_or_signer_refused() {
+        assert_eq!(
+            handoff_refused("handoff_session_mismatch").reason(),
+            "handoff_session_mismatch"
+        );
+        assert_eq!(
+            handoff_refused("whatever_a_peer_sent").reason(),
+            "signer_refused"
+        );
+        assert_eq!(Refused::Proof(Refusal::Expired).reason(), "expired");
     }
 }

@@ -61,6 +61,7 @@ pub(crate) async fn bind(
 ) -> Result<(tokio::net::TcpListener, Arc<ApiState>), CliError> {
     let (listener, addr, scope) = listen_on(listen, "the API", "127.0.0.1:8787").await?;
     let state = Arc::new(api_state(ctx).await?);
+    super::metrics::serve(ctx, ctx.config.metrics.api, "API", io).await?;
     let _ = writeln!(
         io.err,
         "countersign API listening on http://{addr} ({scope}); OpenAPI at /openapi.json"

@@ -81,6 +81,7 @@ pub(crate) async fn bind(
         .await
         .map_err(|e| CliError::Error(format!("cannot listen on {listen}: {e}")))?;
     let addr = listener.local_addr().map_err(CliError::error)?;
+    super::metrics::serve(ctx, ctx.config.metrics.console, "console", io).await?;
     let _ = writeln!(
         io.err,
         "countersign console listening on {}/ (loopback only)",

@@ -46,6 +46,7 @@ async fn serve_http(ctx: &Context, listen: SocketAddr, io: &mut Io<'_>) -> Resul
     let server = McpHead::new(head, gate)
         .map_err(CliError::error)?
         .with_console(ctx.config.console_addr, ctx.config.passkeys.is_some());
+    super::metrics::serve(ctx, ctx.config.metrics.mcp, "MCP", io).await?;
     let auth = HttpAuth {
         tokens: TokenStore::in_home(ctx.home.root()),
         principal: ctx.principal.clone(),

@@ -9,6 +9,7 @@ mod doctor;
 mod exec;
 mod inspect;
 mod mcp;
+mod metrics;
 mod passkey_audit;
 mod propose;
 mod setup;

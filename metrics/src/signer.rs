@@ -1,0 +1,159 @@
+//! The signer's metrics: proposals by operation, decisions by kind,
+//! issuances, refusals by reason code, the latency of an approval from
+//! request to issued proof, and the approvals waiting to be handed over.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+
+use crate::Exposition;
+
+/// A person's decision, as counted (`decision` and `delivery` labels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Approved, the proof returned to the approver (`approve`, `direct`).
+    ApproveDirect,
+    /// Approved, the proof kept for one head (`approve`, `handoff`).
+    ApproveHandoff,
+    /// Denied (`deny`, `none`).
+    Deny,
+}
+
+/// Why a proof was issued (`source` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Issuance {
+    /// A person's approval (`approval`).
+    Approval,
+    /// A re-issue for a head reconciling a replay-safe webhook (`reissue`).
+    Reissue,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OperationLabels {
+    /// A name from the registry file (bounded by it): a proposal of an
+    /// unknown operation is refused before it is counted here.
+    operation: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct DecisionLabels {
+    decision: &'static str,
+    delivery: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct SourceLabels {
+    source: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabels {
+    /// A stable snake_case reason code (a fixed set of constants).
+    reason: &'static str,
+}
+
+/// The signer's counters, histogram and gauge. Clones count into the same
+/// metrics; they are served only once registered in an [`Exposition`].
+#[derive(Debug, Clone, Default)]
+pub struct SignerMetrics {
+    proposals: Family<OperationLabels, Counter>,
+    decisions: Family<DecisionLabels, Counter>,
+    issuances: Family<SourceLabels, Counter>,
+    refusals: Family<ReasonLabels, Counter>,
+    issuance_seconds: IssuanceHistogram,
+    waiting_handoffs: Gauge,
+}
+
+/// The histogram of [`SignerMetrics`], with the crate's latency buckets.
+#[derive(Debug, Clone)]
+struct IssuanceHistogram(Histogram);
+
+impl Default for IssuanceHistogram {
+    fn default() -> Self {
+        IssuanceHistogram(Histogram::new(crate::latency_buckets()))
+    }
+}
+
+impl SignerMetrics {
+    /// Registers these metrics in `exposition` (names below).
+    pub fn register(&self, exposition: &mut Exposition) {
+        let r = &mut exposition.registry;
+        r.register(
+            "countersign_proposals",
+            "Proposals recorded, by operation",
+            self.proposals.clone(),
+        );
+        r.register(
+            "countersign_decisions",
+            "Decisions recorded, by decision and delivery",
+            self.decisions.clone(),
+        );
+        r.register(
+            "countersign_issuances",
+            "Proofs issued, by source",
+            self.issuances.clone(),
+        );
+        r.register(
+            "countersign_signer_refusals",
+            "Signer calls refused or failed, by reason code",
+            self.refusals.clone(),
+        );
+        r.register(
+            "countersign_issuance_seconds",
+            "Time from an approving Decide call to its issued proof, in seconds",
+            self.issuance_seconds.0.clone(),
+        );
+        r.register(
+            "countersign_waiting_handoffs",
+            "Approvals waiting to be handed to a head (not claimed, not expired)",
+            self.waiting_handoffs.clone(),
+        );
+    }
+
+    /// A proposal of `operation` (a registered name) was recorded.
+    pub fn proposed(&self, operation: &str) {
+        self.proposals
+            .get_or_create(&OperationLabels {
+                operation: operation.to_owned(),
+            })
+            .inc();
+    }
+
+    /// A decision was recorded.
+    pub fn decided(&self, decision: Decision) {
+        let (decision, delivery) = match decision {
+            Decision::ApproveDirect => ("approve", "direct"),
+            Decision::ApproveHandoff => ("approve", "handoff"),
+            Decision::Deny => ("deny", "none"),
+        };
+        self.decisions
+            .get_or_create(&DecisionLabels { decision, delivery })
+            .inc();
+    }
+
+    /// A proof was issued, and for an approval it took `seconds` from the
+    /// request's arrival.
+    pub fn issued(&self, source: Issuance, seconds: Option<f64>) {
+        let source = match source {
+            Issuance::Approval => "approval",
+            Issuance::Reissue => "reissue",
+        };
+        self.issuances.get_or_create(&SourceLabels { source }).inc();
+        if let Some(seconds) = seconds {
+            self.issuance_seconds.0.observe(seconds);
+        }
+    }
+
+    /// A call was refused (or failed: `internal`) with `reason`.
+    pub fn refused(&self, reason: &'static str) {
+        self.refusals.get_or_create(&ReasonLabels { reason }).inc();
+    }
+
+    /// Sets how many approvals wait to be handed over.
+    pub fn set_waiting_handoffs(&self, waiting: usize) {
+        self.waiting_handoffs
+            .set(i64::try_from(waiting).unwrap_or(i64::MAX));
+    }
+}
