@@ -4,9 +4,13 @@
 //! ```text
 //! cargo bench -p countersign-bench --bench load              # everything
 //! cargo bench -p countersign-bench --bench load -- --quick   # smaller counts
+//! cargo bench -p countersign-bench --bench load -- --latency-only
 //! ```
 //! Options: `--quick`, `--sqlite-only`, `--postgres-only`, `--no-growth`,
-//! `--verification-only`.
+//! `--verification-only`, `--latency-only`, `--no-latency`,
+//! `--latency-n N` (iterations of the latency section; 300, or 30 with
+//! `--quick`). The latency section runs the `countersign` binary of this
+//! profile: `cargo build --release --bins` first.
 //! PostgreSQL: a fresh database on `$COUNTERSIGN_TEST_PG` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`), dropped afterwards.
 //!
@@ -23,11 +27,18 @@
 //! 5. 32-way races for one proof over 32 independent ledger handles (as 32
 //!    processes would hold): the losers' latency;
 //! 6. consume latency with 10^3 and with 10^6 consumed nonces (bulk-inserted
-//!    directly, with their intents and completions).
+//!    directly, with their intents and completions);
+//! 7. end-to-end latency over real sockets and processes, p50 and p99, each
+//!    beside its floor (`latency.rs`): CLI commands against process start
+//!    and one fresh mTLS call; Propose, Decide, the API head and the MCP
+//!    head against a kept-connection round trip plus one commit.
 //!
 //! Proofs are minted with the signer's own issuing code (a dev-dependency:
 //! nothing here ships).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod heads;
+mod latency;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,6 +69,11 @@ struct Options {
     sqlite: bool,
     postgres: bool,
     growth: bool,
+    /// Run the latency section (and, with `latency_only`, nothing else).
+    latency: bool,
+    latency_only: bool,
+    /// Iterations of the latency section, if given.
+    latency_n: Option<usize>,
 }
 
 impl Options {
@@ -69,6 +85,17 @@ impl Options {
             sqlite: !has("--postgres-only"),
             postgres: !has("--sqlite-only"),
             growth: !has("--no-growth"),
+            latency: !has("--no-latency"),
+            latency_only: has("--latency-only"),
+            latency_n: args.iter().position(|a| a == "--latency-n").map(|i| {
+                match args.get(i + 1).map(|n| n.parse()) {
+                    Some(Ok(n)) => n,
+                    _ => {
+                        eprintln!("--latency-n needs a number of iterations");
+                        std::process::exit(2);
+                    }
+                }
+            }),
         }
     }
 
@@ -620,6 +647,9 @@ fn main() {
             .unwrap_or(1)
     );
     println!();
+    if opts.latency_only {
+        return runtime.block_on(latency_section(&fx, &opts));
+    }
     verification(&fx, &opts);
     if std::env::args().any(|a| a == "--verification-only") {
         return;
@@ -637,5 +667,17 @@ fn main() {
                 growth(&fx, &opts, backend).await;
             }
         }
+        if opts.latency {
+            latency_section(&fx, &opts).await;
+        }
     });
+}
+
+/// The latency section; a missing binary or a failed command ends the
+/// run with the reason.
+async fn latency_section(fx: &Fixture, opts: &Options) {
+    if let Err(e) = latency::run(fx, opts).await {
+        eprintln!("latency section: {e}");
+        std::process::exit(1);
+    }
 }
