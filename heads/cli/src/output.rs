@@ -34,6 +34,9 @@ pub(crate) fn proposal_text(view: &ProposalView) -> String {
     if view.handoff_waiting {
         text.push_str("approved for one later execution by a head (handoff waiting)\n");
     }
+    if view.passkey_required && view.status == "pending" {
+        text.push_str("approving needs a passkey: approve it in the console\n");
+    }
     text.push_str(&view.preview);
     if !view.preview.ends_with('\n') {
         text.push('\n');

@@ -29,6 +29,7 @@ pub fn proposal(view: &ProposalView) -> Value {
         "created_at": view.created_at,
         "reason": if view.reason.is_empty() { Value::Null } else { Value::String(view.reason.clone()) },
         "handoff_waiting": view.handoff_waiting,
+        "passkey_required": view.passkey_required,
     })
 }
 
@@ -99,7 +100,7 @@ pub fn proposal_schema() -> Value {
         "type": "object",
         "required": ["id", "principal", "session", "operation", "arguments", "arguments_sha256",
                      "contract_revision", "policy_revision", "note", "preview", "status",
-                     "created_at", "reason", "handoff_waiting"],
+                     "created_at", "reason", "handoff_waiting", "passkey_required"],
         "properties": {
             "id": {"type": "string"},
             "principal": {"type": "string"},
@@ -115,7 +116,8 @@ pub fn proposal_schema() -> Value {
                                 "applied", "failed", "uncertain"]},
             "created_at": {"type": "string"},
             "reason": {"type": ["string", "null"]},
-            "handoff_waiting": {"type": "boolean"}
+            "handoff_waiting": {"type": "boolean"},
+            "passkey_required": {"type": "boolean"}
         }
     })
 }

@@ -371,5 +371,6 @@ async fn an_operation_that_requires_a_passkey_is_not_approved_at_a_terminal() {
     }
     let show = h.cli(&["--json", "show", &id]).await.json();
     assert_eq!(show["status"], "pending", "{show}");
+    assert_eq!(show["passkey_required"], true, "{show}");
     assert!(h.schedules().await.is_empty());
 }
