@@ -61,17 +61,7 @@ impl SignerService {
             // head's to claim.
             return Err(RpcError::NoLiveHandoff);
         }
-        let credential = match ledger.passkey_assertion_for(id).await? {
-            Some(stored) => Some(
-                URL_SAFE_NO_PAD
-                    .decode(&stored.assertion.credential_id)
-                    .map_err(|e| {
-                        RpcError::Internal(format!("stored credential id of {id}: {e}"))
-                    })?,
-            ),
-            None => None,
-        };
-        let claims = claims_of(record, issuance, credential.as_deref())?;
+        let claims = self.issued_claims(record, issuance).await?;
         let proof = self.rederive(&claims, issuance)?;
         let adopted = self.state.handoffs.adopt(
             id,
@@ -86,6 +76,29 @@ impl SignerService {
             "handoff re-derived from the ledger"
         );
         Ok(())
+    }
+
+    /// The claims `Decide` signed for `issuance`, as the ledger recorded
+    /// them (see `claims_of`), with the credential of the passkey
+    /// assertion stored with the approval, if one authorized it. Shared by
+    /// the handoff's recovery and `ReissueForReconcile`.
+    pub(crate) async fn issued_claims(
+        &self,
+        record: &ProposalRecord,
+        issuance: &IssuanceRecord,
+    ) -> Result<Claims, RpcError> {
+        let id = &record.proposal.id;
+        let credential = match self.state.ledger.passkey_assertion_for(id).await? {
+            Some(stored) => Some(
+                URL_SAFE_NO_PAD
+                    .decode(&stored.assertion.credential_id)
+                    .map_err(|e| {
+                        RpcError::Internal(format!("stored credential id of {id}: {e}"))
+                    })?,
+            ),
+            None => None,
+        };
+        claims_of(record, issuance, credential.as_deref())
     }
 
     /// The proof `claims` make under one of this signer's keys, if it is

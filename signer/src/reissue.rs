@@ -19,14 +19,11 @@
 //! Recorded as a `proof_reissued` event (the new proof's SHA-256, never the
 //! proof). This module must not log or store a proof.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_ledger::{AssertionPurpose, LedgerError, ProofReissue, ProposalStatus};
+use countersign_ledger::{LedgerError, ProofReissue, ProposalStatus};
 use countersign_metrics::Issuance;
 use countersign_proto::v1 as wire;
 use countersign_registry::Effect;
-use countersign_verifier::claims::ISSUER;
-use countersign_verifier::{AuthMethod, Claims, PasskeyAssurance};
+use countersign_verifier::Claims;
 use time::Duration;
 use tonic::Request;
 
@@ -88,42 +85,17 @@ impl SignerService {
                 id.as_str()
             )));
         }
-        let passkey = match self.state.ledger.passkey_assertion_for(id.as_str()).await? {
-            Some(stored) if stored.assertion.purpose == AssertionPurpose::Decision => {
-                let raw = URL_SAFE_NO_PAD
-                    .decode(&stored.assertion.credential_id)
-                    .map_err(|e| RpcError::Internal(format!("stored credential id: {e}")))?;
-                Some(
-                    PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], &raw)
-                        .map_err(|e| RpcError::Internal(format!("passkey assurance: {e}")))?,
-                )
-            }
-            _ => None,
-        };
         let lifetime = i64::try_from(self.state.policy.lifetime_for(op))
             .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
         let now = now_seconds()?;
         let expires_at = now + Duration::seconds(lifetime);
-        // The issued claims, field by field from the issuance; no grant, as
-        // the signer issues none (a decision is a person's).
+        // The issued claims, as the ledger recorded them (the handoff's
+        // recovery rebuilds the same); only the times are new.
         let claims = Claims {
-            iss: ISSUER.to_owned(),
-            aud: issuance.audience.clone(),
-            sub: issuance.principal.clone(),
-            sid: issuance.session.clone(),
-            pid: issuance.proposal_id.clone(),
-            op: issuance.operation.clone(),
-            args: args.value().clone(),
-            args_sha256: issuance.arguments_sha256.clone(),
-            crev: issuance.contract_revision.clone(),
-            prev: issuance.policy_revision.clone(),
-            grant: None,
-            prov: issuance.provenance.clone(),
-            passkey,
-            jti: issuance.nonce.clone(),
             iat: now,
             nbf: now,
             exp: expires_at,
+            ..self.issued_claims(&record, &issuance).await?
         };
         let keys = self
             .state
