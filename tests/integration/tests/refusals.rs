@@ -373,4 +373,57 @@ async fn an_operation_that_requires_a_passkey_is_not_approved_at_a_terminal() {
     assert_eq!(show["status"], "pending", "{show}");
     assert_eq!(show["passkey_required"], true, "{show}");
     assert!(h.schedules().await.is_empty());
+
+    // A proof without passkey assurance, signed with the signer's own key
+    // and recorded as issued (as a signer from before passkeys would
+    // have): the CLI head refuses it, nothing consumed or applied.
+    let proof = issued_without_passkey(&h, &id).await;
+    assert_exec_refused(&h, &id, &proof, &[], "passkey_required").await;
+    let show = h.cli(&["--json", "show", &id]).await.json();
+    assert_eq!(show["status"], "approved", "{show}");
+}
+
+/// Signs claims for proposal `id` with the signer's key file, without
+/// `amr`/`pkh`, and records the issuance; returns the proof text.
+async fn issued_without_passkey(h: &Harness, id: &str) -> String {
+    use countersign_registry::CanonicalArgs;
+    use countersign_signer::issue::sign_claims;
+    use countersign_signer::key::ProofKey;
+    use countersign_verifier::Claims;
+    use countersign_verifier::claims::ISSUER;
+
+    let record = h.ledger().proposal(id).await.unwrap().unwrap();
+    let p = &record.proposal;
+    let args = CanonicalArgs::from_stored(&p.arguments_json).unwrap();
+    let now =
+        time::OffsetDateTime::from_unix_timestamp(time::OffsetDateTime::now_utc().unix_timestamp())
+            .unwrap();
+    let claims = Claims {
+        iss: ISSUER.to_owned(),
+        aud: h.signer.state().policy().audience.clone(),
+        sub: p.principal.clone(),
+        sid: p.session.clone(),
+        pid: p.id.clone(),
+        op: p.operation.clone(),
+        args: args.value().clone(),
+        args_sha256: p.arguments_sha256.clone(),
+        crev: p.contract_revision.clone(),
+        prev: p.policy_revision.clone(),
+        grant: None,
+        prov: format!("human:cert:{}", p.principal),
+        passkey: None,
+        jti: "A".repeat(43),
+        iat: now,
+        nbf: now,
+        exp: now + time::Duration::seconds(300),
+    };
+    let key = ProofKey::load_file(&h.signer.home().signing_key_path()).unwrap();
+    let proof = sign_claims(&key, &claims).unwrap();
+    h.ledger()
+        .record_approval(&countersign_ledger::IssuanceRecord::from_claims(
+            &claims, &proof,
+        ))
+        .await
+        .unwrap();
+    proof.expose_secret().to_owned()
 }
