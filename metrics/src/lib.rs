@@ -25,7 +25,7 @@ mod signer;
 
 pub use exposition::Exposition;
 pub use gate::{ConsumeOutcome, GateMetrics};
-pub use listen::{CONTENT_TYPE, MetricsError, bind, serve};
+pub use listen::{CONTENT_TYPE, MetricsError, bind, nodelay, serve};
 pub use signer::{Decision, Issuance, SignerMetrics};
 
 /// Buckets of the latency histograms, in seconds: 0.5 ms to about 16 s,

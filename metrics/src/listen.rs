@@ -66,10 +66,12 @@ pub async fn serve(
         .await
 }
 
-/// `listener` with TCP_NODELAY set on every accepted socket, as every
-/// HTTP head sets through `countersign_api::nodelay` (which this crate
-/// cannot call: the API head depends on it through the gate).
-fn nodelay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut tokio::net::TcpStream)> {
+/// `listener` with TCP_NODELAY set on every accepted socket: axum leaves
+/// it off, and small responses then wait for the client's delayed ACK.
+/// Every HTTP listener of the project serves through it (the heads
+/// through `countersign_api::nodelay`, a re-export: this is the lowest
+/// crate that serves HTTP).
+pub fn nodelay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut tokio::net::TcpStream)> {
     listener.tap_io(|stream| {
         if let Err(e) = stream.set_nodelay(true) {
             tracing::warn!("cannot set TCP_NODELAY: {e}");

@@ -33,7 +33,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::serve::{ListenerExt as _, TapIo};
 use countersign_gate::Gate;
 use countersign_identity::shutdown::{Drained, drain};
 use countersign_proto::v1::signer_client::SignerClient;
@@ -126,16 +125,10 @@ pub fn exposures(registry: &Registry) -> Vec<Exposure> {
     openapi::exposures_from_document(&openapi::document(DATA_OPERATIONS, registry))
 }
 
-/// `listener` with TCP_NODELAY set on every accepted socket: axum leaves
-/// it off, and small responses then wait for the client's delayed ACK.
-/// Every HTTP head serves through it.
-pub fn nodelay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut tokio::net::TcpStream)> {
-    listener.tap_io(|stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::warn!("cannot set TCP_NODELAY: {e}");
-        }
-    })
-}
+/// `listener` with TCP_NODELAY set on every accepted socket (axum leaves
+/// it off): one function for every HTTP listener, kept in the metrics
+/// crate, the lowest one that serves HTTP.
+pub use countersign_metrics::nodelay;
 
 /// Serve `state` on `listener` until `shutdown` completes, then let
 /// requests in flight finish for at most [`SHUTDOWN_GRACE`].
