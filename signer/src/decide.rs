@@ -134,7 +134,7 @@ impl SignerService {
                 )
                 .await?,
             ),
-            None if self.passkey_required(&record.proposal.operation) => {
+            None if self.passkey_required(op) => {
                 return Err(RpcError::PasskeyRequired);
             }
             None => None,

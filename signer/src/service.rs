@@ -13,7 +13,7 @@ use countersign_identity::{PeerIdentity, Role, peer_identity};
 use countersign_ledger::{Proposal, ProposalRecord, ProposalStatus};
 use countersign_proto::v1 as wire;
 use countersign_proto::v1::signer_server::Signer;
-use countersign_registry::Registry;
+use countersign_registry::{Operation, Registry};
 use time::OffsetDateTime;
 use tonic::{Request, Response, Status};
 
@@ -108,17 +108,10 @@ impl SignerService {
             .ok_or(RpcError::PasskeysNotConfigured)
     }
 
-    /// Whether approving an `operation` needs a passkey: the installation
-    /// requires one for every approval, or the operation (as the registry
-    /// says now) requires one. An unknown operation cannot be approved at
-    /// all, so it needs none here.
-    pub(crate) fn passkey_required(&self, operation: &str) -> bool {
-        self.state.passkeys.as_ref().is_some_and(|p| p.required)
-            || self
-                .registry_now()
-                .ok()
-                .and_then(|r| r.get(operation).map(|op| op.requires_passkey()))
-                .unwrap_or(false)
+    /// Whether approving `op` needs a passkey: the installation requires
+    /// one for every approval, or the operation does.
+    pub(crate) fn passkey_required(&self, op: &Operation) -> bool {
+        self.state.passkeys.as_ref().is_some_and(|p| p.required) || op.requires_passkey()
     }
 
     /// The registry as its file says now (re-parsed only when it changed).
@@ -147,7 +140,15 @@ impl SignerService {
             .handoffs
             .is_waiting(&record.proposal.id, OffsetDateTime::now_utc());
         let mut view = proposal_view(record, waiting)?;
-        view.passkey_required = self.passkey_required(&record.proposal.operation);
+        // From the registry as last loaded (no file read per listed
+        // proposal): Decide itself checks against the file as it is now.
+        // (An operation no longer registered cannot be approved at all.)
+        view.passkey_required = self
+            .state
+            .registry
+            .last_loaded()
+            .get(&record.proposal.operation)
+            .is_some_and(|op| self.passkey_required(op));
         Ok(view)
     }
 
