@@ -50,6 +50,7 @@ fn base_claims() -> Claims {
         nbf: t("2026-01-01T00:00:00Z"),
         exp: t("2026-01-01T00:05:00Z"),
         passkey: None,
+        premise: None,
     }
 }
 

@@ -86,6 +86,7 @@ fn claims() -> Claims {
         nbf: now,
         exp: now + time::Duration::seconds(300),
         passkey: None,
+        premise: None,
     }
 }
 

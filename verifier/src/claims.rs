@@ -22,6 +22,11 @@
 //! an unknown method, a duplicate, an empty array, a malformed hash) is
 //! refused as `malformed`. Proofs without the pair are written exactly as
 //! before, byte for byte.
+//!
+//! One more is optional on its own ([`Premise`]): `prem`, the fact about
+//! current state the signer read, showed the person and bound into the
+//! proof, which the consume transaction reads again
+//! (`{"key", "ns", "value", "version"}`, strictly typed).
 
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
@@ -32,8 +37,10 @@ use crate::refusal::Refusal;
 use crate::timestamp;
 
 mod passkey;
+mod premise;
 
 pub use passkey::{AuthMethod, InvalidPasskeyAssurance, PasskeyAssurance};
+pub use premise::{MAX_PREMISE_NAME_BYTES, Premise};
 
 /// The issuer every countersign proof names.
 pub const ISSUER: &str = "countersign-signer";
@@ -179,6 +186,10 @@ pub struct Claims {
     /// What the signer checked with a passkey (`amr` and `pkh`), or `None`
     /// when the proof carries neither claim.
     pub passkey: Option<PasskeyAssurance>,
+    /// The fact about current state the signer read and bound (`prem`),
+    /// rechecked inside the consume transaction; `None` for operations
+    /// without a premise.
+    pub premise: Option<Premise>,
 }
 
 impl Claims {
@@ -227,6 +238,9 @@ impl Claims {
                 Value::String(passkey.credential_id_sha256().to_owned()),
             );
         }
+        if let Some(premise) = &self.premise {
+            m.insert("prem".into(), premise.claim_value());
+        }
         canonical::to_canonical(&Value::Object(m))
     }
 
@@ -249,9 +263,15 @@ impl Claims {
             return Err(Refusal::Malformed);
         };
         let has_all = |fields: &[&str]| fields.iter().all(|f| m.contains_key(*f));
+        let with_premise = m.contains_key("prem");
+        let optional = usize::from(with_premise);
         let with_passkey = match m.len() {
-            n if n == FIELDS.len() => false,
-            n if n == FIELDS.len() + PASSKEY_FIELDS.len() && has_all(&PASSKEY_FIELDS) => true,
+            n if n == FIELDS.len() + optional => false,
+            n if n == FIELDS.len() + optional + PASSKEY_FIELDS.len()
+                && has_all(&PASSKEY_FIELDS) =>
+            {
+                true
+            }
             _ => return Err(Refusal::Malformed),
         };
         if !has_all(&FIELDS) {
@@ -265,6 +285,11 @@ impl Claims {
                 take("amr")?,
                 take("pkh")?,
             )?)
+        } else {
+            None
+        };
+        let premise = if with_premise {
+            Some(Premise::from_claim_value(take("prem")?)?)
         } else {
             None
         };
@@ -286,6 +311,7 @@ impl Claims {
             grant: read_grant(grant)?,
             args,
             passkey,
+            premise,
         };
         claims.check_consistency()?;
         Ok(claims)

@@ -167,6 +167,7 @@ impl Fixture {
             nbf: now,
             exp: now + DEFAULT_MAX_LIFETIME,
             passkey: None,
+            premise: None,
         };
         let proof = sign_claims(&self.key, &claims).unwrap();
         let record = IssuanceRecord::from_claims(&claims, &proof);

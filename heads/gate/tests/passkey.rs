@@ -119,6 +119,7 @@ impl Setup {
             nbf: now,
             exp: now + time::Duration::seconds(300),
             passkey,
+            premise: None,
         };
         let proof = sign(&claims);
         self.ledger

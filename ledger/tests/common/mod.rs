@@ -262,6 +262,7 @@ pub fn issue(p: &Proposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecor
         nbf: iat,
         exp: iat + time::Duration::seconds(lifetime_secs),
         passkey: None,
+        premise: None,
     };
     let payload = claims.to_canonical_json().unwrap();
     let key = signing_key();

@@ -412,6 +412,7 @@ async fn issued_without_passkey(h: &Harness, id: &str) -> String {
         grant: None,
         prov: format!("human:cert:{}", p.principal),
         passkey: None,
+        premise: None,
         jti: "A".repeat(43),
         iat: now,
         nbf: now,

@@ -26,6 +26,7 @@ fn sample() -> Claims {
         nbf: timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
         exp: timestamp::parse("2026-01-01T00:05:00Z").unwrap(),
         passkey: None,
+        premise: None,
     }
 }
 
@@ -385,4 +386,63 @@ fn passkey_assurance_cannot_be_built_invalid() {
         assert_eq!(AuthMethod::from_name(method.as_str()), Some(*method));
     }
     assert_eq!(AuthMethod::from_name("passkey"), None);
+}
+
+fn with_premise(passkey: bool) -> Claims {
+    let mut c = if passkey { with_passkey() } else { sample() };
+    c.premise = Some(Premise {
+        namespace: "schedules".into(),
+        key: "nightly".into(),
+        value: Some(json!({"state": "active"})),
+        version: 12,
+    });
+    c
+}
+
+#[test]
+fn a_premise_round_trips_with_and_without_passkey_assurance() {
+    for passkey in [false, true] {
+        let c = with_premise(passkey);
+        let text = c.to_canonical_json().unwrap();
+        assert!(
+            text.contains(r#""prem":{"key":"nightly","ns":"schedules","value":{"state":"active"},"version":12},"prev":"#),
+            "{text}"
+        );
+        assert_eq!(reread(&c).unwrap(), c);
+    }
+    assert!(!sample().to_canonical_json().unwrap().contains("\"prem\""));
+}
+
+#[test]
+fn refuses_a_malformed_premise_or_a_field_count_that_does_not_add_up() {
+    let edit = |c: Claims, f: &dyn Fn(&mut Map<String, Value>)| {
+        let text = c.to_canonical_json().unwrap();
+        let Value::Object(mut m) = serde_json::from_str(&text).unwrap() else {
+            unreachable!()
+        };
+        f(&mut m);
+        let edited = canonical::to_canonical(&Value::Object(m)).unwrap();
+        Claims::from_canonical_json(edited.as_bytes())
+    };
+    // A premise whose value is not an object or null.
+    assert_eq!(
+        edit(with_premise(false), &|m| {
+            m["prem"]["value"] = Value::String("active".into());
+        }),
+        Err(Refusal::Malformed)
+    );
+    // A premise and one of the passkey pair: the count matches neither shape.
+    assert_eq!(
+        edit(with_premise(true), &|m| {
+            m.remove("pkh");
+        }),
+        Err(Refusal::Malformed)
+    );
+    // Seventeen fields without `prem`.
+    assert_eq!(
+        edit(sample(), &|m| {
+            m.insert("premise".into(), Value::Null);
+        }),
+        Err(Refusal::Malformed)
+    );
 }

@@ -40,6 +40,7 @@ pub(crate) fn claims() -> Claims {
         nbf: t0(),
         exp: t0() + Duration::seconds(300),
         passkey: None,
+        premise: None,
     }
 }
 
