@@ -14,7 +14,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::preview::{Template, is_terminal_unsafe};
-use crate::{BuiltinEffect, Class, Effect, Operation, RegistryError, WebhookUrl, schema};
+use crate::{
+    BuiltinEffect, Class, Effect, Operation, PremiseSource, RegistryError, WebhookUrl, schema,
+};
 
 /// Hard cap on any proof lifetime, in seconds.
 pub(crate) use countersign_verifier::lifetimes::LIFETIME_CAP_SECS;
@@ -43,6 +45,8 @@ pub(crate) struct RawOperation {
     require_passkey: bool,
     #[serde(default)]
     lifetime_secs: Option<u64>,
+    #[serde(default)]
+    premise: Option<PremiseSource>,
     preview: String,
     #[serde(default)]
     unverified_fields: Vec<String>,
@@ -94,6 +98,9 @@ impl RawOperation {
             _ => Vec::new(), // unreachable: built from a table just above
         };
         let validator = schema::compile(&schema).map_err(bad_schema)?;
+        if let Some(premise) = &self.premise {
+            premise.check(&schema).map_err(|r| invalid("premise", r))?;
+        }
 
         let mut seen = BTreeSet::new();
         for field in &self.unverified_fields {
@@ -138,6 +145,7 @@ impl RawOperation {
             replay_safe: self.replay_safe,
             require_passkey: self.require_passkey,
             lifetime_secs: self.lifetime_secs,
+            premise: self.premise,
             unverified_fields: self.unverified_fields,
             revision,
             template,
@@ -223,7 +231,8 @@ impl RawOperation {
     /// `require_passkey` is the exception: it is in the hashed definition
     /// only when true, so that every operation defined before the key
     /// existed keeps its revision (and its outstanding proofs), while
-    /// requiring a passkey, or no longer requiring one, changes it.
+    /// requiring a passkey, or no longer requiring one, changes it; so is
+    /// `premise`, present only when declared.
     fn revision(&self, schema: &Value) -> Result<String, String> {
         let effect = serde_json::to_value(&self.effect).map_err(|e| e.to_string())?;
         let mut definition = json!({
@@ -239,6 +248,9 @@ impl RawOperation {
         });
         if self.require_passkey {
             definition["require_passkey"] = Value::Bool(true);
+        }
+        if let Some(premise) = &self.premise {
+            definition["premise"] = serde_json::to_value(premise).map_err(|e| e.to_string())?;
         }
         let text = canonical::to_canonical(&definition).map_err(|e| e.to_string())?;
         Ok(canonical::sha256_hex(text.as_bytes()))

@@ -115,6 +115,12 @@ pub enum ArgumentsError {
     /// that nothing is accepted that can never be approved or verified.
     #[error("arguments cannot be approved: {0}")]
     Unsignable(#[from] UnsignableArgs),
+    /// The operation's premise is keyed by this argument, and its value
+    /// names no state key (empty, or longer than 256 bytes).
+    #[error(
+        "argument `{0}` names the state this operation's premise reads: it must be 1 to 256 bytes"
+    )]
+    PremiseKey(String),
 }
 
 /// Why policy values were refused.

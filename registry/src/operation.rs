@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::preview::{self, Template};
-use crate::{ArgumentsError, CanonicalArgs, schema};
+use crate::{ArgumentsError, CanonicalArgs, PremiseRead, PremiseSource, schema};
+use countersign_verifier::Premise;
 
 /// Read operations observe; write operations change state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,6 +112,9 @@ pub struct Operation {
     pub require_passkey: bool,
     /// Requested proof lifetime in seconds (1..=1800), else the policy default.
     pub lifetime_secs: Option<u64>,
+    /// The fact about current state a proposal of this operation is
+    /// approved under (`[operation.premise]`), if any.
+    pub premise: Option<PremiseSource>,
     /// Free-text argument names, shown as model-supplied and unverified.
     pub unverified_fields: Vec<String>,
     pub(crate) revision: String,
@@ -127,6 +131,7 @@ impl fmt::Debug for Operation {
             .field("replay_safe", &self.replay_safe)
             .field("require_passkey", &self.require_passkey)
             .field("lifetime_secs", &self.lifetime_secs)
+            .field("premise", &self.premise)
             .field("contract_revision", &self.revision)
             .finish_non_exhaustive()
     }
@@ -144,6 +149,22 @@ impl Operation {
     /// one without it as `passkey_required`, before consuming anything.
     pub fn requires_passkey(&self) -> bool {
         self.require_passkey
+    }
+
+    /// The state read these arguments' premise makes, if the operation
+    /// declares one (`Ok(None)` if not); `PremiseKey` if one is declared
+    /// and these arguments name no usable key.
+    pub fn premise_read(
+        &self,
+        args: &CanonicalArgs,
+    ) -> Result<Option<PremiseRead>, ArgumentsError> {
+        match &self.premise {
+            None => Ok(None),
+            Some(source) => source
+                .read_for(args)
+                .map(Some)
+                .ok_or_else(|| ArgumentsError::PremiseKey(source.key.clone())),
+        }
     }
 
     pub(crate) fn template(&self) -> &Template {
@@ -164,9 +185,16 @@ impl Operation {
         CanonicalArgs::from_value(value)
     }
 
-    /// Renders the authoritative preview from canonical arguments and the
-    /// proposer's note (model-supplied). See the crate docs for the layout.
-    pub fn render_preview(&self, args: &CanonicalArgs, note: &str) -> String {
-        preview::render(self, args, note)
+    /// Renders the authoritative preview from canonical arguments, the
+    /// premise the signer read (for an operation that declares one) and
+    /// the proposer's note (model-supplied). See the crate docs for the
+    /// layout.
+    pub fn render_preview(
+        &self,
+        args: &CanonicalArgs,
+        premise: Option<&Premise>,
+        note: &str,
+    ) -> String {
+        preview::render(self, args, premise, note)
     }
 }

@@ -14,6 +14,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use countersign_verifier::Premise;
+
 use crate::{CanonicalArgs, Operation};
 
 /// How many hex digits of the contract revision the preview header shows.
@@ -116,11 +118,20 @@ fn argument_json(value: Option<&Value>) -> String {
 /// Operation: <name> [<class>] contract <12 hex>
 /// Action:    <template with canonical JSON values>
 /// Arguments: <exact canonical arguments>
+/// Premise:   <namespace> <key as JSON> = <value> (version <n>), read by the signer
 /// ---- Model-supplied, unverified ----
 /// <field>: <canonical JSON value or <absent>>
 /// note: <canonical JSON string or <none>>
 /// ```
-pub(crate) fn render(op: &Operation, args: &CanonicalArgs, note: &str) -> String {
+///
+/// The `Premise:` line is there only for an operation that declares one;
+/// it says `has no value` for a key that has none.
+pub(crate) fn render(
+    op: &Operation,
+    args: &CanonicalArgs,
+    premise: Option<&Premise>,
+    note: &str,
+) -> String {
     let revision = op.contract_revision();
     let short = revision.get(..SHORT_REVISION).unwrap_or(revision);
     let mut out = String::new();
@@ -135,6 +146,9 @@ pub(crate) fn render(op: &Operation, args: &CanonicalArgs, note: &str) -> String
     let action = op.template().render(args.value());
     let _ = writeln!(out, "Action:    {}", terminal_safe(&action));
     let _ = writeln!(out, "Arguments: {}", terminal_safe(args.text()));
+    if let Some(premise) = premise {
+        let _ = writeln!(out, "Premise:   {}", terminal_safe(&premise_text(premise)));
+    }
     out.push_str("---- Model-supplied, unverified ----\n");
     for field in &op.unverified_fields {
         let value = argument_json(args.value().get(field));
@@ -147,6 +161,24 @@ pub(crate) fn render(op: &Operation, args: &CanonicalArgs, note: &str) -> String
     };
     let _ = write!(out, "note: {}", terminal_safe(&note));
     out
+}
+
+/// `<namespace> <key as JSON> = <value> (version <n>), read by the signer`,
+/// or `... has no value, read by the signer`.
+fn premise_text(premise: &Premise) -> String {
+    let key = argument_json(Some(&Value::String(premise.key.clone())));
+    match &premise.value {
+        Some(value) => format!(
+            "{} {key} = {} (version {}), read by the signer",
+            premise.namespace,
+            argument_json(Some(value)),
+            premise.version
+        ),
+        None => format!(
+            "{} {key} has no value, read by the signer",
+            premise.namespace
+        ),
+    }
 }
 
 /// True for characters a terminal must never receive raw from untrusted

@@ -12,7 +12,7 @@ fn preview(op: &str, json: &str, note: &str) -> String {
     let registry = registry();
     let op = registry.get(op).unwrap();
     let args = op.validate_arguments(json.as_bytes()).unwrap();
-    op.render_preview(&args, note)
+    op.render_preview(&args, None, note)
 }
 
 #[test]
@@ -22,7 +22,7 @@ fn preview_has_header_action_arguments_and_unverified_section() {
     let args = op
         .validate_arguments(br#"{"name":"nightly","cron":"0 3 * * *","description":"backups"}"#)
         .unwrap();
-    let text = op.render_preview(&args, "please approve");
+    let text = op.render_preview(&args, None, "please approve");
     let expected = format!(
         "Operation: schedule.create [write] contract {}\n\
          Action:    Create schedule \"nightly\" with cron \"0 3 * * *\" (state: created)\n\
@@ -49,7 +49,7 @@ fn preview_is_rendered_from_stored_canonical_text() {
     let registry = registry();
     let op = registry.get("schedule.pause").unwrap();
     let stored = CanonicalArgs::from_stored(r#"{"name":"nightly"}"#).unwrap();
-    let text = op.render_preview(&stored, "");
+    let text = op.render_preview(&stored, None, "");
     assert!(
         text.contains("Action:    Pause schedule \"nightly\" (active -> paused)\n"),
         "{text}"

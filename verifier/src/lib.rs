@@ -24,7 +24,10 @@ pub mod timestamp;
 pub mod verify;
 
 pub use builtin::{BuiltinEffect, UnknownBuiltinEffect};
-pub use claims::{AuthMethod, Claims, Grant, InvalidPasskeyAssurance, PasskeyAssurance};
+pub use claims::{
+    AuthMethod, Claims, Grant, InvalidPasskeyAssurance, MAX_PREMISE_NAME_BYTES, PasskeyAssurance,
+    Premise,
+};
 pub use ids::{ApproverName, IdError, Principal, ProposalId, Session};
 pub use keys::{KeyRing, key_id};
 pub use keyset::{KeySet, KeyStatus, PublishedKey};
