@@ -25,6 +25,10 @@ pub enum LedgerRefusal {
     /// consumed (it was verified in time, then waited for the lock).
     #[error("the proof expired before it could be consumed")]
     Expired,
+    /// The premise the person approved under (the state the signer read
+    /// and bound into the proof) no longer holds: the state changed since.
+    #[error("the state this approval was given under has changed since")]
+    PremiseChanged,
 }
 
 impl LedgerRefusal {
@@ -36,6 +40,7 @@ impl LedgerRefusal {
             LedgerRefusal::NotIssued => "not_issued",
             LedgerRefusal::Revoked => "revoked",
             LedgerRefusal::Expired => "expired",
+            LedgerRefusal::PremiseChanged => "premise_changed",
         }
     }
 }

@@ -419,6 +419,18 @@ impl Ledger {
         dispatch!(self, b => b.state(principal, namespace).await)
     }
 
+    /// The premise `principal`'s state store holds now for one key: its
+    /// value (or none) and version. The signer reads it at proposal and
+    /// again at decision; the consume transaction reads it a third time.
+    pub async fn read_premise(
+        &self,
+        principal: &str,
+        namespace: &str,
+        key: &str,
+    ) -> Result<countersign_verifier::Premise, LedgerError> {
+        dispatch!(self, b => b.read_premise(principal, namespace, key).await)
+    }
+
     /// The whole event log, oldest first.
     pub async fn events(&self) -> Result<Vec<EventRecord>, LedgerError> {
         dispatch!(self, b => b.events().await)

@@ -3,6 +3,7 @@
 //! Plain data only. These types never hold a proof (only its SHA-256) and
 //! must not grow a `Debug` that prints one.
 
+use countersign_verifier::Premise;
 use serde_json::Value;
 use time::OffsetDateTime;
 
@@ -32,6 +33,9 @@ pub struct Proposal {
     pub preview: String,
     /// When the proposal was recorded (whole seconds, UTC).
     pub created_at: OffsetDateTime,
+    /// The premise the signer read at proposal, for an operation that
+    /// declares one: a proof of this proposal must carry exactly it.
+    pub premise: Option<Premise>,
 }
 
 /// The bound fields of an issued proof. Never the proof itself.

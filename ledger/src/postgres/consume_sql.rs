@@ -41,10 +41,11 @@ pub(super) const CONSUME_APPLIED: &str = concat!(
          DELETE FROM state
          WHERE principal = $3 AND namespace = $17 AND key = $18 AND $19::text IS NULL),
      s AS (
-         INSERT INTO state (principal, namespace, key, value, updated_at)
-         SELECT $3, $17, $18, $19::text, $8 WHERE $19::text IS NOT NULL
+         INSERT INTO state (principal, namespace, key, value, updated_at, version)
+         SELECT $3, $17, $18, $19::text, $8, $22 WHERE $19::text IS NOT NULL
          ON CONFLICT (principal, namespace, key)
-         DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at),
+         DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at,
+                       version = excluded.version),
      a AS (
          INSERT INTO effect_applied (nonce, effect, result, applied_at)
          VALUES ($1, $20, $21, $8)),

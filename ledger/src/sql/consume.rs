@@ -35,7 +35,7 @@ use super::effects::plan_transition;
 use super::events::{NewEvent, Tail};
 use super::locks::{lock_head, lock_proposal_row};
 use super::rows::{self, disposition_select, intent_columns};
-use super::{Conn, Db, Store, events, intents};
+use super::{Conn, Db, Store, events, intents, premise};
 use crate::error::{EffectFailure, LedgerError, LedgerRefusal};
 use crate::fault::crash_point;
 use crate::owner;
@@ -73,7 +73,7 @@ async fn check_consumable(
     lock_head(conn).await?;
     // Every fact the checks and the writes need, in one statement.
     let row = sqlx::query(concat!(
-        "SELECT p.principal AS p_principal, p.operation AS p_operation,
+        "SELECT p.principal AS p_principal, p.operation AS p_operation, p.premise AS p_premise,
                 p.arguments_sha256 AS p_arguments_sha256,
                 p.contract_revision AS p_contract_revision,
                 p.policy_revision AS p_policy_revision,
@@ -110,7 +110,14 @@ async fn check_consumable(
         && row.try_get::<String, _>("p_arguments_sha256")? == claims.args_sha256
         && row.try_get::<String, _>("p_contract_revision")? == claims.crev
         && row.try_get::<String, _>("p_policy_revision")? == claims.prev;
-    if !matches {
+    // The premise the proof carries is the one recorded at proposal.
+    let premise = claims
+        .premise
+        .as_ref()
+        .map(countersign_verifier::Premise::canonical_text)
+        .transpose()
+        .map_err(|_| LedgerRefusal::ProposalMismatch)?;
+    if !matches || row.try_get::<Option<String>, _>("p_premise")? != premise {
         return Err(LedgerRefusal::ProposalMismatch.into());
     }
 
@@ -139,6 +146,11 @@ async fn check_consumable(
     let now: String = row.try_get("db_now")?;
     if now >= expires_at {
         return Err(LedgerRefusal::Expired.into());
+    }
+
+    // 6. The premise still holds, read under the locks.
+    if let Some(premise) = &claims.premise {
+        premise::check_holds(conn, &claims.sub, premise).await?;
     }
     Ok(Checked::Fresh {
         tail: Tail::from_row(&row, "head_count", "head_hash")?,

@@ -89,33 +89,6 @@ async fn write_effect(conn: &mut Conn, intent: &Intent) -> Result<Value, EffectF
     .await?;
     let plan = plan_transition(effect, &args, current.as_deref())?;
     let at = timefmt::format(timefmt::now())?;
-    match &plan.change {
-        Change::Put { key, value } => {
-            let text = countersign_verifier::canonical::to_canonical(value)
-                .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
-            sqlx::query(
-                "INSERT INTO state (principal, namespace, key, value, updated_at)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (principal, namespace, key)
-                 DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            )
-            .bind(&intent.principal)
-            .bind(schedule::NAMESPACE)
-            .bind(key)
-            .bind(text)
-            .bind(&at)
-            .execute(&mut *conn)
-            .await?;
-        }
-        Change::Delete { key } => {
-            sqlx::query("DELETE FROM state WHERE principal = $1 AND namespace = $2 AND key = $3")
-                .bind(&intent.principal)
-                .bind(schedule::NAMESPACE)
-                .bind(key)
-                .execute(&mut *conn)
-                .await?;
-        }
-    }
     let result_text = countersign_verifier::canonical::to_canonical(&plan.result)
         .map_err(|e| EffectFailure::Database(e.to_string()))?;
     sqlx::query(
@@ -128,7 +101,8 @@ async fn write_effect(conn: &mut Conn, intent: &Intent) -> Result<Value, EffectF
     .execute(&mut *conn)
     .await?;
     let details = events::applied_details(&intent.nonce, effect);
-    events::append(
+    // The event first: its id is the new value's version.
+    let version = events::append_numbered(
         conn,
         &at,
         "effect_applied",
@@ -137,6 +111,35 @@ async fn write_effect(conn: &mut Conn, intent: &Intent) -> Result<Value, EffectF
         &details,
     )
     .await?;
+    match &plan.change {
+        Change::Put { key, value } => {
+            let text = countersign_verifier::canonical::to_canonical(value)
+                .map_err(|e| EffectFailure::InvalidArguments(e.to_string()))?;
+            sqlx::query(
+                "INSERT INTO state (principal, namespace, key, value, updated_at, version)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (principal, namespace, key)
+                 DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at,
+                               version = excluded.version",
+            )
+            .bind(&intent.principal)
+            .bind(schedule::NAMESPACE)
+            .bind(key)
+            .bind(text)
+            .bind(&at)
+            .bind(version)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Change::Delete { key } => {
+            sqlx::query("DELETE FROM state WHERE principal = $1 AND namespace = $2 AND key = $3")
+                .bind(&intent.principal)
+                .bind(schedule::NAMESPACE)
+                .bind(key)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
     Ok(plan.result)
 }
 

@@ -95,6 +95,20 @@ pub(super) async fn append(
     actor: &str,
     details: &Value,
 ) -> Result<(), LedgerError> {
+    append_numbered(conn, at, kind, proposal_id, actor, details)
+        .await
+        .map(|_| ())
+}
+
+/// [`append`], returning the new event's id (the chain position it took).
+pub(super) async fn append_numbered(
+    conn: &mut Conn,
+    at: &str,
+    kind: &str,
+    proposal_id: Option<&str>,
+    actor: &str,
+    details: &Value,
+) -> Result<i64, LedgerError> {
     let head = sqlx::query(LOCK_HEAD).fetch_one(&mut *conn).await?;
     let event =
         Tail::from_row(&head, "count", "hash")?.extend(at, kind, proposal_id, actor, details)?;
@@ -114,7 +128,7 @@ pub(super) async fn append(
     .bind(event.hash)
     .execute(&mut *conn)
     .await?;
-    Ok(())
+    Ok(event.id)
 }
 
 fn raw_event(row: &DbRow) -> Result<RawEvent, sqlx::Error> {

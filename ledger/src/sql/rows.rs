@@ -1,6 +1,7 @@
 //! Decoding rows (of either backend) into the ledger's records. Only reading; the
 //! queries that produce these rows live with their callers.
 
+use countersign_verifier::Premise;
 use sqlx::Row as _;
 
 use time::OffsetDateTime;
@@ -17,7 +18,7 @@ use crate::types::{
 macro_rules! proposal_select {
     () => {
         "SELECT p.id, p.principal, p.session, p.operation, p.arguments_json, p.arguments_sha256,
-                p.contract_revision, p.policy_revision, p.note, p.preview, p.created_at,
+                p.contract_revision, p.policy_revision, p.note, p.preview, p.created_at, p.premise,
                 d.decision AS decision, d.reason AS decision_reason,
                 i.proof_sha256 AS i_proof_sha256, i.consume_digest AS i_consume_digest,
                 i.nonce AS i_nonce, i.principal AS i_principal,
@@ -37,6 +38,18 @@ macro_rules! proposal_select {
     };
 }
 pub(super) use proposal_select;
+
+/// A stored premise (the canonical JSON of a `prem` claim), or `None`.
+pub(super) fn premise_col(row: &DbRow, col: &str) -> Result<Option<Premise>, LedgerError> {
+    let Some(text) = row.try_get::<Option<String>, _>(col)? else {
+        return Ok(None);
+    };
+    let value = countersign_verifier::canonical::parse(text.as_bytes(), text.len())
+        .map_err(|e| LedgerError::Corrupt(format!("stored premise: {e}")))?;
+    Premise::from_claim_value(value)
+        .map(Some)
+        .map_err(|_| LedgerError::Corrupt("stored premise is malformed".into()))
+}
 
 fn time_col(row: &DbRow, col: &str) -> Result<OffsetDateTime, LedgerError> {
     let text: String = row.try_get(col)?;
@@ -92,6 +105,7 @@ pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecor
         note: row.try_get("note")?,
         preview: row.try_get("preview")?,
         created_at: time_col(row, "created_at")?,
+        premise: premise_col(row, "premise")?,
     };
     Ok(ProposalRecord {
         proposal,

@@ -5,6 +5,7 @@
 //!
 //! Never stores a proof, only its SHA-256; never logs argument values.
 
+use countersign_verifier::Premise;
 use serde_json::json;
 use sqlx::Row as _;
 
@@ -59,11 +60,18 @@ impl Store {
     /// Record a new proposal and its `proposed` event.
     pub(crate) async fn insert_proposal(&self, p: &Proposal) -> Result<(), LedgerError> {
         let created_at = timefmt::format(p.created_at)?;
+        let premise = p
+            .premise
+            .as_ref()
+            .map(Premise::canonical_text)
+            .transpose()
+            .map_err(|e| LedgerError::Corrupt(format!("premise: {e}")))?;
         let mut tx = self.write_tx().await?;
         let inserted = sqlx::query(
             "INSERT INTO proposals (id, principal, session, operation, arguments_json,
-                 arguments_sha256, contract_revision, policy_revision, note, preview, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                 arguments_sha256, contract_revision, policy_revision, note, preview, created_at,
+                 premise)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(&p.id)
         .bind(&p.principal)
@@ -76,6 +84,7 @@ impl Store {
         .bind(&p.note)
         .bind(&p.preview)
         .bind(&created_at)
+        .bind(&premise)
         .execute(&mut *tx)
         .await;
         match inserted {
@@ -84,13 +93,17 @@ impl Store {
             }
             other => other?,
         };
-        let details = json!({
+        let mut details = json!({
             "session": p.session,
             "operation": p.operation,
             "arguments_sha256": p.arguments_sha256,
             "contract_revision": p.contract_revision,
             "policy_revision": p.policy_revision,
         });
+        // The chain commits to the premise the person was shown.
+        if let Some(premise) = &p.premise {
+            details["premise"] = premise.claim_value();
+        }
         events::append(
             &mut tx,
             &created_at,

@@ -26,10 +26,11 @@ pub(super) const RECORD_INTENT: &str = record_intent!();
 pub(super) const CONSUME_APPLIED: &str = concat!(
     record_intent!(),
     "DELETE FROM state WHERE principal = $3 AND namespace = $17 AND key = $18 AND $19 IS NULL;
-     INSERT INTO state (principal, namespace, key, value, updated_at)
-     SELECT $3, $17, $18, $19, $8 WHERE $19 IS NOT NULL
+     INSERT INTO state (principal, namespace, key, value, updated_at, version)
+     SELECT $3, $17, $18, $19, $8, $22 WHERE $19 IS NOT NULL
      ON CONFLICT (principal, namespace, key)
-     DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at;
+     DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at,
+                   version = excluded.version;
      INSERT INTO effect_applied (nonce, effect, result, applied_at) VALUES ($1, $20, $21, $8);
      INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
          completed_at)

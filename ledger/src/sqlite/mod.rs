@@ -64,6 +64,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "passkeys",
         include_str!("../../migrations/sqlite/0003_passkeys.sql"),
     ),
+    (
+        7,
+        "premises",
+        include_str!("../../migrations/sqlite/0007_premises.sql"),
+    ),
 ];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -91,6 +96,8 @@ use writer_lock::{WriterGuard, WriterLock};
 mod migrate;
 #[path = "../sql/passkeys.rs"]
 mod passkeys;
+#[path = "../sql/premise.rs"]
+mod premise;
 #[path = "../sql/reissue.rs"]
 mod reissue;
 #[path = "../sql/rows.rs"]

@@ -220,6 +220,7 @@ pub fn proposal(n: u32, operation: &str, args: Value) -> Proposal {
         note: "note".into(),
         preview: "preview".into(),
         created_at: now(),
+        premise: None,
     }
 }
 
@@ -262,7 +263,7 @@ pub fn issue(p: &Proposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecor
         nbf: iat,
         exp: iat + time::Duration::seconds(lifetime_secs),
         passkey: None,
-        premise: None,
+        premise: p.premise.clone(),
     };
     let payload = claims.to_canonical_json().unwrap();
     let key = signing_key();

@@ -1,0 +1,83 @@
+//! Premises (shared by both backends): the read of one state key that the
+//! signer makes at proposal and decision, and the same read inside the
+//! consume transaction, which refuses a proof whose premise moved.
+//!
+//! A premise is the key's value and version (the id of the event that
+//! last wrote it), so a value written again is still a change. This module
+//! must not write anything.
+
+use countersign_verifier::Premise;
+use sqlx::Row as _;
+
+use super::{Conn, Store};
+use crate::error::{LedgerError, LedgerRefusal};
+
+/// `SELECT value, version` of one state key.
+const READ: &str =
+    "SELECT value, version FROM state WHERE principal = $1 AND namespace = $2 AND key = $3";
+
+/// The premise found in `row` (columns `value`, `version`), or an absent
+/// one, for `namespace` and `key`.
+fn premise_of(
+    row: Option<super::DbRow>,
+    namespace: &str,
+    key: &str,
+) -> Result<Premise, LedgerError> {
+    let (value, version) = match row {
+        None => (None, 0),
+        Some(row) => {
+            let text: String = row.try_get("value")?;
+            let value = serde_json::from_str(&text)
+                .map_err(|e| LedgerError::Corrupt(format!("state {key:?}: {e}")))?;
+            let version: i64 = row.try_get("version")?;
+            let version = u64::try_from(version)
+                .map_err(|_| LedgerError::Corrupt(format!("state {key:?}: negative version")))?;
+            (Some(value), version)
+        }
+    };
+    Ok(Premise {
+        namespace: namespace.to_owned(),
+        key: key.to_owned(),
+        value,
+        version,
+    })
+}
+
+/// Step 6 of a consumption, on `conn` inside the write transaction after
+/// the locks (every state write holds the chain head, so nothing changes
+/// the key before this transaction ends): the premise the proof carries
+/// must still hold, else `PremiseChanged` and the caller rolls back.
+pub(super) async fn check_holds(
+    conn: &mut Conn,
+    principal: &str,
+    premise: &Premise,
+) -> Result<(), LedgerError> {
+    let row = sqlx::query(READ)
+        .bind(principal)
+        .bind(&premise.namespace)
+        .bind(&premise.key)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if premise_of(row, &premise.namespace, &premise.key)? != *premise {
+        return Err(LedgerRefusal::PremiseChanged.into());
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The premise `principal`'s state holds now for `namespace`/`key`.
+    pub(crate) async fn read_premise(
+        &self,
+        principal: &str,
+        namespace: &str,
+        key: &str,
+    ) -> Result<Premise, LedgerError> {
+        let row = sqlx::query(READ)
+            .bind(principal)
+            .bind(namespace)
+            .bind(key)
+            .fetch_optional(&self.reader)
+            .await?;
+        premise_of(row, namespace, key)
+    }
+}
