@@ -89,6 +89,10 @@ pub mod reason {
     pub const CONTRACT_CHANGED: &str = "contract_changed";
     /// The signing policy changed since the proposal.
     pub const POLICY_CHANGED: &str = "policy_changed";
+    /// The state a proposal's premise read changed since the proposal (at
+    /// a decision), or since the approval (at consumption): nothing was
+    /// approved or applied; propose again to be shown the state as it is.
+    pub const PREMISE_CHANGED: &str = "premise_changed";
     /// No approval waits to be handed over for this proposal.
     pub const NO_LIVE_HANDOFF: &str = "no_live_handoff";
     /// The waiting approval is bound to another session.

@@ -48,6 +48,7 @@ impl SignerService {
             if let Decision::Approve { .. } = cmd.decision {
                 let registry = self.registry_now()?;
                 self.approvable(&registry, &record)?;
+                self.premise_holds(&record).await?;
             }
             return Ok(wire::DecideResponse {
                 proposal: Some(self.view_of(&record)?),
@@ -112,6 +113,7 @@ impl SignerService {
         let state = &self.state;
         let registry = self.registry_now()?;
         let (op, args) = self.approvable(&registry, &record)?;
+        self.premise_holds(&record).await?;
         let session = execute_in_session.map_or_else(
             || record.proposal.session.clone(),
             |s| s.as_str().to_owned(),
@@ -156,6 +158,8 @@ impl SignerService {
             prev: record.proposal.policy_revision.clone(),
             grant: None,
             prov: provenance.to_owned(),
+            // The premise the person was shown, read again just above.
+            premise: record.proposal.premise.clone(),
             passkey: verified
                 .as_ref()
                 .map(|v| {
@@ -251,6 +255,29 @@ impl SignerService {
             )));
         }
         Ok((op, args))
+    }
+}
+
+impl SignerService {
+    /// `premise_changed` unless the premise `record` was proposed under
+    /// (if any) still holds: the person approves only what they were
+    /// shown. Read again by the ledger inside the consume transaction.
+    pub(crate) async fn premise_holds(&self, record: &ProposalRecord) -> Result<(), RpcError> {
+        let Some(shown) = &record.proposal.premise else {
+            return Ok(());
+        };
+        let now = self
+            .state
+            .ledger
+            .read_premise(&record.proposal.principal, &shown.namespace, &shown.key)
+            .await?;
+        if now != *shown {
+            return Err(RpcError::PremiseChanged(format!(
+                "{} {:?}",
+                shown.namespace, shown.key
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -63,6 +63,10 @@ pub(crate) enum RpcError {
     /// The policy changed since the proposal.
     #[error("the signing policy changed since the proposal; propose again")]
     PolicyChanged,
+    /// The state the proposal's premise read changed since the proposal:
+    /// the person would approve under a fact that no longer holds.
+    #[error("{0} changed since it was proposed; propose again to see it as it is")]
+    PremiseChanged(String),
     /// No proof waits for this proposal (never, already claimed, expired or revoked).
     #[error("no live handoff")]
     NoLiveHandoff,
@@ -163,6 +167,7 @@ impl RpcError {
             RpcError::NotPending { .. } => reason::NOT_PENDING,
             RpcError::ContractChanged(_) => reason::CONTRACT_CHANGED,
             RpcError::PolicyChanged => reason::POLICY_CHANGED,
+            RpcError::PremiseChanged(_) => reason::PREMISE_CHANGED,
             RpcError::NoLiveHandoff => reason::NO_LIVE_HANDOFF,
             RpcError::HandoffSessionMismatch => reason::HANDOFF_SESSION_MISMATCH,
             RpcError::HandoffInUse(_) => reason::HANDOFF_IN_USE,

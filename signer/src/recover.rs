@@ -194,6 +194,7 @@ fn claims_of(
         grant: None,
         prov: issuance.provenance.clone(),
         passkey,
+        premise: record.proposal.premise.clone(),
         jti: issuance.nonce.clone(),
         iat: issuance.issued_at,
         nbf: issuance.issued_at,
@@ -226,6 +227,7 @@ mod tests {
                 note: String::new(),
                 preview: String::new(),
                 created_at: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
+                premise: None,
             },
             status: ProposalStatus::Approved,
             reason: None,
@@ -252,6 +254,7 @@ mod tests {
             prov: format!("human:cert:{P}/console"),
             passkey: credential
                 .map(|c| PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], c).unwrap()),
+            premise: record.proposal.premise.clone(),
             jti: "n".repeat(43),
             iat,
             nbf: iat,

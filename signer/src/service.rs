@@ -165,7 +165,18 @@ impl SignerService {
         let args = op
             .validate_arguments(cmd.arguments_json.as_bytes())
             .map_err(RpcError::InvalidArguments)?;
-        let preview = op.render_preview(&args, &cmd.note);
+        // The premise, read by the signer itself (never taken from the
+        // request), shown in the preview and bound into any proof.
+        let premise = match op.premise_read(&args).map_err(RpcError::InvalidArguments)? {
+            None => None,
+            Some(read) => Some(
+                self.state
+                    .ledger
+                    .read_premise(&peer.principal, &read.namespace, &read.key)
+                    .await?,
+            ),
+        };
+        let preview = op.render_preview(&args, premise.as_ref(), &cmd.note);
         let id = new_proposal_id()?;
         let proposal = Proposal {
             id: id.as_str().to_owned(),
@@ -179,6 +190,7 @@ impl SignerService {
             note: cmd.note,
             preview,
             created_at: now_seconds()?,
+            premise,
         };
         self.state.ledger.insert_proposal(&proposal).await?;
         self.state.metrics.proposed(&op.name);

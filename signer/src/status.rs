@@ -27,6 +27,7 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         RpcError::NotPending { .. }
         | RpcError::ContractChanged(_)
         | RpcError::PolicyChanged
+        | RpcError::PremiseChanged(_)
         | RpcError::HandoffNotClaimed
         | RpcError::HandoffInUse(_)
         | RpcError::HandoffUnrecoverable(_)
@@ -115,6 +116,7 @@ mod tests {
             ),
             (RpcError::ContractChanged("op".into()), "contract_changed"),
             (RpcError::PolicyChanged, "policy_changed"),
+            (RpcError::PremiseChanged("s".into()), "premise_changed"),
             (RpcError::NoLiveHandoff, "no_live_handoff"),
             (RpcError::HandoffSessionMismatch, "handoff_session_mismatch"),
             (RpcError::HandoffNotClaimed, "handoff_not_claimed"),
@@ -152,7 +154,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..33).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..34).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -191,6 +193,7 @@ mod tests {
             RpcError::NotAWebhook(_) => 30,
             RpcError::NotReplaySafe(_) => 31,
             RpcError::HandoffUnrecoverable(_) => 32,
+            RpcError::PremiseChanged(_) => 33,
         }
     }
 

@@ -148,6 +148,7 @@ impl Fixture {
             note: String::new(),
             preview: "bench".into(),
             created_at: now,
+            premise: None,
         };
         let claims = Claims {
             iss: "countersign-signer".into(),

@@ -99,6 +99,7 @@ impl Setup {
             note: "note".into(),
             preview: "preview".into(),
             created_at: now,
+            premise: None,
         };
         self.ledger.insert_proposal(&proposal).await.unwrap();
         let claims = Claims {
