@@ -7,7 +7,8 @@ A person supervises an MCP agent from the browser alone: pairing through a
 one-time link made at a real pseudo-terminal; a proposal made over MCP
 appearing live in the pending list (count in the title); approve for the
 proposing session and the MCP head executing it exactly once; approve and
-run now; deny with a reason; revoke; resolve an uncertain execution. And
+run now; deny with a reason; revoke; resolve an uncertain execution; a
+premise shown as the signer read it, and a decision refused once it moved. And
 what must not work: an unpaired, revoked or expired session sees nothing; a
 page on another origin posting to the console, a request with a rebinding
 Host, a POST without the CSRF token, and a second decision are refused and
@@ -310,6 +311,27 @@ async def main():
                                       {"Host": f"127.0.0.1:{port}", "Cookie": f"countersign_console={session_cookie(driver)['value']}"},
                                       {"csrf": csrf, "delivery": "handoff"})
                 assert status == 409 and "nothing was done" in text and "not_pending" in text, (status, text)
+
+                # --- A premise: the card shows the schedule as the signer read it (the
+                # model's claim stays model-supplied); once another approved action moves
+                # it, approving is refused with the reason and nothing is recorded.
+                dpid = propose(home, "schedule.delete", {"name": "nightly-report"}, note="it is paused already")
+                driver.get(base + f"/proposals/{dpid}")
+                card = driver.find_element(By.TAG_NAME, "main").text
+                assert 'Premise:   schedules "nightly-report" = {' in card and '"state":"created"' in card, card
+                apid = propose(home, "schedule.activate", {"name": "nightly-report"})
+                driver.get(base + f"/proposals/{apid}")
+                click_button(driver, "Approve and run now")
+                wait_title(driver, "Approved and run", 20)
+                driver.get(base + f"/proposals/{dpid}")
+                card = driver.find_element(By.TAG_NAME, "main").text
+                assert "It cannot be approved now" in card and "changed since it was proposed" in card, card
+                assert not [b for b in driver.find_elements(By.TAG_NAME, "button") if b.text.strip().startswith("Approve")]
+                status, _, text = raw(port, "POST", f"/proposals/{dpid}/approve",
+                                      {"Host": f"127.0.0.1:{port}", "Cookie": f"countersign_console={session_cookie(driver)['value']}"},
+                                      {"csrf": csrf_on_page(driver, base), "delivery": "run"})
+                assert "premise_changed" in text and "nothing was done" in text, (status, text)
+                assert status_of(home, dpid) == "pending"
 
                 # --- Revoke an unconsumed proof: the MCP head can no longer use it.
                 result, text = await call(mcp, "propose_schedule_create",
