@@ -421,7 +421,7 @@ pub struct NotifyChannelStatus {
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct NotifyDelivery {
-    /// msg\_<hex>: the webhook-id of a webhook delivery.
+    /// `msg_<hex>`: the webhook-id of a webhook delivery.
     #[prost(string, tag = "1")]
     pub delivery_id: ::prost::alloc::string::String,
     #[prost(string, tag = "2")]
