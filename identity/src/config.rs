@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::files::read_private;
+use crate::notify::{NotifyConfig, NotifySection, notify_config};
 use crate::paths::{ConfiguredFile, check_configured_file, sqlite_ledger_file};
 use crate::{Home, IdentityError};
 
@@ -60,6 +61,9 @@ pub struct Config {
     /// Where each long-running process serves `GET /metrics` (`[metrics]`);
     /// every address is loopback, and an absent one serves nothing.
     pub metrics: MetricsConfig,
+    /// How the signer tells a person that a proposal waits (`[notify]`);
+    /// `None` (the default) sends nothing.
+    pub notify: Option<NotifyConfig>,
 }
 
 /// `[metrics]`: one loopback address per kind of process, since the signer
@@ -121,6 +125,7 @@ struct FileConfig {
     passkeys: Option<PasskeysSection>,
     #[serde(default)]
     metrics: MetricsSection,
+    notify: Option<NotifySection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -321,6 +326,11 @@ impl Config {
             mcp: metrics_addr("mcp", file.metrics.mcp)?,
             console: metrics_addr("console", file.metrics.console)?,
         };
+        let notify = file
+            .notify
+            .map(|section| notify_config(section, home.root()))
+            .transpose()
+            .map_err(&invalid)?;
         Ok(Config {
             signer_addr,
             handoff_claim_lease_secs,
@@ -331,6 +341,7 @@ impl Config {
             console_addr,
             passkeys,
             metrics,
+            notify,
         })
     }
 

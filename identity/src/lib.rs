@@ -16,6 +16,7 @@ mod error;
 pub mod files;
 mod home;
 pub mod log;
+mod notify;
 mod paths;
 mod peer;
 pub mod pki;
@@ -29,5 +30,10 @@ pub use config::{
 };
 pub use error::IdentityError;
 pub use home::{DEV_NAMED_APPROVERS, Home, InitReport, generate_principal, is_valid_principal};
+pub use notify::{
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_NOTIFY_TIMEOUT_SECS, DEFAULT_RETRY_INITIAL_MS,
+    DEFAULT_RETRY_MAX_MS, NotifyConfig, NotifySmtpConfig, NotifyWebhookConfig, RetryConfig,
+    SmtpTls,
+};
 pub use paths::{ConfiguredFile, check_configured_file};
 pub use peer::{ApproverName, ClientCredential, PeerIdentity, Role, SIGNER_URI, peer_identity};

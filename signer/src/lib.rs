@@ -16,6 +16,7 @@ mod handoff;
 pub mod issue;
 pub mod key;
 pub mod keystore;
+pub mod notify;
 pub mod passkeys;
 pub mod pkcs11;
 mod recover;

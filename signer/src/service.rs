@@ -43,6 +43,7 @@ pub(crate) mod roles {
     pub(crate) const BEGIN_DECISION: &[Role] = &[Role::Approver];
     /// BeginEnrolment, Enrol, BeginRemoval, RemovePasskey, ListPasskeys.
     pub(crate) const PASSKEYS: &[Role] = &[Role::Approver];
+    pub(crate) const NOTIFY_STATUS: &[Role] = &[Role::Approver];
 }
 
 /// The `Signer` service over shared state.
@@ -194,6 +195,8 @@ impl SignerService {
         };
         self.state.ledger.insert_proposal(&proposal).await?;
         self.state.metrics.proposed(&op.name);
+        // Queued for the background sender: never waits, never fails Propose.
+        self.state.notifier.proposal_waiting(&proposal);
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
         self.view(&id).await
     }
@@ -315,6 +318,14 @@ impl SignerService {
             outcome: revoke_outcome(outcome) as i32,
             proposal: Some(self.view(&cmd.proposal_id).await?),
         })
+    }
+
+    fn notify_status(
+        &self,
+        request: &Request<wire::NotifyStatusRequest>,
+    ) -> Result<wire::NotifyStatusResponse, RpcError> {
+        let peer = authorize(request, "NotifyStatus", roles::NOTIFY_STATUS)?;
+        Ok(self.state.notifier.status(&peer.principal))
     }
 
     fn public_keys(
@@ -513,6 +524,15 @@ impl Signer for SignerService {
     ) -> Result<Response<wire::ListPasskeysResponse>, Status> {
         SignerService::list_passkeys(self, request)
             .await
+            .map(Response::new)
+            .map_err(|e| self.refused(e))
+    }
+
+    async fn notify_status(
+        &self,
+        request: Request<wire::NotifyStatusRequest>,
+    ) -> Result<Response<wire::NotifyStatusResponse>, Status> {
+        SignerService::notify_status(self, &request)
             .map(Response::new)
             .map_err(|e| self.refused(e))
     }

@@ -19,6 +19,7 @@ use countersign_registry::{CurrentRegistry, Policy};
 use crate::error::StartError;
 use crate::handoff::HandoffStore;
 use crate::keystore::{KeyStore, KeyStoreError};
+use crate::notify::Notifier;
 use crate::passkeys::code::EnrolmentCodes;
 use crate::passkeys::{Challenges, PasskeyPolicy};
 
@@ -43,6 +44,8 @@ pub struct SignerState {
     pub(crate) public_keys_served: AtomicU64,
     /// What this signer counts; served only with `[metrics] signer`.
     pub(crate) metrics: SignerMetrics,
+    /// Tells a person that a proposal waits (`[notify]`; off by default).
+    pub(crate) notifier: Notifier,
 }
 
 impl fmt::Debug for SignerState {
@@ -76,7 +79,14 @@ impl SignerState {
             passkey_lock: tokio::sync::Mutex::new(()),
             public_keys_served: AtomicU64::new(0),
             metrics: SignerMetrics::default(),
+            notifier: Notifier::default(),
         }
+    }
+
+    /// The same state notifying through `notifier`.
+    pub fn with_notifier(mut self, notifier: Notifier) -> SignerState {
+        self.notifier = notifier;
+        self
     }
 
     /// The same state checking passkeys as `policy` says (`None`: not
@@ -95,8 +105,9 @@ impl SignerState {
     /// Loads everything a home and its configuration name: checks the home,
     /// opens the key set (on first start creating the proof key, or
     /// migrating a lone `ed25519.key` into the key index), opens the ledger,
-    /// loads the registry file (re-read at each use from then on) and
-    /// validates the policy.
+    /// loads the registry file (re-read at each use from then on),
+    /// validates the policy, and starts the notifier of `[notify]`
+    /// (resuming its pending deliveries).
     pub async fn load(home: &Home, config: &Config) -> Result<SignerState, StartError> {
         home.check()?;
         let (keys, _created) = KeyStore::open(&home.signer_dir())?;
@@ -105,9 +116,11 @@ impl SignerState {
             .map_err(|e| StartError::Registry(e.to_string()))?;
         let ledger = Ledger::open(&config.ledger_url).await?;
         let passkeys = config.passkeys.as_ref().map(PasskeyPolicy::from_config);
+        let notifier = Notifier::start(config, &home.signer_dir()).await?;
         Ok(SignerState::new(keys, ledger, registry, policy)
             .with_passkeys(passkeys)
-            .with_handoff_claim_lease(config.handoff_claim_lease_secs))
+            .with_handoff_claim_lease(config.handoff_claim_lease_secs)
+            .with_notifier(notifier))
     }
 
     /// The PASERK id of the active key, as the key index says now.

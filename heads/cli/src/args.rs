@@ -92,6 +92,20 @@ pub enum Command {
     /// Client credentials for trusted approver interfaces (see docs/trusted-ui.md).
     #[command(subcommand)]
     Credential(CredentialCommand),
+    /// The signer's notifications that a proposal waits (as an approver).
+    #[command(subcommand)]
+    Notify(NotifyCommand),
+}
+
+/// `countersign notify ...`
+#[derive(Debug, Subcommand)]
+pub enum NotifyCommand {
+    /// Per channel: the last deliveries, pending retries, failures with reason
+    ///
+    /// Asks the signer (as an approver) what its `[notify]` channels
+    /// delivered for this principal. A notification carries no proof and
+    /// no link that decides; neither does this list.
+    Status,
 }
 
 /// `countersign console [--listen ADDR] [pair | sessions ...]`

@@ -185,6 +185,13 @@ pub const NON_DATA: &[NonData] = &[
         reason: "Checking an installation reads the local home (its certificates, keys' files and configuration) and connects with each of its credentials; it is local administration, not an operation on proposals, and reveals nothing a head should pass on.",
     },
     NonData {
+        name: "notify_status",
+        cli: Some("countersign notify status"),
+        api: None,
+        mcp: None,
+        reason: "The signer's notification deliveries are read over the approver's certificate: they describe the person's own alerts (channels, failures), not an operation on proposals, and a head's caller has no use for them.",
+    },
+    NonData {
         name: "health",
         cli: None,
         api: Some(("GET", "/healthz")),

@@ -390,6 +390,60 @@ pub struct PublicKeysResponse {
     #[prost(message, repeated, tag = "1")]
     pub keys: ::prost::alloc::vec::Vec<VerifyingKey>,
 }
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct NotifyStatusRequest {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NotifyStatusResponse {
+    /// False when the signer's configuration has no \[notify\] section.
+    #[prost(bool, tag = "1")]
+    pub enabled: bool,
+    /// One per configured channel ("webhook", "smtp").
+    #[prost(message, repeated, tag = "2")]
+    pub channels: ::prost::alloc::vec::Vec<NotifyChannelStatus>,
+    /// Notifications dropped since the signer started because its queue was full.
+    #[prost(uint64, tag = "3")]
+    pub dropped: u64,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NotifyChannelStatus {
+    #[prost(string, tag = "1")]
+    pub channel: ::prost::alloc::string::String,
+    /// Counts over the deliveries the signer keeps for the caller's principal.
+    #[prost(uint32, tag = "2")]
+    pub delivered: u32,
+    #[prost(uint32, tag = "3")]
+    pub pending: u32,
+    #[prost(uint32, tag = "4")]
+    pub failed: u32,
+    /// Newest first, at most 20.
+    #[prost(message, repeated, tag = "5")]
+    pub deliveries: ::prost::alloc::vec::Vec<NotifyDelivery>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct NotifyDelivery {
+    /// `msg_<hex>`: the webhook-id of a webhook delivery.
+    #[prost(string, tag = "1")]
+    pub delivery_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub proposal_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub operation: ::prost::alloc::string::String,
+    /// "pending", "delivered" or "failed".
+    #[prost(string, tag = "4")]
+    pub state: ::prost::alloc::string::String,
+    /// Attempts made so far.
+    #[prost(uint32, tag = "5")]
+    pub attempts: u32,
+    /// The last failed attempt's reason, or empty.
+    #[prost(string, tag = "6")]
+    pub last_error: ::prost::alloc::string::String,
+    /// RFC 3339 UTC: when the next attempt is due (pending only), or empty.
+    #[prost(string, tag = "7")]
+    pub next_attempt_at: ::prost::alloc::string::String,
+    /// RFC 3339 UTC: the last change.
+    #[prost(string, tag = "8")]
+    pub updated_at: ::prost::alloc::string::String,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum Delivery {
@@ -1066,6 +1120,33 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "ListPasskeys"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: approver. The signer's notification deliveries for the caller's
+        /// principal, per channel: the last ones, pending retries, failures with
+        /// their reason. Never a proof or a secret.
+        pub async fn notify_status(
+            &mut self,
+            request: impl tonic::IntoRequest<super::NotifyStatusRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::NotifyStatusResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/NotifyStatus",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "NotifyStatus"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -1238,6 +1319,16 @@ pub mod signer_server {
             request: tonic::Request<super::ListPasskeysRequest>,
         ) -> std::result::Result<
             tonic::Response<super::ListPasskeysResponse>,
+            tonic::Status,
+        >;
+        /// role: approver. The signer's notification deliveries for the caller's
+        /// principal, per channel: the last ones, pending retries, failures with
+        /// their reason. Never a proof or a secret.
+        async fn notify_status(
+            &self,
+            request: tonic::Request<super::NotifyStatusRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::NotifyStatusResponse>,
             tonic::Status,
         >;
     }
@@ -2100,6 +2191,51 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ListPasskeysSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/NotifyStatus" => {
+                    #[allow(non_camel_case_types)]
+                    struct NotifyStatusSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::NotifyStatusRequest>
+                    for NotifyStatusSvc<T> {
+                        type Response = super::NotifyStatusResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::NotifyStatusRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::notify_status(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = NotifyStatusSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

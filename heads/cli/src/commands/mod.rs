@@ -10,6 +10,7 @@ mod exec;
 mod inspect;
 mod mcp;
 mod metrics;
+mod notify;
 mod passkey_audit;
 mod propose;
 mod setup;
@@ -17,8 +18,8 @@ mod verify;
 
 use crate::Io;
 use crate::args::{
-    ApiCommand, Cli, Command, ConsoleCommand, CredentialCommand, KeysCommand, OpsCommand,
-    SessionsCommand, TokenCommand,
+    ApiCommand, Cli, Command, ConsoleCommand, CredentialCommand, KeysCommand, NotifyCommand,
+    OpsCommand, SessionsCommand, TokenCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -91,6 +92,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Credential(CredentialCommand::Create(args)) => {
                     credential::create(&ctx, args, json, io)
                 }
+                Command::Notify(NotifyCommand::Status) => notify::status(&ctx, json, io).await,
                 Command::Init
                 | Command::Up(_)
                 | Command::Doctor

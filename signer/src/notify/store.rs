@@ -1,0 +1,217 @@
+//! Delivery state: every notification's delivery per channel (pending with
+//! its next attempt, delivered, or failed with the last reason), kept in
+//! `notify-state.json` in the signer's directory (0600, replaced
+//! atomically after each change), so that a restarted signer resumes its
+//! pending retries and still shows its failures.
+//!
+//! Nothing here holds a proof or a secret: a delivery is a
+//! [`Notification`] and what happened to it. Finished deliveries are kept
+//! up to [`KEEP_FINISHED`] per channel, newest first.
+
+use std::path::{Path, PathBuf};
+
+use countersign_identity::IdentityError;
+use countersign_identity::files::replace_private_locked;
+use serde::{Deserialize, Serialize};
+
+use super::NotifyError;
+use super::message::Notification;
+
+/// Finished (delivered or failed) deliveries kept per channel.
+pub(crate) const KEEP_FINISHED: usize = 50;
+/// The state file's name in the signer's directory.
+pub(crate) const STATE_FILE: &str = "notify-state.json";
+
+/// A way of telling a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Channel {
+    /// A Standard Webhooks POST.
+    Webhook,
+    /// An email.
+    Smtp,
+}
+
+impl Channel {
+    pub(crate) const ALL: [Channel; 2] = [Channel::Webhook, Channel::Smtp];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Channel::Webhook => "webhook",
+            Channel::Smtp => "smtp",
+        }
+    }
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum State {
+    /// Waiting for its next attempt.
+    Pending,
+    /// Accepted by the channel.
+    Delivered,
+    /// Given up after the last attempt (or its channel is gone).
+    Failed,
+}
+
+impl State {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            State::Pending => "pending",
+            State::Delivered => "delivered",
+            State::Failed => "failed",
+        }
+    }
+}
+
+/// One notification on one channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Delivery {
+    /// `msg_<32 hex>`: the Standard Webhooks `webhook-id`, the same on
+    /// every attempt.
+    pub(crate) id: String,
+    pub(crate) channel: Channel,
+    pub(crate) notification: Notification,
+    pub(crate) state: State,
+    pub(crate) attempts: u32,
+    pub(crate) last_error: Option<String>,
+    /// Unix milliseconds of the next attempt, while pending.
+    pub(crate) next_attempt_ms: Option<i64>,
+    /// Unix milliseconds of the last change.
+    pub(crate) updated_ms: i64,
+}
+
+/// Everything the file holds.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Deliveries {
+    /// Oldest first.
+    pub(crate) deliveries: Vec<Delivery>,
+}
+
+impl Deliveries {
+    /// Drops the oldest finished deliveries beyond [`KEEP_FINISHED`] per
+    /// channel; pending ones are always kept.
+    pub(crate) fn prune(&mut self) {
+        for channel in Channel::ALL {
+            let finished = self
+                .deliveries
+                .iter()
+                .filter(|d| d.channel == channel && d.state != State::Pending)
+                .count();
+            let mut excess = finished.saturating_sub(KEEP_FINISHED);
+            self.deliveries.retain(|d| {
+                if excess > 0 && d.channel == channel && d.state != State::Pending {
+                    excess -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+
+    /// The delivery with `id`.
+    pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut Delivery> {
+        self.deliveries.iter_mut().find(|d| d.id == id)
+    }
+}
+
+/// The state file of a signer directory.
+#[derive(Debug, Clone)]
+pub(crate) struct StateFile {
+    path: PathBuf,
+    lock: PathBuf,
+}
+
+impl StateFile {
+    pub(crate) fn in_dir(dir: &Path) -> StateFile {
+        StateFile {
+            path: dir.join(STATE_FILE),
+            lock: dir.join(format!("{STATE_FILE}.lock")),
+        }
+    }
+
+    /// The deliveries as last saved (none if there is no file).
+    pub(crate) fn load(&self) -> Result<Deliveries, NotifyError> {
+        match countersign_identity::files::read_private(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                NotifyError::State(format!("{} is not readable: {e}", self.path.display()))
+            }),
+            Err(IdentityError::Missing(_)) => Ok(Deliveries::default()),
+            Err(e) => Err(NotifyError::State(e.to_string())),
+        }
+    }
+
+    /// Replaces the file with `deliveries`.
+    pub(crate) fn save(&self, deliveries: &Deliveries) -> Result<(), NotifyError> {
+        let bytes = serde_json::to_vec_pretty(deliveries)
+            .map_err(|e| NotifyError::State(format!("encoding: {e}")))?;
+        replace_private_locked(&self.path, &self.lock, |_| Ok::<_, IdentityError>(bytes))
+            .map_err(|e| NotifyError::State(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn delivery(n: usize, channel: Channel, state: State) -> Delivery {
+        Delivery {
+            id: format!("msg_{n}"),
+            channel,
+            notification: Notification {
+                proposal_id: format!("prop_{n}"),
+                principal: "pr_1".into(),
+                operation: "op".into(),
+                arguments_sha256: "00".into(),
+                console_url: None,
+                created_at: 0,
+            },
+            state,
+            attempts: 1,
+            last_error: None,
+            next_attempt_ms: None,
+            updated_ms: 0,
+        }
+    }
+
+    #[test]
+    fn pruning_keeps_every_pending_delivery_and_the_newest_finished() {
+        let mut all = Deliveries::default();
+        all.deliveries
+            .push(delivery(0, Channel::Webhook, State::Pending));
+        for n in 1..=KEEP_FINISHED + 3 {
+            all.deliveries
+                .push(delivery(n, Channel::Webhook, State::Failed));
+        }
+        all.deliveries
+            .push(delivery(999, Channel::Smtp, State::Delivered));
+        all.prune();
+        let ids: Vec<_> = all.deliveries.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids.len(), 1 + KEEP_FINISHED + 1);
+        assert_eq!(ids[0], "msg_0");
+        assert_eq!(ids[1], "msg_4");
+        assert!(ids.contains(&"msg_999"));
+    }
+
+    #[test]
+    fn the_state_file_round_trips_and_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = StateFile::in_dir(dir.path());
+        assert_eq!(file.load().unwrap(), Deliveries::default());
+        let mut all = Deliveries::default();
+        all.deliveries
+            .push(delivery(1, Channel::Smtp, State::Pending));
+        file.save(&all).unwrap();
+        assert_eq!(file.load().unwrap(), all);
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir.path().join(STATE_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

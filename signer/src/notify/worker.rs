@@ -1,0 +1,218 @@
+//! The background task that delivers: it takes notifications off the
+//! queue, makes one delivery per configured channel, runs each attempt as
+//! its own task (a receiver that never answers delays only its own
+//! delivery), schedules retries (`retry`), and saves the state after every
+//! change. It logs proposal ids, channels and reasons, never a secret.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use countersign_identity::RetryConfig;
+use time::OffsetDateTime;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::Channels;
+use super::message::Notification;
+use super::retry::{jitter, next_delay_ms};
+use super::store::{Deliveries, Delivery, State, StateFile};
+
+/// What the task owns.
+pub(crate) struct Worker {
+    pub(crate) channels: Arc<Channels>,
+    pub(crate) retry: RetryConfig,
+    pub(crate) file: StateFile,
+    pub(crate) deliveries: Arc<Mutex<Deliveries>>,
+    pub(crate) queue: mpsc::Receiver<Notification>,
+}
+
+/// The outcome of one attempt.
+type Attempted = (String, Result<(), String>);
+
+/// Unix milliseconds now.
+pub(crate) fn now_ms() -> i64 {
+    i64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// At start: a pending delivery whose channel is no longer configured (or
+/// not available) is failed with that reason; the others are due when
+/// their time comes, or now.
+pub(crate) fn settle_on_start(deliveries: &mut Deliveries, channels: &Channels) {
+    let now = now_ms();
+    for d in &mut deliveries.deliveries {
+        if d.state == State::Pending && !channels.is_usable(d.channel) {
+            d.state = State::Failed;
+            d.next_attempt_ms = None;
+            d.last_error = Some(format!(
+                "the {} channel is no longer configured or available",
+                d.channel.as_str()
+            ));
+            d.updated_ms = now;
+        }
+    }
+}
+
+pub(crate) fn lock(deliveries: &Mutex<Deliveries>) -> MutexGuard<'_, Deliveries> {
+    // A poisoned lock only means a panic elsewhere while holding it; the
+    // data is still the last consistent state written.
+    deliveries
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs until the notifier (the queue's sender) is dropped. Attempts still
+/// running then are abandoned; their deliveries stay pending in the file
+/// and the next start resumes them.
+pub(crate) async fn run(mut worker: Worker) {
+    let mut attempts: JoinSet<Attempted> = JoinSet::new();
+    let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
+    loop {
+        let due_in = next_due_in(&worker.deliveries, &in_flight);
+        tokio::select! {
+            received = worker.queue.recv() => match received {
+                None => return,
+                Some(notification) => worker.enqueue(notification),
+            },
+            Some(joined) = attempts.join_next_with_id(), if !attempts.is_empty() => {
+                let (id, outcome) = match joined {
+                    Ok((task, (id, outcome))) => {
+                        in_flight.remove(&task);
+                        (id, outcome)
+                    }
+                    Err(e) => match in_flight.remove(&e.id()) {
+                        Some(id) => (id, Err(format!("the attempt ended abnormally: {e}"))),
+                        None => continue,
+                    },
+                };
+                worker.record(&id, outcome);
+            }
+            () = sleep_for(due_in) => {
+                for (id, channel, notification) in worker.due(&in_flight) {
+                    let channels = Arc::clone(&worker.channels);
+                    let key = id.clone();
+                    let task = attempts.spawn(async move {
+                        let timestamp = OffsetDateTime::now_utc().unix_timestamp();
+                        let outcome = channels.send(channel, &id, timestamp, &notification).await;
+                        (id, outcome)
+                    });
+                    in_flight.insert(task.id(), key);
+                }
+            }
+        }
+    }
+}
+
+impl Worker {
+    /// One pending delivery per usable channel, due now.
+    fn enqueue(&mut self, notification: Notification) {
+        let now = now_ms();
+        let mut deliveries = lock(&self.deliveries);
+        for channel in self.channels.usable() {
+            let Some(id) = delivery_id() else {
+                tracing::error!(proposal_id = %notification.proposal_id, "no randomness for a delivery id; notification not sent");
+                continue;
+            };
+            deliveries.deliveries.push(Delivery {
+                id,
+                channel,
+                notification: notification.clone(),
+                state: State::Pending,
+                attempts: 0,
+                last_error: None,
+                next_attempt_ms: Some(now),
+                updated_ms: now,
+            });
+        }
+        self.save(&deliveries);
+    }
+
+    /// The pending deliveries that are due and not being attempted.
+    fn due(
+        &self,
+        in_flight: &HashMap<tokio::task::Id, String>,
+    ) -> Vec<(String, super::store::Channel, Notification)> {
+        let now = now_ms();
+        lock(&self.deliveries)
+            .deliveries
+            .iter()
+            .filter(|d| d.state == State::Pending && d.next_attempt_ms.is_some_and(|at| at <= now))
+            .filter(|d| !in_flight.values().any(|id| id == &d.id))
+            .map(|d| (d.id.clone(), d.channel, d.notification.clone()))
+            .collect()
+    }
+
+    /// Records an attempt's outcome: delivered, or failed and either
+    /// scheduled again or given up.
+    fn record(&mut self, id: &str, outcome: Result<(), String>) {
+        let now = now_ms();
+        let mut deliveries = lock(&self.deliveries);
+        let Some(d) = deliveries.get_mut(id) else {
+            return;
+        };
+        d.attempts = d.attempts.saturating_add(1);
+        d.updated_ms = now;
+        let proposal_id = d.notification.proposal_id.clone();
+        let channel = d.channel.as_str();
+        match outcome {
+            Ok(()) => {
+                d.state = State::Delivered;
+                d.next_attempt_ms = None;
+                tracing::info!(%proposal_id, channel, attempts = d.attempts, "notification delivered");
+            }
+            Err(reason) => {
+                match next_delay_ms(&self.retry, d.attempts, jitter()) {
+                    Some(delay) => {
+                        d.next_attempt_ms =
+                            Some(now.saturating_add(i64::try_from(delay).unwrap_or(i64::MAX)));
+                        tracing::warn!(%proposal_id, channel, attempts = d.attempts, retry_in_ms = delay, %reason, "notification attempt failed; will retry");
+                    }
+                    None => {
+                        d.state = State::Failed;
+                        d.next_attempt_ms = None;
+                        tracing::warn!(%proposal_id, channel, attempts = d.attempts, %reason, "notification failed; no attempt left");
+                    }
+                }
+                d.last_error = Some(reason);
+            }
+        }
+        deliveries.prune();
+        self.save(&deliveries);
+    }
+
+    fn save(&self, deliveries: &Deliveries) {
+        if let Err(e) = self.file.save(deliveries) {
+            tracing::error!("notification state not saved: {e}");
+        }
+    }
+}
+
+/// `msg_<32 hex>`, or `None` without randomness.
+fn delivery_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(format!("msg_{}", hex::encode(bytes)))
+}
+
+async fn sleep_for(due_in: Option<Duration>) {
+    match due_in {
+        Some(delay) => tokio::time::sleep(delay).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// How long until the earliest pending delivery not being attempted is
+/// due; `None` when there is none.
+fn next_due_in(
+    deliveries: &Mutex<Deliveries>,
+    in_flight: &HashMap<tokio::task::Id, String>,
+) -> Option<Duration> {
+    let now = now_ms();
+    lock(deliveries)
+        .deliveries
+        .iter()
+        .filter(|d| d.state == State::Pending && !in_flight.values().any(|id| id == &d.id))
+        .filter_map(|d| d.next_attempt_ms)
+        .min()
+        .map(|at| Duration::from_millis(u64::try_from(at.saturating_sub(now)).unwrap_or(0)))
+}

@@ -1,0 +1,241 @@
+//! Email notifications through a real SMTP server: aiosmtpd (PyPI, in
+//! tests/requirements.txt) as a sink on 127.0.0.1 that stores each
+//! message in a maildir, and the settings the signer refuses.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use countersign_proto::v1::NotifyStatusRequest;
+use countersign_registry::Registry;
+use countersign_signer::StartError;
+use countersign_signer::testing::TestSigner;
+use support::{approver, head, propose};
+
+/// `python3 -m aiosmtpd` on a free loopback port, storing into `maildir`;
+/// killed on drop.
+struct SmtpSink {
+    port: u16,
+    child: Child,
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_smtp_sink(maildir: &Path) -> SmtpSink {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("python3")
+        .args(["-m", "aiosmtpd", "-n", "-l"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["-c", "aiosmtpd.handlers.Mailbox"])
+        .arg(maildir)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("python3 with aiosmtpd (pip install -r tests/requirements.txt)");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "aiosmtpd did not listen on {port} (pip install -r tests/requirements.txt)"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    SmtpSink { port, child }
+}
+
+fn smtp_config(host: &str, port: u16) -> String {
+    format!(
+        "\n[console]\naddr = \"127.0.0.1:7998\"\n[notify]\nretry_initial_ms = 50\n[notify.smtp]\nhost = \"{host}\"\nport = {port}\ntls = \"none\"\nfrom = \"countersign@localhost\"\nto = [\"alice@localhost\", \"bob@localhost\"]\n"
+    )
+}
+
+/// The messages in `maildir/new`, as text: folded header lines unfolded,
+/// quoted-printable soft breaks and escapes decoded.
+fn messages(maildir: &Path) -> Vec<String> {
+    match std::fs::read_dir(maildir.join("new")) {
+        Ok(entries) => entries
+            .map(|e| readable(&std::fs::read_to_string(e.unwrap().path()).unwrap()))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn readable(raw: &str) -> String {
+    let text = raw
+        .replace("\r\n", "\n")
+        .replace("\n ", " ")
+        .replace("=\n", "");
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'=', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+#[tokio::test]
+async fn a_waiting_proposal_is_emailed_with_its_console_link_and_no_proof() {
+    let dir = tempfile::tempdir().unwrap();
+    let maildir = dir.path().join("mail");
+    let sink = start_smtp_sink(&maildir);
+    let signer = TestSigner::start_configured(
+        Registry::default_toml(),
+        None,
+        &smtp_config("127.0.0.1", sink.port),
+    )
+    .await
+    .unwrap();
+    let view = propose(&mut head(&signer).await).await;
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let delivery = loop {
+        let status = approver(&signer)
+            .await
+            .notify_status(NotifyStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        let smtp = &status.channels[0];
+        assert_eq!(smtp.channel, "smtp");
+        if smtp.delivered == 1 {
+            break smtp.deliveries[0].clone();
+        }
+        assert!(Instant::now() < deadline, "{status:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(delivery.proposal_id, view.id);
+    assert_eq!(delivery.attempts, 1);
+
+    let mail = messages(&maildir);
+    let [message] = mail.as_slice() else {
+        panic!("{mail:?}")
+    };
+    assert!(
+        message.contains(&format!(
+            "Subject: countersign: schedule.create waits for your decision ({})",
+            view.id
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "Message-ID: <{}@countersign.invalid>",
+            delivery.delivery_id
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("X-RcptTo: alice@localhost, bob@localhost"),
+        "{message}"
+    );
+    assert!(message.contains(&view.arguments_sha256), "{message}");
+    assert!(
+        message.contains(&format!("http://127.0.0.1:7998/proposals/{}", view.id)),
+        "{message}"
+    );
+    assert!(message.contains("carries no approval"), "{message}");
+    assert!(!message.contains("v4.public."), "{message}");
+}
+
+#[tokio::test]
+async fn an_smtp_server_that_is_down_shows_as_a_failure_with_its_reason() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = smtp_config("127.0.0.1", closed)
+        .replace("[notify.smtp]", "max_attempts = 1\n[notify.smtp]");
+    let signer = TestSigner::start_configured(Registry::default_toml(), None, &config)
+        .await
+        .unwrap();
+    let view = propose(&mut head(&signer).await).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = approver(&signer)
+            .await
+            .notify_status(NotifyStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        if status.channels[0].failed == 1 {
+            let failed = &status.channels[0].deliveries[0];
+            assert_eq!(failed.proposal_id, view.id);
+            assert!(
+                failed
+                    .last_error
+                    .starts_with(&format!("SMTP 127.0.0.1:{closed}: ")),
+                "{failed:?}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn start_refusal(config: &str) -> String {
+    match TestSigner::start_configured(Registry::default_toml(), None, config).await {
+        Err(StartError::Notify(e)) => e.to_string(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn refuses_smtp_without_tls_to_a_host_that_is_not_loopback() {
+    assert_eq!(
+        start_refusal(&smtp_config("mail.example", 25)).await,
+        "notify.smtp.tls = \"none\" is allowed only to a loopback host, not \"mail.example\""
+    );
+}
+
+#[tokio::test]
+async fn refuses_a_recipient_that_is_not_an_address() {
+    let config = smtp_config("127.0.0.1", 25).replace("bob@localhost", "bob");
+    let refusal = start_refusal(&config).await;
+    assert!(
+        refusal.starts_with("notify.smtp.to \"bob\" is not an email address"),
+        "{refusal}"
+    );
+}
+
+#[tokio::test]
+async fn refuses_an_smtp_credentials_file_without_a_password_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("smtp-credentials");
+    countersign_identity::files::write_private_new(&path, b"alice\n").unwrap();
+    let config =
+        smtp_config("127.0.0.1", 25) + &format!("credentials_file = \"{}\"\n", path.display());
+    assert_eq!(
+        start_refusal(&config).await,
+        format!(
+            "notify.smtp.credentials_file {} must hold the user name on its first line and the password on its second",
+            path.display()
+        )
+    );
+}

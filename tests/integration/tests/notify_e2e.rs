@@ -1,0 +1,13 @@
+//! Notifications with the real binaries, driven by `tests/e2e/notify.py`:
+//! `countersign up --console` with a `[notify]` webhook to a sink that
+//! checks each Standard Webhooks signature with Python's own hmac and fails
+//! the first attempt; `countersign notify status` shows the retry and the
+//! delivery; the notification holds no proof; and a GET of its console
+//! link, unpaired or paired, leaves the proposal pending with nothing
+//! issued.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[test]
+fn a_notification_links_to_a_page_that_decides_nothing_on_get() {
+    countersign_integration_tests::run_e2e_script("notify.py");
+}
