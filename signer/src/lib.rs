@@ -18,6 +18,7 @@ pub mod key;
 pub mod keystore;
 pub mod passkeys;
 pub mod pkcs11;
+mod quorum;
 mod recover;
 mod reissue;
 mod resolve;

@@ -331,6 +331,11 @@ pub struct ApproveArgs {
     /// Do not execute now: write the proof to this new private (0600) file.
     #[arg(long, value_name = "FILE")]
     pub proof_out: Option<PathBuf>,
+    /// Decide as the named approver NAME, with its certificate
+    /// (`countersign credential approver --approver NAME`), as a quorum's
+    /// approvers do.
+    #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
+    pub as_approver: Option<ApproverName>,
 }
 
 /// `countersign deny`
@@ -342,6 +347,11 @@ pub struct DenyArgs {
     /// Why, recorded in the ledger and shown to the proposer.
     #[arg(long)]
     pub reason: String,
+    /// Decide as the named approver NAME, with its certificate
+    /// (`countersign credential approver --approver NAME`), as a quorum's
+    /// approvers do.
+    #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
+    pub as_approver: Option<ApproverName>,
 }
 
 /// `countersign exec`

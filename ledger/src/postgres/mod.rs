@@ -59,6 +59,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "passkeys",
         include_str!("../../migrations/postgres/0003_passkeys.sql"),
     ),
+    (
+        5,
+        "quorum",
+        include_str!("../../migrations/postgres/0005_quorum.sql"),
+    ),
 ];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -101,6 +106,8 @@ mod locks;
 mod migrate;
 #[path = "../sql/passkeys.rs"]
 mod passkeys;
+#[path = "../sql/quorum.rs"]
+mod quorum;
 #[path = "../sql/reissue.rs"]
 mod reissue;
 #[path = "../sql/rows.rs"]

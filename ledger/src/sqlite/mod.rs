@@ -64,6 +64,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "passkeys",
         include_str!("../../migrations/sqlite/0003_passkeys.sql"),
     ),
+    (
+        5,
+        "quorum",
+        include_str!("../../migrations/sqlite/0005_quorum.sql"),
+    ),
 ];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -91,6 +96,8 @@ use writer_lock::{WriterGuard, WriterLock};
 mod migrate;
 #[path = "../sql/passkeys.rs"]
 mod passkeys;
+#[path = "../sql/quorum.rs"]
+mod quorum;
 #[path = "../sql/reissue.rs"]
 mod reissue;
 #[path = "../sql/rows.rs"]

@@ -1,0 +1,60 @@
+-- countersign ledger, PostgreSQL schema version 5: quorum decisions. The
+-- same table and columns as migrations/sqlite/0005_quorum.sql, whose
+-- comments say what each holds and why. Only the signer role may insert
+-- into it (deploy/postgres-roles.sql; re-run it after this migration, since
+-- it grants per table); the head role only reads it.
+
+CREATE TABLE quorum_decisions (
+    proposal_id TEXT NOT NULL REFERENCES proposals (id),
+    approver    TEXT NOT NULL,
+    seq         BIGINT NOT NULL CHECK (seq BETWEEN 1 AND 16),
+    required    BIGINT NOT NULL CHECK (required BETWEEN 1 AND 16),
+    decision    TEXT NOT NULL CHECK (decision IN ('approve', 'deny')),
+    reason      TEXT CHECK ((decision = 'deny') = (reason IS NOT NULL)),
+    passkey     TEXT,
+    decided_at  TEXT NOT NULL,
+    PRIMARY KEY (proposal_id, approver),
+    UNIQUE (proposal_id, seq)
+);
+
+-- What the signer checks, held again by the schema (as on SQLite). Not
+-- SECURITY DEFINER: they only read tables every role may read.
+CREATE FUNCTION countersign_quorum_decision_needs_pending() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    owner TEXT;
+BEGIN
+    SELECT principal INTO owner FROM proposals WHERE id = NEW.proposal_id;
+    IF owner IS NULL
+       OR left(NEW.approver, length(owner) + 1) IS DISTINCT FROM owner || '/'
+       OR EXISTS (SELECT 1 FROM decisions WHERE proposal_id = NEW.proposal_id)
+       OR NEW.seq IS DISTINCT FROM
+          1 + (SELECT count(*) FROM quorum_decisions WHERE proposal_id = NEW.proposal_id) THEN
+        RAISE EXCEPTION 'a quorum decision needs a pending proposal of its principal, in order';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER quorum_decisions_need_pending BEFORE INSERT ON quorum_decisions
+FOR EACH ROW EXECUTE FUNCTION countersign_quorum_decision_needs_pending();
+
+CREATE FUNCTION countersign_decision_needs_quorum() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.decision = 'approve'
+       AND EXISTS (SELECT 1 FROM quorum_decisions WHERE proposal_id = NEW.proposal_id)
+       AND (SELECT count(*) FROM quorum_decisions
+            WHERE proposal_id = NEW.proposal_id AND decision = 'approve')
+           IS DISTINCT FROM
+           (SELECT max(required) FROM quorum_decisions WHERE proposal_id = NEW.proposal_id) THEN
+        RAISE EXCEPTION 'a quorum proposal is approved only by its required approvals';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER decisions_need_quorum BEFORE INSERT ON decisions
+FOR EACH ROW EXECUTE FUNCTION countersign_decision_needs_quorum();
+
+-- Append-only, as every fact table (0001).
+CREATE TRIGGER quorum_decisions_append_only BEFORE UPDATE OR DELETE ON quorum_decisions
+FOR EACH ROW EXECUTE FUNCTION countersign_append_only('quorum decisions');
+CREATE TRIGGER quorum_decisions_no_truncate BEFORE TRUNCATE ON quorum_decisions
+FOR EACH STATEMENT EXECUTE FUNCTION countersign_append_only('quorum decisions');
