@@ -337,19 +337,6 @@ async fn an_approval_needs_a_passkey_assertion_bound_to_exactly_that_decision() 
     nothing_issued(&signer, &other).await;
 }
 
-/// The payload of a PASETO v4.public proof, as JSON (the signature is not
-/// checked here; the gate tests check proofs).
-fn claims_of(proof: &str) -> serde_json::Value {
-    let body = proof
-        .strip_prefix("v4.public.")
-        .unwrap()
-        .split('.')
-        .next()
-        .unwrap();
-    let bytes = URL_SAFE_NO_PAD.decode(body).unwrap();
-    serde_json::from_slice(&bytes[..bytes.len() - 64]).unwrap()
-}
-
 #[tokio::test]
 async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_code() {
     let signer = TestSigner::start_configured(Registry::default_toml(), None, REQUIRED)

@@ -2,6 +2,8 @@
 //! arbitrary certificates, and the common requests.
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::pki::{CaMaterial, issue_client_cert};
 use countersign_identity::{Role, tls};
 use countersign_proto::v1::signer_client::SignerClient;
@@ -116,3 +118,16 @@ pub fn deny(proposal_id: &str, reason: &str) -> DecideRequest {
 
 /// Another valid principal id.
 pub const OTHER_PRINCIPAL: &str = "pr_00000000000000000000000000000bad";
+
+/// The payload of a PASETO v4.public proof, as JSON (the signature is not
+/// checked here; the gate tests check proofs).
+pub fn claims_of(proof: &str) -> serde_json::Value {
+    let body = proof
+        .strip_prefix("v4.public.")
+        .unwrap()
+        .split('.')
+        .next()
+        .unwrap();
+    let bytes = URL_SAFE_NO_PAD.decode(body).unwrap();
+    serde_json::from_slice(&bytes[..bytes.len() - 64]).unwrap()
+}
