@@ -101,6 +101,12 @@ pub struct ConsoleArgs {
     /// the configuration's console addr, else 127.0.0.1:7444.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+    /// Decide as the named approver NAME (its certificate, from
+    /// `countersign credential approver --approver NAME`) instead of the
+    /// console's own `console` credential: a quorum's approver runs a
+    /// console of their own.
+    #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
+    pub as_approver: Option<ApproverName>,
     #[command(subcommand)]
     pub command: Option<ConsoleCommand>,
 }
