@@ -2,6 +2,8 @@
 //! arbitrary certificates, and the common requests.
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
+pub mod passkey;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::pki::{CaMaterial, issue_client_cert};
