@@ -25,7 +25,7 @@ use tonic::Request;
 use crate::convert::{DecideCommand, Decision, Delivery, ProposalId, Session, format_time};
 use crate::error::RpcError;
 use crate::issue::sign_claims_with;
-use crate::passkeys::VerifiedDecision;
+use crate::passkeys::{Decider, VerifiedDecision};
 use crate::service::{SignerService, authorize, now_seconds, roles};
 
 impl SignerService {
@@ -128,8 +128,12 @@ impl SignerService {
             Some(_) => Some(state.passkey_lock.lock().await),
             None => None,
         };
+        let decider = Decider {
+            principal,
+            approver: None,
+        };
         let verified = self
-            .checked_passkey(principal, &record, op, delivery, &session, passkey, None)
+            .checked_passkey(decider, &record, op, delivery, &session, passkey)
             .await?;
         let signed = self.sign_for(&record, op, &args, &session, provenance, verified.as_ref())?;
         // A handoff approval says so in its event, so that a restarted
@@ -153,30 +157,29 @@ impl SignerService {
     }
 
     /// The passkey check of an approval: the assertion, when one came,
-    /// verified against `principal`'s passkeys (and, with `approver`, only
-    /// the ones that approver enrolled: `not_your_passkey` otherwise); none
+    /// verified against the decider's principal's passkeys (and, for a
+    /// quorum approver, only the ones that approver enrolled:
+    /// `not_your_passkey` otherwise); none
     /// when the operation needs one is `passkey_required`. The caller holds
     /// the passkey lock until it has recorded the assertion.
     pub(crate) async fn checked_passkey(
         &self,
-        principal: &str,
+        decider: Decider<'_>,
         record: &ProposalRecord,
         op: &Operation,
         delivery: Delivery,
         session: &str,
         passkey: Option<(String, countersign_webauthn::Assertion)>,
-        approver: Option<&str>,
     ) -> Result<Option<VerifiedDecision>, RpcError> {
         match passkey {
             Some((challenge_id, assertion)) => Ok(Some(
                 self.check_decision(
-                    principal,
+                    decider,
                     record,
                     delivery,
                     session,
                     &challenge_id,
                     &assertion,
-                    approver,
                 )
                 .await?,
             )),

@@ -29,6 +29,7 @@ use countersign_verifier::claims::quorum_provenance;
 use crate::convert::{DecideCommand, Decision, Delivery, ProposalId, quorum_view};
 use crate::decide::approver_path;
 use crate::error::RpcError;
+use crate::passkeys::Decider;
 use crate::service::SignerService;
 
 /// How often an approval is re-read and retried when other approvers'
@@ -160,16 +161,12 @@ impl SignerService {
             Some(_) => Some(state.passkey_lock.lock().await),
             None => None,
         };
+        let decider = Decider {
+            principal: &peer.principal,
+            approver: Some(&path),
+        };
         let verified = self
-            .checked_passkey(
-                &peer.principal,
-                &record,
-                op,
-                delivery,
-                &session,
-                passkey,
-                Some(&path),
-            )
+            .checked_passkey(decider, &record, op, delivery, &session, passkey)
             .await?;
         for _ in 0..ATTEMPTS {
             let prior: Vec<String> = state

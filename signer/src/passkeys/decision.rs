@@ -26,6 +26,16 @@ pub(crate) struct VerifiedDecision {
     pub(crate) credential_id: Vec<u8>,
 }
 
+/// Whose approval an assertion must authorize.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Decider<'a> {
+    /// The approver's principal (from its certificate).
+    pub(crate) principal: &'a str,
+    /// For a quorum approval, the approver (`<principal>/<name>`): only a
+    /// passkey this approver enrolled may answer.
+    pub(crate) approver: Option<&'a str>,
+}
+
 fn delivery_name(delivery: Delivery) -> &'static str {
     match delivery {
         Delivery::Direct => "direct",
@@ -104,14 +114,17 @@ impl SignerService {
     /// enrolled (`enrolled_by`): another approver's is `not_your_passkey`.
     pub(crate) async fn check_decision(
         &self,
-        principal: &str,
+        decider: Decider<'_>,
         record: &ProposalRecord,
         delivery: Delivery,
         session: &str,
         challenge_id: &str,
         assertion: &Assertion,
-        approver: Option<&str>,
     ) -> Result<VerifiedDecision, RpcError> {
+        let Decider {
+            principal,
+            approver,
+        } = decider;
         let policy = self.passkey_policy()?;
         let open = self.state.challenges.take(challenge_id, principal)?;
         match &open.purpose {
