@@ -13,7 +13,7 @@ use countersign_identity::tls;
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
-    ClaimHandoffRequest, Delivery, GetProposalRequest, ProposalView, QuorumView,
+    ClaimHandoffRequest, Delivery, GetProposalRequest, ProposalView, QuorumView, RevokeRequest,
 };
 use countersign_registry::Registry;
 use countersign_signer::testing::TestSigner;
@@ -377,4 +377,69 @@ async fn two_approvers_at_once(signer: TestSigner) {
             .unwrap()
             .is_intact()
     );
+}
+
+#[tokio::test]
+async fn a_quorum_handoff_survives_a_restart_and_a_revoked_one_is_not_handed_over() {
+    let signer = start().await;
+    let mut head = head(&signer).await;
+    let kept = propose(&mut head).await;
+    let revoked = propose(&mut head).await;
+    for id in [&kept.id, &revoked.id] {
+        named(&signer, "alice")
+            .await
+            .decide(approve(id, Delivery::Handoff))
+            .await
+            .unwrap();
+        named(&signer, "bob")
+            .await
+            .decide(approve(id, Delivery::Handoff))
+            .await
+            .unwrap();
+    }
+    let issued = |id: &str| {
+        let ledger = signer.state().ledger().clone();
+        let id = id.to_owned();
+        async move {
+            ledger
+                .proposal(&id)
+                .await
+                .unwrap()
+                .unwrap()
+                .issuance
+                .unwrap()
+        }
+    };
+    let kept_issuance = issued(&kept.id).await;
+    approver(&signer)
+        .await
+        .revoke(RevokeRequest {
+            proposal_id: revoked.id.clone(),
+            reason: "second thoughts".into(),
+        })
+        .await
+        .unwrap();
+    let signer = signer.restart().await.unwrap();
+    let mut head = support::head(&signer).await;
+    let claim = |id: &str| ClaimHandoffRequest {
+        proposal_id: id.into(),
+        session: SESSION.into(),
+    };
+    // The restarted signer hands over the very proof the quorum issued, once.
+    let claimed = head
+        .claim_handoff(claim(&kept.id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(claimed.proof_sha256, kept_issuance.proof_sha256);
+    let principal = signer.principal();
+    assert_eq!(
+        claims(&claimed.proof).0,
+        format!("human:quorum:{principal}/alice,{principal}/bob")
+    );
+    let again = head.claim_handoff(claim(&kept.id)).await.unwrap_err();
+    assert_eq!(reason_of(&again), "handoff_in_use");
+    // A revoked quorum approval is never handed over.
+    let refused = head.claim_handoff(claim(&revoked.id)).await.unwrap_err();
+    assert_eq!(reason_of(&refused), "no_live_handoff");
 }
