@@ -23,7 +23,8 @@
 -- signer cannot consume a proof.
 --
 -- Grants are per table: re-run this script after a migration adds tables
--- (schema version 3 adds the passkey tables, version 5 `quorum_decisions`).
+-- (schema version 3 adds the passkey tables, version 5 `quorum_decisions` and
+-- `quorum_passkey_assertions`).
 --
 -- Independent of roles, the schema's triggers make every table except
 -- `state` append-only for everybody, the owner included (no UPDATE, DELETE
@@ -71,7 +72,7 @@ GRANT INSERT ON passkeys, passkey_removals, passkey_assertions TO countersign_si
 
 -- Quorum decisions: only the signer checks an approver's certificate, so
 -- only it records an approver's approval or denial of a quorum proposal.
-GRANT INSERT ON quorum_decisions TO countersign_signer;
+GRANT INSERT ON quorum_decisions, quorum_passkey_assertions TO countersign_signer;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

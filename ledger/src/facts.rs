@@ -8,8 +8,10 @@
 //!
 //! Quorum decisions likewise: every approver's approval has its
 //! `quorum_approved` event and every quorum denial its `denied` event naming
-//! the approver; and an issued quorum proposal's provenance names exactly
-//! the approvers recorded as approving it, in order.
+//! the approver, every approver's stored passkey assertion the
+//! `quorum_approved` event naming its credential; and an issued quorum
+//! proposal's provenance names exactly the approvers recorded as approving
+//! it, in order.
 //!
 //! Passkeys likewise: every enrolled credential has its `passkey_enrolled`
 //! event (which also fixes its principal, its authority and the SHA-256 of
@@ -72,6 +74,8 @@ pub(crate) struct FactRows {
     pub(crate) quorum_decisions: Vec<(String, String, String)>,
     /// `issuances (proposal_id, provenance)`.
     pub(crate) provenances: Vec<(String, String)>,
+    /// `quorum_passkey_assertions (proposal_id, approver, credential_id)`.
+    pub(crate) quorum_passkeys: Vec<(String, String, String)>,
 }
 
 /// The columns of a `passkeys` row the comparison needs.
@@ -138,6 +142,9 @@ impl EventFacts {
             "quorum_approved" => match field("approver") {
                 Some(approver) => {
                     seen(format!("quorum approve {pid} {approver}"));
+                    if let Some(credential) = field("passkey") {
+                        seen(format!("quorum_passkey {pid} {approver} {credential}"));
+                    }
                     true
                 }
                 None => false,
@@ -414,6 +421,9 @@ fn table_tally(rows: &FactRows) -> Tally {
     }
     for (pid, approver, decision) in &rows.quorum_decisions {
         seen(format!("quorum {decision} {pid} {approver}"));
+    }
+    for (pid, approver, credential) in &rows.quorum_passkeys {
+        seen(format!("quorum_passkey {pid} {approver} {credential}"));
     }
     for (purpose, subject, credential) in &rows.passkey_assertions {
         seen(format!(

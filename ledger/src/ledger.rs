@@ -10,7 +10,7 @@ use crate::error::{EffectFailure, LedgerError};
 use crate::passkeys::{
     PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, StoredPasskeyAssertion,
 };
-use crate::quorum::{QuorumApproval, QuorumDecision, QuorumOutcome};
+use crate::quorum::{QuorumApproval, QuorumDecision, QuorumOutcome, StoredQuorumAssertion};
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
     IssuanceRecord, KeyEvent, ProofReissue, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
@@ -168,7 +168,10 @@ impl Ledger {
     /// written: `UnknownProposal`, `NotPending` (decided, denied or issued
     /// meanwhile), `AlreadyApproved` (this approver decided it before),
     /// `QuorumMoved` (the approvals recorded are not `prior`: read them
-    /// again), `IssuanceMismatch` (an issuance with an approval that is not
+    /// again), with `passkey` an assertion that is not a decision about
+    /// this proposal by an active passkey of the principal that this
+    /// approver enrolled (`AssertionMismatch`, `UnusablePasskey`) or a
+    /// reused challenge (`ChallengeUsed`), `IssuanceMismatch` (an issuance with an approval that is not
     /// the `required`-th, none with the one that is, or one that does not
     /// match the proposal), and the passkey refusals of
     /// [`Ledger::record_passkey_approval`].
@@ -194,6 +197,15 @@ impl Ledger {
         reason: &str,
     ) -> Result<(), LedgerError> {
         dispatch!(self, b => b.record_quorum_denial(proposal_id, principal, approver, required, reason).await)
+    }
+
+    /// Every quorum approver's stored passkey assertion (for `audit
+    /// --verify`, which verifies each again against its credential's public
+    /// key and checks that the approver enrolled that credential).
+    pub async fn quorum_passkey_assertions(
+        &self,
+    ) -> Result<Vec<StoredQuorumAssertion>, LedgerError> {
+        dispatch!(self, b => b.quorum_passkey_assertions().await)
     }
 
     /// A proposal's quorum decisions, in the order recorded (empty for a

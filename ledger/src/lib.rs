@@ -52,7 +52,9 @@ pub use countersign_verifier::BuiltinEffect;
 /// that recorded it is known to have exited (same machine, boot and PID
 /// namespace, and that process is gone).
 pub use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
-pub use quorum::{QuorumApproval, QuorumDecision, QuorumOutcome, QuorumVerdict};
+pub use quorum::{
+    QuorumApproval, QuorumDecision, QuorumOutcome, QuorumVerdict, StoredQuorumAssertion,
+};
 pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,

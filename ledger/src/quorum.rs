@@ -11,7 +11,7 @@
 
 use time::OffsetDateTime;
 
-use crate::passkeys::PasskeyAssertionRecord;
+use crate::passkeys::{PasskeyAssertionRecord, StoredPasskeyAssertion};
 use crate::types::IssuanceRecord;
 
 /// What one approver decided.
@@ -73,8 +73,9 @@ pub struct QuorumApproval<'a> {
     /// The issued proof is kept for a head to claim (`"delivery":
     /// "handoff"` in its `approved` event).
     pub handoff: bool,
-    /// With the M-th approval on a passkey operation: the assertion that
-    /// authorized it, stored with the issuance.
+    /// The approver's passkey assertion, when one authorized the approval:
+    /// stored as the approver's (`quorum_passkey_assertions`), and with the
+    /// M-th approval also with the issuance, as a direct approval's is.
     pub passkey: Option<&'a PasskeyAssertionRecord>,
 }
 
@@ -89,4 +90,16 @@ pub enum QuorumOutcome {
     },
     /// It was the M-th: the approve decision and the issuance were written.
     Issued,
+}
+
+/// A quorum approver's stored passkey assertion
+/// ([`crate::Ledger::quorum_passkey_assertions`]): the assertion (purpose
+/// `decision`, subject the proposal, its challenge derived from the
+/// proposal's digest with the proposing session), by `approver`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredQuorumAssertion {
+    /// `<principal>/<name>`: the approver whose approval it authorized.
+    pub approver: String,
+    /// The assertion as stored (its `id` is its place in the table's order).
+    pub stored: StoredPasskeyAssertion,
 }

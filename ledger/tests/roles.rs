@@ -430,6 +430,9 @@ async fn only_the_signer_records_quorum_decisions() {
             bob_approves.as_str(),
             "UPDATE quorum_decisions SET decision = 'deny'",
             "DELETE FROM quorum_decisions",
+            "INSERT INTO quorum_passkey_assertions SELECT proposal_id, approver, 'k', 'c', 'r',
+                 'direct', 'a', 'j', 's', 0, decided_at FROM quorum_decisions",
+            "DELETE FROM quorum_passkey_assertions",
         ],
     )
     .await;

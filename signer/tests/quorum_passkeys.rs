@@ -145,6 +145,7 @@ async fn each_quorum_approver_approves_with_their_own_passkey_only() {
     assert_eq!(reason_of(&status), "passkey_required");
     let ledger = signer.state().ledger();
     assert!(ledger.quorum_decisions(&pid).await.unwrap().is_empty());
+    assert!(ledger.quorum_passkey_assertions().await.unwrap().is_empty());
 
     // alice with her own: counted, her credential recorded with it.
     let (cid, challenge) = challenge_for(&mut alice, &pid, Delivery::Direct).await;
@@ -161,6 +162,7 @@ async fn each_quorum_approver_approves_with_their_own_passkey_only() {
     let recorded = ledger.quorum_decisions(&pid).await.unwrap();
     assert_eq!(recorded[0].passkey, Some(id_of(&alice_key)));
     assert!(ledger.passkey_assertion_for(&pid).await.unwrap().is_none());
+    assert_eq!(ledger.quorum_passkey_assertions().await.unwrap().len(), 1);
 
     // bob with alice's passkey: refused; with his own: the proof.
     let (cid, challenge) = challenge_for(&mut bob, &pid, Delivery::Direct).await;
@@ -198,5 +200,21 @@ async fn each_quorum_approver_approves_with_their_own_passkey_only() {
     assert_eq!(stored.assertion.credential_id, id_of(&bob_key));
     let recorded = ledger.quorum_decisions(&pid).await.unwrap();
     assert_eq!(recorded[1].passkey, Some(id_of(&bob_key)));
+    // Each approver's assertion is stored as theirs, for the audit.
+    let mut stored: Vec<(String, String)> = ledger
+        .quorum_passkey_assertions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| (q.approver, q.stored.assertion.credential_id))
+        .collect();
+    stored.sort();
+    assert_eq!(
+        stored,
+        [
+            (format!("{principal}/alice"), id_of(&alice_key)),
+            (format!("{principal}/bob"), id_of(&bob_key)),
+        ]
+    );
     assert!(ledger.verify_chain().await.unwrap().is_intact());
 }

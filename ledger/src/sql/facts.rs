@@ -33,6 +33,17 @@ pub(super) async fn read(conn: &mut Conn) -> Result<FactRows, LedgerError> {
         rows.provenances
             .push((row.try_get("proposal_id")?, row.try_get("provenance")?));
     }
+    for row in
+        sqlx::query("SELECT proposal_id, approver, credential_id FROM quorum_passkey_assertions")
+            .fetch_all(&mut *conn)
+            .await?
+    {
+        rows.quorum_passkeys.push((
+            row.try_get("proposal_id")?,
+            row.try_get("approver")?,
+            row.try_get("credential_id")?,
+        ));
+    }
     for row in sqlx::query(
         "SELECT proposal_id, approver, decision FROM quorum_decisions ORDER BY proposal_id, seq",
     )

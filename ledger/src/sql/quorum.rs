@@ -13,10 +13,15 @@
 use serde_json::json;
 use sqlx::Row as _;
 
+use super::locks::lock_head;
+use super::passkeys::check_assertion;
 use super::signer::{lock_undecided, write_approval};
-use super::{Conn, DbRow, Store, events};
+use super::{Conn, DbRow, Store, events, is_unique_violation};
 use crate::error::LedgerError;
-use crate::quorum::{QuorumApproval, QuorumDecision, QuorumOutcome, QuorumVerdict};
+use crate::passkeys::{AssertionPurpose, PasskeyAssertionRecord, StoredPasskeyAssertion};
+use crate::quorum::{
+    QuorumApproval, QuorumDecision, QuorumOutcome, QuorumVerdict, StoredQuorumAssertion,
+};
 use crate::timefmt;
 
 const DECISIONS: &str = "SELECT approver, seq, required, decision, reason, passkey, decided_at
@@ -80,7 +85,104 @@ async fn insert_decision(
     Ok(())
 }
 
+/// Check an approver's assertion (this proposal, an active passkey of the
+/// principal that this approver enrolled) and store it, stamped `at`. A
+/// challenge accepted before is `ChallengeUsed`.
+async fn insert_quorum_assertion(
+    conn: &mut Conn,
+    a: &QuorumApproval<'_>,
+    p: &PasskeyAssertionRecord,
+    at: &str,
+) -> Result<(), LedgerError> {
+    // The chain head after the proposal (the lock order): a removal of the
+    // credential commits before this reads it, or waits.
+    lock_head(&mut *conn).await?;
+    let (purpose, pid) = (AssertionPurpose::Decision, a.proposal_id);
+    check_assertion(&mut *conn, p, purpose, pid, a.principal, "quorum approval").await?;
+    let enrolled_by: Option<String> =
+        sqlx::query_scalar("SELECT enrolled_by FROM passkeys WHERE credential_id = $1")
+            .bind(&p.credential_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if enrolled_by.as_deref() != Some(a.approver) {
+        return Err(LedgerError::AssertionMismatch(format!(
+            "approval of {pid} by {}: the passkey is another approver's",
+            a.approver
+        )));
+    }
+    let inserted = sqlx::query(
+        "INSERT INTO quorum_passkey_assertions (proposal_id, approver, credential_id,
+             challenge, challenge_random, delivery, authenticator_data, client_data_json,
+             signature, sign_count, at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(pid)
+    .bind(a.approver)
+    .bind(&p.credential_id)
+    .bind(&p.challenge)
+    .bind(&p.challenge_random)
+    .bind(&p.delivery)
+    .bind(&p.authenticator_data)
+    .bind(&p.client_data_json)
+    .bind(&p.signature)
+    .bind(i64::from(p.sign_count))
+    .bind(at)
+    .execute(&mut *conn)
+    .await;
+    match inserted {
+        // The row's key is the decision just written: only the challenge
+        // can have been there before.
+        Err(e) if is_unique_violation(&e) => Err(LedgerError::ChallengeUsed),
+        other => {
+            other?;
+            Ok(())
+        }
+    }
+}
+
+fn quorum_assertion(row: &DbRow, id: i64) -> Result<StoredQuorumAssertion, LedgerError> {
+    let count: i64 = row.try_get("sign_count")?;
+    Ok(StoredQuorumAssertion {
+        approver: row.try_get("approver")?,
+        stored: StoredPasskeyAssertion {
+            id,
+            assertion: PasskeyAssertionRecord {
+                credential_id: row.try_get("credential_id")?,
+                purpose: AssertionPurpose::Decision,
+                subject: row.try_get("proposal_id")?,
+                challenge: row.try_get("challenge")?,
+                challenge_random: row.try_get("challenge_random")?,
+                delivery: row.try_get("delivery")?,
+                authenticator_data: row.try_get("authenticator_data")?,
+                client_data_json: row.try_get("client_data_json")?,
+                signature: row.try_get("signature")?,
+                sign_count: u32::try_from(count)
+                    .map_err(|_| LedgerError::Corrupt(format!("sign count {count}")))?,
+            },
+            at: timefmt::parse(&row.try_get::<String, _>("at")?)?,
+        },
+    })
+}
+
 impl Store {
+    /// Every quorum approver's stored passkey assertion, in a stable order
+    /// (when stored, then proposal and approver), numbered from 1.
+    pub(crate) async fn quorum_passkey_assertions(
+        &self,
+    ) -> Result<Vec<StoredQuorumAssertion>, LedgerError> {
+        let rows = sqlx::query(
+            "SELECT proposal_id, approver, credential_id, challenge, challenge_random, delivery,
+                    authenticator_data, client_data_json, signature, sign_count, at
+             FROM quorum_passkey_assertions ORDER BY at, proposal_id, approver",
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .zip(1_i64..)
+            .map(|(row, id)| quorum_assertion(row, id))
+            .collect()
+    }
+
     /// A proposal's quorum decisions, in the order they were recorded.
     pub(crate) async fn quorum_decisions(
         &self,
@@ -131,6 +233,9 @@ impl Store {
             decided_at: timefmt::now(),
         };
         insert_decision(&mut tx, a.proposal_id, &row, &at).await?;
+        if let Some(p) = a.passkey {
+            insert_quorum_assertion(&mut tx, a, p, &at).await?;
+        }
         let mut details = json!({
             "approver": a.approver,
             "seq": approvals,
