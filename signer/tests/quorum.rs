@@ -7,9 +7,6 @@
 
 mod support;
 
-use countersign_identity::ApproverName;
-use countersign_identity::pki::{CaMaterial, issue_named_approver_cert};
-use countersign_identity::tls;
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
@@ -22,7 +19,7 @@ use time::OffsetDateTime;
 use tonic::Code;
 use tonic::transport::Channel;
 
-use support::{SESSION, VALID_NOW, approve, approver, claims_of, deny, head, propose, reason_of};
+use support::{SESSION, approve, approver, claims_of, deny, head, propose, reason_of};
 
 /// The default registry with `schedule.create` requiring 2 of alice, bob
 /// and carol.
@@ -36,23 +33,6 @@ fn registry() -> String {
 
 async fn start() -> TestSigner {
     TestSigner::start_with_registry(&registry()).await.unwrap()
-}
-
-/// A client presenting the named approver certificate `name` of the
-/// signer's principal.
-async fn named(signer: &TestSigner, name: &str) -> SignerClient<Channel> {
-    let ca = CaMaterial::load(signer.home()).unwrap();
-    let now = OffsetDateTime::now_utc();
-    let cert = issue_named_approver_cert(
-        &ca,
-        signer.principal(),
-        &ApproverName::parse(name).unwrap(),
-        now + VALID_NOW.0,
-        now + VALID_NOW.1,
-    )
-    .unwrap();
-    let config = tls::client_config_from_pem(ca.cert_pem(), &cert.cert_pem, &cert.key_pem);
-    signer.client_with(config).await.unwrap()
 }
 
 async fn view(signer: &TestSigner, id: &str) -> ProposalView {
@@ -84,6 +64,15 @@ fn claims(proof: &str) -> (String, OffsetDateTime, OffsetDateTime) {
     let field = |name: &str| claims[name].as_str().unwrap().to_owned();
     let time = |name: &str| timestamp::parse(&field(name)).unwrap();
     (field("prov"), time("iat"), time("exp"))
+}
+
+async fn named(signer: &TestSigner, name: &str) -> SignerClient<Channel> {
+    support::named_approver(signer, name).await
+}
+
+async fn chain_intact(signer: &TestSigner) {
+    let report = signer.state().ledger().verify_chain().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
 }
 
 /// Nothing about the proposal changed: pending, no decision, no issuance.
@@ -165,8 +154,7 @@ async fn the_second_of_two_required_approvals_issues_one_proof_naming_both() {
         .await
         .unwrap_err();
     assert_eq!(reason_of(&late), "not_pending");
-    let report = signer.state().ledger().verify_chain().await.unwrap();
-    assert!(report.is_intact(), "{report:?}");
+    chain_intact(&signer).await;
 }
 
 #[tokio::test]
@@ -253,15 +241,7 @@ async fn a_denial_by_any_listed_approver_ends_it_with_its_reason() {
         .unwrap()
         .unwrap();
     assert_eq!(record.issuance, None);
-    assert!(
-        signer
-            .state()
-            .ledger()
-            .verify_chain()
-            .await
-            .unwrap()
-            .is_intact()
-    );
+    chain_intact(&signer).await;
 }
 
 #[tokio::test]
@@ -368,15 +348,7 @@ async fn two_approvers_at_once(signer: TestSigner) {
             issued.provenance
         );
     }
-    assert!(
-        signer
-            .state()
-            .ledger()
-            .verify_chain()
-            .await
-            .unwrap()
-            .is_intact()
-    );
+    chain_intact(&signer).await;
 }
 
 #[tokio::test]

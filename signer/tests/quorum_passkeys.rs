@@ -9,9 +9,6 @@ mod support;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_identity::ApproverName;
-use countersign_identity::pki::{CaMaterial, issue_named_approver_cert};
-use countersign_identity::tls;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{BeginDecisionRequest, BeginEnrolmentRequest, Delivery, EnrolRequest};
 use countersign_registry::Registry;
@@ -19,8 +16,7 @@ use countersign_signer::testing::TestSigner;
 use countersign_webauthn::testing::SoftAuthenticator;
 use sha2::{Digest, Sha256};
 use support::passkey::{REQUIRED, challenge_for, code, decide_with, soft, wire};
-use support::{VALID_NOW, approve, claims_of, head, propose, reason_of};
-use time::OffsetDateTime;
+use support::{approve, claims_of, head, propose, reason_of};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -33,18 +29,7 @@ fn registry() -> String {
 }
 
 async fn named(signer: &TestSigner, name: &str) -> SignerClient<Channel> {
-    let ca = CaMaterial::load(signer.home()).unwrap();
-    let now = OffsetDateTime::now_utc();
-    let cert = issue_named_approver_cert(
-        &ca,
-        signer.principal(),
-        &ApproverName::parse(name).unwrap(),
-        now + VALID_NOW.0,
-        now + VALID_NOW.1,
-    )
-    .unwrap();
-    let config = tls::client_config_from_pem(ca.cert_pem(), &cert.cert_pem, &cert.key_pem);
-    signer.client_with(config).await.unwrap()
+    support::named_approver(signer, name).await
 }
 
 /// Enrol `key` through `client`: the first passkey with the enrolment
