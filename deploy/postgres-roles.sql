@@ -12,16 +12,19 @@
 --
 -- What each role may write (everything else is refused by privilege):
 --   signer: proposals, decisions, issuances, revocations, events,
---           completions that record a person's resolution, and passkeys
---           (enrolments, removals and the assertions it accepted)
+--           completions that record a person's resolution, passkeys
+--           (enrolments, removals and the assertions it accepted), and
+--           quorum decisions (each approver's approval or denial)
 --   head:   consumed_nonces, intents, completions, effect_applied, events,
 --           and the builtin effects' state store
 -- So a head cannot mint an issuance, change a proposal's canonical
--- arguments or a decision, enrol a passkey or record an assertion, and the
+-- arguments or a decision, record a quorum approval, enrol a passkey or
+-- record an assertion, and the
 -- signer cannot consume a proof.
 --
 -- Grants are per table: re-run this script after a migration adds tables
--- (schema version 3 adds the passkey tables).
+-- (schema version 3 adds the passkey tables, version 5 `quorum_decisions` and
+-- `quorum_passkey_assertions`).
 --
 -- Independent of roles, the schema's triggers make every table except
 -- `state` append-only for everybody, the owner included (no UPDATE, DELETE
@@ -66,6 +69,10 @@ GRANT INSERT ON completions TO countersign_signer;
 -- Passkeys: only the signer verifies WebAuthn assertions, so only it
 -- records credentials, their removal and the assertions it accepted.
 GRANT INSERT ON passkeys, passkey_removals, passkey_assertions TO countersign_signer;
+
+-- Quorum decisions: only the signer checks an approver's certificate, so
+-- only it records an approver's approval or denial of a quorum proposal.
+GRANT INSERT ON quorum_decisions, quorum_passkey_assertions TO countersign_signer;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

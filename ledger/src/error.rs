@@ -66,6 +66,14 @@ pub enum LedgerError {
     /// An issuance does not match the proposal it approves.
     #[error("the issuance does not match proposal {0}")]
     IssuanceMismatch(String),
+    /// The approver already approved this quorum proposal; nothing was written.
+    #[error("{1} already approved proposal {0}")]
+    AlreadyApproved(String, String),
+    /// The quorum's approvals changed between the caller's read and its
+    /// write (another approver decided meanwhile); nothing was written.
+    /// The caller reads them again and retries.
+    #[error("the approvals of proposal {0} changed; read them again")]
+    QuorumMoved(String),
     /// No intent was recorded for this nonce.
     #[error("no intent recorded for proposal {0}")]
     UnknownIntent(String),

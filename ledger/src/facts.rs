@@ -6,6 +6,13 @@
 //! event has its row, and the state store holds exactly what replaying the
 //! applied builtin effects, in chain order, produces.
 //!
+//! Quorum decisions likewise: every approver's approval has its
+//! `quorum_approved` event and every quorum denial its `denied` event naming
+//! the approver, every approver's stored passkey assertion the
+//! `quorum_approved` event naming its credential; and an issued quorum
+//! proposal's provenance names exactly the approvers recorded as approving
+//! it, in order.
+//!
 //! Passkeys likewise: every enrolled credential has its `passkey_enrolled`
 //! event (which also fixes its principal, its authority and the SHA-256 of
 //! its public key, so a key swapped in the row is caught), every removal
@@ -63,6 +70,12 @@ pub(crate) struct FactRows {
     pub(crate) passkey_removals: Vec<(String, String)>,
     /// `passkey_assertions (purpose, subject, credential_id)`.
     pub(crate) passkey_assertions: Vec<(String, String, String)>,
+    /// `quorum_decisions (proposal_id, approver, decision)`, by proposal and seq.
+    pub(crate) quorum_decisions: Vec<(String, String, String)>,
+    /// `issuances (proposal_id, provenance)`.
+    pub(crate) provenances: Vec<(String, String)>,
+    /// `quorum_passkey_assertions (proposal_id, approver, credential_id)`.
+    pub(crate) quorum_passkeys: Vec<(String, String, String)>,
 }
 
 /// The columns of a `passkeys` row the comparison needs.
@@ -120,8 +133,22 @@ impl EventFacts {
             }
             "denied" | "withdrawn" | "revoked" => {
                 seen(format!("{} {pid}", event.kind));
+                // Since schema version 5: a quorum approver's denial.
+                if let Some(approver) = field("approver") {
+                    seen(format!("quorum deny {pid} {approver}"));
+                }
                 true
             }
+            "quorum_approved" => match field("approver") {
+                Some(approver) => {
+                    seen(format!("quorum approve {pid} {approver}"));
+                    if let Some(credential) = field("passkey") {
+                        seen(format!("quorum_passkey {pid} {approver} {credential}"));
+                    }
+                    true
+                }
+                None => false,
+            },
             "approved" => match field("proof_sha256") {
                 Some(proof) => {
                     seen(format!("approved {pid}"));
@@ -209,6 +236,9 @@ impl EventFacts {
             return Some(problem.clone());
         }
         if let Some(problem) = unissued_decision_assertion(rows) {
+            return Some(problem);
+        }
+        if let Some(problem) = quorum_disagreement(rows) {
             return Some(problem);
         }
         let tables = table_tally(rows);
@@ -307,6 +337,39 @@ fn unissued_decision_assertion(rows: &FactRows) -> Option<String> {
         })
 }
 
+/// An issuance of a quorum proposal whose provenance does not name exactly
+/// the approvers recorded as approving it, in order (or a quorum
+/// provenance on a proposal without those approvals).
+fn quorum_disagreement(rows: &FactRows) -> Option<String> {
+    let mut approvers: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (pid, approver, decision) in &rows.quorum_decisions {
+        if decision == "approve" {
+            approvers
+                .entry(pid.as_str())
+                .or_default()
+                .push(approver.as_str());
+        }
+    }
+    for (pid, provenance) in &rows.provenances {
+        let named: Option<Vec<&str>> = provenance
+            .strip_prefix("human:quorum:")
+            .map(|list| list.split(',').collect());
+        let recorded = approvers.get(pid.as_str());
+        let agrees = match (&named, recorded) {
+            (None, None) => true,
+            (Some(named), Some(recorded)) => named == recorded,
+            _ => false,
+        };
+        if !agrees {
+            return Some(format!(
+                "the issuance of {pid} names {provenance:?} but the quorum decisions record {:?}",
+                recorded.map(|r| r.join(",")).unwrap_or_default()
+            ));
+        }
+    }
+    None
+}
+
 /// The facts the tables state, as the lines [`EventFacts`] makes.
 fn table_tally(rows: &FactRows) -> Tally {
     let mut tally = Tally::new();
@@ -355,6 +418,12 @@ fn table_tally(rows: &FactRows) -> Tally {
     }
     for (credential, authority) in &rows.passkey_removals {
         seen(format!("passkey_removed {credential} {authority}"));
+    }
+    for (pid, approver, decision) in &rows.quorum_decisions {
+        seen(format!("quorum {decision} {pid} {approver}"));
+    }
+    for (pid, approver, credential) in &rows.quorum_passkeys {
+        seen(format!("quorum_passkey {pid} {approver} {credential}"));
     }
     for (purpose, subject, credential) in &rows.passkey_assertions {
         seen(format!(
@@ -498,6 +567,83 @@ mod tests {
                 .unwrap()
                 .starts_with("the ledger records `passkey_enrolled k2 pr_x k1 ")
         );
+    }
+
+    #[test]
+    fn a_quorum_approval_needs_its_row_and_the_issuance_names_exactly_its_approvers() {
+        let rows = FactRows {
+            proposals: vec!["p1".into()],
+            quorum_decisions: vec![("p1".into(), "pr_x/alice".into(), "approve".into())],
+            ..FactRows::default()
+        };
+        let one = [
+            event(1, "proposed", "p1", "{}"),
+            event(
+                2,
+                "quorum_approved",
+                "p1",
+                r#"{"approver":"pr_x/alice","required":2,"seq":1}"#,
+            ),
+        ];
+        assert_eq!(facts(&one).disagreement(&rows), None);
+        assert_eq!(
+            facts(&one[..1]).disagreement(&rows).as_deref(),
+            Some("the ledger records `quorum approve p1 pr_x/alice` 1 time(s) but the event log 0")
+        );
+        let issued = FactRows {
+            quorum_decisions: vec![
+                ("p1".into(), "pr_x/alice".into(), "approve".into()),
+                ("p1".into(), "pr_x/bob".into(), "approve".into()),
+            ],
+            decisions: vec![("p1".into(), "approve".into())],
+            issuances: vec![("p1".into(), "h".into())],
+            provenances: vec![("p1".into(), "human:quorum:pr_x/alice".into())],
+            ..rows
+        };
+        let events = [
+            event(1, "proposed", "p1", "{}"),
+            event(2, "quorum_approved", "p1", r#"{"approver":"pr_x/alice"}"#),
+            event(3, "quorum_approved", "p1", r#"{"approver":"pr_x/bob"}"#),
+            event(4, "approved", "p1", r#"{"proof_sha256":"h"}"#),
+        ];
+        assert_eq!(
+            facts(&events).disagreement(&issued).as_deref(),
+            Some(
+                "the issuance of p1 names \"human:quorum:pr_x/alice\" but the quorum decisions record \"pr_x/alice,pr_x/bob\""
+            )
+        );
+        let named_both = FactRows {
+            provenances: vec![("p1".into(), "human:quorum:pr_x/alice,pr_x/bob".into())],
+            ..issued
+        };
+        assert_eq!(facts(&events).disagreement(&named_both), None);
+    }
+
+    #[test]
+    fn a_quorum_denial_needs_its_row() {
+        let rows = FactRows {
+            proposals: vec!["p1".into()],
+            decisions: vec![("p1".into(), "deny".into())],
+            ..FactRows::default()
+        };
+        let events = [
+            event(1, "proposed", "p1", "{}"),
+            event(
+                2,
+                "denied",
+                "p1",
+                r#"{"approver":"pr_x/bob","reason":"no"}"#,
+            ),
+        ];
+        assert_eq!(
+            facts(&events).disagreement(&rows).as_deref(),
+            Some("the event log records `quorum deny p1 pr_x/bob` but the ledger has no such row")
+        );
+        let rows = FactRows {
+            quorum_decisions: vec![("p1".into(), "pr_x/bob".into(), "deny".into())],
+            ..rows
+        };
+        assert_eq!(facts(&events).disagreement(&rows), None);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::error::{EffectFailure, LedgerError};
 use crate::passkeys::{
     PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, StoredPasskeyAssertion,
 };
+use crate::quorum::{QuorumApproval, QuorumDecision, QuorumOutcome, StoredQuorumAssertion};
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
     IssuanceRecord, KeyEvent, ProofReissue, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
@@ -156,6 +157,64 @@ impl Ledger {
         passkey: Option<&PasskeyAssertionRecord>,
     ) -> Result<(), LedgerError> {
         dispatch!(self, b => b.record_approval(issuance, passkey, true).await)
+    }
+
+    /// Record one approver's approval of a proposal whose operation requires
+    /// a quorum, in one write transaction under the proposal's lock: the
+    /// quorum decision row and its `quorum_approved` event, and, when it is
+    /// the `required`-th approval, the approve decision, the issuance (and
+    /// passkey assertion) and the `approved` event, as
+    /// [`Ledger::record_approval`] writes them. Refused with nothing
+    /// written: `UnknownProposal`, `NotPending` (decided, denied or issued
+    /// meanwhile), `AlreadyApproved` (this approver decided it before),
+    /// `QuorumMoved` (the approvals recorded are not `prior`: read them
+    /// again), with `passkey` an assertion that is not a decision about
+    /// this proposal by an active passkey of the principal that this
+    /// approver enrolled (`AssertionMismatch`, `UnusablePasskey`) or a
+    /// reused challenge (`ChallengeUsed`), `IssuanceMismatch` (an issuance with an approval that is not
+    /// the `required`-th, none with the one that is, or one that does not
+    /// match the proposal), and the passkey refusals of
+    /// [`Ledger::record_passkey_approval`].
+    pub async fn record_quorum_approval(
+        &self,
+        approval: &QuorumApproval<'_>,
+    ) -> Result<QuorumOutcome, LedgerError> {
+        dispatch!(self, b => b.record_quorum_approval(approval).await)
+    }
+
+    /// Record a quorum approver's denial, which ends the proposal: the
+    /// quorum decision row, the deny decision and a `denied` event naming
+    /// the approver, in one write transaction under the proposal's lock.
+    /// `AlreadyApproved` if this approver approved it before (a person does
+    /// not take back an approval by denying; any other approver can deny);
+    /// otherwise errors as for [`Ledger::record_denial`].
+    pub async fn record_quorum_denial(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        approver: &str,
+        required: u32,
+        reason: &str,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_quorum_denial(proposal_id, principal, approver, required, reason).await)
+    }
+
+    /// Every quorum approver's stored passkey assertion (for `audit
+    /// --verify`, which verifies each again against its credential's public
+    /// key and checks that the approver enrolled that credential).
+    pub async fn quorum_passkey_assertions(
+        &self,
+    ) -> Result<Vec<StoredQuorumAssertion>, LedgerError> {
+        dispatch!(self, b => b.quorum_passkey_assertions().await)
+    }
+
+    /// A proposal's quorum decisions, in the order recorded (empty for a
+    /// proposal without a quorum, or none yet).
+    pub async fn quorum_decisions(
+        &self,
+        proposal_id: &str,
+    ) -> Result<Vec<QuorumDecision>, LedgerError> {
+        dispatch!(self, b => b.quorum_decisions(proposal_id).await)
     }
 
     /// Whether the approval that issued the proof with SHA-256

@@ -1,5 +1,5 @@
 //! countersign's durable ledger: proposals, decisions, issuances,
-//! revocations, consumed nonces, intents and completions, the state store of
+//! revocations, quorum decisions, consumed nonces, intents and completions, the state store of
 //! the builtin effects, the signer's passkeys with every assertion it
 //! accepted, and the hash-chained, append-only event log.
 //!
@@ -28,6 +28,7 @@ mod ledger;
 mod owner;
 mod passkeys;
 mod postgres;
+mod quorum;
 mod schedule;
 mod sqlite;
 mod status;
@@ -51,6 +52,9 @@ pub use countersign_verifier::BuiltinEffect;
 /// that recorded it is known to have exited (same machine, boot and PID
 /// namespace, and that process is gone).
 pub use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
+pub use quorum::{
+    QuorumApproval, QuorumDecision, QuorumOutcome, QuorumVerdict, StoredQuorumAssertion,
+};
 pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,

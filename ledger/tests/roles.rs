@@ -389,3 +389,54 @@ async fn only_the_signer_writes_passkeys() {
     .await;
     assert!(signer.verify_chain().await.unwrap().is_intact());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_signer_records_quorum_decisions() {
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let p = create_schedule(1, "nightly");
+    signer.insert_proposal(&p).await.unwrap();
+    let alice = format!("{}/alice", common::PRINCIPAL);
+    let outcome = signer
+        .record_quorum_approval(&countersign_ledger::QuorumApproval {
+            proposal_id: &p.id,
+            principal: common::PRINCIPAL,
+            approver: &alice,
+            required: 2,
+            prior: &[],
+            issuance: None,
+            handoff: false,
+            passkey: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        countersign_ledger::QuorumOutcome::Counted { approvals: 1 }
+    );
+    let bob_approves = format!(
+        "INSERT INTO quorum_decisions
+             (proposal_id, approver, seq, required, decision, reason, passkey, decided_at)
+         VALUES ('{}', '{}/bob', 2, 2, 'approve', NULL, NULL, '2026-01-01T00:00:00Z')",
+        p.id,
+        common::PRINCIPAL
+    );
+    assert_refused(
+        &db,
+        "countersign_head",
+        &[
+            bob_approves.as_str(),
+            "UPDATE quorum_decisions SET decision = 'deny'",
+            "DELETE FROM quorum_decisions",
+            "INSERT INTO quorum_passkey_assertions SELECT proposal_id, approver, 'k', 'c', 'r',
+                 'direct', 'a', 'j', 's', 0, decided_at FROM quorum_decisions",
+            "DELETE FROM quorum_passkey_assertions",
+        ],
+    )
+    .await;
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    assert_eq!(head.quorum_decisions(&p.id).await.unwrap().len(), 1);
+    assert!(signer.verify_chain().await.unwrap().is_intact());
+}

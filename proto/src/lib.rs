@@ -143,6 +143,15 @@ pub mod reason {
     pub const AUTHORIZATION_REQUIRED: &str = "authorization_required";
     /// The last active passkey is removed only by the administrator.
     pub const LAST_PASSKEY: &str = "last_passkey";
+    /// The proposal's operation requires a quorum, and the caller's
+    /// approver certificate is not one of its named approvers (an unnamed
+    /// approver certificate is never one).
+    pub const NOT_A_QUORUM_APPROVER: &str = "not_a_quorum_approver";
+    /// This approver already decided this quorum proposal: nobody approves twice.
+    pub const ALREADY_APPROVED: &str = "already_approved";
+    /// The passkey assertion was made with a passkey another approver
+    /// enrolled: a quorum approval needs the approver's own.
+    pub const NOT_YOUR_PASSKEY: &str = "not_your_passkey";
 }
 
 #[cfg(test)]

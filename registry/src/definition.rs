@@ -14,8 +14,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::preview::{Template, is_terminal_unsafe};
+use crate::quorum::RawQuorum;
 use crate::{
-    BuiltinEffect, Class, Effect, Operation, PremiseSource, RegistryError, WebhookUrl, schema,
+    BuiltinEffect, Class, Effect, Operation, PremiseSource, Quorum, RegistryError, WebhookUrl,
+    schema,
 };
 
 /// Hard cap on any proof lifetime, in seconds.
@@ -43,6 +45,8 @@ pub(crate) struct RawOperation {
     replay_safe: bool,
     #[serde(default)]
     require_passkey: bool,
+    #[serde(default)]
+    quorum: Option<RawQuorum>,
     #[serde(default)]
     lifetime_secs: Option<u64>,
     #[serde(default)]
@@ -134,7 +138,12 @@ impl RawOperation {
             });
         }
 
-        let revision = self.revision(&schema).map_err(|r| invalid("schema", r))?;
+        let quorum = match &self.quorum {
+            Some(raw) => Some(raw.build().map_err(|r| invalid("quorum", r))?),
+            None => None,
+        };
+        let revision = revision(&self, &schema, quorum.as_ref().map(Quorum::to_json))
+            .map_err(|r| invalid("schema", r))?;
         Ok(Operation {
             name: self.name,
             description: self.description,
@@ -144,6 +153,7 @@ impl RawOperation {
             effect: self.effect,
             replay_safe: self.replay_safe,
             require_passkey: self.require_passkey,
+            quorum,
             lifetime_secs: self.lifetime_secs,
             premise: self.premise,
             unverified_fields: self.unverified_fields,
@@ -225,36 +235,39 @@ impl RawOperation {
             }),
         }
     }
+}
 
-    /// SHA-256 hex of the canonical JSON of the full definition, with
-    /// defaults made explicit so that omitting a default changes nothing.
-    /// `require_passkey` is the exception: it is in the hashed definition
-    /// only when true, so that every operation defined before the key
-    /// existed keeps its revision (and its outstanding proofs), while
-    /// requiring a passkey, or no longer requiring one, changes it; so is
-    /// `premise`, present only when declared.
-    fn revision(&self, schema: &Value) -> Result<String, String> {
-        let effect = serde_json::to_value(&self.effect).map_err(|e| e.to_string())?;
-        let mut definition = json!({
-            "name": self.name,
-            "description": self.description,
-            "class": self.class,
-            "replay_safe": self.replay_safe,
-            "lifetime_secs": self.lifetime_secs,
-            "preview": self.preview,
-            "unverified_fields": self.unverified_fields,
-            "effect": effect,
-            "schema": schema,
-        });
-        if self.require_passkey {
-            definition["require_passkey"] = Value::Bool(true);
-        }
-        if let Some(premise) = &self.premise {
-            definition["premise"] = serde_json::to_value(premise).map_err(|e| e.to_string())?;
-        }
-        let text = canonical::to_canonical(&definition).map_err(|e| e.to_string())?;
-        Ok(canonical::sha256_hex(text.as_bytes()))
+/// SHA-256 hex of the canonical JSON of the full definition, with
+/// defaults made explicit so that omitting a default changes nothing.
+/// `require_passkey`, `quorum` and `premise` are the exceptions: each is in
+/// the hashed definition only when set (true, present), so that every
+/// operation defined before the key existed keeps its revision (and its
+/// outstanding proofs), while setting one, changing it or removing it
+/// changes it.
+fn revision(raw: &RawOperation, schema: &Value, quorum: Option<Value>) -> Result<String, String> {
+    let effect = serde_json::to_value(&raw.effect).map_err(|e| e.to_string())?;
+    let mut definition = json!({
+        "name": raw.name,
+        "description": raw.description,
+        "class": raw.class,
+        "replay_safe": raw.replay_safe,
+        "lifetime_secs": raw.lifetime_secs,
+        "preview": raw.preview,
+        "unverified_fields": raw.unverified_fields,
+        "effect": effect,
+        "schema": schema,
+    });
+    if raw.require_passkey {
+        definition["require_passkey"] = Value::Bool(true);
     }
+    if let Some(premise) = &raw.premise {
+        definition["premise"] = serde_json::to_value(premise).map_err(|e| e.to_string())?;
+    }
+    if let Some(quorum) = quorum {
+        definition["quorum"] = quorum;
+    }
+    let text = canonical::to_canonical(&definition).map_err(|e| e.to_string())?;
+    Ok(canonical::sha256_hex(text.as_bytes()))
 }
 
 /// The checks of a `webhook` effect; the error names the field (under

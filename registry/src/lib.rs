@@ -17,6 +17,11 @@
 //! require_passkey = false         # optional; true: execute only a proof whose signer
 //!                                 # checked a passkey with user verification
 //!                                 # (`amr` has "passkey-uv"), else `passkey_required`
+//! quorum = { required = 2, approvers = ["alice", "bob", "carol"] }
+//!                                 # optional; the signer issues a proof only once
+//!                                 # `required` distinct named approvers (certificates
+//!                                 # `countersign://approver/<principal>/<name>`) approved;
+//!                                 # 1 <= required <= approvers (at most 16, distinct)
 //! lifetime_secs = 300             # optional, 1..=1800; else the policy default
 //! preview = "Create schedule {name} on cron {cron}"  # {arg} = top-level property,
 //!                                 # {{ and }} are literal braces
@@ -51,7 +56,8 @@
 //! JSON (RFC 8785) of `{name, description, class, replay_safe, lifetime_secs
 //! (null when absent), preview, unverified_fields ([] when absent), effect
 //! {kind, ...}, schema}`, plus `require_passkey: true` when it is set (absent
-//! and false hash alike, as before the key existed): TOML formatting and key
+//! and false hash alike, as before the key existed) and `quorum: {required,
+//! approvers (sorted)}` when present: TOML formatting and key
 //! order do not affect it; any change of meaning does.
 //!
 //! # Preview layout
@@ -77,6 +83,7 @@ mod operation;
 mod policy;
 mod premise;
 mod preview;
+mod quorum;
 mod schema;
 mod webhook;
 
@@ -85,13 +92,14 @@ use std::io::Read as _;
 use std::path::Path;
 
 pub use args::CanonicalArgs;
-pub use countersign_verifier::BuiltinEffect;
+pub use countersign_verifier::{ApproverName, BuiltinEffect};
 pub use current::CurrentRegistry;
 pub use error::{ArgumentsError, PolicyError, RegistryError};
 pub use operation::{Class, DEFAULT_ACCEPT_STATUS, Effect, Operation};
 pub use policy::Policy;
 pub use premise::{PremiseRead, PremiseSource};
 pub use preview::{is_terminal_unsafe, terminal_safe};
+pub use quorum::{MAX_QUORUM_APPROVERS, Quorum};
 pub use schema::errors as schema_errors;
 pub use webhook::{MAX_URL_BYTES, WebhookUrl};
 

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::preview::{self, Template};
-use crate::{ArgumentsError, CanonicalArgs, PremiseRead, PremiseSource, schema};
+use crate::{ArgumentsError, CanonicalArgs, PremiseRead, PremiseSource, Quorum, schema};
 use countersign_verifier::Premise;
 
 /// Read operations observe; write operations change state.
@@ -110,6 +110,10 @@ pub struct Operation {
     /// assertion with user verification (`amr` containing `passkey-uv`);
     /// `require_passkey` in the registry file, false when absent.
     pub require_passkey: bool,
+    /// The quorum of named approvers whose approvals the signer needs
+    /// before it issues a proof (`quorum` in the registry file), or `None`
+    /// for a decision by any one approver of the principal.
+    pub quorum: Option<Quorum>,
     /// Requested proof lifetime in seconds (1..=1800), else the policy default.
     pub lifetime_secs: Option<u64>,
     /// The fact about current state a proposal of this operation is
@@ -130,6 +134,7 @@ impl fmt::Debug for Operation {
             .field("effect", &self.effect)
             .field("replay_safe", &self.replay_safe)
             .field("require_passkey", &self.require_passkey)
+            .field("quorum", &self.quorum)
             .field("lifetime_secs", &self.lifetime_secs)
             .field("premise", &self.premise)
             .field("contract_revision", &self.revision)

@@ -5,8 +5,9 @@
 //! This module checks shapes only (ids, sessions, lengths, enums); it does
 //! not consult the registry, the ledger or the caller's identity.
 
-use countersign_ledger::{ProposalRecord, RevokeOutcome};
+use countersign_ledger::{ProposalRecord, QuorumDecision, RevokeOutcome};
 use countersign_proto::v1 as wire;
+use countersign_registry::Quorum;
 use countersign_verifier::timestamp;
 
 use crate::error::RpcError;
@@ -221,8 +222,41 @@ pub(crate) fn proposal_view(
             .as_ref()
             .map(|i| i.provenance.clone())
             .unwrap_or_default(),
-        // Set by the service, which knows the passkey policy.
+        // Set by the service, which knows the passkey policy and the quorum.
         passkey_required: false,
+        quorum: None,
+    })
+}
+
+/// The wire view of a quorum and the decisions recorded so far (approver
+/// paths `<principal>/<name>` are shown by name).
+pub(crate) fn quorum_view(
+    quorum: &Quorum,
+    decisions: &[QuorumDecision],
+) -> Result<wire::QuorumView, RpcError> {
+    let decisions = decisions
+        .iter()
+        .map(|d| {
+            Ok(wire::QuorumDecisionView {
+                approver: d
+                    .approver
+                    .rsplit_once('/')
+                    .map_or(d.approver.as_str(), |(_, name)| name)
+                    .to_owned(),
+                decision: d.verdict.as_str().to_owned(),
+                decided_at: format_time(d.decided_at)?,
+                reason: d.reason.clone().unwrap_or_default(),
+            })
+        })
+        .collect::<Result<Vec<_>, RpcError>>()?;
+    Ok(wire::QuorumView {
+        required: quorum.required(),
+        approvers: quorum
+            .approvers()
+            .iter()
+            .map(|n| n.as_str().to_owned())
+            .collect(),
+        decisions,
     })
 }
 

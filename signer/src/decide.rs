@@ -18,13 +18,14 @@ use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
 use countersign_registry::{CanonicalArgs, Operation, Registry};
 use countersign_verifier::claims::ISSUER;
-use countersign_verifier::{AuthMethod, Claims, PasskeyAssurance};
-use time::Duration;
+use countersign_verifier::{AuthMethod, Claims, PasskeyAssurance, Proof};
+use time::{Duration, OffsetDateTime};
 use tonic::Request;
 
 use crate::convert::{DecideCommand, Decision, Delivery, ProposalId, Session, format_time};
 use crate::error::RpcError;
 use crate::issue::sign_claims_with;
+use crate::passkeys::{Decider, VerifiedDecision};
 use crate::service::{SignerService, authorize, now_seconds, roles};
 
 impl SignerService {
@@ -44,6 +45,11 @@ impl SignerService {
                 status: record.status.as_str().to_owned(),
             });
         }
+        if let Some(quorum) = self.quorum_of(&record)? {
+            return self
+                .decide_in_quorum(&peer, cmd, record, &quorum, started)
+                .await;
+        }
         if cmd.dry_run {
             if let Decision::Approve { .. } = cmd.decision {
                 let registry = self.registry_now()?;
@@ -51,7 +57,7 @@ impl SignerService {
                 self.premise_holds(&record).await?;
             }
             return Ok(wire::DecideResponse {
-                proposal: Some(self.view_of(&record)?),
+                proposal: Some(self.view_of(&record).await?),
                 ..Default::default()
             });
         }
@@ -124,23 +130,79 @@ impl SignerService {
             Some(_) => Some(state.passkey_lock.lock().await),
             None => None,
         };
-        let verified = match passkey {
-            Some((challenge_id, assertion)) => Some(
+        let decider = Decider {
+            principal,
+            approver: None,
+        };
+        let verified = self
+            .checked_passkey(decider, &record, op, delivery, &session, passkey)
+            .await?;
+        let signed = self.sign_for(&record, op, &args, &session, provenance, verified.as_ref())?;
+        // A handoff approval says so in its event, so that a restarted
+        // signer can still hand it over (`recover.rs`); a direct one never
+        // becomes a head's to claim.
+        let assertion = verified.as_ref().map(|v| &v.record);
+        match (delivery, assertion) {
+            (Delivery::Handoff, assertion) => state
+                .ledger
+                .record_handoff_approval(&signed.issuance, assertion)
+                .await
+                .map_err(crate::passkeys::challenge_used)?,
+            (Delivery::Direct, Some(assertion)) => state
+                .ledger
+                .record_passkey_approval(&signed.issuance, assertion)
+                .await
+                .map_err(crate::passkeys::challenge_used)?,
+            (Delivery::Direct, None) => state.ledger.record_approval(&signed.issuance).await?,
+        }
+        self.deliver(id, signed, delivery, verified.as_ref()).await
+    }
+
+    /// The passkey check of an approval: the assertion, when one came,
+    /// verified against the decider's principal's passkeys (and, for a
+    /// quorum approver, only the ones that approver enrolled:
+    /// `not_your_passkey` otherwise); none
+    /// when the operation needs one is `passkey_required`. The caller holds
+    /// the passkey lock until it has recorded the assertion.
+    pub(crate) async fn checked_passkey(
+        &self,
+        decider: Decider<'_>,
+        record: &ProposalRecord,
+        op: &Operation,
+        delivery: Delivery,
+        session: &str,
+        passkey: Option<(String, countersign_webauthn::Assertion)>,
+    ) -> Result<Option<VerifiedDecision>, RpcError> {
+        match passkey {
+            Some((challenge_id, assertion)) => Ok(Some(
                 self.check_decision(
-                    principal,
-                    &record,
+                    decider,
+                    record,
                     delivery,
-                    &session,
+                    session,
                     &challenge_id,
                     &assertion,
                 )
                 .await?,
-            ),
-            None if self.passkey_required(op) => {
-                return Err(RpcError::PasskeyRequired);
-            }
-            None => None,
-        };
+            )),
+            None if self.passkey_required(op) => Err(RpcError::PasskeyRequired),
+            None => Ok(None),
+        }
+    }
+
+    /// Build and sign the claims of an approval of `record`, issued now,
+    /// bound to `session`, with `provenance` and the passkey assurance of
+    /// `verified`. Records nothing.
+    pub(crate) fn sign_for(
+        &self,
+        record: &ProposalRecord,
+        op: &Operation,
+        args: &CanonicalArgs,
+        session: &str,
+        provenance: &str,
+        verified: Option<&VerifiedDecision>,
+    ) -> Result<Signed, RpcError> {
+        let state = &self.state;
         let lifetime = i64::try_from(state.policy.lifetime_for(op))
             .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
         let now = now_seconds()?;
@@ -149,7 +211,7 @@ impl SignerService {
             iss: ISSUER.to_owned(),
             aud: state.policy.audience.clone(),
             sub: record.proposal.principal.clone(),
-            sid: session.clone(),
+            sid: session.to_owned(),
             pid: record.proposal.id.clone(),
             op: record.proposal.operation.clone(),
             args: args.value().clone(),
@@ -161,7 +223,6 @@ impl SignerService {
             // The premise the person was shown, read again just above.
             premise: record.proposal.premise.clone(),
             passkey: verified
-                .as_ref()
                 .map(|v| {
                     PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], &v.credential_id)
                 })
@@ -180,28 +241,33 @@ impl SignerService {
             .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
         let proof = sign_claims_with(keys.signer.as_ref(), &claims)
             .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
-        let proof_sha256 = proof.sha256_hex();
         let issuance = IssuanceRecord::from_claims(&claims, &proof);
-        // A handoff approval says so in its event, so that a restarted
-        // signer can still hand it over (`recover.rs`); a direct one never
-        // becomes a head's to claim.
-        let assertion = verified.as_ref().map(|v| &v.record);
-        match (delivery, assertion) {
-            (Delivery::Handoff, assertion) => state
-                .ledger
-                .record_handoff_approval(&issuance, assertion)
-                .await
-                .map_err(crate::passkeys::challenge_used)?,
-            (Delivery::Direct, Some(assertion)) => state
-                .ledger
-                .record_passkey_approval(&issuance, assertion)
-                .await
-                .map_err(crate::passkeys::challenge_used)?,
-            (Delivery::Direct, None) => state.ledger.record_approval(&issuance).await?,
-        }
+        Ok(Signed {
+            proof,
+            issuance,
+            expires_at,
+        })
+    }
+
+    /// After the issuance was recorded: return the proof (direct) or keep
+    /// it for one handoff, with the proposal's view.
+    pub(crate) async fn deliver(
+        &self,
+        id: &ProposalId,
+        signed: Signed,
+        delivery: Delivery,
+        verified: Option<&VerifiedDecision>,
+    ) -> Result<wire::DecideResponse, RpcError> {
+        let Signed {
+            proof,
+            issuance,
+            expires_at,
+        } = signed;
+        let proof_sha256 = issuance.proof_sha256.clone();
         tracing::info!(
-            proposal_id = %record.proposal.id, %proof_sha256, ?delivery, provenance, session = %session,
-            passkey = verified.as_ref().map(|v| v.record.credential_id.as_str()),
+            proposal_id = %issuance.proposal_id, %proof_sha256, ?delivery,
+            provenance = %issuance.provenance, session = %issuance.session,
+            passkey = verified.map(|v| v.record.credential_id.as_str()),
             expires_at = %format_time(expires_at)?, "proof issued"
         );
         let expires_at_text = format_time(expires_at)?;
@@ -209,11 +275,11 @@ impl SignerService {
             // The wire message needs a plain String; prost owns it from here.
             Delivery::Direct => proof.expose_secret().to_owned(),
             Delivery::Handoff => {
-                state.handoffs.insert(
-                    &record.proposal.id,
+                self.state.handoffs.insert(
+                    &issuance.proposal_id,
                     proof,
-                    &record.proposal.principal,
-                    &session,
+                    &issuance.principal,
+                    &issuance.session,
                     expires_at,
                 );
                 String::new()
@@ -226,6 +292,13 @@ impl SignerService {
             expires_at: expires_at_text,
         })
     }
+}
+
+/// A proof signed for a proposal, with its issuance record, not yet recorded.
+pub(crate) struct Signed {
+    proof: Proof,
+    pub(crate) issuance: IssuanceRecord,
+    expires_at: OffsetDateTime,
 }
 
 impl SignerService {

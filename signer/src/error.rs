@@ -146,6 +146,18 @@ pub(crate) enum RpcError {
     /// The last active passkey is removed only by the administrator.
     #[error("the last passkey can only be removed by the signer's administrator")]
     LastPasskey,
+    /// The proposal's operation requires a quorum and the caller's approver
+    /// certificate is not one of its named approvers.
+    #[error(
+        "{0} is not an approver of this proposal's quorum: only the named approvers its operation lists may decide it"
+    )]
+    NotAQuorumApprover(String),
+    /// This approver already decided this quorum proposal.
+    #[error("{0} already decided this proposal: nobody approves twice")]
+    AlreadyApproved(String),
+    /// The assertion's passkey was enrolled by another approver.
+    #[error("that passkey belongs to another approver: approve with your own passkey")]
+    NotYourPasskey,
     /// A fault on the signer's side; the detail is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -189,6 +201,9 @@ impl RpcError {
             RpcError::EnrolmentCodeRefused => reason::ENROLMENT_CODE_REFUSED,
             RpcError::AuthorizationRequired => reason::AUTHORIZATION_REQUIRED,
             RpcError::LastPasskey => reason::LAST_PASSKEY,
+            RpcError::NotAQuorumApprover(_) => reason::NOT_A_QUORUM_APPROVER,
+            RpcError::AlreadyApproved(_) => reason::ALREADY_APPROVED,
+            RpcError::NotYourPasskey => reason::NOT_YOUR_PASSKEY,
             RpcError::Internal(_) => reason::INTERNAL,
         }
     }
@@ -202,6 +217,7 @@ impl From<LedgerError> for RpcError {
                 id,
                 status: "decided".into(),
             },
+            LedgerError::AlreadyApproved(_, approver) => RpcError::AlreadyApproved(approver),
             other => RpcError::Internal(format!("ledger: {other}")),
         }
     }

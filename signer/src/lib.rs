@@ -19,6 +19,7 @@ pub mod keystore;
 pub mod notify;
 pub mod passkeys;
 pub mod pkcs11;
+mod quorum;
 mod recover;
 mod reissue;
 mod resolve;

@@ -132,10 +132,15 @@ impl SignerService {
             .proposal(id.as_str())
             .await?
             .ok_or_else(|| RpcError::Internal(format!("proposal {} vanished", id.as_str())))?;
-        self.view_of(&record)
+        self.view_of(&record).await
     }
 
-    pub(crate) fn view_of(&self, record: &ProposalRecord) -> Result<wire::ProposalView, RpcError> {
+    /// The wire view of `record`, with its quorum's decisions when its
+    /// operation (as last loaded, at the proposal's contract) has a quorum.
+    pub(crate) async fn view_of(
+        &self,
+        record: &ProposalRecord,
+    ) -> Result<wire::ProposalView, RpcError> {
         let waiting = self
             .state
             .handoffs
@@ -150,6 +155,7 @@ impl SignerService {
             .last_loaded()
             .get(&record.proposal.operation)
             .is_some_and(|op| self.passkey_required(op));
+        view.quorum = self.quorum_view(record).await?;
         Ok(view)
     }
 
@@ -208,7 +214,7 @@ impl SignerService {
         let peer = authorize(&request, "GetProposal", roles::GET_PROPOSAL)?;
         let id = parse_proposal_id(request.into_inner().proposal_id)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
-        self.view_of(&record)
+        self.view_of(&record).await
     }
 
     async fn list_pending(
@@ -217,11 +223,13 @@ impl SignerService {
     ) -> Result<wire::ListPendingResponse, RpcError> {
         let peer = authorize(&request, "ListPending", roles::LIST_PENDING)?;
         let records = self.state.ledger.pending(&peer.principal).await?;
-        let proposals = records
+        let mut proposals = Vec::with_capacity(records.len());
+        for record in records
             .iter()
             .filter(|r| r.proposal.principal == peer.principal)
-            .map(|r| self.view_of(r))
-            .collect::<Result<Vec<_>, _>>()?;
+        {
+            proposals.push(self.view_of(record).await?);
+        }
         Ok(wire::ListPendingResponse { proposals })
     }
 

@@ -19,7 +19,9 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         RpcError::NoClientCertificate | RpcError::PeerIdentity(_) => Code::Unauthenticated,
         RpcError::RoleNotAllowed { .. }
         | RpcError::NotYourProposal
-        | RpcError::HandoffSessionMismatch => Code::PermissionDenied,
+        | RpcError::HandoffSessionMismatch
+        | RpcError::NotAQuorumApprover(_)
+        | RpcError::NotYourPasskey => Code::PermissionDenied,
         RpcError::UnknownOperation(_)
         | RpcError::InvalidField { .. }
         | RpcError::InvalidArguments(_) => Code::InvalidArgument,
@@ -43,7 +45,8 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::PasskeyAlreadyEnrolled
         | RpcError::EnrolmentCodeRequired
         | RpcError::AuthorizationRequired
-        | RpcError::LastPasskey => Code::FailedPrecondition,
+        | RpcError::LastPasskey
+        | RpcError::AlreadyApproved(_) => Code::FailedPrecondition,
         RpcError::PasskeyRefused(_) | RpcError::UnknownPasskey | RpcError::EnrolmentCodeRefused => {
             Code::PermissionDenied
         }
@@ -151,10 +154,16 @@ mod tests {
             (RpcError::EnrolmentCodeRefused, "enrolment_code_refused"),
             (RpcError::AuthorizationRequired, "authorization_required"),
             (RpcError::LastPasskey, "last_passkey"),
+            (
+                RpcError::NotAQuorumApprover("p".into()),
+                "not_a_quorum_approver",
+            ),
+            (RpcError::AlreadyApproved("p".into()), "already_approved"),
+            (RpcError::NotYourPasskey, "not_your_passkey"),
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..34).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..37).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -193,7 +202,10 @@ mod tests {
             RpcError::NotAWebhook(_) => 30,
             RpcError::NotReplaySafe(_) => 31,
             RpcError::HandoffUnrecoverable(_) => 32,
-            RpcError::PremiseChanged(_) => 33,
+            RpcError::NotAQuorumApprover(_) => 33,
+            RpcError::AlreadyApproved(_) => 34,
+            RpcError::NotYourPasskey => 35,
+            RpcError::PremiseChanged(_) => 36,
         }
     }
 

@@ -84,10 +84,11 @@ impl SignerService {
                 .take(limit as usize)
                 .collect();
             if found.len() == limit as usize || wanted.is_none() || exhausted {
-                break found
-                    .into_iter()
-                    .map(|r| self.view_of(r))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let mut views = Vec::with_capacity(found.len());
+                for record in found {
+                    views.push(self.view_of(record).await?);
+                }
+                break views;
             }
             window = window.saturating_mul(4).min(MAX_SCAN);
         };

@@ -9,96 +9,17 @@ mod support;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     BeginDecisionRequest, BeginEnrolmentRequest, BeginRemovalRequest, DecideRequest, Delivery,
-    EnrolRequest, ListPasskeysRequest, PasskeyAssertion, RemovePasskeyRequest,
+    EnrolRequest, ListPasskeysRequest, RemovePasskeyRequest,
 };
 use countersign_registry::Registry;
-use countersign_signer::passkeys::code::EnrolmentCodes;
 use countersign_signer::testing::TestSigner;
-use countersign_webauthn::Assertion;
 use countersign_webauthn::testing::SoftAuthenticator;
 use sha2::{Digest, Sha256};
+use support::passkey::*;
 use support::*;
-use time::OffsetDateTime;
 use tonic::Code;
-use tonic::transport::Channel;
-
-const ORIGIN: &str = "http://localhost:7444";
-const REQUIRED: &str = "[passkeys]\nrequired = true\norigins = [\"http://localhost:7444\"]\n";
-
-fn soft(seed: u8) -> SoftAuthenticator {
-    SoftAuthenticator::new(seed, "localhost", ORIGIN)
-}
-
-fn wire(challenge_id: &str, a: Assertion) -> PasskeyAssertion {
-    PasskeyAssertion {
-        challenge_id: challenge_id.into(),
-        credential_id: a.credential_id,
-        authenticator_data: a.authenticator_data,
-        client_data_json: a.client_data_json,
-        signature: a.signature,
-    }
-}
-
-fn code(signer: &TestSigner) -> String {
-    EnrolmentCodes::in_dir(&signer.home().signer_dir())
-        .issue(OffsetDateTime::now_utc())
-        .unwrap()
-        .0
-}
-
-/// Enrols `key` as the first passkey, with a fresh enrolment code.
-async fn enrol_first(
-    signer: &TestSigner,
-    approver: &mut SignerClient<Channel>,
-    key: &SoftAuthenticator,
-) {
-    let c = approver
-        .begin_enrolment(BeginEnrolmentRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(c.needs_enrolment_code && c.authorization_challenge.is_empty());
-    let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
-    approver
-        .enrol(EnrolRequest {
-            challenge_id: c.challenge_id,
-            name: "laptop".into(),
-            attestation_object,
-            client_data_json,
-            enrolment_code: code(signer),
-            authorization: None,
-        })
-        .await
-        .unwrap();
-}
-
-fn decide_with(id: &str, delivery: Delivery, passkey: Option<PasskeyAssertion>) -> DecideRequest {
-    DecideRequest {
-        passkey,
-        ..approve(id, delivery)
-    }
-}
-
-async fn challenge_for(
-    approver: &mut SignerClient<Channel>,
-    id: &str,
-    delivery: Delivery,
-) -> (String, Vec<u8>) {
-    let c = approver
-        .begin_decision(BeginDecisionRequest {
-            proposal_id: id.into(),
-            delivery: delivery.into(),
-            execute_in_session: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(c.rp_id, "localhost");
-    (c.challenge_id, c.challenge)
-}
 
 /// The proposal is still pending and nothing was issued for it.
 async fn nothing_issued(signer: &TestSigner, id: &str) {
@@ -335,19 +256,6 @@ async fn an_approval_needs_a_passkey_assertion_bound_to_exactly_that_decision() 
         "webauthn_counter_not_increased",
     );
     nothing_issued(&signer, &other).await;
-}
-
-/// The payload of a PASETO v4.public proof, as JSON (the signature is not
-/// checked here; the gate tests check proofs).
-fn claims_of(proof: &str) -> serde_json::Value {
-    let body = proof
-        .strip_prefix("v4.public.")
-        .unwrap()
-        .split('.')
-        .next()
-        .unwrap();
-    let bytes = URL_SAFE_NO_PAD.decode(body).unwrap();
-    serde_json::from_slice(&bytes[..bytes.len() - 64]).unwrap()
 }
 
 #[tokio::test]

@@ -54,6 +54,24 @@ pub const MAX_ARGS_DEPTH: usize = canonical::MAX_DEPTH - 1;
 /// stays well under [`MAX_PAYLOAD_BYTES`].
 pub const MAX_ARGS_CANONICAL_BYTES: usize = canonical::MAX_ARGS_BYTES;
 
+/// Most approvers a quorum names, and so the most a quorum provenance
+/// (`human:quorum:...`) lists.
+pub const MAX_QUORUM_APPROVERS: usize = 16;
+
+/// The provenance of a proof issued when a quorum was reached:
+/// `human:quorum:<sub>/<name>,<sub>/<name>,...`, naming every approver who
+/// approved, in the order they approved.
+pub fn quorum_provenance<'a>(
+    sub: &str,
+    approvers: impl IntoIterator<Item = &'a ApproverName>,
+) -> String {
+    let names: Vec<String> = approvers
+        .into_iter()
+        .map(|name| format!("{sub}/{name}"))
+        .collect();
+    format!("human:quorum:{}", names.join(","))
+}
+
 /// Why arguments that parsed can still never be carried by a proof.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnsignableArgs {
@@ -173,7 +191,9 @@ pub struct Claims {
     /// Provenance: `human:cert:<sub>` (an approver certificate of the
     /// principal decided), `human:cert:<sub>/<name>` (the named approver
     /// credential `<name>` of the principal, e.g. a web console, decided),
-    /// `rule:<id>@<version>`, or, from older signers, `human:cli`/`human:web`.
+    /// `human:quorum:<sub>/<name>,...` (the quorum's approvers who
+    /// approved, in order), `rule:<id>@<version>`, or, from older signers,
+    /// `human:cli`/`human:web`.
     pub prov: String,
     /// Nonce: base64url-no-pad of 32 random bytes.
     pub jti: String,
@@ -380,10 +400,13 @@ fn is_nonce(s: &str) -> bool {
 /// decision made with an approver certificate of the proof's own principal,
 /// unnamed or named `<name>`, a valid [`ApproverName`];
 /// `human:cli`/`human:web` are still accepted from signers that issued
-/// them); with one, `rule:<id>@<version>` naming exactly the grant.
+/// them), or `human:quorum:<sub>/<name>,...` (a quorum: 1 to
+/// [`MAX_QUORUM_APPROVERS`] distinct named approvers of the principal);
+/// with one, `rule:<id>@<version>` naming exactly the grant.
 fn provenance_matches(prov: &str, grant: Option<&Grant>, sub: &str) -> bool {
     match (prov, grant) {
         ("human:cli" | "human:web", None) => true,
+        (_, None) if prov.starts_with("human:quorum:") => quorum_matches(prov, sub),
         (_, None) => prov
             .strip_prefix("human:cert:")
             .and_then(|rest| rest.strip_prefix(sub))
@@ -393,6 +416,27 @@ fn provenance_matches(prov: &str, grant: Option<&Grant>, sub: &str) -> bool {
             }),
         (_, Some(g)) => prov == format!("rule:{}@{}", g.rule, g.version) && is_rule_id(&g.rule),
     }
+}
+
+/// `human:quorum:<sub>/<name>(,<sub>/<name>)*`: each name a valid
+/// [`ApproverName`] of the proof's own principal, none twice, at most
+/// [`MAX_QUORUM_APPROVERS`].
+fn quorum_matches(prov: &str, sub: &str) -> bool {
+    let Some(list) = prov.strip_prefix("human:quorum:") else {
+        return false;
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in list.split(',') {
+        let name = entry
+            .strip_prefix(sub)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .and_then(|name| ApproverName::parse(name).ok());
+        let Some(name) = name else { return false };
+        if seen.len() == MAX_QUORUM_APPROVERS || !seen.insert(name) {
+            return false;
+        }
+    }
+    true
 }
 
 fn is_rule_id(s: &str) -> bool {

@@ -115,6 +115,12 @@ pub struct ConsoleArgs {
     /// the configuration's console addr, else 127.0.0.1:7444.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+    /// Decide as the named approver NAME (its certificate, from
+    /// `countersign credential approver --approver NAME`) instead of the
+    /// console's own `console` credential: a quorum's approver runs a
+    /// console of their own.
+    #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
+    pub as_approver: Option<ApproverName>,
     #[command(subcommand)]
     pub command: Option<ConsoleCommand>,
 }
@@ -345,6 +351,11 @@ pub struct ApproveArgs {
     /// Do not execute now: write the proof to this new private (0600) file.
     #[arg(long, value_name = "FILE")]
     pub proof_out: Option<PathBuf>,
+    /// Decide as the named approver NAME, with its certificate
+    /// (`countersign credential approver --approver NAME`), as a quorum's
+    /// approvers do.
+    #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
+    pub as_approver: Option<ApproverName>,
 }
 
 /// `countersign deny`
@@ -356,6 +367,11 @@ pub struct DenyArgs {
     /// Why, recorded in the ledger and shown to the proposer.
     #[arg(long)]
     pub reason: String,
+    /// Decide as the named approver NAME, with its certificate
+    /// (`countersign credential approver --approver NAME`), as a quorum's
+    /// approvers do.
+    #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
+    pub as_approver: Option<ApproverName>,
 }
 
 /// `countersign exec`

@@ -80,6 +80,25 @@ impl Context {
         self.connect(Role::Approver).await
     }
 
+    /// A signer client authenticated as the named approver `name` (its
+    /// certificate `pki/approver-<name>.pem`), or, without one, with the
+    /// installation's approver certificate.
+    pub async fn approver_as(
+        &self,
+        name: Option<&ApproverName>,
+    ) -> Result<SignerClient<Channel>, CliError> {
+        let Some(name) = name else {
+            return self.approver().await;
+        };
+        signer_client::connect_with(
+            &self.home,
+            &self.config.signer_addr,
+            &ClientCredential::NamedApprover(name.clone()),
+        )
+        .await
+        .map_err(CliError::error)
+    }
+
     /// A signer client authenticated with the console's own approver
     /// credential, so the signer records that the console decided.
     pub async fn console_approver(&self) -> Result<SignerClient<Channel>, CliError> {

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use countersign_gate::Outcome;
-use countersign_proto::v1::ProposalView;
+use countersign_proto::v1::{ProposalView, QuorumView};
 use countersign_registry::terminal_safe;
 use countersign_surface::results;
 use serde::Serialize;
@@ -37,8 +37,38 @@ pub(crate) fn proposal_text(view: &ProposalView) -> String {
     if view.passkey_required && view.status == "pending" {
         text.push_str("approving needs a passkey: approve it in the console\n");
     }
+    if let Some(quorum) = &view.quorum {
+        text.push_str(&quorum_text(quorum));
+    }
     text.push_str(&view.preview);
     if !view.preview.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// A quorum and its decisions so far, one line each.
+pub(crate) fn quorum_text(quorum: &QuorumView) -> String {
+    let approvals = quorum
+        .decisions
+        .iter()
+        .filter(|d| d.decision == "approve")
+        .count();
+    let mut text = format!(
+        "quorum: {approvals} of {} required approvals (approvers: {})\n",
+        quorum.required,
+        quorum.approvers.join(", ")
+    );
+    for d in &quorum.decisions {
+        let verb = if d.decision == "approve" {
+            "approved"
+        } else {
+            "denied"
+        };
+        text.push_str(&format!("  {verb} by {} at {}", d.approver, d.decided_at));
+        if !d.reason.is_empty() {
+            text.push_str(&format!(": {}", terminal_safe(&d.reason)));
+        }
         text.push('\n');
     }
     text

@@ -131,6 +131,26 @@ pub(crate) async fn approve(
             "The signer answered without the proposal.",
         );
     };
+    if decided.proof_sha256.is_empty() {
+        // A quorum approval short of the required count: recorded, no proof.
+        let (approvals, required) = view.quorum.as_ref().map_or((0, 0), |q| {
+            let approvals = q
+                .decisions
+                .iter()
+                .filter(|d| d.decision == "approve")
+                .count();
+            (approvals, q.required)
+        });
+        return done(
+            StatusCode::OK,
+            "Approval recorded",
+            &format!(
+                "Your approval of {} is recorded: {approvals} of {required} required approvals. No proof exists until the quorum is reached; nothing was executed.",
+                view.id
+            ),
+            &view.id,
+        );
+    }
     if !run_now {
         return done(
             StatusCode::OK,

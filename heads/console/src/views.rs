@@ -6,7 +6,7 @@
 //! operation, the contract and policy revisions, the proposing session and
 //! head, age and expiry. Model-supplied text is labelled as such.
 
-use countersign_proto::v1::ProposalView;
+use countersign_proto::v1::{ProposalView, QuorumView};
 use maud::{Markup, html};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -193,7 +193,44 @@ pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                 }
             }
         }
+        @if let Some(q) = &v.quorum {
+            (quorum(q))
+        }
         (decisions(v, ctx))
+    }
+}
+
+/// A quorum: how many approvals of whom it needs, and each decision so
+/// far, so every approver sees the others'.
+fn quorum(q: &QuorumView) -> Markup {
+    let approvals = q
+        .decisions
+        .iter()
+        .filter(|d| d.decision == "approve")
+        .count();
+    html! {
+        section.quorum aria-labelledby="quorum-h" {
+            h2 #quorum-h { "Quorum" }
+            p {
+                (approvals) " of " (q.required) " required approvals, from: "
+                @for (i, name) in q.approvers.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    code { (shown(name)) }
+                }
+            }
+            @if !q.decisions.is_empty() {
+                ol.quorum-decisions {
+                    @for d in &q.decisions {
+                        li {
+                            code { (shown(&d.approver)) }
+                            @if d.decision == "approve" { " approved" } @else { " denied" }
+                            " at " (shown(&d.decided_at))
+                            @if !d.reason.is_empty() { ": " (shown(&d.reason)) }
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 

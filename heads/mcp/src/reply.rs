@@ -111,6 +111,15 @@ pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> S
             view.id
         )
     };
+    let place = match &view.quorum {
+        Some(q) => format!(
+            "{place}\n({} of the approvers {} must each approve, with their own credential: `countersign approve {} --for-mcp --as NAME`)",
+            q.required,
+            q.approvers.join(", "),
+            view.id
+        ),
+        None => place,
+    };
     format!(
         "proposed {id} ({op}) in session {session}; status {status}. Nothing runs until a person approves it {place}\nThen call execute_approved with proposal_id {id}.\n\nThe preview the person sees:\n{preview}",
         id = view.id,
@@ -127,6 +136,25 @@ pub(crate) fn status_text(view: &ProposalView, console_url: Option<&str>) -> Str
         "{}: {} ({}, session {})",
         view.id, view.status, view.operation, view.session
     );
+    if let Some(q) = view.quorum.as_ref().filter(|_| view.status == "pending") {
+        let approved: Vec<&str> = q
+            .decisions
+            .iter()
+            .filter(|d| d.decision == "approve")
+            .map(|d| d.approver.as_str())
+            .collect();
+        text.push_str(&format!(
+            "; needs {} approvals from {} ({} so far{})",
+            q.required,
+            q.approvers.join(", "),
+            approved.len(),
+            if approved.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", approved.join(", "))
+            }
+        ));
+    }
     if view.handoff_waiting {
         text.push_str("; approved for one execution: call execute_approved");
     } else if view.status == "pending" && view.passkey_required {
@@ -135,8 +163,13 @@ pub(crate) fn status_text(view: &ProposalView, console_url: Option<&str>) -> Str
             text.push_str(&format!(" at {url}"));
         }
     } else if view.status == "pending" {
+        let named = if view.quorum.is_some() {
+            " --as NAME"
+        } else {
+            ""
+        };
         text.push_str(&format!(
-            "; waiting for a person: `countersign approve {} --for-mcp`",
+            "; waiting for a person: `countersign approve {} --for-mcp{named}`",
             view.id
         ));
         if let Some(url) = console_url {
@@ -204,6 +237,7 @@ impl Reply {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use countersign_proto::v1::{QuorumDecisionView, QuorumView};
 
     #[test]
     fn a_refusal_carries_the_services_reason_code_and_message() {
@@ -290,6 +324,33 @@ mod tests {
             let text = status_text(&view(status, waiting), Some(URL));
             assert!(!text.contains(URL), "{text}");
         }
+    }
+
+    #[test]
+    fn a_quorum_proposal_says_who_approved_and_how_many_are_needed() {
+        let mut pending = view("pending", false);
+        pending.quorum = Some(QuorumView {
+            required: 2,
+            approvers: vec!["alice".into(), "bob".into(), "carol".into()],
+            decisions: vec![QuorumDecisionView {
+                approver: "alice".into(),
+                decision: "approve".into(),
+                decided_at: "2026-01-01T00:00:00Z".into(),
+                reason: String::new(),
+            }],
+        });
+        assert_eq!(
+            status_text(&pending, None),
+            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); needs 2 approvals from alice, bob, carol (1 so far: alice); waiting for a person: `countersign approve prop_1 --for-mcp --as NAME`"
+        );
+        let text = proposed_text(&pending, None);
+        assert!(
+            text.contains("(2 of the approvers alice, bob, carol must each approve, with their own credential: `countersign approve prop_1 --for-mcp --as NAME`)"),
+            "{text}"
+        );
+        let mut approved = pending.clone();
+        approved.status = "approved".into();
+        assert!(!status_text(&approved, None).contains("needs"));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use countersign_gate::Outcome;
 use countersign_ledger::Disposition;
-use countersign_proto::v1::ProposalView;
+use countersign_proto::v1::{ProposalView, QuorumView};
 use countersign_registry::Operation;
 use countersign_verifier::timestamp;
 use serde_json::{Value, json};
@@ -30,6 +30,29 @@ pub fn proposal(view: &ProposalView) -> Value {
         "reason": if view.reason.is_empty() { Value::Null } else { Value::String(view.reason.clone()) },
         "handoff_waiting": view.handoff_waiting,
         "passkey_required": view.passkey_required,
+        "quorum": view.quorum.as_ref().map_or(Value::Null, quorum),
+    })
+}
+
+/// A proposal's quorum: how many approvals of which approvers it needs,
+/// and every decision so far, in order.
+pub fn quorum(q: &QuorumView) -> Value {
+    let decisions: Vec<Value> = q
+        .decisions
+        .iter()
+        .map(|d| {
+            json!({
+                "approver": d.approver,
+                "decision": d.decision,
+                "decided_at": d.decided_at,
+                "reason": if d.reason.is_empty() { Value::Null } else { Value::String(d.reason.clone()) },
+            })
+        })
+        .collect();
+    json!({
+        "required": q.required,
+        "approvers": q.approvers,
+        "decisions": decisions,
     })
 }
 
@@ -100,7 +123,7 @@ pub fn proposal_schema() -> Value {
         "type": "object",
         "required": ["id", "principal", "session", "operation", "arguments", "arguments_sha256",
                      "contract_revision", "policy_revision", "note", "preview", "status",
-                     "created_at", "reason", "handoff_waiting", "passkey_required"],
+                     "created_at", "reason", "handoff_waiting", "passkey_required", "quorum"],
         "properties": {
             "id": {"type": "string"},
             "principal": {"type": "string"},
@@ -117,7 +140,34 @@ pub fn proposal_schema() -> Value {
             "created_at": {"type": "string"},
             "reason": {"type": ["string", "null"]},
             "handoff_waiting": {"type": "boolean"},
-            "passkey_required": {"type": "boolean"}
+            "passkey_required": {"type": "boolean"},
+            "quorum": quorum_schema()
+        }
+    })
+}
+
+/// The JSON Schema of [`quorum`], or null for a proposal without one.
+fn quorum_schema() -> Value {
+    json!({
+        "description": "When the operation requires a quorum: the signer issues the proof only once `required` distinct approvers of `approvers` approved; any approver's denial ends the proposal. Null otherwise.",
+        "type": ["object", "null"],
+        "required": ["required", "approvers", "decisions"],
+        "properties": {
+            "required": {"type": "integer", "minimum": 1},
+            "approvers": {"type": "array", "items": {"type": "string"}},
+            "decisions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["approver", "decision", "decided_at", "reason"],
+                    "properties": {
+                        "approver": {"type": "string"},
+                        "decision": {"enum": ["approve", "deny"]},
+                        "decided_at": {"type": "string"},
+                        "reason": {"type": ["string", "null"]}
+                    }
+                }
+            }
         }
     })
 }

@@ -60,6 +60,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/0003_passkeys.sql"),
     ),
     (
+        5,
+        "quorum",
+        include_str!("../../migrations/postgres/0005_quorum.sql"),
+    ),
+    (
         7,
         "premises",
         include_str!("../../migrations/postgres/0007_premises.sql"),
@@ -108,6 +113,8 @@ mod migrate;
 mod passkeys;
 #[path = "../sql/premise.rs"]
 mod premise;
+#[path = "../sql/quorum.rs"]
+mod quorum;
 #[path = "../sql/reissue.rs"]
 mod reissue;
 #[path = "../sql/rows.rs"]

@@ -24,12 +24,37 @@ pub(super) async fn read(conn: &mut Conn) -> Result<FactRows, LedgerError> {
         rows.decisions
             .push((row.try_get("proposal_id")?, row.try_get("decision")?));
     }
-    for row in sqlx::query("SELECT proposal_id, proof_sha256 FROM issuances")
+    for row in sqlx::query("SELECT proposal_id, proof_sha256, provenance FROM issuances")
         .fetch_all(&mut *conn)
         .await?
     {
         rows.issuances
             .push((row.try_get("proposal_id")?, row.try_get("proof_sha256")?));
+        rows.provenances
+            .push((row.try_get("proposal_id")?, row.try_get("provenance")?));
+    }
+    for row in
+        sqlx::query("SELECT proposal_id, approver, credential_id FROM quorum_passkey_assertions")
+            .fetch_all(&mut *conn)
+            .await?
+    {
+        rows.quorum_passkeys.push((
+            row.try_get("proposal_id")?,
+            row.try_get("approver")?,
+            row.try_get("credential_id")?,
+        ));
+    }
+    for row in sqlx::query(
+        "SELECT proposal_id, approver, decision FROM quorum_decisions ORDER BY proposal_id, seq",
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    {
+        rows.quorum_decisions.push((
+            row.try_get("proposal_id")?,
+            row.try_get("approver")?,
+            row.try_get("decision")?,
+        ));
     }
     for row in sqlx::query("SELECT proposal_id FROM revocations")
         .fetch_all(&mut *conn)

@@ -33,8 +33,12 @@ macro_rules! passkey_select {
     () => {
         "SELECT k.credential_id, k.principal, k.name, k.public_key, k.sign_count,
                 k.client_data_json, k.enrolled_at, k.enrolled_by, k.authorized_by, r.removed_at AS removed_at,
-                (SELECT MAX(a.sign_count) FROM passkey_assertions a
-                 WHERE a.credential_id = k.credential_id) AS asserted_count
+                (SELECT MAX(s.sign_count) FROM (
+                     SELECT a.sign_count FROM passkey_assertions a
+                     WHERE a.credential_id = k.credential_id
+                     UNION ALL
+                     SELECT q.sign_count FROM quorum_passkey_assertions q
+                     WHERE q.credential_id = k.credential_id) s) AS asserted_count
          FROM passkeys k
          LEFT JOIN passkey_removals r ON r.credential_id = k.credential_id "
     };

@@ -56,6 +56,129 @@ async fn insert_with_reason(
     events::append(conn, &at, kind, Some(proposal_id), principal, &details).await
 }
 
+/// Lock the proposal and check it exists, is `principal`'s
+/// (`UnknownProposal` otherwise) and has no decision (`NotPending`).
+pub(super) async fn lock_undecided(
+    conn: &mut Conn,
+    proposal_id: &str,
+    principal: &str,
+) -> Result<(), LedgerError> {
+    match lock_proposal(conn, proposal_id).await? {
+        Some((owner, _)) if owner != principal => {
+            Err(LedgerError::UnknownProposal(proposal_id.to_string()))
+        }
+        None => Err(LedgerError::UnknownProposal(proposal_id.to_string())),
+        Some((_, true)) => Err(LedgerError::NotPending(proposal_id.to_string())),
+        Some((_, false)) => Ok(()),
+    }
+}
+
+/// Under the proposal's lock ([`lock_undecided`]): check the issuance
+/// matches the proposal (`IssuanceMismatch`) and the passkey assertion, if
+/// any, then write the approve decision, the issuance, the assertion and
+/// the `approved` event. `handoff`: the proof is kept for a head to claim,
+/// which the event records (`"delivery": "handoff"`); a passkey assertion
+/// must then have been made for a handoff too.
+pub(super) async fn write_approval(
+    conn: &mut Conn,
+    i: &IssuanceRecord,
+    passkey: Option<&PasskeyAssertionRecord>,
+    handoff: bool,
+) -> Result<(), LedgerError> {
+    let issued_at = timefmt::format(i.issued_at)?;
+    let expires_at = timefmt::format(i.expires_at)?;
+    let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = $1"))
+        .bind(&i.proposal_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some(row) = row else {
+        return Err(LedgerError::UnknownProposal(i.proposal_id.clone()));
+    };
+    let p = rows::proposal(&row, timefmt::now())?;
+    if p.proposal.operation != i.operation
+        || p.proposal.arguments_sha256 != i.arguments_sha256
+        || p.proposal.contract_revision != i.contract_revision
+        || p.proposal.policy_revision != i.policy_revision
+    {
+        return Err(LedgerError::IssuanceMismatch(i.proposal_id.clone()));
+    }
+    if let Some(a) = passkey {
+        // The chain head after the proposal (the lock order): a removal
+        // of the credential commits before this reads it, or waits.
+        lock_head(&mut *conn).await?;
+        let (purpose, pid) = (AssertionPurpose::Decision, &i.proposal_id);
+        check_assertion(&mut *conn, a, purpose, pid, &i.principal, "approval").await?;
+        if (a.delivery == "handoff") != handoff {
+            return Err(LedgerError::AssertionMismatch(format!(
+                "delivery of the approval of {pid}"
+            )));
+        }
+    }
+    sqlx::query(
+        "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
+         VALUES ($1, 'approve', $2, NULL, $3)",
+    )
+    .bind(&i.proposal_id)
+    .bind(&i.principal)
+    .bind(&issued_at)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO issuances (proposal_id, proof_sha256, nonce, principal, session,
+             operation, arguments_sha256, contract_revision, policy_revision, provenance,
+             audience, issued_at, expires_at, consume_digest)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    )
+    .bind(&i.proposal_id)
+    .bind(&i.proof_sha256)
+    .bind(&i.nonce)
+    .bind(&i.principal)
+    .bind(&i.session)
+    .bind(&i.operation)
+    .bind(&i.arguments_sha256)
+    .bind(&i.contract_revision)
+    .bind(&i.policy_revision)
+    .bind(&i.provenance)
+    .bind(&i.audience)
+    .bind(&issued_at)
+    .bind(&expires_at)
+    .bind(&i.consume_digest)
+    .execute(&mut *conn)
+    .await?;
+    let mut details = json!({
+        "proof_sha256": i.proof_sha256,
+        "session": i.session,
+        "provenance": i.provenance,
+        "audience": i.audience,
+        "expires_at": expires_at,
+    });
+    if let Some(a) = passkey {
+        // After the issuance: the schema wants a decision's subject issued.
+        insert_assertion(&mut *conn, a, &issued_at).await?;
+        // A new key only on these events: older events hash as before.
+        if let Some(fields) = details.as_object_mut() {
+            fields.insert("passkey".into(), json!(a.credential_id));
+        }
+    }
+    if handoff {
+        // Likewise only on handoff approvals: a direct one hashes as
+        // every approval before this key did, and an event without it
+        // is never handed to a head.
+        if let Some(fields) = details.as_object_mut() {
+            fields.insert("delivery".into(), json!("handoff"));
+        }
+    }
+    events::append(
+        conn,
+        &issued_at,
+        "approved",
+        Some(&i.proposal_id),
+        &i.principal,
+        &details,
+    )
+    .await
+}
+
 impl Store {
     /// Record a new proposal and its `proposed` event.
     pub(crate) async fn insert_proposal(&self, p: &Proposal) -> Result<(), LedgerError> {
@@ -202,14 +325,7 @@ impl Store {
         reason: &str,
     ) -> Result<(), LedgerError> {
         let mut tx = self.write_tx().await?;
-        match lock_proposal(&mut tx, proposal_id).await? {
-            Some((owner, _)) if owner != principal => {
-                return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
-            }
-            None => return Err(LedgerError::UnknownProposal(proposal_id.to_string())),
-            Some((_, true)) => return Err(LedgerError::NotPending(proposal_id.to_string())),
-            Some((_, false)) => {}
-        }
+        lock_undecided(&mut tx, proposal_id, principal).await?;
         insert_with_reason(&mut tx, sql, kind, proposal_id, principal, reason).await?;
         tx.commit().await?;
         Ok(())
@@ -245,106 +361,9 @@ impl Store {
         passkey: Option<&PasskeyAssertionRecord>,
         handoff: bool,
     ) -> Result<(), LedgerError> {
-        let issued_at = timefmt::format(i.issued_at)?;
-        let expires_at = timefmt::format(i.expires_at)?;
         let mut tx = self.write_tx().await?;
-        lock_proposal_row(&mut tx, &i.proposal_id).await?;
-        let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = $1"))
-            .bind(&i.proposal_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let Some(row) = row else {
-            return Err(LedgerError::UnknownProposal(i.proposal_id.clone()));
-        };
-        let p = rows::proposal(&row, timefmt::now())?;
-        if p.proposal.principal != i.principal {
-            return Err(LedgerError::UnknownProposal(i.proposal_id.clone()));
-        }
-        if row.try_get::<Option<String>, _>("decision")?.is_some() {
-            return Err(LedgerError::NotPending(i.proposal_id.clone()));
-        }
-        if p.proposal.operation != i.operation
-            || p.proposal.arguments_sha256 != i.arguments_sha256
-            || p.proposal.contract_revision != i.contract_revision
-            || p.proposal.policy_revision != i.policy_revision
-        {
-            return Err(LedgerError::IssuanceMismatch(i.proposal_id.clone()));
-        }
-        if let Some(a) = passkey {
-            // The chain head after the proposal (the lock order): a removal
-            // of the credential commits before this reads it, or waits.
-            lock_head(&mut tx).await?;
-            let (purpose, pid) = (AssertionPurpose::Decision, &i.proposal_id);
-            check_assertion(&mut tx, a, purpose, pid, &i.principal, "approval").await?;
-            if (a.delivery == "handoff") != handoff {
-                return Err(LedgerError::AssertionMismatch(format!(
-                    "delivery of the approval of {pid}"
-                )));
-            }
-        }
-        sqlx::query(
-            "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
-             VALUES ($1, 'approve', $2, NULL, $3)",
-        )
-        .bind(&i.proposal_id)
-        .bind(&i.principal)
-        .bind(&issued_at)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO issuances (proposal_id, proof_sha256, nonce, principal, session,
-                 operation, arguments_sha256, contract_revision, policy_revision, provenance,
-                 audience, issued_at, expires_at, consume_digest)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-        )
-        .bind(&i.proposal_id)
-        .bind(&i.proof_sha256)
-        .bind(&i.nonce)
-        .bind(&i.principal)
-        .bind(&i.session)
-        .bind(&i.operation)
-        .bind(&i.arguments_sha256)
-        .bind(&i.contract_revision)
-        .bind(&i.policy_revision)
-        .bind(&i.provenance)
-        .bind(&i.audience)
-        .bind(&issued_at)
-        .bind(&expires_at)
-        .bind(&i.consume_digest)
-        .execute(&mut *tx)
-        .await?;
-        let mut details = json!({
-            "proof_sha256": i.proof_sha256,
-            "session": i.session,
-            "provenance": i.provenance,
-            "audience": i.audience,
-            "expires_at": expires_at,
-        });
-        if let Some(a) = passkey {
-            // After the issuance: the schema wants a decision's subject issued.
-            insert_assertion(&mut tx, a, &issued_at).await?;
-            // A new key only on these events: older events hash as before.
-            if let Some(fields) = details.as_object_mut() {
-                fields.insert("passkey".into(), json!(a.credential_id));
-            }
-        }
-        if handoff {
-            // Likewise only on handoff approvals: a direct one hashes as
-            // every approval before this key did, and an event without it
-            // is never handed to a head.
-            if let Some(fields) = details.as_object_mut() {
-                fields.insert("delivery".into(), json!("handoff"));
-            }
-        }
-        events::append(
-            &mut tx,
-            &issued_at,
-            "approved",
-            Some(&i.proposal_id),
-            &i.principal,
-            &details,
-        )
-        .await?;
+        lock_undecided(&mut tx, &i.proposal_id, &i.principal).await?;
+        write_approval(&mut tx, i, passkey, handoff).await?;
         tx.commit().await?;
         Ok(())
     }

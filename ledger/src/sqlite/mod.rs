@@ -65,6 +65,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0003_passkeys.sql"),
     ),
     (
+        5,
+        "quorum",
+        include_str!("../../migrations/sqlite/0005_quorum.sql"),
+    ),
+    (
         7,
         "premises",
         include_str!("../../migrations/sqlite/0007_premises.sql"),
@@ -98,6 +103,8 @@ mod migrate;
 mod passkeys;
 #[path = "../sql/premise.rs"]
 mod premise;
+#[path = "../sql/quorum.rs"]
+mod quorum;
 #[path = "../sql/reissue.rs"]
 mod reissue;
 #[path = "../sql/rows.rs"]

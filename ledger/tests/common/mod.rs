@@ -244,6 +244,16 @@ pub fn keys() -> KeyRing {
 
 /// A proof for `p` and the issuance record the signer would store.
 pub fn issue(p: &Proposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecord) {
+    issue_with_provenance(p, n, lifetime_secs, "human:cli")
+}
+
+/// [`issue`] with the provenance `prov`.
+pub fn issue_with_provenance(
+    p: &Proposal,
+    n: u32,
+    lifetime_secs: i64,
+    prov: &str,
+) -> (String, IssuanceRecord) {
     let iat = now();
     let claims = Claims {
         iss: "countersign-signer".into(),
@@ -257,7 +267,7 @@ pub fn issue(p: &Proposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecor
         crev: p.contract_revision.clone(),
         prev: p.policy_revision.clone(),
         grant: None,
-        prov: "human:cli".into(),
+        prov: prov.into(),
         jti: format!("{n:0>42}A"),
         iat,
         nbf: iat,

@@ -18,7 +18,7 @@ pub struct GetProposalRequest {
     #[prost(string, tag = "1")]
     pub proposal_id: ::prost::alloc::string::String,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ProposalView {
     #[prost(string, tag = "1")]
     pub id: ::prost::alloc::string::String,
@@ -66,6 +66,40 @@ pub struct ProposalView {
     /// the operation's policy), as the signer's policy says now.
     #[prost(bool, tag = "17")]
     pub passkey_required: bool,
+    /// When the operation requires a quorum (its contract, as proposed): how
+    /// many of which approvers must approve, and who decided so far. Absent
+    /// for an operation without one.
+    #[prost(message, optional, tag = "18")]
+    pub quorum: ::core::option::Option<QuorumView>,
+}
+/// A quorum: `required` distinct approvals out of `approvers`, each the name
+/// of a named approver certificate of the principal. The signer issues the
+/// proof with the `required`-th approval; any approver's denial ends it.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct QuorumView {
+    #[prost(uint32, tag = "1")]
+    pub required: u32,
+    /// Approver names, sorted.
+    #[prost(string, repeated, tag = "2")]
+    pub approvers: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Every decision so far, in order.
+    #[prost(message, repeated, tag = "3")]
+    pub decisions: ::prost::alloc::vec::Vec<QuorumDecisionView>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct QuorumDecisionView {
+    /// The approver's name (the `<name>` of `countersign://approver/<principal>/<name>`).
+    #[prost(string, tag = "1")]
+    pub approver: ::prost::alloc::string::String,
+    /// "approve" or "deny".
+    #[prost(string, tag = "2")]
+    pub decision: ::prost::alloc::string::String,
+    /// RFC 3339, UTC.
+    #[prost(string, tag = "3")]
+    pub decided_at: ::prost::alloc::string::String,
+    /// The reason given with a denial; else empty.
+    #[prost(string, tag = "4")]
+    pub reason: ::prost::alloc::string::String,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListPendingRequest {}
@@ -114,7 +148,16 @@ pub struct DecideRequest {
     pub interface: i32,
     /// Optional: the session the proof is bound to, when the person authorizes
     /// execution from another session than the proposing one. Empty: the
-    /// proposal's own session.
+    /// proposal's own session. Refused (`invalid_field`) for a quorum
+    /// proposal, whose approvers all approve the proposal as proposed.
+    ///
+    /// Quorum: when the proposal's operation requires a quorum, only a named
+    /// approver certificate the quorum lists may decide (else
+    /// `not_a_quorum_approver`), each once (else `already_approved`). An
+    /// approval before the `required`-th is recorded and answered with the
+    /// proposal (status still pending, its quorum showing the decisions) and
+    /// no proof; the `required`-th issues the proof, delivered as that
+    /// approver asks; a denial ends the proposal.
     #[prost(string, tag = "6")]
     pub execute_in_session: ::prost::alloc::string::String,
     /// Check only: answer exactly as this decision would be answered (the same
@@ -276,12 +319,13 @@ pub struct ListPasskeysResponse {
     pub required: bool,
 }
 /// Debug is hand-written in the proto crate: it never prints the proof.
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 #[prost(skip_debug)]
 pub struct DecideResponse {
     #[prost(message, optional, tag = "1")]
     pub proposal: ::core::option::Option<ProposalView>,
-    /// The proof, with DELIVERY_DIRECT only. A secret: never log it.
+    /// The proof, with DELIVERY_DIRECT only (and, for a quorum proposal, only
+    /// from the approval that reached the quorum). A secret: never log it.
     #[prost(string, tag = "2")]
     pub proof: ::prost::alloc::string::String,
     #[prost(string, tag = "3")]
@@ -326,7 +370,7 @@ pub struct ResolveUncertainRequest {
     #[prost(bool, tag = "2")]
     pub applied: bool,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ResolveUncertainResponse {
     #[prost(message, optional, tag = "1")]
     pub proposal: ::core::option::Option<ProposalView>,
@@ -362,7 +406,7 @@ pub struct RevokeRequest {
     #[prost(string, tag = "2")]
     pub reason: ::prost::alloc::string::String,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct RevokeResponse {
     #[prost(enumeration = "RevokeOutcome", tag = "1")]
     pub outcome: i32,

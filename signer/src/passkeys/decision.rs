@@ -11,8 +11,9 @@ use countersign_webauthn::challenge::{DecisionChallenge, ProposalDigest, Proposa
 use tonic::Request;
 
 use super::challenges::{CHALLENGE_TTL, random_bytes};
-use super::{Purpose, active, check_assertion, raw_ids};
+use super::{Purpose, active, b64, check_assertion, raw_ids};
 use crate::convert::{Delivery, parse_delivery, parse_proposal_id, parse_session};
+use crate::decide::approver_path;
 use crate::error::RpcError;
 use crate::service::{SignerService, authorize, roles};
 
@@ -23,6 +24,16 @@ pub(crate) struct VerifiedDecision {
     pub(crate) record: PasskeyAssertionRecord,
     /// The raw credential id (the proof's `pkh` is its SHA-256).
     pub(crate) credential_id: Vec<u8>,
+}
+
+/// Whose approval an assertion must authorize.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Decider<'a> {
+    /// The approver's principal (from its certificate).
+    pub(crate) principal: &'a str,
+    /// For a quorum approval, the approver (`<principal>/<name>`): only a
+    /// passkey this approver enrolled may answer.
+    pub(crate) approver: Option<&'a str>,
 }
 
 fn delivery_name(delivery: Delivery) -> &'static str {
@@ -69,7 +80,13 @@ impl SignerService {
                 .as_str()
                 .to_owned()
         };
-        let passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
+        let mut passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
+        // A quorum approver answers with a passkey of their own: the
+        // browser is offered only the ones this approver enrolled.
+        if self.quorum_of(&record)?.is_some() {
+            let approver = approver_path(&peer);
+            passkeys.retain(|k| k.enrolled_by == approver);
+        }
         if passkeys.is_empty() {
             return Err(RpcError::NoPasskeyEnrolled);
         }
@@ -92,16 +109,22 @@ impl SignerService {
 
     /// Checks the assertion of an approval of `record` with `delivery` into
     /// `session`: its challenge was issued to `principal` for exactly that,
-    /// and an active passkey of `principal` signed it with UV.
+    /// and an active passkey of `principal` signed it with UV. With
+    /// `approver` (a quorum approval), the passkey must be one that approver
+    /// enrolled (`enrolled_by`): another approver's is `not_your_passkey`.
     pub(crate) async fn check_decision(
         &self,
-        principal: &str,
+        decider: Decider<'_>,
         record: &ProposalRecord,
         delivery: Delivery,
         session: &str,
         challenge_id: &str,
         assertion: &Assertion,
     ) -> Result<VerifiedDecision, RpcError> {
+        let Decider {
+            principal,
+            approver,
+        } = decider;
         let policy = self.passkey_policy()?;
         let open = self.state.challenges.take(challenge_id, principal)?;
         match &open.purpose {
@@ -117,6 +140,15 @@ impl SignerService {
             _ => return Err(RpcError::ChallengeMismatch),
         }
         let passkeys = active(self.state.ledger.passkeys(principal).await?);
+        if let Some(approver) = approver {
+            let named = b64(&assertion.credential_id);
+            if passkeys
+                .iter()
+                .any(|k| k.credential_id == named && k.enrolled_by != approver)
+            {
+                return Err(RpcError::NotYourPasskey);
+            }
+        }
         let stored = check_assertion(
             &passkeys,
             &policy.rp,

@@ -25,6 +25,7 @@ use countersign_proto::v1 as wire;
 use countersign_webauthn::{Assertion, CosePublicKey, Credential, RelyingParty, verify_assertion};
 
 pub(crate) use challenges::{Challenges, Open, Purpose};
+pub(crate) use decision::{Decider, VerifiedDecision};
 pub(crate) use rpc::challenge_used;
 
 use crate::convert::format_time;

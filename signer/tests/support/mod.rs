@@ -2,8 +2,12 @@
 //! arbitrary certificates, and the common requests.
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
-use countersign_identity::pki::{CaMaterial, issue_client_cert};
-use countersign_identity::{Role, tls};
+pub mod passkey;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_identity::pki::{CaMaterial, issue_client_cert, issue_named_approver_cert};
+use countersign_identity::{ApproverName, Role, tls};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     DecideRequest, DecideResponse, Delivery, Interface, ProposalView, ProposeRequest,
@@ -41,6 +45,24 @@ pub const VALID_NOW: (Duration, Duration) = (Duration::hours(-1), Duration::hour
 pub async fn client_as(signer: &TestSigner, role: Role, principal: &str) -> SignerClient<Channel> {
     let ca = CaMaterial::load(signer.home()).unwrap();
     let config = tls_with_cert(&ca, &ca, role, principal, VALID_NOW);
+    signer.client_with(config).await.unwrap()
+}
+
+/// A client presenting a named approver certificate `name` of the
+/// signer's principal (`countersign://approver/<principal>/<name>`),
+/// issued by its CA.
+pub async fn named_approver(signer: &TestSigner, name: &str) -> SignerClient<Channel> {
+    let ca = CaMaterial::load(signer.home()).unwrap();
+    let now = OffsetDateTime::now_utc();
+    let cert = issue_named_approver_cert(
+        &ca,
+        signer.principal(),
+        &ApproverName::parse(name).unwrap(),
+        now + VALID_NOW.0,
+        now + VALID_NOW.1,
+    )
+    .unwrap();
+    let config = tls::client_config_from_pem(ca.cert_pem(), &cert.cert_pem, &cert.key_pem);
     signer.client_with(config).await.unwrap()
 }
 
@@ -116,3 +138,16 @@ pub fn deny(proposal_id: &str, reason: &str) -> DecideRequest {
 
 /// Another valid principal id.
 pub const OTHER_PRINCIPAL: &str = "pr_00000000000000000000000000000bad";
+
+/// The payload of a PASETO v4.public proof, as JSON (the signature is not
+/// checked here; the gate tests check proofs).
+pub fn claims_of(proof: &str) -> serde_json::Value {
+    let body = proof
+        .strip_prefix("v4.public.")
+        .unwrap()
+        .split('.')
+        .next()
+        .unwrap();
+    let bytes = URL_SAFE_NO_PAD.decode(body).unwrap();
+    serde_json::from_slice(&bytes[..bytes.len() - 64]).unwrap()
+}

@@ -206,6 +206,50 @@ fn refuses_certificate_provenance_with_a_bad_approver_name() {
 }
 
 #[test]
+fn accepts_quorum_provenance_naming_distinct_approvers_of_the_principal() {
+    let mut c = sample();
+    let names: Vec<ApproverName> = ["alice", "bob", "carol"]
+        .into_iter()
+        .map(|n| ApproverName::parse(n).unwrap())
+        .collect();
+    c.prov = quorum_provenance(&c.sub, &names);
+    assert_eq!(
+        c.prov,
+        format!("human:quorum:{0}/alice,{0}/bob,{0}/carol", c.sub)
+    );
+    assert!(reread(&c).is_ok());
+    c.prov = quorum_provenance(&c.sub, &names[..1]);
+    assert!(reread(&c).is_ok());
+    let many: Vec<ApproverName> = (0..MAX_QUORUM_APPROVERS)
+        .map(|i| ApproverName::parse(format!("a{i}")).unwrap())
+        .collect();
+    c.prov = quorum_provenance(&c.sub, &many);
+    assert!(reread(&c).is_ok());
+}
+
+#[test]
+fn refuses_quorum_provenance_that_is_empty_repeated_foreign_or_too_long() {
+    let mut c = sample();
+    let sub = c.sub.clone();
+    let too_many: Vec<String> = (0..=MAX_QUORUM_APPROVERS)
+        .map(|i| format!("{sub}/a{i}"))
+        .collect();
+    for prov in [
+        "human:quorum:".to_owned(),
+        format!("human:quorum:{sub}/alice,{sub}/alice"),
+        format!("human:quorum:{sub}/alice,"),
+        format!("human:quorum:{sub}"),
+        format!("human:quorum:{sub}/Alice"),
+        format!("human:quorum:{sub}/alice,pr_00000000000000000000000000000bad/bob"),
+        format!("human:quorum:{sub}/alice;{sub}/bob"),
+        format!("human:quorum:{}", too_many.join(",")),
+    ] {
+        c.prov = prov.clone();
+        assert_eq!(reread(&c), Err(Refusal::Malformed), "{prov:?}");
+    }
+}
+
+#[test]
 fn refuses_arguments_that_do_not_match_their_hash() {
     let mut c = sample();
     c.args = json!({"name": "other", "cron": "0 3 * * *"});

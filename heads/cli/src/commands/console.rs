@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use countersign_console::{ConsoleParts, ConsoleState, DEFAULT_LISTEN, SessionStore};
+use countersign_identity::ApproverName;
 use countersign_identity::shutdown::shutdown_signal;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -43,10 +44,17 @@ fn sessions(ctx: &Context) -> SessionStore {
 }
 
 /// The console's state for this installation: the signer as the console's
-/// approver and as a head (for "approve and run now"), the gate, the
-/// registry and the session store in the home.
-async fn console_state(ctx: &Context) -> Result<ConsoleState, CliError> {
-    let approver = ctx.console_approver().await?;
+/// approver (or as the named approver `as_approver`) and as a head (for
+/// "approve and run now"), the gate, the registry and the session store in
+/// the home.
+async fn console_state(
+    ctx: &Context,
+    as_approver: Option<&ApproverName>,
+) -> Result<ConsoleState, CliError> {
+    let approver = match as_approver {
+        Some(name) => ctx.approver_as(Some(name)).await?,
+        None => ctx.console_approver().await?,
+    };
     let mut head = ctx.head().await?;
     let gate = ctx.gate(&mut head).await?;
     Ok(ConsoleState::new(ConsoleParts {
@@ -64,6 +72,7 @@ async fn console_state(ctx: &Context) -> Result<ConsoleState, CliError> {
 pub(crate) async fn bind(
     ctx: &Context,
     listen: SocketAddr,
+    as_approver: Option<&ApproverName>,
     io: &mut Io<'_>,
 ) -> Result<(tokio::net::TcpListener, Arc<ConsoleState>), CliError> {
     if listen.ip().is_unspecified() {
@@ -76,7 +85,7 @@ pub(crate) async fn bind(
             "--listen {listen} is not a loopback address: the console serves plain HTTP, so a paired browser's cookie would cross the network in clear; serve it on loopback (reach it from elsewhere through an SSH tunnel)"
         )));
     }
-    let state = Arc::new(console_state(ctx).await?);
+    let state = Arc::new(console_state(ctx, as_approver).await?);
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| CliError::Error(format!("cannot listen on {listen}: {e}")))?;
@@ -114,13 +123,14 @@ pub(crate) fn offer_pairing(ctx: &Context, addr: SocketAddr, io: &mut Io<'_>) {
     }
 }
 
-/// `countersign console [--listen ADDR]`
+/// `countersign console [--listen ADDR] [--as NAME]`
 pub(crate) async fn serve(
     ctx: &Context,
     listen: Option<SocketAddr>,
+    as_approver: Option<&ApproverName>,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let (listener, state) = bind(ctx, listen_addr(ctx, listen)?, io).await?;
+    let (listener, state) = bind(ctx, listen_addr(ctx, listen)?, as_approver, io).await?;
     let addr = listener.local_addr().map_err(CliError::error)?;
     offer_pairing(ctx, addr, io);
     let _ = writeln!(io.err, "press Ctrl-C to stop");

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use countersign_identity::files::write_private_new;
 use countersign_proto::v1::{
-    DecideRequest, Delivery, GetProposalRequest, Interface, ResolveUncertainRequest, RevokeOutcome,
-    RevokeRequest,
+    DecideRequest, Delivery, GetProposalRequest, Interface, ProposalView, ResolveUncertainRequest,
+    RevokeOutcome, RevokeRequest,
 };
 use countersign_verifier::Proof;
 use serde_json::json;
@@ -17,9 +17,10 @@ use crate::Io;
 use crate::args::{ApproveArgs, DenyArgs, RevokeArgs};
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::{proposal_text, report_outcome, write_json, write_text};
+use crate::output::{proposal_text, quorum_text, report_outcome, write_json, write_text};
 use crate::terminal::challenge;
 use countersign_registry::terminal_safe;
+use countersign_surface::results;
 
 /// `countersign approve ID [--for-mcp | --proof-out FILE]`
 pub(crate) async fn approve(
@@ -28,7 +29,7 @@ pub(crate) async fn approve(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let mut approver = ctx.approver().await?;
+    let mut approver = ctx.approver_as(args.as_approver.as_ref()).await?;
     let view = approver
         .get_proposal(GetProposalRequest {
             proposal_id: args.id.clone(),
@@ -97,9 +98,21 @@ pub(crate) async fn approve(
     } else {
         "Approving executes it now, once.".to_string()
     };
+    let consequence = match &view.quorum {
+        Some(quorum) => format!(
+            "This operation needs {} approvals ({}); a proof exists only after the last one. If yours is the last: {consequence}",
+            quorum.required,
+            quorum.approvers.join(", ")
+        ),
+        None => consequence,
+    };
     let shown = format!("\n{}\n{consequence}\n", proposal_text(&view).trim_end());
     confirm(io, &shown, &APPROVAL)?;
     let mut decided = approver.decide(request(false)).await?.into_inner();
+    if decided.proof_sha256.is_empty() {
+        // A quorum approval that was not the last: recorded, nothing issued.
+        return quorum_pending(io, json, &view.id, decided.proposal.as_ref());
+    }
     let proof_text = std::mem::take(&mut decided.proof);
     if args.for_mcp {
         let message = format!(
@@ -152,9 +165,38 @@ pub(crate) async fn approve(
     report_outcome(io.out, json, &view.id, &outcome)
 }
 
-/// Refuses an output path the proof could not be written to, before the
-/// person commits: its directory must exist and be writable, and nothing
-/// (not even a symlink) may be at the path.
+/// Report a quorum approval that was recorded without completing the
+/// quorum: who approved so far, how many more are needed; nothing issued.
+fn quorum_pending(
+    io: &mut Io<'_>,
+    json: bool,
+    id: &str,
+    view: Option<&ProposalView>,
+) -> Result<(), CliError> {
+    let Some(quorum) = view.and_then(|v| v.quorum.as_ref()) else {
+        return Err(CliError::Error(format!(
+            "the signer approved {id} but issued no proof"
+        )));
+    };
+    let approvals = quorum
+        .decisions
+        .iter()
+        .filter(|d| d.decision == "approve")
+        .count();
+    let message = format!(
+        "approval recorded for {id}: {approvals} of {} required; no proof exists until the quorum is reached, and nothing was executed",
+        quorum.required
+    );
+    if json {
+        write_json(
+            io.out,
+            &json!({"proposal_id": id, "status": "pending", "quorum": results::quorum(quorum), "message": message}),
+        )
+    } else {
+        write_text(io.out, &format!("{message}\n{}", quorum_text(quorum)))
+    }
+}
+
 /// The words of one kind of typed-challenge confirmation.
 struct Confirmation {
     /// What needs the terminal ("approval").
@@ -210,6 +252,9 @@ fn confirm(io: &mut Io<'_>, shown: &str, words: &Confirmation) -> Result<(), Cli
     Ok(())
 }
 
+/// Refuses an output path the proof could not be written to, before the
+/// person commits: its directory must exist and be writable, and nothing
+/// (not even a symlink) may be at the path.
 fn check_proof_out(path: &Path) -> Result<(), CliError> {
     if path.symlink_metadata().is_ok() {
         return Err(CliError::Refused(format!(
@@ -251,7 +296,7 @@ pub(crate) async fn deny(
             "a denial needs a non-empty --reason".to_string(),
         ));
     }
-    let mut approver = ctx.approver().await?;
+    let mut approver = ctx.approver_as(args.as_approver.as_ref()).await?;
     let decided = approver
         .decide(DecideRequest {
             proposal_id: args.id.clone(),

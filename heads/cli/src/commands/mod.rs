@@ -80,7 +80,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                     api::token_list(&ctx, json, io)
                 }
                 Command::Console(args) => match args.command {
-                    None => console::serve(&ctx, args.listen, io).await,
+                    None => console::serve(&ctx, args.listen, args.as_approver.as_ref(), io).await,
                     Some(ConsoleCommand::Pair) => console::pair(&ctx, args.listen, json, io),
                     Some(ConsoleCommand::Sessions(SessionsCommand::List)) => {
                         console::sessions_list(&ctx, json, io)

@@ -4,12 +4,16 @@
 //! approval's operation, arguments hash, contract and policy revisions,
 //! bound session and delivery; the enrolment's registration; the removed
 //! credential), that the authenticator claimed user verification, and that
-//! the signature verifies. A stored assertion that fails any of these was
+//! the signature verifies. A quorum approver's assertion likewise (the
+//! proposal's digest with its proposing session), and that the approver
+//! enrolled the credential it used. A stored assertion that fails any of these was
 //! not made by the person's authenticator for that action.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_ledger::{AssertionPurpose, Ledger, StoredPasskeyAssertion};
+use countersign_ledger::{
+    AssertionPurpose, Ledger, PasskeyAssertionRecord, StoredPasskeyAssertion,
+};
 use countersign_webauthn::challenge::{
     DecisionChallenge, EnrolmentChallenge, ProposalDigest, ProposalFields, RemovalChallenge,
 };
@@ -37,23 +41,53 @@ pub(crate) async fn verify_passkeys(
 ) -> Result<PasskeyAudit, CliError> {
     let mut audit = PasskeyAudit::default();
     for stored in ledger.passkey_assertions().await.map_err(CliError::error)? {
-        match check(ledger, rp, &stored).await? {
-            Ok(()) => audit.verified += 1,
-            Err(problem) => audit.problems.push(format!(
-                "passkey assertion {} ({} {}): {problem}",
+        let expected = expected_challenge(ledger, &stored).await?;
+        audit.count(
+            check(ledger, rp, &stored, expected, None).await?,
+            format!(
+                "passkey assertion {} ({} {})",
                 stored.id,
                 stored.assertion.purpose.as_str(),
                 stored.assertion.subject
-            )),
-        }
+            ),
+        );
+    }
+    for quorum in ledger
+        .quorum_passkey_assertions()
+        .await
+        .map_err(CliError::error)?
+    {
+        let expected = quorum_challenge(ledger, &quorum.stored).await?;
+        let stored = &quorum.stored;
+        audit.count(
+            check(ledger, rp, stored, expected, Some(&quorum.approver)).await?,
+            format!(
+                "quorum passkey assertion of {} (decision {})",
+                quorum.approver, stored.assertion.subject
+            ),
+        );
     }
     Ok(audit)
 }
 
+impl PasskeyAudit {
+    fn count(&mut self, checked: Result<(), String>, what: String) {
+        match checked {
+            Ok(()) => self.verified += 1,
+            Err(problem) => self.problems.push(format!("{what}: {problem}")),
+        }
+    }
+}
+
+/// Checks `stored` against the challenge its subject derives
+/// (`expected`) and, with `approver` (a quorum approver's assertion), that
+/// this approver enrolled the credential.
 async fn check(
     ledger: &Ledger,
     rp: Option<&RelyingParty>,
     stored: &StoredPasskeyAssertion,
+    expected: Result<[u8; 32], String>,
+    approver: Option<&str>,
 ) -> Result<Result<(), String>, CliError> {
     let a = &stored.assertion;
     let Some(rp) = rp else {
@@ -76,7 +110,15 @@ async fn check(
             a.credential_id
         )));
     };
-    let expected = match expected_challenge(ledger, stored).await? {
+    if let Some(approver) = approver
+        && credential.enrolled_by != approver
+    {
+        return Ok(Err(format!(
+            "credential {} was enrolled by {}, not by {approver}",
+            a.credential_id, credential.enrolled_by
+        )));
+    }
+    let expected = match expected {
         Ok(challenge) => challenge,
         Err(problem) => return Ok(Err(problem)),
     };
@@ -106,6 +148,40 @@ async fn check(
     Ok(checked)
 }
 
+/// The challenge the signer derived for a quorum approver's assertion:
+/// from the proposal's digest with its proposing session (a quorum
+/// approval always binds it) and the assertion's delivery.
+async fn quorum_challenge(
+    ledger: &Ledger,
+    stored: &StoredPasskeyAssertion,
+) -> Result<Result<[u8; 32], String>, CliError> {
+    let a = &stored.assertion;
+    let Some(random) = random_of(a) else {
+        return Ok(Err("its random bytes are not 32 base64url bytes".into()));
+    };
+    let Some(record) = ledger.proposal(&a.subject).await.map_err(CliError::error)? else {
+        return Ok(Err("it approved no recorded proposal".into()));
+    };
+    let p = &record.proposal;
+    let digest = ProposalDigest::of(&ProposalFields {
+        operation: &p.operation,
+        arguments_sha256: &p.arguments_sha256,
+        contract_revision: &p.contract_revision,
+        policy_revision: &p.policy_revision,
+        session: &p.session,
+        delivery: &a.delivery,
+    });
+    Ok(Ok(DecisionChallenge::derive(random, &digest)))
+}
+
+/// The signer's 32 random bytes behind an assertion's challenge.
+fn random_of(a: &PasskeyAssertionRecord) -> Option<[u8; 32]> {
+    URL_SAFE_NO_PAD
+        .decode(&a.challenge_random)
+        .ok()
+        .and_then(|bytes| bytes.try_into().ok())
+}
+
 /// The challenge the signer derived for what `stored` authorized,
 /// recomputed from the ledger's facts and the stored random bytes.
 async fn expected_challenge(
@@ -113,13 +189,8 @@ async fn expected_challenge(
     stored: &StoredPasskeyAssertion,
 ) -> Result<Result<[u8; 32], String>, CliError> {
     let a = &stored.assertion;
-    let random: [u8; 32] = match URL_SAFE_NO_PAD
-        .decode(&a.challenge_random)
-        .ok()
-        .and_then(|bytes| bytes.try_into().ok())
-    {
-        Some(random) => random,
-        None => return Ok(Err("its random bytes are not 32 base64url bytes".into())),
+    let Some(random) = random_of(a) else {
+        return Ok(Err("its random bytes are not 32 base64url bytes".into()));
     };
     Ok(match a.purpose {
         AssertionPurpose::Decision => {

@@ -218,7 +218,7 @@ impl Served {
     ) -> Result<Self, CliError> {
         let ctx = Context::load(home.clone())?;
         let listen = super::console::listen_addr(&ctx, listen)?;
-        let (listener, state) = super::console::bind(&ctx, listen, io).await?;
+        let (listener, state) = super::console::bind(&ctx, listen, None, io).await?;
         let addr = listener.local_addr().map_err(CliError::error)?;
         super::console::offer_pairing(&ctx, addr, io);
         Ok(Self::spawn("the console", |stopped| {
