@@ -1,7 +1,8 @@
 //! countersign's durable ledger: proposals, decisions, issuances,
 //! revocations, consumed nonces, intents and completions, the state store of
 //! the builtin effects, the signer's passkeys with every assertion it
-//! accepted, and the hash-chained, append-only event log.
+//! accepted, auto-approval rules with their uses, and the hash-chained,
+//! append-only event log.
 //!
 //! Status is derived on read, never stored. The ledger stores no proof, only
 //! its SHA-256, and never logs argument values. Backend-independent logic
@@ -28,6 +29,7 @@ mod ledger;
 mod owner;
 mod passkeys;
 mod postgres;
+mod rules;
 mod schedule;
 mod sqlite;
 mod status;
@@ -51,6 +53,7 @@ pub use countersign_verifier::BuiltinEffect;
 /// that recorded it is known to have exited (same machine, boot and PID
 /// namespace, and that process is gone).
 pub use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
+pub use rules::{RuleChange, RuleRecord, RuleStatus};
 pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,

@@ -76,6 +76,7 @@ mod error;
 mod operation;
 mod policy;
 mod preview;
+pub mod rule;
 mod schema;
 mod webhook;
 

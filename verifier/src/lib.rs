@@ -25,7 +25,7 @@ pub mod verify;
 
 pub use builtin::{BuiltinEffect, UnknownBuiltinEffect};
 pub use claims::{AuthMethod, Claims, Grant, InvalidPasskeyAssurance, PasskeyAssurance};
-pub use ids::{ApproverName, IdError, Principal, ProposalId, Session};
+pub use ids::{ApproverName, IdError, Principal, ProposalId, RuleId, Session};
 pub use keys::{KeyRing, key_id};
 pub use keyset::{KeySet, KeyStatus, PublishedKey};
 pub use offline::{OfflineExpectations, OfflineVerified, verify_offline};

@@ -59,6 +59,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "passkeys",
         include_str!("../../migrations/postgres/0003_passkeys.sql"),
     ),
+    (
+        4,
+        "rules",
+        include_str!("../../migrations/postgres/0004_rules.sql"),
+    ),
 ];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -105,6 +110,8 @@ mod passkeys;
 mod reissue;
 #[path = "../sql/rows.rs"]
 mod rows;
+#[path = "../sql/rules.rs"]
+mod rules;
 #[path = "../sql/signer.rs"]
 mod signer;
 

@@ -64,6 +64,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "passkeys",
         include_str!("../../migrations/sqlite/0003_passkeys.sql"),
     ),
+    (
+        4,
+        "rules",
+        include_str!("../../migrations/sqlite/0004_rules.sql"),
+    ),
 ];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -95,6 +100,8 @@ mod passkeys;
 mod reissue;
 #[path = "../sql/rows.rs"]
 mod rows;
+#[path = "../sql/rules.rs"]
+mod rules;
 #[path = "../sql/signer.rs"]
 mod signer;
 

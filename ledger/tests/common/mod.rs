@@ -243,7 +243,20 @@ pub fn keys() -> KeyRing {
 
 /// A proof for `p` and the issuance record the signer would store.
 pub fn issue(p: &Proposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecord) {
+    issue_under(p, n, lifetime_secs, None)
+}
+
+/// [`issue`], under `grant` (provenance `rule:<id>@<version>`) if given.
+pub fn issue_under(
+    p: &Proposal,
+    n: u32,
+    lifetime_secs: i64,
+    grant: Option<countersign_verifier::Grant>,
+) -> (String, IssuanceRecord) {
     let iat = now();
+    let prov = grant
+        .as_ref()
+        .map_or_else(|| "human:cli".to_string(), |g| g.provenance());
     let claims = Claims {
         iss: "countersign-signer".into(),
         aud: AUDIENCE.into(),
@@ -255,8 +268,8 @@ pub fn issue(p: &Proposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecor
         args_sha256: p.arguments_sha256.clone(),
         crev: p.contract_revision.clone(),
         prev: p.policy_revision.clone(),
-        grant: None,
-        prov: "human:cli".into(),
+        grant,
+        prov,
         jti: format!("{n:0>42}A"),
         iat,
         nbf: iat,
