@@ -1,7 +1,8 @@
 //! `config.toml`: where the signer listens, where the ledger and the registry
 //! live, the issuing policy, the verifier's lifetime ceiling, and where the
 //! web console listens (so heads can point a person at a proposal's page),
-//! and whether approvals need a passkey (`[passkeys]`).
+//! whether approvals need a passkey (`[passkeys]`), and whether the signer
+//! approves under auto-approval rules (`[rules]`, off by default).
 //!
 //! Unknown keys are refused. Relative paths (registry, SQLite ledger file)
 //! are anchored to the home directory, never to the current working
@@ -60,6 +61,10 @@ pub struct Config {
     /// Where each long-running process serves `GET /metrics` (`[metrics]`);
     /// every address is loopback, and an absent one serves nothing.
     pub metrics: MetricsConfig,
+    /// Whether the signer approves proposals under auto-approval rules
+    /// (`[rules] enabled`, default false: no rule ever matches, and no rule
+    /// can be created).
+    pub rules_enabled: bool,
 }
 
 /// `[metrics]`: one loopback address per kind of process, since the signer
@@ -121,6 +126,14 @@ struct FileConfig {
     passkeys: Option<PasskeysSection>,
     #[serde(default)]
     metrics: MetricsSection,
+    #[serde(default)]
+    rules: RulesSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesSection {
+    enabled: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -331,6 +344,7 @@ impl Config {
             console_addr,
             passkeys,
             metrics,
+            rules_enabled: file.rules.enabled.unwrap_or(false),
         })
     }
 
@@ -721,6 +735,16 @@ mod passkey_tests {
 
     fn parse(text: &str) -> Result<Config, IdentityError> {
         Config::from_toml_str(&Home::at("/h/cs").unwrap(), P, text)
+    }
+
+    #[test]
+    fn rules_are_off_unless_the_configuration_turns_them_on() {
+        assert!(!parse("").unwrap().rules_enabled);
+        assert!(!parse("[rules]\n").unwrap().rules_enabled);
+        assert!(!parse("[rules]\nenabled = false\n").unwrap().rules_enabled);
+        assert!(parse("[rules]\nenabled = true\n").unwrap().rules_enabled);
+        assert!(parse("[rules]\nenabled = \"yes\"\n").is_err());
+        assert!(parse("[rules]\nauto = true\n").is_err());
     }
 
     #[test]

@@ -139,6 +139,18 @@ pub mod reason {
     pub const AUTHORIZATION_REQUIRED: &str = "authorization_required";
     /// The last active passkey is removed only by the administrator.
     pub const LAST_PASSKEY: &str = "last_passkey";
+    /// Auto-approval rules are off in the signer's configuration (`[rules]`).
+    pub const RULES_DISABLED: &str = "rules_disabled";
+    /// A rule definition that is not a rule, or one a rule may not cover.
+    pub const INVALID_RULE: &str = "invalid_rule";
+    /// No rule with this id for the caller's principal.
+    pub const UNKNOWN_RULE: &str = "unknown_rule";
+    /// The rule is revoked (nothing more can change it).
+    pub const RULE_NOT_LIVE: &str = "rule_not_live";
+    /// The rule changed since the version the person looked at.
+    pub const RULE_CHANGED: &str = "rule_changed";
+    /// The definition is not the one the person confirmed.
+    pub const RULE_DEFINITION_CHANGED: &str = "rule_definition_changed";
 }
 
 #[cfg(test)]

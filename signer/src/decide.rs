@@ -18,7 +18,7 @@ use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
 use countersign_registry::{CanonicalArgs, Operation, Registry};
 use countersign_verifier::claims::ISSUER;
-use countersign_verifier::{AuthMethod, Claims, PasskeyAssurance};
+use countersign_verifier::{AuthMethod, Claims, Grant, PasskeyAssurance, Proof};
 use time::Duration;
 use tonic::Request;
 
@@ -139,43 +139,25 @@ impl SignerService {
             }
             None => None,
         };
-        let lifetime = i64::try_from(state.policy.lifetime_for(op))
-            .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
-        let now = now_seconds()?;
-        let expires_at = now + Duration::seconds(lifetime);
-        let claims = Claims {
-            iss: ISSUER.to_owned(),
-            aud: state.policy.audience.clone(),
-            sub: record.proposal.principal.clone(),
-            sid: session.clone(),
-            pid: record.proposal.id.clone(),
-            op: record.proposal.operation.clone(),
-            args: args.value().clone(),
-            args_sha256: args.sha256_hex().to_owned(),
-            crev: record.proposal.contract_revision.clone(),
-            prev: record.proposal.policy_revision.clone(),
-            grant: None,
-            prov: provenance.to_owned(),
-            passkey: verified
-                .as_ref()
-                .map(|v| {
-                    PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], &v.credential_id)
-                })
-                .transpose()
-                .map_err(|e| RpcError::Internal(format!("passkey assurance: {e}")))?,
-            jti: nonce()?,
-            iat: now,
-            nbf: now,
-            exp: expires_at,
-        };
-        // The key index is re-read here when it changed: a rotation takes
-        // effect at the next decision, without a restart.
-        let keys = state
-            .keys
-            .current()
-            .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
-        let proof = sign_claims_with(keys.signer.as_ref(), &claims)
-            .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
+        let passkey = verified
+            .as_ref()
+            .map(|v| {
+                PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], &v.credential_id)
+            })
+            .transpose()
+            .map_err(|e| RpcError::Internal(format!("passkey assurance: {e}")))?;
+        let claims = self.approval_claims(
+            &record,
+            op,
+            &args,
+            &session,
+            Issuer::Person {
+                provenance,
+                passkey,
+            },
+        )?;
+        let expires_at = claims.exp;
+        let proof = self.sign(&claims)?;
         let proof_sha256 = proof.sha256_hex();
         let issuance = IssuanceRecord::from_claims(&claims, &proof);
         // A handoff approval says so in its event, so that a restarted
@@ -224,7 +206,79 @@ impl SignerService {
     }
 }
 
+/// Who approves, as the claims record it.
+pub(crate) enum Issuer<'a> {
+    /// A person, through an approver interface: `prov` as checked from the
+    /// certificate, and the passkey assertion's assurance if one was made.
+    Person {
+        provenance: &'a str,
+        passkey: Option<PasskeyAssurance>,
+    },
+    /// A rule a person created: `grant`, and `prov` `rule:<id>@<version>`;
+    /// never passkey assurance.
+    Rule(Grant),
+}
+
 impl SignerService {
+    /// The claims approving `record` (checked by [`Self::approvable`] into
+    /// `op` and `args`) for `session` issues now, with a fresh nonce and
+    /// the operation's lifetime.
+    pub(crate) fn approval_claims(
+        &self,
+        record: &ProposalRecord,
+        op: &Operation,
+        args: &CanonicalArgs,
+        session: &str,
+        issuer: Issuer<'_>,
+    ) -> Result<Claims, RpcError> {
+        let policy = &self.state.policy;
+        let lifetime = i64::try_from(policy.lifetime_for(op))
+            .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
+        let now = now_seconds()?;
+        let (grant, prov, passkey) = match issuer {
+            Issuer::Person {
+                provenance,
+                passkey,
+            } => (None, provenance.to_owned(), passkey),
+            Issuer::Rule(grant) => {
+                let prov = grant.provenance();
+                (Some(grant), prov, None)
+            }
+        };
+        Ok(Claims {
+            iss: ISSUER.to_owned(),
+            aud: policy.audience.clone(),
+            sub: record.proposal.principal.clone(),
+            sid: session.to_owned(),
+            pid: record.proposal.id.clone(),
+            op: record.proposal.operation.clone(),
+            args: args.value().clone(),
+            args_sha256: args.sha256_hex().to_owned(),
+            crev: record.proposal.contract_revision.clone(),
+            prev: record.proposal.policy_revision.clone(),
+            grant,
+            prov,
+            passkey,
+            jti: nonce()?,
+            iat: now,
+            nbf: now,
+            exp: now + Duration::seconds(lifetime),
+        })
+    }
+
+    /// `claims` signed with the active key. The key index is re-read here
+    /// when it changed: a rotation takes effect at the next decision,
+    /// without a restart.
+    pub(crate) fn sign(&self, claims: &Claims) -> Result<Proof, RpcError> {
+        let keys = self
+            .state
+            .keys
+            .current()
+            .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
+        sign_claims_with(keys.signer.as_ref(), claims)
+            .map_err(|e| RpcError::Internal(format!("signing: {e}")))
+    }
+
     /// What an approval of `record` needs, checked: its operation with the
     /// contract it was proposed under (`contract_changed` otherwise), the
     /// policy it was proposed under (`policy_changed`), and its stored

@@ -21,6 +21,7 @@ pub mod pkcs11;
 mod recover;
 mod reissue;
 mod resolve;
+mod rules;
 pub mod serve;
 mod service;
 mod state;

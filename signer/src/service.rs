@@ -43,6 +43,9 @@ pub(crate) mod roles {
     pub(crate) const BEGIN_DECISION: &[Role] = &[Role::Approver];
     /// BeginEnrolment, Enrol, BeginRemoval, RemovePasskey, ListPasskeys.
     pub(crate) const PASSKEYS: &[Role] = &[Role::Approver];
+    /// CreateRule, ReviseRule, RevokeRule, ListRules: a person's, never a
+    /// head's (a model can at most propose `rule.create`).
+    pub(crate) const RULES: &[Role] = &[Role::Approver];
 }
 
 /// The `Signer` service over shared state.
@@ -183,6 +186,13 @@ impl SignerService {
         self.state.ledger.insert_proposal(&proposal).await?;
         self.state.metrics.proposed(&op.name);
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
+        // Recorded: whatever happens to a rule's approval now, the proposal
+        // waits for a person at worst.
+        if let Some(record) = self.state.ledger.proposal(id.as_str()).await?
+            && let Err(e) = self.approve_by_rule(&record).await
+        {
+            tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
+        }
         self.view(&id).await
     }
 
@@ -500,6 +510,46 @@ impl Signer for SignerService {
         request: Request<wire::ListPasskeysRequest>,
     ) -> Result<Response<wire::ListPasskeysResponse>, Status> {
         SignerService::list_passkeys(self, request)
+            .await
+            .map(Response::new)
+            .map_err(|e| self.refused(e))
+    }
+
+    async fn create_rule(
+        &self,
+        request: Request<wire::CreateRuleRequest>,
+    ) -> Result<Response<wire::RuleView>, Status> {
+        SignerService::create_rule(self, request)
+            .await
+            .map(Response::new)
+            .map_err(|e| self.refused(e))
+    }
+
+    async fn revise_rule(
+        &self,
+        request: Request<wire::ReviseRuleRequest>,
+    ) -> Result<Response<wire::RuleView>, Status> {
+        SignerService::revise_rule(self, request)
+            .await
+            .map(Response::new)
+            .map_err(|e| self.refused(e))
+    }
+
+    async fn revoke_rule(
+        &self,
+        request: Request<wire::RevokeRuleRequest>,
+    ) -> Result<Response<wire::RuleView>, Status> {
+        SignerService::revoke_rule(self, request)
+            .await
+            .map(Response::new)
+            .map_err(|e| self.refused(e))
+    }
+
+    async fn list_rules(
+        &self,
+        request: Request<wire::ListRulesRequest>,
+    ) -> Result<Response<wire::ListRulesResponse>, Status> {
+        SignerService::list_rules(self, request)
             .await
             .map(Response::new)
             .map_err(|e| self.refused(e))

@@ -1,7 +1,8 @@
 //! What a running signer holds: its key set (the active proof key re-read
 //! when the key index changes), the ledger, the registry
-//! file (followed as it changes, as the heads follow it), the policy and
-//! the handoff store; and how they are loaded from a home.
+//! file (followed as it changes, as the heads follow it), the policy,
+//! the handoff store and whether rules are on; and how they are loaded
+//! from a home.
 //!
 //! This module builds state; it neither binds ports nor answers RPCs. It
 //! logs the key id only, never key material.
@@ -43,6 +44,9 @@ pub struct SignerState {
     pub(crate) public_keys_served: AtomicU64,
     /// What this signer counts; served only with `[metrics] signer`.
     pub(crate) metrics: SignerMetrics,
+    /// `[rules] enabled`: whether rules may be created and approve (off by
+    /// default: no rule ever matches and `CreateRule` refuses).
+    pub(crate) rules_enabled: bool,
 }
 
 impl fmt::Debug for SignerState {
@@ -76,7 +80,14 @@ impl SignerState {
             passkey_lock: tokio::sync::Mutex::new(()),
             public_keys_served: AtomicU64::new(0),
             metrics: SignerMetrics::default(),
+            rules_enabled: false,
         }
+    }
+
+    /// The same state approving under auto-approval rules (`enabled`) or not.
+    pub fn with_rules(mut self, enabled: bool) -> SignerState {
+        self.rules_enabled = enabled;
+        self
     }
 
     /// The same state checking passkeys as `policy` says (`None`: not
@@ -107,7 +118,8 @@ impl SignerState {
         let passkeys = config.passkeys.as_ref().map(PasskeyPolicy::from_config);
         Ok(SignerState::new(keys, ledger, registry, policy)
             .with_passkeys(passkeys)
-            .with_handoff_claim_lease(config.handoff_claim_lease_secs))
+            .with_handoff_claim_lease(config.handoff_claim_lease_secs)
+            .with_rules(config.rules_enabled))
     }
 
     /// The PASERK id of the active key, as the key index says now.

@@ -22,8 +22,11 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::HandoffSessionMismatch => Code::PermissionDenied,
         RpcError::UnknownOperation(_)
         | RpcError::InvalidField { .. }
-        | RpcError::InvalidArguments(_) => Code::InvalidArgument,
-        RpcError::UnknownProposal(_) | RpcError::NoLiveHandoff => Code::NotFound,
+        | RpcError::InvalidArguments(_)
+        | RpcError::InvalidRule(_) => Code::InvalidArgument,
+        RpcError::UnknownProposal(_) | RpcError::NoLiveHandoff | RpcError::UnknownRule(_) => {
+            Code::NotFound
+        }
         RpcError::NotPending { .. }
         | RpcError::ContractChanged(_)
         | RpcError::PolicyChanged
@@ -42,7 +45,11 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::PasskeyAlreadyEnrolled
         | RpcError::EnrolmentCodeRequired
         | RpcError::AuthorizationRequired
-        | RpcError::LastPasskey => Code::FailedPrecondition,
+        | RpcError::LastPasskey
+        | RpcError::RulesDisabled
+        | RpcError::RuleNotLive(_)
+        | RpcError::RuleChanged(_)
+        | RpcError::RuleDefinitionChanged => Code::FailedPrecondition,
         RpcError::PasskeyRefused(_) | RpcError::UnknownPasskey | RpcError::EnrolmentCodeRefused => {
             Code::PermissionDenied
         }
@@ -149,10 +156,19 @@ mod tests {
             (RpcError::EnrolmentCodeRefused, "enrolment_code_refused"),
             (RpcError::AuthorizationRequired, "authorization_required"),
             (RpcError::LastPasskey, "last_passkey"),
+            (RpcError::RulesDisabled, "rules_disabled"),
+            (
+                RpcError::InvalidRule(countersign_registry::rule::RuleError::Expiry),
+                "invalid_rule",
+            ),
+            (RpcError::UnknownRule("r".into()), "unknown_rule"),
+            (RpcError::RuleNotLive("r".into()), "rule_not_live"),
+            (RpcError::RuleChanged("r".into()), "rule_changed"),
+            (RpcError::RuleDefinitionChanged, "rule_definition_changed"),
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..33).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..39).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -191,6 +207,12 @@ mod tests {
             RpcError::NotAWebhook(_) => 30,
             RpcError::NotReplaySafe(_) => 31,
             RpcError::HandoffUnrecoverable(_) => 32,
+            RpcError::RulesDisabled => 33,
+            RpcError::InvalidRule(_) => 34,
+            RpcError::UnknownRule(_) => 35,
+            RpcError::RuleNotLive(_) => 36,
+            RpcError::RuleChanged(_) => 37,
+            RpcError::RuleDefinitionChanged => 38,
         }
     }
 
