@@ -151,7 +151,10 @@ impl RuleDefinition {
         let Value::Object(mut m) = value else {
             return Err(malformed("the definition must be a JSON object"));
         };
-        let mut take = |key: &str| m.remove(key).ok_or_else(|| malformed(&format!("{key} is required")));
+        let mut take = |key: &str| {
+            m.remove(key)
+                .ok_or_else(|| malformed(&format!("{key} is required")))
+        };
         let operations = strings(take("operations")?, "operations", MAX_RULE_OPERATIONS)?;
         let constraints = match take("constraints")? {
             Value::Array(items) if items.len() <= MAX_RULE_CONSTRAINTS => items
@@ -240,9 +243,8 @@ impl RuleDefinition {
     /// Values are canonical JSON made terminal-safe.
     pub fn scope_text(&self) -> String {
         let mut out = String::new();
-        let shown = |v: &Value| {
-            terminal_safe(&canonical::to_canonical(v).unwrap_or_default()).into_owned()
-        };
+        let shown =
+            |v: &Value| terminal_safe(&canonical::to_canonical(v).unwrap_or_default()).into_owned();
         let _ = writeln!(
             out,
             "Rule:       approves matching proposals WITHOUT asking a person"
@@ -267,7 +269,10 @@ impl RuleDefinition {
                     (None, Some(b)) => format!("is a number of at most {b}"),
                     (None, None) => "is a number".to_owned(),
                 },
-                Test::Prefix(p) => format!("is a string starting with {}", shown(&Value::String(p.clone()))),
+                Test::Prefix(p) => format!(
+                    "is a string starting with {}",
+                    shown(&Value::String(p.clone()))
+                ),
             };
             let _ = writeln!(out, "{label} {pointer} {test}");
         }
@@ -319,7 +324,9 @@ impl Test {
                     && min.is_none_or(|min| n >= min)
                     && max.is_none_or(|max| n <= max)
             }),
-            Test::Prefix(prefix) => value.as_str().is_some_and(|s| s.starts_with(prefix.as_str())),
+            Test::Prefix(prefix) => value
+                .as_str()
+                .is_some_and(|s| s.starts_with(prefix.as_str())),
         }
     }
 }
@@ -339,7 +346,11 @@ fn malformed(why: &str) -> RuleError {
 
 /// 1..=`limit` distinct non-empty strings.
 fn strings(value: Value, key: &str, limit: usize) -> Result<Vec<String>, RuleError> {
-    let bad = || malformed(&format!("{key} must be 1 to {limit} distinct non-empty strings"));
+    let bad = || {
+        malformed(&format!(
+            "{key} must be 1 to {limit} distinct non-empty strings"
+        ))
+    };
     let Value::Array(items) = value else {
         return Err(bad());
     };
@@ -381,7 +392,9 @@ fn bounded(value: Value, key: &str, limit: u64) -> Result<u64, RuleError> {
 fn is_pointer(p: &str) -> bool {
     p.starts_with('/')
         && p.len() <= 256
-        && p.split('~').skip(1).all(|rest| rest.starts_with(['0', '1']))
+        && p.split('~')
+            .skip(1)
+            .all(|rest| rest.starts_with(['0', '1']))
 }
 
 fn constraint(value: Value) -> Result<Constraint, RuleError> {
@@ -431,14 +444,20 @@ fn constraint(value: Value) -> Result<Constraint, RuleError> {
 
 fn range(value: Value) -> Result<Test, RuleError> {
     let bad = || {
-        malformed("range must be an object with a number min, max or both (min <= max), nothing else")
+        malformed(
+            "range must be an object with a number min, max or both (min <= max), nothing else",
+        )
     };
     let Value::Object(mut m) = value else {
         return Err(bad());
     };
     let mut bound = |key: &str| match m.remove(key) {
         None => Ok(None),
-        Some(v) => v.as_f64().filter(|_| v.is_number()).map(Some).ok_or_else(bad),
+        Some(v) => v
+            .as_f64()
+            .filter(|_| v.is_number())
+            .map(Some)
+            .ok_or_else(bad),
     };
     let (min, max) = (bound("min")?, bound("max")?);
     if !m.is_empty() || (min.is_none() && max.is_none()) {

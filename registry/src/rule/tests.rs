@@ -40,7 +40,12 @@ fn registry() -> Registry {
 fn equals_matches_only_the_exact_canonical_value() {
     let r = rule(json!([{"pointer": "/name", "equals": "nightly"}]));
     assert!(covers(&r, json!({"name": "nightly"})));
-    for other in [json!("nightly "), json!("Nightly"), json!("nightl"), json!(1)] {
+    for other in [
+        json!("nightly "),
+        json!("Nightly"),
+        json!("nightl"),
+        json!(1),
+    ] {
         assert!(!covers(&r, json!({ "name": other })), "{other}");
     }
     // Missing is never a match, whatever the test.
@@ -71,7 +76,13 @@ fn range_is_inclusive_at_both_bounds_and_numbers_only() {
     for inside in [json!(1), json!(1.0), json!(5.5), json!(10)] {
         assert!(covers(&r, json!({ "n": inside })), "{inside}");
     }
-    for outside in [json!(0), json!(0.999_999), json!(10.000_001), json!(11), json!(-1)] {
+    for outside in [
+        json!(0),
+        json!(0.999_999),
+        json!(10.000_001),
+        json!(11),
+        json!(-1),
+    ] {
         assert!(!covers(&r, json!({ "n": outside })), "{outside}");
     }
     for not_a_number in [json!("5"), json!(true), json!(null), json!([5])] {
@@ -114,8 +125,14 @@ fn every_constraint_must_hold() {
         {"pointer": "/name", "prefix": "nightly"},
         {"pointer": "/cron", "equals": "0 3 * * *"}
     ]));
-    assert!(covers(&r, json!({"name": "nightly-db", "cron": "0 3 * * *"})));
-    assert!(!covers(&r, json!({"name": "nightly-db", "cron": "0 4 * * *"})));
+    assert!(covers(
+        &r,
+        json!({"name": "nightly-db", "cron": "0 3 * * *"})
+    ));
+    assert!(!covers(
+        &r,
+        json!({"name": "nightly-db", "cron": "0 4 * * *"})
+    ));
     assert!(!covers(&r, json!({"name": "weekly", "cron": "0 3 * * *"})));
 }
 

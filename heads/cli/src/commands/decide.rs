@@ -152,17 +152,14 @@ pub(crate) async fn approve(
     report_outcome(io.out, json, &view.id, &outcome)
 }
 
-/// Refuses an output path the proof could not be written to, before the
-/// person commits: its directory must exist and be writable, and nothing
-/// (not even a symlink) may be at the path.
 /// The words of one kind of typed-challenge confirmation.
-struct Confirmation {
+pub(crate) struct Confirmation {
     /// What needs the terminal ("approval").
-    needs: &'static str,
+    pub(crate) needs: &'static str,
     /// What typing the code does ("approve").
-    does: &'static str,
+    pub(crate) does: &'static str,
     /// What did not happen on a refusal ("approved").
-    done: &'static str,
+    pub(crate) done: &'static str,
 }
 
 const APPROVAL: Confirmation = Confirmation {
@@ -180,7 +177,7 @@ const RESOLUTION: Confirmation = Confirmation {
 /// Show `shown` at the controlling terminal (never stdin) and require a
 /// freshly drawn challenge typed back; anything else refuses, and nothing
 /// was done.
-fn confirm(io: &mut Io<'_>, shown: &str, words: &Confirmation) -> Result<(), CliError> {
+pub(crate) fn confirm(io: &mut Io<'_>, shown: &str, words: &Confirmation) -> Result<(), CliError> {
     let mut terminal = (io.terminal)().map_err(|e| {
         CliError::Refused(format!(
             "{} needs an interactive terminal and none is available ({e}); nothing was {}",
@@ -210,6 +207,9 @@ fn confirm(io: &mut Io<'_>, shown: &str, words: &Confirmation) -> Result<(), Cli
     Ok(())
 }
 
+/// Refuses an output path the proof could not be written to, before the
+/// person commits: its directory must exist and be writable, and nothing
+/// (not even a symlink) may be at the path.
 fn check_proof_out(path: &Path) -> Result<(), CliError> {
     if path.symlink_metadata().is_ok() {
         return Err(CliError::Refused(format!(

@@ -4,7 +4,7 @@ pub(crate) mod api;
 pub(crate) mod console;
 mod credential;
 mod data;
-mod decide;
+pub(crate) mod decide;
 mod doctor;
 mod exec;
 mod inspect;
@@ -12,13 +12,14 @@ mod mcp;
 mod metrics;
 mod passkey_audit;
 mod propose;
+mod rules;
 mod setup;
 mod verify;
 
 use crate::Io;
 use crate::args::{
     ApiCommand, Cli, Command, ConsoleCommand, CredentialCommand, KeysCommand, OpsCommand,
-    SessionsCommand, TokenCommand,
+    RulesCommand, SessionsCommand, TokenCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -48,6 +49,11 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
             let proof = exec::read_proof(args.proof_file.as_deref(), io)?;
             let ctx = Context::load(home)?;
             exec::exec(&ctx, args, proof, json, io).await
+        }
+        Command::Rules(RulesCommand::Create(args)) => {
+            let definition = rules::read_definition(&args, io)?;
+            let ctx = Context::load(home)?;
+            rules::create(&ctx, definition, json, io).await
         }
         command => {
             let ctx = Context::load(home)?;
@@ -91,11 +97,16 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Credential(CredentialCommand::Create(args)) => {
                     credential::create(&ctx, args, json, io)
                 }
+                Command::Rules(RulesCommand::List) => rules::list(&ctx, json, io).await,
+                Command::Rules(RulesCommand::Revoke(args)) => {
+                    rules::revoke(&ctx, args, json, io).await
+                }
                 Command::Init
                 | Command::Up(_)
                 | Command::Doctor
                 | Command::Propose(_)
                 | Command::Exec(_)
+                | Command::Rules(RulesCommand::Create(_))
                 | Command::Verify(_) => {
                     unreachable!("handled above")
                 }
