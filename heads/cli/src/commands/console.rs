@@ -45,7 +45,7 @@ fn sessions(ctx: &Context) -> SessionStore {
 /// The console's state for this installation: the signer as the console's
 /// approver and as a head (for "approve and run now"), the gate, the
 /// registry and the session store in the home.
-async fn console_state(ctx: &Context) -> Result<ConsoleState, CliError> {
+pub async fn console_state(ctx: &Context) -> Result<ConsoleState, CliError> {
     let approver = ctx.console_approver().await?;
     let mut head = ctx.head().await?;
     let gate = ctx.gate(&mut head).await?;
