@@ -71,6 +71,8 @@ pub(crate) struct FactRows {
     pub(crate) rule_versions: Vec<String>,
     /// `rule_uses (proposal_id, rule_id, version)`.
     pub(crate) rule_uses: Vec<(String, String, i64)>,
+    /// `rules (proposal_id, id)` of rules created by approving a proposal.
+    pub(crate) rules_from_proposals: Vec<(String, String)>,
 }
 
 /// The fact a rule version states, as one comparable line: its event's
@@ -154,6 +156,16 @@ impl EventFacts {
                 seen(format!("{} {pid}", event.kind));
                 true
             }
+            // Since schema version 4: a person's approval of rule.create,
+            // which issued no proof and created the rule it names.
+            "approved" if field("proof_sha256").is_none() => match field("created_rule") {
+                Some(rule) => {
+                    seen(format!("approved {pid}"));
+                    seen(format!("rule_from {pid} {rule}"));
+                    true
+                }
+                None => false,
+            },
             "approved" => match field("proof_sha256") {
                 Some(proof) => {
                     seen(format!("approved {pid}"));
@@ -444,6 +456,9 @@ fn table_tally(rows: &FactRows) -> Tally {
     }
     for (pid, rule, version) in &rows.rule_uses {
         seen(format!("rule_use {pid} {rule} {version}"));
+    }
+    for (pid, rule) in &rows.rules_from_proposals {
+        seen(format!("rule_from {pid} {rule}"));
     }
     tally
 }

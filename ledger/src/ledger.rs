@@ -182,6 +182,22 @@ impl Ledger {
         dispatch!(self, b => b.create_rule(change).await)
     }
 
+    /// A person's approval of a pending `rule.create` proposal, which
+    /// creates the rule it proposes, in one write transaction: the
+    /// proposal must be `change.principal`'s (`UnknownProposal`), pending
+    /// (`NotPending`), of `rule.create`, and its canonical arguments exactly
+    /// `change.definition` (`IssuanceMismatch`). Records the `approve`
+    /// decision (no proof is issued: the proposal reads `applied` from
+    /// then on) with an `approved` event naming the rule, and version 1 of
+    /// the rule with its `rule_created` event naming the proposal.
+    pub async fn create_rule_from_proposal(
+        &self,
+        change: &RuleChange,
+        proposal_id: &str,
+    ) -> Result<RuleRecord, LedgerError> {
+        dispatch!(self, b => b.create_rule_from_proposal(change, proposal_id).await)
+    }
+
     /// Revise a rule: the next version, with `change`'s definition and
     /// limits, and its `rule_revised` event. The rule must belong to
     /// `change.principal` (`UnknownRule`), be active (`RuleNotLive` once

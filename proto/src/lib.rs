@@ -21,6 +21,7 @@ pub mod v1 {
                 .field("proof", &redacted(&self.proof))
                 .field("proof_sha256", &self.proof_sha256)
                 .field("expires_at", &self.expires_at)
+                .field("created_rule_id", &self.created_rule_id)
                 .finish()
         }
     }

@@ -135,6 +135,19 @@ pub(crate) fn render(op: &Operation, args: &CanonicalArgs, note: &str) -> String
     let action = op.template().render(args.value());
     let _ = writeln!(out, "Action:    {}", terminal_safe(&action));
     let _ = writeln!(out, "Arguments: {}", terminal_safe(args.text()));
+    if matches!(op.effect, crate::Effect::Rule) {
+        // The rule exactly as it would be created, from these arguments.
+        match crate::rule::RuleDefinition::from_value(args.value().clone()) {
+            Ok(rule) => {
+                for line in rule.scope_text().lines() {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(out, "  <not a rule: {}>", terminal_safe(&e.to_string()));
+            }
+        }
+    }
     out.push_str("---- Model-supplied, unverified ----\n");
     for field in &op.unverified_fields {
         let value = argument_json(args.value().get(field));

@@ -16,7 +16,7 @@ use countersign_identity::PeerIdentity;
 use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
 use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
-use countersign_registry::{CanonicalArgs, Operation, Registry};
+use countersign_registry::{CanonicalArgs, Effect, Operation, Registry};
 use countersign_verifier::claims::ISSUER;
 use countersign_verifier::{AuthMethod, Claims, Grant, PasskeyAssurance, Proof};
 use time::Duration;
@@ -47,7 +47,10 @@ impl SignerService {
         if cmd.dry_run {
             if let Decision::Approve { .. } = cmd.decision {
                 let registry = self.registry_now()?;
-                self.approvable(&registry, &record)?;
+                let (op, args) = self.approvable(&registry, &record)?;
+                if matches!(op.effect, Effect::Rule) {
+                    self.creatable_value(args.value())?;
+                }
             }
             return Ok(wire::DecideResponse {
                 proposal: Some(self.view_of(&record)?),
@@ -71,6 +74,12 @@ impl SignerService {
                 delivery,
                 execute_in_session,
             } => {
+                let registry = self.registry_now()?;
+                let (op, args) = self.approvable(&registry, &record)?;
+                if matches!(op.effect, Effect::Rule) {
+                    // rule.create: the approval creates the rule, no proof.
+                    return self.approve_rule_creation(&record, &peer, &args).await;
+                }
                 let provenance = provenance_of(&peer);
                 let decided = self
                     .approve(
@@ -202,6 +211,7 @@ impl SignerService {
             proof: proof_text,
             proof_sha256,
             expires_at: expires_at_text,
+            created_rule_id: String::new(),
         })
     }
 }

@@ -168,6 +168,10 @@ impl SignerService {
         let args = op
             .validate_arguments(cmd.arguments_json.as_bytes())
             .map_err(RpcError::InvalidArguments)?;
+        if matches!(op.effect, countersign_registry::Effect::Rule) {
+            // A proposed rule must be one a person could create now.
+            self.creatable_value(args.value())?;
+        }
         let preview = op.render_preview(&args, &cmd.note);
         let id = new_proposal_id()?;
         let proposal = Proposal {

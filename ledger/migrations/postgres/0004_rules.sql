@@ -18,6 +18,7 @@ CREATE TABLE rules (
     changed_by        TEXT NOT NULL,
     changed_at        TEXT NOT NULL,
     reason            TEXT NOT NULL,
+    proposal_id       TEXT REFERENCES proposals (id),
     PRIMARY KEY (id, version)
 );
 CREATE INDEX rules_by_principal ON rules (principal, id);

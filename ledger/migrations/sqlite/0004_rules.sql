@@ -15,6 +15,9 @@
 -- transaction that counts a use reads them without parsing JSON.
 -- `changed_by`: the approver who made this version (`<principal>` or
 -- `<principal>/<name>`); `reason`: why it was revoked, else ''.
+-- `proposal_id`: on version 1 of a rule a person created by approving a
+-- model's `rule.create` proposal, that proposal (whose canonical
+-- arguments are the definition); NULL otherwise.
 CREATE TABLE rules (
     id                TEXT NOT NULL,
     version           INTEGER NOT NULL CHECK (version >= 1),
@@ -28,6 +31,7 @@ CREATE TABLE rules (
     changed_by        TEXT NOT NULL,
     changed_at        TEXT NOT NULL,
     reason            TEXT NOT NULL,
+    proposal_id       TEXT REFERENCES proposals (id),
     PRIMARY KEY (id, version)
 ) STRICT;
 CREATE INDEX rules_by_principal ON rules (principal, id);

@@ -133,6 +133,13 @@ pub(super) async fn read(conn: &mut Conn) -> Result<FactRows, LedgerError> {
             &row.try_get::<String, _>("expires_at")?,
         ));
     }
+    for row in sqlx::query("SELECT proposal_id, id FROM rules WHERE proposal_id IS NOT NULL")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.rules_from_proposals
+            .push((row.try_get("proposal_id")?, row.try_get("id")?));
+    }
     for row in sqlx::query("SELECT proposal_id, rule_id, version FROM rule_uses")
         .fetch_all(&mut *conn)
         .await?

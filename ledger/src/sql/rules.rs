@@ -14,12 +14,17 @@ use serde_json::json;
 use sqlx::Row as _;
 use time::Duration;
 
-use super::locks::lock_head;
+use super::locks::{lock_head, lock_proposal_row};
+use super::rows::{self, proposal_select};
 use super::{Conn, DbRow, Store, events};
 use crate::error::LedgerError;
 use crate::rules::{RuleChange, RuleRecord, RuleStatus};
 use crate::timefmt;
 use crate::types::IssuanceRecord;
+
+/// The operation whose approval creates a rule (the registry's
+/// `rule::RULE_CREATE`; the ledger does not depend on the registry).
+const RULE_CREATE: &str = "rule.create";
 
 /// The latest version of each rule, with its creation and its uses; `$1`
 /// is the start of the last hour.
@@ -107,13 +112,14 @@ async fn insert_version(
     version: u64,
     status: RuleStatus,
     reason: &str,
+    proposal_id: Option<&str>,
 ) -> Result<(), LedgerError> {
     let at = timefmt::format(timefmt::now())?;
     let expires_at = timefmt::format(change.expires_at)?;
     sqlx::query(
         "INSERT INTO rules (id, version, principal, status, definition, definition_sha256,
-             max_uses, per_hour, expires_at, changed_by, changed_at, reason)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             max_uses, per_hour, expires_at, changed_by, changed_at, reason, proposal_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(&change.id)
     .bind(signed(version)?)
@@ -127,9 +133,10 @@ async fn insert_version(
     .bind(&change.by)
     .bind(&at)
     .bind(reason)
+    .bind(proposal_id)
     .execute(&mut *conn)
     .await?;
-    let details = json!({
+    let mut details = json!({
         "rule": change.id,
         "version": version,
         "principal": change.principal,
@@ -140,8 +147,11 @@ async fn insert_version(
         "expires_at": expires_at,
         "reason": reason,
     });
+    if let (Some(pid), Some(fields)) = (proposal_id, details.as_object_mut()) {
+        fields.insert("proposal".into(), json!(pid));
+    }
     let kind = event_kind(version, status);
-    events::append(conn, &at, kind, None, &change.by, &details).await
+    events::append(conn, &at, kind, proposal_id, &change.by, &details).await
 }
 
 /// The change that revokes `current`: its definition and limits, by `by`.
@@ -167,7 +177,68 @@ impl Store {
         if latest(&mut tx, &change.id).await?.is_some() {
             return Err(LedgerError::DuplicateRule(change.id.clone()));
         }
-        insert_version(&mut tx, change, 1, RuleStatus::Active, "").await?;
+        insert_version(&mut tx, change, 1, RuleStatus::Active, "", None).await?;
+        let created = latest(&mut tx, &change.id).await?;
+        tx.commit().await?;
+        created.ok_or_else(|| LedgerError::Corrupt(format!("rule {} vanished", change.id)))
+    }
+
+    /// A person's approval of a `rule.create` proposal, creating the rule
+    /// it proposes; see [`crate::Ledger::create_rule_from_proposal`].
+    pub(crate) async fn create_rule_from_proposal(
+        &self,
+        change: &RuleChange,
+        proposal_id: &str,
+    ) -> Result<RuleRecord, LedgerError> {
+        let mut tx = self.write_tx().await?;
+        lock_proposal_row(&mut tx, proposal_id).await?;
+        let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = $1"))
+            .bind(proposal_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(row) = row else {
+            return Err(LedgerError::UnknownProposal(proposal_id.to_owned()));
+        };
+        let p = rows::proposal(&row, timefmt::now())?;
+        if p.proposal.principal != change.principal {
+            return Err(LedgerError::UnknownProposal(proposal_id.to_owned()));
+        }
+        if row.try_get::<Option<String>, _>("decision")?.is_some() {
+            return Err(LedgerError::NotPending(proposal_id.to_owned()));
+        }
+        // Exactly the rule the proposal's canonical arguments define.
+        if p.proposal.operation != RULE_CREATE
+            || p.proposal.arguments_sha256 != change.definition_sha256
+            || p.proposal.arguments_json != change.definition
+        {
+            return Err(LedgerError::IssuanceMismatch(proposal_id.to_owned()));
+        }
+        lock_head(&mut tx).await?;
+        if latest(&mut tx, &change.id).await?.is_some() {
+            return Err(LedgerError::DuplicateRule(change.id.clone()));
+        }
+        let at = timefmt::format(timefmt::now())?;
+        sqlx::query(
+            "INSERT INTO decisions (proposal_id, decision, principal, reason, decided_at)
+             VALUES ($1, 'approve', $2, NULL, $3)",
+        )
+        .bind(proposal_id)
+        .bind(&change.principal)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        let details = json!({ "created_rule": change.id, "by": change.by });
+        events::append(
+            &mut tx,
+            &at,
+            "approved",
+            Some(proposal_id),
+            &change.principal,
+            &details,
+        )
+        .await?;
+        let pid = Some(proposal_id);
+        insert_version(&mut tx, change, 1, RuleStatus::Active, "", pid).await?;
         let created = latest(&mut tx, &change.id).await?;
         tx.commit().await?;
         created.ok_or_else(|| LedgerError::Corrupt(format!("rule {} vanished", change.id)))
@@ -185,7 +256,15 @@ impl Store {
         if current.version != expected_version {
             return Err(LedgerError::RuleChanged(change.id.clone()));
         }
-        insert_version(&mut tx, change, current.version + 1, RuleStatus::Active, "").await?;
+        insert_version(
+            &mut tx,
+            change,
+            current.version + 1,
+            RuleStatus::Active,
+            "",
+            None,
+        )
+        .await?;
         let revised = latest(&mut tx, &change.id).await?;
         tx.commit().await?;
         revised.ok_or_else(|| LedgerError::Corrupt(format!("rule {} vanished", change.id)))
@@ -210,7 +289,7 @@ impl Store {
         }
         let change = revocation_of(&current, by);
         let version = current.version + 1;
-        insert_version(&mut tx, &change, version, RuleStatus::Revoked, reason).await?;
+        insert_version(&mut tx, &change, version, RuleStatus::Revoked, reason, None).await?;
         let revoked = latest(&mut tx, id).await?;
         tx.commit().await?;
         revoked.ok_or_else(|| LedgerError::Corrupt(format!("rule {id} vanished")))

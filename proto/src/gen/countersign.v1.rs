@@ -369,6 +369,10 @@ pub struct DecideResponse {
     /// RFC 3339, UTC.
     #[prost(string, tag = "4")]
     pub expires_at: ::prost::alloc::string::String,
+    /// Approving a `rule.create` proposal issues no proof: it creates the rule
+    /// the proposal's arguments define (rules must be enabled), named here.
+    #[prost(string, tag = "5")]
+    pub created_rule_id: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ClaimHandoffRequest {

@@ -12,10 +12,13 @@
 
 mod auto;
 
-use countersign_ledger::{RuleChange, RuleRecord, RuleStatus};
+use countersign_identity::PeerIdentity;
+use countersign_ledger::{ProposalRecord, RuleChange, RuleRecord, RuleStatus};
 use countersign_proto::v1 as wire;
+use countersign_registry::CanonicalArgs;
 use countersign_registry::rule::RuleDefinition;
-use countersign_verifier::RuleId;
+use countersign_verifier::{ProposalId, RuleId};
+use serde_json::Value;
 use time::OffsetDateTime;
 use tonic::Request;
 
@@ -90,6 +93,20 @@ impl SignerService {
             return Err(RpcError::RulesDisabled);
         }
         let definition = RuleDefinition::parse(text.as_bytes()).map_err(RpcError::InvalidRule)?;
+        self.check_creatable(definition)
+    }
+
+    /// [`Self::creatable`] for the canonical arguments of a `rule.create`
+    /// proposal.
+    pub(crate) fn creatable_value(&self, args: &Value) -> Result<RuleDefinition, RpcError> {
+        if !self.state.rules_enabled {
+            return Err(RpcError::RulesDisabled);
+        }
+        let definition = RuleDefinition::from_value(args.clone()).map_err(RpcError::InvalidRule)?;
+        self.check_creatable(definition)
+    }
+
+    fn check_creatable(&self, definition: RuleDefinition) -> Result<RuleDefinition, RpcError> {
         let registry = self.registry_now()?;
         let everything_needs_a_passkey = self.state.passkeys.as_ref().is_some_and(|p| p.required);
         definition
@@ -145,6 +162,42 @@ impl SignerService {
         let created = self.state.ledger.create_rule(&change).await?;
         tracing::info!(rule = %created.id, by = %change.by, definition_sha256 = %change.definition_sha256, "rule created");
         rule_view(&created, now_seconds()?)
+    }
+
+    /// A person's approval of the pending `rule.create` proposal `record`
+    /// (checked by `approvable`): the rule its arguments define, if one may
+    /// be created now, created with the approval in one ledger transaction.
+    /// No proof is issued.
+    pub(crate) async fn approve_rule_creation(
+        &self,
+        record: &ProposalRecord,
+        peer: &PeerIdentity,
+        args: &CanonicalArgs,
+    ) -> Result<wire::DecideResponse, RpcError> {
+        let definition = self.creatable_value(args.value())?;
+        let mut random = [0u8; 16];
+        getrandom::fill(&mut random).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
+        let id = RuleId::from_random(random);
+        let change = Self::confirmed_change(
+            &definition,
+            args.sha256_hex(),
+            id.as_str(),
+            &peer.principal,
+            approver_path(peer),
+        )?;
+        let created = self
+            .state
+            .ledger
+            .create_rule_from_proposal(&change, &record.proposal.id)
+            .await?;
+        tracing::info!(rule = %created.id, proposal_id = %record.proposal.id, by = %change.by, "rule created from a proposal");
+        let proposal_id = ProposalId::parse(record.proposal.id.clone())
+            .map_err(|e| RpcError::Internal(format!("stored proposal id: {e}")))?;
+        Ok(wire::DecideResponse {
+            proposal: Some(self.view(&proposal_id).await?),
+            created_rule_id: created.id,
+            ..Default::default()
+        })
     }
 
     pub(crate) async fn revise_rule(

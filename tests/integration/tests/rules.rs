@@ -120,8 +120,9 @@ async fn a_rule_is_created_only_after_the_person_reads_its_scope_and_types_the_c
     assert_eq!(run.result, Ok(()), "{}", run.stdout);
     let rules = listed(&h).await;
     assert_eq!(rules.len(), 2);
+    let first = rules.iter().find(|r| r["max_uses"] == 2).unwrap();
     assert_eq!(
-        (rules[0]["uses"].clone(), rules[0]["remaining"].clone()),
+        (first["uses"].clone(), first["remaining"].clone()),
         (json!(0), json!(2))
     );
     let text = h.cli(&["rules", "list"]).await;
@@ -253,4 +254,126 @@ async fn mcp_head_executes_a_rule_approval_and_refuses_it_once_revoked() {
     assert_eq!(refused["structuredContent"]["applied"], false, "{refused}");
     assert_eq!(h.schedules().await.len(), 1);
     assert_eq!(status(&h, &next).await, "approved");
+}
+
+/// `schedule.create` of `nightly` proposed over MCP: its id.
+async fn proposed_nightly(server: &countersign_mcp::McpHead) -> String {
+    let args = json!({"arguments": {"name": "nightly", "cron": "0 3 * * *"}});
+    let proposed = call(server, "propose_schedule_create", args).await;
+    proposed["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A rule definition as `rule.create` arguments, over `schedule.create`
+/// names starting `nightly`, from any session.
+fn proposed_rule(constraint: Value) -> Value {
+    let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    json!({"arguments": {
+        "operations": ["schedule.create"],
+        "constraints": [constraint],
+        "sessions": ["*"],
+        "max_uses": 2,
+        "per_hour": 2,
+        "expires_at": countersign_verifier::timestamp::format_whole_seconds(expires).unwrap(),
+    }})
+}
+
+#[tokio::test]
+async fn a_rule_a_model_proposes_shows_its_scope_and_a_person_who_denies_it_creates_nothing() {
+    let h = Harness::start_with_rules(Backend::Sqlite).await;
+    let server = mcp_head(&h).await;
+    let nightly = json!({"pointer": "/name", "prefix": "nightly"});
+    let proposed = call(&server, "propose_rule_create", proposed_rule(nightly)).await;
+    let id = proposed["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(status(&h, &id).await, "pending");
+    let shown = h.cli(&["show", &id]).await;
+    for part in [
+        "WITHOUT asking a person",
+        "/name is a string starting with \"nightly\"",
+        "at most 2 in total, at most 2 per hour",
+    ] {
+        assert!(shown.stdout.contains(part), "{part:?} in {}", shown.stdout);
+    }
+    let run = h
+        .cli(&["deny", &id, "--reason", "no standing approvals"])
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stderr);
+    assert_eq!(status(&h, &id).await, "denied");
+    assert!(listed(&h).await.is_empty());
+    let covered = proposed_nightly(&server).await;
+    assert_eq!(status(&h, &covered).await, "pending");
+    // A definition no person could create is refused when proposed.
+    let regex = json!({"pointer": "/name", "regex": ".*"});
+    let refused = call(&server, "propose_rule_create", proposed_rule(regex)).await;
+    assert_eq!(
+        refused["structuredContent"]["reason"], "invalid_rule",
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn a_rule_a_model_proposes_is_created_only_by_a_persons_approval_and_then_approves() {
+    let h = Harness::start_with_rules(Backend::Sqlite).await;
+    let server = mcp_head(&h).await;
+    let nightly = json!({"pointer": "/name", "prefix": "nightly"});
+    let proposed = call(&server, "propose_rule_create", proposed_rule(nightly)).await;
+    let id = proposed["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Without the challenge typed: nothing.
+    let refused = h
+        .cli_with(&["approve", &id], "", Person::TypesAnotherCode)
+        .await;
+    assert!(refused.result.is_err());
+    assert!(listed(&h).await.is_empty());
+    // The MCP head can neither execute nor approve it.
+    let executed = call(&server, "execute_approved", json!({"proposal_id": id})).await;
+    assert_eq!(
+        executed["structuredContent"]["applied"], false,
+        "{executed}"
+    );
+    assert!(listed(&h).await.is_empty());
+
+    let approved = h
+        .cli_with(&["--json", "approve", &id], "", Person::TypesTheChallenge)
+        .await;
+    assert_eq!(approved.result, Ok(()), "{}", approved.stdout);
+    assert!(
+        approved
+            .shown
+            .contains("Approving CREATES this auto-approval rule")
+            && approved
+                .shown
+                .contains("/name is a string starting with \"nightly\""),
+        "{}",
+        approved.shown
+    );
+    let rule = approved.json()["rule_id"].as_str().unwrap().to_owned();
+    assert_eq!(status(&h, &id).await, "applied");
+    let rules = listed(&h).await;
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0]["id"], rule.as_str());
+    // A second approval of the same proposal creates nothing more.
+    let again = h
+        .cli_with(&["approve", &id], "", Person::TypesTheChallenge)
+        .await;
+    assert!(again.result.is_err());
+    assert_eq!(listed(&h).await.len(), 1);
+
+    // The rule now approves what it covers, and only that.
+    let covered = proposed_nightly(&server).await;
+    assert_eq!(status(&h, &covered).await, "approved");
+    let done = call(&server, "execute_approved", json!({"proposal_id": covered})).await;
+    assert_eq!(done["structuredContent"]["applied"], true, "{done}");
+    let audit = h.cli(&["--json", "audit", "--verify"]).await;
+    assert_eq!(audit.result, Ok(()), "{}", audit.stdout);
+    let events = h.ledger().events().await.unwrap();
+    let created = events.iter().find(|e| e.kind == "rule_created").unwrap();
+    assert_eq!(created.proposal_id.as_deref(), Some(id.as_str()));
 }
