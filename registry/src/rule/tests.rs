@@ -185,22 +185,22 @@ fn refuses_any_other_test_and_malformed_constraints() {
 
 #[test]
 fn refuses_unknown_missing_and_out_of_bounds_keys() {
-    let mut edits: Vec<Box<dyn Fn(&mut Value)>> = vec![
-        Box::new(|v| v["approve_everything"] = json!(true)),
-        Box::new(|v| drop(v.as_object_mut().unwrap().remove("max_uses"))),
-        Box::new(|v| drop(v.as_object_mut().unwrap().remove("constraints"))),
-        Box::new(|v| v["max_uses"] = json!(0)),
-        Box::new(|v| v["max_uses"] = json!(MAX_RULE_USES + 1)),
-        Box::new(|v| v["per_hour"] = json!(0)),
-        Box::new(|v| v["per_hour"] = json!(1.5)),
-        Box::new(|v| v["operations"] = json!([])),
-        Box::new(|v| v["operations"] = json!(["a", "a"])),
-        Box::new(|v| v["sessions"] = json!(["*", "agent-1"])),
-        Box::new(|v| v["sessions"] = json!(["a b"])),
-        Box::new(|v| v["sessions"] = json!([])),
-        Box::new(|v| v["expires_at"] = json!("2026-06-02")),
+    let edits: Vec<fn(&mut Value)> = vec![
+        |v| v["approve_everything"] = json!(true),
+        |v| drop(v.as_object_mut().unwrap().remove("max_uses")),
+        |v| drop(v.as_object_mut().unwrap().remove("constraints")),
+        |v| v["max_uses"] = json!(0),
+        |v| v["max_uses"] = json!(MAX_RULE_USES + 1),
+        |v| v["per_hour"] = json!(0),
+        |v| v["per_hour"] = json!(1.5),
+        |v| v["operations"] = json!([]),
+        |v| v["operations"] = json!(["a", "a"]),
+        |v| v["sessions"] = json!(["*", "agent-1"]),
+        |v| v["sessions"] = json!(["a b"]),
+        |v| v["sessions"] = json!([]),
+        |v| v["expires_at"] = json!("2026-06-02"),
+        |v| *v = json!([1]),
     ];
-    edits.push(Box::new(|v| *v = json!([1])));
     for (i, edit) in edits.iter().enumerate() {
         let mut v = with(json!([]));
         edit(&mut v);
