@@ -14,17 +14,20 @@
 --   signer: proposals, decisions, issuances, revocations, events,
 --           completions that record a person's resolution, passkeys
 --           (enrolments, removals and the assertions it accepted), and
---           quorum decisions (each approver's approval or denial)
+--           quorum decisions (each approver's approval or denial),
+--           auto-approval rules (their versions and each use)
 --   head:   consumed_nonces, intents, completions, effect_applied, events,
 --           and the builtin effects' state store
 -- So a head cannot mint an issuance, change a proposal's canonical
 -- arguments or a decision, record a quorum approval, enrol a passkey or
--- record an assertion, and the
--- signer cannot consume a proof.
+-- record an assertion, create, widen or count a rule, and the signer
+-- cannot consume a proof.
 --
 -- Grants are per table: re-run this script after a migration adds tables
--- (schema version 3 adds the passkey tables, version 5 `quorum_decisions` and
--- `quorum_passkey_assertions`).
+-- (schema version 3 adds the passkey tables, version 4 the rule tables:
+-- the head role must be able to read `rules` and `rule_uses`, since its
+-- consume transaction refuses a proof whose rule was revoked; version 5
+-- `quorum_decisions` and `quorum_passkey_assertions`).
 --
 -- Independent of roles, the schema's triggers make every table except
 -- `state` append-only for everybody, the owner included (no UPDATE, DELETE
@@ -73,6 +76,9 @@ GRANT INSERT ON passkeys, passkey_removals, passkey_assertions TO countersign_si
 -- Quorum decisions: only the signer checks an approver's certificate, so
 -- only it records an approver's approval or denial of a quorum proposal.
 GRANT INSERT ON quorum_decisions, quorum_passkey_assertions TO countersign_signer;
+-- Rules: only the signer, after a person's decision through an approver
+-- interface, creates, revises or revokes a rule, and counts its uses.
+GRANT INSERT ON rules, rule_uses TO countersign_signer;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

@@ -1,7 +1,8 @@
 //! `config.toml`: where the signer listens, where the ledger and the registry
 //! live, the issuing policy, the verifier's lifetime ceiling, and where the
 //! web console listens (so heads can point a person at a proposal's page),
-//! and whether approvals need a passkey (`[passkeys]`).
+//! whether approvals need a passkey (`[passkeys]`), and whether the signer
+//! approves under auto-approval rules (`[rules]`, off by default).
 //!
 //! Unknown keys are refused. Relative paths (registry, SQLite ledger file)
 //! are anchored to the home directory, never to the current working
@@ -64,6 +65,10 @@ pub struct Config {
     /// How the signer tells a person that a proposal waits (`[notify]`);
     /// `None` (the default) sends nothing.
     pub notify: Option<NotifyConfig>,
+    /// Whether the signer approves proposals under auto-approval rules
+    /// (`[rules] enabled`, default false: no rule ever matches, and no rule
+    /// can be created).
+    pub rules_enabled: bool,
 }
 
 /// `[metrics]`: one loopback address per kind of process, since the signer
@@ -126,6 +131,14 @@ struct FileConfig {
     #[serde(default)]
     metrics: MetricsSection,
     notify: Option<NotifySection>,
+    #[serde(default)]
+    rules: RulesSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesSection {
+    enabled: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -342,6 +355,7 @@ impl Config {
             passkeys,
             metrics,
             notify,
+            rules_enabled: file.rules.enabled.unwrap_or(false),
         })
     }
 
@@ -732,6 +746,16 @@ mod passkey_tests {
 
     fn parse(text: &str) -> Result<Config, IdentityError> {
         Config::from_toml_str(&Home::at("/h/cs").unwrap(), P, text)
+    }
+
+    #[test]
+    fn rules_are_off_unless_the_configuration_turns_them_on() {
+        assert!(!parse("").unwrap().rules_enabled);
+        assert!(!parse("[rules]\n").unwrap().rules_enabled);
+        assert!(!parse("[rules]\nenabled = false\n").unwrap().rules_enabled);
+        assert!(parse("[rules]\nenabled = true\n").unwrap().rules_enabled);
+        assert!(parse("[rules]\nenabled = \"yes\"\n").is_err());
+        assert!(parse("[rules]\nauto = true\n").is_err());
     }
 
     #[test]

@@ -29,6 +29,13 @@ pub enum LedgerRefusal {
     /// and bound into the proof) no longer holds: the state changed since.
     #[error("the state this approval was given under has changed since")]
     PremiseChanged,
+    /// The proof was issued under a rule that is no longer live at the
+    /// version it names: revoked, or revised since.
+    #[error("the rule the proof was issued under was revoked or changed")]
+    RuleRevoked,
+    /// The proof was issued under a rule that has expired since.
+    #[error("the rule the proof was issued under has expired")]
+    RuleExpired,
 }
 
 impl LedgerRefusal {
@@ -41,6 +48,8 @@ impl LedgerRefusal {
             LedgerRefusal::Revoked => "revoked",
             LedgerRefusal::Expired => "expired",
             LedgerRefusal::PremiseChanged => "premise_changed",
+            LedgerRefusal::RuleRevoked => "rule_revoked",
+            LedgerRefusal::RuleExpired => "rule_expired",
         }
     }
 }
@@ -110,6 +119,26 @@ pub enum LedgerError {
     /// Nothing was written.
     #[error("the passkey assertion does not authorize this {0}")]
     AssertionMismatch(String),
+    /// A rule with this id already exists.
+    #[error("rule {0} already exists")]
+    DuplicateRule(String),
+    /// No rule with this id (for this principal).
+    #[error("unknown rule {0}")]
+    UnknownRule(String),
+    /// The rule is not live at the version asked for: revoked, revised
+    /// since, or (for an approval) expired. Nothing was written.
+    #[error("rule {0} is not live at that version")]
+    RuleNotLive(String),
+    /// The rule was changed since the version a revision started from.
+    #[error("rule {0} was changed since; start again from its current version")]
+    RuleChanged(String),
+    /// The rule has issued as many proofs as it allows. Nothing was written.
+    #[error("rule {0} has no uses left")]
+    RuleExhausted(String),
+    /// The rule has issued as many proofs in the last hour as it allows.
+    /// Nothing was written.
+    #[error("rule {0} has no uses left this hour")]
+    RuleRateLimited(String),
     /// A value read from the database is not what the schema promises.
     #[error("ledger data is corrupt: {0}")]
     Corrupt(String),

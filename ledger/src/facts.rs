@@ -18,7 +18,10 @@
 //! its public key, so a key swapped in the row is caught), every removal
 //! its `passkey_removed` event, every assertion the enrolment, removal or
 //! `approved` event that names its credential, and every decision
-//! assertion an issuance. Verifying the assertions' signatures is the
+//! assertion an issuance. Rules too: every version has its `rule_created`,
+//! `rule_revised` or `rule_revoked` event (with its hash, limits and
+//! expiry, so a budget raised in the row is caught), and every use the
+//! `approved` event that names the rule version. Verifying the assertions' signatures is the
 //! audit's next step, not this module's.
 //!
 //! Backend-independent: the backends read the rows (in the same snapshot
@@ -76,6 +79,37 @@ pub(crate) struct FactRows {
     pub(crate) provenances: Vec<(String, String)>,
     /// `quorum_passkey_assertions (proposal_id, approver, credential_id)`.
     pub(crate) quorum_passkeys: Vec<(String, String, String)>,
+    /// `rules`, every version, as the line its event makes
+    /// ([`rule_version_line`]).
+    pub(crate) rule_versions: Vec<String>,
+    /// `rule_uses (proposal_id, rule_id, version)`.
+    pub(crate) rule_uses: Vec<(String, String, i64)>,
+    /// `rules (proposal_id, id)` of rules created by approving a proposal.
+    pub(crate) rules_from_proposals: Vec<(String, String)>,
+}
+
+/// The fact a rule version states, as one comparable line: its event's
+/// kind (from the version and status), id, version, principal, status,
+/// definition hash, limits and expiry.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rule_version_line(
+    id: &str,
+    version: i64,
+    principal: &str,
+    status: &str,
+    definition_sha256: &str,
+    max_uses: i64,
+    per_hour: i64,
+    expires_at: &str,
+) -> String {
+    let kind = match (version, status) {
+        (_, "revoked") => "rule_revoked",
+        (1, _) => "rule_created",
+        _ => "rule_revised",
+    };
+    format!(
+        "{kind} {id} {version} {principal} {status} {definition_sha256} {max_uses} {per_hour} {expires_at}"
+    )
 }
 
 /// The columns of a `passkeys` row the comparison needs.
@@ -149,6 +183,16 @@ impl EventFacts {
                 }
                 None => false,
             },
+            // Since schema version 4: a person's approval of rule.create,
+            // which issued no proof and created the rule it names.
+            "approved" if field("proof_sha256").is_none() => match field("created_rule") {
+                Some(rule) => {
+                    seen(format!("approved {pid}"));
+                    seen(format!("rule_from {pid} {rule}"));
+                    true
+                }
+                None => false,
+            },
             "approved" => match field("proof_sha256") {
                 Some(proof) => {
                     seen(format!("approved {pid}"));
@@ -157,10 +201,56 @@ impl EventFacts {
                     if let Some(credential) = field("passkey") {
                         seen(format!("passkey_assertion decision {pid} {credential}"));
                     }
+                    // Since schema version 4: the rule version that approved it.
+                    if let Some(rule) = field("rule") {
+                        let version = details.get("rule_version").and_then(Value::as_i64);
+                        seen(format!("rule_use {pid} {rule} {}", version.unwrap_or(-1)));
+                    }
                     true
                 }
                 None => false,
             },
+            "rule_created" | "rule_revised" | "rule_revoked" => {
+                let number = |name: &str| details.get(name).and_then(Value::as_i64);
+                match (
+                    field("rule"),
+                    number("version"),
+                    field("principal"),
+                    field("status"),
+                    field("definition_sha256"),
+                    (number("max_uses"), number("per_hour")),
+                    field("expires_at"),
+                ) {
+                    (
+                        Some(rule),
+                        Some(version),
+                        Some(principal),
+                        Some(status),
+                        Some(sha),
+                        (Some(max_uses), Some(per_hour)),
+                        Some(expires_at),
+                    ) => {
+                        let line = rule_version_line(
+                            &rule,
+                            version,
+                            &principal,
+                            &status,
+                            &sha,
+                            max_uses,
+                            per_hour,
+                            &expires_at,
+                        );
+                        // The kind the row implies must be the event's own.
+                        if line.starts_with(&format!("{} ", event.kind)) {
+                            seen(line);
+                        } else {
+                            seen(format!("{} {line}", event.kind));
+                        }
+                        true
+                    }
+                    _ => false,
+                }
+            }
             "passkey_enrolled" => match (
                 field("credential_id"),
                 field("principal"),
@@ -429,6 +519,15 @@ fn table_tally(rows: &FactRows) -> Tally {
         seen(format!(
             "passkey_assertion {purpose} {subject} {credential}"
         ));
+    }
+    for line in &rows.rule_versions {
+        seen(line.clone());
+    }
+    for (pid, rule, version) in &rows.rule_uses {
+        seen(format!("rule_use {pid} {rule} {version}"));
+    }
+    for (pid, rule) in &rows.rules_from_proposals {
+        seen(format!("rule_from {pid} {rule}"));
     }
     tally
 }

@@ -11,6 +11,7 @@ use crate::passkeys::{
     PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, StoredPasskeyAssertion,
 };
 use crate::quorum::{QuorumApproval, QuorumDecision, QuorumOutcome, StoredQuorumAssertion};
+use crate::rules::{RuleChange, RuleRecord};
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
     IssuanceRecord, KeyEvent, ProofReissue, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
@@ -215,6 +216,85 @@ impl Ledger {
         proposal_id: &str,
     ) -> Result<Vec<QuorumDecision>, LedgerError> {
         dispatch!(self, b => b.quorum_decisions(proposal_id).await)
+    }
+
+    /// [`Ledger::record_handoff_approval`] of a proof issued under a rule,
+    /// whose provenance `rule:<id>@<version>` names it: in the same
+    /// transaction, after the chain head's lock, the rule must exist for the
+    /// issuance's principal (`UnknownRule`), be live at exactly that version
+    /// (`RuleNotLive`: revised, revoked or expired), and have uses left in
+    /// total (`RuleExhausted`) and in the last hour (`RuleRateLimited`);
+    /// then the use is recorded with the decision and the issuance, and the
+    /// `approved` event names the rule and version. So concurrent approvals
+    /// under one rule never exceed its budget. On any error nothing is
+    /// written and the proposal stays pending.
+    pub async fn record_rule_approval(&self, issuance: &IssuanceRecord) -> Result<(), LedgerError> {
+        if countersign_verifier::Grant::from_provenance(&issuance.provenance).is_none() {
+            return Err(LedgerError::IssuanceMismatch(issuance.proposal_id.clone()));
+        }
+        dispatch!(self, b => b.record_approval(issuance, None, true).await)
+    }
+
+    /// Create a rule: version 1 of `change`, and its `rule_created` event,
+    /// in one write transaction. `DuplicateRule` if the id exists.
+    pub async fn create_rule(&self, change: &RuleChange) -> Result<RuleRecord, LedgerError> {
+        dispatch!(self, b => b.create_rule(change).await)
+    }
+
+    /// A person's approval of a pending `rule.create` proposal, which
+    /// creates the rule it proposes, in one write transaction: the
+    /// proposal must be `change.principal`'s (`UnknownProposal`), pending
+    /// (`NotPending`), of `rule.create`, and its canonical arguments exactly
+    /// `change.definition` (`IssuanceMismatch`). Records the `approve`
+    /// decision (no proof is issued: the proposal reads `applied` from
+    /// then on) with an `approved` event naming the rule, and version 1 of
+    /// the rule with its `rule_created` event naming the proposal.
+    pub async fn create_rule_from_proposal(
+        &self,
+        change: &RuleChange,
+        proposal_id: &str,
+    ) -> Result<RuleRecord, LedgerError> {
+        dispatch!(self, b => b.create_rule_from_proposal(change, proposal_id).await)
+    }
+
+    /// Revise a rule: the next version, with `change`'s definition and
+    /// limits, and its `rule_revised` event. The rule must belong to
+    /// `change.principal` (`UnknownRule`), be active (`RuleNotLive` once
+    /// revoked) and still be at `expected_version` (`RuleChanged`: someone
+    /// changed it since the person looked). Proofs issued under an earlier
+    /// version are refused at consumption from then on (`rule_revoked`).
+    pub async fn revise_rule(
+        &self,
+        change: &RuleChange,
+        expected_version: u64,
+    ) -> Result<RuleRecord, LedgerError> {
+        dispatch!(self, b => b.revise_rule(change, expected_version).await)
+    }
+
+    /// Revoke a rule: the next version, revoked, with `reason` and its
+    /// `rule_revoked` event. It approves nothing more, and every unconsumed
+    /// proof issued under it is refused at consumption (`rule_revoked`).
+    /// `UnknownRule` if it is not `principal`'s; `RuleNotLive` if already
+    /// revoked.
+    pub async fn revoke_rule(
+        &self,
+        id: &str,
+        principal: &str,
+        by: &str,
+        reason: &str,
+    ) -> Result<RuleRecord, LedgerError> {
+        dispatch!(self, b => b.revoke_rule(id, principal, by, reason).await)
+    }
+
+    /// The principal's rules (each at its latest version, with its uses
+    /// and the last hour's), oldest first.
+    pub async fn rules(&self, principal: &str) -> Result<Vec<RuleRecord>, LedgerError> {
+        dispatch!(self, b => b.rules(principal).await)
+    }
+
+    /// One rule at its latest version, with its uses.
+    pub async fn rule(&self, id: &str) -> Result<Option<RuleRecord>, LedgerError> {
+        dispatch!(self, b => b.rule(id).await)
     }
 
     /// Whether the approval that issued the proof with SHA-256

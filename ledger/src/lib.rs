@@ -1,7 +1,8 @@
 //! countersign's durable ledger: proposals, decisions, issuances,
 //! revocations, quorum decisions, consumed nonces, intents and completions, the state store of
 //! the builtin effects, the signer's passkeys with every assertion it
-//! accepted, and the hash-chained, append-only event log.
+//! accepted, auto-approval rules with their uses, and the hash-chained,
+//! append-only event log.
 //!
 //! Status is derived on read, never stored. The ledger stores no proof, only
 //! its SHA-256, and never logs argument values. Backend-independent logic
@@ -29,6 +30,7 @@ mod owner;
 mod passkeys;
 mod postgres;
 mod quorum;
+mod rules;
 mod schedule;
 mod sqlite;
 mod status;
@@ -55,6 +57,7 @@ pub use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
 pub use quorum::{
     QuorumApproval, QuorumDecision, QuorumOutcome, QuorumVerdict, StoredQuorumAssertion,
 };
+pub use rules::{RuleChange, RuleRecord, RuleStatus};
 pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
     ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,

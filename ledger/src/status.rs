@@ -22,6 +22,9 @@ pub(crate) struct Facts {
     pub(crate) completion: Option<String>,
     /// The completion's error.
     pub(crate) completion_error: Option<String>,
+    /// Whether its approval created an auto-approval rule (`rule.create`:
+    /// approved and done at once, with no proof).
+    pub(crate) created_rule: bool,
 }
 
 /// The status and the reason to show with it, as of `now`.
@@ -30,6 +33,7 @@ pub(crate) fn derive(facts: Facts, now: OffsetDateTime) -> (ProposalStatus, Opti
         None => return (ProposalStatus::Pending, None),
         Some("deny") => return (ProposalStatus::Denied, facts.decision_reason),
         Some("withdraw") => return (ProposalStatus::Withdrawn, facts.decision_reason),
+        Some(_) if facts.created_rule => return (ProposalStatus::Applied, None),
         Some(_) => {}
     }
     match facts.completion.as_deref() {

@@ -440,3 +440,88 @@ async fn only_the_signer_records_quorum_decisions() {
     assert_eq!(head.quorum_decisions(&p.id).await.unwrap().len(), 1);
     assert!(signer.verify_chain().await.unwrap().is_intact());
 }
+
+/// Rules are the signer's: it creates them, approves under them (counting
+/// each use) and revokes them under its own role; the head role only reads
+/// them, as its consume transaction must to refuse a proof whose rule was
+/// revoked, and cannot write a rule or a use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_signer_writes_rules_and_a_head_checks_them_at_consumption() {
+    use countersign_ledger::{LedgerError, LedgerRefusal, RuleChange};
+    use countersign_verifier::Grant;
+    const RULE: &str = "rule_0123456789abcdef0123456789abcdef";
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    let by = format!("{}/console", common::PRINCIPAL);
+    signer
+        .create_rule(&RuleChange {
+            id: RULE.into(),
+            principal: common::PRINCIPAL.into(),
+            definition: "{}".into(),
+            definition_sha256: "d".repeat(64),
+            max_uses: 5,
+            per_hour: 5,
+            expires_at: common::now() + time::Duration::hours(1),
+            by: by.clone(),
+        })
+        .await
+        .unwrap();
+    let grant = || {
+        Some(Grant {
+            rule: RULE.into(),
+            version: 1,
+        })
+    };
+    let mut proofs = Vec::new();
+    for n in 1..=2 {
+        let p = create_schedule(n, &format!("s{n}"));
+        signer.insert_proposal(&p).await.unwrap();
+        let (token, record) = common::issue_under(&p, n, 300, grant());
+        signer.record_rule_approval(&record).await.unwrap();
+        proofs.push((p, token));
+    }
+    let (p, token) = &proofs[0];
+    assert!(matches!(
+        head.begin_consume(&verified(p, token), common::NO_LEASE)
+            .await
+            .unwrap(),
+        ConsumeStart::Fresh(_)
+    ));
+    signer
+        .revoke_rule(RULE, common::PRINCIPAL, &by, "no more")
+        .await
+        .unwrap();
+    let (p, token) = &proofs[1];
+    assert_eq!(
+        head.begin_consume(&verified(p, token), common::NO_LEASE)
+            .await
+            .map(|_| ()),
+        Err(LedgerError::Refused(LedgerRefusal::RuleRevoked))
+    );
+    assert_eq!(head.rules(common::PRINCIPAL).await.unwrap()[0].uses, 2);
+    // Not even a version of a rule the head can read, with a larger budget.
+    assert_refused(
+        &db,
+        "countersign_head",
+        &[
+            "INSERT INTO rules SELECT id, version + 1, principal, 'active', definition,
+                 definition_sha256, 1000, 1000, expires_at, changed_by, changed_at, reason
+             FROM rules WHERE version = 1",
+            "INSERT INTO rule_uses (proposal_id, rule_id, version, principal, used_at)
+             SELECT proposal_id, rule_id, version, principal, used_at FROM rule_uses LIMIT 1",
+        ],
+    )
+    .await;
+    for role in ["countersign_head", "countersign_signer"] {
+        assert_refused(
+            &db,
+            role,
+            &["UPDATE rules SET max_uses = 1000", "DELETE FROM rule_uses"],
+        )
+        .await;
+    }
+    assert!(signer.verify_chain().await.unwrap().is_intact());
+}

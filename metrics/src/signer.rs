@@ -28,6 +28,8 @@ pub enum Issuance {
     Approval,
     /// A re-issue for a head reconciling a replay-safe webhook (`reissue`).
     Reissue,
+    /// An approval under an auto-approval rule a person created (`rule`).
+    Rule,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -139,6 +141,7 @@ impl SignerMetrics {
         let source = match source {
             Issuance::Approval => "approval",
             Issuance::Reissue => "reissue",
+            Issuance::Rule => "rule",
         };
         self.issuances.get_or_create(&SourceLabels { source }).inc();
         if let Some(seconds) = seconds {

@@ -21,6 +21,7 @@ pub mod v1 {
                 .field("proof", &redacted(&self.proof))
                 .field("proof_sha256", &self.proof_sha256)
                 .field("expires_at", &self.expires_at)
+                .field("created_rule_id", &self.created_rule_id)
                 .finish()
         }
     }
@@ -152,6 +153,18 @@ pub mod reason {
     /// The passkey assertion was made with a passkey another approver
     /// enrolled: a quorum approval needs the approver's own.
     pub const NOT_YOUR_PASSKEY: &str = "not_your_passkey";
+    /// Auto-approval rules are off in the signer's configuration (`[rules]`).
+    pub const RULES_DISABLED: &str = "rules_disabled";
+    /// A rule definition that is not a rule, or one a rule may not cover.
+    pub const INVALID_RULE: &str = "invalid_rule";
+    /// No rule with this id for the caller's principal.
+    pub const UNKNOWN_RULE: &str = "unknown_rule";
+    /// The rule is revoked (nothing more can change it).
+    pub const RULE_NOT_LIVE: &str = "rule_not_live";
+    /// The rule changed since the version the person looked at.
+    pub const RULE_CHANGED: &str = "rule_changed";
+    /// The definition is not the one the person confirmed.
+    pub const RULE_DEFINITION_CHANGED: &str = "rule_definition_changed";
 }
 
 #[cfg(test)]

@@ -165,7 +165,25 @@ impl RawOperation {
 
     fn check_effect(&self) -> Result<(), RegistryError> {
         let op = &self.name;
+        let invalid_rule = |reason: &str| RegistryError::InvalidField {
+            operation: op.clone(),
+            field: "effect.kind".to_owned(),
+            reason: reason.to_owned(),
+        };
+        if (op == crate::rule::RULE_CREATE) != matches!(self.effect, Effect::Rule) {
+            return Err(invalid_rule(
+                "the effect kind \"rule\" backs exactly the operation rule.create",
+            ));
+        }
         match &self.effect {
+            // Rules never cover an operation that requires a passkey, and
+            // an installation that requires one for every approval refuses
+            // every rule: a passkey on rule.create itself would add nothing
+            // the signer could honour without storing its assertion.
+            Effect::Rule if self.require_passkey => Err(invalid_rule(
+                "rule.create cannot require a passkey (see docs/rules.md)",
+            )),
+            Effect::Rule => Ok(()),
             Effect::Builtin { name } => {
                 let reason = if name.parse::<BuiltinEffect>().is_err() {
                     format!(

@@ -84,6 +84,7 @@ mod policy;
 mod premise;
 mod preview;
 mod quorum;
+pub mod rule;
 mod schema;
 mod webhook;
 

@@ -79,6 +79,10 @@ pub enum Effect {
         #[serde(default)]
         allow_plain_http_loopback: bool,
     },
+    /// `rule.create` only: the arguments are an auto-approval rule
+    /// definition, and a person's approval of the proposal creates the rule
+    /// in the signer. No proof is issued and no head ever applies it.
+    Rule,
 }
 
 /// The statuses a webhook accepts when the registry names none.

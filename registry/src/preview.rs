@@ -146,6 +146,19 @@ pub(crate) fn render(
     let action = op.template().render(args.value());
     let _ = writeln!(out, "Action:    {}", terminal_safe(&action));
     let _ = writeln!(out, "Arguments: {}", terminal_safe(args.text()));
+    if matches!(op.effect, crate::Effect::Rule) {
+        // The rule exactly as it would be created, from these arguments.
+        match crate::rule::RuleDefinition::from_value(args.value().clone()) {
+            Ok(rule) => {
+                for line in rule.scope_text().lines() {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(out, "  <not a rule: {}>", terminal_safe(&e.to_string()));
+            }
+        }
+    }
     if let Some(premise) = premise {
         let _ = writeln!(out, "Premise:   {}", terminal_safe(&premise_text(premise)));
     }

@@ -59,11 +59,40 @@ fn default_registry_loads_with_all_builtins_and_a_command() {
     let echo = registry.get("demo.echo").unwrap();
     assert!(!echo.replay_safe);
     assert!(matches!(&echo.effect, Effect::Command { program, .. } if program.is_absolute()));
-    assert_eq!(registry.operations().count(), 6);
+    assert_eq!(registry.get("rule.create").unwrap().effect, Effect::Rule);
+    assert_eq!(registry.operations().count(), 7);
     let names: Vec<_> = registry.operations().map(|o| o.name.as_str()).collect();
     let mut sorted = names.clone();
     sorted.sort_unstable();
     assert_eq!(names, sorted);
+}
+
+#[test]
+fn the_rule_effect_backs_exactly_rule_create_and_never_with_a_passkey() {
+    let rule_create = |name: &str, kind: &str, passkey: bool| {
+        format!(
+            "[[operation]]\nname = \"{name}\"\ndescription = \"d\"\nclass = \"write\"\nreplay_safe = false\nrequire_passkey = {passkey}\npreview = \"p\"\n[operation.effect]\nkind = \"{kind}\"\n{}[operation.schema]\ntype = \"object\"\nadditionalProperties = false\n",
+            if kind == "builtin" {
+                "name = \"schedule.create\"\n"
+            } else {
+                ""
+            }
+        )
+    };
+    assert!(load(&rule_create("rule.create", "rule", false)).is_ok());
+    for (name, kind, passkey) in [
+        ("rule.other", "rule", false),
+        ("rule.create", "rule", true),
+        ("rule.create", "builtin", false),
+    ] {
+        assert!(
+            matches!(
+                load(&rule_create(name, kind, passkey)),
+                Err(RegistryError::InvalidField { .. } | RegistryError::UnknownBuiltin { .. })
+            ),
+            "{name} {kind} {passkey}"
+        );
+    }
 }
 
 #[test]

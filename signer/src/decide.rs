@@ -16,9 +16,9 @@ use countersign_identity::PeerIdentity;
 use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
 use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
-use countersign_registry::{CanonicalArgs, Operation, Registry};
+use countersign_registry::{CanonicalArgs, Effect, Operation, Registry};
 use countersign_verifier::claims::ISSUER;
-use countersign_verifier::{AuthMethod, Claims, PasskeyAssurance, Proof};
+use countersign_verifier::{AuthMethod, Claims, Grant, PasskeyAssurance, Proof};
 use time::{Duration, OffsetDateTime};
 use tonic::Request;
 
@@ -53,8 +53,11 @@ impl SignerService {
         if cmd.dry_run {
             if let Decision::Approve { .. } = cmd.decision {
                 let registry = self.registry_now()?;
-                self.approvable(&registry, &record)?;
+                let (op, args) = self.approvable(&registry, &record)?;
                 self.premise_holds(&record).await?;
+                if matches!(op.effect, Effect::Rule) {
+                    self.creatable_value(args.value())?;
+                }
             }
             return Ok(wire::DecideResponse {
                 proposal: Some(self.view_of(&record).await?),
@@ -78,6 +81,12 @@ impl SignerService {
                 delivery,
                 execute_in_session,
             } => {
+                let registry = self.registry_now()?;
+                let (op, args) = self.approvable(&registry, &record)?;
+                if matches!(op.effect, Effect::Rule) {
+                    // rule.create: the approval creates the rule, no proof.
+                    return self.approve_rule_creation(&record, &peer, &args).await;
+                }
                 let provenance = provenance_of(&peer);
                 let decided = self
                     .approve(
@@ -202,45 +211,24 @@ impl SignerService {
         provenance: &str,
         verified: Option<&VerifiedDecision>,
     ) -> Result<Signed, RpcError> {
-        let state = &self.state;
-        let lifetime = i64::try_from(state.policy.lifetime_for(op))
-            .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
-        let now = now_seconds()?;
-        let expires_at = now + Duration::seconds(lifetime);
-        let claims = Claims {
-            iss: ISSUER.to_owned(),
-            aud: state.policy.audience.clone(),
-            sub: record.proposal.principal.clone(),
-            sid: session.to_owned(),
-            pid: record.proposal.id.clone(),
-            op: record.proposal.operation.clone(),
-            args: args.value().clone(),
-            args_sha256: args.sha256_hex().to_owned(),
-            crev: record.proposal.contract_revision.clone(),
-            prev: record.proposal.policy_revision.clone(),
-            grant: None,
-            prov: provenance.to_owned(),
-            // The premise the person was shown, read again just above.
-            premise: record.proposal.premise.clone(),
-            passkey: verified
-                .map(|v| {
-                    PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], &v.credential_id)
-                })
-                .transpose()
-                .map_err(|e| RpcError::Internal(format!("passkey assurance: {e}")))?,
-            jti: nonce()?,
-            iat: now,
-            nbf: now,
-            exp: expires_at,
-        };
-        // The key index is re-read here when it changed: a rotation takes
-        // effect at the next decision, without a restart.
-        let keys = state
-            .keys
-            .current()
-            .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
-        let proof = sign_claims_with(keys.signer.as_ref(), &claims)
-            .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
+        let passkey = verified
+            .map(|v| {
+                PasskeyAssurance::for_credential(vec![AuthMethod::PasskeyUv], &v.credential_id)
+            })
+            .transpose()
+            .map_err(|e| RpcError::Internal(format!("passkey assurance: {e}")))?;
+        let claims = self.approval_claims(
+            record,
+            op,
+            args,
+            session,
+            Issuer::Person {
+                provenance,
+                passkey,
+            },
+        )?;
+        let expires_at = claims.exp;
+        let proof = self.sign(&claims)?;
         let issuance = IssuanceRecord::from_claims(&claims, &proof);
         Ok(Signed {
             proof,
@@ -290,6 +278,7 @@ impl SignerService {
             proof: proof_text,
             proof_sha256,
             expires_at: expires_at_text,
+            created_rule_id: String::new(),
         })
     }
 }
@@ -299,6 +288,82 @@ pub(crate) struct Signed {
     proof: Proof,
     pub(crate) issuance: IssuanceRecord,
     expires_at: OffsetDateTime,
+}
+
+/// Who approves, as the claims record it.
+pub(crate) enum Issuer<'a> {
+    /// A person, through an approver interface: `prov` as checked from the
+    /// certificate, and the passkey assertion's assurance if one was made.
+    Person {
+        provenance: &'a str,
+        passkey: Option<PasskeyAssurance>,
+    },
+    /// A rule a person created: `grant`, and `prov` `rule:<id>@<version>`;
+    /// never passkey assurance.
+    Rule(Grant),
+}
+
+impl SignerService {
+    /// The claims approving `record` (checked by [`Self::approvable`] into
+    /// `op` and `args`) for `session` issues now, with a fresh nonce and
+    /// the operation's lifetime.
+    pub(crate) fn approval_claims(
+        &self,
+        record: &ProposalRecord,
+        op: &Operation,
+        args: &CanonicalArgs,
+        session: &str,
+        issuer: Issuer<'_>,
+    ) -> Result<Claims, RpcError> {
+        let policy = &self.state.policy;
+        let lifetime = i64::try_from(policy.lifetime_for(op))
+            .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
+        let now = now_seconds()?;
+        let (grant, prov, passkey) = match issuer {
+            Issuer::Person {
+                provenance,
+                passkey,
+            } => (None, provenance.to_owned(), passkey),
+            Issuer::Rule(grant) => {
+                let prov = grant.provenance();
+                (Some(grant), prov, None)
+            }
+        };
+        Ok(Claims {
+            iss: ISSUER.to_owned(),
+            aud: policy.audience.clone(),
+            sub: record.proposal.principal.clone(),
+            sid: session.to_owned(),
+            pid: record.proposal.id.clone(),
+            op: record.proposal.operation.clone(),
+            args: args.value().clone(),
+            args_sha256: args.sha256_hex().to_owned(),
+            crev: record.proposal.contract_revision.clone(),
+            prev: record.proposal.policy_revision.clone(),
+            grant,
+            prov,
+            passkey,
+            // The premise the person was shown, read again by the caller.
+            premise: record.proposal.premise.clone(),
+            jti: nonce()?,
+            iat: now,
+            nbf: now,
+            exp: now + Duration::seconds(lifetime),
+        })
+    }
+
+    /// `claims` signed with the active key. The key index is re-read here
+    /// when it changed: a rotation takes effect at the next decision,
+    /// without a restart.
+    pub(crate) fn sign(&self, claims: &Claims) -> Result<Proof, RpcError> {
+        let keys = self
+            .state
+            .keys
+            .current()
+            .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
+        sign_claims_with(keys.signer.as_ref(), claims)
+            .map_err(|e| RpcError::Internal(format!("signing: {e}")))
+    }
 }
 
 impl SignerService {

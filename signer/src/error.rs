@@ -158,6 +158,24 @@ pub(crate) enum RpcError {
     /// The assertion's passkey was enrolled by another approver.
     #[error("that passkey belongs to another approver: approve with your own passkey")]
     NotYourPasskey,
+    /// Auto-approval rules are off (`[rules] enabled = false`, the default).
+    #[error("auto-approval rules are off in this installation ([rules] enabled in config.toml)")]
+    RulesDisabled,
+    /// The rule definition was refused; nothing was created or changed.
+    #[error("{0}")]
+    InvalidRule(countersign_registry::rule::RuleError),
+    /// No rule with this id for the caller's principal.
+    #[error("unknown rule {0}")]
+    UnknownRule(String),
+    /// The rule is revoked: nothing can change it any more.
+    #[error("rule {0} is revoked")]
+    RuleNotLive(String),
+    /// The rule changed since the version the person looked at.
+    #[error("rule {0} changed since; look at it again")]
+    RuleChanged(String),
+    /// The definition is not the one the person confirmed.
+    #[error("the rule definition is not the one confirmed; nothing was created")]
+    RuleDefinitionChanged,
     /// A fault on the signer's side; the detail is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -204,6 +222,12 @@ impl RpcError {
             RpcError::NotAQuorumApprover(_) => reason::NOT_A_QUORUM_APPROVER,
             RpcError::AlreadyApproved(_) => reason::ALREADY_APPROVED,
             RpcError::NotYourPasskey => reason::NOT_YOUR_PASSKEY,
+            RpcError::RulesDisabled => reason::RULES_DISABLED,
+            RpcError::InvalidRule(_) => reason::INVALID_RULE,
+            RpcError::UnknownRule(_) => reason::UNKNOWN_RULE,
+            RpcError::RuleNotLive(_) => reason::RULE_NOT_LIVE,
+            RpcError::RuleChanged(_) => reason::RULE_CHANGED,
+            RpcError::RuleDefinitionChanged => reason::RULE_DEFINITION_CHANGED,
             RpcError::Internal(_) => reason::INTERNAL,
         }
     }
@@ -218,6 +242,9 @@ impl From<LedgerError> for RpcError {
                 status: "decided".into(),
             },
             LedgerError::AlreadyApproved(_, approver) => RpcError::AlreadyApproved(approver),
+            LedgerError::UnknownRule(id) => RpcError::UnknownRule(id),
+            LedgerError::RuleNotLive(id) => RpcError::RuleNotLive(id),
+            LedgerError::RuleChanged(id) => RpcError::RuleChanged(id),
             other => RpcError::Internal(format!("ledger: {other}")),
         }
     }

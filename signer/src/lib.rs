@@ -23,6 +23,7 @@ mod quorum;
 mod recover;
 mod reissue;
 mod resolve;
+mod rules;
 pub mod serve;
 mod service;
 mod state;

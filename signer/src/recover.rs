@@ -6,8 +6,8 @@
 //! handoff (`Ledger::approved_for_handoff`) that is still approved (issued,
 //! not consumed, not revoked, not expired) and re-derives its proof: every
 //! claim is recorded (the issuance row, the proposal's canonical arguments,
-//! the passkey assertion's credential for `amr`/`pkh`; `grant` is never
-//! set), and Ed25519 signing, like PASETO v4.public over it, is
+//! the passkey assertion's credential for `amr`/`pkh`; `grant` from a
+//! rule approval's provenance `rule:<id>@<version>`), and Ed25519 signing, like PASETO v4.public over it, is
 //! deterministic, so the same claims signed by the same key are the same
 //! proof, byte for byte. The result counts only if its SHA-256 is the
 //! issuance's `proof_sha256` (and its consume key's digest the recorded
@@ -26,7 +26,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
 use countersign_registry::CanonicalArgs;
 use countersign_verifier::claims::ISSUER;
-use countersign_verifier::{AuthMethod, Claims, PasskeyAssurance, Proof};
+use countersign_verifier::{AuthMethod, Claims, Grant, PasskeyAssurance, Proof};
 use time::OffsetDateTime;
 
 use crate::error::RpcError;
@@ -191,7 +191,8 @@ fn claims_of(
         args_sha256: issuance.arguments_sha256.clone(),
         crev: issuance.contract_revision.clone(),
         prev: issuance.policy_revision.clone(),
-        grant: None,
+        // A rule's approval: the grant its provenance names.
+        grant: Grant::from_provenance(&issuance.provenance),
         prov: issuance.provenance.clone(),
         passkey,
         premise: record.proposal.premise.clone(),

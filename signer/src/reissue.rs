@@ -62,7 +62,7 @@ impl SignerService {
         }
         match &op.effect {
             Effect::Webhook { .. } => {}
-            Effect::Builtin { .. } | Effect::Command { .. } => {
+            Effect::Builtin { .. } | Effect::Command { .. } | Effect::Rule => {
                 return Err(RpcError::NotAWebhook(op.name.clone()));
             }
         }

@@ -44,6 +44,9 @@ pub(crate) mod roles {
     /// BeginEnrolment, Enrol, BeginRemoval, RemovePasskey, ListPasskeys.
     pub(crate) const PASSKEYS: &[Role] = &[Role::Approver];
     pub(crate) const NOTIFY_STATUS: &[Role] = &[Role::Approver];
+    /// CreateRule, ReviseRule, RevokeRule, ListRules: a person's, never a
+    /// head's (a model can at most propose `rule.create`).
+    pub(crate) const RULES: &[Role] = &[Role::Approver];
 }
 
 /// The `Signer` service over shared state.
@@ -183,6 +186,10 @@ impl SignerService {
                     .await?,
             ),
         };
+        if matches!(op.effect, countersign_registry::Effect::Rule) {
+            // A proposed rule must be one a person could create now.
+            self.creatable_value(args.value())?;
+        }
         let preview = op.render_preview(&args, premise.as_ref(), &cmd.note);
         let id = new_proposal_id()?;
         let proposal = Proposal {
@@ -201,9 +208,21 @@ impl SignerService {
         };
         self.state.ledger.insert_proposal(&proposal).await?;
         self.state.metrics.proposed(&op.name);
-        // Queued for the background sender: never waits, never fails Propose.
-        self.state.notifier.proposal_waiting(&proposal);
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
+        // Recorded: whatever happens to a rule's approval now, the proposal
+        // waits for a person at worst.
+        let by_rule = match self.state.ledger.proposal(id.as_str()).await? {
+            Some(record) => self.approve_by_rule(&record).await.unwrap_or_else(|e| {
+                tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
+                None
+            }),
+            None => None,
+        };
+        if by_rule.is_none() {
+            // Queued for the background sender: never waits, never fails
+            // Propose. A proposal a rule approved waits for nobody.
+            self.state.notifier.proposal_waiting(&proposal);
+        }
         self.view(&id).await
     }
 
@@ -541,6 +560,46 @@ impl Signer for SignerService {
         request: Request<wire::NotifyStatusRequest>,
     ) -> Result<Response<wire::NotifyStatusResponse>, Status> {
         SignerService::notify_status(self, &request)
+            .map(Response::new)
+            .map_err(|e| self.refused(e))
+    }
+
+    async fn create_rule(
+        &self,
+        request: Request<wire::CreateRuleRequest>,
+    ) -> Result<Response<wire::RuleView>, Status> {
+        SignerService::create_rule(self, request)
+            .await
+            .map(Response::new)
+            .map_err(|e| self.refused(e))
+    }
+
+    async fn revise_rule(
+        &self,
+        request: Request<wire::ReviseRuleRequest>,
+    ) -> Result<Response<wire::RuleView>, Status> {
+        SignerService::revise_rule(self, request)
+            .await
+            .map(Response::new)
+            .map_err(|e| self.refused(e))
+    }
+
+    async fn revoke_rule(
+        &self,
+        request: Request<wire::RevokeRuleRequest>,
+    ) -> Result<Response<wire::RuleView>, Status> {
+        SignerService::revoke_rule(self, request)
+            .await
+            .map(Response::new)
+            .map_err(|e| self.refused(e))
+    }
+
+    async fn list_rules(
+        &self,
+        request: Request<wire::ListRulesRequest>,
+    ) -> Result<Response<wire::ListRulesResponse>, Status> {
+        SignerService::list_rules(self, request)
+            .await
             .map(Response::new)
             .map_err(|e| self.refused(e))
     }

@@ -1,7 +1,8 @@
 //! What a running signer holds: its key set (the active proof key re-read
 //! when the key index changes), the ledger, the registry
-//! file (followed as it changes, as the heads follow it), the policy and
-//! the handoff store; and how they are loaded from a home.
+//! file (followed as it changes, as the heads follow it), the policy,
+//! the handoff store and whether rules are on; and how they are loaded
+//! from a home.
 //!
 //! This module builds state; it neither binds ports nor answers RPCs. It
 //! logs the key id only, never key material.
@@ -46,6 +47,9 @@ pub struct SignerState {
     pub(crate) metrics: SignerMetrics,
     /// Tells a person that a proposal waits (`[notify]`; off by default).
     pub(crate) notifier: Notifier,
+    /// `[rules] enabled`: whether rules may be created and approve (off by
+    /// default: no rule ever matches and `CreateRule` refuses).
+    pub(crate) rules_enabled: bool,
 }
 
 impl fmt::Debug for SignerState {
@@ -80,12 +84,19 @@ impl SignerState {
             public_keys_served: AtomicU64::new(0),
             metrics: SignerMetrics::default(),
             notifier: Notifier::default(),
+            rules_enabled: false,
         }
     }
 
     /// The same state notifying through `notifier`.
     pub fn with_notifier(mut self, notifier: Notifier) -> SignerState {
         self.notifier = notifier;
+        self
+    }
+
+    /// The same state approving under auto-approval rules (`enabled`) or not.
+    pub fn with_rules(mut self, enabled: bool) -> SignerState {
+        self.rules_enabled = enabled;
         self
     }
 
@@ -120,7 +131,8 @@ impl SignerState {
         Ok(SignerState::new(keys, ledger, registry, policy)
             .with_passkeys(passkeys)
             .with_handoff_claim_lease(config.handoff_claim_lease_secs)
-            .with_notifier(notifier))
+            .with_notifier(notifier)
+            .with_rules(config.rules_enabled))
     }
 
     /// The PASERK id of the active key, as the key index says now.

@@ -24,8 +24,11 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::NotYourPasskey => Code::PermissionDenied,
         RpcError::UnknownOperation(_)
         | RpcError::InvalidField { .. }
-        | RpcError::InvalidArguments(_) => Code::InvalidArgument,
-        RpcError::UnknownProposal(_) | RpcError::NoLiveHandoff => Code::NotFound,
+        | RpcError::InvalidArguments(_)
+        | RpcError::InvalidRule(_) => Code::InvalidArgument,
+        RpcError::UnknownProposal(_) | RpcError::NoLiveHandoff | RpcError::UnknownRule(_) => {
+            Code::NotFound
+        }
         RpcError::NotPending { .. }
         | RpcError::ContractChanged(_)
         | RpcError::PolicyChanged
@@ -47,6 +50,10 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::AuthorizationRequired
         | RpcError::LastPasskey
         | RpcError::AlreadyApproved(_) => Code::FailedPrecondition,
+        RpcError::RulesDisabled
+        | RpcError::RuleNotLive(_)
+        | RpcError::RuleChanged(_)
+        | RpcError::RuleDefinitionChanged => Code::FailedPrecondition,
         RpcError::PasskeyRefused(_) | RpcError::UnknownPasskey | RpcError::EnrolmentCodeRefused => {
             Code::PermissionDenied
         }
@@ -160,10 +167,19 @@ mod tests {
             ),
             (RpcError::AlreadyApproved("p".into()), "already_approved"),
             (RpcError::NotYourPasskey, "not_your_passkey"),
+            (RpcError::RulesDisabled, "rules_disabled"),
+            (
+                RpcError::InvalidRule(countersign_registry::rule::RuleError::Expiry),
+                "invalid_rule",
+            ),
+            (RpcError::UnknownRule("r".into()), "unknown_rule"),
+            (RpcError::RuleNotLive("r".into()), "rule_not_live"),
+            (RpcError::RuleChanged("r".into()), "rule_changed"),
+            (RpcError::RuleDefinitionChanged, "rule_definition_changed"),
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..37).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..43).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -206,6 +222,12 @@ mod tests {
             RpcError::AlreadyApproved(_) => 34,
             RpcError::NotYourPasskey => 35,
             RpcError::PremiseChanged(_) => 36,
+            RpcError::RulesDisabled => 37,
+            RpcError::InvalidRule(_) => 38,
+            RpcError::UnknownRule(_) => 39,
+            RpcError::RuleNotLive(_) => 40,
+            RpcError::RuleChanged(_) => 41,
+            RpcError::RuleDefinitionChanged => 42,
         }
     }
 

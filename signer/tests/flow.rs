@@ -4,58 +4,24 @@
 mod support;
 
 use countersign_identity::{ApproverName, ClientCredential, tls};
-use countersign_proto::v1::ProposalView;
-use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
-    ClaimHandoffRequest, Delivery, GetProposalRequest, ProposeRequest, PublicKeysRequest,
-    ReleaseHandoffRequest, RevokeOutcome, RevokeRequest,
+    ClaimHandoffRequest, Delivery, GetProposalRequest, ProposeRequest, ReleaseHandoffRequest,
+    RevokeOutcome, RevokeRequest,
 };
-use countersign_signer::testing::TestSigner;
+use countersign_verifier::Proof;
 use countersign_verifier::canonical::sha256_hex;
-use countersign_verifier::{Claims, Expectations, KeyRing, Proof, verify};
-use ed25519_dalek::VerifyingKey;
-use time::{Duration, OffsetDateTime};
+use time::Duration;
 use tonic::Code;
-use tonic::transport::Channel;
 
-use support::{ARGS, SESSION, approve, approved, approver, deny, head, propose, start};
+use support::{
+    ARGS, SESSION, approve, approved, approver, deny, head, propose, start, verified_claims,
+};
 
 fn claim(proposal_id: &str, session: &str) -> ClaimHandoffRequest {
     ClaimHandoffRequest {
         proposal_id: proposal_id.into(),
         session: session.into(),
     }
-}
-
-/// The claims of `proof_text`, verified as a gate would for `view`.
-async fn verified_claims(
-    signer: &TestSigner,
-    head: &mut SignerClient<Channel>,
-    view: &ProposalView,
-    proof_text: &str,
-) -> Claims {
-    let proof = Proof::from_text(proof_text.to_owned()).unwrap();
-    let keys = head
-        .public_keys(PublicKeysRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let bytes: [u8; 32] = keys.keys[0].public_key.as_slice().try_into().unwrap();
-    let ring = KeyRing::from_keys([VerifyingKey::from_bytes(&bytes).unwrap()]);
-    let policy = signer.state().policy();
-    let expect = Expectations {
-        audience: &policy.audience,
-        principal: signer.principal(),
-        session: SESSION,
-        proposal_id: &view.id,
-        operation: "schedule.create",
-        arguments_sha256: &view.arguments_sha256,
-        contract_revision: &view.contract_revision,
-        policy_revision: &view.policy_revision,
-        now: OffsetDateTime::now_utc(),
-        max_lifetime: Duration::seconds(1800),
-    };
-    verify(&proof, &ring, &expect).unwrap().claims().clone()
 }
 
 #[tokio::test]

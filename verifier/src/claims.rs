@@ -21,7 +21,9 @@
 //! A payload with any other field set (one of the pair without the other,
 //! an unknown method, a duplicate, an empty array, a malformed hash) is
 //! refused as `malformed`. Proofs without the pair are written exactly as
-//! before, byte for byte.
+//! before, byte for byte. A proof with a `grant` (issued under an
+//! auto-approval rule) never carries the pair: a rule is not a person's
+//! passkey, and that combination is refused as `malformed` too.
 //!
 //! One more is optional on its own ([`Premise`]): `prem`, the fact about
 //! current state the signer read, showed the person and bound into the
@@ -161,6 +163,27 @@ pub struct Grant {
     pub rule: String,
     /// Rule version.
     pub version: u64,
+}
+
+impl Grant {
+    /// The provenance a proof issued under this grant carries:
+    /// `rule:<id>@<version>`.
+    pub fn provenance(&self) -> String {
+        format!("rule:{}@{}", self.rule, self.version)
+    }
+
+    /// The grant a provenance `rule:<id>@<version>` names, or `None` for any
+    /// other provenance (a person's decision) or a malformed one.
+    pub fn from_provenance(prov: &str) -> Option<Grant> {
+        let (rule, version) = prov.strip_prefix("rule:")?.rsplit_once('@')?;
+        let version: u64 = version.parse().ok()?;
+        let grant = Grant {
+            rule: rule.to_owned(),
+            version,
+        };
+        // Only the exact text: no leading zeros, signs or other spellings.
+        (is_rule_id(rule) && grant.provenance() == prov).then_some(grant)
+    }
 }
 
 /// Everything a proof asserts. See the contract for the meaning of each field.
@@ -338,7 +361,10 @@ impl Claims {
     }
 
     fn check_consistency(&self) -> Result<(), Refusal> {
+        // A rule is not a person's passkey: a proof issued under a grant
+        // never claims passkey assurance.
         let well_formed = self.iss == ISSUER
+            && !(self.grant.is_some() && self.passkey.is_some())
             && self.args.is_object()
             && is_sha256_hex(&self.args_sha256)
             && is_sha256_hex(&self.crev)

@@ -1,7 +1,8 @@
 //! The identifiers every crate passes around, parsed once: a proposal id
 //! (`prop_` + 32 lowercase hex), a session (1..=128 of `[A-Za-z0-9._:-]`),
 //! a principal (`pr_` + 32 lowercase hex) and an approver name
-//! (`[a-z0-9][a-z0-9-]{0,31}`). A value of these types is
+//! (`[a-z0-9][a-z0-9-]{0,31}`) and an auto-approval rule id (`rule_` + 32
+//! lowercase hex). A value of these types is
 //! well-formed; the parsing rules exist only here.
 //!
 //! This module checks shapes only; it must not decide who owns a proposal
@@ -26,6 +27,9 @@ pub enum IdError {
     /// Not 1 to 32 characters of `[a-z0-9-]` starting with a letter or digit.
     #[error("expected 1 to 32 characters of [a-z0-9-], the first a letter or digit")]
     ApproverName,
+    /// Not `rule_` followed by 32 lowercase hex characters.
+    #[error("expected rule_ followed by 32 lowercase hex characters")]
+    RuleId,
 }
 
 /// Whether `text` is `prefix` followed by exactly 32 lowercase hex digits.
@@ -123,6 +127,22 @@ text_id!(
     },
     IdError::ApproverName
 );
+
+text_id!(
+    /// An auto-approval rule id: `rule_` + 32 lowercase hex characters.
+    /// Proofs issued under a rule carry it in `grant` and in
+    /// `prov` (`rule:<id>@<version>`).
+    RuleId,
+    |t| is_prefixed_hex128(t, "rule_"),
+    IdError::RuleId
+);
+
+impl RuleId {
+    /// The rule id of 16 random bytes (the caller draws them).
+    pub fn from_random(bytes: [u8; 16]) -> RuleId {
+        RuleId(format!("rule_{}", hex::encode(bytes)))
+    }
+}
 
 impl ProposalId {
     /// The proposal id of 16 random bytes (the caller draws them).

@@ -28,7 +28,7 @@ pub use claims::{
     AuthMethod, Claims, Grant, InvalidPasskeyAssurance, MAX_PREMISE_NAME_BYTES, PasskeyAssurance,
     Premise,
 };
-pub use ids::{ApproverName, IdError, Principal, ProposalId, Session};
+pub use ids::{ApproverName, IdError, Principal, ProposalId, RuleId, Session};
 pub use keys::{KeyRing, key_id};
 pub use keyset::{KeySet, KeyStatus, PublishedKey};
 pub use offline::{OfflineExpectations, OfflineVerified, verify_offline};

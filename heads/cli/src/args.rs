@@ -95,6 +95,9 @@ pub enum Command {
     /// The signer's notifications that a proposal waits (as an approver).
     #[command(subcommand)]
     Notify(NotifyCommand),
+    /// Auto-approval rules: create (interactive terminal only), list, revoke (as an approver).
+    #[command(subcommand)]
+    Rules(RulesCommand),
 }
 
 /// `countersign notify ...`
@@ -106,6 +109,41 @@ pub enum NotifyCommand {
     /// delivered for this principal. A notification carries no proof and
     /// no link that decides; neither does this list.
     Status,
+}
+
+/// `countersign rules ...`
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Create a rule from a JSON or TOML file, after showing its exact scope (interactive terminal only)
+    ///
+    /// The signer then approves, without asking anyone, every proposal the
+    /// rule covers (operations, argument constraints, sessions), up to its
+    /// uses and hourly rate, until it expires or is revoked. Needs
+    /// `[rules] enabled = true` in the signer's configuration.
+    Create(RuleFileArg),
+    /// List this principal's rules with their uses and remaining budget.
+    List,
+    /// Revoke a rule: it approves nothing more, and its unused proofs are refused.
+    Revoke(RuleRevokeArgs),
+}
+
+/// `countersign rules create --file FILE`
+#[derive(Debug, Args)]
+pub struct RuleFileArg {
+    /// The rule definition: JSON, or TOML when the name ends in .toml (`-`: JSON on stdin).
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// `countersign rules revoke ID`
+#[derive(Debug, Args)]
+pub struct RuleRevokeArgs {
+    /// The rule id (rule_ followed by 32 lowercase hex digits).
+    #[arg(value_parser = rule_id)]
+    pub id: String,
+    /// Why, recorded in the ledger.
+    #[arg(long, default_value = "revoked by the principal")]
+    pub reason: String,
 }
 
 /// `countersign console [--listen ADDR] [pair | sessions ...]`
@@ -450,6 +488,13 @@ fn proposal_id(value: &str) -> Result<String, String> {
     } else {
         Err("expected prop_ followed by 32 lowercase hex digits".to_string())
     }
+}
+
+/// A rule id on the command line: refused as a usage error (exit code 2).
+fn rule_id(value: &str) -> Result<String, String> {
+    countersign_verifier::RuleId::parse(value)
+        .map(|id| id.into_string())
+        .map_err(|e| e.to_string())
 }
 
 /// An approver name on the command line: refused as a usage error (exit

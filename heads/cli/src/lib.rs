@@ -21,6 +21,7 @@ use std::io::{self, Read, Write};
 
 pub use args::Cli;
 pub use commands::api::api_state;
+pub use commands::console::console_state;
 pub use context::Context;
 pub use error::{CliError, exit};
 pub use exposures::{exposures, exposures_of};

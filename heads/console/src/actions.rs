@@ -131,6 +131,19 @@ pub(crate) async fn approve(
             "The signer answered without the proposal.",
         );
     };
+    if !decided.created_rule_id.is_empty() {
+        // A rule.create proposal: the approval created the rule; there is
+        // no proof to run.
+        return done(
+            StatusCode::OK,
+            "Rule created",
+            &format!(
+                "Approved {}: rule {} is created and approves what it covers without asking (see Rules).",
+                view.id, decided.created_rule_id
+            ),
+            &view.id,
+        );
+    }
     if decided.proof_sha256.is_empty() {
         // A quorum approval short of the required count: recorded, no proof.
         let (approvals, required) = view.quorum.as_ref().map_or((0, 0), |q| {

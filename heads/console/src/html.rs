@@ -47,6 +47,8 @@ pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Mark
                             a href="/history" { "History" }
                             " "
                             a href="/passkeys" { "Passkeys" }
+                            " "
+                            a href="/rules" { "Rules" }
                         }
                     }
                 }

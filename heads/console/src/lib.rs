@@ -25,6 +25,7 @@ mod html;
 mod live;
 mod pages;
 mod passkeys;
+mod rules;
 pub mod sessions;
 mod views;
 
@@ -131,6 +132,8 @@ pub fn router(state: Arc<ConsoleState>, local: SocketAddr) -> Router {
             post(passkeys::removal_challenge),
         )
         .route("/passkeys/{id}/remove", post(passkeys::remove))
+        .route("/rules", get(rules::page_of_rules))
+        .route("/rules/{id}/revoke", post(rules::revoke))
         .route("/pair/{code}", get(pages::pair_link))
         .route("/pair", post(actions::pair))
         .route("/logout", post(actions::logout))

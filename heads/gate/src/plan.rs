@@ -75,6 +75,9 @@ pub(crate) fn plan(effect: &Effect) -> Result<Plan, &'static str> {
                 trust_roots: trust_roots.clone(),
             }))
         }
+        // A person's approval of rule.create creates the rule in the
+        // signer; no proof exists for a head to apply.
+        Effect::Rule => Err("rule"),
     }
 }
 
@@ -101,10 +104,14 @@ mod tests {
                 trust_roots: Some("/etc/ca.pem".into()),
                 allow_plain_http_loopback: false,
             },
+            Effect::Rule,
         ];
         for effect in &samples {
             match effect {
-                Effect::Builtin { .. } | Effect::Command { .. } | Effect::Webhook { .. } => {}
+                Effect::Builtin { .. }
+                | Effect::Command { .. }
+                | Effect::Webhook { .. }
+                | Effect::Rule => {}
             }
         }
         samples

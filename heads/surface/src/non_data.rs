@@ -21,6 +21,7 @@ pub struct NonData {
 }
 
 const APPROVER_ONLY: &str = "Deciding is for approver interfaces only (an interactive terminal with a typed challenge, or the paired web console): no head and no model-visible tool can approve, deny or revoke.";
+const RULES_APPROVER_ONLY: &str = "An auto-approval rule approves without asking a person, so only a person creates, lists or revokes one, through an approver interface (an interactive terminal with a typed challenge, or the paired web console); a model can at most propose a rule as an ordinary proposal.";
 const TOKEN_CLI_ONLY: &str = "API credentials are created and revoked by the local user at the CLI; a bearer of one credential must not be able to mint or revoke others, and MCP clients are models.";
 const CONSOLE_CLI_ONLY: &str = "A browser is paired, and its pairing revoked, by the local user at an interactive terminal; a paired browser or an agent must not be able to pair others.";
 const CREDENTIAL_CLI_ONLY: &str = "Approver credentials are issued by the local user from the installation's CA; no head may mint a credential that can decide.";
@@ -48,6 +49,27 @@ pub const NON_DATA: &[NonData] = &[
         api: None,
         mcp: None,
         reason: APPROVER_ONLY,
+    },
+    NonData {
+        name: "rules_create",
+        cli: Some("countersign rules create --file FILE"),
+        api: None,
+        mcp: None,
+        reason: RULES_APPROVER_ONLY,
+    },
+    NonData {
+        name: "rules_list",
+        cli: Some("countersign rules list"),
+        api: None,
+        mcp: None,
+        reason: RULES_APPROVER_ONLY,
+    },
+    NonData {
+        name: "rules_revoke",
+        cli: Some("countersign rules revoke <rule id>"),
+        api: None,
+        mcp: None,
+        reason: RULES_APPROVER_ONLY,
     },
     NonData {
         name: "list_pending_decisions",

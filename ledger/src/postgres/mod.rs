@@ -60,6 +60,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/0003_passkeys.sql"),
     ),
     (
+        4,
+        "rules",
+        include_str!("../../migrations/postgres/0004_rules.sql"),
+    ),
+    (
         5,
         "quorum",
         include_str!("../../migrations/postgres/0005_quorum.sql"),
@@ -119,6 +124,8 @@ mod quorum;
 mod reissue;
 #[path = "../sql/rows.rs"]
 mod rows;
+#[path = "../sql/rules.rs"]
+mod rules;
 #[path = "../sql/signer.rs"]
 mod signer;
 

@@ -82,7 +82,9 @@ async fn check_consumable(
                 n.nonce AS nonce, n.proposal_id AS proposal_id,
                 c.status AS status, c.error AS error, c.result AS result,
                 c.completed_at AS completed_at,
-                h.count AS head_count, h.hash AS head_hash, s.value AS state_value, ",
+                h.count AS head_count, h.hash AS head_hash, s.value AS state_value,
+                u.rule_id AS u_rule, u.version AS u_version,
+                g.version AS g_version, g.status AS g_status, g.expires_at AS g_expires_at, ",
         db_now!(),
         " AS db_now
          FROM proposals p
@@ -90,6 +92,9 @@ async fn check_consumable(
          LEFT JOIN issuances i
                 ON i.proposal_id = p.id AND i.proof_sha256 = $2 AND i.nonce = $3
          LEFT JOIN revocations r ON r.proposal_id = p.id
+         LEFT JOIN rule_uses u ON u.proposal_id = i.proposal_id
+         LEFT JOIN rules g ON g.id = u.rule_id
+                AND g.version = (SELECT MAX(x.version) FROM rules x WHERE x.id = u.rule_id)
          LEFT JOIN consumed_nonces n ON n.nonce = i.nonce
          LEFT JOIN completions c ON c.nonce = n.nonce
          LEFT JOIN state s ON s.principal = p.principal AND s.namespace = $4 AND s.key = $5
@@ -134,7 +139,8 @@ async fn check_consumable(
         return Err(LedgerRefusal::Revoked.into());
     }
 
-    // 4. Already consumed: the recorded disposition, never a second effect.
+    // 4. Already consumed: the recorded disposition, never a second effect
+    // (also once the rule it was issued under is revoked).
     if row.try_get::<Option<String>, _>("nonce")?.is_some() {
         return rows::disposition(&row).map(Checked::Replay);
     }
@@ -152,10 +158,48 @@ async fn check_consumable(
     if let Some(premise) = &claims.premise {
         premise::check_holds(conn, &claims.sub, premise).await?;
     }
+    // 6. Issued under a rule: the rule still live at that version.
+    check_rule_live(&row, claims.grant.as_ref(), &now)?;
     Ok(Checked::Fresh {
         tail: Tail::from_row(&row, "head_count", "head_hash")?,
         state: row.try_get("state_value")?,
     })
+}
+
+/// Step 6 of [`check_consumable`], from its row: a proof issued under a
+/// rule (its `grant`, which the issuance's recorded use must name exactly,
+/// else `ProposalMismatch`) is consumed only while that rule's latest
+/// version is the one it names and active (`RuleRevoked`: revoked or
+/// revised since) and unexpired by the database's clock `now`
+/// (`RuleExpired`). A proof without a grant must have no recorded use.
+fn check_rule_live(
+    row: &super::DbRow,
+    grant: Option<&countersign_verifier::Grant>,
+    now: &str,
+) -> Result<(), LedgerError> {
+    let used: Option<String> = row.try_get("u_rule")?;
+    let Some(grant) = grant else {
+        return match used {
+            None => Ok(()),
+            Some(_) => Err(LedgerRefusal::ProposalMismatch.into()),
+        };
+    };
+    let version = i64::try_from(grant.version).map_err(|_| LedgerRefusal::ProposalMismatch)?;
+    let recorded = used.as_deref() == Some(grant.rule.as_str())
+        && row.try_get::<Option<i64>, _>("u_version")? == Some(version);
+    if !recorded {
+        return Err(LedgerRefusal::ProposalMismatch.into());
+    }
+    let live = row.try_get::<Option<i64>, _>("g_version")? == Some(version)
+        && row.try_get::<Option<String>, _>("g_status")?.as_deref() == Some("active");
+    if !live {
+        return Err(LedgerRefusal::RuleRevoked.into());
+    }
+    let expires_at: Option<String> = row.try_get("g_expires_at")?;
+    if expires_at.is_none_or(|e| now >= e.as_str()) {
+        return Err(LedgerRefusal::RuleExpired.into());
+    }
+    Ok(())
 }
 
 /// Insert a completion and its event on `conn`, inside the caller's write

@@ -5,7 +5,7 @@ use sqlx::Row as _;
 
 use super::Conn;
 use crate::error::LedgerError;
-use crate::facts::{FactRows, IntentRow, PasskeyRow};
+use crate::facts::{FactRows, IntentRow, PasskeyRow, rule_version_line};
 
 /// Every row `crate::facts` compares, on `conn` (the caller's read
 /// snapshot, the one the chain was walked in).
@@ -138,6 +138,41 @@ pub(super) async fn read(conn: &mut Conn) -> Result<FactRows, LedgerError> {
             row.try_get("purpose")?,
             row.try_get("subject")?,
             row.try_get("credential_id")?,
+        ));
+    }
+    for row in sqlx::query(
+        "SELECT id, version, principal, status, definition_sha256, max_uses, per_hour,
+                expires_at FROM rules",
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    {
+        rows.rule_versions.push(rule_version_line(
+            &row.try_get::<String, _>("id")?,
+            row.try_get("version")?,
+            &row.try_get::<String, _>("principal")?,
+            &row.try_get::<String, _>("status")?,
+            &row.try_get::<String, _>("definition_sha256")?,
+            row.try_get("max_uses")?,
+            row.try_get("per_hour")?,
+            &row.try_get::<String, _>("expires_at")?,
+        ));
+    }
+    for row in sqlx::query("SELECT proposal_id, id FROM rules WHERE proposal_id IS NOT NULL")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.rules_from_proposals
+            .push((row.try_get("proposal_id")?, row.try_get("id")?));
+    }
+    for row in sqlx::query("SELECT proposal_id, rule_id, version FROM rule_uses")
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        rows.rule_uses.push((
+            row.try_get("proposal_id")?,
+            row.try_get("rule_id")?,
+            row.try_get("version")?,
         ));
     }
     Ok(rows)

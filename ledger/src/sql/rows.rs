@@ -28,13 +28,15 @@ macro_rules! proposal_select {
                 i.audience AS i_audience, i.issued_at AS i_issued_at, i.expires_at AS i_expires_at,
                 r.reason AS revocation_reason,
                 n.nonce AS consumed_nonce,
-                c.status AS completion_status, c.error AS completion_error
+                c.status AS completion_status, c.error AS completion_error,
+                cr.id AS created_rule
          FROM proposals p
          LEFT JOIN decisions d ON d.proposal_id = p.id
          LEFT JOIN issuances i ON i.proposal_id = p.id
          LEFT JOIN revocations r ON r.proposal_id = p.id
          LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
-         LEFT JOIN completions c ON c.proposal_id = p.id "
+         LEFT JOIN completions c ON c.proposal_id = p.id
+         LEFT JOIN rules cr ON cr.proposal_id = p.id AND cr.version = 1 "
     };
 }
 pub(super) use proposal_select;
@@ -91,6 +93,7 @@ pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecor
             .is_some(),
         completion: row.try_get("completion_status")?,
         completion_error: row.try_get("completion_error")?,
+        created_rule: row.try_get::<Option<String>, _>("created_rule")?.is_some(),
     };
     let (status, reason) = derive(facts, now);
     let proposal = Proposal {

@@ -5,14 +5,14 @@
 //!
 //! Never stores a proof, only its SHA-256; never logs argument values.
 
-use countersign_verifier::Premise;
+use countersign_verifier::{Grant, Premise};
 use serde_json::json;
 use sqlx::Row as _;
 
 use super::locks::{lock_head, lock_proposal_row};
 use super::passkeys::{check_assertion, insert_assertion};
 use super::rows::{self, proposal_select};
-use super::{Conn, Store, events, is_unique_violation};
+use super::{Conn, Store, events, is_unique_violation, rules};
 use crate::error::LedgerError;
 use crate::passkeys::{AssertionPurpose, PasskeyAssertionRecord};
 use crate::timefmt;
@@ -102,6 +102,20 @@ pub(super) async fn write_approval(
     {
         return Err(LedgerError::IssuanceMismatch(i.proposal_id.clone()));
     }
+    // Issued under a rule (its provenance says which version): live at
+    // that version, with uses left in total and in the last hour,
+    // checked under the chain head's lock and counted below, in this
+    // transaction. A rule is not a person's passkey: never both.
+    let grant = Grant::from_provenance(&i.provenance);
+    if let Some(g) = &grant {
+        if passkey.is_some() {
+            return Err(LedgerError::AssertionMismatch(format!(
+                "rule approval of {}",
+                i.proposal_id
+            )));
+        }
+        rules::check_use(&mut *conn, g, &i.principal).await?;
+    }
     if let Some(a) = passkey {
         // The chain head after the proposal (the lock order): a removal
         // of the credential commits before this reads it, or waits.
@@ -158,6 +172,14 @@ pub(super) async fn write_approval(
         // A new key only on these events: older events hash as before.
         if let Some(fields) = details.as_object_mut() {
             fields.insert("passkey".into(), json!(a.credential_id));
+        }
+    }
+    if let Some(g) = &grant {
+        rules::insert_use(&mut *conn, g, i, &issued_at).await?;
+        // Only on rule approvals, as above.
+        if let Some(fields) = details.as_object_mut() {
+            fields.insert("rule".into(), json!(g.rule));
+            fields.insert("rule_version".into(), json!(g.version));
         }
     }
     if handoff {

@@ -65,6 +65,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0003_passkeys.sql"),
     ),
     (
+        4,
+        "rules",
+        include_str!("../../migrations/sqlite/0004_rules.sql"),
+    ),
+    (
         5,
         "quorum",
         include_str!("../../migrations/sqlite/0005_quorum.sql"),
@@ -109,6 +114,8 @@ mod quorum;
 mod reissue;
 #[path = "../sql/rows.rs"]
 mod rows;
+#[path = "../sql/rules.rs"]
+mod rules;
 #[path = "../sql/signer.rs"]
 mod signer;
 

@@ -244,7 +244,7 @@ pub fn keys() -> KeyRing {
 
 /// A proof for `p` and the issuance record the signer would store.
 pub fn issue(p: &Proposal, n: u32, lifetime_secs: i64) -> (String, IssuanceRecord) {
-    issue_with_provenance(p, n, lifetime_secs, "human:cli")
+    issue_as(p, n, lifetime_secs, None, "human:cli")
 }
 
 /// [`issue`] with the provenance `prov`.
@@ -252,6 +252,30 @@ pub fn issue_with_provenance(
     p: &Proposal,
     n: u32,
     lifetime_secs: i64,
+    prov: &str,
+) -> (String, IssuanceRecord) {
+    issue_as(p, n, lifetime_secs, None, prov)
+}
+
+/// [`issue`], under `grant` (provenance `rule:<id>@<version>`) if given.
+pub fn issue_under(
+    p: &Proposal,
+    n: u32,
+    lifetime_secs: i64,
+    grant: Option<countersign_verifier::Grant>,
+) -> (String, IssuanceRecord) {
+    let prov = grant
+        .as_ref()
+        .map_or_else(|| "human:cli".to_string(), |g| g.provenance());
+    issue_as(p, n, lifetime_secs, grant, &prov)
+}
+
+/// A proof for `p` under `grant` with provenance `prov`, and its issuance.
+fn issue_as(
+    p: &Proposal,
+    n: u32,
+    lifetime_secs: i64,
+    grant: Option<countersign_verifier::Grant>,
     prov: &str,
 ) -> (String, IssuanceRecord) {
     let iat = now();
@@ -266,7 +290,7 @@ pub fn issue_with_provenance(
         args_sha256: p.arguments_sha256.clone(),
         crev: p.contract_revision.clone(),
         prev: p.policy_revision.clone(),
-        grant: None,
+        grant,
         prov: prov.into(),
         jti: format!("{n:0>42}A"),
         iat,

@@ -8,11 +8,14 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::pki::{CaMaterial, issue_client_cert, issue_named_approver_cert};
 use countersign_identity::{ApproverName, Role, tls};
+use countersign_proto::v1::PublicKeysRequest;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     DecideRequest, DecideResponse, Delivery, Interface, ProposalView, ProposeRequest,
 };
 use countersign_signer::testing::TestSigner;
+use countersign_verifier::{Claims, Expectations, KeyRing, Proof, verify};
+use ed25519_dalek::VerifyingKey;
 use time::{Duration, OffsetDateTime};
 use tonic::transport::{Channel, ClientTlsConfig};
 
@@ -150,4 +153,35 @@ pub fn claims_of(proof: &str) -> serde_json::Value {
         .unwrap();
     let bytes = URL_SAFE_NO_PAD.decode(body).unwrap();
     serde_json::from_slice(&bytes[..bytes.len() - 64]).unwrap()
+}
+
+/// The claims of `proof_text`, verified as a gate would for `view`.
+pub async fn verified_claims(
+    signer: &TestSigner,
+    head: &mut SignerClient<Channel>,
+    view: &ProposalView,
+    proof_text: &str,
+) -> Claims {
+    let proof = Proof::from_text(proof_text.to_owned()).unwrap();
+    let keys = head
+        .public_keys(PublicKeysRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let bytes: [u8; 32] = keys.keys[0].public_key.as_slice().try_into().unwrap();
+    let ring = KeyRing::from_keys([VerifyingKey::from_bytes(&bytes).unwrap()]);
+    let policy = signer.state().policy();
+    let expect = Expectations {
+        audience: &policy.audience,
+        principal: signer.principal(),
+        session: SESSION,
+        proposal_id: &view.id,
+        operation: "schedule.create",
+        arguments_sha256: &view.arguments_sha256,
+        contract_revision: &view.contract_revision,
+        policy_revision: &view.policy_revision,
+        now: OffsetDateTime::now_utc(),
+        max_lifetime: Duration::seconds(1800),
+    };
+    verify(&proof, &ring, &expect).unwrap().claims().clone()
 }

@@ -490,3 +490,43 @@ fn refuses_a_malformed_premise_or_a_field_count_that_does_not_add_up() {
         Err(Refusal::Malformed)
     );
 }
+
+#[test]
+fn refuses_a_grant_with_passkey_assurance() {
+    // A rule is not a person's passkey: the signer never writes both, and a
+    // payload that has both is refused even under a valid signature.
+    let mut c = with_passkey();
+    c.grant = Some(Grant {
+        rule: "rule_0123456789abcdef0123456789abcdef".into(),
+        version: 1,
+    });
+    c.prov = "rule:rule_0123456789abcdef0123456789abcdef@1".into();
+    assert_eq!(reread(&c), Err(Refusal::Malformed));
+    c.passkey = None;
+    assert_eq!(reread(&c).unwrap(), c);
+}
+
+#[test]
+fn a_grant_is_read_back_from_exactly_its_provenance() {
+    let grant = Grant {
+        rule: "rule_0123456789abcdef0123456789abcdef".into(),
+        version: 12,
+    };
+    assert_eq!(
+        Grant::from_provenance(&grant.provenance()),
+        Some(grant.clone())
+    );
+    for other in [
+        "human:cli",
+        "rule:",
+        "rule:x@",
+        "rule:@1",
+        "rule:x@01",
+        "rule:x@+1",
+        "rule:x y@1",
+        "rule:x@1@2",
+        "rule:x@18446744073709551616",
+    ] {
+        assert_eq!(Grant::from_provenance(other), None, "{other:?}");
+    }
+}

@@ -47,7 +47,7 @@ fn sessions(ctx: &Context) -> SessionStore {
 /// approver (or as the named approver `as_approver`) and as a head (for
 /// "approve and run now"), the gate, the registry and the session store in
 /// the home.
-async fn console_state(
+pub async fn console_state(
     ctx: &Context,
     as_approver: Option<&ApproverName>,
 ) -> Result<ConsoleState, CliError> {

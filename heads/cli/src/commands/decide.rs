@@ -6,12 +6,15 @@
 use std::path::Path;
 
 use countersign_identity::files::write_private_new;
+use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     DecideRequest, Delivery, GetProposalRequest, Interface, ProposalView, ResolveUncertainRequest,
     RevokeOutcome, RevokeRequest,
 };
+use countersign_registry::rule::RULE_CREATE;
 use countersign_verifier::Proof;
 use serde_json::json;
+use tonic::transport::Channel;
 
 use crate::Io;
 use crate::args::{ApproveArgs, DenyArgs, RevokeArgs};
@@ -54,6 +57,9 @@ pub(crate) async fn approve(
             "{} needs a passkey to be approved (passkey_required); {place}. Nothing was approved.",
             view.id
         )));
+    }
+    if view.operation == RULE_CREATE {
+        return approve_rule(&mut approver, &view, json, io).await;
     }
     if let Some(path) = &args.proof_out {
         check_proof_out(path)?;
@@ -197,14 +203,58 @@ fn quorum_pending(
     }
 }
 
+/// Approving a model's `rule.create` proposal at the terminal: the
+/// preview (with the rule's exact scope) and what approving does, the typed
+/// challenge, then the decision, which creates the rule and issues no proof.
+async fn approve_rule(
+    approver: &mut SignerClient<Channel>,
+    view: &ProposalView,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let request = |dry_run| DecideRequest {
+        proposal_id: view.id.clone(),
+        approve: true,
+        delivery: Delivery::Direct.into(),
+        interface: Interface::Cli.into(),
+        dry_run,
+        ..Default::default()
+    };
+    approver.decide(request(true)).await?;
+    let shown = format!(
+        "\n{}\nApproving CREATES this auto-approval rule: the signer will then approve every proposal it covers WITHOUT asking you, until it expires, runs out of uses, or you revoke it.\n",
+        proposal_text(view).trim_end()
+    );
+    confirm(io, &shown, &RULE_APPROVAL)?;
+    let decided = approver.decide(request(false)).await?.into_inner();
+    let message = format!(
+        "approved {}: created rule {} (countersign rules list)",
+        view.id, decided.created_rule_id
+    );
+    if json {
+        write_json(
+            io.out,
+            &json!({"proposal_id": view.id, "status": "applied", "rule_id": decided.created_rule_id, "message": message}),
+        )
+    } else {
+        write_text(io.out, &format!("{message}\n"))
+    }
+}
+
+const RULE_APPROVAL: Confirmation = Confirmation {
+    needs: "approval",
+    does: "create the rule",
+    done: "approved",
+};
+
 /// The words of one kind of typed-challenge confirmation.
-struct Confirmation {
+pub(crate) struct Confirmation {
     /// What needs the terminal ("approval").
-    needs: &'static str,
+    pub(crate) needs: &'static str,
     /// What typing the code does ("approve").
-    does: &'static str,
+    pub(crate) does: &'static str,
     /// What did not happen on a refusal ("approved").
-    done: &'static str,
+    pub(crate) done: &'static str,
 }
 
 const APPROVAL: Confirmation = Confirmation {
@@ -222,7 +272,7 @@ const RESOLUTION: Confirmation = Confirmation {
 /// Show `shown` at the controlling terminal (never stdin) and require a
 /// freshly drawn challenge typed back; anything else refuses, and nothing
 /// was done.
-fn confirm(io: &mut Io<'_>, shown: &str, words: &Confirmation) -> Result<(), CliError> {
+pub(crate) fn confirm(io: &mut Io<'_>, shown: &str, words: &Confirmation) -> Result<(), CliError> {
     let mut terminal = (io.terminal)().map_err(|e| {
         CliError::Refused(format!(
             "{} needs an interactive terminal and none is available ({e}); nothing was {}",

@@ -4,7 +4,7 @@ pub(crate) mod api;
 pub(crate) mod console;
 mod credential;
 mod data;
-mod decide;
+pub(crate) mod decide;
 mod doctor;
 mod exec;
 mod inspect;
@@ -13,13 +13,14 @@ mod metrics;
 mod notify;
 mod passkey_audit;
 mod propose;
+mod rules;
 mod setup;
 mod verify;
 
 use crate::Io;
 use crate::args::{
     ApiCommand, Cli, Command, ConsoleCommand, CredentialCommand, KeysCommand, NotifyCommand,
-    OpsCommand, SessionsCommand, TokenCommand,
+    OpsCommand, RulesCommand, SessionsCommand, TokenCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -49,6 +50,11 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
             let proof = exec::read_proof(args.proof_file.as_deref(), io)?;
             let ctx = Context::load(home)?;
             exec::exec(&ctx, args, proof, json, io).await
+        }
+        Command::Rules(RulesCommand::Create(args)) => {
+            let definition = rules::read_definition(&args, io)?;
+            let ctx = Context::load(home)?;
+            rules::create(&ctx, definition, json, io).await
         }
         command => {
             let ctx = Context::load(home)?;
@@ -93,11 +99,16 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                     credential::create(&ctx, args, json, io)
                 }
                 Command::Notify(NotifyCommand::Status) => notify::status(&ctx, json, io).await,
+                Command::Rules(RulesCommand::List) => rules::list(&ctx, json, io).await,
+                Command::Rules(RulesCommand::Revoke(args)) => {
+                    rules::revoke(&ctx, args, json, io).await
+                }
                 Command::Init
                 | Command::Up(_)
                 | Command::Doctor
                 | Command::Propose(_)
                 | Command::Exec(_)
+                | Command::Rules(RulesCommand::Create(_))
                 | Command::Verify(_) => {
                     unreachable!("handled above")
                 }

@@ -114,9 +114,29 @@ impl Harness {
 
     /// A signer with registry `toml` whose ledger is `pg` (SQLite if none).
     pub async fn start_with_pg(toml: &str, pg: Option<TempPgDatabase>) -> Self {
-        let signer = TestSigner::start_with(toml, pg.as_ref().map(|db| db.url()))
-            .await
-            .unwrap();
+        Self::start_configured(toml, pg, "").await
+    }
+
+    /// The default registry, on `backend`, with `[rules] enabled = true`.
+    pub async fn start_with_rules(backend: Backend) -> Self {
+        let pg = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(TempPgDatabase::create().await.unwrap()),
+        };
+        Self::start_configured(Registry::default_toml(), pg, "\n[rules]\nenabled = true\n").await
+    }
+
+    /// [`Self::start_with_pg`] with `extra_config` in the signer's
+    /// configuration (see `TestSigner::start_configured`).
+    pub async fn start_configured(
+        toml: &str,
+        pg: Option<TempPgDatabase>,
+        extra_config: &str,
+    ) -> Self {
+        let signer =
+            TestSigner::start_configured(toml, pg.as_ref().map(|db| db.url()), extra_config)
+                .await
+                .unwrap();
         Self {
             signer,
             scratch: tempfile::tempdir().unwrap(),

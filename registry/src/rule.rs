@@ -1,0 +1,486 @@
+//! Auto-approval rule definitions: their one strict JSON form, the checks a
+//! definition must pass before a person may create it, the scope text a
+//! person reads before creating it, and whether a proposal falls inside it.
+//!
+//! A definition (canonical JSON, RFC 8785):
+//!
+//! ```json
+//! {"constraints":[{"pointer":"/name","equals":"nightly"},
+//!                 {"pointer":"/name","one_of":["a","b"]},
+//!                 {"pointer":"/count","range":{"min":1,"max":10}},
+//!                 {"pointer":"/cron","prefix":"0 3 "}],
+//!  "expires_at":"2026-12-01T12:00:00Z","max_uses":10,
+//!  "operations":["schedule.create"],"per_hour":5,"sessions":["agent-1"]}
+//! ```
+//!
+//! Every key is required (`constraints` may be empty, meaning any
+//! arguments); unknown keys, a constraint with any other test or with two
+//! tests, and values of the wrong type are refused. `sessions` is a list of
+//! sessions, or exactly `["*"]` for every session of the principal.
+//! A constraint holds only when the argument at its JSON pointer exists and
+//! passes the test: `equals` (canonical JSON equality), `one_of` (equal to
+//! one of them), `range` (a number, `min <= n <= max`, either bound
+//! optional, both inclusive), `prefix` (a string starting with it).
+//!
+//! This module decides nothing about uses, rates, revocation or who may
+//! create a rule: the ledger counts and checks those inside its
+//! transactions, and the signer authorizes the caller.
+
+use std::fmt::Write as _;
+
+use countersign_verifier::canonical;
+use countersign_verifier::{Session, timestamp};
+use serde_json::Value;
+use time::{Duration, OffsetDateTime};
+
+use crate::{Registry, terminal_safe};
+
+/// The built-in operation through which a model may propose a rule: its
+/// arguments are a rule definition, and only a person's approval creates
+/// the rule. No rule can ever cover it.
+pub const RULE_CREATE: &str = "rule.create";
+/// Most operations one rule names.
+pub const MAX_RULE_OPERATIONS: usize = 32;
+/// Most constraints one rule holds.
+pub const MAX_RULE_CONSTRAINTS: usize = 32;
+/// Most sessions one rule names.
+pub const MAX_RULE_SESSIONS: usize = 32;
+/// Most values in one `one_of`.
+pub const MAX_ONE_OF: usize = 64;
+/// Largest `max_uses`.
+pub const MAX_RULE_USES: u64 = 100_000;
+/// Largest `per_hour`.
+pub const MAX_RULE_PER_HOUR: u64 = 3_600;
+/// Longest a rule may live from its creation or revision.
+pub const MAX_RULE_LIFETIME: Duration = Duration::days(90);
+/// Largest definition text, in bytes.
+pub const MAX_RULE_BYTES: usize = 16 * 1024;
+
+/// Why a rule definition is refused. Nothing was created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// Not a rule definition (JSON, keys, types, bounds); the text says
+    /// which part.
+    #[error("not a valid rule definition: {0}")]
+    Malformed(String),
+    /// It names an operation the registry does not have.
+    #[error("the rule names operation {0:?}, which is not registered")]
+    UnknownOperation(String),
+    /// It names an operation a rule may never approve: one that requires
+    /// a passkey (a rule is not a person's passkey), `rule.create`, or any
+    /// while the installation requires a passkey for every approval.
+    #[error("a rule may not approve {0:?}: {1}")]
+    NotCoverable(String, &'static str),
+    /// Its expiry is past or further than [`MAX_RULE_LIFETIME`] away.
+    #[error("the rule's expires_at must be in the future and at most 90 days away")]
+    Expiry,
+}
+
+/// One argument test.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Test {
+    /// Canonical JSON equality.
+    Equals(Value),
+    /// Equal to one of these.
+    OneOf(Vec<Value>),
+    /// A number within the bounds (inclusive; absent: unbounded).
+    Range {
+        /// Lower bound.
+        min: Option<f64>,
+        /// Upper bound.
+        max: Option<f64>,
+    },
+    /// A string starting with this.
+    Prefix(String),
+}
+
+/// A test at a JSON pointer into the arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Constraint {
+    /// RFC 6901 pointer, never empty (the arguments themselves).
+    pub pointer: String,
+    /// What the value there must pass.
+    pub test: Test,
+}
+
+/// The sessions a rule covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sessions {
+    /// Every session of the principal (`["*"]`).
+    Any,
+    /// Exactly these.
+    Only(Vec<Session>),
+}
+
+/// A parsed rule definition with its canonical text and hash.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleDefinition {
+    /// The operations it may approve.
+    pub operations: Vec<String>,
+    /// Every one must hold.
+    pub constraints: Vec<Constraint>,
+    /// The sessions it covers.
+    pub sessions: Sessions,
+    /// Most uses over the rule's life (all versions).
+    pub max_uses: u64,
+    /// Most uses in any hour.
+    pub per_hour: u64,
+    /// When it stops approving (exclusive).
+    pub expires_at: OffsetDateTime,
+    canonical: String,
+    sha256: String,
+}
+
+impl RuleDefinition {
+    /// Reads a definition strictly (the project's canonical parser first, so
+    /// duplicate keys and unrepresentable numbers are refused), without
+    /// checking it against a registry or the clock: for stored definitions.
+    pub fn parse(text: &[u8]) -> Result<RuleDefinition, RuleError> {
+        let value = canonical::parse(text, MAX_RULE_BYTES)
+            .map_err(|e| RuleError::Malformed(format!("JSON: {e}")))?;
+        RuleDefinition::from_value(value)
+    }
+
+    /// Reads a definition from a parsed value (see [`RuleDefinition::parse`]).
+    pub fn from_value(value: Value) -> Result<RuleDefinition, RuleError> {
+        let canonical = canonical::to_canonical(&value)
+            .map_err(|e| RuleError::Malformed(format!("JSON: {e}")))?;
+        if canonical.len() > MAX_RULE_BYTES {
+            return Err(malformed("the definition is too large"));
+        }
+        let Value::Object(mut m) = value else {
+            return Err(malformed("the definition must be a JSON object"));
+        };
+        let mut take = |key: &str| {
+            m.remove(key)
+                .ok_or_else(|| malformed(&format!("{key} is required")))
+        };
+        let operations = strings(take("operations")?, "operations", MAX_RULE_OPERATIONS)?;
+        let constraints = match take("constraints")? {
+            Value::Array(items) if items.len() <= MAX_RULE_CONSTRAINTS => items
+                .into_iter()
+                .map(constraint)
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => {
+                return Err(malformed(&format!(
+                    "constraints must be an array of at most {MAX_RULE_CONSTRAINTS}"
+                )));
+            }
+        };
+        let sessions = sessions(take("sessions")?)?;
+        let max_uses = bounded(take("max_uses")?, "max_uses", MAX_RULE_USES)?;
+        let per_hour = bounded(take("per_hour")?, "per_hour", MAX_RULE_PER_HOUR)?;
+        let expires_at = match take("expires_at")? {
+            Value::String(text) => timestamp::parse(&text)
+                .map_err(|_| malformed("expires_at must be YYYY-MM-DDTHH:MM:SSZ"))?,
+            _ => return Err(malformed("expires_at must be a string")),
+        };
+        if let Some(key) = m.keys().next() {
+            return Err(malformed(&format!("unknown key {:?}", terminal_safe(key))));
+        }
+        let sha256 = canonical::sha256_hex(canonical.as_bytes());
+        Ok(RuleDefinition {
+            operations,
+            constraints,
+            sessions,
+            max_uses,
+            per_hour,
+            expires_at,
+            canonical,
+            sha256,
+        })
+    }
+
+    /// What a person may create: every operation registered, none that a
+    /// rule may never approve (`passkeys_required`: the installation wants
+    /// a passkey for every approval), and an expiry after `now` and at most
+    /// [`MAX_RULE_LIFETIME`] after it.
+    pub fn check_creatable(
+        &self,
+        registry: &Registry,
+        passkeys_required: bool,
+        now: OffsetDateTime,
+    ) -> Result<(), RuleError> {
+        for name in &self.operations {
+            let op = registry
+                .get(name)
+                .ok_or_else(|| RuleError::UnknownOperation(name.clone()))?;
+            if let Some(why) = not_coverable(
+                name,
+                op.requires_passkey(),
+                op.quorum.is_some(),
+                passkeys_required,
+            ) {
+                return Err(RuleError::NotCoverable(name.clone(), why));
+            }
+        }
+        if self.expires_at <= now || self.expires_at > now + MAX_RULE_LIFETIME {
+            return Err(RuleError::Expiry);
+        }
+        Ok(())
+    }
+
+    /// Whether a proposal of `operation` from `session` with `args` falls
+    /// inside this rule (scope only: not expiry, uses, rate or liveness).
+    pub fn covers(&self, operation: &str, session: &str, args: &Value) -> bool {
+        self.operations.iter().any(|o| o == operation)
+            && match &self.sessions {
+                Sessions::Any => true,
+                Sessions::Only(list) => list.iter().any(|s| s.as_str() == session),
+            }
+            && self
+                .constraints
+                .iter()
+                .all(|c| args.pointer(&c.pointer).is_some_and(|v| c.test.passes(v)))
+    }
+
+    /// The canonical JSON text (what is stored and hashed).
+    pub fn canonical(&self) -> &str {
+        &self.canonical
+    }
+
+    /// Lowercase hex SHA-256 of [`RuleDefinition::canonical`].
+    pub fn sha256_hex(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The exact scope, as a person reads it before creating the rule.
+    /// Values are canonical JSON made terminal-safe.
+    pub fn scope_text(&self) -> String {
+        let mut out = String::new();
+        let shown =
+            |v: &Value| terminal_safe(&canonical::to_canonical(v).unwrap_or_default()).into_owned();
+        let _ = writeln!(
+            out,
+            "Rule:       approves matching proposals WITHOUT asking a person"
+        );
+        let ops: Vec<_> = self.operations.iter().map(|o| terminal_safe(o)).collect();
+        let _ = writeln!(out, "Operations: {}", ops.join(", "));
+        if self.constraints.is_empty() {
+            let _ = writeln!(out, "Arguments:  ANY arguments (no constraint)");
+        }
+        for (i, c) in self.constraints.iter().enumerate() {
+            let label = if i == 0 { "Arguments: " } else { "           " };
+            let pointer = terminal_safe(&c.pointer);
+            let test = match &c.test {
+                Test::Equals(v) => format!("equals {}", shown(v)),
+                Test::OneOf(vs) => {
+                    let list: Vec<_> = vs.iter().map(shown).collect();
+                    format!("is one of {}", list.join(", "))
+                }
+                Test::Range { min, max } => match (min, max) {
+                    (Some(a), Some(b)) => format!("is a number from {a} to {b} (inclusive)"),
+                    (Some(a), None) => format!("is a number of at least {a}"),
+                    (None, Some(b)) => format!("is a number of at most {b}"),
+                    (None, None) => "is a number".to_owned(),
+                },
+                Test::Prefix(p) => format!(
+                    "is a string starting with {}",
+                    shown(&Value::String(p.clone()))
+                ),
+            };
+            let _ = writeln!(out, "{label} {pointer} {test}");
+        }
+        let sessions = match &self.sessions {
+            Sessions::Any => "ANY session of this principal".to_owned(),
+            Sessions::Only(list) => list
+                .iter()
+                .map(|s| s.as_str().to_owned())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let _ = writeln!(out, "Sessions:   {sessions}");
+        let _ = writeln!(
+            out,
+            "Uses:       at most {} in total, at most {} per hour",
+            self.max_uses, self.per_hour
+        );
+        let expires = timestamp::format(self.expires_at).unwrap_or_default();
+        let _ = writeln!(out, "Expires:    {expires}");
+        let _ = writeln!(out, "Definition: sha256 {}", self.sha256);
+        out
+    }
+}
+
+/// Why a rule may never approve `name`, if it may not: `rule.create`, an
+/// operation that requires a passkey or a quorum of named approvers, or
+/// any operation where the installation requires a passkey for every
+/// approval.
+pub fn not_coverable(
+    name: &str,
+    requires_passkey: bool,
+    requires_quorum: bool,
+    passkeys_required: bool,
+) -> Option<&'static str> {
+    if name == RULE_CREATE {
+        Some("a rule never approves the creation of a rule")
+    } else if requires_quorum {
+        Some("the operation requires a quorum of named approvers")
+    } else if requires_passkey {
+        Some("the operation requires a person's passkey")
+    } else if passkeys_required {
+        Some("this installation requires a passkey for every approval")
+    } else {
+        None
+    }
+}
+
+impl Test {
+    fn passes(&self, value: &Value) -> bool {
+        match self {
+            Test::Equals(expected) => same(expected, value),
+            Test::OneOf(options) => options.iter().any(|o| same(o, value)),
+            Test::Range { min, max } => value.as_f64().is_some_and(|n| {
+                value.is_number()
+                    && min.is_none_or(|min| n >= min)
+                    && max.is_none_or(|max| n <= max)
+            }),
+            Test::Prefix(prefix) => value
+                .as_str()
+                .is_some_and(|s| s.starts_with(prefix.as_str())),
+        }
+    }
+}
+
+/// Canonical JSON equality (`1` and `1.0` are one number; key order never
+/// matters).
+fn same(a: &Value, b: &Value) -> bool {
+    match (canonical::to_canonical(a), canonical::to_canonical(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn malformed(why: &str) -> RuleError {
+    RuleError::Malformed(why.to_owned())
+}
+
+/// 1..=`limit` distinct non-empty strings.
+fn strings(value: Value, key: &str, limit: usize) -> Result<Vec<String>, RuleError> {
+    let bad = || {
+        malformed(&format!(
+            "{key} must be 1 to {limit} distinct non-empty strings"
+        ))
+    };
+    let Value::Array(items) = value else {
+        return Err(bad());
+    };
+    if items.is_empty() || items.len() > limit {
+        return Err(bad());
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::String(s) if !s.is_empty() && !out.contains(&s) => out.push(s),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(out)
+}
+
+fn sessions(value: Value) -> Result<Sessions, RuleError> {
+    let list = strings(value, "sessions", MAX_RULE_SESSIONS)?;
+    if list.iter().any(|s| s == "*") {
+        return match list.len() {
+            1 => Ok(Sessions::Any),
+            _ => Err(malformed("sessions: \"*\" stands alone")),
+        };
+    }
+    list.into_iter()
+        .map(|s| Session::parse(s).map_err(|e| malformed(&format!("sessions: {e}"))))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Sessions::Only)
+}
+
+fn bounded(value: Value, key: &str, limit: u64) -> Result<u64, RuleError> {
+    value
+        .as_u64()
+        .filter(|n| (1..=limit).contains(n))
+        .ok_or_else(|| malformed(&format!("{key} must be an integer from 1 to {limit}")))
+}
+
+/// A valid, non-empty RFC 6901 pointer (every `~` escapes `0` or `1`).
+fn is_pointer(p: &str) -> bool {
+    p.starts_with('/')
+        && p.len() <= 256
+        && p.split('~')
+            .skip(1)
+            .all(|rest| rest.starts_with(['0', '1']))
+}
+
+fn constraint(value: Value) -> Result<Constraint, RuleError> {
+    let Value::Object(mut m) = value else {
+        return Err(malformed("each constraint must be an object"));
+    };
+    let pointer = match m.remove("pointer") {
+        Some(Value::String(p)) if is_pointer(&p) => p,
+        _ => {
+            return Err(malformed(
+                "each constraint needs a pointer: a JSON pointer such as \"/name\"",
+            ));
+        }
+    };
+    let (kind, argument) = match (m.len(), m.into_iter().next()) {
+        (1, Some(entry)) => entry,
+        _ => {
+            return Err(malformed(
+                "each constraint has exactly one test: equals, one_of, range or prefix",
+            ));
+        }
+    };
+    let test = match kind.as_str() {
+        "equals" => Test::Equals(argument),
+        "one_of" => match argument {
+            Value::Array(items) if (1..=MAX_ONE_OF).contains(&items.len()) => Test::OneOf(items),
+            _ => {
+                return Err(malformed(&format!(
+                    "one_of must be an array of 1 to {MAX_ONE_OF} values"
+                )));
+            }
+        },
+        "range" => range(argument)?,
+        "prefix" => match argument {
+            Value::String(p) if !p.is_empty() => Test::Prefix(p),
+            _ => return Err(malformed("prefix must be a non-empty string")),
+        },
+        other => {
+            return Err(malformed(&format!(
+                "unknown constraint test {:?} (equals, one_of, range or prefix)",
+                terminal_safe(other)
+            )));
+        }
+    };
+    Ok(Constraint { pointer, test })
+}
+
+fn range(value: Value) -> Result<Test, RuleError> {
+    let bad = || {
+        malformed(
+            "range must be an object with a number min, max or both (min <= max), nothing else",
+        )
+    };
+    let Value::Object(mut m) = value else {
+        return Err(bad());
+    };
+    let mut bound = |key: &str| match m.remove(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|_| v.is_number())
+            .map(Some)
+            .ok_or_else(bad),
+    };
+    let (min, max) = (bound("min")?, bound("max")?);
+    if !m.is_empty() || (min.is_none() && max.is_none()) {
+        return Err(bad());
+    }
+    if let (Some(a), Some(b)) = (min, max)
+        && a > b
+    {
+        return Err(bad());
+    }
+    Ok(Test::Range { min, max })
+}
+
+#[cfg(test)]
+mod tests;
