@@ -244,7 +244,7 @@ impl SignerService {
 
 /// The caller's name in `quorum`: a named approver certificate the quorum
 /// lists; anything else is `not_a_quorum_approver`.
-fn member(peer: &PeerIdentity, quorum: &Quorum) -> Result<ApproverName, RpcError> {
+pub(crate) fn member(peer: &PeerIdentity, quorum: &Quorum) -> Result<ApproverName, RpcError> {
     match &peer.approver {
         Some(name) if quorum.is_member(name) => Ok(name.clone()),
         _ => Err(RpcError::NotAQuorumApprover(approver_path(peer))),
