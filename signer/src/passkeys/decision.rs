@@ -84,7 +84,7 @@ impl SignerService {
         let mut passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
         // Only a quorum's approver may decide its proposal, with a passkey
         // of their own: the browser is offered only the ones they enrolled.
-        if let Some(quorum) = self.quorum_of(&record)? {
+        if let Some(quorum) = self.quorum_of(&record) {
             member(&peer, &quorum)?;
             let approver = approver_path(&peer);
             passkeys.retain(|k| k.enrolled_by == approver);
