@@ -45,7 +45,7 @@ impl SignerService {
                 status: record.status.as_str().to_owned(),
             });
         }
-        if let Some(quorum) = self.quorum_of(&record)? {
+        if let Some(quorum) = self.quorum_of(&record) {
             return self
                 .decide_in_quorum(&peer, cmd, record, &quorum, started)
                 .await;

@@ -42,13 +42,20 @@ impl SignerService {
     /// The quorum of `record`'s operation, from the registry as its file
     /// says now, when the operation is still at the proposal's contract
     /// (a changed contract is refused as `contract_changed` by an approval,
-    /// and a denial of such a proposal needs no quorum).
-    pub(crate) fn quorum_of(&self, record: &ProposalRecord) -> Result<Option<Quorum>, RpcError> {
-        let registry = self.registry_now()?;
-        Ok(registry
+    /// and a denial of such a proposal needs no quorum). A file that cannot
+    /// be read or parsed falls back to the registry last loaded, so a
+    /// quorum is not forgotten and a denial still works; an approval fails
+    /// closed on the file in `approvable`.
+    pub(crate) fn quorum_of(&self, record: &ProposalRecord) -> Option<Quorum> {
+        let current = &self.state.registry;
+        let registry = current.now().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "registry unreadable; using the one last loaded");
+            current.last_loaded()
+        });
+        registry
             .get(&record.proposal.operation)
             .filter(|op| op.contract_revision() == record.proposal.contract_revision)
-            .and_then(|op| op.quorum.clone()))
+            .and_then(|op| op.quorum.clone())
     }
 
     /// The quorum part of `record`'s view (from the registry as last
@@ -247,7 +254,7 @@ impl SignerService {
 
 /// The caller's name in `quorum`: a named approver certificate the quorum
 /// lists; anything else is `not_a_quorum_approver`.
-fn member(peer: &PeerIdentity, quorum: &Quorum) -> Result<ApproverName, RpcError> {
+pub(crate) fn member(peer: &PeerIdentity, quorum: &Quorum) -> Result<ApproverName, RpcError> {
     match &peer.approver {
         Some(name) if quorum.is_member(name) => Ok(name.clone()),
         _ => Err(RpcError::NotAQuorumApprover(approver_path(peer))),

@@ -415,3 +415,31 @@ async fn a_quorum_handoff_survives_a_restart_and_a_revoked_one_is_not_handed_ove
     let refused = head.claim_handoff(claim(&revoked.id)).await.unwrap_err();
     assert_eq!(reason_of(&refused), "no_live_handoff");
 }
+
+#[tokio::test]
+async fn with_an_unreadable_registry_the_quorum_still_holds_and_a_member_can_deny() {
+    let signer = start().await;
+    let p = propose(&mut head(&signer).await).await;
+    std::fs::write(signer.home().registry_path(), "not = [toml").unwrap();
+    let err = named(&signer, "dave")
+        .await
+        .decide(deny(&p.id, "not mine"))
+        .await
+        .unwrap_err();
+    assert_eq!(reason_of(&err), "not_a_quorum_approver");
+    // An approval fails closed on the broken file; nothing is recorded.
+    let err = named(&signer, "alice")
+        .await
+        .decide(approve(&p.id, Delivery::Direct))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    nothing_recorded(&signer, &p.id, 0).await;
+    let denied = named(&signer, "carol")
+        .await
+        .decide(deny(&p.id, "the registry is broken"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(denied.proposal.unwrap().status, "denied");
+}

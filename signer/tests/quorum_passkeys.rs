@@ -107,6 +107,20 @@ async fn each_quorum_approver_approves_with_their_own_passkey_only() {
         .into_inner()
         .allowed_credential_ids;
     assert_eq!(offered, [bob_key.credential_id().to_vec()]);
+    // An approver the quorum does not list gets no challenge at all.
+    let status = named(&signer, "carol")
+        .await
+        .begin_decision(BeginDecisionRequest {
+            proposal_id: pid.clone(),
+            delivery: Delivery::Direct.into(),
+            execute_in_session: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status.code(), reason_of(&status).as_str()),
+        (Code::PermissionDenied, "not_a_quorum_approver")
+    );
 
     // alice's challenge answered with bob's passkey: refused, nothing recorded.
     let (cid, challenge) = challenge_for(&mut alice, &pid, Delivery::Direct).await;

@@ -112,12 +112,22 @@ pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> S
         )
     };
     let place = match &view.quorum {
-        Some(q) => format!(
-            "{place}\n({} of the approvers {} must each approve, with their own credential: `countersign approve {} --for-mcp --as NAME`)",
-            q.required,
-            q.approvers.join(", "),
-            view.id
-        ),
+        Some(q) => {
+            let how = if view.passkey_required {
+                "each in their own console with their own passkey: `countersign console --as NAME`"
+                    .to_owned()
+            } else {
+                format!(
+                    "with their own credential: `countersign approve {} --for-mcp --as NAME`",
+                    view.id
+                )
+            };
+            format!(
+                "{place}\n({} of the approvers {} must each approve, {how})",
+                q.required,
+                q.approvers.join(", ")
+            )
+        }
         None => place,
     };
     format!(
@@ -346,6 +356,12 @@ mod tests {
         let text = proposed_text(&pending, None);
         assert!(
             text.contains("(2 of the approvers alice, bob, carol must each approve, with their own credential: `countersign approve prop_1 --for-mcp --as NAME`)"),
+            "{text}"
+        );
+        pending.passkey_required = true;
+        let text = proposed_text(&pending, None);
+        assert!(
+            text.contains("must each approve, each in their own console with their own passkey: `countersign console --as NAME`)"),
             "{text}"
         );
         let mut approved = pending.clone();

@@ -15,6 +15,7 @@ use super::{Purpose, active, b64, check_assertion, raw_ids};
 use crate::convert::{Delivery, parse_delivery, parse_proposal_id, parse_session};
 use crate::decide::approver_path;
 use crate::error::RpcError;
+use crate::quorum::member;
 use crate::service::{SignerService, authorize, roles};
 
 /// A decision's assertion that passed every check, to be stored with the
@@ -81,9 +82,10 @@ impl SignerService {
                 .to_owned()
         };
         let mut passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
-        // A quorum approver answers with a passkey of their own: the
-        // browser is offered only the ones this approver enrolled.
-        if self.quorum_of(&record)?.is_some() {
+        // Only a quorum's approver may decide its proposal, with a passkey
+        // of their own: the browser is offered only the ones they enrolled.
+        if let Some(quorum) = self.quorum_of(&record) {
+            member(&peer, &quorum)?;
             let approver = approver_path(&peer);
             passkeys.retain(|k| k.enrolled_by == approver);
         }
