@@ -1,5 +1,6 @@
 //! `[notify]`: how the signer tells a person that a proposal waits for
-//! them (a signed webhook, email), and how it retries. Off unless the section is there.
+//! them (a signed webhook, email, a desktop notification), and how it
+//! retries. Off unless the section is there.
 //!
 //! This module only reads the shape of the section and anchors its paths
 //! to the home; the signer parses the URL and addresses, reads the secret
@@ -26,6 +27,9 @@ pub struct NotifyConfig {
     pub webhook: Option<NotifyWebhookConfig>,
     /// `[notify.smtp]`.
     pub smtp: Option<NotifySmtpConfig>,
+    /// `desktop = true`: org.freedesktop.Notifications on the D-Bus
+    /// session bus, where `DBUS_SESSION_BUS_ADDRESS` is set.
+    pub desktop: bool,
     /// How failed attempts are retried.
     pub retry: RetryConfig,
 }
@@ -96,6 +100,7 @@ pub struct RetryConfig {
 pub(crate) struct NotifySection {
     webhook: Option<WebhookSection>,
     smtp: Option<SmtpSection>,
+    desktop: Option<bool>,
     retry_initial_ms: Option<u64>,
     retry_max_ms: Option<u64>,
     max_attempts: Option<u32>,
@@ -198,6 +203,7 @@ pub(crate) fn notify_config(section: NotifySection, root: &Path) -> Result<Notif
     Ok(NotifyConfig {
         webhook,
         smtp,
+        desktop: section.desktop.unwrap_or(false),
         retry: RetryConfig {
             initial_ms,
             max_ms,
@@ -232,10 +238,11 @@ mod tests {
     #[test]
     fn a_notify_section_anchors_its_files_to_the_home() {
         let c = parse(
-            "[notify.webhook]\nurl = \"http://127.0.0.1:9/hook\"\nsecret_file = \"whsec\"\n[notify.smtp]\nhost = \"127.0.0.1\"\ntls = \"none\"\nfrom = \"cs@localhost\"\nto = [\"me@localhost\"]\ncredentials_file = \"/etc/cs/smtp\"\n",
+            "[notify]\ndesktop = true\n[notify.webhook]\nurl = \"http://127.0.0.1:9/hook\"\nsecret_file = \"whsec\"\n[notify.smtp]\nhost = \"127.0.0.1\"\ntls = \"none\"\nfrom = \"cs@localhost\"\nto = [\"me@localhost\"]\ncredentials_file = \"/etc/cs/smtp\"\n",
         )
         .unwrap();
         let notify = c.notify.unwrap();
+        assert!(notify.desktop);
         let webhook = notify.webhook.unwrap();
         assert_eq!(webhook.secret_file, std::path::PathBuf::from("/h/cs/whsec"));
         assert_eq!(webhook.timeout_secs, 10);

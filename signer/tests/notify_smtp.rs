@@ -30,6 +30,11 @@ impl Drop for SmtpSink {
 }
 
 fn start_smtp_sink(maildir: &Path) -> SmtpSink {
+    start_smtp_sink_with(maildir, &[])
+}
+
+/// As [`start_smtp_sink`], with more arguments for aiosmtpd (STARTTLS).
+fn start_smtp_sink_with(maildir: &Path, extra: &[&std::ffi::OsStr]) -> SmtpSink {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -38,6 +43,7 @@ fn start_smtp_sink(maildir: &Path) -> SmtpSink {
     let child = Command::new("python3")
         .args(["-m", "aiosmtpd", "-n", "-l"])
         .arg(format!("127.0.0.1:{port}"))
+        .args(extra)
         .args(["-c", "aiosmtpd.handlers.Mailbox"])
         .arg(maildir)
         .stdout(Stdio::null())
@@ -197,6 +203,63 @@ async fn an_smtp_server_that_is_down_shows_as_a_failure_with_its_reason() {
         assert!(Instant::now() < deadline, "{status:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test]
+async fn email_goes_over_required_starttls_to_a_server_under_the_configured_roots() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = countersign_identity::pki::CaMaterial::generate("smtp test CA").unwrap();
+    let now = time::OffsetDateTime::now_utc();
+    let leaf = countersign_identity::pki::issue_server_cert(
+        &ca,
+        now - time::Duration::hours(1),
+        now + time::Duration::hours(1),
+    )
+    .unwrap();
+    let (cert, key, roots) = (
+        dir.path().join("smtp.pem"),
+        dir.path().join("smtp.key"),
+        dir.path().join("ca.pem"),
+    );
+    std::fs::write(&cert, &leaf.cert_pem).unwrap();
+    std::fs::write(&key, leaf.key_pem.as_bytes()).unwrap();
+    std::fs::write(&roots, ca.cert_pem()).unwrap();
+    let maildir = dir.path().join("mail");
+    // aiosmtpd requires STARTTLS before MAIL when given a certificate.
+    let sink = start_smtp_sink_with(
+        &maildir,
+        &[
+            "--tlscert".as_ref(),
+            cert.as_os_str(),
+            "--tlskey".as_ref(),
+            key.as_os_str(),
+        ],
+    );
+    let config = smtp_config("127.0.0.1", sink.port).replace(
+        "tls = \"none\"",
+        &format!("tls = \"starttls\"\ntrust_roots = \"{}\"", roots.display()),
+    );
+    let signer = TestSigner::start_configured(Registry::default_toml(), None, &config)
+        .await
+        .unwrap();
+    let view = propose(&mut head(&signer).await).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = approver(&signer)
+            .await
+            .notify_status(NotifyStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        if status.channels[0].delivered == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mail = messages(&maildir);
+    assert_eq!(mail.len(), 1, "{mail:?}");
+    assert!(mail[0].contains(&view.id), "{}", mail[0]);
 }
 
 async fn start_refusal(config: &str) -> String {

@@ -525,7 +525,7 @@ pub struct NotifyStatusResponse {
     /// False when the signer's configuration has no \[notify\] section.
     #[prost(bool, tag = "1")]
     pub enabled: bool,
-    /// One per configured channel ("webhook", "smtp").
+    /// One per configured channel ("webhook", "smtp", "desktop").
     #[prost(message, repeated, tag = "2")]
     pub channels: ::prost::alloc::vec::Vec<NotifyChannelStatus>,
     /// Notifications dropped since the signer started because its queue was full.
@@ -546,6 +546,10 @@ pub struct NotifyChannelStatus {
     /// Newest first, at most 20.
     #[prost(message, repeated, tag = "5")]
     pub deliveries: ::prost::alloc::vec::Vec<NotifyDelivery>,
+    /// Why a configured channel is not used here (a desktop channel without a
+    /// session bus), or empty.
+    #[prost(string, tag = "6")]
+    pub unavailable: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct NotifyDelivery {

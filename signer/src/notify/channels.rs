@@ -4,6 +4,7 @@
 use countersign_identity::NotifyConfig;
 
 use super::NotifyError;
+use super::desktop::DesktopChannel;
 use super::message::Notification;
 use super::smtp::SmtpChannel;
 use super::store::Channel;
@@ -14,6 +15,10 @@ use super::webhook::WebhookChannel;
 pub(crate) struct Channels {
     webhook: Option<WebhookChannel>,
     smtp: Option<SmtpChannel>,
+    desktop: Option<DesktopChannel>,
+    /// Configured but not usable here, and why (a desktop channel without
+    /// a session bus).
+    unavailable: Vec<(Channel, &'static str)>,
 }
 
 impl Channels {
@@ -30,7 +35,25 @@ impl Channels {
             .as_ref()
             .map(SmtpChannel::from_config)
             .transpose()?;
-        Ok(Channels { webhook, smtp })
+        let mut unavailable = Vec::new();
+        let desktop = match config.desktop {
+            false => None,
+            true => {
+                match DesktopChannel::for_address(std::env::var_os("DBUS_SESSION_BUS_ADDRESS")) {
+                    Ok(channel) => Some(channel),
+                    Err(why) => {
+                        unavailable.push((Channel::Desktop, why));
+                        None
+                    }
+                }
+            }
+        };
+        Ok(Channels {
+            webhook,
+            smtp,
+            desktop,
+            unavailable,
+        })
     }
 
     /// The channels a new notification is delivered on.
@@ -46,7 +69,13 @@ impl Channels {
         match channel {
             Channel::Webhook => self.webhook.is_some(),
             Channel::Smtp => self.smtp.is_some(),
+            Channel::Desktop => self.desktop.is_some(),
         }
+    }
+
+    /// The channels configured but not usable, and why.
+    pub(crate) fn unavailable(&self) -> &[(Channel, &'static str)] {
+        &self.unavailable
     }
 
     /// One attempt on `channel` for delivery `id` at `timestamp` (Unix
@@ -66,6 +95,10 @@ impl Channels {
             Channel::Smtp => match &self.smtp {
                 Some(smtp) => smtp.send(id, notification).await,
                 None => Err("the smtp channel is not configured".into()),
+            },
+            Channel::Desktop => match &self.desktop {
+                Some(desktop) => desktop.send(notification).await,
+                None => Err("the desktop channel is not available".into()),
             },
         }
     }

@@ -14,6 +14,7 @@
 //! and no secret goes into a notification, the state file or a log line.
 
 mod channels;
+mod desktop;
 pub mod message;
 mod report;
 mod retry;

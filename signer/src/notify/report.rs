@@ -47,8 +47,16 @@ impl Notifier {
                         .take(LISTED_PER_CHANNEL)
                         .map(|d| delivery_view(d))
                         .collect(),
+                    unavailable: String::new(),
                 }
             })
+            .chain(inner.channels.unavailable().iter().map(|(channel, why)| {
+                wire::NotifyChannelStatus {
+                    channel: channel.as_str().to_owned(),
+                    unavailable: (*why).to_owned(),
+                    ..Default::default()
+                }
+            }))
             .collect();
         wire::NotifyStatusResponse {
             enabled: true,

@@ -30,15 +30,18 @@ pub(crate) enum Channel {
     Webhook,
     /// An email.
     Smtp,
+    /// org.freedesktop.Notifications on the session bus.
+    Desktop,
 }
 
 impl Channel {
-    pub(crate) const ALL: [Channel; 2] = [Channel::Webhook, Channel::Smtp];
+    pub(crate) const ALL: [Channel; 3] = [Channel::Webhook, Channel::Smtp, Channel::Desktop];
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Channel::Webhook => "webhook",
             Channel::Smtp => "smtp",
+            Channel::Desktop => "desktop",
         }
     }
 }

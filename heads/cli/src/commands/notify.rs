@@ -38,6 +38,13 @@ fn status_text(status: &NotifyStatusResponse) -> String {
         ));
     }
     for channel in &status.channels {
+        if !channel.unavailable.is_empty() {
+            text.push_str(&format!(
+                "{}: unavailable: {}\n",
+                channel.channel, channel.unavailable
+            ));
+            continue;
+        }
         text.push_str(&format!(
             "{}: {} delivered, {} pending, {} failed\n",
             channel.channel, channel.delivered, channel.pending, channel.failed
@@ -72,6 +79,7 @@ struct ChannelJson<'a> {
     delivered: u32,
     pending: u32,
     failed: u32,
+    unavailable: Option<&'a str>,
     deliveries: Vec<DeliveryJson<'a>>,
 }
 
@@ -110,6 +118,7 @@ impl<'a> From<&'a NotifyStatusResponse> for StatusJson<'a> {
                     delivered: c.delivered,
                     pending: c.pending,
                     failed: c.failed,
+                    unavailable: Some(c.unavailable.as_str()).filter(|u| !u.is_empty()),
                     deliveries: c.deliveries.iter().map(delivery).collect(),
                 })
                 .collect(),
