@@ -4,7 +4,8 @@
 //! (`premise_changed`: nothing applied, the proof not spent); a decision
 //! under a premise that moved since the proposal is refused before the
 //! challenge; and what the model says about the state is shown as
-//! model-supplied, never as the premise.
+//! model-supplied, never as the premise. A rule's approval and each
+//! approval of a quorum are held to the premise the same way.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api_support;
@@ -244,4 +245,95 @@ async fn a_premise_claimed_by_the_model_is_shown_as_model_supplied_and_never_tru
     let proof = h.approve_to_file(id).await;
     assert_eq!(h.exec(id, &proof, &[]).await.json()["applied"], true);
     assert_eq!(h.schedules().await, vec![]);
+}
+
+/// A rule over `schedule.pause` of `nightly`, for the CLI session.
+fn pause_rule(h: &Harness) -> std::path::PathBuf {
+    let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let definition = json!({
+        "operations": ["schedule.pause"],
+        "constraints": [{"pointer": "/name", "equals": "nightly"}],
+        "sessions": ["cli"],
+        "max_uses": 5,
+        "per_hour": 5,
+        "expires_at": countersign_verifier::timestamp::format_whole_seconds(expires).unwrap(),
+    });
+    let path = h.scratch.path().join("pause-rule.json");
+    std::fs::write(&path, definition.to_string()).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_approval_carries_the_premise_and_is_refused_once_it_moved() {
+    let h = Harness::start_with_rules(Backend::Sqlite).await;
+    with_nightly(&h).await;
+    activate_nightly(&h).await;
+    let file = pause_rule(&h);
+    let created = h
+        .cli_with(
+            &["--json", "rules", "create", "--file", file.to_str().unwrap()],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert_eq!(created.result, Ok(()), "{}", created.stdout);
+    // Two pauses, both approved at once by the rule under the same premise.
+    let first = h.propose("schedule.pause", NIGHTLY).await;
+    let second = h.propose("schedule.pause", NIGHTLY).await;
+    for id in [&first, &second] {
+        let record = h.ledger().proposal(id).await.unwrap().unwrap();
+        assert_eq!(record.status, ProposalStatus::Approved, "{id}");
+        assert!(premise_line(&h, id).await.contains(r#""state":"active""#));
+    }
+    let run = h.exec_handoff(&second, "cli").await;
+    assert_eq!(run.json()["applied"], true, "{}", run.stdout);
+    // The first one's premise (active, at that version) moved.
+    let before = (h.schedules().await, h.effects_run().await);
+    let refused = h.exec_handoff(&first, "cli").await;
+    assert_refused(&refused, "premise_changed");
+    assert_eq!((h.schedules().await, h.effects_run().await), before);
+    assert_unspent(&h, &first).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_quorum_approval_is_given_under_the_premise_as_it_still_is() {
+    let registry = Registry::default_toml().replacen(
+        "[[operation]]\nname = \"schedule.delete\"",
+        "[[operation]]\nname = \"schedule.delete\"\nquorum = { required = 2, approvers = [\"alice\", \"bob\"] }",
+        1,
+    );
+    let h = Harness::start_with_registry(&registry).await;
+    let pki = format!("{}/pki", h.home());
+    for name in ["alice", "bob"] {
+        let run = h
+            .cli(&["credential", "create", "--approver", name, "--out-dir", &pki])
+            .await;
+        assert_eq!(run.result, Ok(()), "{}", run.stderr);
+    }
+    with_nightly(&h).await;
+    let delete = h.propose("schedule.delete", NIGHTLY).await;
+    let approve_as = |name: &'static str| {
+        let (h, delete) = (&h, delete.clone());
+        async move {
+            h.cli_with(
+                &["approve", &delete, "--as", name],
+                "",
+                Person::TypesTheChallenge,
+            )
+            .await
+        }
+    };
+    let alice = approve_as("alice").await;
+    assert_eq!(alice.result, Ok(()), "{}", alice.stdout);
+    activate_nightly(&h).await;
+    // Bob's approval would issue the proof: refused, the premise moved.
+    let bob = approve_as("bob").await;
+    let Err(CliError::Refused(message)) = &bob.result else {
+        panic!("{:?} {}", bob.result, bob.stdout)
+    };
+    assert!(message.contains("(premise_changed)"), "{message}");
+    let record = h.ledger().proposal(&delete).await.unwrap().unwrap();
+    assert_eq!(record.status, ProposalStatus::Pending);
+    assert!(record.issuance.is_none());
+    assert_eq!(h.schedules().await[0].1["state"], "active");
 }
