@@ -379,3 +379,49 @@ async fn listed_rules_show_their_uses_and_remaining_budget(kind: Kind) {
         1
     );
 }
+
+on_both_backends!(approving_a_rule_create_proposal_creates_exactly_its_rule_once);
+async fn approving_a_rule_create_proposal_creates_exactly_its_rule_once(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let definition = serde_json::json!({"rule": "as proposed"});
+    let p = common::proposal(1, "rule.create", definition.clone());
+    t.ledger.insert_proposal(&p).await.unwrap();
+    let mut from_proposal = change(10, 10, Duration::hours(1));
+    // Not the proposal's arguments: refused, nothing written.
+    assert_eq!(
+        t.ledger
+            .create_rule_from_proposal(&from_proposal, &p.id)
+            .await,
+        Err(LedgerError::IssuanceMismatch(p.id.clone()))
+    );
+    from_proposal.definition = p.arguments_json.clone();
+    from_proposal.definition_sha256 = p.arguments_sha256.clone();
+    // Another operation's proposal: refused.
+    let other = create_schedule(2, "s2");
+    t.ledger.insert_proposal(&other).await.unwrap();
+    assert_eq!(
+        t.ledger
+            .create_rule_from_proposal(&from_proposal, &other.id)
+            .await,
+        Err(LedgerError::IssuanceMismatch(other.id.clone()))
+    );
+    assert_eq!(t.count("rules").await, 0);
+    assert_eq!(t.count("decisions").await, 0);
+
+    let created = t
+        .ledger
+        .create_rule_from_proposal(&from_proposal, &p.id)
+        .await
+        .unwrap();
+    assert_eq!((created.version, created.uses), (1, 0));
+    let status = t.ledger.proposal(&p.id).await.unwrap().unwrap().status;
+    assert_eq!(status, ProposalStatus::Applied);
+    assert_eq!(
+        t.ledger
+            .create_rule_from_proposal(&from_proposal, &p.id)
+            .await,
+        Err(LedgerError::NotPending(p.id.clone()))
+    );
+    assert_eq!(t.count("rules").await, 1);
+    assert_audit_clean(&t.ledger).await;
+}

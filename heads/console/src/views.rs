@@ -7,6 +7,7 @@
 //! head, age and expiry. Model-supplied text is labelled as such.
 
 use countersign_proto::v1::{ProposalView, QuorumView};
+use countersign_registry::rule::RULE_CREATE;
 use maud::{Markup, html};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -244,6 +245,17 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
             "pending" => {
                 @if let Some(why) = &ctx.not_approvable {
                     p.refusal role="alert" { "It cannot be approved now: " (shown(why)) }
+                } @else if v.operation == RULE_CREATE {
+                    // A proposed rule: approving creates it; no proof, nothing runs.
+                    section.decide aria-labelledby="approve-h" {
+                        h2 #approve-h { "Create this rule" }
+                        p.hint { "Approving CREATES the auto-approval rule shown above: the signer will then approve every proposal it covers WITHOUT asking you, until it expires, runs out of uses, or you revoke it (Rules)." }
+                        form method="post" action=(action("approve")) {
+                            (csrf_field(ctx.csrf))
+                            input type="hidden" name="delivery" value="handoff";
+                            button.approve type="submit" { "Approve and create the rule" }
+                        }
+                    }
                 } @else {
                     section.decide aria-labelledby="approve-h" {
                         h2 #approve-h { "Approve" }

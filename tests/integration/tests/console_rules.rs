@@ -143,3 +143,56 @@ async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() 
     let status = h.ledger().proposal(&next).await.unwrap().unwrap().status;
     assert_eq!(status.as_str(), "pending");
 }
+
+#[tokio::test]
+async fn a_person_creates_a_proposed_rule_in_the_console_and_nothing_else_does() {
+    let h = Harness::start_with_rules(Backend::Sqlite).await;
+    let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let definition = json!({
+        "operations": ["schedule.create"],
+        "constraints": [{"pointer": "/cron", "prefix": "0 3 "}],
+        "sessions": ["cli"],
+        "max_uses": 1,
+        "per_hour": 1,
+        "expires_at": countersign_verifier::timestamp::format_whole_seconds(expires).unwrap(),
+    });
+    let id = h.propose("rule.create", &definition.to_string()).await;
+    let (addr, cookie) = console(&h).await;
+    let card = get(addr, &cookie, &format!("/proposals/{id}")).await;
+    assert_eq!(card.status, 200, "{}", card.body);
+    for part in [
+        "Create this rule",
+        "WITHOUT asking a person",
+        "/cron is a string starting with &quot;0 3 &quot;",
+    ] {
+        assert!(card.body.contains(part), "{part:?} in {}", card.body);
+    }
+    assert!(!card.body.contains("Approve and run now"), "{}", card.body);
+    let target = format!("/proposals/{id}/approve");
+    let form = [
+        ("Cookie", cookie.as_str()),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    // Without the CSRF token: refused, nothing created.
+    let forged = http(addr, "POST", &target, &form, b"delivery=handoff").await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    assert!(
+        h.ledger()
+            .rules(h.signer.principal())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let body = format!("csrf={}&delivery=handoff", csrf(&card.body));
+    let created = http(addr, "POST", &target, &form, body.as_bytes()).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    assert!(created.body.contains("Rule created"), "{}", created.body);
+    let rules = h.ledger().rules(h.signer.principal()).await.unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(
+        rules[0].created_by,
+        format!("{}/console", h.signer.principal())
+    );
+    let status = h.ledger().proposal(&id).await.unwrap().unwrap().status;
+    assert_eq!(status.as_str(), "applied");
+}

@@ -307,12 +307,26 @@ async fn a_rule_a_model_proposes_shows_its_scope_and_a_person_who_denies_it_crea
     assert!(listed(&h).await.is_empty());
     let covered = proposed_nightly(&server).await;
     assert_eq!(status(&h, &covered).await, "pending");
-    // A definition no person could create is refused when proposed.
+    // A definition no person could create is refused when proposed: a test
+    // other than the four (by the operation's schema, on every head), an
+    // expiry in the past (by the signer's rule checks).
     let regex = json!({"pointer": "/name", "regex": ".*"});
     let refused = call(&server, "propose_rule_create", proposed_rule(regex)).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    let mut expired = proposed_rule(json!({"pointer": "/name", "prefix": "nightly"}));
+    expired["arguments"]["expires_at"] = json!("2020-01-01T00:00:00Z");
+    let refused = call(&server, "propose_rule_create", expired).await;
     assert_eq!(
         refused["structuredContent"]["reason"], "invalid_rule",
         "{refused}"
+    );
+    assert_eq!(
+        h.ledger()
+            .pending(h.signer.principal())
+            .await
+            .unwrap()
+            .len(),
+        1
     );
 }
 
