@@ -271,7 +271,13 @@ async fn a_rule_approval_carries_the_premise_and_is_refused_once_it_moved() {
     let file = pause_rule(&h);
     let created = h
         .cli_with(
-            &["--json", "rules", "create", "--file", file.to_str().unwrap()],
+            &[
+                "--json",
+                "rules",
+                "create",
+                "--file",
+                file.to_str().unwrap(),
+            ],
             "",
             Person::TypesTheChallenge,
         )
@@ -306,7 +312,14 @@ async fn each_quorum_approval_is_given_under_the_premise_as_it_still_is() {
     let pki = format!("{}/pki", h.home());
     for name in ["alice", "bob"] {
         let run = h
-            .cli(&["credential", "create", "--approver", name, "--out-dir", &pki])
+            .cli(&[
+                "credential",
+                "create",
+                "--approver",
+                name,
+                "--out-dir",
+                &pki,
+            ])
             .await;
         assert_eq!(run.result, Ok(()), "{}", run.stderr);
     }
