@@ -121,6 +121,12 @@ pub enum RulesCommand {
     /// uses and hourly rate, until it expires or is revoked. Needs
     /// `[rules] enabled = true` in the signer's configuration.
     Create(RuleFileArg),
+    /// Change a rule's definition (its next version), after showing the new scope (interactive terminal only)
+    ///
+    /// Unused proofs issued under the earlier version are refused from then
+    /// on (`rule_revoked`). Refused (`rule_changed`) if the rule is no
+    /// longer at --version, the version you looked at.
+    Revise(RuleReviseArgs),
     /// List this principal's rules with their uses and remaining budget.
     List,
     /// Revoke a rule: it approves nothing more, and its unused proofs are refused.
@@ -133,6 +139,20 @@ pub struct RuleFileArg {
     /// The rule definition: JSON, or TOML when the name ends in .toml (`-`: JSON on stdin).
     #[arg(long, value_name = "FILE")]
     pub file: PathBuf,
+}
+
+/// `countersign rules revise ID --version N --file FILE`
+#[derive(Debug, Args)]
+pub struct RuleReviseArgs {
+    /// The rule id (rule_ followed by 32 lowercase hex digits).
+    #[arg(value_parser = rule_id)]
+    pub id: String,
+    /// The version you looked at (`rules list`): refused if the rule changed since.
+    #[arg(long, value_name = "N")]
+    pub version: u64,
+    /// The new definition: as for `rules create --file`.
+    #[command(flatten)]
+    pub file: RuleFileArg,
 }
 
 /// `countersign rules revoke ID`

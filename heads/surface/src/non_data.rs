@@ -58,6 +58,13 @@ pub const NON_DATA: &[NonData] = &[
         reason: RULES_APPROVER_ONLY,
     },
     NonData {
+        name: "rules_revise",
+        cli: Some("countersign rules revise <rule id> --version N --file FILE"),
+        api: None,
+        mcp: None,
+        reason: RULES_APPROVER_ONLY,
+    },
+    NonData {
         name: "rules_list",
         cli: Some("countersign rules list"),
         api: None,

@@ -391,3 +391,93 @@ async fn a_rule_a_model_proposes_is_created_only_by_a_persons_approval_and_then_
     let created = events.iter().find(|e| e.kind == "rule_created").unwrap();
     assert_eq!(created.proposal_id.as_deref(), Some(id.as_str()));
 }
+
+/// `rules revise ID --version N --file FILE` at the terminal.
+async fn revise(
+    h: &Harness,
+    id: &str,
+    version: &str,
+    file: &std::path::Path,
+    person: Person,
+) -> Run {
+    h.cli_with(
+        &[
+            "--json",
+            "rules",
+            "revise",
+            id,
+            "--version",
+            version,
+            "--file",
+            file.to_str().unwrap(),
+        ],
+        "",
+        person,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_person_revises_a_rule_at_the_terminal_and_its_earlier_proofs_are_refused() {
+    let h = Harness::start_with_rules(Backend::Sqlite).await;
+    let rule = created_rule(&h).await;
+    let before = h
+        .propose(
+            "schedule.create",
+            r#"{"name":"nightly","cron":"0 3 * * *"}"#,
+        )
+        .await;
+    assert_eq!(status(&h, &before).await, "approved");
+    // Narrower: names starting "nightly-db" only (uses count across
+    // versions: the one of version 1 is still spent).
+    let narrower = h.scratch.path().join("narrower.json");
+    let mut definition: Value =
+        serde_json::from_str(&std::fs::read_to_string(rule_file(&h, 5)).unwrap()).unwrap();
+    definition["constraints"] = json!([{"pointer": "/name", "prefix": "nightly-db"}]);
+    std::fs::write(&narrower, definition.to_string()).unwrap();
+
+    // Without the typed challenge, or against a version it is not at:
+    // nothing changes.
+    let refused = revise(&h, &rule, "1", &narrower, Person::TypesAnotherCode).await;
+    assert!(
+        matches!(refused.result, Err(countersign::CliError::Refused(_))),
+        "{:?}",
+        refused.result
+    );
+    let stale = revise(&h, &rule, "2", &narrower, Person::TypesTheChallenge).await;
+    assert!(
+        matches!(&stale.result, Err(countersign::CliError::Refused(m)) if m.contains("rule_changed")),
+        "{:?}",
+        stale.result
+    );
+    assert_eq!(listed(&h).await[0]["version"], 1);
+
+    let run = revise(&h, &rule, "1", &narrower, Person::TypesTheChallenge).await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    assert!(
+        run.shown
+            .contains("/name is a string starting with \"nightly-db\""),
+        "{}",
+        run.shown
+    );
+    assert_eq!(run.json()["version"], 2);
+    // The proof issued under version 1 is refused, nothing applied.
+    assert_refused(&h.exec_handoff(&before, "cli").await, "rule_revoked");
+    assert_eq!(h.schedules().await, vec![]);
+    // Version 2 approves only what it covers now.
+    let outside = h
+        .propose(
+            "schedule.create",
+            r#"{"name":"nightly-2","cron":"0 3 * * *"}"#,
+        )
+        .await;
+    assert_eq!(status(&h, &outside).await, "pending");
+    let inside = h
+        .propose(
+            "schedule.create",
+            r#"{"name":"nightly-db","cron":"0 3 * * *"}"#,
+        )
+        .await;
+    assert_eq!(status(&h, &inside).await, "approved");
+    assert_eq!(h.exec_handoff(&inside, "cli").await.json()["applied"], true);
+}

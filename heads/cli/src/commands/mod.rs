@@ -56,6 +56,11 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
             let ctx = Context::load(home)?;
             rules::create(&ctx, definition, json, io).await
         }
+        Command::Rules(RulesCommand::Revise(args)) => {
+            let definition = rules::read_definition(&args.file, io)?;
+            let ctx = Context::load(home)?;
+            rules::revise(&ctx, &args.id, args.version, definition, json, io).await
+        }
         command => {
             let ctx = Context::load(home)?;
             match command {
@@ -108,7 +113,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 | Command::Doctor
                 | Command::Propose(_)
                 | Command::Exec(_)
-                | Command::Rules(RulesCommand::Create(_))
+                | Command::Rules(RulesCommand::Create(_) | RulesCommand::Revise(_))
                 | Command::Verify(_) => {
                     unreachable!("handled above")
                 }

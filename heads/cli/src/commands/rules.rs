@@ -1,14 +1,16 @@
-//! `countersign rules create|list|revoke`: the approver's auto-approval
-//! rules, over the approver certificate.
+//! `countersign rules create|revise|list|revoke`: the approver's
+//! auto-approval rules, over the approver certificate.
 //!
-//! Creation is a person's act at the controlling terminal: the signer
-//! checks the definition and renders its exact scope (a dry run), the
-//! person reads it and types a fresh challenge, and only then is the rule
-//! created, bound to the SHA-256 of the definition shown. A program piping
-//! into stdin cannot answer the challenge. Listing and revoking need no
-//! challenge: neither widens what is approved.
+//! Creation and revision are a person's acts at the controlling terminal:
+//! the signer checks the definition and renders its exact scope (a dry
+//! run), the person reads it and types a fresh challenge, and only then is
+//! the rule created or revised, bound to the SHA-256 of the definition
+//! shown. A program piping into stdin cannot answer the challenge. Listing
+//! and revoking need no challenge: neither widens what is approved.
 
-use countersign_proto::v1::{CreateRuleRequest, ListRulesRequest, RevokeRuleRequest, RuleView};
+use countersign_proto::v1::{
+    CreateRuleRequest, ListRulesRequest, ReviseRuleRequest, RevokeRuleRequest, RuleView,
+};
 use countersign_registry::terminal_safe;
 use serde_json::{Value, json};
 
@@ -27,6 +29,12 @@ const RULE_CREATION: Confirmation = Confirmation {
     needs: "creating a rule",
     does: "create it",
     done: "created",
+};
+
+const RULE_REVISION: Confirmation = Confirmation {
+    needs: "revising a rule",
+    does: "revise it",
+    done: "revised",
 };
 
 /// The definition in `args.file` as JSON text: a `.toml` file is converted,
@@ -84,6 +92,51 @@ pub(crate) async fn create(
             &format!(
                 "created rule {} (version {}); it approves at most {} proposals, {} per hour, until {}\n",
                 created.id, created.version, created.max_uses, created.per_hour, created.expires_at
+            ),
+        )
+    }
+}
+
+/// `countersign rules revise ID --version N --file FILE`: as `create`, for
+/// the rule's next version; the signer refuses it if the rule is no longer
+/// at `version` (`rule_changed`) or is revoked (`rule_not_live`).
+pub(crate) async fn revise(
+    ctx: &Context,
+    id: &str,
+    version: u64,
+    definition: String,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let mut approver = ctx.approver().await?;
+    let request = |dry_run, definition_sha256| ReviseRuleRequest {
+        rule_id: id.to_owned(),
+        version,
+        definition_json: definition.clone(),
+        dry_run,
+        definition_sha256,
+    };
+    let shown = approver
+        .revise_rule(request(true, String::new()))
+        .await?
+        .into_inner();
+    let text = format!(
+        "\n{}\nRevising rule {id} (version {version}) lets the signer approve every proposal this new scope covers WITHOUT asking you; unused proofs issued under version {version} are refused from now on.\n",
+        shown.scope.trim_end()
+    );
+    confirm(io, &text, &RULE_REVISION)?;
+    let revised = approver
+        .revise_rule(request(false, shown.definition_sha256))
+        .await?
+        .into_inner();
+    if json {
+        write_json(io.out, &rule_json(&revised))
+    } else {
+        write_text(
+            io.out,
+            &format!(
+                "revised rule {} (now version {}); it approves at most {} proposals, {} per hour, until {}\n",
+                revised.id, revised.version, revised.max_uses, revised.per_hour, revised.expires_at
             ),
         )
     }
