@@ -92,6 +92,7 @@ impl SignerService {
                     .approve(
                         &cmd.proposal_id,
                         record,
+                        (op, &args),
                         Approval {
                             principal: &peer.principal,
                             delivery,
@@ -116,6 +117,7 @@ impl SignerService {
         &self,
         id: &ProposalId,
         record: ProposalRecord,
+        (op, args): (&Operation, &CanonicalArgs),
         approval: Approval<'_>,
     ) -> Result<wire::DecideResponse, RpcError> {
         let Approval {
@@ -126,8 +128,8 @@ impl SignerService {
             passkey,
         } = approval;
         let state = &self.state;
-        let registry = self.registry_now()?;
-        let (op, args) = self.approvable(&registry, &record)?;
+        // `op` and `args` were checked by `approvable` from the registry as
+        // it is now; the premise is read again here, as late as possible.
         self.premise_holds(&record).await?;
         let session = execute_in_session.map_or_else(
             || record.proposal.session.clone(),
@@ -146,7 +148,7 @@ impl SignerService {
         let verified = self
             .checked_passkey(decider, &record, op, delivery, &session, passkey)
             .await?;
-        let signed = self.sign_for(&record, op, &args, &session, provenance, verified.as_ref())?;
+        let signed = self.sign_for(&record, op, args, &session, provenance, verified.as_ref())?;
         // A handoff approval says so in its event, so that a restarted
         // signer can still hand it over (`recover.rs`); a direct one never
         // becomes a head's to claim.

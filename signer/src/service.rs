@@ -211,7 +211,12 @@ impl SignerService {
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
         // Recorded: whatever happens to a rule's approval now, the proposal
         // waits for a person at worst.
-        let by_rule = match self.state.ledger.proposal(id.as_str()).await? {
+        // With rules off (the default) Propose reads nothing more.
+        let recorded = match self.state.rules_enabled {
+            true => self.state.ledger.proposal(id.as_str()).await?,
+            false => None,
+        };
+        let by_rule = match recorded {
             Some(record) => self.approve_by_rule(&record).await.unwrap_or_else(|e| {
                 tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
                 None
