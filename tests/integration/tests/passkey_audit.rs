@@ -122,13 +122,7 @@ async fn audit_verify_rechecks_each_stored_assertion_and_names_a_bad_one() {
             proposal_id: pid.clone(),
             approve: true,
             delivery: Delivery::Direct.into(),
-            passkey: Some(PasskeyAssertion {
-                challenge_id: c.challenge_id,
-                credential_id: a.credential_id,
-                authenticator_data: a.authenticator_data,
-                client_data_json: a.client_data_json,
-                signature: a.signature,
-            }),
+            passkey: Some(wire(c.challenge_id, a)),
             ..Default::default()
         })
         .await
