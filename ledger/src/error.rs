@@ -29,6 +29,13 @@ pub enum LedgerRefusal {
     /// and bound into the proof) no longer holds: the state changed since.
     #[error("the state this approval was given under has changed since")]
     PremiseChanged,
+    /// The operation's premise command failed (did not start, exited
+    /// non-zero, timed out or printed too much), so the premise the person
+    /// approved under cannot be established now.
+    #[error(
+        "the premise command failed, so the state this approval was given under cannot be confirmed"
+    )]
+    PremiseUnavailable,
     /// The proof was issued under a rule that is no longer live at the
     /// version it names: revoked, or revised since.
     #[error("the rule the proof was issued under was revoked or changed")]
@@ -48,6 +55,7 @@ impl LedgerRefusal {
             LedgerRefusal::Revoked => "revoked",
             LedgerRefusal::Expired => "expired",
             LedgerRefusal::PremiseChanged => "premise_changed",
+            LedgerRefusal::PremiseUnavailable => "premise_unavailable",
             LedgerRefusal::RuleRevoked => "rule_revoked",
             LedgerRefusal::RuleExpired => "rule_expired",
         }
@@ -139,6 +147,9 @@ pub enum LedgerError {
     /// Nothing was written.
     #[error("rule {0} has no uses left this hour")]
     RuleRateLimited(String),
+    /// An operation's premise command failed: why, for the operator.
+    #[error("{0}")]
+    PremiseUnavailable(#[from] crate::premise_command::PremiseCommandError),
     /// A value read from the database is not what the schema promises.
     #[error("ledger data is corrupt: {0}")]
     Corrupt(String),

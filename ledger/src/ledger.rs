@@ -566,7 +566,7 @@ impl Ledger {
         principal: &str,
         namespace: &str,
         key: &str,
-    ) -> Result<countersign_verifier::Premise, LedgerError> {
+    ) -> Result<countersign_verifier::StatePremise, LedgerError> {
         dispatch!(self, b => b.read_premise(principal, namespace, key).await)
     }
 

@@ -29,6 +29,7 @@ mod ledger;
 mod owner;
 mod passkeys;
 mod postgres;
+mod premise_command;
 mod quorum;
 mod rules;
 mod schedule;
@@ -46,6 +47,7 @@ pub use passkeys::{
     AssertionPurpose, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord,
     PasskeyRemoval, SIGNER_ADMIN, StoredPasskeyAssertion,
 };
+pub use premise_command::{PREMISE_TIMEOUT, PremiseCommandError, run_premise_command};
 
 pub use countersign_verifier::BuiltinEffect;
 /// How long past an effect's own timeout its intent stays leased. Until

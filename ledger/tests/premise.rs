@@ -1,6 +1,7 @@
 //! Premises: the state read the signer binds into a proof, its version,
-//! and the consume transaction that refuses a proof whose premise moved
-//! (nothing applied, nonce not burned), on both backends.
+//! the premise command whose output is the premise, and the consume
+//! transaction that refuses a proof whose premise moved or cannot be
+//! established (nothing applied, nonce not burned), on both backends.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -8,8 +9,9 @@ mod common;
 use common::{Kind, PRINCIPAL, TestLedger, approve, create_schedule, proposal, verified};
 use countersign_ledger::{
     ConsumeStart, Consumed, DispositionStatus, Ledger, LedgerError, LedgerRefusal, Proposal,
+    run_premise_command,
 };
-use countersign_verifier::Premise;
+use countersign_verifier::{Premise, StatePremise};
 use serde_json::json;
 
 /// Create schedule `name` (proposal `n`) and apply it.
@@ -27,12 +29,12 @@ async fn created(ledger: &Ledger, n: u32, name: &str) {
 /// ledger holds for it now (as the signer records it at proposal).
 async fn with_premise(ledger: &Ledger, n: u32, operation: &str, name: &str) -> Proposal {
     let mut p = proposal(n, operation, json!({"name": name}));
-    p.premise = Some(
+    p.premise = Some(Premise::State(
         ledger
             .read_premise(PRINCIPAL, "schedules", name)
             .await
             .unwrap(),
-    );
+    ));
     p
 }
 
@@ -46,7 +48,7 @@ async fn a_premise_reads_the_value_and_the_version_of_the_event_that_wrote_it(ki
         .unwrap();
     assert_eq!(
         absent,
-        Premise {
+        StatePremise {
             namespace: "schedules".into(),
             key: "nightly".into(),
             value: None,
@@ -116,17 +118,13 @@ async fn refuses_a_proof_whose_premise_moved_and_applies_nothing(kind: Kind) {
     // The second is refused, in both consume paths; nothing is consumed.
     let nonces = t.count("consumed_nonces").await;
     let proof = verified(&delete, &delete_token);
-    assert_eq!(
-        t.ledger.consume_builtin(&proof, "schedule.delete").await,
-        Err(LedgerError::Refused(LedgerRefusal::PremiseChanged))
-    );
-    assert_eq!(
-        t.ledger
-            .begin_consume(&proof, common::NO_LEASE)
-            .await
-            .map(|_| ()),
-        Err(LedgerError::Refused(LedgerRefusal::PremiseChanged))
-    );
+    refused_on_both_paths(
+        &t.ledger,
+        &proof,
+        "schedule.delete",
+        LedgerRefusal::PremiseChanged,
+    )
+    .await;
     assert_eq!(t.count("consumed_nonces").await, nonces);
     assert_eq!(t.ledger.disposition(&delete.id).await.unwrap(), None);
     assert_eq!(
@@ -158,7 +156,11 @@ async fn a_value_written_back_to_what_it_was_is_still_a_moved_premise(kind: Kind
         .read_premise(PRINCIPAL, "schedules", "nightly")
         .await
         .unwrap();
-    assert_eq!(now.value, delete.premise.as_ref().unwrap().value);
+    let Some(Premise::State(shown)) = &delete.premise else {
+        panic!("{:?}", delete.premise)
+    };
+    assert_eq!(now.value, shown.value);
+    assert_ne!(now.version, shown.version);
     assert_eq!(
         t.ledger
             .consume_builtin(&verified(&delete, &delete_token), "schedule.delete")
@@ -204,10 +206,13 @@ async fn a_proof_without_the_recorded_premise_does_not_match_its_proposal(kind: 
     t.ledger.insert_proposal(&recorded).await.unwrap();
     // Claims that leave the recorded premise out, or carry another one: the
     // issuance is recorded as the claims say, and still nothing matches.
-    let other = Premise {
-        version: 999_999,
-        ..recorded.premise.clone().unwrap()
+    let Some(Premise::State(shown)) = recorded.premise.clone() else {
+        panic!("{:?}", recorded.premise)
     };
+    let other = Premise::State(StatePremise {
+        version: 999_999,
+        ..shown
+    });
     for (n, premise) in [(2, None), (3, Some(other))] {
         let forged = Proposal {
             premise,
@@ -223,4 +228,131 @@ async fn a_proof_without_the_recorded_premise_does_not_match_its_proposal(kind: 
         );
     }
     assert_eq!(t.count("consumed_nonces").await, 1);
+}
+
+/// `proof` is refused with `refusal` by both consume paths.
+async fn refused_on_both_paths(
+    ledger: &Ledger,
+    proof: &countersign_verifier::VerifiedProof,
+    effect: &str,
+    refusal: LedgerRefusal,
+) {
+    let refused = Err(LedgerError::Refused(refusal));
+    let consumed = ledger.consume_builtin(proof, effect).await;
+    assert_eq!(consumed.map(|_| ()), refused);
+    let started = ledger.begin_consume(proof, common::NO_LEASE).await;
+    assert_eq!(started.map(|_| ()), refused);
+}
+
+/// `proof` (creating schedule `nightly`) applies, then only replays.
+async fn applies_once(ledger: &Ledger, proof: &countersign_verifier::VerifiedProof) {
+    let done = ledger
+        .consume_builtin(proof, "schedule.create")
+        .await
+        .unwrap();
+    assert!(matches!(done, Consumed::Completed(_)), "{done:?}");
+    let again = ledger
+        .consume_builtin(proof, "schedule.create")
+        .await
+        .unwrap();
+    assert!(matches!(again, Consumed::Replay(_)), "{again:?}");
+    assert_eq!(common::schedule_keys(ledger).await, ["nightly"]);
+}
+
+/// A premise command that prints its stdin (the canonical arguments) and
+/// then the contents of `file`: its output moves when the file does.
+fn printing(file: &std::path::Path) -> Vec<String> {
+    vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        r#"cat; cat "$0""#.into(),
+        file.to_str().unwrap().into(),
+    ]
+}
+
+/// Proposal `n` creating schedule `name` under the premise command `argv`
+/// as it prints now (as the signer records it at proposal).
+async fn under_command(n: u32, name: &str, argv: &[String]) -> Proposal {
+    let mut p = create_schedule(n, name);
+    let printed = run_premise_command(argv, &p.arguments_json).await.unwrap();
+    p.premise = Some(Premise::Command(printed));
+    p
+}
+
+on_both_backends!(a_premise_command_that_prints_the_same_lets_the_proof_apply);
+async fn a_premise_command_that_prints_the_same_lets_the_proof_apply(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deployed");
+    std::fs::write(&file, "v1\n").unwrap();
+    let p = under_command(1, "nightly", &printing(&file)).await;
+    let Some(Premise::Command(printed)) = &p.premise else {
+        panic!("{:?}", p.premise)
+    };
+    // The canonical arguments were on its stdin.
+    assert_eq!(printed.output, format!("{}v1\n", p.arguments_json));
+    let token = approve(&t.ledger, &p, 1).await;
+    applies_once(&t.ledger, &verified(&p, &token)).await;
+}
+
+on_both_backends!(a_premise_command_whose_output_moved_refuses_the_proof_and_burns_nothing);
+async fn a_premise_command_whose_output_moved_refuses_the_proof_and_burns_nothing(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deployed");
+    std::fs::write(&file, "v1\n").unwrap();
+    let p = under_command(1, "nightly", &printing(&file)).await;
+    let token = approve(&t.ledger, &p, 1).await;
+    let proof = verified(&p, &token);
+
+    std::fs::write(&file, "v2\n").unwrap();
+    refused_on_both_paths(
+        &t.ledger,
+        &proof,
+        "schedule.create",
+        LedgerRefusal::PremiseChanged,
+    )
+    .await;
+    // A command that fails gives no premise at all.
+    std::fs::remove_file(&file).unwrap();
+    refused_on_both_paths(
+        &t.ledger,
+        &proof,
+        "schedule.create",
+        LedgerRefusal::PremiseUnavailable,
+    )
+    .await;
+    assert_eq!(t.count("consumed_nonces").await, 0);
+    assert_eq!(t.count("intents").await, 0);
+    assert_eq!(t.ledger.disposition(&p.id).await.unwrap(), None);
+    assert!(common::schedule_keys(&t.ledger).await.is_empty());
+
+    // The premise is what the command prints: printed again as approved,
+    // the proof applies, once.
+    std::fs::write(&file, "v1\n").unwrap();
+    applies_once(&t.ledger, &proof).await;
+}
+
+#[tokio::test]
+async fn a_premise_command_that_fails_or_prints_too_much_gives_no_premise() {
+    let run = |script: &str| {
+        let argv = vec!["/bin/sh".to_owned(), "-c".to_owned(), script.to_owned()];
+        async move { run_premise_command(&argv, "{}").await }
+    };
+    let failed = run("echo nope; exit 3").await.unwrap_err();
+    assert_eq!(failed.program, "/bin/sh");
+    assert_eq!(failed.reason, "the command exited with status 3");
+    let long = run("head -c 4097 /dev/zero").await.unwrap_err();
+    assert_eq!(long.reason, "it printed more than 4096 bytes");
+    let fits = run("head -c 4096 /dev/zero").await.unwrap();
+    assert_eq!(fits.output.len(), 4096);
+    let missing = run_premise_command(&["/nonexistent/premise".to_owned()], "{}")
+        .await
+        .unwrap_err();
+    assert!(
+        missing
+            .reason
+            .starts_with("cannot start \"/nonexistent/premise\""),
+        "{missing}"
+    );
 }

@@ -94,6 +94,10 @@ pub mod reason {
     /// a decision), or since the approval (at consumption): nothing was
     /// approved or applied; propose again to be shown the state as it is.
     pub const PREMISE_CHANGED: &str = "premise_changed";
+    /// The operation's premise command failed (did not start, exited
+    /// non-zero, timed out or printed too much): nothing was proposed,
+    /// approved or applied, as the premise cannot be established.
+    pub const PREMISE_UNAVAILABLE: &str = "premise_unavailable";
     /// No approval waits to be handed over for this proposal.
     pub const NO_LIVE_HANDOFF: &str = "no_live_handoff";
     /// The waiting approval is bound to another session.

@@ -160,7 +160,7 @@ impl Operation {
         self.require_passkey
     }
 
-    /// The state read these arguments' premise makes, if the operation
+    /// The read (or command) these arguments' premise makes, if the operation
     /// declares one (`Ok(None)` if not); `PremiseKey` if one is declared
     /// and these arguments name no usable key.
     pub fn premise_read(
@@ -172,7 +172,7 @@ impl Operation {
             Some(source) => source
                 .read_for(args)
                 .map(Some)
-                .ok_or_else(|| ArgumentsError::PremiseKey(source.key.clone())),
+                .map_err(|key| ArgumentsError::PremiseKey(key.to_owned())),
         }
     }
 

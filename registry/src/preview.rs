@@ -119,6 +119,7 @@ fn argument_json(value: Option<&Value>) -> String {
 /// Action:    <template with canonical JSON values>
 /// Arguments: <exact canonical arguments>
 /// Premise:   <namespace> <key as JSON> = <value> (version <n>), read by the signer
+///            (or: <argv as JSON> printed <output as JSON>, run by the signer)
 /// ---- Model-supplied, unverified ----
 /// <field>: <canonical JSON value or <absent>>
 /// note: <canonical JSON string or <none>>
@@ -177,8 +178,20 @@ pub(crate) fn render(
 }
 
 /// `<namespace> <key as JSON> = <value> (version <n>), read by the signer`,
-/// or `... has no value, read by the signer`.
+/// or `... has no value, read by the signer`; for a premise command
+/// `<argv as JSON> printed <output as JSON>, run by the signer`.
 fn premise_text(premise: &Premise) -> String {
+    let premise = match premise {
+        Premise::State(p) => p,
+        Premise::Command(p) => {
+            let argv = Value::Array(p.argv.iter().cloned().map(Value::String).collect());
+            return format!(
+                "{} printed {}, run by the signer",
+                argument_json(Some(&argv)),
+                argument_json(Some(&Value::String(p.output.clone())))
+            );
+        }
+    };
     let key = argument_json(Some(&Value::String(premise.key.clone())));
     match &premise.value {
         Some(value) => format!(

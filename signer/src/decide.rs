@@ -13,12 +13,12 @@ use std::time::Instant;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::PeerIdentity;
-use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
+use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus, run_premise_command};
 use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
 use countersign_registry::{CanonicalArgs, Effect, Operation, Registry};
 use countersign_verifier::claims::ISSUER;
-use countersign_verifier::{AuthMethod, Claims, Grant, PasskeyAssurance, Proof};
+use countersign_verifier::{AuthMethod, Claims, Grant, PasskeyAssurance, Premise, Proof};
 use time::{Duration, OffsetDateTime};
 use tonic::Request;
 
@@ -402,20 +402,31 @@ impl SignerService {
     /// `premise_changed` unless the premise `record` was proposed under
     /// (if any) still holds: the person approves only what they were
     /// shown. Read again by the ledger inside the consume transaction.
+    /// A premise command runs again (`premise_unavailable` if it fails).
     pub(crate) async fn premise_holds(&self, record: &ProposalRecord) -> Result<(), RpcError> {
-        let Some(shown) = &record.proposal.premise else {
-            return Ok(());
+        let proposal = &record.proposal;
+        let (now, what) = match &proposal.premise {
+            None => return Ok(()),
+            Some(Premise::State(shown)) => (
+                Premise::State(
+                    self.state
+                        .ledger
+                        .read_premise(&proposal.principal, &shown.namespace, &shown.key)
+                        .await?,
+                ),
+                format!("{} {:?}", shown.namespace, shown.key),
+            ),
+            Some(Premise::Command(shown)) => (
+                Premise::Command(
+                    run_premise_command(&shown.argv, &proposal.arguments_json)
+                        .await
+                        .map_err(|e| RpcError::PremiseUnavailable(e.to_string()))?,
+                ),
+                format!("the output of {:?}", shown.argv),
+            ),
         };
-        let now = self
-            .state
-            .ledger
-            .read_premise(&record.proposal.principal, &shown.namespace, &shown.key)
-            .await?;
-        if now != *shown {
-            return Err(RpcError::PremiseChanged(format!(
-                "{} {:?}",
-                shown.namespace, shown.key
-            )));
+        if proposal.premise.as_ref() != Some(&now) {
+            return Err(RpcError::PremiseChanged(what));
         }
         Ok(())
     }

@@ -67,6 +67,10 @@ pub(crate) enum RpcError {
     /// the person would approve under a fact that no longer holds.
     #[error("{0} changed since it was proposed; propose again to see it as it is")]
     PremiseChanged(String),
+    /// The operation's premise command failed: the premise cannot be
+    /// established, so nothing can be shown or approved under it.
+    #[error("{0}")]
+    PremiseUnavailable(String),
     /// No proof waits for this proposal (never, already claimed, expired or revoked).
     #[error("no live handoff")]
     NoLiveHandoff,
@@ -198,6 +202,7 @@ impl RpcError {
             RpcError::ContractChanged(_) => reason::CONTRACT_CHANGED,
             RpcError::PolicyChanged => reason::POLICY_CHANGED,
             RpcError::PremiseChanged(_) => reason::PREMISE_CHANGED,
+            RpcError::PremiseUnavailable(_) => reason::PREMISE_UNAVAILABLE,
             RpcError::NoLiveHandoff => reason::NO_LIVE_HANDOFF,
             RpcError::HandoffSessionMismatch => reason::HANDOFF_SESSION_MISMATCH,
             RpcError::HandoffInUse(_) => reason::HANDOFF_IN_USE,
@@ -245,6 +250,7 @@ impl From<LedgerError> for RpcError {
             LedgerError::UnknownRule(id) => RpcError::UnknownRule(id),
             LedgerError::RuleNotLive(id) => RpcError::RuleNotLive(id),
             LedgerError::RuleChanged(id) => RpcError::RuleChanged(id),
+            LedgerError::PremiseUnavailable(e) => RpcError::PremiseUnavailable(e.to_string()),
             other => RpcError::Internal(format!("ledger: {other}")),
         }
     }

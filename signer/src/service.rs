@@ -10,10 +10,11 @@
 use std::sync::Arc;
 
 use countersign_identity::{PeerIdentity, Role, peer_identity};
-use countersign_ledger::{Proposal, ProposalRecord, ProposalStatus};
+use countersign_ledger::{Proposal, ProposalRecord, ProposalStatus, run_premise_command};
 use countersign_proto::v1 as wire;
 use countersign_proto::v1::signer_server::Signer;
-use countersign_registry::{Operation, Registry};
+use countersign_registry::{Operation, PremiseRead, Registry};
+use countersign_verifier::Premise;
 use time::OffsetDateTime;
 use tonic::{Request, Response, Status};
 
@@ -179,12 +180,17 @@ impl SignerService {
         // request), shown in the preview and bound into any proof.
         let premise = match op.premise_read(&args).map_err(RpcError::InvalidArguments)? {
             None => None,
-            Some(read) => Some(
+            Some(PremiseRead::State { namespace, key }) => Some(Premise::State(
                 self.state
                     .ledger
-                    .read_premise(&peer.principal, &read.namespace, &read.key)
+                    .read_premise(&peer.principal, &namespace, &key)
                     .await?,
-            ),
+            )),
+            Some(PremiseRead::Command { argv }) => Some(Premise::Command(
+                run_premise_command(&argv, args.text())
+                    .await
+                    .map_err(|e| RpcError::PremiseUnavailable(e.to_string()))?,
+            )),
         };
         if matches!(op.effect, countersign_registry::Effect::Rule) {
             // A proposed rule must be one a person could create now.

@@ -33,6 +33,7 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::ContractChanged(_)
         | RpcError::PolicyChanged
         | RpcError::PremiseChanged(_)
+        | RpcError::PremiseUnavailable(_)
         | RpcError::HandoffNotClaimed
         | RpcError::HandoffInUse(_)
         | RpcError::HandoffUnrecoverable(_)
@@ -127,6 +128,10 @@ mod tests {
             (RpcError::ContractChanged("op".into()), "contract_changed"),
             (RpcError::PolicyChanged, "policy_changed"),
             (RpcError::PremiseChanged("s".into()), "premise_changed"),
+            (
+                RpcError::PremiseUnavailable("s".into()),
+                "premise_unavailable",
+            ),
             (RpcError::NoLiveHandoff, "no_live_handoff"),
             (RpcError::HandoffSessionMismatch, "handoff_session_mismatch"),
             (RpcError::HandoffNotClaimed, "handoff_not_claimed"),
@@ -179,7 +184,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..43).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..44).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -228,6 +233,7 @@ mod tests {
             RpcError::RuleNotLive(_) => 40,
             RpcError::RuleChanged(_) => 41,
             RpcError::RuleDefinitionChanged => 42,
+            RpcError::PremiseUnavailable(_) => 43,
         }
     }
 

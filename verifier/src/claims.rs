@@ -27,8 +27,9 @@
 //!
 //! One more is optional on its own ([`Premise`]): `prem`, the fact about
 //! current state the signer read, showed the person and bound into the
-//! proof, which the consume transaction reads again
-//! (`{"key", "ns", "value", "version"}`, strictly typed).
+//! proof, which the consume transaction establishes again: a state read
+//! (`{"key", "ns", "value", "version"}`) or a premise command's output
+//! (`{"argv", "out"}`), strictly typed.
 
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
@@ -42,7 +43,10 @@ mod passkey;
 mod premise;
 
 pub use passkey::{AuthMethod, InvalidPasskeyAssurance, PasskeyAssurance};
-pub use premise::{MAX_PREMISE_NAME_BYTES, Premise};
+pub use premise::{
+    CommandPremise, MAX_PREMISE_ARGV, MAX_PREMISE_NAME_BYTES, MAX_PREMISE_OUTPUT_BYTES, Premise,
+    StatePremise,
+};
 
 /// The issuer every countersign proof names.
 pub const ISSUER: &str = "countersign-signer";

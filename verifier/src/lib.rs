@@ -25,8 +25,8 @@ pub mod verify;
 
 pub use builtin::{BuiltinEffect, UnknownBuiltinEffect};
 pub use claims::{
-    AuthMethod, Claims, Grant, InvalidPasskeyAssurance, MAX_PREMISE_NAME_BYTES, PasskeyAssurance,
-    Premise,
+    AuthMethod, Claims, CommandPremise, Grant, InvalidPasskeyAssurance, MAX_PREMISE_ARGV,
+    MAX_PREMISE_NAME_BYTES, MAX_PREMISE_OUTPUT_BYTES, PasskeyAssurance, Premise, StatePremise,
 };
 pub use ids::{ApproverName, IdError, Principal, ProposalId, RuleId, Session};
 pub use keys::{KeyRing, key_id};

@@ -10,7 +10,9 @@
 //! do with a proof is check it and spend it once.
 #![forbid(unsafe_code)]
 
-pub mod command;
+/// The `command` effect's child process: the program runner is shared
+/// with premise commands, which the ledger runs inside a consumption.
+pub use countersign_process as command;
 mod execute;
 pub mod fault;
 mod handoff;

@@ -154,9 +154,11 @@ async fn check_consumable(
         return Err(LedgerRefusal::Expired.into());
     }
 
-    // 6. The premise still holds, read under the locks.
+    // 6. The premise still holds, established again under the locks.
     if let Some(premise) = &claims.premise {
-        premise::check_holds(conn, &claims.sub, premise).await?;
+        let args = countersign_verifier::canonical::to_canonical(&claims.args)
+            .map_err(|_| LedgerRefusal::ProposalMismatch)?;
+        premise::check_holds(conn, &claims.sub, premise, &args).await?;
     }
     // 6. Issued under a rule: the rule still live at that version.
     check_rule_live(&row, claims.grant.as_ref(), &now)?;

@@ -1,12 +1,13 @@
 //! Premises (shared by both backends): the read of one state key that the
-//! signer makes at proposal and decision, and the same read inside the
-//! consume transaction, which refuses a proof whose premise moved.
+//! signer makes at proposal and decision, and the premise established once
+//! more inside the consume transaction (the same read, or the same premise
+//! command), which refuses a proof whose premise moved.
 //!
-//! A premise is the key's value and version (the id of the event that
-//! last wrote it), so a value written again is still a change. This module
-//! must not write anything.
+//! A state premise is the key's value and version (the id of the event
+//! that last wrote it), so a value written again is still a change. This
+//! module must not write anything.
 
-use countersign_verifier::Premise;
+use countersign_verifier::{Premise, StatePremise};
 use sqlx::Row as _;
 
 use super::{Conn, Store};
@@ -22,7 +23,7 @@ fn premise_of(
     row: Option<super::DbRow>,
     namespace: &str,
     key: &str,
-) -> Result<Premise, LedgerError> {
+) -> Result<StatePremise, LedgerError> {
     let (value, version) = match row {
         None => (None, 0),
         Some(row) => {
@@ -35,7 +36,7 @@ fn premise_of(
             (Some(value), version)
         }
     };
-    Ok(Premise {
+    Ok(StatePremise {
         namespace: namespace.to_owned(),
         key: key.to_owned(),
         value,
@@ -46,19 +47,36 @@ fn premise_of(
 /// Step 6 of a consumption, on `conn` inside the write transaction after
 /// the locks (every state write holds the chain head, so nothing changes
 /// the key before this transaction ends): the premise the proof carries
-/// must still hold, else `PremiseChanged` and the caller rolls back.
+/// must still hold, else `PremiseChanged` and the caller rolls back. A
+/// premise command runs again here, `canonical_args` on its stdin; if it
+/// fails, `PremiseUnavailable`.
 pub(super) async fn check_holds(
     conn: &mut Conn,
     principal: &str,
     premise: &Premise,
+    canonical_args: &str,
 ) -> Result<(), LedgerError> {
-    let row = sqlx::query(READ)
-        .bind(principal)
-        .bind(&premise.namespace)
-        .bind(&premise.key)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if premise_of(row, &premise.namespace, &premise.key)? != *premise {
+    let now = match premise {
+        Premise::State(shown) => {
+            let row = sqlx::query(READ)
+                .bind(principal)
+                .bind(&shown.namespace)
+                .bind(&shown.key)
+                .fetch_optional(&mut *conn)
+                .await?;
+            Premise::State(premise_of(row, &shown.namespace, &shown.key)?)
+        }
+        Premise::Command(shown) => {
+            match crate::run_premise_command(&shown.argv, canonical_args).await {
+                Ok(now) => Premise::Command(now),
+                Err(e) => {
+                    tracing::warn!(error = %e, "premise command failed at consumption");
+                    return Err(LedgerRefusal::PremiseUnavailable.into());
+                }
+            }
+        }
+    };
+    if now != *premise {
         return Err(LedgerRefusal::PremiseChanged.into());
     }
     Ok(())
@@ -71,7 +89,7 @@ impl Store {
         principal: &str,
         namespace: &str,
         key: &str,
-    ) -> Result<Premise, LedgerError> {
+    ) -> Result<StatePremise, LedgerError> {
         let row = sqlx::query(READ)
             .bind(principal)
             .bind(namespace)

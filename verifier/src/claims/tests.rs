@@ -434,12 +434,12 @@ fn passkey_assurance_cannot_be_built_invalid() {
 
 fn with_premise(passkey: bool) -> Claims {
     let mut c = if passkey { with_passkey() } else { sample() };
-    c.premise = Some(Premise {
+    c.premise = Some(Premise::State(StatePremise {
         namespace: "schedules".into(),
         key: "nightly".into(),
         value: Some(json!({"state": "active"})),
         version: 12,
-    });
+    }));
     c
 }
 

@@ -1,13 +1,16 @@
-//! The `command` effect: run one fixed program, never through a shell, with
-//! the canonical arguments on stdin and nothing else from the proposal.
+//! One fixed program, run never through a shell: the `command` effect's
+//! program (the gate runs it between an intent and a completion) and an
+//! operation's premise command (the signer runs it at proposal and
+//! decision, the ledger again inside the consume transaction).
 //!
-//! This module owns the child process: absolute program path, argv fixed by
-//! the registry, environment scrubbed to `PATH=/usr/bin:/bin` and
-//! `COUNTERSIGN_IDEMPOTENCY_KEY`, working directory `/`, its own process
-//! group, output captured up to a bound, and a timeout that kills the whole
-//! group. It must not pass a proof, a secret or any request field to the
-//! program, and must not interpret the program's output (the caller records
-//! it; whoever prints it escapes it).
+//! This crate owns the child process: absolute program path, argv fixed by
+//! the registry, environment scrubbed to `PATH=/usr/bin:/bin` (and, for an
+//! effect, `COUNTERSIGN_IDEMPOTENCY_KEY`), working directory `/`, its own
+//! process group, output captured up to a bound, and a timeout that kills
+//! the whole group. It must not pass a proof, a secret or any request field
+//! to the program, and must not interpret the program's output (the caller
+//! records it; whoever prints it escapes it).
+#![forbid(unsafe_code)]
 
 use std::io;
 use std::path::PathBuf;
@@ -125,22 +128,42 @@ pub async fn run_command(
     canonical_args: &str,
     idempotency_key: &str,
 ) -> Result<CommandOutcome, CommandError> {
-    if !spec.program.is_absolute() {
-        return Err(CommandError::RelativeProgram(spec.program.clone()));
-    }
     let key_ok = !idempotency_key.is_empty()
         && idempotency_key.len() <= 256
         && idempotency_key.bytes().all(|b| b.is_ascii_graphic());
     if !key_ok {
         return Err(CommandError::InvalidIdempotencyKey);
     }
+    run(spec, canonical_args, Some(idempotency_key)).await
+}
 
+/// As [`run_command`], for a program that only reads (an operation's
+/// premise command): the same child, without an idempotency key.
+pub async fn run_query(
+    spec: &CommandSpec,
+    canonical_args: &str,
+) -> Result<CommandOutcome, CommandError> {
+    run(spec, canonical_args, None).await
+}
+
+/// The child of [`run_command`] and [`run_query`].
+async fn run(
+    spec: &CommandSpec,
+    canonical_args: &str,
+    idempotency_key: Option<&str>,
+) -> Result<CommandOutcome, CommandError> {
+    if !spec.program.is_absolute() {
+        return Err(CommandError::RelativeProgram(spec.program.clone()));
+    }
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
         .env_clear()
-        .env("PATH", COMMAND_PATH)
-        .env(IDEMPOTENCY_KEY_VAR, idempotency_key)
+        .env("PATH", COMMAND_PATH);
+    if let Some(key) = idempotency_key {
+        command.env(IDEMPOTENCY_KEY_VAR, key);
+    }
+    command
         .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -1,13 +1,14 @@
-//! The `command` effect against real programs: what the program receives
-//! (stdin, argv, environment, working directory) and how exits, timeouts,
-//! large output and refusals are reported.
+//! The runner of the `command` effect and of premise commands, against
+//! real programs: what the program receives (stdin, argv, environment,
+//! working directory) and how exits, timeouts, large output and refusals
+//! are reported.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use countersign_gate::command::{
-    CommandError, CommandOutcome, CommandSpec, MAX_OUTPUT_BYTES, run_command,
+use countersign_process::{
+    CommandError, CommandOutcome, CommandSpec, MAX_OUTPUT_BYTES, run_command, run_query,
 };
 
 const KEY: &str = "n0nce-AbC_123";
@@ -49,6 +50,19 @@ async fn environment_is_scrubbed_to_path_and_idempotency_key() {
             "PATH=/usr/bin:/bin"
         ]
     );
+}
+
+#[tokio::test]
+async fn a_query_sees_only_path_and_the_arguments_on_stdin() {
+    let outcome = run_query(&spec("/usr/bin/env", &[], 10), "{}")
+        .await
+        .unwrap();
+    assert_eq!(outcome.stdout, "PATH=/usr/bin:/bin\n");
+    let args = r#"{"name":"nightly"}"#;
+    let outcome = run_query(&spec("/bin/cat", &[], 10), args).await.unwrap();
+    assert_eq!((outcome.stdout.as_str(), outcome.succeeded()), (args, true));
+    let err = run_query(&spec("cat", &[], 10), args).await.unwrap_err();
+    assert_eq!(err, CommandError::RelativeProgram(PathBuf::from("cat")));
 }
 
 #[tokio::test]
