@@ -21,7 +21,7 @@ use crate::definition::is_valid_name;
 use countersign_verifier::{MAX_PREMISE_ARGV, MAX_PREMISE_NAME_BYTES};
 
 /// `[operation.premise]` as written in the registry file: exactly one of
-/// the two forms, checked by [`PremiseSource::check`].
+/// the two forms, checked when the registry loads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawPremise", untagged)]
 pub enum PremiseSource {
