@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use countersign_gate::signer_client::SignerCallError;
 use countersign_proto::v1::{
     DecideRequest, Delivery, ResolveUncertainRequest, RevokeOutcome, RevokeRequest,
@@ -58,11 +58,25 @@ impl FromRequest<Arc<ConsoleState>> for Authorized {
         let session = paired(state, request.headers()).map_err(|page| *page)?;
         let body = Bytes::from_request(request, state)
             .await
-            .map_err(IntoResponse::into_response)?;
+            .map_err(|e| unreadable_form(e.status()))?;
         let form = Form::parse(&body);
         session.check_csrf(form.get("csrf")).map_err(|page| *page)?;
         Ok(Self { session, form })
     }
+}
+
+/// The page for a form body that could not be read: larger than
+/// [`crate::MAX_BODY_BYTES`] (413), or cut off.
+fn unreadable_form(status: StatusCode) -> Response {
+    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        format!(
+            "The form is larger than the console accepts ({} bytes); nothing was done.",
+            crate::MAX_BODY_BYTES
+        )
+    } else {
+        "The form could not be read; nothing was done.".to_owned()
+    };
+    refusal(status, &message)
 }
 
 /// The page after a decision.

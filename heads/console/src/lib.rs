@@ -134,6 +134,11 @@ pub fn router(state: Arc<ConsoleState>, local: SocketAddr) -> Router {
         .route("/passkeys/{id}/remove", post(passkeys::remove))
         .route("/rules", get(rules::page_of_rules))
         .route("/rules/{id}/revoke", post(rules::revoke))
+        .route(
+            "/rules/{id}/revise",
+            get(rules::revise::page_of_revision).post(rules::revise::preview),
+        )
+        .route("/rules/{id}/revise/confirm", post(rules::revise::confirm))
         .route("/pair/{code}", get(pages::pair_link))
         .route("/pair", post(actions::pair))
         .route("/logout", post(actions::logout))

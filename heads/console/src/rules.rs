@@ -1,13 +1,16 @@
 //! The Rules page: this principal's auto-approval rules with their uses
-//! and remaining budget (`GET /rules`), and revoking one
-//! (`POST /rules/{id}/revoke`, CSRF-guarded like every decision). A
-//! rule's scope is the text the signer rendered from its canonical
-//! definition, shown escaped and whole.
+//! and remaining budget (`GET /rules`), revoking one
+//! (`POST /rules/{id}/revoke`, CSRF-guarded like every decision), and a
+//! link to revise one (`revise`). A rule's scope is the text the signer
+//! rendered from its canonical definition, shown escaped and whole.
 //!
-//! Creating a rule is not offered here: it is done at the terminal
-//! (`countersign rules create`), where the person types a challenge after
-//! reading the scope. Revoking only narrows what is approved, so the CSRF
-//! token of a paired session is enough.
+//! Creating a rule from a file is not offered here: it is done at the
+//! terminal (`countersign rules create`), or by approving a `rule.create`
+//! proposal on its card. Revoking only narrows what is approved, so the
+//! CSRF token of a paired session is enough; revising may widen, so it
+//! goes through the signer's rendering of the new scope first (`revise`).
+
+pub(crate) mod revise;
 
 use std::sync::Arc;
 
@@ -20,27 +23,36 @@ use maud::{Markup, html};
 
 use crate::ConsoleState;
 use crate::actions::Authorized;
-use crate::auth::{html_response, paired};
+use crate::auth::{Paired, Rejection, html_response, paired};
 use crate::html::{csrf_field, notice, page, preview_block, row, shown};
 use crate::pages::signer_failure;
+
+/// The paired session of a page about rules, and this principal's rules;
+/// otherwise the page that says why not.
+async fn paired_rules(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+) -> Result<(Paired, Vec<RuleView>), Rejection> {
+    let session = paired(state, headers)?;
+    let mut approver = state.approver.clone();
+    match approver.list_rules(ListRulesRequest {}).await {
+        Ok(list) => Ok((session, list.into_inner().rules)),
+        Err(status) => Err(Box::new(signer_failure(&SignerCallError::from(status)))),
+    }
+}
 
 /// `GET /rules`.
 pub(crate) async fn page_of_rules(
     State(state): State<Arc<ConsoleState>>,
     headers: HeaderMap,
 ) -> Response {
-    let session = match paired(&state, &headers) {
-        Ok(s) => s,
+    let (session, rules) = match paired_rules(&state, &headers).await {
+        Ok(found) => found,
         Err(page) => return *page,
-    };
-    let mut approver = state.approver.clone();
-    let rules = match approver.list_rules(ListRulesRequest {}).await {
-        Ok(list) => list.into_inner().rules,
-        Err(status) => return signer_failure(&SignerCallError::from(status)),
     };
     let body = html! {
         h1 { "Auto-approval rules" }
-        p { "The signer approves every proposal a live rule covers without asking you, within its uses and hourly rate, until it expires or you revoke it. Rules are created at the terminal: " code { "countersign rules create --file FILE" } "." }
+        p { "The signer approves every proposal a live rule covers without asking you, within its uses and hourly rate, until it expires or you revoke it. Rules are created at the terminal: " code { "countersign rules create --file FILE" } ". A rule's " em { "Revise" } " link changes its definition here, after you read the new scope the signer renders." }
         @if rules.is_empty() {
             p.empty { "No rules." }
         }
@@ -51,7 +63,9 @@ pub(crate) async fn page_of_rules(
     html_response(StatusCode::OK, page("Rules", None, true, body))
 }
 
-/// One rule: status, budget, scope, and a revoke form while it is active.
+/// One rule: status, budget, scope, a revise link unless it is revoked (an
+/// expired rule may be revised into a live one), and a revoke form while it
+/// is active.
 fn rule_card(rule: &RuleView, csrf: &str) -> Markup {
     let uses = format!("{} of {}", rule.uses, rule.max_uses);
     let hour = format!("{} of {}", rule.uses_last_hour, rule.per_hour);
@@ -71,6 +85,9 @@ fn rule_card(rule: &RuleView, csrf: &str) -> Markup {
                 }
             }
             (preview_block(&rule.scope))
+            @if rule.status != "revoked" {
+                p { a href=(format!("/rules/{}/revise", rule.id)) { "Revise this rule" } }
+            }
             @if rule.status == "active" {
                 form method="post" action=(format!("/rules/{}/revoke", rule.id)) {
                     (csrf_field(csrf))

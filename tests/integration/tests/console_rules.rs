@@ -1,8 +1,9 @@
 //! The console's Rules page, served over a real TCP listener by the same
 //! `countersign::console_state` as `countersign console`: a paired browser
-//! sees each rule with its uses and remaining budget and can revoke it (a
-//! CSRF-guarded POST); an unpaired one sees nothing, and a POST without
-//! the CSRF token revokes nothing.
+//! sees each rule with its uses and remaining budget and can revoke it or
+//! revise it (CSRF-guarded POSTs; a revision only after the signer's dry
+//! run rendered the new scope, bound to its digest); an unpaired one sees
+//! nothing, and a POST without the CSRF token changes nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api_support;
@@ -15,8 +16,8 @@ use api_support::{Reply, http};
 use countersign::Context;
 use countersign_console::SessionStore;
 use countersign_identity::Home;
-use serde_json::json;
-use support::{Backend, Harness, Person};
+use serde_json::{Value, json};
+use support::{Backend, Harness, Person, assert_refused};
 
 /// The console of `h` on 127.0.0.1:0, and a paired browser's cookie.
 async fn console(h: &Harness) -> (SocketAddr, String) {
@@ -55,24 +56,41 @@ async fn get(addr: SocketAddr, cookie: &str, target: &str) -> Reply {
     http(addr, "GET", target, &[("Cookie", cookie)], b"").await
 }
 
-/// The CSRF token a page's forms carry.
-fn csrf(page: &str) -> String {
-    let (_, rest) = page.split_once(r#"name="csrf" value=""#).unwrap();
-    rest.split('"').next().unwrap().to_owned()
+/// The value of the first hidden field `name` on a page, unescaped.
+fn hidden(page: &str, name: &str) -> String {
+    let (_, rest) = page
+        .split_once(&format!(r#"name="{name}" value=""#))
+        .unwrap_or_else(|| panic!("no field {name} in {page}"));
+    rest.split('"')
+        .next()
+        .unwrap()
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
 
-#[tokio::test]
-async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() {
-    let h = Harness::start_with_rules(Backend::Sqlite).await;
+/// The CSRF token a page's forms carry.
+fn csrf(page: &str) -> String {
+    hidden(page, "csrf")
+}
+
+/// A rule definition over `schedule.create` with `constraint`, from any
+/// session, at most 3 uses and 2 an hour, for the next hour.
+fn nightly(constraint: Value) -> Value {
     let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
-    let definition = json!({
+    json!({
         "operations": ["schedule.create"],
-        "constraints": [{"pointer": "/name", "equals": "nightly"}],
+        "constraints": [constraint],
         "sessions": ["*"],
         "max_uses": 3,
         "per_hour": 2,
         "expires_at": countersign_verifier::timestamp::format_whole_seconds(expires).unwrap(),
-    });
+    })
+}
+
+/// The rule `definition`, created by the person at the terminal: its id.
+async fn created_rule(h: &Harness, definition: &Value) -> String {
     let file = h.scratch.path().join("rule.json");
     std::fs::write(&file, definition.to_string()).unwrap();
     let created = h
@@ -89,7 +107,64 @@ async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() 
         )
         .await;
     assert_eq!(created.result, Ok(()), "{}", created.stdout);
-    let id = created.json()["id"].as_str().unwrap().to_owned();
+    created.json()["id"].as_str().unwrap().to_owned()
+}
+
+/// The paired browser with `cookie` posts the form `fields` to `target`.
+async fn post_form(addr: SocketAddr, cookie: &str, target: &str, fields: &[(&str, &str)]) -> Reply {
+    let body = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields)
+        .finish();
+    let headers = [
+        ("Cookie", cookie),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    http(addr, "POST", target, &headers, body.as_bytes()).await
+}
+
+/// A rule over `schedule.create` with `constraint`, created at the
+/// terminal, and the console with a paired browser: the harness, the
+/// rule's id, the console's address and the browser's cookie.
+async fn console_with_rule(constraint: Value) -> (Harness, String, SocketAddr, String) {
+    let h = Harness::start_with_rules(Backend::Sqlite).await;
+    let id = created_rule(&h, &nightly(constraint)).await;
+    let (addr, cookie) = console(&h).await;
+    (h, id, addr, cookie)
+}
+
+/// Rule `id`'s version and definition digest, as the ledger holds them.
+async fn rule_version(h: &Harness, id: &str) -> (u64, String) {
+    let rule = h.ledger().rule(id).await.unwrap().unwrap();
+    (rule.version, rule.definition_sha256)
+}
+
+/// `schedule.create` of `name` proposed in the CLI's session: its id and
+/// the status the signer gave it at once.
+async fn propose_schedule(h: &Harness, name: &str) -> (String, String) {
+    let args = json!({"name": name, "cron": "0 3 * * *"}).to_string();
+    let id = h.propose("schedule.create", &args).await;
+    let status = h.ledger().proposal(&id).await.unwrap().unwrap().status;
+    (id, status.as_str().to_owned())
+}
+
+/// A form refused: where it is posted, its fields, and the status and
+/// message of the page that refuses it.
+type Refused<'a> = (&'a str, Vec<(&'a str, &'a str)>, u16, &'a str);
+
+/// A refusal page with `status` whose message contains `why`.
+fn assert_refusal(reply: &Reply, status: u16, why: &str) {
+    assert_eq!(reply.status, status, "{}", reply.body);
+    assert!(reply.body.contains(why), "{why:?} in {}", reply.body);
+}
+
+#[tokio::test]
+async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() {
+    let h = Harness::start_with_rules(Backend::Sqlite).await;
+    let id = created_rule(
+        &h,
+        &nightly(json!({"pointer": "/name", "equals": "nightly"})),
+    )
+    .await;
     h.propose(
         "schedule.create",
         r#"{"name":"nightly","cron":"0 3 * * *"}"#,
@@ -116,16 +191,13 @@ async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() 
 
     // Without the CSRF token: refused, nothing revoked.
     let target = format!("/rules/{id}/revoke");
-    let form = [
-        ("Cookie", cookie.as_str()),
-        ("Content-Type", "application/x-www-form-urlencoded"),
-    ];
-    let forged = http(addr, "POST", &target, &form, b"reason=x").await;
+    let forged = post_form(addr, &cookie, &target, &[("reason", "x")]).await;
     assert_eq!(forged.status, 403, "{}", forged.body);
     assert_eq!(h.ledger().rule(&id).await.unwrap().unwrap().version, 1);
 
-    let body = format!("csrf={}&reason=enough", csrf(&page.body));
-    let revoked = http(addr, "POST", &target, &form, body.as_bytes()).await;
+    let token = csrf(&page.body);
+    let fields = [("csrf", token.as_str()), ("reason", "enough")];
+    let revoked = post_form(addr, &cookie, &target, &fields).await;
     assert_eq!(revoked.status, 200, "{}", revoked.body);
     assert!(revoked.body.contains("Revoked rule"), "{}", revoked.body);
     let rule = h.ledger().rule(&id).await.unwrap().unwrap();
@@ -169,12 +241,8 @@ async fn a_person_creates_a_proposed_rule_in_the_console_and_nothing_else_does()
     }
     assert!(!card.body.contains("Approve and run now"), "{}", card.body);
     let target = format!("/proposals/{id}/approve");
-    let form = [
-        ("Cookie", cookie.as_str()),
-        ("Content-Type", "application/x-www-form-urlencoded"),
-    ];
     // Without the CSRF token: refused, nothing created.
-    let forged = http(addr, "POST", &target, &form, b"delivery=handoff").await;
+    let forged = post_form(addr, &cookie, &target, &[("delivery", "handoff")]).await;
     assert_eq!(forged.status, 403, "{}", forged.body);
     assert!(
         h.ledger()
@@ -183,8 +251,9 @@ async fn a_person_creates_a_proposed_rule_in_the_console_and_nothing_else_does()
             .unwrap()
             .is_empty()
     );
-    let body = format!("csrf={}&delivery=handoff", csrf(&card.body));
-    let created = http(addr, "POST", &target, &form, body.as_bytes()).await;
+    let token = csrf(&card.body);
+    let fields = [("csrf", token.as_str()), ("delivery", "handoff")];
+    let created = post_form(addr, &cookie, &target, &fields).await;
     assert_eq!(created.status, 200, "{}", created.body);
     assert!(created.body.contains("Rule created"), "{}", created.body);
     let rules = h.ledger().rules(h.signer.principal()).await.unwrap();
@@ -195,4 +264,270 @@ async fn a_person_creates_a_proposed_rule_in_the_console_and_nothing_else_does()
     );
     let status = h.ledger().proposal(&id).await.unwrap().unwrap().status;
     assert_eq!(status.as_str(), "applied");
+}
+
+#[tokio::test]
+async fn a_person_revises_a_rule_in_the_console_after_reading_its_new_scope() {
+    let (h, id, addr, cookie) =
+        console_with_rule(json!({"pointer": "/name", "prefix": "nightly"})).await;
+    let (before, status) = propose_schedule(&h, "nightly").await;
+    assert_eq!(status, "approved");
+    let list = get(addr, &cookie, "/rules").await;
+    let target = format!("/rules/{id}/revise");
+    assert!(
+        list.body.contains(&format!(r#"href="{target}""#)),
+        "{}",
+        list.body
+    );
+    let edit = get(addr, &cookie, &target).await;
+    assert_eq!(edit.status, 200, "{}", edit.body);
+    for part in [
+        "/name is a string starting with &quot;nightly&quot;",
+        r#"{&quot;constraints&quot;:[{&quot;pointer&quot;:&quot;/name&quot;,&quot;prefix&quot;:&quot;nightly&quot;}]"#,
+        r#"name="version" value="1""#,
+    ] {
+        assert!(edit.body.contains(part), "{part:?} in {}", edit.body);
+    }
+
+    // The dry run: the new scope, whole, and what revising means; nothing
+    // changes yet.
+    let v1 = rule_version(&h, &id).await;
+    let narrower = nightly(json!({"pointer": "/name", "prefix": "nightly-db"})).to_string();
+    let token = csrf(&edit.body);
+    let fields = [
+        ("csrf", token.as_str()),
+        ("version", "1"),
+        ("definition", narrower.as_str()),
+    ];
+    let shown = post_form(addr, &cookie, &target, &fields).await;
+    assert_eq!(shown.status, 200, "{}", shown.body);
+    for part in [
+        "WITHOUT asking a person",
+        "/name is a string starting with &quot;nightly-db&quot;",
+        "at most 3 in total, at most 2 per hour",
+        "lets the signer approve every proposal this new scope covers WITHOUT asking you; unused proofs issued under version 1 are refused from now on.",
+        "Revise this rule",
+    ] {
+        assert!(shown.body.contains(part), "{part:?} in {}", shown.body);
+    }
+    assert_eq!(rule_version(&h, &id).await, v1);
+
+    // Confirmed: the form the page carries.
+    let confirm = format!("/rules/{id}/revise/confirm");
+    let fields =
+        ["csrf", "version", "definition", "definition_sha256"].map(|f| (f, hidden(&shown.body, f)));
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let revised = post_form(addr, &cookie, &confirm, &fields).await;
+    assert_eq!(revised.status, 200, "{}", revised.body);
+    assert!(
+        revised
+            .body
+            .contains(&format!("Revised rule {id} (now version 2)")),
+        "{}",
+        revised.body
+    );
+    let listed = h.cli(&["--json", "rules", "list"]).await;
+    assert_eq!(listed.result, Ok(()), "{}", listed.stderr);
+    let rule = &listed.json()["rules"][0];
+    assert_eq!(rule["version"], 2, "{rule}");
+    assert!(
+        rule["scope"]
+            .as_str()
+            .unwrap()
+            .contains("/name is a string starting with \"nightly-db\""),
+        "{rule}"
+    );
+    let changed_by = h.ledger().rule(&id).await.unwrap().unwrap().changed_by;
+    assert_eq!(changed_by, format!("{}/console", h.signer.principal()));
+
+    // The same confirmation again: the rule is no longer at version 1.
+    let v2 = rule_version(&h, &id).await;
+    assert_refusal(
+        &post_form(addr, &cookie, &confirm, &fields).await,
+        409,
+        &format!("rule {id} changed since; look at it again (rule_changed)"),
+    );
+    assert_eq!(rule_version(&h, &id).await, v2);
+
+    // The proof issued under version 1 is refused, nothing applied; version
+    // 2 approves what it covers now.
+    assert_refused(&h.exec_handoff(&before, "cli").await, "rule_revoked");
+    assert_eq!(h.schedules().await, vec![]);
+    assert_eq!(propose_schedule(&h, "nightly-db").await.1, "approved");
+}
+
+#[tokio::test]
+async fn a_revision_is_refused_without_the_csrf_token_the_shown_definition_or_valid_fields() {
+    let (h, id, addr, cookie) =
+        console_with_rule(json!({"pointer": "/name", "equals": "nightly"})).await;
+    let v1 = rule_version(&h, &id).await;
+    let target = format!("/rules/{id}/revise");
+    let confirm = format!("/rules/{id}/revise/confirm");
+
+    // Unpaired: the pairing page, nothing of the rule.
+    let unpaired = http(addr, "GET", &target, &[], b"").await;
+    assert_refusal(&unpaired, 401, "Pair this browser");
+    assert!(!unpaired.body.contains("nightly"), "{}", unpaired.body);
+
+    let edit = get(addr, &cookie, &target).await;
+    assert_eq!(edit.status, 200, "{}", edit.body);
+    let token = csrf(&edit.body);
+    let wider = nightly(json!({"pointer": "/name", "prefix": "n"})).to_string();
+    let fields = [
+        ("csrf", token.as_str()),
+        ("version", "1"),
+        ("definition", &wider),
+    ];
+    let dry_run = post_form(addr, &cookie, &target, &fields).await;
+    assert_eq!(dry_run.status, 200, "{}", dry_run.body);
+    let sha256 = hidden(&dry_run.body, "definition_sha256");
+
+    // Each refused with its exact reason, the rule unchanged: without the
+    // CSRF token; a definition other than the one shown (more uses) with
+    // the digest of the one shown; a version the rule is not at; missing
+    // or malformed fields (a 400 page before the signer is asked); a body
+    // over the console's limit (413); a definition the signer refuses.
+    let tampered = wider.replace(r#""max_uses":3"#, r#""max_uses":99999"#);
+    assert_ne!(tampered, wider);
+    let no_token = "CSRF token is missing or wrong; nothing was done";
+    let changed = format!("rule {id} changed since; look at it again (rule_changed)");
+    let version = "the version of the rule you looked at, a whole number; nothing was revised.";
+    let definition = "the rule's new definition (JSON); nothing was revised.";
+    let (huge, oversized) = ("x".repeat(17 * 1024), "x".repeat(70 * 1024));
+    let (t, c, s) = (token.as_str(), confirm.as_str(), sha256.as_str());
+    let cases: Vec<Refused<'_>> = vec![
+        (
+            &target,
+            vec![("version", "1"), ("definition", &wider)],
+            403,
+            no_token,
+        ),
+        (
+            c,
+            vec![
+                ("version", "1"),
+                ("definition", &wider),
+                ("definition_sha256", s),
+            ],
+            403,
+            no_token,
+        ),
+        (
+            c,
+            vec![
+                ("csrf", t),
+                ("version", "1"),
+                ("definition", &tampered),
+                ("definition_sha256", s),
+            ],
+            409,
+            "(rule_definition_changed); nothing was done.",
+        ),
+        (
+            &target,
+            vec![("csrf", t), ("version", "7"), ("definition", &wider)],
+            409,
+            &changed,
+        ),
+        (
+            c,
+            vec![
+                ("csrf", t),
+                ("version", "7"),
+                ("definition", &wider),
+                ("definition_sha256", s),
+            ],
+            409,
+            &changed,
+        ),
+        (
+            &target,
+            vec![("csrf", t), ("definition", &wider)],
+            400,
+            version,
+        ),
+        (
+            c,
+            vec![
+                ("csrf", t),
+                ("version", "one"),
+                ("definition", &wider),
+                ("definition_sha256", s),
+            ],
+            400,
+            version,
+        ),
+        (
+            &target,
+            vec![("csrf", t), ("version", "-1"), ("definition", &wider)],
+            400,
+            version,
+        ),
+        (
+            &target,
+            vec![("csrf", t), ("version", "1"), ("definition", "  ")],
+            400,
+            definition,
+        ),
+        (
+            c,
+            vec![("csrf", t), ("version", "1"), ("definition_sha256", s)],
+            400,
+            definition,
+        ),
+        (
+            &target,
+            vec![("csrf", t), ("version", "1"), ("definition", &huge)],
+            400,
+            "more than a rule may have (16384); nothing was revised.",
+        ),
+        (
+            c,
+            vec![("csrf", t), ("version", "1"), ("definition", &wider)],
+            400,
+            "lacks the SHA-256 of the definition you were shown; nothing was revised.",
+        ),
+        (
+            &target,
+            vec![("csrf", t), ("version", "1"), ("definition", &oversized)],
+            413,
+            "larger than the console accepts (65536 bytes); nothing was done.",
+        ),
+        (
+            &target,
+            vec![
+                ("csrf", t),
+                ("version", "1"),
+                ("definition", r#"{"operations":[]}"#),
+            ],
+            409,
+            "(invalid_rule); nothing was done.",
+        ),
+    ];
+    for (path, fields, status, why) in cases {
+        assert_refusal(&post_form(addr, &cookie, path, &fields).await, status, why);
+        assert_eq!(rule_version(&h, &id).await, v1, "{path} {fields:?}");
+    }
+
+    // A revoked rule offers no revision, and none is applied to it.
+    let revoked = h.cli(&["rules", "revoke", &id]).await;
+    assert_eq!(revoked.result, Ok(()), "{}", revoked.stderr);
+    assert_refusal(
+        &get(addr, &cookie, &target).await,
+        409,
+        "is revoked: nothing can change it any more.",
+    );
+    let late = [
+        ("csrf", t),
+        ("version", "2"),
+        ("definition", &wider),
+        ("definition_sha256", s),
+    ];
+    assert_refusal(
+        &post_form(addr, &cookie, c, &late).await,
+        409,
+        &format!("rule {id} is revoked (rule_not_live)"),
+    );
+    // Version 2 is the revocation; nothing came after it.
+    assert_eq!(rule_version(&h, &id).await.0, 2);
 }
