@@ -16,8 +16,8 @@ use countersign::CliError;
 use countersign_ledger::ProposalStatus;
 use countersign_registry::Registry;
 use serde_json::{Value, json};
-use support::mcp::{call, mcp_head};
-use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused};
+use support::mcp::{call, mcp_head, propose};
+use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused, assert_unspent};
 
 const NIGHTLY: &str = r#"{"name":"nightly"}"#;
 
@@ -58,13 +58,6 @@ async fn nightly_version(h: &Harness) -> i64 {
         .rfind(|e| e.kind == "effect_applied")
         .unwrap()
         .id
-}
-
-/// Asserts `id`'s approval is still unspent: approved, no nonce consumed.
-async fn assert_unspent(h: &Harness, id: &str) {
-    let record = h.ledger().proposal(id).await.unwrap().unwrap();
-    assert_eq!(record.status, ProposalStatus::Approved, "{id}");
-    assert_eq!(h.ledger().disposition(id).await.unwrap(), None, "{id}");
 }
 
 async fn the_cli_refuses_a_proof_whose_premise_moved(backend: Backend) {
@@ -146,17 +139,7 @@ async fn the_mcp_head_refuses_an_approval_whose_premise_moved() {
     let h = Harness::start().await;
     with_nightly(&h).await;
     let mcp = mcp_head(&h).await;
-    let proposed = call(
-        &mcp,
-        "propose_schedule_delete",
-        json!({"arguments": {"name": "nightly"}}),
-    )
-    .await;
-    let id = proposed["structuredContent"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let preview = proposed["structuredContent"]["preview"].as_str().unwrap();
+    let (id, preview) = propose(&mcp, "propose_schedule_delete", json!({"name": "nightly"})).await;
     assert!(
         preview.contains(r#"Premise:   schedules "nightly" = {"cron":"0 3 * * *","description":"email the KPIs","name":"nightly","state":"created"}"#),
         "{preview}"

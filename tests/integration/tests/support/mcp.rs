@@ -30,6 +30,16 @@ pub async fn call(server: &McpHead, tool: &str, args: Value) -> Value {
     serde_json::to_value(&result).unwrap()
 }
 
+/// Propose through `tool` with `arguments`: the new proposal's id and
+/// the preview the head returned.
+pub async fn propose(server: &McpHead, tool: &str, arguments: Value) -> (String, String) {
+    let proposed = call(server, tool, json!({ "arguments": arguments })).await;
+    let content = &proposed["structuredContent"];
+    let id = content["id"].as_str().expect("a proposal id");
+    let preview = content["preview"].as_str().expect("a preview");
+    (id.to_owned(), preview.to_owned())
+}
+
 /// A real `countersign mcp` process of the harness's installation, driven
 /// over its stdio with newline-delimited JSON-RPC, as an MCP client drives it.
 pub struct McpProcess {

@@ -435,6 +435,17 @@ maxLength = 100
     )
 }
 
+/// Asserts `id`'s approval is still unspent: approved, no nonce consumed.
+pub async fn assert_unspent(h: &Harness, id: &str) {
+    let record = h.ledger().proposal(id).await.unwrap().unwrap();
+    assert_eq!(
+        record.status,
+        countersign_ledger::ProposalStatus::Approved,
+        "{id}"
+    );
+    assert_eq!(h.ledger().disposition(id).await.unwrap(), None, "{id}");
+}
+
 pub const CREATE_NIGHTLY: &str =
     r#"{"name":"nightly","cron":"0 3 * * *","description":"email the KPIs"}"#;
 
