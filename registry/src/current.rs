@@ -8,13 +8,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::{Registry, RegistryError, read_text};
+use crate::{Registry, RegistryError, Schemas, read_text};
 
 /// A registry file, re-checked before each use; or a fixed registry.
 #[derive(Debug)]
 pub struct CurrentRegistry {
     /// `None`: a fixed registry, never re-read.
     path: Option<PathBuf>,
+    /// When each load compiles the schemas.
+    schemas: Schemas,
     last: Mutex<Loaded>,
 }
 
@@ -25,12 +27,20 @@ struct Loaded {
 }
 
 impl CurrentRegistry {
-    /// Read and load the file at `path`.
+    /// Read and load the file at `path`, compiling every schema at each
+    /// load ([`Schemas::Compiled`]).
     pub fn open(path: &Path) -> Result<CurrentRegistry, RegistryError> {
+        CurrentRegistry::open_with(path, Schemas::Compiled)
+    }
+
+    /// Read and load the file at `path`, compiling schemas as `schemas`
+    /// says at each load.
+    pub fn open_with(path: &Path, schemas: Schemas) -> Result<CurrentRegistry, RegistryError> {
         let text = read_text(path)?;
-        let registry = Arc::new(Registry::from_toml_str(&text)?);
+        let registry = Arc::new(Registry::parse(&text, schemas)?);
         Ok(CurrentRegistry {
             path: Some(path.to_path_buf()),
+            schemas,
             last: Mutex::new(Loaded { text, registry }),
         })
     }
@@ -39,6 +49,7 @@ impl CurrentRegistry {
     pub fn fixed(registry: Registry) -> CurrentRegistry {
         CurrentRegistry {
             path: None,
+            schemas: Schemas::Compiled,
             last: Mutex::new(Loaded {
                 text: String::new(),
                 registry: Arc::new(registry),
@@ -56,7 +67,7 @@ impl CurrentRegistry {
         if let Some(same) = self.if_unchanged(&text) {
             return Ok(same);
         }
-        let registry = Arc::new(Registry::from_toml_str(&text)?);
+        let registry = Arc::new(Registry::parse(&text, self.schemas)?);
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         *last = Loaded {
             text,

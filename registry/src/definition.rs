@@ -70,7 +70,7 @@ pub(crate) fn is_valid_name(name: &str) -> bool {
 
 impl RawOperation {
     /// Checks the entry and builds the operation.
-    pub(crate) fn build(self) -> Result<Operation, RegistryError> {
+    pub(crate) fn build(self, schemas: crate::Schemas) -> Result<Operation, RegistryError> {
         let op = self.name.clone();
         if !is_valid_name(&op) {
             return Err(RegistryError::InvalidName(op));
@@ -101,7 +101,12 @@ impl RawOperation {
             Value::Object(map) => schema::check_shape(map).map_err(bad_schema)?,
             _ => Vec::new(), // unreachable: built from a table just above
         };
-        let validator = schema::compile(&schema).map_err(bad_schema)?;
+        let validator = std::sync::OnceLock::new();
+        if schemas == crate::Schemas::Compiled {
+            let compiled = schema::compile(&schema).map_err(bad_schema)?;
+            // A new cell: setting it cannot fail.
+            let _ = validator.set(Ok(compiled));
+        }
         if let Some(premise) = &self.premise {
             premise.check(&schema).map_err(|r| invalid("premise", r))?;
         }

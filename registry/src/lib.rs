@@ -135,14 +135,33 @@ pub struct Registry {
     operations: BTreeMap<String, Operation>,
 }
 
+/// When a registry compiles its operations' argument schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schemas {
+    /// At load: a schema that does not compile refuses the registry. The
+    /// signer, which validates every proposal's arguments, loads this way.
+    Compiled,
+    /// On an operation's first [`Operation::validate_arguments`] (a schema
+    /// that does not compile refuses those arguments then). For processes
+    /// that never validate arguments with it (heads: the signer validates
+    /// them), so a short-lived CLI process compiles nothing it does not use.
+    OnFirstUse,
+}
+
 impl Registry {
     /// Reads and loads a registry file (at most [`MAX_REGISTRY_BYTES`]).
     pub fn load(path: &Path) -> Result<Registry, RegistryError> {
         Registry::from_toml_str(&read_text(path)?)
     }
 
-    /// Loads a registry from TOML text.
+    /// Loads a registry from TOML text, compiling every schema now.
     pub fn from_toml_str(text: &str) -> Result<Registry, RegistryError> {
+        Registry::parse(text, Schemas::Compiled)
+    }
+
+    /// Loads a registry from TOML text, compiling its schemas as `schemas`
+    /// says. Every other check runs at load either way.
+    pub fn parse(text: &str, schemas: Schemas) -> Result<Registry, RegistryError> {
         if text.len() > MAX_REGISTRY_BYTES {
             return Err(RegistryError::TooLarge {
                 limit: MAX_REGISTRY_BYTES,
@@ -158,7 +177,7 @@ impl Registry {
             if operations.contains_key(&entry.name) {
                 return Err(RegistryError::DuplicateOperation(entry.name));
             }
-            let op = entry.build()?;
+            let op = entry.build(schemas)?;
             operations.insert(op.name.clone(), op);
         }
         Ok(Registry { operations })

@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use countersign_verifier::canonical;
 use serde::{Deserialize, Serialize};
@@ -127,7 +128,10 @@ pub struct Operation {
     pub unverified_fields: Vec<String>,
     pub(crate) revision: String,
     pub(crate) template: Template,
-    pub(crate) validator: jsonschema::Validator,
+    /// The compiled schema: at load ([`crate::Schemas::Compiled`]), or on
+    /// the first validation ([`crate::Schemas::OnFirstUse`]); a schema that
+    /// does not compile is kept as its reason.
+    pub(crate) validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 impl fmt::Debug for Operation {
@@ -187,7 +191,12 @@ impl Operation {
         if !value.is_object() {
             return Err(ArgumentsError::NotAnObject);
         }
-        let errors = schema::errors(&self.validator, &value);
+        let validator = self
+            .validator
+            .get_or_init(|| schema::compile(&self.schema))
+            .as_ref()
+            .map_err(|reason| ArgumentsError::Schema(vec![format!("the schema {reason}")]))?;
+        let errors = schema::errors(validator, &value);
         if !errors.is_empty() {
             return Err(ArgumentsError::Schema(errors));
         }

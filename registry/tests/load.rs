@@ -2,7 +2,7 @@
 //! operation and field.
 #![allow(clippy::unwrap_used)]
 
-use countersign_registry::{BuiltinEffect, Class, Effect, Registry, RegistryError};
+use countersign_registry::{BuiltinEffect, Class, Effect, Registry, RegistryError, Schemas};
 
 /// A valid one-operation registry; `extra` is spliced into the operation
 /// table, `schema_extra` into its schema table.
@@ -384,4 +384,54 @@ fn refuses_unknown_formats() {
 fn refuses_toml_datetimes_in_schemas() {
     let text = one("", COMMAND, "default = 1979-05-27T07:32:00Z");
     assert!(schema_reason(&text).contains("datetime"));
+}
+
+#[test]
+fn schemas_compiled_on_first_use_validate_as_those_compiled_at_load() {
+    let text = one("", COMMAND, "required = [\"target\"]");
+    let compiled = Registry::parse(&text, Schemas::Compiled).unwrap();
+    let deferred = Registry::parse(&text, Schemas::OnFirstUse).unwrap();
+    let (now, later) = (
+        compiled.get("thing.do").unwrap(),
+        deferred.get("thing.do").unwrap(),
+    );
+    assert_eq!(now.contract_revision(), later.contract_revision());
+    for args in [
+        &br#"{"target":"a"}"#[..],
+        br#"{"text":"no target"}"#,
+        br#"{"target":3}"#,
+        br#"{"target":"a","extra":1}"#,
+    ] {
+        let (a, b) = (now.validate_arguments(args), later.validate_arguments(args));
+        assert_eq!(a.is_ok(), b.is_ok(), "{}", String::from_utf8_lossy(args));
+        if let (Err(a), Err(b)) = (a, b) {
+            assert_eq!(a.to_string(), b.to_string());
+        }
+    }
+}
+
+#[test]
+fn a_schema_that_does_not_compile_refuses_the_registry_or_its_first_arguments() {
+    let invalid = one("", COMMAND, "minProperties = \"three\"");
+    assert!(matches!(
+        Registry::parse(&invalid, Schemas::Compiled),
+        Err(RegistryError::BadSchema { .. })
+    ));
+    // Every other check still runs at load.
+    let unknown_placeholder = invalid.replace("Do {target}", "Do {nothing}");
+    assert!(matches!(
+        Registry::parse(&unknown_placeholder, Schemas::OnFirstUse),
+        Err(RegistryError::BadPlaceholder { .. })
+    ));
+    let deferred = Registry::parse(&invalid, Schemas::OnFirstUse).unwrap();
+    let op = deferred.get("thing.do").unwrap();
+    for _ in 0..2 {
+        let refused = op.validate_arguments(br#"{"target":"a"}"#).unwrap_err();
+        assert!(
+            refused.to_string().starts_with(
+                "arguments do not match the schema: the schema does not compile (at /minProperties)"
+            ),
+            "{refused}"
+        );
+    }
 }

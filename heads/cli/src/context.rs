@@ -10,7 +10,7 @@ use countersign_identity::{ApproverName, ClientCredential, Config, Home, Role};
 use countersign_ledger::Ledger;
 use countersign_metrics::GateMetrics;
 use countersign_proto::v1::signer_client::SignerClient;
-use countersign_registry::{CurrentRegistry, Policy, Registry};
+use countersign_registry::{CurrentRegistry, Policy, Registry, Schemas};
 use countersign_verifier::Principal;
 use tonic::transport::Channel;
 
@@ -130,14 +130,18 @@ impl Context {
         self.current_registry()?.now().map_err(CliError::error)
     }
 
-    /// The registry file, followed: opened (read, schemas compiled) on the
-    /// first use in this process, shared by every later one.
+    /// The registry file, followed: opened (read and checked) on the first
+    /// use in this process, shared by every later one. A head never
+    /// validates arguments with the registry's schemas (the signer does,
+    /// having compiled them all at load), so they are not compiled here
+    /// ([`Schemas::OnFirstUse`]): a command pays only for what it uses.
     pub fn current_registry(&self) -> Result<Arc<CurrentRegistry>, CliError> {
         if let Some(current) = self.registry.get() {
             return Ok(Arc::clone(current));
         }
-        let opened =
-            Arc::new(CurrentRegistry::open(&self.config.registry).map_err(CliError::error)?);
+        let opened = CurrentRegistry::open_with(&self.config.registry, Schemas::OnFirstUse)
+            .map_err(CliError::error)?;
+        let opened = Arc::new(opened);
         // Another thread may have opened it meanwhile; either copy will do.
         Ok(Arc::clone(self.registry.get_or_init(|| opened)))
     }
