@@ -11,7 +11,7 @@ use countersign_ledger::Ledger;
 use countersign_metrics::GateMetrics;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy, Registry, Schemas};
-use countersign_verifier::Principal;
+use countersign_verifier::{KeyRing, Principal};
 use tonic::transport::Channel;
 
 use crate::error::CliError;
@@ -160,15 +160,26 @@ impl Context {
     /// are fetched again over it when a proof names an unknown key id
     /// (rate-limited) or they are five minutes old.
     pub async fn gate(&self, head: &mut SignerClient<Channel>) -> Result<Gate, CliError> {
-        let keys = signer_client::public_keys(head)
-            .await
-            .map_err(CliError::error)?;
+        // The signer's keys and the ledger are independent: fetched and
+        // opened at once.
+        let (keys, ledger) = tokio::join!(signer_client::public_keys(head), self.ledger());
+        self.gate_from(head, keys.map_err(CliError::error)?, ledger?)
+    }
+
+    /// The gate over `ledger`, verifying with `keys` (fetched through
+    /// `head`, which it follows for rotations).
+    pub fn gate_from(
+        &self,
+        head: &SignerClient<Channel>,
+        keys: KeyRing,
+        ledger: Ledger,
+    ) -> Result<Gate, CliError> {
         let policy = self.policy();
         // Checked when read from the principal file; parsed again into the
         // gate's type rather than trusted.
         let principal = Principal::parse(self.principal.clone()).map_err(CliError::error)?;
         let gate = Gate::new(
-            self.ledger().await?,
+            ledger,
             self.current_registry()?,
             keys,
             principal,

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use countersign_gate::Gate;
+use countersign_gate::{Gate, signer_client};
 use countersign_ledger::Ledger;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
@@ -51,8 +51,19 @@ impl Resources for Installation {
 
     fn gate(&self) -> Building<'_, Gate> {
         Box::pin(async move {
-            let mut head = Installation::head(self).await?;
-            self.ctx.gate(&mut head).await.map_err(|e| e.to_string())
+            // Connecting to the signer (mTLS) and fetching its keys, and
+            // opening the ledger, at once: neither needs the other.
+            let keys = async {
+                let mut head = Installation::head(self).await?;
+                let keys = signer_client::public_keys(&mut head).await;
+                Ok::<_, String>((head, keys.map_err(|e| e.to_string())?))
+            };
+            let (connected, ledger) = tokio::join!(keys, self.ctx.ledger());
+            let (head, keys) = connected?;
+            let ledger = ledger.map_err(|e| e.to_string())?;
+            self.ctx
+                .gate_from(&head, keys, ledger)
+                .map_err(|e| e.to_string())
         })
     }
 }
