@@ -17,6 +17,8 @@ pub mod files;
 mod home;
 pub mod log;
 mod notify;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod paths;
 mod peer;
 pub mod pki;

@@ -5,11 +5,21 @@
 //! that logs whole requests at TRACE cannot turn a large argument into a
 //! log of the same size).
 //!
+//! With the `otlp` feature, and `OTEL_EXPORTER_OTLP_ENDPOINT` set when the
+//! process starts, the same subscriber also exports countersign's own spans
+//! (and the events inside them) as OTLP traces (`otlp`); [`LogGuard`]
+//! flushes them when the process is done.
+//!
 //! Must not: write to standard output, or decide what is a secret (a
 //! process passes its own redaction).
 
 use std::borrow::Cow;
 use std::io::{self, IsTerminal as _, Write};
+
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// The environment variable every countersign process reads its log filter from.
 pub const LOG_ENV: &str = "COUNTERSIGN_LOG";
@@ -27,14 +37,66 @@ pub fn unfiltered(line: &str) -> Cow<'_, str> {
 
 /// Installs the global subscriber: filter from [`LOG_ENV`] (else
 /// `default_filter`), written through [`LogWriter`].
-pub fn init(default_filter: &str, filter: LineFilter) {
+///
+/// With the `otlp` feature, also starts OTLP trace export when
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set, naming the process
+/// `OTEL_SERVICE_NAME` or else `service_name`; this needs a Tokio runtime
+/// to be current. Keep the returned guard until the process is about to
+/// exit (while that runtime still runs): dropping it flushes the spans not
+/// yet sent.
+pub fn init(default_filter: &str, filter: LineFilter, service_name: &str) -> LogGuard {
     let env_filter = tracing_subscriber::EnvFilter::try_from_env(LOG_ENV)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    tracing_subscriber::fmt()
+    // Traces carry at least INFO, and more when the log filter asks for more.
+    let trace_level = env_filter
+        .max_level_hint()
+        .unwrap_or(LevelFilter::INFO)
+        .max(LevelFilter::INFO);
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(move || LogWriter { filter })
         .with_ansi(io::stderr().is_terminal())
-        .with_env_filter(env_filter)
-        .init();
+        .with_filter(env_filter);
+    #[cfg(feature = "otlp")]
+    {
+        let (traces, pipeline) = crate::otlp::layer(service_name, trace_level);
+        tracing_subscriber::registry()
+            .with(stderr)
+            .with(traces)
+            .init();
+        LogGuard { traces: pipeline }
+    }
+    #[cfg(not(feature = "otlp"))]
+    {
+        let _ = (service_name, trace_level);
+        tracing_subscriber::registry().with(stderr).init();
+        LogGuard {}
+    }
+}
+
+/// What [`init`] started that must be finished before the process exits:
+/// with the `otlp` feature and an endpoint configured, the trace pipeline,
+/// flushed and shut down (within a few seconds) when this is dropped.
+/// Without them, nothing.
+#[derive(Debug)]
+#[must_use = "dropping the guard stops trace export"]
+pub struct LogGuard {
+    #[cfg(feature = "otlp")]
+    traces: Option<crate::otlp::Pipeline>,
+}
+
+impl LogGuard {
+    /// Whether spans are being exported (the `otlp` feature is on and an
+    /// endpoint was configured).
+    pub fn exports_traces(&self) -> bool {
+        #[cfg(feature = "otlp")]
+        {
+            self.traces.is_some()
+        }
+        #[cfg(not(feature = "otlp"))]
+        {
+            false
+        }
+    }
 }
 
 /// Standard error, with the process's filter applied to every write and

@@ -119,7 +119,12 @@ const KEYS_ACTOR: &str = "signer-admin";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    countersign_identity::log::init("info", countersign_identity::log::unfiltered);
+    // Kept until main returns: dropping it flushes exported spans (`otlp`).
+    let _log = countersign_identity::log::init(
+        "info",
+        countersign_identity::log::unfiltered,
+        "countersign-signer",
+    );
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve { home } => serve(home).await,

@@ -3,29 +3,18 @@
 //! answers, and exits cleanly on SIGTERM.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use countersign_identity::files::write_private_new;
-use countersign_identity::pki::create_dev_pki;
-use countersign_identity::{Home, Role, tls};
+use countersign_identity::{Home, Role};
 use countersign_proto::v1::PublicKeysRequest;
-use countersign_proto::v1::signer_client::SignerClient;
-use countersign_registry::Registry;
-use tonic::transport::Endpoint;
+
+use support::{process_client, process_home, stop_with_sigterm};
 
 const BIN: &str = env!("CARGO_BIN_EXE_countersign-signer");
-
-fn home() -> (tempfile::TempDir, Home) {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::at(dir.path().join("home")).unwrap();
-    let principal = home.init().unwrap().principal;
-    create_dev_pki(&home, &principal).unwrap();
-    write_private_new(&home.registry_path(), Registry::default_toml().as_bytes()).unwrap();
-    std::fs::remove_file(home.config_path()).unwrap();
-    write_private_new(&home.config_path(), b"[signer]\naddr = \"127.0.0.1:0\"\n").unwrap();
-    (dir, home)
-}
 
 fn keygen(home: &Home) -> (String, String) {
     let out = Command::new(BIN)
@@ -42,7 +31,7 @@ fn keygen(home: &Home) -> (String, String) {
 
 #[test]
 fn keygen_creates_the_key_once_and_prints_its_id() {
-    let (_dir, home) = home();
+    let (_dir, home) = process_home();
     let (kid, err) = keygen(&home);
     assert!(kid.starts_with("k4.pid."), "{kid}");
     assert!(err.starts_with("created key"), "{err}");
@@ -59,7 +48,7 @@ fn keygen_creates_the_key_once_and_prints_its_id() {
 
 #[test]
 fn keygen_refuses_a_key_file_readable_by_others() {
-    let (_dir, home) = home();
+    let (_dir, home) = process_home();
     keygen(&home);
     std::fs::set_permissions(
         home.signing_key_path(),
@@ -93,7 +82,7 @@ fn keys(home: &Home, args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn keys_retire_refuses_the_active_key_and_an_unknown_id() {
-    let (_dir, home) = home();
+    let (_dir, home) = process_home();
     let (first, _) = keygen(&home);
     let first = first.trim();
     let (ok, _, err) = keys(&home, &["retire", "k4.pid.nope"]);
@@ -126,7 +115,7 @@ fn keys_retire_refuses_the_active_key_and_an_unknown_id() {
 
 #[tokio::test]
 async fn serve_prints_ready_line_answers_and_stops_on_sigterm() {
-    let (_dir, home) = home();
+    let (_dir, home) = process_home();
     let mut child = Command::new(BIN)
         .args(["serve", "--home"])
         .arg(home.root())
@@ -144,35 +133,20 @@ async fn serve_prints_ready_line_answers_and_stops_on_sigterm() {
     let (addr, kid) = rest.split_once(" key ").unwrap();
     assert!(addr.starts_with("127.0.0.1:"));
 
-    tls::install_crypto_provider();
-    let channel = Endpoint::from_shared(format!("https://{addr}"))
-        .unwrap()
-        .tls_config(tls::client_config(&home, Role::Head).unwrap())
-        .unwrap()
-        .connect()
+    let keys = process_client(addr, &home, Role::Head)
         .await
-        .unwrap();
-    let keys = SignerClient::new(channel)
         .public_keys(PublicKeysRequest {})
         .await
         .unwrap()
         .into_inner();
     assert_eq!(keys.keys[0].key_id, kid);
 
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
-        .await
-        .unwrap();
-    assert!(exit.success(), "{exit:?}");
+    stop_with_sigterm(child).await;
 }
 
 #[test]
 fn logs_written_to_a_pipe_carry_no_colour_codes() {
-    let (_dir, home) = home();
+    let (_dir, home) = process_home();
     let mut child = Command::new(BIN)
         .args(["serve", "--home"])
         .arg(home.root())
@@ -194,7 +168,7 @@ fn logs_written_to_a_pipe_carry_no_colour_codes() {
 #[test]
 fn serve_with_metrics_configured_serves_them_on_loopback_and_stops_on_sigterm() {
     use std::io::{Read as _, Write as _};
-    let (_dir, home) = home();
+    let (_dir, home) = process_home();
     std::fs::remove_file(home.config_path()).unwrap();
     write_private_new(
         &home.config_path(),
@@ -252,7 +226,7 @@ fn serve_with_metrics_configured_serves_them_on_loopback_and_stops_on_sigterm() 
 
 #[test]
 fn serve_without_metrics_configured_says_nothing_of_them() {
-    let (_dir, home) = home();
+    let (_dir, home) = process_home();
     let mut child = Command::new(BIN)
         .args(["serve", "--home"])
         .arg(home.root())

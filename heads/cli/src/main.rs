@@ -6,14 +6,37 @@
 use std::io;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
 use countersign::logging::redact_secrets;
 use countersign::{Cli, Io, exit, terminal};
+use tracing::Instrument as _;
 
 fn main() -> ExitCode {
-    countersign_identity::log::init("warn", redact_secrets);
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("countersign: cannot start the runtime: {e}");
+            return ExitCode::from(exit::ERROR);
+        }
+    };
+    // Inside the runtime: trace export (`otlp`) runs on it. Dropped before
+    // the runtime shuts down, which flushes the spans not yet sent.
+    let log = {
+        let _runtime = runtime.enter();
+        countersign_identity::log::init("warn", redact_secrets, "countersign")
+    };
+    // Parsed as `Cli::try_parse` does, keeping the matches for the
+    // subcommand's name.
+    let mut command = Cli::command();
+    let parsed = command
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)))
+        .map_err(|e| e.format(&mut command));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             // Help and version print and exit 0; a usage error exits 2, with
             // its JSON document on stdout when `--json` was asked for.
@@ -25,16 +48,6 @@ fn main() -> ExitCode {
             e.exit();
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("countersign: cannot start the runtime: {e}");
-            return ExitCode::from(exit::ERROR);
-        }
-    };
     let (mut stdout, mut stderr, mut stdin) = (io::stdout(), io::stderr(), io::stdin());
     let mut open_tty = terminal::controlling_terminal;
     let mut io = Io {
@@ -43,7 +56,12 @@ fn main() -> ExitCode {
         stdin: &mut stdin,
         terminal: &mut open_tty,
     };
-    let ran = runtime.block_on(countersign::run(cli, &mut io));
+    // One span per command, named by the subcommand clap matched (never an
+    // argument): what a trace shows of the CLI and of the heads it serves.
+    let command = matches.subcommand_name().unwrap_or("countersign");
+    let span = tracing::info_span!("command", otel.name = command, command);
+    let ran = runtime.block_on(countersign::run(cli, &mut io).instrument(span));
+    drop(log);
     // Everything a command started has finished or been drained by now; a
     // blocking read of stdin (the MCP head's transport) cannot be
     // interrupted, so do not wait on it for more than a moment.

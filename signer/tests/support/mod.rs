@@ -185,3 +185,48 @@ pub async fn verified_claims(
     };
     verify(&proof, &ring, &expect).unwrap().claims().clone()
 }
+
+/// A fresh home for a `countersign-signer` process: development PKI, the
+/// default registry, the signer on 127.0.0.1:0.
+pub fn process_home() -> (tempfile::TempDir, countersign_identity::Home) {
+    use countersign_identity::files::write_private_new;
+    let dir = tempfile::tempdir().unwrap();
+    let home = countersign_identity::Home::at(dir.path().join("home")).unwrap();
+    let principal = home.init().unwrap().principal;
+    countersign_identity::pki::create_dev_pki(&home, &principal).unwrap();
+    let registry = countersign_registry::Registry::default_toml();
+    write_private_new(&home.registry_path(), registry.as_bytes()).unwrap();
+    std::fs::remove_file(home.config_path()).unwrap();
+    write_private_new(&home.config_path(), b"[signer]\naddr = \"127.0.0.1:0\"\n").unwrap();
+    (dir, home)
+}
+
+/// A client of the signer process at `addr` with `home`'s credential for `role`.
+pub async fn process_client(
+    addr: &str,
+    home: &countersign_identity::Home,
+    role: Role,
+) -> SignerClient<Channel> {
+    tls::install_crypto_provider();
+    let channel = tonic::transport::Endpoint::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(tls::client_config(home, role).unwrap())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    SignerClient::new(channel)
+}
+
+/// Sends SIGTERM to the signer process `child` and asserts it exits successfully.
+pub async fn stop_with_sigterm(mut child: std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+}
