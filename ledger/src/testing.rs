@@ -113,8 +113,10 @@ impl Drop for TempPgDatabase {
 
 /// A PostgreSQL server of its own (initdb into a temporary directory, on a
 /// free port of 127.0.0.1, or inside a network namespace: [`PgPlacement`]),
-/// for tests that stop and restart the database under running heads. Never touches the shared server. Stopped and
-/// deleted on drop.
+/// for tests that stop and restart the database under running heads.
+/// Never touches the shared server. Stopped and deleted on drop; the
+/// directory of one whose process was killed first is deleted by the next
+/// start, once its server is gone.
 ///
 /// Uses the binaries under `/usr/lib/postgresql/<version>/bin` (or
 /// `$COUNTERSIGN_TEST_PG_BIN`). `initdb` refuses to run as root, so as root
@@ -171,6 +173,7 @@ impl ThrowawayPgServer {
             Some(bin) => std::path::PathBuf::from(bin),
             None => pg_bin_dir()?,
         };
+        remove_leftover_dirs();
         let place = placement.netns.as_deref().unwrap_or("lo");
         let dir = std::env::temp_dir().join(format!("cs-pg-{}-{place}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -297,6 +300,34 @@ impl Drop for ThrowawayPgServer {
     fn drop(&mut self) {
         let _ = self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Remove the directories of throwaway servers whose owning process no
+/// longer exists (killed before its drop ran) and whose server is not
+/// running either (a server of a network namespace dies when the
+/// namespace is removed; a running one is left alone).
+fn remove_leftover_dirs() {
+    let alive = |pid: &str| {
+        pid.trim()
+            .parse::<u32>()
+            .is_ok_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+    };
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("cs-pg-")) else {
+            continue;
+        };
+        let owner = rest.split('-').next().unwrap_or_default();
+        let postmaster =
+            std::fs::read_to_string(entry.path().join("data/postmaster.pid")).unwrap_or_default();
+        let server = postmaster.lines().next().unwrap_or_default();
+        if !alive(owner) && !alive(server) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
