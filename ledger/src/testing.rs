@@ -112,9 +112,11 @@ impl Drop for TempPgDatabase {
 }
 
 /// A PostgreSQL server of its own (initdb into a temporary directory, on a
-/// free port of 127.0.0.1), for tests that stop and restart the database
-/// under running heads. Never touches the shared server. Stopped and
-/// deleted on drop.
+/// free port of 127.0.0.1, or inside a network namespace: [`PgPlacement`]),
+/// for tests that stop and restart the database under running heads.
+/// Never touches the shared server. Stopped and deleted on drop; the
+/// directory of one whose process was killed first is deleted by the next
+/// start, once its server is gone.
 ///
 /// Uses the binaries under `/usr/lib/postgresql/<version>/bin` (or
 /// `$COUNTERSIGN_TEST_PG_BIN`). `initdb` refuses to run as root, so as root
@@ -124,26 +126,67 @@ pub struct ThrowawayPgServer {
     dir: std::path::PathBuf,
     bin: std::path::PathBuf,
     port: u16,
+    placement: PgPlacement,
+}
+
+/// Where a [`ThrowawayPgServer`] runs, when not on 127.0.0.1 of this
+/// network namespace: inside network namespace `netns` (run with `ip netns
+/// exec`), listening on `addr:5432`, trusting clients from `clients` (a
+/// CIDR). The caller owns the namespace.
+#[derive(Debug, Clone)]
+pub struct PgPlacement {
+    /// The network namespace's name.
+    pub netns: Option<String>,
+    /// The address it listens on.
+    pub addr: std::net::IpAddr,
+    /// Clients trusted besides 127.0.0.1 (`pg_hba.conf`), as a CIDR.
+    pub clients: Option<String>,
+    /// `fsync` on (as a real server) or off (faster tests).
+    pub fsync: bool,
 }
 
 impl ThrowawayPgServer {
-    /// Create the cluster and start it.
+    /// Create the cluster and start it on a free port of 127.0.0.1, with
+    /// `fsync` off.
     pub fn start() -> Result<ThrowawayPgServer, String> {
-        let bin = match std::env::var_os("COUNTERSIGN_TEST_PG_BIN") {
-            Some(bin) => std::path::PathBuf::from(bin),
-            None => pg_bin_dir()?,
-        };
         let port = std::net::TcpListener::bind(("127.0.0.1", 0))
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("no free port: {e}"))?
             .port();
-        let dir = std::env::temp_dir().join(format!("cs-pg-{}-{port}", std::process::id()));
+        let placement = PgPlacement {
+            netns: None,
+            addr: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            clients: None,
+            fsync: false,
+        };
+        Self::start_placed(placement, port)
+    }
+
+    /// Create the cluster and start it as `placement` says, on port 5432
+    /// (the namespace is the server's own).
+    pub fn start_in(placement: PgPlacement) -> Result<ThrowawayPgServer, String> {
+        Self::start_placed(placement, 5432)
+    }
+
+    fn start_placed(placement: PgPlacement, port: u16) -> Result<ThrowawayPgServer, String> {
+        let bin = match std::env::var_os("COUNTERSIGN_TEST_PG_BIN") {
+            Some(bin) => std::path::PathBuf::from(bin),
+            None => pg_bin_dir()?,
+        };
+        remove_leftover_dirs();
+        let place = placement.netns.as_deref().unwrap_or("lo");
+        let dir = std::env::temp_dir().join(format!("cs-pg-{}-{place}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         // The server may run as `postgres`; it needs to write here.
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))
             .map_err(|e| e.to_string())?;
-        let server = ThrowawayPgServer { dir, bin, port };
+        let server = ThrowawayPgServer {
+            dir,
+            bin,
+            port,
+            placement,
+        };
         let data = server.data();
         server.run(
             "initdb",
@@ -158,6 +201,15 @@ impl ThrowawayPgServer {
                 "--no-sync",
             ],
         )?;
+        if let Some(clients) = &server.placement.clients {
+            use std::io::Write as _;
+            let hba = server.dir.join("data").join("pg_hba.conf");
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&hba)
+                .and_then(|mut f| writeln!(f, "host all all {clients} trust"))
+                .map_err(|e| format!("{}: {e}", hba.display()))?;
+        }
         server.start_again()?;
         Ok(server)
     }
@@ -169,13 +221,17 @@ impl ThrowawayPgServer {
     /// Run one of the server's programs, as `postgres` when we are root.
     fn run(&self, program: &str, args: &[&str]) -> Result<(), String> {
         let path = self.bin.join(program);
-        let mut command = if running_as_root() {
-            let mut c = std::process::Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(&path);
-            c
-        } else {
-            std::process::Command::new(&path)
-        };
+        // [ip netns exec NS] [runuser -u postgres --] program
+        let mut argv: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(netns) = &self.placement.netns {
+            argv.extend(["ip", "netns", "exec", netns.as_str()].map(Into::into));
+        }
+        if running_as_root() {
+            argv.extend(["runuser", "-u", "postgres", "--"].map(Into::into));
+        }
+        argv.push(path.clone().into());
+        let mut command = std::process::Command::new(&argv[0]);
+        command.args(&argv[1..]);
         let out = command
             .args(args)
             .stdin(std::process::Stdio::null())
@@ -195,9 +251,11 @@ impl ThrowawayPgServer {
     /// Start the (stopped) server and wait until it accepts connections.
     pub fn start_again(&self) -> Result<(), String> {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "-p {} -k {} -c listen_addresses={} -c fsync={}",
             self.port,
-            self.dir.display()
+            self.dir.display(),
+            self.placement.addr,
+            if self.placement.fsync { "on" } else { "off" }
         );
         let log = self.dir.join("log").display().to_string();
         self.run(
@@ -226,7 +284,10 @@ impl ThrowawayPgServer {
 
     /// The admin URL (maintenance database `postgres`).
     pub fn admin_url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        format!(
+            "postgres://postgres@{}:{}/postgres",
+            self.placement.addr, self.port
+        )
     }
 
     /// The port it listens on.
@@ -239,6 +300,34 @@ impl Drop for ThrowawayPgServer {
     fn drop(&mut self) {
         let _ = self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Remove the directories of throwaway servers whose owning process no
+/// longer exists (killed before its drop ran) and whose server is not
+/// running either (a server of a network namespace dies when the
+/// namespace is removed; a running one is left alone).
+fn remove_leftover_dirs() {
+    let alive = |pid: &str| {
+        pid.trim()
+            .parse::<u32>()
+            .is_ok_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+    };
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("cs-pg-")) else {
+            continue;
+        };
+        let owner = rest.split('-').next().unwrap_or_default();
+        let postmaster =
+            std::fs::read_to_string(entry.path().join("data/postmaster.pid")).unwrap_or_default();
+        let server = postmaster.lines().next().unwrap_or_default();
+        if !alive(owner) && !alive(server) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 

@@ -32,7 +32,7 @@ use countersign_signer::testing::TestSigner;
 use serde_json::{Value, json};
 
 use super::heads::{Cli, Http, binary};
-use super::{Fixture, Options, RawDb, fresh_database, nonce_of, prepare, verdict};
+use super::{Fixture, Options, RawDb, fresh_database, prepare, verdict};
 
 /// Iterations before the measured ones.
 const WARM_UP: usize = 3;
@@ -165,8 +165,8 @@ pub(super) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         let (t, r) = timed(head.get_proposal(get)).await;
         r.map_err(text)?;
         s.add("kept-channel GetProposal", t, keep);
-        let (id, _) = commits.pop().ok_or("out of prepared proposals")?;
-        let (t, ()) = timed(raw.consume(nonce_of(&id), id)).await;
+        let (id, proof) = commits.pop().ok_or("out of prepared proposals")?;
+        let (t, ()) = timed(raw.consume(id, &proof)).await;
         s.add("one SQLite commit", t, keep);
 
         // The CLI, one process per command.

@@ -7,7 +7,8 @@
 //! cargo bench -p countersign-bench --bench load -- --latency-only
 //! ```
 //! Options: `--quick`, `--sqlite-only`, `--postgres-only`, `--no-growth`,
-//! `--verification-only`, `--latency-only`, `--no-latency`,
+//! `--verification-only`, `--latency-only`, `--no-latency`, `--netns-only`,
+//! `--no-netns`,
 //! `--latency-n N` (iterations of the latency section; 300, or 30 with
 //! `--quick`). The latency section runs the `countersign` binary of this
 //! profile: `cargo build --release --bins` first.
@@ -31,7 +32,11 @@
 //! 7. end-to-end latency over real sockets and processes, p50 and p99, each
 //!    beside its floor (`latency.rs`): CLI commands against process start
 //!    and one fresh mTLS call; Propose, Decide, the API head and the MCP
-//!    head against a kept-connection round trip plus one commit.
+//!    head against a kept-connection round trip plus one commit;
+//! 8. consume throughput with PostgreSQL in a network namespace of its own
+//!    behind a proxy adding 0, 0.5, 1 and 2 ms of round trip, beside the
+//!    raw single-chain transaction at the same delay (`netns.rs`; needs
+//!    root and `ip`, skipped otherwise).
 //!
 //! Proofs are minted with the signer's own issuing code (a dev-dependency:
 //! nothing here ships).
@@ -39,6 +44,7 @@
 
 mod heads;
 mod latency;
+mod netns;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -72,6 +78,10 @@ struct Options {
     /// Run the latency section (and, with `latency_only`, nothing else).
     latency: bool,
     latency_only: bool,
+    /// Run the section with the database a round trip away (and, with
+    /// `netns_only`, nothing else).
+    netns: bool,
+    netns_only: bool,
     /// Iterations of the latency section, if given.
     latency_n: Option<usize>,
 }
@@ -87,6 +97,8 @@ impl Options {
             growth: !has("--no-growth"),
             latency: !has("--no-latency"),
             latency_only: has("--latency-only"),
+            netns: !has("--no-netns"),
+            netns_only: has("--netns-only"),
             latency_n: args.iter().position(|a| a == "--latency-n").map(|i| {
                 match args.get(i + 1).map(|n| n.parse()) {
                     Some(Ok(n)) => n,
@@ -133,12 +145,18 @@ impl Fixture {
 
     /// Proposal `n` and its proof.
     fn proposal(&self, n: u64) -> (Proposal, Proof, IssuanceRecord) {
+        self.proposal_for(PRINCIPAL, n)
+    }
+
+    /// Proposal `n` of `principal` and its proof (`n` unique across
+    /// principals: it makes the id and the nonce).
+    fn proposal_for(&self, principal: &str, n: u64) -> (Proposal, Proof, IssuanceRecord) {
         let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
         let args = json!({"name": format!("s{n}"), "cron": "0 3 * * *"});
         let arguments_json = to_canonical(&args).unwrap();
         let p = Proposal {
             id: format!("prop_{n:032x}"),
-            principal: PRINCIPAL.into(),
+            principal: principal.into(),
             session: SESSION.into(),
             operation: OPERATION.into(),
             arguments_sha256: sha256_hex(arguments_json.as_bytes()),
@@ -191,11 +209,16 @@ impl Fixture {
     }
 
     fn gate(&self, ledger: Ledger) -> Gate {
+        self.gate_for(ledger, PRINCIPAL)
+    }
+
+    /// A gate of `principal`'s heads.
+    fn gate_for(&self, ledger: Ledger, principal: &str) -> Gate {
         Gate::new(
             ledger,
             Arc::clone(&self.registry),
             self.keys.clone(),
-            PRINCIPAL.parse().unwrap(),
+            principal.parse().unwrap(),
             AUDIENCE.into(),
             POLICY.into(),
             DEFAULT_MAX_LIFETIME,
@@ -332,7 +355,7 @@ enum RawDb {
 }
 
 macro_rules! raw_transaction {
-    ($tx:expr, $lock:literal, $nonce:expr, $pid:expr) => {{
+    ($tx:expr, $lock:literal, $insert_nonce:expr, $nonce:expr, $pid:expr) => {{
         let tx = &mut $tx;
         let (count, hash): (i64, String) = sqlx::query_as(concat!(
             "SELECT count, hash FROM chain_head WHERE singleton = 1",
@@ -341,15 +364,7 @@ macro_rules! raw_transaction {
         .fetch_one(&mut **tx)
         .await
         .unwrap();
-        sqlx::query(
-            "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at) VALUES ($1, $2, $3)",
-        )
-        .bind($nonce)
-        .bind($pid)
-        .bind("2026-01-01T00:00:00Z")
-        .execute(&mut **tx)
-        .await
-        .unwrap();
+        $insert_nonce.execute(&mut **tx).await.unwrap();
         sqlx::query(
             "INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
              VALUES ($1, $2, 'intent', $3, $4, $5, $6, $7)",
@@ -395,16 +410,34 @@ impl RawDb {
         }
     }
 
-    async fn consume(&self, nonce: String, proposal_id: String) {
+    /// One raw transaction for proposal `proposal_id` approved with `proof`.
+    /// On PostgreSQL the nonce insert carries the proof's consume key, which
+    /// the ledger's trigger checks against the issuance (as it does for
+    /// every head's consume).
+    async fn consume(&self, proposal_id: String, proof: &Proof) {
+        let nonce = nonce_of(&proposal_id);
+        let insert = "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at";
+        let at = "2026-01-01T00:00:00Z";
         match self {
             RawDb::Sqlite(pool) => {
                 let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
-                raw_transaction!(tx, "", &nonce, &proposal_id);
+                let sql = format!("{insert}) VALUES ($1, $2, $3)");
+                let query = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&nonce)
+                    .bind(&proposal_id)
+                    .bind(at);
+                raw_transaction!(tx, "", query, &nonce, &proposal_id);
                 tx.commit().await.unwrap();
             }
             RawDb::Postgres(pool) => {
                 let mut tx = pool.begin().await.unwrap();
-                raw_transaction!(tx, " FOR UPDATE", &nonce, &proposal_id);
+                let sql = format!("{insert}, consume_key) VALUES ($1, $2, $3, $4)");
+                let query = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&nonce)
+                    .bind(&proposal_id)
+                    .bind(at)
+                    .bind(proof.consume_key().expose_hex());
+                raw_transaction!(tx, " FOR UPDATE", query, &nonce, &proposal_id);
                 tx.commit().await.unwrap();
             }
         }
@@ -433,11 +466,10 @@ async fn backend_run(fx: &Fixture, opts: &Options, backend: &str) {
     for callers in [1usize, 8, 32] {
         let items = prepare(fx, &ledger, next, n).await;
         next += n as u64;
-        let raw_items: Vec<_> = items.into_iter().map(|(id, _)| id).collect();
         let raw_db = Arc::clone(&raw);
-        let raw_rate = throughput(raw_items, callers, move |id: String| {
+        let raw_rate = throughput(items, callers, move |(id, proof): (String, Proof)| {
             let raw_db = Arc::clone(&raw_db);
-            async move { raw_db.consume(nonce_of(&id), id).await }
+            async move { raw_db.consume(id, &proof).await }
         })
         .await;
         let items = prepare(fx, &ledger, next, n).await;
@@ -652,6 +684,9 @@ fn main() {
     if opts.latency_only {
         return runtime.block_on(latency_section(&fx, &opts));
     }
+    if opts.netns_only {
+        return runtime.block_on(netns_section(&fx, &opts));
+    }
     verification(&fx, &opts);
     if std::env::args().any(|a| a == "--verification-only") {
         return;
@@ -672,7 +707,19 @@ fn main() {
         if opts.latency {
             latency_section(&fx, &opts).await;
         }
+        if opts.netns {
+            netns_section(&fx, &opts).await;
+        }
     });
+}
+
+/// The section with the database a round trip away; a failure ends the
+/// run with the reason.
+async fn netns_section(fx: &Fixture, opts: &Options) {
+    if let Err(e) = netns::run(fx, opts).await {
+        eprintln!("netns section: {e}");
+        std::process::exit(1);
+    }
 }
 
 /// The latency section; a missing binary or a failed command ends the

@@ -165,36 +165,7 @@ impl Harness {
 
     /// Run against another home (another installation sharing this signer).
     pub async fn cli_as(&self, home: &str, args: &[&str], stdin: &str, person: Person) -> Run {
-        let mut argv = vec!["countersign", "--home", home];
-        argv.extend_from_slice(args);
-        let cli = Cli::try_parse_from(argv).expect("valid command line");
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let mut input = stdin.as_bytes();
-        let shown = Arc::new(Mutex::new(String::new()));
-        let shown_by_terminal = Arc::clone(&shown);
-        let mut terminal = move || -> io::Result<Box<dyn Terminal>> {
-            if person == Person::NoTerminal {
-                return Err(io::Error::from_raw_os_error(6)); // ENXIO: no controlling terminal
-            }
-            Ok(Box::new(ScriptedTerminal {
-                person,
-                shown: Arc::clone(&shown_by_terminal),
-            }))
-        };
-        let mut io = Io {
-            out: &mut out,
-            err: &mut err,
-            stdin: &mut input,
-            terminal: &mut terminal,
-        };
-        let result = countersign::run(cli, &mut io).await;
-        let shown = shown.lock().unwrap().clone();
-        Run {
-            result,
-            stdout: String::from_utf8(out).unwrap(),
-            stderr: String::from_utf8(err).unwrap(),
-            shown,
-        }
+        cli_in(home, args, stdin, person).await
     }
 
     /// A second installation, with its own principal, trusted by the same
@@ -435,6 +406,25 @@ maxLength = 100
     )
 }
 
+/// Asserts a head process with its ledger database down failed closed:
+/// the error exit code, the ledger named without its URL, promptly.
+pub fn assert_failed_closed(code: i32, stdout: &str, stderr: &str, took: std::time::Duration) {
+    assert_eq!(
+        code,
+        i32::from(countersign::exit::ERROR),
+        "{stdout}{stderr}"
+    );
+    assert!(stderr.contains("cannot open the ledger"), "{stderr}");
+    assert!(
+        !stderr.contains("postgres://"),
+        "no URL in errors: {stderr}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "failed closed after {took:?}"
+    );
+}
+
 /// Asserts `id`'s approval is still unspent: approved, no nonce consumed.
 pub async fn assert_unspent(h: &Harness, id: &str) {
     let record = h.ledger().proposal(id).await.unwrap().unwrap();
@@ -504,4 +494,39 @@ pub async fn interrupt(h: &Harness, id: &str) -> PathBuf {
         countersign_ledger::ConsumeStart::Fresh(_)
     ));
     path
+}
+
+/// Run `countersign --home <home> <args>` in this process (the CLI's own
+/// code path), with `stdin` and a scripted `person` at the terminal.
+pub async fn cli_in(home: &str, args: &[&str], stdin: &str, person: Person) -> Run {
+    let mut argv = vec!["countersign", "--home", home];
+    argv.extend_from_slice(args);
+    let cli = Cli::try_parse_from(argv).expect("valid command line");
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let mut input = stdin.as_bytes();
+    let shown = Arc::new(Mutex::new(String::new()));
+    let shown_by_terminal = Arc::clone(&shown);
+    let mut terminal = move || -> io::Result<Box<dyn Terminal>> {
+        if person == Person::NoTerminal {
+            return Err(io::Error::from_raw_os_error(6)); // ENXIO: no controlling terminal
+        }
+        Ok(Box::new(ScriptedTerminal {
+            person,
+            shown: Arc::clone(&shown_by_terminal),
+        }))
+    };
+    let mut io = Io {
+        out: &mut out,
+        err: &mut err,
+        stdin: &mut input,
+        terminal: &mut terminal,
+    };
+    let result = countersign::run(cli, &mut io).await;
+    let shown = shown.lock().unwrap().clone();
+    Run {
+        result,
+        stdout: String::from_utf8(out).unwrap(),
+        stderr: String::from_utf8(err).unwrap(),
+        shown,
+    }
 }

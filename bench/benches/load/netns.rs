@@ -1,0 +1,131 @@
+//! Consume throughput with the database a round trip away: PostgreSQL in a
+//! network namespace of its own (`countersign_netns`, a veth pair into a
+//! bridge), its clients in this process behind a proxy that adds 0, 0.5,
+//! 1 and 2 ms of round trip (`DelayProxy`; `tc netem` is not available on
+//! every machine). At each delay, beside each other:
+//!
+//! - the floor: the raw single-chain transaction of `main.rs` (chain head
+//!   locked, nonce, intent event, commit), 32 callers on one pool;
+//! - full consume (`Gate::execute`, what every head runs) for 8 principals
+//!   x 4 callers: 8 gates, each with its own ledger handle and pool (as 8
+//!   head processes on other hosts would hold), 32 callers taking the
+//!   principals' proofs in turn.
+//!
+//! The server is a throwaway of this section's own (initdb, `fsync` on as
+//! on the machine's server), never the shared one; it, the namespace and
+//! the bridge are removed at the end. Needs root and `ip`; the section says
+//! why it is skipped otherwise.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use countersign_gate::Gate;
+use countersign_ledger::Ledger;
+use countersign_ledger::testing::{PgPlacement, TempPgDatabase, ThrowawayPgServer};
+use countersign_netns::{DelayProxy, Topology};
+use countersign_verifier::Proof;
+
+use crate::{Fixture, Options, RawDb, consume_all, throughput, verdict};
+
+/// Round trips added between the callers and the database.
+const ROUND_TRIPS_MS: [f64; 4] = [0.0, 0.5, 1.0, 2.0];
+const PRINCIPALS: usize = 8;
+const CALLERS_EACH: usize = 4;
+
+/// The section; errors end it with the reason.
+pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
+    if let Some(why) = countersign_netns::unavailable() {
+        println!("## Database a round trip away: skipped ({why})");
+        println!();
+        return Ok(());
+    }
+    let topology = Topology::create(&["db"])?;
+    let db_host = topology.host("db");
+    let pg = ThrowawayPgServer::start_in(PgPlacement {
+        netns: Some(db_host.netns().to_string()),
+        addr: db_host.addr().into(),
+        clients: Some(topology.cidr()),
+        fsync: true,
+    })?;
+    let db = TempPgDatabase::create_on(&pg.admin_url())
+        .await
+        .map_err(|e| e.to_string())?;
+    let direct = SocketAddr::new(db_host.addr().into(), pg.port());
+    // Proposals and approvals go in directly; only the measured work
+    // crosses the proxy.
+    let setup = Ledger::open(db.url()).await.map_err(|e| e.to_string())?;
+    let principals: Vec<String> = (0..PRINCIPALS)
+        .map(|i| format!("pr_{:032x}", i + 1))
+        .collect();
+    let n = (opts.n(800) / PRINCIPALS).max(4) * PRINCIPALS;
+    println!(
+        "## PostgreSQL a round trip away (own namespace, veth + bridge, delay proxy; {n} operations per figure)"
+    );
+    println!(
+        "added RTT   raw single-chain tx /s (32 callers)   full consume /s ({PRINCIPALS} principals x {CALLERS_EACH} callers)   full/raw"
+    );
+    let mut next = 50_000_000u64;
+    for rtt_ms in ROUND_TRIPS_MS {
+        let rtt = Duration::from_secs_f64(rtt_ms / 1000.0);
+        let proxy = DelayProxy::start(SocketAddr::new(topology.gateway().into(), 0), direct, rtt)
+            .map_err(|e| format!("proxy: {e}"))?;
+        let url = db
+            .url()
+            .replace(&direct.to_string(), &proxy.addr().to_string());
+
+        let items = crate::prepare(fx, &setup, next, n).await;
+        next += n as u64;
+        let raw = Arc::new(RawDb::open(&url).await);
+        let raw_db = Arc::clone(&raw);
+        let raw_rate = throughput(
+            items,
+            PRINCIPALS * CALLERS_EACH,
+            move |(id, proof): (String, Proof)| {
+                let raw_db = Arc::clone(&raw_db);
+                async move { raw_db.consume(id, &proof).await }
+            },
+        )
+        .await;
+        drop(raw);
+
+        // One gate per principal; the proofs interleaved, so that the 32
+        // callers keep about 4 on each principal at any time.
+        let mut gates = Vec::with_capacity(PRINCIPALS);
+        for principal in &principals {
+            let ledger = Ledger::open(&url).await.map_err(|e| e.to_string())?;
+            gates.push(fx.gate_for(ledger, principal));
+        }
+        let mut items: Vec<(Gate, String, Proof)> = Vec::with_capacity(n);
+        for i in 0..n {
+            let k = i % PRINCIPALS;
+            let (p, proof, record) = fx.proposal_for(&principals[k], next + i as u64);
+            setup.insert_proposal(&p).await.map_err(|e| e.to_string())?;
+            setup
+                .record_approval(&record)
+                .await
+                .map_err(|e| e.to_string())?;
+            items.push((gates[k].clone(), p.id, proof));
+        }
+        next += n as u64;
+        let full_rate = throughput(
+            items,
+            PRINCIPALS * CALLERS_EACH,
+            |(gate, id, proof)| async move {
+                assert!(consume_all(&gate, &id, &proof).await.applied_now());
+            },
+        )
+        .await;
+        let ratio = full_rate / raw_rate;
+        println!(
+            "{rtt_ms:>6.1} ms   {raw_rate:>34.0}   {full_rate:>50.0}   {ratio:>7.2}x{}",
+            if rtt_ms == 1.0 {
+                format!(" (target >= 4x) {}", verdict(ratio >= 4.0))
+            } else {
+                String::new()
+            }
+        );
+    }
+    println!();
+    Ok(())
+}
