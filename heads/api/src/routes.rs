@@ -13,6 +13,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, get, on};
 use countersign_surface::operations::{DataOperation, ParamSchema};
+use tracing::Instrument as _;
 
 use crate::guard::{self, AllowedHosts};
 use crate::handlers;
@@ -151,10 +152,18 @@ async fn log(req: Request, next: Next) -> Response {
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "(unmatched)".to_string(), |p| p.as_str().to_string());
-    let started = Instant::now();
-    let response = next.run(req).await;
-    tracing::info!(%method, %route, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
-    response
+    // One span per request, named by the method and the route template
+    // (never the path's values, a header or the body): what a trace shows.
+    let span =
+        tracing::info_span!("request", otel.name = %format!("{method} {route}"), %method, %route);
+    async move {
+        let started = Instant::now();
+        let response = next.run(req).await;
+        tracing::info!(%method, %route, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
+        response
+    }
+    .instrument(span)
+    .await
 }
 
 /// Answer 503 when a request takes longer than [`REQUEST_TIMEOUT`]. An

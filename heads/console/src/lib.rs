@@ -34,7 +34,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::header::{
     CONTENT_SECURITY_POLICY, ORIGIN, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
 };
@@ -49,6 +49,7 @@ use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy};
 use tokio::net::TcpListener;
 use tonic::transport::Channel;
+use tracing::Instrument as _;
 
 pub use sessions::{SessionRecord, SessionStore};
 
@@ -168,8 +169,18 @@ async fn guarded(State(hosts): State<AllowedHosts>, mut request: Request, next: 
     {
         request.headers_mut().remove(ORIGIN);
     }
+    // One span per request, named by the method and the route template
+    // (never the path's values, a cookie or a form field).
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("(unmatched)", MatchedPath::as_str)
+        .to_owned();
+    let method = request.method().clone();
+    let span =
+        tracing::info_span!("request", otel.name = %format!("{method} {route}"), %method, %route);
     let mut response = match check(request.headers(), &hosts) {
-        Ok(()) => next.run(request).await,
+        Ok(()) => next.run(request).instrument(span).await,
         Err(e) => auth::refusal(StatusCode::FORBIDDEN, &format!("{e}; nothing was done.")),
     };
     let headers = response.headers_mut();

@@ -31,6 +31,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
+use tracing::Instrument as _;
 
 use crate::console::{self, Asked, Console};
 use crate::reply::{Reply, reply};
@@ -200,6 +201,23 @@ impl McpHead {
                 None,
             ));
         };
+        // One span per call, named by the tool as the table names it (an
+        // unknown name was refused above): what a trace shows of the call.
+        let span =
+            tracing::info_span!("tool_call", otel.name = %entry.tool.name, tool = %entry.tool.name);
+        self.run_tool(peer, session, entry, arguments)
+            .instrument(span)
+            .await
+    }
+
+    /// The body of [`Self::call_from`] for a known tool `entry`.
+    async fn run_tool(
+        &self,
+        peer: Option<&Peer<RoleServer>>,
+        session: &str,
+        entry: &ToolEntry,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
         tracing::info!(tool = %entry.tool.name, session = %session, "tool call");
         let registry_op = entry
             .registry_op

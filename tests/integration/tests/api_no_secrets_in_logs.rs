@@ -70,6 +70,16 @@ async fn no_proof_or_credential_appears_in_trace_logs() {
         logs.contains("/v1/proposals/{proposal_id}/execute"),
         "routes are logged by template"
     );
+    // Each request runs in a span named by its method and route template,
+    // never its path's values.
+    let spans = capture.spans("request");
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.contains("method=POST route=/v1/proposals/{proposal_id}/execute")),
+        "{spans:?}"
+    );
+    assert!(spans.iter().all(|s| !s.contains(&id)), "{spans:?}");
     let secret_part = token_secret(&token);
     assert!(!logs.contains(&proof), "a proof reached the logs");
     assert!(

@@ -17,7 +17,7 @@ use countersign::Context;
 use countersign_console::SessionStore;
 use countersign_identity::Home;
 use serde_json::{Value, json};
-use support::{Backend, Harness, Person, assert_refused};
+use support::{Backend, Capture, Harness, Person, assert_refused};
 
 /// The console of `h` on 127.0.0.1:0, and a paired browser's cookie.
 async fn console(h: &Harness) -> (SocketAddr, String) {
@@ -159,6 +159,7 @@ fn assert_refusal(reply: &Reply, status: u16, why: &str) {
 
 #[tokio::test]
 async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() {
+    let capture = Capture::trace();
     let h = Harness::start_with_rules(Backend::Sqlite).await;
     let id = created_rule(
         &h,
@@ -205,6 +206,21 @@ async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() 
     let page = get(addr, &cookie, "/rules").await;
     assert!(page.body.contains("revoked"), "{}", page.body);
     assert!(!page.body.contains("Revoke this rule"), "{}", page.body);
+    // Each request ran in a span named by its method and route template,
+    // never its path's values (the rule id) or a form field.
+    let spans = capture.spans("request");
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.contains("method=POST route=/rules/{id}/revoke")),
+        "{spans:?}"
+    );
+    assert!(
+        spans
+            .iter()
+            .all(|s| !s.contains(&id) && !s.contains("enough")),
+        "{spans:?}"
+    );
     // Revoked: the next covered proposal waits for a person.
     let next = h
         .propose(

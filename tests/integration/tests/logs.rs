@@ -69,6 +69,9 @@ async fn a_large_argument_at_trace_yields_a_bounded_log_without_colour() {
         "COUNTERSIGN_LOG=trace was not applied"
     );
     assert!(!log.contains(&0x1b), "colour codes in a redirected log");
+    // The call ran in a span named by the tool, with nothing of its arguments.
+    let span = "tool_call{otel.name=propose_demo_echo tool=propose_demo_echo}";
+    assert!(text.contains(span), "no tool span in the log");
     assert!(
         text.lines().all(|l| l.len() <= MAX_LOG_LINE_BYTES + 64),
         "a log line over the cap"

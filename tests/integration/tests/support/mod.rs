@@ -340,16 +340,39 @@ impl io::Write for Capture {
 
 impl Capture {
     /// Capture every event at TRACE from now on, from every thread of this
-    /// test binary (once per binary: the subscriber is global).
+    /// test binary. The subscriber is global: every test of a binary that
+    /// asks shares one capture (installed by the first).
     pub fn trace() -> Capture {
-        let capture = Capture::default();
-        let writer = capture.clone();
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .init();
-        capture
+        static GLOBAL: std::sync::OnceLock<Capture> = std::sync::OnceLock::new();
+        GLOBAL
+            .get_or_init(|| {
+                let capture = Capture::default();
+                let writer = capture.clone();
+                tracing_subscriber::fmt()
+                    .with_max_level(tracing::Level::TRACE)
+                    .with_writer(move || writer.clone())
+                    .with_ansi(false)
+                    .init();
+                capture
+            })
+            .clone()
+    }
+
+    /// The fields of every `name{...}` span in the captured lines.
+    pub fn spans(&self, name: &str) -> Vec<String> {
+        let open = format!("{name}{{");
+        self.text()
+            .lines()
+            .filter_map(|line| {
+                let (_, rest) = line.split_once(&open)?;
+                // A span's fields end at `}:` (a route template has braces).
+                Some(
+                    rest.split_once("}:")
+                        .map_or(rest, |(fields, _)| fields)
+                        .to_owned(),
+                )
+            })
+            .collect()
     }
 
     /// What was logged so far.
