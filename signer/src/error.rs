@@ -178,7 +178,7 @@ pub(crate) enum RpcError {
     #[error("rule {0} changed since; look at it again")]
     RuleChanged(String),
     /// The definition is not the one the person confirmed.
-    #[error("the rule definition is not the one confirmed; nothing was created")]
+    #[error("the rule definition is not the one confirmed; nothing was created or changed")]
     RuleDefinitionChanged,
     /// A fault on the signer's side; the detail is logged, never sent.
     #[error("internal error: {0}")]

@@ -464,6 +464,17 @@ async fn a_revision_or_revocation_changes_what_the_rule_approves_next() {
         refused(&again),
         (Code::FailedPrecondition, "rule_not_live".into())
     );
+    // A revoked rule is refused at the dry run, before any scope is shown,
+    // and nothing changes.
+    let shown = approver
+        .revise_rule(revise(3, String::new(), true))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused(&shown),
+        (Code::FailedPrecondition, "rule_not_live".into())
+    );
+    assert_eq!(rules(&mut approver).await[0].version, 3);
     // Another principal's approver sees and revokes nothing of it.
     let mut stranger = support::client_as(&signer, Role::Approver, support::OTHER_PRINCIPAL).await;
     assert!(rules(&mut stranger).await.is_empty());

@@ -149,9 +149,7 @@ impl SignerService {
         if req.dry_run {
             return proposed_view(&definition, "", 1);
         }
-        let mut random = [0u8; 16];
-        getrandom::fill(&mut random).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
-        let id = RuleId::from_random(random);
+        let id = new_rule_id()?;
         let change = Self::confirmed_change(
             &definition,
             &req.definition_sha256,
@@ -175,9 +173,7 @@ impl SignerService {
         args: &CanonicalArgs,
     ) -> Result<wire::DecideResponse, RpcError> {
         let definition = self.creatable_value(args.value())?;
-        let mut random = [0u8; 16];
-        getrandom::fill(&mut random).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
-        let id = RuleId::from_random(random);
+        let id = new_rule_id()?;
         let change = Self::confirmed_change(
             &definition,
             args.sha256_hex(),
@@ -217,6 +213,11 @@ impl SignerService {
             .ok_or_else(|| RpcError::UnknownRule(id.as_str().to_owned()))?;
         if current.version != req.version {
             return Err(RpcError::RuleChanged(id.as_str().to_owned()));
+        }
+        // A revoked rule stays revoked: refused before its new scope is
+        // shown, not after the person has confirmed it.
+        if current.status == RuleStatus::Revoked {
+            return Err(RpcError::RuleNotLive(id.as_str().to_owned()));
         }
         if req.dry_run {
             return proposed_view(&definition, id.as_str(), current.version + 1);
@@ -266,4 +267,11 @@ impl SignerService {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(wire::ListRulesResponse { rules })
     }
+}
+
+/// A fresh rule id, from 16 random bytes.
+fn new_rule_id() -> Result<RuleId, RpcError> {
+    let mut random = [0u8; 16];
+    getrandom::fill(&mut random).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
+    Ok(RuleId::from_random(random))
 }
