@@ -17,7 +17,7 @@ use countersign::Context;
 use countersign_console::SessionStore;
 use countersign_identity::Home;
 use serde_json::{Value, json};
-use support::{Backend, Capture, Harness, Person, assert_refused};
+use support::{Backend, Capture, Harness, assert_refused};
 
 /// The console of `h` on 127.0.0.1:0, and a paired browser's cookie.
 async fn console(h: &Harness) -> (SocketAddr, String) {
@@ -89,27 +89,6 @@ fn nightly(constraint: Value) -> Value {
     })
 }
 
-/// The rule `definition`, created by the person at the terminal: its id.
-async fn created_rule(h: &Harness, definition: &Value) -> String {
-    let file = h.scratch.path().join("rule.json");
-    std::fs::write(&file, definition.to_string()).unwrap();
-    let created = h
-        .cli_with(
-            &[
-                "--json",
-                "rules",
-                "create",
-                "--file",
-                file.to_str().unwrap(),
-            ],
-            "",
-            Person::TypesTheChallenge,
-        )
-        .await;
-    assert_eq!(created.result, Ok(()), "{}", created.stdout);
-    created.json()["id"].as_str().unwrap().to_owned()
-}
-
 /// The paired browser with `cookie` posts the form `fields` to `target`.
 async fn post_form(addr: SocketAddr, cookie: &str, target: &str, fields: &[(&str, &str)]) -> Reply {
     let body = form_urlencoded::Serializer::new(String::new())
@@ -127,7 +106,7 @@ async fn post_form(addr: SocketAddr, cookie: &str, target: &str, fields: &[(&str
 /// rule's id, the console's address and the browser's cookie.
 async fn console_with_rule(constraint: Value) -> (Harness, String, SocketAddr, String) {
     let h = Harness::start_with_rules(Backend::Sqlite).await;
-    let id = created_rule(&h, &nightly(constraint)).await;
+    let id = h.create_rule(&nightly(constraint)).await;
     let (addr, cookie) = console(&h).await;
     (h, id, addr, cookie)
 }
@@ -161,11 +140,9 @@ fn assert_refusal(reply: &Reply, status: u16, why: &str) {
 async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() {
     let capture = Capture::trace();
     let h = Harness::start_with_rules(Backend::Sqlite).await;
-    let id = created_rule(
-        &h,
-        &nightly(json!({"pointer": "/name", "equals": "nightly"})),
-    )
-    .await;
+    let id = h
+        .create_rule(&nightly(json!({"pointer": "/name", "equals": "nightly"})))
+        .await;
     h.propose(
         "schedule.create",
         r#"{"name":"nightly","cron":"0 3 * * *"}"#,

@@ -231,19 +231,16 @@ async fn a_premise_claimed_by_the_model_is_shown_as_model_supplied_and_never_tru
 }
 
 /// A rule over `schedule.pause` of `nightly`, for the CLI session.
-fn pause_rule(h: &Harness) -> std::path::PathBuf {
+fn pause_rule() -> Value {
     let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
-    let definition = json!({
+    json!({
         "operations": ["schedule.pause"],
         "constraints": [{"pointer": "/name", "equals": "nightly"}],
         "sessions": ["cli"],
         "max_uses": 5,
         "per_hour": 5,
         "expires_at": countersign_verifier::timestamp::format_whole_seconds(expires).unwrap(),
-    });
-    let path = h.scratch.path().join("pause-rule.json");
-    std::fs::write(&path, definition.to_string()).unwrap();
-    path
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,21 +248,7 @@ async fn a_rule_approval_carries_the_premise_and_is_refused_once_it_moved() {
     let h = Harness::start_with_rules(Backend::Sqlite).await;
     with_nightly(&h).await;
     activate_nightly(&h).await;
-    let file = pause_rule(&h);
-    let created = h
-        .cli_with(
-            &[
-                "--json",
-                "rules",
-                "create",
-                "--file",
-                file.to_str().unwrap(),
-            ],
-            "",
-            Person::TypesTheChallenge,
-        )
-        .await;
-    assert_eq!(created.result, Ok(()), "{}", created.stdout);
+    h.create_rule(&pause_rule()).await;
     // Two pauses, both approved at once by the rule under the same premise.
     let first = h.propose("schedule.pause", NIGHTLY).await;
     let second = h.propose("schedule.pause", NIGHTLY).await;

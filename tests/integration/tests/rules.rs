@@ -34,21 +34,6 @@ fn rule_file(h: &Harness, max_uses: u64) -> PathBuf {
     path
 }
 
-async fn create(h: &Harness, file: &std::path::Path, person: Person) -> Run {
-    h.cli_with(
-        &[
-            "--json",
-            "rules",
-            "create",
-            "--file",
-            file.to_str().unwrap(),
-        ],
-        "",
-        person,
-    )
-    .await
-}
-
 /// The rules `rules list --json` shows.
 async fn listed(h: &Harness) -> Vec<Value> {
     let run = h.cli(&["--json", "rules", "list"]).await;
@@ -58,7 +43,9 @@ async fn listed(h: &Harness) -> Vec<Value> {
 
 /// A rule created by the person at the terminal: its id.
 async fn created_rule(h: &Harness) -> String {
-    let run = create(h, &rule_file(h, 5), Person::TypesTheChallenge).await;
+    let run = h
+        .create_rule_from(&rule_file(h, 5), Person::TypesTheChallenge)
+        .await;
     assert_eq!(run.result, Ok(()), "{}", run.stdout);
     run.json()["id"].as_str().unwrap().to_owned()
 }
@@ -88,7 +75,7 @@ async fn a_rule_is_created_only_after_the_person_reads_its_scope_and_types_the_c
     let h = Harness::start_with_rules(Backend::Sqlite).await;
     let file = rule_file(&h, 2);
     for person in [Person::TypesAnotherCode, Person::NoTerminal] {
-        let run = create(&h, &file, person).await;
+        let run = h.create_rule_from(&file, person).await;
         assert!(
             matches!(run.result, Err(countersign::CliError::Refused(_))),
             "{:?}",
@@ -96,7 +83,7 @@ async fn a_rule_is_created_only_after_the_person_reads_its_scope_and_types_the_c
         );
         assert!(listed(&h).await.is_empty());
     }
-    let run = create(&h, &file, Person::TypesTheChallenge).await;
+    let run = h.create_rule_from(&file, Person::TypesTheChallenge).await;
     assert_eq!(run.result, Ok(()), "{}", run.stdout);
     for part in [
         "WITHOUT asking a person",
@@ -116,7 +103,9 @@ async fn a_rule_is_created_only_after_the_person_reads_its_scope_and_types_the_c
         definition["expires_at"]
     );
     std::fs::write(&toml_file, as_toml).unwrap();
-    let run = create(&h, &toml_file, Person::TypesTheChallenge).await;
+    let run = h
+        .create_rule_from(&toml_file, Person::TypesTheChallenge)
+        .await;
     assert_eq!(run.result, Ok(()), "{}", run.stdout);
     let rules = listed(&h).await;
     assert_eq!(rules.len(), 2);
@@ -137,7 +126,9 @@ async fn a_rule_is_created_only_after_the_person_reads_its_scope_and_types_the_c
 #[tokio::test]
 async fn with_rules_off_the_cli_creates_nothing() {
     let h = Harness::start().await;
-    let run = create(&h, &rule_file(&h, 2), Person::TypesTheChallenge).await;
+    let run = h
+        .create_rule_from(&rule_file(&h, 2), Person::TypesTheChallenge)
+        .await;
     assert!(
         matches!(&run.result, Err(countersign::CliError::Refused(m)) if m.contains("rules_disabled")),
         "{:?}",

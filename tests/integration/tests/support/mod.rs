@@ -208,6 +208,25 @@ impl Harness {
     }
 
     /// Propose `operation` with `args`; returns the proposal id.
+    /// `rules create --file FILE` at the terminal, as `person` answers.
+    pub async fn create_rule_from(&self, file: &std::path::Path, person: Person) -> Run {
+        let file = file.to_str().unwrap();
+        let args = ["--json", "rules", "create", "--file", file];
+        self.cli_with(&args, "", person).await
+    }
+
+    /// The rule `definition`, written to a file and created by the person
+    /// at the terminal (typing the challenge): its id.
+    pub async fn create_rule(&self, definition: &Value) -> String {
+        let file = self.scratch.path().join("rule.json");
+        std::fs::write(&file, definition.to_string()).unwrap();
+        let run = self
+            .create_rule_from(&file, Person::TypesTheChallenge)
+            .await;
+        assert_eq!(run.result, Ok(()), "{}", run.stdout);
+        run.json()["id"].as_str().unwrap().to_owned()
+    }
+
     pub async fn propose(&self, operation: &str, args: &str) -> String {
         self.propose_in(operation, args, "cli").await
     }
