@@ -147,9 +147,6 @@ pub enum LedgerError {
     /// Nothing was written.
     #[error("rule {0} has no uses left this hour")]
     RuleRateLimited(String),
-    /// An operation's premise command failed: why, for the operator.
-    #[error("{0}")]
-    PremiseUnavailable(#[from] crate::premise_command::PremiseCommandError),
     /// A value read from the database is not what the schema promises.
     #[error("ledger data is corrupt: {0}")]
     Corrupt(String),

@@ -417,11 +417,7 @@ impl SignerService {
                 format!("{} {:?}", shown.namespace, shown.key),
             ),
             Some(Premise::Command(shown)) => (
-                Premise::Command(
-                    run_premise_command(&shown.argv, &proposal.arguments_json)
-                        .await
-                        .map_err(|e| RpcError::PremiseUnavailable(e.to_string()))?,
-                ),
+                Premise::Command(run_premise_command(&shown.argv, &proposal.arguments_json).await?),
                 format!("the output of {:?}", shown.argv),
             ),
         };

@@ -250,9 +250,14 @@ impl From<LedgerError> for RpcError {
             LedgerError::UnknownRule(id) => RpcError::UnknownRule(id),
             LedgerError::RuleNotLive(id) => RpcError::RuleNotLive(id),
             LedgerError::RuleChanged(id) => RpcError::RuleChanged(id),
-            LedgerError::PremiseUnavailable(e) => RpcError::PremiseUnavailable(e.to_string()),
             other => RpcError::Internal(format!("ledger: {other}")),
         }
+    }
+}
+
+impl From<countersign_ledger::PremiseCommandError> for RpcError {
+    fn from(e: countersign_ledger::PremiseCommandError) -> Self {
+        RpcError::PremiseUnavailable(e.to_string())
     }
 }
 

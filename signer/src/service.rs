@@ -187,9 +187,7 @@ impl SignerService {
                     .await?,
             )),
             Some(PremiseRead::Command { argv }) => Some(Premise::Command(
-                run_premise_command(&argv, args.text())
-                    .await
-                    .map_err(|e| RpcError::PremiseUnavailable(e.to_string()))?,
+                run_premise_command(&argv, args.text()).await?,
             )),
         };
         if matches!(op.effect, countersign_registry::Effect::Rule) {
