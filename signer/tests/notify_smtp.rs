@@ -9,11 +9,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use countersign_proto::v1::NotifyStatusRequest;
 use countersign_registry::Registry;
 use countersign_signer::StartError;
 use countersign_signer::testing::TestSigner;
-use support::{approver, head, propose};
+use support::{first_channel_once, head, propose};
 
 /// `python3 -m aiosmtpd` on a free loopback port, storing into `maildir`;
 /// killed on drop.
@@ -118,22 +117,9 @@ async fn a_waiting_proposal_is_emailed_with_its_console_link_and_no_proof() {
     .unwrap();
     let view = propose(&mut head(&signer).await).await;
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let delivery = loop {
-        let status = approver(&signer)
-            .await
-            .notify_status(NotifyStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
-        let smtp = &status.channels[0];
-        assert_eq!(smtp.channel, "smtp");
-        if smtp.delivered == 1 {
-            break smtp.deliveries[0].clone();
-        }
-        assert!(Instant::now() < deadline, "{status:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let smtp = first_channel_once(&signer, |c| c.delivered == 1).await;
+    assert_eq!(smtp.channel, "smtp");
+    let delivery = smtp.deliveries[0].clone();
     assert_eq!(delivery.proposal_id, view.id);
     assert_eq!(delivery.attempts, 1);
 
@@ -181,28 +167,15 @@ async fn an_smtp_server_that_is_down_shows_as_a_failure_with_its_reason() {
         .await
         .unwrap();
     let view = propose(&mut head(&signer).await).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let status = approver(&signer)
-            .await
-            .notify_status(NotifyStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
-        if status.channels[0].failed == 1 {
-            let failed = &status.channels[0].deliveries[0];
-            assert_eq!(failed.proposal_id, view.id);
-            assert!(
-                failed
-                    .last_error
-                    .starts_with(&format!("SMTP 127.0.0.1:{closed}: ")),
-                "{failed:?}"
-            );
-            break;
-        }
-        assert!(Instant::now() < deadline, "{status:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let smtp = first_channel_once(&signer, |c| c.failed == 1).await;
+    let failed = &smtp.deliveries[0];
+    assert_eq!(failed.proposal_id, view.id);
+    assert!(
+        failed
+            .last_error
+            .starts_with(&format!("SMTP 127.0.0.1:{closed}: ")),
+        "{failed:?}"
+    );
 }
 
 #[tokio::test]
@@ -243,20 +216,7 @@ async fn email_goes_over_required_starttls_to_a_server_under_the_configured_root
         .await
         .unwrap();
     let view = propose(&mut head(&signer).await).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let status = approver(&signer)
-            .await
-            .notify_status(NotifyStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
-        if status.channels[0].delivered == 1 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{status:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    first_channel_once(&signer, |c| c.delivered == 1).await;
     let mail = messages(&maildir);
     assert_eq!(mail.len(), 1, "{mail:?}");
     assert!(mail[0].contains(&view.id), "{}", mail[0]);

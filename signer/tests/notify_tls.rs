@@ -8,15 +8,14 @@
 mod support;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use countersign_identity::pki::{CaMaterial, issue_server_cert};
-use countersign_proto::v1::{NotifyDelivery, NotifyStatusRequest};
+use countersign_proto::v1::NotifyDelivery;
 use countersign_registry::Registry;
 use countersign_signer::testing::TestSigner;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use support::{approver, head, propose};
+use support::{first_channel_once, head, propose};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// Requests received (head and body as text) by a TLS receiver whose
@@ -113,21 +112,8 @@ async fn signer_trusting(
 }
 
 async fn finished_delivery(signer: &TestSigner) -> NotifyDelivery {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let status = approver(signer)
-            .await
-            .notify_status(NotifyStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
-        let webhook = &status.channels[0];
-        if webhook.delivered + webhook.failed == 1 {
-            return webhook.deliveries[0].clone();
-        }
-        assert!(Instant::now() < deadline, "{status:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let webhook = first_channel_once(signer, |c| c.delivered + c.failed == 1).await;
+    webhook.deliveries[0].clone()
 }
 
 #[tokio::test]
