@@ -13,6 +13,7 @@ mod support;
 use std::path::PathBuf;
 
 use api_support::Api;
+use countersign_mcp::McpHead;
 use serde_json::{Value, json};
 use support::mcp::{call, mcp_head};
 use support::{Backend, Harness, Person, Run, assert_refused};
@@ -271,16 +272,20 @@ fn proposed_rule(constraint: Value) -> Value {
     }})
 }
 
+/// A model proposes, through the MCP head, a rule over schedules named
+/// `nightly…`: the proposal's id.
+async fn model_proposes_nightly_rule(server: &McpHead) -> String {
+    let nightly = json!({"pointer": "/name", "prefix": "nightly"});
+    let proposed = call(server, "propose_rule_create", proposed_rule(nightly)).await;
+    let id = proposed["structuredContent"]["id"].as_str().unwrap();
+    id.to_owned()
+}
+
 #[tokio::test]
 async fn a_rule_a_model_proposes_shows_its_scope_and_a_person_who_denies_it_creates_nothing() {
     let h = Harness::start_with_rules(Backend::Sqlite).await;
     let server = mcp_head(&h).await;
-    let nightly = json!({"pointer": "/name", "prefix": "nightly"});
-    let proposed = call(&server, "propose_rule_create", proposed_rule(nightly)).await;
-    let id = proposed["structuredContent"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = model_proposes_nightly_rule(&server).await;
     assert_eq!(status(&h, &id).await, "pending");
     let shown = h.cli(&["show", &id]).await;
     for part in [
@@ -325,12 +330,7 @@ async fn a_rule_a_model_proposes_shows_its_scope_and_a_person_who_denies_it_crea
 async fn a_rule_a_model_proposes_is_created_only_by_a_persons_approval_and_then_approves() {
     let h = Harness::start_with_rules(Backend::Sqlite).await;
     let server = mcp_head(&h).await;
-    let nightly = json!({"pointer": "/name", "prefix": "nightly"});
-    let proposed = call(&server, "propose_rule_create", proposed_rule(nightly)).await;
-    let id = proposed["structuredContent"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = model_proposes_nightly_rule(&server).await;
     // Without the challenge typed: nothing.
     let refused = h
         .cli_with(&["approve", &id], "", Person::TypesAnotherCode)
