@@ -27,18 +27,20 @@
 -- (schema version 3 adds the passkey tables, version 4 the rule tables:
 -- the head role must be able to read `rules` and `rule_uses`, since its
 -- consume transaction refuses a proof whose rule was revoked; version 5
--- `quorum_decisions` and `quorum_passkey_assertions`).
+-- `quorum_decisions` and `quorum_passkey_assertions`; version 8 the
+-- per-principal chain heads and the sequence event ids are drawn from).
 --
 -- Independent of roles, the schema's triggers make every table except
 -- `state` append-only for everybody, the owner included (no UPDATE, DELETE
 -- or TRUNCATE of events, proposals, decisions, issuances, ...), and the
--- chain head moves only by the SECURITY DEFINER trigger of an event insert.
+-- chain heads move only by the SECURITY DEFINER trigger of an event insert
+-- (a chain's head is locked, and created if new, by the SECURITY DEFINER
+-- function `countersign_lock_chain`; no role may write `chain_heads`).
 --
--- Why both roles get UPDATE on one column of `proposals` and `chain_head`:
--- PostgreSQL requires an UPDATE privilege for `SELECT ... FOR UPDATE`, the
--- row lock that serializes consumption, revocation and event appends. The
--- append-only trigger refuses every UPDATE of `proposals`, and the only
--- column granted on `chain_head` is `singleton`, which its CHECK pins to 1.
+-- Why both roles get UPDATE on one column of `proposals`: PostgreSQL
+-- requires an UPDATE privilege for `SELECT ... FOR UPDATE`, the row lock
+-- that serializes consumption and revocation. The append-only trigger
+-- refuses every UPDATE of `proposals`.
 
 DO $$
 BEGIN
@@ -60,7 +62,9 @@ GRANT SELECT ON ALL TABLES IN SCHEMA public TO countersign_signer, countersign_h
 
 -- Row locks (see above).
 GRANT UPDATE (id) ON proposals TO countersign_signer, countersign_head;
-GRANT UPDATE (singleton) ON chain_head TO countersign_signer, countersign_head;
+
+-- Both roles append events; their ids come from this sequence.
+GRANT USAGE ON SEQUENCE events_id_seq TO countersign_signer, countersign_head;
 
 -- The signer: proposals, decisions, issuances and revocations.
 GRANT INSERT ON proposals, decisions, issuances, revocations, events TO countersign_signer;

@@ -304,6 +304,9 @@ impl EventFacts {
             // A key set change has no fact row (the signer's key index is
             // the record); the event must name the key.
             "key_rotated" | "key_retired" => field("key_id").is_some(),
+            // A checkpoint has no fact row; the chain walk checks the heads
+            // it names.
+            "checkpoint" => crate::chain::checkpoint_heads(&details).is_some(),
             // A re-issue for reconcile has no fact row (the ledger keeps no
             // proof); the event must name the nonce and the proof's hash.
             "proof_reissued" => field("nonce").is_some() && field("proof_sha256").is_some(),
@@ -540,6 +543,8 @@ mod tests {
     fn event(id: i64, kind: &str, pid: &str, details: &str) -> RawEvent {
         RawEvent {
             id,
+            chain: "pr_x".into(),
+            seq: id,
             at: "2026-01-01T00:00:00Z".into(),
             kind: kind.into(),
             proposal_id: Some(pid.into()),

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::chain::ChainReport;
+use crate::chain::{ChainHeads, ChainReport};
 use crate::error::{EffectFailure, LedgerError};
 use crate::passkeys::{
     PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, StoredPasskeyAssertion,
@@ -570,14 +570,36 @@ impl Ledger {
         dispatch!(self, b => b.read_premise(principal, namespace, key).await)
     }
 
-    /// The whole event log, oldest first.
+    /// The whole event log, in the order its rows were inserted.
     pub async fn events(&self) -> Result<Vec<EventRecord>, LedgerError> {
         dispatch!(self, b => b.events().await)
     }
 
-    /// Check the hash chain and the chain head; the report names the first
-    /// edited, missing or unlinked row, or a truncated tail.
+    /// Check every hash chain against its head and the checkpoints naming
+    /// it, then the fact tables against the events; the report names the
+    /// first edited, missing or unlinked row, a truncated tail, or a chain
+    /// that no longer holds what a checkpoint recorded.
     pub async fn verify_chain(&self) -> Result<ChainReport, LedgerError> {
         dispatch!(self, b => b.verify_chain().await)
     }
+
+    /// Write a `checkpoint` event on the global chain naming the head of
+    /// every chain whose head differs from `previous` (what the last
+    /// checkpoint this caller wrote named; empty at first, so the first
+    /// names every chain). Writes nothing when no head moved. The result's
+    /// `heads` is the `previous` of the next call.
+    pub async fn checkpoint(&self, previous: &ChainHeads) -> Result<Checkpointed, LedgerError> {
+        let (heads, named) = dispatch!(self, b => b.checkpoint(previous).await)?;
+        Ok(Checkpointed { heads, named })
+    }
+}
+
+/// What [`Ledger::checkpoint`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpointed {
+    /// Every chain's head as now checkpointed.
+    pub heads: ChainHeads,
+    /// How many chains the new checkpoint named (0: none moved, nothing
+    /// was written).
+    pub named: usize,
 }

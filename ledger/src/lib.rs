@@ -40,9 +40,12 @@ pub mod testing;
 mod timefmt;
 mod types;
 
-pub use chain::{ChainBreak, ChainReport, GENESIS_HASH};
+pub use chain::{
+    ChainBreak, ChainHead, ChainHeads, ChainReport, GENESIS_HASH, GLOBAL_CHAIN, heads_digest,
+    heads_value,
+};
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
-pub use ledger::Ledger;
+pub use ledger::{Checkpointed, Ledger};
 pub use passkeys::{
     AssertionPurpose, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord,
     PasskeyRemoval, SIGNER_ADMIN, StoredPasskeyAssertion,

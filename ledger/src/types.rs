@@ -420,13 +420,22 @@ pub enum RevokeOutcome {
 /// One row of the event log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRecord {
-    /// Position in the chain, from 1, without gaps.
+    /// The row's identity, assigned by the database in insertion order
+    /// (rows of one chain are numbered in their chain's order; rows of
+    /// different chains may interleave in any order).
     pub id: i64,
+    /// The chain it extends: its principal's, or the global chain (`""`:
+    /// key rotations, checkpoints, and every event written before the
+    /// ledger kept a chain per principal).
+    pub chain: String,
+    /// Position in its chain, from 1, without gaps.
+    pub seq: i64,
     /// When it happened (`YYYY-MM-DDTHH:MM:SSZ`).
     pub at: String,
     /// `proposed`, `denied`, `withdrawn`, `approved`, `revoked`, `intent`,
     /// `effect_applied`, `completed`, `resolved`, `proof_reissued`,
-    /// `key_rotated`, `key_retired`, `passkey_enrolled` or `passkey_removed`.
+    /// `key_rotated`, `key_retired`, `passkey_enrolled`, `passkey_removed`,
+    /// the rule and quorum kinds, or `checkpoint`.
     pub kind: String,
     /// The proposal concerned, if any.
     pub proposal_id: Option<String>,
@@ -436,7 +445,8 @@ pub struct EventRecord {
     pub details: Value,
     /// The previous row's hash (64 zeros for the first).
     pub prev_hash: String,
-    /// `sha256(prev_hash || canonical {id, at, kind, proposal_id, actor, details})`.
+    /// `sha256(prev_hash || canonical {id: seq, at, kind, proposal_id,
+    /// actor, details, chain})` (no `chain` on the global chain).
     pub hash: String,
 }
 

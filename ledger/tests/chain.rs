@@ -7,7 +7,6 @@ mod common;
 
 use common::{Kind, TestLedger, approve, create_schedule};
 use countersign_ledger::{ChainBreak, GENESIS_HASH};
-use sha2::{Digest as _, Sha256};
 
 /// A ledger with two approved proposals: events 1..=4.
 async fn four_events(kind: Kind) -> TestLedger {
@@ -55,11 +54,11 @@ async fn refuses_update_and_delete_of_recorded_facts(kind: Kind) {
             "UPDATE proposals SET arguments_json = '{}'",
             "proposals are append-only",
         ),
-        ("DELETE FROM chain_head", "chain_head has exactly one row"),
+        ("DELETE FROM chain_heads", "chain heads are never removed"),
         (
-            "INSERT INTO events (id, at, kind, actor, details, prev_hash, hash)
-             VALUES (9, 'x', 'x', 'x', '{}', 'x', 'x')",
-            "an event must extend the chain head",
+            "INSERT INTO events (chain, seq, at, kind, actor, details, prev_hash, hash)
+             VALUES ('x', 9, 'x', 'x', 'x', '{}', 'x', 'x')",
+            "an event must extend its chain's head",
         ),
     ];
     for (sql, message) in refused {
@@ -122,22 +121,12 @@ async fn detects_an_edit_whose_hash_was_recomputed_at_the_next_row(kind: Kind) {
         "proposal_id": proposal_id,
         "actor": "mallory",
         "details": details,
+        "chain": common::PRINCIPAL,
     });
-    let mut h = Sha256::new();
-    h.update(
-        raw.scalar_text(&field("prev_hash"))
-            .await
-            .unwrap()
-            .as_bytes(),
-    );
-    h.update(
-        countersign_verifier::canonical::to_canonical(&body)
-            .unwrap()
-            .as_bytes(),
-    );
+    let prev = raw.scalar_text(&field("prev_hash")).await.unwrap();
     raw.exec(&format!(
         "UPDATE events SET hash = '{}' WHERE id = 2",
-        hex::encode(h.finalize())
+        common::chained_hash(&prev, &body)
     ))
     .await
     .unwrap();
@@ -153,6 +142,7 @@ async fn detects_a_deleted_row_and_names_it(kind: Kind) {
     assert_eq!(
         found.await,
         Some(ChainBreak::Missing {
+            chain: common::PRINCIPAL.into(),
             missing: 2,
             after: 1,
             next: 3
@@ -167,6 +157,7 @@ async fn detects_a_truncated_tail_through_the_chain_head(kind: Kind) {
     assert_eq!(
         found.await,
         Some(ChainBreak::Truncated {
+            chain: common::PRINCIPAL.into(),
             recorded: 4,
             found: 2
         })

@@ -119,8 +119,10 @@ async fn a_head_cannot_write_issuances_proposals_decisions_or_events() {
             "UPDATE events SET actor = 'x'",
             "DELETE FROM events",
             "TRUNCATE events",
-            "UPDATE chain_head SET count = 0",
-            "UPDATE chain_head SET hash = 'x'",
+            "UPDATE chain_heads SET count = 0",
+            "UPDATE chain_heads SET hash = 'x'",
+            "INSERT INTO chain_heads (chain, count, hash) VALUES ('x', 5, 'x')",
+            "DELETE FROM chain_heads",
             "DROP TRIGGER events_append_only ON events",
             "ALTER TABLE events DISABLE TRIGGER USER",
         ],
@@ -144,7 +146,8 @@ async fn the_signer_cannot_consume_or_apply_and_nobody_edits_events() {
             "INSERT INTO state (namespace, key, value, updated_at) VALUES ('s', 'k', '{}', 'x')",
             "UPDATE events SET actor = 'x'",
             "DELETE FROM events",
-            "UPDATE chain_head SET count = 0",
+            "UPDATE chain_heads SET count = 0",
+            "INSERT INTO chain_heads (chain, count, hash) VALUES ('x', 5, 'x')",
         ],
     )
     .await;

@@ -9,6 +9,7 @@
 //! proof. Passkey ceremonies are checked by the `countersign-webauthn` crate.
 #![forbid(unsafe_code)]
 
+pub mod checkpoint;
 mod convert;
 mod decide;
 mod error;

@@ -1,7 +1,8 @@
 //! Serving: the tonic server over a bound listener with mTLS, until a
 //! shutdown future resolves (the signer's service, grpc.health.v1 and
-//! server reflection, all behind the same client-certificate check); and
-//! the signal handling `main` uses.
+//! server reflection, all behind the same client-certificate check), with
+//! the ledger's checkpoints (`crate::checkpoint`) while it serves; and the
+//! signal handling `main` uses.
 //!
 //! Binding is the caller's job (`main` binds the configured address; tests
 //! bind 127.0.0.1:0). This module installs no crypto provider other than
@@ -42,8 +43,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StartError> {
     countersign_identity::tls::install_crypto_provider();
+    let state = state.into();
     let service = SignerServer::from_arc(Arc::new(SignerService {
-        state: state.into(),
+        state: Arc::clone(&state),
     }))
     .max_decoding_message_size(MAX_MESSAGE_BYTES);
     // grpc.health.v1 and server reflection, for grpcurl, grpc_health_probe
@@ -55,7 +57,7 @@ pub async fn run(
         .register_encoded_file_descriptor_set(countersign_proto::FILE_DESCRIPTOR_SET)
         .build_v1()
         .map_err(|e| StartError::Transport(format!("reflection: {e}")))?;
-    Server::builder()
+    let router = Server::builder()
         .tls_config(tls)
         .map_err(|e| StartError::Transport(format!("tls: {e}")))?
         .timeout(REQUEST_TIMEOUT)
@@ -63,10 +65,19 @@ pub async fn run(
         .trace_fn(request_span)
         .add_service(service)
         .add_service(health_service)
-        .add_service(reflection)
+        .add_service(reflection);
+    // A checkpoint before the first request, then periodic ones while
+    // serving, and a last one once the server has stopped, after its
+    // in-flight requests.
+    state.checkpoints.write(&state).await;
+    let checkpoints = tokio::spawn(crate::checkpoint::every_interval(Arc::clone(&state)));
+    let served = router
         .serve_with_incoming_shutdown(incoming(listener), shutdown)
         .await
-        .map_err(|e| StartError::Transport(e.to_string()))
+        .map_err(|e| StartError::Transport(e.to_string()));
+    checkpoints.abort();
+    state.checkpoints.write(&state).await;
+    served
 }
 
 /// The connections `run` serves: every accepted socket gets TCP_NODELAY.

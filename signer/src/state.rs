@@ -50,6 +50,8 @@ pub struct SignerState {
     /// `[rules] enabled`: whether rules may be created and approve (off by
     /// default: no rule ever matches and `CreateRule` refuses).
     pub(crate) rules_enabled: bool,
+    /// What the last ledger checkpoint of this signer named.
+    pub(crate) checkpoints: crate::checkpoint::Checkpoints,
 }
 
 impl fmt::Debug for SignerState {
@@ -85,6 +87,7 @@ impl SignerState {
             metrics: SignerMetrics::default(),
             notifier: Notifier::default(),
             rules_enabled: false,
+            checkpoints: crate::checkpoint::Checkpoints::default(),
         }
     }
 

@@ -130,13 +130,7 @@ impl TestSigner {
     /// process would: with nothing of the old one's memory (no waiting
     /// handoff, no open challenge).
     pub async fn restart(mut self) -> Result<TestSigner, StartError> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(task) = self.task.take() {
-            task.await
-                .map_err(|e| StartError::Transport(format!("server task: {e}")))??;
-        }
+        self.halt().await?;
         let listener = TcpListener::bind(("127.0.0.1", 0))
             .await
             .map_err(|e| StartError::Transport(format!("bind: {e}")))?;
@@ -214,6 +208,13 @@ impl TestSigner {
 
     /// Stops the server and waits for it to finish.
     pub async fn stop(mut self) -> Result<(), StartError> {
+        self.halt().await
+    }
+
+    /// Stops the server and waits for it to finish, keeping the home (its
+    /// ledger stays readable through [`Self::state`]); a stopped signer
+    /// answers no call.
+    pub async fn halt(&mut self) -> Result<(), StartError> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

@@ -345,8 +345,9 @@ where
     n as f64 / start.elapsed().as_secs_f64()
 }
 
-/// The raw transaction: lock the chain head, insert the nonce, insert the
-/// event extending the head (its trigger advances the head), commit. On
+/// The raw transaction: lock one chain's head (the principal's), insert the
+/// nonce, insert the event extending the head (its trigger advances the
+/// head), commit. On
 /// SQLite one writer connection per process and `BEGIN IMMEDIATE`, as the
 /// ledger does.
 enum RawDb {
@@ -355,19 +356,18 @@ enum RawDb {
 }
 
 macro_rules! raw_transaction {
-    ($tx:expr, $lock:literal, $insert_nonce:expr, $nonce:expr, $pid:expr) => {{
+    ($tx:expr, $lock:expr, $insert_nonce:expr, $nonce:expr, $pid:expr) => {{
         let tx = &mut $tx;
-        let (count, hash): (i64, String) = sqlx::query_as(concat!(
-            "SELECT count, hash FROM chain_head WHERE singleton = 1",
-            $lock
-        ))
-        .fetch_one(&mut **tx)
-        .await
-        .unwrap();
+        let (count, hash): (i64, String) = sqlx::query_as($lock)
+            .bind(PRINCIPAL)
+            .fetch_optional(&mut **tx)
+            .await
+            .unwrap()
+            .unwrap_or((0, countersign_ledger::GENESIS_HASH.to_owned()));
         $insert_nonce.execute(&mut **tx).await.unwrap();
         sqlx::query(
-            "INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
-             VALUES ($1, $2, 'intent', $3, $4, $5, $6, $7)",
+            "INSERT INTO events (chain, seq, at, kind, proposal_id, actor, details, prev_hash, hash)
+             VALUES ($4, $1, $2, 'intent', $3, $4, $5, $6, $7)",
         )
         .bind(count + 1)
         .bind("2026-01-01T00:00:00Z")
@@ -426,7 +426,8 @@ impl RawDb {
                     .bind(&nonce)
                     .bind(&proposal_id)
                     .bind(at);
-                raw_transaction!(tx, "", query, &nonce, &proposal_id);
+                let lock = "SELECT count, hash FROM chain_heads WHERE chain = $1";
+                raw_transaction!(tx, lock, query, &nonce, &proposal_id);
                 tx.commit().await.unwrap();
             }
             RawDb::Postgres(pool) => {
@@ -437,7 +438,8 @@ impl RawDb {
                     .bind(&proposal_id)
                     .bind(at)
                     .bind(proof.consume_key().expose_hex());
-                raw_transaction!(tx, " FOR UPDATE", query, &nonce, &proposal_id);
+                let lock = "SELECT count, hash FROM countersign_lock_chain($1)";
+                raw_transaction!(tx, lock, query, &nonce, &proposal_id);
                 tx.commit().await.unwrap();
             }
         }

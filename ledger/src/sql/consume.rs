@@ -20,7 +20,7 @@
 //! Parameters of the `consume_sql` writes, by number: `$1` nonce, `$2`
 //! proposal, `$3` principal, `$4` session, `$5` operation, `$6` canonical
 //! arguments, `$7` proof hash, `$8` time, `$9` contract revision, `$10`
-//! lease, `$11` owner, `$12` consume key; the `intent` event `$13` id,
+//! lease, `$11` owner, `$12` consume key; the `intent` event `$13` position,
 //! `$14` details, `$15` previous hash, `$16` hash; then for an applied
 //! builtin `$17` state namespace, `$18` key (the principal's, `$3`), `$19`
 //! new value (NULL deletes), `$20` effect, `$21` result, the
@@ -70,7 +70,7 @@ async fn check_consumable(
 ) -> Result<Checked, LedgerError> {
     let claims = proof.claims();
     lock_proposal_row(conn, &claims.pid).await?;
-    lock_head(conn).await?;
+    lock_head(conn, &claims.sub).await?;
     // Every fact the checks and the writes need, in one statement.
     let row = sqlx::query(concat!(
         "SELECT p.principal AS p_principal, p.operation AS p_operation, p.premise AS p_premise,
@@ -82,13 +82,16 @@ async fn check_consumable(
                 n.nonce AS nonce, n.proposal_id AS proposal_id,
                 c.status AS status, c.error AS error, c.result AS result,
                 c.completed_at AS completed_at,
-                h.count AS head_count, h.hash AS head_hash, s.value AS state_value,
+                COALESCE(h.count, 0) AS head_count,
+                COALESCE(h.hash, '0000000000000000000000000000000000000000000000000000000000000000')
+                    AS head_hash,
+                s.value AS state_value,
                 u.rule_id AS u_rule, u.version AS u_version,
                 g.version AS g_version, g.status AS g_status, g.expires_at AS g_expires_at, ",
         db_now!(),
         " AS db_now
          FROM proposals p
-         JOIN chain_head h ON h.singleton = 1
+         LEFT JOIN chain_heads h ON h.chain = p.principal
          LEFT JOIN issuances i
                 ON i.proposal_id = p.id AND i.proof_sha256 = $2 AND i.nonce = $3
          LEFT JOIN revocations r ON r.proposal_id = p.id
@@ -163,7 +166,7 @@ async fn check_consumable(
     // 6. Issued under a rule: the rule still live at that version.
     check_rule_live(&row, claims.grant.as_ref(), &now)?;
     Ok(Checked::Fresh {
-        tail: Tail::from_row(&row, "head_count", "head_hash")?,
+        tail: Tail::from_row(&claims.sub, &row, "head_count", "head_hash")?,
         state: row.try_get("state_value")?,
     })
 }
@@ -242,37 +245,32 @@ pub(super) async fn complete_in(
             None => LedgerError::AlreadyCompleted(proposal_id.to_string()),
         });
     }
-    let principal: String;
+    let intent_row = sqlx::query(concat!(
+        "SELECT t.principal AS principal, t.lease_until AS lease_until, t.owner AS owner,
+                t.lease_until > ",
+        db_now!(),
+        " AS leased FROM intents t WHERE t.nonce = $1"
+    ))
+    .bind(&existing.nonce)
+    .fetch_one(&mut *conn)
+    .await?;
+    let principal: String = intent_row.try_get("principal")?;
     let actor = match resolved_by {
         Some(by) => {
             // A person's resolution never overtakes the head still running
             // the effect: its own completion is the one that counts.
-            let lease = sqlx::query(concat!(
-                "SELECT t.lease_until AS lease_until, t.owner AS owner, t.lease_until > ",
-                db_now!(),
-                " AS leased FROM intents t WHERE t.nonce = $1"
-            ))
-            .bind(&existing.nonce)
-            .fetch_one(&mut *conn)
-            .await?;
-            if still_running(&lease)? {
+            if still_running(&intent_row)? {
                 return Err(LedgerError::StillRunning(
                     proposal_id.to_string(),
-                    lease.try_get("lease_until")?,
+                    intent_row.try_get("lease_until")?,
                 ));
             }
             Actor::Person(by)
         }
-        None => {
-            principal = sqlx::query("SELECT principal FROM intents WHERE nonce = $1")
-                .bind(&existing.nonce)
-                .fetch_one(&mut *conn)
-                .await?
-                .try_get("principal")?;
-            Actor::Head(&principal)
-        }
+        None => Actor::Head,
     };
-    insert_completion(conn, proposal_id, &existing.nonce, outcome, actor).await
+    let intent = (existing.nonce.as_str(), principal.as_str());
+    insert_completion(conn, proposal_id, intent, outcome, actor).await
 }
 
 /// Whether the head that recorded an intent may still be running its
@@ -290,8 +288,9 @@ pub(super) fn still_running(row: &super::DbRow) -> Result<bool, LedgerError> {
 /// person resolving an uncertain intent.
 #[derive(Clone, Copy)]
 pub(super) enum Actor<'a> {
-    /// A head completing its own intent: the intent's principal.
-    Head(&'a str),
+    /// A head completing its own intent (the actor is the intent's
+    /// principal).
+    Head,
     /// A person's resolution: who resolved it.
     Person(&'a str),
 }
@@ -299,11 +298,12 @@ pub(super) enum Actor<'a> {
 /// Write a completion and its `completed` (or `resolved`) event on `conn`,
 /// inside the caller's write transaction, for an intent the caller knows
 /// has no completion yet (checked by [`complete_in`], or recorded by the
-/// same transaction). The disposition is what was written.
+/// same transaction). `(nonce, principal)`: the intent's; its event
+/// extends the principal's chain. The disposition is what was written.
 pub(super) async fn insert_completion(
     conn: &mut Conn,
     proposal_id: &str,
-    nonce: &str,
+    (nonce, principal): (&str, &str),
     (status, error, result): (&str, Option<&str>, &Value),
     actor: Actor<'_>,
 ) -> Result<Disposition, LedgerError> {
@@ -311,7 +311,7 @@ pub(super) async fn insert_completion(
         .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
     let at = timefmt::format(timefmt::now())?;
     let (kind, who, resolved_by) = match actor {
-        Actor::Head(principal) => ("completed", principal, None),
+        Actor::Head => ("completed", principal, None),
         Actor::Person(by) => ("resolved", by, Some(by)),
     };
     sqlx::query(
@@ -329,7 +329,7 @@ pub(super) async fn insert_completion(
     .execute(&mut *conn)
     .await?;
     let details = events::completed_details(nonce, status, error);
-    events::append(conn, &at, kind, Some(proposal_id), who, &details).await?;
+    events::append(conn, principal, &at, kind, Some(proposal_id), who, &details).await?;
     rows::completed(
         proposal_id.to_string(),
         nonce.to_string(),
@@ -386,14 +386,14 @@ fn bind_intent(
         .bind_event(event))
 }
 
-/// Binding an event's four parameters (id, details, previous hash, hash).
+/// Binding an event's four parameters (position, details, previous hash, hash).
 trait BindEvent {
     fn bind_event(self, event: NewEvent) -> Self;
 }
 
 impl BindEvent for Query {
     fn bind_event(self, event: NewEvent) -> Self {
-        self.bind(event.id)
+        self.bind(event.seq)
             .bind(event.details)
             .bind(event.prev_hash)
             .bind(event.hash)
@@ -541,10 +541,9 @@ impl Store {
                 // Refused before any state write: consumed, and failed.
                 record_intent(&mut tx, &intent, proof, tail).await?;
                 let error = refused.to_string();
-                let head = Actor::Head(&intent.principal);
                 let outcome = ("failed", Some(error.as_str()), &Value::Null);
-                insert_completion(&mut tx, &intent.proposal_id, &intent.nonce, outcome, head)
-                    .await?
+                let of = (intent.nonce.as_str(), intent.principal.as_str());
+                insert_completion(&mut tx, &intent.proposal_id, of, outcome, Actor::Head).await?
             }
         };
         // Both points are past every write of this transaction and before

@@ -37,9 +37,11 @@ async fn recorded_result(conn: &mut Conn, nonce: &str) -> Result<Option<Value>, 
 /// back). `intent` must be exactly the recorded one; the effect, the
 /// principal and the arguments are the recorded row's.
 async fn apply_in(conn: &mut Conn, intent: &Intent) -> Result<Value, EffectFailure> {
-    // The state store has no row to lock before a key exists; the chain
-    // head serializes every transition instead.
-    lock_head(conn).await?;
+    // The state store has no row to lock before a key exists; the
+    // principal's chain head serializes its transitions instead (the state
+    // store is keyed by principal). `recorded` below refuses an intent
+    // whose principal is not the recorded one.
+    lock_head(conn, &intent.principal).await?;
     let recorded = intents::recorded(conn, intent)
         .await
         .map_err(intents::as_effect_failure)?;
@@ -101,9 +103,10 @@ async fn write_effect(conn: &mut Conn, intent: &Intent) -> Result<Value, EffectF
     .execute(&mut *conn)
     .await?;
     let details = events::applied_details(&intent.nonce, effect);
-    // The event first: its id is the new value's version.
+    // The event first: its row id is the new value's version.
     let version = events::append_numbered(
         conn,
+        &intent.principal,
         &at,
         "effect_applied",
         Some(&intent.proposal_id),

@@ -1,18 +1,22 @@
 //! The event log (shared by both backends): appending a hash-chained row
-//! inside the caller's write transaction, reading the log back, and
-//! verifying it.
+//! to its chain inside the caller's write transaction, reading the log
+//! back, verifying it, and writing checkpoints.
 //!
-//! Must not be called outside a write transaction: the chain head read here
-//! is only stable while the write lock is held (SQLite's `BEGIN IMMEDIATE`;
-//! on PostgreSQL the chain head row itself is locked `FOR UPDATE`, so event
-//! appends serialize and the chain never forks).
+//! Must not be called outside a write transaction: a chain's head read
+//! here is only stable while the write lock is held (SQLite's `BEGIN
+//! IMMEDIATE`; on PostgreSQL the chain's head row itself is locked `FOR
+//! UPDATE`, so appends to one chain serialize and it never forks, while
+//! appends to different chains do not wait for each other).
 
 use serde_json::Value;
 use sqlx::Row as _;
 
-use super::locks::LOCK_HEAD;
+use super::locks::chain_tail;
 use super::{Conn, DbRow, Store};
-use crate::chain::{ChainBreak, ChainChecker, ChainReport, RawEvent, event_hash};
+use crate::chain::{
+    self, CHECKPOINT, ChainBreak, ChainChecker, ChainHead, ChainHeads, ChainReport, EventBody,
+    GLOBAL_CHAIN, RawEvent, event_hash,
+};
 use crate::error::LedgerError;
 use crate::facts::EventFacts;
 use crate::types::EventRecord;
@@ -20,35 +24,48 @@ use crate::types::EventRecord;
 /// Rows fetched per round trip when walking the log.
 const PAGE: i64 = 1000;
 
-/// The chain head as the current write transaction last saw it, extended in
-/// memory by each event the transaction plans, so a transaction that writes
-/// several events reads the head once. Only valid while the write lock (or,
-/// on PostgreSQL, the chain head's row lock) is held.
+/// A chain's head as the current write transaction last saw it, extended
+/// in memory by each event the transaction plans, so a transaction that
+/// writes several events reads the head once. Only valid while the write
+/// lock (or, on PostgreSQL, the chain head's row lock) is held.
 pub(super) struct Tail {
+    chain: String,
     count: i64,
     hash: String,
 }
 
-/// An event planned on a [`Tail`], ready to insert: the id and hashes that
-/// extend the head, and the canonical details.
+/// An event planned on a [`Tail`], ready to insert: its position and
+/// hashes, and the canonical details.
 pub(super) struct NewEvent {
-    pub(super) id: i64,
+    pub(super) seq: i64,
     pub(super) details: String,
     pub(super) prev_hash: String,
     pub(super) hash: String,
 }
 
 impl Tail {
-    /// The head from `row`'s columns `count_column` and `hash_column`.
+    /// The head of `chain` from `row`'s columns `count_column` and
+    /// `hash_column`.
     pub(super) fn from_row(
+        chain: &str,
         row: &DbRow,
         count_column: &str,
         hash_column: &str,
     ) -> Result<Tail, LedgerError> {
         Ok(Tail {
+            chain: chain.to_owned(),
             count: row.try_get(count_column)?,
             hash: row.try_get(hash_column)?,
         })
+    }
+
+    /// The head of a chain without events.
+    pub(super) fn empty(chain: &str) -> Tail {
+        Tail {
+            chain: chain.to_owned(),
+            count: 0,
+            hash: chain::GENESIS_HASH.to_owned(),
+        }
     }
 
     /// Plan the next event and advance the tail past it.
@@ -60,15 +77,24 @@ impl Tail {
         actor: &str,
         details: &Value,
     ) -> Result<NewEvent, LedgerError> {
-        let id = self.count + 1;
+        let seq = self.count + 1;
         let details_text = countersign_verifier::canonical::to_canonical(details)
             .map_err(|e| LedgerError::Corrupt(format!("event details: {e}")))?;
-        let hash = event_hash(&self.hash, id, at, kind, proposal_id, actor, details)
+        let body = EventBody {
+            chain: &self.chain,
+            seq,
+            at,
+            kind,
+            proposal_id,
+            actor,
+            details,
+        };
+        let hash = event_hash(&self.hash, &body)
             .map_err(|e| LedgerError::Corrupt(format!("event hash: {e}")))?;
         let prev_hash = std::mem::replace(&mut self.hash, hash.clone());
-        self.count = id;
+        self.count = seq;
         Ok(NewEvent {
-            id,
+            seq,
             details: details_text,
             prev_hash,
             hash,
@@ -86,39 +112,42 @@ pub(super) fn completed_details(nonce: &str, status: &str, error: Option<&str>) 
     serde_json::json!({ "nonce": nonce, "status": status, "error": error })
 }
 
-/// Append one event to the chain in the current transaction.
+/// Append one event to `chain` in the current transaction.
 pub(super) async fn append(
     conn: &mut Conn,
+    chain: &str,
     at: &str,
     kind: &str,
     proposal_id: Option<&str>,
     actor: &str,
     details: &Value,
 ) -> Result<(), LedgerError> {
-    append_numbered(conn, at, kind, proposal_id, actor, details)
+    append_numbered(conn, chain, at, kind, proposal_id, actor, details)
         .await
         .map(|_| ())
 }
 
-/// [`append`], returning the new event's id (the chain position it took).
+/// [`append`], returning the new row's id.
 pub(super) async fn append_numbered(
     conn: &mut Conn,
+    chain: &str,
     at: &str,
     kind: &str,
     proposal_id: Option<&str>,
     actor: &str,
     details: &Value,
 ) -> Result<i64, LedgerError> {
-    let head = sqlx::query(LOCK_HEAD).fetch_one(&mut *conn).await?;
-    let event =
-        Tail::from_row(&head, "count", "hash")?.extend(at, kind, proposal_id, actor, details)?;
-    // The trigger `events_advance_head` moves the chain head in this same
-    // transaction; `events_extend_head` refuses any row that does not extend it.
-    sqlx::query(
-        "INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    let event = chain_tail(conn, chain)
+        .await?
+        .extend(at, kind, proposal_id, actor, details)?;
+    // The trigger `events_extend_head` refuses any row that does not extend
+    // its chain's head, and moves the head in this same transaction.
+    let id = sqlx::query_scalar(
+        "INSERT INTO events (chain, seq, at, kind, proposal_id, actor, details, prev_hash, hash)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
     )
-    .bind(event.id)
+    .bind(chain)
+    .bind(event.seq)
     .bind(at)
     .bind(kind)
     .bind(proposal_id)
@@ -126,14 +155,16 @@ pub(super) async fn append_numbered(
     .bind(event.details)
     .bind(event.prev_hash)
     .bind(event.hash)
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
-    Ok(event.id)
+    Ok(id)
 }
 
 fn raw_event(row: &DbRow) -> Result<RawEvent, sqlx::Error> {
     Ok(RawEvent {
         id: row.try_get("id")?,
+        chain: row.try_get("chain")?,
+        seq: row.try_get("seq")?,
         at: row.try_get("at")?,
         kind: row.try_get("kind")?,
         proposal_id: row.try_get("proposal_id")?,
@@ -144,14 +175,36 @@ fn raw_event(row: &DbRow) -> Result<RawEvent, sqlx::Error> {
     })
 }
 
-const EVENTS_PAGE: &str = "SELECT id, at, kind, proposal_id, actor, details, prev_hash, hash
-     FROM events WHERE id > $1 ORDER BY id LIMIT $2";
+/// One page of the walk: rows after `($1, $2)` in (chain, position) order.
+const EVENTS_PAGE: &str =
+    "SELECT id, chain, seq, at, kind, proposal_id, actor, details, prev_hash, hash
+     FROM events WHERE (chain, seq) > ($1, $2) ORDER BY chain, seq LIMIT $3";
+
+/// Every chain's head as stored, in one read.
+async fn read_heads(conn: &mut Conn, with_global: bool) -> Result<ChainHeads, LedgerError> {
+    let rows = sqlx::query("SELECT chain, count, hash FROM chain_heads WHERE count > 0")
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut heads = ChainHeads::new();
+    for row in &rows {
+        let chain: String = row.try_get("chain")?;
+        if chain == GLOBAL_CHAIN && !with_global {
+            continue;
+        }
+        let count: i64 = row.try_get("count")?;
+        let count = u64::try_from(count)
+            .map_err(|_| LedgerError::Corrupt(format!("chain {chain:?}: negative count")))?;
+        let hash = row.try_get("hash")?;
+        heads.insert(chain, ChainHead { count, hash });
+    }
+    Ok(heads)
+}
 
 impl Store {
-    /// Every event, oldest first.
+    /// Every event, in the order the rows were inserted.
     pub(crate) async fn events(&self) -> Result<Vec<EventRecord>, LedgerError> {
         let rows = sqlx::query(
-            "SELECT id, at, kind, proposal_id, actor, details, prev_hash, hash
+            "SELECT id, chain, seq, at, kind, proposal_id, actor, details, prev_hash, hash
              FROM events ORDER BY id",
         )
         .fetch_all(&self.reader)
@@ -166,33 +219,25 @@ impl Store {
             .collect()
     }
 
-    /// Walk the whole log in one read snapshot and check the chain and
-    /// head, then that the fact tables and the events agree (see
-    /// `crate::facts`).
+    /// Walk the whole log in one read snapshot, chain by chain, and check
+    /// every chain against its head and the checkpoints naming it, then
+    /// that the fact tables and the events agree (see `crate::facts`).
     pub(crate) async fn verify_chain(&self) -> Result<ChainReport, LedgerError> {
-        // One read transaction: the pages and the head come from one snapshot.
+        // One read transaction: the pages and the heads come from one snapshot.
         let mut tx = self.reader.begin().await?;
-        let head = sqlx::query("SELECT count, hash FROM chain_head WHERE singleton = 1")
-            .fetch_optional(&mut *tx)
-            .await?;
-        let (head_count, head_hash) = match head {
-            Some(row) => (
-                row.try_get::<i64, _>("count")?,
-                row.try_get::<String, _>("hash")?,
-            ),
-            None => (0, String::new()),
-        };
-        let mut checker = ChainChecker::new();
+        let heads = read_heads(&mut tx, true).await?;
+        let mut checker = ChainChecker::new(heads);
         let mut facts = EventFacts::default();
-        let mut after = 0_i64;
+        let mut after = (String::new(), 0_i64);
         loop {
             let rows = sqlx::query(EVENTS_PAGE)
-                .bind(after)
+                .bind(&after.0)
+                .bind(after.1)
                 .bind(PAGE)
                 .fetch_all(&mut *tx)
                 .await?;
             let Some(last) = rows.last() else { break };
-            after = last.try_get("id")?;
+            after = (last.try_get("chain")?, last.try_get("seq")?);
             for row in &rows {
                 let event = raw_event(row)?;
                 facts.push(&event);
@@ -208,12 +253,50 @@ impl Store {
             facts.disagreement(&super::facts::read(&mut tx).await?)
         };
         tx.rollback().await?;
-        let head_count = u64::try_from(head_count)
-            .map_err(|_| LedgerError::Corrupt("negative chain head count".into()))?;
-        let mut report = checker.finish(head_count, &head_hash);
+        let mut report = checker.finish();
         if report.first_break.is_none() {
             report.first_break = disagreement.map(|detail| ChainBreak::Disagrees { detail });
         }
         Ok(report)
+    }
+
+    /// Write a checkpoint on the global chain naming the head of every
+    /// chain whose head differs from `previous` (the heads the last
+    /// checkpoint named); nothing when none does. Returns the heads now
+    /// checkpointed (`previous` with the moved ones replaced) and how many
+    /// the new checkpoint named.
+    pub(crate) async fn checkpoint(
+        &self,
+        previous: &ChainHeads,
+    ) -> Result<(ChainHeads, usize), LedgerError> {
+        let mut tx = self.write_tx().await?;
+        // The global chain's lock first: checkpoints append one at a time.
+        // The other heads are read as committed, without their locks: a
+        // chain only grows, so what is named here stays true of it.
+        chain_tail(&mut tx, GLOBAL_CHAIN).await?;
+        let heads = read_heads(&mut tx, false).await?;
+        let moved: ChainHeads = heads
+            .iter()
+            .filter(|(chain, head)| previous.get(*chain) != Some(head))
+            .map(|(chain, head)| (chain.clone(), head.clone()))
+            .collect();
+        if moved.is_empty() {
+            tx.rollback().await?;
+            return Ok((heads, 0));
+        }
+        let at = crate::timefmt::format(crate::timefmt::now())?;
+        let details = chain::checkpoint_details(&moved);
+        append(
+            &mut tx,
+            GLOBAL_CHAIN,
+            &at,
+            CHECKPOINT,
+            None,
+            "countersign",
+            &details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok((heads, moved.len()))
     }
 }

@@ -7,8 +7,10 @@
 //! READ COMMITTED, a `FOR UPDATE` that waited re-checks only the locked row,
 //! while the rest of that statement (its joins) still sees the snapshot from
 //! before the wait. Statements after it see what the previous holder
-//! committed. Order: proposal first, chain head last (no deadlocks).
+//! committed. Order: proposal first, chain head last (no deadlocks); a
+//! transaction locks at most one chain.
 
+use super::events::Tail;
 use super::{Conn, ROW_LOCKS};
 use crate::error::LedgerError;
 
@@ -31,18 +33,32 @@ pub(super) async fn lock_proposal_row(
     Ok(())
 }
 
-/// The chain head's row, locked until the transaction ends.
-pub(super) const LOCK_HEAD: &str = concat!(
-    "SELECT h.count, h.hash FROM chain_head h WHERE h.singleton = 1",
-    locking!("h")
-);
+/// A chain's head, on PostgreSQL locked until the transaction ends (and
+/// created, empty, if the chain has no event yet: the SECURITY DEFINER
+/// function `countersign_lock_chain` does both, as no role may write
+/// `chain_heads`); on SQLite read under the write lock already held.
+pub(super) async fn chain_tail(conn: &mut Conn, chain: &str) -> Result<Tail, LedgerError> {
+    let sql = if ROW_LOCKS {
+        "SELECT count, hash FROM countersign_lock_chain($1)"
+    } else {
+        "SELECT count, hash FROM chain_heads WHERE chain = $1"
+    };
+    let row = sqlx::query(sql)
+        .bind(chain)
+        .fetch_optional(&mut *conn)
+        .await?;
+    match row {
+        Some(row) => Tail::from_row(chain, &row, "count", "hash"),
+        None => Ok(Tail::empty(chain)),
+    }
+}
 
-/// Take the chain head's lock now, before reading state the transaction's
-/// event will describe.
-pub(super) async fn lock_head(conn: &mut Conn) -> Result<(), LedgerError> {
+/// Take `chain`'s head lock now, before reading state the transaction's
+/// event will describe (the principal's chain for everything of one
+/// principal: its proposals, rules, passkeys and state).
+pub(super) async fn lock_head(conn: &mut Conn, chain: &str) -> Result<(), LedgerError> {
     if !ROW_LOCKS {
         return Ok(());
     }
-    sqlx::query(LOCK_HEAD).fetch_one(&mut *conn).await?;
-    Ok(())
+    chain_tail(conn, chain).await.map(drop)
 }

@@ -189,7 +189,7 @@ impl Store {
     ) -> Result<(), LedgerError> {
         let at = timefmt::format(timefmt::now())?;
         let mut tx = self.write_tx().await?;
-        lock_head(&mut tx).await?;
+        lock_head(&mut tx, &e.principal).await?;
         match authorization {
             None if e.authorized_by == ENROLMENT_CODE => {}
             Some(a) if a.credential_id == e.authorized_by => {
@@ -246,6 +246,7 @@ impl Store {
         });
         events::append(
             &mut tx,
+            &e.principal,
             &at,
             "passkey_enrolled",
             None,
@@ -269,7 +270,12 @@ impl Store {
     ) -> Result<PasskeyRemoval, LedgerError> {
         let at = timefmt::format(timefmt::now())?;
         let mut tx = self.write_tx().await?;
-        lock_head(&mut tx).await?;
+        // The credential's principal names the chain to lock; it never
+        // changes, and whether it is removed is read again under the lock.
+        let Some((owner, _)) = credential_state(&mut tx, credential_id).await? else {
+            return Ok(PasskeyRemoval::Unknown);
+        };
+        lock_head(&mut tx, &owner).await?;
         let principal = match credential_state(&mut tx, credential_id).await? {
             None => return Ok(PasskeyRemoval::Unknown),
             Some((_, true)) => return Ok(PasskeyRemoval::AlreadyRemoved),
@@ -304,7 +310,16 @@ impl Store {
             other => other?,
         };
         let details = json!({ "credential_id": credential_id, "authorized_by": authorized_by });
-        events::append(&mut tx, &at, "passkey_removed", None, removed_by, &details).await?;
+        events::append(
+            &mut tx,
+            &principal,
+            &at,
+            "passkey_removed",
+            None,
+            removed_by,
+            &details,
+        )
+        .await?;
         tx.commit().await?;
         tracing::debug!(%credential_id, "passkey removed");
         Ok(PasskeyRemoval::Removed)

@@ -96,7 +96,7 @@ async fn insert_quorum_assertion(
 ) -> Result<(), LedgerError> {
     // The chain head after the proposal (the lock order): a removal of the
     // credential commits before this reads it, or waits.
-    lock_head(&mut *conn).await?;
+    lock_head(&mut *conn, a.principal).await?;
     let (purpose, pid) = (AssertionPurpose::Decision, a.proposal_id);
     check_assertion(&mut *conn, p, purpose, pid, a.principal, "quorum approval").await?;
     let enrolled_by: Option<String> =
@@ -246,6 +246,7 @@ impl Store {
         }
         events::append(
             &mut tx,
+            a.principal,
             &at,
             "quorum_approved",
             Some(a.proposal_id),
@@ -309,6 +310,7 @@ impl Store {
         let details = json!({ "reason": reason, "approver": approver, "seq": seq });
         events::append(
             &mut tx,
+            principal,
             &at,
             "denied",
             Some(proposal_id),

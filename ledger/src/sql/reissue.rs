@@ -26,7 +26,7 @@ impl Store {
             "SELECT t.nonce AS nonce, t.lease_until AS lease_until, t.owner AS owner,
                     t.lease_until > ",
             db_now!(),
-            " AS leased,
+            " AS leased, t.principal AS principal,
                     EXISTS (SELECT 1 FROM completions c WHERE c.nonce = t.nonce) AS completed
              FROM intents t WHERE t.proposal_id = $1"
         ))
@@ -54,8 +54,10 @@ impl Store {
             "proof_sha256": r.proof_sha256,
             "expires_at": timefmt::format(r.expires_at)?,
         });
+        let principal: String = intent.try_get("principal")?;
         events::append(
             &mut tx,
+            &principal,
             &at,
             "proof_reissued",
             Some(&r.proposal_id),

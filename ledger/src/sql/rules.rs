@@ -151,7 +151,8 @@ async fn insert_version(
         fields.insert("proposal".into(), json!(pid));
     }
     let kind = event_kind(version, status);
-    events::append(conn, &at, kind, proposal_id, &change.by, &details).await
+    let chain = &change.principal;
+    events::append(conn, chain, &at, kind, proposal_id, &change.by, &details).await
 }
 
 /// The change that revokes `current`: its definition and limits, by `by`.
@@ -173,7 +174,7 @@ impl Store {
     /// `DuplicateRule` if the id exists.
     pub(crate) async fn create_rule(&self, change: &RuleChange) -> Result<RuleRecord, LedgerError> {
         let mut tx = self.write_tx().await?;
-        lock_head(&mut tx).await?;
+        lock_head(&mut tx, &change.principal).await?;
         if latest(&mut tx, &change.id).await?.is_some() {
             return Err(LedgerError::DuplicateRule(change.id.clone()));
         }
@@ -213,7 +214,7 @@ impl Store {
         {
             return Err(LedgerError::IssuanceMismatch(proposal_id.to_owned()));
         }
-        lock_head(&mut tx).await?;
+        lock_head(&mut tx, &change.principal).await?;
         if latest(&mut tx, &change.id).await?.is_some() {
             return Err(LedgerError::DuplicateRule(change.id.clone()));
         }
@@ -230,6 +231,7 @@ impl Store {
         let details = json!({ "created_rule": change.id, "by": change.by });
         events::append(
             &mut tx,
+            &change.principal,
             &at,
             "approved",
             Some(proposal_id),
@@ -251,7 +253,7 @@ impl Store {
         expected_version: u64,
     ) -> Result<RuleRecord, LedgerError> {
         let mut tx = self.write_tx().await?;
-        lock_head(&mut tx).await?;
+        lock_head(&mut tx, &change.principal).await?;
         let current = live(&mut tx, &change.id, &change.principal).await?;
         if current.version != expected_version {
             return Err(LedgerError::RuleChanged(change.id.clone()));
@@ -279,7 +281,7 @@ impl Store {
         reason: &str,
     ) -> Result<RuleRecord, LedgerError> {
         let mut tx = self.write_tx().await?;
-        lock_head(&mut tx).await?;
+        lock_head(&mut tx, principal).await?;
         let current = latest(&mut tx, id)
             .await?
             .filter(|r| r.principal == principal)
@@ -339,7 +341,7 @@ pub(super) async fn check_use(
     grant: &Grant,
     principal: &str,
 ) -> Result<(), LedgerError> {
-    lock_head(conn).await?;
+    lock_head(conn, principal).await?;
     let rule = latest(conn, &grant.rule)
         .await?
         .filter(|r| r.principal == principal)

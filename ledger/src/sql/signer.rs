@@ -53,7 +53,16 @@ async fn insert_with_reason(
         .execute(&mut *conn)
         .await?;
     let details = json!({ "reason": reason });
-    events::append(conn, &at, kind, Some(proposal_id), principal, &details).await
+    events::append(
+        conn,
+        principal,
+        &at,
+        kind,
+        Some(proposal_id),
+        principal,
+        &details,
+    )
+    .await
 }
 
 /// Lock the proposal and check it exists, is `principal`'s
@@ -119,7 +128,7 @@ pub(super) async fn write_approval(
     if let Some(a) = passkey {
         // The chain head after the proposal (the lock order): a removal
         // of the credential commits before this reads it, or waits.
-        lock_head(&mut *conn).await?;
+        lock_head(&mut *conn, &i.principal).await?;
         let (purpose, pid) = (AssertionPurpose::Decision, &i.proposal_id);
         check_assertion(&mut *conn, a, purpose, pid, &i.principal, "approval").await?;
         if (a.delivery == "handoff") != handoff {
@@ -192,6 +201,7 @@ pub(super) async fn write_approval(
     }
     events::append(
         conn,
+        &i.principal,
         &issued_at,
         "approved",
         Some(&i.proposal_id),
@@ -251,6 +261,7 @@ impl Store {
         }
         events::append(
             &mut tx,
+            &p.principal,
             &created_at,
             "proposed",
             Some(&p.id),
@@ -366,7 +377,8 @@ impl Store {
         let at = timefmt::format(timefmt::now())?;
         let mut tx = self.write_tx().await?;
         let details = json!({ "key_id": key_id });
-        events::append(&mut tx, &at, event.kind(), None, actor, &details).await?;
+        let global = crate::chain::GLOBAL_CHAIN;
+        events::append(&mut tx, global, &at, event.kind(), None, actor, &details).await?;
         tx.commit().await?;
         Ok(())
     }

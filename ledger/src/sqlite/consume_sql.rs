@@ -12,8 +12,8 @@ macro_rules! record_intent {
          INSERT INTO intents (nonce, proposal_id, principal, session, operation,
              arguments_json, proof_sha256, recorded_at, contract_revision, lease_until, owner)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
-         INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
-         VALUES ($13, $8, 'intent', $2, $3, $14, $15, $16);"
+         INSERT INTO events (chain, seq, at, kind, proposal_id, actor, details, prev_hash, hash)
+         VALUES ($3, $13, $8, 'intent', $2, $3, $14, $15, $16);"
     };
 }
 
@@ -23,19 +23,22 @@ pub(super) const RECORD_INTENT: &str = record_intent!();
 /// [`RECORD_INTENT`], then the builtin effect applied and completed: the
 /// principal's schedule written (`$19`) or deleted (`$19` NULL),
 /// `effect_applied`, the completion, and their two events (`$17` to `$29`).
+/// The events come first, so the state row can take the `effect_applied`
+/// row's id as its version.
 pub(super) const CONSUME_APPLIED: &str = concat!(
     record_intent!(),
-    "DELETE FROM state WHERE principal = $3 AND namespace = $17 AND key = $18 AND $19 IS NULL;
+    "INSERT INTO events (chain, seq, at, kind, proposal_id, actor, details, prev_hash, hash)
+     VALUES ($3, $22, $8, 'effect_applied', $2, $3, $23, $24, $25),
+            ($3, $26, $8, 'completed', $2, $3, $27, $28, $29);
+     DELETE FROM state WHERE principal = $3 AND namespace = $17 AND key = $18 AND $19 IS NULL;
      INSERT INTO state (principal, namespace, key, value, updated_at, version)
-     SELECT $3, $17, $18, $19, $8, $22 WHERE $19 IS NOT NULL
+     SELECT $3, $17, $18, $19, $8, (SELECT id FROM events WHERE chain = $3 AND seq = $22)
+     WHERE $19 IS NOT NULL
      ON CONFLICT (principal, namespace, key)
      DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at,
                    version = excluded.version;
      INSERT INTO effect_applied (nonce, effect, result, applied_at) VALUES ($1, $20, $21, $8);
      INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
          completed_at)
-     VALUES ($1, $2, 'applied', NULL, $21, NULL, $8);
-     INSERT INTO events (id, at, kind, proposal_id, actor, details, prev_hash, hash)
-     VALUES ($22, $8, 'effect_applied', $2, $3, $23, $24, $25),
-            ($26, $8, 'completed', $2, $3, $27, $28, $29);"
+     VALUES ($1, $2, 'applied', NULL, $21, NULL, $8);"
 );

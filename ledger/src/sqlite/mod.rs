@@ -79,6 +79,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "premises",
         include_str!("../../migrations/sqlite/0007_premises.sql"),
     ),
+    (
+        8,
+        "chains",
+        include_str!("../../migrations/sqlite/0008_chains.sql"),
+    ),
 ];
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -365,3 +365,14 @@ pub async fn schedule_keys(ledger: &Ledger) -> Vec<String> {
         .map(|(k, _)| k)
         .collect()
 }
+
+/// The hash of an event row whose hashed body is `body`, after `prev`, as
+/// someone who knows the scheme computes it: `sha256(prev || canonical
+/// body)`, hex.
+pub fn chained_hash(prev: &str, body: &Value) -> String {
+    use sha2::{Digest as _, Sha256};
+    let mut h = Sha256::new();
+    h.update(prev.as_bytes());
+    h.update(to_canonical(body).unwrap().as_bytes());
+    hex::encode(h.finalize())
+}

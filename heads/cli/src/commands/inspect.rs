@@ -77,8 +77,8 @@ pub(crate) async fn audit(
         let passkeys = verify_passkeys(&ledger, rp.as_ref()).await?;
         let verdict = match &report.first_break {
             None => format!(
-                "intact: {} events, head {}",
-                report.events, report.head_hash
+                "intact: {} events in {} chains, {} checkpoints, heads digest {}",
+                report.events, report.chains, report.checkpoints, report.head_hash
             ),
             Some(problem) => format!("TAMPERED: {problem}"),
         };
@@ -88,7 +88,10 @@ pub(crate) async fn audit(
                 &json!({
                     "intact": report.is_intact(),
                     "events": report.events,
+                    "chains": report.chains,
+                    "checkpoints": report.checkpoints,
                     "head_hash": report.head_hash,
+                    "heads": countersign_ledger::heads_value(&report.heads),
                     "first_break": report.first_break.as_ref().map(ToString::to_string),
                     "passkey_assertions_verified": passkeys.verified,
                     "passkey_problems": passkeys.problems,
@@ -126,8 +129,9 @@ pub(crate) async fn audit(
         let events: Vec<_> = events
             .iter()
             .map(|e| {
-                json!({"id": e.id, "at": e.at, "kind": e.kind, "proposal_id": e.proposal_id,
-                       "actor": e.actor, "details": e.details, "prev_hash": e.prev_hash, "hash": e.hash})
+                json!({"id": e.id, "chain": e.chain, "seq": e.seq, "at": e.at, "kind": e.kind,
+                       "proposal_id": e.proposal_id, "actor": e.actor, "details": e.details,
+                       "prev_hash": e.prev_hash, "hash": e.hash})
             })
             .collect();
         return write_json(io.out, &events);
@@ -135,8 +139,9 @@ pub(crate) async fn audit(
     let mut text = String::new();
     for e in &events {
         text.push_str(&format!(
-            "{:>6}  {}  {:<12} {}  {}  {}\n",
+            "{:>6}  {:<10} {}  {:<12} {}  {}  {}\n",
             e.id,
+            chain_position(&e.chain, e.seq),
             e.at,
             e.kind,
             e.proposal_id.as_deref().unwrap_or("-"),
@@ -145,4 +150,21 @@ pub(crate) async fn audit(
         ));
     }
     write_text(io.out, &text)
+}
+
+/// Where an event sits, as the listing shows it: `#seq` on the global
+/// chain, `@principal#seq` (the principal's id shortened) on its own.
+fn chain_position(chain: &str, seq: i64) -> String {
+    if chain.is_empty() {
+        return format!("#{seq}");
+    }
+    let short: String = chain
+        .chars()
+        .rev()
+        .take(6)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    format!("@{short}#{seq}")
 }

@@ -1,0 +1,51 @@
+//! The ledger's checkpoints, written by the signer: a `checkpoint` event on
+//! the global chain naming the head of every principal's chain that moved
+//! since the one before (see `countersign_ledger::Ledger::checkpoint`), so
+//! a chain cut below it, its head rewritten to match, is still detected by
+//! `countersign audit --verify`. The signer writes one when it starts
+//! serving, every [`CHECKPOINT_EVERY`] while it serves, and one when it
+//! stops; nothing when no chain moved.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use countersign_ledger::ChainHeads;
+
+use crate::state::SignerState;
+
+/// How often a serving signer checkpoints the chains that moved.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
+
+/// The heads the last checkpoint of this signer named.
+#[derive(Debug, Default)]
+pub(crate) struct Checkpoints {
+    named: tokio::sync::Mutex<ChainHeads>,
+}
+
+impl Checkpoints {
+    /// Write a checkpoint of the chains that moved since the last one;
+    /// a failure is logged and retried at the next.
+    pub(crate) async fn write(&self, state: &SignerState) {
+        let mut named = self.named.lock().await;
+        match state.ledger.checkpoint(&named).await {
+            Ok(written) => {
+                if written.named > 0 {
+                    tracing::debug!(chains = written.named, "ledger checkpoint written");
+                }
+                *named = written.heads;
+            }
+            Err(e) => tracing::warn!("ledger checkpoint not written: {e}"),
+        }
+    }
+}
+
+/// Checkpoint every [`CHECKPOINT_EVERY`] from now, until dropped.
+pub(crate) async fn every_interval(state: Arc<SignerState>) {
+    let first = tokio::time::Instant::now() + CHECKPOINT_EVERY;
+    let mut ticks = tokio::time::interval_at(first, CHECKPOINT_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        state.checkpoints.write(&state).await;
+    }
+}
