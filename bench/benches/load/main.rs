@@ -275,9 +275,9 @@ fn verification(fx: &Fixture, opts: &Options) {
         1e6 / full
     );
     println!(
-        "full / raw cost: {:.2}x (target <= 1.3x) {}",
+        "full / raw cost: {:.2}x (target <= 1.2x) {}",
         raw / full,
-        verdict(raw / full <= 1.3)
+        verdict(raw / full <= 1.2)
     );
     println!();
 }
