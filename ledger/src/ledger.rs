@@ -58,6 +58,22 @@ impl Ledger {
     /// timeout), or `postgres://...` / `postgresql://...` (a server shared
     /// by many heads on many hosts).
     pub async fn open(url: &str) -> Result<Ledger, LedgerError> {
+        Ledger::open_with(url, sqlite::Reads::Pool).await
+    }
+
+    /// [`Ledger::open`] for a process that runs one command and exits (a
+    /// CLI command): on SQLite, one connection, the writer, which the
+    /// command's reads go through too, instead of the read pool a serving
+    /// process keeps; each connection parses the whole schema when it
+    /// opens, and a one-shot command would pay for that twice. The schema
+    /// is checked and brought up to date, and every write takes the write
+    /// lock, exactly as [`Ledger::open`] does. On PostgreSQL the same as
+    /// [`Ledger::open`].
+    pub async fn open_for_one_command(url: &str) -> Result<Ledger, LedgerError> {
+        Ledger::open_with(url, sqlite::Reads::Writer).await
+    }
+
+    async fn open_with(url: &str, reads: sqlite::Reads) -> Result<Ledger, LedgerError> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let backend = Backend::Postgres(postgres::Store::open(url).await?);
             return Ok(Ledger { backend });
@@ -69,7 +85,7 @@ impl Ledger {
         if path.as_os_str().is_empty() || !path.is_absolute() {
             return Err(LedgerError::UnsupportedUrl);
         }
-        let backend = Backend::Sqlite(sqlite::Store::open(path).await?);
+        let backend = Backend::Sqlite(sqlite::Store::open(path, reads).await?);
         Ok(Ledger { backend })
     }
 

@@ -12,6 +12,7 @@ use countersign_metrics::GateMetrics;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy, Registry, Schemas};
 use countersign_verifier::{KeyRing, Principal};
+use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 
 use crate::error::CliError;
@@ -123,6 +124,33 @@ impl Context {
         Ledger::open(&self.config.ledger_url)
             .await
             .map_err(|e| CliError::Error(format!("cannot open the ledger: {e}")))
+    }
+
+    /// The ledger, opened for a process that runs this one command and
+    /// exits ([`Ledger::open_for_one_command`]: on SQLite one connection,
+    /// reads included).
+    pub async fn ledger_for_one_command(&self) -> Result<Ledger, CliError> {
+        Ledger::open_for_one_command(&self.config.ledger_url)
+            .await
+            .map_err(|e| CliError::Error(format!("cannot open the ledger: {e}")))
+    }
+
+    /// What executing a proof needs besides the signer, started in a task
+    /// of its own so that it proceeds on the runtime's workers while the
+    /// caller connects to the signer: the ledger, opened for this one
+    /// command ([`Context::ledger_for_one_command`]), and the registry
+    /// file, loaded into this context while SQLite opens the file on its
+    /// own thread. A registry that does not load is reported where the
+    /// gate is built, as before.
+    pub fn open_for_execution(&self) -> JoinHandle<Result<Ledger, CliError>> {
+        let ctx = self.clone();
+        tokio::spawn(async move {
+            // The opening first: its first poll starts SQLite's thread.
+            let (ledger, _) = tokio::join!(ctx.ledger_for_one_command(), async {
+                ctx.current_registry()
+            });
+            ledger
+        })
     }
 
     /// The operation registry, as its file says now.

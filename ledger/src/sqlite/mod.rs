@@ -6,7 +6,13 @@
 //! and `BEGIN IMMEDIATE` for every write transaction, so the write lock is
 //! taken up front and a transaction never fails half-way on lock upgrade;
 //! other processes wait up to the 5 s busy timeout. Reads use a separate
-//! small pool whose connections are `query_only`. Neither pool pings a
+//! small pool whose connections are `query_only`, except in a process that
+//! runs one command ([`Reads::Writer`]), whose few reads, one after another,
+//! go through the writer: every connection parses the whole schema when it
+//! opens, which is a one-shot command's largest cost after its commit. No
+//! read holds the writer across a write transaction (each read method
+//! takes a connection and gives it back), so reads through the writer
+//! cannot wait on the process's own write. Neither pool pings a
 //! connection before handing it out (`test_before_acquire(false)`): a
 //! connection to a file cannot go stale as a network one can, and the ping
 //! is a round trip to the connection's worker thread on every operation.
@@ -138,7 +144,18 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Read connections per process.
 const READERS: u32 = 4;
 
-/// A SQLite ledger: one writer connection and a small read pool.
+/// Where a store's reads go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reads {
+    /// A pool of up to [`READERS`] `query_only` connections beside the
+    /// writer: a process serving many callers at once.
+    Pool,
+    /// The writer connection: a process running one command.
+    Writer,
+}
+
+/// A SQLite ledger: one writer connection and a small read pool (or, for
+/// one command, the writer alone).
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
     writer: Pool<Db>,
@@ -180,8 +197,8 @@ impl std::ops::DerefMut for WriteTx {
 
 impl Store {
     /// Open (creating if missing, mode 0600) the database file at `path`
-    /// and bring its schema up to date.
-    pub(crate) async fn open(path: &Path) -> Result<Self, LedgerError> {
+    /// and bring its schema up to date; reads go where `reads` says.
+    pub(crate) async fn open(path: &Path, reads: Reads) -> Result<Self, LedgerError> {
         if !path.is_absolute() {
             return Err(LedgerError::UnsupportedUrl);
         }
@@ -205,13 +222,18 @@ impl Store {
         })
         .await?;
         migrate::run(&writer).await?;
-        let reader = retry_while_locked(|| {
-            SqlitePoolOptions::new()
-                .max_connections(READERS)
-                .test_before_acquire(false)
-                .connect_with(base.clone().pragma("query_only", "ON"))
-        })
-        .await?;
+        let reader = match reads {
+            Reads::Writer => writer.clone(),
+            Reads::Pool => {
+                retry_while_locked(|| {
+                    SqlitePoolOptions::new()
+                        .max_connections(READERS)
+                        .test_before_acquire(false)
+                        .connect_with(base.clone().pragma("query_only", "ON"))
+                })
+                .await?
+            }
+        };
         Ok(Store {
             writer,
             reader,

@@ -5,7 +5,7 @@
 //! or the ledger only when the operation needs them, so a read pays for
 //! nothing else.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use countersign_gate::{Gate, signer_client};
 use countersign_ledger::Ledger;
@@ -13,6 +13,7 @@ use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
 use countersign_service::{Answer, Building, Done, Fault, Operation, Resources, Service};
 use tokio::sync::OnceCell;
+use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 
 use crate::Io;
@@ -20,13 +21,44 @@ use crate::context::Context;
 use crate::error::CliError;
 use crate::output::write_json;
 
-/// This installation, as the service's resources: each built on first use.
+/// This installation, as the service's resources: each built on first use,
+/// except what an execution needs besides the signer, which is started
+/// before it (see [`Context::open_for_execution`]).
 struct Installation {
     ctx: Context,
     head: OnceCell<SignerClient<Channel>>,
+    /// The ledger's opening, started before the signer connection.
+    opening: Mutex<Option<JoinHandle<Result<Ledger, CliError>>>>,
+}
+
+impl Drop for Installation {
+    /// A command that ends without the gate (the signer could not be
+    /// reached) does not go on opening the ledger.
+    fn drop(&mut self) {
+        if let Some(opening) = self.opening.get_mut().ok().and_then(Option::take) {
+            opening.abort();
+        }
+    }
 }
 
 impl Installation {
+    /// The ledger: the opening started for an execution, else a new one.
+    async fn ledger(&self) -> Result<Ledger, String> {
+        let started = self
+            .opening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let opened = match started {
+            Some(opening) => opening
+                .await
+                .map_err(|e| CliError::Error(format!("cannot open the ledger: {e}")))
+                .and_then(|opened| opened),
+            None => self.ctx.ledger_for_one_command().await,
+        };
+        opened.map_err(|e| e.to_string())
+    }
+
     async fn head(&self) -> Result<SignerClient<Channel>, String> {
         self.head
             .get_or_try_init(|| self.ctx.head())
@@ -46,7 +78,7 @@ impl Resources for Installation {
     }
 
     fn ledger(&self) -> Building<'_, Ledger> {
-        Box::pin(async move { self.ctx.ledger().await.map_err(|e| e.to_string()) })
+        Box::pin(Installation::ledger(self))
     }
 
     fn gate(&self) -> Building<'_, Gate> {
@@ -58,9 +90,9 @@ impl Resources for Installation {
                 let keys = signer_client::public_keys(&mut head).await;
                 Ok::<_, String>((head, keys.map_err(|e| e.to_string())?))
             };
-            let (connected, ledger) = tokio::join!(keys, self.ctx.ledger());
+            let (connected, ledger) = tokio::join!(keys, Installation::ledger(self));
             let (head, keys) = connected?;
-            let ledger = ledger.map_err(|e| e.to_string())?;
+            let ledger = ledger?;
             self.ctx
                 .gate_from(&head, keys, ledger)
                 .map_err(|e| e.to_string())
@@ -70,9 +102,17 @@ impl Resources for Installation {
 
 /// Run `operation` for `session` of `ctx`'s principal.
 pub(crate) async fn call(ctx: &Context, operation: Operation, session: &str) -> Answer {
+    // An execution consumes through the gate, which needs the ledger and
+    // the registry: both are started now, so that they overlap the
+    // signer's TLS handshake instead of following it.
+    let executes = matches!(
+        operation,
+        Operation::ExecuteWithProof { .. } | Operation::ExecuteHandoff { .. }
+    );
     let installation = Installation {
         ctx: ctx.clone(),
         head: OnceCell::new(),
+        opening: Mutex::new(executes.then(|| ctx.open_for_execution())),
     };
     Service::lazy(ctx.principal.clone(), Arc::new(installation))
         .call(operation, session)
