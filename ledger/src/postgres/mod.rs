@@ -115,6 +115,11 @@ mod intents;
 /// Write transactions lock the rows they decide on.
 const ROW_LOCKS: bool = true;
 
+/// A read of several statements that must see one state of the ledger
+/// (the audit: heads, rows and fact tables): one snapshot for the whole
+/// transaction, which READ COMMITTED, the default, takes per statement.
+const SNAPSHOT_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+
 #[path = "../sql/locks.rs"]
 mod locks;
 #[path = "../sql/migrate.rs"]

@@ -223,8 +223,9 @@ impl Store {
     /// every chain against its head and the checkpoints naming it, then
     /// that the fact tables and the events agree (see `crate::facts`).
     pub(crate) async fn verify_chain(&self) -> Result<ChainReport, LedgerError> {
-        // One read transaction: the pages and the heads come from one snapshot.
-        let mut tx = self.reader.begin().await?;
+        // One snapshot for the heads, the pages and the fact tables: a
+        // write committed meanwhile is wholly in it or wholly out.
+        let mut tx = self.reader.begin_with(super::SNAPSHOT_READ).await?;
         let heads = read_heads(&mut tx, true).await?;
         let mut checker = ChainChecker::new(heads);
         let mut facts = EventFacts::default();

@@ -108,6 +108,10 @@ async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx:
 /// lock for the whole transaction.
 const ROW_LOCKS: bool = false;
 
+/// A read of several statements that must see one state of the ledger: in
+/// WAL mode a read transaction reads one snapshot, from its first read on.
+const SNAPSHOT_READ: &str = "BEGIN";
+
 #[path = "../sql/locks.rs"]
 mod locks;
 mod writer_lock;
