@@ -190,13 +190,30 @@ async fn the_audit_trail_verifies_after_a_flow() {
     assert_eq!(h.exec(&id, &proof, &[]).await.result, Ok(()));
     let audit = h.cli(&["--json", "audit", "--verify"]).await;
     assert_eq!(audit.result, Ok(()));
-    assert_eq!(audit.json()["intact"], true);
-    let kinds: Vec<String> = h
-        .cli(&["--json", "audit"])
-        .await
-        .json()
-        .as_array()
-        .unwrap()
+    let report = audit.json();
+    assert_eq!(report["intact"], true);
+    // The five events are the principal's chain, positions 1 to 5.
+    let heads = report["heads"].as_object().unwrap();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    let (principal, head) = heads.iter().next().unwrap();
+    assert_eq!(head["count"], 5);
+    let text = h.cli(&["audit", "--verify"]).await;
+    assert_eq!(
+        text.stdout.lines().next().unwrap(),
+        format!(
+            "intact: 5 events in 1 chain, 0 checkpoints, heads digest {}",
+            report["head_hash"].as_str().unwrap()
+        )
+    );
+    let rows = h.cli(&["--json", "audit"]).await.json();
+    let rows = rows.as_array().unwrap();
+    let positions: Vec<(&str, i64)> = rows
+        .iter()
+        .map(|e| (e["chain"].as_str().unwrap(), e["seq"].as_i64().unwrap()))
+        .collect();
+    let expected: Vec<(&str, i64)> = (1..=5).map(|seq| (principal.as_str(), seq)).collect();
+    assert_eq!(positions, expected);
+    let kinds: Vec<String> = rows
         .iter()
         .map(|e| e["kind"].as_str().unwrap().to_string())
         .collect();

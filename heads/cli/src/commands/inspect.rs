@@ -77,8 +77,11 @@ pub(crate) async fn audit(
         let passkeys = verify_passkeys(&ledger, rp.as_ref()).await?;
         let verdict = match &report.first_break {
             None => format!(
-                "intact: {} events in {} chains, {} checkpoints, heads digest {}",
-                report.events, report.chains, report.checkpoints, report.head_hash
+                "intact: {} in {}, {}, heads digest {}",
+                counted(report.events, "event"),
+                counted(report.chains, "chain"),
+                counted(report.checkpoints, "checkpoint"),
+                report.head_hash
             ),
             Some(problem) => format!("TAMPERED: {problem}"),
         };
@@ -167,4 +170,13 @@ fn chain_position(chain: &str, seq: i64) -> String {
         .rev()
         .collect();
     format!("@{short}#{seq}")
+}
+
+/// `n` and `noun`, the noun in the plural unless `n` is 1.
+fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
