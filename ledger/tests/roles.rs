@@ -528,3 +528,35 @@ async fn only_the_signer_writes_rules_and_a_head_checks_them_at_consumption() {
     }
     assert!(signer.verify_chain().await.unwrap().is_intact());
 }
+
+/// What SECURITY.md says a role can do with `countersign_lock_chain`: any
+/// name gets an empty head (no event), which the audit ignores, and the
+/// role can write no head itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_locking_any_chain_name_only_leaves_an_empty_head() {
+    let db = with_roles().await;
+    let owner = Ledger::open(db.url()).await.unwrap();
+    approve(&owner, &create_schedule(1, "nightly"), 1).await;
+    let mut head = PgConnection::connect(&db.url_as("countersign_head"))
+        .await
+        .unwrap();
+    let (count, hash): (i64, String) =
+        sqlx::query_as("SELECT count, hash FROM countersign_lock_chain('made-up')")
+            .fetch_one(&mut head)
+            .await
+            .unwrap();
+    assert_eq!(
+        (count, hash.as_str()),
+        (0, countersign_ledger::GENESIS_HASH)
+    );
+    head.close().await.unwrap();
+    assert_refused(
+        &db,
+        "countersign_head",
+        &["UPDATE chain_heads SET count = 5 WHERE chain = 'made-up'"],
+    )
+    .await;
+    let report = owner.verify_chain().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.chains, 1);
+}
