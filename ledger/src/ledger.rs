@@ -455,6 +455,16 @@ impl Ledger {
         dispatch!(self, b => b.consume_builtin(proof, effect).await)
     }
 
+    /// Make `observer` hear, after each group commit, how many
+    /// consumptions ([`Ledger::consume_builtin`], [`Ledger::begin_consume`])
+    /// shared its transaction (refused ones included). Concurrent
+    /// consumptions of this ledger (and its clones) share one transaction
+    /// and one commit, each in its own savepoint, and each caller is
+    /// answered once that commit is durable. Replaces any earlier observer.
+    pub fn observe_batches(&self, observer: std::sync::Arc<dyn Fn(usize) + Send + Sync>) {
+        dispatch!(self, b => b.observe_batches(observer))
+    }
+
     /// First transaction of the two-phase flow, for effects outside the
     /// ledger (`command`): consume a verified proof once, in ONE write
     /// transaction: the proposal

@@ -1,8 +1,6 @@
 //! The gate's metrics (every head embeds a gate): consumes by outcome,
-//! refusals by reason code, and the latency of one execution.
-//!
-//! There is no batch-size metric: the gate consumes one proof per ledger
-//! transaction (no group commit), so there is no batch to measure.
+//! refusals by reason code, the latency of one execution, and how many
+//! consumptions shared each ledger commit (group commit).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -60,6 +58,7 @@ pub struct GateMetrics {
     consumes: Family<OutcomeLabels, Counter>,
     refusals: Family<ReasonLabels, Counter>,
     consume_seconds: Histogram,
+    batch_sizes: Histogram,
 }
 
 impl Default for GateMetrics {
@@ -68,6 +67,10 @@ impl Default for GateMetrics {
             consumes: Family::default(),
             refusals: Family::default(),
             consume_seconds: Histogram::new(crate::latency_buckets()),
+            // 1, 2, 4, ... 64: the ledger's largest batch.
+            batch_sizes: Histogram::new(
+                prometheus_client::metrics::histogram::exponential_buckets(1.0, 2.0, 7),
+            ),
         }
     }
 }
@@ -91,6 +94,16 @@ impl GateMetrics {
             "Time to verify, consume and apply one proof (or refuse it), in seconds",
             self.consume_seconds.clone(),
         );
+        r.register(
+            "countersign_consume_batch_size",
+            "Consumptions that shared one ledger transaction and commit (group commit)",
+            self.batch_sizes.clone(),
+        );
+    }
+
+    /// One ledger commit carried `size` consumptions.
+    pub fn batch_committed(&self, size: usize) {
+        self.batch_sizes.observe(size as f64);
     }
 
     /// One presentation came to `outcome` (refused for `reason`) in `seconds`.

@@ -111,6 +111,9 @@ impl Gate {
     /// The same gate counting into `metrics` (shared with whatever else
     /// counts there, such as another head's gate in the same process).
     pub fn with_metrics(mut self, metrics: GateMetrics) -> Self {
+        let batches = metrics.clone();
+        self.ledger
+            .observe_batches(Arc::new(move |size| batches.batch_committed(size)));
         self.metrics = metrics;
         self
     }

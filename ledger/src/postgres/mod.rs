@@ -9,8 +9,9 @@
 //! serialize, and a second consumer re-reads the consumed nonce after the
 //! first commits. Every event append locks the one-row chain head, so the
 //! hash chain never forks; locks are always taken proposal first, chain head
-//! last, so they cannot deadlock. Migrations take a transaction-scoped
-//! advisory lock.
+//! last, so they cannot deadlock (a group commit of consumptions waits for
+//! no proposal after its chain: see `sql/batch.rs`). Migrations take a
+//! transaction-scoped advisory lock.
 //!
 //! Errors never contain the URL (it may hold a password).
 
@@ -101,6 +102,8 @@ async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx:
     Ok(tx)
 }
 
+#[path = "../sql/batch.rs"]
+mod batch;
 #[path = "../sql/consume.rs"]
 mod consume;
 mod consume_sql;
@@ -150,6 +153,8 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) struct Store {
     writer: Pool<Db>,
     reader: Pool<Db>,
+    /// Group commit of consumptions (`batch.rs`).
+    batches: std::sync::Arc<batch::Batches>,
 }
 
 impl Store {
@@ -176,6 +181,7 @@ impl Store {
         Ok(Store {
             writer: pool.clone(),
             reader: pool,
+            batches: std::sync::Arc::default(),
         })
     }
 

@@ -13,6 +13,10 @@
 //!   intent, the head runs the effect, the second records completion. An
 //!   intent without completion is `uncertain` until reconciled.
 //!
+//! Both run as jobs of a group commit (`batch.rs`): concurrent ones share
+//! one write transaction, each in a savepoint, so "ONE write transaction"
+//! below means all of a consumption's writes commit together or not at all.
+//!
 //! Neither reads anything before its write transaction: a caller that wants
 //! replays answered without queueing for the write lock reads the proposal
 //! first (the gate does, for verification), as consumed nonces are final.
@@ -30,10 +34,11 @@
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
+use super::batch::{Work, answered};
 use super::consume_sql::{CONSUME_APPLIED, RECORD_INTENT};
 use super::effects::plan_transition;
 use super::events::{NewEvent, Tail};
-use super::locks::{lock_head, lock_proposal_row};
+use super::locks::lock_proposal_row;
 use super::rows::{self, disposition_select, intent_columns};
 use super::{Conn, Db, Store, events, intents, premise};
 use crate::error::{EffectFailure, LedgerError, LedgerRefusal};
@@ -44,6 +49,7 @@ use crate::timefmt;
 use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent, Interrupted};
 use countersign_verifier::VerifiedProof;
 use time::Duration;
+use tokio::sync::oneshot;
 
 /// A query of this backend, as `sqlx::query` makes it.
 type Query = sqlx::query::Query<'static, Db, <Db as sqlx::Database>::Arguments>;
@@ -58,19 +64,18 @@ enum Checked {
 }
 
 /// The checks of a consumption, on `conn` inside the write transaction,
-/// which alone decides. On PostgreSQL it first locks the proposal row (so
-/// revocation and consumption of one proposal serialize) and then the chain
-/// head (so the state read here is not changed by another transition before
-/// this one commits); the checks then read what the previous lock holders
-/// committed. `state_key`: the builtin's key in the state store.
+/// which alone decides, once the batch holds the proposal's row lock and
+/// the chain head's (on PostgreSQL; see `batch.rs`): so revocation and
+/// consumption of one proposal serialize, and the state read here is not
+/// changed by another transition before this one commits. The checks read
+/// what the previous lock holders committed. `state_key`: the builtin's key
+/// in the state store.
 async fn check_consumable(
     conn: &mut Conn,
-    proof: &VerifiedProof,
+    proof: &Presented,
     state_key: Option<&str>,
 ) -> Result<Checked, LedgerError> {
-    let claims = proof.claims();
-    lock_proposal_row(conn, &claims.pid).await?;
-    lock_head(conn, &claims.sub).await?;
+    let claims = &proof.claims;
     // Every fact the checks and the writes need, in one statement.
     let row = sqlx::query(concat!(
         "SELECT p.principal AS p_principal, p.operation AS p_operation, p.premise AS p_premise,
@@ -104,7 +109,7 @@ async fn check_consumable(
          WHERE p.id = $1"
     ))
     .bind(&claims.pid)
-    .bind(proof.proof_sha256())
+    .bind(&proof.proof_sha256)
     .bind(&claims.jti)
     .bind(schedule::NAMESPACE)
     .bind(state_key)
@@ -342,8 +347,8 @@ pub(super) async fn insert_completion(
 
 /// The intent a verified proof authorizes, recorded now, leased to its
 /// head for `lease`.
-fn intent_of(proof: &VerifiedProof, lease: Duration) -> Result<Intent, LedgerError> {
-    let claims = proof.claims();
+fn intent_of(proof: &Presented, lease: Duration) -> Result<Intent, LedgerError> {
+    let claims = &proof.claims;
     let recorded_at = timefmt::now();
     Ok(Intent {
         proposal_id: claims.pid.clone(),
@@ -353,7 +358,7 @@ fn intent_of(proof: &VerifiedProof, lease: Duration) -> Result<Intent, LedgerErr
         operation: claims.op.clone(),
         arguments_json: countersign_verifier::canonical::to_canonical(&claims.args)
             .map_err(|_| LedgerRefusal::ProposalMismatch)?,
-        proof_sha256: proof.proof_sha256().to_string(),
+        proof_sha256: proof.proof_sha256.clone(),
         contract_revision: claims.crev.clone(),
         recorded_at,
         lease_until: recorded_at + lease,
@@ -367,7 +372,7 @@ fn bind_intent(
     query: Query,
     intent: &Intent,
     at: &str,
-    proof: &VerifiedProof,
+    proof: &Presented,
     event: NewEvent,
 ) -> Result<Query, LedgerError> {
     Ok(query
@@ -382,7 +387,7 @@ fn bind_intent(
         .bind(intent.contract_revision.clone())
         .bind(timefmt::format(intent.lease_until)?)
         .bind(owner::current())
-        .bind(proof.consume_key().expose_hex())
+        .bind(proof.consume_key.to_string())
         .bind_event(event))
 }
 
@@ -423,7 +428,7 @@ fn intent_event(tail: &mut Tail, intent: &Intent, at: &str) -> Result<NewEvent, 
 async fn record_intent(
     conn: &mut Conn,
     intent: &Intent,
-    proof: &VerifiedProof,
+    proof: &Presented,
     mut tail: Tail,
 ) -> Result<(), LedgerError> {
     let at = timefmt::format(intent.recorded_at)?;
@@ -441,7 +446,7 @@ async fn record_intent(
 async fn record_applied(
     conn: &mut Conn,
     intent: &Intent,
-    proof: &VerifiedProof,
+    proof: &Presented,
     effect: &str,
     plan: &schedule::Plan,
     mut tail: Tail,
@@ -485,6 +490,93 @@ async fn record_applied(
     )
 }
 
+/// What a consumption needs of a verified proof, owned: a consumption runs
+/// as a job of a group commit (`batch.rs`), in a task of its own that may
+/// outlive the caller's borrow of the proof.
+pub(super) struct Presented {
+    claims: countersign_verifier::Claims,
+    proof_sha256: String,
+    /// The proof's consume key, hex (secret while the proof is unused).
+    consume_key: zeroize::Zeroizing<String>,
+}
+
+impl Presented {
+    pub(super) fn of(proof: &VerifiedProof) -> Presented {
+        Presented {
+            claims: proof.claims().clone(),
+            proof_sha256: proof.proof_sha256().to_string(),
+            consume_key: zeroize::Zeroizing::new(proof.consume_key().expose_hex()),
+        }
+    }
+
+    /// The proposal it names.
+    pub(super) fn proposal(&self) -> &str {
+        &self.claims.pid
+    }
+
+    /// The principal whose chain its events extend.
+    pub(super) fn principal(&self) -> &str {
+        &self.claims.sub
+    }
+}
+
+/// The first transaction of the two-phase flow (see
+/// [`crate::Ledger::begin_consume`]), on `conn` inside the batch's write
+/// transaction, under its locks: the checks, then the nonce, the intent
+/// and its event. Writes nothing on a replay or an error.
+pub(super) async fn begin_in(
+    conn: &mut Conn,
+    proof: &Presented,
+    lease: Duration,
+) -> Result<ConsumeStart, LedgerError> {
+    let tail = match check_consumable(conn, proof, None).await? {
+        Checked::Replay(disposition) => return Ok(ConsumeStart::Replay(disposition)),
+        Checked::Fresh { tail, .. } => tail,
+    };
+    let intent = intent_of(proof, lease)?;
+    record_intent(conn, &intent, proof, tail).await?;
+    Ok(ConsumeStart::Fresh(intent))
+}
+
+/// A builtin consumption (see [`crate::Ledger::consume_builtin`]), on
+/// `conn` inside the batch's write transaction, under its locks: the
+/// checks (one statement, which also reads the chain head and the
+/// schedule), then every write in one round trip. A refused transition
+/// records the intent and a `failed` completion, and changes no state.
+/// Writes nothing on a replay or an error.
+pub(super) async fn builtin_in(
+    conn: &mut Conn,
+    proof: &Presented,
+    effect: &str,
+) -> Result<Consumed, LedgerError> {
+    let claims = &proof.claims;
+    // Invalid arguments have no key; the plan below refuses them.
+    let key = schedule::key_of(effect, &claims.args).ok();
+    let (tail, state) = match check_consumable(conn, proof, key.as_deref()).await? {
+        Checked::Replay(disposition) => return Ok(Consumed::Replay(disposition)),
+        Checked::Fresh { tail, state } => (tail, state),
+    };
+    // One transaction: nothing can be left running once it ends.
+    let intent = intent_of(proof, Duration::ZERO)?;
+    let disposition = match plan_transition(effect, &claims.args, state.as_deref()) {
+        Ok(plan) => record_applied(conn, &intent, proof, effect, &plan, tail).await?,
+        Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
+        Err(refused) => {
+            // Refused before any state write: consumed, and failed.
+            record_intent(conn, &intent, proof, tail).await?;
+            let error = refused.to_string();
+            let outcome = ("failed", Some(error.as_str()), &Value::Null);
+            let of = (intent.nonce.as_str(), intent.principal.as_str());
+            insert_completion(conn, &intent.proposal_id, of, outcome, Actor::Head).await?
+        }
+    };
+    // Both points are past every write of this consumption and before
+    // its transaction commits: a crash at either leaves nothing.
+    crash_point("after_intent");
+    crash_point("after_effect");
+    Ok(Consumed::Completed(disposition))
+}
+
 impl Store {
     /// Consume a verified proof once; see [`crate::Ledger::begin_consume`].
     pub(crate) async fn begin_consume(
@@ -492,66 +584,28 @@ impl Store {
         proof: &VerifiedProof,
         lease: Duration,
     ) -> Result<ConsumeStart, LedgerError> {
-        let mut tx = self.write_tx().await?;
-        let tail = match check_consumable(&mut tx, proof, None).await? {
-            Checked::Replay(disposition) => {
-                tx.rollback().await?;
-                return Ok(ConsumeStart::Replay(disposition));
-            }
-            Checked::Fresh { tail, .. } => tail,
-        };
-        let intent = intent_of(proof, lease)?;
-        record_intent(&mut tx, &intent, proof, tail).await?;
-        tx.commit().await?;
-        Ok(ConsumeStart::Fresh(intent))
+        let (reply, answer) = oneshot::channel();
+        self.submit(Presented::of(proof), Work::Begin { lease, reply });
+        answered(answer).await
     }
 
     /// Consume a verified proof and apply its builtin `effect` in ONE write
-    /// transaction; see [`crate::Ledger::consume_builtin`]: the checks (one
-    /// statement, which also reads the chain head and the schedule), then
-    /// every write in one round trip, then the commit. A refused transition
-    /// records the intent and a `failed` completion, and changes no state.
+    /// transaction (which it may share with concurrent consumptions, each
+    /// in its own savepoint); see [`crate::Ledger::consume_builtin`].
     pub(crate) async fn consume_builtin(
         &self,
         proof: &VerifiedProof,
         effect: &str,
     ) -> Result<Consumed, LedgerError> {
-        let claims = proof.claims();
         // Only the transition the proof authorizes: a builtin backs only the
         // operation of its own name (the registry enforces it too).
-        if effect != claims.op {
+        if effect != proof.claims().op {
             return Err(LedgerRefusal::ProposalMismatch.into());
         }
-        // Invalid arguments have no key; the plan below refuses them.
-        let key = schedule::key_of(effect, &claims.args).ok();
-        let mut tx = self.write_tx().await?;
-        let (tail, state) = match check_consumable(&mut tx, proof, key.as_deref()).await? {
-            Checked::Replay(disposition) => {
-                tx.rollback().await?;
-                return Ok(Consumed::Replay(disposition));
-            }
-            Checked::Fresh { tail, state } => (tail, state),
-        };
-        // One transaction: nothing can be left running once it ends.
-        let intent = intent_of(proof, Duration::ZERO)?;
-        let disposition = match plan_transition(effect, &claims.args, state.as_deref()) {
-            Ok(plan) => record_applied(&mut tx, &intent, proof, effect, &plan, tail).await?,
-            Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
-            Err(refused) => {
-                // Refused before any state write: consumed, and failed.
-                record_intent(&mut tx, &intent, proof, tail).await?;
-                let error = refused.to_string();
-                let outcome = ("failed", Some(error.as_str()), &Value::Null);
-                let of = (intent.nonce.as_str(), intent.principal.as_str());
-                insert_completion(&mut tx, &intent.proposal_id, of, outcome, Actor::Head).await?
-            }
-        };
-        // Both points are past every write of this transaction and before
-        // its commit: a crash at either leaves nothing.
-        crash_point("after_intent");
-        crash_point("after_effect");
-        tx.commit().await?;
-        Ok(Consumed::Completed(disposition))
+        let (reply, answer) = oneshot::channel();
+        let effect = effect.to_string();
+        self.submit(Presented::of(proof), Work::Builtin { effect, reply });
+        answered(answer).await
     }
 
     /// Record the completion of an intent (the second transaction).

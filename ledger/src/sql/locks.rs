@@ -8,7 +8,10 @@
 //! while the rest of that statement (its joins) still sees the snapshot from
 //! before the wait. Statements after it see what the previous holder
 //! committed. Order: proposal first, chain head last (no deadlocks); a
-//! transaction locks at most one chain.
+//! transaction locks at most one chain. A group commit (`batch.rs`) waits
+//! only for its first job's proposal and then the chain; the proposals of
+//! its later jobs it takes with [`try_lock_proposal_row`], never waiting
+//! while it holds the chain.
 
 use super::events::Tail;
 use super::{Conn, ROW_LOCKS};
@@ -61,4 +64,34 @@ pub(super) async fn lock_head(conn: &mut Conn, chain: &str) -> Result<(), Ledger
         return Ok(());
     }
     chain_tail(conn, chain).await.map(drop)
+}
+
+/// Lock a proposal's row for the rest of the write transaction if no
+/// other transaction holds it, without waiting: `false` when another one
+/// does (PostgreSQL `SKIP LOCKED`; nothing is locked then). A row this
+/// transaction holds already, or a missing proposal, is `true`: the
+/// caller's next read finds it missing. On SQLite always `true`.
+pub(super) async fn try_lock_proposal_row(
+    conn: &mut Conn,
+    proposal_id: &str,
+) -> Result<bool, LedgerError> {
+    if !ROW_LOCKS {
+        return Ok(true);
+    }
+    let locked = sqlx::query(concat!(
+        "SELECT p.id FROM proposals p WHERE p.id = $1",
+        locking!("p"),
+        " SKIP LOCKED"
+    ))
+    .bind(proposal_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if locked.is_some() {
+        return Ok(true);
+    }
+    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM proposals WHERE id = $1")
+        .bind(proposal_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(exists.is_none())
 }

@@ -42,6 +42,8 @@ macro_rules! db_now {
     };
 }
 
+#[path = "../sql/batch.rs"]
+mod batch;
 #[path = "../sql/consume.rs"]
 mod consume;
 mod consume_sql;
@@ -165,6 +167,8 @@ pub(crate) struct Store {
     writer: Pool<Db>,
     reader: Pool<Db>,
     queue: WriterLock,
+    /// Group commit of consumptions (`batch.rs`).
+    batches: std::sync::Arc<batch::Batches>,
 }
 
 /// A write transaction holding this process's place in the writers' queue
@@ -242,6 +246,7 @@ impl Store {
             writer,
             reader,
             queue,
+            batches: std::sync::Arc::default(),
         })
     }
 

@@ -148,6 +148,10 @@ async fn api_metrics_count_an_applied_execution() {
         "countersign_consumes_total{outcome=\"applied\"} 1",
         "countersign_consumes_total{outcome=\"replay\"} 1",
         "countersign_consume_seconds_count 2",
+        // The replay was answered from the proposal, before the ledger's
+        // queue: one commit, of one consumption.
+        "countersign_consume_batch_size_count 1",
+        "countersign_consume_batch_size_sum 1.0",
     ] {
         assert!(
             response.lines().any(|l| l == line),

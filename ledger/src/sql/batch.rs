@@ -1,0 +1,349 @@
+//! Group commit of consumptions (shared by both backends, see the crate
+//! root): concurrent consumptions share one write transaction and one
+//! commit.
+//!
+//! A consumption is queued as a job; whoever finds no batch running for
+//! its queue starts one, in a task of its own (so a caller that stops
+//! waiting cannot take the others' jobs down with it). That task takes
+//! every job queued, runs them in one write transaction, each in its own
+//! savepoint, commits once, and only then answers each caller; then it
+//! takes what queued meanwhile, until the queue is empty. One caller alone
+//! is a batch of one, started at once, without a savepoint: no added wait
+//! and no added round trip.
+//!
+//! What a job's refusal or failure does: its savepoint is rolled back, so
+//! it writes nothing and its proof stays usable, and the other jobs go on.
+//! What a failed commit does: nothing of the batch is durable, so every
+//! job of it is answered with that error (even one that was refused or a
+//! replay: its answer was read from writes that never committed), and
+//! every proof of it stays usable.
+//!
+//! Queues: on SQLite one (a database has one writer anyway). On
+//! PostgreSQL one per chain, since a batch holds its chain's head until it
+//! commits: locks are taken proposal first, chain second, and a batch
+//! waits only for its first job's proposal, then the chain. Every later
+//! job takes its proposal's row lock without waiting (`SKIP LOCKED`):
+//! waiting there, holding the chain, could deadlock with another process's
+//! transaction that holds that proposal and waits for the chain. A job
+//! whose proposal is held elsewhere goes back to the front of the queue
+//! and leads the next batch, where it waits like any first job.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+
+use time::Duration;
+use tokio::sync::oneshot;
+
+use super::consume::{Presented, begin_in, builtin_in};
+use super::locks::{lock_head, lock_proposal_row, try_lock_proposal_row};
+use super::{Conn, ROW_LOCKS, Store};
+use crate::error::LedgerError;
+use crate::types::{ConsumeStart, Consumed};
+
+/// At most this many jobs share a transaction (on PostgreSQL each
+/// savepoint that writes is a subtransaction, and a backend keeps 64 of
+/// them in shared memory before it overflows to disk).
+const MAX_BATCH: usize = 64;
+
+/// What a job does, and where its answer goes.
+pub(super) enum Work {
+    /// [`crate::Ledger::consume_builtin`] of this effect.
+    Builtin {
+        effect: String,
+        reply: oneshot::Sender<Result<Consumed, LedgerError>>,
+    },
+    /// [`crate::Ledger::begin_consume`] with this lease.
+    Begin {
+        lease: Duration,
+        reply: oneshot::Sender<Result<ConsumeStart, LedgerError>>,
+    },
+}
+
+/// One queued consumption.
+struct Job {
+    proof: Presented,
+    work: Work,
+}
+
+/// A job that ran: whether it wrote nothing because it failed, and how to
+/// answer its caller once the batch's fate is known.
+struct Ran {
+    failed: bool,
+    answer: Box<dyn FnOnce(Option<LedgerError>) + Send>,
+}
+
+impl Job {
+    /// Run the job on `conn`, inside the batch's transaction.
+    async fn run(self, conn: &mut Conn) -> Ran {
+        match self.work {
+            Work::Builtin { effect, reply } => {
+                let result = builtin_in(conn, &self.proof, &effect).await;
+                Ran::of(result, reply)
+            }
+            Work::Begin { lease, reply } => {
+                let result = begin_in(conn, &self.proof, lease).await;
+                Ran::of(result, reply)
+            }
+        }
+    }
+
+    /// Answer the caller with `error`, without running the job.
+    fn fail(self, error: LedgerError) {
+        match self.work {
+            Work::Builtin { reply, .. } => drop(reply.send(Err(error))),
+            Work::Begin { reply, .. } => drop(reply.send(Err(error))),
+        }
+    }
+}
+
+impl Ran {
+    fn of<T: Send + 'static>(
+        result: Result<T, LedgerError>,
+        reply: oneshot::Sender<Result<T, LedgerError>>,
+    ) -> Ran {
+        Ran {
+            failed: result.is_err(),
+            answer: Box::new(move |commit_failed| {
+                // The caller may have stopped waiting; its job still ran.
+                let _ = reply.send(match commit_failed {
+                    Some(error) => Err(error),
+                    None => result,
+                });
+            }),
+        }
+    }
+}
+
+/// A queue of jobs, and whether a batch is running for it.
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    leading: bool,
+}
+
+/// The group-commit queues of one ledger (shared by its clones), and who
+/// hears each batch's size.
+#[derive(Default)]
+pub(crate) struct Batches {
+    queues: Mutex<HashMap<String, Queue>>,
+    observer: RwLock<Option<BatchObserver>>,
+}
+
+/// Called with the number of jobs of each batch that committed.
+pub(crate) type BatchObserver = Arc<dyn Fn(usize) + Send + Sync>;
+
+impl std::fmt::Debug for Batches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Batches")
+    }
+}
+
+impl Batches {
+    fn queues(&self) -> MutexGuard<'_, HashMap<String, Queue>> {
+        self.queues.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn observe(&self, observer: BatchObserver) {
+        *self
+            .observer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(observer);
+    }
+
+    fn observed(&self, size: usize) {
+        let observer = self.observer.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(observer) = observer.as_ref() {
+            observer(size);
+        }
+    }
+}
+
+/// The answer of a job, once its batch ended.
+pub(super) async fn answered<T>(
+    answer: oneshot::Receiver<Result<T, LedgerError>>,
+) -> Result<T, LedgerError> {
+    answer.await.unwrap_or_else(|_| {
+        Err(LedgerError::Database(
+            "the ledger's writer stopped before answering".into(),
+        ))
+    })
+}
+
+/// Whoever runs a queue's batches: on drop without [`Leader::done`] (the
+/// task panicked or the runtime is shutting down), the queue gets no new
+/// leader by itself, so its waiting jobs are answered with an error and
+/// the next job leads again.
+struct Leader {
+    store: Store,
+    queue: String,
+    done: bool,
+}
+
+impl Drop for Leader {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let orphans = self.store.batches.queues().remove(&self.queue);
+        for job in orphans.into_iter().flat_map(|q| q.jobs) {
+            job.fail(LedgerError::Database("the ledger's writer stopped".into()));
+        }
+    }
+}
+
+impl Store {
+    /// Make `observer` hear the size of every batch that commits.
+    pub(crate) fn observe_batches(&self, observer: BatchObserver) {
+        self.batches.observe(observer);
+    }
+
+    /// Queue a consumption; start a batch for its queue if none runs.
+    pub(super) fn submit(&self, proof: Presented, work: Work) {
+        // One queue per chain where a batch locks its chain (PostgreSQL).
+        let queue = if ROW_LOCKS {
+            proof.principal().to_string()
+        } else {
+            String::new()
+        };
+        let lead = {
+            let mut queues = self.batches.queues();
+            let entry = queues.entry(queue.clone()).or_default();
+            entry.jobs.push_back(Job { proof, work });
+            !std::mem::replace(&mut entry.leading, true)
+        };
+        if lead {
+            let leader = Leader {
+                store: self.clone(),
+                queue,
+                done: false,
+            };
+            tokio::spawn(leader.run());
+        }
+    }
+}
+
+impl Leader {
+    /// Run batches until the queue is empty.
+    async fn run(mut self) {
+        loop {
+            let batch: Vec<Job> = {
+                let mut queues = self.store.batches.queues();
+                let Some(queue) = queues.get_mut(&self.queue) else {
+                    self.done = true;
+                    return;
+                };
+                if queue.jobs.is_empty() {
+                    queues.remove(&self.queue);
+                    self.done = true;
+                    return;
+                }
+                let take = queue.jobs.len().min(MAX_BATCH);
+                queue.jobs.drain(..take).collect()
+            };
+            let again = self.store.run_batch(batch).await;
+            if !again.is_empty() {
+                let mut queues = self.store.batches.queues();
+                let queue = queues.entry(self.queue.clone()).or_default();
+                for job in again.into_iter().rev() {
+                    queue.jobs.push_front(job);
+                }
+            }
+        }
+    }
+}
+
+impl Store {
+    /// Run `jobs` in one write transaction and answer each once it ended;
+    /// the jobs to run again (their proposal was held by another
+    /// transaction), in order, for the next batch, which the first of them
+    /// leads.
+    async fn run_batch(&self, jobs: Vec<Job>) -> Vec<Job> {
+        let mut jobs = jobs.into_iter();
+        let Some(first) = jobs.next() else {
+            return Vec::new();
+        };
+        let mut tx = match self.write_tx().await {
+            Ok(tx) => tx,
+            Err(error) => {
+                first.fail(error.clone());
+                jobs.for_each(|job| job.fail(error.clone()));
+                return Vec::new();
+            }
+        };
+        // The waits, in the lock order: the first job's proposal, then the
+        // chain (every job of a PostgreSQL batch is of this chain).
+        let locked = async {
+            lock_proposal_row(&mut tx, first.proof.proposal()).await?;
+            lock_head(&mut tx, first.proof.principal()).await
+        }
+        .await;
+        if let Err(error) = locked {
+            first.fail(error.clone());
+            jobs.for_each(|job| job.fail(error.clone()));
+            return Vec::new();
+        }
+        if jobs.as_slice().is_empty() {
+            let ran = first.run(&mut tx).await;
+            let ended = if ran.failed {
+                tx.rollback().await.map_err(LedgerError::from)
+            } else {
+                tx.commit().await.map_err(LedgerError::from)
+            };
+            if !ran.failed && ended.is_ok() {
+                self.batches.observed(1);
+            }
+            (ran.answer)(ended.err().filter(|_| !ran.failed));
+            return Vec::new();
+        }
+
+        let mut ran = Vec::new();
+        let mut again = Vec::new();
+        let mut broken = None;
+        for (index, job) in std::iter::once(first).chain(jobs).enumerate() {
+            if let Some(error) = &broken {
+                job.fail(LedgerError::clone(error));
+                continue;
+            }
+            let step = async {
+                if index > 0 && !try_lock_proposal_row(&mut tx, job.proof.proposal()).await? {
+                    return Ok(None);
+                }
+                sqlx::query("SAVEPOINT job").execute(&mut *tx).await?;
+                Ok::<_, LedgerError>(Some(()))
+            }
+            .await;
+            match step {
+                Ok(None) => again.push(job),
+                Ok(Some(())) => {
+                    let done = job.run(&mut tx).await;
+                    if done.failed
+                        && let Err(error) = sqlx::query("ROLLBACK TO SAVEPOINT job")
+                            .execute(&mut *tx)
+                            .await
+                    {
+                        broken = Some(LedgerError::from(error));
+                    }
+                    ran.push(done);
+                }
+                Err(error) => {
+                    job.fail(error.clone());
+                    broken = Some(error);
+                }
+            }
+        }
+        let ended = match broken {
+            Some(error) => {
+                let _ = tx.rollback().await;
+                Err(error)
+            }
+            None => tx.commit().await.map_err(LedgerError::from),
+        };
+        if ended.is_ok() {
+            self.batches.observed(ran.len());
+        }
+        for done in ran {
+            (done.answer)(ended.as_ref().err().cloned());
+        }
+        again
+    }
+}
