@@ -63,7 +63,7 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         "## PostgreSQL a round trip away (own namespace, veth + bridge, delay proxy; {n} operations per figure)"
     );
     println!(
-        "added RTT   raw single-chain tx /s (32 callers)   full consume /s ({PRINCIPALS} principals x {CALLERS_EACH} callers)   full/raw"
+        "added RTT   raw single-chain tx /s (32 callers)   full consume /s ({PRINCIPALS} principals x {CALLERS_EACH} callers)   full/raw   mean batch"
     );
     let mut next = 50_000_000u64;
     for rtt_ms in ROUND_TRIPS_MS {
@@ -92,8 +92,10 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         // One gate per principal; the proofs interleaved, so that the 32
         // callers keep about 4 on each principal at any time.
         let mut gates = Vec::with_capacity(PRINCIPALS);
+        let batches = crate::BatchCount::default();
         for principal in &principals {
             let ledger = Ledger::open(&url).await.map_err(|e| e.to_string())?;
+            batches.observe(&ledger);
             gates.push(fx.gate_for(ledger, principal));
         }
         let mut items: Vec<(Gate, String, Proof)> = Vec::with_capacity(n);
@@ -118,7 +120,8 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         .await;
         let ratio = full_rate / raw_rate;
         println!(
-            "{rtt_ms:>6.1} ms   {raw_rate:>34.0}   {full_rate:>50.0}   {ratio:>7.2}x{}",
+            "{rtt_ms:>6.1} ms   {raw_rate:>34.0}   {full_rate:>50.0}   {ratio:>7.2}x   {:>10.1}{}",
+            batches.mean(),
             if rtt_ms == 1.0 {
                 format!(" (target >= 4x) {}", verdict(ratio >= 4.0))
             } else {

@@ -21,8 +21,8 @@
 //! Queues: on SQLite one (a database has one writer anyway). On
 //! PostgreSQL one per chain, since a batch holds its chain's head until it
 //! commits: locks are taken proposal first, chain second, and a batch
-//! waits only for its first job's proposal, then the chain. Every later
-//! job takes its proposal's row lock without waiting (`SKIP LOCKED`):
+//! waits only for its first job's proposal, then the chain. It locks the
+//! later jobs' proposals in one statement, without waiting (`SKIP LOCKED`):
 //! waiting there, holding the chain, could deadlock with another process's
 //! transaction that holds that proposal and waits for the chain. A job
 //! whose proposal is held elsewhere goes back to the front of the queue
@@ -35,7 +35,7 @@ use time::Duration;
 use tokio::sync::oneshot;
 
 use super::consume::{Presented, begin_in, builtin_in};
-use super::locks::{lock_head, lock_proposal_row, try_lock_proposal_row};
+use super::locks::{lock_head, lock_proposal_row, try_lock_proposal_rows};
 use super::{Conn, ROW_LOCKS, Store};
 use crate::error::LedgerError;
 use crate::types::{ConsumeStart, Consumed};
@@ -296,40 +296,45 @@ impl Store {
             return Vec::new();
         }
 
+        // The later jobs' proposals, in one statement, without waiting
+        // while the chain is held; a job whose proposal another
+        // transaction holds goes to the next batch.
+        let rest: Vec<Job> = jobs.collect();
+        let proposals: Vec<&str> = rest.iter().map(|job| job.proof.proposal()).collect();
+        let held = match try_lock_proposal_rows(&mut tx, &proposals).await {
+            Ok(held) => held,
+            Err(error) => {
+                first.fail(error.clone());
+                rest.into_iter().for_each(|job| job.fail(error.clone()));
+                return Vec::new();
+            }
+        };
+        let (rest, again): (Vec<Job>, Vec<Job>) = rest
+            .into_iter()
+            .partition(|job| !held.iter().any(|id| id == job.proof.proposal()));
+
         let mut ran = Vec::new();
-        let mut again = Vec::new();
         let mut broken = None;
-        for (index, job) in std::iter::once(first).chain(jobs).enumerate() {
+        for job in std::iter::once(first).chain(rest) {
             if let Some(error) = &broken {
                 job.fail(LedgerError::clone(error));
                 continue;
             }
-            let step = async {
-                if index > 0 && !try_lock_proposal_row(&mut tx, job.proof.proposal()).await? {
-                    return Ok(None);
-                }
-                sqlx::query("SAVEPOINT job").execute(&mut *tx).await?;
-                Ok::<_, LedgerError>(Some(()))
+            if let Err(error) = sqlx::query("SAVEPOINT job").execute(&mut *tx).await {
+                let error = LedgerError::from(error);
+                job.fail(error.clone());
+                broken = Some(error);
+                continue;
             }
-            .await;
-            match step {
-                Ok(None) => again.push(job),
-                Ok(Some(())) => {
-                    let done = job.run(&mut tx).await;
-                    if done.failed
-                        && let Err(error) = sqlx::query("ROLLBACK TO SAVEPOINT job")
-                            .execute(&mut *tx)
-                            .await
-                    {
-                        broken = Some(LedgerError::from(error));
-                    }
-                    ran.push(done);
-                }
-                Err(error) => {
-                    job.fail(error.clone());
-                    broken = Some(error);
-                }
+            let done = job.run(&mut tx).await;
+            if done.failed
+                && let Err(error) = sqlx::query("ROLLBACK TO SAVEPOINT job")
+                    .execute(&mut *tx)
+                    .await
+            {
+                broken = Some(LedgerError::from(error));
             }
+            ran.push(done);
         }
         let ended = match broken {
             Some(error) => {

@@ -10,7 +10,7 @@
 //! committed. Order: proposal first, chain head last (no deadlocks); a
 //! transaction locks at most one chain. A group commit (`batch.rs`) waits
 //! only for its first job's proposal and then the chain; the proposals of
-//! its later jobs it takes with [`try_lock_proposal_row`], never waiting
+//! its later jobs it takes with [`try_lock_proposal_rows`], never waiting
 //! while it holds the chain.
 
 use super::events::Tail;
@@ -66,32 +66,46 @@ pub(super) async fn lock_head(conn: &mut Conn, chain: &str) -> Result<(), Ledger
     chain_tail(conn, chain).await.map(drop)
 }
 
-/// Lock a proposal's row for the rest of the write transaction if no
-/// other transaction holds it, without waiting: `false` when another one
-/// does (PostgreSQL `SKIP LOCKED`; nothing is locked then). A row this
-/// transaction holds already, or a missing proposal, is `true`: the
-/// caller's next read finds it missing. On SQLite always `true`.
-pub(super) async fn try_lock_proposal_row(
+/// Lock the rows of `proposal_ids` that no other transaction holds, for
+/// the rest of the write transaction, without waiting (PostgreSQL `SKIP
+/// LOCKED`, in one statement): the ids another transaction holds, which
+/// this one did not lock. A row this transaction holds already, or a
+/// missing proposal, is not held: the caller's next read finds it missing.
+/// On SQLite none is held.
+pub(super) async fn try_lock_proposal_rows(
     conn: &mut Conn,
-    proposal_id: &str,
-) -> Result<bool, LedgerError> {
-    if !ROW_LOCKS {
-        return Ok(true);
+    proposal_ids: &[&str],
+) -> Result<Vec<String>, LedgerError> {
+    if !ROW_LOCKS || proposal_ids.is_empty() {
+        return Ok(Vec::new());
     }
-    let locked = sqlx::query(concat!(
-        "SELECT p.id FROM proposals p WHERE p.id = $1",
+    // The ids as one JSON array: one statement whatever their number.
+    let ids = serde_json::to_string(proposal_ids)
+        .map_err(|e| LedgerError::Corrupt(format!("proposal ids: {e}")))?;
+    let locked: Vec<String> = sqlx::query_scalar(concat!(
+        "SELECT p.id FROM proposals p
+         WHERE p.id IN (SELECT json_array_elements_text(CAST($1 AS json)))",
         locking!("p"),
         " SKIP LOCKED"
     ))
-    .bind(proposal_id)
-    .fetch_optional(&mut *conn)
+    .bind(&ids)
+    .fetch_all(&mut *conn)
     .await?;
-    if locked.is_some() {
-        return Ok(true);
+    let rest: Vec<&str> = proposal_ids
+        .iter()
+        .copied()
+        .filter(|id| !locked.iter().any(|l| l == id))
+        .collect();
+    if rest.is_empty() {
+        return Ok(Vec::new());
     }
-    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM proposals WHERE id = $1")
-        .bind(proposal_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    Ok(exists.is_none())
+    let rest = serde_json::to_string(&rest)
+        .map_err(|e| LedgerError::Corrupt(format!("proposal ids: {e}")))?;
+    Ok(sqlx::query_scalar(
+        "SELECT p.id FROM proposals p
+         WHERE p.id IN (SELECT json_array_elements_text(CAST($1 AS json)))",
+    )
+    .bind(&rest)
+    .fetch_all(&mut *conn)
+    .await?)
 }
