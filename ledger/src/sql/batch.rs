@@ -114,6 +114,13 @@ impl Ran {
     }
 }
 
+/// Answer every one of `jobs` with `error`, without running them.
+fn fail_all(jobs: impl IntoIterator<Item = Job>, error: &LedgerError) {
+    for job in jobs {
+        job.fail(error.clone());
+    }
+}
+
 /// A queue of jobs, and whether a batch is running for it.
 #[derive(Default)]
 struct Queue {
@@ -265,8 +272,7 @@ impl Store {
         let mut tx = match self.write_tx().await {
             Ok(tx) => tx,
             Err(error) => {
-                first.fail(error.clone());
-                jobs.for_each(|job| job.fail(error.clone()));
+                fail_all(std::iter::once(first).chain(jobs), &error);
                 return Vec::new();
             }
         };
@@ -278,8 +284,7 @@ impl Store {
         }
         .await;
         if let Err(error) = locked {
-            first.fail(error.clone());
-            jobs.for_each(|job| job.fail(error.clone()));
+            fail_all(std::iter::once(first).chain(jobs), &error);
             return Vec::new();
         }
         if jobs.as_slice().is_empty() {
@@ -304,8 +309,7 @@ impl Store {
         let held = match try_lock_proposal_rows(&mut tx, &proposals).await {
             Ok(held) => held,
             Err(error) => {
-                first.fail(error.clone());
-                rest.into_iter().for_each(|job| job.fail(error.clone()));
+                fail_all(std::iter::once(first).chain(rest), &error);
                 return Vec::new();
             }
         };
