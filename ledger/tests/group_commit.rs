@@ -215,36 +215,26 @@ async fn a_job_whose_proposal_is_held_elsewhere_leads_the_next_batch() {
     let proofs = approved(&t, 4).await;
     let [one, two, three, four] = [0, 1, 2, 3].map(|i| (&proofs[i].0, proofs[i].1.as_str()));
 
-    let writer = hold_writer(&t).await;
-    let leader = present(&t, one.0, one.1);
-    tokio::time::sleep(SETTLE).await;
-    let queued: Vec<_> = [two, three, four]
-        .iter()
-        .map(|(p, token)| present(&t, p, token))
-        .collect();
     let mut holder = t.raw().await;
     let hold = format!(
         "BEGIN; SELECT id FROM proposals WHERE id = '{}' FOR UPDATE",
         three.0.id
     );
     holder.exec(&hold).await.unwrap();
-    tokio::time::sleep(SETTLE).await;
-    release(writer).await;
     // Once the batch of the others ran (or waits for the third proposal,
-    // holding the chain: the deadlock this avoids), the holder wants the
-    // chain too, as a revocation would.
-    tokio::time::sleep(SETTLE).await;
+    // holding the chain: the deadlock this avoids), a SETTLE after the
+    // writer is released, the holder wants the chain too, as a
+    // revocation would.
     let holder = tokio::spawn(async move {
+        tokio::time::sleep(SETTLE * 3).await;
         let lock = format!("SELECT count FROM countersign_lock_chain('{PRINCIPAL}')");
         let locked = holder.exec(&lock).await;
         holder.exec("COMMIT").await.unwrap();
         holder.close().await;
         locked
     });
-    let mut results = vec![leader.await.unwrap()];
-    for task in queued {
-        results.push(task.await.unwrap());
-    }
+    let writer = hold_writer(&t).await;
+    let results = batch_behind(&t, writer, one, &[two, three, four]).await;
     assert_eq!(holder.await.unwrap(), Ok(()));
     assert!(results.iter().all(applied), "{results:?}");
     assert_eq!(*sizes.lock().unwrap(), vec![1, 2, 1]);

@@ -449,27 +449,33 @@ impl RawDb {
 
 /// Batches a ledger committed, and the consumptions they carried.
 #[derive(Clone, Default)]
-pub(crate) struct BatchCount(Arc<(AtomicU64, AtomicU64)>);
+pub(crate) struct BatchCount(Arc<Counts>);
+
+#[derive(Default)]
+struct Counts {
+    batches: AtomicU64,
+    consumptions: AtomicU64,
+}
 
 impl BatchCount {
     /// Count the batches `ledger` commits from now on.
     pub(crate) fn observe(&self, ledger: &Ledger) {
-        let seen = self.clone();
+        let seen = Arc::clone(&self.0);
         ledger.observe_batches(Arc::new(move |size| {
-            seen.0.0.fetch_add(1, Ordering::Relaxed);
-            seen.0.1.fetch_add(size as u64, Ordering::Relaxed);
+            seen.batches.fetch_add(1, Ordering::Relaxed);
+            seen.consumptions.fetch_add(size as u64, Ordering::Relaxed);
         }));
     }
 
     pub(crate) fn reset(&self) {
-        self.0.0.store(0, Ordering::Relaxed);
-        self.0.1.store(0, Ordering::Relaxed);
+        self.0.batches.store(0, Ordering::Relaxed);
+        self.0.consumptions.store(0, Ordering::Relaxed);
     }
 
     /// Consumptions per commit since the last reset.
     pub(crate) fn mean(&self) -> f64 {
-        let batches = self.0.0.load(Ordering::Relaxed).max(1);
-        self.0.1.load(Ordering::Relaxed) as f64 / batches as f64
+        let batches = self.0.batches.load(Ordering::Relaxed).max(1);
+        self.0.consumptions.load(Ordering::Relaxed) as f64 / batches as f64
     }
 }
 

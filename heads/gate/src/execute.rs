@@ -110,6 +110,8 @@ impl Gate {
 
     /// The same gate counting into `metrics` (shared with whatever else
     /// counts there, such as another head's gate in the same process).
+    /// The ledger's group-commit sizes go there too: the ledger is shared
+    /// by the process's gates, which share one set of metrics.
     pub fn with_metrics(mut self, metrics: GateMetrics) -> Self {
         let batches = metrics.clone();
         self.ledger

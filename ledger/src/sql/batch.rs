@@ -136,7 +136,9 @@ pub(crate) struct Batches {
     observer: RwLock<Option<BatchObserver>>,
 }
 
-/// Called with the number of jobs of each batch that committed.
+/// Called with the number of jobs of each batch that committed (those
+/// refused inside it included; a lone job that was refused rolled back,
+/// and no commit is counted).
 pub(crate) type BatchObserver = Arc<dyn Fn(usize) + Send + Sync>;
 
 impl std::fmt::Debug for Batches {
@@ -169,11 +171,13 @@ impl Batches {
 pub(super) async fn answered<T>(
     answer: oneshot::Receiver<Result<T, LedgerError>>,
 ) -> Result<T, LedgerError> {
-    answer.await.unwrap_or_else(|_| {
-        Err(LedgerError::Database(
-            "the ledger's writer stopped before answering".into(),
-        ))
-    })
+    answer.await.unwrap_or_else(|_| Err(writer_stopped()))
+}
+
+/// The answer of a job whose batch's task ended before answering it (it
+/// panicked, or the runtime is shutting down): nothing of it committed.
+fn writer_stopped() -> LedgerError {
+    LedgerError::Database("the ledger's writer stopped before answering".into())
 }
 
 /// Whoever runs a queue's batches: on drop without [`Leader::done`] (the
@@ -193,7 +197,7 @@ impl Drop for Leader {
         }
         let orphans = self.store.batches.queues().remove(&self.queue);
         for job in orphans.into_iter().flat_map(|q| q.jobs) {
-            job.fail(LedgerError::Database("the ledger's writer stopped".into()));
+            job.fail(writer_stopped());
         }
     }
 }
@@ -235,10 +239,8 @@ impl Leader {
         loop {
             let batch: Vec<Job> = {
                 let mut queues = self.store.batches.queues();
-                let Some(queue) = queues.get_mut(&self.queue) else {
-                    self.done = true;
-                    return;
-                };
+                // Only this leader removes its queue, so it is there.
+                let queue = queues.entry(self.queue.clone()).or_default();
                 if queue.jobs.is_empty() {
                     queues.remove(&self.queue);
                     self.done = true;

@@ -209,9 +209,14 @@ async fn mcp_over_http_and_the_console_serve_metrics_when_configured() {
         let metrics = metrics.unwrap_or_else(|| panic!("{args:?}: no metrics address in: {seen}"));
         let response = get(metrics, "/metrics").await;
         assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
-        assert!(
-            response.contains("\n# TYPE countersign_consume_seconds histogram\n"),
-            "{args:?}: {response}"
-        );
+        for metric in [
+            "countersign_consume_seconds",
+            "countersign_consume_batch_size",
+        ] {
+            assert!(
+                response.contains(&format!("\n# TYPE {metric} histogram\n")),
+                "{args:?}: {response}"
+            );
+        }
     }
 }
