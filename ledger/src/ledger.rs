@@ -457,11 +457,15 @@ impl Ledger {
 
     /// Make `observer` hear, after each group commit, how many
     /// consumptions ([`Ledger::consume_builtin`], [`Ledger::begin_consume`])
-    /// shared its transaction (refused ones included). Concurrent
-    /// consumptions of this ledger (and its clones) share one transaction
-    /// and one commit, each in its own savepoint, and each caller is
-    /// answered once that commit is durable. Replaces any earlier observer.
-    pub fn observe_batches(&self, observer: std::sync::Arc<dyn Fn(usize) + Send + Sync>) {
+    /// and approvals ([`Ledger::record_approval`] and its forms) shared its
+    /// transaction (refused ones included). Concurrent consumptions and
+    /// approvals of this ledger (and its clones) share one transaction and
+    /// one commit, each in its own savepoint, and each caller is answered
+    /// once that commit is durable. Replaces any earlier observer.
+    pub fn observe_batches(
+        &self,
+        observer: std::sync::Arc<dyn Fn(crate::CommittedBatch) + Send + Sync>,
+    ) {
         dispatch!(self, b => b.observe_batches(observer))
     }
 

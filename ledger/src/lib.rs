@@ -65,7 +65,7 @@ pub use quorum::{
 pub use rules::{RuleChange, RuleRecord, RuleStatus};
 pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use types::{
-    ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome, EventRecord, Intent,
-    Interrupted, IssuanceRecord, KeyEvent, ProofReissue, Proposal, ProposalRecord, ProposalStatus,
-    RevokeOutcome, SchemaStatus,
+    CommittedBatch, ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome,
+    EventRecord, Intent, Interrupted, IssuanceRecord, KeyEvent, ProofReissue, Proposal,
+    ProposalRecord, ProposalStatus, RevokeOutcome, SchemaStatus,
 };

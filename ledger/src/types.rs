@@ -499,3 +499,23 @@ impl KeyEvent {
         }
     }
 }
+
+/// What one group commit carried: the writes that shared its transaction
+/// (those refused inside it included), by kind. See
+/// [`crate::Ledger::observe_batches`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommittedBatch {
+    /// Consumptions ([`crate::Ledger::consume_builtin`],
+    /// [`crate::Ledger::begin_consume`]).
+    pub consumptions: usize,
+    /// Approvals, i.e. issuances ([`crate::Ledger::record_approval`] and
+    /// its passkey, handoff and rule forms).
+    pub approvals: usize,
+}
+
+impl CommittedBatch {
+    /// Every write of the batch.
+    pub fn size(self) -> usize {
+        self.consumptions + self.approvals
+    }
+}

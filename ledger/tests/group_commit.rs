@@ -1,7 +1,8 @@
-//! Group commit: consumptions queued while the writer is busy share the
-//! next transaction and its commit, each in its own savepoint. A job that
-//! fails or is refused inside a batch rolls back only its own work (its
-//! proof stays usable where the refusal allows), the others commit, and
+//! Group commit: consumptions and approvals queued while the writer is
+//! busy share the next transaction and its commit, each in its own
+//! savepoint. A job that fails or is refused inside a batch rolls back
+//! only its own work (its proof stays usable where the refusal allows, its
+//! proposal stays pending), the others commit, and
 //! each caller is answered once the commit is durable. On PostgreSQL a
 //! job whose proposal another transaction holds goes to the next batch
 //! instead of waiting while its batch holds the chain.
@@ -14,21 +15,26 @@ use std::time::Duration;
 
 use common::{Kind, PRINCIPAL, Raw, TestLedger, approve, create_schedule, verified};
 use countersign_ledger::{
-    Consumed, DispositionStatus, LedgerError, LedgerRefusal, Proposal, ProposalStatus,
-    RevokeOutcome,
+    CommittedBatch, Consumed, DispositionStatus, IssuanceRecord, LedgerError, LedgerRefusal,
+    Proposal, ProposalStatus, RevokeOutcome,
 };
 use tokio::task::JoinHandle;
 
 /// Long enough for spawned callers to reach the ledger's queue.
 const SETTLE: Duration = Duration::from_millis(300);
 
-/// The sizes of the batches `t`'s ledger committed, as they commit.
-fn batch_sizes(t: &TestLedger) -> Arc<Mutex<Vec<usize>>> {
-    let sizes = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&sizes);
+/// What the batches `t`'s ledger committed carried, as they commit.
+fn batches(t: &TestLedger) -> Arc<Mutex<Vec<CommittedBatch>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let into = Arc::clone(&seen);
     t.ledger
-        .observe_batches(Arc::new(move |n| seen.lock().unwrap().push(n)));
-    sizes
+        .observe_batches(Arc::new(move |b| into.lock().unwrap().push(b)));
+    seen
+}
+
+/// The sizes of the batches seen by [`batches`].
+fn sizes(seen: &Mutex<Vec<CommittedBatch>>) -> Vec<usize> {
+    seen.lock().unwrap().iter().map(|b| b.size()).collect()
 }
 
 /// `n` approved `schedule.create` proposals of [`PRINCIPAL`], with proofs.
@@ -62,25 +68,61 @@ async fn release(mut raw: Raw) {
     raw.close().await;
 }
 
-/// Present proof `token` of `p` in a task of its own.
-fn present(t: &TestLedger, p: &Proposal, token: &str) -> JoinHandle<Result<Consumed, LedgerError>> {
-    let ledger = t.ledger.clone();
-    let proof = verified(p, token);
-    tokio::spawn(async move { ledger.consume_builtin(&proof, "schedule.create").await })
+/// A write a caller queues.
+#[derive(Clone, Copy)]
+enum Write<'a> {
+    /// Present proof `.1` of proposal `.0` (its builtin effect).
+    Consume(&'a Proposal, &'a str),
+    /// Record this approval.
+    Approve(&'a IssuanceRecord),
 }
 
-/// The first caller takes the writer and waits there; the callers of
-/// `then` queue behind it and make the next batch, once `writer` is
-/// released.
+/// How a write ended well.
+#[derive(Debug, PartialEq)]
+enum Done {
+    Consumed(Consumed),
+    Approved,
+}
+
+/// Start `write` in a task of its own.
+fn start(t: &TestLedger, write: Write<'_>) -> JoinHandle<Result<Done, LedgerError>> {
+    let ledger = t.ledger.clone();
+    match write {
+        Write::Consume(p, token) => {
+            let proof = verified(p, token);
+            tokio::spawn(async move {
+                let consumed = ledger.consume_builtin(&proof, "schedule.create").await;
+                consumed.map(Done::Consumed)
+            })
+        }
+        Write::Approve(record) => {
+            let record = record.clone();
+            tokio::spawn(async move {
+                ledger
+                    .record_approval(&record)
+                    .await
+                    .map(|()| Done::Approved)
+            })
+        }
+    }
+}
+
+/// Present proof `token` of `p`, alone.
+async fn present(t: &TestLedger, p: &Proposal, token: &str) -> Result<Done, LedgerError> {
+    start(t, Write::Consume(p, token)).await.unwrap()
+}
+
+/// The first write takes the writer and waits there; the writes of `then`
+/// queue behind it and make the next batch, once `writer` is released.
 async fn batch_behind(
     t: &TestLedger,
     writer: Raw,
-    first: (&Proposal, &str),
-    then: &[(&Proposal, &str)],
-) -> Vec<Result<Consumed, LedgerError>> {
-    let leader = present(t, first.0, first.1);
+    first: Write<'_>,
+    then: &[Write<'_>],
+) -> Vec<Result<Done, LedgerError>> {
+    let leader = start(t, first);
     tokio::time::sleep(SETTLE).await;
-    let queued: Vec<_> = then.iter().map(|(p, token)| present(t, p, token)).collect();
+    let queued: Vec<_> = then.iter().map(|write| start(t, *write)).collect();
     tokio::time::sleep(SETTLE).await;
     release(writer).await;
     let mut results = vec![leader.await.unwrap()];
@@ -90,17 +132,19 @@ async fn batch_behind(
     results
 }
 
-fn applied(result: &Result<Consumed, LedgerError>) -> bool {
-    matches!(result, Ok(Consumed::Completed(d)) if d.status == DispositionStatus::Applied)
+fn applied(result: &Result<Done, LedgerError>) -> bool {
+    matches!(result, Ok(Done::Consumed(Consumed::Completed(d))) if d.status == DispositionStatus::Applied)
 }
 
-/// Make inserts of `proposal_id`'s completion fail ("injected failure"),
-/// or stop doing so: the last write of a consumption, after its nonce,
-/// intent, events and state change were written in the same transaction.
-async fn fail_consuming(t: &TestLedger, proposal_id: &str, on: bool) {
+/// Make inserts of `proposal_id`'s row into `table` fail ("injected
+/// failure"), or stop doing so. `completions`: the last write of a
+/// consumption, after its nonce, intent, events and state change were
+/// written in the same transaction; `issuances`: a write of an approval
+/// after its decision row.
+async fn fail_inserts(t: &TestLedger, table: &str, proposal_id: &str, on: bool) {
     let sql = match (t.kind, on) {
         (Kind::Sqlite, true) => format!(
-            "CREATE TRIGGER fail_one BEFORE INSERT ON completions
+            "CREATE TRIGGER fail_one BEFORE INSERT ON {table}
              WHEN NEW.proposal_id = '{proposal_id}'
              BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
         ),
@@ -113,11 +157,11 @@ async fn fail_consuming(t: &TestLedger, proposal_id: &str, on: bool) {
                END IF;
                RETURN NEW;
              END $$;
-             CREATE TRIGGER fail_one BEFORE INSERT ON completions
+             CREATE TRIGGER fail_one BEFORE INSERT ON {table}
              FOR EACH ROW EXECUTE FUNCTION fail_one()"
         ),
         (Kind::Postgres, false) => {
-            "DROP TRIGGER fail_one ON completions; DROP FUNCTION fail_one()".to_string()
+            format!("DROP TRIGGER fail_one ON {table}; DROP FUNCTION fail_one()")
         }
     };
     let mut raw = t.raw().await;
@@ -128,21 +172,43 @@ async fn fail_consuming(t: &TestLedger, proposal_id: &str, on: bool) {
 on_both_backends!(one_caller_alone_commits_a_batch_of_one);
 async fn one_caller_alone_commits_a_batch_of_one(kind: Kind) {
     let t = TestLedger::on(kind).await;
-    let sizes = batch_sizes(&t);
     let proofs = approved(&t, 2).await;
+    let seen = batches(&t);
     for (p, token) in &proofs {
-        assert!(applied(&present(&t, p, token).await.unwrap()));
+        assert!(applied(&present(&t, p, token).await));
     }
-    assert_eq!(*sizes.lock().unwrap(), vec![1, 1]);
+    let (p, _) = pending(&t, 3).await;
+    assert_eq!(
+        start(&t, Write::Approve(&p)).await.unwrap(),
+        Ok(Done::Approved)
+    );
+    let alone = |consumptions, approvals| CommittedBatch {
+        consumptions,
+        approvals,
+    };
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![alone(1, 0), alone(1, 0), alone(0, 1)]
+    );
+}
+
+/// Proposal `n` of [`PRINCIPAL`], recorded and pending: the approval that
+/// would issue a proof for it, and that proof.
+async fn pending(t: &TestLedger, n: u32) -> (IssuanceRecord, String) {
+    let p = create_schedule(n, &format!("schedule-{n}"));
+    t.ledger.insert_proposal(&p).await.unwrap();
+    let (token, record) = common::issue(&p, n, 300);
+    (record, token)
 }
 
 on_both_backends!(a_failure_inside_a_batch_rolls_back_only_itself);
 async fn a_failure_inside_a_batch_rolls_back_only_itself(kind: Kind) {
     let t = TestLedger::on(kind).await;
-    let sizes = batch_sizes(&t);
     let proofs = approved(&t, 4).await;
-    let [one, two, three, four] = [0, 1, 2, 3].map(|i| (&proofs[i].0, proofs[i].1.as_str()));
-    fail_consuming(&t, &two.0.id, true).await;
+    let seen = batches(&t);
+    let [one, two, three, four] = [0, 1, 2, 3].map(|i| Write::Consume(&proofs[i].0, &proofs[i].1));
+    let (failing, token) = (&proofs[1].0, &proofs[1].1);
+    fail_inserts(&t, "completions", &failing.id, true).await;
 
     let writer = hold_writer(&t).await;
     let results = batch_behind(&t, writer, one, &[two, three, four]).await;
@@ -153,11 +219,17 @@ async fn a_failure_inside_a_batch_rolls_back_only_itself(kind: Kind) {
     }
     assert!(applied(&results[2]) && applied(&results[3]), "{results:?}");
     // The failed job shared the second batch and wrote nothing.
-    assert_eq!(*sizes.lock().unwrap(), vec![1, 3]);
+    assert_eq!(sizes(&seen), vec![1, 3]);
     assert_eq!(t.count("consumed_nonces").await, 3);
     assert_eq!(t.count("intents").await, 3);
-    assert_eq!(t.ledger.disposition(&two.0.id).await.unwrap(), None);
-    let status = t.ledger.proposal(&two.0.id).await.unwrap().unwrap().status;
+    assert_eq!(t.ledger.disposition(&failing.id).await.unwrap(), None);
+    let status = t
+        .ledger
+        .proposal(&failing.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .status;
     assert_eq!(status, ProposalStatus::Approved);
     assert_eq!(
         common::schedule_keys(&t.ledger).await,
@@ -165,8 +237,8 @@ async fn a_failure_inside_a_batch_rolls_back_only_itself(kind: Kind) {
     );
 
     // Its proof is still usable, once the fault is gone.
-    fail_consuming(&t, &two.0.id, false).await;
-    assert!(applied(&present(&t, two.0, two.1).await.unwrap()));
+    fail_inserts(&t, "completions", &failing.id, false).await;
+    assert!(applied(&present(&t, failing, token).await));
     assert_eq!(t.count("consumed_nonces").await, 4);
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
@@ -174,11 +246,11 @@ async fn a_failure_inside_a_batch_rolls_back_only_itself(kind: Kind) {
 on_both_backends!(a_refusal_and_a_replay_inside_a_batch_answer_as_alone);
 async fn a_refusal_and_a_replay_inside_a_batch_answer_as_alone(kind: Kind) {
     let t = TestLedger::on(kind).await;
-    let sizes = batch_sizes(&t);
     let proofs = approved(&t, 3).await;
-    let [one, two, three] = [0, 1, 2].map(|i| (&proofs[i].0, proofs[i].1.as_str()));
+    let seen = batches(&t);
+    let [one, two, three] = [0, 1, 2].map(|i| Write::Consume(&proofs[i].0, &proofs[i].1));
     assert_eq!(
-        t.ledger.revoke(&two.0.id, PRINCIPAL, "no").await,
+        t.ledger.revoke(&proofs[1].0.id, PRINCIPAL, "no").await,
         Ok(RevokeOutcome::Revoked)
     );
 
@@ -190,16 +262,81 @@ async fn a_refusal_and_a_replay_inside_a_batch_answer_as_alone(kind: Kind) {
         results[1],
         Err(LedgerError::Refused(LedgerRefusal::Revoked))
     );
-    let Ok(Consumed::Completed(done)) = &results[2] else {
+    let Ok(Done::Consumed(Consumed::Completed(done))) = &results[2] else {
         panic!("expected the third proof applied, got {:?}", results[2]);
     };
-    assert_eq!(results[3], Ok(Consumed::Replay(done.clone())));
-    assert_eq!(*sizes.lock().unwrap(), vec![1, 3]);
+    assert_eq!(
+        results[3],
+        Ok(Done::Consumed(Consumed::Replay(done.clone())))
+    );
+    assert_eq!(sizes(&seen), vec![1, 3]);
     assert_eq!(t.count("consumed_nonces").await, 2);
     assert_eq!(
         common::schedule_keys(&t.ledger).await,
         ["schedule-1", "schedule-3"]
     );
+    assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+}
+
+on_both_backends!(approvals_share_a_batch_and_a_refused_or_failed_one_stays_pending);
+async fn approvals_share_a_batch_and_a_refused_or_failed_one_stays_pending(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let proofs = approved(&t, 2).await;
+    let [one, two] = [0, 1].map(|i| Write::Consume(&proofs[i].0, &proofs[i].1));
+    let (three, three_token) = pending(&t, 3).await;
+    let (four, _) = pending(&t, 4).await;
+    let (five, _) = pending(&t, 5).await;
+    // An approval that does not match its proposal is refused.
+    let mut mismatched = three.clone();
+    mismatched.arguments_sha256 = "0".repeat(64);
+    // And one fails after its decision row was written.
+    fail_inserts(&t, "issuances", &four.proposal_id, true).await;
+    let seen = batches(&t);
+
+    // Behind a consumption: the refused approval, the failing one, a
+    // consumption and an approval, in one batch.
+    let writer = hold_writer(&t).await;
+    let then = [
+        Write::Approve(&mismatched),
+        Write::Approve(&four),
+        two,
+        Write::Approve(&five),
+    ];
+    let results = batch_behind(&t, writer, one, &then).await;
+    assert!(applied(&results[0]));
+    assert_eq!(
+        results[1],
+        Err(LedgerError::IssuanceMismatch(three.proposal_id.clone()))
+    );
+    match &results[2] {
+        Err(LedgerError::Database(message)) => assert!(message.contains("injected failure")),
+        other => panic!("expected the injected failure, got {other:?}"),
+    }
+    assert!(applied(&results[3]));
+    assert_eq!(results[4], Ok(Done::Approved));
+    let batch = |consumptions, approvals| CommittedBatch {
+        consumptions,
+        approvals,
+    };
+    assert_eq!(*seen.lock().unwrap(), vec![batch(1, 0), batch(1, 3)]);
+    let status = |id: &str| {
+        let ledger = t.ledger.clone();
+        let id = id.to_string();
+        async move { ledger.proposal(&id).await.unwrap().unwrap().status }
+    };
+    assert_eq!(status(&three.proposal_id).await, ProposalStatus::Pending);
+    assert_eq!(status(&four.proposal_id).await, ProposalStatus::Pending);
+    assert_eq!(status(&five.proposal_id).await, ProposalStatus::Approved);
+    assert_eq!(t.count("decisions").await, 3);
+    assert_eq!(t.count("issuances").await, 3);
+
+    // Neither wrote anything: both approvals still go through, and a
+    // proof applies.
+    fail_inserts(&t, "issuances", &four.proposal_id, false).await;
+    t.ledger.record_approval(&four).await.unwrap();
+    t.ledger.record_approval(&three).await.unwrap();
+    let proposal = create_schedule(3, "schedule-3");
+    assert!(applied(&present(&t, &proposal, &three_token).await));
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
 
@@ -211,14 +348,14 @@ async fn a_refusal_and_a_replay_inside_a_batch_answer_as_alone(kind: Kind) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_whose_proposal_is_held_elsewhere_leads_the_next_batch() {
     let t = TestLedger::on(Kind::Postgres).await;
-    let sizes = batch_sizes(&t);
     let proofs = approved(&t, 4).await;
-    let [one, two, three, four] = [0, 1, 2, 3].map(|i| (&proofs[i].0, proofs[i].1.as_str()));
+    let seen = batches(&t);
+    let [one, two, three, four] = [0, 1, 2, 3].map(|i| Write::Consume(&proofs[i].0, &proofs[i].1));
 
     let mut holder = t.raw().await;
     let hold = format!(
         "BEGIN; SELECT id FROM proposals WHERE id = '{}' FOR UPDATE",
-        three.0.id
+        proofs[2].0.id
     );
     holder.exec(&hold).await.unwrap();
     // Once the batch of the others ran (or waits for the third proposal,
@@ -237,20 +374,22 @@ async fn a_job_whose_proposal_is_held_elsewhere_leads_the_next_batch() {
     let results = batch_behind(&t, writer, one, &[two, three, four]).await;
     assert_eq!(holder.await.unwrap(), Ok(()));
     assert!(results.iter().all(applied), "{results:?}");
-    assert_eq!(*sizes.lock().unwrap(), vec![1, 2, 1]);
+    assert_eq!(sizes(&seen), vec![1, 2, 1]);
     assert_eq!(t.count("consumed_nonces").await, 4);
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
 
 /// PostgreSQL: a batch whose commit fails (here a deferred check of the
 /// third proposal's completion) keeps nothing of any of its jobs, answers
-/// each of them with that failure, and every proof of it stays usable.
+/// each of them with that failure, every proof of it stays usable and the
+/// proposal it approved stays pending.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_commit_answers_every_job_of_its_batch_and_keeps_nothing() {
     let t = TestLedger::on(Kind::Postgres).await;
-    let sizes = batch_sizes(&t);
     let proofs = approved(&t, 4).await;
-    let [one, two, three, four] = [0, 1, 2, 3].map(|i| (&proofs[i].0, proofs[i].1.as_str()));
+    let (five, five_token) = pending(&t, 5).await;
+    let seen = batches(&t);
+    let [one, two, three, four] = [0, 1, 2, 3].map(|i| Write::Consume(&proofs[i].0, &proofs[i].1));
     let mut raw = t.raw().await;
     let fail_at_commit = format!(
         "CREATE FUNCTION fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -260,12 +399,14 @@ async fn a_failed_commit_answers_every_job_of_its_batch_and_keeps_nothing() {
          END $$;
          CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT ON completions
          DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fail_commit()",
-        three.0.id
+        proofs[2].0.id
     );
     raw.exec(&fail_at_commit).await.unwrap();
+    let events = t.count("events").await;
 
     let writer = hold_writer(&t).await;
-    let results = batch_behind(&t, writer, one, &[two, three, four]).await;
+    let then = [two, three, Write::Approve(&five), four];
+    let results = batch_behind(&t, writer, one, &then).await;
     assert!(applied(&results[0]));
     for result in &results[1..] {
         match result {
@@ -275,18 +416,25 @@ async fn a_failed_commit_answers_every_job_of_its_batch_and_keeps_nothing() {
             other => panic!("expected the commit's failure, got {other:?}"),
         }
     }
-    assert_eq!(*sizes.lock().unwrap(), vec![1]);
+    assert_eq!(sizes(&seen), vec![1]);
     assert_eq!(t.count("consumed_nonces").await, 1);
-    assert_eq!(t.count("events").await, t.count("proposals").await * 2 + 3);
+    assert_eq!(t.count("issuances").await, 4);
+    // The first consumption's intent, effect_applied and completed.
+    assert_eq!(t.count("events").await, events + 3);
     assert_eq!(common::schedule_keys(&t.ledger).await, ["schedule-1"]);
+    let status = t.ledger.proposal(&five.proposal_id).await.unwrap().unwrap();
+    assert_eq!(status.status, ProposalStatus::Pending);
 
     raw.exec("DROP TRIGGER fail_commit ON completions; DROP FUNCTION fail_commit()")
         .await
         .unwrap();
     raw.close().await;
-    for (p, token) in [two, three, four] {
-        assert!(applied(&present(&t, p, token).await.unwrap()));
+    for (p, token) in &proofs[1..] {
+        assert!(applied(&present(&t, p, token).await));
     }
-    assert_eq!(t.count("consumed_nonces").await, 4);
+    t.ledger.record_approval(&five).await.unwrap();
+    let proposal = create_schedule(5, "schedule-5");
+    assert!(applied(&present(&t, &proposal, &five_token).await));
+    assert_eq!(t.count("consumed_nonces").await, 5);
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }

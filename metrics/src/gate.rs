@@ -67,10 +67,7 @@ impl Default for GateMetrics {
             consumes: Family::default(),
             refusals: Family::default(),
             consume_seconds: Histogram::new(crate::latency_buckets()),
-            // 1, 2, 4, ... 64: the ledger's largest batch.
-            batch_sizes: Histogram::new(
-                prometheus_client::metrics::histogram::exponential_buckets(1.0, 2.0, 7),
-            ),
+            batch_sizes: Histogram::new(crate::batch_buckets()),
         }
     }
 }

@@ -34,3 +34,9 @@ pub use signer::{Decision, Issuance, SignerMetrics};
 fn latency_buckets() -> impl Iterator<Item = f64> {
     prometheus_client::metrics::histogram::exponential_buckets(0.0005, 2.0, 16)
 }
+
+/// Buckets of the group-commit size histograms: 1, 2, 4, ... 64, the
+/// ledger's largest batch.
+fn batch_buckets() -> impl Iterator<Item = f64> {
+    prometheus_client::metrics::histogram::exponential_buckets(1.0, 2.0, 7)
+}

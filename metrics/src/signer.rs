@@ -65,6 +65,7 @@ pub struct SignerMetrics {
     issuances: Family<SourceLabels, Counter>,
     refusals: Family<ReasonLabels, Counter>,
     issuance_seconds: IssuanceHistogram,
+    issuance_batches: BatchHistogram,
     waiting_handoffs: Gauge,
 }
 
@@ -75,6 +76,16 @@ struct IssuanceHistogram(Histogram);
 impl Default for IssuanceHistogram {
     fn default() -> Self {
         IssuanceHistogram(Histogram::new(crate::latency_buckets()))
+    }
+}
+
+/// The group-commit histogram of [`SignerMetrics`].
+#[derive(Debug, Clone)]
+struct BatchHistogram(Histogram);
+
+impl Default for BatchHistogram {
+    fn default() -> Self {
+        BatchHistogram(Histogram::new(crate::batch_buckets()))
     }
 }
 
@@ -106,6 +117,11 @@ impl SignerMetrics {
             "countersign_issuance_seconds",
             "Time from an approving Decide call to its issued proof, in seconds",
             self.issuance_seconds.0.clone(),
+        );
+        r.register(
+            "countersign_issuance_batch_size",
+            "Approvals (issuances) that shared one ledger transaction and commit (group commit)",
+            self.issuance_batches.0.clone(),
         );
         r.register(
             "countersign_waiting_handoffs",
@@ -147,6 +163,11 @@ impl SignerMetrics {
         if let Some(seconds) = seconds {
             self.issuance_seconds.0.observe(seconds);
         }
+    }
+
+    /// One ledger commit carried `size` approvals.
+    pub fn approvals_committed(&self, size: usize) {
+        self.issuance_batches.0.observe(size as f64);
     }
 
     /// A call was refused (or failed: `internal`) with `reason`.

@@ -72,6 +72,13 @@ impl SignerState {
         policy: Policy,
     ) -> SignerState {
         let enrolment_codes = EnrolmentCodes::in_dir(keys.dir());
+        let metrics = SignerMetrics::default();
+        let batches = metrics.clone();
+        ledger.observe_batches(std::sync::Arc::new(move |batch| {
+            if batch.approvals > 0 {
+                batches.approvals_committed(batch.approvals);
+            }
+        }));
         SignerState {
             keys,
             ledger,
@@ -84,7 +91,7 @@ impl SignerState {
             enrolment_codes,
             passkey_lock: tokio::sync::Mutex::new(()),
             public_keys_served: AtomicU64::new(0),
-            metrics: SignerMetrics::default(),
+            metrics,
             notifier: Notifier::default(),
             rules_enabled: false,
             checkpoints: crate::checkpoint::Checkpoints::default(),

@@ -1,6 +1,6 @@
 //! `/metrics` on the signer: off unless `[metrics] signer` is configured,
 //! loopback only, and the counters move with proposals, decisions,
-//! issuances and refusals.
+//! issuances, refusals and the approvals' group commits.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -101,6 +101,9 @@ async fn metrics_count_proposals_decisions_issuances_and_refusals() {
         "countersign_signer_refusals_total{reason=\"not_pending\"} 1",
     );
     assert_line(&response, "countersign_issuance_seconds_count 1");
+    // One approval committed, alone; the refused one committed nothing.
+    assert_line(&response, "countersign_issuance_batch_size_count 1");
+    assert_line(&response, "countersign_issuance_batch_size_sum 1.0");
     assert_line(&response, "countersign_waiting_handoffs 1");
     // What a scrape must never carry: arguments, the principal, the proof.
     assert!(!response.contains("nightly"), "{response}");

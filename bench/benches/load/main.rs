@@ -461,9 +461,10 @@ impl BatchCount {
     /// Count the batches `ledger` commits from now on.
     pub(crate) fn observe(&self, ledger: &Ledger) {
         let seen = Arc::clone(&self.0);
-        ledger.observe_batches(Arc::new(move |size| {
+        ledger.observe_batches(Arc::new(move |batch| {
             seen.batches.fetch_add(1, Ordering::Relaxed);
-            seen.consumptions.fetch_add(size as u64, Ordering::Relaxed);
+            seen.consumptions
+                .fetch_add(batch.consumptions as u64, Ordering::Relaxed);
         }));
     }
 

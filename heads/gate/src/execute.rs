@@ -114,8 +114,11 @@ impl Gate {
     /// by the process's gates, which share one set of metrics.
     pub fn with_metrics(mut self, metrics: GateMetrics) -> Self {
         let batches = metrics.clone();
-        self.ledger
-            .observe_batches(Arc::new(move |size| batches.batch_committed(size)));
+        self.ledger.observe_batches(Arc::new(move |batch| {
+            if batch.consumptions > 0 {
+                batches.batch_committed(batch.consumptions);
+            }
+        }));
         self.metrics = metrics;
         self
     }

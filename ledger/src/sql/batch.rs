@@ -1,8 +1,9 @@
-//! Group commit of consumptions (shared by both backends, see the crate
-//! root): concurrent consumptions share one write transaction and one
-//! commit.
+//! Group commit of consumptions and approvals (shared by both backends,
+//! see the crate root): concurrent ones share one write transaction and
+//! one commit.
 //!
-//! A consumption is queued as a job; whoever finds no batch running for
+//! A consumption (`consume.rs`) or an approval, i.e. an issuance
+//! (`signer.rs`), is queued as a job; whoever finds no batch running for
 //! its queue starts one, in a task of its own (so a caller that stops
 //! waiting cannot take the others' jobs down with it). That task takes
 //! every job queued, runs them in one write transaction, each in its own
@@ -12,11 +13,12 @@
 //! and no added round trip.
 //!
 //! What a job's refusal or failure does: its savepoint is rolled back, so
-//! it writes nothing and its proof stays usable, and the other jobs go on.
-//! What a failed commit does: nothing of the batch is durable, so every
-//! job of it is answered with that error (even one that was refused or a
-//! replay: its answer was read from writes that never committed), and
-//! every proof of it stays usable.
+//! it writes nothing (a consumption's proof stays usable, an approval's
+//! proposal stays pending), and the other jobs go on. What a failed commit
+//! does: nothing of the batch is durable, so every job of it is answered
+//! with that error (even one that was refused or a replay: its answer was
+//! read from writes that never committed), every proof of it stays usable
+//! and every proposal it approved stays pending.
 //!
 //! Queues: on SQLite one (a database has one writer anyway). On
 //! PostgreSQL one per chain, since a batch holds its chain's head until it
@@ -36,62 +38,91 @@ use tokio::sync::oneshot;
 
 use super::consume::{Presented, begin_in, builtin_in};
 use super::locks::{lock_head, lock_proposal_row, try_lock_proposal_rows};
+use super::signer::{Approval, approve_in};
 use super::{Conn, ROW_LOCKS, Store};
 use crate::error::LedgerError;
-use crate::types::{ConsumeStart, Consumed};
+use crate::types::{CommittedBatch, ConsumeStart, Consumed};
 
 /// At most this many jobs share a transaction (on PostgreSQL each
 /// savepoint that writes is a subtransaction, and a backend keeps 64 of
 /// them in shared memory before it overflows to disk).
 const MAX_BATCH: usize = 64;
 
-/// What a job does, and where its answer goes.
-pub(super) enum Work {
-    /// [`crate::Ledger::consume_builtin`] of this effect.
-    Builtin {
-        effect: String,
-        reply: oneshot::Sender<Result<Consumed, LedgerError>>,
-    },
-    /// [`crate::Ledger::begin_consume`] with this lease.
-    Begin {
-        lease: Duration,
-        reply: oneshot::Sender<Result<ConsumeStart, LedgerError>>,
-    },
-}
+/// Where a job's answer goes.
+type Reply<T> = oneshot::Sender<Result<T, LedgerError>>;
 
-/// One queued consumption.
-struct Job {
-    proof: Presented,
-    work: Work,
+/// One queued write, and where its answer goes.
+pub(super) enum Job {
+    /// [`crate::Ledger::consume_builtin`] of this proof and effect.
+    Builtin {
+        proof: Presented,
+        effect: String,
+        reply: Reply<Consumed>,
+    },
+    /// [`crate::Ledger::begin_consume`] of this proof with this lease.
+    Begin {
+        proof: Presented,
+        lease: Duration,
+        reply: Reply<ConsumeStart>,
+    },
+    /// [`crate::Ledger::record_approval`] and its kin: an issuance.
+    Approve {
+        approval: Box<Approval>,
+        reply: Reply<()>,
+    },
 }
 
 /// A job that ran: whether it wrote nothing because it failed, and how to
 /// answer its caller once the batch's fate is known.
 struct Ran {
     failed: bool,
+    /// An approval (else a consumption).
+    approval: bool,
     answer: Box<dyn FnOnce(Option<LedgerError>) + Send>,
 }
 
 impl Job {
+    /// The proposal it writes about (locked first).
+    fn proposal(&self) -> &str {
+        match self {
+            Job::Builtin { proof, .. } | Job::Begin { proof, .. } => proof.proposal(),
+            Job::Approve { approval, .. } => &approval.issuance.proposal_id,
+        }
+    }
+
+    /// The principal whose chain its events extend.
+    fn principal(&self) -> &str {
+        match self {
+            Job::Builtin { proof, .. } | Job::Begin { proof, .. } => proof.principal(),
+            Job::Approve { approval, .. } => &approval.issuance.principal,
+        }
+    }
+
     /// Run the job on `conn`, inside the batch's transaction.
     async fn run(self, conn: &mut Conn) -> Ran {
-        match self.work {
-            Work::Builtin { effect, reply } => {
-                let result = builtin_in(conn, &self.proof, &effect).await;
-                Ran::of(result, reply)
-            }
-            Work::Begin { lease, reply } => {
-                let result = begin_in(conn, &self.proof, lease).await;
-                Ran::of(result, reply)
+        match self {
+            Job::Builtin {
+                proof,
+                effect,
+                reply,
+            } => Ran::of(builtin_in(conn, &proof, &effect).await, reply, false),
+            Job::Begin {
+                proof,
+                lease,
+                reply,
+            } => Ran::of(begin_in(conn, &proof, lease).await, reply, false),
+            Job::Approve { approval, reply } => {
+                Ran::of(approve_in(conn, &approval).await, reply, true)
             }
         }
     }
 
     /// Answer the caller with `error`, without running the job.
     fn fail(self, error: LedgerError) {
-        match self.work {
-            Work::Builtin { reply, .. } => drop(reply.send(Err(error))),
-            Work::Begin { reply, .. } => drop(reply.send(Err(error))),
+        match self {
+            Job::Builtin { reply, .. } => drop(reply.send(Err(error))),
+            Job::Begin { reply, .. } => drop(reply.send(Err(error))),
+            Job::Approve { reply, .. } => drop(reply.send(Err(error))),
         }
     }
 }
@@ -99,10 +130,12 @@ impl Job {
 impl Ran {
     fn of<T: Send + 'static>(
         result: Result<T, LedgerError>,
-        reply: oneshot::Sender<Result<T, LedgerError>>,
+        reply: Reply<T>,
+        approval: bool,
     ) -> Ran {
         Ran {
             failed: result.is_err(),
+            approval,
             answer: Box::new(move |commit_failed| {
                 // The caller may have stopped waiting; its job still ran.
                 let _ = reply.send(match commit_failed {
@@ -136,10 +169,10 @@ pub(crate) struct Batches {
     observer: RwLock<Option<BatchObserver>>,
 }
 
-/// Called with the number of jobs of each batch that committed (those
-/// refused inside it included; a lone job that was refused rolled back,
-/// and no commit is counted).
-pub(crate) type BatchObserver = Arc<dyn Fn(usize) + Send + Sync>;
+/// Called with what each batch that committed carried (jobs refused
+/// inside it included; a lone job that was refused rolled back, and no
+/// commit is counted).
+pub(crate) type BatchObserver = Arc<dyn Fn(CommittedBatch) + Send + Sync>;
 
 impl std::fmt::Debug for Batches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -159,10 +192,15 @@ impl Batches {
             .unwrap_or_else(PoisonError::into_inner) = Some(observer);
     }
 
-    fn observed(&self, size: usize) {
+    fn observed(&self, ran: &[Ran]) {
+        let approvals = ran.iter().filter(|r| r.approval).count();
+        let batch = CommittedBatch {
+            consumptions: ran.len() - approvals,
+            approvals,
+        };
         let observer = self.observer.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(observer) = observer.as_ref() {
-            observer(size);
+            observer(batch);
         }
     }
 }
@@ -208,18 +246,18 @@ impl Store {
         self.batches.observe(observer);
     }
 
-    /// Queue a consumption; start a batch for its queue if none runs.
-    pub(super) fn submit(&self, proof: Presented, work: Work) {
+    /// Queue a write; start a batch for its queue if none runs.
+    pub(super) fn submit(&self, job: Job) {
         // One queue per chain where a batch locks its chain (PostgreSQL).
         let queue = if ROW_LOCKS {
-            proof.principal().to_string()
+            job.principal().to_string()
         } else {
             String::new()
         };
         let lead = {
             let mut queues = self.batches.queues();
             let entry = queues.entry(queue.clone()).or_default();
-            entry.jobs.push_back(Job { proof, work });
+            entry.jobs.push_back(job);
             !std::mem::replace(&mut entry.leading, true)
         };
         if lead {
@@ -281,8 +319,8 @@ impl Store {
         // The waits, in the lock order: the first job's proposal, then the
         // chain (every job of a PostgreSQL batch is of this chain).
         let locked = async {
-            lock_proposal_row(&mut tx, first.proof.proposal()).await?;
-            lock_head(&mut tx, first.proof.principal()).await
+            lock_proposal_row(&mut tx, first.proposal()).await?;
+            lock_head(&mut tx, first.principal()).await
         }
         .await;
         if let Err(error) = locked {
@@ -297,7 +335,7 @@ impl Store {
                 tx.commit().await.map_err(LedgerError::from)
             };
             if !ran.failed && ended.is_ok() {
-                self.batches.observed(1);
+                self.batches.observed(std::slice::from_ref(&ran));
             }
             (ran.answer)(ended.err().filter(|_| !ran.failed));
             return Vec::new();
@@ -307,7 +345,7 @@ impl Store {
         // while the chain is held; a job whose proposal another
         // transaction holds goes to the next batch.
         let rest: Vec<Job> = jobs.collect();
-        let proposals: Vec<&str> = rest.iter().map(|job| job.proof.proposal()).collect();
+        let proposals: Vec<&str> = rest.iter().map(Job::proposal).collect();
         let held = match try_lock_proposal_rows(&mut tx, &proposals).await {
             Ok(held) => held,
             Err(error) => {
@@ -317,7 +355,7 @@ impl Store {
         };
         let (rest, again): (Vec<Job>, Vec<Job>) = rest
             .into_iter()
-            .partition(|job| !held.iter().any(|id| id == job.proof.proposal()));
+            .partition(|job| !held.iter().any(|id| id == job.proposal()));
 
         let mut ran = Vec::new();
         let mut broken = None;
@@ -350,7 +388,7 @@ impl Store {
             None => tx.commit().await.map_err(LedgerError::from),
         };
         if ended.is_ok() {
-            self.batches.observed(ran.len());
+            self.batches.observed(&ran);
         }
         for done in ran {
             (done.answer)(ended.as_ref().err().cloned());

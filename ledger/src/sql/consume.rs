@@ -34,7 +34,7 @@
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
-use super::batch::{Work, answered};
+use super::batch::{Job, answered};
 use super::consume_sql::{CONSUME_APPLIED, RECORD_INTENT};
 use super::effects::plan_transition;
 use super::events::{NewEvent, Tail};
@@ -585,7 +585,12 @@ impl Store {
         lease: Duration,
     ) -> Result<ConsumeStart, LedgerError> {
         let (reply, answer) = oneshot::channel();
-        self.submit(Presented::of(proof), Work::Begin { lease, reply });
+        let proof = Presented::of(proof);
+        self.submit(Job::Begin {
+            proof,
+            lease,
+            reply,
+        });
         answered(answer).await
     }
 
@@ -604,7 +609,12 @@ impl Store {
         }
         let (reply, answer) = oneshot::channel();
         let effect = effect.to_string();
-        self.submit(Presented::of(proof), Work::Builtin { effect, reply });
+        let proof = Presented::of(proof);
+        self.submit(Job::Builtin {
+            proof,
+            effect,
+            reply,
+        });
         answered(answer).await
     }
 

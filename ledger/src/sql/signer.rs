@@ -8,7 +8,9 @@
 use countersign_verifier::{Grant, Premise};
 use serde_json::json;
 use sqlx::Row as _;
+use tokio::sync::oneshot;
 
+use super::batch::{Job, answered};
 use super::locks::{lock_head, lock_proposal_row};
 use super::passkeys::{check_assertion, insert_assertion};
 use super::rows::{self, proposal_select};
@@ -211,6 +213,23 @@ pub(super) async fn write_approval(
     .await
 }
 
+/// An approval to record, owned: it runs as a job of a group commit
+/// (`batch.rs`), in a task of its own that may outlive the caller's borrow.
+pub(super) struct Approval {
+    pub(super) issuance: IssuanceRecord,
+    pub(super) passkey: Option<PasskeyAssertionRecord>,
+    pub(super) handoff: bool,
+}
+
+/// Record `a` on `conn`, inside the batch's write transaction: lock the
+/// proposal and check it is undecided ([`lock_undecided`]), then
+/// [`write_approval`]. Writes nothing on an error.
+pub(super) async fn approve_in(conn: &mut Conn, a: &Approval) -> Result<(), LedgerError> {
+    let i = &a.issuance;
+    lock_undecided(conn, &i.proposal_id, &i.principal).await?;
+    write_approval(conn, i, a.passkey.as_ref(), a.handoff).await
+}
+
 impl Store {
     /// Record a new proposal and its `proposed` event.
     pub(crate) async fn insert_proposal(&self, p: &Proposal) -> Result<(), LedgerError> {
@@ -389,17 +408,24 @@ impl Store {
     /// `handoff`: the proof is kept for a head to claim, which the event
     /// records (`"delivery": "handoff"`); a passkey assertion must then
     /// have been made for a handoff too.
+    ///
+    /// Runs as a job of a group commit (`batch.rs`): concurrent approvals
+    /// and consumptions share one write transaction, each in its own
+    /// savepoint, and this returns once that transaction committed.
     pub(crate) async fn record_approval(
         &self,
         i: &IssuanceRecord,
         passkey: Option<&PasskeyAssertionRecord>,
         handoff: bool,
     ) -> Result<(), LedgerError> {
-        let mut tx = self.write_tx().await?;
-        lock_undecided(&mut tx, &i.proposal_id, &i.principal).await?;
-        write_approval(&mut tx, i, passkey, handoff).await?;
-        tx.commit().await?;
-        Ok(())
+        let (reply, answer) = oneshot::channel();
+        let approval = Box::new(Approval {
+            issuance: i.clone(),
+            passkey: passkey.cloned(),
+            handoff,
+        });
+        self.submit(Job::Approve { approval, reply });
+        answered(answer).await
     }
 
     /// Whether the approval that issued `proof_sha256` for `proposal_id`
