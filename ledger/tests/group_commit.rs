@@ -254,7 +254,8 @@ async fn a_refusal_and_a_replay_inside_a_batch_answer_as_alone(kind: Kind) {
         Ok(RevokeOutcome::Revoked)
     );
 
-    // Behind the first: the revoked proof, and the third proof twice.
+    // Behind the first: the revoked proof, and the third proof twice (the
+    // second time waits for the next batch: a batch names a proposal once).
     let writer = hold_writer(&t).await;
     let results = batch_behind(&t, writer, one, &[two, three, three]).await;
     assert!(applied(&results[0]));
@@ -269,11 +270,48 @@ async fn a_refusal_and_a_replay_inside_a_batch_answer_as_alone(kind: Kind) {
         results[3],
         Ok(Done::Consumed(Consumed::Replay(done.clone())))
     );
-    assert_eq!(sizes(&seen), vec![1, 3]);
+    assert_eq!(sizes(&seen), vec![1, 2, 1]);
     assert_eq!(t.count("consumed_nonces").await, 2);
     assert_eq!(
         common::schedule_keys(&t.ledger).await,
         ["schedule-1", "schedule-3"]
+    );
+    assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+}
+
+fn failed(result: &Result<Done, LedgerError>) -> bool {
+    matches!(result, Ok(Done::Consumed(Consumed::Completed(d))) if d.status == DispositionStatus::Failed)
+}
+
+on_both_backends!(consumptions_of_one_key_in_a_batch_see_each_other);
+async fn consumptions_of_one_key_in_a_batch_see_each_other(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let names = ["schedule-1", "same", "same", "schedule-1", "schedule-5"];
+    let mut proofs = Vec::new();
+    for (n, name) in (1..).zip(names) {
+        let p = create_schedule(n, name);
+        let token = approve(&t.ledger, &p, n).await;
+        proofs.push((p, token));
+    }
+    let seen = batches(&t);
+    let [one, two, three, four, five] =
+        [0, 1, 2, 3, 4].map(|i| Write::Consume(&proofs[i].0, &proofs[i].1));
+
+    // Behind the first: two creations of one name (the second waits for
+    // the next batch, where it finds the first's schedule), a creation of
+    // the first's name (refused as a transition: consumed, failed, its
+    // events appended after the previous job's) and one more.
+    let writer = hold_writer(&t).await;
+    let results = batch_behind(&t, writer, one, &[two, three, four, five]).await;
+    assert!(applied(&results[0]) && applied(&results[1]), "{results:?}");
+    assert!(failed(&results[2]) && failed(&results[3]), "{results:?}");
+    assert!(applied(&results[4]), "{results:?}");
+    assert_eq!(sizes(&seen), vec![1, 3, 1]);
+    assert_eq!(t.count("consumed_nonces").await, 5);
+    assert_eq!(t.count("completions").await, 5);
+    assert_eq!(
+        common::schedule_keys(&t.ledger).await,
+        ["same", "schedule-1", "schedule-5"]
     );
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }

@@ -7,7 +7,7 @@
 //! cargo bench -p countersign-bench --bench load -- --latency-only
 //! ```
 //! Options: `--quick`, `--sqlite-only`, `--postgres-only`, `--no-growth`,
-//! `--verification-only`, `--latency-only`, `--no-latency`, `--netns-only`,
+//! `--no-race`, `--verification-only`, `--latency-only`, `--no-latency`, `--netns-only`,
 //! `--no-netns`,
 //! `--latency-n N` (iterations of the latency section; 300, or 30 with
 //! `--quick`). The latency section runs the `countersign` binary of this
@@ -76,6 +76,8 @@ struct Options {
     sqlite: bool,
     postgres: bool,
     growth: bool,
+    /// Run the 32-way races after each backend's throughput table.
+    race: bool,
     /// Run the latency section (and, with `latency_only`, nothing else).
     latency: bool,
     latency_only: bool,
@@ -96,6 +98,7 @@ impl Options {
             sqlite: !has("--postgres-only"),
             postgres: !has("--sqlite-only"),
             growth: !has("--no-growth"),
+            race: !has("--no-race"),
             latency: !has("--no-latency"),
             latency_only: has("--latency-only"),
             netns: !has("--no-netns"),
@@ -536,7 +539,9 @@ async fn backend_run(fx: &Fixture, opts: &Options, backend: &str) {
     println!();
     // Free the raw pool's connections: the race opens 32 more handles.
     drop(raw);
-    race_latency(fx, opts, &url, &ledger, &mut next).await;
+    if opts.race {
+        race_latency(fx, opts, &url, &ledger, &mut next).await;
+    }
 }
 
 /// 32 callers race for one proof per round. On SQLite each has its own

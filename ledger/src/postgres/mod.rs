@@ -102,6 +102,16 @@ async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx:
     Ok(tx)
 }
 
+/// The jobs of a batch (`sql/fast_batch.rs`) as the table `j`
+/// (`ord`, `pid`, `sha`, `nonce`, `skey`), from the JSON array `$1` of
+/// objects with those keys.
+macro_rules! jobs_table {
+    () => {
+        "json_to_recordset(CAST($1 AS json))
+             AS j(ord bigint, pid text, sha text, nonce text, skey text)"
+    };
+}
+
 #[path = "../sql/batch.rs"]
 mod batch;
 #[path = "../sql/consume.rs"]
@@ -113,6 +123,8 @@ mod effects;
 mod events;
 #[path = "../sql/facts.rs"]
 mod facts;
+#[path = "../sql/fast_batch.rs"]
+mod fast_batch;
 #[path = "../sql/intents.rs"]
 mod intents;
 /// Write transactions lock the rows they decide on.

@@ -37,6 +37,7 @@ use time::Duration;
 use tokio::sync::oneshot;
 
 use super::consume::{Presented, begin_in, builtin_in};
+use super::fast_batch::{self, Answer};
 use super::locks::{lock_head, lock_proposal_row, try_lock_proposal_rows};
 use super::signer::{Approval, approve_in};
 use super::{Conn, ROW_LOCKS, Store};
@@ -83,7 +84,7 @@ struct Ran {
 
 impl Job {
     /// The proposal it writes about (locked first).
-    fn proposal(&self) -> &str {
+    pub(super) fn proposal(&self) -> &str {
         match self {
             Job::Builtin { proof, .. } | Job::Begin { proof, .. } => proof.proposal(),
             Job::Approve { approval, .. } => &approval.issuance.proposal_id,
@@ -117,6 +118,23 @@ impl Job {
         }
     }
 
+    /// Answer the caller with what the batch's short way decided
+    /// (`fast_batch.rs`), or with the commit's failure.
+    fn answer(self, answer: Answer, commit_failed: Option<LedgerError>) {
+        // The caller may have stopped waiting; its job still ran.
+        match (self, answer) {
+            (Job::Builtin { reply, .. }, Answer::Consumed(result)) => {
+                let _ = reply.send(unless(commit_failed, result));
+            }
+            (Job::Begin { reply, .. }, Answer::Started(result)) => {
+                let _ = reply.send(unless(commit_failed, result));
+            }
+            (job, _) => job.fail(LedgerError::Corrupt(
+                "a batch answered a job of another kind".into(),
+            )),
+        }
+    }
+
     /// Answer the caller with `error`, without running the job.
     fn fail(self, error: LedgerError) {
         match self {
@@ -138,12 +156,29 @@ impl Ran {
             approval,
             answer: Box::new(move |commit_failed| {
                 // The caller may have stopped waiting; its job still ran.
-                let _ = reply.send(match commit_failed {
-                    Some(error) => Err(error),
-                    None => result,
-                });
+                let _ = reply.send(unless(commit_failed, result));
             }),
         }
+    }
+}
+
+/// What the jobs that `ran` were.
+fn committed(ran: &[Ran]) -> CommittedBatch {
+    let approvals = ran.iter().filter(|r| r.approval).count();
+    CommittedBatch {
+        consumptions: ran.len() - approvals,
+        approvals,
+    }
+}
+
+/// `result`, unless the commit failed with `commit_failed`.
+fn unless<T>(
+    commit_failed: Option<LedgerError>,
+    result: Result<T, LedgerError>,
+) -> Result<T, LedgerError> {
+    match commit_failed {
+        Some(error) => Err(error),
+        None => result,
     }
 }
 
@@ -192,12 +227,7 @@ impl Batches {
             .unwrap_or_else(PoisonError::into_inner) = Some(observer);
     }
 
-    fn observed(&self, ran: &[Ran]) {
-        let approvals = ran.iter().filter(|r| r.approval).count();
-        let batch = CommittedBatch {
-            consumptions: ran.len() - approvals,
-            approvals,
-        };
+    fn observed(&self, batch: CommittedBatch) {
         let observer = self.observer.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(observer) = observer.as_ref() {
             observer(batch);
@@ -335,7 +365,7 @@ impl Store {
                 tx.commit().await.map_err(LedgerError::from)
             };
             if !ran.failed && ended.is_ok() {
-                self.batches.observed(std::slice::from_ref(&ran));
+                self.batches.observed(committed(std::slice::from_ref(&ran)));
             }
             (ran.answer)(ended.err().filter(|_| !ran.failed));
             return Vec::new();
@@ -353,13 +383,46 @@ impl Store {
                 return Vec::new();
             }
         };
-        let (rest, again): (Vec<Job>, Vec<Job>) = rest
+        let (rest, mut again): (Vec<Job>, Vec<Job>) = rest
             .into_iter()
             .partition(|job| !held.iter().any(|id| id == job.proposal()));
+        let mut jobs: Vec<Job> = std::iter::once(first).chain(rest).collect();
+
+        // Consumptions alone take the short way (`fast_batch.rs`): one
+        // statement for every job's checks, one round trip per job's
+        // writes; a job repeating an earlier one's proposal or state key
+        // waits for the next batch, after the held ones.
+        if jobs.iter().all(fast_batch::fits) {
+            let (now, later) = fast_batch::distinct(jobs);
+            jobs = now;
+            again.extend(later);
+            match fast_batch::run(&mut tx, &jobs).await {
+                Ok(answers) => {
+                    let ended = tx.commit().await.map_err(LedgerError::from).err();
+                    if ended.is_none() {
+                        self.batches.observed(CommittedBatch {
+                            consumptions: jobs.len(),
+                            approvals: 0,
+                        });
+                    }
+                    for (job, answer) in jobs.into_iter().zip(answers) {
+                        job.answer(answer, ended.clone());
+                    }
+                    return again;
+                }
+                // A write failed and was rolled back: the long way below.
+                Err(None) => {}
+                Err(Some(broken)) => {
+                    let _ = tx.rollback().await;
+                    fail_all(jobs, &broken);
+                    return again;
+                }
+            }
+        }
 
         let mut ran = Vec::new();
         let mut broken = None;
-        for job in std::iter::once(first).chain(rest) {
+        for job in jobs {
             if let Some(error) = &broken {
                 job.fail(LedgerError::clone(error));
                 continue;
@@ -388,7 +451,7 @@ impl Store {
             None => tx.commit().await.map_err(LedgerError::from),
         };
         if ended.is_ok() {
-            self.batches.observed(&ran);
+            self.batches.observed(committed(&ran));
         }
         for done in ran {
             (done.answer)(ended.as_ref().err().cloned());

@@ -55,13 +55,70 @@ use tokio::sync::oneshot;
 type Query = sqlx::query::Query<'static, Db, <Db as sqlx::Database>::Arguments>;
 
 /// What the checks inside a write transaction found.
-enum Checked {
+pub(super) enum Checked {
     /// The nonce was already consumed: its recorded disposition.
     Replay(Disposition),
     /// The proof may be consumed now: the chain head, and the current value
     /// of the state key asked for (canonical JSON), if it has one.
     Fresh { tail: Tail, state: Option<String> },
 }
+
+/// The columns the checks of a consumption read (from the proposal `p`,
+/// its chain head `h`, issuance `i`, revocation `r`, rule use `u` and
+/// rule `g`, consumed nonce `n`, completion `c` and state `s`).
+macro_rules! check_columns {
+    () => {
+        concat!(
+            "SELECT p.id AS p_id, p.principal AS p_principal, p.operation AS p_operation,
+                p.premise AS p_premise,
+                p.arguments_sha256 AS p_arguments_sha256,
+                p.contract_revision AS p_contract_revision,
+                p.policy_revision AS p_policy_revision,
+                i.session AS i_session, i.expires_at AS i_expires_at,
+                r.proposal_id IS NOT NULL AS revoked,
+                n.nonce AS nonce, n.proposal_id AS proposal_id,
+                c.status AS status, c.error AS error, c.result AS result,
+                c.completed_at AS completed_at,
+                COALESCE(h.count, 0) AS head_count,
+                COALESCE(h.hash, '0000000000000000000000000000000000000000000000000000000000000000')
+                    AS head_hash,
+                s.value AS state_value,
+                u.rule_id AS u_rule, u.version AS u_version,
+                g.version AS g_version, g.status AS g_status, g.expires_at AS g_expires_at, ",
+            db_now!(),
+            " AS db_now "
+        )
+    };
+}
+pub(super) use check_columns;
+
+/// The joins of the checks' statement, after the proposal `p`: the proof's
+/// hash `$sha` and nonce `$nonce`, the state namespace `$ns` and key `$key`
+/// (SQL expressions).
+macro_rules! check_joins {
+    ($sha:literal, $nonce:literal, $ns:literal, $key:literal) => {
+        concat!(
+            " LEFT JOIN chain_heads h ON h.chain = p.principal
+             LEFT JOIN issuances i
+                    ON i.proposal_id = p.id AND i.proof_sha256 = ",
+            $sha,
+            " AND i.nonce = ",
+            $nonce,
+            " LEFT JOIN revocations r ON r.proposal_id = p.id
+             LEFT JOIN rule_uses u ON u.proposal_id = i.proposal_id
+             LEFT JOIN rules g ON g.id = u.rule_id
+                    AND g.version = (SELECT MAX(x.version) FROM rules x WHERE x.id = u.rule_id)
+             LEFT JOIN consumed_nonces n ON n.nonce = i.nonce
+             LEFT JOIN completions c ON c.nonce = n.nonce
+             LEFT JOIN state s ON s.principal = p.principal AND s.namespace = ",
+            $ns,
+            " AND s.key = ",
+            $key,
+            " "
+        )
+    };
+}
+pub(super) use check_joins;
 
 /// The checks of a consumption, on `conn` inside the write transaction,
 /// which alone decides, once the batch holds the proposal's row lock and
@@ -78,35 +135,10 @@ async fn check_consumable(
     let claims = &proof.claims;
     // Every fact the checks and the writes need, in one statement.
     let row = sqlx::query(concat!(
-        "SELECT p.principal AS p_principal, p.operation AS p_operation, p.premise AS p_premise,
-                p.arguments_sha256 AS p_arguments_sha256,
-                p.contract_revision AS p_contract_revision,
-                p.policy_revision AS p_policy_revision,
-                i.session AS i_session, i.expires_at AS i_expires_at,
-                r.proposal_id IS NOT NULL AS revoked,
-                n.nonce AS nonce, n.proposal_id AS proposal_id,
-                c.status AS status, c.error AS error, c.result AS result,
-                c.completed_at AS completed_at,
-                COALESCE(h.count, 0) AS head_count,
-                COALESCE(h.hash, '0000000000000000000000000000000000000000000000000000000000000000')
-                    AS head_hash,
-                s.value AS state_value,
-                u.rule_id AS u_rule, u.version AS u_version,
-                g.version AS g_version, g.status AS g_status, g.expires_at AS g_expires_at, ",
-        db_now!(),
-        " AS db_now
-         FROM proposals p
-         LEFT JOIN chain_heads h ON h.chain = p.principal
-         LEFT JOIN issuances i
-                ON i.proposal_id = p.id AND i.proof_sha256 = $2 AND i.nonce = $3
-         LEFT JOIN revocations r ON r.proposal_id = p.id
-         LEFT JOIN rule_uses u ON u.proposal_id = i.proposal_id
-         LEFT JOIN rules g ON g.id = u.rule_id
-                AND g.version = (SELECT MAX(x.version) FROM rules x WHERE x.id = u.rule_id)
-         LEFT JOIN consumed_nonces n ON n.nonce = i.nonce
-         LEFT JOIN completions c ON c.nonce = n.nonce
-         LEFT JOIN state s ON s.principal = p.principal AND s.namespace = $4 AND s.key = $5
-         WHERE p.id = $1"
+        check_columns!(),
+        "FROM proposals p",
+        check_joins!("$2", "$3", "$4", "$5"),
+        "WHERE p.id = $1"
     ))
     .bind(&claims.pid)
     .bind(&proof.proof_sha256)
@@ -115,9 +147,39 @@ async fn check_consumable(
     .bind(state_key)
     .fetch_optional(&mut *conn)
     .await?;
-
-    // 1. The proposal, and that the claims match it.
     let row = row.ok_or(LedgerRefusal::UnknownProposal)?;
+    let now = match judge(&row, proof)? {
+        Judged::Replay(disposition) => return Ok(Checked::Replay(disposition)),
+        Judged::Fresh { now } => now,
+    };
+    // 6. The premise still holds, established again under the locks.
+    if let Some(premise) = &claims.premise {
+        let args = countersign_verifier::canonical::to_canonical(&claims.args)
+            .map_err(|_| LedgerRefusal::ProposalMismatch)?;
+        premise::check_holds(conn, &claims.sub, premise, &args).await?;
+    }
+    // 6. Issued under a rule: the rule still live at that version.
+    check_rule_live(&row, claims.grant.as_ref(), &now)?;
+    fresh(&row, proof)
+}
+
+/// What steps 1 to 5 of the checks found in a row of the checks'
+/// statement.
+pub(super) enum Judged {
+    /// The nonce was already consumed: its recorded disposition.
+    Replay(Disposition),
+    /// Not consumed, and not expired at `now` (the database's clock).
+    Fresh { now: String },
+}
+
+/// Steps 1 to 5 of the checks, from a row of the checks' statement (the
+/// premise and the rule follow, see [`check_consumable`]).
+pub(super) fn judge(row: &super::DbRow, proof: &Presented) -> Result<Judged, LedgerError> {
+    let claims = &proof.claims;
+    // 1. The proposal, and that the claims match it.
+    if row.try_get::<Option<String>, _>("p_id")?.is_none() {
+        return Err(LedgerRefusal::UnknownProposal.into());
+    }
     let matches = row.try_get::<String, _>("p_principal")? == claims.sub
         && row.try_get::<String, _>("p_operation")? == claims.op
         && row.try_get::<String, _>("p_arguments_sha256")? == claims.args_sha256
@@ -150,7 +212,7 @@ async fn check_consumable(
     // 4. Already consumed: the recorded disposition, never a second effect
     // (also once the rule it was issued under is revoked).
     if row.try_get::<Option<String>, _>("nonce")?.is_some() {
-        return rows::disposition(&row).map(Checked::Replay);
+        return rows::disposition(row).map(Judged::Replay);
     }
 
     // 5. Not expired by the database's clock, read after the locks: the
@@ -161,17 +223,14 @@ async fn check_consumable(
     if now >= expires_at {
         return Err(LedgerRefusal::Expired.into());
     }
+    Ok(Judged::Fresh { now })
+}
 
-    // 6. The premise still holds, established again under the locks.
-    if let Some(premise) = &claims.premise {
-        let args = countersign_verifier::canonical::to_canonical(&claims.args)
-            .map_err(|_| LedgerRefusal::ProposalMismatch)?;
-        premise::check_holds(conn, &claims.sub, premise, &args).await?;
-    }
-    // 6. Issued under a rule: the rule still live at that version.
-    check_rule_live(&row, claims.grant.as_ref(), &now)?;
+/// A fresh consumption's chain head and state value, from its row of the
+/// checks' statement.
+pub(super) fn fresh(row: &super::DbRow, proof: &Presented) -> Result<Checked, LedgerError> {
     Ok(Checked::Fresh {
-        tail: Tail::from_row(&claims.sub, &row, "head_count", "head_hash")?,
+        tail: Tail::from_row(&proof.claims.sub, row, "head_count", "head_hash")?,
         state: row.try_get("state_value")?,
     })
 }
@@ -182,7 +241,7 @@ async fn check_consumable(
 /// version is the one it names and active (`RuleRevoked`: revoked or
 /// revised since) and unexpired by the database's clock `now`
 /// (`RuleExpired`). A proof without a grant must have no recorded use.
-fn check_rule_live(
+pub(super) fn check_rule_live(
     row: &super::DbRow,
     grant: Option<&countersign_verifier::Grant>,
     now: &str,
@@ -429,10 +488,10 @@ async fn record_intent(
     conn: &mut Conn,
     intent: &Intent,
     proof: &Presented,
-    mut tail: Tail,
+    tail: &mut Tail,
 ) -> Result<(), LedgerError> {
     let at = timefmt::format(intent.recorded_at)?;
-    let event = intent_event(&mut tail, intent, &at)?;
+    let event = intent_event(tail, intent, &at)?;
     bind_intent(sqlx::query(RECORD_INTENT), intent, &at, proof, event)?
         .execute(&mut *conn)
         .await?;
@@ -449,7 +508,7 @@ async fn record_applied(
     proof: &Presented,
     effect: &str,
     plan: &schedule::Plan,
-    mut tail: Tail,
+    tail: &mut Tail,
 ) -> Result<Disposition, LedgerError> {
     let at = timefmt::format(intent.recorded_at)?;
     let (key, value) = match &plan.change {
@@ -465,7 +524,7 @@ async fn record_applied(
     let result = countersign_verifier::canonical::to_canonical(&plan.result)
         .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
     let (proposal, actor) = (Some(intent.proposal_id.as_str()), &intent.principal);
-    let first = intent_event(&mut tail, intent, &at)?;
+    let first = intent_event(tail, intent, &at)?;
     let details = events::applied_details(&intent.nonce, effect);
     let applied = tail.extend(&at, "effect_applied", proposal, actor, &details)?;
     let details = events::completed_details(&intent.nonce, "applied", None);
@@ -518,6 +577,16 @@ impl Presented {
     pub(super) fn principal(&self) -> &str {
         &self.claims.sub
     }
+
+    /// What the proof says.
+    pub(super) fn claims(&self) -> &countersign_verifier::Claims {
+        &self.claims
+    }
+
+    /// The proof's SHA-256, hex.
+    pub(super) fn proof_sha256(&self) -> &str {
+        &self.proof_sha256
+    }
 }
 
 /// The first transaction of the two-phase flow (see
@@ -529,13 +598,30 @@ pub(super) async fn begin_in(
     proof: &Presented,
     lease: Duration,
 ) -> Result<ConsumeStart, LedgerError> {
-    let tail = match check_consumable(conn, proof, None).await? {
+    let mut tail = match check_consumable(conn, proof, None).await? {
         Checked::Replay(disposition) => return Ok(ConsumeStart::Replay(disposition)),
         Checked::Fresh { tail, .. } => tail,
     };
+    begin_fresh(conn, proof, lease, &mut tail).await
+}
+
+/// The writes of [`begin_in`] once the checks found the proof fresh, its
+/// event extending `tail` (advanced past it), in one round trip.
+pub(super) async fn begin_fresh(
+    conn: &mut Conn,
+    proof: &Presented,
+    lease: Duration,
+    tail: &mut Tail,
+) -> Result<ConsumeStart, LedgerError> {
     let intent = intent_of(proof, lease)?;
     record_intent(conn, &intent, proof, tail).await?;
     Ok(ConsumeStart::Fresh(intent))
+}
+
+/// The key a builtin `effect` of `proof` reads and writes in the state
+/// store; `None` for invalid arguments, which its plan refuses.
+pub(super) fn state_key(proof: &Presented, effect: &str) -> Option<String> {
+    schedule::key_of(effect, &proof.claims.args).ok()
 }
 
 /// A builtin consumption (see [`crate::Ledger::consume_builtin`]), on
@@ -549,17 +635,36 @@ pub(super) async fn builtin_in(
     proof: &Presented,
     effect: &str,
 ) -> Result<Consumed, LedgerError> {
-    let claims = &proof.claims;
-    // Invalid arguments have no key; the plan below refuses them.
-    let key = schedule::key_of(effect, &claims.args).ok();
-    let (tail, state) = match check_consumable(conn, proof, key.as_deref()).await? {
+    let key = state_key(proof, effect);
+    let (mut tail, state) = match check_consumable(conn, proof, key.as_deref()).await? {
         Checked::Replay(disposition) => return Ok(Consumed::Replay(disposition)),
         Checked::Fresh { tail, state } => (tail, state),
     };
+    let (consumed, _) = builtin_fresh(conn, proof, effect, state.as_deref(), &mut tail).await?;
+    Ok(consumed)
+}
+
+/// The writes of [`builtin_in`] once the checks found the proof fresh and
+/// its key's current value `state`, the events extending `tail`. With the
+/// consumption, whether `tail` is still the chain's head: an applied
+/// transition advances it past its events (one round trip for all of
+/// them); a refused one appends its completion's event reading the head
+/// itself, and `tail` is then stale.
+pub(super) async fn builtin_fresh(
+    conn: &mut Conn,
+    proof: &Presented,
+    effect: &str,
+    state: Option<&str>,
+    tail: &mut Tail,
+) -> Result<(Consumed, bool), LedgerError> {
+    let claims = &proof.claims;
     // One transaction: nothing can be left running once it ends.
     let intent = intent_of(proof, Duration::ZERO)?;
-    let disposition = match plan_transition(effect, &claims.args, state.as_deref()) {
-        Ok(plan) => record_applied(conn, &intent, proof, effect, &plan, tail).await?,
+    let (disposition, exact) = match plan_transition(effect, &claims.args, state) {
+        Ok(plan) => (
+            record_applied(conn, &intent, proof, effect, &plan, tail).await?,
+            true,
+        ),
         Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
         Err(refused) => {
             // Refused before any state write: consumed, and failed.
@@ -567,14 +672,15 @@ pub(super) async fn builtin_in(
             let error = refused.to_string();
             let outcome = ("failed", Some(error.as_str()), &Value::Null);
             let of = (intent.nonce.as_str(), intent.principal.as_str());
-            insert_completion(conn, &intent.proposal_id, of, outcome, Actor::Head).await?
+            let done = insert_completion(conn, &intent.proposal_id, of, outcome, Actor::Head);
+            (done.await?, false)
         }
     };
     // Both points are past every write of this consumption and before
     // its transaction commits: a crash at either leaves nothing.
     crash_point("after_intent");
     crash_point("after_effect");
-    Ok(Consumed::Completed(disposition))
+    Ok((Consumed::Completed(disposition), exact))
 }
 
 impl Store {

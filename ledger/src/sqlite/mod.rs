@@ -42,6 +42,18 @@ macro_rules! db_now {
     };
 }
 
+/// The jobs of a batch (`sql/fast_batch.rs`) as the table `j`
+/// (`ord`, `pid`, `sha`, `nonce`, `skey`), from the JSON array `$1` of
+/// objects with those keys.
+macro_rules! jobs_table {
+    () => {
+        "(SELECT json_extract(value, '$.ord') AS ord, json_extract(value, '$.pid') AS pid,
+                 json_extract(value, '$.sha') AS sha, json_extract(value, '$.nonce') AS nonce,
+                 json_extract(value, '$.skey') AS skey
+          FROM json_each($1)) AS j"
+    };
+}
+
 #[path = "../sql/batch.rs"]
 mod batch;
 #[path = "../sql/consume.rs"]
@@ -53,6 +65,8 @@ mod effects;
 mod events;
 #[path = "../sql/facts.rs"]
 mod facts;
+#[path = "../sql/fast_batch.rs"]
+mod fast_batch;
 #[path = "../sql/intents.rs"]
 mod intents;
 /// `(version, description, sql)`, in order. Append only; never edit one.
