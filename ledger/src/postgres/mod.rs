@@ -102,13 +102,26 @@ async fn migration_tx(pool: &Pool<Db>) -> Result<Transaction<'static, Db>, sqlx:
     Ok(tx)
 }
 
-/// The jobs of a batch (`sql/fast_batch.rs`) as the table `j`
-/// (`ord`, `pid`, `sha`, `nonce`, `skey`), from the JSON array `$1` of
-/// objects with those keys.
-macro_rules! jobs_table {
+/// The checks of a batch's consumptions (`sql/fast_batch.rs`) in one
+/// statement: a row per job of the JSON array `$1` (objects with `ord`,
+/// `pid`, `sha`, `nonce` and `skey`), in `ord` order, with the columns of
+/// the single check (`sql/consume.rs`); `$2` is the state namespace. Each
+/// job's facts are a `LATERAL` subquery, so they are found by index as
+/// the single check finds them (joined to the JSON rows directly, the
+/// planner, which guesses 100 of them, scans whole tables).
+macro_rules! batch_checks {
     () => {
-        "json_to_recordset(CAST($1 AS json))
-             AS j(ord bigint, pid text, sha text, nonce text, skey text)"
+        concat!(
+            "SELECT c.*, j.ord AS j_ord
+             FROM json_to_recordset(CAST($1 AS json))
+                  AS j(ord bigint, pid text, sha text, nonce text, skey text)
+             LEFT JOIN LATERAL (",
+            check_columns!(),
+            "FROM proposals p",
+            check_joins!("j.sha", "j.nonce", "$2", "j.skey"),
+            "WHERE p.id = j.pid) c ON true
+             ORDER BY j.ord"
+        )
     };
 }
 

@@ -91,14 +91,7 @@ async fn check_all(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<DbRow>, LedgerEr
         .collect();
     let items = serde_json::to_string(&items)
         .map_err(|e| LedgerError::Corrupt(format!("batch checks: {e}")))?;
-    let rows = sqlx::query(concat!(
-        check_columns!(),
-        ", j.ord AS j_ord FROM ",
-        jobs_table!(),
-        " LEFT JOIN proposals p ON p.id = j.pid",
-        check_joins!("j.sha", "j.nonce", "$2", "j.skey"),
-        "ORDER BY j.ord"
-    ))
+    let rows = sqlx::query(batch_checks!())
     .bind(items)
     .bind(schedule::NAMESPACE)
     .fetch_all(&mut *conn)

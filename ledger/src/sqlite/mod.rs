@@ -42,15 +42,25 @@ macro_rules! db_now {
     };
 }
 
-/// The jobs of a batch (`sql/fast_batch.rs`) as the table `j`
-/// (`ord`, `pid`, `sha`, `nonce`, `skey`), from the JSON array `$1` of
-/// objects with those keys.
-macro_rules! jobs_table {
+/// The checks of a batch's consumptions (`sql/fast_batch.rs`) in one
+/// statement: a row per job of the JSON array `$1` (objects with `ord`,
+/// `pid`, `sha`, `nonce` and `skey`), in `ord` order, with the columns of
+/// the single check (`sql/consume.rs`); `$2` is the state namespace.
+macro_rules! batch_checks {
     () => {
-        "(SELECT json_extract(value, '$.ord') AS ord, json_extract(value, '$.pid') AS pid,
-                 json_extract(value, '$.sha') AS sha, json_extract(value, '$.nonce') AS nonce,
-                 json_extract(value, '$.skey') AS skey
-          FROM json_each($1)) AS j"
+        concat!(
+            check_columns!(),
+            ", j.ord AS j_ord
+             FROM (SELECT json_extract(value, '$.ord') AS ord,
+                          json_extract(value, '$.pid') AS pid,
+                          json_extract(value, '$.sha') AS sha,
+                          json_extract(value, '$.nonce') AS nonce,
+                          json_extract(value, '$.skey') AS skey
+                   FROM json_each($1)) AS j
+             LEFT JOIN proposals p ON p.id = j.pid",
+            check_joins!("j.sha", "j.nonce", "$2", "j.skey"),
+            "ORDER BY j.ord"
+        )
     };
 }
 
