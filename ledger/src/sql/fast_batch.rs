@@ -92,10 +92,10 @@ async fn check_all(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<DbRow>, LedgerEr
     let items = serde_json::to_string(&items)
         .map_err(|e| LedgerError::Corrupt(format!("batch checks: {e}")))?;
     let rows = sqlx::query(batch_checks!())
-    .bind(items)
-    .bind(schedule::NAMESPACE)
-    .fetch_all(&mut *conn)
-    .await?;
+        .bind(items)
+        .bind(schedule::NAMESPACE)
+        .fetch_all(&mut *conn)
+        .await?;
     if rows.len() != jobs.len() {
         return Err(LedgerError::Corrupt(format!(
             "batch checks: {} rows for {} jobs",
