@@ -12,6 +12,11 @@
 //! is a batch of one, started at once, without a savepoint: no added wait
 //! and no added round trip.
 //!
+//! A batch of consumptions without premises takes a short way
+//! (`fast_batch.rs`): every job's checks in one statement and each job's
+//! writes in one round trip, without a savepoint per job; should a write
+//! fail, the batch goes back and takes the long way below.
+//!
 //! What a job's refusal or failure does: its savepoint is rolled back, so
 //! it writes nothing (a consumption's proof stays usable, an approval's
 //! proposal stays pending), and the other jobs go on. What a failed commit

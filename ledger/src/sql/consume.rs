@@ -14,8 +14,11 @@
 //!   intent without completion is `uncertain` until reconciled.
 //!
 //! Both run as jobs of a group commit (`batch.rs`): concurrent ones share
-//! one write transaction, each in a savepoint, so "ONE write transaction"
-//! below means all of a consumption's writes commit together or not at all.
+//! one write transaction, so "ONE write transaction" below means all of a
+//! consumption's writes commit together or not at all. A batch of them
+//! runs the checks of every job in one statement (`fast_batch.rs`, with
+//! the columns and joins of `check_consumable`'s statement, and the same
+//! judgement, `judge`) and then each job's writes.
 //!
 //! Neither reads anything before its write transaction: a caller that wants
 //! replays answered without queueing for the write lock reads the proposal
