@@ -136,39 +136,6 @@ fn applied(result: &Result<Done, LedgerError>) -> bool {
     matches!(result, Ok(Done::Consumed(Consumed::Completed(d))) if d.status == DispositionStatus::Applied)
 }
 
-/// Make inserts of `proposal_id`'s row into `table` fail ("injected
-/// failure"), or stop doing so. `completions`: the last write of a
-/// consumption, after its nonce, intent, events and state change were
-/// written in the same transaction; `issuances`: a write of an approval
-/// after its decision row.
-async fn fail_inserts(t: &TestLedger, table: &str, proposal_id: &str, on: bool) {
-    let sql = match (t.kind, on) {
-        (Kind::Sqlite, true) => format!(
-            "CREATE TRIGGER fail_one BEFORE INSERT ON {table}
-             WHEN NEW.proposal_id = '{proposal_id}'
-             BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
-        ),
-        (Kind::Sqlite, false) => "DROP TRIGGER fail_one".to_string(),
-        (Kind::Postgres, true) => format!(
-            "CREATE FUNCTION fail_one() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN
-               IF NEW.proposal_id = '{proposal_id}' THEN
-                 RAISE EXCEPTION 'injected failure';
-               END IF;
-               RETURN NEW;
-             END $$;
-             CREATE TRIGGER fail_one BEFORE INSERT ON {table}
-             FOR EACH ROW EXECUTE FUNCTION fail_one()"
-        ),
-        (Kind::Postgres, false) => {
-            format!("DROP TRIGGER fail_one ON {table}; DROP FUNCTION fail_one()")
-        }
-    };
-    let mut raw = t.raw().await;
-    raw.exec(&sql).await.unwrap();
-    raw.close().await;
-}
-
 on_both_backends!(one_caller_alone_commits_a_batch_of_one);
 async fn one_caller_alone_commits_a_batch_of_one(kind: Kind) {
     let t = TestLedger::on(kind).await;
@@ -208,7 +175,10 @@ async fn a_failure_inside_a_batch_rolls_back_only_itself(kind: Kind) {
     let seen = batches(&t);
     let [one, two, three, four] = [0, 1, 2, 3].map(|i| Write::Consume(&proofs[i].0, &proofs[i].1));
     let (failing, token) = (&proofs[1].0, &proofs[1].1);
-    fail_inserts(&t, "completions", &failing.id, true).await;
+    // The completion is the last write of a consumption, after its nonce,
+    // intent, events and state change in the same transaction.
+    t.inject_insert_failure_for("completions", &failing.id, true)
+        .await;
 
     let writer = hold_writer(&t).await;
     let results = batch_behind(&t, writer, one, &[two, three, four]).await;
@@ -237,7 +207,8 @@ async fn a_failure_inside_a_batch_rolls_back_only_itself(kind: Kind) {
     );
 
     // Its proof is still usable, once the fault is gone.
-    fail_inserts(&t, "completions", &failing.id, false).await;
+    t.inject_insert_failure_for("completions", &failing.id, false)
+        .await;
     assert!(applied(&present(&t, failing, token).await));
     assert_eq!(t.count("consumed_nonces").await, 4);
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
@@ -328,7 +299,8 @@ async fn approvals_share_a_batch_and_a_refused_or_failed_one_stays_pending(kind:
     let mut mismatched = three.clone();
     mismatched.arguments_sha256 = "0".repeat(64);
     // And one fails after its decision row was written.
-    fail_inserts(&t, "issuances", &four.proposal_id, true).await;
+    t.inject_insert_failure_for("issuances", &four.proposal_id, true)
+        .await;
     let seen = batches(&t);
 
     // Behind a consumption: the refused approval, the failing one, a
@@ -370,7 +342,8 @@ async fn approvals_share_a_batch_and_a_refused_or_failed_one_stays_pending(kind:
 
     // Neither wrote anything: both approvals still go through, and a
     // proof applies.
-    fail_inserts(&t, "issuances", &four.proposal_id, false).await;
+    t.inject_insert_failure_for("issuances", &four.proposal_id, false)
+        .await;
     t.ledger.record_approval(&four).await.unwrap();
     t.ledger.record_approval(&three).await.unwrap();
     let proposal = create_schedule(3, "schedule-3");

@@ -55,7 +55,7 @@ use crate::types::{CommittedBatch, ConsumeStart, Consumed};
 const MAX_BATCH: usize = 64;
 
 /// Where a job's answer goes.
-type Reply<T> = oneshot::Sender<Result<T, LedgerError>>;
+pub(super) type Reply<T> = oneshot::Sender<Result<T, LedgerError>>;
 
 /// One queued write, and where its answer goes.
 pub(super) enum Job {
@@ -240,13 +240,6 @@ impl Batches {
     }
 }
 
-/// The answer of a job, once its batch ended.
-pub(super) async fn answered<T>(
-    answer: oneshot::Receiver<Result<T, LedgerError>>,
-) -> Result<T, LedgerError> {
-    answer.await.unwrap_or_else(|_| Err(writer_stopped()))
-}
-
 /// The answer of a job whose batch's task ended before answering it (it
 /// panicked, or the runtime is shutting down): nothing of it committed.
 fn writer_stopped() -> LedgerError {
@@ -281,8 +274,19 @@ impl Store {
         self.batches.observe(observer);
     }
 
+    /// Queue the job `job` makes of its reply, and wait for its answer,
+    /// which comes once its batch ended.
+    pub(super) async fn queued<T>(
+        &self,
+        job: impl FnOnce(Reply<T>) -> Job,
+    ) -> Result<T, LedgerError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(job(reply));
+        answer.await.unwrap_or_else(|_| Err(writer_stopped()))
+    }
+
     /// Queue a write; start a batch for its queue if none runs.
-    pub(super) fn submit(&self, job: Job) {
+    fn submit(&self, job: Job) {
         // One queue per chain where a batch locks its chain (PostgreSQL).
         let queue = if ROW_LOCKS {
             job.principal().to_string()

@@ -37,7 +37,7 @@
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
-use super::batch::{Job, answered};
+use super::batch::Job;
 use super::consume_sql::{CONSUME_APPLIED, RECORD_INTENT};
 use super::effects::plan_transition;
 use super::events::{NewEvent, Tail};
@@ -52,7 +52,6 @@ use crate::timefmt;
 use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent, Interrupted};
 use countersign_verifier::VerifiedProof;
 use time::Duration;
-use tokio::sync::oneshot;
 
 /// A query of this backend, as `sqlx::query` makes it.
 type Query = sqlx::query::Query<'static, Db, <Db as sqlx::Database>::Arguments>;
@@ -693,19 +692,18 @@ impl Store {
         proof: &VerifiedProof,
         lease: Duration,
     ) -> Result<ConsumeStart, LedgerError> {
-        let (reply, answer) = oneshot::channel();
         let proof = Presented::of(proof);
-        self.submit(Job::Begin {
+        self.queued(|reply| Job::Begin {
             proof,
             lease,
             reply,
-        });
-        answered(answer).await
+        })
+        .await
     }
 
     /// Consume a verified proof and apply its builtin `effect` in ONE write
-    /// transaction (which it may share with concurrent consumptions, each
-    /// in its own savepoint); see [`crate::Ledger::consume_builtin`].
+    /// transaction (which it may share with concurrent writes, see
+    /// `batch.rs`); see [`crate::Ledger::consume_builtin`].
     pub(crate) async fn consume_builtin(
         &self,
         proof: &VerifiedProof,
@@ -716,15 +714,13 @@ impl Store {
         if effect != proof.claims().op {
             return Err(LedgerRefusal::ProposalMismatch.into());
         }
-        let (reply, answer) = oneshot::channel();
-        let effect = effect.to_string();
-        let proof = Presented::of(proof);
-        self.submit(Job::Builtin {
+        let (proof, effect) = (Presented::of(proof), effect.to_string());
+        self.queued(|reply| Job::Builtin {
             proof,
             effect,
             reply,
-        });
-        answered(answer).await
+        })
+        .await
     }
 
     /// Record the completion of an intent (the second transaction).

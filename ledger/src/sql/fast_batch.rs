@@ -68,27 +68,29 @@ pub(super) fn distinct(jobs: Vec<Job>) -> (Vec<Job>, Vec<Job>) {
     })
 }
 
+/// An approval given to the short way, which [`fits`] keeps out of it.
+fn not_short() -> LedgerError {
+    LedgerError::Corrupt("an approval cannot take a batch's short way".into())
+}
+
 /// The checks of every job of `jobs` (each [`fits`]), in one statement, in
 /// the order of `jobs`.
 async fn check_all(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<DbRow>, LedgerError> {
-    let items: Vec<serde_json::Value> = jobs
-        .iter()
-        .enumerate()
-        .filter_map(|(ord, job)| {
-            let (proof, key) = match job {
-                Job::Builtin { proof, effect, .. } => (proof, state_key(proof, effect)),
-                Job::Begin { proof, .. } => (proof, None),
-                Job::Approve { .. } => return None,
-            };
-            Some(json!({
-                "ord": ord,
-                "pid": proof.proposal(),
-                "sha": proof.proof_sha256(),
-                "nonce": proof.claims().jti,
-                "skey": key,
-            }))
-        })
-        .collect();
+    let mut items = Vec::with_capacity(jobs.len());
+    for (ord, job) in jobs.iter().enumerate() {
+        let (proof, key) = match job {
+            Job::Builtin { proof, effect, .. } => (proof, state_key(proof, effect)),
+            Job::Begin { proof, .. } => (proof, None),
+            Job::Approve { .. } => return Err(not_short()),
+        };
+        items.push(json!({
+            "ord": ord,
+            "pid": proof.proposal(),
+            "sha": proof.proof_sha256(),
+            "nonce": proof.claims().jti,
+            "skey": key,
+        }));
+    }
     let items = serde_json::to_string(&items)
         .map_err(|e| LedgerError::Corrupt(format!("batch checks: {e}")))?;
     let rows = sqlx::query(batch_checks!())
@@ -199,11 +201,7 @@ async fn writes(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<Answer>, LedgerErro
                     Answer::Started(Ok(started))
                 }
             },
-            Job::Approve { .. } => {
-                return Err(LedgerError::Corrupt(
-                    "an approval cannot take a batch's short way".into(),
-                ));
-            }
+            Job::Approve { .. } => return Err(not_short()),
         };
         answers.push(answer);
     }

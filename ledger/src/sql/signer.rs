@@ -8,9 +8,8 @@
 use countersign_verifier::{Grant, Premise};
 use serde_json::json;
 use sqlx::Row as _;
-use tokio::sync::oneshot;
 
-use super::batch::{Job, answered};
+use super::batch::Job;
 use super::locks::{lock_head, lock_proposal_row};
 use super::passkeys::{check_assertion, insert_assertion};
 use super::rows::{self, proposal_select};
@@ -418,14 +417,12 @@ impl Store {
         passkey: Option<&PasskeyAssertionRecord>,
         handoff: bool,
     ) -> Result<(), LedgerError> {
-        let (reply, answer) = oneshot::channel();
         let approval = Box::new(Approval {
             issuance: i.clone(),
             passkey: passkey.cloned(),
             handoff,
         });
-        self.submit(Job::Approve { approval, reply });
-        answered(answer).await
+        self.queued(|reply| Job::Approve { approval, reply }).await
     }
 
     /// Whether the approval that issued `proof_sha256` for `proposal_id`

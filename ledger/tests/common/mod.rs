@@ -122,15 +122,30 @@ impl TestLedger {
     /// Make inserts into `table` fail with "injected failure" (`on`), or
     /// stop doing so (`!on`).
     pub async fn inject_insert_failure(&self, table: &str, on: bool) {
+        self.inject_failure(table, "TRUE", on).await;
+    }
+
+    /// [`TestLedger::inject_insert_failure`] for the rows of one proposal
+    /// only (`table` has a `proposal_id` column).
+    pub async fn inject_insert_failure_for(&self, table: &str, proposal_id: &str, on: bool) {
+        let when = format!("NEW.proposal_id = '{proposal_id}'");
+        self.inject_failure(table, &when, on).await;
+    }
+
+    /// Inserts into `table` for which `when` holds fail, or stop failing.
+    async fn inject_failure(&self, table: &str, when: &str, on: bool) {
         let sql = match (self.kind, on) {
             (Kind::Sqlite, true) => format!(
-                "CREATE TRIGGER inject_failure BEFORE INSERT ON {table}
+                "CREATE TRIGGER inject_failure BEFORE INSERT ON {table} WHEN {when}
                  BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
             ),
             (Kind::Sqlite, false) => "DROP TRIGGER inject_failure".to_string(),
             (Kind::Postgres, true) => format!(
                 "CREATE FUNCTION inject_failure() RETURNS trigger LANGUAGE plpgsql AS $$
-                 BEGIN RAISE EXCEPTION 'injected failure'; END $$;
+                 BEGIN
+                   IF {when} THEN RAISE EXCEPTION 'injected failure'; END IF;
+                   RETURN NEW;
+                 END $$;
                  CREATE TRIGGER inject_failure BEFORE INSERT ON {table}
                  FOR EACH ROW EXECUTE FUNCTION inject_failure()"
             ),
