@@ -243,7 +243,17 @@ impl Store {
 
     /// Start a write transaction.
     pub(crate) async fn write_tx(&self) -> Result<Transaction<'static, Db>, LedgerError> {
-        Ok(self.writer.begin().await?)
+        // Generic plans for the statements of a write transaction, in the
+        // BEGIN's round trip: they find rows by key, so a plan that ignores
+        // the values is the plan a custom one would be, and a connection
+        // that plans each statement again with its values (at least five
+        // times, and for as long as the generic estimate looks costlier:
+        // the batch check joins a JSON parameter's rows, whose number the
+        // planner guesses either way) does so while holding the chain.
+        Ok(self
+            .writer
+            .begin_with("BEGIN; SET LOCAL plan_cache_mode = force_generic_plan")
+            .await?)
     }
 }
 
