@@ -148,12 +148,23 @@ const ROW_LOCKS: bool = true;
 /// transaction, which READ COMMITTED, the default, takes per statement.
 const SNAPSHOT_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
+/// How a write transaction begins: with generic plans for its statements,
+/// in the BEGIN's one round trip. They find rows by key, so a plan that
+/// ignores the values is the plan a custom one would be, and a connection
+/// that plans each statement again with its values (at least five times,
+/// and for as long as the generic estimate looks costlier: the batch check
+/// joins a JSON parameter's rows, whose number the planner guesses either
+/// way) does so while holding the chain. Reads keep the default.
+const WRITE_BEGIN: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
+
 #[path = "../sql/locks.rs"]
 mod locks;
 #[path = "../sql/migrate.rs"]
 mod migrate;
 #[path = "../sql/passkeys.rs"]
 mod passkeys;
+#[cfg(all(test, feature = "testing"))]
+mod plan_tests;
 #[path = "../sql/premise.rs"]
 mod premise;
 #[path = "../sql/quorum.rs"]
@@ -243,17 +254,7 @@ impl Store {
 
     /// Start a write transaction.
     pub(crate) async fn write_tx(&self) -> Result<Transaction<'static, Db>, LedgerError> {
-        // Generic plans for the statements of a write transaction, in the
-        // BEGIN's round trip: they find rows by key, so a plan that ignores
-        // the values is the plan a custom one would be, and a connection
-        // that plans each statement again with its values (at least five
-        // times, and for as long as the generic estimate looks costlier:
-        // the batch check joins a JSON parameter's rows, whose number the
-        // planner guesses either way) does so while holding the chain.
-        Ok(self
-            .writer
-            .begin_with("BEGIN; SET LOCAL plan_cache_mode = force_generic_plan")
-            .await?)
+        Ok(self.writer.begin_with(WRITE_BEGIN).await?)
     }
 }
 

@@ -78,6 +78,9 @@ macro_rules! proposals_of_ids {
     };
 }
 const PROPOSALS_OF_IDS: &str = proposals_of_ids!();
+/// [`PROPOSALS_OF_IDS`], locking the rows no other transaction holds.
+pub(super) const LOCK_FREE_PROPOSALS: &str =
+    concat!(proposals_of_ids!(), locking!("p"), " SKIP LOCKED");
 
 /// Lock the rows of `proposal_ids` that no other transaction holds, for
 /// the rest of the write transaction, without waiting (PostgreSQL `SKIP
@@ -95,11 +98,10 @@ pub(super) async fn try_lock_proposal_rows(
     // The ids as one JSON array: one statement whatever their number.
     let ids = serde_json::to_string(proposal_ids)
         .map_err(|e| LedgerError::Corrupt(format!("proposal ids: {e}")))?;
-    let locked: Vec<String> =
-        sqlx::query_scalar(concat!(proposals_of_ids!(), locking!("p"), " SKIP LOCKED"))
-            .bind(&ids)
-            .fetch_all(&mut *conn)
-            .await?;
+    let locked: Vec<String> = sqlx::query_scalar(LOCK_FREE_PROPOSALS)
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?;
     let rest: Vec<&str> = proposal_ids
         .iter()
         .copied()

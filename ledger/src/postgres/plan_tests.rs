@@ -1,0 +1,56 @@
+//! The plans PostgreSQL runs under a batch's chain lock: a write
+//! transaction plans generically, and a batch's later proposals are found
+//! through the primary key, not by scanning `proposals`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::Store;
+use super::locks::LOCK_FREE_PROPOSALS;
+use crate::testing::TempPgDatabase;
+
+#[tokio::test]
+async fn a_write_transaction_plans_generically_and_finds_proposals_by_key() {
+    let db = TempPgDatabase::create().await.unwrap();
+    let store = Store::open(db.url()).await.unwrap();
+    let mut tx = store.write_tx().await.unwrap();
+    let mode: String = sqlx::query_scalar("SELECT current_setting('plan_cache_mode')")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(mode, "force_generic_plan");
+
+    // Enough proposals that a join over a guessed 100 ids is planned as a
+    // sequential scan (the old `IN (SELECT json_array_elements_text(..))`
+    // was, from a few thousand rows).
+    sqlx::query(
+        "INSERT INTO proposals (id, principal, session, operation, arguments_json,
+             arguments_sha256, contract_revision, policy_revision, note, preview, created_at)
+         SELECT 'prop_' || i, 'pr', 's', 'op', '{}', '', '', '', '', '', ''
+         FROM generate_series(1, 20000) AS i",
+    )
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE proposals")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let ids = serde_json::to_string(&["prop_7", "prop_19999"]).unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN {LOCK_FREE_PROPOSALS}"
+    )))
+    .bind(&ids)
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let plan = plan.join("\n");
+    assert!(plan.contains("proposals_pkey"), "{plan}");
+    assert!(!plan.contains("Seq Scan on proposals"), "{plan}");
+    let found: Vec<String> = sqlx::query_scalar(LOCK_FREE_PROPOSALS)
+        .bind(&ids)
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 2);
+    tx.rollback().await.unwrap();
+}
