@@ -98,20 +98,23 @@ impl UnverifiedToken {
             None => (rest, None),
             Some((body, footer)) => (body, Some(footer)),
         };
-        let body = decode(body)?;
+        let mut body = decode(body)?;
         let footer = match footer {
             // An empty footer is encoded by omitting the segment, never as a trailing dot.
             Some("") => return Err(PasetoError::Malformed),
             Some(f) => decode(f)?,
             None => Vec::new(),
         };
-        if body.len() < SIG_LEN {
+        let Some(payload_len) = body.len().checked_sub(SIG_LEN) else {
             return Err(PasetoError::Malformed);
-        }
-        let (payload, sig) = body.split_at(body.len() - SIG_LEN);
-        let sig: [u8; SIG_LEN] = sig.try_into().map_err(|_| PasetoError::Malformed)?;
+        };
+        let sig: [u8; SIG_LEN] = body[payload_len..]
+            .try_into()
+            .map_err(|_| PasetoError::Malformed)?;
+        // The body without its signature is the payload, kept in place.
+        body.truncate(payload_len);
         Ok(Self {
-            payload: payload.to_vec(),
+            payload: body,
             signature: Signature::from_bytes(&sig),
             footer,
         })

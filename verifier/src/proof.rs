@@ -13,6 +13,18 @@ use crate::canonical::sha256_hex;
 /// Largest proof text accepted: room for a 128 KiB payload, its signature and a footer, in base64url.
 pub const MAX_PROOF_BYTES: usize = 192 * 1024;
 
+/// The bytes a token may hold: `[A-Za-z0-9._-]`.
+const TOKEN_ALPHABET: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-');
+        b += 1;
+    }
+    table
+};
+
 /// Why a text is not even shaped like a proof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ProofFormatError {
@@ -40,21 +52,24 @@ impl Proof {
     /// refusals. This is the one place proof text is trimmed: every head
     /// reads a proof through it.
     pub fn from_text(text: String) -> Result<Proof, ProofFormatError> {
-        let untrimmed = Zeroizing::new(text);
-        let text = Zeroizing::new(
-            untrimmed
-                .trim_matches(|c: char| c.is_ascii_whitespace())
-                .to_owned(),
-        );
+        // Trimmed in place: the buffer is never copied, and `Zeroizing`
+        // clears its whole capacity (the trimmed bytes too) on drop.
+        let mut text = Zeroizing::new(text);
+        let is_space = |c: char| c.is_ascii_whitespace();
+        let end = text.trim_end_matches(is_space).len();
+        text.truncate(end);
+        let start = end - text.trim_start_matches(is_space).len();
+        text.drain(..start);
         if text.is_empty() {
             return Err(ProofFormatError::Empty);
         }
         if text.len() > MAX_PROOF_BYTES {
             return Err(ProofFormatError::TooLarge);
         }
+        // Every byte looked at (no early exit), so the loop runs branch-free.
         if !text
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+            .fold(true, |ok, b| ok & TOKEN_ALPHABET[usize::from(b)])
         {
             return Err(ProofFormatError::InvalidCharacter);
         }

@@ -4,6 +4,7 @@
 //! Must not: recurse deeper than its caller's limit ([`super::MAX_DEPTH`]), accept a duplicate key, or
 //! hand out a number that [`super::to_canonical`] would refuse to write.
 
+use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use super::writer::check_float;
@@ -101,10 +102,14 @@ impl Parser<'_> {
             self.expect(b':')?;
             self.skip_ws();
             let value = self.value(depth)?;
-            if map.contains_key(&key) {
-                return Err(CanonicalError::DuplicateKey(key));
+            match map.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(taken) => {
+                    return Err(CanonicalError::DuplicateKey(taken.key().clone()));
+                }
             }
-            map.insert(key, value);
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,

@@ -57,7 +57,13 @@ pub(super) fn write_value(
                 return Err(CanonicalError::TooDeep);
             }
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            // Sorted only if not already in UTF-16 order, which for ASCII
+            // keys is byte order (the order of serde_json's default map).
+            let in_order = entries.iter().all(|(key, _)| key.is_ascii())
+                && entries.is_sorted_by(|a, b| a.0 < b.0);
+            if !in_order {
+                entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            }
             out.push('{');
             for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
@@ -98,22 +104,33 @@ fn write_number(n: &Number, out: &mut String) -> Result<(), CanonicalError> {
     Ok(())
 }
 
+/// JCS string escaping. Only ASCII bytes are ever escaped, so the text
+/// between two of them is copied as one slice (a byte below 0x80 is never
+/// part of a multi-byte UTF-8 sequence).
 fn write_string(s: &str, out: &mut String) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
+    let mut copied = 0;
+    for (i, byte) in s.bytes().enumerate() {
+        let escape = match byte {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            0x08 => Some("\\b"),
+            0x0c => Some("\\f"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0x00..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&s[copied..i]);
+        copied = i + 1;
+        match escape {
+            Some(short) => out.push_str(short),
+            None => {
+                let _ = write!(out, "\\u{byte:04x}");
             }
-            c => out.push(c),
         }
     }
+    out.push_str(&s[copied..]);
     out.push('"');
 }
