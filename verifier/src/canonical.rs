@@ -14,6 +14,8 @@
 mod parser;
 mod writer;
 
+use std::fmt;
+
 use sha2::{Digest, Sha256};
 
 /// Maximum nesting depth of arrays and objects (the top-level value counts as depth 1).
@@ -99,10 +101,60 @@ pub fn to_canonical(value: &serde_json::Value) -> Result<String, CanonicalError>
     Ok(out)
 }
 
+/// Whether `text` is exactly the RFC 8785 text of `value`, as
+/// `to_canonical(value)? == text` says, without writing the text: it is
+/// compared as it is written. Errors where [`to_canonical`] would.
+pub fn is_canonical_text(value: &serde_json::Value, text: &[u8]) -> Result<bool, CanonicalError> {
+    let mut out = Compare {
+        rest: text,
+        equal: true,
+    };
+    writer::write_value(value, &mut out, 1)?;
+    Ok(out.equal && out.rest.is_empty())
+}
+
+/// Lowercase hex SHA-256 of the RFC 8785 text of `value`, hashed as it is
+/// written. Errors where [`to_canonical`] would.
+pub fn canonical_sha256_hex(value: &serde_json::Value) -> Result<String, CanonicalError> {
+    let mut out = Hashing(Sha256::new());
+    writer::write_value(value, &mut out, 1)?;
+    Ok(hex::encode(out.0.finalize()))
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
+
+/// Canonical text compared with `rest` as it is written.
+struct Compare<'a> {
+    rest: &'a [u8],
+    equal: bool,
+}
+
+impl fmt::Write for Compare<'_> {
+    fn write_str(&mut self, written: &str) -> fmt::Result {
+        match self.rest.strip_prefix(written.as_bytes()) {
+            Some(rest) if self.equal => self.rest = rest,
+            _ => self.equal = false,
+        }
+        Ok(())
+    }
+}
+
+impl writer::Out for Compare<'_> {}
+
+/// Canonical text hashed as it is written.
+struct Hashing(Sha256);
+
+impl fmt::Write for Hashing {
+    fn write_str(&mut self, written: &str) -> fmt::Result {
+        self.0.update(written.as_bytes());
+        Ok(())
+    }
+}
+
+impl writer::Out for Hashing {}
 
 #[cfg(test)]
 mod tests;

@@ -302,8 +302,9 @@ impl Claims {
     pub fn from_canonical_json(payload: &[u8]) -> Result<Claims, Refusal> {
         let value = canonical::parse(payload, MAX_PAYLOAD_BYTES)
             .map_err(|_| Refusal::NonCanonicalClaims)?;
-        let again = canonical::to_canonical(&value).map_err(|_| Refusal::NonCanonicalClaims)?;
-        if again.as_bytes() != payload {
+        if !canonical::is_canonical_text(&value, payload)
+            .map_err(|_| Refusal::NonCanonicalClaims)?
+        {
             return Err(Refusal::NonCanonicalClaims);
         }
         let Value::Object(mut m) = value else {
@@ -380,8 +381,9 @@ impl Claims {
         if !well_formed {
             return Err(Refusal::Malformed);
         }
-        let args_text = canonical::to_canonical(&self.args).map_err(|_| Refusal::Malformed)?;
-        if canonical::sha256_hex(args_text.as_bytes()) != self.args_sha256 {
+        if canonical::canonical_sha256_hex(&self.args).map_err(|_| Refusal::Malformed)?
+            != self.args_sha256
+        {
             return Err(Refusal::ArgumentsMismatch);
         }
         Ok(())

@@ -6,7 +6,7 @@
 
 use ed25519_dalek::VerifyingKey;
 
-use crate::canonical::{parse, to_canonical};
+use crate::canonical::{canonical_sha256_hex, is_canonical_text, parse, sha256_hex, to_canonical};
 use crate::{Claims, Expectations, KeyRing, Proof, verify};
 
 /// The input limit `canonical_parse` fuzzes with.
@@ -19,13 +19,26 @@ const PUBLIC_KEY: [u8; 32] = [
 ];
 
 /// Strict canonical JSON parser: whatever it accepts the RFC 8785 writer
-/// can write, re-parses to the same value, and is a fixed point.
+/// can write, re-parses to the same value, and is a fixed point; the input
+/// is canonical by [`is_canonical_text`] exactly when it equals that text,
+/// and [`canonical_sha256_hex`] is the text's hash.
 #[allow(clippy::unwrap_used)] // a broken property must panic: that is the finding
 pub fn canonical_parse(data: &[u8]) {
     let Ok(value) = parse(data, LIMIT) else {
         return;
     };
     let text = to_canonical(&value).unwrap();
+    // Comparing and hashing as the text is written agree with writing it.
+    assert_eq!(
+        is_canonical_text(&value, data).unwrap(),
+        text.as_bytes() == data,
+        "is_canonical_text must agree with to_canonical"
+    );
+    assert!(is_canonical_text(&value, text.as_bytes()).unwrap());
+    assert_eq!(
+        canonical_sha256_hex(&value).unwrap(),
+        sha256_hex(text.as_bytes())
+    );
     let again = parse(text.as_bytes(), LIMIT).unwrap();
     assert_eq!(again, value, "canonical text must round-trip");
     assert_eq!(

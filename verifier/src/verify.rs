@@ -136,8 +136,7 @@ fn refusal_from(e: PasetoError) -> Refusal {
 /// The kid of a footer that is exactly `{"kid":"k4.pid.…"}` in canonical form.
 fn footer_kid(footer: &[u8]) -> Result<String, Refusal> {
     let value = canonical::parse(footer, MAX_FOOTER_BYTES).map_err(|_| Refusal::Malformed)?;
-    let text = canonical::to_canonical(&value).map_err(|_| Refusal::Malformed)?;
-    if text.as_bytes() != footer {
+    if !canonical::is_canonical_text(&value, footer).map_err(|_| Refusal::Malformed)? {
         return Err(Refusal::Malformed);
     }
     let Value::Object(mut map) = value else {

@@ -234,6 +234,45 @@ fn canonical_text_round_trips() {
 }
 
 #[test]
+fn comparing_and_hashing_as_written_agree_with_the_text() {
+    let value = parse(
+        "{\"z\":\"\\n\u{20ac}\",\"a\":[1,0.5,null],\"\u{1f600}\":{},\"\u{fb33}\":true}".as_bytes(),
+        BIG,
+    )
+    .unwrap();
+    let text = to_canonical(&value).unwrap();
+    assert!(is_canonical_text(&value, text.as_bytes()).unwrap());
+    assert_eq!(
+        canonical_sha256_hex(&value).unwrap(),
+        sha256_hex(text.as_bytes())
+    );
+    let bytes = text.as_bytes();
+    let mut changed = bytes.to_vec();
+    changed[bytes.len() / 2] ^= 1;
+    let spaced = text.replacen(',', ", ", 1);
+    for other in [
+        &bytes[..bytes.len() - 1],
+        &[bytes, b" "].concat()[..],
+        &[bytes, b"}"].concat()[..],
+        &changed[..],
+        spaced.as_bytes(),
+        b"",
+    ] {
+        assert!(!is_canonical_text(&value, other).unwrap(), "{other:?}");
+    }
+    // What the writer refuses, both refuse.
+    let too_big = json!(9_007_199_254_740_992_u64);
+    assert_eq!(
+        is_canonical_text(&too_big, b"9007199254740992"),
+        Err(CanonicalError::OutOfRange)
+    );
+    assert_eq!(
+        canonical_sha256_hex(&too_big),
+        Err(CanonicalError::OutOfRange)
+    );
+}
+
+#[test]
 fn sha256_hex_is_lowercase() {
     assert_eq!(
         sha256_hex(b"abc"),

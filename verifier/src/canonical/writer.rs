@@ -3,7 +3,7 @@
 //! Owns: key order (UTF-16 code units), JCS string escaping and ECMAScript
 //! number text. Must not: write any number that [`super::parse`] would refuse.
 
-use std::fmt::Write as _;
+use std::fmt;
 
 use serde_json::{Number, Value};
 
@@ -28,29 +28,40 @@ pub(super) fn check_float(value: f64) -> Result<(), CanonicalError> {
     Ok(())
 }
 
-pub(super) fn write_value(
+/// Where canonical text goes: a `String`, or a sink that compares or hashes
+/// it as it is written (see [`super::is_canonical_text`]). Writing to one
+/// never fails; a sink that compares records a difference and goes on.
+pub(super) trait Out: fmt::Write {
+    fn put(&mut self, text: &str) {
+        let _ = self.write_str(text);
+    }
+}
+
+impl Out for String {}
+
+pub(super) fn write_value<W: Out>(
     value: &Value,
-    out: &mut String,
+    out: &mut W,
     depth: usize,
 ) -> Result<(), CanonicalError> {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
+        Value::Null => out.put("null"),
+        Value::Bool(true) => out.put("true"),
+        Value::Bool(false) => out.put("false"),
         Value::Number(n) => write_number(n, out)?,
         Value::String(s) => write_string(s, out),
         Value::Array(items) => {
             if depth > MAX_DEPTH {
                 return Err(CanonicalError::TooDeep);
             }
-            out.push('[');
+            out.put("[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.put(",");
                 }
                 write_value(item, out, depth + 1)?;
             }
-            out.push(']');
+            out.put("]");
         }
         Value::Object(map) => {
             if depth > MAX_DEPTH {
@@ -64,22 +75,22 @@ pub(super) fn write_value(
             if !in_order {
                 entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
             }
-            out.push('{');
+            out.put("{");
             for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.put(",");
                 }
                 write_string(key, out);
-                out.push(':');
+                out.put(":");
                 write_value(item, out, depth + 1)?;
             }
-            out.push('}');
+            out.put("}");
         }
     }
     Ok(())
 }
 
-fn write_number(n: &Number, out: &mut String) -> Result<(), CanonicalError> {
+fn write_number<W: Out>(n: &Number, out: &mut W) -> Result<(), CanonicalError> {
     if let Some(i) = n.as_i64() {
         if i.unsigned_abs() > MAX_SAFE_INTEGER {
             return Err(CanonicalError::OutOfRange);
@@ -96,9 +107,9 @@ fn write_number(n: &Number, out: &mut String) -> Result<(), CanonicalError> {
         check_float(f)?;
         if f == 0.0 {
             // -0 is written as 0 (ECMAScript Number::toString).
-            out.push('0');
+            out.put("0");
         } else {
-            out.push_str(ryu_js::Buffer::new().format_finite(f));
+            out.put(ryu_js::Buffer::new().format_finite(f));
         }
     }
     Ok(())
@@ -107,8 +118,8 @@ fn write_number(n: &Number, out: &mut String) -> Result<(), CanonicalError> {
 /// JCS string escaping. Only ASCII bytes are ever escaped, so the text
 /// between two of them is copied as one slice (a byte below 0x80 is never
 /// part of a multi-byte UTF-8 sequence).
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
+fn write_string<W: Out>(s: &str, out: &mut W) {
+    out.put("\"");
     let mut copied = 0;
     for (i, byte) in s.bytes().enumerate() {
         let escape = match byte {
@@ -122,15 +133,15 @@ fn write_string(s: &str, out: &mut String) {
             0x00..=0x1f => None,
             _ => continue,
         };
-        out.push_str(&s[copied..i]);
+        out.put(&s[copied..i]);
         copied = i + 1;
         match escape {
-            Some(short) => out.push_str(short),
+            Some(short) => out.put(short),
             None => {
                 let _ = write!(out, "\\u{byte:04x}");
             }
         }
     }
-    out.push_str(&s[copied..]);
-    out.push('"');
+    out.put(&s[copied..]);
+    out.put("\"");
 }
