@@ -37,6 +37,15 @@ fn sizes(seen: &Mutex<Vec<CommittedBatch>>) -> Vec<usize> {
     seen.lock().unwrap().iter().map(|b| b.size()).collect()
 }
 
+/// Whether each batch seen by [`batches`] took the short way.
+fn at_once(seen: &Mutex<Vec<CommittedBatch>>) -> Vec<bool> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .map(|b| b.checked_at_once)
+        .collect()
+}
+
 /// `n` approved `schedule.create` proposals of [`PRINCIPAL`], with proofs.
 async fn approved(t: &TestLedger, n: u32) -> Vec<(Proposal, String)> {
     let mut out = Vec::new();
@@ -149,9 +158,11 @@ async fn one_caller_alone_commits_a_batch_of_one(kind: Kind) {
         start(&t, Write::Approve(&p)).await.unwrap(),
         Ok(Done::Approved)
     );
+    // A job alone runs as it is, not the short way of a batch.
     let alone = |consumptions, approvals| CommittedBatch {
         consumptions,
         approvals,
+        checked_at_once: false,
     };
     assert_eq!(
         *seen.lock().unwrap(),
@@ -188,8 +199,10 @@ async fn a_failure_inside_a_batch_rolls_back_only_itself(kind: Kind) {
         other => panic!("expected the injected failure, got {other:?}"),
     }
     assert!(applied(&results[2]) && applied(&results[3]), "{results:?}");
-    // The failed job shared the second batch and wrote nothing.
+    // The failed job shared the second batch and wrote nothing; its
+    // failure sent that batch from the short way to a savepoint per job.
     assert_eq!(sizes(&seen), vec![1, 3]);
+    assert_eq!(at_once(&seen), vec![false, false]);
     assert_eq!(t.count("consumed_nonces").await, 3);
     assert_eq!(t.count("intents").await, 3);
     assert_eq!(t.ledger.disposition(&failing.id).await.unwrap(), None);
@@ -242,6 +255,8 @@ async fn a_refusal_and_a_replay_inside_a_batch_answer_as_alone(kind: Kind) {
         Ok(Done::Consumed(Consumed::Replay(done.clone())))
     );
     assert_eq!(sizes(&seen), vec![1, 2, 1]);
+    // A refusal inside a batch keeps it on the short way.
+    assert_eq!(at_once(&seen), vec![false, true, false]);
     assert_eq!(t.count("consumed_nonces").await, 2);
     assert_eq!(
         common::schedule_keys(&t.ledger).await,
@@ -278,6 +293,7 @@ async fn consumptions_of_one_key_in_a_batch_see_each_other(kind: Kind) {
     assert!(failed(&results[2]) && failed(&results[3]), "{results:?}");
     assert!(applied(&results[4]), "{results:?}");
     assert_eq!(sizes(&seen), vec![1, 3, 1]);
+    assert_eq!(at_once(&seen), vec![false, true, false]);
     assert_eq!(t.count("consumed_nonces").await, 5);
     assert_eq!(t.count("completions").await, 5);
     assert_eq!(
@@ -324,9 +340,11 @@ async fn approvals_share_a_batch_and_a_refused_or_failed_one_stays_pending(kind:
     }
     assert!(applied(&results[3]));
     assert_eq!(results[4], Ok(Done::Approved));
+    // A batch with approvals runs each job in its own savepoint.
     let batch = |consumptions, approvals| CommittedBatch {
         consumptions,
         approvals,
+        checked_at_once: false,
     };
     assert_eq!(*seen.lock().unwrap(), vec![batch(1, 0), batch(1, 3)]);
     let status = |id: &str| {
@@ -386,6 +404,7 @@ async fn a_job_whose_proposal_is_held_elsewhere_leads_the_next_batch() {
     assert_eq!(holder.await.unwrap(), Ok(()));
     assert!(results.iter().all(applied), "{results:?}");
     assert_eq!(sizes(&seen), vec![1, 2, 1]);
+    assert_eq!(at_once(&seen), vec![false, true, false]);
     assert_eq!(t.count("consumed_nonces").await, 4);
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }

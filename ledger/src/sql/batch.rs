@@ -173,6 +173,7 @@ fn committed(ran: &[Ran]) -> CommittedBatch {
     CommittedBatch {
         consumptions: ran.len() - approvals,
         approvals,
+        checked_at_once: false,
     }
 }
 
@@ -412,6 +413,7 @@ impl Store {
                         self.batches.observed(CommittedBatch {
                             consumptions: jobs.len(),
                             approvals: 0,
+                            checked_at_once: true,
                         });
                     }
                     for (job, answer) in jobs.into_iter().zip(answers) {
