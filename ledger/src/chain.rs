@@ -346,14 +346,15 @@ impl ChainChecker {
         let record = row
             .into_record()
             .map_err(|reason| ChainBreak::Unreadable { id, reason })?;
-        let canonical =
-            countersign_verifier::canonical::to_canonical(&record.details).map_err(|e| {
-                ChainBreak::Unreadable {
-                    id,
-                    reason: e.to_string(),
-                }
-            })?;
-        if canonical != stored_details {
+        let canonical = countersign_verifier::canonical::is_canonical_text(
+            &record.details,
+            stored_details.as_bytes(),
+        )
+        .map_err(|e| ChainBreak::Unreadable {
+            id,
+            reason: e.to_string(),
+        })?;
+        if !canonical {
             return Err(ChainBreak::Edited { id });
         }
         let computed = event_hash(

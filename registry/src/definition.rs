@@ -289,8 +289,7 @@ fn revision(raw: &RawOperation, schema: &Value, quorum: Option<Value>) -> Result
     if let Some(quorum) = quorum {
         definition["quorum"] = quorum;
     }
-    let text = canonical::to_canonical(&definition).map_err(|e| e.to_string())?;
-    Ok(canonical::sha256_hex(text.as_bytes()))
+    canonical::canonical_sha256_hex(&definition).map_err(|e| e.to_string())
 }
 
 /// The checks of a `webhook` effect; the error names the field (under

@@ -84,10 +84,7 @@ impl Policy {
             "default_lifetime_secs": self.default_lifetime_secs,
             "max_lifetime_secs": self.max_lifetime_secs,
         });
-        match canonical::to_canonical(&value) {
-            Ok(text) => canonical::sha256_hex(text.as_bytes()),
-            Err(_) => "invalid-policy".to_owned(),
-        }
+        canonical::canonical_sha256_hex(&value).unwrap_or_else(|_| "invalid-policy".to_owned())
     }
 
     /// The operation's lifetime, else the default, capped at the maximum and

@@ -5,7 +5,8 @@
 //! (duplicate keys, numbers that are not exactly representable, lone
 //! surrogates, excessive nesting or size, invalid UTF-8, trailing data), and
 //! writing a value back as RFC 8785 text (keys sorted by UTF-16 code units,
-//! no whitespace, JCS string escaping, ECMAScript number form via `ryu-js`).
+//! no whitespace, JCS string escaping, ECMAScript number form via `ryu-js`),
+//! or comparing or hashing that text as it is written.
 //!
 //! Must not: depend on `serde_json`'s parser (it silently keeps the last of
 //! duplicate keys) or on its map order (we sort ourselves), and must not
@@ -68,8 +69,8 @@ pub enum CanonicalError {
 
 /// Strictly parses `input` (at most `limit` bytes) into a JSON value.
 ///
-/// Insignificant whitespace is accepted; use [`to_canonical`] and compare
-/// bytes when the input must itself be canonical.
+/// Insignificant whitespace is accepted; use [`is_canonical_text`] when the
+/// input must itself be canonical.
 pub fn parse(input: &[u8], limit: usize) -> Result<serde_json::Value, CanonicalError> {
     parse_enclosing(input, limit, 0)
 }

@@ -1,4 +1,5 @@
-//! The RFC 8785 serializer behind [`super::to_canonical`].
+//! The RFC 8785 serializer behind [`super::to_canonical`],
+//! [`super::is_canonical_text`] and [`super::canonical_sha256_hex`].
 //!
 //! Owns: key order (UTF-16 code units), JCS string escaping and ECMAScript
 //! number text. Must not: write any number that [`super::parse`] would refuse.
