@@ -15,9 +15,10 @@ use std::time::Duration;
 
 use common::{Kind, PRINCIPAL, Raw, TestLedger, approve, create_schedule, verified};
 use countersign_ledger::{
-    CommittedBatch, Consumed, DispositionStatus, IssuanceRecord, LedgerError, LedgerRefusal,
-    Proposal, ProposalStatus, RevokeOutcome,
+    CommittedBatch, ConsumeStart, Consumed, DispositionStatus, IssuanceRecord, LedgerError,
+    LedgerRefusal, Proposal, ProposalStatus, RevokeOutcome,
 };
+use serde_json::json;
 use tokio::task::JoinHandle;
 
 /// Long enough for spawned callers to reach the ledger's queue.
@@ -82,6 +83,8 @@ async fn release(mut raw: Raw) {
 enum Write<'a> {
     /// Present proof `.1` of proposal `.0` (its builtin effect).
     Consume(&'a Proposal, &'a str),
+    /// Begin a two-phase consumption of proof `.1` of proposal `.0`.
+    Begin(&'a Proposal, &'a str),
     /// Record this approval.
     Approve(&'a IssuanceRecord),
 }
@@ -90,8 +93,12 @@ enum Write<'a> {
 #[derive(Debug, PartialEq)]
 enum Done {
     Consumed(Consumed),
+    Started(ConsumeStart),
     Approved,
 }
+
+/// The lease of a [`Write::Begin`].
+const LEASE: time::Duration = time::Duration::minutes(5);
 
 /// Start `write` in a task of its own.
 fn start(t: &TestLedger, write: Write<'_>) -> JoinHandle<Result<Done, LedgerError>> {
@@ -99,9 +106,17 @@ fn start(t: &TestLedger, write: Write<'_>) -> JoinHandle<Result<Done, LedgerErro
     match write {
         Write::Consume(p, token) => {
             let proof = verified(p, token);
+            let effect = p.operation.clone();
             tokio::spawn(async move {
-                let consumed = ledger.consume_builtin(&proof, "schedule.create").await;
+                let consumed = ledger.consume_builtin(&proof, &effect).await;
                 consumed.map(Done::Consumed)
+            })
+        }
+        Write::Begin(p, token) => {
+            let proof = verified(p, token);
+            tokio::spawn(async move {
+                let started = ledger.begin_consume(&proof, LEASE).await;
+                started.map(Done::Started)
             })
         }
         Write::Approve(record) => {
@@ -300,6 +315,90 @@ async fn consumptions_of_one_key_in_a_batch_see_each_other(kind: Kind) {
         common::schedule_keys(&t.ledger).await,
         ["same", "schedule-1", "schedule-5"]
     );
+    assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+}
+
+on_both_backends!(a_batch_writes_each_job_as_it_would_alone);
+async fn a_batch_writes_each_job_as_it_would_alone(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let name = |n: &str| json!({ "name": n });
+    let proposals = [
+        create_schedule(1, "a"),
+        create_schedule(2, "b"),
+        create_schedule(3, "c"),
+        common::proposal(4, "schedule.delete", name("a")),
+        common::proposal(5, "schedule.activate", name("b")),
+        common::proposal(6, "schedule.resume", name("none")),
+        create_schedule(7, "two-phase"),
+    ];
+    let mut proofs = Vec::new();
+    for (n, p) in (1..).zip(&proposals) {
+        proofs.push((p, approve(&t.ledger, p, n).await));
+    }
+    let write = |i: usize| Write::Consume(proofs[i].0, &proofs[i].1);
+    for i in [0, 1] {
+        assert!(applied(&start(&t, write(i)).await.unwrap()));
+    }
+    let seen = batches(&t);
+
+    // Behind the third creation, in one batch: a deletion, a put, a
+    // refused transition (consumed, failed) and a two-phase start.
+    let writer = hold_writer(&t).await;
+    let begin = Write::Begin(proofs[6].0, &proofs[6].1);
+    let results = batch_behind(&t, writer, write(2), &[write(3), write(4), write(5), begin]).await;
+    assert_eq!(sizes(&seen), vec![1, 4]);
+    assert_eq!(at_once(&seen), vec![false, true]);
+    assert!(applied(&results[0]) && applied(&results[1]) && applied(&results[2]));
+    assert!(failed(&results[3]), "{results:?}");
+    let Ok(Done::Started(ConsumeStart::Fresh(intent))) = &results[4] else {
+        panic!("expected a fresh start, got {:?}", results[4]);
+    };
+
+    // Each answer is what the ledger now holds, as for a job alone.
+    for (i, result) in results.iter().enumerate().take(4) {
+        let Ok(Done::Consumed(Consumed::Completed(answered))) = result else {
+            panic!("expected a completion, got {result:?}");
+        };
+        let stored = t.ledger.disposition(&proposals[i + 2].id).await.unwrap();
+        assert_eq!(stored.as_ref(), Some(answered));
+    }
+    assert_eq!(
+        t.ledger.interrupted().await.unwrap().len(),
+        1,
+        "the two-phase start is an intent without completion"
+    );
+    assert_eq!(intent.proposal_id(), proposals[6].id);
+    assert_eq!(common::schedule_keys(&t.ledger).await, ["b", "c"]);
+
+    // A state row's version is its `effect_applied` event, the activated
+    // schedule's that of proposal 5.
+    let mut raw = t.raw().await;
+    let version_of = |key: &str| {
+        format!(
+            "SELECT e.proposal_id FROM state s JOIN events e ON e.id = s.version
+             WHERE e.kind = 'effect_applied' AND e.chain = s.principal AND s.key = '{key}'"
+        )
+    };
+    assert_eq!(
+        raw.scalar_text(&version_of("b")).await.unwrap(),
+        proposals[4].id
+    );
+    assert_eq!(
+        raw.scalar_text(&version_of("c")).await.unwrap(),
+        proposals[2].id
+    );
+    // Only the two-phase intent is leased; a builtin's ends as it starts.
+    let leased = "SELECT count(*) FROM intents WHERE lease_until <> recorded_at";
+    assert_eq!(raw.scalar_i64(leased).await.unwrap(), 1);
+    let applied_rows = "SELECT count(*) FROM effect_applied";
+    assert_eq!(raw.scalar_i64(applied_rows).await.unwrap(), 5);
+    // 2 x 3 events alone, then 3 x 3 applied, 2 failed, 1 started.
+    let consumption_events =
+        "SELECT count(*) FROM events WHERE kind IN ('intent', 'effect_applied', 'completed')";
+    assert_eq!(raw.scalar_i64(consumption_events).await.unwrap(), 18);
+    raw.close().await;
+    assert_eq!(t.count("consumed_nonces").await, 7);
+    assert_eq!(t.count("completions").await, 6);
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
 

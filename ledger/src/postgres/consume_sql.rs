@@ -63,3 +63,52 @@ pub(super) const CONSUME_APPLIED: &str = concat!(
          completed_at)
      VALUES ($1, $2, 'applied', NULL, $21, NULL, $8)"
 );
+
+/// Every fresh job of a batch's short way in one statement (see
+/// `sql/batch_writes.rs`): the jobs `$1` (JSON array), their events `$2`
+/// (JSON array, inserted in `ord` order, so the chain trigger appends them
+/// in the order they were planned) and the state namespace `$3`. Each
+/// job's rows are those [`RECORD_INTENT`] writes, and for a builtin those
+/// [`CONSUME_APPLIED`] writes (`outcome` `applied`) or its failed
+/// completion (`outcome` `failed`). A batch's jobs name distinct nonces,
+/// proposals and state keys, so no two rows of one statement meet.
+pub(super) const BATCH_WRITES: &str = "
+    WITH j AS (
+         SELECT * FROM json_to_recordset(CAST($1 AS json)) AS j(
+             nonce text, pid text, principal text, session text, op text, args text,
+             sha text, at text, crev text, lease text, owner text, ckey text,
+             outcome text, error text, result text, skey text, value text, effect text,
+             aseq bigint)),
+     n AS (
+         INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at, consume_key)
+         SELECT nonce, pid, at, ckey FROM j),
+     t AS (
+         INSERT INTO intents (nonce, proposal_id, principal, session, operation,
+             arguments_json, proof_sha256, recorded_at, contract_revision, lease_until, owner)
+         SELECT nonce, pid, principal, session, op, args, sha, at, crev, lease, owner FROM j),
+     e AS (
+         INSERT INTO events (chain, seq, at, kind, proposal_id, actor, details, prev_hash, hash)
+         SELECT chain, seq, at, kind, pid, actor, details, prev, hash
+         FROM json_to_recordset(CAST($2 AS json)) AS e(
+             ord bigint, chain text, seq bigint, at text, kind text, pid text, actor text,
+             details text, prev text, hash text)
+         ORDER BY ord
+         RETURNING id, chain, seq),
+     d AS (
+         DELETE FROM state s USING j
+         WHERE j.outcome = 'applied' AND j.value IS NULL
+           AND s.principal = j.principal AND s.namespace = $3 AND s.key = j.skey),
+     s AS (
+         INSERT INTO state (principal, namespace, key, value, updated_at, version)
+         SELECT j.principal, $3, j.skey, j.value, j.at, e.id
+         FROM j JOIN e ON e.chain = j.principal AND e.seq = j.aseq
+         WHERE j.outcome = 'applied' AND j.value IS NOT NULL
+         ON CONFLICT (principal, namespace, key)
+         DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at,
+                       version = excluded.version),
+     a AS (
+         INSERT INTO effect_applied (nonce, effect, result, applied_at)
+         SELECT nonce, effect, result, at FROM j WHERE outcome = 'applied')
+     INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
+         completed_at)
+     SELECT nonce, pid, outcome, error, result, NULL, at FROM j WHERE outcome IS NOT NULL";

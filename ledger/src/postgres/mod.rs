@@ -127,6 +127,8 @@ macro_rules! batch_checks {
 
 #[path = "../sql/batch.rs"]
 mod batch;
+#[path = "../sql/batch_writes.rs"]
+mod batch_writes;
 #[path = "../sql/consume.rs"]
 mod consume;
 mod consume_sql;

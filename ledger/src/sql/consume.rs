@@ -18,7 +18,8 @@
 //! consumption's writes commit together or not at all. A batch of them
 //! runs the checks of every job in one statement (`fast_batch.rs`, with
 //! the columns and joins of `check_consumable`'s statement, and the same
-//! judgement, `judge`) and then each job's writes.
+//! judgement, `judge`) and then every job's writes in one more
+//! (`batch_writes.rs`, planned as one job's are here).
 //!
 //! Neither reads anything before its write transaction: a caller that wants
 //! replays answered without queueing for the write lock reads the proposal
@@ -408,7 +409,7 @@ pub(super) async fn insert_completion(
 
 /// The intent a verified proof authorizes, recorded now, leased to its
 /// head for `lease`.
-fn intent_of(proof: &Presented, lease: Duration) -> Result<Intent, LedgerError> {
+pub(super) fn intent_of(proof: &Presented, lease: Duration) -> Result<Intent, LedgerError> {
     let claims = &proof.claims;
     let recorded_at = timefmt::now();
     Ok(Intent {
@@ -448,7 +449,7 @@ fn bind_intent(
         .bind(intent.contract_revision.clone())
         .bind(timefmt::format(intent.lease_until)?)
         .bind(owner::current())
-        .bind(proof.consume_key.to_string())
+        .bind(proof.consume_key().to_string())
         .bind_event(event))
 }
 
@@ -467,7 +468,11 @@ impl BindEvent for Query {
 }
 
 /// The `intent` event of `intent`, planned on `tail`.
-fn intent_event(tail: &mut Tail, intent: &Intent, at: &str) -> Result<NewEvent, LedgerError> {
+pub(super) fn intent_event(
+    tail: &mut Tail,
+    intent: &Intent,
+    at: &str,
+) -> Result<NewEvent, LedgerError> {
     let details = json!({
         "nonce": intent.nonce,
         "proof_sha256": intent.proof_sha256,
@@ -500,19 +505,29 @@ async fn record_intent(
     Ok(())
 }
 
-/// Steps 5 and 6 of a builtin consumption whose transition is allowed, on
-/// `conn` inside the caller's write transaction: the writes of
-/// [`record_intent`], then the state change, `effect_applied`, the
-/// completion and their events, all in one round trip.
-async fn record_applied(
-    conn: &mut Conn,
+/// The rows and events of a builtin consumption whose transition is
+/// allowed, planned on the chain's tail (shared by [`record_applied`] and
+/// a batch's writes, `batch_writes.rs`).
+pub(super) struct Applied {
+    /// The state key written or deleted.
+    pub(super) key: String,
+    /// Its new value, canonical JSON; `None` deletes it.
+    pub(super) value: Option<String>,
+    /// The effect's result, canonical JSON.
+    pub(super) result: String,
+    /// The `intent`, `effect_applied` and `completed` events, in order.
+    pub(super) events: [NewEvent; 3],
+}
+
+/// Plan the writes of an allowed transition `plan` of `intent`'s builtin
+/// `effect` at `at`, advancing `tail` past its three events.
+pub(super) fn plan_applied(
     intent: &Intent,
-    proof: &Presented,
+    at: &str,
     effect: &str,
     plan: &schedule::Plan,
     tail: &mut Tail,
-) -> Result<Disposition, LedgerError> {
-    let at = timefmt::format(intent.recorded_at)?;
+) -> Result<Applied, LedgerError> {
     let (key, value) = match &plan.change {
         Change::Put { key, value } => (
             key,
@@ -526,14 +541,41 @@ async fn record_applied(
     let result = countersign_verifier::canonical::to_canonical(&plan.result)
         .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
     let (proposal, actor) = (Some(intent.proposal_id.as_str()), &intent.principal);
-    let first = intent_event(tail, intent, &at)?;
+    let first = intent_event(tail, intent, at)?;
     let details = events::applied_details(&intent.nonce, effect);
-    let applied = tail.extend(&at, "effect_applied", proposal, actor, &details)?;
+    let applied = tail.extend(at, "effect_applied", proposal, actor, &details)?;
     let details = events::completed_details(&intent.nonce, "applied", None);
-    let completed = tail.extend(&at, "completed", proposal, actor, &details)?;
+    let completed = tail.extend(at, "completed", proposal, actor, &details)?;
+    Ok(Applied {
+        key: key.clone(),
+        value,
+        result,
+        events: [first, applied, completed],
+    })
+}
+
+/// Steps 5 and 6 of a builtin consumption whose transition is allowed, on
+/// `conn` inside the caller's write transaction: the writes of
+/// [`record_intent`], then the state change, `effect_applied`, the
+/// completion and their events, all in one round trip.
+async fn record_applied(
+    conn: &mut Conn,
+    intent: &Intent,
+    proof: &Presented,
+    effect: &str,
+    plan: &schedule::Plan,
+    tail: &mut Tail,
+) -> Result<Disposition, LedgerError> {
+    let at = timefmt::format(intent.recorded_at)?;
+    let Applied {
+        key,
+        value,
+        result,
+        events: [first, applied, completed],
+    } = plan_applied(intent, &at, effect, plan, tail)?;
     bind_intent(sqlx::query(CONSUME_APPLIED), intent, &at, proof, first)?
         .bind(schedule::NAMESPACE)
-        .bind(key.clone())
+        .bind(key)
         .bind(value)
         .bind(effect.to_string())
         .bind(result.clone())
@@ -589,6 +631,11 @@ impl Presented {
     pub(super) fn proof_sha256(&self) -> &str {
         &self.proof_sha256
     }
+
+    /// The proof's consume key, hex (secret while the proof is unused).
+    pub(super) fn consume_key(&self) -> &str {
+        &self.consume_key
+    }
 }
 
 /// The first transaction of the two-phase flow (see
@@ -604,19 +651,8 @@ pub(super) async fn begin_in(
         Checked::Replay(disposition) => return Ok(ConsumeStart::Replay(disposition)),
         Checked::Fresh { tail, .. } => tail,
     };
-    begin_fresh(conn, proof, lease, &mut tail).await
-}
-
-/// The writes of [`begin_in`] once the checks found the proof fresh, its
-/// event extending `tail` (advanced past it), in one round trip.
-pub(super) async fn begin_fresh(
-    conn: &mut Conn,
-    proof: &Presented,
-    lease: Duration,
-    tail: &mut Tail,
-) -> Result<ConsumeStart, LedgerError> {
     let intent = intent_of(proof, lease)?;
-    record_intent(conn, &intent, proof, tail).await?;
+    record_intent(conn, &intent, proof, &mut tail).await?;
     Ok(ConsumeStart::Fresh(intent))
 }
 
@@ -642,31 +678,11 @@ pub(super) async fn builtin_in(
         Checked::Replay(disposition) => return Ok(Consumed::Replay(disposition)),
         Checked::Fresh { tail, state } => (tail, state),
     };
-    let (consumed, _) = builtin_fresh(conn, proof, effect, state.as_deref(), &mut tail).await?;
-    Ok(consumed)
-}
-
-/// The writes of [`builtin_in`] once the checks found the proof fresh and
-/// its key's current value `state`, the events extending `tail`. With the
-/// consumption, whether `tail` is still the chain's head: an applied
-/// transition advances it past its events (one round trip for all of
-/// them); a refused one appends its completion's event reading the head
-/// itself, and `tail` is then stale.
-pub(super) async fn builtin_fresh(
-    conn: &mut Conn,
-    proof: &Presented,
-    effect: &str,
-    state: Option<&str>,
-    tail: &mut Tail,
-) -> Result<(Consumed, bool), LedgerError> {
-    let claims = &proof.claims;
+    let tail = &mut tail;
     // One transaction: nothing can be left running once it ends.
     let intent = intent_of(proof, Duration::ZERO)?;
-    let (disposition, exact) = match plan_transition(effect, &claims.args, state) {
-        Ok(plan) => (
-            record_applied(conn, &intent, proof, effect, &plan, tail).await?,
-            true,
-        ),
+    let disposition = match plan_transition(effect, &proof.claims.args, state.as_deref()) {
+        Ok(plan) => record_applied(conn, &intent, proof, effect, &plan, tail).await?,
         Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
         Err(refused) => {
             // Refused before any state write: consumed, and failed.
@@ -675,14 +691,14 @@ pub(super) async fn builtin_fresh(
             let outcome = ("failed", Some(error.as_str()), &Value::Null);
             let of = (intent.nonce.as_str(), intent.principal.as_str());
             let done = insert_completion(conn, &intent.proposal_id, of, outcome, Actor::Head);
-            (done.await?, false)
+            done.await?
         }
     };
     // Both points are past every write of this consumption and before
     // its transaction commits: a crash at either leaves nothing.
     crash_point("after_intent");
     crash_point("after_effect");
-    Ok((Consumed::Completed(disposition), exact))
+    Ok(Consumed::Completed(disposition))
 }
 
 impl Store {

@@ -1,8 +1,8 @@
 //! The short way through a batch of consumptions (shared by both
 //! backends; see `batch.rs`): the checks of every job in one statement,
-//! then each fresh job's writes in one round trip, without a savepoint per
-//! job. A batch of N consumptions then costs N + 3 round trips (savepoint,
-//! checks, writes, commit) instead of 3N + 1.
+//! then every fresh job's writes in one more (`batch_writes.rs`), without
+//! a savepoint per job. A batch of N consumptions then costs 4 round trips
+//! (savepoint, checks, writes, commit) instead of 3N + 1.
 //!
 //! What makes reading every job's facts at once equivalent to reading
 //! each one's just before its writes: the batch holds its locks from the
@@ -10,7 +10,8 @@
 //! writer), and its jobs name distinct proposals and distinct state keys
 //! (`distinct`: a job repeating an earlier one's goes to the next batch),
 //! so no job of the batch writes what another's checks read, except the
-//! chain heads, which are carried from job to job here. Jobs with a
+//! chain heads, which are carried from job to job here as the writes are
+//! planned. Jobs with a
 //! premise (its check reads state through statements of its own) and
 //! approvals take the long way (`batch.rs`).
 //!
@@ -24,14 +25,15 @@ use std::collections::HashMap;
 use serde_json::json;
 
 use super::batch::Job;
+use super::batch_writes::BatchWrites;
 use super::consume::{
-    Checked, Judged, Presented, begin_fresh, builtin_fresh, check_columns, check_joins,
-    check_rule_live, fresh, judge, state_key,
+    Checked, Judged, Presented, check_columns, check_joins, check_rule_live, fresh, judge,
+    state_key,
 };
 use super::events::Tail;
-use super::locks::chain_tail;
 use super::{Conn, DbRow};
 use crate::error::LedgerError;
+use crate::fault::crash_point;
 use crate::schedule;
 use crate::types::{ConsumeStart, Consumed};
 
@@ -119,31 +121,20 @@ fn checked(row: &DbRow, proof: &Presented) -> Result<Checked, LedgerError> {
     }
 }
 
-/// The chain heads the batch moved: a chain's exact head once a job of
-/// the batch extended it, or `None` when a job appended through a path
-/// that reads the head itself (then it is read again).
+/// The chain heads the batch's planned writes extended, by principal: a
+/// job extends the one an earlier job of its principal left, else the one
+/// its checks read (before any of the batch's writes).
 #[derive(Default)]
-struct Heads(HashMap<String, Option<Tail>>);
+struct Heads(HashMap<String, Tail>);
 
 impl Heads {
-    /// The head to extend for `proof`: the batch's own, read again when
-    /// stale, else the one its checks read.
-    async fn take(
-        &mut self,
-        conn: &mut Conn,
-        proof: &Presented,
-        checked: Tail,
-    ) -> Result<Tail, LedgerError> {
-        match self.0.remove(proof.principal()) {
-            None => Ok(checked),
-            Some(Some(tail)) => Ok(tail),
-            Some(None) => chain_tail(conn, proof.principal()).await,
-        }
+    /// The head to extend for `proof`'s principal.
+    fn take(&mut self, proof: &Presented, checked: Tail) -> Tail {
+        self.0.remove(proof.principal()).unwrap_or(checked)
     }
 
-    fn put(&mut self, proof: &Presented, tail: Tail, exact: bool) {
-        let head = exact.then_some(tail);
-        self.0.insert(proof.principal().to_string(), head);
+    fn put(&mut self, proof: &Presented, tail: Tail) {
+        self.0.insert(proof.principal().to_string(), tail);
     }
 }
 
@@ -172,10 +163,12 @@ pub(super) async fn run(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<Answer>, Op
     }
 }
 
-/// The checks, then each fresh job's writes; a failed write is `Err`.
+/// The checks, then every fresh job's writes in one round trip
+/// (`batch_writes.rs`); a failed write is `Err`.
 async fn writes(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<Answer>, LedgerError> {
     let rows = check_all(conn, jobs).await?;
     let mut heads = Heads::default();
+    let mut planned = BatchWrites::default();
     let mut answers = Vec::with_capacity(jobs.len());
     for (job, row) in jobs.iter().zip(&rows) {
         let answer = match job {
@@ -183,11 +176,9 @@ async fn writes(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<Answer>, LedgerErro
                 Err(refused) => Answer::Consumed(Err(refused)),
                 Ok(Checked::Replay(d)) => Answer::Consumed(Ok(Consumed::Replay(d))),
                 Ok(Checked::Fresh { tail, state }) => {
-                    let mut tail = heads.take(conn, proof, tail).await?;
-                    let state = state.as_deref();
-                    let (consumed, exact) =
-                        builtin_fresh(conn, proof, effect, state, &mut tail).await?;
-                    heads.put(proof, tail, exact);
+                    let mut tail = heads.take(proof, tail);
+                    let consumed = planned.builtin(proof, effect, state.as_deref(), &mut tail)?;
+                    heads.put(proof, tail);
                     Answer::Consumed(Ok(consumed))
                 }
             },
@@ -195,15 +186,23 @@ async fn writes(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<Answer>, LedgerErro
                 Err(refused) => Answer::Started(Err(refused)),
                 Ok(Checked::Replay(d)) => Answer::Started(Ok(ConsumeStart::Replay(d))),
                 Ok(Checked::Fresh { tail, .. }) => {
-                    let mut tail = heads.take(conn, proof, tail).await?;
-                    let started = begin_fresh(conn, proof, *lease, &mut tail).await?;
-                    heads.put(proof, tail, true);
+                    let mut tail = heads.take(proof, tail);
+                    let started = planned.begin(proof, *lease, &mut tail)?;
+                    heads.put(proof, tail);
                     Answer::Started(Ok(started))
                 }
             },
             Job::Approve { .. } => return Err(not_short()),
         };
         answers.push(answer);
+    }
+    let builtin = planned.has_builtin();
+    planned.write(conn).await?;
+    if builtin {
+        // Past every write of the batch's builtin consumptions and before
+        // its transaction commits, as for one alone (`builtin_in`).
+        crash_point("after_intent");
+        crash_point("after_effect");
     }
     Ok(answers)
 }
