@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
+
 use common::{approve, create_schedule, verified};
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_ledger::{ConsumeStart, EffectOutcome, Ledger};
@@ -229,6 +231,63 @@ async fn a_head_cannot_consume_without_the_proof() {
         .await
         .unwrap();
     assert_eq!(stored, None);
+    assert!(head.verify_chain().await.unwrap().is_intact());
+}
+
+/// Under the head role, a batch of consumptions takes the short way (every
+/// job's writes in one statement): were a privilege missing for it, the
+/// batch would quietly fall back to a write per job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_head_role_writes_a_batch_the_short_way() {
+    let db = with_roles().await;
+    let owner = Ledger::open(db.url()).await.unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    let mut proofs = Vec::new();
+    for n in 1..=4 {
+        let p = create_schedule(n, &format!("schedule-{n}"));
+        let token = approve(&owner, &p, n).await;
+        proofs.push(verified(&p, &token));
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let into = Arc::clone(&seen);
+    head.observe_batches(Arc::new(move |b| into.lock().unwrap().push(b)));
+
+    // Hold the principal's chain: the first consumption waits for it, the
+    // others queue behind and make the next batch.
+    let mut holder = PgConnection::connect(db.url()).await.unwrap();
+    let hold = format!(
+        "BEGIN; SELECT count FROM countersign_lock_chain('{}')",
+        common::PRINCIPAL
+    );
+    sqlx::raw_sql(AssertSqlSafe(hold))
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let settle = || tokio::time::sleep(std::time::Duration::from_millis(300));
+    let consume = |proof: countersign_verifier::VerifiedProof| {
+        let head = head.clone();
+        tokio::spawn(async move { head.consume_builtin(&proof, "schedule.create").await })
+    };
+    let mut proofs = proofs.into_iter();
+    let leader = consume(proofs.next().unwrap());
+    settle().await;
+    let queued: Vec<_> = proofs.map(consume).collect();
+    settle().await;
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    for task in std::iter::once(leader).chain(queued) {
+        let done = task.await.unwrap().unwrap();
+        assert!(matches!(done, countersign_ledger::Consumed::Completed(_)));
+    }
+    let at_once: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| (b.size(), b.checked_at_once))
+        .collect();
+    assert_eq!(at_once, vec![(1, false), (3, true)]);
     assert!(head.verify_chain().await.unwrap().is_intact());
 }
 
