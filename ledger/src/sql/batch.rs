@@ -13,8 +13,8 @@
 //! and no added round trip.
 //!
 //! A batch of consumptions without premises takes a short way
-//! (`fast_batch.rs`): every job's checks in one statement and each job's
-//! writes in one round trip, without a savepoint per job; should a write
+//! (`fast_batch.rs`): every job's checks in one statement and every job's
+//! writes in one more, without a savepoint per job; should the writes
 //! fail, the batch goes back and takes the long way below.
 //!
 //! What a job's refusal or failure does: its savepoint is rolled back, so
@@ -399,8 +399,8 @@ impl Store {
         let mut jobs: Vec<Job> = std::iter::once(first).chain(rest).collect();
 
         // Consumptions alone take the short way (`fast_batch.rs`): one
-        // statement for every job's checks, one round trip per job's
-        // writes; a job repeating an earlier one's proposal or state key
+        // statement for every job's checks, one for every job's writes;
+        // a job repeating an earlier one's proposal or state key
         // waits for the next batch, after the held ones.
         if jobs.iter().all(fast_batch::fits) {
             let (now, later) = fast_batch::distinct(jobs);

@@ -11,14 +11,14 @@
 //! (`distinct`: a job repeating an earlier one's goes to the next batch),
 //! so no job of the batch writes what another's checks read, except the
 //! chain heads, which are carried from job to job here as the writes are
-//! planned. Jobs with a
-//! premise (its check reads state through statements of its own) and
-//! approvals take the long way (`batch.rs`).
+//! planned. Jobs with a premise (its check reads state through statements
+//! of its own) and approvals take the long way (`batch.rs`).
 //!
-//! Refusals and replays are decided from the checks and write nothing. A
-//! write that fails ends the short way: the batch's savepoint is rolled
-//! back and the batch runs the long way, each job in its own savepoint, so
-//! the failure is the failing job's alone.
+//! Refusals and replays are decided from the checks and write nothing.
+//! The writes are one statement, so one job's failing write fails them
+//! all; that ends the short way: the batch's savepoint is rolled back and
+//! the batch runs the long way, each job in its own savepoint, so the
+//! failure is the failing job's alone.
 
 use std::collections::HashMap;
 
