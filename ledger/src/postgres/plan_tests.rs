@@ -1,10 +1,12 @@
 //! The plans PostgreSQL runs under a batch's chain lock: a write
-//! transaction plans generically, and a batch's later proposals are found
-//! through the primary key, not by scanning `proposals`.
+//! transaction plans generically, a batch's later proposals are found
+//! through the primary key, not by scanning `proposals`, and so are the
+//! schedules its writes delete.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::Store;
+use super::consume_sql::BATCH_WRITES;
 use super::locks::LOCK_FREE_PROPOSALS;
 use crate::testing::TempPgDatabase;
 
@@ -52,5 +54,46 @@ async fn a_write_transaction_plans_generically_and_finds_proposals_by_key() {
         .await
         .unwrap();
     assert_eq!(found.len(), 2);
+    tx.rollback().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_batch_write_finds_state_rows_by_key() {
+    let db = TempPgDatabase::create().await.unwrap();
+    let store = Store::open(db.url()).await.unwrap();
+    let mut tx = store.write_tx().await.unwrap();
+    // Enough schedules that scanning `state` for a batch's deletions would
+    // be the planner's choice were it not for the key.
+    sqlx::query(
+        "INSERT INTO state (principal, namespace, key, value, updated_at)
+         SELECT 'pr', 'schedules', 'schedule-' || i, '{}', ''
+         FROM generate_series(1, 20000) AS i",
+    )
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE state")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    // Prepared and explained as executed: the generic plan the write
+    // transaction runs, not one planned for these values.
+    let prepare = format!("PREPARE batch_writes (text, text, text) AS {BATCH_WRITES}");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(prepare))
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let plan: Vec<String> =
+        sqlx::query_scalar("EXPLAIN EXECUTE batch_writes ('[]', '[]', 'schedules')")
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+    let plan = plan.join("\n");
+    assert!(plan.contains("namespace = $3"), "a generic plan: {plan}");
+    assert!(
+        plan.contains("Index Scan using state_pkey on state"),
+        "{plan}"
+    );
+    assert!(!plan.contains("Seq Scan on state"), "{plan}");
     tx.rollback().await.unwrap();
 }
