@@ -184,6 +184,14 @@ mod signer;
 const CONNECTIONS: u32 = 16;
 /// How long a call waits for a connection before failing closed.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection idle at least this long is pinged before it is handed
+/// out. sqlx pings every connection as it is released to the pool, so one
+/// idle for less was answering that long ago; pinging it again would add
+/// a round trip to every ledger call under load. A server that restarted
+/// (or a link that broke) within this time fails the next call on such a
+/// connection, closed, as a call fails when the server stops during it,
+/// and the connection is dropped.
+const PING_IF_IDLE: Duration = Duration::from_secs(1);
 
 /// A PostgreSQL ledger: one pool; `writer` and `reader` are the same pool,
 /// named apart so the shared queries read like the SQLite backend's.
@@ -213,6 +221,15 @@ impl Store {
         let pool = PgPoolOptions::new()
             .max_connections(CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_IF_IDLE {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(options)
             .await?;
         migrate::run(&pool).await?;
