@@ -187,11 +187,12 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A connection idle at least this long is pinged before it is handed
 /// out. sqlx pings every connection as it is released to the pool, so one
 /// idle for less was answering that long ago; pinging it again would add
-/// a round trip to every ledger call under load. A server that restarted
-/// (or a link that broke) within this time fails the next call on such a
-/// connection, closed, as a call fails when the server stops during it,
-/// and the connection is dropped.
-const PING_IF_IDLE: Duration = Duration::from_secs(1);
+/// a round trip to every ledger call under load. A link that broke within
+/// this time fails the next call on such a connection, closed, as a call
+/// fails when the server stops during it, and the connection is dropped;
+/// a server restart takes longer than this, so its stale connections are
+/// all pinged.
+const PING_IF_IDLE: Duration = Duration::from_millis(250);
 
 /// A PostgreSQL ledger: one pool; `writer` and `reader` are the same pool,
 /// named apart so the shared queries read like the SQLite backend's.
