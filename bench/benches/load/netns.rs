@@ -11,6 +11,11 @@
 //!   head processes on other hosts would hold), 32 callers taking the
 //!   principals' proofs in turn.
 //!
+//! Two targets are judged here: at 1 ms, full consume at least 4x the
+//! floor; with no delay added, at least 3x (the issue's "PostgreSQL,
+//! 8 principals x 4 callers" target, measured through the same veth and
+//! proxy, which cost CPU that loopback would not).
+//!
 //! The server is a throwaway of this section's own (initdb, `fsync` on as
 //! on the machine's server), never the shared one; it, the namespace and
 //! the bridge are removed at the end. Needs root and `ip`; the section says
@@ -122,10 +127,10 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         println!(
             "{rtt_ms:>6.1} ms   {raw_rate:>34.0}   {full_rate:>50.0}   {ratio:>7.2}x   {:>10.1}{}",
             batches.mean(),
-            if rtt_ms == 1.0 {
-                format!(" (target >= 4x) {}", verdict(ratio >= 4.0))
-            } else {
-                String::new()
+            match rtt_ms {
+                0.0 => format!(" (target >= 3x) {}", verdict(ratio >= 3.0)),
+                1.0 => format!(" (target >= 4x) {}", verdict(ratio >= 4.0)),
+                _ => String::new(),
             }
         );
     }
