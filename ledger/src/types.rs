@@ -512,10 +512,10 @@ pub struct CommittedBatch {
     /// its passkey, handoff and rule forms).
     pub approvals: usize,
     /// Whether the batch took the short way: two or more consumptions,
-    /// every job's checks in one statement and one savepoint for all. A
-    /// job alone runs without a savepoint; a batch with an approval or a
-    /// premise, or whose write failed and sent it back, runs each job in
-    /// a savepoint of its own.
+    /// every job's checks in one statement, every job's writes in one
+    /// more, and one savepoint for all. A job alone runs without a
+    /// savepoint; a batch with an approval or a premise, or whose writes
+    /// failed and sent it back, runs each job in a savepoint of its own.
     pub checked_at_once: bool,
 }
 
