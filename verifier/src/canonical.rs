@@ -65,6 +65,11 @@ pub enum CanonicalError {
     /// A timestamp to be written has a fractional second or a year outside 0000..=9999.
     #[error("timestamp cannot be written as YYYY-MM-DDTHH:MM:SSZ")]
     Timestamp,
+    /// JSON that is not the RFC 8785 text of its value (whitespace, key
+    /// order, an escape or a number written otherwise), where only that is
+    /// accepted ([`parse_canonical`]).
+    #[error("not the canonical (RFC 8785) text of its value")]
+    NotCanonical,
 }
 
 /// Strictly parses `input` (at most `limit` bytes) into a JSON value.
@@ -85,11 +90,28 @@ pub fn parse_enclosing(
     limit: usize,
     envelope: usize,
 ) -> Result<serde_json::Value, CanonicalError> {
+    let text = bounded_text(input, limit)?;
+    parser::parse_str(text, MAX_DEPTH.saturating_add(envelope), parser::Text::Any)
+}
+
+/// Strictly parses `input` (at most `limit` bytes), which must be exactly
+/// the RFC 8785 text of the value it holds: the value exactly when
+/// [`parse`] accepts `input` and [`is_canonical_text`] finds it canonical,
+/// checked as it is read, in one pass. A text that [`parse`] refuses is
+/// refused here too, with the refusal of whichever problem comes first in
+/// the text; one that is JSON but not canonical as
+/// [`CanonicalError::NotCanonical`].
+pub fn parse_canonical(input: &[u8], limit: usize) -> Result<serde_json::Value, CanonicalError> {
+    let text = bounded_text(input, limit)?;
+    parser::parse_str(text, MAX_DEPTH, parser::Text::Canonical)
+}
+
+/// `input` as text, if it is at most `limit` bytes of UTF-8.
+fn bounded_text(input: &[u8], limit: usize) -> Result<&str, CanonicalError> {
     if input.len() > limit {
         return Err(CanonicalError::TooLarge { limit });
     }
-    let text = std::str::from_utf8(input).map_err(|_| CanonicalError::InvalidUtf8)?;
-    parser::parse_str(text, MAX_DEPTH.saturating_add(envelope))
+    std::str::from_utf8(input).map_err(|_| CanonicalError::InvalidUtf8)
 }
 
 /// Returns the RFC 8785 text of `value`.
@@ -157,5 +179,7 @@ impl fmt::Write for Hashing {
 
 impl writer::Out for Hashing {}
 
+#[cfg(test)]
+mod canonical_text_tests;
 #[cfg(test)]
 mod tests;

@@ -138,7 +138,13 @@ fn nesting_depth(value: &Value) -> usize {
     deepest
 }
 
-const FIELDS: [&str; 16] = [
+/// Every claim a payload may carry: the sixteen of every proof, the
+/// passkey pair (`amr`, `pkh`) and the premise (`prem`), in byte order,
+/// the order of the map a payload is read into. Reading walks the map and
+/// this list together, once; a key found nowhere ahead in the list (one
+/// that is no claim, or out of order) is malformed.
+const CLAIMS: [&str; 19] = [
+    "amr",
     "args",
     "args_sha256",
     "aud",
@@ -151,14 +157,13 @@ const FIELDS: [&str; 16] = [
     "nbf",
     "op",
     "pid",
+    "pkh",
+    "prem",
     "prev",
     "prov",
     "sid",
     "sub",
 ];
-
-/// The optional claims of [`PasskeyAssurance`]: present together or absent.
-const PASSKEY_FIELDS: [&str; 2] = ["amr", "pkh"];
 
 /// A standing rule that approved an action without a fresh human decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -300,64 +305,66 @@ impl Claims {
     /// the sixteen claims, or those and both of `amr` and `pkh`);
     /// `ArgumentsMismatch` if `args_sha256` is not the hash of `args`.
     pub fn from_canonical_json(payload: &[u8]) -> Result<Claims, Refusal> {
-        let value = canonical::parse(payload, MAX_PAYLOAD_BYTES)
+        let value = canonical::parse_canonical(payload, MAX_PAYLOAD_BYTES)
             .map_err(|_| Refusal::NonCanonicalClaims)?;
-        if !canonical::is_canonical_text(&value, payload)
-            .map_err(|_| Refusal::NonCanonicalClaims)?
-        {
-            return Err(Refusal::NonCanonicalClaims);
-        }
-        let Value::Object(mut m) = value else {
+        let Value::Object(m) = value else {
             return Err(Refusal::Malformed);
         };
-        let has_all = |fields: &[&str]| fields.iter().all(|f| m.contains_key(*f));
-        let with_premise = m.contains_key("prem");
-        let optional = usize::from(with_premise);
-        let with_passkey = match m.len() {
-            n if n == FIELDS.len() + optional => false,
-            n if n == FIELDS.len() + optional + PASSKEY_FIELDS.len()
-                && has_all(&PASSKEY_FIELDS) =>
-            {
-                true
-            }
+        let mut slots: [Option<Value>; CLAIMS.len()] = Default::default();
+        let mut ahead = 0;
+        for (key, value) in m {
+            let at = CLAIMS[ahead..]
+                .iter()
+                .position(|claim| *claim == key)
+                .ok_or(Refusal::Malformed)?;
+            slots[ahead + at] = Some(value);
+            ahead += at + 1;
+        }
+        let [
+            amr,
+            args,
+            args_sha256,
+            aud,
+            crev,
+            exp,
+            grant,
+            iat,
+            iss,
+            jti,
+            nbf,
+            op,
+            pid,
+            pkh,
+            prem,
+            prev,
+            prov,
+            sid,
+            sub,
+        ] = slots;
+        let passkey = match (amr, pkh) {
+            (None, None) => None,
+            (Some(amr), Some(pkh)) => Some(PasskeyAssurance::from_claim_values(amr, pkh)?),
             _ => return Err(Refusal::Malformed),
         };
-        if !has_all(&FIELDS) {
-            return Err(Refusal::Malformed);
-        }
-        let mut take = |k: &str| m.remove(k).ok_or(Refusal::Malformed);
-        let args = take("args")?;
-        let grant = take("grant")?;
-        let passkey = if with_passkey {
-            Some(PasskeyAssurance::from_claim_values(
-                take("amr")?,
-                take("pkh")?,
-            )?)
-        } else {
-            None
-        };
-        let premise = if with_premise {
-            Some(Premise::from_claim_value(take("prem")?)?)
-        } else {
-            None
-        };
+        let premise = prem.map(Premise::from_claim_value).transpose()?;
+        let take = |claim: Option<Value>| claim.ok_or(Refusal::Malformed);
         let claims = Claims {
-            iss: string(take("iss")?)?,
-            aud: string(take("aud")?)?,
-            sub: string(take("sub")?)?,
-            sid: string(take("sid")?)?,
-            pid: string(take("pid")?)?,
-            op: string(take("op")?)?,
-            args_sha256: string(take("args_sha256")?)?,
-            crev: string(take("crev")?)?,
-            prev: string(take("prev")?)?,
-            prov: string(take("prov")?)?,
-            jti: string(take("jti")?)?,
-            iat: time(take("iat")?)?,
-            nbf: time(take("nbf")?)?,
-            exp: time(take("exp")?)?,
-            grant: read_grant(grant)?,
-            args,
+            iss: string(take(iss)?)?,
+            aud: string(take(aud)?)?,
+            sub: string(take(sub)?)?,
+            sid: string(take(sid)?)?,
+            pid: string(take(pid)?)?,
+            op: string(take(op)?)?,
+            args_sha256: string(take(args_sha256)?)?,
+            crev: string(take(crev)?)?,
+            prev: string(take(prev)?)?,
+            prov: string(take(prov)?)?,
+            jti: string(take(jti)?)?,
+            iat: time(take(iat)?)?,
+            nbf: time(take(nbf)?)?,
+            exp: time(take(exp)?)?,
+            grant: read_grant(take(grant)?)?,
+            args: take(args)?,
             passkey,
             premise,
         };

@@ -6,7 +6,9 @@
 
 use ed25519_dalek::VerifyingKey;
 
-use crate::canonical::{canonical_sha256_hex, is_canonical_text, parse, sha256_hex, to_canonical};
+use crate::canonical::{
+    canonical_sha256_hex, is_canonical_text, parse, parse_canonical, sha256_hex, to_canonical,
+};
 use crate::{Claims, Expectations, KeyRing, Proof, verify};
 
 /// The input limit `canonical_parse` fuzzes with.
@@ -21,13 +23,35 @@ const PUBLIC_KEY: [u8; 32] = [
 /// Strict canonical JSON parser: whatever it accepts the RFC 8785 writer
 /// can write, re-parses to the same value, and is a fixed point; the input
 /// is canonical by [`is_canonical_text`] exactly when it equals that text,
-/// and [`canonical_sha256_hex`] is the text's hash.
+/// and [`canonical_sha256_hex`] is the text's hash; [`parse_canonical`]
+/// accepts exactly the inputs that are that text, with the same value.
 #[allow(clippy::unwrap_used)] // a broken property must panic: that is the finding
 pub fn canonical_parse(data: &[u8]) {
+    let only_canonical = parse_canonical(data, LIMIT);
     let Ok(value) = parse(data, LIMIT) else {
+        assert!(
+            only_canonical.is_err(),
+            "parse_canonical must refuse what parse refuses"
+        );
         return;
     };
     let text = to_canonical(&value).unwrap();
+    match only_canonical {
+        Ok(read) => {
+            assert_eq!(text.as_bytes(), data, "parse_canonical accepted other text");
+            assert_eq!(read, value, "parse_canonical must read the same value");
+        }
+        Err(_) => assert_ne!(
+            text.as_bytes(),
+            data,
+            "parse_canonical refused canonical text"
+        ),
+    }
+    assert_eq!(
+        parse_canonical(text.as_bytes(), LIMIT).unwrap(),
+        value,
+        "parse_canonical must accept the canonical text"
+    );
     // Comparing and hashing as the text is written agree with writing it.
     assert_eq!(
         is_canonical_text(&value, data).unwrap(),

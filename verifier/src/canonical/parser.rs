@@ -1,27 +1,55 @@
 //! The strict JSON parser behind [`super::parse`].
 //!
-//! Owns: RFC 8259 syntax plus the refusals listed on [`CanonicalError`].
+//! Owns: RFC 8259 syntax plus the refusals listed on [`CanonicalError`],
+//! and, for [`Text::Canonical`], the refusal of every text that is not
+//! exactly the RFC 8785 text of the value it holds.
 //! Must not: recurse deeper than its caller's limit ([`super::MAX_DEPTH`]), accept a duplicate key, or
 //! hand out a number that [`super::to_canonical`] would refuse to write.
+//!
+//! What canonical text is, as the writer (`writer.rs`) writes it and this
+//! parser checks it while reading: no whitespace; an object's keys in
+//! strictly increasing order of UTF-16 code units; a string's characters
+//! as they are, except `"` and `\` and the control characters, which are
+//! escaped as `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, or else `\u00xx`
+//! in lowercase hex, and nothing else escaped; a number as the writer
+//! writes its value (checked by writing it). The fuzz body
+//! `crate::fuzzing::canonical_parse` holds this reading to the writer:
+//! canonical text is accepted exactly when writing the value gives it.
 
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
-use super::writer::check_float;
-use super::{CanonicalError, MAX_SAFE_INTEGER};
+use super::writer::{check_float, write_number};
+use super::{CanonicalError, Compare, MAX_SAFE_INTEGER};
+
+/// Which texts a parse accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Text {
+    /// Any JSON text, insignificant whitespace included.
+    Any,
+    /// Only the RFC 8785 text of the value read (see the module doc):
+    /// anything else is refused, as [`CanonicalError::NotCanonical`] where
+    /// the first difference is not already refused as [`Text::Any`] refuses it.
+    Canonical,
+}
 
 /// Parses a complete JSON text (already known to be UTF-8), nesting at
 /// most `max_depth` levels.
-pub(super) fn parse_str(text: &str, max_depth: usize) -> Result<Value, CanonicalError> {
+pub(super) fn parse_str(
+    text: &str,
+    max_depth: usize,
+    accept: Text,
+) -> Result<Value, CanonicalError> {
     let mut p = Parser {
         text,
         bytes: text.as_bytes(),
         pos: 0,
         max_depth,
+        canonical: accept == Text::Canonical,
     };
-    p.skip_ws();
+    p.skip_ws()?;
     let value = p.value(0)?;
-    p.skip_ws();
+    p.skip_ws()?;
     if p.pos != p.bytes.len() {
         return Err(CanonicalError::Trailing);
     }
@@ -33,6 +61,8 @@ struct Parser<'a> {
     bytes: &'a [u8],
     pos: usize,
     max_depth: usize,
+    /// [`Text::Canonical`]: refuse what the writer would not have written.
+    canonical: bool,
 }
 
 impl Parser<'_> {
@@ -44,10 +74,24 @@ impl Parser<'_> {
         self.bytes.get(self.pos).copied()
     }
 
-    fn skip_ws(&mut self) {
+    /// Steps over insignificant whitespace; canonical text has none.
+    fn skip_ws(&mut self) -> Result<(), CanonicalError> {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            if self.canonical {
+                return Err(CanonicalError::NotCanonical);
+            }
             self.pos += 1;
         }
+        Ok(())
+    }
+
+    /// Refuses, in canonical mode, what the writer would have written
+    /// otherwise.
+    fn canonical_if(&self, written_so: bool) -> Result<(), CanonicalError> {
+        if self.canonical && !written_so {
+            return Err(CanonicalError::NotCanonical);
+        }
+        Ok(())
     }
 
     fn expect(&mut self, byte: u8) -> Result<(), CanonicalError> {
@@ -87,20 +131,29 @@ impl Parser<'_> {
         }
         self.expect(b'{')?;
         let mut map = Map::new();
-        self.skip_ws();
+        // The key before, in canonical mode: each must follow it.
+        let mut previous = String::new();
+        self.skip_ws()?;
         if self.peek() == Some(b'}') {
             self.pos += 1;
             return Ok(Value::Object(map));
         }
         loop {
-            self.skip_ws();
+            self.skip_ws()?;
             if self.peek() != Some(b'"') {
                 return Err(self.syntax());
             }
             let key = self.string()?;
-            self.skip_ws();
+            if self.canonical {
+                if !map.is_empty() && !follows(&key, &previous) {
+                    return Err(CanonicalError::NotCanonical);
+                }
+                previous.clear();
+                previous.push_str(&key);
+            }
+            self.skip_ws()?;
             self.expect(b':')?;
-            self.skip_ws();
+            self.skip_ws()?;
             let value = self.value(depth)?;
             match map.entry(key) {
                 Entry::Vacant(slot) => {
@@ -110,7 +163,7 @@ impl Parser<'_> {
                     return Err(CanonicalError::DuplicateKey(taken.key().clone()));
                 }
             }
-            self.skip_ws();
+            self.skip_ws()?;
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
@@ -128,15 +181,15 @@ impl Parser<'_> {
         }
         self.expect(b'[')?;
         let mut items = Vec::new();
-        self.skip_ws();
+        self.skip_ws()?;
         if self.peek() == Some(b']') {
             self.pos += 1;
             return Ok(Value::Array(items));
         }
         loop {
-            self.skip_ws();
+            self.skip_ws()?;
             items.push(self.value(depth)?);
-            self.skip_ws();
+            self.skip_ws()?;
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
@@ -177,7 +230,11 @@ impl Parser<'_> {
         let c = match self.peek() {
             Some(b'"') => '"',
             Some(b'\\') => '\\',
-            Some(b'/') => '/',
+            Some(b'/') => {
+                // The writer writes `/` as it is.
+                self.canonical_if(false)?;
+                '/'
+            }
             Some(b'b') => '\u{8}',
             Some(b'f') => '\u{c}',
             Some(b'n') => '\n',
@@ -185,7 +242,16 @@ impl Parser<'_> {
             Some(b't') => '\t',
             Some(b'u') => {
                 self.pos += 1;
-                return self.unicode_escape();
+                let start = self.pos;
+                let c = self.unicode_escape()?;
+                // The writer escapes with `\u` only the control characters
+                // that have no short escape, in lowercase hex.
+                let short = matches!(c, '\u{8}' | '\u{c}' | '\n' | '\r' | '\t');
+                let lowercase = !self.bytes[start..self.pos]
+                    .iter()
+                    .any(u8::is_ascii_uppercase);
+                self.canonical_if(c < '\u{20}' && !short && lowercase)?;
+                return Ok(c);
             }
             _ => return Err(self.syntax()),
         };
@@ -276,13 +342,35 @@ impl Parser<'_> {
             }
             is_integer_literal = false;
         }
-        if is_integer_literal {
-            return integer(&self.text[int_start..int_end], negative);
+        let value = if is_integer_literal {
+            integer(&self.text[int_start..int_end], negative)?
+        } else {
+            let value: f64 = self.text[start..self.pos]
+                .parse()
+                .map_err(|_| CanonicalError::Syntax { offset: start })?;
+            number_from_f64(value)?
+        };
+        if self.canonical
+            && let Value::Number(n) = &value
+        {
+            let mut written = Compare {
+                rest: &self.bytes[start..self.pos],
+                equal: true,
+            };
+            write_number(n, &mut written)?;
+            self.canonical_if(written.equal && written.rest.is_empty())?;
         }
-        let value: f64 = self.text[start..self.pos]
-            .parse()
-            .map_err(|_| CanonicalError::Syntax { offset: start })?;
-        number_from_f64(value)
+        Ok(value)
+    }
+}
+
+/// Whether `key` comes after `previous` in UTF-16 code unit order, the
+/// order the writer sorts keys in (for ASCII keys, byte order).
+fn follows(key: &str, previous: &str) -> bool {
+    if key.is_ascii() && previous.is_ascii() {
+        key > previous
+    } else {
+        key.encode_utf16().cmp(previous.encode_utf16()) == std::cmp::Ordering::Greater
     }
 }
 

@@ -91,7 +91,7 @@ pub(super) fn write_value<W: Out>(
     Ok(())
 }
 
-fn write_number<W: Out>(n: &Number, out: &mut W) -> Result<(), CanonicalError> {
+pub(super) fn write_number<W: Out>(n: &Number, out: &mut W) -> Result<(), CanonicalError> {
     if let Some(i) = n.as_i64() {
         if i.unsigned_abs() > MAX_SAFE_INTEGER {
             return Err(CanonicalError::OutOfRange);

@@ -124,6 +124,32 @@ fn refuses_unknown_missing_and_mistyped_fields() {
 }
 
 #[test]
+fn refuses_a_key_that_is_no_claim_wherever_it_sorts_and_every_missing_claim() {
+    // Before the first claim, between two, after the last, and a name
+    // that is a claim's prefix or extension.
+    for extra in ["aaa", "b", "zzz", "ar", "args_sha2566", "premise"] {
+        assert_eq!(
+            edit(|m| drop(m.insert(extra.into(), json!("x")))),
+            Err(Refusal::Malformed),
+            "{extra}"
+        );
+    }
+    for claim in CLAIMS {
+        if matches!(claim, "amr" | "pkh" | "prem") {
+            continue;
+        }
+        assert_eq!(
+            edit(|m| drop(m.remove(claim))),
+            Err(Refusal::Malformed),
+            "{claim}"
+        );
+    }
+    // The list is walked in the map's order: it must be in byte order.
+    assert!(CLAIMS.is_sorted_by(|a, b| a < b));
+    assert!(edit(|_| ()).is_ok());
+}
+
+#[test]
 fn refuses_timestamps_in_any_other_form() {
     let e = |v: &str| {
         let v = v.to_owned();
