@@ -567,3 +567,81 @@ async fn a_failed_commit_answers_every_job_of_its_batch_and_keeps_nothing() {
     assert_eq!(t.count("consumed_nonces").await, 5);
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
+
+/// PostgreSQL: a queue's batches run on one connection while they end
+/// cleanly (no connection goes back to the pool, whose ping is a round
+/// trip, between them), and a batch that ended in an error gives its
+/// connection back: here the server ended the connection while its batch
+/// waited for the chain, and the next batch runs on another one. The
+/// failed job's proof stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_keeps_its_connection_between_batches_and_drops_a_broken_one() {
+    let t = TestLedger::on(Kind::Postgres).await;
+    let proofs = approved(&t, 5).await;
+    let seen = batches(&t);
+    let [one, two, three, four, five] =
+        [0, 1, 2, 3, 4].map(|i| Write::Consume(&proofs[i].0, &proofs[i].1));
+    let mut raw = t.raw().await;
+    raw.exec(
+        "CREATE TABLE batch_backends (proposal_id TEXT, pid INT);
+         CREATE FUNCTION note_backend() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           INSERT INTO batch_backends VALUES (NEW.proposal_id, pg_backend_pid());
+           RETURN NEW;
+         END $$;
+         CREATE TRIGGER note_backend AFTER INSERT ON completions
+         FOR EACH ROW EXECUTE FUNCTION note_backend()",
+    )
+    .await
+    .unwrap();
+
+    // One leads, waiting for the chain; two and three make the next batch.
+    let writer = hold_writer(&t).await;
+    let results = batch_behind(&t, writer, one, &[two, three]).await;
+    assert!(results.iter().all(applied), "{results:?}");
+    assert_eq!(sizes(&seen), vec![1, 2]);
+    let backends = "SELECT COUNT(DISTINCT pid) FROM batch_backends";
+    assert_eq!(raw.scalar_i64(backends).await.unwrap(), 1);
+
+    // Four leads, waiting for the chain, and its connection is ended
+    // there; five, queued behind it, runs on another connection.
+    let writer = hold_writer(&t).await;
+    let leader = start(&t, four);
+    tokio::time::sleep(SETTLE).await;
+    let queued = start(&t, five);
+    tokio::time::sleep(SETTLE).await;
+    let waiting = raw
+        .scalar_i64(
+            "SELECT pid::bigint FROM pg_stat_activity
+             WHERE application_name = 'countersign' AND wait_event_type = 'Lock'",
+        )
+        .await
+        .unwrap();
+    raw.exec(&format!("SELECT pg_terminate_backend({waiting})"))
+        .await
+        .unwrap();
+    let failed_four = leader.await.unwrap();
+    assert!(
+        matches!(failed_four, Err(LedgerError::Database(_))),
+        "{failed_four:?}"
+    );
+    tokio::time::sleep(SETTLE).await;
+    release(writer).await;
+    assert!(applied(&queued.await.unwrap()));
+    assert!(applied(&present(&t, &proofs[3].0, &proofs[3].1).await));
+    let fifth = format!(
+        "SELECT pid::bigint FROM batch_backends WHERE proposal_id = '{}'",
+        proofs[4].0.id
+    );
+    assert_ne!(raw.scalar_i64(&fifth).await.unwrap(), waiting);
+    assert_eq!(t.count("consumed_nonces").await, 5);
+    assert!(t.ledger.verify_chain().await.unwrap().is_intact());
+
+    raw.exec(
+        "DROP TRIGGER note_backend ON completions; DROP FUNCTION note_backend();
+         DROP TABLE batch_backends",
+    )
+    .await
+    .unwrap();
+    raw.close().await;
+}

@@ -34,6 +34,10 @@
 //! transaction that holds that proposal and waits for the chain. A job
 //! whose proposal is held elsewhere goes back to the front of the queue
 //! and leads the next batch, where it waits like any first job.
+//!
+//! Connections: on PostgreSQL a queue's task runs its batches on one
+//! connection, held from one batch to the next (`BatchConn`), and gives it
+//! back when the queue is empty or a batch ended in an error.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
@@ -45,7 +49,7 @@ use super::consume::{Presented, begin_in, builtin_in};
 use super::fast_batch::{self, Answer};
 use super::locks::{lock_head, lock_proposal_row, try_lock_proposal_rows};
 use super::signer::{Approval, approve_in};
-use super::{Conn, ROW_LOCKS, Store};
+use super::{BatchConn, Conn, ROW_LOCKS, Store};
 use crate::error::LedgerError;
 use crate::types::{CommittedBatch, ConsumeStart, Consumed};
 
@@ -312,8 +316,10 @@ impl Store {
 }
 
 impl Leader {
-    /// Run batches until the queue is empty.
+    /// Run batches until the queue is empty, on one connection while
+    /// each batch ends cleanly.
     async fn run(mut self) {
+        let mut held: Option<BatchConn> = None;
         loop {
             let batch: Vec<Job> = {
                 let mut queues = self.store.batches.queues();
@@ -327,7 +333,11 @@ impl Leader {
                 let take = queue.jobs.len().min(MAX_BATCH);
                 queue.jobs.drain(..take).collect()
             };
-            let again = self.store.run_batch(batch).await;
+            let (again, ended) = self.store.run_batch(batch, &mut held).await;
+            if ended == Ended::InError {
+                // Possibly broken: back to the pool, which pings it.
+                held = None;
+            }
             if !again.is_empty() {
                 let mut queues = self.store.batches.queues();
                 let queue = queues.entry(self.queue.clone()).or_default();
@@ -339,21 +349,41 @@ impl Leader {
     }
 }
 
+/// How a batch's transaction ended, for the connection it ran on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// Committed or rolled back, as the connection answered.
+    Cleanly,
+    /// A statement, the commit or the rollback failed, or the transaction
+    /// never began.
+    InError,
+}
+
+impl Ended {
+    fn of<T, E>(result: &Result<T, E>) -> Ended {
+        if result.is_ok() {
+            Ended::Cleanly
+        } else {
+            Ended::InError
+        }
+    }
+}
+
 impl Store {
-    /// Run `jobs` in one write transaction and answer each once it ended;
-    /// the jobs to run again (their proposal was held by another
-    /// transaction), in order, for the next batch, which the first of them
-    /// leads.
-    async fn run_batch(&self, jobs: Vec<Job>) -> Vec<Job> {
+    /// Run `jobs` in one write transaction on the queue's connection
+    /// (`held`) and answer each once it ended; the jobs to run again (their
+    /// proposal was held by another transaction), in order, for the next
+    /// batch, which the first of them leads; and how it ended.
+    async fn run_batch(&self, jobs: Vec<Job>, held: &mut Option<BatchConn>) -> (Vec<Job>, Ended) {
         let mut jobs = jobs.into_iter();
         let Some(first) = jobs.next() else {
-            return Vec::new();
+            return (Vec::new(), Ended::Cleanly);
         };
-        let mut tx = match self.write_tx().await {
+        let mut tx = match self.batch_tx(held).await {
             Ok(tx) => tx,
             Err(error) => {
                 fail_all(std::iter::once(first).chain(jobs), &error);
-                return Vec::new();
+                return (Vec::new(), Ended::InError);
             }
         };
         // The waits, in the lock order: the first job's proposal, then the
@@ -365,7 +395,7 @@ impl Store {
         .await;
         if let Err(error) = locked {
             fail_all(std::iter::once(first).chain(jobs), &error);
-            return Vec::new();
+            return (Vec::new(), Ended::InError);
         }
         if jobs.as_slice().is_empty() {
             let ran = first.run(&mut tx).await;
@@ -377,8 +407,9 @@ impl Store {
             if !ran.failed && ended.is_ok() {
                 self.batches.observed(committed(std::slice::from_ref(&ran)));
             }
+            let how = Ended::of(&ended);
             (ran.answer)(ended.err().filter(|_| !ran.failed));
-            return Vec::new();
+            return (Vec::new(), how);
         }
 
         // The later jobs' proposals, in one statement, without waiting
@@ -390,7 +421,7 @@ impl Store {
             Ok(held) => held,
             Err(error) => {
                 fail_all(std::iter::once(first).chain(rest), &error);
-                return Vec::new();
+                return (Vec::new(), Ended::InError);
             }
         };
         let (rest, mut again): (Vec<Job>, Vec<Job>) = rest
@@ -409,6 +440,11 @@ impl Store {
             match fast_batch::run(&mut tx, &jobs).await {
                 Ok(answers) => {
                     let ended = tx.commit().await.map_err(LedgerError::from).err();
+                    let how = if ended.is_none() {
+                        Ended::Cleanly
+                    } else {
+                        Ended::InError
+                    };
                     if ended.is_none() {
                         self.batches.observed(CommittedBatch {
                             consumptions: jobs.len(),
@@ -419,14 +455,14 @@ impl Store {
                     for (job, answer) in jobs.into_iter().zip(answers) {
                         job.answer(answer, ended.clone());
                     }
-                    return again;
+                    return (again, how);
                 }
                 // A write failed and was rolled back: the long way below.
                 Err(None) => {}
                 Err(Some(broken)) => {
                     let _ = tx.rollback().await;
                     fail_all(jobs, &broken);
-                    return again;
+                    return (again, Ended::InError);
                 }
             }
         }
@@ -461,12 +497,13 @@ impl Store {
             }
             None => tx.commit().await.map_err(LedgerError::from),
         };
+        let how = Ended::of(&ended);
         if ended.is_ok() {
             self.batches.observed(committed(&ran));
         }
         for done in ran {
             (done.answer)(ended.as_ref().err().cloned());
         }
-        again
+        (again, how)
     }
 }

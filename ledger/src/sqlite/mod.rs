@@ -315,7 +315,22 @@ impl Store {
         let tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
         Ok(WriteTx { tx, _turn: turn })
     }
+
+    /// A batch's write transaction: [`Store::write_tx`]. The writer is a
+    /// pool of one connection to a file (giving it back costs a hop to
+    /// its worker thread, not a round trip to a server), and a one-command
+    /// process reads through it too, so a queue holds no connection here.
+    pub(crate) async fn batch_tx(
+        &self,
+        _held: &mut Option<BatchConn>,
+    ) -> Result<WriteTx, LedgerError> {
+        self.write_tx().await
+    }
 }
+
+/// What a queue's batches hold between them on this backend: nothing
+/// (see [`Store::batch_tx`]).
+pub(crate) type BatchConn = std::convert::Infallible;
 
 /// Connect, retrying for up to [`BUSY_TIMEOUT`] while the file is locked.
 ///
