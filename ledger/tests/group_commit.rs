@@ -568,6 +568,23 @@ async fn a_failed_commit_answers_every_job_of_its_batch_and_keeps_nothing() {
     assert!(t.ledger.verify_chain().await.unwrap().is_intact());
 }
 
+/// The server process of this database's one ledger connection waiting
+/// for a lock (a batch waiting for the chain), once there is one. Other
+/// tests' databases on the same server are not looked at.
+async fn waiting_batch(raw: &mut Raw) -> i64 {
+    let waiting = "SELECT COALESCE(MIN(pid), 0)::bigint FROM pg_stat_activity
+                   WHERE datname = current_database() AND application_name = 'countersign'
+                     AND wait_event_type = 'Lock'";
+    for _ in 0..100 {
+        let pid = raw.scalar_i64(waiting).await.unwrap();
+        if pid != 0 {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no batch waited for the chain within 5 s");
+}
+
 /// PostgreSQL: a queue's batches run on one connection while they end
 /// cleanly (no connection goes back to the pool, whose ping is a round
 /// trip, between them), and a batch that ended in an error gives its
@@ -610,13 +627,7 @@ async fn a_queue_keeps_its_connection_between_batches_and_drops_a_broken_one() {
     tokio::time::sleep(SETTLE).await;
     let queued = start(&t, five);
     tokio::time::sleep(SETTLE).await;
-    let waiting = raw
-        .scalar_i64(
-            "SELECT pid::bigint FROM pg_stat_activity
-             WHERE application_name = 'countersign' AND wait_event_type = 'Lock'",
-        )
-        .await
-        .unwrap();
+    let waiting = waiting_batch(&mut raw).await;
     raw.exec(&format!("SELECT pg_terminate_backend({waiting})"))
         .await
         .unwrap();
