@@ -106,6 +106,21 @@ pub fn parse_canonical(input: &[u8], limit: usize) -> Result<serde_json::Value, 
     parser::parse_str(text, MAX_DEPTH, parser::Text::Canonical)
 }
 
+/// [`parse_canonical`], and the bytes of `input` that are the value of the
+/// top-level object's member `member` (`None` if there is none). As
+/// `input` is canonical text, so are they: the RFC 8785 text of that
+/// value, as [`to_canonical`] would write it.
+pub fn parse_canonical_member<'a>(
+    input: &'a [u8],
+    limit: usize,
+    member: &str,
+) -> Result<(serde_json::Value, Option<&'a [u8]>), CanonicalError> {
+    let text = bounded_text(input, limit)?;
+    let (value, span) =
+        parser::parse_spanning(text, MAX_DEPTH, parser::Text::Canonical, Some(member))?;
+    Ok((value, span.and_then(|span| input.get(span))))
+}
+
 /// `input` as text, if it is at most `limit` bytes of UTF-8.
 fn bounded_text(input: &[u8], limit: usize) -> Result<&str, CanonicalError> {
     if input.len() > limit {

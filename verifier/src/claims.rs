@@ -305,8 +305,9 @@ impl Claims {
     /// the sixteen claims, or those and both of `amr` and `pkh`);
     /// `ArgumentsMismatch` if `args_sha256` is not the hash of `args`.
     pub fn from_canonical_json(payload: &[u8]) -> Result<Claims, Refusal> {
-        let value = canonical::parse_canonical(payload, MAX_PAYLOAD_BYTES)
-            .map_err(|_| Refusal::NonCanonicalClaims)?;
+        let (value, args_text) =
+            canonical::parse_canonical_member(payload, MAX_PAYLOAD_BYTES, "args")
+                .map_err(|_| Refusal::NonCanonicalClaims)?;
         let Value::Object(m) = value else {
             return Err(Refusal::Malformed);
         };
@@ -368,11 +369,14 @@ impl Claims {
             passkey,
             premise,
         };
-        claims.check_consistency()?;
+        claims.check_consistency(args_text)?;
         Ok(claims)
     }
 
-    fn check_consistency(&self) -> Result<(), Refusal> {
+    /// `args_text`: the arguments' canonical text as the payload holds it,
+    /// hashed as it stands (the payload is canonical, so these are the
+    /// bytes the writer would write for `args`).
+    fn check_consistency(&self, args_text: Option<&[u8]>) -> Result<(), Refusal> {
         // A rule is not a person's passkey: a proof issued under a grant
         // never claims passkey assurance.
         let well_formed = self.iss == ISSUER
@@ -388,9 +392,11 @@ impl Claims {
         if !well_formed {
             return Err(Refusal::Malformed);
         }
-        if canonical::canonical_sha256_hex(&self.args).map_err(|_| Refusal::Malformed)?
-            != self.args_sha256
-        {
+        let args_sha256 = match args_text {
+            Some(text) => canonical::sha256_hex(text),
+            None => canonical::canonical_sha256_hex(&self.args).map_err(|_| Refusal::Malformed)?,
+        };
+        if args_sha256 != self.args_sha256 {
             return Err(Refusal::ArgumentsMismatch);
         }
         Ok(())

@@ -7,7 +7,8 @@
 use ed25519_dalek::VerifyingKey;
 
 use crate::canonical::{
-    canonical_sha256_hex, is_canonical_text, parse, parse_canonical, sha256_hex, to_canonical,
+    canonical_sha256_hex, is_canonical_text, parse, parse_canonical, parse_canonical_member,
+    sha256_hex, to_canonical,
 };
 use crate::{Claims, Expectations, KeyRing, Proof, verify};
 
@@ -40,6 +41,14 @@ pub fn canonical_parse(data: &[u8]) {
         Ok(read) => {
             assert_eq!(text.as_bytes(), data, "parse_canonical accepted other text");
             assert_eq!(read, value, "parse_canonical must read the same value");
+            // Each top-level member's bytes are its value's canonical text.
+            if let serde_json::Value::Object(members) = &value {
+                for (key, member) in members {
+                    let (_, bytes) = parse_canonical_member(data, LIMIT, key).unwrap();
+                    let expected = to_canonical(member).unwrap();
+                    assert_eq!(bytes, Some(expected.as_bytes()), "member {key:?}");
+                }
+            }
         }
         Err(_) => assert_ne!(
             text.as_bytes(),

@@ -135,6 +135,26 @@ fn refusal_from(e: PasetoError) -> Refusal {
 
 /// The kid of a footer that is exactly `{"kid":"k4.pid.…"}` in canonical form.
 fn footer_kid(footer: &[u8]) -> Result<String, Refusal> {
+    // The footer every signer writes, read as it stands: a key id of token
+    // characters needs no escape, so these bytes are the canonical text of
+    // `{"kid": <it>}`, and the parse below would read exactly that.
+    if footer.len() <= MAX_FOOTER_BYTES
+        && let Some(kid) = footer
+            .strip_prefix(br#"{"kid":""#)
+            .and_then(|rest| rest.strip_suffix(br#""}"#))
+        && kid.starts_with(PID_PREFIX.as_bytes())
+        && kid
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && let Ok(kid) = std::str::from_utf8(kid)
+    {
+        return Ok(kid.to_owned());
+    }
+    footer_kid_parsed(footer)
+}
+
+/// [`footer_kid`] of any other footer, through the canonical parser.
+fn footer_kid_parsed(footer: &[u8]) -> Result<String, Refusal> {
     let value =
         canonical::parse_canonical(footer, MAX_FOOTER_BYTES).map_err(|_| Refusal::Malformed)?;
     let Value::Object(mut map) = value else {
@@ -209,7 +229,40 @@ pub(crate) fn check_time(
 
 #[cfg(test)]
 mod tests {
-    use super::same;
+    use super::{footer_kid, footer_kid_parsed, same};
+
+    #[test]
+    fn a_footer_read_as_it_stands_is_read_as_the_parser_reads_it() {
+        let kid = format!("{}{}", crate::keys::PID_PREFIX, "AbC-_0".repeat(7));
+        let long = format!("{}{}", crate::keys::PID_PREFIX, "A".repeat(600));
+        let footers = [
+            format!(r#"{{"kid":"{kid}"}}"#),
+            format!(r#"{{"kid":"{long}"}}"#),
+            r#"{"kid":"k4.pid.A"}"#.to_string(),
+            r#"{"kid":"k4.pid.\u0041"}"#.to_string(),
+            r#"{"kid":"k4.pid.a\"b"}"#.to_string(),
+            "{\"kid\":\"k4.pid.\u{e9}\"}".to_string(),
+            format!(r#"{{"kid":"k4.lid.{}"}}"#, "A".repeat(43)),
+            format!(r#"{{"kid": "{kid}"}}"#),
+            format!(r#"{{"kid":"{kid}","x":1}}"#),
+            format!(r#"{{"kid":"{kid}"}} "#),
+            r#"{"kid":"k4.pid."}"#.to_string(),
+            String::new(),
+        ];
+        for footer in &footers {
+            assert_eq!(
+                footer_kid(footer.as_bytes()),
+                footer_kid_parsed(footer.as_bytes()),
+                "{footer}"
+            );
+        }
+        assert_eq!(footer_kid(footers[0].as_bytes()), Ok(kid));
+        assert_eq!(
+            footer_kid(footers[1].as_bytes()),
+            Err(crate::Refusal::Malformed),
+            "longer than a footer is read"
+        );
+    }
 
     #[test]
     fn same_is_byte_equality_of_the_whole_text() {

@@ -119,3 +119,20 @@ fn refuses_what_parse_refuses() {
         Err(CanonicalError::TooLarge { limit: 4 })
     );
 }
+
+#[test]
+fn a_member_of_canonical_text_is_found_where_it_stands() {
+    let text = r#"{"a":[1,{"args":2}],"args":{"b":"\n","c":[]},"z":"args"}"#;
+    let (value, args) = parse_canonical_member(text.as_bytes(), BIG, "args").unwrap();
+    assert_eq!(args, Some(&br#"{"b":"\n","c":[]}"#[..]));
+    assert_eq!(args, Some(to_canonical(&value["args"]).unwrap().as_bytes()));
+    // Only a member of the top-level object, and none that is absent.
+    let (_, absent) = parse_canonical_member(text.as_bytes(), BIG, "b").unwrap();
+    assert_eq!(absent, None);
+    let (_, last) = parse_canonical_member(text.as_bytes(), BIG, "z").unwrap();
+    assert_eq!(last, Some(&br#""args""#[..]));
+    assert_eq!(
+        parse_canonical_member(b"{\"args\": 1}", BIG, "args"),
+        Err(CanonicalError::NotCanonical)
+    );
+}

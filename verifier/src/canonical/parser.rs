@@ -16,6 +16,8 @@
 //! `crate::fuzzing::canonical_parse` holds this reading to the writer:
 //! canonical text is accepted exactly when writing the value gives it.
 
+use std::ops::Range;
+
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
@@ -40,12 +42,25 @@ pub(super) fn parse_str(
     max_depth: usize,
     accept: Text,
 ) -> Result<Value, CanonicalError> {
+    parse_spanning(text, max_depth, accept, None).map(|(value, _)| value)
+}
+
+/// [`parse_str`], and where the value of the top-level object's member
+/// `member` stands in `text` (`None` if there is no such member).
+pub(super) fn parse_spanning(
+    text: &str,
+    max_depth: usize,
+    accept: Text,
+    member: Option<&str>,
+) -> Result<(Value, Option<Range<usize>>), CanonicalError> {
     let mut p = Parser {
         text,
         bytes: text.as_bytes(),
         pos: 0,
         max_depth,
         canonical: accept == Text::Canonical,
+        member,
+        span: None,
     };
     p.skip_ws()?;
     let value = p.value(0)?;
@@ -53,7 +68,7 @@ pub(super) fn parse_str(
     if p.pos != p.bytes.len() {
         return Err(CanonicalError::Trailing);
     }
-    Ok(value)
+    Ok((value, p.span))
 }
 
 struct Parser<'a> {
@@ -63,6 +78,9 @@ struct Parser<'a> {
     max_depth: usize,
     /// [`Text::Canonical`]: refuse what the writer would not have written.
     canonical: bool,
+    /// The top-level member whose value's place is wanted, and that place.
+    member: Option<&'a str>,
+    span: Option<Range<usize>>,
 }
 
 impl Parser<'_> {
@@ -154,7 +172,11 @@ impl Parser<'_> {
             self.skip_ws()?;
             self.expect(b':')?;
             self.skip_ws()?;
+            let start = self.pos;
             let value = self.value(depth)?;
+            if depth == 1 && self.member == Some(key.as_str()) {
+                self.span = Some(start..self.pos);
+            }
             match map.entry(key) {
                 Entry::Vacant(slot) => {
                     slot.insert(value);
