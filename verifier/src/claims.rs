@@ -308,6 +308,8 @@ impl Claims {
         let (value, args_text) =
             canonical::parse_canonical_member(payload, MAX_PAYLOAD_BYTES, "args")
                 .map_err(|_| Refusal::NonCanonicalClaims)?;
+        // No `args` member: malformed (its text is found wherever it is).
+        let args_text = args_text.ok_or(Refusal::Malformed)?;
         let Value::Object(m) = value else {
             return Err(Refusal::Malformed);
         };
@@ -376,7 +378,7 @@ impl Claims {
     /// `args_text`: the arguments' canonical text as the payload holds it,
     /// hashed as it stands (the payload is canonical, so these are the
     /// bytes the writer would write for `args`).
-    fn check_consistency(&self, args_text: Option<&[u8]>) -> Result<(), Refusal> {
+    fn check_consistency(&self, args_text: &[u8]) -> Result<(), Refusal> {
         // A rule is not a person's passkey: a proof issued under a grant
         // never claims passkey assurance.
         let well_formed = self.iss == ISSUER
@@ -392,11 +394,7 @@ impl Claims {
         if !well_formed {
             return Err(Refusal::Malformed);
         }
-        let args_sha256 = match args_text {
-            Some(text) => canonical::sha256_hex(text),
-            None => canonical::canonical_sha256_hex(&self.args).map_err(|_| Refusal::Malformed)?,
-        };
-        if args_sha256 != self.args_sha256 {
+        if canonical::sha256_hex(args_text) != self.args_sha256 {
             return Err(Refusal::ArgumentsMismatch);
         }
         Ok(())

@@ -41,9 +41,10 @@ pub fn canonical_parse(data: &[u8]) {
         Ok(read) => {
             assert_eq!(text.as_bytes(), data, "parse_canonical accepted other text");
             assert_eq!(read, value, "parse_canonical must read the same value");
-            // Each top-level member's bytes are its value's canonical text.
+            // Each top-level member's bytes are its value's canonical text
+            // (the first eight: each look is a parse of the whole input).
             if let serde_json::Value::Object(members) = &value {
-                for (key, member) in members {
+                for (key, member) in members.iter().take(8) {
                     let (_, bytes) = parse_canonical_member(data, LIMIT, key).unwrap();
                     let expected = to_canonical(member).unwrap();
                     assert_eq!(bytes, Some(expected.as_bytes()), "member {key:?}");

@@ -25,6 +25,12 @@ const TOKEN_ALPHABET: [bool; 256] = {
     table
 };
 
+/// Whether `byte` is one a token may hold (`[A-Za-z0-9._-]`): the
+/// proof's alphabet, and the key id's in its footer.
+pub(crate) fn is_token_byte(byte: u8) -> bool {
+    TOKEN_ALPHABET[usize::from(byte)]
+}
+
 /// Why a text is not even shaped like a proof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ProofFormatError {
@@ -67,10 +73,7 @@ impl Proof {
             return Err(ProofFormatError::TooLarge);
         }
         // Every byte looked at (no early exit), so the loop runs branch-free.
-        if !text
-            .bytes()
-            .fold(true, |ok, b| ok & TOKEN_ALPHABET[usize::from(b)])
-        {
+        if !text.bytes().fold(true, |ok, b| ok & is_token_byte(b)) {
             return Err(ProofFormatError::InvalidCharacter);
         }
         Ok(Proof(text))

@@ -30,7 +30,7 @@ use crate::canonical;
 use crate::claims::Claims;
 use crate::keys::{KeyRing, PID_PREFIX};
 use crate::paseto::{PasetoError, UnverifiedToken};
-use crate::proof::{ConsumeKey, Proof};
+use crate::proof::{ConsumeKey, Proof, is_token_byte};
 use crate::refusal::Refusal;
 
 pub use crate::lifetimes::{DEFAULT_MAX_LIFETIME, LIFETIME_SKEW};
@@ -143,9 +143,7 @@ fn footer_kid(footer: &[u8]) -> Result<String, Refusal> {
             .strip_prefix(br#"{"kid":""#)
             .and_then(|rest| rest.strip_suffix(br#""}"#))
         && kid.starts_with(PID_PREFIX.as_bytes())
-        && kid
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && kid.iter().all(|b| is_token_byte(*b))
         && let Ok(kid) = std::str::from_utf8(kid)
     {
         return Ok(kid.to_owned());

@@ -360,8 +360,9 @@ enum Ended {
 }
 
 impl Ended {
-    fn of<T, E>(result: &Result<T, E>) -> Ended {
-        if result.is_ok() {
+    /// `Cleanly` if the transaction's end succeeded.
+    fn of(succeeded: bool) -> Ended {
+        if succeeded {
             Ended::Cleanly
         } else {
             Ended::InError
@@ -407,7 +408,7 @@ impl Store {
             if !ran.failed && ended.is_ok() {
                 self.batches.observed(committed(std::slice::from_ref(&ran)));
             }
-            let how = Ended::of(&ended);
+            let how = Ended::of(ended.is_ok());
             (ran.answer)(ended.err().filter(|_| !ran.failed));
             return (Vec::new(), how);
         }
@@ -440,11 +441,7 @@ impl Store {
             match fast_batch::run(&mut tx, &jobs).await {
                 Ok(answers) => {
                     let ended = tx.commit().await.map_err(LedgerError::from).err();
-                    let how = if ended.is_none() {
-                        Ended::Cleanly
-                    } else {
-                        Ended::InError
-                    };
+                    let how = Ended::of(ended.is_none());
                     if ended.is_none() {
                         self.batches.observed(CommittedBatch {
                             consumptions: jobs.len(),
@@ -497,7 +494,7 @@ impl Store {
             }
             None => tx.commit().await.map_err(LedgerError::from),
         };
-        let how = Ended::of(&ended);
+        let how = Ended::of(ended.is_ok());
         if ended.is_ok() {
             self.batches.observed(committed(&ran));
         }
