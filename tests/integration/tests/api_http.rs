@@ -74,8 +74,11 @@ async fn refuses_missing_malformed_expired_foreign_and_revoked_credentials() {
     let store = TokenStore::in_home(api.h.signer.home().root());
     let principal = api.h.signer.principal().to_string();
     let audience = countersign_api::default_audience(&principal);
+    // Expiry is stored in whole seconds (rounded down), so a token of 2 s
+    // lives between 1 and 2 s: live for the request below, expired after
+    // the sleep. A token of 1 s could expire within milliseconds.
     let (short, _) = store
-        .create(&principal, &audience, time::Duration::seconds(1))
+        .create(&principal, &audience, time::Duration::seconds(2))
         .unwrap();
     let (foreign, _) = store
         .create(
@@ -104,7 +107,7 @@ async fn refuses_missing_malformed_expired_foreign_and_revoked_credentials() {
             .status,
         200
     );
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     assert_error(
         &api.get(short.expose_secret(), "/v1/operations").await,
         401,
