@@ -3,8 +3,8 @@ driven by the official MCP Python SDK's streamable HTTP client, with API
 bearer credentials (`countersign api token create`).
 
 Refusals, on the raw wire with exact status and header: no credential, an
-invalid and a revoked one (401 naming the RFC 9728 metadata), a foreign
-Origin, Host or Sec-Fetch-Site (403), a body with a duplicate key (the
+invalid, a revoked and an expired one (401 naming the RFC 9728 metadata),
+a foreign Origin, Host or Sec-Fetch-Site (403), a body with a duplicate key (the
 stdio head's JSON-RPC error); none of them proposes anything. Then the
 whole flow: propose, a person approves at a real pseudo-terminal with
 `countersign approve ID --for-mcp` (pexpect), execute_approved applies once,
@@ -50,8 +50,8 @@ def start_mcp(home, port, tmp):
     sys.exit(f"countersign mcp --listen did not start (exit {server.poll()}): {errlog.read()}")
 
 
-def token(home):
-    created = json.loads(run(home, "--json", "api", "token", "create", "--ttl", "1d", "--stdout").stdout)
+def token(home, ttl="1d"):
+    created = json.loads(run(home, "--json", "api", "token", "create", "--ttl", ttl, "--stdout").stdout)
     return created["id"], created["token"]
 
 
@@ -80,7 +80,7 @@ def effects(home):
     return [e["proposal_id"] for e in events if e["kind"] == "effect_applied"]
 
 
-def refusals(home, port, good, revoked):
+def refusals(home, port, good, revoked, expired):
     base = f"http://127.0.0.1:{port}"
     challenge = f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource"'
     # RFC 9728 metadata: public, `resource` required; no authorization server.
@@ -89,7 +89,8 @@ def refusals(home, port, good, revoked):
     assert status == 200 and meta["resource"] == f"{base}/mcp", (status, meta)
     assert meta["bearer_methods_supported"] == ["header"] and "authorization_servers" not in meta, meta
     for name, auth in (("missing", None), ("invalid", "Bearer cs1_" + "0" * 16 + "_" + "A" * 43),
-                       ("revoked", f"Bearer {revoked}"), ("not bearer", f"Basic {good}")):
+                       ("revoked", f"Bearer {revoked}"), ("expired", f"Bearer {expired}"),
+                       ("not bearer", f"Basic {good}")):
         headers = dict(MCP_HEADERS)
         if auth:
             headers["Authorization"] = auth
@@ -175,8 +176,11 @@ def main():
     try:
         good, revoked, second = token(home), token(home), token(home)
         run(home, "api", "token", "revoke", revoked[0])
+        # Expiry is stored in whole seconds, rounded down: 1 s lives at most 1 s.
+        expired, made = token(home, "1s"), time.time()
         server, errlog = start_mcp(home, port, tmp)
-        refusals(home, port, good[1], revoked[1])
+        time.sleep(max(0.0, made + 1.1 - time.time()))
+        refusals(home, port, good[1], revoked[1], expired[1])
         asyncio.run(flow(home, port, good, second))
         # SIGTERM: stops taking requests, drains, exits 0.
         server.send_signal(signal.SIGTERM)
@@ -194,7 +198,7 @@ def main():
     assert code == 0, f"countersign up exited {code}"
     everything = "\n".join(SEEN)
     assert PROOF_PREFIX not in everything, "a proof appeared in a result, an answer or a log"
-    for _, secret in (good, revoked, second):
+    for _, secret in (good, revoked, expired, second):
         assert secret not in "\n".join(SEEN[-2:]), "a credential appeared in a log"
     print(f"mcp_http_flow: 1 passed, 0 failed ({len(SEEN)} results, answers and logs checked)")
 
