@@ -108,9 +108,11 @@ impl Ledger {
         sqlite::Store::schema_status(path).await
     }
 
-    /// Record a new proposal (and its `proposed` event).
+    /// Record a new proposal (and its `proposed` event), and return its
+    /// record as committed: pending, which is what [`Ledger::proposal`]
+    /// reads until something else is recorded for it.
     /// `DuplicateProposal` if the id exists.
-    pub async fn insert_proposal(&self, p: &Proposal) -> Result<(), LedgerError> {
+    pub async fn insert_proposal(&self, p: &Proposal) -> Result<ProposalRecord, LedgerError> {
         dispatch!(self, b => b.insert_proposal(p).await)
     }
 

@@ -1,9 +1,12 @@
 //! Deriving a proposal's status from the recorded facts. Pure and
-//! backend-independent; a status is never stored.
+//! backend-independent; a status is never stored. Also the record a write
+//! leaves behind, for a caller that would otherwise read it back at once.
 
 use time::OffsetDateTime;
 
-use crate::types::ProposalStatus;
+use crate::error::LedgerError;
+use crate::timefmt;
+use crate::types::{IssuanceRecord, Proposal, ProposalRecord, ProposalStatus};
 
 /// The facts about one proposal that decide its status.
 #[derive(Debug, Default)]
@@ -52,6 +55,57 @@ pub(crate) fn derive(facts: Facts, now: OffsetDateTime) -> (ProposalStatus, Opti
     match facts.expires_at {
         Some(exp) if now >= exp => (ProposalStatus::Expired, None),
         _ => (ProposalStatus::Approved, None),
+    }
+}
+
+impl ProposalRecord {
+    /// The record of `proposal` as [`crate::Ledger::insert_proposal`]
+    /// commits it: nothing decided, issued or consumed, its time as stored
+    /// (whole seconds).
+    pub(crate) fn inserted(proposal: &Proposal) -> ProposalRecord {
+        let mut proposal = proposal.clone();
+        proposal.created_at = timefmt::stored(proposal.created_at);
+        let (status, reason) = derive(Facts::default(), timefmt::now());
+        ProposalRecord {
+            proposal,
+            status,
+            reason,
+            issuance: None,
+        }
+    }
+
+    /// This pending proposal's record once `issuance` is recorded for it
+    /// ([`crate::Ledger::record_approval`] and its kin): what
+    /// [`crate::Ledger::proposal`] reads right after that commit, until
+    /// something else is recorded (a consumption, a revocation), with its
+    /// status derived now. For a caller whose approval has committed:
+    /// it builds the record without reading the ledger again.
+    /// `NotPending` if this record is not pending, `IssuanceMismatch` if
+    /// `issuance` is for another proposal.
+    pub fn after_approval(self, issuance: IssuanceRecord) -> Result<ProposalRecord, LedgerError> {
+        if self.status != ProposalStatus::Pending {
+            return Err(LedgerError::NotPending(self.proposal.id));
+        }
+        if issuance.proposal_id != self.proposal.id {
+            return Err(LedgerError::IssuanceMismatch(self.proposal.id));
+        }
+        let issuance = IssuanceRecord {
+            issued_at: timefmt::stored(issuance.issued_at),
+            expires_at: timefmt::stored(issuance.expires_at),
+            ..issuance
+        };
+        let facts = Facts {
+            decision: Some("approve".into()),
+            expires_at: Some(issuance.expires_at),
+            ..Facts::default()
+        };
+        let (status, reason) = derive(facts, timefmt::now());
+        Ok(ProposalRecord {
+            status,
+            reason,
+            issuance: Some(issuance),
+            ..self
+        })
     }
 }
 

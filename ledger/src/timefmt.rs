@@ -10,10 +10,11 @@ use crate::error::LedgerError;
 
 /// The current time, truncated to whole seconds.
 pub(crate) fn now() -> OffsetDateTime {
-    truncate(OffsetDateTime::now_utc())
+    stored(OffsetDateTime::now_utc())
 }
 
-fn truncate(t: OffsetDateTime) -> OffsetDateTime {
+/// `t` as the ledger stores it and reads it back: in UTC, whole seconds.
+pub(crate) fn stored(t: OffsetDateTime) -> OffsetDateTime {
     let t = t.to_offset(UtcOffset::UTC);
     t.replace_nanosecond(0).unwrap_or(t)
 }

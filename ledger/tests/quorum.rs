@@ -427,3 +427,32 @@ async fn the_audit_catches_a_quorum_approval_without_its_event(kind: Kind) {
         "{detail}"
     );
 }
+
+on_both_backends!(the_record_after_the_completing_approval_is_the_one_read_back);
+async fn the_record_after_the_completing_approval_is_the_one_read_back(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let p = create_schedule(1, "nightly");
+    t.ledger.insert_proposal(&p).await.unwrap();
+    approve_as(&t.ledger, &p, "alice", 2, 1).await.unwrap();
+    // What the signer holds when bob decides: the proposal, still pending.
+    let pending = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+    assert_eq!(pending.status, ProposalStatus::Pending);
+    let (_, issuance) = issue_with_provenance(&p, 1, 300, &provenance(&["alice", "bob"]));
+    let outcome = t
+        .ledger
+        .record_quorum_approval(&QuorumApproval {
+            proposal_id: &p.id,
+            principal: PRINCIPAL,
+            approver: &path("bob"),
+            required: 2,
+            prior: &[path("alice")],
+            issuance: Some(&issuance),
+            handoff: false,
+            passkey: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(outcome, QuorumOutcome::Issued);
+    let read = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+    assert_eq!(pending.after_approval(issuance).unwrap(), read);
+}

@@ -8,6 +8,7 @@ use common::Kind;
 
 use common::{PRINCIPAL, TestLedger, approve, create_schedule, issue};
 use countersign_ledger::{Ledger, LedgerError, ProposalStatus, RevokeOutcome};
+use countersign_verifier::Premise;
 
 on_both_backends!(a_new_proposal_is_pending_and_stored_verbatim);
 async fn a_new_proposal_is_pending_and_stored_verbatim(kind: Kind) {
@@ -276,4 +277,60 @@ async fn reopening_an_existing_file_keeps_its_data_and_creates_it_private() {
     use std::os::unix::fs::PermissionsExt as _;
     let mode = std::fs::metadata(t.path()).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
+}
+
+on_both_backends!(a_write_returns_the_record_a_read_gets_back);
+async fn a_write_returns_the_record_a_read_gets_back(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    // A fraction of a second the ledger does not keep, and a premise it
+    // stores as canonical text.
+    let mut direct = create_schedule(1, "nightly");
+    direct.created_at = direct.created_at.replace_nanosecond(123_456_789).unwrap();
+    let mut handoff = create_schedule(2, "weekly");
+    let shown = t
+        .ledger
+        .read_premise(PRINCIPAL, "schedules", "weekly")
+        .await
+        .unwrap();
+    handoff.premise = Some(Premise::State(shown));
+    for (n, p, for_handoff) in [(1, &direct, false), (2, &handoff, true)] {
+        let inserted = t.ledger.insert_proposal(p).await.unwrap();
+        let read = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+        assert_eq!(inserted, read);
+        assert_eq!(inserted.status, ProposalStatus::Pending);
+
+        let (_, issuance) = issue(p, n, 300);
+        if for_handoff {
+            t.ledger
+                .record_handoff_approval(&issuance, None)
+                .await
+                .unwrap();
+        } else {
+            t.ledger.record_approval(&issuance).await.unwrap();
+        }
+        let approved = inserted.after_approval(issuance).unwrap();
+        let read = t.ledger.proposal(&p.id).await.unwrap().unwrap();
+        assert_eq!(approved, read);
+        assert_eq!(approved.status, ProposalStatus::Approved);
+    }
+}
+
+on_both_backends!(the_record_after_an_approval_is_refused_for_another_state);
+async fn the_record_after_an_approval_is_refused_for_another_state(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let p = create_schedule(1, "nightly");
+    let other = create_schedule(2, "weekly");
+    let pending = t.ledger.insert_proposal(&p).await.unwrap();
+    let (_, issuance) = issue(&p, 1, 300);
+    let (_, foreign) = issue(&other, 2, 300);
+    assert!(matches!(
+        pending.clone().after_approval(foreign),
+        Err(LedgerError::IssuanceMismatch(id)) if id == p.id
+    ));
+    t.ledger.record_approval(&issuance).await.unwrap();
+    let approved = pending.after_approval(issuance.clone()).unwrap();
+    assert!(matches!(
+        approved.after_approval(issuance),
+        Err(LedgerError::NotPending(id)) if id == p.id
+    ));
 }

@@ -22,7 +22,7 @@ use countersign_verifier::{AuthMethod, Claims, Grant, PasskeyAssurance, Premise,
 use time::{Duration, OffsetDateTime};
 use tonic::Request;
 
-use crate::convert::{DecideCommand, Decision, Delivery, ProposalId, Session, format_time};
+use crate::convert::{DecideCommand, Decision, Delivery, Session, format_time};
 use crate::error::RpcError;
 use crate::issue::sign_claims_with;
 use crate::passkeys::{Decider, VerifiedDecision};
@@ -90,7 +90,6 @@ impl SignerService {
                 let provenance = provenance_of(&peer);
                 let decided = self
                     .approve(
-                        &cmd.proposal_id,
                         record,
                         (op, &args),
                         Approval {
@@ -115,7 +114,6 @@ impl SignerService {
 
     async fn approve(
         &self,
-        id: &ProposalId,
         record: ProposalRecord,
         (op, args): (&Operation, &CanonicalArgs),
         approval: Approval<'_>,
@@ -166,7 +164,8 @@ impl SignerService {
                 .map_err(crate::passkeys::challenge_used)?,
             (Delivery::Direct, None) => state.ledger.record_approval(&signed.issuance).await?,
         }
-        self.deliver(id, signed, delivery, verified.as_ref()).await
+        self.deliver(record, signed, delivery, verified.as_ref())
+            .await
     }
 
     /// The passkey check of an approval: the assertion, when one came,
@@ -240,10 +239,13 @@ impl SignerService {
     }
 
     /// After the issuance was recorded: return the proof (direct) or keep
-    /// it for one handoff, with the proposal's view.
+    /// it for one handoff, with the proposal's view. `pending` is the
+    /// proposal's record as read before the approval; the view is that
+    /// record once the approval committed ([`ProposalRecord::after_approval`]),
+    /// so nothing is read again.
     pub(crate) async fn deliver(
         &self,
-        id: &ProposalId,
+        pending: ProposalRecord,
         signed: Signed,
         delivery: Delivery,
         verified: Option<&VerifiedDecision>,
@@ -253,6 +255,9 @@ impl SignerService {
             issuance,
             expires_at,
         } = signed;
+        // The reply's view is the record the approval's commit left, not
+        // read again.
+        let approved = pending.after_approval(issuance.clone())?;
         let proof_sha256 = issuance.proof_sha256.clone();
         tracing::info!(
             proposal_id = %issuance.proposal_id, %proof_sha256, ?delivery,
@@ -276,7 +281,7 @@ impl SignerService {
             }
         };
         Ok(wire::DecideResponse {
-            proposal: Some(self.view(id).await?),
+            proposal: Some(self.view_of(&approved).await?),
             proof: proof_text,
             proof_sha256,
             expires_at: expires_at_text,

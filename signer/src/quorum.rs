@@ -214,7 +214,9 @@ impl SignerService {
                 (Err(LedgerError::QuorumMoved(_)), _) => continue,
                 (Err(e), _) => return Err(crate::passkeys::challenge_used(e)),
                 (Ok(QuorumOutcome::Issued), Some(signed)) => {
-                    return self.deliver(id, signed, delivery, verified.as_ref()).await;
+                    return self
+                        .deliver(record.clone(), signed, delivery, verified.as_ref())
+                        .await;
                 }
                 (Ok(QuorumOutcome::Counted { approvals }), None) => {
                     tracing::info!(

@@ -210,29 +210,27 @@ impl SignerService {
             created_at: now_seconds()?,
             premise,
         };
-        self.state.ledger.insert_proposal(&proposal).await?;
+        // The record as committed: Propose reads nothing back unless a rule
+        // approves the proposal.
+        let recorded = self.state.ledger.insert_proposal(&proposal).await?;
         self.state.metrics.proposed(&op.name);
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
         // Recorded: whatever happens to a rule's approval now, the proposal
         // waits for a person at worst.
-        // With rules off (the default) Propose reads nothing more.
-        let recorded = match self.state.rules_enabled {
-            true => self.state.ledger.proposal(id.as_str()).await?,
-            false => None,
-        };
-        let by_rule = match recorded {
-            Some(record) => self.approve_by_rule(&record).await.unwrap_or_else(|e| {
-                tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
-                None
-            }),
-            None => None,
-        };
-        if by_rule.is_none() {
-            // Queued for the background sender: never waits, never fails
-            // Propose. A proposal a rule approved waits for nobody.
-            self.state.notifier.proposal_waiting(&proposal);
+        let by_rule = self.approve_by_rule(&recorded).await.unwrap_or_else(|e| {
+            tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
+            None
+        });
+        match by_rule {
+            // Approved since it was recorded: its view is read again.
+            Some(_) => self.view(&id).await,
+            None => {
+                // Queued for the background sender: never waits, never
+                // fails Propose. A proposal a rule approved waits for nobody.
+                self.state.notifier.proposal_waiting(&proposal);
+                self.view_of(&recorded).await
+            }
         }
-        self.view(&id).await
     }
 
     async fn get_proposal(

@@ -230,8 +230,12 @@ pub(super) async fn approve_in(conn: &mut Conn, a: &Approval) -> Result<(), Ledg
 }
 
 impl Store {
-    /// Record a new proposal and its `proposed` event.
-    pub(crate) async fn insert_proposal(&self, p: &Proposal) -> Result<(), LedgerError> {
+    /// Record a new proposal and its `proposed` event; its record as
+    /// committed.
+    pub(crate) async fn insert_proposal(
+        &self,
+        p: &Proposal,
+    ) -> Result<ProposalRecord, LedgerError> {
         let created_at = timefmt::format(p.created_at)?;
         let premise = p
             .premise
@@ -289,7 +293,7 @@ impl Store {
         .await?;
         tx.commit().await?;
         tracing::debug!(proposal_id = %p.id, operation = %p.operation, "proposal recorded");
-        Ok(())
+        Ok(ProposalRecord::inserted(p))
     }
 
     /// One proposal with its derived status.
