@@ -255,8 +255,6 @@ impl SignerService {
             issuance,
             expires_at,
         } = signed;
-        // The reply's view is the record the approval's commit left, not
-        // read again.
         let approved = pending.after_approval(issuance.clone())?;
         let proof_sha256 = issuance.proof_sha256.clone();
         tracing::info!(

@@ -210,8 +210,8 @@ impl SignerService {
             created_at: now_seconds()?,
             premise,
         };
-        // The record as committed: Propose reads nothing back unless a rule
-        // approves the proposal.
+        // The record as committed, which the reply shows unless a rule
+        // approves the proposal below.
         let recorded = self.state.ledger.insert_proposal(&proposal).await?;
         self.state.metrics.proposed(&op.name);
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
