@@ -1,11 +1,12 @@
-//! The writes of a batch's short way (`fast_batch.rs`), every fresh job's
-//! at once (shared by both backends, see the crate root): each job is
-//! planned in memory, its events extending its chain's tail, then one
-//! statement (`consume_sql::BATCH_WRITES`) writes them all in one round
-//! trip, so a batch holds its chain for one write however many jobs it
-//! has. The rows are those one job's writes (`consume.rs`) make, from the
-//! same planning (`intent_of`, `intent_event`, `plan_applied`), so a job
-//! writes the same whether it was alone or in a batch.
+//! The writes of consumptions, one job's or a batch's (shared by both
+//! backends, see the crate root): each job is planned in memory, its
+//! events extending its chain's tail, then one statement
+//! (`consume_sql::BATCH_WRITES`) writes them all in one round trip, so a
+//! batch holds its chain for one write however many jobs it has. A job
+//! alone (`consume.rs`) and each job of a batch's long way are a batch of
+//! one here, and a batch's short way (`fast_batch.rs`) plans all its fresh
+//! jobs at once: a consumption's rows have one planning and one text per
+//! backend, whichever way it went.
 //!
 //! The statement takes two JSON arrays: `$1` the jobs (one object per
 //! consumed nonce, with its intent and, for a builtin, how it ended) and
@@ -17,17 +18,18 @@
 //! statement (and the batch takes the long way) rather than fork a chain.
 
 use serde::Serialize;
+use serde_json::json;
 use time::Duration;
 use zeroize::Zeroizing;
 
-use super::consume::{Applied, Presented, intent_event, intent_of, plan_applied};
+use super::consume::Presented;
 use super::consume_sql::BATCH_WRITES;
 use super::effects::plan_transition;
 use super::events::{self, NewEvent, Tail};
 use super::{Conn, rows};
-use crate::error::{EffectFailure, LedgerError};
+use crate::error::{EffectFailure, LedgerError, LedgerRefusal};
 use crate::owner;
-use crate::schedule;
+use crate::schedule::{self, Change};
 use crate::timefmt;
 use crate::types::{ConsumeStart, Consumed, Intent};
 
@@ -103,7 +105,7 @@ impl<'a> BatchWrites<'a> {
 
     /// Plan a builtin consumption of `proof` applying `effect` to the
     /// state key's current value `state`: applied, or consumed and failed
-    /// when the transition is refused (as `consume.rs` `builtin_in`).
+    /// when the transition is refused.
     pub(super) fn builtin(
         &mut self,
         proof: &'a Presented,
@@ -228,6 +230,91 @@ fn job_row<'a>(intent: &Intent, at: &str, proof: &'a Presented) -> Result<JobRow
         value: None,
         effect: None,
         aseq: None,
+    })
+}
+
+/// The `intent` event of `intent`, planned on `tail`.
+fn intent_event(tail: &mut Tail, intent: &Intent, at: &str) -> Result<NewEvent, LedgerError> {
+    let details = json!({
+        "nonce": intent.nonce,
+        "proof_sha256": intent.proof_sha256,
+        "session": intent.session,
+        "operation": intent.operation,
+    });
+    tail.extend(
+        at,
+        "intent",
+        Some(&intent.proposal_id),
+        &intent.principal,
+        &details,
+    )
+}
+
+/// The rows and events of a builtin consumption whose transition is
+/// allowed, planned on the chain's tail.
+struct Applied {
+    /// The state key written or deleted.
+    key: String,
+    /// Its new value, canonical JSON; `None` deletes it.
+    value: Option<String>,
+    /// The effect's result, canonical JSON.
+    result: String,
+    /// The `intent`, `effect_applied` and `completed` events, in order.
+    events: [NewEvent; 3],
+}
+
+/// Plan the writes of an allowed transition `plan` of `intent`'s builtin
+/// `effect` at `at`, advancing `tail` past its three events.
+fn plan_applied(
+    intent: &Intent,
+    at: &str,
+    effect: &str,
+    plan: &schedule::Plan,
+    tail: &mut Tail,
+) -> Result<Applied, LedgerError> {
+    let (key, value) = match &plan.change {
+        Change::Put { key, value } => (
+            key,
+            Some(
+                countersign_verifier::canonical::to_canonical(value)
+                    .map_err(|e| LedgerError::Corrupt(format!("schedule value: {e}")))?,
+            ),
+        ),
+        Change::Delete { key } => (key, None),
+    };
+    let result = countersign_verifier::canonical::to_canonical(&plan.result)
+        .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
+    let (proposal, actor) = (Some(intent.proposal_id.as_str()), &intent.principal);
+    let first = intent_event(tail, intent, at)?;
+    let details = events::applied_details(&intent.nonce, effect);
+    let applied = tail.extend(at, "effect_applied", proposal, actor, &details)?;
+    let details = events::completed_details(&intent.nonce, "applied", None);
+    let completed = tail.extend(at, "completed", proposal, actor, &details)?;
+    Ok(Applied {
+        key: key.clone(),
+        value,
+        result,
+        events: [first, applied, completed],
+    })
+}
+
+/// The intent a verified proof authorizes, recorded now, leased to its
+/// head for `lease`.
+fn intent_of(proof: &Presented, lease: Duration) -> Result<Intent, LedgerError> {
+    let claims = proof.claims();
+    let recorded_at = timefmt::now();
+    Ok(Intent {
+        proposal_id: claims.pid.clone(),
+        nonce: claims.jti.clone(),
+        principal: claims.sub.clone(),
+        session: claims.sid.clone(),
+        operation: claims.op.clone(),
+        arguments_json: countersign_verifier::canonical::to_canonical(&claims.args)
+            .map_err(|_| LedgerRefusal::ProposalMismatch)?,
+        proof_sha256: proof.proof_sha256().to_owned(),
+        contract_revision: claims.crev.clone(),
+        recorded_at,
+        lease_until: recorded_at + lease,
     })
 }
 

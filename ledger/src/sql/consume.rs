@@ -2,8 +2,8 @@
 //! crate root): consume a verified proof once, record how it ended, read
 //! dispositions, list interrupted intents and record a person's resolution.
 //!
-//! Two flows share the same steps (`check_consumable`, then the writes of
-//! `consume_sql.rs` in one round trip):
+//! Two flows share the same steps (`check_consumable`, then the writes
+//! planned and written by `batch_writes.rs` in one round trip):
 //! - `consume_builtin`, for effects inside the ledger: checks, nonce,
 //!   intent, effect and completion in ONE write transaction. Any error rolls
 //!   all of it back: the nonce is not burned, nothing is applied, and the
@@ -18,44 +18,31 @@
 //! consumption's writes commit together or not at all. A batch of them
 //! runs the checks of every job in one statement (`fast_batch.rs`, with
 //! the columns and joins of `check_consumable`'s statement, and the same
-//! judgement, `judge`) and then every job's writes in one more
-//! (`batch_writes.rs`, planned as one job's are here).
+//! judgement, `judge`) and then every job's writes in one more: the same
+//! statement a job alone writes with here, so a consumption's rows have
+//! one text per backend (`consume_sql::BATCH_WRITES`).
 //!
 //! Neither reads anything before its write transaction: a caller that wants
 //! replays answered without queueing for the write lock reads the proposal
 //! first (the gate does, for verification), as consumed nonces are final.
-//!
-//! Parameters of the `consume_sql` writes, by number: `$1` nonce, `$2`
-//! proposal, `$3` principal, `$4` session, `$5` operation, `$6` canonical
-//! arguments, `$7` proof hash, `$8` time, `$9` contract revision, `$10`
-//! lease, `$11` owner, `$12` consume key; the `intent` event `$13` position,
-//! `$14` details, `$15` previous hash, `$16` hash; then for an applied
-//! builtin `$17` state namespace, `$18` key (the principal's, `$3`), `$19`
-//! new value (NULL deletes), `$20` effect, `$21` result, the
-//! `effect_applied` event `$22` to `$25` and the `completed` event `$26` to
-//! `$29` (id, details, previous hash, hash).
 
 use serde_json::{Value, json};
 use sqlx::Row as _;
 
 use super::batch::Job;
-use super::consume_sql::{CONSUME_APPLIED, RECORD_INTENT};
-use super::effects::plan_transition;
-use super::events::{NewEvent, Tail};
+use super::batch_writes::BatchWrites;
+use super::events::Tail;
 use super::locks::lock_proposal_row;
 use super::rows::{self, disposition_select, intent_columns};
-use super::{Conn, Db, Store, events, intents, premise};
-use crate::error::{EffectFailure, LedgerError, LedgerRefusal};
+use super::{Conn, Store, events, intents, premise};
+use crate::error::{LedgerError, LedgerRefusal};
 use crate::fault::crash_point;
 use crate::owner;
-use crate::schedule::{self, Change};
+use crate::schedule;
 use crate::timefmt;
 use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent, Interrupted};
 use countersign_verifier::VerifiedProof;
 use time::Duration;
-
-/// A query of this backend, as `sqlx::query` makes it.
-type Query = sqlx::query::Query<'static, Db, <Db as sqlx::Database>::Arguments>;
 
 /// What the checks inside a write transaction found.
 pub(super) enum Checked {
@@ -407,192 +394,6 @@ pub(super) async fn insert_completion(
     )
 }
 
-/// The intent a verified proof authorizes, recorded now, leased to its
-/// head for `lease`.
-pub(super) fn intent_of(proof: &Presented, lease: Duration) -> Result<Intent, LedgerError> {
-    let claims = &proof.claims;
-    let recorded_at = timefmt::now();
-    Ok(Intent {
-        proposal_id: claims.pid.clone(),
-        nonce: claims.jti.clone(),
-        principal: claims.sub.clone(),
-        session: claims.sid.clone(),
-        operation: claims.op.clone(),
-        arguments_json: countersign_verifier::canonical::to_canonical(&claims.args)
-            .map_err(|_| LedgerRefusal::ProposalMismatch)?,
-        proof_sha256: proof.proof_sha256.clone(),
-        contract_revision: claims.crev.clone(),
-        recorded_at,
-        lease_until: recorded_at + lease,
-    })
-}
-
-/// `query` with the parameters of [`RECORD_INTENT`] bound: `intent`, the
-/// time `at` every row of the consumption records, the proof's consume key
-/// and the `intent` event.
-fn bind_intent(
-    query: Query,
-    intent: &Intent,
-    at: &str,
-    proof: &Presented,
-    event: NewEvent,
-) -> Result<Query, LedgerError> {
-    Ok(query
-        .bind(intent.nonce.clone())
-        .bind(intent.proposal_id.clone())
-        .bind(intent.principal.clone())
-        .bind(intent.session.clone())
-        .bind(intent.operation.clone())
-        .bind(intent.arguments_json.clone())
-        .bind(intent.proof_sha256.clone())
-        .bind(at.to_string())
-        .bind(intent.contract_revision.clone())
-        .bind(timefmt::format(intent.lease_until)?)
-        .bind(owner::current())
-        .bind(proof.consume_key().to_string())
-        .bind_event(event))
-}
-
-/// Binding an event's four parameters (position, details, previous hash, hash).
-trait BindEvent {
-    fn bind_event(self, event: NewEvent) -> Self;
-}
-
-impl BindEvent for Query {
-    fn bind_event(self, event: NewEvent) -> Self {
-        self.bind(event.seq)
-            .bind(event.details)
-            .bind(event.prev_hash)
-            .bind(event.hash)
-    }
-}
-
-/// The `intent` event of `intent`, planned on `tail`.
-pub(super) fn intent_event(
-    tail: &mut Tail,
-    intent: &Intent,
-    at: &str,
-) -> Result<NewEvent, LedgerError> {
-    let details = json!({
-        "nonce": intent.nonce,
-        "proof_sha256": intent.proof_sha256,
-        "session": intent.session,
-        "operation": intent.operation,
-    });
-    tail.extend(
-        at,
-        "intent",
-        Some(&intent.proposal_id),
-        &intent.principal,
-        &details,
-    )
-}
-
-/// Step 5 of a consumption, on `conn` inside the caller's write
-/// transaction, after [`check_consumable`] found the nonce fresh: burn the
-/// nonce, record the intent and its `intent` event, in one round trip.
-async fn record_intent(
-    conn: &mut Conn,
-    intent: &Intent,
-    proof: &Presented,
-    tail: &mut Tail,
-) -> Result<(), LedgerError> {
-    let at = timefmt::format(intent.recorded_at)?;
-    let event = intent_event(tail, intent, &at)?;
-    bind_intent(sqlx::query(RECORD_INTENT), intent, &at, proof, event)?
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
-}
-
-/// The rows and events of a builtin consumption whose transition is
-/// allowed, planned on the chain's tail (shared by [`record_applied`] and
-/// a batch's writes, `batch_writes.rs`).
-pub(super) struct Applied {
-    /// The state key written or deleted.
-    pub(super) key: String,
-    /// Its new value, canonical JSON; `None` deletes it.
-    pub(super) value: Option<String>,
-    /// The effect's result, canonical JSON.
-    pub(super) result: String,
-    /// The `intent`, `effect_applied` and `completed` events, in order.
-    pub(super) events: [NewEvent; 3],
-}
-
-/// Plan the writes of an allowed transition `plan` of `intent`'s builtin
-/// `effect` at `at`, advancing `tail` past its three events.
-pub(super) fn plan_applied(
-    intent: &Intent,
-    at: &str,
-    effect: &str,
-    plan: &schedule::Plan,
-    tail: &mut Tail,
-) -> Result<Applied, LedgerError> {
-    let (key, value) = match &plan.change {
-        Change::Put { key, value } => (
-            key,
-            Some(
-                countersign_verifier::canonical::to_canonical(value)
-                    .map_err(|e| LedgerError::Corrupt(format!("schedule value: {e}")))?,
-            ),
-        ),
-        Change::Delete { key } => (key, None),
-    };
-    let result = countersign_verifier::canonical::to_canonical(&plan.result)
-        .map_err(|e| LedgerError::Corrupt(format!("effect result: {e}")))?;
-    let (proposal, actor) = (Some(intent.proposal_id.as_str()), &intent.principal);
-    let first = intent_event(tail, intent, at)?;
-    let details = events::applied_details(&intent.nonce, effect);
-    let applied = tail.extend(at, "effect_applied", proposal, actor, &details)?;
-    let details = events::completed_details(&intent.nonce, "applied", None);
-    let completed = tail.extend(at, "completed", proposal, actor, &details)?;
-    Ok(Applied {
-        key: key.clone(),
-        value,
-        result,
-        events: [first, applied, completed],
-    })
-}
-
-/// Steps 5 and 6 of a builtin consumption whose transition is allowed, on
-/// `conn` inside the caller's write transaction: the writes of
-/// [`record_intent`], then the state change, `effect_applied`, the
-/// completion and their events, all in one round trip.
-async fn record_applied(
-    conn: &mut Conn,
-    intent: &Intent,
-    proof: &Presented,
-    effect: &str,
-    plan: &schedule::Plan,
-    tail: &mut Tail,
-) -> Result<Disposition, LedgerError> {
-    let at = timefmt::format(intent.recorded_at)?;
-    let Applied {
-        key,
-        value,
-        result,
-        events: [first, applied, completed],
-    } = plan_applied(intent, &at, effect, plan, tail)?;
-    bind_intent(sqlx::query(CONSUME_APPLIED), intent, &at, proof, first)?
-        .bind(schedule::NAMESPACE)
-        .bind(key)
-        .bind(value)
-        .bind(effect.to_string())
-        .bind(result.clone())
-        .bind_event(applied)
-        .bind_event(completed)
-        .execute(&mut *conn)
-        .await?;
-    rows::completed(
-        intent.proposal_id.clone(),
-        intent.nonce.clone(),
-        "applied",
-        None,
-        &result,
-        &at,
-    )
-}
-
 /// What a consumption needs of a verified proof, owned: a consumption runs
 /// as a job of a group commit (`batch.rs`), in a task of its own that may
 /// outlive the caller's borrow of the proof.
@@ -651,9 +452,10 @@ pub(super) async fn begin_in(
         Checked::Replay(disposition) => return Ok(ConsumeStart::Replay(disposition)),
         Checked::Fresh { tail, .. } => tail,
     };
-    let intent = intent_of(proof, lease)?;
-    record_intent(conn, &intent, proof, &mut tail).await?;
-    Ok(ConsumeStart::Fresh(intent))
+    let mut writes = BatchWrites::default();
+    let started = writes.begin(proof, lease, &mut tail)?;
+    writes.write(conn).await?;
+    Ok(started)
 }
 
 /// The key a builtin `effect` of `proof` reads and writes in the state
@@ -665,8 +467,9 @@ pub(super) fn state_key(proof: &Presented, effect: &str) -> Option<String> {
 /// A builtin consumption (see [`crate::Ledger::consume_builtin`]), on
 /// `conn` inside the batch's write transaction, under its locks: the
 /// checks (one statement, which also reads the chain head and the
-/// schedule), then every write in one round trip. A refused transition
-/// records the intent and a `failed` completion, and changes no state.
+/// schedule), then every write in one round trip (`batch_writes.rs`). A
+/// refused transition records the intent and a `failed` completion, and
+/// changes no state.
 /// Writes nothing on a replay or an error.
 pub(super) async fn builtin_in(
     conn: &mut Conn,
@@ -678,27 +481,15 @@ pub(super) async fn builtin_in(
         Checked::Replay(disposition) => return Ok(Consumed::Replay(disposition)),
         Checked::Fresh { tail, state } => (tail, state),
     };
-    let tail = &mut tail;
     // One transaction: nothing can be left running once it ends.
-    let intent = intent_of(proof, Duration::ZERO)?;
-    let disposition = match plan_transition(effect, &proof.claims.args, state.as_deref()) {
-        Ok(plan) => record_applied(conn, &intent, proof, effect, &plan, tail).await?,
-        Err(EffectFailure::Database(e)) => return Err(LedgerError::Database(e)),
-        Err(refused) => {
-            // Refused before any state write: consumed, and failed.
-            record_intent(conn, &intent, proof, tail).await?;
-            let error = refused.to_string();
-            let outcome = ("failed", Some(error.as_str()), &Value::Null);
-            let of = (intent.nonce.as_str(), intent.principal.as_str());
-            let done = insert_completion(conn, &intent.proposal_id, of, outcome, Actor::Head);
-            done.await?
-        }
-    };
+    let mut writes = BatchWrites::default();
+    let consumed = writes.builtin(proof, effect, state.as_deref(), &mut tail)?;
+    writes.write(conn).await?;
     // Both points are past every write of this consumption and before
     // its transaction commits: a crash at either leaves nothing.
     crash_point("after_intent");
     crash_point("after_effect");
-    Ok(Consumed::Completed(disposition))
+    Ok(consumed)
 }
 
 impl Store {
