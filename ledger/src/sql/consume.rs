@@ -341,7 +341,7 @@ pub(super) fn still_running(row: &super::DbRow) -> Result<bool, LedgerError> {
 /// Who records a completion: the head of the intent's principal, or a
 /// person resolving an uncertain intent.
 #[derive(Clone, Copy)]
-pub(super) enum Actor<'a> {
+enum Actor<'a> {
     /// A head completing its own intent (the actor is the intent's
     /// principal).
     Head,
@@ -350,11 +350,12 @@ pub(super) enum Actor<'a> {
 }
 
 /// Write a completion and its `completed` (or `resolved`) event on `conn`,
-/// inside the caller's write transaction, for an intent the caller knows
-/// has no completion yet (checked by [`complete_in`], or recorded by the
-/// same transaction). `(nonce, principal)`: the intent's; its event
-/// extends the principal's chain. The disposition is what was written.
-pub(super) async fn insert_completion(
+/// inside the caller's write transaction, for an intent [`complete_in`]
+/// found without a completion. `(nonce, principal)`: the intent's; its
+/// event extends the principal's chain. The disposition is what was
+/// written. (A refused builtin's failed completion is written with its
+/// intent, by `batch_writes.rs`.)
+async fn insert_completion(
     conn: &mut Conn,
     proposal_id: &str,
     (nonce, principal): (&str, &str),
