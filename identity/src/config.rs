@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::console_config::{ConsoleConfig, ConsoleSection};
 use crate::files::read_private;
 use crate::notify::{NotifyConfig, NotifySection, notify_config};
 use crate::paths::{ConfiguredFile, check_configured_file, sqlite_ledger_file};
@@ -52,9 +53,10 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// The ceiling every verifier in this installation enforces on a proof's lifetime.
     pub verifier_max_lifetime_secs: u64,
-    /// Where the web console listens (`[console] addr`); `None` when the
-    /// configuration has no console section.
-    pub console_addr: Option<SocketAddr>,
+    /// The web console (`[console]`): where it listens, its https names,
+    /// its certificate; `None` when the configuration has no console
+    /// section.
+    pub console: Option<ConsoleConfig>,
     /// The signer's passkey settings (`[passkeys]`); `None` when the
     /// configuration has no passkeys section: no passkey is enrolled or
     /// checked, and only operations that require one cannot be approved.
@@ -94,11 +96,11 @@ pub struct PasskeyConfig {
     /// verification (`required`, default false: only operations that say
     /// `require_passkey` need one).
     pub required: bool,
-    /// The WebAuthn relying party id (`rp_id`, default `localhost`; browsers
-    /// refuse an IP address).
+    /// The WebAuthn relying party id (`rp_id`, default the console's first
+    /// name, `console.localhost`; browsers refuse an IP address).
     pub rp_id: String,
-    /// The exact origins a browser may report (`origins`; default the
-    /// console's, `http://localhost:<console port>`).
+    /// The exact https origins a browser may report (`origins`; default
+    /// the console's, `https://console.localhost:<console port>`).
     pub origins: Vec<String>,
 }
 
@@ -189,12 +191,6 @@ struct PolicySection {
 #[serde(deny_unknown_fields)]
 struct VerifierSection {
     max_lifetime_secs: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConsoleSection {
-    addr: Option<String>,
 }
 
 impl Config {
@@ -311,20 +307,14 @@ impl Config {
         }
         // A `[console]` section configures a console, at its default address
         // unless it names one; no section, no console.
-        let console_addr = match file.console {
-            None => None,
-            Some(section) => {
-                let addr = section
-                    .addr
-                    .unwrap_or_else(|| DEFAULT_CONSOLE_ADDR.to_owned());
-                Some(addr.parse::<SocketAddr>().map_err(|_| {
-                    invalid(format!("console.addr {addr:?} is not an IP:port address"))
-                })?)
-            }
-        };
+        let console = file
+            .console
+            .map(|section| ConsoleConfig::from_section(section, DEFAULT_CONSOLE_ADDR, home.root()))
+            .transpose()
+            .map_err(&invalid)?;
         let passkeys = file
             .passkeys
-            .map(|section| passkey_config(section, console_addr))
+            .map(|section| passkey_config(section, console.as_ref()))
             .transpose()
             .map_err(invalid)?;
         let metrics_addr = |key: &str, value: Option<String>| {
@@ -351,38 +341,12 @@ impl Config {
             registry,
             policy,
             verifier_max_lifetime_secs,
-            console_addr,
+            console,
             passkeys,
             metrics,
             notify,
             rules_enabled: file.rules.enabled.unwrap_or(false),
         })
-    }
-
-    /// The console's page for proposal `id`
-    /// (`http://{console addr}/proposals/{id}`, or with `localhost` for the
-    /// host when passkeys are configured, as WebAuthn needs a domain), or
-    /// `None` when no console is configured.
-    pub fn console_proposal_url(&self, id: &str) -> Option<String> {
-        let addr = self.console_addr?;
-        Some(console_page_url(addr, id, self.passkeys.is_some()))
-    }
-}
-
-/// The page of proposal `id` on a console listening at `addr`, as a
-/// browser must open it: [`console_proposal_url`], with `localhost` for a
-/// loopback host when `passkeys` are configured (WebAuthn needs a domain,
-/// and a paired session's cookie belongs to the host it was set for).
-pub fn console_page_url(addr: SocketAddr, id: &str, passkeys: bool) -> String {
-    let url = console_proposal_url(addr, id);
-    if passkeys && addr.ip().is_loopback() {
-        url.replacen(
-            &format!("http://{addr}/"),
-            &format!("http://localhost:{}/", addr.port()),
-            1,
-        )
-    } else {
-        url
     }
 }
 
@@ -401,13 +365,17 @@ fn metrics_addr(key: &str, text: &str) -> Result<SocketAddr, String> {
 }
 
 /// The `[passkeys]` section, checked: an RP id that is a domain name, and
-/// origins that are `http://localhost[:port]` or `https://` URLs of that
-/// domain or below it, with no path.
+/// origins that are `https://` URLs of that domain or below it, with no
+/// path. A passkey made at a plain-http origin is refused: nothing proves
+/// to the browser who served such a page.
 fn passkey_config(
     section: PasskeysSection,
-    console_addr: Option<SocketAddr>,
+    console: Option<&ConsoleConfig>,
 ) -> Result<PasskeyConfig, String> {
-    let rp_id = section.rp_id.unwrap_or_else(|| "localhost".to_owned());
+    let rp_id = section
+        .rp_id
+        .or_else(|| console.map(|c| c.names[0].clone()))
+        .unwrap_or_else(|| crate::console_pki::CONSOLE_NAME.to_owned());
     let domain_like = !rp_id.is_empty()
         && rp_id.parse::<std::net::IpAddr>().is_err()
         && rp_id
@@ -420,8 +388,8 @@ fn passkey_config(
     }
     let origins = match section.origins {
         Some(origins) => origins,
-        None => match console_addr {
-            Some(addr) => vec![format!("http://{rp_id}:{}", addr.port())],
+        None => match console {
+            Some(console) => console.origins(),
             None => {
                 return Err(
                     "passkeys.origins is required when no [console] section names the console"
@@ -436,7 +404,7 @@ fn passkey_config(
     for origin in &origins {
         if !origin_fits(origin, &rp_id) {
             return Err(format!(
-                "passkeys.origins entry {origin:?} is not an origin of {rp_id:?} (https://, or http:// for localhost only, no path)"
+                "passkeys.origins entry {origin:?} is not an https origin of {rp_id:?} (https://, no path)"
             ));
         }
     }
@@ -448,7 +416,7 @@ fn passkey_config(
 }
 
 /// Whether `origin` is `scheme://host[:port]` with `host` the RP id or a
-/// subdomain of it, over https (or http for `localhost`).
+/// subdomain of it, over https.
 fn origin_fits(origin: &str, rp_id: &str) -> bool {
     let (scheme, rest) = match origin.split_once("://") {
         Some(parts) => parts,
@@ -463,24 +431,7 @@ fn origin_fits(origin: &str, rp_id: &str) -> bool {
         return false;
     }
     let within = host == rp_id || host.ends_with(&format!(".{rp_id}"));
-    within && (scheme == "https" || (scheme == "http" && host == "localhost"))
-}
-
-/// The page of proposal `id` on a console listening at `addr`:
-/// `http://{addr}/proposals/{id}`, an IPv6 address in brackets (as
-/// `SocketAddr` displays it), and every byte of `id` outside the URL's
-/// unreserved characters percent-encoded, so no id can leave its path
-/// segment.
-pub fn console_proposal_url(addr: SocketAddr, id: &str) -> String {
-    let mut url = format!("http://{addr}/proposals/");
-    for byte in id.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            url.push(char::from(byte));
-        } else {
-            url.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    url
+    within && scheme == "https"
 }
 
 fn anchor(root: &Path, path: PathBuf) -> PathBuf {
@@ -540,8 +491,7 @@ mod tests {
             }
         );
         assert_eq!(c.verifier_max_lifetime_secs, 1800);
-        assert_eq!(c.console_addr, None);
-        assert_eq!(c.console_proposal_url("prop_1"), None);
+        assert_eq!(c.console, None);
         assert_eq!(c.handoff_claim_lease_secs, 60);
     }
 
@@ -578,26 +528,16 @@ handoff_claim_lease_secs = 3601
     fn a_console_section_configures_the_console_and_its_proposal_pages() {
         let c =
             Config::from_toml_str(&home(), P, "[console]\naddr = \"127.0.0.1:9001\"\n").unwrap();
-        assert_eq!(c.console_addr, Some("127.0.0.1:9001".parse().unwrap()));
+        let console = c.console.unwrap();
+        assert_eq!(console.addr, "127.0.0.1:9001".parse().unwrap());
         assert_eq!(
-            c.console_proposal_url("prop_0a").as_deref(),
-            Some("http://127.0.0.1:9001/proposals/prop_0a")
+            console.proposal_url("prop_0a"),
+            "https://console.localhost:9001/proposals/prop_0a"
         );
         let c = Config::from_toml_str(&home(), P, "[console]\n").unwrap();
-        assert_eq!(c.console_addr, Some(DEFAULT_CONSOLE_ADDR.parse().unwrap()));
-        let c = Config::from_toml_str(&home(), P, "[console]\naddr = \"[::1]:7444\"\n").unwrap();
         assert_eq!(
-            c.console_proposal_url("prop_0a").as_deref(),
-            Some("http://[::1]:7444/proposals/prop_0a")
-        );
-    }
-
-    #[test]
-    fn a_console_url_never_lets_an_id_leave_its_path_segment() {
-        let addr = "127.0.0.1:7444".parse().unwrap();
-        assert_eq!(
-            console_proposal_url(addr, "../x?y#z é"),
-            "http://127.0.0.1:7444/proposals/..%2Fx%3Fy%23z%20%C3%A9"
+            c.console.unwrap().addr,
+            DEFAULT_CONSOLE_ADDR.parse().unwrap()
         );
     }
 
@@ -759,21 +699,21 @@ mod passkey_tests {
     }
 
     #[test]
-    fn a_passkeys_section_defaults_to_localhost_and_the_console_origin() {
+    fn a_passkeys_section_defaults_to_the_console_name_and_its_https_origin() {
         let config = parse("[console]\naddr = \"127.0.0.1:9000\"\n[passkeys]\n").unwrap();
         let passkeys = config.passkeys.clone().unwrap();
         assert!(!passkeys.required);
-        assert_eq!(passkeys.rp_id, "localhost");
-        assert_eq!(passkeys.origins, ["http://localhost:9000"]);
-        assert_eq!(
-            config.console_proposal_url("p_1").unwrap(),
-            "http://localhost:9000/proposals/p_1"
+        assert_eq!(passkeys.rp_id, "console.localhost");
+        assert_eq!(passkeys.origins, ["https://console.localhost:9000"]);
+        let named = parse(
+            "[console]\naddr = \"127.0.0.1:9000\"\nnames = [\"a.example.org\", \"console.localhost\"]\n[passkeys]\nrp_id = \"a.example.org\"\n",
         );
-        let without = parse("[console]\naddr = \"127.0.0.1:9000\"\n").unwrap();
-        assert_eq!(without.passkeys, None);
-        assert_eq!(
-            without.console_proposal_url("p_1").unwrap(),
-            "http://127.0.0.1:9000/proposals/p_1"
+        // The second name is not within the RP id: refused, naming it.
+        assert!(
+            named
+                .unwrap_err()
+                .to_string()
+                .contains("\"https://console.localhost:9000\"")
         );
     }
 
@@ -792,14 +732,18 @@ mod passkey_tests {
             ),
             (
                 "[passkeys]\nrp_id = \"example.com\"\norigins = [\"http://example.com\"]\n",
-                "not an origin",
+                "not an https origin",
             ),
             (
-                "[passkeys]\norigins = [\"http://localhost:7444/x\"]\n",
-                "not an origin",
+                "[passkeys]\nrp_id = \"localhost\"\norigins = [\"http://localhost:7444\"]\n",
+                "not an https origin",
             ),
             (
-                "[passkeys]\nrequired = \"yes\"\norigins = [\"http://localhost\"]\n",
+                "[passkeys]\norigins = [\"https://console.localhost:7444/x\"]\n",
+                "not an https origin",
+            ),
+            (
+                "[passkeys]\nrequired = \"yes\"\norigins = [\"https://console.localhost\"]\n",
                 "invalid type",
             ),
         ] {

@@ -40,19 +40,25 @@ const CONFIG_TEMPLATE: &str = "\
 # [verifier]
 # max_lifetime_secs = 1800
 
-# The web console (`countersign console`): the MCP head points people at its
-# page for a proposal. Without this section no console is configured.
+# The web console (`countersign console`), served over https only at
+# https://console.localhost:7444/ (browsers resolve *.localhost to loopback;
+# trust its CA once with `countersign console trust`). The MCP head points
+# people at its page for a proposal. Without this section no console is
+# configured. `names` adds https names to reach it by (the first is the one
+# links name); `cert` and `key` serve your own certificate for them.
 [console]
 addr = \"127.0.0.1:7444\"
+# names = [\"console.localhost\"]
+# cert = \"/etc/countersign/console.pem\"
+# key = \"/etc/countersign/console.key\"
 
 # Passkeys (WebAuthn, checked by the signer): with this section a person
 # enrols passkeys in the console; `required = true` makes every approval
 # need one (otherwise only operations with `require_passkey = true` do).
-# The console is then reached at http://localhost:<port>.
 # [passkeys]
 # required = false
-# rp_id = \"localhost\"
-# origins = [\"http://localhost:7444\"]
+# rp_id = \"console.localhost\"
+# origins = [\"https://console.localhost:7444\"]
 
 # Metrics: `GET /metrics` (OpenMetrics text) on a loopback address, one per
 # kind of process; a process without its key serves none (the default).
@@ -155,6 +161,23 @@ impl Home {
     /// `pki/signer.key`.
     pub fn signer_tls_key_path(&self) -> PathBuf {
         self.pki_dir().join("signer.key")
+    }
+    /// `pki/console-ca.pem`: the name-constrained CA a person's browser
+    /// trusts for the console (`countersign console trust`).
+    pub fn console_ca_cert_path(&self) -> PathBuf {
+        self.pki_dir().join("console-ca.pem")
+    }
+    /// `pki/console-ca.key`.
+    pub fn console_ca_key_path(&self) -> PathBuf {
+        self.pki_dir().join("console-ca.key")
+    }
+    /// `pki/console.pem`: the console's server certificate.
+    pub fn console_cert_path(&self) -> PathBuf {
+        self.pki_dir().join("console.pem")
+    }
+    /// `pki/console.key`: its key, readable by the console's user alone.
+    pub fn console_key_path(&self) -> PathBuf {
+        self.pki_dir().join("console.key")
     }
     /// `pki/<role>.pem`: a client certificate.
     pub fn client_cert_path(&self, role: Role) -> PathBuf {
@@ -261,6 +284,10 @@ impl Home {
             self.ca_key_path(),
             self.signer_cert_path(),
             self.signer_tls_key_path(),
+            self.console_ca_cert_path(),
+            self.console_ca_key_path(),
+            self.console_cert_path(),
+            self.console_key_path(),
             self.signing_key_path(),
             self.key_index_path(),
         ];
@@ -362,13 +389,13 @@ mod tests {
         let principal = "pr_0123456789abcdef0123456789abcdef";
         let written = Config::from_toml_str(&home, principal, CONFIG_TEMPLATE).unwrap();
         assert_eq!(
-            written.console_addr,
+            written.console.as_ref().map(|c| c.addr),
             Some(DEFAULT_CONSOLE_ADDR.parse().unwrap())
         );
         let defaults = Config::from_toml_str(&home, principal, "").unwrap();
         assert_eq!(
             Config {
-                console_addr: None,
+                console: None,
                 ..written
             },
             defaults

@@ -12,6 +12,8 @@
 
 pub mod certificate;
 mod config;
+mod console_config;
+pub mod console_pki;
 mod error;
 pub mod files;
 mod home;
@@ -28,8 +30,9 @@ pub mod tls;
 pub use config::{
     Config, DEFAULT_CONSOLE_ADDR, DEFAULT_HANDOFF_CLAIM_LEASE_SECS, DEFAULT_SIGNER_ADDR,
     MAX_HANDOFF_CLAIM_LEASE_SECS, MAX_LIFETIME_CAP_SECS, MetricsConfig, PasskeyConfig,
-    PolicyConfig, console_page_url, console_proposal_url,
+    PolicyConfig,
 };
+pub use console_config::ConsoleConfig;
 pub use error::IdentityError;
 pub use home::{DEV_NAMED_APPROVERS, Home, InitReport, generate_principal, is_valid_principal};
 pub use notify::{

@@ -98,7 +98,20 @@ impl CaMaterial {
         &self.cert_pem
     }
 
-    fn issuer(&self) -> Result<Issuer<'static, KeyPair>, IdentityError> {
+    /// A CA from its certificate and key (PEM).
+    pub(crate) fn from_pem(cert_pem: String, key_pem: String) -> CaMaterial {
+        CaMaterial {
+            cert_pem,
+            key_pem: Zeroizing::new(key_pem),
+        }
+    }
+
+    /// The CA's private key (PEM).
+    pub(crate) fn key_pem(&self) -> &str {
+        &self.key_pem
+    }
+
+    pub(crate) fn issuer(&self) -> Result<Issuer<'static, KeyPair>, IdentityError> {
         let key = KeyPair::from_pem(&self.key_pem).map_err(pki_err)?;
         Issuer::from_ca_cert_pem(&self.cert_pem, key).map_err(pki_err)
     }
@@ -331,14 +344,14 @@ fn issue_leaf(
     })
 }
 
-fn name(common_name: &str) -> DistinguishedName {
+pub(crate) fn name(common_name: &str) -> DistinguishedName {
     let mut dn = DistinguishedName::new();
     dn.push(DnType::OrganizationName, "countersign");
     dn.push(DnType::CommonName, common_name);
     dn
 }
 
-fn random_serial() -> Result<SerialNumber, IdentityError> {
+pub(crate) fn random_serial() -> Result<SerialNumber, IdentityError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| IdentityError::Pki(format!("random: {e}")))?;
     bytes[0] &= 0x7f; // positive INTEGER
@@ -384,6 +397,6 @@ pub(crate) fn read_text(path: &Path) -> Result<String, IdentityError> {
         .map_err(|_| IdentityError::Pki(format!("{} is not UTF-8 PEM", path.display())))
 }
 
-fn pki_err(e: rcgen::Error) -> IdentityError {
+pub(crate) fn pki_err(e: rcgen::Error) -> IdentityError {
     IdentityError::Pki(e.to_string())
 }

@@ -71,7 +71,7 @@ fn init_creates_private_layout_once_and_keeps_the_principal() {
         format!("countersign:{}", first.principal)
     );
     assert_eq!(
-        config.console_addr,
+        config.console.map(|c| c.addr),
         Some(countersign_identity::DEFAULT_CONSOLE_ADDR.parse().unwrap())
     );
 }

@@ -16,12 +16,17 @@ use axum::response::{IntoResponse, Response};
 
 use crate::respond::ApiError;
 
-/// The `Host` values this server answers to.
+/// The `Host` values this server answers to, and the scheme its own
+/// pages' `Origin` has.
 #[derive(Debug, Clone)]
-pub struct AllowedHosts(Vec<String>);
+pub struct AllowedHosts {
+    hosts: Vec<String>,
+    origin_scheme: &'static str,
+}
 
 impl AllowedHosts {
-    /// The bound address itself, and `localhost` when it is loopback.
+    /// A plain-HTTP server: the bound address itself, and `localhost` when
+    /// it is loopback.
     pub fn for_addr(addr: SocketAddr) -> Self {
         let port = addr.port();
         let mut hosts = vec![match addr {
@@ -31,11 +36,24 @@ impl AllowedHosts {
         if addr.ip().is_loopback() {
             hosts.push(format!("localhost:{port}"));
         }
-        Self(hosts)
+        Self {
+            hosts,
+            origin_scheme: "http://",
+        }
+    }
+
+    /// An https server reached only by `names` on `port` (the console):
+    /// an IP address or another name in `Host` is refused, and so is an
+    /// `Origin` that is not `https://` one of them.
+    pub fn https_names(names: &[String], port: u16) -> Self {
+        Self {
+            hosts: names.iter().map(|n| format!("{n}:{port}")).collect(),
+            origin_scheme: "https://",
+        }
     }
 
     fn allows(&self, host: &str) -> bool {
-        self.0.iter().any(|h| h.eq_ignore_ascii_case(host))
+        self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
     }
 }
 
@@ -67,7 +85,7 @@ pub fn check(headers: &HeaderMap, hosts: &AllowedHosts) -> Result<(), ApiError> 
         let same = origin
             .to_str()
             .ok()
-            .and_then(|o| o.strip_prefix("http://"))
+            .and_then(|o| o.strip_prefix(hosts.origin_scheme))
             .is_some_and(|o| hosts.allows(o));
         if !same {
             return Err(ApiError::Forbidden("cross-origin requests are refused"));

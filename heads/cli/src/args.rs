@@ -169,14 +169,16 @@ pub struct RuleRevokeArgs {
 /// `countersign console [--listen ADDR] [pair | sessions ...]`
 #[derive(Debug, Args)]
 pub struct ConsoleArgs {
-    /// The address the console serves on (and pairing links name). Default:
-    /// the configuration's console addr, else 127.0.0.1:7444.
+    /// The address and port the console serves on, besides every address
+    /// its names resolve to (https://console.localhost:PORT holds both
+    /// 127.0.0.1 and ::1). Default: the configuration's console addr, else
+    /// 127.0.0.1:7444.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
     /// Decide as the named approver NAME (its certificate, from
-    /// `countersign credential approver --approver NAME`) instead of the
+    /// `countersign credential create --approver NAME`) instead of the
     /// console's own `console` credential: a quorum's approver runs a
-    /// console of their own.
+    /// console of their own, with their own paired browsers and cookie.
     #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
     pub as_approver: Option<ApproverName>,
     #[command(subcommand)]
@@ -191,6 +193,32 @@ pub enum ConsoleCommand {
     /// The paired browsers.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Trust the console's certificate in a browser, once
+    ///
+    /// Prints the console CA's file, its SHA-256 fingerprint, the names it
+    /// may vouch for (it is name-constrained: it can vouch for no other
+    /// site) and the exact steps for Chromium and Firefox. --import adds it
+    /// to this user's NSS databases (~/.pki/nssdb, which Chromium reads on
+    /// Linux, and each Firefox profile) with certutil (Debian:
+    /// libnss3-tools), as mkcert does.
+    Trust(TrustArgs),
+}
+
+/// `countersign console trust`
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// Import the CA into this user's NSS databases (Chromium, Firefox).
+    #[arg(long)]
+    pub import: bool,
+    /// Print the CA certificate (PEM) alone, to hand to the person whose
+    /// browser trusts it (it is public).
+    #[arg(long, conflicts_with = "import")]
+    pub pem: bool,
+    /// The CA certificate to trust, if not this home's
+    /// (pki/console-ca.pem): what the console's administrator handed you.
+    /// Compare the fingerprint printed with theirs.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<std::path::PathBuf>,
 }
 
 /// `countersign console sessions ...`

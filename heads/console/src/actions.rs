@@ -1,4 +1,4 @@
-//! The decisions (POST): each needs a paired session and its CSRF token,
+//! The decisions (POST): each needs a paired session and its page key,
 //! goes to the signer with the console's approver credential, and answers
 //! with a page that says exactly what happened. A refusal changes nothing.
 
@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Request, State};
-use axum::http::header::LOCATION;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use countersign_gate::signer_client::SignerCallError;
 use countersign_proto::v1::{
@@ -44,8 +43,8 @@ impl Form {
     }
 }
 
-/// A decision's POST: the paired session and its form, with the CSRF
-/// token checked before any handler runs; otherwise the page that says why.
+/// A decision's POST: the paired session and its form, with the page
+/// key checked before any handler runs; otherwise the page that says why.
 pub(crate) struct Authorized {
     pub(crate) session: Paired,
     pub(crate) form: Form,
@@ -60,7 +59,9 @@ impl FromRequest<Arc<ConsoleState>> for Authorized {
             .await
             .map_err(|e| unreadable_form(e.status()))?;
         let form = Form::parse(&body);
-        session.check_csrf(form.get("csrf")).map_err(|page| *page)?;
+        session
+            .check_page_key(form.get(crate::auth::PAGE_KEY_FIELD))
+            .map_err(|page| *page)?;
         Ok(Self { session, form })
     }
 }
@@ -347,21 +348,24 @@ pub(crate) async fn pair(State(state): State<Arc<ConsoleState>>, body: Bytes) ->
     let form = Form::parse(&body);
     let code = form.get("code").map(str::trim).unwrap_or_default();
     match state.sessions.redeem(code) {
-        Ok(Ok((secret, record))) => {
-            tracing::info!(session = %record.id, "a browser was paired");
-            let mut response = html_response(
-                StatusCode::SEE_OTHER,
-                page(
+        Ok(Ok(redeemed)) => {
+            tracing::info!(session = %redeemed.record.id, "a browser was paired");
+            // The page key goes to this page's script, once: it keeps it in
+            // the origin's storage and goes on to the pending list.
+            let body = html! {
+                div #new-page-key hidden data-key=(redeemed.page_key.expose_secret()) {}
+                (notice(
                     "Paired",
-                    None,
-                    true,
-                    notice("Paired", "This browser is paired.", Some(("/", "Continue"))),
-                ),
+                    "This browser is paired. Deciding needs JavaScript: the console's script keeps this pairing's page key and adds it to every decision.",
+                    Some(("/", "Continue")),
+                ))
+            };
+            let mut response = html_response(StatusCode::OK, page("Paired", None, true, body));
+            set_cookie(
+                &mut response,
+                state.sessions.approver().as_str(),
+                redeemed.session.expose_secret(),
             );
-            response
-                .headers_mut()
-                .insert(LOCATION, HeaderValue::from_static("/"));
-            set_cookie(&mut response, secret.expose_secret(), state.tls);
             response
         }
         Ok(Err(why)) => {
@@ -393,15 +397,11 @@ pub(crate) async fn logout(
             "The console's session store cannot be written; this browser is still paired.",
         );
     }
-    let mut response = html_response(
-        StatusCode::OK,
-        page(
-            "Unpaired",
-            None,
-            false,
-            notice("Unpaired", "This browser is no longer paired.", None),
-        ),
-    );
-    clear_cookie(&mut response);
+    let body = html! {
+        div #forget-page-key hidden {}
+        (notice("Unpaired", "This browser is no longer paired.", None))
+    };
+    let mut response = html_response(StatusCode::OK, page("Unpaired", None, false, body));
+    clear_cookie(&mut response, state.sessions.approver().as_str());
     response
 }

@@ -1,6 +1,13 @@
 //! Who may see and change anything: the API's Host/Origin/Sec-Fetch-Site
 //! guards on every request, a paired session's cookie on every page but
-//! pairing, and the session's CSRF token on every POST.
+//! pairing, and the session's page key on every POST.
+//!
+//! The cookie is `__Host-countersign-<approver>` (Secure, HttpOnly,
+//! SameSite=Strict, Path=/, no Domain), one per approver, so that two
+//! approvers' consoles on one host never share or overwrite a session. A
+//! browser still sends it to every port of the host, so it decides
+//! nothing alone: every change also needs the page key, which only a page
+//! of the console's own origin holds (`sessions`).
 
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, COOKIE, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -9,45 +16,48 @@ use maud::html;
 
 use crate::ConsoleState;
 use crate::html::{notice, page};
-use crate::sessions::{SESSION_TTL, SessionRecord, SessionRefusal, csrf_matches, csrf_token};
+use crate::sessions::{SESSION_TTL, SessionRecord, SessionRefusal, page_key_matches};
 
 /// The page a request gets instead of what it asked for (boxed: a
 /// response is large, and the happy path should not carry its size).
 pub(crate) type Rejection = Box<Response>;
 
-/// The cookie that carries a paired browser's session secret.
-pub(crate) const COOKIE_NAME: &str = "countersign_console";
+/// The form field that carries the page key.
+pub(crate) const PAGE_KEY_FIELD: &str = "page_key";
+
+/// The name of the cookie that carries a paired browser's session secret
+/// in the console of `approver`.
+pub(crate) fn cookie_name(approver: &str) -> String {
+    format!("__Host-countersign-{approver}")
+}
 
 /// A paired browser, authenticated for this request.
 pub(crate) struct Paired {
     /// The session's record.
     pub(crate) record: SessionRecord,
-    /// The CSRF token its forms carry.
-    pub(crate) csrf: String,
-    secret: String,
 }
 
 impl Paired {
-    /// Refuses a form whose CSRF token is not this session's.
-    pub(crate) fn check_csrf(&self, presented: Option<&str>) -> Result<(), Rejection> {
+    /// Refuses a form that does not carry this session's page key.
+    pub(crate) fn check_page_key(&self, presented: Option<&str>) -> Result<(), Rejection> {
         match presented {
-            Some(token) if csrf_matches(&self.secret, token) => Ok(()),
+            Some(key) if page_key_matches(&self.record, key) => Ok(()),
             _ => Err(Box::new(refusal(
                 StatusCode::FORBIDDEN,
-                "The form's CSRF token is missing or wrong; nothing was done. Reload the page and try again.",
+                "This request does not carry the page key of this browser's pairing (only the console's own pages, with JavaScript on, hold it); nothing was done. If this browser's site data was cleared, pair it again with `countersign console pair`.",
             ))),
         }
     }
 }
 
-/// The session cookie's value, if exactly one was sent.
-fn session_cookie(headers: &HeaderMap) -> Option<String> {
+/// The value of the session cookie `name`, if exactly one was sent.
+fn session_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     let mut found = None;
     for value in headers.get_all(COOKIE) {
         let text = value.to_str().ok()?;
         for pair in text.split(';') {
-            if let Some((name, value)) = pair.trim().split_once('=')
-                && name == COOKIE_NAME
+            if let Some((pair_name, value)) = pair.trim().split_once('=')
+                && pair_name == name
             {
                 if found.is_some() {
                     // Two session cookies (one planted by a sibling host,
@@ -64,17 +74,11 @@ fn session_cookie(headers: &HeaderMap) -> Option<String> {
 /// The paired session of this request, or the page an unpaired browser
 /// gets instead: only the pairing page, and nothing about proposals.
 pub(crate) fn paired(state: &ConsoleState, headers: &HeaderMap) -> Result<Paired, Rejection> {
-    let cookie = session_cookie(headers);
+    let name = cookie_name(state.sessions.approver().as_str());
+    let cookie = session_cookie(headers, &name);
     match state.sessions.authenticate(cookie.as_deref()) {
-        Ok(Ok(record)) => {
-            let secret = cookie.unwrap_or_default();
-            Ok(Paired {
-                record,
-                csrf: csrf_token(&secret),
-                secret,
-            })
-        }
-        Ok(Err(why)) => Err(Box::new(unpaired(why))),
+        Ok(Ok(record)) => Ok(Paired { record }),
+        Ok(Err(why)) => Err(Box::new(unpaired(state, why))),
         Err(e) => {
             tracing::error!(error = %e, "the console session store failed");
             Err(Box::new(refusal(
@@ -86,12 +90,18 @@ pub(crate) fn paired(state: &ConsoleState, headers: &HeaderMap) -> Result<Paired
 }
 
 /// The pairing page, for a browser without a valid session.
-pub(crate) fn unpaired(why: SessionRefusal) -> Response {
+pub(crate) fn unpaired(state: &ConsoleState, why: SessionRefusal) -> Response {
+    let approver = state.sessions.approver().as_str();
+    let command = if approver == countersign_identity::DEV_NAMED_APPROVERS[0] {
+        "countersign console pair".to_owned()
+    } else {
+        format!("countersign console pair --as {approver}")
+    };
     let body = html! {
         h1 { "Pair this browser" }
         p.message role="status" { (why.to_string()) "." }
         p { "A browser becomes trusted only through a one-time pairing link. At your terminal, run:" }
-        pre.block { "countersign console pair" }
+        pre.block { (command) }
         p { "and open the link it prints in this browser, or paste its code here:" }
         form method="post" action="/pair" {
             label for="code" { "Pairing code" }
@@ -101,7 +111,7 @@ pub(crate) fn unpaired(why: SessionRefusal) -> Response {
     };
     let mut response = html_response(StatusCode::UNAUTHORIZED, page("Pair", None, false, body));
     if why != SessionRefusal::Invalid {
-        clear_cookie(&mut response);
+        clear_cookie(&mut response, approver);
     }
     response
 }
@@ -132,27 +142,28 @@ pub(crate) fn html_response(status: StatusCode, markup: maud::Markup) -> Respons
     response
 }
 
-/// Set the session cookie: HttpOnly, SameSite=Strict, Path=/, Secure when
-/// the console is served over TLS, and expiring with the session.
-pub(crate) fn set_cookie(response: &mut Response, secret: &str, secure: bool) {
+/// Set the session cookie of `approver`'s console: `__Host-` (Secure,
+/// Path=/, no Domain), HttpOnly, SameSite=Strict, expiring with the session.
+pub(crate) fn set_cookie(response: &mut Response, approver: &str, secret: &str) {
     let value = format!(
-        "{COOKIE_NAME}={secret}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{}",
+        "{}={secret}; Secure; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        cookie_name(approver),
         SESSION_TTL.whole_seconds(),
-        if secure { "; Secure" } else { "" }
     );
     if let Ok(value) = HeaderValue::from_str(&value) {
         response.headers_mut().append(SET_COOKIE, value);
     }
 }
 
-/// Tell the browser to forget its session cookie.
-pub(crate) fn clear_cookie(response: &mut Response) {
-    response.headers_mut().append(
-        SET_COOKIE,
-        HeaderValue::from_static(
-            "countersign_console=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
-        ),
+/// Tell the browser to forget the session cookie of `approver`'s console.
+pub(crate) fn clear_cookie(response: &mut Response, approver: &str) {
+    let value = format!(
+        "{}=; Secure; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+        cookie_name(approver)
     );
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response.headers_mut().append(SET_COOKIE, value);
+    }
 }
 
 #[cfg(test)]
@@ -161,12 +172,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exactly_one_session_cookie_is_read() {
+    fn exactly_one_session_cookie_of_this_approver_is_read() {
+        let name = cookie_name("alice");
         let mut h = HeaderMap::new();
-        h.append(COOKIE, "a=1; countersign_console=x".parse().unwrap());
-        assert_eq!(session_cookie(&h).as_deref(), Some("x"));
-        h.append(COOKIE, "countersign_console=y".parse().unwrap());
-        assert_eq!(session_cookie(&h), None);
-        assert_eq!(session_cookie(&HeaderMap::new()), None);
+        h.append(
+            COOKIE,
+            "a=1; __Host-countersign-bob=z; __Host-countersign-alice=x"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(session_cookie(&h, &name).as_deref(), Some("x"));
+        assert_eq!(
+            session_cookie(&h, &cookie_name("bob")).as_deref(),
+            Some("z")
+        );
+        h.append(COOKIE, "__Host-countersign-alice=y".parse().unwrap());
+        assert_eq!(session_cookie(&h, &name), None);
+        assert_eq!(session_cookie(&HeaderMap::new(), &name), None);
     }
 }

@@ -32,9 +32,7 @@ pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Mark
                 meta name="referrer" content="no-referrer";
                 title { (full) }
                 link rel="stylesheet" href="/assets/console.css";
-                @if paired {
-                    script src="/assets/console.js" defer {}
-                }
+                script src="/assets/console.js" defer {}
             }
             body {
                 a.skip href="#main" { "Skip to content" }
@@ -58,9 +56,11 @@ pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Mark
     }
 }
 
-/// A hidden CSRF field for a form.
-pub(crate) fn csrf_field(csrf: &str) -> Markup {
-    html! { input type="hidden" name="csrf" value=(csrf); }
+/// A form's hidden page-key field, left empty: the page's script fills
+/// it from the origin's storage at submit time (`sessions`), so the key
+/// is in no page a cookie alone can fetch.
+pub(crate) fn page_key_field() -> Markup {
+    html! { input type="hidden" name=(crate::auth::PAGE_KEY_FIELD) value="" data-page-key; }
 }
 
 /// A definition row: `label` and a value shown safely.

@@ -4,13 +4,18 @@
 //! The console is its own process (`countersign console`), a gRPC client of
 //! the signer with its own approver credential (so the signer records that
 //! the console decided), and, for "approve and run now", a head with the
-//! gate. It links no signing code. It listens on loopback by default.
+//! gate. It links no signing code.
 //!
 //! What it promises, and where that is kept:
-//! - Only a browser paired through a one-time link sees anything but the
-//!   pairing page (`auth`, `sessions`).
-//! - Nothing changes on GET; every change is a POST with the session's CSRF
-//!   token, after the API's Host/Origin/Sec-Fetch-Site guards (`guarded`).
+//! - It speaks HTTPS only, at names whose certificate key only its user
+//!   reads, on every address those names resolve to (`tls`, `bind`); a
+//!   plain-HTTP request gets a redirect that carries nothing.
+//! - Only a browser paired through a one-time link, with a session of this
+//!   console's own approver, sees anything but the pairing page (`auth`,
+//!   `sessions`).
+//! - Nothing changes on GET; every change is a POST with the session's page
+//!   key, which no cookie carries, after the API's Host/Origin/Sec-Fetch-Site
+//!   guards on the console's https names (`guarded`).
 //! - Every response carries a Content-Security-Policy without inline script,
 //!   `frame-ancestors 'none'`, nosniff and no referrer (`guarded`); every
 //!   asset is served by the binary (`assets`).
@@ -21,16 +26,17 @@
 mod actions;
 mod assets;
 mod auth;
+pub mod bind;
 mod html;
 mod live;
 mod pages;
 mod passkeys;
 mod rules;
 pub mod sessions;
+pub mod tls;
 mod views;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -47,11 +53,11 @@ use countersign_gate::Gate;
 use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy};
-use tokio::net::TcpListener;
 use tonic::transport::Channel;
 use tracing::Instrument as _;
 
 pub use sessions::{SessionRecord, SessionStore};
+pub use tls::TlsListener;
 
 /// Where the console listens unless told otherwise.
 pub use countersign_identity::DEFAULT_CONSOLE_ADDR as DEFAULT_LISTEN;
@@ -74,10 +80,10 @@ pub struct ConsoleParts {
     pub registry: Arc<CurrentRegistry>,
     /// The issuing policy, for an operation's proof lifetime.
     pub policy: Policy,
-    /// Paired browsers.
+    /// Paired browsers of this console's approver.
     pub sessions: SessionStore,
-    /// Whether the console is served over TLS (cookies get `Secure`).
-    pub tls: bool,
+    /// The https names the console is reached by (`Host` must name one).
+    pub names: Vec<String>,
 }
 
 /// The console's shared state.
@@ -87,7 +93,7 @@ pub struct ConsoleState {
     pub(crate) registry: Arc<CurrentRegistry>,
     pub(crate) policy: Policy,
     pub(crate) sessions: SessionStore,
-    pub(crate) tls: bool,
+    pub(crate) names: Vec<String>,
     pub(crate) live: live::Live,
 }
 
@@ -101,15 +107,15 @@ impl ConsoleState {
             registry: parts.registry,
             policy: parts.policy,
             sessions: parts.sessions,
-            tls: parts.tls,
+            names: parts.names,
             live,
         }
     }
 }
 
-/// The console's routes for a server bound to `local`.
-pub fn router(state: Arc<ConsoleState>, local: SocketAddr) -> Router {
-    let hosts = AllowedHosts::for_addr(local);
+/// The console's routes for a server on `port`.
+pub fn router(state: Arc<ConsoleState>, port: u16) -> Router {
+    let hosts = AllowedHosts::https_names(&state.names, port);
     Router::new()
         .route("/", get(pages::pending))
         .route("/history", get(pages::history))
@@ -191,26 +197,23 @@ async fn guarded(State(hosts): State<AllowedHosts>, mut request: Request, next: 
     response
 }
 
-/// Serve the console on `listener` until `shutdown` completes, then let
-/// requests in flight finish for [`SHUTDOWN_GRACE`]; live update streams
-/// end at once.
+/// Serve the console on `listener` (HTTPS, every address) until
+/// `shutdown` completes, then let requests in flight finish for
+/// [`SHUTDOWN_GRACE`]; live update streams end at once.
 pub async fn run(
-    listener: TcpListener,
+    listener: TlsListener,
     state: Arc<ConsoleState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let local = listener.local_addr()?;
+    let port = axum::serve::Listener::local_addr(&listener)?.port();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     state.live.stop_on(stop_rx.clone());
     let poller = tokio::spawn(live::poll(state.clone(), stop_rx.clone()));
-    let app = router(state, local);
+    let app = router(state, port);
     tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     });
-    // TCP_NODELAY on every accepted socket, as the API and MCP heads do
-    // (one function, tested in countersign-api).
-    let listener = countersign_api::nodelay(listener);
     let mut serve_rx = stop_rx.clone();
     let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = serve_rx.wait_for(|stop| *stop).await;

@@ -46,10 +46,9 @@ pub(crate) async fn pending(
     State(state): State<Arc<ConsoleState>>,
     headers: HeaderMap,
 ) -> Response {
-    let session = match paired(&state, &headers) {
-        Ok(s) => s,
-        Err(page) => return *page,
-    };
+    if let Err(page) = paired(&state, &headers) {
+        return *page;
+    }
     let mut approver = state.approver.clone();
     let list = match approver.list_pending(ListPendingRequest {}).await {
         Ok(list) => list.into_inner().proposals,
@@ -58,7 +57,7 @@ pub(crate) async fn pending(
     let body = html! {
         h1 { "Waiting for your decision" }
         div #pending aria-live="polite" { (pending_list(&list)) }
-        (sign_out(&session.csrf))
+        (sign_out())
     };
     html_response(
         StatusCode::OK,
@@ -67,10 +66,10 @@ pub(crate) async fn pending(
 }
 
 /// The sign-out form every paired page ends with.
-fn sign_out(csrf: &str) -> maud::Markup {
+fn sign_out() -> maud::Markup {
     html! {
         form.signout method="post" action="/logout" {
-            (crate::html::csrf_field(csrf))
+            (crate::html::page_key_field())
             button type="submit" { "Unpair this browser" }
         }
     }
@@ -82,10 +81,9 @@ pub(crate) async fn history(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let session = match paired(&state, &headers) {
-        Ok(s) => s,
-        Err(page) => return *page,
-    };
+    if let Err(page) = paired(&state, &headers) {
+        return *page;
+    }
     let mut status = String::new();
     let mut operation = String::new();
     for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
@@ -119,7 +117,7 @@ pub(crate) async fn history(
     };
     let body = html! {
         (history_view(&views, &status, &operation))
-        (sign_out(&session.csrf))
+        (sign_out())
     };
     html_response(StatusCode::OK, page("History", None, true, body))
 }
@@ -130,10 +128,9 @@ pub(crate) async fn proposal(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let session = match paired(&state, &headers) {
-        Ok(s) => s,
-        Err(page) => return *page,
-    };
+    if let Err(page) = paired(&state, &headers) {
+        return *page;
+    }
     let mut approver = state.approver.clone();
     let view = match approver
         .get_proposal(GetProposalRequest {
@@ -169,14 +166,13 @@ pub(crate) async fn proposal(
         .map(|op| op.unverified_fields.clone())
         .unwrap_or_default();
     let ctx = CardContext {
-        csrf: &session.csrf,
         lifetime_secs: operation.map(|op| state.policy.lifetime_for(op)),
         unverified_fields: &unverified,
         not_approvable,
     };
     let body = html! {
         (card(&view, &ctx))
-        (sign_out(&session.csrf))
+        (sign_out())
     };
     html_response(
         StatusCode::OK,

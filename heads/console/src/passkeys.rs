@@ -5,7 +5,7 @@
 //! The console only carries bytes between the browser and the signer: the
 //! signer draws every challenge and checks every registration and
 //! assertion. A challenge endpoint answers JSON (the script's), everything
-//! else a page; each needs a paired session and its CSRF token
+//! else a page; each needs a paired session and its page key
 //! ([`Authorized`]). Without JavaScript nothing here can succeed, and a
 //! passkey approval is refused by the signer as `passkey_required`.
 
@@ -29,7 +29,7 @@ use serde_json::json;
 use crate::ConsoleState;
 use crate::actions::Authorized;
 use crate::auth::{html_response, paired, refusal};
-use crate::html::{csrf_field, notice, page, shown};
+use crate::html::{notice, page, page_key_field, shown};
 use crate::pages::signer_failure;
 
 /// An assertion as the script sends it: every byte string base64url.
@@ -145,10 +145,9 @@ pub(crate) async fn page_of_passkeys(
     State(state): State<Arc<ConsoleState>>,
     headers: HeaderMap,
 ) -> Response {
-    let session = match paired(&state, &headers) {
-        Ok(s) => s,
-        Err(page) => return *page,
-    };
+    if let Err(page) = paired(&state, &headers) {
+        return *page;
+    }
     let mut approver = state.approver.clone();
     let list = match approver.list_passkeys(ListPasskeysRequest {}).await {
         Ok(list) => list.into_inner(),
@@ -168,11 +167,11 @@ pub(crate) async fn page_of_passkeys(
                 "Operations that require it need one of these passkeys, with user verification (a PIN or biometric), to be approved."
             }
         }
-        (table(&list.passkeys, &session.csrf, active.len()))
+        (table(&list.passkeys, active.len()))
         section.decide aria-labelledby="enrol-h" {
             h2 #enrol-h { "Enrol a passkey" }
             form method="post" action="/passkeys/enrol" data-passkey="enrol" {
-                (csrf_field(&session.csrf))
+                (page_key_field())
                 input type="hidden" name="registration" value="";
                 label for="passkey-name" { "Name" }
                 input #passkey-name name="name" required maxlength="64" placeholder="for example: laptop";
@@ -191,7 +190,7 @@ pub(crate) async fn page_of_passkeys(
     html_response(StatusCode::OK, page("Passkeys", None, true, body))
 }
 
-fn table(passkeys: &[PasskeyView], csrf: &str, active: usize) -> Markup {
+fn table(passkeys: &[PasskeyView], active: usize) -> Markup {
     html! {
         @if passkeys.is_empty() {
             p { "No passkey is enrolled." }
@@ -208,7 +207,7 @@ fn table(passkeys: &[PasskeyView], csrf: &str, active: usize) -> Markup {
                             td {
                                 @if p.removed_at.is_empty() && active > 1 {
                                     form method="post" action={ "/passkeys/" (p.credential_id) "/remove" } data-passkey="remove" {
-                                        (csrf_field(csrf))
+                                        (page_key_field())
                                         input type="hidden" name="assertion" value="";
                                         button.deny type="submit" { "Remove" }
                                         p.refusal role="alert" hidden {}

@@ -1,13 +1,13 @@
 //! The Rules page: this principal's auto-approval rules with their uses
 //! and remaining budget (`GET /rules`), revoking one
-//! (`POST /rules/{id}/revoke`, CSRF-guarded like every decision), and a
+//! (`POST /rules/{id}/revoke`, with the page key like every decision), and a
 //! link to revise one (`revise`). A rule's scope is the text the signer
 //! rendered from its canonical definition, shown escaped and whole.
 //!
 //! Creating a rule from a file is not offered here: it is done at the
 //! terminal (`countersign rules create`), or by approving a `rule.create`
 //! proposal on its card. Revoking only narrows what is approved, so the
-//! CSRF token of a paired session is enough; revising may widen, so it
+//! page key of a paired session is enough; revising may widen, so it
 //! goes through the signer's rendering of the new scope first (`revise`).
 
 pub(crate) mod revise;
@@ -23,20 +23,20 @@ use maud::{Markup, html};
 
 use crate::ConsoleState;
 use crate::actions::Authorized;
-use crate::auth::{Paired, Rejection, html_response, paired};
-use crate::html::{csrf_field, notice, page, preview_block, row, shown};
+use crate::auth::{Rejection, html_response, paired};
+use crate::html::{notice, page, page_key_field, preview_block, row, shown};
 use crate::pages::signer_failure;
 
-/// The paired session of a page about rules, and this principal's rules;
-/// otherwise the page that says why not.
+/// This principal's rules, for a paired session; otherwise the page that
+/// says why not.
 async fn paired_rules(
     state: &ConsoleState,
     headers: &HeaderMap,
-) -> Result<(Paired, Vec<RuleView>), Rejection> {
-    let session = paired(state, headers)?;
+) -> Result<Vec<RuleView>, Rejection> {
+    paired(state, headers)?;
     let mut approver = state.approver.clone();
     match approver.list_rules(ListRulesRequest {}).await {
-        Ok(list) => Ok((session, list.into_inner().rules)),
+        Ok(list) => Ok(list.into_inner().rules),
         Err(status) => Err(Box::new(signer_failure(&SignerCallError::from(status)))),
     }
 }
@@ -46,7 +46,7 @@ pub(crate) async fn page_of_rules(
     State(state): State<Arc<ConsoleState>>,
     headers: HeaderMap,
 ) -> Response {
-    let (session, rules) = match paired_rules(&state, &headers).await {
+    let rules = match paired_rules(&state, &headers).await {
         Ok(found) => found,
         Err(page) => return *page,
     };
@@ -57,7 +57,7 @@ pub(crate) async fn page_of_rules(
             p.empty { "No rules." }
         }
         @for rule in &rules {
-            (rule_card(rule, &session.csrf))
+            (rule_card(rule))
         }
     };
     html_response(StatusCode::OK, page("Rules", None, true, body))
@@ -66,7 +66,7 @@ pub(crate) async fn page_of_rules(
 /// One rule: status, budget, scope, a revise link unless it is revoked (an
 /// expired rule may be revised into a live one), and a revoke form while it
 /// is active.
-fn rule_card(rule: &RuleView, csrf: &str) -> Markup {
+fn rule_card(rule: &RuleView) -> Markup {
     let uses = format!("{} of {}", rule.uses, rule.max_uses);
     let hour = format!("{} of {}", rule.uses_last_hour, rule.per_hour);
     html! {
@@ -90,7 +90,7 @@ fn rule_card(rule: &RuleView, csrf: &str) -> Markup {
             }
             @if rule.status == "active" {
                 form method="post" action=(format!("/rules/{}/revoke", rule.id)) {
-                    (csrf_field(csrf))
+                    (page_key_field())
                     label for=(format!("reason-{}", rule.id)) { "Why (recorded)" }
                     input id=(format!("reason-{}", rule.id)) type="text" name="reason" maxlength="2000";
                     button type="submit" { "Revoke this rule" }

@@ -1,19 +1,29 @@
 //! Paired browsers: one-time pairing codes and the sessions they open,
-//! stored only as hashes.
+//! stored only as hashes, one store per approver.
 //!
 //! A pairing code (`cp1_<id>_<secret>`) is created at an interactive
-//! terminal (`countersign console pair`) or printed by `countersign console`
-//! at start; it expires after [`PAIRING_TTL`] and opens exactly one session.
-//! A session secret (`cc1_<id>_<secret>`) lives only in the browser's
-//! HttpOnly cookie; the store keeps its SHA-256, its expiry
-//! ([`SESSION_TTL`]) and its revocation. Each id is 64 random bits (for
+//! terminal (`countersign console pair [--as NAME]`) or printed by
+//! `countersign console` at start; it expires after [`PAIRING_TTL`] and
+//! opens exactly one session, of the approver whose store made it. A
+//! session has two secrets. The session secret (`cc1_<id>_<secret>`) lives
+//! in the browser's `__Host-` cookie, which a browser also sends to other
+//! ports of the host (and Chromium, for `*.localhost`, even over plain
+//! http), so it only says which session a request claims. The page key
+//! (`ck1_<id>_<secret>`) is handed once, in the answer to the pairing, to
+//! the console page's script, which keeps it in the origin's storage and
+//! puts it in every form; no cookie and no page carries it, so a request
+//! that changes anything must come from a page of the console's own
+//! origin. The store keeps both secrets' SHA-256, the expiry
+//! ([`SESSION_TTL`]) and the revocation. Each id is 64 random bits (for
 //! listing and revoking), each secret 256.
 //!
-//! The store is one private file in the home (`console-sessions.json`,
-//! 0600), changed under an exclusive lock and replaced atomically
+//! The store is one private file per approver in the home
+//! (`console-sessions-<approver>.json`, 0600), changed under an exclusive
+//! lock and replaced atomically
 //! (`countersign_identity::files::replace_private_locked`), so the running
 //! console and `countersign console pair|sessions` share it, and a
-//! revocation takes effect on the console's next request.
+//! revocation takes effect on the console's next request. A console checks
+//! on every request that the session is of its own approver.
 //!
 //! Must not: log, print or store a secret (codes are printed once, to the
 //! person who asked for them); compare hashes in variable time.
@@ -23,8 +33,8 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_identity::IdentityError;
 use countersign_identity::files::{read_private, replace_private_locked};
+use countersign_identity::{ApproverName, IdentityError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -36,13 +46,12 @@ use zeroize::Zeroizing;
 pub const PAIRING_TTL: Duration = Duration::minutes(5);
 /// How long a paired browser stays paired.
 pub const SESSION_TTL: Duration = Duration::hours(12);
-/// The store's file name in the home.
-pub const STORE_FILE: &str = "console-sessions.json";
 /// How long ended pairings and sessions stay listed before they are pruned.
 const KEEP_ENDED: Duration = Duration::days(7);
 
 const PAIRING_PREFIX: &str = "cp1_";
 const SESSION_PREFIX: &str = "cc1_";
+const PAGE_KEY_PREFIX: &str = "ck1_";
 
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -88,8 +97,12 @@ impl fmt::Debug for Secret {
 pub struct SessionRecord {
     /// The session id (not secret).
     pub id: String,
+    /// The approver whose console this session decides in.
+    pub approver: String,
     /// SHA-256 (hex) of the whole session secret.
     pub sha256: String,
+    /// SHA-256 (hex) of the whole page key.
+    pub page_key_sha256: String,
     /// The pairing code that opened it (its id).
     pub paired_with: String,
     /// RFC 3339.
@@ -159,20 +172,39 @@ pub enum SessionRefusal {
     Revoked,
 }
 
-/// The console session store of one home.
+/// A pairing redeemed: the session secret for the cookie, the page key
+/// for the page's script, and what the store keeps.
+#[derive(Debug)]
+pub struct Redeemed {
+    /// The session secret (the cookie's value).
+    pub session: Secret,
+    /// The page key (handed once to the page).
+    pub page_key: Secret,
+    /// The session's record.
+    pub record: SessionRecord,
+}
+
+/// The console session store of one approver in one home.
 #[derive(Debug, Clone)]
 pub struct SessionStore {
+    approver: ApproverName,
     path: PathBuf,
     lock: PathBuf,
 }
 
 impl SessionStore {
-    /// The store in `home_root`.
-    pub fn in_home(home_root: &Path) -> Self {
+    /// The store of `approver` in `home_root`.
+    pub fn for_approver(home_root: &Path, approver: &ApproverName) -> Self {
         Self {
-            path: home_root.join(STORE_FILE),
-            lock: home_root.join(".console-sessions.lock"),
+            approver: approver.clone(),
+            path: home_root.join(store_file(approver)),
+            lock: home_root.join(format!(".console-sessions-{approver}.lock")),
         }
+    }
+
+    /// The approver whose sessions these are.
+    pub fn approver(&self) -> &ApproverName {
+        &self.approver
     }
 
     /// A new one-time pairing code and when it expires (RFC 3339).
@@ -195,16 +227,14 @@ impl SessionStore {
     }
 
     /// Redeem a pairing code: if it is valid, unused and unexpired, mark it
-    /// used and open a session, whose secret is returned once.
-    pub fn redeem(
-        &self,
-        code: &str,
-    ) -> Result<Result<(Secret, SessionRecord), PairingRefusal>, StoreError> {
+    /// used and open a session, whose secrets are returned once.
+    pub fn redeem(&self, code: &str) -> Result<Result<Redeemed, PairingRefusal>, StoreError> {
         let Some(id) = parse(PAIRING_PREFIX, code) else {
             return Ok(Err(PairingRefusal::Invalid));
         };
         let presented = hash(code);
         let (secret, session_id, sha256) = mint(SESSION_PREFIX)?;
+        let (page_key, _, page_key_sha256) = mint(PAGE_KEY_PREFIX)?;
         let now = OffsetDateTime::now_utc();
         let mut outcome = Err(PairingRefusal::Invalid);
         self.update(|file| {
@@ -224,7 +254,9 @@ impl SessionStore {
             pairing.used_at = Some(rfc3339(now));
             let record = SessionRecord {
                 id: session_id,
+                approver: self.approver.to_string(),
                 sha256,
+                page_key_sha256,
                 paired_with: pairing.id.clone(),
                 created_at: rfc3339(now),
                 expires_at: rfc3339(now + SESSION_TTL),
@@ -234,7 +266,11 @@ impl SessionStore {
             outcome = Ok(record);
             Ok(())
         })?;
-        Ok(outcome.map(|record| (secret, record)))
+        Ok(outcome.map(|record| Redeemed {
+            session: secret,
+            page_key,
+            record,
+        }))
     }
 
     /// The session a cookie value names, if it is active.
@@ -250,7 +286,9 @@ impl SessionStore {
         let Some(record) = self.load()?.sessions.into_iter().find(|s| s.id == id) else {
             return Ok(Err(SessionRefusal::Invalid));
         };
-        if !bool::from(presented.as_bytes().ct_eq(record.sha256.as_bytes())) {
+        if !bool::from(presented.as_bytes().ct_eq(record.sha256.as_bytes()))
+            || record.approver != self.approver.as_str()
+        {
             return Ok(Err(SessionRefusal::Invalid));
         }
         Ok(match record.status(OffsetDateTime::now_utc()) {
@@ -314,23 +352,20 @@ impl SessionStore {
     }
 }
 
-/// The CSRF token of a session: derived from its secret with a domain tag,
-/// so it needs no storage, differs per session and cannot be computed
-/// without the cookie (which pages on other sites never see).
-pub fn csrf_token(session_secret: &str) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(b"countersign-console-csrf\0");
-    hasher.update(session_secret.as_bytes());
-    hex::encode(hasher.finalize())
+/// Whether `presented` is the page key of the session `record`
+/// (constant time).
+pub fn page_key_matches(record: &SessionRecord, presented: &str) -> bool {
+    parse(PAGE_KEY_PREFIX, presented).is_some()
+        && bool::from(
+            hash(presented)
+                .as_bytes()
+                .ct_eq(record.page_key_sha256.as_bytes()),
+        )
 }
 
-/// Whether `presented` is the CSRF token of `session_secret` (constant time).
-pub fn csrf_matches(session_secret: &str, presented: &str) -> bool {
-    bool::from(
-        csrf_token(session_secret)
-            .as_bytes()
-            .ct_eq(presented.as_bytes()),
-    )
+/// The store file of `approver`.
+pub fn store_file(approver: &ApproverName) -> String {
+    format!("console-sessions-{approver}.json")
 }
 
 fn decode(path: &Path, bytes: &[u8]) -> Result<StoreFile, StoreError> {
@@ -372,7 +407,7 @@ fn parse<'a>(prefix: &str, text: &'a str) -> Option<&'a str> {
 }
 
 fn parse_any(text: &str) -> Option<(&'static str, &str)> {
-    [PAIRING_PREFIX, SESSION_PREFIX]
+    [PAIRING_PREFIX, SESSION_PREFIX, PAGE_KEY_PREFIX]
         .into_iter()
         .find_map(|p| parse(p, text).map(|id| (p, id)))
 }
@@ -397,21 +432,37 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    fn name(text: &str) -> ApproverName {
+        ApproverName::parse(text).unwrap()
+    }
+
     fn store() -> (tempfile::TempDir, SessionStore) {
         let dir = tempfile::tempdir().unwrap();
-        let store = SessionStore::in_home(dir.path());
+        let store = SessionStore::for_approver(dir.path(), &name("console"));
         (dir, store)
+    }
+
+    fn store_file_of(dir: &tempfile::TempDir) -> std::path::PathBuf {
+        dir.path().join(store_file(&name("console")))
     }
 
     #[test]
     fn a_pairing_code_opens_exactly_one_session() {
         let (_dir, store) = store();
         let (code, _) = store.create_pairing().unwrap();
-        let (secret, record) = store.redeem(code.expose_secret()).unwrap().unwrap();
+        let Redeemed {
+            session: secret,
+            page_key,
+            record,
+        } = store.redeem(code.expose_secret()).unwrap().unwrap();
         assert_eq!(
             store.authenticate(Some(secret.expose_secret())).unwrap(),
-            Ok(record)
+            Ok(record.clone())
         );
+        assert!(page_key_matches(&record, page_key.expose_secret()));
+        // Neither the cookie nor another value is the page key.
+        assert!(!page_key_matches(&record, secret.expose_secret()));
+        assert!(!page_key_matches(&record, ""));
         assert_eq!(
             store.redeem(code.expose_secret()).unwrap().map(|_| ()),
             Err(PairingRefusal::Used)
@@ -438,7 +489,7 @@ mod tests {
             );
         }
         // Backdate the code's expiry in the file.
-        let path = dir.path().join(STORE_FILE);
+        let path = store_file_of(&dir);
         let mut file: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         file["pairings"][0]["expires_at"] =
@@ -456,7 +507,11 @@ mod tests {
     fn a_revoked_session_is_refused_and_the_store_holds_no_secret() {
         let (dir, store) = store();
         let (code, _) = store.create_pairing().unwrap();
-        let (secret, record) = store.redeem(code.expose_secret()).unwrap().unwrap();
+        let Redeemed {
+            session: secret,
+            record,
+            ..
+        } = store.redeem(code.expose_secret()).unwrap().unwrap();
         store.revoke(&record.id).unwrap();
         assert_eq!(
             store.authenticate(Some(secret.expose_secret())).unwrap(),
@@ -470,7 +525,7 @@ mod tests {
             store.revoke("0000000000000000"),
             Err(StoreError::UnknownId("0000000000000000".into()))
         );
-        let text = std::fs::read_to_string(dir.path().join(STORE_FILE)).unwrap();
+        let text = std::fs::read_to_string(store_file_of(&dir)).unwrap();
         assert!(!text.contains(secret.expose_secret()));
         assert!(!text.contains(code.expose_secret()));
         assert!(format!("{secret:?}").starts_with("Secret("));
@@ -478,9 +533,35 @@ mod tests {
     }
 
     #[test]
-    fn csrf_tokens_are_per_session() {
-        assert!(csrf_matches("a", &csrf_token("a")));
-        assert!(!csrf_matches("b", &csrf_token("a")));
-        assert!(!csrf_matches("a", ""));
+    fn a_session_opens_only_the_console_of_its_own_approver() {
+        let dir = tempfile::tempdir().unwrap();
+        let alice = SessionStore::for_approver(dir.path(), &name("alice"));
+        let bob = SessionStore::for_approver(dir.path(), &name("bob"));
+        let (code, _) = alice.create_pairing().unwrap();
+        // Bob's console does not redeem Alice's pairing code.
+        assert_eq!(
+            bob.redeem(code.expose_secret()).unwrap().map(|_| ()),
+            Err(PairingRefusal::Invalid)
+        );
+        let redeemed = alice.redeem(code.expose_secret()).unwrap().unwrap();
+        let cookie = redeemed.session.expose_secret();
+        assert_eq!(redeemed.record.approver, "alice");
+        assert_eq!(
+            bob.authenticate(Some(cookie)).unwrap(),
+            Err(SessionRefusal::Invalid)
+        );
+        // Even with Alice's record copied into Bob's store.
+        let alice_file = std::fs::read(dir.path().join(store_file(&name("alice")))).unwrap();
+        std::fs::remove_file(dir.path().join(store_file(&name("bob")))).unwrap();
+        countersign_identity::files::write_private_new(
+            &dir.path().join(store_file(&name("bob"))),
+            &alice_file,
+        )
+        .unwrap();
+        assert_eq!(
+            bob.authenticate(Some(cookie)).unwrap(),
+            Err(SessionRefusal::Invalid)
+        );
+        assert!(alice.authenticate(Some(cookie)).unwrap().is_ok());
     }
 }

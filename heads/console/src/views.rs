@@ -12,12 +12,10 @@ use maud::{Markup, html};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::html::{block, csrf_field, preview_block, row, shown};
+use crate::html::{block, page_key_field, preview_block, row, shown};
 
 /// What the card knows besides the proposal itself.
 pub(crate) struct CardContext<'a> {
-    /// The browser session's CSRF token.
-    pub(crate) csrf: &'a str,
     /// The lifetime a proof of this operation gets, from the registry.
     pub(crate) lifetime_secs: Option<u64>,
     /// Argument fields the registry marks as model-supplied and unverified.
@@ -235,7 +233,7 @@ fn quorum(q: &QuorumView) -> Markup {
     }
 }
 
-/// The forms for this status. Every form is a POST with the CSRF token.
+/// The forms for this status. Every form is a POST with the page key.
 fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
     let action = |verb: &str| format!("/proposals/{}/{verb}", v.id);
     let passkey_form = v.passkey_required.then_some("decision");
@@ -251,7 +249,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                         h2 #approve-h { "Create this rule" }
                         p.hint { "Approving CREATES the auto-approval rule shown above: the signer will then approve every proposal it covers WITHOUT asking you, until it expires, runs out of uses, or you revoke it (Rules)." }
                         form method="post" action=(action("approve")) {
-                            (csrf_field(ctx.csrf))
+                            (page_key_field())
                             input type="hidden" name="delivery" value="handoff";
                             button.approve type="submit" { "Approve and create the rule" }
                         }
@@ -263,7 +261,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                             p.hint { "Approving needs your passkey, with user verification (a PIN or biometric)." }
                         }
                         form method="post" action=(action("approve")) data-passkey=[passkey_form] data-challenge=[challenge_url.as_deref()] {
-                            (csrf_field(ctx.csrf))
+                            (page_key_field())
                             input type="hidden" name="delivery" value="handoff";
                             @if v.passkey_required { input type="hidden" name="passkey" value=""; }
                             button.approve type="submit" { "Approve for the proposing session" }
@@ -271,7 +269,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                             @if v.passkey_required { p.refusal role="alert" hidden {} }
                         }
                         form method="post" action=(action("approve")) data-passkey=[passkey_form] data-challenge=[challenge_url.as_deref()] {
-                            (csrf_field(ctx.csrf))
+                            (page_key_field())
                             input type="hidden" name="delivery" value="run";
                             @if v.passkey_required { input type="hidden" name="passkey" value=""; }
                             button.approve type="submit" { "Approve and run now" }
@@ -283,7 +281,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                 section.decide aria-labelledby="deny-h" {
                     h2 #deny-h { "Deny" }
                     form method="post" action=(action("deny")) {
-                        (csrf_field(ctx.csrf))
+                        (page_key_field())
                         label for="reason" { "Reason (required)" }
                         textarea #reason name="reason" required rows="3" maxlength="2000" {}
                         button.deny type="submit" { "Deny" }
@@ -294,7 +292,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                 section.decide aria-labelledby="revoke-h" {
                     h2 #revoke-h { "Revoke" }
                     form method="post" action=(action("revoke")) {
-                        (csrf_field(ctx.csrf))
+                        (page_key_field())
                         label for="revoke-reason" { "Reason (optional)" }
                         input #revoke-reason name="reason" maxlength="2000";
                         button.deny type="submit" { "Revoke the unused proof" }
@@ -306,7 +304,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                     h2 #resolve-h { "Resolve the interrupted execution" }
                     p { "Its execution was interrupted: whether the effect happened is not known. Check the world first; this cannot be changed." }
                     form method="post" action=(action("resolve")) {
-                        (csrf_field(ctx.csrf))
+                        (page_key_field())
                         fieldset {
                             legend { "What happened?" }
                             label { input type="radio" name="applied" value="yes" required; " The effect DID happen (it will read applied)" }

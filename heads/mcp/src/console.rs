@@ -14,10 +14,10 @@
 //! approval only ever comes from a person, through the signer's handoff.
 //! Nor ask for form-mode input: nothing a client types is wanted here.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use countersign_gate::{Outcome, Refused};
+use countersign_identity::ConsoleConfig;
 use countersign_service::{Answer, Done, Operation};
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use rmcp::service::{ElicitationMode, Peer};
@@ -31,25 +31,24 @@ use rmcp::{RoleServer, ServiceError};
 /// link), so a client that never answers holds nothing for longer.
 pub(crate) const ELICITATION_WAIT: Duration = Duration::from_secs(600);
 
-/// Where this installation's console listens, if it has one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// This installation's console, if it has one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Console {
-    addr: Option<SocketAddr>,
-    /// Passkeys are configured: the console is named at `localhost`.
+    console: Option<ConsoleConfig>,
+    /// Passkeys are configured: approvals are made in the console.
     passkeys: bool,
 }
 
 impl Console {
-    /// The console at `addr`; `None`: no console configured.
-    pub(crate) fn at(addr: Option<SocketAddr>) -> Self {
+    /// The console `console`; `None`: no console configured.
+    pub(crate) fn at(console: Option<ConsoleConfig>) -> Self {
         Self {
-            addr,
+            console,
             passkeys: false,
         }
     }
 
-    /// The same console, named as a browser must open it when passkeys
-    /// are configured (`http://localhost:<port>` for a loopback address).
+    /// The same console, where passkeys are configured or not.
     pub(crate) fn for_passkeys(self, passkeys: bool) -> Self {
         Self { passkeys, ..self }
     }
@@ -63,8 +62,7 @@ impl Console {
 
     /// The console's page of proposal `id`, if a console is configured.
     pub(crate) fn proposal_url(&self, id: &str) -> Option<String> {
-        self.addr
-            .map(|addr| countersign_identity::console_page_url(addr, id, self.passkeys))
+        self.console.as_ref().map(|c| c.proposal_url(id))
     }
 }
 
@@ -157,22 +155,29 @@ fn open_message(id: &str, terminal_approves: bool) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
     fn a_console_is_named_only_when_configured() {
         assert_eq!(Console::default().proposal_url("prop_1"), None);
-        let console = Console::at(Some("127.0.0.1:7444".parse().unwrap()));
+        let console = Console::at(Some(test_console()));
         assert_eq!(
             console.proposal_url("prop_1").as_deref(),
-            Some("http://127.0.0.1:7444/proposals/prop_1")
+            Some("https://console.localhost:7444/proposals/prop_1")
         );
-        assert_eq!(
-            console.for_passkeys(true).proposal_url("prop_1").as_deref(),
-            Some("http://localhost:7444/proposals/prop_1")
-        );
+        assert!(console.terminal_approves());
+        assert!(!console.for_passkeys(true).terminal_approves());
+    }
+
+    /// The console a default installation configures.
+    pub(crate) fn test_console() -> ConsoleConfig {
+        ConsoleConfig {
+            addr: "127.0.0.1:7444".parse().unwrap(),
+            names: vec!["console.localhost".into()],
+            own_cert: None,
+        }
     }
 
     #[test]

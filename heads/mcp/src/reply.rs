@@ -23,7 +23,7 @@ use crate::tools::structured;
 
 /// The service's answer to a call of operation `key`, as a tool result;
 /// proposals waiting for a person name `console`'s page of them.
-pub(crate) fn reply(key: OperationKey, answer: Answer, console: Console) -> Reply {
+pub(crate) fn reply(key: OperationKey, answer: Answer, console: &Console) -> Reply {
     let value = answer.to_value();
     let (text, is_error) = match &answer {
         Answer::Done(done) => done_text(key, done, console),
@@ -52,7 +52,7 @@ pub(crate) fn reply(key: OperationKey, answer: Answer, console: Console) -> Repl
 
 /// The summary of a result, and whether it is an error (an execution that
 /// applied nothing now).
-fn done_text(key: OperationKey, done: &Done, console: Console) -> (String, bool) {
+fn done_text(key: OperationKey, done: &Done, console: &Console) -> (String, bool) {
     match done {
         Done::Operations(ops) => {
             let names: Vec<&str> = ops.iter().filter_map(|op| op["name"].as_str()).collect();
@@ -257,7 +257,7 @@ mod tests {
                 "unknown_proposal",
                 "no proposal p for this principal".into(),
             ),
-            Console::default(),
+            &Console::default(),
         );
         assert!(reply.is_error);
         assert_eq!(
@@ -273,7 +273,7 @@ mod tests {
         );
     }
 
-    const URL: &str = "http://127.0.0.1:7444/proposals/prop_1";
+    const URL: &str = "https://console.localhost:7444/proposals/prop_1";
 
     fn view(status: &str, handoff_waiting: bool) -> ProposalView {
         ProposalView {
@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn get_proposal_names_the_console_page_of_a_pending_proposal() {
-        let console = Console::at(Some("127.0.0.1:7444".parse().unwrap()));
+        let console = &Console::at(Some(crate::console::tests::test_console()));
         let answer = Answer::done(Done::Proposal(Box::new(view("pending", false))));
         let reply = reply(OperationKey::GetProposal, answer, console);
         assert!(reply.text.ends_with(URL), "{}", reply.text);
@@ -395,7 +395,7 @@ mod tests {
             outcome,
         });
         let reply =
-            reply(OperationKey::ExecuteHandoff, answer, Console::default()).pointing_at(URL, true);
+            reply(OperationKey::ExecuteHandoff, answer, &Console::default()).pointing_at(URL, true);
         assert!(reply.is_error);
         assert!(
             reply.text.contains("countersign approve prop_1 --for-mcp")
@@ -415,7 +415,7 @@ mod tests {
         let reply = reply(
             OperationKey::GetProposal,
             Answer::Fault(Fault::Unavailable("the signer is unavailable: x".into())),
-            Console::default(),
+            &Console::default(),
         );
         assert!(reply.is_error && reply.structured.is_none());
         assert!(reply.text.contains("countersign up"), "{}", reply.text);

@@ -12,10 +12,10 @@
 //! random per stdio connection, or, over HTTP, derived from the bearer
 //! credential that [`crate::http`] authenticated for the request.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use countersign_gate::Gate;
+use countersign_identity::ConsoleConfig;
 use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain, shutdown_signal};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
@@ -101,13 +101,12 @@ impl McpHead {
         })
     }
 
-    /// This server pointing people at the web console listening at `addr`
-    /// (`[console] addr` of the installation's configuration); `None`: no
-    /// console is configured, and only the terminal command is named.
-    /// With `passkeys` configured, a loopback console is named at
-    /// `http://localhost:<port>`, where a passkey can be used.
-    pub fn with_console(mut self, addr: Option<SocketAddr>, passkeys: bool) -> Self {
-        self.console = Console::at(addr).for_passkeys(passkeys);
+    /// This server pointing people at the web console `console` (the
+    /// installation's `[console]`); `None`: no console is configured, and
+    /// only the terminal command is named. With `passkeys` configured, only
+    /// the console is named (a terminal cannot ask for a passkey).
+    pub fn with_console(mut self, console: Option<ConsoleConfig>, passkeys: bool) -> Self {
+        self.console = Console::at(console).for_passkeys(passkeys);
         self
     }
 
@@ -240,9 +239,9 @@ impl McpHead {
                     Ok(operation) => reply(
                         entry.key,
                         self.service.call(operation, session).await,
-                        self.console,
+                        &self.console,
                     ),
-                    Err(answer) => reply(entry.key, answer, self.console),
+                    Err(answer) => reply(entry.key, answer, &self.console),
                 }
             }
             Err(ParamsError::Invalid(lines)) => Reply::error(format!(
@@ -272,10 +271,10 @@ impl McpHead {
         let key = OperationKey::ExecuteHandoff;
         let answer = self.execute_handoff(session, &id).await;
         let Some(url) = self.waiting_for_a_person(session, &id, &answer).await else {
-            return reply(key, answer, self.console);
+            return reply(key, answer, &self.console);
         };
         let Some(peer) = peer.filter(|peer| console::opens_urls(peer)) else {
-            return reply(key, answer, self.console)
+            return reply(key, answer, &self.console)
                 .pointing_at(&url, self.console.terminal_approves());
         };
         let asked = console::ask_to_open(peer, &id, &url, self.console.terminal_approves()).await;
@@ -287,10 +286,9 @@ impl McpHead {
         // Only the signer says whether a person approved meanwhile.
         let answer = self.execute_handoff(session, &id).await;
         match self.waiting_for_a_person(session, &id, &answer).await {
-            Some(url) => {
-                reply(key, answer, self.console).pointing_at(&url, self.console.terminal_approves())
-            }
-            None => reply(key, answer, self.console),
+            Some(url) => reply(key, answer, &self.console)
+                .pointing_at(&url, self.console.terminal_approves()),
+            None => reply(key, answer, &self.console),
         }
     }
 

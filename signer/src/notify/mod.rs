@@ -23,12 +23,11 @@ mod store;
 pub mod webhook;
 mod worker;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use countersign_identity::{Config, console_page_url};
+use countersign_identity::{Config, ConsoleConfig};
 use countersign_ledger::Proposal;
 use tokio::sync::mpsc;
 
@@ -65,7 +64,7 @@ struct Inner {
     dropped: AtomicU64,
     /// The console's address and whether passkeys are configured (which
     /// moves its loopback host to `localhost`).
-    console: Option<(SocketAddr, bool)>,
+    console: Option<ConsoleConfig>,
 }
 
 impl Notifier {
@@ -97,9 +96,7 @@ impl Notifier {
                 deliveries,
                 channels,
                 dropped: AtomicU64::new(0),
-                console: config
-                    .console_addr
-                    .map(|addr| (addr, config.passkeys.is_some())),
+                console: config.console.clone(),
             }),
         })
     }
@@ -118,7 +115,8 @@ impl Notifier {
             arguments_sha256: proposal.arguments_sha256.clone(),
             console_url: inner
                 .console
-                .map(|(addr, passkeys)| console_page_url(addr, &proposal.id, passkeys)),
+                .as_ref()
+                .map(|console| console.proposal_url(&proposal.id)),
             created_at: proposal.created_at.unix_timestamp(),
         };
         if inner.queue.try_send(notification).is_err() {

@@ -1,22 +1,24 @@
 //! The console's commands refuse what they must before anything listens or
-//! is stored: an unspecified or non-loopback address (the console serves
-//! plain HTTP), a pairing without an interactive terminal, an unknown
-//! session; and a pairing link goes to the terminal only, never to stdout.
+//! is stored: an unspecified address or one the host does not have, a
+//! pairing without an interactive terminal, an unknown session; and a
+//! pairing link (https, the console's name) goes to the terminal only,
+//! never to stdout. Each approver has their own sessions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use countersign::CliError;
 use countersign_console::SessionStore;
+use countersign_identity::ApproverName;
 use support::{Harness, Person};
 
 #[tokio::test]
-async fn console_refuses_an_unspecified_or_non_loopback_address() {
+async fn console_refuses_an_unspecified_address_or_one_it_cannot_hold() {
     let h = Harness::start().await;
     for (addr, why) in [
         ("0.0.0.0:0", "names no specific address"),
         ("[::]:0", "names no specific address"),
-        ("192.0.2.1:7444", "is not a loopback address"),
+        ("192.0.2.1:7444", "cannot listen on 192.0.2.1:7444"),
     ] {
         let run = h.cli(&["console", "--listen", addr]).await;
         assert!(
@@ -30,7 +32,8 @@ async fn console_refuses_an_unspecified_or_non_loopback_address() {
 #[tokio::test]
 async fn pairing_needs_a_terminal_and_shows_the_link_only_there() {
     let h = Harness::start().await;
-    let store = SessionStore::in_home(std::path::Path::new(&h.home()));
+    let console = ApproverName::parse("console").unwrap();
+    let store = SessionStore::for_approver(std::path::Path::new(&h.home()), &console);
 
     let run = h
         .cli_with(&["console", "pair"], "", Person::NoTerminal)
@@ -42,7 +45,7 @@ async fn pairing_needs_a_terminal_and_shows_the_link_only_there() {
     );
     assert!(
         !std::path::Path::new(&h.home())
-            .join("console-sessions.json")
+            .join(countersign_console::sessions::store_file(&console))
             .exists()
     );
 
@@ -57,7 +60,7 @@ async fn pairing_needs_a_terminal_and_shows_the_link_only_there() {
     let link = run
         .shown
         .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:7999/pair/cp1_"))
+        .find(|w| w.starts_with("https://console.localhost:7999/pair/cp1_"))
         .expect("the terminal shows the link");
     assert!(
         !run.stdout.contains("cp1_"),
@@ -66,7 +69,7 @@ async fn pairing_needs_a_terminal_and_shows_the_link_only_there() {
     assert!(run.json()["expires_at"].is_string());
     // The link's code opens exactly one session.
     let code = link.rsplit('/').next().unwrap();
-    let (_, record) = store.redeem(code).unwrap().unwrap();
+    let record = store.redeem(code).unwrap().unwrap().record;
     assert!(store.redeem(code).unwrap().is_err());
 
     let listed = h.cli(&["--json", "console", "sessions", "list"]).await;
@@ -85,5 +88,48 @@ async fn pairing_needs_a_terminal_and_shows_the_link_only_there() {
         Err(CliError::Refused(
             "no console session 0000000000000000".into()
         ))
+    );
+}
+
+#[tokio::test]
+async fn each_approver_pairs_and_lists_only_their_own_browsers() {
+    let h = Harness::start().await;
+    let run = h
+        .cli_with(
+            &["console", "--as", "alice", "pair"],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stderr);
+    let code = run
+        .shown
+        .split_whitespace()
+        .find_map(|w| w.split("/pair/").nth(1))
+        .expect("the terminal shows the link");
+    let alice = ApproverName::parse("alice").unwrap();
+    let home = std::path::Path::new(&h.home()).to_path_buf();
+    // The console's own store knows nothing of Alice's pairing.
+    let console = SessionStore::for_approver(&home, &ApproverName::parse("console").unwrap());
+    assert!(console.redeem(code).unwrap().is_err());
+    let record = SessionStore::for_approver(&home, &alice)
+        .redeem(code)
+        .unwrap()
+        .unwrap()
+        .record;
+    assert_eq!(record.approver, "alice");
+    let mine = h
+        .cli(&["--json", "console", "--as", "alice", "sessions", "list"])
+        .await;
+    assert_eq!(mine.json()["sessions"][0]["id"], record.id.as_str());
+    let theirs = h.cli(&["--json", "console", "sessions", "list"]).await;
+    assert_eq!(theirs.json()["sessions"], serde_json::json!([]));
+    let revoked = h.cli(&["console", "sessions", "revoke", &record.id]).await;
+    assert_eq!(
+        revoked.result,
+        Err(CliError::Refused(format!(
+            "no console session {}",
+            record.id
+        )))
     );
 }

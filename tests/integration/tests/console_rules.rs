@@ -1,59 +1,28 @@
 //! The console's Rules page, served over a real TCP listener by the same
 //! `countersign::console_state` as `countersign console`: a paired browser
 //! sees each rule with its uses and remaining budget and can revoke it or
-//! revise it (CSRF-guarded POSTs; a revision only after the signer's dry
+//! revise it (POSTs that carry the pairing's page key; a revision only after the signer's dry
 //! run rendered the new scope, bound to its digest); an unpaired one sees
-//! nothing, and a POST without the CSRF token changes nothing.
+//! nothing, and a POST without the page key changes nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api_support;
+mod console_support;
 mod support;
 
-use std::net::SocketAddr;
-use std::sync::Arc;
-
-use api_support::{Reply, http};
-use countersign::Context;
-use countersign_console::SessionStore;
-use countersign_identity::Home;
+use api_support::Reply;
+use console_support::{Site, https};
 use serde_json::{Value, json};
 use support::{Backend, Capture, Harness, assert_refused};
 
-/// The console of `h` on 127.0.0.1:0, and a paired browser's cookie.
-async fn console(h: &Harness) -> (SocketAddr, String) {
-    let ctx = Context::load(Home::at(h.home()).unwrap()).unwrap();
-    let state = Arc::new(countersign::console_state(&ctx, None).await.unwrap());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(countersign_console::run(
-        listener,
-        state,
-        std::future::pending(),
-    ));
-    let (code, _) = SessionStore::in_home(std::path::Path::new(&h.home()))
-        .create_pairing()
-        .unwrap();
-    let body = format!("code={}", code.expose_secret());
-    let paired = http(
-        addr,
-        "POST",
-        "/pair",
-        &[("Content-Type", "application/x-www-form-urlencoded")],
-        body.as_bytes(),
-    )
-    .await;
-    let cookie = paired
-        .headers
-        .lines()
-        .find_map(|l| l.strip_prefix("set-cookie: "))
-        .and_then(|c| c.split(';').next())
-        .expect("pairing sets the session cookie")
-        .to_owned();
-    (addr, cookie)
+/// The console of `h` over TLS, and a paired browser's cookie.
+async fn console(h: &Harness) -> (Site, String) {
+    let site = console_support::serve(&h.home(), None).await;
+    console_support::pair(&site, &h.home(), "console").await
 }
 
-async fn get(addr: SocketAddr, cookie: &str, target: &str) -> Reply {
-    http(addr, "GET", target, &[("Cookie", cookie)], b"").await
+async fn get(site: &Site, cookie: &str, target: &str) -> Reply {
+    https(site, "GET", target, &[("Cookie", cookie)], b"").await
 }
 
 /// The value of the first hidden field `name` on a page, unescaped.
@@ -68,11 +37,6 @@ fn hidden(page: &str, name: &str) -> String {
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&amp;", "&")
-}
-
-/// The CSRF token a page's forms carry.
-fn csrf(page: &str) -> String {
-    hidden(page, "csrf")
 }
 
 /// A rule definition over `schedule.create` with `constraint`, from any
@@ -90,7 +54,7 @@ fn nightly(constraint: Value) -> Value {
 }
 
 /// The paired browser with `cookie` posts the form `fields` to `target`.
-async fn post_form(addr: SocketAddr, cookie: &str, target: &str, fields: &[(&str, &str)]) -> Reply {
+async fn post_form(site: &Site, cookie: &str, target: &str, fields: &[(&str, &str)]) -> Reply {
     let body = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(fields)
         .finish();
@@ -98,17 +62,17 @@ async fn post_form(addr: SocketAddr, cookie: &str, target: &str, fields: &[(&str
         ("Cookie", cookie),
         ("Content-Type", "application/x-www-form-urlencoded"),
     ];
-    http(addr, "POST", target, &headers, body.as_bytes()).await
+    https(site, "POST", target, &headers, body.as_bytes()).await
 }
 
 /// A rule over `schedule.create` with `constraint`, created at the
 /// terminal, and the console with a paired browser: the harness, the
 /// rule's id, the console's address and the browser's cookie.
-async fn console_with_rule(constraint: Value) -> (Harness, String, SocketAddr, String) {
+async fn console_with_rule(constraint: Value) -> (Harness, String, Site, String) {
     let h = Harness::start_with_rules(Backend::Sqlite).await;
     let id = h.create_rule(&nightly(constraint)).await;
-    let (addr, cookie) = console(&h).await;
-    (h, id, addr, cookie)
+    let (site, cookie) = console(&h).await;
+    (h, id, site, cookie)
 }
 
 /// Rule `id`'s version and definition digest, as the ledger holds them.
@@ -137,7 +101,7 @@ fn assert_refusal(reply: &Reply, status: u16, why: &str) {
 }
 
 #[tokio::test]
-async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() {
+async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_page_key() {
     let capture = Capture::trace();
     let h = Harness::start_with_rules(Backend::Sqlite).await;
     let id = h
@@ -149,12 +113,12 @@ async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() 
     )
     .await;
 
-    let (addr, cookie) = console(&h).await;
+    let (site, cookie) = console(&h).await;
     // Unpaired: nothing.
-    let unpaired = http(addr, "GET", "/rules", &[], b"").await;
+    let unpaired = https(&site, "GET", "/rules", &[], b"").await;
     assert!(!unpaired.body.contains(&id), "{}", unpaired.body);
 
-    let page = get(addr, &cookie, "/rules").await;
+    let page = get(&site, &cookie, "/rules").await;
     assert_eq!(page.status, 200, "{}", page.body);
     for part in [
         id.as_str(),
@@ -167,20 +131,20 @@ async fn the_rules_page_lists_uses_and_budget_and_revokes_with_the_csrf_token() 
         assert!(page.body.contains(part), "{part:?} in {}", page.body);
     }
 
-    // Without the CSRF token: refused, nothing revoked.
+    // Without the page key: refused, nothing revoked.
     let target = format!("/rules/{id}/revoke");
-    let forged = post_form(addr, &cookie, &target, &[("reason", "x")]).await;
+    let forged = post_form(&site, &cookie, &target, &[("reason", "x")]).await;
     assert_eq!(forged.status, 403, "{}", forged.body);
     assert_eq!(h.ledger().rule(&id).await.unwrap().unwrap().version, 1);
 
-    let token = csrf(&page.body);
-    let fields = [("csrf", token.as_str()), ("reason", "enough")];
-    let revoked = post_form(addr, &cookie, &target, &fields).await;
+    let token = site.page_key.clone();
+    let fields = [("page_key", token.as_str()), ("reason", "enough")];
+    let revoked = post_form(&site, &cookie, &target, &fields).await;
     assert_eq!(revoked.status, 200, "{}", revoked.body);
     assert!(revoked.body.contains("Revoked rule"), "{}", revoked.body);
     let rule = h.ledger().rule(&id).await.unwrap().unwrap();
     assert_eq!((rule.version, rule.reason.as_str()), (2, "enough"));
-    let page = get(addr, &cookie, "/rules").await;
+    let page = get(&site, &cookie, "/rules").await;
     assert!(page.body.contains("revoked"), "{}", page.body);
     assert!(!page.body.contains("Revoke this rule"), "{}", page.body);
     // Each request ran in a span named by its method and route template,
@@ -222,8 +186,8 @@ async fn a_person_creates_a_proposed_rule_in_the_console_and_nothing_else_does()
         "expires_at": countersign_verifier::timestamp::format_whole_seconds(expires).unwrap(),
     });
     let id = h.propose("rule.create", &definition.to_string()).await;
-    let (addr, cookie) = console(&h).await;
-    let card = get(addr, &cookie, &format!("/proposals/{id}")).await;
+    let (site, cookie) = console(&h).await;
+    let card = get(&site, &cookie, &format!("/proposals/{id}")).await;
     assert_eq!(card.status, 200, "{}", card.body);
     for part in [
         "Create this rule",
@@ -234,8 +198,8 @@ async fn a_person_creates_a_proposed_rule_in_the_console_and_nothing_else_does()
     }
     assert!(!card.body.contains("Approve and run now"), "{}", card.body);
     let target = format!("/proposals/{id}/approve");
-    // Without the CSRF token: refused, nothing created.
-    let forged = post_form(addr, &cookie, &target, &[("delivery", "handoff")]).await;
+    // Without the page key: refused, nothing created.
+    let forged = post_form(&site, &cookie, &target, &[("delivery", "handoff")]).await;
     assert_eq!(forged.status, 403, "{}", forged.body);
     assert!(
         h.ledger()
@@ -244,9 +208,9 @@ async fn a_person_creates_a_proposed_rule_in_the_console_and_nothing_else_does()
             .unwrap()
             .is_empty()
     );
-    let token = csrf(&card.body);
-    let fields = [("csrf", token.as_str()), ("delivery", "handoff")];
-    let created = post_form(addr, &cookie, &target, &fields).await;
+    let token = site.page_key.clone();
+    let fields = [("page_key", token.as_str()), ("delivery", "handoff")];
+    let created = post_form(&site, &cookie, &target, &fields).await;
     assert_eq!(created.status, 200, "{}", created.body);
     assert!(created.body.contains("Rule created"), "{}", created.body);
     let rules = h.ledger().rules(h.signer.principal()).await.unwrap();
@@ -261,18 +225,18 @@ async fn a_person_creates_a_proposed_rule_in_the_console_and_nothing_else_does()
 
 #[tokio::test]
 async fn a_person_revises_a_rule_in_the_console_after_reading_its_new_scope() {
-    let (h, id, addr, cookie) =
+    let (h, id, site, cookie) =
         console_with_rule(json!({"pointer": "/name", "prefix": "nightly"})).await;
     let (before, status) = propose_schedule(&h, "nightly").await;
     assert_eq!(status, "approved");
-    let list = get(addr, &cookie, "/rules").await;
+    let list = get(&site, &cookie, "/rules").await;
     let target = format!("/rules/{id}/revise");
     assert!(
         list.body.contains(&format!(r#"href="{target}""#)),
         "{}",
         list.body
     );
-    let edit = get(addr, &cookie, &target).await;
+    let edit = get(&site, &cookie, &target).await;
     assert_eq!(edit.status, 200, "{}", edit.body);
     for part in [
         "/name is a string starting with &quot;nightly&quot;",
@@ -286,13 +250,13 @@ async fn a_person_revises_a_rule_in_the_console_after_reading_its_new_scope() {
     // changes yet.
     let v1 = rule_version(&h, &id).await;
     let narrower = nightly(json!({"pointer": "/name", "prefix": "nightly-db"})).to_string();
-    let token = csrf(&edit.body);
+    let token = site.page_key.clone();
     let fields = [
-        ("csrf", token.as_str()),
+        ("page_key", token.as_str()),
         ("version", "1"),
         ("definition", narrower.as_str()),
     ];
-    let shown = post_form(addr, &cookie, &target, &fields).await;
+    let shown = post_form(&site, &cookie, &target, &fields).await;
     assert_eq!(shown.status, 200, "{}", shown.body);
     for part in [
         "WITHOUT asking a person",
@@ -308,9 +272,10 @@ async fn a_person_revises_a_rule_in_the_console_after_reading_its_new_scope() {
     // Confirmed: the form the page carries.
     let confirm = format!("/rules/{id}/revise/confirm");
     let fields =
-        ["csrf", "version", "definition", "definition_sha256"].map(|f| (f, hidden(&shown.body, f)));
-    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let revised = post_form(addr, &cookie, &confirm, &fields).await;
+        ["version", "definition", "definition_sha256"].map(|f| (f, hidden(&shown.body, f)));
+    let mut fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    fields.push(("page_key", &site.page_key));
+    let revised = post_form(&site, &cookie, &confirm, &fields).await;
     assert_eq!(revised.status, 200, "{}", revised.body);
     assert!(
         revised
@@ -336,7 +301,7 @@ async fn a_person_revises_a_rule_in_the_console_after_reading_its_new_scope() {
     // The same confirmation again: the rule is no longer at version 1.
     let v2 = rule_version(&h, &id).await;
     assert_refusal(
-        &post_form(addr, &cookie, &confirm, &fields).await,
+        &post_form(&site, &cookie, &confirm, &fields).await,
         409,
         &format!("rule {id} changed since; look at it again (rule_changed)"),
     );
@@ -350,39 +315,39 @@ async fn a_person_revises_a_rule_in_the_console_after_reading_its_new_scope() {
 }
 
 #[tokio::test]
-async fn a_revision_is_refused_without_the_csrf_token_the_shown_definition_or_valid_fields() {
-    let (h, id, addr, cookie) =
+async fn a_revision_is_refused_without_the_page_key_the_shown_definition_or_valid_fields() {
+    let (h, id, site, cookie) =
         console_with_rule(json!({"pointer": "/name", "equals": "nightly"})).await;
     let v1 = rule_version(&h, &id).await;
     let target = format!("/rules/{id}/revise");
     let confirm = format!("/rules/{id}/revise/confirm");
 
     // Unpaired: the pairing page, nothing of the rule.
-    let unpaired = http(addr, "GET", &target, &[], b"").await;
+    let unpaired = https(&site, "GET", &target, &[], b"").await;
     assert_refusal(&unpaired, 401, "Pair this browser");
     assert!(!unpaired.body.contains("nightly"), "{}", unpaired.body);
 
-    let edit = get(addr, &cookie, &target).await;
+    let edit = get(&site, &cookie, &target).await;
     assert_eq!(edit.status, 200, "{}", edit.body);
-    let token = csrf(&edit.body);
+    let token = site.page_key.clone();
     let wider = nightly(json!({"pointer": "/name", "prefix": "n"})).to_string();
     let fields = [
-        ("csrf", token.as_str()),
+        ("page_key", token.as_str()),
         ("version", "1"),
         ("definition", &wider),
     ];
-    let dry_run = post_form(addr, &cookie, &target, &fields).await;
+    let dry_run = post_form(&site, &cookie, &target, &fields).await;
     assert_eq!(dry_run.status, 200, "{}", dry_run.body);
     let sha256 = hidden(&dry_run.body, "definition_sha256");
 
     // Each refused with its exact reason, the rule unchanged: without the
-    // CSRF token; a definition other than the one shown (more uses) with
+    // page key; a definition other than the one shown (more uses) with
     // the digest of the one shown; a version the rule is not at; missing
     // or malformed fields (a 400 page before the signer is asked); a body
     // over the console's limit (413); a definition the signer refuses.
     let tampered = wider.replace(r#""max_uses":3"#, r#""max_uses":99999"#);
     assert_ne!(tampered, wider);
-    let no_token = "CSRF token is missing or wrong; nothing was done";
+    let no_token = "does not carry the page key of this browser's pairing";
     let changed = format!("rule {id} changed since; look at it again (rule_changed)");
     let version = "the version of the rule you looked at, a whole number; nothing was revised.";
     let definition = "the rule's new definition (JSON); nothing was revised.";
@@ -408,7 +373,7 @@ async fn a_revision_is_refused_without_the_csrf_token_the_shown_definition_or_va
         (
             c,
             vec![
-                ("csrf", t),
+                ("page_key", t),
                 ("version", "1"),
                 ("definition", &tampered),
                 ("definition_sha256", s),
@@ -418,14 +383,14 @@ async fn a_revision_is_refused_without_the_csrf_token_the_shown_definition_or_va
         ),
         (
             &target,
-            vec![("csrf", t), ("version", "7"), ("definition", &wider)],
+            vec![("page_key", t), ("version", "7"), ("definition", &wider)],
             409,
             &changed,
         ),
         (
             c,
             vec![
-                ("csrf", t),
+                ("page_key", t),
                 ("version", "7"),
                 ("definition", &wider),
                 ("definition_sha256", s),
@@ -435,14 +400,14 @@ async fn a_revision_is_refused_without_the_csrf_token_the_shown_definition_or_va
         ),
         (
             &target,
-            vec![("csrf", t), ("definition", &wider)],
+            vec![("page_key", t), ("definition", &wider)],
             400,
             version,
         ),
         (
             c,
             vec![
-                ("csrf", t),
+                ("page_key", t),
                 ("version", "one"),
                 ("definition", &wider),
                 ("definition_sha256", s),
@@ -452,44 +417,48 @@ async fn a_revision_is_refused_without_the_csrf_token_the_shown_definition_or_va
         ),
         (
             &target,
-            vec![("csrf", t), ("version", "-1"), ("definition", &wider)],
+            vec![("page_key", t), ("version", "-1"), ("definition", &wider)],
             400,
             version,
         ),
         (
             &target,
-            vec![("csrf", t), ("version", "1"), ("definition", "  ")],
+            vec![("page_key", t), ("version", "1"), ("definition", "  ")],
             400,
             definition,
         ),
         (
             c,
-            vec![("csrf", t), ("version", "1"), ("definition_sha256", s)],
+            vec![("page_key", t), ("version", "1"), ("definition_sha256", s)],
             400,
             definition,
         ),
         (
             &target,
-            vec![("csrf", t), ("version", "1"), ("definition", &huge)],
+            vec![("page_key", t), ("version", "1"), ("definition", &huge)],
             400,
             "more than a rule may have (16384); nothing was revised.",
         ),
         (
             c,
-            vec![("csrf", t), ("version", "1"), ("definition", &wider)],
+            vec![("page_key", t), ("version", "1"), ("definition", &wider)],
             400,
             "lacks the SHA-256 of the definition you were shown; nothing was revised.",
         ),
         (
             &target,
-            vec![("csrf", t), ("version", "1"), ("definition", &oversized)],
+            vec![
+                ("page_key", t),
+                ("version", "1"),
+                ("definition", &oversized),
+            ],
             413,
             "larger than the console accepts (65536 bytes); nothing was done.",
         ),
         (
             &target,
             vec![
-                ("csrf", t),
+                ("page_key", t),
                 ("version", "1"),
                 ("definition", r#"{"operations":[]}"#),
             ],
@@ -498,7 +467,7 @@ async fn a_revision_is_refused_without_the_csrf_token_the_shown_definition_or_va
         ),
     ];
     for (path, fields, status, why) in cases {
-        assert_refusal(&post_form(addr, &cookie, path, &fields).await, status, why);
+        assert_refusal(&post_form(&site, &cookie, path, &fields).await, status, why);
         assert_eq!(rule_version(&h, &id).await, v1, "{path} {fields:?}");
     }
 
@@ -506,18 +475,18 @@ async fn a_revision_is_refused_without_the_csrf_token_the_shown_definition_or_va
     let revoked = h.cli(&["rules", "revoke", &id]).await;
     assert_eq!(revoked.result, Ok(()), "{}", revoked.stderr);
     assert_refusal(
-        &get(addr, &cookie, &target).await,
+        &get(&site, &cookie, &target).await,
         409,
         "is revoked: nothing can change it any more.",
     );
     let late = [
-        ("csrf", t),
+        ("page_key", t),
         ("version", "2"),
         ("definition", &wider),
         ("definition_sha256", s),
     ];
     assert_refusal(
-        &post_form(addr, &cookie, c, &late).await,
+        &post_form(&site, &cookie, c, &late).await,
         409,
         &format!("rule {id} is revoked (rule_not_live)"),
     );

@@ -1,13 +1,14 @@
 //! `console`, `console pair` and `console sessions list|revoke`: thin
 //! commands over the `countersign-console` crate. A pairing link is shown
-//! only at the controlling terminal, never on stdout or in a log.
+//! only at the controlling terminal, never on stdout or in a log. Each
+//! takes `--as NAME`: one approver's console, sessions and cookie.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use countersign_console::{ConsoleParts, ConsoleState, DEFAULT_LISTEN, SessionStore};
-use countersign_identity::ApproverName;
+use countersign_console::{ConsoleParts, ConsoleState, DEFAULT_LISTEN, SessionStore, TlsListener};
 use countersign_identity::shutdown::shutdown_signal;
+use countersign_identity::{ApproverName, ConsoleConfig, DEV_NAMED_APPROVERS};
 use serde_json::json;
 use time::OffsetDateTime;
 
@@ -16,37 +17,46 @@ use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{write_json, write_text};
 
-/// The console's address: `--listen`, else the configuration's, else the default.
-pub(crate) fn listen_addr(
+/// The console of this installation: the configuration's `[console]`
+/// (or its defaults), with `--listen` for the address if given.
+pub(crate) fn console_config(
     ctx: &Context,
     listen: Option<SocketAddr>,
-) -> Result<SocketAddr, CliError> {
-    match listen.or(ctx.config.console_addr) {
-        Some(addr) => Ok(addr),
-        None => DEFAULT_LISTEN.parse().map_err(CliError::error),
+) -> Result<ConsoleConfig, CliError> {
+    let mut console = match ctx.config.console.clone() {
+        Some(console) => console,
+        None => ConsoleConfig {
+            addr: DEFAULT_LISTEN.parse().map_err(CliError::error)?,
+            names: vec![countersign_identity::console_pki::CONSOLE_NAME.to_owned()],
+            own_cert: None,
+        },
+    };
+    if let Some(addr) = listen {
+        console.addr = addr;
+    }
+    Ok(console)
+}
+
+/// The approver a console decides as: `--as NAME`, else `console`.
+fn approver_name(as_approver: Option<&ApproverName>) -> Result<ApproverName, CliError> {
+    match as_approver {
+        Some(name) => Ok(name.clone()),
+        None => ApproverName::parse(DEV_NAMED_APPROVERS[0]).map_err(CliError::error),
     }
 }
 
-/// How a browser reaches a console at `addr`: `http://localhost:<port>`
-/// when passkeys are configured (WebAuthn needs a domain, and a paired
-/// session's cookie belongs to the host it was set for), else
-/// `http://<addr>`.
-pub(crate) fn console_origin(ctx: &Context, addr: SocketAddr) -> String {
-    if ctx.config.passkeys.is_some() && addr.ip().is_loopback() {
-        format!("http://localhost:{}", addr.port())
-    } else {
-        format!("http://{addr}")
-    }
-}
-
-fn sessions(ctx: &Context) -> SessionStore {
-    SessionStore::in_home(ctx.home.root())
+/// The paired browsers of `approver`'s console.
+fn sessions(ctx: &Context, as_approver: Option<&ApproverName>) -> Result<SessionStore, CliError> {
+    Ok(SessionStore::for_approver(
+        ctx.home.root(),
+        &approver_name(as_approver)?,
+    ))
 }
 
 /// The console's state for this installation: the signer as the console's
 /// approver (or as the named approver `as_approver`) and as a head (for
-/// "approve and run now"), the gate, the registry and the session store in
-/// the home.
+/// "approve and run now"), the gate, the registry and that approver's
+/// session store in the home.
 pub async fn console_state(
     ctx: &Context,
     as_approver: Option<&ApproverName>,
@@ -62,64 +72,110 @@ pub async fn console_state(
         gate,
         registry: ctx.current_registry()?,
         policy: ctx.policy(),
-        sessions: sessions(ctx),
-        tls: false,
+        sessions: sessions(ctx, as_approver)?,
+        names: console_config(ctx, None)?.names,
     }))
 }
 
-/// Build the console's state, bind `listen` and say where it listens. Used
-/// by `console` and `up --console`.
+/// The certificate the console serves: the operator's own, or the
+/// installation console CA's for the configured names (issued again when
+/// the names change or expiry nears).
+fn certificate(
+    ctx: &Context,
+    console: &ConsoleConfig,
+) -> Result<countersign_identity::console_pki::ConsoleCert, CliError> {
+    match &console.own_cert {
+        Some((cert, key)) => {
+            let read = |path: &std::path::Path| {
+                countersign_identity::files::read_private(path)
+                    .map_err(|e| CliError::Error(format!("console certificate: {e}")))
+                    .and_then(|bytes| {
+                        String::from_utf8(bytes.to_vec()).map_err(|_| {
+                            CliError::Error(format!("{} is not PEM text", path.display()))
+                        })
+                    })
+            };
+            Ok(countersign_identity::console_pki::ConsoleCert {
+                cert_pem: read(cert)?,
+                key_pem: zeroize::Zeroizing::new(read(key)?),
+            })
+        }
+        None => countersign_identity::console_pki::ensure_console_cert(&ctx.home, &console.names)
+            .map(|(cert, _)| cert)
+            .map_err(|e| CliError::Error(format!("console certificate: {e}"))),
+    }
+}
+
+/// Build the console's state, load its certificate, listen on every
+/// address its names resolve to (or refuse, naming the one taken) and say
+/// where it is. Used by `console` and `up --console`. Returns the
+/// listener, the state and the console's origin.
 pub(crate) async fn bind(
     ctx: &Context,
-    listen: SocketAddr,
+    listen: Option<SocketAddr>,
     as_approver: Option<&ApproverName>,
     io: &mut Io<'_>,
-) -> Result<(tokio::net::TcpListener, Arc<ConsoleState>), CliError> {
-    if listen.ip().is_unspecified() {
-        return Err(CliError::Error(format!(
-            "--listen {listen} names no specific address: the console answers only to requests whose Host is the address it listens on; name that address (for example 127.0.0.1:7444)"
-        )));
-    }
-    if !listen.ip().is_loopback() {
-        return Err(CliError::Error(format!(
-            "--listen {listen} is not a loopback address: the console serves plain HTTP, so a paired browser's cookie would cross the network in clear; serve it on loopback (reach it from elsewhere through an SSH tunnel)"
-        )));
-    }
+) -> Result<(TlsListener, Arc<ConsoleState>, String), CliError> {
+    let mut console = console_config(ctx, listen)?;
+    let tls = countersign_console::tls::server_config(&certificate(ctx, &console)?)
+        .map_err(CliError::Error)?;
     let state = Arc::new(console_state(ctx, as_approver).await?);
-    let listener = tokio::net::TcpListener::bind(listen)
+    let listeners = countersign_console::bind::bind_all(&console)
         .await
-        .map_err(|e| CliError::Error(format!("cannot listen on {listen}: {e}")))?;
-    let addr = listener.local_addr().map_err(CliError::error)?;
+        .map_err(|e| CliError::Error(e.to_string()))?;
+    let addrs: Vec<SocketAddr> = listeners
+        .iter()
+        .map(tokio::net::TcpListener::local_addr)
+        .collect::<Result<_, _>>()
+        .map_err(CliError::error)?;
+    if let Some(first) = addrs.first() {
+        console.addr.set_port(first.port());
+    }
+    let origin = console.origin();
+    let listener = TlsListener::new(listeners, tls, &origin).map_err(CliError::error)?;
     super::metrics::serve(ctx, ctx.config.metrics.console, "console", io).await?;
+    let held: Vec<String> = addrs.iter().map(ToString::to_string).collect();
     let _ = writeln!(
         io.err,
-        "countersign console listening on {}/ (loopback only)",
-        console_origin(ctx, addr)
+        "countersign console listening on {origin}/ (https only; holding {})",
+        held.join(", ")
     );
-    tracing::info!(%addr, "console listening");
-    Ok((listener, state))
+    tracing::info!(%origin, addresses = %held.join(", "), "console listening");
+    Ok((listener, state, origin))
 }
 
 /// Offer a pairing link at the controlling terminal, if there is one.
-pub(crate) fn offer_pairing(ctx: &Context, addr: SocketAddr, io: &mut Io<'_>) {
+pub(crate) fn offer_pairing(
+    ctx: &Context,
+    origin: &str,
+    as_approver: Option<&ApproverName>,
+    io: &mut Io<'_>,
+) {
     let Ok(mut terminal) = (io.terminal)() else {
         let _ = writeln!(
             io.err,
-            "to pair a browser, run `countersign console pair` at a terminal"
+            "to pair a browser, run `{}` at a terminal",
+            pair_command(as_approver)
         );
         return;
     };
-    match sessions(ctx).create_pairing() {
+    match sessions(ctx, as_approver).and_then(|s| s.create_pairing().map_err(CliError::error)) {
         Ok((code, expires_at)) => {
             let _ = terminal.show(&format!(
-                "Pair a browser (one use, until {expires_at}): {}/pair/{}\n",
-                console_origin(ctx, addr),
+                "Pair a browser (one use, until {expires_at}): {origin}/pair/{}\n",
                 code.expose_secret()
             ));
         }
         Err(e) => {
             let _ = writeln!(io.err, "cannot create a pairing link: {e}");
         }
+    }
+}
+
+fn pair_command(as_approver: Option<&ApproverName>) -> String {
+    match as_approver {
+        Some(name) => format!("countersign console pair --as {name}"),
+        None => "countersign console pair".to_owned(),
     }
 }
 
@@ -130,9 +186,8 @@ pub(crate) async fn serve(
     as_approver: Option<&ApproverName>,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let (listener, state) = bind(ctx, listen_addr(ctx, listen)?, as_approver, io).await?;
-    let addr = listener.local_addr().map_err(CliError::error)?;
-    offer_pairing(ctx, addr, io);
+    let (listener, state, origin) = bind(ctx, listen, as_approver, io).await?;
+    offer_pairing(ctx, &origin, as_approver, io);
     let _ = writeln!(io.err, "press Ctrl-C to stop");
     countersign_console::run(listener, state, shutdown_signal())
         .await
@@ -146,20 +201,22 @@ pub(crate) async fn serve(
 pub(crate) fn pair(
     ctx: &Context,
     listen: Option<SocketAddr>,
+    as_approver: Option<&ApproverName>,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let addr = listen_addr(ctx, listen)?;
+    let origin = console_config(ctx, listen)?.origin();
     let mut terminal = (io.terminal)().map_err(|e| {
         CliError::Refused(format!(
             "pairing needs an interactive terminal and none is available ({e}); no link was created"
         ))
     })?;
-    let (code, expires_at) = sessions(ctx).create_pairing().map_err(CliError::error)?;
+    let (code, expires_at) = sessions(ctx, as_approver)?
+        .create_pairing()
+        .map_err(CliError::error)?;
     terminal
         .show(&format!(
-            "Open this link in the browser to pair (one use, until {expires_at}):\n  {}/pair/{}\n",
-            console_origin(ctx, addr),
+            "Open this link in the browser to pair (one use, until {expires_at}):\n  {origin}/pair/{}\n",
             code.expose_secret()
         ))
         .map_err(CliError::error)?;
@@ -175,8 +232,15 @@ pub(crate) fn pair(
 }
 
 /// `countersign console sessions list`
-pub(crate) fn sessions_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
-    let records = sessions(ctx).list().map_err(CliError::error)?;
+pub(crate) fn sessions_list(
+    ctx: &Context,
+    as_approver: Option<&ApproverName>,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let records = sessions(ctx, as_approver)?
+        .list()
+        .map_err(CliError::error)?;
     let now = OffsetDateTime::now_utc();
     if json {
         let items: Vec<_> = records
@@ -204,14 +268,19 @@ pub(crate) fn sessions_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Resul
 /// `countersign console sessions revoke ID`
 pub(crate) fn sessions_revoke(
     ctx: &Context,
+    as_approver: Option<&ApproverName>,
     id: &str,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let record = sessions(ctx).revoke(id).map_err(|e| match e {
-        countersign_console::sessions::StoreError::UnknownId(_) => CliError::Refused(e.to_string()),
-        other => CliError::error(other),
-    })?;
+    let record = sessions(ctx, as_approver)?
+        .revoke(id)
+        .map_err(|e| match e {
+            countersign_console::sessions::StoreError::UnknownId(_) => {
+                CliError::Refused(e.to_string())
+            }
+            other => CliError::error(other),
+        })?;
     if json {
         write_json(
             io.out,

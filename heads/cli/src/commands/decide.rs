@@ -49,8 +49,11 @@ pub(crate) async fn approve(
         // A typed challenge proves nothing an agent at this terminal could
         // not do; the signer wants the person's passkey, which only a
         // browser can ask for.
-        let place = match ctx.config.console_proposal_url(&view.id) {
-            Some(url) => format!("approve it in the console: {url}"),
+        let place = match &ctx.config.console {
+            Some(console) => format!(
+                "approve it in the console: {}",
+                console.proposal_url(&view.id)
+            ),
             None => "approve it in the console (`countersign console`; no [console] section is configured)".to_owned(),
         };
         return Err(CliError::Refused(format!(

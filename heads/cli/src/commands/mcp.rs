@@ -25,7 +25,7 @@ pub(crate) async fn serve(ctx: &Context, args: McpArgs, io: &mut Io<'_>) -> Resu
     let gate = ctx.gate(&mut head).await?;
     let server = McpHead::new(head, gate)
         .map_err(CliError::error)?
-        .with_console(ctx.config.console_addr, ctx.config.passkeys.is_some());
+        .with_console(ctx.config.console.clone(), ctx.config.passkeys.is_some());
     writeln!(
         io.err,
         "countersign mcp: serving MCP on stdio for principal {}, session {}",
@@ -45,7 +45,7 @@ async fn serve_http(ctx: &Context, listen: SocketAddr, io: &mut Io<'_>) -> Resul
     let gate = ctx.gate(&mut head).await?;
     let server = McpHead::new(head, gate)
         .map_err(CliError::error)?
-        .with_console(ctx.config.console_addr, ctx.config.passkeys.is_some());
+        .with_console(ctx.config.console.clone(), ctx.config.passkeys.is_some());
     super::metrics::serve(ctx, ctx.config.metrics.mcp, "MCP", io).await?;
     let auth = HttpAuth {
         tokens: TokenStore::in_home(ctx.home.root()),

@@ -2,6 +2,7 @@
 
 pub(crate) mod api;
 pub(crate) mod console;
+pub(crate) mod console_trust;
 mod credential;
 mod data;
 pub(crate) mod decide;
@@ -92,12 +93,17 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 }
                 Command::Console(args) => match args.command {
                     None => console::serve(&ctx, args.listen, args.as_approver.as_ref(), io).await,
-                    Some(ConsoleCommand::Pair) => console::pair(&ctx, args.listen, json, io),
+                    Some(ConsoleCommand::Pair) => {
+                        console::pair(&ctx, args.listen, args.as_approver.as_ref(), json, io)
+                    }
+                    Some(ConsoleCommand::Trust(trust)) => {
+                        console_trust::trust(&ctx, &trust, json, io)
+                    }
                     Some(ConsoleCommand::Sessions(SessionsCommand::List)) => {
-                        console::sessions_list(&ctx, json, io)
+                        console::sessions_list(&ctx, args.as_approver.as_ref(), json, io)
                     }
                     Some(ConsoleCommand::Sessions(SessionsCommand::Revoke(id))) => {
-                        console::sessions_revoke(&ctx, &id.id, json, io)
+                        console::sessions_revoke(&ctx, args.as_approver.as_ref(), &id.id, json, io)
                     }
                 },
                 Command::Credential(CredentialCommand::Create(args)) => {

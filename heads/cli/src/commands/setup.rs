@@ -67,6 +67,15 @@ async fn initialize(home: &Home) -> Result<Vec<PathBuf>, CliError> {
             .map_err(CliError::error)?
             .created,
     );
+    // The console's name-constrained CA and server certificate, for the
+    // names the configuration gives (unless it brings its own).
+    let config = countersign_identity::Config::load(home).map_err(CliError::error)?;
+    if let Some(console) = config.console.filter(|c| c.own_cert.is_none()) {
+        let (_, report) =
+            countersign_identity::console_pki::ensure_console_cert(home, &console.names)
+                .map_err(CliError::error)?;
+        created.extend(report.written);
+    }
     if !home.has_signing_keys() {
         let status = Command::new(signer_binary()?)
             .arg("keygen")
@@ -217,10 +226,8 @@ impl Served {
         io: &mut Io<'_>,
     ) -> Result<Self, CliError> {
         let ctx = Context::load(home.clone())?;
-        let listen = super::console::listen_addr(&ctx, listen)?;
-        let (listener, state) = super::console::bind(&ctx, listen, None, io).await?;
-        let addr = listener.local_addr().map_err(CliError::error)?;
-        super::console::offer_pairing(&ctx, addr, io);
+        let (listener, state, origin) = super::console::bind(&ctx, listen, None, io).await?;
+        super::console::offer_pairing(&ctx, &origin, None, io);
         Ok(Self::spawn("the console", |stopped| {
             countersign_console::run(listener, state, stopped)
         }))

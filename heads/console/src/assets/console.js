@@ -1,12 +1,36 @@
-// countersign console: live updates of the pending list, and the WebAuthn
-// ceremonies of passkey approvals, enrolments and removals. Everything
-// else works without JavaScript. The server renders and escapes the list;
-// this script only puts it in place and keeps the count in the title. For
-// a passkey form it asks this server (which asks the signer) for a
-// challenge, runs the browser's ceremony with user verification required,
-// puts the answer in the form's hidden field and submits the form; the
-// signer checks everything.
+// countersign console: the pairing's page key, live updates of the
+// pending list, and the WebAuthn ceremonies of passkey approvals,
+// enrolments and removals. Pages are readable without JavaScript;
+// deciding needs it. The page key is handed to this script once, in the
+// answer to the pairing; it keeps it in this origin's localStorage (which
+// no other origin, port or scheme can read) and puts it in every form's
+// page_key field, so a request that changes anything comes from a page
+// of this origin, not from whoever holds the cookie. The server renders
+// and escapes the list; this script only puts it in place and keeps the
+// count in the title. For a passkey form it asks this server (which asks
+// the signer) for a challenge, runs the browser's ceremony with user
+// verification required, puts the answer in the form's hidden field and
+// submits the form; the signer checks everything.
 "use strict";
+const PAGE_KEY = "countersign-page-key";
+(function () {
+  const fresh = document.getElementById("new-page-key");
+  if (fresh) {
+    localStorage.setItem(PAGE_KEY, fresh.dataset.key);
+    fresh.remove();
+    location.replace("/");
+    return;
+  }
+  if (document.getElementById("forget-page-key")) {
+    localStorage.removeItem(PAGE_KEY);
+    return;
+  }
+  const key = localStorage.getItem(PAGE_KEY) || "";
+  document.querySelectorAll("input[data-page-key]").forEach(function (field) {
+    field.value = key;
+  });
+})();
+
 (function () {
   const target = document.getElementById("pending");
   if (!target || !window.EventSource) {
@@ -91,17 +115,17 @@
     };
   }
 
-  async function decision(form, csrf) {
+  async function decision(form, pageKey) {
     const c = await post(form.dataset.challenge, {
-      csrf: csrf,
+      page_key: pageKey,
       delivery: form.elements.delivery.value,
     });
     const answer = await assertion(c.challenge_id, c.challenge, c.rp_id, c.allowed, c.timeout_ms);
     form.elements.passkey.value = JSON.stringify(answer);
   }
 
-  async function enrol(form, csrf) {
-    const c = await post("/passkeys/enrolment-challenge", { csrf: csrf });
+  async function enrol(form, pageKey) {
+    const c = await post("/passkeys/enrolment-challenge", { page_key: pageKey });
     const created = await step("no passkey was created", navigator.credentials.create({
       publicKey: {
         rp: { id: c.rp_id, name: "countersign" },
@@ -129,8 +153,8 @@
     form.elements.registration.value = JSON.stringify(registration);
   }
 
-  async function removal(form, csrf) {
-    const c = await post(form.action.replace(/\/remove$/, "/removal-challenge"), { csrf: csrf });
+  async function removal(form, pageKey) {
+    const c = await post(form.action.replace(/\/remove$/, "/removal-challenge"), { page_key: pageKey });
     const answer = await assertion(c.challenge_id, c.challenge, c.rp_id, c.allowed, c.timeout_ms);
     form.elements.assertion.value = JSON.stringify(answer);
   }
@@ -150,7 +174,7 @@
       }
       button.disabled = true;
       try {
-        await ceremony(form, form.elements.csrf.value);
+        await ceremony(form, form.elements.page_key.value);
         form.submit();
       } catch (error) {
         alert.textContent = "Passkey step failed: " + error.message + " Nothing was done.";

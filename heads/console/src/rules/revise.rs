@@ -10,9 +10,9 @@
 //!   (`rule_definition_changed`), to a rule still at the version the person
 //!   looked at (`rule_changed`) and not revoked (`rule_not_live`).
 //!
-//! Both POSTs need the paired session's CSRF token. Where the terminal asks
+//! Both POSTs need the paired session's page key. Where the terminal asks
 //! for a typed challenge (so that a program at stdin cannot confirm), the
-//! console relies on its pairing and CSRF token, as when a person approves
+//! console relies on its pairing and page key, as when a person approves
 //! a `rule.create` proposal on its card. No passkey is asked: a rule can
 //! name no operation that needs one and cannot exist when every approval
 //! needs one (the signer refuses such a definition with `invalid_rule`).
@@ -36,7 +36,7 @@ use maud::html;
 use crate::ConsoleState;
 use crate::actions::{Authorized, Form};
 use crate::auth::{Rejection, html_response, refusal};
-use crate::html::{csrf_field, notice, page, preview_block, shown};
+use crate::html::{notice, page, page_key_field, preview_block, shown};
 use crate::pages::signer_failure;
 use crate::rules::paired_rules;
 
@@ -46,7 +46,7 @@ pub(crate) async fn page_of_revision(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let (session, rules) = match paired_rules(&state, &headers).await {
+    let rules = match paired_rules(&state, &headers).await {
         Ok(found) => found,
         Err(page) => return *page,
     };
@@ -64,7 +64,7 @@ pub(crate) async fn page_of_revision(
         p { "At version " (rule.version) " (" (shown(&rule.status)) "), it approves without asking you:" }
         (preview_block(&rule.scope))
         form method="post" action=(format!("/rules/{}/revise", rule.id)) {
-            (csrf_field(&session.csrf))
+            (page_key_field())
             input type="hidden" name="version" value=(rule.version);
             label for="definition" { "New definition (JSON)" }
             textarea.definition #definition name="definition" rows="12" required spellcheck="false" {
@@ -84,7 +84,7 @@ pub(crate) async fn page_of_revision(
 pub(crate) async fn preview(
     State(state): State<Arc<ConsoleState>>,
     Path(id): Path<String>,
-    Authorized { session, form }: Authorized,
+    Authorized { form, .. }: Authorized,
 ) -> Response {
     let request = match revision_request(id, &form) {
         Ok(request) => ReviseRuleRequest {
@@ -110,7 +110,7 @@ pub(crate) async fn preview(
         (preview_block(&proposed.scope))
         p.warn { (shown(&warning)) }
         form method="post" action=(format!("/rules/{}/revise/confirm", proposed.id)) {
-            (csrf_field(&session.csrf))
+            (page_key_field())
             input type="hidden" name="version" value=(version);
             input type="hidden" name="definition" value=(proposed.definition_json);
             input type="hidden" name="definition_sha256" value=(proposed.definition_sha256);

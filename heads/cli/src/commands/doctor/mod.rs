@@ -15,6 +15,7 @@
 //! SQLite ledger means signer and head share this host's clock.
 
 mod certs;
+mod console;
 mod report;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -25,7 +26,6 @@ use countersign_ledger::{Ledger, SchemaStatus};
 use countersign_proto::v1::{ListPendingRequest, PublicKeysRequest};
 use countersign_registry::Registry;
 use countersign_verifier::lifetimes::LIFETIME_SKEW;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::Io;
 use crate::error::CliError;
@@ -52,7 +52,7 @@ pub(crate) async fn doctor(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(
             check_signer(home, config),
             check_approver(home, config),
             check_ledger(config),
-            check_console(config),
+            console::check_console(home, config),
         );
         let (signer, keys) = signer;
         let (ledger, schema) = ledger;
@@ -368,41 +368,5 @@ fn check_clock(schema: Option<&SchemaStatus>) -> Check {
                 LIFETIME_SKEW.whole_seconds(),
             )
         }
-    }
-}
-
-/// The console, if configured: something answers `GET /` on its address.
-async fn check_console(config: &Config) -> Check {
-    const NAME: &str = "console";
-    let Some(addr) = config.console_addr else {
-        return Check::ok(NAME, "no [console] configured");
-    };
-    let not_running = |detail: String| {
-        Check::warn(
-            NAME,
-            detail,
-            Some(
-                "start it with `countersign console` or `countersign up --console` if you use it"
-                    .into(),
-            ),
-        )
-    };
-    let answer = tokio::time::timeout(NETWORK_TIMEOUT, async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await?;
-        let request = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await?;
-        let mut head = [0u8; 256];
-        let n = stream.read(&mut head).await?;
-        let text = String::from_utf8_lossy(&head[..n]).into_owned();
-        Ok::<_, std::io::Error>(text.lines().next().unwrap_or("").to_string())
-    })
-    .await;
-    match answer {
-        Err(_) => not_running(format!(
-            "{addr}: no answer within {} s",
-            NETWORK_TIMEOUT.as_secs()
-        )),
-        Ok(Err(e)) => not_running(format!("{addr}: nothing listens ({e})")),
-        Ok(Ok(line)) => report::console_answer(&addr.to_string(), &line),
     }
 }

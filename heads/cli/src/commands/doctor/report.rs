@@ -199,25 +199,6 @@ pub(crate) fn clock_skew(source: &str, skew_secs: f64, allowance_secs: i64) -> C
     }
 }
 
-/// The console check from the first line of its answer to `GET /`.
-pub(crate) fn console_answer(addr: &str, status_line: &str) -> Check {
-    const NAME: &str = "console";
-    let code = status_line.split_whitespace().nth(1).unwrap_or("");
-    match code {
-        "200" | "401" => Check::ok(NAME, format!("{addr} answers GET / with {code}")),
-        _ => Check::warn(
-            NAME,
-            format!(
-                "{addr} answers GET / with {:?}, not the console's 200 or 401",
-                status_line.trim()
-            ),
-            Some(format!(
-                "check that [console] addr names the console, not another service on {addr}"
-            )),
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -258,23 +239,6 @@ mod tests {
         assert_eq!(clock_skew("db", -60.0, 60).status, Status::Ok);
         assert_eq!(clock_skew("db", 61.0, 60).status, Status::Fail);
         assert_eq!(clock_skew("db", -75.0, 60).status, Status::Fail);
-    }
-
-    #[test]
-    fn the_console_is_up_when_it_answers_200_or_401() {
-        assert_eq!(
-            console_answer("127.0.0.1:7444", "HTTP/1.1 401 Unauthorized\r\n").status,
-            Status::Ok
-        );
-        assert_eq!(
-            console_answer("127.0.0.1:7444", "HTTP/1.1 200 OK").status,
-            Status::Ok
-        );
-        assert_eq!(
-            console_answer("127.0.0.1:7444", "HTTP/1.1 404 Not Found").status,
-            Status::Warn
-        );
-        assert_eq!(console_answer("127.0.0.1:7444", "").status, Status::Warn);
     }
 
     #[test]

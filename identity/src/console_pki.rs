@@ -1,0 +1,296 @@
+//! The console's TLS identity: a console CA that can vouch for the
+//! console's names and nothing else, and the console's server certificate.
+//!
+//! A person's browser is asked to trust the console CA once
+//! (`countersign console trust`). A trusted root can vouch for any name, so
+//! this CA is not the installation CA (which issues the signer's and the
+//! clients' certificates) and carries X.509 name constraints: permitted,
+//! the console's DNS names (and their subdomains); excluded, every IPv4 and
+//! IPv6 address. Were its key stolen, it could still not impersonate
+//! another site to a browser that honours name constraints (Chromium,
+//! Firefox, rustls-webpki and OpenSSL all do).
+//!
+//! Files, in the home's `pki/` (every one 0600, created new): `console-ca.pem`,
+//! `console-ca.key`, `console.pem`, `console.key`. The server certificate is
+//! issued again whenever its names are not exactly the configured ones or it
+//! is within [`RENEW_BEFORE`] of expiry; the CA is never replaced here (a
+//! person trusted it): names it does not permit are refused with the way
+//! out. An operator who brings their own certificate (`[console] cert` and
+//! `key`) uses none of this.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CidrSubnet, ExtendedKeyUsagePurpose, GeneralSubtree, IsCa,
+    KeyPair, KeyUsagePurpose, NameConstraints, SanType,
+};
+use sha2::{Digest, Sha256};
+use time::{Duration, OffsetDateTime};
+use x509_parser::certificate::X509Certificate;
+use x509_parser::extensions::GeneralName;
+use x509_parser::pem::Pem;
+use x509_parser::prelude::FromDer;
+
+use crate::files::{read_private, write_private_new};
+use crate::home::create_private_dir;
+use crate::pki::{CaMaterial, IssuedCert, name, pki_err, random_serial, read_text};
+use crate::{Home, IdentityError};
+
+/// The name a browser reaches the console by unless more are configured:
+/// browsers resolve every `*.localhost` name to loopback themselves.
+pub const CONSOLE_NAME: &str = "console.localhost";
+/// How long the console CA stays valid.
+const CA_VALIDITY: Duration = Duration::days(3650);
+/// How long a console server certificate stays valid (browsers cap
+/// certificates of public CAs lower; a private root is not held to it, but
+/// a short life costs nothing since the console renews its own).
+const LEAF_VALIDITY: Duration = Duration::days(397);
+/// A server certificate this close to expiry is issued again at start.
+pub const RENEW_BEFORE: Duration = Duration::days(30);
+const BACKDATE: Duration = Duration::hours(1);
+
+/// The console's certificate chain and key, ready for a TLS server.
+pub struct ConsoleCert {
+    /// The server certificate (PEM), followed by nothing: the CA is the
+    /// root the browser trusts, so it is not sent.
+    pub cert_pem: String,
+    /// The server certificate's private key (PEM); zeroized on drop.
+    pub key_pem: zeroize::Zeroizing<String>,
+}
+
+impl std::fmt::Debug for ConsoleCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleCert").finish_non_exhaustive()
+    }
+}
+
+/// What [`ensure_console_cert`] found or did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsolePkiReport {
+    /// Files created or replaced by this call.
+    pub written: Vec<PathBuf>,
+}
+
+/// The console CA's certificate (PEM) of a home, as a person's browser
+/// must trust it.
+pub fn console_ca_pem(home: &Home) -> Result<String, IdentityError> {
+    read_text(&home.console_ca_cert_path())
+}
+
+/// The SHA-256 fingerprint of a PEM certificate's DER, as browsers and
+/// `openssl x509 -fingerprint -sha256` show it (`AB:CD:...`).
+pub fn fingerprint_sha256(cert_pem: &str) -> Result<String, IdentityError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let der = CertificateDer::from_pem_slice(cert_pem.as_bytes())
+        .map_err(|e| IdentityError::Pki(format!("not a PEM certificate: {e}")))?;
+    Ok(Sha256::digest(der.as_ref())
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(":"))
+}
+
+/// Makes sure the home holds a console CA that permits `names` and a
+/// server certificate for exactly `names`, valid for at least
+/// [`RENEW_BEFORE`]; creates or re-issues what is missing or stale, and
+/// returns the certificate to serve. `names` are lowercase DNS names, the
+/// first of them the origin's host.
+pub fn ensure_console_cert(
+    home: &Home,
+    names: &[String],
+) -> Result<(ConsoleCert, ConsolePkiReport), IdentityError> {
+    if names.is_empty() {
+        return Err(IdentityError::Pki(
+            "the console needs at least one name".into(),
+        ));
+    }
+    create_private_dir(&home.pki_dir())?;
+    let mut written = Vec::new();
+    let (ca_cert, ca_key) = (home.console_ca_cert_path(), home.console_ca_key_path());
+    let ca = match (exists(&ca_cert)?, exists(&ca_key)?) {
+        (true, true) => {
+            let ca = CaMaterial::from_pem(read_text(&ca_cert)?, read_text(&ca_key)?);
+            check_permits(&ca, names, &ca_cert)?;
+            ca
+        }
+        (false, false) => {
+            let ca = generate_console_ca(names)?;
+            write_private_new(&ca_key, ca.key_pem().as_bytes())?;
+            write_private_new(&ca_cert, ca.cert_pem().as_bytes())?;
+            written.extend([ca_key.clone(), ca_cert.clone()]);
+            ca
+        }
+        (true, false) => return Err(IdentityError::HalfPair(ca_cert)),
+        (false, true) => return Err(IdentityError::HalfPair(ca_key)),
+    };
+    let (cert, key) = (home.console_cert_path(), home.console_key_path());
+    if exists(&cert)? && exists(&key)? {
+        let pem = read_text(&cert)?;
+        if current(&pem, names)? {
+            let key_pem = zeroize::Zeroizing::new(read_text(&key)?);
+            return Ok((
+                ConsoleCert {
+                    cert_pem: pem,
+                    key_pem,
+                },
+                ConsolePkiReport { written },
+            ));
+        }
+    }
+    let issued = issue_console_cert(&ca, names)?;
+    replace(&key, issued.key_pem.as_bytes())?;
+    replace(&cert, issued.cert_pem.as_bytes())?;
+    written.extend([key, cert]);
+    Ok((
+        ConsoleCert {
+            cert_pem: issued.cert_pem,
+            key_pem: issued.key_pem,
+        },
+        ConsolePkiReport { written },
+    ))
+}
+
+/// A new console CA permitted `names` (DNS) and no IP address.
+pub fn generate_console_ca(names: &[String]) -> Result<CaMaterial, IdentityError> {
+    let now = OffsetDateTime::now_utc();
+    let mut params = CertificateParams::default();
+    params.distinguished_name = name("countersign console CA (name-constrained)");
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    params.name_constraints = Some(NameConstraints {
+        permitted_subtrees: names
+            .iter()
+            .map(|n| GeneralSubtree::DnsName(n.clone()))
+            .collect(),
+        excluded_subtrees: vec![
+            GeneralSubtree::IpAddress(CidrSubnet::V4([0; 4], [0; 4])),
+            GeneralSubtree::IpAddress(CidrSubnet::V6([0; 16], [0; 16])),
+        ],
+    });
+    params.not_before = now - BACKDATE;
+    params.not_after = now + CA_VALIDITY;
+    params.serial_number = Some(random_serial()?);
+    let key = KeyPair::generate().map_err(pki_err)?;
+    let cert = params.self_signed(&key).map_err(pki_err)?;
+    Ok(CaMaterial::from_pem(cert.pem(), key.serialize_pem()))
+}
+
+/// A console server certificate for exactly `names`, from `ca`.
+pub fn issue_console_cert(ca: &CaMaterial, names: &[String]) -> Result<IssuedCert, IdentityError> {
+    let now = OffsetDateTime::now_utc();
+    let sans = names
+        .iter()
+        .map(|n| Ok(SanType::DnsName(n.as_str().try_into().map_err(pki_err)?)))
+        .collect::<Result<Vec<_>, IdentityError>>()?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = name(&names[0]);
+    params.subject_alt_names = sans;
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.use_authority_key_identifier_extension = true;
+    params.not_before = now - BACKDATE;
+    params.not_after = now + LEAF_VALIDITY;
+    params.serial_number = Some(random_serial()?);
+    let key = KeyPair::generate().map_err(pki_err)?;
+    let cert = params.signed_by(&key, &ca.issuer()?).map_err(pki_err)?;
+    Ok(IssuedCert {
+        cert_pem: cert.pem(),
+        key_pem: zeroize::Zeroizing::new(key.serialize_pem()),
+    })
+}
+
+/// Refuses names the console CA's constraints do not permit: the CA is
+/// not replaced behind the person who trusted it.
+fn check_permits(ca: &CaMaterial, names: &[String], path: &Path) -> Result<(), IdentityError> {
+    let permitted = with_x509(ca.cert_pem(), |cert| {
+        let Ok(Some(ext)) = cert.name_constraints() else {
+            return Vec::new();
+        };
+        ext.value
+            .permitted_subtrees
+            .iter()
+            .flatten()
+            .filter_map(|s| match s.base {
+                GeneralName::DNSName(n) => Some(n.to_ascii_lowercase()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    })?;
+    for n in names {
+        let within = permitted
+            .iter()
+            .any(|p| n == p || n.ends_with(&format!(".{p}")));
+        if !within {
+            return Err(IdentityError::Pki(format!(
+                "the console CA {} may vouch only for {} and not for {n:?}; to add a name, move pki/console-ca.pem, pki/console-ca.key, pki/console.pem and pki/console.key aside, start the console again (a new CA is made for every configured name) and trust the new CA with `countersign console trust` (remove the old one from the browser)",
+                path.display(),
+                permitted.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the server certificate `pem` names exactly `names` and is valid
+/// for longer than [`RENEW_BEFORE`].
+fn current(pem: &str, names: &[String]) -> Result<bool, IdentityError> {
+    let found = with_x509(pem, |cert| {
+        let mut have: Vec<String> = match cert.subject_alternative_name() {
+            Ok(Some(ext)) => ext
+                .value
+                .general_names
+                .iter()
+                .filter_map(|n| match n {
+                    GeneralName::DNSName(n) => Some((*n).to_owned()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        have.sort();
+        (have, cert.validity().not_after.timestamp())
+    });
+    let Ok((have, not_after)) = found else {
+        return Ok(false);
+    };
+    let mut want = names.to_vec();
+    want.sort();
+    let renew_at = (OffsetDateTime::now_utc() + RENEW_BEFORE).unix_timestamp();
+    Ok(have == want && not_after > renew_at)
+}
+
+/// Runs `read` over the first certificate of `pem`.
+fn with_x509<T>(
+    pem: &str,
+    read: impl FnOnce(&X509Certificate<'_>) -> T,
+) -> Result<T, IdentityError> {
+    let block = Pem::iter_from_buffer(pem.as_bytes())
+        .next()
+        .and_then(Result::ok)
+        .ok_or_else(|| IdentityError::Pki("no PEM certificate".into()))?;
+    let (_, cert) = X509Certificate::from_der(&block.contents)
+        .map_err(|_| IdentityError::Pki("not a valid X.509 certificate".into()))?;
+    Ok(read(&cert))
+}
+
+fn exists(path: &Path) -> Result<bool, IdentityError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(IdentityError::io(path, &e)),
+    }
+}
+
+/// Replace a private file with new contents: written beside it, renamed
+/// over it. An existing file must pass the private-file checks first.
+fn replace(path: &Path, bytes: &[u8]) -> Result<(), IdentityError> {
+    if exists(path)? {
+        read_private(path)?;
+    }
+    let tmp = path.with_extension("new");
+    let _ = std::fs::remove_file(&tmp);
+    write_private_new(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).map_err(|e| IdentityError::io(path, &e))
+}

@@ -1,0 +1,163 @@
+//! The console over real TLS for the tests that talk to it as a program
+//! would: served by the same code as `countersign console` (its
+//! certificate from the home's console CA, every address of
+//! `console.localhost`), and an HTTPS client that trusts that CA alone and
+//! names `console.localhost` (which browsers resolve themselves, and the
+//! system resolver may not: the client connects to 127.0.0.1).
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use countersign::Context;
+use countersign_console::{SessionStore, TlsListener};
+use countersign_identity::console_pki::{CONSOLE_NAME, ensure_console_cert};
+use countersign_identity::{ApproverName, ConsoleConfig, Home};
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::api_support::Reply;
+
+/// A console of a test home, served over TLS.
+#[derive(Clone)]
+pub struct Site {
+    /// Its first address (127.0.0.1).
+    pub addr: SocketAddr,
+    /// The console CA (PEM), the only root the client trusts.
+    pub ca_pem: String,
+    /// The page key of the browser [`pair`] paired, once paired.
+    pub page_key: String,
+}
+
+/// Serve the console of the home at `home` (as `approver`, or the default
+/// `console`) on 127.0.0.1:0 and every other address of `console.localhost`.
+pub async fn serve(home: &str, approver: Option<&ApproverName>) -> Site {
+    let ctx = Context::load(Home::at(home).unwrap()).unwrap();
+    let config = ConsoleConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        names: vec![CONSOLE_NAME.to_owned()],
+        own_cert: None,
+    };
+    let (cert, _) = ensure_console_cert(&ctx.home, &config.names).unwrap();
+    let tls = countersign_console::tls::server_config(&cert).unwrap();
+    let state = Arc::new(countersign::console_state(&ctx, approver).await.unwrap());
+    let listeners = countersign_console::bind::bind_all(&config).await.unwrap();
+    let addr = listeners[0].local_addr().unwrap();
+    let origin = format!("https://{CONSOLE_NAME}:{}", addr.port());
+    let listener = TlsListener::new(listeners, tls, &origin).unwrap();
+    tokio::spawn(countersign_console::run(
+        listener,
+        state,
+        std::future::pending(),
+    ));
+    Site {
+        addr,
+        ca_pem: std::fs::read_to_string(ctx.home.console_ca_cert_path()).unwrap(),
+        page_key: String::new(),
+    }
+}
+
+/// Pair a browser with the console of `approver` at `site` the way a
+/// browser does (a pairing code from the home's store, `POST /pair`):
+/// the site with the page key the answer handed to the page, and the
+/// session cookie (`name=value`).
+pub async fn pair(site: &Site, home: &str, approver: &str) -> (Site, String) {
+    let store = SessionStore::for_approver(
+        std::path::Path::new(home),
+        &ApproverName::parse(approver).unwrap(),
+    );
+    let (code, _) = store.create_pairing().unwrap();
+    let body = format!("code={}", code.expose_secret());
+    let paired = https(
+        site,
+        "POST",
+        "/pair",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(paired.status, 200, "{}", paired.body);
+    let cookie = paired
+        .headers
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .and_then(|c| c.split(';').next())
+        .expect("pairing sets the session cookie")
+        .to_owned();
+    let page_key = paired
+        .body
+        .split_once("data-key=\"")
+        .and_then(|(_, rest)| rest.split('"').next())
+        .expect("pairing hands the page its key")
+        .to_owned();
+    (
+        Site {
+            page_key,
+            ..site.clone()
+        },
+        cookie,
+    )
+}
+
+/// One HTTPS request to the console at `site`, as `console.localhost`.
+pub async fn https(
+    site: &Site,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    https_to(site.addr, &site.ca_pem, method, target, headers, body).await
+}
+
+/// One HTTPS request to `addr`, trusting only `ca_pem`, naming
+/// `console.localhost` (SNI and Host).
+pub async fn https_to(
+    addr: SocketAddr,
+    ca_pem: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    countersign_identity::tls::install_crypto_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut stream = connector
+        .connect(ServerName::try_from(CONSOLE_NAME).unwrap(), tcp)
+        .await
+        .unwrap();
+    let mut request = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {CONSOLE_NAME}:{}\r\n", addr.port()));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut bytes = Vec::new();
+    // A close without close_notify is how many servers end; keep what came.
+    let _ = stream.read_to_end(&mut bytes).await;
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Reply {
+        status,
+        headers: head.to_string(),
+        body: body.to_string(),
+    }
+}
