@@ -130,7 +130,7 @@ async fn an_approval_needs_a_passkey_assertion_bound_to_exactly_that_decision() 
     // Another origin (a page elsewhere that got the challenge).
     let (cid, challenge) = challenge_for(&mut approver, &pid, Delivery::Direct).await;
     let mut elsewhere = person.clone();
-    elsewhere.origin = "http://localhost:9999".into();
+    elsewhere.origin = "https://console.localhost:9999".into();
     refused(
         approver
             .decide(decide_with(
@@ -522,7 +522,7 @@ async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_
     );
 }
 
-const OPTIONAL_WITH_ONE_OP: &str = "[passkeys]\norigins = [\"http://localhost:7444\"]\n";
+const OPTIONAL_WITH_ONE_OP: &str = "[passkeys]\norigins = [\"https://console.localhost:7444\"]\n";
 
 #[tokio::test]
 async fn an_operation_can_require_a_passkey_when_the_installation_does_not() {

@@ -422,12 +422,12 @@ async fn reissues_a_passkey_approval_with_its_passkey_assurance() {
     let signer = TestSigner::start_configured(
         &registry(),
         None,
-        "[passkeys]\nrequired = true\norigins = [\"http://localhost:7444\"]\n",
+        "[passkeys]\nrequired = true\norigins = [\"https://console.localhost:7444\"]\n",
     )
     .await
     .unwrap();
     let mut approver = signer.client(Role::Approver).await.unwrap();
-    let mut key = SoftAuthenticator::new(5, "localhost", "http://localhost:7444");
+    let mut key = SoftAuthenticator::new(5, "console.localhost", "https://console.localhost:7444");
     let c = approver
         .begin_enrolment(BeginEnrolmentRequest {})
         .await

@@ -17,11 +17,12 @@ use tonic::transport::Channel;
 
 use super::approve;
 
-pub const ORIGIN: &str = "http://localhost:7444";
-pub const REQUIRED: &str = "[passkeys]\nrequired = true\norigins = [\"http://localhost:7444\"]\n";
+pub const ORIGIN: &str = "https://console.localhost:7444";
+pub const REQUIRED: &str =
+    "[passkeys]\nrequired = true\norigins = [\"https://console.localhost:7444\"]\n";
 
 pub fn soft(seed: u8) -> SoftAuthenticator {
-    SoftAuthenticator::new(seed, "localhost", ORIGIN)
+    SoftAuthenticator::new(seed, "console.localhost", ORIGIN)
 }
 
 pub fn wire(challenge_id: &str, a: Assertion) -> PasskeyAssertion {
@@ -92,6 +93,6 @@ pub async fn challenge_for(
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(c.rp_id, "localhost");
+    assert_eq!(c.rp_id, "console.localhost");
     (c.challenge_id, c.challenge)
 }

@@ -25,7 +25,8 @@ use sqlx::Connection as _;
 use time::OffsetDateTime;
 use tonic::transport::Channel;
 
-const PASSKEYS: &str = "[passkeys]\nrequired = true\norigins = [\"http://localhost:7444\"]\n";
+const PASSKEYS: &str =
+    "[passkeys]\nrequired = true\norigins = [\"https://console.localhost:7444\"]\n";
 
 fn audit(signer: &TestSigner) -> Output {
     Command::new(bin("countersign"))
@@ -73,7 +74,7 @@ async fn audit_verify_rechecks_each_stored_assertion_and_names_a_bad_one() {
         .unwrap();
     let mut approver = signer.client(Role::Approver).await.unwrap();
     let mut head = signer.client(Role::Head).await.unwrap();
-    let mut key = SoftAuthenticator::new(3, "localhost", "http://localhost:7444");
+    let mut key = SoftAuthenticator::new(3, "console.localhost", "https://console.localhost:7444");
 
     let c = approver
         .begin_enrolment(BeginEnrolmentRequest {})
@@ -216,7 +217,8 @@ async fn audit_verify_rechecks_every_quorum_approvers_assertion_and_whose_passke
     let mut people = Vec::new();
     for (seed, name) in [(4, "alice"), (5, "bob")] {
         let mut client = named(&signer, name).await;
-        let key = SoftAuthenticator::new(seed, "localhost", "http://localhost:7444");
+        let key =
+            SoftAuthenticator::new(seed, "console.localhost", "https://console.localhost:7444");
         let c = client
             .begin_enrolment(BeginEnrolmentRequest {})
             .await
