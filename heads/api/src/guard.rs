@@ -147,4 +147,38 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn an_https_server_answers_to_its_names_and_its_https_origin_only() {
+        let hosts = AllowedHosts::https_names(&["console.localhost".to_owned()], 7444);
+        let ours = ("host", "console.localhost:7444");
+        assert!(check(&headers(&[ours]), &hosts).is_ok());
+        assert!(
+            check(
+                &headers(&[ours, ("origin", "https://console.localhost:7444")]),
+                &hosts
+            )
+            .is_ok()
+        );
+        for (bad, why) in [
+            (headers(&[("host", "127.0.0.1:7444")]), "DNS rebinding"),
+            (headers(&[("host", "localhost:7444")]), "DNS rebinding"),
+            (
+                headers(&[("host", "console.localhost:7445")]),
+                "DNS rebinding",
+            ),
+            // The same host over plain http, or on another port, is another origin.
+            (
+                headers(&[ours, ("origin", "http://console.localhost:7444")]),
+                "cross-origin",
+            ),
+            (
+                headers(&[ours, ("origin", "https://console.localhost:7445")]),
+                "cross-origin",
+            ),
+        ] {
+            let refused = check(&bad, &hosts).unwrap_err();
+            assert!(format!("{refused:?}").contains(why), "{refused:?}");
+        }
+    }
 }

@@ -196,3 +196,57 @@ async fn answer_plain_http(mut stream: TcpStream, redirect: &[u8]) {
     let _ = stream.write_all(redirect).await;
     let _ = stream.shutdown().await;
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use countersign_identity::console_pki::{generate_console_ca, issue_console_cert};
+
+    fn console_cert() -> ConsoleCert {
+        let names = vec!["console.localhost".to_owned()];
+        let ca = generate_console_ca(&names).unwrap();
+        let issued = issue_console_cert(&ca, &names).unwrap();
+        ConsoleCert {
+            cert_pem: issued.cert_pem,
+            key_pem: issued.key_pem,
+        }
+    }
+
+    #[tokio::test]
+    async fn plain_http_gets_one_redirect_that_carries_nothing_it_sent() {
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let config = server_config(&console_cert()).unwrap();
+        let origin = format!("https://console.localhost:{}", addr.port());
+        let mut listener = TlsListener::new(vec![tcp], config, &origin).unwrap();
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET /pair/cp1_0123456789abcdef_secret HTTP/1.1\r\nHost: console.localhost\r\nCookie: __Host-countersign-console=cc1_x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).await.unwrap();
+        assert_eq!(
+            answer,
+            format!(
+                "HTTP/1.1 301 Moved Permanently\r\nLocation: {origin}/\r\nContent-Length: 0\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
+            )
+        );
+        // Nothing reached the server: no connection was handed on.
+        let handed = tokio::time::timeout(
+            Duration::from_millis(200),
+            axum::serve::Listener::accept(&mut listener),
+        )
+        .await;
+        assert!(handed.is_err(), "a plain-http connection was served");
+    }
+
+    #[test]
+    fn a_key_that_is_not_the_certificates_is_refused() {
+        let mut cert = console_cert();
+        cert.key_pem = console_cert().key_pem;
+        let refused = server_config(&cert).unwrap_err();
+        assert!(refused.contains("do not fit"), "{refused}");
+    }
+}
