@@ -3,20 +3,40 @@
 driven through chromedriver by Selenium, against a real `countersign up
 --console`, with the official MCP Python SDK as the agent.
 
+The console is served at https://console.localhost:PORT only, with a
+certificate from the home's name-constrained console CA; the browser trusts
+it through the NSS database of a throwaway $HOME made by the real
+`countersign console trust --import`. Non-browser requests go to 127.0.0.1
+with console.localhost in SNI and Host.
+
 A person supervises an MCP agent from the browser alone: pairing through a
-one-time link made at a real pseudo-terminal; a proposal made over MCP
+one-time link made at a real pseudo-terminal (the answer hands the page a
+page key, kept in the origin's localStorage); a proposal made over MCP
 appearing live in the pending list (count in the title); approve for the
 proposing session and the MCP head executing it exactly once; approve and
 run now; deny with a reason; revoke; resolve an uncertain execution; a
 premise shown as the signer read it, and a decision refused once it moved. And
-what must not work: an unpaired, revoked or expired session sees nothing; a
-page on another origin posting to the console, a request with a rebinding
-Host, a POST without the CSRF token, and a second decision are refused and
-change nothing. A hostile proposal (ANSI escapes, a right-to-left override,
+what must not work: an unpaired, revoked or expired session sees nothing;
+plain http gets only a redirect to the https root; a page on another origin
+posting to the console, a request with a rebinding Host (or the bare
+127.0.0.1), a POST without the page key or with a wrong one, and a second
+decision are refused and change nothing.
+
+Another OS user (`cs-attacker`, a real system user; the script creates it,
+so it runs as root, and skips these cases otherwise): cannot listen on the
+console's port on [::1] or 127.0.0.1 while the console runs, and a server it
+runs on 127.0.0.2:PORT is never reached by the browser opening the console;
+its plain-http server on another port, opened by the paired browser as
+http://console.localhost:Q/, may get the session cookie (recorded), but a
+POST with that cookie and anything it reads from the console's pages is
+refused (page key) and changes nothing; and holding [::1]:PORT it makes
+`countersign console` refuse to start, naming that address. A hostile proposal (ANSI escapes, a right-to-left override,
 zero-width characters, a fake "Approved" line, a 60 KB value: the largest a
 signer accepts is 64 KB of canonical arguments, and a note is at most 2000
-characters) is shown escaped and whole. Pages work without JavaScript and by
-keyboard alone, and on a narrow screen.
+characters) is shown escaped and whole. Pages are readable without
+JavaScript, but deciding needs it (the page key is put in the form by the
+console's script): a no-JS browser's decision is refused and changes
+nothing. Pages work by keyboard alone, and on a narrow screen.
 
 Screenshots of the pending list and of a card are written to
 $COUNTERSIGN_SCREENSHOTS (if set).
@@ -25,17 +45,18 @@ Usage: console_browser.py  (env COUNTERSIGN_BIN = path of the countersign
 binary; countersign-signer must sit next to it)
 """
 import asyncio
-import http.client
 import http.server
 import json
 import os
 import re
 import shutil
+import signal
+import socket
+import ssl
 import subprocess
 import tempfile
 import threading
 import time
-import urllib.parse
 
 import pexpect
 from mcp import ClientSession, StdioServerParameters
@@ -46,7 +67,11 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from harness import BIN, console_port, free_port, new_home, run, start_up, stop_up
+from harness import (BIN, COOKIE, console_base, console_host, console_port, console_raw, free_port, new_home,
+                     page_key, run, start_up, stop_up, trusting_home)
+
+PAGE_KEY_REFUSED = "does not carry the page key of this browser's pairing"
+ATTACKER = "cs-attacker"
 
 HOSTILE_OPS = """
 [[operation]]
@@ -89,7 +114,9 @@ additionalProperties = false
 """
 
 
-def browser(javascript=True, width=1200, height=900):
+def browser(browser_home, javascript=True, width=1200, height=900):
+    """Headless Chromium whose $HOME (`browser_home`, from `trusting_home`)
+    trusts the console CA."""
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -99,7 +126,8 @@ def browser(javascript=True, width=1200, height=900):
     options.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='cs-chrome-')}")
     if not javascript:
         options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
-    service = Service(executable_path=shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    service = Service(executable_path=shutil.which("chromedriver") or "/usr/bin/chromedriver",
+                      env={**os.environ, "HOME": browser_home})
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(30)
     return driver
@@ -114,18 +142,27 @@ def pair_link(home, port):
     shown there (and not on stdout)."""
     child = pexpect.spawn(BIN, ["--home", home, "console", "pair"],
                           encoding="utf-8", timeout=30)
-    child.expect(r"(http://127\.0\.0\.1:\d+/pair/cp1_[0-9a-f]{16}_[A-Za-z0-9_-]{43})")
+    child.expect(r"(https://console\.localhost:\d+/pair/cp1_[0-9a-f]{16}_[A-Za-z0-9_-]{43})")
     link = child.match.group(1)
+    assert link.startswith(console_base(port) + "/pair/"), link
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
     return link
 
 
-def pair(driver, home, port):
+def pair(driver, home, port, javascript=True):
+    """Pair through a fresh link. With JavaScript the paired page keeps the
+    page key and goes on to the pending list; without, it only says paired."""
     driver.get(pair_link(home, port))
     driver.find_element(By.CSS_SELECTOR, "form[action='/pair'] button").click()
-    WebDriverWait(driver, 10).until(lambda d: "Waiting for your decision" in d.page_source)
+    if javascript:
+        WebDriverWait(driver, 10).until(lambda d: "Waiting for your decision" in d.page_source)
+        assert (page_key(driver) or "").startswith("ck1_"), "the page key is kept in localStorage"
+    else:
+        WebDriverWait(driver, 10).until(lambda d: "This browser is paired" in d.page_source)
+        driver.get(console_base(port) + "/")
+        WebDriverWait(driver, 10).until(lambda d: "Waiting for your decision" in d.page_source)
 
 
 def propose(home, op, args, note=""):
@@ -135,24 +172,20 @@ def propose(home, op, args, note=""):
 
 
 def session_cookie(driver):
-    return next(c for c in driver.get_cookies() if c["name"] == "countersign_console")
+    return next(c for c in driver.get_cookies() if c["name"] == COOKIE)
 
 
-def raw(port, method, path, headers=None, body=None):
-    """A request without a browser (exact headers), for the guards."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-    for k, v in (headers or {}).items():
-        conn.putheader(k, v)
-    data = urllib.parse.urlencode(body).encode() if body is not None else None
-    if data is not None:
-        conn.putheader("Content-Type", "application/x-www-form-urlencoded")
-        conn.putheader("Content-Length", str(len(data)))
-    conn.endheaders(data)
-    resp = conn.getresponse()
-    text = resp.read().decode()
-    conn.close()
-    return resp.status, dict(resp.getheaders()), text
+def plain_http(port, path, host):
+    """One plain-http request to the console's port: what it answers."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {COOKIE}=x\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode("latin-1")
 
 
 def wait_title(driver, word, seconds=10):
@@ -162,10 +195,6 @@ def wait_title(driver, word, seconds=10):
     except Exception:
         raise AssertionError(f"expected a page titled {word!r}, got {driver.title!r}: "
                              f"{driver.find_element(By.TAG_NAME, 'body').text[:2000]}")
-
-
-def csrf_on(driver):
-    return driver.find_element(By.CSS_SELECTOR, "input[name=csrf]").get_attribute("value")
 
 
 def click_button(driver, text):
@@ -182,8 +211,8 @@ def shoot(driver, name):
 
 def evil_site(target_port, pid):
     """A page on another origin that posts a decision form to the console."""
-    page = f"""<!doctype html><form id=f method=post action="http://127.0.0.1:{target_port}/proposals/{pid}/approve">
-<input name=delivery value=handoff><input name=csrf value=guess></form>
+    page = f"""<!doctype html><form id=f method=post action="{console_base(target_port)}/proposals/{pid}/approve">
+<input name=delivery value=handoff><input name=page_key value=guess></form>
 <script>document.getElementById('f').submit()</script>"""
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -199,6 +228,148 @@ def evil_site(target_port, pid):
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+# --- Another OS user on the same host ----------------------------------------
+# Its programs run as `cs-attacker` (runuser), with Debian's python3 (the
+# test's own interpreter may sit in a home it cannot read).
+
+ATTACKER_BIND = r"""
+import errno, json, socket, sys
+port = int(sys.argv[1])
+out = {}
+for family, host in ((socket.AF_INET6, "::1"), (socket.AF_INET, "127.0.0.1")):
+    for reuse in (False, True):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        if reuse:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            s.bind((host, port))
+            s.listen()
+            out[f"{host} reuse={reuse}"] = "bound"
+        except OSError as e:
+            out[f"{host} reuse={reuse}"] = errno.errorcode.get(e.errno, str(e.errno))
+        s.close()
+print(json.dumps(out))
+"""
+
+ATTACKER_SERVER = r"""
+import json, socket, sys, threading
+addrs = json.loads(sys.argv[1])
+page = b"<!doctype html><title>attacker</title><p>ATTACKER PAGE</p>"
+def handle(conn, peer):
+    conn.settimeout(5)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data and len(data) < 65536:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    head = data.split(b"\r\n\r\n")[0].decode("latin-1")
+    print(json.dumps({"peer": peer[0], "head": head}), flush=True)
+    try:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                     % len(page) + page)
+    except OSError:
+        pass
+    conn.close()
+def serve(sock):
+    while True:
+        conn, peer = sock.accept()
+        threading.Thread(target=handle, args=(conn, peer), daemon=True).start()
+socks = []
+for host, port in addrs:
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((host, port))
+    s.listen(16)
+    socks.append(s)
+print(json.dumps({"listening": addrs}), flush=True)
+for s in socks[1:]:
+    threading.Thread(target=serve, args=(s,), daemon=True).start()
+serve(socks[0])
+"""
+
+ATTACKER_FORGE = r"""
+import json, re, socket, ssl, sys, urllib.parse
+port, pid, cookie = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+host = f"console.localhost:{port}"
+context = ssl._create_unverified_context()
+def request(method, path, body=None):
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock = context.wrap_socket(raw, server_hostname="console.localhost")
+    head = (f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nOrigin: https://{host}\r\n"
+            "Sec-Fetch-Site: same-origin\r\nConnection: close\r\n")
+    data = urllib.parse.urlencode(body).encode() if body is not None else b""
+    if body is not None:
+        head += f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(data)}\r\n"
+    sock.sendall(head.encode() + b"\r\n" + data)
+    reply = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except (ssl.SSLError, OSError):
+            break
+        if not chunk:
+            break
+        reply += chunk
+    sock.close()
+    text = reply.decode("utf-8", "replace")
+    return int(text.split(" ", 2)[1]), text
+out = {"pages": {}, "posts": []}
+candidates = {"", "guess", cookie.split("=", 1)[1]}
+for path in ("/", f"/proposals/{pid}", "/history"):
+    status, text = request("GET", path)
+    out["pages"][path] = {"status": status, "has_ck1": "ck1_" in text}
+    candidates.update(re.findall(r'value="([^"]*)"', text))
+    candidates.update(re.findall(r"ck1_[A-Za-z0-9_-]+", text))
+for key in sorted(candidates):
+    status, text = request("POST", f"/proposals/{pid}/approve", {"delivery": "handoff", "page_key": key})
+    out["posts"].append({"key": key, "status": status, "refused": "does not carry the page key" in text})
+status, text = request("POST", f"/proposals/{pid}/approve", {"delivery": "handoff"})
+out["posts"].append({"key": None, "status": status, "refused": "does not carry the page key" in text})
+print(json.dumps(out))
+"""
+
+
+def attacker_command(code, *args):
+    return ["runuser", "-u", ATTACKER, "--", "/usr/bin/python3", "-c", code, *map(str, args)]
+
+
+def attacker_ready():
+    """The attacker user exists (created if missing); False if this script
+    cannot act as another user (not root)."""
+    if os.geteuid() != 0 or not shutil.which("runuser"):
+        return False
+    if subprocess.run(["id", "-u", ATTACKER], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", ATTACKER], check=True)
+    return True
+
+
+class AttackerServer:
+    """A server the attacker runs on `addrs` [(host, port)], recording every
+    request head it gets."""
+
+    def __init__(self, addrs):
+        self.proc = subprocess.Popen(attacker_command(ATTACKER_SERVER, json.dumps(addrs)), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+        first = self.proc.stdout.readline()
+        if not first.startswith('{"listening"'):
+            self.proc.wait(timeout=10)
+            raise AssertionError(f"the attacker's server did not start on {addrs}: {first}{self.proc.stderr.read()}")
+        self.seen = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.seen.append(json.loads(line))
+
+    def stop(self):
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait(timeout=10)
 
 
 async def mcp_session(home, tmp):
@@ -220,9 +391,12 @@ async def main():
     with open(os.path.join(home, "operations.toml"), "a") as f:
         f.write(HOSTILE_OPS)
     port = console_port(home)
-    up, _ = start_up(home, "--console")
-    base = f"http://127.0.0.1:{port}"
-    driver = browser()
+    up, said = start_up(home, "--console")
+    base = console_base(port)
+    host = {"Host": console_host(port)}
+    assert any(f"listening on {base}/" in line for line in said), said
+    browser_home = trusting_home(home)
+    driver = browser(browser_home)
     try:
         # --- An unpaired browser sees only the pairing page.
         secret_pid = propose(home, "schedule.create", {"name": "secret-job", "cron": "0 1 * * *"})
@@ -230,37 +404,64 @@ async def main():
         assert "Pair this browser" in driver.page_source
         driver.get(base + f"/proposals/{secret_pid}")
         assert secret_pid not in driver.page_source and "secret-job" not in driver.page_source
-        status, _, text = raw(port, "GET", "/history", {"Host": f"127.0.0.1:{port}"})
+        status, _, text = console_raw(home, port, "GET", "/history", host)
         assert status == 401 and secret_pid not in text, (status, text)
         run(home, "deny", secret_pid, "--reason", "setup")
+
+        # --- HTTPS only: plain http gets one fixed redirect to the root (the
+        # path, a pairing code say, is dropped), in the browser too.
+        answer = plain_http(port, "/pair/cp1_0000000000000000_x?y", console_host(port))
+        assert answer.startswith("HTTP/1.1 301"), answer
+        assert f"\r\nLocation: {base}/\r\n" in answer and "cp1_" not in answer, answer
+        driver.get(f"http://console.localhost:{port}/history")
+        assert driver.current_url == base + "/", driver.current_url
+        assert "Pair this browser" in driver.page_source
+        # The certificate vouches for console.localhost only, not for an IP address.
+        try:
+            console_raw(home, port, "GET", "/", host, server_hostname="127.0.0.1")
+            raise AssertionError("the console certificate was accepted for 127.0.0.1")
+        except ssl.SSLCertVerificationError:
+            pass
 
         # --- Pairing: a one-time link from the terminal; cookie flags.
         link = pair_link(home, port)
         driver.get(link)
-        assert "countersign_console" not in {c["name"] for c in driver.get_cookies()}, "GET must not pair"
+        assert COOKIE not in {c["name"] for c in driver.get_cookies()}, "GET must not pair"
         driver.find_element(By.CSS_SELECTOR, "form[action='/pair'] button").click()
         WebDriverWait(driver, 10).until(lambda d: "Waiting for your decision" in d.page_source)
+        assert driver.current_url == base + "/", driver.current_url
         cookie = session_cookie(driver)
         assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict" and cookie["path"] == "/", cookie
-        assert cookie["secure"] is False, "plain HTTP on loopback: no Secure flag"
+        assert cookie["secure"] is True, cookie
+        key = page_key(driver)
+        assert key and key.startswith("ck1_") and key != cookie["value"], key
+        status, _, text = console_raw(home, port, "GET", "/", {**host, "Cookie": f"{COOKIE}={cookie['value']}"})
+        assert status == 200 and "Waiting for your decision" in text and key not in text and "ck1_" not in text, \
+            "the page key stays out of the pages the console serves"
+        assert driver.find_element(By.CSS_SELECTOR, "input[name=page_key]").get_attribute("value") == key
         # The link is single use.
-        other = browser()
+        other = browser(browser_home)
         try:
             other.get(link)
             other.find_element(By.CSS_SELECTOR, "form[action='/pair'] button").click()
             WebDriverWait(other, 10).until(lambda d: "already used" in d.page_source)
-            assert "countersign_console" not in {c["name"] for c in other.get_cookies()}
+            assert COOKIE not in {c["name"] for c in other.get_cookies()}
+            assert not page_key(other)
         finally:
             other.quit()
-        # The raw Set-Cookie header, from a second code.
+        # The raw answer to a pairing, from a second code: the cookie's flags,
+        # and the page key handed to the page alone (not in the cookie).
         code = pair_link(home, port).rsplit("/", 1)[1]
-        status, headers, _ = raw(port, "POST", "/pair", {"Host": f"127.0.0.1:{port}"}, {"code": code})
+        status, headers, text = console_raw(home, port, "POST", "/pair", {**host, "Origin": base}, {"code": code})
         set_cookie = headers.get("set-cookie", "")
-        assert status == 303 and "HttpOnly" in set_cookie and "SameSite=Strict" in set_cookie \
-            and "Path=/" in set_cookie and "Secure" not in set_cookie, (status, headers)
+        assert status == 200 and set_cookie.startswith(COOKIE + "=cc1_") and "HttpOnly" in set_cookie \
+            and "SameSite=Strict" in set_cookie and "Path=/" in set_cookie and "Secure" in set_cookie \
+            and "Domain" not in set_cookie, (status, headers)
+        handed = re.search(r'id="new-page-key"[^>]*data-key="(ck1_[^"]+)"', text)
+        assert handed and handed.group(1) not in set_cookie, text
 
         # --- Security headers on every page.
-        status, headers, _ = raw(port, "GET", "/", {"Host": f"127.0.0.1:{port}"})
+        status, headers, _ = console_raw(home, port, "GET", "/", host)
         csp = headers["content-security-policy"]
         assert "frame-ancestors 'none'" in csp and "script-src 'self'" in csp and "unsafe-inline" not in csp, csp
         assert headers["x-content-type-options"] == "nosniff" and headers["referrer-policy"] == "no-referrer"
@@ -306,10 +507,10 @@ async def main():
                 assert re.fullmatch(r"human:cert:pr_[0-9a-f]{32}/console", provenance), provenance
 
                 # --- A second decision is refused with a clear message.
-                csrf = csrf_on_page(driver, base)
-                status, _, text = raw(port, "POST", f"/proposals/{pid}/approve",
-                                      {"Host": f"127.0.0.1:{port}", "Cookie": f"countersign_console={session_cookie(driver)['value']}"},
-                                      {"csrf": csrf, "delivery": "handoff"})
+                cookie_header = {"Cookie": f"{COOKIE}={session_cookie(driver)['value']}"}
+                key = page_key(driver)
+                status, _, text = console_raw(home, port, "POST", f"/proposals/{pid}/approve",
+                                              {**host, **cookie_header}, {"page_key": key, "delivery": "handoff"})
                 assert status == 409 and "nothing was done" in text and "not_pending" in text, (status, text)
 
                 # --- A premise: the card shows the schedule as the signer read it (the
@@ -327,9 +528,8 @@ async def main():
                 card = driver.find_element(By.TAG_NAME, "main").text
                 assert "It cannot be approved now" in card and "changed since it was proposed" in card, card
                 assert not [b for b in driver.find_elements(By.TAG_NAME, "button") if b.text.strip().startswith("Approve")]
-                status, _, text = raw(port, "POST", f"/proposals/{dpid}/approve",
-                                      {"Host": f"127.0.0.1:{port}", "Cookie": f"countersign_console={session_cookie(driver)['value']}"},
-                                      {"csrf": csrf_on_page(driver, base), "delivery": "run"})
+                status, _, text = console_raw(home, port, "POST", f"/proposals/{dpid}/approve",
+                                              {**host, **cookie_header}, {"page_key": key, "delivery": "run"})
                 assert "premise_changed" in text and "nothing was done" in text, (status, text)
                 assert status_of(home, dpid) == "pending"
 
@@ -346,7 +546,9 @@ async def main():
                 result, text = await call(mcp, "execute_approved", {"proposal_id": rpid})
                 assert result.is_error and status_of(home, rpid) == "revoked", text
 
-                # --- Cross-origin POST from another site, and a rebinding Host: refused, nothing changes.
+                # --- Cross-origin POST from another site, a rebinding Host (or the bare
+                # address), a POST without the page key or with a wrong one: refused,
+                # nothing changes.
                 result, text = await call(mcp, "propose_schedule_create",
                                           {"arguments": {"name": "cross-site", "cron": "0 4 * * *"}})
                 xpid = result.structured_content["id"]
@@ -354,36 +556,41 @@ async def main():
                 driver.get(f"http://localhost:{evil.server_port}/")
                 time.sleep(2)
                 assert status_of(home, xpid) == "pending"
-                cookie_header = {"Cookie": f"countersign_console={session_cookie(driver)['value']}"}
                 driver.get(base + f"/proposals/{xpid}")
-                csrf = csrf_on(driver)
+                key = page_key(driver)
                 for headers, why in (
                     ({"Host": f"evil.example:{port}"}, "DNS rebinding"),
-                    ({"Host": f"127.0.0.1:{port}", "Origin": "http://evil.example"}, "cross-origin"),
-                    ({"Host": f"127.0.0.1:{port}", "Sec-Fetch-Site": "cross-site"}, "cross-site"),
+                    ({"Host": f"127.0.0.1:{port}"}, "DNS rebinding"),
+                    ({"Host": f"localhost:{port}"}, "DNS rebinding"),
+                    ({**host, "Origin": "http://evil.example"}, "cross-origin"),
+                    ({**host, "Origin": f"http://console.localhost:{port}"}, "cross-origin"),
+                    ({**host, "Sec-Fetch-Site": "cross-site"}, "cross-site"),
                 ):
-                    status, _, text = raw(port, "POST", f"/proposals/{xpid}/approve", {**headers, **cookie_header},
-                                          {"csrf": csrf, "delivery": "handoff"})
-                    assert status == 403 and why in text, (status, text)
-                    status, _, text = raw(port, "GET", f"/proposals/{xpid}", {**headers, **cookie_header})
+                    status, _, text = console_raw(home, port, "POST", f"/proposals/{xpid}/approve",
+                                                  {**headers, **cookie_header}, {"page_key": key, "delivery": "handoff"})
+                    assert status == 403 and why in text, (headers, status, text)
+                    status, _, text = console_raw(home, port, "GET", f"/proposals/{xpid}", {**headers, **cookie_header})
                     assert status == 403 and "cross-site" not in text.split("<main")[0], status
-                status, _, text = raw(port, "POST", f"/proposals/{xpid}/approve",
-                                      {"Host": f"127.0.0.1:{port}", **cookie_header}, {"delivery": "handoff"})
-                assert status == 403 and "CSRF" in text, (status, text)
+                for body in ({"delivery": "handoff"}, {"delivery": "handoff", "page_key": ""},
+                             {"delivery": "handoff", "page_key": cookie_header["Cookie"].split("=", 1)[1]},
+                             {"delivery": "handoff", "page_key": "ck1_" + key[4:20] + "_" + "A" * 43}):
+                    status, _, text = console_raw(home, port, "POST", f"/proposals/{xpid}/approve",
+                                                  {**host, "Origin": base, **cookie_header}, body)
+                    assert status == 403 and PAGE_KEY_REFUSED in text, (body, status, text)
                 # Nothing changes on GET: every decision route (and sign-out) is POST only.
                 for path in (f"/proposals/{xpid}/approve", f"/proposals/{xpid}/deny", f"/proposals/{xpid}/revoke",
                              f"/proposals/{xpid}/resolve", "/logout", "/pair"):
-                    status, _, _ = raw(port, "GET", path + "?csrf=" + csrf + "&delivery=handoff&reason=x",
-                                       {"Host": f"127.0.0.1:{port}", **cookie_header})
+                    status, _, _ = console_raw(home, port, "GET", path + "?page_key=" + key + "&delivery=handoff&reason=x",
+                                               {**host, **cookie_header})
                     assert status == 405, (path, status)
-                status, _, _ = raw(port, "GET", "/", {"Host": f"127.0.0.1:{port}", **cookie_header})
+                status, _, _ = console_raw(home, port, "GET", "/", {**host, **cookie_header})
                 assert status == 200, "the session survived GET /logout"
                 assert status_of(home, xpid) == "pending"
                 evil.shutdown()
 
                 # --- Deny with a reason (keyboard only), and an empty reason refused.
-                status, _, text = raw(port, "POST", f"/proposals/{xpid}/deny",
-                                      {"Host": f"127.0.0.1:{port}", **cookie_header}, {"csrf": csrf, "reason": "  "})
+                status, _, text = console_raw(home, port, "POST", f"/proposals/{xpid}/deny",
+                                              {**host, **cookie_header}, {"page_key": key, "reason": "  "})
                 assert status == 400 and "needs a reason" in text and status_of(home, xpid) == "pending"
                 driver.get(base + f"/proposals/{xpid}")
                 body = driver.find_element(By.TAG_NAME, "body")
@@ -408,22 +615,31 @@ async def main():
                 driver.get(base + "/history?operation=schedule.create&status=revoked")
                 assert rpid in driver.page_source and pid not in driver.page_source
 
-        # --- Approve and run now, in a browser without JavaScript, on a phone-sized screen.
-        nojs = browser(javascript=False, width=390, height=844)
+        # --- A browser without JavaScript, on a phone-sized screen: it pairs and
+        # reads the card, but its decision carries no page key and is refused.
+        nojs = browser(browser_home, javascript=False, width=390, height=844)
         try:
-            pair(nojs, home, port)
+            pair(nojs, home, port, javascript=False)
             run_pid = propose(home, "schedule.create", {"name": "run-now", "cron": "5 4 * * *"})
             nojs.get(base + f"/proposals/{run_pid}")
+            assert "What will happen" in nojs.page_source and "run-now" in nojs.page_source
             overflow = nojs.execute_cdp_cmd("Runtime.evaluate", {
                 "expression": "document.documentElement.scrollWidth <= window.innerWidth", "returnByValue": True})
             assert overflow["result"]["value"] is True, "the card overflows a narrow screen"
+            assert nojs.find_element(By.CSS_SELECTOR, "input[name=page_key]").get_attribute("value") == ""
             click_button(nojs, "Approve and run now")
-            wait_title(nojs, "Approved and run", 20)
-            assert "applied" in nojs.page_source, nojs.page_source
-            assert status_of(home, run_pid) == "applied"
+            wait_title(nojs, "Refused", 20)
+            assert PAGE_KEY_REFUSED in nojs.find_element(By.TAG_NAME, "body").text, nojs.page_source
+            assert status_of(home, run_pid) == "pending"
             assert "v4.public." not in nojs.page_source
+            run(home, "deny", run_pid, "--reason", "no-js check")
         finally:
             nojs.quit()
+
+        if attacker_ready():
+            await hostile_os_user(home, port, driver)
+        else:
+            print("hostile OS-user cases SKIPPED: they need root (runuser, useradd)")
 
         # --- A hostile proposal is shown escaped and whole.
         big = "B" * 60000
@@ -462,10 +678,11 @@ async def main():
         other_port = free_port()
         console = pexpect.spawn(BIN, ["--home", home, "console", "--listen", f"127.0.0.1:{other_port}"],
                                 encoding="utf-8", timeout=30)
-        console.expect(r"Pair a browser \(one use, until \S+\): (http://127\.0\.0\.1:\d+/pair/cp1_\S+)")
+        console.expect(r"Pair a browser \(one use, until \S+\): (https://console\.localhost:\d+/pair/cp1_\S+)")
         start_link = console.match.group(1).strip()
+        assert start_link.startswith(console_base(other_port) + "/pair/"), start_link
         console.expect("press Ctrl-C to stop")
-        fresh = browser()
+        fresh = browser(browser_home)
         try:
             fresh.get(start_link)
             fresh.find_element(By.CSS_SELECTOR, "form[action='/pair'] button").click()
@@ -489,7 +706,7 @@ async def main():
         listed = json.loads(run(home, "--json", "console", "sessions", "list").stdout)["sessions"]
         assert next(s for s in listed if s["id"] == mine["id"])["status"] == "revoked"
         pair(driver, home, port)
-        store = os.path.join(home, "console-sessions.json")
+        store = os.path.join(home, "console-sessions-console.json")
         with open(store) as f:
             data = json.load(f)
         for s in data["sessions"]:
@@ -501,7 +718,7 @@ async def main():
         driver.get(base + "/")
         assert "Pair this browser" in driver.page_source and "expired" in driver.page_source
         assert pending_pid not in driver.page_source
-        assert "countersign_console" not in {c["name"] for c in driver.get_cookies()}, "the expired cookie is cleared"
+        assert COOKIE not in {c["name"] for c in driver.get_cookies()}, "the expired cookie is cleared"
     finally:
         driver.quit()
         code, rest = stop_up(up)
@@ -509,9 +726,85 @@ async def main():
     print("console browser flow: ok")
 
 
-def csrf_on_page(driver, base):
-    driver.get(base + "/")
-    return csrf_on(driver)
+async def hostile_os_user(home, port, driver):
+    """Another OS user against the running console and the paired browser."""
+    base = console_base(port)
+    # (1) It cannot listen on the console's port on either loopback address,
+    # not even with SO_REUSEADDR/SO_REUSEPORT.
+    probe = subprocess.run(attacker_command(ATTACKER_BIND, port), capture_output=True, text=True, timeout=30)
+    binds = json.loads(probe.stdout)
+    assert binds and all(v == "EADDRINUSE" for v in binds.values()), (binds, probe.stderr)
+    # A server of its own on 127.0.0.2, same port: the browser opening the
+    # console's name never reaches it.
+    squatter = AttackerServer([["127.0.0.2", port]])
+    try:
+        driver.get(base + "/")
+        WebDriverWait(driver, 10).until(lambda d: "Waiting for your decision" in d.page_source)
+        assert "ATTACKER PAGE" not in driver.page_source
+        for path in ("/history", "/"):
+            driver.get(base + path)
+        assert "ATTACKER PAGE" not in driver.page_source and driver.current_url == base + "/"
+        time.sleep(0.5)
+        assert squatter.seen == [], squatter.seen
+        # It was listening all along.
+        with socket.create_connection(("127.0.0.2", port), timeout=5) as s:
+            s.sendall(b"GET /probe HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert b"ATTACKER PAGE" in s.recv(4096)
+    finally:
+        squatter.stop()
+
+    # (2) Its plain-http server on another port, opened by the paired person's
+    # browser by the console's name: whatever cookie it gets, it cannot decide.
+    pid = propose(home, "schedule.create", {"name": "attacker-target", "cron": "0 6 * * *"})
+    q = free_port()
+    catcher = AttackerServer([["::1", q], ["127.0.0.1", q]])
+    try:
+        driver.get(f"http://console.localhost:{q}/")
+        WebDriverWait(driver, 10).until(lambda d: "ATTACKER PAGE" in d.page_source)
+        time.sleep(0.5)
+        heads = [s["head"] for s in catcher.seen]
+    finally:
+        catcher.stop()
+    captured = None
+    for head in heads:
+        for line in head.split("\r\n"):
+            if line.lower().startswith("cookie:"):
+                found = re.search(re.escape(COOKIE) + r"=([^;\s]+)", line)
+                if found:
+                    captured = found.group(1)
+    real = session_cookie(driver)["value"]
+    print(f"Chromium sent the {COOKIE} cookie to http://console.localhost:{q}/ (another user's port): "
+          f"{'yes' if captured else 'no'}")
+    assert captured in (None, real), (captured, heads)
+    # Whether or not it was sent, the worst case: the attacker holds the real cookie.
+    stolen = captured or real
+    forged = subprocess.run(attacker_command(ATTACKER_FORGE, port, pid, f"{COOKIE}={stolen}"),
+                            capture_output=True, text=True, timeout=120)
+    assert forged.returncode == 0, forged.stderr
+    out = json.loads(forged.stdout)
+    assert not any(p["has_ck1"] for p in out["pages"].values()), out["pages"]
+    assert out["posts"] and all(p["status"] == 403 and p["refused"] for p in out["posts"]), out["posts"]
+    assert status_of(home, pid) == "pending"
+    # The person's own browser still decides (its page key is intact).
+    driver.get(base + f"/proposals/{pid}")
+    click_button(driver, "Approve for the proposing session")
+    wait_title(driver, "Approved", 10)
+    assert status_of(home, pid) != "pending"
+
+    # (3) Holding [::1]:P it makes a console on 127.0.0.1:P refuse to start,
+    # naming the address taken.
+    p = free_port()
+    holder = AttackerServer([["::1", p]])
+    try:
+        started = subprocess.run([BIN, "--home", home, "console", "--listen", f"127.0.0.1:{p}"],
+                                 capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    finally:
+        holder.stop()
+    assert started.returncode != 0, (started.returncode, started.stderr)
+    assert f"[::1]:{p}" in started.stderr and "already taken" in started.stderr, started.stderr
+    # and it let 127.0.0.1:P go again.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", p))
 
 
 if __name__ == "__main__":

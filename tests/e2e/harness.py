@@ -108,3 +108,69 @@ async def call_tool(session, tool, arguments, seen):
     seen.append(result.model_dump_json())
     text = "\n".join(c.text for c in result.content if getattr(c, "text", None))
     return result, text
+
+
+# --- The console over TLS ----------------------------------------------------
+# The console is served at https://console.localhost:PORT only. Chromium
+# resolves *.localhost to loopback itself; this machine's resolver may not,
+# so programs connect to 127.0.0.1 and name console.localhost in SNI and Host.
+
+CONSOLE_NAME = "console.localhost"
+COOKIE = "__Host-countersign-console"
+
+
+def console_base(port):
+    return f"https://{CONSOLE_NAME}:{port}"
+
+
+def console_host(port):
+    return f"{CONSOLE_NAME}:{port}"
+
+
+def console_ca(home):
+    return os.path.join(home, "pki", "console-ca.pem")
+
+
+def trusting_home(home):
+    """A throwaway HOME whose NSS database (which Chromium reads on Linux)
+    trusts the console CA of `home`, made by the real
+    `countersign console trust --import`."""
+    browser_home = tempfile.mkdtemp(prefix="cs-browser-home-")
+    proc = subprocess.run([BIN, "--home", home, "console", "trust", "--import"],
+                          env={**os.environ, "HOME": browser_home}, capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        sys.exit(f"console trust --import failed: {proc.stdout}\n{proc.stderr}")
+    return browser_home
+
+
+def console_raw(home, port, method, path, headers=None, body=None, addr="127.0.0.1", server_hostname=CONSOLE_NAME):
+    """One HTTPS request to the console (exact headers, no browser), trusting
+    only its CA. Returns (status, headers, text)."""
+    import http.client
+    import ssl
+    import urllib.parse
+    context = ssl.create_default_context(cafile=console_ca(home))
+
+    class Connection(http.client.HTTPSConnection):
+        def connect(self):
+            sock = socket.create_connection((addr, port), timeout=10)
+            self.sock = context.wrap_socket(sock, server_hostname=server_hostname)
+
+    conn = Connection(addr, port, timeout=10, context=context)
+    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    for k, v in (headers or {}).items():
+        conn.putheader(k, v)
+    data = urllib.parse.urlencode(body).encode() if body is not None else None
+    if data is not None:
+        conn.putheader("Content-Type", "application/x-www-form-urlencoded")
+        conn.putheader("Content-Length", str(len(data)))
+    conn.endheaders(data)
+    resp = conn.getresponse()
+    text = resp.read().decode()
+    conn.close()
+    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, text
+
+
+def page_key(driver):
+    """The page key the console's script keeps for this browser's pairing."""
+    return driver.execute_script("return localStorage.getItem('countersign-page-key')")
