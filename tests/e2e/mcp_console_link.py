@@ -6,7 +6,7 @@ only names the page, it never fetches it).
 
 - A client that declared URL-mode elicitation (`elicitation: {url: {}}`)
   and whose callback answers `accept`: `execute_approved` on a pending
-  proposal asks it, once, to open `http://127.0.0.1:<port>/proposals/<id>`;
+  proposal asks it, once, to open `https://console.localhost:<port>/proposals/<id>`;
   the answer approves nothing: the proposal stays pending, no proof is
   issued, nothing runs, and the refusal names the console page.
 - A callback that answers `decline`: the same refusal, the same link.
@@ -29,7 +29,7 @@ from contextlib import asynccontextmanager
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
-from harness import BIN, approve_at_terminal, call_tool, console_port, new_home, run, start_up, stop_up
+from harness import BIN, approve_at_terminal, call_tool, console_base, console_port, new_home, run, start_up, stop_up
 
 PROOF_PREFIX = "v4.public."
 SEEN = []  # every tool result and server log, checked for proofs at the end
@@ -61,7 +61,7 @@ async def propose(session, name, port):
     result, text = await call(session, "propose_schedule_create", {"arguments": args, "note": "asked"})
     assert not result.is_error, text
     pid = result.structured_content["id"]
-    return pid, f"http://127.0.0.1:{port}/proposals/{pid}", text
+    return pid, f"{console_base(port)}/proposals/{pid}", text
 
 
 async def execute(session, pid):

@@ -14,7 +14,6 @@ countersign-signer must sit next to it)
 import base64
 import hashlib
 import hmac
-import http.client
 import http.server
 import json
 import os
@@ -25,7 +24,7 @@ import urllib.parse
 
 import pexpect
 
-from harness import BIN, console_port, new_home, run, start_up, stop_up
+from harness import BIN, COOKIE, console_base, console_host, console_port, console_raw, new_home, run, start_up, stop_up
 
 SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()
 KEY = base64.b64decode(SECRET[len("whsec_"):])
@@ -57,43 +56,22 @@ class Sink(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def raw(port, method, path, headers):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-    for k, v in headers.items():
-        conn.putheader(k, v)
-    conn.endheaders()
-    resp = conn.getresponse()
-    text = resp.read().decode()
-    conn.close()
-    return resp.status, dict(resp.getheaders()), text
-
-
 def paired_cookie(home, port):
     """Pairs as a browser would: the link from `countersign console pair`
-    at a terminal, its code POSTed to /pair, the session cookie kept."""
+    at a terminal, its code POSTed to /pair over https, the session cookie
+    kept."""
     child = pexpect.spawn(BIN, ["--home", home, "console", "pair"], encoding="utf-8", timeout=30)
-    child.expect(r"http://127\.0\.0\.1:\d+/pair/(cp1_[0-9a-f]{16}_[A-Za-z0-9_-]{43})")
+    child.expect(r"https://console\.localhost:\d+/pair/(cp1_[0-9a-f]{16}_[A-Za-z0-9_-]{43})")
     code = child.match.group(1)
     child.expect(pexpect.EOF)
     child.close()
-    data = urllib.parse.urlencode({"code": code})
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.putrequest("POST", "/pair", skip_host=True, skip_accept_encoding=True)
-    for k, v in {
-        "Host": f"127.0.0.1:{port}",
-        "Origin": f"http://127.0.0.1:{port}",
+    status, headers, _ = console_raw(home, port, "POST", "/pair", {
+        "Host": console_host(port),
+        "Origin": console_base(port),
         "Sec-Fetch-Site": "same-origin",
-        "Content-Type": "application/x-www-form-urlencoded",
-        "Content-Length": str(len(data)),
-    }.items():
-        conn.putheader(k, v)
-    conn.endheaders(data.encode())
-    resp = conn.getresponse()
-    resp.read()
-    cookie = resp.getheader("Set-Cookie")
-    conn.close()
-    assert resp.status == 303 and cookie, (resp.status, cookie)
+    }, {"code": code})
+    cookie = headers.get("set-cookie", "")
+    assert status == 200 and cookie.startswith(COOKIE + "="), (status, cookie)
     return cookie.split(";")[0]
 
 
@@ -145,7 +123,7 @@ def main():
         assert len(Sink.received) == 2 and all(r["valid"] for r in Sink.received), Sink.received
         assert {r["headers"]["webhook-id"] for r in Sink.received} == {delivery["delivery_id"]}
         body = json.loads(Sink.received[-1]["body"])
-        link = f"http://127.0.0.1:{port}/proposals/{pid}"
+        link = f"{console_base(port)}/proposals/{pid}"
         assert body["type"] == "proposal.waiting" and body["data"]["console_url"] == link, body
         for r in Sink.received:
             assert "v4.public." not in json.dumps(r["headers"]) + r["body"].decode(), r
@@ -153,12 +131,12 @@ def main():
         # The link decides nothing on GET: unpaired, it asks to pair; paired, it
         # shows the proposal. Either way the proposal stays pending, unissued.
         path = urllib.parse.urlparse(link).path
-        host = {"Host": f"127.0.0.1:{port}"}
-        status_code, _, page = raw(port, "GET", path, dict(host))
+        host = {"Host": console_host(port)}
+        status_code, _, page = console_raw(home, port, "GET", path, dict(host))
         assert status_code == 401 and "Pair this browser" in page, (status_code, page[:300])
         cookie = paired_cookie(home, port)
         for _ in range(2):
-            status_code, _, page = raw(port, "GET", path, {**host, "Cookie": cookie})
+            status_code, _, page = console_raw(home, port, "GET", path, {**host, "Cookie": cookie})
             assert status_code == 200 and pid in page, (status_code, page[:300])
         shown = json.loads(run(home, "--json", "show", pid).stdout)
         assert shown["status"] == "pending", shown

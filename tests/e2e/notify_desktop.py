@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from harness import console_port, new_home, run, start_up, stop_up
+from harness import console_base, console_port, new_home, run, start_up, stop_up
 
 
 def start_bus():
@@ -113,7 +113,7 @@ def main():
             call = received[0]
             assert call["app_name"] == "countersign", call
             assert call["summary"] == f"countersign: schedule.create waits for your decision ({pid})", call
-            link = f"http://127.0.0.1:{console_port(home)}/proposals/{pid}"
+            link = f"{console_base(console_port(home))}/proposals/{pid}"
             assert link in call["body"] and "carries no approval" in call["body"], call
             assert call["actions"] == [], call
             assert "v4.public." not in json.dumps(call), call
