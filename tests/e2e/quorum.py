@@ -10,8 +10,12 @@ not list, an approver approving twice. alice's approval at the terminal is
 recorded without a proof; bob's console shows it, and bob's "approve and run
 now" reaches the quorum and runs it once, the proof naming both. A denial by
 carol at the terminal ends another proposal that bob approved in his console,
-and both consoles show both decisions. Two approvers typing their challenges
-at the same instant produce exactly one proof. `audit --verify` holds.
+and both consoles show both decisions. Each console pairs and keeps its own
+approver's browsers (`console --as NAME pair`, cookie
+`__Host-countersign-NAME`, at https://console.localhost:PORT): a browser
+paired with bob's console is not paired with carol's, though it sends the
+same host its cookie. Two approvers typing their challenges at the same
+instant produce exactly one proof. `audit --verify` holds.
 
 Usage: quorum.py  (env COUNTERSIGN_BIN = path of the countersign binary;
 countersign-signer must sit next to it)
@@ -28,7 +32,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from console_browser import browser, click_button, wait_title
-from harness import BIN, approve_at_terminal, free_port, new_home, run, start_up, stop_up
+from harness import (BIN, approve_at_terminal, console_base, free_port, new_home, page_key, run, start_up, stop_up,
+                     trusting_home)
 
 QUORUM = 'quorum = { required = 2, approvers = ["alice", "bob", "carol"] }'
 REFUSED = 3
@@ -63,24 +68,35 @@ def start_console(home, name, port):
     return console
 
 
-def pair_link(home, port):
-    """A person runs `countersign console --listen ADDR pair` at a terminal."""
-    child = pexpect.spawn(BIN, ["--home", home, "console", "--listen", f"127.0.0.1:{port}", "pair"],
+def pair_link(home, name, port):
+    """A person runs `countersign console --as NAME --listen ADDR pair` at a
+    terminal."""
+    child = pexpect.spawn(BIN, ["--home", home, "console", "--as", name, "--listen", f"127.0.0.1:{port}", "pair"],
                           encoding="utf-8", timeout=30)
-    child.expect(r"(http://127\.0\.0\.1:\d+/pair/\S+)")
+    child.expect(r"(https://console\.localhost:\d+/pair/\S+)")
     link = child.match.group(1)
+    assert link.startswith(console_base(port) + "/pair/cp1_"), link
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
     return link
 
 
-def paired_browser(home, port):
-    driver = browser()
-    driver.get(pair_link(home, port))
+def paired_browser(home, browser_home, name, port):
+    """A browser paired with NAME's console: its cookie is NAME's, and its
+    page holds the pairing's page key."""
+    driver = browser(browser_home)
+    driver.get(pair_link(home, name, port))
     driver.find_element(By.CSS_SELECTOR, "form[action='/pair'] button").click()
     WebDriverWait(driver, 10).until(lambda d: "Waiting for your decision" in d.page_source)
+    assert {c["name"] for c in driver.get_cookies()} == {f"__Host-countersign-{name}"}, driver.get_cookies()
+    assert (page_key(driver) or "").startswith("ck1_")
     return driver
+
+
+def sessions_of(home, name=None):
+    extra = ["--as", name] if name else []
+    return json.loads(run(home, "--json", "console", *extra, "sessions", "list").stdout)["sessions"]
 
 
 def refused_at_approve(home, pid, *extra):
@@ -146,9 +162,23 @@ def main():
         bob_port, carol_port = free_port(), free_port()
         consoles.append(start_console(home, "bob", bob_port))
         consoles.append(start_console(home, "carol", carol_port))
-        bob = paired_browser(home, bob_port)
+        browser_home = trusting_home(home)
+        bob = paired_browser(home, browser_home, "bob", bob_port)
         drivers.append(bob)
-        bob.get(f"http://127.0.0.1:{bob_port}/proposals/{pid}")
+        assert [s["status"] for s in sessions_of(home, "bob")] == ["active"]
+        assert sessions_of(home, "carol") == [] and sessions_of(home) == []
+        # A code made for bob's console does not pair carol's.
+        link = pair_link(home, "bob", bob_port)
+        code = link.rsplit("/", 1)[1]
+        bob.get(f"{console_base(carol_port)}/pair/{code}")
+        bob.find_element(By.CSS_SELECTOR, "form[action='/pair'] button").click()
+        WebDriverWait(bob, 10).until(lambda d: "not valid" in d.page_source)
+        assert "this browser was not paired" in bob.page_source and sessions_of(home, "carol") == [], bob.page_source
+        # bob's cookie reaches carol's port (same host) but opens nothing there.
+        bob.get(f"{console_base(carol_port)}/proposals/{pid}")
+        assert "Pair this browser" in bob.page_source and "countersign console pair --as carol" in bob.page_source
+        assert "alice approved" not in bob.page_source
+        bob.get(f"{console_base(bob_port)}/proposals/{pid}")
         card = quorum_card(bob)
         assert "1 of 2 required approvals" in card and "alice approved" in card, card
         click_button(bob, "Approve and run now")
@@ -166,7 +196,7 @@ def main():
         # --- bob approves in his console, carol denies at the terminal: it ends,
         # and both consoles show both decisions.
         pid2 = propose(home, "second")
-        bob.get(f"http://127.0.0.1:{bob_port}/proposals/{pid2}")
+        bob.get(f"{console_base(bob_port)}/proposals/{pid2}")
         click_button(bob, "Approve for the proposing session")
         wait_title(bob, "Approval recorded", 15)
         assert "1 of 2 required approvals" in bob.page_source
@@ -175,10 +205,10 @@ def main():
         got = show(home, pid2)
         assert (got["status"], got["reason"]) == ("denied", "wrong cron"), got
         assert decisions(home, pid2) == [("bob", "approve", None), ("carol", "deny", "wrong cron")]
-        carol = paired_browser(home, carol_port)
+        carol = paired_browser(home, browser_home, "carol", carol_port)
         drivers.append(carol)
         for driver, port in ((bob, bob_port), (carol, carol_port)):
-            driver.get(f"http://127.0.0.1:{port}/proposals/{pid2}")
+            driver.get(f"{console_base(port)}/proposals/{pid2}")
             card = quorum_card(driver)
             assert "bob approved" in card and "carol denied" in card and "wrong cron" in card, card
         err = refused_at_approve(home, pid2, "--as", "alice")
