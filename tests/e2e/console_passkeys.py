@@ -5,7 +5,9 @@ domain: ctap2, internal transport, user verification), against a real
 `countersign up --console` whose configuration requires a passkey for every
 approval, and the official MCP Python SDK as the agent.
 
-The person: pairs at http://localhost:<port> (WebAuthn needs a domain),
+The person: pairs at https://console.localhost:<port> (the passkeys' RP id
+is console.localhost and their origin the console's; the browser trusts
+the console CA through `countersign console trust --import`),
 enrols the first passkey with the one-time code the signer's
 administrative path prints (`countersign-signer passkeys enrolment-code`;
 a wrong code is refused and spends it), approves an MCP proposal with the
@@ -35,7 +37,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from console_browser import browser, call, click_button, mcp_session, propose, status_of, wait_title
-from harness import BIN, console_port, new_home, run, start_up, stop_up
+from harness import BIN, console_base, console_port, new_home, page_key, run, start_up, stop_up, trusting_home
 
 SIGNER = os.path.join(os.path.dirname(BIN), "countersign-signer")
 
@@ -59,14 +61,15 @@ def enrolment_code(home):
 
 def pair(driver, home, port):
     child = pexpect.spawn(BIN, ["--home", home, "console", "pair"], encoding="utf-8", timeout=30)
-    child.expect(r"(http://localhost:\d+/pair/cp1_[0-9a-f]{16}_[A-Za-z0-9_-]{43})")
+    child.expect(r"(https://console\.localhost:\d+/pair/cp1_[0-9a-f]{16}_[A-Za-z0-9_-]{43})")
     link = child.match.group(1)
     child.expect(pexpect.EOF)
     child.close()
-    assert f"localhost:{port}" in link, link
+    assert link.startswith(console_base(port) + "/pair/"), link
     driver.get(link)
     driver.find_element(By.CSS_SELECTOR, "form[action='/pair'] button").click()
     WebDriverWait(driver, 10).until(lambda d: "Waiting for your decision" in d.page_source)
+    assert (page_key(driver) or "").startswith("ck1_")
 
 
 def authenticator(driver, verified=True, transport="internal"):
@@ -102,7 +105,7 @@ def alert_text(driver):
 CAPTURE = """
 HTMLFormElement.prototype.submit = function () {
   window.captured = {passkey: this.elements.passkey && this.elements.passkey.value,
-                     csrf: this.elements.csrf.value, delivery: this.elements.delivery.value};
+                     page_key: this.elements.page_key.value, delivery: this.elements.delivery.value};
 };
 """
 
@@ -121,9 +124,10 @@ async def main():
     tmp, home = new_home("cs-passkeys-")
     require_passkeys(home)
     port = console_port(home)
-    base = f"http://localhost:{port}"
+    base = console_base(port)
     up, _ = start_up(home, "--console")
-    person = browser()
+    browser_home = trusting_home(home)
+    person = browser(browser_home)
     try:
         pair(person, home, port)
         person_auth = authenticator(person)
@@ -177,7 +181,7 @@ async def main():
                 # enrolled: the ceremony finds no allowed credential; an
                 # assertion made anyway (with its own credential) is
                 # refused; it cannot enrol itself either.
-                agent = browser()
+                agent = browser(browser_home)
                 try:
                     pair(agent, home, port)
                     agent_auth = authenticator(agent)
@@ -188,7 +192,7 @@ async def main():
                     agent.execute_async_script("""
                         const done = arguments[arguments.length - 1];
                         navigator.credentials.create({publicKey: {
-                            rp: {id: "localhost", name: "x"}, user: {id: new Uint8Array(16), name: "x", displayName: "x"},
+                            rp: {id: "console.localhost", name: "x"}, user: {id: new Uint8Array(16), name: "x", displayName: "x"},
                             challenge: new Uint8Array(32), pubKeyCredParams: [{type: "public-key", alg: -7}],
                             authenticatorSelection: {userVerification: "required", residentKey: "required"}}})
                           .then(() => done(true), e => done(String(e)));""")
@@ -238,24 +242,33 @@ async def main():
                 click_button(person, "Approve for the proposing session")
                 WebDriverWait(person, 20).until(lambda d: d.execute_script("return window.captured"))
                 captured = person.execute_script("return window.captured")
-                assert captured["passkey"], captured
+                assert captured["passkey"] and captured["page_key"] == page_key(person), captured
+                # Without the page key (a holder of the cookie alone), even a good
+                # assertion decides nothing, and it is not spent.
+                for key in (None, "", "guess"):
+                    fields = {"delivery": "handoff", "passkey": captured["passkey"]}
+                    if key is not None:
+                        fields["page_key"] = key
+                    status, text = post_form(person, f"/proposals/{pid}/approve", fields)
+                    assert status == 403 and "does not carry the page key" in text, (status, text)
+                assert status_of(home, pid) == "pending"
                 status, text = post_form(person, f"/proposals/{pid}/approve",
-                                         {"csrf": captured["csrf"], "delivery": "handoff", "passkey": captured["passkey"]})
+                                         {"page_key": captured["page_key"], "delivery": "handoff", "passkey": captured["passkey"]})
                 assert status == 200 and "Approved" in text, (status, text)
                 status, text = post_form(person, f"/proposals/{pid}/approve",
-                                         {"csrf": captured["csrf"], "delivery": "handoff", "passkey": captured["passkey"]})
+                                         {"page_key": captured["page_key"], "delivery": "handoff", "passkey": captured["passkey"]})
                 assert status == 409 and "not_pending" in text, (status, text)
                 result, _ = await call(mcp, "propose_schedule_create",
                                        {"arguments": {"name": "other", "cron": "0 3 * * *"}})
                 other = result.structured_content["id"]
                 status, text = post_form(person, f"/proposals/{other}/approve",
-                                         {"csrf": captured["csrf"], "delivery": "handoff", "passkey": captured["passkey"]})
+                                         {"page_key": captured["page_key"], "delivery": "handoff", "passkey": captured["passkey"]})
                 assert status == 409 and "challenge_unknown" in text, (status, text)
                 fresh = json.loads(post_form(person, f"/proposals/{other}/passkey-challenge",
-                                             {"csrf": captured["csrf"], "delivery": "handoff"})[1])
+                                             {"page_key": captured["page_key"], "delivery": "handoff"})[1])
                 replay = dict(json.loads(captured["passkey"]), challenge_id=fresh["challenge_id"])
                 status, text = post_form(person, f"/proposals/{other}/approve",
-                                         {"csrf": captured["csrf"], "delivery": "handoff", "passkey": json.dumps(replay)})
+                                         {"page_key": captured["page_key"], "delivery": "handoff", "passkey": json.dumps(replay)})
                 assert status == 409 and "webauthn_bad_challenge" in text, (status, text)
                 assert status_of(home, other) == "pending"
 
