@@ -163,10 +163,14 @@ EOF
 echo "signer home: $home (user $signer_user)"
 echo "head-only home for $agent: $agent_home"
 cat <<EOF
-passkeys: required for every approval, in the console at http://localhost:${console_addr##*:}/
+passkeys: required for every approval, in the console at https://console.localhost:${console_addr##*:}/
 next, once the signer and the console run (deploy/systemd/README.md):
   the first passkey's one-time enrolment code (valid 30 minutes, one attempt):
     runuser -u $signer_user -- $bin_dir/countersign-signer passkeys enrolment-code --home $home
+  the console's CA (public, name-constrained), for the person's browser to trust once:
+    runuser -u $signer_user -- $bin_dir/countersign --home $home console trust --pem > console-ca.pem
+  and, as the person, compare its fingerprint and import it (certutil: libnss3-tools):
+    $bin_dir/countersign console trust --ca console-ca.pem --import
   a pairing link for the person's browser (at a terminal):
     runuser -u $signer_user -- $bin_dir/countersign --home $home console pair
   then open the link, enrol the passkey on the Passkeys page with the code,

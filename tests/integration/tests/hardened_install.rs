@@ -351,25 +351,51 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// One HTTP/1.1 request to the console; returns the status and the
-/// response (headers and body).
-fn http(addr: &str, method: &str, path: &str) -> (u16, String) {
-    http_form(addr, method, path, "")
+/// The console as a program reaches it: https://console.localhost:PORT,
+/// connecting to 127.0.0.1 (the system resolver need not resolve
+/// `*.localhost`; browsers do it themselves) and trusting only the
+/// installation's console CA.
+struct ConsoleAt {
+    port: u16,
+    ca_pem: String,
 }
 
-/// [`http`] with a form body (`application/x-www-form-urlencoded`).
-fn http_form(addr: &str, method: &str, path: &str, form: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
+/// One HTTPS request to the console; returns the status and the response
+/// (headers and body).
+fn https(console: &ConsoleAt, method: &str, path: &str) -> (u16, String) {
+    https_form(console, method, path, "")
+}
+
+/// [`https`] with a form body (`application/x-www-form-urlencoded`), as a
+/// page of the console's own origin would send it.
+fn https_form(console: &ConsoleAt, method: &str, path: &str, form: &str) -> (u16, String) {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    countersign_identity::tls::install_crypto_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(console.ca_pem.as_bytes()).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = ServerName::try_from("console.localhost").unwrap();
+    let tls = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let tcp = TcpStream::connect(("127.0.0.1", console.port)).unwrap();
+    let mut stream = rustls::StreamOwned::new(tls, tcp);
+    let host = format!("console.localhost:{}", console.port);
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nOrigin: https://{host}\r\n\
          Sec-Fetch-Site: same-origin\r\nContent-Type: application/x-www-form-urlencoded\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{form}",
         form.len()
     )
     .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let mut bytes = Vec::new();
+    // A close without close_notify ends the read; keep what came.
+    let _ = stream.read_to_end(&mut bytes);
+    let response = text(&bytes);
     let status = response
         .split(' ')
         .nth(1)
@@ -534,10 +560,14 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         // It ends with the administrator's next step.
         let shown = text(&out.stdout);
         let next_step = format!(
-            "passkeys: required for every approval, in the console at http://localhost:{console_port}/\n\
+            "passkeys: required for every approval, in the console at https://console.localhost:{console_port}/\n\
              next, once the signer and the console run (deploy/systemd/README.md):\n\
              \x20 the first passkey's one-time enrolment code (valid 30 minutes, one attempt):\n\
              \x20   runuser -u {signer} -- {bin}/countersign-signer passkeys enrolment-code --home {home}\n\
+             \x20 the console's CA (public, name-constrained), for the person's browser to trust once:\n\
+             \x20   runuser -u {signer} -- {bin}/countersign --home {home} console trust --pem > console-ca.pem\n\
+             \x20 and, as the person, compare its fingerprint and import it (certutil: libnss3-tools):\n\
+             \x20   {bin}/countersign console trust --ca console-ca.pem --import\n\
              \x20 a pairing link for the person's browser (at a terminal):\n\
              \x20   runuser -u {signer} -- {bin}/countersign --home {home} console pair\n\
              \x20 then open the link, enrol the passkey on the Passkeys page with the code,\n\
@@ -606,6 +636,37 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         &[&cli, "--home", &signer_home_s, "console"],
     ));
     wait_for_port(&console_addr, processes.0.last_mut().unwrap());
+    let console = ConsoleAt {
+        port: console_port.parse().unwrap(),
+        ca_pem: std::fs::read_to_string(signer_home.join("pki/console-ca.pem")).unwrap(),
+    };
+    // The console holds its port on both loopback addresses, so the agent's
+    // user cannot listen on either one (not even with SO_REUSEPORT) and be
+    // the console to the person's browser.
+    let out = as_user(
+        &users.agent,
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "import errno, socket, sys\n\
+             for family, host in ((socket.AF_INET6, '::1'), (socket.AF_INET, '127.0.0.1')):\n\
+             \x20   for reuse in (False, True):\n\
+             \x20       s = socket.socket(family, socket.SOCK_STREAM)\n\
+             \x20       if reuse:\n\
+             \x20           s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)\n\
+             \x20       try:\n\
+             \x20           s.bind((host, int(sys.argv[1]))); s.listen(); print(host, reuse, 'bound')\n\
+             \x20       except OSError as e:\n\
+             \x20           print(host, reuse, errno.errorcode[e.errno])\n",
+            &console_port,
+        ],
+        "",
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "::1 False EADDRINUSE\n::1 True EADDRINUSE\n127.0.0.1 False EADDRINUSE\n127.0.0.1 True EADDRINUSE\n",
+        "{out:?}"
+    );
 
     // The administrator prints an enrolment code, as the signer's user.
     let out = as_user(
@@ -632,6 +693,8 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         "pki/approver.key",
         "pki/approver-console.pem",
         "pki/approver-console.key",
+        "pki/console-ca.key",
+        "pki/console.key",
         "config.toml",
     ] {
         let path = signer_home.join(secret);
@@ -670,14 +733,15 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     assert_eq!(std::fs::read(&code_file).unwrap(), stored_code);
 
     // 2. The agent proposes over MCP, its head running as the agent's user
-    // with its head certificate; the reply names the console at localhost.
+    // with its head certificate; the reply names the console at
+    // https://console.localhost.
     let mut agent = McpAgent::start(&users.agent, &cli, &agent_home_s);
     let proposal = agent.ask("propose hardened 0 4 * * *");
     let id = proposal["id"].as_str().unwrap().to_string();
     let session = proposal["session"].as_str().unwrap().to_string();
     assert_eq!(proposal["status"], "pending", "{proposal}");
     assert!(session.starts_with("mcp-"), "{proposal}");
-    let console_page = format!("http://localhost:{console_port}/proposals/{id}");
+    let console_page = format!("https://console.localhost:{console_port}/proposals/{id}");
     assert!(
         proposal["text"].as_str().unwrap().contains(&console_page),
         "{proposal}"
@@ -768,15 +832,15 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         &[&cli, "--home", &agent_home_s, "console", "pair"],
     );
     assert_eq!(code, Some(0), "{shown}");
-    let pair_prefix = format!("http://localhost:{console_port}/pair/");
+    let pair_prefix = format!("https://console.localhost:{console_port}/pair/");
     let link = shown
         .split_whitespace()
         .find(|word| word.starts_with(&pair_prefix))
         .unwrap_or_else(|| panic!("no pairing link: {shown}"));
     let pairing_code = link.strip_prefix(&pair_prefix).unwrap();
     assert!(pairing_code.starts_with("cp1_"), "{link}");
-    let (status, response) = http_form(
-        &console_addr,
+    let (status, response) = https_form(
+        &console,
         "POST",
         "/pair",
         &format!("code={pairing_code}"),
@@ -792,11 +856,28 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     );
 
     // 4. The console, unpaired, shows the pairing page and decides nothing.
-    let (code, body) = http(&console_addr, "GET", "/");
+    let (code, body) = https(&console, "GET", "/");
     assert_eq!(code, 401, "{body}");
     assert!(body.contains("Pair this browser"), "{body}");
-    let (code, body) = http(&console_addr, "POST", &format!("/proposals/{id}/approve"));
+    let (code, body) = https(&console, "POST", &format!("/proposals/{id}/approve"));
     assert_eq!(code, 401, "{body}");
+    // Plain http gets only the redirect to the https root.
+    let mut plain = TcpStream::connect(&console_addr).unwrap();
+    write!(
+        plain,
+        "GET /proposals/{id} HTTP/1.1\r\nHost: console.localhost:{console_port}\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    plain.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 301"), "{answer}");
+    assert!(
+        answer.contains(&format!(
+            "\r\nLocation: https://console.localhost:{console_port}/\r\n"
+        )),
+        "{answer}"
+    );
+    assert!(!answer.contains(&id), "{answer}");
 
     // 5. Nothing of that decided or applied anything.
     let ledger = Ledger::open(db.url()).await.unwrap();
