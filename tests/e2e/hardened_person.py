@@ -6,13 +6,14 @@ proposed and failed at everything else.
 
 As the administrator would, it runs the signer user's commands with
 `runuser`: `countersign console pair` at a real pseudo-terminal (pexpect;
-the link names https://console.localhost:<port>) and `countersign-signer
-passkeys enrolment-code`. In Debian's Chromium, headless, run by root (the
-person is not the agent) with a throwaway $HOME whose NSS database trusts
-the installation's console CA, as setup-system.sh says (the signer's user
+the link names https://console.localhost:<port>) and `countersign-signer passkeys
+enrolment-code`. In Debian's Chromium, headless, run by root (the person is
+not the agent) with a throwaway $HOME whose NSS database trusts the
+installation's console CA, as setup-system.sh says (the signer's user
 prints it with `console trust --pem`; the person checks its fingerprint and
-imports it with `countersign console trust --ca FILE --import`), with
-a CDP virtual authenticator (ctap2, internal, user verified), it pairs, enrols the first passkey with that code, opens the
+imports it with `countersign console trust --ca FILE --import`), with a CDP
+virtual authenticator (ctap2, internal, user
+verified), it pairs, enrols the first passkey with that code, opens the
 agent's proposal (which says that approving needs the passkey) and
 approves it for the proposing session with the passkey.
 
