@@ -133,3 +133,75 @@ async fn each_approver_pairs_and_lists_only_their_own_browsers() {
         )))
     );
 }
+
+/// `countersign console trust`, as the real binary with a throwaway HOME:
+/// the fingerprint and steps; the PEM alone; the import into the user's
+/// NSS database (the one Chromium reads), also from a CA file handed over
+/// without a home of one's own.
+#[tokio::test]
+async fn console_trust_shows_the_fingerprint_and_imports_the_ca_into_nss() {
+    let h = Harness::start().await;
+    let cli = countersign_integration_tests::bin("countersign");
+    let person = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(&cli)
+            .args(args)
+            .env("HOME", person.path())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let home = h.home();
+    let shown: serde_json::Value =
+        serde_json::from_str(&run(&["--home", &home, "--json", "console", "trust"])).unwrap();
+    let ca = std::path::Path::new(&home).join("pki/console-ca.pem");
+    assert_eq!(shown["ca"], ca.display().to_string());
+    let pem = std::fs::read_to_string(&ca).unwrap();
+    let fingerprint = countersign_identity::console_pki::fingerprint_sha256(&pem).unwrap();
+    assert_eq!(shown["sha256"], fingerprint.as_str());
+    let steps = run(&["--home", &home, "console", "trust"]);
+    assert!(
+        steps.contains(&fingerprint) && steps.contains("certutil -d sql:$HOME/.pki/nssdb"),
+        "{steps}"
+    );
+    assert_eq!(run(&["--home", &home, "console", "trust", "--pem"]), pem);
+
+    if std::process::Command::new("certutil")
+        .arg("-H")
+        .output()
+        .is_err()
+    {
+        println!("SKIPPED: the import (no certutil; scripts/test installs libnss3-tools)");
+        return;
+    }
+    // The person has no countersign home: the CA file is enough.
+    let handed = person.path().join("console-ca.pem");
+    std::fs::write(&handed, &pem).unwrap();
+    let imported: serde_json::Value = serde_json::from_str(&run(&[
+        "--json",
+        "console",
+        "trust",
+        "--import",
+        "--ca",
+        handed.to_str().unwrap(),
+    ]))
+    .unwrap();
+    let nssdb = person.path().join(".pki/nssdb");
+    assert_eq!(imported["imported_into"][0], nssdb.display().to_string());
+    let listed = std::process::Command::new("certutil")
+        .args(["-L", "-d", &format!("sql:{}", nssdb.display())])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("countersign console CA") && l.trim_end().ends_with("C,,")),
+        "{listed}"
+    );
+}

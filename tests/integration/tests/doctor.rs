@@ -231,6 +231,73 @@ async fn a_configured_console_that_is_not_running_warns() {
     assert_eq!(check(&run, "console")["status"], "warn");
 }
 
+/// Another program on one of the console's addresses (here [::1], which
+/// Chromium tries first for console.localhost) fails the check, named;
+/// the console itself, holding every address, passes.
+#[tokio::test]
+async fn a_console_address_held_by_another_program_fails_and_the_console_passes() {
+    let h = Harness::start().await;
+    let Ok(squatter) = std::net::TcpListener::bind("[::1]:0") else {
+        println!("SKIPPED: this host has no IPv6 loopback");
+        return;
+    };
+    let port = squatter.local_addr().unwrap().port();
+    let path = h.signer.home().config_path();
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!("{config}[console]\naddr = \"127.0.0.1:{port}\"\n"),
+    )
+    .unwrap();
+    let run = h.cli(&["--json", "doctor"]).await;
+    let c = check(&run, "console");
+    assert_eq!(c["status"], "fail", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("[::1]:{port} is held by another program")),
+        "{c}"
+    );
+    drop(squatter);
+
+    // The console itself, on the same port, as the real binary.
+    // (Async: the harness's signer runs on this test's runtime.)
+    let mut console =
+        tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
+            .args(["--home", &h.home(), "console"])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+        console.stderr.take().unwrap(),
+    ));
+    let mut listening = String::new();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.contains("listening on") || line.contains("error") {
+            listening = line;
+            break;
+        }
+    }
+    assert!(
+        listening.contains(&format!("https://console.localhost:{port}/")),
+        "{listening}"
+    );
+    let run = h.cli(&["--json", "doctor"]).await;
+    let _ = console.kill().await;
+    let c = check(&run, "console");
+    assert_eq!(c["status"], "ok", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("127.0.0.1:{port}")),
+        "{c}"
+    );
+}
+
 #[tokio::test]
 async fn on_postgresql_the_clock_is_measured_against_the_server() {
     let h = Harness::start_on(

@@ -839,12 +839,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         .unwrap_or_else(|| panic!("no pairing link: {shown}"));
     let pairing_code = link.strip_prefix(&pair_prefix).unwrap();
     assert!(pairing_code.starts_with("cp1_"), "{link}");
-    let (status, response) = https_form(
-        &console,
-        "POST",
-        "/pair",
-        &format!("code={pairing_code}"),
-    );
+    let (status, response) = https_form(&console, "POST", "/pair", &format!("code={pairing_code}"));
     assert_eq!(status, 403, "{response}");
     assert!(
         response.contains("This pairing link is not valid; this browser was not paired."),

@@ -25,14 +25,19 @@ const NICKNAME: &str = "countersign console CA";
 
 /// `countersign console trust [--import | --pem] [--ca FILE]`
 pub(crate) fn trust(
-    ctx: &Context,
+    ctx: Option<&Context>,
     args: &TrustArgs,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let path = match &args.ca {
-        Some(path) => path.clone(),
-        None => {
+    let path = match (&args.ca, ctx) {
+        (Some(path), _) => path.clone(),
+        (None, None) => {
+            return Err(CliError::Error(
+                "no console CA: pass --ca FILE or a countersign home".into(),
+            ));
+        }
+        (None, Some(ctx)) => {
             let console = super::console::console_config(ctx, None)?;
             if console.own_cert.is_some() {
                 return Err(CliError::Refused(

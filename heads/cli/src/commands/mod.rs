@@ -20,8 +20,8 @@ mod verify;
 
 use crate::Io;
 use crate::args::{
-    ApiCommand, Cli, Command, ConsoleCommand, CredentialCommand, KeysCommand, NotifyCommand,
-    OpsCommand, RulesCommand, SessionsCommand, TokenCommand,
+    ApiCommand, Cli, Command, ConsoleArgs, ConsoleCommand, CredentialCommand, KeysCommand,
+    NotifyCommand, OpsCommand, RulesCommand, SessionsCommand, TokenCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -32,6 +32,12 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     // Offline: no home, no signer, no ledger.
     let command = match cli.command {
         Command::Verify(args) => return verify::verify(args, json, io),
+        // A console CA handed over by the console's administrator: the
+        // person trusting it needs no home of their own.
+        Command::Console(ConsoleArgs {
+            command: Some(ConsoleCommand::Trust(trust)),
+            ..
+        }) if trust.ca.is_some() => return console_trust::trust(None, &trust, json, io),
         command => command,
     };
     let home = Context::home(cli.home)?;
@@ -97,7 +103,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                         console::pair(&ctx, args.listen, args.as_approver.as_ref(), json, io)
                     }
                     Some(ConsoleCommand::Trust(trust)) => {
-                        console_trust::trust(&ctx, &trust, json, io)
+                        console_trust::trust(Some(&ctx), &trust, json, io)
                     }
                     Some(ConsoleCommand::Sessions(SessionsCommand::List)) => {
                         console::sessions_list(&ctx, args.as_approver.as_ref(), json, io)
