@@ -301,8 +301,9 @@ pub struct PasskeyAssertion {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct BeginEnrolmentRequest {}
-/// What `navigator.credentials.create` (and, for a later passkey, the
-/// authorizing `navigator.credentials.get`) need.
+/// What `navigator.credentials.create` needs. Every enrolment is
+/// authorized by a one-time enrolment code the signer's administrator drew
+/// for the enrolling approver (`countersign-signer passkeys enrolment-code  --approver NAME`); the passkey then belongs to that approver alone.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct EnrolmentChallenge {
     #[prost(string, tag = "1")]
@@ -312,25 +313,16 @@ pub struct EnrolmentChallenge {
     pub creation_challenge: ::prost::alloc::vec::Vec<u8>,
     #[prost(string, tag = "3")]
     pub rp_id: ::prost::alloc::string::String,
-    /// The WebAuthn user handle of the principal (stable).
+    /// The WebAuthn user handle of the enrolling approver (stable).
     #[prost(bytes = "vec", tag = "4")]
     pub user_id: ::prost::alloc::vec::Vec<u8>,
-    /// The principal, as the authenticator shows the user name.
+    /// The enrolling approver (`<principal>` or `<principal>/<name>`), as the
+    /// authenticator shows the user name.
     #[prost(string, tag = "5")]
     pub user_name: ::prost::alloc::string::String,
-    /// Passkeys already enrolled (`excludeCredentials`).
+    /// Passkeys already enrolled for the principal (`excludeCredentials`).
     #[prost(bytes = "vec", repeated, tag = "6")]
     pub exclude_credential_ids: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
-    /// True when the principal has no passkey: Enrol needs the enrolment code.
-    #[prost(bool, tag = "7")]
-    pub needs_enrolment_code: bool,
-    /// Otherwise the challenge an enrolled passkey signs to authorize this
-    /// enrolment (derived from 32 random bytes and the creation challenge),
-    /// and which passkeys may sign it.
-    #[prost(bytes = "vec", tag = "8")]
-    pub authorization_challenge: ::prost::alloc::vec::Vec<u8>,
-    #[prost(bytes = "vec", repeated, tag = "9")]
-    pub allowed_credential_ids: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
     #[prost(uint32, tag = "10")]
     pub timeout_ms: u32,
 }
@@ -345,12 +337,9 @@ pub struct EnrolRequest {
     pub attestation_object: ::prost::alloc::vec::Vec<u8>,
     #[prost(bytes = "vec", tag = "4")]
     pub client_data_json: ::prost::alloc::vec::Vec<u8>,
-    /// The enrolment code (first passkey), or an enrolled passkey's assertion
-    /// over `authorization_challenge` (every later one).
+    /// The one-time enrolment code drawn for this approver (required).
     #[prost(string, tag = "5")]
     pub enrolment_code: ::prost::alloc::string::String,
-    #[prost(message, optional, tag = "6")]
-    pub authorization: ::core::option::Option<PasskeyAssertion>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct BeginRemovalRequest {
@@ -392,6 +381,7 @@ pub struct PasskeyView {
 pub struct ListPasskeysRequest {}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ListPasskeysResponse {
+    /// The calling approver's own passkeys (enrolled through its certificate).
     #[prost(message, repeated, tag = "1")]
     pub passkeys: ::prost::alloc::vec::Vec<PasskeyView>,
     /// Whether the installation requires a passkey for every approval.
