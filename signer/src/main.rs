@@ -81,7 +81,7 @@ enum PasskeysAction {
         home: Option<PathBuf>,
     },
     /// Print each passkey of the principal: credential id, status, the
-    /// approver it belongs to, name.
+    /// approver it belongs to, what authorized its enrolment, name.
     List {
         /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
         #[arg(long)]

@@ -39,7 +39,9 @@ pub fn print_enrolment_code(
 }
 
 /// Writes every passkey of the principal, one per line: credential id,
-/// status, the approver it belongs to, name.
+/// status, the approver it belongs to, what authorized its enrolment
+/// (`enrolment-code` or, before codes were per approver, a credential id),
+/// name.
 pub async fn list(ledger: &Ledger, principal: &str, out: &mut dyn Write) -> Result<(), StartError> {
     for p in ledger.passkeys(principal).await? {
         let status = if p.removed_at.is_some() {
@@ -49,8 +51,8 @@ pub async fn list(ledger: &Ledger, principal: &str, out: &mut dyn Write) -> Resu
         };
         writeln!(
             out,
-            "{} {status} {} {}",
-            p.credential_id, p.enrolled_by, p.name
+            "{} {status} {} {} {}",
+            p.credential_id, p.enrolled_by, p.authorized_by, p.name
         )
         .map_err(|e| StartError::Passkeys(e.to_string()))?;
     }
