@@ -7,7 +7,7 @@ proposed and failed at everything else.
 As the administrator would, it runs the signer user's commands with
 `runuser`: `countersign console pair` at a real pseudo-terminal (pexpect;
 the link names http://localhost:<port>) and `countersign-signer passkeys
-enrolment-code`. In Debian's Chromium, headless, run by root (the person is
+enrolment-code --approver console`. In Debian's Chromium, headless, run by root (the person is
 not the agent), with a CDP virtual authenticator (ctap2, internal, user
 verified), it pairs, enrols the first passkey with that code, opens the
 agent's proposal (which says that approving needs the passkey) and
@@ -49,12 +49,15 @@ def pair_link(user, home, port):
 
 
 def enrolment_code(user, signer_bin, home):
-    """The administrator prints the one-time code for the first passkey."""
-    out = subprocess.run(as_signer(user, signer_bin, "passkeys", "enrolment-code", "--home", home),
+    """The administrator prints a one-time code for one passkey of the
+    console's approver."""
+    out = subprocess.run(as_signer(user, signer_bin, "passkeys", "enrolment-code", "--approver", "console",
+                                   "--home", home),
                          capture_output=True, text=True, timeout=30, cwd="/")
     assert out.returncode == 0, out
     lines = out.stdout.splitlines()
-    assert len(lines) == 2 and lines[1].endswith("; accepted once, for the first passkey only"), out.stdout
+    assert len(lines) == 2 and lines[1].endswith("; accepted once, for one passkey of the approver console only"), \
+        out.stdout
     return lines[0].strip()
 
 
