@@ -1117,9 +1117,10 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "BeginDecision"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: approver. Begins enrolling a passkey for the caller's principal.
-        /// The first one needs the enrolment code the signer's administrator
-        /// printed; every later one an assertion of an enrolled passkey.
+        /// role: approver. Begins enrolling a passkey for the calling approver
+        /// (its certificate): the passkey will be that approver's alone. Every
+        /// enrolment needs the one-time code the signer's administrator drew for
+        /// that approver.
         pub async fn begin_enrolment(
             &mut self,
             request: impl tonic::IntoRequest<super::BeginEnrolmentRequest>,
@@ -1145,7 +1146,7 @@ pub mod signer_client {
             self.inner.unary(req, path, codec).await
         }
         /// role: approver. Enrols the passkey a browser created for an
-        /// EnrolmentChallenge, authorized by the enrolment code or an assertion.
+        /// EnrolmentChallenge, authorized by the calling approver's enrolment code.
         pub async fn enrol(
             &mut self,
             request: impl tonic::IntoRequest<super::EnrolRequest>,
@@ -1167,8 +1168,8 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "Enrol"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: approver. Begins removing an enrolled passkey of the caller's
-        /// principal; the removal needs an assertion of an enrolled passkey.
+        /// role: approver. Begins removing one of the calling approver's own
+        /// passkeys; the removal needs an assertion of another of its own.
         pub async fn begin_removal(
             &mut self,
             request: impl tonic::IntoRequest<super::BeginRemovalRequest>,
@@ -1193,9 +1194,9 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "BeginRemoval"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: approver. Removes a passkey, authorized by an assertion over the
-        /// BeginRemoval challenge. The last passkey of a principal is removed only
-        /// through the signer's administrative path.
+        /// role: approver. Removes a passkey, authorized by an assertion of the
+        /// same approver's over the BeginRemoval challenge. An approver's last
+        /// passkey is removed only through the signer's administrative path.
         pub async fn remove_passkey(
             &mut self,
             request: impl tonic::IntoRequest<super::RemovePasskeyRequest>,
@@ -1217,7 +1218,7 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "RemovePasskey"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: approver. The caller principal's passkeys, removed ones included.
+        /// role: approver. The calling approver's passkeys, removed ones included.
         pub async fn list_passkeys(
             &mut self,
             request: impl tonic::IntoRequest<super::ListPasskeysRequest>,
@@ -1508,9 +1509,10 @@ pub mod signer_server {
             tonic::Response<super::PasskeyChallenge>,
             tonic::Status,
         >;
-        /// role: approver. Begins enrolling a passkey for the caller's principal.
-        /// The first one needs the enrolment code the signer's administrator
-        /// printed; every later one an assertion of an enrolled passkey.
+        /// role: approver. Begins enrolling a passkey for the calling approver
+        /// (its certificate): the passkey will be that approver's alone. Every
+        /// enrolment needs the one-time code the signer's administrator drew for
+        /// that approver.
         async fn begin_enrolment(
             &self,
             request: tonic::Request<super::BeginEnrolmentRequest>,
@@ -1519,13 +1521,13 @@ pub mod signer_server {
             tonic::Status,
         >;
         /// role: approver. Enrols the passkey a browser created for an
-        /// EnrolmentChallenge, authorized by the enrolment code or an assertion.
+        /// EnrolmentChallenge, authorized by the calling approver's enrolment code.
         async fn enrol(
             &self,
             request: tonic::Request<super::EnrolRequest>,
         ) -> std::result::Result<tonic::Response<super::PasskeyView>, tonic::Status>;
-        /// role: approver. Begins removing an enrolled passkey of the caller's
-        /// principal; the removal needs an assertion of an enrolled passkey.
+        /// role: approver. Begins removing one of the calling approver's own
+        /// passkeys; the removal needs an assertion of another of its own.
         async fn begin_removal(
             &self,
             request: tonic::Request<super::BeginRemovalRequest>,
@@ -1533,14 +1535,14 @@ pub mod signer_server {
             tonic::Response<super::PasskeyChallenge>,
             tonic::Status,
         >;
-        /// role: approver. Removes a passkey, authorized by an assertion over the
-        /// BeginRemoval challenge. The last passkey of a principal is removed only
-        /// through the signer's administrative path.
+        /// role: approver. Removes a passkey, authorized by an assertion of the
+        /// same approver's over the BeginRemoval challenge. An approver's last
+        /// passkey is removed only through the signer's administrative path.
         async fn remove_passkey(
             &self,
             request: tonic::Request<super::RemovePasskeyRequest>,
         ) -> std::result::Result<tonic::Response<super::PasskeyView>, tonic::Status>;
-        /// role: approver. The caller principal's passkeys, removed ones included.
+        /// role: approver. The calling approver's passkeys, removed ones included.
         async fn list_passkeys(
             &self,
             request: tonic::Request<super::ListPasskeysRequest>,
