@@ -274,6 +274,15 @@ async fn one_person_with_one_passkey_cannot_meet_a_two_approver_quorum() {
         (status.code(), reason_of(&status).as_str()),
         (Code::FailedPrecondition, "passkey_already_enrolled")
     );
+    // The code presented through bob's certificate has leaked: it is
+    // spent for alice too.
+    let status = enrol_with(&mut alice, &second, &alices_code)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status.code(), reason_of(&status).as_str()),
+        (Code::PermissionDenied, "enrolment_code_refused")
+    );
     let listed = bob
         .list_passkeys(ListPasskeysRequest {})
         .await

@@ -10,8 +10,10 @@
 //! installation nobody but the signer's user can read or replace it). Enrol
 //! accepts a code once, and only from the approver certificate it was drawn
 //! for: the first attempt of that approver, right or wrong, spends it, so
-//! it cannot be guessed online. Must not: keep the code itself, accept an
-//! expired one, or accept one approver's code from another approver.
+//! it cannot be guessed online, and a code presented through another
+//! approver's certificate has leaked and is spent as well. Must not: keep
+//! the code itself, accept an expired one, or accept one approver's code
+//! from another approver.
 
 use std::path::{Path, PathBuf};
 
@@ -119,7 +121,60 @@ impl EnrolmentCodes {
         if accepted {
             Ok(())
         } else {
+            self.burn_if_another_approvers(approver, code);
             Err(RpcError::EnrolmentCodeRefused)
+        }
+    }
+
+    /// A refused `code` that is another approver's current code has leaked
+    /// to the wrong certificate: spend that one too, so it is never
+    /// accepted afterwards. Best effort (a file that cannot be read or
+    /// rewritten is logged and left).
+    fn burn_if_another_approvers(&self, approver: Option<&ApproverName>, code: &str) {
+        let own = self.paths(approver).0;
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let wanted = digest(code.trim());
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(suffix) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(FILE))
+                .and_then(|n| n.strip_prefix('.'))
+            else {
+                continue;
+            };
+            let other = match suffix {
+                UNNAMED => None,
+                named => match ApproverName::parse(named) {
+                    Ok(name) => Some(name),
+                    Err(_) => continue,
+                },
+            };
+            let (file, lock) = self.paths(other.as_ref());
+            if file == own {
+                continue;
+            }
+            let burnt = replace_private_locked::<IdentityError>(&file, &lock, |current| {
+                let stored: Option<serde_json::Value> =
+                    current.and_then(|bytes| serde_json::from_slice(bytes).ok());
+                match stored {
+                    Some(stored) if stored["sha256"].as_str() == Some(wanted.as_str()) => {
+                        tracing::warn!(
+                            code_of = suffix,
+                            "an enrolment code was presented by another approver's certificate; spent"
+                        );
+                        Ok(b"{}".to_vec())
+                    }
+                    _ => Ok(current
+                        .map(<[u8]>::to_vec)
+                        .unwrap_or_else(|| b"{}".to_vec())),
+                }
+            });
+            if let Err(e) = burnt {
+                tracing::warn!(file = %file.display(), "enrolment code not checked: {e}");
+            }
         }
     }
 }
@@ -195,13 +250,25 @@ mod tests {
             RpcError::EnrolmentCodeRefused
         );
         assert!(codes.spend(None, &for_unnamed, now).is_err(), "spent");
-        // Each file is its approver's: the others' attempts left alice's.
+        // A code presented by another approver's certificate has leaked:
+        // it is spent for its own approver too.
+        assert_eq!(
+            codes.spend(Some(&alice), &for_alice, now).unwrap_err(),
+            RpcError::EnrolmentCodeRefused
+        );
+        // A wrong guess by another approver spends nothing of alice's.
+        let (for_alice, _) = codes.issue(Some(&alice), now).unwrap();
+        assert!(codes.spend(Some(&bob), "0000-0000", now).is_err());
         codes.spend(Some(&alice), &for_alice, now).unwrap();
         let (for_unnamed, _) = codes.issue(None, now).unwrap();
         assert_eq!(
             codes.spend(Some(&alice), &for_unnamed, now).unwrap_err(),
             RpcError::EnrolmentCodeRefused
         );
-        codes.spend(None, &for_unnamed, now).unwrap();
+        assert_eq!(
+            codes.spend(None, &for_unnamed, now).unwrap_err(),
+            RpcError::EnrolmentCodeRefused,
+            "the unnamed certificate's code leaked to alice: spent"
+        );
     }
 }
