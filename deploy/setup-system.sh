@@ -24,8 +24,8 @@
 # Every approval needs the person's passkey (WebAuthn with user
 # verification, in the console): `countersign approve` at a terminal
 # refuses (passkey_required) and names the console page. Once the units run,
-# the administrator prints a one-time enrolment code for the first passkey
-# and a pairing link for the person's browser; the script prints both
+# the administrator prints a one-time enrolment code for each passkey the
+# console's approver enrols (`--approver console`) and a pairing link for the person's browser; the script prints both
 # commands at the end.
 #
 # The ledger is PostgreSQL: a SQLite file cannot be shared by two users
@@ -165,8 +165,8 @@ echo "head-only home for $agent: $agent_home"
 cat <<EOF
 passkeys: required for every approval, in the console at https://console.localhost:${console_addr##*:}/
 next, once the signer and the console run (deploy/systemd/README.md):
-  the first passkey's one-time enrolment code (valid 30 minutes, one attempt):
-    runuser -u $signer_user -- $bin_dir/countersign-signer passkeys enrolment-code --home $home
+  a one-time enrolment code for each passkey the console enrols (valid 30 minutes, one attempt):
+    runuser -u $signer_user -- $bin_dir/countersign-signer passkeys enrolment-code --approver console --home $home
   the console's CA (public, name-constrained), for the person's browser to trust once:
     runuser -u $signer_user -- $bin_dir/countersign --home $home console trust --pem > console-ca.pem
   and, as the person, compare its fingerprint and import it (certutil: libnss3-tools):

@@ -140,13 +140,13 @@ pub mod reason {
     pub const UNKNOWN_PASSKEY: &str = "unknown_passkey";
     /// A registration of a passkey already enrolled.
     pub const PASSKEY_ALREADY_ENROLLED: &str = "passkey_already_enrolled";
-    /// The first passkey needs the enrolment code.
+    /// Every passkey enrolment needs the enrolling approver's enrolment code.
     pub const ENROLMENT_CODE_REQUIRED: &str = "enrolment_code_required";
-    /// The enrolment code is wrong, expired or spent.
+    /// The enrolment code is wrong, expired, spent or another approver's.
     pub const ENROLMENT_CODE_REFUSED: &str = "enrolment_code_refused";
-    /// A later enrolment or a removal needs an enrolled passkey's assertion.
+    /// A removal needs an assertion of one of the approver's own passkeys.
     pub const AUTHORIZATION_REQUIRED: &str = "authorization_required";
-    /// The last active passkey is removed only by the administrator.
+    /// An approver's last active passkey is removed only by the administrator.
     pub const LAST_PASSKEY: &str = "last_passkey";
     /// The proposal's operation requires a quorum, and the caller's
     /// approver certificate is not one of its named approvers (an unnamed
@@ -154,8 +154,8 @@ pub mod reason {
     pub const NOT_A_QUORUM_APPROVER: &str = "not_a_quorum_approver";
     /// This approver already decided this quorum proposal: nobody approves twice.
     pub const ALREADY_APPROVED: &str = "already_approved";
-    /// The passkey assertion was made with a passkey another approver
-    /// enrolled: a quorum approval needs the approver's own.
+    /// The passkey assertion (or the passkey to remove) is one another
+    /// approver enrolled: every passkey check needs the approver's own.
     pub const NOT_YOUR_PASSKEY: &str = "not_your_passkey";
     /// Auto-approval rules are off in the signer's configuration (`[rules]`).
     pub const RULES_DISABLED: &str = "rules_disabled";

@@ -88,12 +88,14 @@ impl SignerService {
                     return self.approve_rule_creation(&record, &peer, &args).await;
                 }
                 let provenance = provenance_of(&peer);
+                let approver = approver_path(&peer);
                 let decided = self
                     .approve(
                         record,
                         (op, &args),
                         Approval {
                             principal: &peer.principal,
+                            approver: &approver,
                             delivery,
                             provenance: &provenance,
                             execute_in_session,
@@ -120,6 +122,7 @@ impl SignerService {
     ) -> Result<wire::DecideResponse, RpcError> {
         let Approval {
             principal,
+            approver,
             delivery,
             provenance,
             execute_in_session,
@@ -141,7 +144,7 @@ impl SignerService {
         };
         let decider = Decider {
             principal,
-            approver: None,
+            approver,
         };
         let verified = self
             .checked_passkey(decider, &record, op, delivery, &session, passkey)
@@ -169,9 +172,8 @@ impl SignerService {
     }
 
     /// The passkey check of an approval: the assertion, when one came,
-    /// verified against the decider's principal's passkeys (and, for a
-    /// quorum approver, only the ones that approver enrolled:
-    /// `not_your_passkey` otherwise); none
+    /// verified against the passkeys the deciding approver enrolled
+    /// (another approver's is `not_your_passkey`); none
     /// when the operation needs one is `passkey_required`. The caller holds
     /// the passkey lock until it has recorded the assertion.
     pub(crate) async fn checked_passkey(
@@ -435,6 +437,8 @@ impl SignerService {
 struct Approval<'a> {
     /// The approver's principal (from its certificate).
     principal: &'a str,
+    /// The approver's path (from its certificate): whose passkey must answer.
+    approver: &'a str,
     delivery: Delivery,
     provenance: &'a str,
     execute_in_session: Option<Session>,

@@ -130,25 +130,29 @@ pub(crate) enum RpcError {
     /// The assertion or registration failed a WebAuthn check.
     #[error("passkey refused: {0}")]
     PasskeyRefused(countersign_webauthn::WebAuthnError),
-    /// The assertion names no active passkey of the caller's principal.
+    /// The assertion or request names no active passkey of the caller's principal.
     #[error("no active passkey of this principal has that credential id")]
     UnknownPasskey,
     /// The registration's credential is already enrolled.
     #[error("that passkey is already enrolled")]
     PasskeyAlreadyEnrolled,
-    /// The first passkey needs the enrolment code, and only it.
-    #[error("the first passkey needs the enrolment code the signer's administrator made")]
-    EnrolmentCodeRequired,
-    /// The enrolment code is wrong, expired or already spent (one attempt).
+    /// Every enrolment needs the enrolment code the signer's administrator
+    /// drew for the enrolling approver.
     #[error(
-        "enrolment code refused (wrong, expired or spent: ask the administrator for a new one)"
+        "enrolling a passkey needs a one-time code the signer's administrator draws for you (`countersign-signer passkeys enrolment-code --approver NAME`)"
+    )]
+    EnrolmentCodeRequired,
+    /// The enrolment code is wrong, expired, already spent (one attempt) or
+    /// drawn for another approver.
+    #[error(
+        "enrolment code refused (wrong, expired, spent or drawn for another approver: ask the administrator for a new one for you)"
     )]
     EnrolmentCodeRefused,
-    /// A later enrolment or a removal needs an enrolled passkey's assertion.
-    #[error("this change needs an assertion of an enrolled passkey")]
+    /// A removal needs an assertion of one of the caller's own passkeys.
+    #[error("this change needs an assertion of one of your enrolled passkeys")]
     AuthorizationRequired,
-    /// The last active passkey is removed only by the administrator.
-    #[error("the last passkey can only be removed by the signer's administrator")]
+    /// An approver's last active passkey is removed only by the administrator.
+    #[error("your last passkey can only be removed by the signer's administrator")]
     LastPasskey,
     /// The proposal's operation requires a quorum and the caller's approver
     /// certificate is not one of its named approvers.
@@ -159,8 +163,9 @@ pub(crate) enum RpcError {
     /// This approver already decided this quorum proposal.
     #[error("{0} already decided this proposal: nobody approves twice")]
     AlreadyApproved(String),
-    /// The assertion's passkey was enrolled by another approver.
-    #[error("that passkey belongs to another approver: approve with your own passkey")]
+    /// The assertion's passkey (or the passkey to remove) was enrolled by
+    /// another approver certificate: a passkey is only its approver's.
+    #[error("that passkey belongs to another approver: use your own passkey")]
     NotYourPasskey,
     /// Auto-approval rules are off (`[rules] enabled = false`, the default).
     #[error("auto-approval rules are off in this installation ([rules] enabled in config.toml)")]

@@ -1,8 +1,8 @@
 //! `countersign-signer`: `serve` runs the signer; `keygen` creates (or
 //! shows) the proof key; `keys` lists, rotates and retires the key set
 //! (each change recorded in the audit chain); `passkeys` is the
-//! administrative path for passkeys (the first one's enrolment code,
-//! recovery). The only program that can sign a proof.
+//! administrative path for passkeys (each enrolment's one-time code, drawn
+//! for one approver; recovery). The only program that can sign a proof.
 //!
 //! main has one shape: parse configuration without binding, install the
 //! TLS provider, build state, log the address and key id (never secrets),
@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use countersign_identity::{Config, Home, tls};
+use clap::{ArgGroup, Parser, Subcommand};
+use countersign_identity::{ApproverName, Config, Home, tls};
 use countersign_ledger::{KeyEvent, Ledger};
 use countersign_signer::keystore::KeyStore;
 use countersign_signer::passkeys::admin;
@@ -60,14 +60,28 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum PasskeysAction {
-    /// Print a one-time code that enrols the first passkey in the console
-    /// (valid 30 minutes, one attempt; replaces any earlier code).
+    /// Print a one-time code with which ONE approver enrols one passkey
+    /// (valid 30 minutes, one attempt; replaces that approver's earlier
+    /// code). Every enrolment needs one: the code is accepted only from
+    /// the approver certificate it was drawn for, and the passkey then
+    /// belongs to that approver alone.
+    #[command(group(ArgGroup::new("whose").required(true).args(["approver", "unnamed"])))]
     EnrolmentCode {
+        /// The named approver the code is for: `console` for the web
+        /// console's own certificate, or a name given to `countersign
+        /// credential approver --approver NAME` (and `console --as NAME`).
+        #[arg(long, value_name = "NAME", value_parser = approver_name)]
+        approver: Option<ApproverName>,
+        /// The code is for the approver certificate without a name (the
+        /// one `countersign approve` uses at the terminal).
+        #[arg(long)]
+        unnamed: bool,
         /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
         #[arg(long)]
         home: Option<PathBuf>,
     },
-    /// Print each passkey of the principal: credential id, status, name.
+    /// Print each passkey of the principal: credential id, status, the
+    /// approver it belongs to, what authorized its enrolment, name.
     List {
         /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
         #[arg(long)]
@@ -206,14 +220,18 @@ async fn keys(action: KeysAction) -> Result<(), StartError> {
 
 async fn passkeys(action: PasskeysAction) -> Result<(), StartError> {
     let home = match &action {
-        PasskeysAction::EnrolmentCode { home }
+        PasskeysAction::EnrolmentCode { home, .. }
         | PasskeysAction::List { home }
         | PasskeysAction::Remove { home, .. } => home_from(home.clone())?,
     };
     home.check()?;
     let mut out = std::io::stdout().lock();
     match action {
-        PasskeysAction::EnrolmentCode { .. } => admin::print_enrolment_code(&home, &mut out),
+        // clap's group makes `--approver` and `--unnamed` exclusive and
+        // one of them required: no `--approver` means `--unnamed`.
+        PasskeysAction::EnrolmentCode { approver, .. } => {
+            admin::print_enrolment_code(&home, approver.as_ref(), &mut out)
+        }
         PasskeysAction::List { .. } => {
             admin::list(&ledger_of(&home).await?, &home.principal()?, &mut out).await
         }
@@ -223,6 +241,10 @@ async fn passkeys(action: PasskeysAction) -> Result<(), StartError> {
             Ok(())
         }
     }
+}
+
+fn approver_name(value: &str) -> Result<ApproverName, String> {
+    ApproverName::parse(value).map_err(|e| e.to_string())
 }
 
 async fn ledger_of(home: &Home) -> Result<Ledger, StartError> {

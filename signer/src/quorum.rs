@@ -173,7 +173,7 @@ impl SignerService {
         };
         let decider = Decider {
             principal: &peer.principal,
-            approver: Some(&path),
+            approver: &path,
         };
         let verified = self
             .checked_passkey(decider, &record, op, delivery, &session, passkey)

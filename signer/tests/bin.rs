@@ -1,6 +1,7 @@
 //! The `countersign-signer` binary: keygen is idempotent; `keys` rotates,
 //! lists and retires only what it should; serve prints its ready line,
-//! answers, and exits cleanly on SIGTERM.
+//! answers, and exits cleanly on SIGTERM; `passkeys enrolment-code`
+//! draws a code for exactly one approver.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -242,4 +243,64 @@ fn serve_without_metrics_configured_says_nothing_of_them() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!seen.contains("metrics"), "{seen}");
+}
+
+#[test]
+fn an_enrolment_code_is_drawn_for_one_named_or_the_unnamed_approver_only() {
+    let (_dir, home) = process_home();
+    keygen(&home);
+    let draw = |args: &[&str]| {
+        Command::new(BIN)
+            .args(["passkeys", "enrolment-code", "--home"])
+            .arg(home.root())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // Whose code it is must be said: neither, or both, is refused.
+    for args in [&[][..], &["--approver", "alice", "--unnamed"][..]] {
+        let out = draw(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(out.stdout.is_empty());
+    }
+    let out = draw(&["--approver", "Alice"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let signer_dir = home.signer_dir();
+    let codes = |dir: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("passkey-enrolment-code"))
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(codes(&signer_dir).is_empty());
+
+    let out = draw(&["--approver", "alice"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0].len(), 39, "{text}");
+    assert!(
+        lines[1].ends_with("; accepted once, for one passkey of the approver alice only"),
+        "{text}"
+    );
+    let out = draw(&["--unnamed"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.ends_with(
+            "; accepted once, for one passkey of the unnamed approver certificate only\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        codes(&signer_dir),
+        [
+            "passkey-enrolment-code.-unnamed",
+            "passkey-enrolment-code.alice"
+        ]
+    );
 }

@@ -21,35 +21,6 @@ use support::passkey::*;
 use support::*;
 use tonic::Code;
 
-/// The proposal is still pending and nothing was issued for it.
-async fn nothing_issued(signer: &TestSigner, id: &str) {
-    let record = signer.state().ledger().proposal(id).await.unwrap().unwrap();
-    assert_eq!(record.status.as_str(), "pending");
-    assert!(record.issuance.is_none());
-    assert!(
-        signer
-            .state()
-            .ledger()
-            .passkey_assertion_for(id)
-            .await
-            .unwrap()
-            .is_none()
-    );
-}
-
-fn refused(
-    result: Result<tonic::Response<impl std::fmt::Debug>, tonic::Status>,
-    code: Code,
-    reason: &str,
-) {
-    let status = result.unwrap_err();
-    assert_eq!(
-        (status.code(), reason_of(&status).as_str()),
-        (code, reason),
-        "{status:?}"
-    );
-}
-
 #[tokio::test]
 async fn an_approval_needs_a_passkey_assertion_bound_to_exactly_that_decision() {
     let signer = TestSigner::start_configured(Registry::default_toml(), None, REQUIRED)
@@ -259,7 +230,7 @@ async fn an_approval_needs_a_passkey_assertion_bound_to_exactly_that_decision() 
 }
 
 #[tokio::test]
-async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_code() {
+async fn every_enrolment_needs_the_approvers_code_and_a_removal_an_enrolled_passkey() {
     let signer = TestSigner::start_configured(Registry::default_toml(), None, REQUIRED)
         .await
         .unwrap();
@@ -282,27 +253,24 @@ async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_
 
     // The first passkey: without a code, with a wrong code (which spends
     // the real one), then with a fresh code.
-    let enrol = |c: countersign_proto::v1::EnrolmentChallenge,
-                 key: &SoftAuthenticator,
-                 code: &str,
-                 authorization| {
-        let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
-        EnrolRequest {
-            challenge_id: c.challenge_id,
-            name: "key".into(),
-            attestation_object,
-            client_data_json,
-            enrolment_code: code.into(),
-            authorization,
-        }
-    };
+    let enrol =
+        |c: countersign_proto::v1::EnrolmentChallenge, key: &SoftAuthenticator, code: &str| {
+            let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
+            EnrolRequest {
+                challenge_id: c.challenge_id,
+                name: "key".into(),
+                attestation_object,
+                client_data_json,
+                enrolment_code: code.into(),
+            }
+        };
     let c = approver
         .begin_enrolment(BeginEnrolmentRequest {})
         .await
         .unwrap()
         .into_inner();
     refused(
-        approver.enrol(enrol(c, &first, "", None)).await,
+        approver.enrol(enrol(c, &first, "")).await,
         Code::FailedPrecondition,
         "enrolment_code_required",
     );
@@ -313,7 +281,7 @@ async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_
         .unwrap()
         .into_inner();
     refused(
-        approver.enrol(enrol(c, &first, "0000-0000", None)).await,
+        approver.enrol(enrol(c, &first, "0000-0000")).await,
         Code::PermissionDenied,
         "enrolment_code_refused",
     );
@@ -323,7 +291,7 @@ async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_
         .unwrap()
         .into_inner();
     refused(
-        approver.enrol(enrol(c, &first, &real, None)).await,
+        approver.enrol(enrol(c, &first, &real)).await,
         Code::PermissionDenied,
         "enrolment_code_refused",
     );
@@ -334,13 +302,13 @@ async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_
         .unwrap()
         .into_inner();
     approver
-        .enrol(enrol(c, &first, &code(&signer), None))
+        .enrol(enrol(c, &first, &code(&signer)))
         .await
         .unwrap();
     assert_eq!(count(&signer).await, 1);
 
-    // A second passkey: a code is not enough, nor an assertion of a
-    // passkey that is not enrolled; an enrolled passkey's assertion is.
+    // A second passkey: an enrolled passkey does not stand in for the
+    // code; a fresh code drawn for this approver does.
     let mut first = first;
     let second = soft(2);
     let c = approver
@@ -348,42 +316,14 @@ async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_
         .await
         .unwrap()
         .into_inner();
-    assert!(!c.needs_enrolment_code);
     assert_eq!(
         c.exclude_credential_ids,
         vec![first.credential_id().to_vec()]
     );
     refused(
-        approver
-            .enrol(enrol(c, &second, &code(&signer), None))
-            .await,
+        approver.enrol(enrol(c, &second, "")).await,
         Code::FailedPrecondition,
-        "authorization_required",
-    );
-    let c = approver
-        .begin_enrolment(BeginEnrolmentRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let by_stranger = wire(&c.challenge_id, soft(9).assert(&c.authorization_challenge));
-    refused(
-        approver
-            .enrol(enrol(c, &second, "", Some(by_stranger)))
-            .await,
-        Code::PermissionDenied,
-        "unknown_passkey",
-    );
-    let c = approver
-        .begin_enrolment(BeginEnrolmentRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    // The authorization must be over the authorization challenge, not the creation one.
-    let wrong = wire(&c.challenge_id, first.assert(&c.creation_challenge));
-    refused(
-        approver.enrol(enrol(c, &second, "", Some(wrong))).await,
-        Code::PermissionDenied,
-        "webauthn_bad_challenge",
+        "enrolment_code_required",
     );
     assert_eq!(count(&signer).await, 1);
     let c = approver
@@ -391,16 +331,13 @@ async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_
         .await
         .unwrap()
         .into_inner();
-    let ok = wire(&c.challenge_id, first.assert(&c.authorization_challenge));
     let view = approver
-        .enrol(enrol(c, &second, "", Some(ok)))
+        .enrol(enrol(c, &second, &code(&signer)))
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(
-        view.authorized_by,
-        URL_SAFE_NO_PAD.encode(first.credential_id())
-    );
+    assert_eq!(view.authorized_by, "enrolment-code");
+    assert_eq!(view.enrolled_by, principal);
     assert_eq!(count(&signer).await, 2);
     // The same credential again.
     let c = approver
@@ -408,9 +345,8 @@ async fn enrolment_and_removal_need_an_enrolled_passkey_and_the_first_needs_the_
         .await
         .unwrap()
         .into_inner();
-    let ok = wire(&c.challenge_id, first.assert(&c.authorization_challenge));
     refused(
-        approver.enrol(enrol(c, &second, "", Some(ok))).await,
+        approver.enrol(enrol(c, &second, &code(&signer))).await,
         Code::FailedPrecondition,
         "passkey_already_enrolled",
     );

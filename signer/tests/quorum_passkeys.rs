@@ -1,8 +1,10 @@
 //! A quorum approval on a passkey operation needs a passkey of THAT
 //! approver: each enrolled passkey is bound to the approver identity that
-//! enrolled it (`enrolled_by`), the browser is offered only the approver's
-//! own, and an assertion made with another approver's passkey is refused
-//! (`not_your_passkey`) with nothing recorded.
+//! enrolled it (`enrolled_by`), each enrolment needs the code drawn for
+//! that approver, the browser is offered only the approver's own, and an
+//! assertion made with another approver's passkey is refused
+//! (`not_your_passkey`) with nothing recorded. One person holding one
+//! authenticator cannot meet a two-approver quorum alone.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -10,12 +12,14 @@ mod support;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_proto::v1::signer_client::SignerClient;
-use countersign_proto::v1::{BeginDecisionRequest, BeginEnrolmentRequest, Delivery, EnrolRequest};
+use countersign_proto::v1::{BeginDecisionRequest, Delivery, ListPasskeysRequest};
 use countersign_registry::Registry;
 use countersign_signer::testing::TestSigner;
 use countersign_webauthn::testing::SoftAuthenticator;
 use sha2::{Digest, Sha256};
-use support::passkey::{REQUIRED, challenge_for, code, decide_with, soft, wire};
+use support::passkey::{
+    REQUIRED, challenge_for, code_for, decide_with, enrol_with, nothing_issued, refused, soft, wire,
+};
 use support::{approve, claims_of, head, propose, reason_of};
 use tonic::Code;
 use tonic::transport::Channel;
@@ -32,36 +36,14 @@ async fn named(signer: &TestSigner, name: &str) -> SignerClient<Channel> {
     support::named_approver(signer, name).await
 }
 
-/// Enrol `key` through `client`: the first passkey with the enrolment
-/// code, a later one authorized by `authorizer`'s assertion.
+/// Enrol `key` through `name`'s `client`, with a code drawn for `name`.
 async fn enrol(
     signer: &TestSigner,
     client: &mut SignerClient<Channel>,
+    name: &str,
     key: &SoftAuthenticator,
-    authorizer: Option<&mut SoftAuthenticator>,
 ) {
-    let c = client
-        .begin_enrolment(BeginEnrolmentRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
-    let (enrolment_code, authorization) = match authorizer {
-        None => (code(signer), None),
-        Some(by) => (
-            String::new(),
-            Some(wire(&c.challenge_id, by.assert(&c.authorization_challenge))),
-        ),
-    };
-    client
-        .enrol(EnrolRequest {
-            challenge_id: c.challenge_id,
-            name: "laptop".into(),
-            attestation_object,
-            client_data_json,
-            enrolment_code,
-            authorization,
-        })
+    enrol_with(client, key, &code_for(signer, name))
         .await
         .unwrap();
 }
@@ -74,8 +56,8 @@ async fn each_quorum_approver_approves_with_their_own_passkey_only() {
     let principal = signer.principal().to_owned();
     let (mut alice, mut bob) = (named(&signer, "alice").await, named(&signer, "bob").await);
     let (mut alice_key, mut bob_key) = (soft(1), soft(2));
-    enrol(&signer, &mut alice, &alice_key, None).await;
-    enrol(&signer, &mut bob, &bob_key, Some(&mut alice_key)).await;
+    enrol(&signer, &mut alice, "alice", &alice_key).await;
+    enrol(&signer, &mut bob, "bob", &bob_key).await;
     let mut enrolled: Vec<(String, String)> = signer
         .state()
         .ledger()
@@ -215,5 +197,108 @@ async fn each_quorum_approver_approves_with_their_own_passkey_only() {
             (format!("{principal}/bob"), id_of(&bob_key)),
         ]
     );
+    assert!(ledger.verify_chain().await.unwrap().is_intact());
+}
+
+#[tokio::test]
+async fn one_person_with_one_passkey_cannot_meet_a_two_approver_quorum() {
+    let signer = TestSigner::start_configured(&registry(), None, REQUIRED)
+        .await
+        .unwrap();
+    let principal = signer.principal().to_owned();
+    let ledger = signer.state().ledger().clone();
+    let (mut alice, mut bob) = (named(&signer, "alice").await, named(&signer, "bob").await);
+    // One person, one authenticator: alice's passkey, enrolled with alice's code.
+    let mut person = soft(1);
+    enrol(&signer, &mut alice, "alice", &person).await;
+    let pid = propose(&mut head(&signer).await).await.id;
+    let (cid, challenge) = challenge_for(&mut alice, &pid, Delivery::Direct).await;
+    alice
+        .decide(decide_with(
+            &pid,
+            Delivery::Direct,
+            Some(wire(&cid, person.assert(&challenge))),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(ledger.quorum_decisions(&pid).await.unwrap().len(), 1);
+
+    // Through bob's certificate: bob has no passkey, so no challenge...
+    refused(
+        bob.begin_decision(BeginDecisionRequest {
+            proposal_id: pid.clone(),
+            delivery: Delivery::Direct.into(),
+            execute_in_session: String::new(),
+        })
+        .await,
+        Code::FailedPrecondition,
+        "no_passkey_enrolled",
+    );
+    // ...and alice's passkey over a challenge drawn by alice's certificate,
+    // presented through bob's, is refused: the challenge is alice's.
+    let (cid, challenge) = challenge_for(&mut alice, &pid, Delivery::Direct).await;
+    refused(
+        bob.decide(decide_with(
+            &pid,
+            Delivery::Direct,
+            Some(wire(&cid, person.assert(&challenge))),
+        ))
+        .await,
+        Code::FailedPrecondition,
+        "challenge_unknown",
+    );
+
+    // Enrolling a credential as bob: without a code, refused; with a code
+    // drawn for alice, presented through bob's certificate, refused.
+    let second = soft(2);
+    refused(
+        enrol_with(&mut bob, &second, "").await,
+        Code::FailedPrecondition,
+        "enrolment_code_required",
+    );
+    let alices_code = code_for(&signer, "alice");
+    refused(
+        enrol_with(&mut bob, &second, &alices_code).await,
+        Code::PermissionDenied,
+        "enrolment_code_refused",
+    );
+    // Nor can bob's certificate enrol the credential alice already has.
+    refused(
+        enrol_with(&mut bob, &person, &alices_code).await,
+        Code::FailedPrecondition,
+        "passkey_already_enrolled",
+    );
+    // The code presented through bob's certificate has leaked: it is
+    // spent for alice too.
+    refused(
+        enrol_with(&mut alice, &second, &alices_code).await,
+        Code::PermissionDenied,
+        "enrolment_code_refused",
+    );
+    let listed = bob
+        .list_passkeys(ListPasskeysRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.passkeys.is_empty(), "bob sees none: {listed:?}");
+
+    // Nothing was enrolled for bob, no proof exists, the proposal waits.
+    let owners: Vec<String> = ledger
+        .passkeys(&principal)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.enrolled_by)
+        .collect();
+    assert_eq!(owners, [format!("{principal}/alice")]);
+    nothing_issued(&signer, &pid).await;
+    let decided: Vec<String> = ledger
+        .quorum_decisions(&pid)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.approver)
+        .collect();
+    assert_eq!(decided, [format!("{principal}/alice")]);
     assert!(ledger.verify_chain().await.unwrap().is_intact());
 }

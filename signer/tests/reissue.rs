@@ -441,10 +441,9 @@ async fn reissues_a_passkey_approval_with_its_passkey_assurance() {
             attestation_object,
             client_data_json,
             enrolment_code: EnrolmentCodes::in_dir(&signer.home().signer_dir())
-                .issue(OffsetDateTime::now_utc())
+                .issue(None, OffsetDateTime::now_utc())
                 .unwrap()
                 .0,
-            authorization: None,
         })
         .await
         .unwrap();

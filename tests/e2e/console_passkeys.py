@@ -9,17 +9,18 @@ The person: pairs at https://console.localhost:<port> (the passkeys' RP id
 is console.localhost and their origin the console's; the browser trusts
 the console CA through `countersign console trust --import`),
 enrols the first passkey with the one-time code the signer's
-administrative path prints (`countersign-signer passkeys enrolment-code`;
-a wrong code is refused and spends it), approves an MCP proposal with the
-passkey (user verified), and the MCP head executes it exactly once;
-enrols a second passkey authorized by the first, removes it authorized by
-the first; `audit --verify` rechecks every stored assertion.
+administrative path prints for the console's approver
+(`countersign-signer passkeys enrolment-code --approver console`; a wrong
+code is refused and spends it), approves an MCP proposal with the passkey
+(user verified), and the MCP head executes it exactly once; enrols a
+second passkey with a fresh code, removes it authorized by the first;
+`audit --verify` rechecks every stored assertion.
 
 What must not work, each refused with nothing applied: `countersign
 approve` at a terminal (it names the console page instead); a browser
 whose authenticator is not enrolled (an assertion made anyway is refused
-`unknown_passkey`); enrolling that authenticator without an enrolled
-passkey's assertion; an assertion without UV; replaying a captured
+`unknown_passkey`); enrolling that authenticator without a code, or with
+a code drawn for another approver; an assertion without UV; replaying a captured
 assertion for the same proposal and for another one.
 
 Usage: console_passkeys.py  (env COUNTERSIGN_BIN = path of the countersign
@@ -52,9 +53,10 @@ def require_passkeys(home):
         f.write(text + "\n[passkeys]\nrequired = true\n")
 
 
-def enrolment_code(home):
-    """The administrator runs the signer's administrative command."""
-    out = subprocess.run([SIGNER, "passkeys", "enrolment-code", "--home", home],
+def enrolment_code(home, approver="console"):
+    """The administrator runs the signer's administrative command, for the
+    console's approver unless told otherwise."""
+    out = subprocess.run([SIGNER, "passkeys", "enrolment-code", "--approver", approver, "--home", home],
                          capture_output=True, text=True, timeout=30, check=True).stdout
     return out.splitlines()[0].strip()
 
@@ -204,13 +206,14 @@ async def main():
                     wait_title(agent, "Refused", 20)
                     assert "unknown_passkey" in agent.page_source, agent.page_source
                     assert status_of(home, pid) == "pending"
-                    enrol(agent, base, "mine")
-                    assert "Passkey step failed" in alert_text(agent)
-                    csrf = agent.find_element(By.CSS_SELECTOR, "input[name=csrf]").get_attribute("value")
-                    status, text = post_form(agent, "/passkeys/enrolment-challenge", {"csrf": csrf})
+                    enrol(agent, base, "mine", "0000-0000")
+                    wait_title(agent, "Refused", 20)
+                    assert "enrolment_code_refused" in agent.page_source, agent.page_source
+                    agent.get(base + "/passkeys")
+                    key = page_key(agent)
+                    status, text = post_form(agent, "/passkeys/enrolment-challenge", {"page_key": key})
                     assert status == 200, text
                     challenge = json.loads(text)
-                    assert challenge["needs_enrolment_code"] is False
                     registration = agent.execute_async_script("""
                         const done = arguments[arguments.length - 1];
                         const c = arguments[0];
@@ -225,14 +228,14 @@ async def main():
                                            client_data_json: u(k.response.clientDataJSON)}), e => done(String(e)));""",
                         challenge)
                     status, text = post_form(agent, "/passkeys/enrol",
-                                             {"csrf": csrf, "name": "mine", "registration": json.dumps(registration),
-                                              "enrolment_code": enrolment_code(home)})
-                    assert status == 409 and "authorization_required" in text, (status, text)
+                                             {"page_key": key, "name": "mine", "registration": json.dumps(registration),
+                                              "enrolment_code": enrolment_code(home, "alice")})
+                    assert status == 409 and "enrolment_code_refused" in text, (status, text)
                 finally:
                     agent.quit()
                 listed = subprocess.run([SIGNER, "passkeys", "list", "--home", home],
                                         capture_output=True, text=True, check=True).stdout
-                assert len(listed.splitlines()) == 1 and " active laptop" in listed, listed
+                assert re.fullmatch(r"\S+ active pr_[0-9a-f]{32}/console enrolment-code laptop\n", listed), listed
 
                 # --- Capture a good assertion without submitting it, then
                 # replay it: for the same proposal (its challenge is
@@ -288,8 +291,8 @@ async def main():
                 wait_title(person, "Approved and run", 20)
                 assert status_of(home, other) == "applied"
 
-        # --- A second passkey, authorized by the first; then removed,
-        # authorized by the first; the last one cannot be removed here.
+        # --- A second passkey, with a fresh code; then removed, authorized
+        # by the first; the last one cannot be removed here.
         # (Chrome emulates one platform authenticator per browser, and a
         # second virtual one would get the ceremony too; so the second
         # passkey is a second credential of the same authenticator, made
@@ -305,6 +308,7 @@ async def main():
                 return create(o);
             };""")
         person.find_element(By.ID, "passkey-name").send_keys("phone")
+        person.find_element(By.ID, "enrolment-code").send_keys(enrolment_code(home))
         click_button(person, "Enrol")
         wait_title(person, "Passkey enrolled", 30)
         phone = next(c["credentialId"] for c in credentials(person, person_auth) if c["credentialId"] != laptop)
@@ -319,7 +323,7 @@ async def main():
 
         # --- Every stored assertion verifies again from public data.
         audit = run(home, "audit", "--verify").stdout
-        assert re.search(r"passkey assertions: [4-9] verified, 0 refused", audit), audit
+        assert re.search(r"passkey assertions: [3-9] verified, 0 refused", audit), audit
     finally:
         person.quit()
         code, rest = stop_up(up)

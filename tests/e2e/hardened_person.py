@@ -7,7 +7,7 @@ proposed and failed at everything else.
 As the administrator would, it runs the signer user's commands with
 `runuser`: `countersign console pair` at a real pseudo-terminal (pexpect;
 the link names https://console.localhost:<port>) and `countersign-signer passkeys
-enrolment-code`. In Debian's Chromium, headless, run by root (the person is
+enrolment-code --approver console`. In Debian's Chromium, headless, run by root (the person is
 not the agent) with a throwaway $HOME whose NSS database trusts the
 installation's console CA, as setup-system.sh says (the signer's user
 prints it with `console trust --pem`; the person checks its fingerprint and
@@ -78,12 +78,15 @@ def trusting_person_home(user, home):
 
 
 def enrolment_code(user, signer_bin, home):
-    """The administrator prints the one-time code for the first passkey."""
-    out = subprocess.run(as_signer(user, signer_bin, "passkeys", "enrolment-code", "--home", home),
+    """The administrator prints a one-time code for one passkey of the
+    console's approver."""
+    out = subprocess.run(as_signer(user, signer_bin, "passkeys", "enrolment-code", "--approver", "console",
+                                   "--home", home),
                          capture_output=True, text=True, timeout=30, cwd="/")
     assert out.returncode == 0, out
     lines = out.stdout.splitlines()
-    assert len(lines) == 2 and lines[1].endswith("; accepted once, for the first passkey only"), out.stdout
+    assert len(lines) == 2 and lines[1].endswith("; accepted once, for one passkey of the approver console only"), \
+        out.stdout
     return lines[0].strip()
 
 

@@ -50,7 +50,6 @@ struct RegistrationJson {
     challenge_id: String,
     attestation_object: String,
     client_data_json: String,
-    authorization: Option<AssertionJson>,
 }
 
 fn bytes(field: &str, text: &str) -> Result<Vec<u8>, String> {
@@ -139,8 +138,8 @@ pub(crate) async fn decision_challenge(
     }
 }
 
-/// `GET /passkeys`: the principal's passkeys, the enrolment form and a
-/// removal form for each active one.
+/// `GET /passkeys`: this console's approver's passkeys, the enrolment
+/// form and a removal form for each active one.
 pub(crate) async fn page_of_passkeys(
     State(state): State<Arc<ConsoleState>>,
     headers: HeaderMap,
@@ -175,13 +174,9 @@ pub(crate) async fn page_of_passkeys(
                 input type="hidden" name="registration" value="";
                 label for="passkey-name" { "Name" }
                 input #passkey-name name="name" required maxlength="64" placeholder="for example: laptop";
-                @if active.is_empty() {
-                    label for="enrolment-code" { "Enrolment code" }
-                    input #enrolment-code name="enrolment_code" required autocomplete="off";
-                    p.hint { "The first passkey needs the one-time code the signer's administrator prints with " code { "countersign-signer passkeys enrolment-code" } "." }
-                } @else {
-                    p.hint { "You will be asked for an enrolled passkey to authorize the new one." }
-                }
+                label for="enrolment-code" { "Enrolment code" }
+                input #enrolment-code name="enrolment_code" required autocomplete="off";
+                p.hint { "Every passkey needs a one-time code the signer's administrator draws for this console's approver: " code { "countersign-signer passkeys enrolment-code --approver console" } " (or the name the console was started with, " code { "--as NAME" } "). A passkey enrolled here is this approver's alone." }
                 button type="submit" { "Enrol" }
                 p.refusal role="alert" hidden {}
             }
@@ -245,9 +240,6 @@ pub(crate) async fn enrolment_challenge(
                     "user_id": URL_SAFE_NO_PAD.encode(&c.user_id),
                     "user_name": c.user_name,
                     "exclude": b64(&c.exclude_credential_ids),
-                    "needs_enrolment_code": c.needs_enrolment_code,
-                    "authorization_challenge": URL_SAFE_NO_PAD.encode(&c.authorization_challenge),
-                    "allowed": b64(&c.allowed_credential_ids),
                     "timeout_ms": c.timeout_ms,
                 }),
             )
@@ -273,7 +265,8 @@ fn done(heading: &str, message: &str) -> Response {
 }
 
 /// `POST /passkeys/enrol` with `name`, `registration` (the script's JSON)
-/// and, for the first passkey, `enrolment_code`.
+/// and `enrolment_code` (every enrolment needs one, drawn for this
+/// console's approver).
 pub(crate) async fn enrol(
     State(state): State<Arc<ConsoleState>>,
     Authorized { form, .. }: Authorized,
@@ -304,10 +297,6 @@ pub(crate) async fn enrol(
             attestation_object: bytes("attestation_object", &registration.attestation_object)?,
             client_data_json: bytes("client_data_json", &registration.client_data_json)?,
             enrolment_code: form.get("enrolment_code").unwrap_or_default().to_owned(),
-            authorization: registration
-                .authorization
-                .map(AssertionJson::into_wire)
-                .transpose()?,
         })
     })();
     let request = match request {

@@ -301,8 +301,9 @@ pub struct PasskeyAssertion {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct BeginEnrolmentRequest {}
-/// What `navigator.credentials.create` (and, for a later passkey, the
-/// authorizing `navigator.credentials.get`) need.
+/// What `navigator.credentials.create` needs. Every enrolment is
+/// authorized by a one-time enrolment code the signer's administrator drew
+/// for the enrolling approver (`countersign-signer passkeys enrolment-code  --approver NAME`); the passkey then belongs to that approver alone.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct EnrolmentChallenge {
     #[prost(string, tag = "1")]
@@ -312,25 +313,16 @@ pub struct EnrolmentChallenge {
     pub creation_challenge: ::prost::alloc::vec::Vec<u8>,
     #[prost(string, tag = "3")]
     pub rp_id: ::prost::alloc::string::String,
-    /// The WebAuthn user handle of the principal (stable).
+    /// The WebAuthn user handle of the enrolling approver (stable).
     #[prost(bytes = "vec", tag = "4")]
     pub user_id: ::prost::alloc::vec::Vec<u8>,
-    /// The principal, as the authenticator shows the user name.
+    /// The enrolling approver (`<principal>` or `<principal>/<name>`), as the
+    /// authenticator shows the user name.
     #[prost(string, tag = "5")]
     pub user_name: ::prost::alloc::string::String,
-    /// Passkeys already enrolled (`excludeCredentials`).
+    /// Passkeys already enrolled for the principal (`excludeCredentials`).
     #[prost(bytes = "vec", repeated, tag = "6")]
     pub exclude_credential_ids: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
-    /// True when the principal has no passkey: Enrol needs the enrolment code.
-    #[prost(bool, tag = "7")]
-    pub needs_enrolment_code: bool,
-    /// Otherwise the challenge an enrolled passkey signs to authorize this
-    /// enrolment (derived from 32 random bytes and the creation challenge),
-    /// and which passkeys may sign it.
-    #[prost(bytes = "vec", tag = "8")]
-    pub authorization_challenge: ::prost::alloc::vec::Vec<u8>,
-    #[prost(bytes = "vec", repeated, tag = "9")]
-    pub allowed_credential_ids: ::prost::alloc::vec::Vec<::prost::alloc::vec::Vec<u8>>,
     #[prost(uint32, tag = "10")]
     pub timeout_ms: u32,
 }
@@ -345,12 +337,9 @@ pub struct EnrolRequest {
     pub attestation_object: ::prost::alloc::vec::Vec<u8>,
     #[prost(bytes = "vec", tag = "4")]
     pub client_data_json: ::prost::alloc::vec::Vec<u8>,
-    /// The enrolment code (first passkey), or an enrolled passkey's assertion
-    /// over `authorization_challenge` (every later one).
+    /// The one-time enrolment code drawn for this approver (required).
     #[prost(string, tag = "5")]
     pub enrolment_code: ::prost::alloc::string::String,
-    #[prost(message, optional, tag = "6")]
-    pub authorization: ::core::option::Option<PasskeyAssertion>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct BeginRemovalRequest {
@@ -392,6 +381,7 @@ pub struct PasskeyView {
 pub struct ListPasskeysRequest {}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ListPasskeysResponse {
+    /// The calling approver's own passkeys (enrolled through its certificate).
     #[prost(message, repeated, tag = "1")]
     pub passkeys: ::prost::alloc::vec::Vec<PasskeyView>,
     /// Whether the installation requires a passkey for every approval.
@@ -1127,9 +1117,10 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "BeginDecision"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: approver. Begins enrolling a passkey for the caller's principal.
-        /// The first one needs the enrolment code the signer's administrator
-        /// printed; every later one an assertion of an enrolled passkey.
+        /// role: approver. Begins enrolling a passkey for the calling approver
+        /// (its certificate): the passkey will be that approver's alone. Every
+        /// enrolment needs the one-time code the signer's administrator drew for
+        /// that approver.
         pub async fn begin_enrolment(
             &mut self,
             request: impl tonic::IntoRequest<super::BeginEnrolmentRequest>,
@@ -1155,7 +1146,7 @@ pub mod signer_client {
             self.inner.unary(req, path, codec).await
         }
         /// role: approver. Enrols the passkey a browser created for an
-        /// EnrolmentChallenge, authorized by the enrolment code or an assertion.
+        /// EnrolmentChallenge, authorized by the calling approver's enrolment code.
         pub async fn enrol(
             &mut self,
             request: impl tonic::IntoRequest<super::EnrolRequest>,
@@ -1177,8 +1168,8 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "Enrol"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: approver. Begins removing an enrolled passkey of the caller's
-        /// principal; the removal needs an assertion of an enrolled passkey.
+        /// role: approver. Begins removing one of the calling approver's own
+        /// passkeys; the removal needs an assertion of another of its own.
         pub async fn begin_removal(
             &mut self,
             request: impl tonic::IntoRequest<super::BeginRemovalRequest>,
@@ -1203,9 +1194,9 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "BeginRemoval"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: approver. Removes a passkey, authorized by an assertion over the
-        /// BeginRemoval challenge. The last passkey of a principal is removed only
-        /// through the signer's administrative path.
+        /// role: approver. Removes a passkey, authorized by an assertion of the
+        /// same approver's over the BeginRemoval challenge. An approver's last
+        /// passkey is removed only through the signer's administrative path.
         pub async fn remove_passkey(
             &mut self,
             request: impl tonic::IntoRequest<super::RemovePasskeyRequest>,
@@ -1227,7 +1218,7 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "RemovePasskey"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: approver. The caller principal's passkeys, removed ones included.
+        /// role: approver. The calling approver's passkeys, removed ones included.
         pub async fn list_passkeys(
             &mut self,
             request: impl tonic::IntoRequest<super::ListPasskeysRequest>,
@@ -1518,9 +1509,10 @@ pub mod signer_server {
             tonic::Response<super::PasskeyChallenge>,
             tonic::Status,
         >;
-        /// role: approver. Begins enrolling a passkey for the caller's principal.
-        /// The first one needs the enrolment code the signer's administrator
-        /// printed; every later one an assertion of an enrolled passkey.
+        /// role: approver. Begins enrolling a passkey for the calling approver
+        /// (its certificate): the passkey will be that approver's alone. Every
+        /// enrolment needs the one-time code the signer's administrator drew for
+        /// that approver.
         async fn begin_enrolment(
             &self,
             request: tonic::Request<super::BeginEnrolmentRequest>,
@@ -1529,13 +1521,13 @@ pub mod signer_server {
             tonic::Status,
         >;
         /// role: approver. Enrols the passkey a browser created for an
-        /// EnrolmentChallenge, authorized by the enrolment code or an assertion.
+        /// EnrolmentChallenge, authorized by the calling approver's enrolment code.
         async fn enrol(
             &self,
             request: tonic::Request<super::EnrolRequest>,
         ) -> std::result::Result<tonic::Response<super::PasskeyView>, tonic::Status>;
-        /// role: approver. Begins removing an enrolled passkey of the caller's
-        /// principal; the removal needs an assertion of an enrolled passkey.
+        /// role: approver. Begins removing one of the calling approver's own
+        /// passkeys; the removal needs an assertion of another of its own.
         async fn begin_removal(
             &self,
             request: tonic::Request<super::BeginRemovalRequest>,
@@ -1543,14 +1535,14 @@ pub mod signer_server {
             tonic::Response<super::PasskeyChallenge>,
             tonic::Status,
         >;
-        /// role: approver. Removes a passkey, authorized by an assertion over the
-        /// BeginRemoval challenge. The last passkey of a principal is removed only
-        /// through the signer's administrative path.
+        /// role: approver. Removes a passkey, authorized by an assertion of the
+        /// same approver's over the BeginRemoval challenge. An approver's last
+        /// passkey is removed only through the signer's administrative path.
         async fn remove_passkey(
             &self,
             request: tonic::Request<super::RemovePasskeyRequest>,
         ) -> std::result::Result<tonic::Response<super::PasskeyView>, tonic::Status>;
-        /// role: approver. The caller principal's passkeys, removed ones included.
+        /// role: approver. The calling approver's passkeys, removed ones included.
         async fn list_passkeys(
             &self,
             request: tonic::Request<super::ListPasskeysRequest>,

@@ -1,9 +1,11 @@
 //! What a notification says: that a proposal waits for a person, which
 //! one (id, operation, the SHA-256 of its canonical arguments) and where
 //! to review it (the console's proposal page, which decides nothing on
-//! GET). Nothing else: the type has no field that could hold a proof, a
-//! decision link or a secret, and every rendering (webhook JSON, email,
-//! desktop) is built from these fields alone.
+//! GET); or that a passkey was enrolled or removed, for which approver
+//! (so that a person hears of an enrolment they did not make). Nothing
+//! else: the type has no field that could hold a proof, a decision link,
+//! an enrolment code or a secret, and every rendering (webhook JSON,
+//! email, desktop) is built from these fields alone.
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -12,10 +14,71 @@ use time::format_description::well_known::Rfc3339;
 /// The Standard Webhooks event type of a notification.
 pub const EVENT_TYPE: &str = "proposal.waiting";
 
-/// One proposal waiting for a person.
+/// What happened to a passkey.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PasskeyEvent {
+    /// Enrolled, with its approver's enrolment code.
+    Enrolled,
+    /// Removed, with an assertion of another passkey of its approver.
+    Removed,
+}
+
+impl PasskeyEvent {
+    /// The Standard Webhooks event type: `passkey.enrolled` or `passkey.removed`.
+    pub fn event_type(self) -> &'static str {
+        match self {
+            PasskeyEvent::Enrolled => "passkey.enrolled",
+            PasskeyEvent::Removed => "passkey.removed",
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            PasskeyEvent::Enrolled => "enrolled",
+            PasskeyEvent::Removed => "removed",
+        }
+    }
+}
+
+/// A passkey enrolled or removed: for which approver, which credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasskeyChange {
+    /// Enrolled or removed.
+    pub event: PasskeyEvent,
+    /// The approver it belongs to (`<principal>` or `<principal>/<name>`).
+    pub approver: String,
+    /// Its credential id (base64url), as `passkeys list` shows it.
+    pub credential_id: String,
+    /// The name the person gave it.
+    pub name: String,
+}
+
+impl PasskeyChange {
+    /// `credential_id`, named `name`, was enrolled for `approver`.
+    pub fn enrolled(approver: &str, credential_id: &str, name: &str) -> PasskeyChange {
+        PasskeyChange::new(PasskeyEvent::Enrolled, approver, credential_id, name)
+    }
+
+    /// `credential_id`, named `name`, of `approver` was removed.
+    pub fn removed(approver: &str, credential_id: &str, name: &str) -> PasskeyChange {
+        PasskeyChange::new(PasskeyEvent::Removed, approver, credential_id, name)
+    }
+
+    fn new(event: PasskeyEvent, approver: &str, credential_id: &str, name: &str) -> Self {
+        PasskeyChange {
+            event,
+            approver: approver.to_owned(),
+            credential_id: credential_id.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+/// One proposal waiting for a person, or one passkey change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notification {
-    /// The proposal's id.
+    /// The proposal's id (empty for a passkey change).
     pub proposal_id: String,
     /// The principal that owns it (status is shown to its approvers only).
     pub principal: String,
@@ -25,8 +88,11 @@ pub struct Notification {
     pub arguments_sha256: String,
     /// The console's page for the proposal, when a console is configured.
     pub console_url: Option<String>,
-    /// When it was proposed (Unix seconds).
+    /// When it was proposed, or the passkey changed (Unix seconds).
     pub created_at: i64,
+    /// A passkey change; then the proposal fields above are empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passkey: Option<PasskeyChange>,
 }
 
 /// The webhook body: `{"type", "timestamp", "data"}` as Standard Webhooks
@@ -46,9 +112,60 @@ struct PayloadData<'a> {
     console_url: Option<&'a str>,
 }
 
+/// The webhook body of a passkey change: `data` holds the approver, the
+/// credential id and its name (not the principal).
+#[derive(Debug, Serialize)]
+struct PasskeyPayload<'a> {
+    r#type: &'static str,
+    timestamp: String,
+    data: PasskeyData<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct PasskeyData<'a> {
+    approver: &'a str,
+    credential_id: &'a str,
+    name: &'a str,
+}
+
 impl Notification {
+    /// A notification that `change` happened to a passkey of `principal`
+    /// at `at` (Unix seconds).
+    pub fn of_passkey(principal: &str, change: PasskeyChange, at: i64) -> Notification {
+        Notification {
+            proposal_id: String::new(),
+            principal: principal.to_owned(),
+            operation: String::new(),
+            arguments_sha256: String::new(),
+            console_url: None,
+            created_at: at,
+            passkey: Some(change),
+        }
+    }
+
+    /// What `notify status` shows as its subject: the operation, or the
+    /// passkey event's type.
+    pub fn subject(&self) -> &str {
+        match &self.passkey {
+            Some(change) => change.event.event_type(),
+            None => &self.operation,
+        }
+    }
+
     /// The JSON body a webhook receiver gets.
     pub fn webhook_body(&self) -> Result<String, String> {
+        if let Some(change) = &self.passkey {
+            let payload = PasskeyPayload {
+                r#type: change.event.event_type(),
+                timestamp: rfc3339(self.created_at),
+                data: PasskeyData {
+                    approver: &change.approver,
+                    credential_id: &change.credential_id,
+                    name: &change.name,
+                },
+            };
+            return serde_json::to_string(&payload).map_err(|e| format!("webhook body: {e}"));
+        }
         let payload = Payload {
             r#type: EVENT_TYPE,
             timestamp: rfc3339(self.created_at),
@@ -64,6 +181,13 @@ impl Notification {
 
     /// A one-line summary (email subject, desktop summary).
     pub fn summary(&self) -> String {
+        if let Some(change) = &self.passkey {
+            return format!(
+                "countersign: a passkey of {} was {}",
+                change.approver,
+                change.event.verb()
+            );
+        }
         format!(
             "countersign: {} waits for your decision ({})",
             self.operation, self.proposal_id
@@ -72,6 +196,22 @@ impl Notification {
 
     /// The plain-text body of an email or desktop notification.
     pub fn text(&self) -> String {
+        if let Some(change) = &self.passkey {
+            return format!(
+                "A passkey of approver {} was {}.\n\n\
+                 Name:          {}\nCredential id: {}\nAt:            {}\n\n\
+                 If that was not you, have the signer's administrator remove it \
+                 (`countersign-signer passkeys remove {}`) and find out who drew \
+                 or used the enrolment code.\n\n\
+                 This message carries no approval and authorizes nothing.\n",
+                change.approver,
+                change.event.verb(),
+                change.name,
+                change.credential_id,
+                rfc3339(self.created_at),
+                change.credential_id,
+            );
+        }
         let link = match &self.console_url {
             Some(url) => format!("Review it in the console: {url}\n"),
             None => "Review it with `countersign pending` at an approver's terminal.\n".into(),
@@ -110,7 +250,37 @@ mod tests {
             arguments_sha256: "ab".repeat(32),
             console_url: Some("http://127.0.0.1:7444/proposals/prop_0a".into()),
             created_at: 1_700_000_000,
+            passkey: None,
         }
+    }
+
+    #[test]
+    fn a_passkey_change_names_the_approver_and_credential_and_nothing_more() {
+        let change = PasskeyChange::enrolled("pr_1/alice", "AAEC", "laptop");
+        let n = Notification::of_passkey("pr_1", change, 1_700_000_000);
+        let body: serde_json::Value = serde_json::from_str(&n.webhook_body().unwrap()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "type": "passkey.enrolled",
+                "timestamp": "2023-11-14T22:13:20Z",
+                "data": {"approver": "pr_1/alice", "credential_id": "AAEC", "name": "laptop"}
+            })
+        );
+        assert_eq!(
+            n.summary(),
+            "countersign: a passkey of pr_1/alice was enrolled"
+        );
+        assert!(n.text().contains("authorizes nothing"), "{}", n.text());
+        assert_eq!(n.subject(), "passkey.enrolled");
+    }
+
+    #[test]
+    fn a_stored_proposal_notification_without_a_passkey_field_still_loads() {
+        let text = r#"{"proposal_id":"prop_0a","principal":"pr_1","operation":"op","arguments_sha256":"00","console_url":null,"created_at":0}"#;
+        let n: Notification = serde_json::from_str(text).unwrap();
+        assert_eq!(n.passkey, None);
+        assert!(!serde_json::to_string(&n).unwrap().contains("passkey"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Notifications without authority: when a proposal waits for a person,
-//! the signer tells them through the channels of `[notify]` (a Standard
-//! Webhooks POST, an email, a desktop notification). A notification holds
+//! or a passkey is enrolled or removed, the signer tells them through every
+//! channel of `[notify]` (a Standard Webhooks POST, an email, a desktop
+//! notification). A notification holds
 //! the proposal id, operation, arguments digest and console link: never a
 //! proof, never a link that decides on GET (the console decides only on a
 //! CSRF-guarded POST of a paired session).
@@ -32,7 +33,7 @@ use countersign_ledger::Proposal;
 use tokio::sync::mpsc;
 
 pub(crate) use channels::Channels;
-use message::Notification;
+use message::{Notification, PasskeyChange};
 use store::{Deliveries, StateFile};
 
 /// Notifications waiting for the background task; more are dropped.
@@ -118,12 +119,33 @@ impl Notifier {
                 .as_ref()
                 .map(|console| console.proposal_url(&proposal.id)),
             created_at: proposal.created_at.unix_timestamp(),
+            passkey: None,
         };
         if inner.queue.try_send(notification).is_err() {
             inner.dropped.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
                 proposal_id = %proposal.id,
                 "notification dropped: the notification queue is full"
+            );
+        }
+    }
+
+    /// Tells the configured channels that a passkey of `principal` was
+    /// enrolled or removed (`change`), so that a person hears of a change
+    /// they did not make. Like [`Self::proposal_waiting`], never waits and
+    /// never fails.
+    pub(crate) fn passkey_changed(&self, principal: &str, change: PasskeyChange) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        let at = time::OffsetDateTime::now_utc().unix_timestamp();
+        let credential_id = change.credential_id.clone();
+        let notification = Notification::of_passkey(principal, change, at);
+        if inner.queue.try_send(notification).is_err() {
+            inner.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                %credential_id,
+                "passkey notification dropped: the notification queue is full"
             );
         }
     }

@@ -70,7 +70,7 @@ fn delivery_view(d: &Delivery) -> wire::NotifyDelivery {
     wire::NotifyDelivery {
         delivery_id: d.id.clone(),
         proposal_id: d.notification.proposal_id.clone(),
-        operation: d.notification.operation.clone(),
+        operation: d.notification.subject().to_owned(),
         state: d.state.as_str().to_owned(),
         attempts: d.attempts,
         last_error: d.last_error.clone().unwrap_or_default(),

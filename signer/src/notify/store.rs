@@ -172,6 +172,7 @@ mod tests {
                 arguments_sha256: "00".into(),
                 console_url: None,
                 created_at: 0,
+                passkey: None,
             },
             state,
             attempts: 1,

@@ -1,12 +1,12 @@
 //! The administrative path, run as the signer's OS user
-//! (`countersign-signer passkeys ...`): the enrolment code for a first
-//! passkey, the list, and removal without an assertion (recovery when the
-//! last passkey is lost). Each change is recorded in the audit chain with
-//! the actor `signer-admin`.
+//! (`countersign-signer passkeys ...`): the enrolment code an approver
+//! needs for each passkey it enrols, the list, and removal without an
+//! assertion (recovery when an approver's last passkey is lost). Each
+//! change is recorded in the audit chain with the actor `signer-admin`.
 
 use std::io::Write;
 
-use countersign_identity::Home;
+use countersign_identity::{ApproverName, Home};
 use countersign_ledger::{Ledger, PasskeyRemoval, SIGNER_ADMIN};
 use time::OffsetDateTime;
 
@@ -14,22 +14,34 @@ use super::code::EnrolmentCodes;
 use crate::convert::format_time;
 use crate::error::StartError;
 
-/// Makes a new enrolment code and writes it, with its expiry, to `out`.
-pub fn print_enrolment_code(home: &Home, out: &mut dyn Write) -> Result<(), StartError> {
+/// Makes a new enrolment code for `approver` (`None`: the approver
+/// certificate without a name) and writes it, with its expiry and whose it
+/// is, to `out`.
+pub fn print_enrolment_code(
+    home: &Home,
+    approver: Option<&ApproverName>,
+    out: &mut dyn Write,
+) -> Result<(), StartError> {
     let codes = EnrolmentCodes::in_dir(&home.signer_dir());
     let (code, expires_at) = codes
-        .issue(OffsetDateTime::now_utc())
+        .issue(approver, OffsetDateTime::now_utc())
         .map_err(|e| StartError::Passkeys(e.to_string()))?;
     let expires = format_time(expires_at).map_err(|e| StartError::Passkeys(e.to_string()))?;
+    let whose = match approver {
+        Some(name) => format!("the approver {name}"),
+        None => "the unnamed approver certificate".to_owned(),
+    };
     writeln!(
         out,
-        "{code}\nexpires {expires}; accepted once, for the first passkey only"
+        "{code}\nexpires {expires}; accepted once, for one passkey of {whose} only"
     )
     .map_err(|e| StartError::Passkeys(format!("writing the code: {e}")))
 }
 
-/// Writes every passkey of the ledger, one per line: credential id,
-/// principal, status, name.
+/// Writes every passkey of the principal, one per line: credential id,
+/// status, the approver it belongs to, what authorized its enrolment
+/// (`enrolment-code` or, before codes were per approver, a credential id),
+/// name.
 pub async fn list(ledger: &Ledger, principal: &str, out: &mut dyn Write) -> Result<(), StartError> {
     for p in ledger.passkeys(principal).await? {
         let status = if p.removed_at.is_some() {
@@ -37,8 +49,12 @@ pub async fn list(ledger: &Ledger, principal: &str, out: &mut dyn Write) -> Resu
         } else {
             "active"
         };
-        writeln!(out, "{} {status} {}", p.credential_id, p.name)
-            .map_err(|e| StartError::Passkeys(e.to_string()))?;
+        writeln!(
+            out,
+            "{} {status} {} {} {}",
+            p.credential_id, p.enrolled_by, p.authorized_by, p.name
+        )
+        .map_err(|e| StartError::Passkeys(e.to_string()))?;
     }
     Ok(())
 }

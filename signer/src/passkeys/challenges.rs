@@ -1,7 +1,8 @@
 //! The challenges the signer handed out and has not seen answered yet.
 //!
 //! Owns: drawing a challenge's random bytes and id, remembering what it was
-//! issued for and to whom, and giving each back at most once, within
+//! issued for and to which approver (its certificate's approver path, so
+//! one approver's challenge is never another's to answer), and giving each back at most once, within
 //! [`CHALLENGE_TTL`]. Must not: verify anything (the caller does, with the
 //! purpose it gets back), or keep a challenge after it was taken, even
 //! when the answer then fails. Held in memory: a restart forgets every
@@ -42,8 +43,9 @@ pub(crate) enum Purpose {
 /// An open challenge.
 #[derive(Debug, Clone)]
 pub(crate) struct Open {
-    /// The principal whose approver asked for it.
-    pub(crate) principal: String,
+    /// The approver path (`<principal>` or `<principal>/<name>`) of the
+    /// certificate that asked for it.
+    pub(crate) approver: String,
     pub(crate) purpose: Purpose,
     /// The signer's random bytes the challenge was derived from.
     pub(crate) random: [u8; 32],
@@ -67,10 +69,11 @@ pub(crate) fn random_bytes() -> Result<[u8; 32], RpcError> {
 }
 
 impl Challenges {
-    /// Remembers a challenge and returns its id (16 random bytes, hex).
+    /// Remembers a challenge issued to `approver` (an approver path) and
+    /// returns its id (16 random bytes, hex).
     pub(crate) fn insert(
         &self,
-        principal: &str,
+        approver: &str,
         purpose: Purpose,
         random: [u8; 32],
         challenge: [u8; 32],
@@ -92,7 +95,7 @@ impl Challenges {
         open.insert(
             id.clone(),
             Open {
-                principal: principal.to_owned(),
+                approver: approver.to_owned(),
                 purpose,
                 random,
                 challenge,
@@ -102,12 +105,13 @@ impl Challenges {
         Ok(id)
     }
 
-    /// Takes the challenge `id` if `principal` was issued it and it has not
-    /// expired. It is gone afterwards, whatever the caller then finds.
-    pub(crate) fn take(&self, id: &str, principal: &str) -> Result<Open, RpcError> {
+    /// Takes the challenge `id` if `approver` (an approver path) was issued
+    /// it and it has not expired. It is gone afterwards, whatever the
+    /// caller then finds.
+    pub(crate) fn take(&self, id: &str, approver: &str) -> Result<Open, RpcError> {
         let taken = self.lock().remove(id);
         match taken {
-            Some(open) if open.principal == principal && open.issued.elapsed() < CHALLENGE_TTL => {
+            Some(open) if open.approver == approver && open.issued.elapsed() < CHALLENGE_TTL => {
                 Ok(open)
             }
             _ => Err(RpcError::ChallengeUnknown),
@@ -135,14 +139,22 @@ mod tests {
     }
 
     #[test]
-    fn a_challenge_is_given_back_once_and_only_to_its_principal() {
+    fn a_challenge_is_given_back_once_and_only_to_its_approver() {
         let store = Challenges::default();
         let id = store.insert("pr_a", remove(), [1; 32], [2; 32]).unwrap();
         assert_eq!(
             store.take(&id, "pr_b").unwrap_err(),
             RpcError::ChallengeUnknown
         );
-        // Taken by the wrong principal, it is gone for the right one too.
+        let alices = store
+            .insert("pr_a/alice", remove(), [1; 32], [2; 32])
+            .unwrap();
+        assert_eq!(
+            store.take(&alices, "pr_a/bob").unwrap_err(),
+            RpcError::ChallengeUnknown,
+            "another approver of the same principal"
+        );
+        // Taken by the wrong approver, it is gone for the right one too.
         assert_eq!(
             store.take(&id, "pr_a").unwrap_err(),
             RpcError::ChallengeUnknown

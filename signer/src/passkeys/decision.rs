@@ -11,7 +11,8 @@ use countersign_webauthn::challenge::{DecisionChallenge, ProposalDigest, Proposa
 use tonic::Request;
 
 use super::challenges::{CHALLENGE_TTL, random_bytes};
-use super::{Purpose, active, b64, check_assertion, raw_ids};
+use super::rpc::owned_by;
+use super::{Purpose, active, check_assertion, raw_ids};
 use crate::convert::{Delivery, parse_delivery, parse_proposal_id, parse_session};
 use crate::decide::approver_path;
 use crate::error::RpcError;
@@ -32,9 +33,9 @@ pub(crate) struct VerifiedDecision {
 pub(crate) struct Decider<'a> {
     /// The approver's principal (from its certificate).
     pub(crate) principal: &'a str,
-    /// For a quorum approval, the approver (`<principal>/<name>`): only a
-    /// passkey this approver enrolled may answer.
-    pub(crate) approver: Option<&'a str>,
+    /// The approver's path (`<principal>` or `<principal>/<name>`, from its
+    /// certificate): only a passkey this approver enrolled may answer.
+    pub(crate) approver: &'a str,
 }
 
 fn delivery_name(delivery: Delivery) -> &'static str {
@@ -81,14 +82,17 @@ impl SignerService {
                 .as_str()
                 .to_owned()
         };
-        let mut passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
-        // Only a quorum's approver may decide its proposal, with a passkey
-        // of their own: the browser is offered only the ones they enrolled.
+        // Only a quorum's approver may decide its proposal.
         if let Some(quorum) = self.quorum_of(&record) {
             member(&peer, &quorum)?;
-            let approver = approver_path(&peer);
-            passkeys.retain(|k| k.enrolled_by == approver);
         }
+        // Every approver decides with a passkey of their own: the browser
+        // is offered only the ones this approver enrolled.
+        let approver = approver_path(&peer);
+        let passkeys = owned_by(
+            active(self.state.ledger.passkeys(&peer.principal).await?),
+            &approver,
+        );
         if passkeys.is_empty() {
             return Err(RpcError::NoPasskeyEnrolled);
         }
@@ -96,7 +100,7 @@ impl SignerService {
         let random = random_bytes()?;
         let challenge = DecisionChallenge::derive(random, &digest);
         let challenge_id = self.state.challenges.insert(
-            &peer.principal,
+            &approver,
             Purpose::Decision {
                 proposal_id: record.proposal.id.clone(),
                 delivery,
@@ -110,10 +114,10 @@ impl SignerService {
     }
 
     /// Checks the assertion of an approval of `record` with `delivery` into
-    /// `session`: its challenge was issued to `principal` for exactly that,
-    /// and an active passkey of `principal` signed it with UV. With
-    /// `approver` (a quorum approval), the passkey must be one that approver
-    /// enrolled (`enrolled_by`): another approver's is `not_your_passkey`.
+    /// `session`: its challenge was issued to `approver` for exactly that,
+    /// and an active passkey of `principal` that `approver` enrolled
+    /// (`enrolled_by`) signed it with UV: another approver's is
+    /// `not_your_passkey`.
     pub(crate) async fn check_decision(
         &self,
         decider: Decider<'_>,
@@ -128,7 +132,7 @@ impl SignerService {
             approver,
         } = decider;
         let policy = self.passkey_policy()?;
-        let open = self.state.challenges.take(challenge_id, principal)?;
+        let open = self.state.challenges.take(challenge_id, approver)?;
         match &open.purpose {
             Purpose::Decision {
                 proposal_id,
@@ -142,17 +146,9 @@ impl SignerService {
             _ => return Err(RpcError::ChallengeMismatch),
         }
         let passkeys = active(self.state.ledger.passkeys(principal).await?);
-        if let Some(approver) = approver {
-            let named = b64(&assertion.credential_id);
-            if passkeys
-                .iter()
-                .any(|k| k.credential_id == named && k.enrolled_by != approver)
-            {
-                return Err(RpcError::NotYourPasskey);
-            }
-        }
         let stored = check_assertion(
             &passkeys,
+            approver,
             &policy.rp,
             assertion,
             &open,

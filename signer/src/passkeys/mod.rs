@@ -89,12 +89,17 @@ pub(crate) fn b64(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// Checks `assertion` against the active passkey of `principal` it names,
-/// with `challenge`, and returns the record to store with what it
-/// authorizes. The caller holds the passkey lock until that record is
-/// written.
+/// Checks `assertion` against the active passkey of the principal it
+/// names, which `owner` (the presenting certificate's approver path) must
+/// have enrolled, with `challenge`, and returns the record to store with
+/// what it authorizes. A passkey of the principal that another approver
+/// enrolled is `not_your_passkey`; one that is not active here at all,
+/// `unknown_passkey`. The caller holds the passkey lock until that record
+/// is written.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn check_assertion(
     active: &[PasskeyRecord],
+    owner: &str,
     rp: &RelyingParty,
     assertion: &Assertion,
     open: &Open,
@@ -107,6 +112,9 @@ pub(crate) fn check_assertion(
         .iter()
         .find(|p| p.credential_id == id)
         .ok_or(RpcError::UnknownPasskey)?;
+    if record.enrolled_by != owner {
+        return Err(RpcError::NotYourPasskey);
+    }
     let credential = credential_of(record)?;
     let verified = verify_assertion(&credential, assertion, rp, &open.challenge)
         .map_err(RpcError::PasskeyRefused)?;

@@ -1,20 +1,22 @@
 //! Enrolling, removing and listing passkeys.
 //!
-//! The first passkey of a principal is enrolled with the enrolment code
-//! (`code.rs`); every later enrolment, and every removal, with an
-//! assertion of an active passkey over a challenge bound to that change.
-//! The last active passkey is removed only through the administrative
-//! path (`countersign-signer passkeys remove`), so approvals that need a
-//! passkey are never left without a way to enrol one again except the
-//! administrator's.
+//! A passkey belongs to one approver: the approver certificate that
+//! enrolled it (`enrolled_by`, its approver path). Every enrolment needs a
+//! one-time enrolment code the signer's administrator drew for that
+//! approver (`code.rs`); no assertion of another passkey stands in for it.
+//! A removal needs an assertion of one of the caller's own passkeys over a
+//! challenge bound to the removed one, which must be the caller's too. An
+//! approver's last active passkey is removed only through the
+//! administrative path (`countersign-signer passkeys remove`). Every
+//! enrolment and removal is notified on the configured channels.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_ledger::{
-    AssertionPurpose, ENROLMENT_CODE, LedgerError, PasskeyEnrolment, PasskeyRemoval,
+    AssertionPurpose, ENROLMENT_CODE, LedgerError, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval,
 };
 use countersign_proto::v1 as wire;
-use countersign_webauthn::challenge::{EnrolmentChallenge, RemovalChallenge};
+use countersign_webauthn::challenge::RemovalChallenge;
 use countersign_webauthn::parse_registration;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -25,6 +27,7 @@ use super::decision::{challenge_reply, timeout_ms};
 use super::{Purpose, active, assertion_from_wire, b64, check_assertion, passkey_view, raw_ids};
 use crate::decide::approver_path;
 use crate::error::RpcError;
+use crate::notify::message::PasskeyChange;
 use crate::service::{SignerService, authorize, roles};
 
 /// Longest passkey name, in characters.
@@ -37,39 +40,26 @@ impl SignerService {
     ) -> Result<wire::EnrolmentChallenge, RpcError> {
         let peer = authorize(&request, "BeginEnrolment", roles::PASSKEYS)?;
         let policy = self.passkey_policy()?;
+        // Every active credential of the principal is excluded, whoever's:
+        // a browser then refuses to make a second credential on an
+        // authenticator that already holds one here (the ledger refuses
+        // the same credential twice in any case).
         let passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
         let creation_challenge = random_bytes()?;
-        let first = passkeys.is_empty();
-        let (random, challenge) = if first {
-            (creation_challenge, creation_challenge)
-        } else {
-            let random = random_bytes()?;
-            (
-                random,
-                EnrolmentChallenge::derive(random, &creation_challenge),
-            )
-        };
+        let approver = approver_path(&peer);
         let challenge_id = self.state.challenges.insert(
-            &peer.principal,
+            &approver,
             Purpose::Enrol { creation_challenge },
-            random,
-            challenge,
+            creation_challenge,
+            creation_challenge,
         )?;
-        let ids = raw_ids(&passkeys);
         Ok(wire::EnrolmentChallenge {
             challenge_id,
             creation_challenge: creation_challenge.to_vec(),
             rp_id: policy.rp.rp_id.clone(),
-            user_id: user_handle(&peer.principal),
-            user_name: peer.principal.clone(),
-            exclude_credential_ids: ids.clone(),
-            needs_enrolment_code: first,
-            authorization_challenge: if first {
-                Vec::new()
-            } else {
-                challenge.to_vec()
-            },
-            allowed_credential_ids: if first { Vec::new() } else { ids },
+            user_id: user_handle(&approver),
+            user_name: approver,
+            exclude_credential_ids: raw_ids(&passkeys),
             timeout_ms: timeout_ms(),
         })
     }
@@ -82,10 +72,8 @@ impl SignerService {
         let policy = self.passkey_policy()?;
         let r = request.into_inner();
         let name = passkey_name(&r.name)?;
-        let open = self
-            .state
-            .challenges
-            .take(&r.challenge_id, &peer.principal)?;
+        let owner = approver_path(&peer);
+        let open = self.state.challenges.take(&r.challenge_id, &owner)?;
         let Purpose::Enrol { creation_challenge } = open.purpose else {
             return Err(RpcError::ChallengeMismatch);
         };
@@ -101,54 +89,37 @@ impl SignerService {
         if self.state.ledger.passkey(&credential_id).await?.is_some() {
             return Err(RpcError::PasskeyAlreadyEnrolled);
         }
-        let passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
-        let authorization = if passkeys.is_empty() {
-            if r.authorization.is_some() || r.enrolment_code.is_empty() {
-                return Err(RpcError::EnrolmentCodeRequired);
-            }
-            self.state
-                .enrolment_codes
-                .spend(&r.enrolment_code, OffsetDateTime::now_utc())?;
-            None
-        } else {
-            let wire_assertion = r.authorization.ok_or(RpcError::AuthorizationRequired)?;
-            if !r.enrolment_code.is_empty() {
-                return Err(RpcError::AuthorizationRequired);
-            }
-            let (answered, assertion) = assertion_from_wire("authorization", wire_assertion)?;
-            if answered != r.challenge_id || open.challenge == creation_challenge {
-                return Err(RpcError::ChallengeMismatch);
-            }
-            Some(check_assertion(
-                &passkeys,
-                &policy.rp,
-                &assertion,
-                &open,
-                AssertionPurpose::Enrol,
-                credential_id.clone(),
-                "",
-            )?)
-        };
-        let authorized_by = authorization
-            .as_ref()
-            .map_or_else(|| ENROLMENT_CODE.to_owned(), |a| a.credential_id.clone());
+        if r.enrolment_code.trim().is_empty() {
+            return Err(RpcError::EnrolmentCodeRequired);
+        }
+        // The code drawn for the approver this certificate names, and no
+        // other: right or wrong, this attempt spends it.
+        self.state.enrolment_codes.spend(
+            peer.approver.as_ref(),
+            &r.enrolment_code,
+            OffsetDateTime::now_utc(),
+        )?;
         let enrolment = PasskeyEnrolment {
             credential_id: credential_id.clone(),
             principal: peer.principal.clone(),
-            name,
+            name: name.clone(),
             public_key: b64(&credential.public_key.to_cose()),
             sign_count: credential.sign_count,
             attestation_object: b64(&r.attestation_object),
             client_data_json: b64(&r.client_data_json),
-            enrolled_by: approver_path(&peer),
-            authorized_by: authorized_by.clone(),
+            enrolled_by: owner.clone(),
+            authorized_by: ENROLMENT_CODE.to_owned(),
         };
         self.state
             .ledger
-            .enrol_passkey(&enrolment, authorization.as_ref())
+            .enrol_passkey(&enrolment, None)
             .await
             .map_err(challenge_used)?;
-        tracing::info!(%credential_id, %authorized_by, "passkey enrolled");
+        tracing::info!(%credential_id, approver = %owner, "passkey enrolled");
+        self.state.notifier.passkey_changed(
+            &peer.principal,
+            PasskeyChange::enrolled(&owner, &credential_id, &name),
+        );
         self.passkey_view_of(&credential_id).await
     }
 
@@ -159,17 +130,19 @@ impl SignerService {
         let peer = authorize(&request, "BeginRemoval", roles::PASSKEYS)?;
         let policy = self.passkey_policy()?;
         let id = request.into_inner().credential_id;
+        let owner = approver_path(&peer);
         let passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
-        let raw = removable(&passkeys, &id)?;
+        let raw = removable(&passkeys, &owner, &id)?;
+        let own = owned_by(passkeys, &owner);
         let random = random_bytes()?;
         let challenge = RemovalChallenge::derive(random, &raw);
         let challenge_id = self.state.challenges.insert(
-            &peer.principal,
+            &owner,
             Purpose::Remove { credential_id: raw },
             random,
             challenge,
         )?;
-        Ok(challenge_reply(challenge_id, challenge, policy, &passkeys))
+        Ok(challenge_reply(challenge_id, challenge, policy, &own))
     }
 
     pub(crate) async fn remove_passkey(
@@ -181,16 +154,18 @@ impl SignerService {
         let r = request.into_inner();
         let wire_assertion = r.authorization.ok_or(RpcError::AuthorizationRequired)?;
         let (challenge_id, assertion) = assertion_from_wire("authorization", wire_assertion)?;
-        let open = self.state.challenges.take(&challenge_id, &peer.principal)?;
+        let owner = approver_path(&peer);
+        let open = self.state.challenges.take(&challenge_id, &owner)?;
         let _guard = self.state.passkey_lock.lock().await;
         let passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
-        let raw = removable(&passkeys, &r.credential_id)?;
+        let raw = removable(&passkeys, &owner, &r.credential_id)?;
         match &open.purpose {
             Purpose::Remove { credential_id } if *credential_id == raw => {}
             _ => return Err(RpcError::ChallengeMismatch),
         }
         let stored = check_assertion(
             &passkeys,
+            &owner,
             &policy.rp,
             &assertion,
             &open,
@@ -203,7 +178,7 @@ impl SignerService {
             .ledger
             .remove_passkey(
                 &r.credential_id,
-                &approver_path(&peer),
+                &owner,
                 &stored.credential_id,
                 Some(&stored),
             )
@@ -212,8 +187,13 @@ impl SignerService {
         if removal != PasskeyRemoval::Removed {
             return Err(RpcError::UnknownPasskey);
         }
-        tracing::info!(credential_id = %r.credential_id, authorized_by = %stored.credential_id, "passkey removed");
-        self.passkey_view_of(&r.credential_id).await
+        tracing::info!(credential_id = %r.credential_id, authorized_by = %stored.credential_id, approver = %owner, "passkey removed");
+        let view = self.passkey_view_of(&r.credential_id).await?;
+        self.state.notifier.passkey_changed(
+            &peer.principal,
+            PasskeyChange::removed(&owner, &r.credential_id, &view.name),
+        );
+        Ok(view)
     }
 
     pub(crate) async fn list_passkeys(
@@ -221,7 +201,10 @@ impl SignerService {
         request: Request<wire::ListPasskeysRequest>,
     ) -> Result<wire::ListPasskeysResponse, RpcError> {
         let peer = authorize(&request, "ListPasskeys", roles::PASSKEYS)?;
-        let records = self.state.ledger.passkeys(&peer.principal).await?;
+        let records = owned_by(
+            self.state.ledger.passkeys(&peer.principal).await?,
+            &approver_path(&peer),
+        );
         Ok(wire::ListPasskeysResponse {
             passkeys: records
                 .iter()
@@ -242,15 +225,26 @@ impl SignerService {
     }
 }
 
-/// The raw id of the active passkey `id` names, if it is not the last one.
-fn removable(
-    passkeys: &[countersign_ledger::PasskeyRecord],
-    id: &str,
-) -> Result<Vec<u8>, RpcError> {
-    if !passkeys.iter().any(|p| p.credential_id == id) {
-        return Err(RpcError::UnknownPasskey);
+/// The passkeys of `records` that `owner` (an approver path) enrolled:
+/// the only ones that approver sees and uses.
+pub(crate) fn owned_by(records: Vec<PasskeyRecord>, owner: &str) -> Vec<PasskeyRecord> {
+    records
+        .into_iter()
+        .filter(|p| p.enrolled_by == owner)
+        .collect()
+}
+
+/// The raw id of the active passkey `id` names, if `owner` enrolled it and
+/// it is not the last one `owner` has.
+fn removable(passkeys: &[PasskeyRecord], owner: &str, id: &str) -> Result<Vec<u8>, RpcError> {
+    let target = passkeys
+        .iter()
+        .find(|p| p.credential_id == id)
+        .ok_or(RpcError::UnknownPasskey)?;
+    if target.enrolled_by != owner {
+        return Err(RpcError::NotYourPasskey);
     }
-    if passkeys.len() == 1 {
+    if passkeys.iter().filter(|p| p.enrolled_by == owner).count() == 1 {
         return Err(RpcError::LastPasskey);
     }
     URL_SAFE_NO_PAD
@@ -258,12 +252,14 @@ fn removable(
         .map_err(|_| RpcError::UnknownPasskey)
 }
 
-/// The WebAuthn user handle of a principal: 16 bytes, stable, and not the
-/// principal itself (handles should not be personal data).
-fn user_handle(principal: &str) -> Vec<u8> {
+/// The WebAuthn user handle of an approver (its path `<principal>` or
+/// `<principal>/<name>`): 16 bytes, stable, and not the path itself
+/// (handles should not be personal data). One per approver, so an
+/// authenticator keeps each approver's discoverable credential apart.
+fn user_handle(approver: &str) -> Vec<u8> {
     let mut hash = Sha256::new();
     hash.update(b"countersign-webauthn-user-v1\0");
-    hash.update(principal.as_bytes());
+    hash.update(approver.as_bytes());
     hash.finalize()[..16].to_vec()
 }
 
@@ -307,9 +303,10 @@ mod tests {
     }
 
     #[test]
-    fn the_user_handle_is_stable_and_per_principal() {
+    fn the_user_handle_is_stable_and_per_approver() {
         assert_eq!(user_handle("pr_a"), user_handle("pr_a"));
         assert_ne!(user_handle("pr_a"), user_handle("pr_b"));
+        assert_ne!(user_handle("pr_a/alice"), user_handle("pr_a/bob"));
         assert_eq!(user_handle("pr_a").len(), 16);
     }
 }

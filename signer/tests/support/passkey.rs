@@ -1,12 +1,13 @@
 //! Passkey helpers of the signer's integration tests: a software
 //! authenticator for the test origin, the wire form of its assertions,
-//! enrolment codes, the first enrolment and decision challenges.
+//! enrolment codes per approver, enrolment and decision challenges.
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
+use countersign_identity::ApproverName;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     BeginDecisionRequest, BeginEnrolmentRequest, DecideRequest, Delivery, EnrolRequest,
-    PasskeyAssertion,
+    PasskeyAssertion, PasskeyView,
 };
 use countersign_signer::passkeys::code::EnrolmentCodes;
 use countersign_signer::testing::TestSigner;
@@ -15,7 +16,7 @@ use countersign_webauthn::testing::SoftAuthenticator;
 use time::OffsetDateTime;
 use tonic::transport::Channel;
 
-use super::approve;
+use super::{approve, reason_of};
 
 pub const ORIGIN: &str = "https://console.localhost:7444";
 pub const REQUIRED: &str =
@@ -35,25 +36,36 @@ pub fn wire(challenge_id: &str, a: Assertion) -> PasskeyAssertion {
     }
 }
 
+/// A fresh enrolment code for the unnamed approver certificate (the
+/// home's `Role::Approver` client).
 pub fn code(signer: &TestSigner) -> String {
+    draw(signer, None)
+}
+
+/// A fresh enrolment code for the named approver `name`.
+pub fn code_for(signer: &TestSigner, name: &str) -> String {
+    draw(signer, Some(&ApproverName::parse(name).unwrap()))
+}
+
+fn draw(signer: &TestSigner, approver: Option<&ApproverName>) -> String {
     EnrolmentCodes::in_dir(&signer.home().signer_dir())
-        .issue(OffsetDateTime::now_utc())
+        .issue(approver, OffsetDateTime::now_utc())
         .unwrap()
         .0
 }
 
-/// Enrols `key` as the first passkey, with a fresh enrolment code.
-pub async fn enrol_first(
-    signer: &TestSigner,
+/// Enrols `key` through `approver` with `enrolment_code`: the signer's
+/// answer.
+pub async fn enrol_with(
     approver: &mut SignerClient<Channel>,
     key: &SoftAuthenticator,
-) {
+    enrolment_code: &str,
+) -> Result<PasskeyView, tonic::Status> {
     let c = approver
         .begin_enrolment(BeginEnrolmentRequest {})
         .await
         .unwrap()
         .into_inner();
-    assert!(c.needs_enrolment_code && c.authorization_challenge.is_empty());
     let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
     approver
         .enrol(EnrolRequest {
@@ -61,11 +73,20 @@ pub async fn enrol_first(
             name: "laptop".into(),
             attestation_object,
             client_data_json,
-            enrolment_code: code(signer),
-            authorization: None,
+            enrolment_code: enrolment_code.into(),
         })
         .await
-        .unwrap();
+        .map(tonic::Response::into_inner)
+}
+
+/// Enrols `key` as a passkey of the home's unnamed approver certificate,
+/// with a fresh enrolment code drawn for it.
+pub async fn enrol_first(
+    signer: &TestSigner,
+    approver: &mut SignerClient<Channel>,
+    key: &SoftAuthenticator,
+) {
+    enrol_with(approver, key, &code(signer)).await.unwrap();
 }
 
 pub fn decide_with(
@@ -95,4 +116,27 @@ pub async fn challenge_for(
         .into_inner();
     assert_eq!(c.rp_id, "console.localhost");
     (c.challenge_id, c.challenge)
+}
+
+/// The proposal is still pending and nothing was issued for it.
+pub async fn nothing_issued(signer: &TestSigner, id: &str) {
+    let ledger = signer.state().ledger();
+    let record = ledger.proposal(id).await.unwrap().unwrap();
+    assert_eq!(record.status.as_str(), "pending");
+    assert!(record.issuance.is_none());
+    assert!(ledger.passkey_assertion_for(id).await.unwrap().is_none());
+}
+
+/// The call was refused with `code` and the reason code `reason`.
+pub fn refused<T: std::fmt::Debug>(
+    result: Result<T, tonic::Status>,
+    code: tonic::Code,
+    reason: &str,
+) {
+    let status = result.unwrap_err();
+    assert_eq!(
+        (status.code(), reason_of(&status).as_str()),
+        (code, reason),
+        "{status:?}"
+    );
 }

@@ -562,8 +562,8 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         let next_step = format!(
             "passkeys: required for every approval, in the console at https://console.localhost:{console_port}/\n\
              next, once the signer and the console run (deploy/systemd/README.md):\n\
-             \x20 the first passkey's one-time enrolment code (valid 30 minutes, one attempt):\n\
-             \x20   runuser -u {signer} -- {bin}/countersign-signer passkeys enrolment-code --home {home}\n\
+             \x20 a one-time enrolment code for each passkey the console enrols (valid 30 minutes, one attempt):\n\
+             \x20   runuser -u {signer} -- {bin}/countersign-signer passkeys enrolment-code --approver console --home {home}\n\
              \x20 the console's CA (public, name-constrained), for the person's browser to trust once:\n\
              \x20   runuser -u {signer} -- {bin}/countersign --home {home} console trust --pem > console-ca.pem\n\
              \x20 and, as the person, compare its fingerprint and import it (certutil: libnss3-tools):\n\
@@ -668,25 +668,28 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         "{out:?}"
     );
 
-    // The administrator prints an enrolment code, as the signer's user.
+    // The administrator prints an enrolment code for the console's
+    // approver, as the signer's user.
     let out = as_user(
         &users.signer,
         &[
             &signer_bin,
             "passkeys",
             "enrolment-code",
+            "--approver",
+            "console",
             "--home",
             &signer_home_s,
         ],
         "",
     );
     assert!(out.status.success(), "{out:?}");
-    let code_file = signer_home.join("signer/passkey-enrolment-code");
+    let code_file = signer_home.join("signer/passkey-enrolment-code.console");
     let stored_code = std::fs::read(&code_file).unwrap();
 
     // 1. Every secret of the signer's user is out of the agent's reach.
     for secret in [
-        "signer/passkey-enrolment-code",
+        "signer/passkey-enrolment-code.console",
         "signer/ed25519.key",
         "pki/ca.key",
         "pki/approver.pem",
@@ -716,6 +719,8 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
             &signer_bin,
             "passkeys",
             "enrolment-code",
+            "--approver",
+            "console",
             "--home",
             &signer_home_s,
         ],

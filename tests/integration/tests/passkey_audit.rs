@@ -83,7 +83,7 @@ async fn audit_verify_rechecks_each_stored_assertion_and_names_a_bad_one() {
         .into_inner();
     let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
     let code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
-        .issue(OffsetDateTime::now_utc())
+        .issue(None, OffsetDateTime::now_utc())
         .unwrap()
         .0;
     approver
@@ -93,7 +93,6 @@ async fn audit_verify_rechecks_each_stored_assertion_and_names_a_bad_one() {
             attestation_object,
             client_data_json,
             enrolment_code: code,
-            authorization: None,
         })
         .await
         .unwrap();
@@ -225,20 +224,14 @@ async fn audit_verify_rechecks_every_quorum_approvers_assertion_and_whose_passke
             .unwrap()
             .into_inner();
         let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
-        let (enrolment_code, authorization) = match people.first_mut() {
-            None => (
-                EnrolmentCodes::in_dir(&signer.home().signer_dir())
-                    .issue(OffsetDateTime::now_utc())
-                    .unwrap()
-                    .0,
-                None,
-            ),
-            Some((_, first, _)) => {
-                let by: &mut SoftAuthenticator = first;
-                let a = by.assert(&c.authorization_challenge);
-                (String::new(), Some(wire(c.challenge_id.clone(), a)))
-            }
-        };
+        // Each approver enrols with the code drawn for them.
+        let enrolment_code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
+            .issue(
+                Some(&ApproverName::parse(name).unwrap()),
+                OffsetDateTime::now_utc(),
+            )
+            .unwrap()
+            .0;
         client
             .enrol(EnrolRequest {
                 challenge_id: c.challenge_id,
@@ -246,7 +239,6 @@ async fn audit_verify_rechecks_every_quorum_approvers_assertion_and_whose_passke
                 attestation_object,
                 client_data_json,
                 enrolment_code,
-                authorization,
             })
             .await
             .unwrap();
@@ -286,13 +278,13 @@ async fn audit_verify_rechecks_every_quorum_approvers_assertion_and_whose_passke
             .unwrap();
     }
 
-    // alice's authorization of bob's enrolment, the issuance's (bob's) and
-    // each approver's: 4 verified.
+    // The issuance's (bob's) and each approver's: 3 verified (each
+    // enrolment was authorized by a code, not an assertion).
     let out = audit(&signer);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
     assert!(
-        stdout.contains("passkey assertions: 4 verified, 0 refused"),
+        stdout.contains("passkey assertions: 3 verified, 0 refused"),
         "{stdout}"
     );
 

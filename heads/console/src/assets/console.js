@@ -146,10 +146,6 @@ const PAGE_KEY = "countersign-page-key";
       attestation_object: toB64u(created.response.attestationObject),
       client_data_json: toB64u(created.response.clientDataJSON),
     };
-    if (!c.needs_enrolment_code) {
-      registration.authorization = await assertion(
-        c.challenge_id, c.authorization_challenge, c.rp_id, c.allowed, c.timeout_ms);
-    }
     form.elements.registration.value = JSON.stringify(registration);
   }
 
