@@ -73,7 +73,9 @@
 //!
 //! Values are canonical JSON; every character of General_Category Cc, Cf,
 //! Cs, Co, Cn, Zl and Zp and every Default_Ignorable_Code_Point is shown as
-//! a `\u{..}` escape ([`terminal_safe`]).
+//! a `\u{..}` escape ([`terminal_safe`]), and an argument holding any
+//! non-ASCII character gets a `Non-ASCII:` line naming its code points and
+//! whether it mixes scripts ([`lookalike`]).
 #![forbid(unsafe_code)]
 
 mod args;
@@ -81,6 +83,7 @@ mod current;
 mod definition;
 mod error;
 mod escape_table;
+pub mod lookalike;
 mod operation;
 mod policy;
 mod premise;

@@ -17,6 +17,7 @@ use serde_json::Value;
 use countersign_verifier::Premise;
 
 use crate::escape_table::{ESCAPED, UNICODE_VERSION};
+use crate::lookalike::argument_warnings;
 use crate::{CanonicalArgs, Operation};
 
 /// How many hex digits of the contract revision the preview header shows.
@@ -119,6 +120,7 @@ fn argument_json(value: Option<&Value>) -> String {
 /// Operation: <name> [<class>] contract <12 hex>
 /// Action:    <template with canonical JSON values>
 /// Arguments: <exact canonical arguments>
+/// Non-ASCII: <argument as JSON> has U+XXXX (<script>), ... [, mixing the scripts A and B]
 /// Premise:   <namespace> <key as JSON> = <value> (version <n>), read by the signer
 ///            (or: <argv as JSON> printed <output as JSON>, run by the signer)
 /// ---- Model-supplied, unverified ----
@@ -127,7 +129,10 @@ fn argument_json(value: Option<&Value>) -> String {
 /// ```
 ///
 /// The `Premise:` line is there only for an operation that declares one;
-/// it says `has no value` for a key that has none.
+/// it says `has no value` for a key that has none. A `Non-ASCII:` line is
+/// there for each argument whose value holds any non-ASCII character (see
+/// [`crate::lookalike`]), so that text that looks like ASCII never passes
+/// for it.
 pub(crate) fn render(
     op: &Operation,
     args: &CanonicalArgs,
@@ -148,6 +153,9 @@ pub(crate) fn render(
     let action = op.template().render(args.value());
     let _ = writeln!(out, "Action:    {}", terminal_safe(&action));
     let _ = writeln!(out, "Arguments: {}", terminal_safe(args.text()));
+    for warning in argument_warnings(args.value()) {
+        let _ = writeln!(out, "Non-ASCII: {}", terminal_safe(&warning.to_string()));
+    }
     if matches!(op.effect, crate::Effect::Rule) {
         // The rule exactly as it would be created, from these arguments.
         match crate::rule::RuleDefinition::from_value(args.value().clone()) {
