@@ -1,5 +1,5 @@
 //! Files the configuration names (the operation registry, a SQLite ledger
-//! file): the checks every process runs on them before use, wherever they
+//! file, a PKCS#11 module): the checks every process runs on them before use, wherever they
 //! are, inside the home or outside it.
 //!
 //! The home's own files are checked by [`crate::Home::check`]; a configured
@@ -9,7 +9,9 @@
 //! change it or anything on the way to it:
 //!
 //! - the file is not a symbolic link, is a regular file (or does not exist
-//!   yet), and is owned by the user (the registry may also be root's);
+//!   yet), and is owned by the user (the registry may also be root's); a
+//!   PKCS#11 module must exist, may be root's, and may be a link, which is
+//!   followed and checked like the path it names;
 //! - the directory that holds it and every directory above it, up to `/`,
 //!   is owned by the user or root; symbolic links on the way are followed,
 //!   must be owned by the user or root too, and the directories they lead
@@ -60,6 +62,14 @@ pub enum ConfiguredFile {
     /// not for others to read; the ledger creates these files 0600 itself.
     /// A ledger shared by several users belongs on PostgreSQL.
     SqliteLedger,
+    /// A PKCS#11 module (a shared library the signer loads into its own
+    /// process: whoever can change it runs code beside the signing key).
+    /// It must exist and be a regular file owned by the user or root and
+    /// writable by nobody else, as every directory on the way. Unlike the
+    /// registry, a symbolic link as the last component is followed
+    /// (distributions install modules as links), and the link and its
+    /// target are checked the same way.
+    Pkcs11Module,
 }
 
 /// The files beside a SQLite ledger that SQLite and the writers' queue create.
@@ -81,6 +91,7 @@ pub fn check_configured_file(path: &Path, kind: ConfiguredFile) -> Result<(), Id
     let file = dir.join(name);
     match kind {
         ConfiguredFile::Registry => check_registry_file(&file),
+        ConfiguredFile::Pkcs11Module => check_module_file(file, 0),
         ConfiguredFile::SqliteLedger => {
             check_private_if_present(&file)?;
             for suffix in LEDGER_COMPANIONS {
@@ -105,6 +116,38 @@ fn check_registry_file(file: &Path) -> Result<(), IdentityError> {
     }
     check_owner_user_or_root(file, &meta)?;
     check_not_writable_by_others(file, &meta)
+}
+
+/// `file` (its directory already checked) exists and is a regular file of
+/// the user or root that nobody else can write; a symbolic link of the
+/// user or root is followed, its target checked from `/` again.
+fn check_module_file(file: PathBuf, links: usize) -> Result<(), IdentityError> {
+    let meta = lstat(&file)?;
+    if meta.file_type().is_symlink() {
+        check_owner_user_or_root(&file, &meta)?;
+        if links >= MAX_SYMLINKS {
+            return Err(IdentityError::io(
+                &file,
+                &std::io::Error::from(rustix::io::Errno::LOOP),
+            ));
+        }
+        let target = std::fs::read_link(&file).map_err(|e| IdentityError::io(&file, &e))?;
+        // A relative target is relative to the link's (checked) directory.
+        let target = match file.parent() {
+            Some(dir) => dir.join(target),
+            None => target,
+        };
+        let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
+            return Err(IdentityError::NotAFile(target));
+        };
+        let dir = resolve_safe_dir(parent)?;
+        return check_module_file(dir.join(name), links + 1);
+    }
+    if !meta.file_type().is_file() {
+        return Err(IdentityError::NotAFile(file));
+    }
+    check_owner_user_or_root(&file, &meta)?;
+    check_not_writable_by_others(&file, &meta)
 }
 
 fn check_private_if_present(file: &Path) -> Result<(), IdentityError> {

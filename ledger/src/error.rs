@@ -110,6 +110,11 @@ pub enum LedgerError {
         "proposal {0} may still be running (its execution's lease ends at {1}); resolve it after that"
     )]
     StillRunning(String, String),
+    /// The proposal's proof was re-issued for reconcile as often as the
+    /// signer allows (the count of its `proof_reissued` events): nothing
+    /// was written.
+    #[error("the proof of proposal {0} was re-issued {1} times already, the most allowed")]
+    ReissueLimitReached(String, u32),
     /// This passkey challenge was accepted before: an accepted challenge is
     /// never accepted again (the signer refuses with `challenge_used`).
     /// Nothing was written.

@@ -108,6 +108,14 @@ impl Ledger {
         sqlite::Store::schema_status(path).await
     }
 
+    /// True on SQLite: one file that its owner (every head of a development
+    /// installation) can write, so its rows prove nothing about what the
+    /// signer recorded. On PostgreSQL the heads' role cannot write
+    /// issuances.
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self.backend, Backend::Sqlite(_))
+    }
+
     /// Record a new proposal (and its `proposed` event), and return its
     /// record as committed: pending, which is what [`Ledger::proposal`]
     /// reads until something else is recorded for it.
@@ -548,8 +556,9 @@ impl Ledger {
     /// proposal is uncertain under this nonce (`NotUncertain` if it has no
     /// intent, another nonce's, or a completion) and that no head may still
     /// be running it (`StillRunning` while the intent's lease runs, by the
-    /// database's clock). Nothing else changes: the nonce stays consumed,
-    /// the issuance and the intent stay as recorded.
+    /// database's clock), and that fewer than `max_reissues` re-issues are
+    /// recorded for it (`ReissueLimitReached`). Nothing else changes: the
+    /// nonce stays consumed, the issuance and the intent stay as recorded.
     pub async fn record_reissue(&self, reissue: &ProofReissue) -> Result<(), LedgerError> {
         dispatch!(self, b => b.record_reissue(reissue).await)
     }

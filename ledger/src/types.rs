@@ -118,6 +118,10 @@ pub struct ProofReissue {
     pub expires_at: OffsetDateTime,
     /// Who asked: the head's principal.
     pub actor: String,
+    /// How many re-issues the proposal may have had before this one, at
+    /// most: with that many `proof_reissued` events recorded, this one is
+    /// refused (`ReissueLimitReached`) and nothing is written.
+    pub max_reissues: u32,
 }
 
 /// A proposal's status, derived on every read from the recorded facts.

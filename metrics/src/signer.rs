@@ -1,6 +1,7 @@
 //! The signer's metrics: proposals by operation, decisions by kind,
-//! issuances, refusals by reason code, the latency of an approval from
-//! request to issued proof, and the approvals waiting to be handed over.
+//! issuances, refusals by reason code, re-issues for reconcile by result,
+//! the latency of an approval from request to issued proof, and the
+//! approvals waiting to be handed over.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -56,6 +57,12 @@ struct ReasonLabels {
     reason: &'static str,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ResultLabels {
+    /// `reissued`, or the stable reason code of the refusal.
+    result: &'static str,
+}
+
 /// The signer's counters, histogram and gauge. Clones count into the same
 /// metrics; they are served only once registered in an [`Exposition`].
 #[derive(Debug, Clone, Default)]
@@ -64,6 +71,7 @@ pub struct SignerMetrics {
     decisions: Family<DecisionLabels, Counter>,
     issuances: Family<SourceLabels, Counter>,
     refusals: Family<ReasonLabels, Counter>,
+    reissues: Family<ResultLabels, Counter>,
     issuance_seconds: IssuanceHistogram,
     issuance_batches: BatchHistogram,
     waiting_handoffs: Gauge,
@@ -112,6 +120,11 @@ impl SignerMetrics {
             "countersign_signer_refusals",
             "Signer calls refused or failed, by reason code",
             self.refusals.clone(),
+        );
+        r.register(
+            "countersign_reissues",
+            "ReissueForReconcile calls, by result: reissued or the refusal's reason code",
+            self.reissues.clone(),
         );
         r.register(
             "countersign_issuance_seconds",
@@ -173,6 +186,12 @@ impl SignerMetrics {
     /// A call was refused (or failed: `internal`) with `reason`.
     pub fn refused(&self, reason: &'static str) {
         self.refusals.get_or_create(&ReasonLabels { reason }).inc();
+    }
+
+    /// A `ReissueForReconcile` call ended with `result`: `reissued`, or the
+    /// refusal's reason code (a fixed set of constants).
+    pub fn reissue(&self, result: &'static str) {
+        self.reissues.get_or_create(&ResultLabels { result }).inc();
     }
 
     /// Sets how many approvals wait to be handed over.

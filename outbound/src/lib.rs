@@ -11,7 +11,9 @@
 //! refused certificate, a timeout while connecting) sent nothing; any
 //! error or timeout after it may have been received and acted on. It
 //! follows no redirect, keeps at most [`MAX_BODY_BYTES`] of the response,
-//! and must not log or trace a header: callers put secrets in them.
+//! and must not log or trace a header: callers put secrets in them. Plain
+//! http goes only to an IP address: no name (`localhost` included) is
+//! handed to the system resolver for a request sent in the clear.
 #![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
@@ -80,6 +82,14 @@ pub enum PostError {
         /// What is wrong.
         reason: String,
     },
+    /// A plain `http://` URL names a host instead of an IP address: it
+    /// would go to the system resolver, and another local user listening on
+    /// the address it answers (`[::1]:<port>` for `localhost`) would
+    /// receive the request (nothing was sent).
+    #[error(
+        "plain http:// is sent only to an IP address, not to the name {0:?} (nothing was sent)"
+    )]
+    PlainHttpToName(String),
     /// No connection could be made (nothing was sent).
     #[error("cannot connect to {authority}: {reason}")]
     Connect {
@@ -125,6 +135,12 @@ pub async fn post(
     request.headers_mut().insert(HOST, host);
     let tls = match url.is_https() {
         true => Some(tls_connector(target.trust_roots)?),
+        // The registry and the notification configuration refuse these;
+        // this keeps the connection code from resolving a name for plain
+        // http whatever its caller checked.
+        false if url.host().parse::<std::net::IpAddr>().is_err() => {
+            return Err(PostError::PlainHttpToName(url.host().to_owned()));
+        }
         false => None,
     };
     let authority = url.authority();

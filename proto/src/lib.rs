@@ -122,6 +122,17 @@ pub mod reason {
     /// A re-issue for reconcile of a proposal whose operation is not
     /// declared `replay_safe`.
     pub const NOT_REPLAY_SAFE: &str = "not_replay_safe";
+    /// A re-issue for reconcile after its window closed: the original
+    /// proof's expiry plus the operation's execution lease plus one proof
+    /// lifetime. Nothing was signed; a person resolves the execution.
+    pub const REISSUE_WINDOW_CLOSED: &str = "reissue_window_closed";
+    /// A re-issue for reconcile of a proposal whose proof was re-issued as
+    /// often as the signer allows. Nothing was signed.
+    pub const REISSUE_LIMIT_REACHED: &str = "reissue_limit_reached";
+    /// A re-issue for reconcile on a SQLite ledger, whose rows the file's
+    /// owner can write and so prove nothing the signer recorded. Nothing
+    /// was signed; a person resolves the execution.
+    pub const REISSUE_UNAVAILABLE_ON_SQLITE: &str = "reissue_unavailable_on_sqlite";
     /// A fault on the signer's side (not a refusal).
     pub const INTERNAL: &str = "internal";
     /// Approving needs a passkey assertion (the installation's or the

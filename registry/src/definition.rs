@@ -328,14 +328,8 @@ fn check_webhook(
                 "plain http:// is refused; use https://, or set allow_plain_http_loopback = true for a loopback receiver".into(),
             ));
         }
-        if !parsed.is_loopback() {
-            return Err((
-                "url",
-                format!(
-                    "plain http:// is allowed only to a loopback host, not {:?}",
-                    parsed.host()
-                ),
-            ));
+        if let Some(reason) = parsed.plain_http_refusal() {
+            return Err(("url", reason));
         }
         if trust_roots.is_some() {
             return Err(("trust_roots", "applies only to an https URL".into()));

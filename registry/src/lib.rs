@@ -71,14 +71,19 @@
 //! note: "please approve"
 //! ```
 //!
-//! Values are canonical JSON; control, bidi and invisible characters are
-//! shown as `\u{..}` escapes ([`terminal_safe`]).
+//! Values are canonical JSON; every character of General_Category Cc, Cf,
+//! Cs, Co, Cn, Zl and Zp and every Default_Ignorable_Code_Point is shown as
+//! a `\u{..}` escape ([`terminal_safe`]), and an argument holding any
+//! non-ASCII character gets a `Non-ASCII:` line naming its code points and
+//! whether it mixes scripts ([`lookalike`]).
 #![forbid(unsafe_code)]
 
 mod args;
 mod current;
 mod definition;
 mod error;
+mod escape_table;
+pub mod lookalike;
 mod operation;
 mod policy;
 mod premise;
@@ -99,7 +104,7 @@ pub use error::{ArgumentsError, PolicyError, RegistryError};
 pub use operation::{Class, DEFAULT_ACCEPT_STATUS, Effect, Operation};
 pub use policy::Policy;
 pub use premise::{PremiseRead, PremiseSource};
-pub use preview::{is_terminal_unsafe, terminal_safe};
+pub use preview::{escape_table_unicode_version, is_terminal_unsafe, terminal_safe};
 pub use quorum::{MAX_QUORUM_APPROVERS, Quorum};
 pub use schema::errors as schema_errors;
 pub use webhook::{MAX_URL_BYTES, WebhookUrl};

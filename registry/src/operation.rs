@@ -64,8 +64,8 @@ pub enum Effect {
     /// An HTTP POST of the canonical arguments to a fixed URL, with the
     /// proof, the nonce and the proposal id in headers.
     Webhook {
-        /// `https://` URL, or `http://` to a loopback host when
-        /// `allow_plain_http_loopback` is set. Checked by [`crate::WebhookUrl::parse`].
+        /// `https://` URL, or `http://` to a loopback IP address (never a
+        /// name such as `localhost`) when `allow_plain_http_loopback` is set. Checked by [`crate::WebhookUrl::parse`].
         url: String,
         /// Seconds for the whole exchange (connect to response), 1..=300.
         timeout_secs: u64,
@@ -76,7 +76,7 @@ pub enum Effect {
         /// receiver's certificate; required for `https`, refused for `http`.
         #[serde(default)]
         trust_roots: Option<PathBuf>,
-        /// Permits an `http://` URL, and only to a loopback host.
+        /// Permits an `http://` URL, and only to a loopback IP address.
         #[serde(default)]
         allow_plain_http_loopback: bool,
     },

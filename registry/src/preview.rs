@@ -16,6 +16,8 @@ use serde_json::Value;
 
 use countersign_verifier::Premise;
 
+use crate::escape_table::{ESCAPED, UNICODE_VERSION};
+use crate::lookalike::argument_warnings;
 use crate::{CanonicalArgs, Operation};
 
 /// How many hex digits of the contract revision the preview header shows.
@@ -118,6 +120,7 @@ fn argument_json(value: Option<&Value>) -> String {
 /// Operation: <name> [<class>] contract <12 hex>
 /// Action:    <template with canonical JSON values>
 /// Arguments: <exact canonical arguments>
+/// Non-ASCII: <argument as JSON> has U+XXXX (<script>), ... [, mixing the scripts A and B]
 /// Premise:   <namespace> <key as JSON> = <value> (version <n>), read by the signer
 ///            (or: <argv as JSON> printed <output as JSON>, run by the signer)
 /// ---- Model-supplied, unverified ----
@@ -126,7 +129,10 @@ fn argument_json(value: Option<&Value>) -> String {
 /// ```
 ///
 /// The `Premise:` line is there only for an operation that declares one;
-/// it says `has no value` for a key that has none.
+/// it says `has no value` for a key that has none. A `Non-ASCII:` line is
+/// there for each argument whose value holds any non-ASCII character (see
+/// [`crate::lookalike`]), so that text that looks like ASCII never passes
+/// for it.
 pub(crate) fn render(
     op: &Operation,
     args: &CanonicalArgs,
@@ -147,6 +153,9 @@ pub(crate) fn render(
     let action = op.template().render(args.value());
     let _ = writeln!(out, "Action:    {}", terminal_safe(&action));
     let _ = writeln!(out, "Arguments: {}", terminal_safe(args.text()));
+    for warning in argument_warnings(args.value()) {
+        let _ = writeln!(out, "Non-ASCII: {}", terminal_safe(&warning.to_string()));
+    }
     if matches!(op.effect, crate::Effect::Rule) {
         // The rule exactly as it would be created, from these arguments.
         match crate::rule::RuleDefinition::from_value(args.value().clone()) {
@@ -208,27 +217,32 @@ fn premise_text(premise: &Premise) -> String {
 }
 
 /// True for characters a terminal must never receive raw from untrusted
-/// text: C0 and C1 controls and DEL, Unicode bidi controls and marks, line
-/// and paragraph separators, and zero-width or otherwise invisible
-/// characters (including tag characters and variation selectors).
+/// text, by Unicode property rather than by a list: every character of
+/// General_Category Cc (C0 and C1 controls, DEL), Cf (bidi controls and
+/// marks, zero-width joiners, tags, ...), Cs, Co (private use), Cn
+/// (unassigned, as of the table's Unicode version), Zl and Zp (line and
+/// paragraph separators), and every Default_Ignorable_Code_Point
+/// (variation selectors, Hangul fillers, Mongolian free variation
+/// selectors, ...). The table is generated from the Unicode data files
+/// (`escape_table.rs`, checked by `tests/escape_table_is_current.rs`).
 pub fn is_terminal_unsafe(c: char) -> bool {
-    matches!(c,
-        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
-        | '\u{ad}'                      // soft hyphen
-        | '\u{34f}'                     // combining grapheme joiner
-        | '\u{61c}'                     // Arabic letter mark
-        | '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}' // Hangul fillers
-        | '\u{180e}'                    // Mongolian vowel separator
-        | '\u{200b}'..='\u{200f}'       // zero-width space/joiners, LRM, RLM
-        | '\u{2028}' | '\u{2029}'       // line and paragraph separators
-        | '\u{202a}'..='\u{202e}'       // bidi embeddings and overrides
-        | '\u{2060}'..='\u{206f}'       // word joiner, invisible operators, bidi isolates
-        | '\u{fe00}'..='\u{fe0f}'       // variation selectors
-        | '\u{feff}'                    // zero-width no-break space
-        | '\u{fff9}'..='\u{fffb}'       // interlinear annotations
-        | '\u{e0000}'..='\u{e007f}'     // tag characters
-        | '\u{e0100}'..='\u{e01ef}'     // variation selectors supplement
-    )
+    let c = u32::from(c);
+    ESCAPED
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// The Unicode version of the data the escape rule was generated from.
+pub fn escape_table_unicode_version() -> &'static str {
+    UNICODE_VERSION
 }
 
 /// Returns `text` with every [`is_terminal_unsafe`] character replaced by a

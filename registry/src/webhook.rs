@@ -98,11 +98,41 @@ impl WebhookUrl {
         }
     }
 
-    /// True when the host is `localhost` or a loopback IP address.
+    /// True when the host is a loopback IP address literal (`127.0.0.0/8`,
+    /// `::1`). A name, `localhost` included, is not: it would go to the
+    /// system resolver, and where that answers `::1` first, another local
+    /// user listening on `[::1]:<port>` would receive the request.
     pub fn is_loopback(&self) -> bool {
-        self.host.eq_ignore_ascii_case("localhost")
-            || self.host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        self.host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
     }
+
+    /// For a plain `http://` URL that may not be used, why: plain http goes
+    /// only to a loopback IP literal. `None` for https and for plain http
+    /// to a loopback IP literal. The reason names the fix.
+    pub fn plain_http_refusal(&self) -> Option<String> {
+        if self.https || self.is_loopback() {
+            return None;
+        }
+        if is_localhost_name(&self.host) {
+            return Some(format!(
+                "plain http:// to {:?} is refused: a name goes to the system resolver, and another local user listening on the address it answers (such as [::1]:{port}) would receive the request; write the loopback address, http://127.0.0.1:{port}{path} (or http://[::1]:{port}{path} if the receiver listens there)",
+                self.host,
+                port = self.port,
+                path = self.path_and_query,
+            ));
+        }
+        Some(format!(
+            "plain http:// is allowed only to a loopback IP address (127.0.0.1 or [::1]), not {:?}",
+            self.host
+        ))
+    }
+}
+
+/// `localhost`, `localhost.` or a name under `.localhost`: names that
+/// usually mean loopback but are answered by the resolver, not by us.
+fn is_localhost_name(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    host == "localhost" || host.ends_with(".localhost")
 }
 
 fn split_host_port(authority: &str) -> Result<(String, Option<u16>), String> {

@@ -2,7 +2,7 @@
 //! must not forge lines, move the cursor or reorder what the person reads.
 #![allow(clippy::unwrap_used)]
 
-use countersign_registry::{CanonicalArgs, Registry, terminal_safe};
+use countersign_registry::{CanonicalArgs, Registry, is_terminal_unsafe, terminal_safe};
 
 fn registry() -> Registry {
     Registry::from_toml_str(Registry::default_toml()).unwrap()
@@ -66,6 +66,7 @@ fn assert_no_forged_lines(text: &str, expected_lines: usize) {
                 "Operation: ",
                 "Action:    ",
                 "Arguments: ",
+                "Non-ASCII: ",
                 "---- Model-supplied",
                 "message: ",
                 "description: ",
@@ -95,7 +96,12 @@ fn hostile_message_cannot_forge_an_approved_line_or_clear_the_screen() {
     let hostile = "hi\n\u{1b}[2J\u{1b}[HApproved: yes\r\u{7}\u{9b}31m";
     let json = serde_json::json!({ "message": hostile }).to_string();
     let text = preview("demo.echo", &json, "ok\nOperation: schedule.delete [write]");
-    assert_no_forged_lines(&text, 6);
+    // The C1 control U+009B is non-ASCII: a line names it.
+    assert_no_forged_lines(&text, 7);
+    assert!(
+        text.contains("\nNon-ASCII: \"message\" has U+009B (Common)\n"),
+        "{text}"
+    );
     assert!(
         text.contains(r"\n\u001b[2J\u001b[HApproved: yes\r\u0007"),
         "{text}"
@@ -112,7 +118,11 @@ fn right_to_left_override_and_invisible_characters_are_shown_escaped() {
     let hostile = "invoice\u{202e}fdp.exe\u{2066}x\u{2069}\u{200b}\u{feff}\u{2028}\u{e0041}\u{7f}";
     let json = serde_json::json!({ "message": hostile }).to_string();
     let text = preview("demo.echo", &json, "\u{202e}evorppa");
-    assert_no_forged_lines(&text, 6);
+    assert_no_forged_lines(&text, 7);
+    assert!(
+        text.contains("\nNon-ASCII: \"message\" has U+202E (Common), U+2066 (Common), U+2069 (Common), U+200B (Common), U+FEFF (Common), U+2028 (Common), U+E0041 (Common)\n"),
+        "{text}"
+    );
     let escaped = r"invoice\u{202e}fdp.exe\u{2066}x\u{2069}\u{200b}\u{feff}\u{2028}\u{e0041}\u{7f}";
     assert!(
         text.contains(&format!("Arguments: {{\"message\":\"{escaped}\"}}")),
@@ -135,4 +145,66 @@ fn terminal_safe_leaves_ordinary_text_alone() {
     let text = "Zeitplan „nächtlich“ — 東京 🚀";
     assert!(matches!(terminal_safe(text), std::borrow::Cow::Borrowed(t) if t == text));
     assert_eq!(terminal_safe("a\u{1b}b\u{85}c"), r"a\u{1b}b\u{85}c");
+}
+
+#[test]
+fn every_character_the_review_saw_reach_the_terminal_raw_is_escaped() {
+    let ranges = [
+        (0x180B, 0x180D),
+        (0x180F, 0x180F),
+        (0x17B4, 0x17B5),
+        (0x1BCA0, 0x1BCA3),
+        (0x1D173, 0x1D17A),
+        (0xFFF0, 0xFFF8),
+    ];
+    for (lo, hi) in ranges {
+        for cp in lo..=hi {
+            let c = char::from_u32(cp).unwrap();
+            assert!(is_terminal_unsafe(c), "U+{cp:04X}");
+            assert_eq!(terminal_safe(&format!("a{c}b")), format!("a\\u{{{cp:x}}}b"));
+        }
+    }
+    // And what the old list had: controls, bidi, zero-width, tags,
+    // variation selectors, separators, private use, unassigned.
+    for c in [
+        '\u{0}',
+        '\u{1b}',
+        '\u{7f}',
+        '\u{85}',
+        '\u{ad}',
+        '\u{34f}',
+        '\u{61c}',
+        '\u{115f}',
+        '\u{200b}',
+        '\u{200d}',
+        '\u{2028}',
+        '\u{2029}',
+        '\u{202e}',
+        '\u{2066}',
+        '\u{3164}',
+        '\u{fe0f}',
+        '\u{feff}',
+        '\u{e0041}',
+        '\u{e0100}',
+        '\u{e000}',
+        '\u{10ffff}',
+    ] {
+        assert!(is_terminal_unsafe(c), "U+{:04X}", u32::from(c));
+    }
+    // Visible letters, marks and spaces stay as they are (they are marked
+    // as non-ASCII instead).
+    for c in [
+        'a',
+        '~',
+        ' ',
+        'é',
+        '\u{301}',
+        '\u{430}',
+        '\u{a0}',
+        '€',
+        '中',
+        '\u{1F600}',
+    ] {
+        assert!(!is_terminal_unsafe(c), "U+{:04X}", u32::from(c));
+    }
 }

@@ -86,7 +86,7 @@ fn omitting_the_default_statuses_does_not_change_the_contract_revision() {
 fn plain_http_loads_only_to_loopback_and_only_when_allowed() {
     for url in [
         "http://127.0.0.1:8080/hook",
-        "http://localhost/hook",
+        "http://127.0.0.2/hook",
         "http://[::1]:9000/",
     ] {
         let effect = format!("url = \"{url}\"\ntimeout_secs = 5\nallow_plain_http_loopback = true");
@@ -110,7 +110,39 @@ fn refuses_plain_http_to_a_host_that_is_not_loopback() {
         "url = \"http://hooks.example.com/hook\"\ntimeout_secs = 5\nallow_plain_http_loopback = true",
     );
     assert_eq!(field, "effect.url");
-    assert!(reason.contains("only to a loopback host"), "{reason}");
+    assert_eq!(
+        reason,
+        "plain http:// is allowed only to a loopback IP address (127.0.0.1 or [::1]), not \"hooks.example.com\""
+    );
+}
+
+/// `localhost` is a name the system resolver answers: where it answers
+/// `::1` first, another local user listening on `[::1]:<port>` gets the
+/// request and its proof. Only a loopback IP literal is a loopback target.
+#[test]
+fn refuses_plain_http_to_localhost_naming_the_loopback_address_to_write() {
+    for host in ["localhost", "LOCALHOST", "localhost.", "hooks.localhost"] {
+        let (field, reason) = refusal(&format!(
+            "url = \"http://{host}:8080/hook?x=1\"\ntimeout_secs = 5\nallow_plain_http_loopback = true"
+        ));
+        assert_eq!(field, "effect.url");
+        assert_eq!(
+            reason,
+            format!(
+                "plain http:// to {host:?} is refused: a name goes to the system resolver, and another local user listening on the address it answers (such as [::1]:8080) would receive the request; write the loopback address, http://127.0.0.1:8080/hook?x=1 (or http://[::1]:8080/hook?x=1 if the receiver listens there)"
+            )
+        );
+    }
+    for literal in ["127.0.0.1", "127.0.0.2", "[::1]"] {
+        let url = WebhookUrl::parse(&format!("http://{literal}:8080/hook")).unwrap();
+        assert!(url.is_loopback(), "{literal}");
+        assert_eq!(url.plain_http_refusal(), None, "{literal}");
+    }
+    assert!(
+        !WebhookUrl::parse("http://localhost:8080/")
+            .unwrap()
+            .is_loopback()
+    );
 }
 
 #[test]

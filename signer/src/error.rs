@@ -112,6 +112,34 @@ pub(crate) enum RpcError {
         "operation {0:?} is not replay-safe: its proof is never re-issued, a person resolves it"
     )]
     NotReplaySafe(String),
+    /// A re-issue for reconcile after its window closed (the original
+    /// proof's expiry, plus the operation's execution lease, plus one
+    /// lifetime): a proof is never kept alive past that.
+    #[error(
+        "the re-issue window of proposal {id} closed at {closed_at} (its proof's expiry, plus the execution lease, plus one proof lifetime); a person resolves it"
+    )]
+    ReissueWindowClosed {
+        /// The proposal id.
+        id: String,
+        /// When the window closed (RFC 3339).
+        closed_at: String,
+    },
+    /// A re-issue for reconcile of a proposal re-issued the most times allowed.
+    #[error(
+        "the proof of proposal {id} was re-issued {count} times already, the most allowed; a person resolves it"
+    )]
+    ReissueLimitReached {
+        /// The proposal id.
+        id: String,
+        /// The re-issues recorded.
+        count: u32,
+    },
+    /// A re-issue for reconcile on a SQLite ledger: its file is writable by
+    /// its owner, so an issuance row there proves nothing the signer did.
+    #[error(
+        "the ledger is SQLite: its owner can write any row, so an issuance row proves nothing and no proof is re-issued from it; a person resolves the execution (PostgreSQL, where heads cannot write issuances, allows re-issue)"
+    )]
+    ReissueUnavailableOnSqlite,
     /// Approving this proposal needs a passkey assertion (`passkey_required`).
     #[error("approving this proposal needs a passkey: approve it in the console")]
     PasskeyRequired,
@@ -217,6 +245,9 @@ impl RpcError {
             RpcError::StillRunning { .. } => reason::STILL_RUNNING,
             RpcError::NotAWebhook(_) => reason::NOT_A_WEBHOOK,
             RpcError::NotReplaySafe(_) => reason::NOT_REPLAY_SAFE,
+            RpcError::ReissueWindowClosed { .. } => reason::REISSUE_WINDOW_CLOSED,
+            RpcError::ReissueLimitReached { .. } => reason::REISSUE_LIMIT_REACHED,
+            RpcError::ReissueUnavailableOnSqlite => reason::REISSUE_UNAVAILABLE_ON_SQLITE,
             RpcError::PasskeyRequired => reason::PASSKEY_REQUIRED,
             RpcError::PasskeysNotConfigured => reason::PASSKEYS_NOT_CONFIGURED,
             RpcError::NoPasskeyEnrolled => reason::NO_PASSKEY_ENROLLED,

@@ -41,6 +41,11 @@ pub enum KeyError {
     /// The `pkcs11:` URI is not one the signer accepts (see `pkcs11::Pkcs11Uri`).
     #[error("pkcs11 URI refused: {0}")]
     Pkcs11Uri(String),
+    /// The PKCS#11 module was not loaded: it, or a directory on the way to
+    /// it, could be changed by someone other than the signer's user and
+    /// root (the registry's checks, `ConfiguredFile::Pkcs11Module`).
+    #[error("PKCS#11 module {0} not loaded: {1}")]
+    Pkcs11ModuleRefused(PathBuf, String),
     /// The PKCS#11 module could not be loaded or initialized.
     #[error("PKCS#11 module {0}: {1}")]
     Pkcs11Module(PathBuf, String),

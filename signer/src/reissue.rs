@@ -14,12 +14,23 @@
 //! is uncertain (an intent recorded, never completed) and no head may still
 //! be running it, its operation is, under the contract approved, a
 //! `webhook` declared `replay_safe`, and the policy is the one approved.
+//! Bounded, so that a head cannot keep an approval alive: only within a
+//! window after the original proof's expiry (the operation's execution
+//! lease, its timeout plus `INTENT_LEASE_MARGIN`, from the registry and
+//! never from the head-written intent, plus one proof lifetime), and at
+//! most [`MAX_REISSUES`] times per proposal (counted from its
+//! `proof_reissued` events inside the ledger's write transaction). Never
+//! on SQLite: its file is writable by its owner, every head of a
+//! development installation, so an issuance row there proves nothing the
+//! signer did; only PostgreSQL, where the heads' role cannot write
+//! issuances, lets the signer trust its own rows. Every call is counted in
+//! the `countersign_reissues` metric by result.
 //! The nonce stays consumed and the intent stays as recorded: the proof
 //! can start no execution, only let reconcile complete the recorded one.
 //! Recorded as a `proof_reissued` event (the new proof's SHA-256, never the
 //! proof). This module must not log or store a proof.
 
-use countersign_ledger::{LedgerError, ProofReissue, ProposalStatus};
+use countersign_ledger::{INTENT_LEASE_MARGIN, LedgerError, ProofReissue, ProposalStatus};
 use countersign_metrics::Issuance;
 use countersign_proto::v1 as wire;
 use countersign_registry::Effect;
@@ -32,8 +43,25 @@ use crate::error::RpcError;
 use crate::issue::sign_claims_with;
 use crate::service::{SignerService, authorize, now_seconds, roles};
 
+/// How many times one proposal's proof may be re-issued for reconcile.
+pub(crate) const MAX_REISSUES: u32 = 3;
+
 impl SignerService {
+    /// `ReissueForReconcile`, as the module doc describes; each call is
+    /// counted by result.
     pub(crate) async fn reissue_for_reconcile(
+        &self,
+        request: Request<wire::ReissueForReconcileRequest>,
+    ) -> Result<wire::ReissueForReconcileResponse, RpcError> {
+        let result = self.reissue_checked(request).await;
+        self.state.metrics.reissue(match &result {
+            Ok(_) => "reissued",
+            Err(e) => e.code(),
+        });
+        result
+    }
+
+    async fn reissue_checked(
         &self,
         request: Request<wire::ReissueForReconcileRequest>,
     ) -> Result<wire::ReissueForReconcileResponse, RpcError> {
@@ -60,12 +88,12 @@ impl SignerService {
         if issuance.policy_revision != self.state.policy.revision() {
             return Err(RpcError::PolicyChanged);
         }
-        match &op.effect {
-            Effect::Webhook { .. } => {}
+        let webhook_timeout = match &op.effect {
+            Effect::Webhook { timeout_secs, .. } => *timeout_secs,
             Effect::Builtin { .. } | Effect::Command { .. } | Effect::Rule => {
                 return Err(RpcError::NotAWebhook(op.name.clone()));
             }
-        }
+        };
         if !op.replay_safe {
             return Err(RpcError::NotReplaySafe(op.name.clone()));
         }
@@ -88,6 +116,24 @@ impl SignerService {
         let lifetime = i64::try_from(self.state.policy.lifetime_for(op))
             .map_err(|_| RpcError::Internal("lifetime out of range".into()))?;
         let now = now_seconds()?;
+        // The window: the original expiry, plus the execution lease as the
+        // registry sets it (a head writes the intent's own lease), plus
+        // one lifetime for reconcile to re-send in.
+        let lease = Duration::seconds(i64::try_from(webhook_timeout).unwrap_or(i64::MAX))
+            .saturating_add(INTENT_LEASE_MARGIN);
+        let closes_at = issuance
+            .expires_at
+            .saturating_add(lease)
+            .saturating_add(Duration::seconds(lifetime));
+        if now > closes_at {
+            return Err(RpcError::ReissueWindowClosed {
+                id: record.proposal.id.clone(),
+                closed_at: format_time(closes_at)?,
+            });
+        }
+        if self.state.ledger.is_sqlite() {
+            return Err(RpcError::ReissueUnavailableOnSqlite);
+        }
         let expires_at = now + Duration::seconds(lifetime);
         // The issued claims, as the ledger recorded them (the handoff's
         // recovery rebuilds the same); only the times are new.
@@ -117,6 +163,7 @@ impl SignerService {
                 proof_sha256: proof_sha256.clone(),
                 expires_at,
                 actor: peer.principal.clone(),
+                max_reissues: MAX_REISSUES,
             })
             .await;
         match recorded {
@@ -124,6 +171,9 @@ impl SignerService {
             Err(LedgerError::NotUncertain(id)) => return Err(RpcError::NotUncertain(id)),
             Err(LedgerError::StillRunning(id, until)) => {
                 return Err(RpcError::StillRunning { id, until });
+            }
+            Err(LedgerError::ReissueLimitReached(id, count)) => {
+                return Err(RpcError::ReissueLimitReached { id, count });
             }
             Err(other) => return Err(other.into()),
         }

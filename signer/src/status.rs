@@ -41,6 +41,9 @@ pub(crate) fn to_status(err: RpcError) -> Status {
         | RpcError::StillRunning { .. }
         | RpcError::NotAWebhook(_)
         | RpcError::NotReplaySafe(_)
+        | RpcError::ReissueWindowClosed { .. }
+        | RpcError::ReissueLimitReached { .. }
+        | RpcError::ReissueUnavailableOnSqlite
         | RpcError::PasskeyRequired
         | RpcError::PasskeysNotConfigured
         | RpcError::NoPasskeyEnrolled
@@ -150,6 +153,24 @@ mod tests {
             ),
             (RpcError::NotAWebhook("op".into()), "not_a_webhook"),
             (RpcError::NotReplaySafe("op".into()), "not_replay_safe"),
+            (
+                RpcError::ReissueWindowClosed {
+                    id: "p".into(),
+                    closed_at: "t".into(),
+                },
+                "reissue_window_closed",
+            ),
+            (
+                RpcError::ReissueLimitReached {
+                    id: "p".into(),
+                    count: 3,
+                },
+                "reissue_limit_reached",
+            ),
+            (
+                RpcError::ReissueUnavailableOnSqlite,
+                "reissue_unavailable_on_sqlite",
+            ),
             (RpcError::Internal("x".into()), "internal"),
             (RpcError::PasskeyRequired, "passkey_required"),
             (RpcError::PasskeysNotConfigured, "passkeys_not_configured"),
@@ -184,7 +205,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..44).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..47).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -234,6 +255,9 @@ mod tests {
             RpcError::RuleChanged(_) => 41,
             RpcError::RuleDefinitionChanged => 42,
             RpcError::PremiseUnavailable(_) => 43,
+            RpcError::ReissueWindowClosed { .. } => 44,
+            RpcError::ReissueLimitReached { .. } => 45,
+            RpcError::ReissueUnavailableOnSqlite => 46,
         }
     }
 

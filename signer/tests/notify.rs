@@ -387,7 +387,19 @@ async fn refuses_to_start_with_plain_http_to_a_host_that_is_not_loopback() {
     let config = webhook_config("http://192.0.2.1/hook", &secret_file(&dir), "");
     assert_eq!(
         start_refusal(&config).await,
-        "notify.webhook.url: plain http:// is allowed only to a loopback host, not \"192.0.2.1\""
+        "notify.webhook.url: plain http:// is allowed only to a loopback IP address (127.0.0.1 or [::1]), not \"192.0.2.1\""
+    );
+}
+
+/// `localhost` goes to the system resolver; another local user listening
+/// on `[::1]:<port>` would get the notification. Refused, naming the fix.
+#[tokio::test]
+async fn refuses_to_start_with_plain_http_to_localhost_naming_the_address_to_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = webhook_config("http://localhost:9/hook", &secret_file(&dir), "");
+    assert_eq!(
+        start_refusal(&config).await,
+        "notify.webhook.url: plain http:// to \"localhost\" is refused: a name goes to the system resolver, and another local user listening on the address it answers (such as [::1]:9) would receive the request; write the loopback address, http://127.0.0.1:9/hook (or http://[::1]:9/hook if the receiver listens there)"
     );
 }
 

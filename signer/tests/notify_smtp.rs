@@ -233,7 +233,17 @@ async fn start_refusal(config: &str) -> String {
 async fn refuses_smtp_without_tls_to_a_host_that_is_not_loopback() {
     assert_eq!(
         start_refusal(&smtp_config("mail.example", 25)).await,
-        "notify.smtp.tls = \"none\" is allowed only to a loopback host, not \"mail.example\""
+        "notify.smtp.tls = \"none\" is allowed only to a loopback IP address (host = \"127.0.0.1\" or \"::1\"), not \"mail.example\""
+    );
+}
+
+/// `localhost` goes to the system resolver; another local user listening
+/// on `[::1]:25` would get the message. Refused, naming the fix.
+#[tokio::test]
+async fn refuses_smtp_without_tls_to_localhost_naming_the_address_to_write() {
+    assert_eq!(
+        start_refusal(&smtp_config("localhost", 25)).await,
+        "notify.smtp.tls = \"none\" is allowed only to a loopback IP address (host = \"127.0.0.1\" or \"::1\"), not \"localhost\": a name goes to the system resolver, and another local user listening on the address it answers would receive the message"
     );
 }
 

@@ -371,7 +371,7 @@ fn a_uri_naming_a_missing_token_or_key_is_refused() {
                 ),
                 (
                     token.uri("proof").replace(MODULE, "/nonexistent/libpkcs11.so"),
-                    "PKCS#11 module /nonexistent/libpkcs11.so: libloading error".to_owned(),
+                    "PKCS#11 module /nonexistent/libpkcs11.so not loaded: /nonexistent: No such file or directory".to_owned(),
                 ),
             ];
             for (uri, why) in refusals {

@@ -1,11 +1,15 @@
 //! `ReissueForReconcile`: the proof of an uncertain, replay-safe webhook
 //! signed again with the issued claims and a fresh lifetime, and every
-//! refusal with its exact reason, recording nothing.
+//! refusal with its exact reason, recording nothing. On PostgreSQL (the
+//! one backend that allows it); its bounds are in `reissue/bounds.rs`.
 #![allow(clippy::unwrap_used)]
 
+#[path = "reissue/bounds.rs"]
+mod bounds;
 mod support;
 
 use countersign_identity::Role;
+use countersign_ledger::testing::TempPgDatabase;
 use countersign_ledger::{EffectOutcome, Intent};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
@@ -60,8 +64,19 @@ fn registry() -> String {
     .concat()
 }
 
-async fn start() -> TestSigner {
-    TestSigner::start_with_registry(&registry()).await.unwrap()
+/// A signer on a fresh PostgreSQL database: re-issue is refused on SQLite
+/// (`bounds::refuses_on_sqlite_where_the_ledger_rows_prove_nothing`). The
+/// database is dropped with the returned handle.
+async fn start() -> (TestSigner, TempPgDatabase) {
+    start_configured("").await
+}
+
+async fn start_configured(extra_config: &str) -> (TestSigner, TempPgDatabase) {
+    let db = TempPgDatabase::create().await.unwrap();
+    let signer = TestSigner::start_configured(&registry(), Some(db.url()), extra_config)
+        .await
+        .unwrap();
+    (signer, db)
 }
 
 async fn propose(head: &mut SignerClient<Channel>, operation: &str) -> String {
@@ -171,7 +186,7 @@ async fn assert_refused(
 
 #[tokio::test]
 async fn reissues_the_issued_claims_with_a_fresh_lifetime_and_records_its_hash() {
-    let signer = start().await;
+    let (signer, _db) = start().await;
     let (id, issued, _intent) = uncertain(&signer, "hook.safe", Duration::ZERO).await;
     let issuance = signer
         .state()
@@ -245,7 +260,7 @@ async fn reissues_the_issued_claims_with_a_fresh_lifetime_and_records_its_hash()
 
 #[tokio::test]
 async fn refuses_a_proposal_whose_execution_is_not_uncertain() {
-    let signer = start().await;
+    let (signer, _db) = start().await;
     let mut head = head(&signer).await;
     // Pending: nothing issued.
     let pending = propose(&mut head, "hook.safe").await;
@@ -297,7 +312,7 @@ async fn refuses_a_proposal_whose_execution_is_not_uncertain() {
 
 #[tokio::test]
 async fn refuses_while_the_executions_lease_runs() {
-    let signer = start().await;
+    let (signer, _db) = start().await;
     let (id, _, _) = uncertain(&signer, "hook.safe", Duration::hours(1)).await;
     let message = assert_refused(
         &signer,
@@ -312,7 +327,7 @@ async fn refuses_while_the_executions_lease_runs() {
 
 #[tokio::test]
 async fn refuses_an_operation_that_is_not_a_webhook() {
-    let signer = start().await;
+    let (signer, _db) = start().await;
     let (id, _, _) = uncertain(&signer, "note.command", Duration::ZERO).await;
     let message = assert_refused(
         &signer,
@@ -330,7 +345,7 @@ async fn refuses_an_operation_that_is_not_a_webhook() {
 
 #[tokio::test]
 async fn refuses_a_webhook_that_is_not_replay_safe() {
-    let signer = start().await;
+    let (signer, _db) = start().await;
     let (id, _, _) = uncertain(&signer, "hook.unsafe", Duration::ZERO).await;
     let message = assert_refused(
         &signer,
@@ -348,7 +363,7 @@ async fn refuses_a_webhook_that_is_not_replay_safe() {
 
 #[tokio::test]
 async fn refuses_a_webhook_whose_contract_changed_since_approval() {
-    let signer = start().await;
+    let (signer, _db) = start().await;
     let (id, _, _) = uncertain(&signer, "hook.safe", Duration::ZERO).await;
     let path = signer.home().registry_path();
     let changed = std::fs::read_to_string(&path).unwrap().replacen(
@@ -369,7 +384,7 @@ async fn refuses_a_webhook_whose_contract_changed_since_approval() {
 
 #[tokio::test]
 async fn refuses_another_principals_head_an_approver_and_an_unknown_proposal() {
-    let signer = start().await;
+    let (signer, _db) = start().await;
     let (id, _, _) = uncertain(&signer, "hook.safe", Duration::ZERO).await;
     let mut theirs = client_as(&signer, Role::Head, OTHER_PRINCIPAL).await;
     assert_refused(
@@ -419,13 +434,10 @@ async fn reissues_a_passkey_approval_with_its_passkey_assurance() {
     use countersign_signer::passkeys::code::EnrolmentCodes;
     use countersign_webauthn::testing::SoftAuthenticator;
 
-    let signer = TestSigner::start_configured(
-        &registry(),
-        None,
+    let (signer, _db) = start_configured(
         "[passkeys]\nrequired = true\norigins = [\"https://console.localhost:7444\"]\n",
     )
-    .await
-    .unwrap();
+    .await;
     let mut approver = signer.client(Role::Approver).await.unwrap();
     let mut key = SoftAuthenticator::new(5, "console.localhost", "https://console.localhost:7444");
     let c = approver

@@ -4,9 +4,13 @@
 //! The card shows what the signer stored and rendered, never anything the
 //! browser sent: the authoritative preview, the canonical arguments, the
 //! operation, the contract and policy revisions, the proposing session and
-//! head, age and expiry. Model-supplied text is labelled as such.
+//! head, age and expiry. Model-supplied text is labelled as such, and an
+//! argument holding any non-ASCII character is marked, in the list and on
+//! the card, naming its code points and whether it mixes scripts: a
+//! Cyrillic `а` looks exactly like a Latin `a`.
 
 use countersign_proto::v1::{ProposalView, QuorumView};
+use countersign_registry::lookalike::argument_warnings_of_json;
 use countersign_registry::rule::RULE_CREATE;
 use maud::{Markup, html};
 use time::OffsetDateTime;
@@ -80,6 +84,9 @@ pub(crate) fn pending_list(views: &[ProposalView]) -> Markup {
                         ", proposed " (age(&v.created_at))
                     }
                     div.summary { (shown(summary(&v.preview))) }
+                    @if !argument_warnings_of_json(&v.arguments_json).is_empty() {
+                        div.warn.lookalike { "Non-ASCII text in the arguments: look closely" }
+                    }
                 }
             }
         }
@@ -136,6 +143,30 @@ pub(crate) fn history(views: &[ProposalView], status: &str, operation: &str) -> 
     }
 }
 
+/// The warning for arguments holding non-ASCII text, computed from the
+/// canonical arguments themselves (so it is there for a proposal stored
+/// before the preview carried `Non-ASCII:` lines).
+fn lookalikes(arguments_json: &str) -> Markup {
+    let warnings = argument_warnings_of_json(arguments_json);
+    html! {
+        @if !warnings.is_empty() {
+            section.lookalike aria-labelledby="lookalike-h" {
+                h2 #lookalike-h { "Look closely: " span.warn { "non-ASCII text" } }
+                p {
+                    "These arguments hold characters outside ASCII. A letter of another script "
+                    "can look exactly like the one you expect; invisible characters are shown "
+                    "as " code { "\\u{..}" } " escapes."
+                }
+                ul {
+                    @for w in &warnings {
+                        li { code { (shown(&w.to_string())) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// One proposal with everything a person needs to decide, and the forms
 /// for what can be decided in its status.
 pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
@@ -146,6 +177,7 @@ pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
             h2 #preview-h { "What will happen (the signer's preview)" }
             (preview_block(&v.preview))
         }
+        (lookalikes(&v.arguments_json))
         @if !v.note.is_empty() {
             section aria-labelledby="note-h" {
                 h2 #note-h { "Note from the agent " span.warn { "model-supplied, unverified" } }
@@ -319,3 +351,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "views_tests.rs"]
+mod tests;

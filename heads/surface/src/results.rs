@@ -25,6 +25,7 @@ pub fn proposal(view: &ProposalView) -> Value {
         "policy_revision": view.policy_revision,
         "note": view.note,
         "preview": view.preview,
+        "non_ascii": non_ascii(&view.arguments_json),
         "status": view.status,
         "created_at": view.created_at,
         "reason": if view.reason.is_empty() { Value::Null } else { Value::String(view.reason.clone()) },
@@ -117,12 +118,22 @@ pub fn outcome(proposal_id: &str, outcome: &Outcome) -> Value {
     value
 }
 
+/// One sentence per argument whose value holds non-ASCII text (the
+/// preview's `Non-ASCII:` lines, computed from the canonical arguments, so
+/// they are there for proposals stored before the preview carried them).
+fn non_ascii(arguments_json: &str) -> Vec<String> {
+    countersign_registry::lookalike::argument_warnings_of_json(arguments_json)
+        .iter()
+        .map(|w| countersign_registry::terminal_safe(&w.to_string()).into_owned())
+        .collect()
+}
+
 /// The JSON Schema of [`proposal`].
 pub fn proposal_schema() -> Value {
     json!({
         "type": "object",
         "required": ["id", "principal", "session", "operation", "arguments", "arguments_sha256",
-                     "contract_revision", "policy_revision", "note", "preview", "status",
+                     "contract_revision", "policy_revision", "note", "preview", "non_ascii", "status",
                      "created_at", "reason", "handoff_waiting", "passkey_required", "quorum"],
         "properties": {
             "id": {"type": "string"},
@@ -135,6 +146,11 @@ pub fn proposal_schema() -> Value {
             "policy_revision": {"type": "string"},
             "note": {"type": "string"},
             "preview": {"type": "string"},
+            "non_ascii": {
+                "description": "One sentence per argument whose value holds any non-ASCII character: its code points with their scripts, and whether it mixes scripts (UTS 39). A letter of another script can look exactly like the one expected; show these to the person.",
+                "type": "array",
+                "items": {"type": "string"}
+            },
             "status": {"enum": ["pending", "denied", "withdrawn", "approved", "revoked", "expired",
                                 "applied", "failed", "uncertain"]},
             "created_at": {"type": "string"},

@@ -1,6 +1,7 @@
 //! The signer's record of re-issuing a proof for reconcile (shared by both
 //! backends): the `proof_reissued` event, written only while the proposal's
-//! execution is uncertain and no head may still be running it.
+//! execution is uncertain, no head may still be running it, and fewer
+//! re-issues than the signer's limit are recorded for it.
 //!
 //! Owns the check and the event, in one write transaction. Must not: store
 //! the proof (only its SHA-256), or touch the intent, the consumed nonce or
@@ -46,6 +47,20 @@ impl Store {
             return Err(LedgerError::StillRunning(
                 r.proposal_id.clone(),
                 intent.try_get("lease_until")?,
+            ));
+        }
+        // Counted under the proposal's lock: concurrent re-issues of one
+        // proposal are serialized, so the limit is exact.
+        let reissued: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM events WHERE proposal_id = $1 AND kind = 'proof_reissued'",
+        )
+        .bind(&r.proposal_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        if reissued >= i64::from(r.max_reissues) {
+            return Err(LedgerError::ReissueLimitReached(
+                r.proposal_id.clone(),
+                u32::try_from(reissued).unwrap_or(u32::MAX),
             ));
         }
         let at = timefmt::format(timefmt::now())?;

@@ -53,16 +53,23 @@ impl SmtpChannel {
             .iter()
             .map(|t| mailbox("to", t))
             .collect::<Result<Vec<_>, _>>()?;
-        let loopback = config.host.eq_ignore_ascii_case("localhost")
-            || config
-                .host
-                .parse::<IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
+        // Only an IP literal is loopback: a name such as `localhost` goes
+        // to the system resolver, and another local user listening on the
+        // address it answers (`[::1]:<port>`) would get the message.
+        let loopback = config
+            .host
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
         let tls = match config.tls {
             SmtpTls::None if !loopback => {
                 return Err(refuse(format!(
-                    "tls = \"none\" is allowed only to a loopback host, not {:?}",
-                    config.host
+                    "tls = \"none\" is allowed only to a loopback IP address (host = \"127.0.0.1\" or \"::1\"), not {:?}{}",
+                    config.host,
+                    if config.host.eq_ignore_ascii_case("localhost") {
+                        ": a name goes to the system resolver, and another local user listening on the address it answers would receive the message"
+                    } else {
+                        ""
+                    }
                 )));
             }
             SmtpTls::None => Tls::None,

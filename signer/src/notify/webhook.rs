@@ -81,7 +81,8 @@ pub(crate) struct WebhookChannel {
 }
 
 impl WebhookChannel {
-    /// Checks the URL (https with trust roots, or http to a loopback host)
+    /// Checks the URL (https with trust roots, or http to a loopback IP
+    /// address: never to a name such as `localhost`, which the resolver answers)
     /// and reads the secret file (0600, this user's, not a symlink).
     pub(crate) fn from_config(config: &NotifyWebhookConfig) -> Result<WebhookChannel, NotifyError> {
         let refuse = |detail: String| NotifyError::Config(format!("notify.webhook.{detail}"));
@@ -93,10 +94,8 @@ impl WebhookChannel {
                 ));
             }
             (false, _) if !url.is_loopback() => {
-                return Err(refuse(format!(
-                    "url: plain http:// is allowed only to a loopback host, not {:?}",
-                    url.host()
-                )));
+                let reason = url.plain_http_refusal().unwrap_or_default();
+                return Err(refuse(format!("url: {reason}")));
             }
             (false, Some(_)) => {
                 return Err(refuse("trust_roots applies only to an https url".into()));

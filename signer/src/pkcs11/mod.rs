@@ -3,6 +3,9 @@
 //!
 //! Owns: loading a PKCS#11 module once per process (never finalized, so
 //! that two keys on one module cannot pull it from under each other),
+//! only after the registry's file checks passed on it and every directory
+//! on the way (a regular file of the signer's user or root that nobody
+//! else can write),
 //! finding a token and a key by a [`Pkcs11Uri`], logging in with the PIN
 //! from the URI's `pin-source` file (0600, read through
 //! `countersign_identity::files::read_private`, held only for the
@@ -22,6 +25,7 @@ mod uri;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use countersign_identity::ConfiguredFile;
 use countersign_identity::files::read_private;
 use countersign_verifier::key_id;
 use cryptoki::context::{CInitializeArgs, CInitializeFlags, Pkcs11};
@@ -82,6 +86,10 @@ fn module(path: &Path) -> Result<Pkcs11, KeyError> {
     if let Some((_, loaded)) = modules.iter().find(|(p, _)| p == path) {
         return Ok(loaded.clone());
     }
+    // Loading runs the library's code in this process, beside the key:
+    // nobody but this user and root may be able to change what is loaded.
+    countersign_identity::check_configured_file(path, ConfiguredFile::Pkcs11Module)
+        .map_err(|e| KeyError::Pkcs11ModuleRefused(path.to_path_buf(), e.to_string()))?;
     let failed = |detail: String| KeyError::Pkcs11Module(path.to_path_buf(), detail);
     let pkcs11 = Pkcs11::new(path).map_err(|e| failed(e.to_string()))?;
     match pkcs11.initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK)) {

@@ -607,9 +607,41 @@ async fn reconcile_resends_a_timed_out_replay_safe_webhook(backend: Backend) {
     assert_eq!(events_of_kind(&h, "proof_reissued").await.len(), 1);
 }
 
+/// On SQLite the signer never re-issues (the ledger's owner can write any
+/// row, so an issuance row proves nothing): reconcile leaves the execution
+/// uncertain, sends nothing, and says why with the signer's reason code.
 #[tokio::test]
-async fn reconcile_resends_a_timed_out_replay_safe_webhook_on_sqlite() {
-    reconcile_resends_a_timed_out_replay_safe_webhook(Backend::Sqlite).await;
+async fn reconcile_on_sqlite_leaves_a_timed_out_webhook_uncertain_and_says_why() {
+    let (h, receiver, _roots) = https_setup(
+        Behaviour::SlowFirstThenDedupe(Duration::from_secs(4)),
+        true,
+        1,
+        true,
+    )
+    .await;
+    let id = uncertain_after_a_timeout(&h, &receiver).await;
+    let run = h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(
+        run.result,
+        Err(CliError::NotApplied(
+            "1 execution(s) remain uncertain".into()
+        ))
+    );
+    let entry = &run.json()["entries"][0];
+    assert_eq!(entry["action"], "still_uncertain", "{entry}");
+    let detail = entry["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(
+            "the signer refused to re-issue its proof (reissue_unavailable_on_sqlite): the ledger is SQLite"
+        ),
+        "{detail}"
+    );
+    assert_eq!(receiver.received().len(), 1);
+    assert!(events_of_kind(&h, "proof_reissued").await.is_empty());
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "uncertain"
+    );
 }
 
 #[tokio::test]
@@ -659,7 +691,9 @@ async fn reconcile_never_resends_a_webhook_that_is_not_replay_safe() {
 
 #[tokio::test]
 async fn a_receiver_gone_at_the_resend_leaves_it_uncertain_and_reported_once_per_run() {
-    let (h, receiver, _roots) = https_setup(
+    // On PostgreSQL: on SQLite nothing is re-issued, so nothing is re-sent.
+    let (h, receiver, _roots) = https_setup_on(
+        Backend::Postgres,
         Behaviour::SlowFirstThenDedupe(Duration::from_secs(4)),
         true,
         1,
