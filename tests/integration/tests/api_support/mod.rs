@@ -197,7 +197,12 @@ pub async fn http(
     stream.write_all(body).await.unwrap();
     let mut bytes = Vec::new();
     stream.read_to_end(&mut bytes).await.unwrap();
-    let text = String::from_utf8_lossy(&bytes).to_string();
+    parse_reply(&bytes)
+}
+
+/// An HTTP/1.1 response as read off the wire: status, head and body.
+pub fn parse_reply(bytes: &[u8]) -> Reply {
+    let text = String::from_utf8_lossy(bytes).to_string();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head
         .split_whitespace()

@@ -17,7 +17,7 @@ use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::api_support::Reply;
+use crate::api_support::{Reply, parse_reply};
 
 /// A console of a test home, served over TLS.
 #[derive(Clone)]
@@ -148,16 +148,5 @@ pub async fn https_to(
     let mut bytes = Vec::new();
     // A close without close_notify is how many servers end; keep what came.
     let _ = stream.read_to_end(&mut bytes).await;
-    let text = String::from_utf8_lossy(&bytes).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Reply {
-        status,
-        headers: head.to_string(),
-        body: body.to_string(),
-    }
+    parse_reply(&bytes)
 }
