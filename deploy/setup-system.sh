@@ -17,7 +17,7 @@
 #   3. gives AGENT_USER a head-only home (0700, its own): config.toml (the
 #      signer's and the console's addresses, the heads' ledger URL, and
 #      `[passkeys]` too, so that its heads name the console at
-#      http://localhost:<port>, where a passkey can be used), principal,
+#      https://console.localhost:<port> and say a passkey is needed), principal,
 #      pki/ca.pem, pki/head.pem, pki/head.key and operations.toml. No
 #      approver credential, no CA key, no signing key.
 #

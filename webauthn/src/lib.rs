@@ -80,7 +80,7 @@ const MAX_ATTESTATION_OBJECT_BYTES: usize = 16 * 1024;
 pub struct RelyingParty {
     /// The RP ID, a domain such as `localhost` (browsers refuse IP addresses).
     pub rp_id: String,
-    /// Exact origins the browser may report, e.g. `http://localhost:7444`.
+    /// Exact origins the browser may report, e.g. `https://console.localhost:7444`.
     pub origins: Vec<String>,
 }
 
