@@ -170,7 +170,7 @@ pub struct RuleRevokeArgs {
 #[derive(Debug, Args)]
 pub struct ConsoleArgs {
     /// The address and port the console serves on, besides every address
-    /// its names resolve to (https://console.localhost:PORT holds both
+    /// its names resolve to (`https://console.localhost:PORT` holds both
     /// 127.0.0.1 and ::1). Default: the configuration's console addr, else
     /// 127.0.0.1:7444.
     #[arg(long, value_name = "ADDR")]
