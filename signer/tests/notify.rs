@@ -193,7 +193,7 @@ async fn a_waiting_proposal_is_notified_by_a_signed_webhook_holding_no_proof() {
             "proposal_id": view.id,
             "operation": "schedule.create",
             "arguments_sha256": view.arguments_sha256,
-            "console_url": format!("http://127.0.0.1:7999/proposals/{}", view.id),
+            "console_url": format!("https://console.localhost:7999/proposals/{}", view.id),
         })
     );
     assert_eq!(body["type"], "proposal.waiting");

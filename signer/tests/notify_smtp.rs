@@ -147,7 +147,10 @@ async fn a_waiting_proposal_is_emailed_with_its_console_link_and_no_proof() {
     );
     assert!(message.contains(&view.arguments_sha256), "{message}");
     assert!(
-        message.contains(&format!("http://127.0.0.1:7998/proposals/{}", view.id)),
+        message.contains(&format!(
+            "https://console.localhost:7998/proposals/{}",
+            view.id
+        )),
         "{message}"
     );
     assert!(message.contains("carries no approval"), "{message}");

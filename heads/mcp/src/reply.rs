@@ -291,7 +291,7 @@ mod tests {
     fn the_proposal_text_names_the_terminal_command_and_the_console_page() {
         let text = proposed_text(&view("pending", false), Some(URL));
         assert!(
-            text.contains("countersign approve prop_1 --for-mcp\nor in the web console at:\n  http://127.0.0.1:7444/proposals/prop_1\nThen call execute_approved"),
+            text.contains("countersign approve prop_1 --for-mcp\nor in the web console at:\n  https://console.localhost:7444/proposals/prop_1\nThen call execute_approved"),
             "{text}"
         );
         let text = proposed_text(&view("pending", false), None);
@@ -308,13 +308,13 @@ mod tests {
         pending.passkey_required = true;
         let text = proposed_text(&pending, Some(URL));
         assert!(
-            text.contains("approves it with their passkey in the web console at:\n  http://127.0.0.1:7444/proposals/prop_1\nThen call execute_approved"),
+            text.contains("approves it with their passkey in the web console at:\n  https://console.localhost:7444/proposals/prop_1\nThen call execute_approved"),
             "{text}"
         );
         assert!(!text.contains("countersign approve"), "{text}");
         assert_eq!(
             status_text(&pending, Some(URL)),
-            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); waiting for a person with their passkey in the web console at http://127.0.0.1:7444/proposals/prop_1"
+            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); waiting for a person with their passkey in the web console at https://console.localhost:7444/proposals/prop_1"
         );
         let text = proposed_text(&pending, None);
         assert!(
@@ -327,7 +327,7 @@ mod tests {
     fn a_pending_status_names_the_console_page_and_no_other_status_does() {
         assert_eq!(
             status_text(&view("pending", false), Some(URL)),
-            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); waiting for a person: `countersign approve prop_1 --for-mcp` or the web console at http://127.0.0.1:7444/proposals/prop_1"
+            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); waiting for a person: `countersign approve prop_1 --for-mcp` or the web console at https://console.localhost:7444/proposals/prop_1"
         );
         assert!(!status_text(&view("pending", false), None).contains("console"));
         for (status, waiting) in [("pending", true), ("denied", false), ("applied", false)] {

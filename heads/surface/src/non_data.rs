@@ -121,6 +121,13 @@ pub const NON_DATA: &[NonData] = &[
         reason: TRANSPORT,
     },
     NonData {
+        name: "console_trust",
+        cli: Some("countersign console trust"),
+        api: None,
+        mcp: None,
+        reason: CONSOLE_CLI_ONLY,
+    },
+    NonData {
         name: "console_pair",
         cli: Some("countersign console pair"),
         api: None,

@@ -76,8 +76,9 @@ async fn refuses_a_fourth_reissue_of_one_proposal_and_counts_every_call() {
 
 #[tokio::test]
 async fn refuses_after_the_window_past_the_original_expiry_closed() {
-    // One-second proofs and a one-second timeout: the window closes at the
-    // issued expiry + (1 s + the 30 s lease margin) + 1 s.
+    // Five-second proofs (one second was too short to consume in on a
+    // loaded machine) and a one-second timeout: the window closes at the
+    // issued expiry + (1 s + the 30 s lease margin) + 5 s.
     let brief = operation(
         "hook.brief",
         true,
@@ -85,7 +86,7 @@ async fn refuses_after_the_window_past_the_original_expiry_closed() {
     )
     .replace(
         "\n[operation.effect]",
-        "lifetime_secs = 1\n\n[operation.effect]",
+        "lifetime_secs = 5\n\n[operation.effect]",
     );
     let db = TempPgDatabase::create().await.unwrap();
     let signer = TestSigner::start_with(&format!("{}{brief}", registry()), Some(db.url()))
@@ -101,7 +102,7 @@ async fn refuses_after_the_window_past_the_original_expiry_closed() {
         .unwrap()
         .issuance
         .unwrap();
-    let closes_at = issuance.expires_at + Duration::seconds(32);
+    let closes_at = issuance.expires_at + Duration::seconds(36);
     // Inside the window: re-issued.
     head(&signer)
         .await
