@@ -86,18 +86,19 @@ fn certificate(
 ) -> Result<countersign_identity::console_pki::ConsoleCert, CliError> {
     match &console.own_cert {
         Some((cert, key)) => {
-            let read = |path: &std::path::Path| {
-                countersign_identity::files::read_private(path)
-                    .map_err(|e| CliError::Error(format!("console certificate: {e}")))
-                    .and_then(|bytes| {
-                        String::from_utf8(bytes.to_vec()).map_err(|_| {
-                            CliError::Error(format!("{} is not PEM text", path.display()))
-                        })
-                    })
-            };
+            // The certificate is public (any mode); the key must be private.
+            let cert_pem = std::fs::read_to_string(cert).map_err(|e| {
+                CliError::Error(format!("console certificate {}: {e}", cert.display()))
+            })?;
+            let key_pem = countersign_identity::files::read_private(key)
+                .map_err(|e| CliError::Error(format!("console key: {e}")))
+                .and_then(|bytes| {
+                    String::from_utf8(bytes.to_vec())
+                        .map_err(|_| CliError::Error(format!("{} is not PEM text", key.display())))
+                })?;
             Ok(countersign_identity::console_pki::ConsoleCert {
-                cert_pem: read(cert)?,
-                key_pem: zeroize::Zeroizing::new(read(key)?),
+                cert_pem,
+                key_pem: zeroize::Zeroizing::new(key_pem),
             })
         }
         None => countersign_identity::console_pki::ensure_console_cert(&ctx.home, &console.names)
