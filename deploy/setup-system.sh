@@ -31,7 +31,7 @@
 # The ledger is PostgreSQL: a SQLite file cannot be shared by two users
 # (every process refuses a ledger that others can read or write), and a
 # SQLite file the agent could write would let it drop the append-only
-# triggers. Prepare the database first (README, "PostgreSQL"): apply the
+# triggers. Prepare the database first (docs/postgresql.md): apply the
 # schema with the owner's URL, then deploy/postgres-roles.sql. The URLs are
 # read from the environment, not the command line, so that no password shows
 # in the process list; they end up only in each user's 0600 config.toml.

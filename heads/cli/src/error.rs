@@ -5,7 +5,7 @@ use std::fmt;
 
 use countersign_gate::signer_client::SignerCallError;
 
-/// Exit codes, documented in the README.
+/// Exit codes, documented in the CLI reference (docs/cli.md).
 pub mod exit {
     /// Success.
     pub const OK: u8 = 0;
