@@ -49,11 +49,7 @@ pub(crate) fn proposal_text(view: &ProposalView) -> String {
 
 /// A quorum and its decisions so far, one line each.
 pub(crate) fn quorum_text(quorum: &QuorumView) -> String {
-    let approvals = quorum
-        .decisions
-        .iter()
-        .filter(|d| d.decision == "approve")
-        .count();
+    let approvals = countersign_service::approver::approvals(quorum).count();
     let mut text = format!(
         "quorum: {approvals} of {} required approvals (approvers: {})\n",
         quorum.required,

@@ -8,11 +8,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use countersign_gate::signer_client::SignerCallError;
-use countersign_proto::v1::{
-    DecideRequest, Delivery, ResolveUncertainRequest, RevokeOutcome, RevokeRequest,
-};
-use countersign_verifier::Proof;
+use countersign_service::{Approval, Approved, ApproverError, Delivery, Revoked};
 use maud::html;
 
 use crate::ConsoleState;
@@ -100,9 +96,9 @@ pub(crate) async fn approve(
     Path(id): Path<String>,
     Authorized { form, .. }: Authorized,
 ) -> Response {
-    let run_now = match form.get("delivery") {
-        Some("handoff") => false,
-        Some("run") => true,
+    let delivery = match form.get("delivery") {
+        Some("handoff") => Delivery::Handoff { session: None },
+        Some("run") => Delivery::RunNow,
         _ => {
             return refusal(
                 StatusCode::BAD_REQUEST,
@@ -123,110 +119,101 @@ pub(crate) async fn approve(
             }
         },
     };
-    let request = DecideRequest {
-        proposal_id: id.clone(),
-        approve: true,
-        delivery: if run_now {
-            Delivery::Direct
-        } else {
-            Delivery::Handoff
-        }
-        .into(),
+    let approval = Approval {
+        proposal_id: id,
+        delivery,
         passkey,
-        ..Default::default()
     };
-    let mut approver = state.approver.clone();
-    let mut decided = match approver.decide(request).await {
-        Ok(d) => d.into_inner(),
-        Err(status) => return signer_failure(&SignerCallError::from(status)),
-    };
-    let Some(view) = decided.proposal.take() else {
-        return refusal(
-            StatusCode::BAD_GATEWAY,
-            "The signer answered without the proposal.",
-        );
-    };
-    if !decided.created_rule_id.is_empty() {
-        // A rule.create proposal: the approval created the rule; there is
-        // no proof to run.
-        return done(
+    match state.decisions.approve(approval).await {
+        Ok(approved) => approved_page(approved),
+        Err(e) => approver_failure(e),
+    }
+}
+
+/// The page that says what an approval did.
+fn approved_page(approved: Approved) -> Response {
+    match approved {
+        Approved::RuleCreated { proposal, rule_id } => done(
             StatusCode::OK,
             "Rule created",
             &format!(
-                "Approved {}: rule {} is created and approves what it covers without asking (see Rules).",
-                view.id, decided.created_rule_id
+                "Approved {}: rule {rule_id} is created and approves what it covers without asking (see Rules).",
+                proposal.id
             ),
-            &view.id,
-        );
-    }
-    if decided.proof_sha256.is_empty() {
-        // A quorum approval short of the required count: recorded, no proof.
-        let (approvals, required) = view.quorum.as_ref().map_or((0, 0), |q| {
-            let approvals = q
-                .decisions
-                .iter()
-                .filter(|d| d.decision == "approve")
-                .count();
-            (approvals, q.required)
-        });
-        return done(
+            &proposal.id,
+        ),
+        Approved::QuorumPending {
+            proposal,
+            approvals,
+            required,
+        } => done(
             StatusCode::OK,
             "Approval recorded",
             &format!(
                 "Your approval of {} is recorded: {approvals} of {required} required approvals. No proof exists until the quorum is reached; nothing was executed.",
-                view.id
+                proposal.id
             ),
-            &view.id,
-        );
-    }
-    if !run_now {
-        return done(
+            &proposal.id,
+        ),
+        Approved::HandedOff {
+            proposal,
+            expires_at,
+        } => done(
             StatusCode::OK,
             "Approved",
             &format!(
-                "Approved {} for ONE execution by the head of session {}; its authorization expires at {}.",
-                view.id, view.session, decided.expires_at
+                "Approved {} for ONE execution by the head of session {}; its authorization expires at {expires_at}.",
+                proposal.id, proposal.session
             ),
-            &view.id,
-        );
+            &proposal.id,
+        ),
+        Approved::ProofIssued { proposal, .. } => refusal(
+            StatusCode::BAD_GATEWAY,
+            &format!(
+                "The signer returned a proof the console did not ask for; revoke the approval of {}.",
+                proposal.id
+            ),
+        ),
+        Approved::Ran { proposal, outcome } => {
+            let result = outcome
+                .disposition()
+                .filter(|d| !d.result.is_null())
+                .map(|d| d.result.to_string());
+            let body = html! {
+                h1 { "Approved and run" }
+                p.message role="status" { (crate::html::shown(&outcome.summary())) }
+                @if let Some(result) = &result {
+                    h2 { "Result" }
+                    (block(result))
+                }
+                p { a href={ "/proposals/" (proposal.id) } { "Back to the proposal" } }
+            };
+            html_response(StatusCode::OK, page("Approved and run", None, true, body))
+        }
     }
-    let proof = match Proof::from_text(std::mem::take(&mut decided.proof)) {
-        Ok(proof) => proof,
-        Err(e) => {
-            return refusal(
-                StatusCode::BAD_GATEWAY,
-                &format!(
-                    "The signer returned an unusable proof ({e}); revoke the approval of {id}."
-                ),
-            );
-        }
-    };
-    let outcome = match state.gate.execute(&view.id, &view.session, &proof).await {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            tracing::error!(proposal_id = %view.id, error = %e, "approve and run: the gate failed");
-            return refusal(
+}
+
+/// The page for an approver operation that did not complete.
+fn approver_failure(e: ApproverError) -> Response {
+    match e {
+        ApproverError::Signer(e) => signer_failure(&e),
+        ApproverError::Unusable {
+            proposal_id,
+            detail,
+        } => refusal(
+            StatusCode::BAD_GATEWAY,
+            &format!(
+                "The signer's answer was unusable ({detail}); revoke the approval of {proposal_id}."
+            ),
+        ),
+        failed @ ApproverError::RunFailed { .. } => {
+            tracing::error!(error = %failed, "approve and run: the execution failed");
+            refusal(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                &format!(
-                    "Approved, but the execution failed before an outcome was recorded ({e}). See the proposal's status."
-                ),
-            );
+                &format!("{failed}. See the proposal's status."),
+            )
         }
-    };
-    let result = outcome
-        .disposition()
-        .filter(|d| !d.result.is_null())
-        .map(|d| d.result.to_string());
-    let body = html! {
-        h1 { "Approved and run" }
-        p.message role="status" { (crate::html::shown(&outcome.summary())) }
-        @if let Some(result) = &result {
-            h2 { "Result" }
-            (block(result))
-        }
-        p { a href={ "/proposals/" (view.id) } { "Back to the proposal" } }
-    };
-    html_response(StatusCode::OK, page("Approved and run", None, true, body))
+    }
 }
 
 /// `POST /proposals/{id}/deny` with a required `reason`.
@@ -242,16 +229,9 @@ pub(crate) async fn deny(
             "A denial needs a reason; nothing was denied.",
         );
     }
-    let mut approver = state.approver.clone();
-    let request = DecideRequest {
-        proposal_id: id.clone(),
-        approve: false,
-        reason: reason.to_owned(),
-        ..Default::default()
-    };
-    match approver.decide(request).await {
+    match state.decisions.deny(&id, reason).await {
         Ok(_) => done(StatusCode::OK, "Denied", &format!("Denied {id}."), &id),
-        Err(status) => signer_failure(&SignerCallError::from(status)),
+        Err(e) => approver_failure(e),
     }
 }
 
@@ -261,42 +241,27 @@ pub(crate) async fn revoke(
     Path(id): Path<String>,
     Authorized { form, .. }: Authorized,
 ) -> Response {
-    let mut approver = state.approver.clone();
-    let request = RevokeRequest {
-        proposal_id: id.clone(),
-        reason: form
-            .get("reason")
-            .map(str::trim)
-            .unwrap_or_default()
-            .to_owned(),
-    };
-    let response = match approver.revoke(request).await {
-        Ok(r) => r.into_inner(),
-        Err(status) => return signer_failure(&SignerCallError::from(status)),
-    };
-    match RevokeOutcome::try_from(response.outcome) {
-        Ok(RevokeOutcome::Revoked) => done(
+    let reason = form.get("reason").map(str::trim).unwrap_or_default();
+    match state.decisions.revoke(&id, reason).await {
+        Ok(Revoked::Revoked) => done(
             StatusCode::OK,
             "Revoked",
             &format!("Revoked {id}: its proof can no longer be used."),
             &id,
         ),
-        Ok(RevokeOutcome::AlreadyUsed) => done(
+        Ok(Revoked::AlreadyUsed) => done(
             StatusCode::CONFLICT,
             "Too late",
             &format!("The proof of {id} was already used; nothing was revoked."),
             &id,
         ),
-        Ok(RevokeOutcome::NothingToRevoke) => done(
+        Ok(Revoked::NothingToRevoke) => done(
             StatusCode::CONFLICT,
             "Nothing to revoke",
             &format!("{id} has no unused proof to revoke; nothing was done."),
             &id,
         ),
-        _ => refusal(
-            StatusCode::BAD_GATEWAY,
-            "The signer gave an unknown revocation outcome.",
-        ),
+        Err(e) => approver_failure(e),
     }
 }
 
@@ -322,23 +287,17 @@ pub(crate) async fn resolve(
             "Confirm that you checked the world; nothing was recorded.",
         );
     }
-    let mut approver = state.approver.clone();
-    let request = ResolveUncertainRequest {
-        proposal_id: id.clone(),
-        applied,
-    };
-    match approver.resolve_uncertain(request).await {
-        Ok(r) => {
-            let r = r.into_inner();
+    match state.decisions.resolve(&id, applied).await {
+        Ok(resolved_by) => {
             let status = if applied { "applied" } else { "not applied" };
             done(
                 StatusCode::OK,
                 "Resolved",
-                &format!("Resolved {id} as {status} (by {}).", r.resolved_by),
+                &format!("Resolved {id} as {status} (by {resolved_by})."),
                 &id,
             )
         }
-        Err(status) => signer_failure(&SignerCallError::from(status)),
+        Err(e) => approver_failure(e),
     }
 }
 

@@ -49,10 +49,10 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
 use countersign_api::guard::{AllowedHosts, check};
-use countersign_gate::Gate;
 use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy};
+use countersign_service::{Approver, Service};
 use tonic::transport::Channel;
 use tracing::Instrument as _;
 
@@ -72,9 +72,9 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 pub struct ConsoleParts {
     /// The signer, authenticated with the console's approver credential.
     pub approver: SignerClient<Channel>,
-    /// The gate this console runs approved effects through ("approve and
-    /// run now"), as a head of the principal.
-    pub gate: Gate,
+    /// The service this console runs approved effects through ("approve
+    /// and run now"), as a head of the principal, on its tracker.
+    pub service: Service,
     /// The registry, for what a card shows about an operation (lifetime,
     /// model-supplied fields).
     pub registry: Arc<CurrentRegistry>,
@@ -89,7 +89,8 @@ pub struct ConsoleParts {
 /// The console's shared state.
 pub struct ConsoleState {
     pub(crate) approver: SignerClient<Channel>,
-    pub(crate) gate: Gate,
+    /// The approver operations: every decision goes through them.
+    pub(crate) decisions: Approver,
     pub(crate) registry: Arc<CurrentRegistry>,
     pub(crate) policy: Policy,
     pub(crate) sessions: SessionStore,
@@ -102,8 +103,8 @@ impl ConsoleState {
     pub fn new(parts: ConsoleParts) -> Self {
         let live = live::Live::new(parts.approver.clone());
         Self {
+            decisions: Approver::new(parts.approver.clone(), parts.service),
             approver: parts.approver,
-            gate: parts.gate,
             registry: parts.registry,
             policy: parts.policy,
             sessions: parts.sessions,
@@ -209,6 +210,7 @@ pub async fn run(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     state.live.stop_on(stop_rx.clone());
     let poller = tokio::spawn(live::poll(state.clone(), stop_rx.clone()));
+    let executions = state.decisions.executions();
     let app = router(state, port);
     tokio::spawn(async move {
         shutdown.await;
@@ -220,13 +222,20 @@ pub async fn run(
     });
     let mut grace_rx = stop_rx;
     let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
-    tokio::select! {
-        served = &mut serve => { poller.abort(); return served; }
-        _ = grace_rx.wait_for(|stop| *stop) => {}
-    }
+    let stopped_by_itself = tokio::select! {
+        served = &mut serve => Some(served),
+        _ = grace_rx.wait_for(|stop| *stop) => None,
+    };
+    let served = match stopped_by_itself {
+        Some(served) => served,
+        None => match drain(serve, SHUTDOWN_GRACE).await {
+            Drained::Finished(served) => served,
+            Drained::GraceOver => Ok(()),
+        },
+    };
     poller.abort();
-    match drain(serve, SHUTDOWN_GRACE).await {
-        Drained::Finished(served) => served,
-        Drained::GraceOver => Ok(()),
-    }
+    // An approval run now whose request was cut off still completes.
+    executions.close();
+    executions.wait().await;
+    served
 }

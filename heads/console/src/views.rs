@@ -234,11 +234,7 @@ pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
 /// A quorum: how many approvals of whom it needs, and each decision so
 /// far, so every approver sees the others'.
 fn quorum(q: &QuorumView) -> Markup {
-    let approvals = q
-        .decisions
-        .iter()
-        .filter(|d| d.decision == "approve")
-        .count();
+    let approvals = countersign_service::approver::approvals(q).count();
     html! {
         section.quorum aria-labelledby="quorum-h" {
             h2 #quorum-h { "Quorum" }

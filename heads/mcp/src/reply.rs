@@ -147,10 +147,7 @@ pub(crate) fn status_text(view: &ProposalView, console_url: Option<&str>) -> Str
         view.id, view.status, view.operation, view.session
     );
     if let Some(q) = view.quorum.as_ref().filter(|_| view.status == "pending") {
-        let approved: Vec<&str> = q
-            .decisions
-            .iter()
-            .filter(|d| d.decision == "approve")
+        let approved: Vec<&str> = countersign_service::approver::approvals(q)
             .map(|d| d.approver.as_str())
             .collect();
         text.push_str(&format!(

@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 mod answer;
+pub mod approver;
 mod params;
 mod resources;
 mod schemas;
@@ -37,6 +38,7 @@ use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
 
 pub use answer::{Answer, Done, Fault};
+pub use approver::{Approval, Approved, Approver, ApproverError, Delivery, Revoked};
 pub use params::DEFAULT_LIST_LIMIT;
 pub use resources::{Building, Resources};
 pub use schemas::{ParamsError, Schemas};

@@ -122,7 +122,7 @@ async fn a_denied_proposal_cannot_be_approved_afterwards() {
     assert_eq!(
         run.result,
         Err(CliError::Refused(format!(
-            "{id} is denied; only a pending proposal can be approved"
+            "proposal {id} is denied, not pending (not_pending)"
         )))
     );
     assert_eq!(h.schedules().await, vec![]);
@@ -347,7 +347,7 @@ async fn a_withdrawn_proposal_can_never_be_approved() {
     assert_eq!(
         approve.result,
         Err(CliError::Refused(format!(
-            "{id} is withdrawn; only a pending proposal can be approved"
+            "proposal {id} is withdrawn, not pending (not_pending)"
         )))
     );
     let again = h.cli(&["withdraw", &id]).await;

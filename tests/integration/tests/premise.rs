@@ -275,20 +275,7 @@ async fn each_quorum_approval_is_given_under_the_premise_as_it_still_is() {
         1,
     );
     let h = Harness::start_with_registry(&registry).await;
-    let pki = format!("{}/pki", h.home());
-    for name in ["alice", "bob"] {
-        let run = h
-            .cli(&[
-                "credential",
-                "create",
-                "--approver",
-                name,
-                "--out-dir",
-                &pki,
-            ])
-            .await;
-        assert_eq!(run.result, Ok(()), "{}", run.stderr);
-    }
+    h.approver_credentials(&["alice", "bob"]).await;
     with_nightly(&h).await;
     let delete = h.propose("schedule.delete", NIGHTLY).await;
     let approve_as = |name: &'static str| {

@@ -24,24 +24,6 @@ fn registry() -> String {
     )
 }
 
-/// Named approver certificates for `names`, in the home's `pki/`.
-async fn credentials(h: &Harness, names: &[&str]) {
-    let pki = format!("{}/pki", h.home());
-    for name in names {
-        let run = h
-            .cli(&[
-                "credential",
-                "create",
-                "--approver",
-                name,
-                "--out-dir",
-                &pki,
-            ])
-            .await;
-        assert_eq!(run.result, Ok(()), "{}", run.stderr);
-    }
-}
-
 fn assert_proposal_schema(value: &Value) {
     let op = DATA_OPERATIONS
         .iter()
@@ -58,7 +40,7 @@ fn assert_proposal_schema(value: &Value) {
 #[tokio::test]
 async fn every_head_shows_the_quorum_and_executes_only_once_it_is_reached() {
     let api = Api::over(Harness::start_with_registry(&registry()).await).await;
-    credentials(&api.h, &["alice", "bob"]).await;
+    api.h.approver_credentials(&["alice", "bob"]).await;
     let token = api.token().await;
     let mcp = mcp_head(&api.h).await;
     let structured = |v: Value| v["structuredContent"].clone();

@@ -116,7 +116,7 @@ async fn an_interrupted_command_stays_uncertain_until_a_person_resolves_it() {
     assert_eq!(
         twice.result,
         Err(CliError::Refused(format!(
-            "{id} is failed; only an uncertain execution can be resolved; nothing was recorded"
+            "{id} is failed; only an uncertain execution can be resolved; nothing was recorded (not_uncertain)"
         )))
     );
     assert!(h.ledger().verify_chain().await.unwrap().is_intact());

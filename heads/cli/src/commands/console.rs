@@ -69,7 +69,7 @@ pub async fn console_state(
     let gate = ctx.gate(&mut head).await?;
     Ok(ConsoleState::new(ConsoleParts {
         approver,
-        gate,
+        service: countersign_service::Service::over_gate(head, gate),
         registry: ctx.current_registry()?,
         policy: ctx.policy(),
         sessions: sessions(ctx, as_approver)?,

@@ -109,14 +109,18 @@ pub(crate) async fn call(ctx: &Context, operation: Operation, session: &str) -> 
         operation,
         Operation::ExecuteWithProof { .. } | Operation::ExecuteHandoff { .. }
     );
+    service(ctx, executes).call(operation, session).await
+}
+
+/// The service over this installation, building what an operation needs
+/// on first use; one that `executes` starts opening the ledger now.
+pub(crate) fn service(ctx: &Context, executes: bool) -> Service {
     let installation = Installation {
         ctx: ctx.clone(),
         head: OnceCell::new(),
         opening: Mutex::new(executes.then(|| ctx.open_for_execution())),
     };
     Service::lazy(ctx.principal.clone(), Arc::new(installation))
-        .call(operation, session)
-        .await
 }
 
 /// The result of an answer, for the command to print; a refusal or a

@@ -5,19 +5,17 @@
 
 use std::path::Path;
 
+use countersign_gate::signer_client::SignerCallError;
 use countersign_identity::files::write_private_new;
-use countersign_proto::v1::signer_client::SignerClient;
-use countersign_proto::v1::{
-    DecideRequest, Delivery, GetProposalRequest, Interface, ProposalView, ResolveUncertainRequest,
-    RevokeOutcome, RevokeRequest,
-};
+use countersign_proto::reason;
+use countersign_proto::v1::ProposalView;
 use countersign_registry::rule::RULE_CREATE;
-use countersign_verifier::Proof;
+use countersign_service::{Approval, Approved, Approver, ApproverError, Delivery, Revoked};
 use serde_json::json;
-use tonic::transport::Channel;
 
 use crate::Io;
 use crate::args::{ApproveArgs, DenyArgs, RevokeArgs};
+use crate::commands::data;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{proposal_text, quorum_text, report_outcome, write_json, write_text};
@@ -32,69 +30,96 @@ pub(crate) async fn approve(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let mut approver = ctx.approver_as(args.as_approver.as_ref()).await?;
+    let run_now = !args.for_mcp && args.proof_out.is_none();
+    let approver = Approver::new(
+        ctx.approver_as(args.as_approver.as_ref()).await?,
+        data::service(ctx, run_now),
+    );
     let view = approver
-        .get_proposal(GetProposalRequest {
-            proposal_id: args.id.clone(),
-        })
-        .await?
-        .into_inner();
-    if view.status != "pending" {
-        return Err(CliError::Refused(format!(
-            "{} is {}; only a pending proposal can be approved",
-            view.id, view.status
-        )));
-    }
-    if view.passkey_required {
-        // A typed challenge proves nothing an agent at this terminal could
-        // not do; the signer wants the person's passkey, which only a
-        // browser can ask for.
-        let place = match &ctx.config.console {
-            Some(console) => format!(
-                "approve it in the console: {}",
-                console.proposal_url(&view.id)
-            ),
-            None => "approve it in the console (`countersign console`; no [console] section is configured)".to_owned(),
-        };
-        return Err(CliError::Refused(format!(
-            "{} needs a passkey to be approved (passkey_required); {place}. Nothing was approved.",
-            view.id
-        )));
-    }
-    if view.operation == RULE_CREATE {
-        return approve_rule(&mut approver, &view, json, io).await;
-    }
-    if let Some(path) = &args.proof_out {
-        check_proof_out(path)?;
-    }
-    let execute_in_session = args.execute_in_session.clone().unwrap_or_default();
-    let delivery = if args.for_mcp {
-        Delivery::Handoff
+        .proposal(&args.id)
+        .await
+        .map_err(|e| failed(e, json, io))?;
+    let rule = view.operation == RULE_CREATE;
+    let delivery = if rule {
+        // Approving a rule creates it; no proof goes anywhere.
+        Delivery::Proof
+    } else if args.for_mcp {
+        Delivery::Handoff {
+            session: args.execute_in_session.clone(),
+        }
+    } else if args.proof_out.is_some() {
+        Delivery::Proof
     } else {
-        Delivery::Direct
+        Delivery::RunNow
     };
-    let request = |dry_run| DecideRequest {
+    let approval = Approval {
         proposal_id: view.id.clone(),
-        approve: true,
-        reason: String::new(),
-        delivery: delivery.into(),
-        interface: Interface::Cli.into(),
-        execute_in_session: execute_in_session.clone(),
-        dry_run,
+        delivery,
         passkey: None,
     };
+    if let (Some(path), false) = (&args.proof_out, rule) {
+        check_proof_out(path)?;
+    }
     // Everything the signer would refuse (no longer pending, a changed
     // contract or policy, a bad session), before the person commits.
-    approver.decide(request(true)).await?;
+    approver
+        .check(&approval)
+        .await
+        .map_err(|e| failed(e, json, io))?;
+    if view.passkey_required {
+        return Err(passkey_required(ctx, &view, json, io));
+    }
+    let shown = format!(
+        "\n{}\n{}\n",
+        proposal_text(&view).trim_end(),
+        consequence(&view, &args)
+    );
+    confirm(io, &shown, if rule { &RULE_APPROVAL } else { &APPROVAL })?;
+    let approved = approver
+        .approve(approval)
+        .await
+        .map_err(|e| failed(e, json, io))?;
+    report_approved(approved, args.proof_out.as_deref(), json, io)
+}
+
+/// A passkey approval at a terminal: refused, pointing at the console. A
+/// typed challenge proves nothing an agent at this terminal could not do;
+/// the signer wants the person's passkey, which only a browser can ask for.
+fn passkey_required(ctx: &Context, view: &ProposalView, json: bool, io: &mut Io<'_>) -> CliError {
+    let place = match &ctx.config.console {
+        Some(console) => format!(
+            "approve it in the console: {}",
+            console.proposal_url(&view.id)
+        ),
+        None => {
+            "approve it in the console (`countersign console`; no [console] section is configured)"
+                .to_owned()
+        }
+    };
+    refused(
+        json,
+        io,
+        reason::PASSKEY_REQUIRED,
+        &format!(
+            "{} needs a passkey to be approved; {place}. Nothing was approved.",
+            view.id
+        ),
+    )
+}
+
+/// What approving `view` does, as the person reads it before typing.
+fn consequence(view: &ProposalView, args: &ApproveArgs) -> String {
+    if view.operation == RULE_CREATE {
+        return "Approving CREATES this auto-approval rule: the signer will then approve every proposal it covers WITHOUT asking you, until it expires, runs out of uses, or you revoke it.".to_owned();
+    }
     let consequence = if args.for_mcp {
-        let session = if execute_in_session.is_empty() {
-            format!("the proposing session {}", view.session)
-        } else {
-            format!(
+        let session = match &args.execute_in_session {
+            None => format!("the proposing session {}", view.session),
+            Some(other) => format!(
                 "session {} (NOT the proposing session {})",
-                terminal_safe(&execute_in_session),
+                terminal_safe(other),
                 view.session
-            )
+            ),
         };
         format!(
             "Approving authorizes ONE later execution by a head of this principal (for example the MCP head), from {session}."
@@ -107,141 +132,125 @@ pub(crate) async fn approve(
     } else {
         "Approving executes it now, once.".to_string()
     };
-    let consequence = match &view.quorum {
+    match &view.quorum {
         Some(quorum) => format!(
             "This operation needs {} approvals ({}); a proof exists only after the last one. If yours is the last: {consequence}",
             quorum.required,
             quorum.approvers.join(", ")
         ),
         None => consequence,
-    };
-    let shown = format!("\n{}\n{consequence}\n", proposal_text(&view).trim_end());
-    confirm(io, &shown, &APPROVAL)?;
-    let mut decided = approver.decide(request(false)).await?.into_inner();
-    if decided.proof_sha256.is_empty() {
-        // A quorum approval that was not the last: recorded, nothing issued.
-        return quorum_pending(io, json, &view.id, decided.proposal.as_ref());
     }
-    let proof_text = std::mem::take(&mut decided.proof);
-    if args.for_mcp {
-        let message = format!(
-            "approved {} for one execution by a head of this principal; the authorization expires at {}",
-            view.id, decided.expires_at
-        );
-        return if json {
-            write_json(
-                io.out,
-                &json!({"proposal_id": view.id, "status": "approved", "delivery": "handoff", "expires_at": decided.expires_at, "message": message}),
+}
+
+/// Print what an approval did; a proof issued for a file is written to
+/// `proof_out` (0600, a new file).
+fn report_approved(
+    approved: Approved,
+    proof_out: Option<&Path>,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let (document, message) = match approved {
+        Approved::QuorumPending {
+            proposal,
+            approvals,
+            required,
+        } => {
+            let message = format!(
+                "approval recorded for {}: {approvals} of {required} required; no proof exists until the quorum is reached, and nothing was executed",
+                proposal.id
+            );
+            let quorum = proposal.quorum.as_ref();
+            if !json {
+                let listed = quorum.map(quorum_text).unwrap_or_default();
+                return write_text(io.out, &format!("{message}\n{listed}"));
+            }
+            (
+                json!({"proposal_id": proposal.id, "status": "pending", "quorum": quorum.map(results::quorum), "message": message}),
+                message,
             )
-        } else {
-            write_text(io.out, &format!("{message}\n"))
-        };
-    }
-    let proof = Proof::from_text(proof_text)
-        .map_err(|e| CliError::Error(format!("the signer returned an unusable proof: {e}")))?;
-    if let Some(path) = &args.proof_out {
-        write_private_new(path, proof.expose_secret().as_bytes()).map_err(|e| {
-            CliError::Error(format!(
-                "approved, but the proof could not be written to {}: {e}; revoke it with `countersign revoke {}`",
+        }
+        Approved::RuleCreated { proposal, rule_id } => {
+            let message = format!(
+                "approved {}: created rule {rule_id} (countersign rules list)",
+                proposal.id
+            );
+            (
+                json!({"proposal_id": proposal.id, "status": "applied", "rule_id": rule_id, "message": message}),
+                message,
+            )
+        }
+        Approved::HandedOff {
+            proposal,
+            expires_at,
+        } => {
+            let message = format!(
+                "approved {} for one execution by a head of this principal; the authorization expires at {expires_at}",
+                proposal.id
+            );
+            (
+                json!({"proposal_id": proposal.id, "status": "approved", "delivery": "handoff", "expires_at": expires_at, "message": message}),
+                message,
+            )
+        }
+        Approved::ProofIssued {
+            proposal,
+            proof,
+            proof_sha256,
+            expires_at,
+        } => {
+            let id = &proposal.id;
+            let Some(path) = proof_out else {
+                return Err(CliError::Error(format!(
+                    "the signer returned a proof of {id} with nowhere to put it; revoke it with `countersign revoke {id}`"
+                )));
+            };
+            write_private_new(path, proof.expose_secret().as_bytes()).map_err(|e| {
+                CliError::Error(format!(
+                    "approved, but the proof could not be written to {}: {e}; revoke it with `countersign revoke {id}`",
+                    path.display(),
+                ))
+            })?;
+            let message = format!(
+                "approved {id}; proof written to {} (sha256 {proof_sha256}, expires {expires_at}); execute with: countersign exec {id} --proof-file {}",
                 path.display(),
-                view.id
-            ))
-        })?;
-        let message = format!(
-            "approved {}; proof written to {} (sha256 {}, expires {}); execute with: countersign exec {} --proof-file {}",
-            view.id,
-            path.display(),
-            decided.proof_sha256,
-            decided.expires_at,
-            view.id,
-            path.display()
-        );
-        return if json {
-            write_json(
-                io.out,
-                &json!({"proposal_id": view.id, "status": "approved", "delivery": "file", "proof_sha256": decided.proof_sha256, "expires_at": decided.expires_at, "message": message}),
+                path.display()
+            );
+            (
+                json!({"proposal_id": id, "status": "approved", "delivery": "file", "proof_sha256": proof_sha256, "expires_at": expires_at, "message": message}),
+                message,
             )
-        } else {
-            write_text(io.out, &format!("{message}\n"))
-        };
-    }
-    let mut head = ctx.head().await?;
-    let gate = ctx.gate(&mut head).await?;
-    let outcome = gate
-        .execute(&view.id, &view.session, &proof)
-        .await
-        .map_err(CliError::error)?;
-    report_outcome(io.out, json, &view.id, &outcome)
-}
-
-/// Report a quorum approval that was recorded without completing the
-/// quorum: who approved so far, how many more are needed; nothing issued.
-fn quorum_pending(
-    io: &mut Io<'_>,
-    json: bool,
-    id: &str,
-    view: Option<&ProposalView>,
-) -> Result<(), CliError> {
-    let Some(quorum) = view.and_then(|v| v.quorum.as_ref()) else {
-        return Err(CliError::Error(format!(
-            "the signer approved {id} but issued no proof"
-        )));
+        }
+        Approved::Ran { proposal, outcome } => {
+            return report_outcome(io.out, json, &proposal.id, &outcome);
+        }
     };
-    let approvals = quorum
-        .decisions
-        .iter()
-        .filter(|d| d.decision == "approve")
-        .count();
-    let message = format!(
-        "approval recorded for {id}: {approvals} of {} required; no proof exists until the quorum is reached, and nothing was executed",
-        quorum.required
-    );
     if json {
-        write_json(
-            io.out,
-            &json!({"proposal_id": id, "status": "pending", "quorum": results::quorum(quorum), "message": message}),
-        )
-    } else {
-        write_text(io.out, &format!("{message}\n{}", quorum_text(quorum)))
-    }
-}
-
-/// Approving a model's `rule.create` proposal at the terminal: the
-/// preview (with the rule's exact scope) and what approving does, the typed
-/// challenge, then the decision, which creates the rule and issues no proof.
-async fn approve_rule(
-    approver: &mut SignerClient<Channel>,
-    view: &ProposalView,
-    json: bool,
-    io: &mut Io<'_>,
-) -> Result<(), CliError> {
-    let request = |dry_run| DecideRequest {
-        proposal_id: view.id.clone(),
-        approve: true,
-        delivery: Delivery::Direct.into(),
-        interface: Interface::Cli.into(),
-        dry_run,
-        ..Default::default()
-    };
-    approver.decide(request(true)).await?;
-    let shown = format!(
-        "\n{}\nApproving CREATES this auto-approval rule: the signer will then approve every proposal it covers WITHOUT asking you, until it expires, runs out of uses, or you revoke it.\n",
-        proposal_text(view).trim_end()
-    );
-    confirm(io, &shown, &RULE_APPROVAL)?;
-    let decided = approver.decide(request(false)).await?.into_inner();
-    let message = format!(
-        "approved {}: created rule {} (countersign rules list)",
-        view.id, decided.created_rule_id
-    );
-    if json {
-        write_json(
-            io.out,
-            &json!({"proposal_id": view.id, "status": "applied", "rule_id": decided.created_rule_id, "message": message}),
-        )
+        write_json(io.out, &document)
     } else {
         write_text(io.out, &format!("{message}\n"))
     }
+}
+
+/// An approver operation that did not complete: a refusal keeps the
+/// signer's reason code (in the `--json` document too, as every approver
+/// interface reports it); the rest are errors.
+fn failed(e: ApproverError, json: bool, io: &mut Io<'_>) -> CliError {
+    match e {
+        ApproverError::Signer(SignerCallError::Refused(r)) => {
+            refused(json, io, &r.code, &r.message)
+        }
+        other => CliError::Error(other.to_string()),
+    }
+}
+
+/// A refusal with `reason`: its `--json` document printed now, the
+/// command's error returned.
+fn refused(json: bool, io: &mut Io<'_>, reason: &str, message: &str) -> CliError {
+    if json && write_json(io.out, &results::refusal(reason, message)).is_err() {
+        return CliError::Error("cannot write the refusal".to_owned());
+    }
+    CliError::Refused(format!("{message} ({reason})"))
 }
 
 const RULE_APPROVAL: Confirmation = Confirmation {
@@ -349,24 +358,17 @@ pub(crate) async fn deny(
             "a denial needs a non-empty --reason".to_string(),
         ));
     }
-    let mut approver = ctx.approver_as(args.as_approver.as_ref()).await?;
-    let decided = approver
-        .decide(DecideRequest {
-            proposal_id: args.id.clone(),
-            approve: false,
-            reason: args.reason,
-            delivery: Delivery::Unspecified.into(),
-            interface: Interface::Cli.into(),
-            execute_in_session: String::new(),
-            dry_run: false,
-            passkey: None,
-        })
-        .await?
-        .into_inner();
+    let approver = Approver::new(
+        ctx.approver_as(args.as_approver.as_ref()).await?,
+        data::service(ctx, false),
+    );
+    approver
+        .deny(&args.id, &args.reason)
+        .await
+        .map_err(|e| failed(e, json, io))?;
     if json {
         write_json(io.out, &json!({"proposal_id": args.id, "status": "denied"}))
     } else {
-        let _ = decided;
         write_text(io.out, &format!("denied {}\n", args.id))
     }
 }
@@ -378,41 +380,32 @@ pub(crate) async fn revoke(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let mut approver = ctx.approver().await?;
-    let response = approver
-        .revoke(RevokeRequest {
-            proposal_id: args.id.clone(),
-            reason: args.reason,
-        })
-        .await?
-        .into_inner();
-    let (code, message, result) = match RevokeOutcome::try_from(response.outcome) {
-        Ok(RevokeOutcome::Revoked) => (
+    let approver = Approver::new(ctx.approver().await?, data::service(ctx, false));
+    let revoked = approver
+        .revoke(&args.id, &args.reason)
+        .await
+        .map_err(|e| failed(e, json, io))?;
+    let id = &args.id;
+    let (code, message, result) = match revoked {
+        Revoked::Revoked => (
             "revoked",
-            format!("revoked {}: its proof can no longer be used", args.id),
+            format!("revoked {id}: its proof can no longer be used"),
             Ok(()),
         ),
-        Ok(RevokeOutcome::AlreadyUsed) => (
+        Revoked::AlreadyUsed => (
             "already_used",
-            format!("too late: the proof of {} was already used", args.id),
+            format!("too late: the proof of {id} was already used"),
             Err(CliError::Refused(format!(
-                "the proof of {} was already used; nothing was revoked",
-                args.id
+                "the proof of {id} was already used; nothing was revoked"
             ))),
         ),
-        Ok(RevokeOutcome::NothingToRevoke) => (
+        Revoked::NothingToRevoke => (
             "nothing_to_revoke",
-            format!("{} has no unconsumed proof to revoke", args.id),
+            format!("{id} has no unconsumed proof to revoke"),
             Err(CliError::Refused(format!(
-                "{} has no unconsumed proof to revoke",
-                args.id
+                "{id} has no unconsumed proof to revoke"
             ))),
         ),
-        _ => {
-            return Err(CliError::Error(
-                "the signer gave an unknown revocation outcome".to_string(),
-            ));
-        }
     };
     if json {
         write_json(
@@ -438,18 +431,21 @@ pub(crate) async fn resolve(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let mut approver = ctx.approver().await?;
+    let approver = Approver::new(ctx.approver().await?, data::service(ctx, false));
     let view = approver
-        .get_proposal(GetProposalRequest {
-            proposal_id: id.to_string(),
-        })
-        .await?
-        .into_inner();
+        .proposal(id)
+        .await
+        .map_err(|e| failed(e, json, io))?;
     if view.status != "uncertain" {
-        return Err(CliError::Refused(format!(
-            "{} is {}; only an uncertain execution can be resolved; nothing was recorded",
-            view.id, view.status
-        )));
+        return Err(refused(
+            json,
+            io,
+            reason::NOT_UNCERTAIN,
+            &format!(
+                "{} is {}; only an uncertain execution can be resolved; nothing was recorded",
+                view.id, view.status
+            ),
+        ));
     }
     let verdict = if applied {
         "the effect DID happen: it will read applied"
@@ -461,26 +457,20 @@ pub(crate) async fn resolve(
         proposal_text(&view).trim_end()
     );
     confirm(io, &shown, &RESOLUTION)?;
-    let resolved = approver
-        .resolve_uncertain(ResolveUncertainRequest {
-            proposal_id: view.id.clone(),
-            applied,
-        })
-        .await?
-        .into_inner();
+    let resolved_by = approver
+        .resolve(&view.id, applied)
+        .await
+        .map_err(|e| failed(e, json, io))?;
     let status = if applied { "applied" } else { "not_applied" };
     if json {
         write_json(
             io.out,
-            &json!({"proposal_id": view.id, "resolved": status, "resolved_by": resolved.resolved_by}),
+            &json!({"proposal_id": view.id, "resolved": status, "resolved_by": resolved_by}),
         )
     } else {
         write_text(
             io.out,
-            &format!(
-                "resolved {} as {status} (by {})\n",
-                view.id, resolved.resolved_by
-            ),
+            &format!("resolved {} as {status} (by {resolved_by})\n", view.id),
         )
     }
 }

@@ -331,6 +331,25 @@ impl Harness {
             .is_empty()
     }
 
+    /// Named approver certificates for `names`, in the home's `pki/`
+    /// (`countersign credential create --approver NAME`).
+    pub async fn approver_credentials(&self, names: &[&str]) {
+        let pki = format!("{}/pki", self.home());
+        for name in names {
+            let run = self
+                .cli(&[
+                    "credential",
+                    "create",
+                    "--approver",
+                    name,
+                    "--out-dir",
+                    &pki,
+                ])
+                .await;
+            assert_eq!(run.result, Ok(()), "{}", run.stderr);
+        }
+    }
+
     /// How many effects the ledger has recorded as run.
     pub async fn effects_run(&self) -> usize {
         self.ledger()
