@@ -28,6 +28,10 @@ use tokio::net::TcpListener;
     about = "The countersign signer: the only holder of the proof-signing key"
 )]
 struct Cli {
+    /// The countersign home (default: $COUNTERSIGN_HOME or
+    /// ~/.config/countersign); before or after the subcommand.
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -35,17 +39,9 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the signer's gRPC API (mTLS) until SIGINT or SIGTERM.
-    Serve {
-        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
-        #[arg(long)]
-        home: Option<PathBuf>,
-    },
+    Serve,
     /// Create the proof key if absent, and print its key id.
-    Keygen {
-        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
-        #[arg(long)]
-        home: Option<PathBuf>,
-    },
+    Keygen,
     /// List, rotate or retire the proof keys (the signer may be running).
     Keys {
         #[command(subcommand)]
@@ -69,31 +65,21 @@ enum PasskeysAction {
     EnrolmentCode {
         /// The named approver the code is for: `console` for the web
         /// console's own certificate, or a name given to `countersign
-        /// credential approver --approver NAME` (and `console --as NAME`).
+        /// credential create --approver NAME` (and `console --as NAME`).
         #[arg(long, value_name = "NAME", value_parser = approver_name)]
         approver: Option<ApproverName>,
         /// The code is for the approver certificate without a name (the
         /// one `countersign approve` uses at the terminal).
         #[arg(long)]
         unnamed: bool,
-        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
-        #[arg(long)]
-        home: Option<PathBuf>,
     },
     /// Print each passkey of the principal: credential id, status, the
     /// approver it belongs to, what authorized its enrolment, name.
-    List {
-        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
-        #[arg(long)]
-        home: Option<PathBuf>,
-    },
+    List,
     /// Remove a passkey without an assertion (recovery of a lost one).
     Remove {
         /// The credential id, as `passkeys list` prints it.
         credential_id: String,
-        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
-        #[arg(long)]
-        home: Option<PathBuf>,
     },
 }
 
@@ -101,16 +87,9 @@ enum PasskeysAction {
 enum KeysAction {
     /// Print each key: id, status (active, verifying, retired), where it is
     /// held (`file`, or the `pkcs11:` URI of a token key).
-    List {
-        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
-        #[arg(long)]
-        home: Option<PathBuf>,
-    },
+    List,
     /// Make a new active key; the old one keeps verifying until retired.
     Rotate {
-        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
-        #[arg(long)]
-        home: Option<PathBuf>,
         /// Generate the new key on a PKCS#11 token instead of in a file, named by
         /// a `pkcs11:` URI: `token=` and `object=` (or `id=`), with the query
         /// attributes `module-path=` and `pin-source=file:` (a 0600 PIN file).
@@ -122,9 +101,6 @@ enum KeysAction {
     Retire {
         /// The key id (k4.pid.…) to retire, as `keys list` prints it.
         id: String,
-        /// The countersign home (default: $COUNTERSIGN_HOME or ~/.config/countersign).
-        #[arg(long)]
-        home: Option<PathBuf>,
     },
 }
 
@@ -141,10 +117,10 @@ async fn main() -> ExitCode {
     );
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { home } => serve(home).await,
-        Command::Keygen { home } => keygen(home),
-        Command::Keys { action } => keys(action).await,
-        Command::Passkeys { action } => passkeys(action).await,
+        Command::Serve => serve(cli.home).await,
+        Command::Keygen => keygen(cli.home),
+        Command::Keys { action } => keys(action, cli.home).await,
+        Command::Passkeys { action } => passkeys(action, cli.home).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -172,16 +148,12 @@ fn keygen(home: Option<PathBuf>) -> Result<(), StartError> {
     Ok(())
 }
 
-async fn keys(action: KeysAction) -> Result<(), StartError> {
-    let home = match &action {
-        KeysAction::List { home }
-        | KeysAction::Rotate { home, .. }
-        | KeysAction::Retire { home, .. } => home_from(home.clone())?,
-    };
+async fn keys(action: KeysAction, home: Option<PathBuf>) -> Result<(), StartError> {
+    let home = home_from(home)?;
     home.check()?;
     let (store, _created) = KeyStore::open(&home.signer_dir())?;
     match action {
-        KeysAction::List { .. } => {
+        KeysAction::List => {
             for entry in store.list()? {
                 println!(
                     "{} {} {}",
@@ -191,7 +163,7 @@ async fn keys(action: KeysAction) -> Result<(), StartError> {
                 );
             }
         }
-        KeysAction::Rotate { pkcs11, .. } => {
+        KeysAction::Rotate { pkcs11 } => {
             let ledger = ledger_of(&home).await?;
             let record = |kid: String| async move {
                 ledger
@@ -205,7 +177,7 @@ async fn keys(action: KeysAction) -> Result<(), StartError> {
             eprintln!("rotated: the new key signs from the next decision");
             println!("{key_id}");
         }
-        KeysAction::Retire { id, .. } => {
+        KeysAction::Retire { id } => {
             let ledger = ledger_of(&home).await?;
             store
                 .retire(&id, || {
@@ -218,12 +190,8 @@ async fn keys(action: KeysAction) -> Result<(), StartError> {
     Ok(())
 }
 
-async fn passkeys(action: PasskeysAction) -> Result<(), StartError> {
-    let home = match &action {
-        PasskeysAction::EnrolmentCode { home, .. }
-        | PasskeysAction::List { home }
-        | PasskeysAction::Remove { home, .. } => home_from(home.clone())?,
-    };
+async fn passkeys(action: PasskeysAction, home: Option<PathBuf>) -> Result<(), StartError> {
+    let home = home_from(home)?;
     home.check()?;
     let mut out = std::io::stdout().lock();
     match action {
@@ -232,10 +200,10 @@ async fn passkeys(action: PasskeysAction) -> Result<(), StartError> {
         PasskeysAction::EnrolmentCode { approver, .. } => {
             admin::print_enrolment_code(&home, approver.as_ref(), &mut out)
         }
-        PasskeysAction::List { .. } => {
+        PasskeysAction::List => {
             admin::list(&ledger_of(&home).await?, &home.principal()?, &mut out).await
         }
-        PasskeysAction::Remove { credential_id, .. } => {
+        PasskeysAction::Remove { credential_id } => {
             admin::remove(&ledger_of(&home).await?, &credential_id).await?;
             eprintln!("removed {credential_id}");
             Ok(())

@@ -30,6 +30,26 @@ fn keygen(home: &Home) -> (String, String) {
     )
 }
 
+/// `--home` is accepted before the subcommand as after it, as
+/// `countersign` accepts it: both name the same home.
+#[test]
+fn home_is_accepted_before_and_after_the_subcommand() {
+    let (_dir, home) = process_home();
+    let (after, _) = keygen(&home);
+    let before = Command::new(BIN)
+        .arg("--home")
+        .arg(home.root())
+        .args(["keys", "list"])
+        .output()
+        .unwrap();
+    assert!(before.status.success(), "{before:?}");
+    let listed = String::from_utf8(before.stdout).unwrap();
+    assert!(
+        listed.starts_with(&format!("{} active", after.trim())),
+        "{listed}"
+    );
+}
+
 #[test]
 fn keygen_creates_the_key_once_and_prints_its_id() {
     let (_dir, home) = process_home();

@@ -354,9 +354,10 @@ pub enum KeysCommand {
     List,
     /// Write the key set receivers pin: ids, PASERK public keys, status
     ///
-    /// JSON, version 1: every key the signer publishes, with status active
-    /// (after a rotation, retired keys are listed with status retired and
-    /// verify nothing). Read back by `countersign verify --keys`.
+    /// JSON, version 1: every key the signer publishes, the active key and,
+    /// after a rotation, the keys still verifying (status verifying); a
+    /// retired key is left out, so a receiver that re-exports refuses its
+    /// proofs. Read back by `countersign verify --keys`.
     Export(KeysExportArgs),
 }
 
@@ -438,7 +439,7 @@ pub struct ApproveArgs {
     #[arg(long, value_name = "FILE")]
     pub proof_out: Option<PathBuf>,
     /// Decide as the named approver NAME, with its certificate
-    /// (`countersign credential approver --approver NAME`), as a quorum's
+    /// (`countersign credential create --approver NAME`), as a quorum's
     /// approvers do.
     #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
     pub as_approver: Option<ApproverName>,
@@ -454,7 +455,7 @@ pub struct DenyArgs {
     #[arg(long)]
     pub reason: String,
     /// Decide as the named approver NAME, with its certificate
-    /// (`countersign credential approver --approver NAME`), as a quorum's
+    /// (`countersign credential create --approver NAME`), as a quorum's
     /// approvers do.
     #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
     pub as_approver: Option<ApproverName>,
