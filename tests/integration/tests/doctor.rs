@@ -136,6 +136,35 @@ async fn a_signer_that_is_down_fails_and_names_countersign_up() {
     );
 }
 
+/// A key file of this home readable by others: the check that needs it
+/// fails naming the file and the fix, and never blames the running signer.
+#[tokio::test]
+async fn a_world_readable_client_key_names_the_file_not_the_signer() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let h = Harness::start().await;
+    let home = h.signer.home();
+    for (role, failing, other) in [
+        (Role::Approver, "approver", "signer"),
+        (Role::Head, "signer", "approver"),
+    ] {
+        let key = home.client_key_path(role);
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let run = h.cli(&["--json", "doctor"]).await;
+        let c = check(&run, failing);
+        assert_eq!(c["status"], "fail", "{c}");
+        let detail = c["detail"].as_str().unwrap();
+        assert!(detail.contains(&key.display().to_string()), "{c}");
+        let fix = c["fix"].as_str().unwrap();
+        assert!(fix.contains("chmod 600"), "{c}");
+        assert!(
+            !fix.contains("countersign up") && !fix.contains("fix `signer` first"),
+            "{c}"
+        );
+        assert_eq!(check(&run, other)["status"], "ok", "{}", run.stdout);
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+}
+
 #[tokio::test]
 async fn an_expired_head_certificate_fails() {
     let h = Harness::start().await;

@@ -39,6 +39,26 @@ const NETWORK_TIMEOUT: Duration = Duration::from_secs(5);
 const START_SIGNER: &str =
     "start the signer with `countersign up` (or check [signer] addr in config.toml)";
 
+/// The fix for a client credential this home cannot load: the message
+/// names the file, and the signer was never asked.
+const FIX_CREDENTIAL: &str = "fix the file the message names: a private key must be a regular file of this user, mode 0600 (`chmod 600 FILE`)";
+
+/// Why a check's connection to the signer failed: this home's credential
+/// (nothing was sent), or the signer (unreachable, or it refused).
+enum Connecting {
+    Credential(String),
+    Signer(String),
+}
+
+impl From<signer_client::ConnectError> for Connecting {
+    fn from(e: signer_client::ConnectError) -> Self {
+        match e {
+            signer_client::ConnectError::Tls(_) => Connecting::Credential(e.to_string()),
+            other => Connecting::Signer(other.to_string()),
+        }
+    }
+}
+
 /// `countersign doctor`
 pub(crate) async fn doctor(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
     let (mut checks, loaded) = check_home(home);
@@ -148,13 +168,11 @@ fn check_home(home: &Home) -> (Vec<Check>, Option<(Config, String)>) {
 async fn check_signer(home: &Home, config: &Config) -> (Check, Check) {
     let addr = &config.signer_addr;
     let outcome = tokio::time::timeout(NETWORK_TIMEOUT, async {
-        let mut head = signer_client::connect(home, addr, Role::Head)
-            .await
-            .map_err(|e| e.to_string())?;
+        let mut head = signer_client::connect(home, addr, Role::Head).await?;
         let published: Vec<String> = head
             .public_keys(PublicKeysRequest {})
             .await
-            .map_err(|s| format!("PublicKeys failed: {}", s.message()))?
+            .map_err(|s| Connecting::Signer(format!("PublicKeys failed: {}", s.message())))?
             .into_inner()
             .keys
             .into_iter()
@@ -165,24 +183,32 @@ async fn check_signer(home: &Home, config: &Config) -> (Check, Check) {
         let gate = signer_client::public_keys(&mut head)
             .await
             .map(|ring| ring.key_ids().map(str::to_owned).collect::<Vec<_>>());
-        Ok::<_, String>((published, gate))
+        Ok::<_, Connecting>((published, gate))
     })
     .await
     .unwrap_or_else(|_| {
-        Err(format!(
+        Err(Connecting::Signer(format!(
             "no answer from {addr} within {} s",
             NETWORK_TIMEOUT.as_secs()
-        ))
+        )))
     });
+    let not_checked = || {
+        Check::warn(
+            "key sets",
+            "not checked: the signer did not answer",
+            Some("fix `signer` first".into()),
+        )
+    };
     match outcome {
-        Err(e) => (
-            Check::fail("signer", e, START_SIGNER),
-            Check::warn(
-                "key sets",
-                "not checked: the signer did not answer",
-                Some("fix `signer` first".into()),
+        Err(Connecting::Credential(e)) => (
+            Check::fail(
+                "signer",
+                format!("this home's head credential cannot be used: {e}"),
+                FIX_CREDENTIAL,
             ),
+            not_checked(),
         ),
+        Err(Connecting::Signer(e)) => (Check::fail("signer", e, START_SIGNER), not_checked()),
         Ok((published, gate)) => {
             let signer = Check::ok(
                 "signer",
@@ -222,7 +248,13 @@ async fn check_approver(home: &Home, config: &Config) -> Check {
     let outcome = tokio::time::timeout(NETWORK_TIMEOUT, async {
         let mut approver = signer_client::connect(home, addr, Role::Approver)
             .await
-            .map_err(|e| (e.to_string(), None))?;
+            .map_err(|e| match Connecting::from(e) {
+                Connecting::Credential(e) => (
+                    format!("this home's approver credential cannot be used: {e}"),
+                    Some(FIX_CREDENTIAL.to_owned()),
+                ),
+                Connecting::Signer(e) => (e, None),
+            })?;
         approver
             .list_pending(ListPendingRequest {})
             .await
