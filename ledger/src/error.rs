@@ -5,6 +5,8 @@
 //! Messages never contain a proof, a database URL (it may hold a password)
 //! or argument values beyond what the caller already sent.
 
+use countersign_reason::Reason;
+
 /// Why the ledger refused to consume a verified proof. Nothing was written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LedgerRefusal {
@@ -46,18 +48,24 @@ pub enum LedgerRefusal {
 }
 
 impl LedgerRefusal {
-    /// A stable snake_case code for this refusal.
+    /// The stable snake_case code of [`Self::reason`] (safe for wire
+    /// formats, logs and test vectors).
     pub fn code(&self) -> &'static str {
+        self.reason().code()
+    }
+
+    /// This refusal's reason in the one catalogue.
+    pub fn reason(&self) -> Reason {
         match self {
-            LedgerRefusal::UnknownProposal => "unknown_proposal",
-            LedgerRefusal::ProposalMismatch => "proposal_mismatch",
-            LedgerRefusal::NotIssued => "not_issued",
-            LedgerRefusal::Revoked => "revoked",
-            LedgerRefusal::Expired => "expired",
-            LedgerRefusal::PremiseChanged => "premise_changed",
-            LedgerRefusal::PremiseUnavailable => "premise_unavailable",
-            LedgerRefusal::RuleRevoked => "rule_revoked",
-            LedgerRefusal::RuleExpired => "rule_expired",
+            LedgerRefusal::UnknownProposal => Reason::UnknownProposal,
+            LedgerRefusal::ProposalMismatch => Reason::ProposalMismatch,
+            LedgerRefusal::NotIssued => Reason::NotIssued,
+            LedgerRefusal::Revoked => Reason::Revoked,
+            LedgerRefusal::Expired => Reason::Expired,
+            LedgerRefusal::PremiseChanged => Reason::PremiseChanged,
+            LedgerRefusal::PremiseUnavailable => Reason::PremiseUnavailable,
+            LedgerRefusal::RuleRevoked => Reason::RuleRevoked,
+            LedgerRefusal::RuleExpired => Reason::RuleExpired,
         }
     }
 }

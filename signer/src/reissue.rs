@@ -56,7 +56,7 @@ impl SignerService {
         let result = self.reissue_checked(request).await;
         self.state.metrics.reissue(match &result {
             Ok(_) => "reissued",
-            Err(e) => e.code(),
+            Err(e) => e.reason().code(),
         });
         result
     }

@@ -101,7 +101,7 @@ impl SignerService {
     /// `err` as the client's status, counted by its reason code (every
     /// RPC's error leaves through here).
     fn refused(&self, err: RpcError) -> Status {
-        self.state.metrics.refused(err.code());
+        self.state.metrics.refused(err.reason().code());
         to_status(err)
     }
 

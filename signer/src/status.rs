@@ -3,77 +3,48 @@
 //! Refusals get a specific code and message; internal faults get
 //! `INTERNAL` with the generic message "internal error", and their detail
 //! goes to the log only. Every status carries the error's stable reason
-//! code ([`RpcError::code`]) in the metadata entry
+//! code ([`RpcError::reason`]) in the metadata entry
 //! `countersign_proto::reason::METADATA_KEY`, so a refusal keeps its
 //! identity on every head. Nothing that reaches this function holds a proof.
 
-use countersign_proto::reason;
+use countersign_proto::reason::{self, Reason};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
 use crate::error::RpcError;
 
-/// Maps an RPC error to the status the client sees.
+/// Maps an RPC error to the status the client sees: the gRPC code is the
+/// catalogue's for the error's reason.
 pub(crate) fn to_status(err: RpcError) -> Status {
-    let code = match &err {
-        RpcError::NoClientCertificate | RpcError::PeerIdentity(_) => Code::Unauthenticated,
-        RpcError::RoleNotAllowed { .. }
-        | RpcError::NotYourProposal
-        | RpcError::HandoffSessionMismatch
-        | RpcError::NotAQuorumApprover(_)
-        | RpcError::NotYourPasskey => Code::PermissionDenied,
-        RpcError::UnknownOperation(_)
-        | RpcError::InvalidField { .. }
-        | RpcError::InvalidArguments(_)
-        | RpcError::InvalidRule(_) => Code::InvalidArgument,
-        RpcError::UnknownProposal(_) | RpcError::NoLiveHandoff | RpcError::UnknownRule(_) => {
-            Code::NotFound
-        }
-        RpcError::NotPending { .. }
-        | RpcError::ContractChanged(_)
-        | RpcError::PolicyChanged
-        | RpcError::PremiseChanged(_)
-        | RpcError::PremiseUnavailable(_)
-        | RpcError::HandoffNotClaimed
-        | RpcError::HandoffInUse(_)
-        | RpcError::HandoffUnrecoverable(_)
-        | RpcError::NotUncertain(_)
-        | RpcError::StillRunning { .. }
-        | RpcError::NotAWebhook(_)
-        | RpcError::NotReplaySafe(_)
-        | RpcError::ReissueWindowClosed { .. }
-        | RpcError::ReissueLimitReached { .. }
-        | RpcError::ReissueUnavailableOnSqlite
-        | RpcError::PasskeyRequired
-        | RpcError::PasskeysNotConfigured
-        | RpcError::NoPasskeyEnrolled
-        | RpcError::ChallengeUnknown
-        | RpcError::ChallengeMismatch
-        | RpcError::PasskeyAlreadyEnrolled
-        | RpcError::EnrolmentCodeRequired
-        | RpcError::AuthorizationRequired
-        | RpcError::LastPasskey
-        | RpcError::AlreadyApproved(_) => Code::FailedPrecondition,
-        RpcError::RulesDisabled
-        | RpcError::RuleNotLive(_)
-        | RpcError::RuleChanged(_)
-        | RpcError::RuleDefinitionChanged => Code::FailedPrecondition,
-        RpcError::PasskeyRefused(_) | RpcError::UnknownPasskey | RpcError::EnrolmentCodeRefused => {
-            Code::PermissionDenied
-        }
-        RpcError::Internal(detail) => {
-            tracing::error!(%detail, "internal error");
-            return with_reason(Status::internal("internal error"), err.code());
-        }
-    };
-    tracing::info!(code = ?code, reason = err.code(), message = %err, "request refused");
-    with_reason(Status::new(code, err.to_string()), err.code())
+    let reason = err.reason();
+    if let RpcError::Internal(detail) = &err {
+        tracing::error!(%detail, "internal error");
+        return with_reason(Status::internal("internal error"), reason);
+    }
+    let code = grpc_code(reason.status());
+    tracing::info!(code = ?code, reason = reason.code(), message = %err, "request refused");
+    with_reason(Status::new(code, err.to_string()), reason)
 }
 
-fn with_reason(mut status: Status, code: &'static str) -> Status {
-    status
-        .metadata_mut()
-        .insert(reason::METADATA_KEY, MetadataValue::from_static(code));
+/// The tonic code of a catalogue status.
+fn grpc_code(status: countersign_proto::reason::Status) -> Code {
+    use countersign_proto::reason::Status as S;
+    match status {
+        S::InvalidArgument => Code::InvalidArgument,
+        S::Unauthenticated => Code::Unauthenticated,
+        S::PermissionDenied => Code::PermissionDenied,
+        S::NotFound => Code::NotFound,
+        S::FailedPrecondition => Code::FailedPrecondition,
+        S::Unavailable => Code::Unavailable,
+        S::Internal => Code::Internal,
+    }
+}
+
+fn with_reason(mut status: Status, reason: Reason) -> Status {
+    status.metadata_mut().insert(
+        reason::METADATA_KEY,
+        MetadataValue::from_static(reason.code()),
+    );
     status
 }
 

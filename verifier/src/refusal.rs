@@ -1,8 +1,10 @@
 //! Why a proof was refused.
 //!
-//! Owns: the closed list of refusal kinds, their stable snake_case codes and
-//! one-line messages. Must not: carry proof text, claim values or key
+//! Owns: the closed list of refusal kinds, each one's reason in the one
+//! catalogue (`countersign_reason`) and one-line message. Must not: carry proof text, claim values or key
 //! material (a refusal may be shown to a model or written to a log).
+
+use countersign_reason::Reason;
 
 /// A proof was refused. Ordinary result, not an internal fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
@@ -82,26 +84,32 @@ impl Refusal {
         Refusal::NotYetValid,
     ];
 
-    /// Stable snake_case code (safe for wire formats, logs and test vectors).
+    /// The stable snake_case code of [`Self::reason`] (safe for wire
+    /// formats, logs and test vectors).
     pub fn code(&self) -> &'static str {
+        self.reason().code()
+    }
+
+    /// This refusal's reason in the one catalogue.
+    pub fn reason(&self) -> Reason {
         match self {
-            Refusal::Malformed => "malformed",
-            Refusal::WrongVersion => "wrong_version",
-            Refusal::WrongPurpose => "wrong_purpose",
-            Refusal::UnknownKeyId => "unknown_key_id",
-            Refusal::BadSignature => "bad_signature",
-            Refusal::NonCanonicalClaims => "non_canonical_claims",
-            Refusal::WrongAudience => "wrong_audience",
-            Refusal::WrongPrincipal => "wrong_principal",
-            Refusal::WrongSession => "wrong_session",
-            Refusal::ProposalMismatch => "proposal_mismatch",
-            Refusal::OperationMismatch => "operation_mismatch",
-            Refusal::ArgumentsMismatch => "arguments_mismatch",
-            Refusal::ContractRevisionMismatch => "contract_revision_mismatch",
-            Refusal::PolicyRevisionMismatch => "policy_revision_mismatch",
-            Refusal::Expired => "expired",
-            Refusal::LifetimeTooLong => "lifetime_too_long",
-            Refusal::NotYetValid => "not_yet_valid",
+            Refusal::Malformed => Reason::Malformed,
+            Refusal::WrongVersion => Reason::WrongVersion,
+            Refusal::WrongPurpose => Reason::WrongPurpose,
+            Refusal::UnknownKeyId => Reason::UnknownKeyId,
+            Refusal::BadSignature => Reason::BadSignature,
+            Refusal::NonCanonicalClaims => Reason::NonCanonicalClaims,
+            Refusal::WrongAudience => Reason::WrongAudience,
+            Refusal::WrongPrincipal => Reason::WrongPrincipal,
+            Refusal::WrongSession => Reason::WrongSession,
+            Refusal::ProposalMismatch => Reason::ProposalMismatch,
+            Refusal::OperationMismatch => Reason::OperationMismatch,
+            Refusal::ArgumentsMismatch => Reason::ArgumentsMismatch,
+            Refusal::ContractRevisionMismatch => Reason::ContractRevisionMismatch,
+            Refusal::PolicyRevisionMismatch => Reason::PolicyRevisionMismatch,
+            Refusal::Expired => Reason::Expired,
+            Refusal::LifetimeTooLong => Reason::LifetimeTooLong,
+            Refusal::NotYetValid => Reason::NotYetValid,
         }
     }
 

@@ -1,6 +1,8 @@
 //! Why a WebAuthn registration or assertion was refused: one variant per
 //! refusal, each with a stable reason code for the wire.
 
+use countersign_reason::Reason;
+
 /// A refused registration or assertion.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WebAuthnError {
@@ -57,23 +59,29 @@ pub enum WebAuthnError {
 }
 
 impl WebAuthnError {
-    /// The stable snake_case reason code sent with the refusal.
+    /// The stable snake_case code of [`Self::reason`] (safe for wire
+    /// formats, logs and test vectors).
     pub fn code(&self) -> &'static str {
+        self.reason().code()
+    }
+
+    /// This refusal's reason in the one catalogue.
+    pub fn reason(&self) -> Reason {
         match self {
-            WebAuthnError::Malformed(_) => "webauthn_malformed",
-            WebAuthnError::WrongType { .. } => "webauthn_wrong_type",
-            WebAuthnError::BadChallenge => "webauthn_bad_challenge",
-            WebAuthnError::WrongOrigin(_) => "webauthn_wrong_origin",
-            WebAuthnError::CrossOrigin => "webauthn_cross_origin",
-            WebAuthnError::WrongRp => "webauthn_wrong_rp",
-            WebAuthnError::NoUserPresence => "webauthn_no_user_presence",
-            WebAuthnError::NoUserVerification => "webauthn_no_user_verification",
-            WebAuthnError::NoCredentialData => "webauthn_no_credential_data",
-            WebAuthnError::UnsupportedAttestation(_) => "webauthn_unsupported_attestation",
-            WebAuthnError::UnsupportedKey => "webauthn_unsupported_key",
-            WebAuthnError::WrongCredential => "webauthn_wrong_credential",
-            WebAuthnError::BadSignature => "webauthn_bad_signature",
-            WebAuthnError::CounterNotIncreased { .. } => "webauthn_counter_not_increased",
+            WebAuthnError::Malformed(_) => Reason::WebauthnMalformed,
+            WebAuthnError::WrongType { .. } => Reason::WebauthnWrongType,
+            WebAuthnError::BadChallenge => Reason::WebauthnBadChallenge,
+            WebAuthnError::WrongOrigin(_) => Reason::WebauthnWrongOrigin,
+            WebAuthnError::CrossOrigin => Reason::WebauthnCrossOrigin,
+            WebAuthnError::WrongRp => Reason::WebauthnWrongRp,
+            WebAuthnError::NoUserPresence => Reason::WebauthnNoUserPresence,
+            WebAuthnError::NoUserVerification => Reason::WebauthnNoUserVerification,
+            WebAuthnError::NoCredentialData => Reason::WebauthnNoCredentialData,
+            WebAuthnError::UnsupportedAttestation(_) => Reason::WebauthnUnsupportedAttestation,
+            WebAuthnError::UnsupportedKey => Reason::WebauthnUnsupportedKey,
+            WebAuthnError::WrongCredential => Reason::WebauthnWrongCredential,
+            WebAuthnError::BadSignature => Reason::WebauthnBadSignature,
+            WebAuthnError::CounterNotIncreased { .. } => Reason::WebauthnCounterNotIncreased,
         }
     }
 }

@@ -11,6 +11,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use countersign_proto::reason::Reason;
 use serde_json::{Value, json};
 
 use crate::redact::redact;
@@ -53,20 +54,26 @@ pub enum ApiError {
 
 impl ApiError {
     fn status_and_code(&self) -> (StatusCode, &'static str) {
-        match self {
-            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            ApiError::UnsupportedMediaType => {
-                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+        let (status, reason) = match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, Reason::BadRequest),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, Reason::Unauthorized),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, Reason::Forbidden),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, Reason::NotFound),
+            ApiError::MethodNotAllowed => {
+                (StatusCode::METHOD_NOT_ALLOWED, Reason::MethodNotAllowed)
             }
-            ApiError::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-            ApiError::Timeout => (StatusCode::SERVICE_UNAVAILABLE, "timeout"),
-            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        }
+            ApiError::PayloadTooLarge(_) => {
+                (StatusCode::PAYLOAD_TOO_LARGE, Reason::PayloadTooLarge)
+            }
+            ApiError::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Reason::UnsupportedMediaType,
+            ),
+            ApiError::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, Reason::Unavailable),
+            ApiError::Timeout => (StatusCode::SERVICE_UNAVAILABLE, Reason::Timeout),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, Reason::Internal),
+        };
+        (status, reason.code())
     }
 }
 

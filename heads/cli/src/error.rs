@@ -4,6 +4,7 @@
 use std::fmt;
 
 use countersign_gate::signer_client::SignerCallError;
+use countersign_proto::reason::Reason;
 
 /// Exit codes, documented in the CLI reference (docs/cli.md).
 pub mod exit {
@@ -48,10 +49,11 @@ impl CliError {
     /// command printed no document of its own.
     pub fn reason(&self) -> &'static str {
         match self {
-            CliError::Refused(_) => "refused",
-            CliError::NotApplied(_) => "not_applied",
-            CliError::Error(_) => "error",
+            CliError::Refused(_) => Reason::Refused,
+            CliError::NotApplied(_) => Reason::NotApplied,
+            CliError::Error(_) => Reason::Error,
         }
+        .code()
     }
 
     /// The one JSON document `--json` prints for this error: the API's

@@ -85,7 +85,13 @@ where
         .next()
         .unwrap_or_default()
         .trim_start_matches("error: ");
-    Some(countersign_surface::results::refusal("usage", message).to_string())
+    Some(
+        countersign_surface::results::refusal(
+            countersign_proto::reason::Reason::Usage.code(),
+            message,
+        )
+        .to_string(),
+    )
 }
 
 /// Counts what a command wrote to stdout, so that [`run`] knows whether it

@@ -9,6 +9,7 @@
 //! ([`Authorized`]). Without JavaScript nothing here can succeed, and a
 //! passkey approval is refused by the signer as `passkey_required`.
 
+use countersign_proto::reason::Reason;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -89,7 +90,9 @@ fn json_response(status: StatusCode, value: &serde_json::Value) -> Response {
 fn json_failure(e: &SignerCallError) -> Response {
     let (status, reason) = match e {
         SignerCallError::Refused(r) => (StatusCode::CONFLICT, r.code.as_str()),
-        SignerCallError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        SignerCallError::Unavailable(_) => {
+            (StatusCode::SERVICE_UNAVAILABLE, Reason::Unavailable.code())
+        }
         SignerCallError::Failed(_) => (StatusCode::BAD_GATEWAY, "failed"),
     };
     json_response(
@@ -120,7 +123,7 @@ pub(crate) async fn decision_challenge(
         _ => {
             return json_response(
                 StatusCode::BAD_REQUEST,
-                &json!({"reason": "invalid_field", "message": "delivery must be handoff or run"}),
+                &json!({"reason": Reason::InvalidField.code(), "message": "delivery must be handoff or run"}),
             );
         }
     };

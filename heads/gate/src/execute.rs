@@ -12,6 +12,7 @@
 //! An operation the registry marks `require_passkey` runs only on a proof
 //! whose claims say the signer checked a passkey with user verification.
 
+use countersign_proto::reason::Reason;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -136,7 +137,9 @@ impl Gate {
             Ok(Outcome::Failed(_)) => (ConsumeOutcome::Failed, None),
             Ok(Outcome::Uncertain { .. }) => (ConsumeOutcome::Uncertain, None),
             Ok(Outcome::Recorded(_)) => (ConsumeOutcome::Replay, None),
-            Ok(Outcome::Refused(refused)) => (ConsumeOutcome::Refused, Some(refused.reason())),
+            Ok(Outcome::Refused(refused)) => {
+                (ConsumeOutcome::Refused, Some(refused.reason().code()))
+            }
             Err(_) => (ConsumeOutcome::Error, None),
         };
         self.metrics
@@ -231,7 +234,11 @@ impl Gate {
         // unburned) and before a recorded result is answered: such a proof
         // gets nothing from this head.
         if operation.requires_passkey() && !verified.claims().passkey_verified() {
-            tracing::info!(proposal_id, code = "passkey_required", "proof refused");
+            tracing::info!(
+                proposal_id,
+                code = Reason::PasskeyRequired.code(),
+                "proof refused"
+            );
             return Ok(Outcome::Refused(Refused::PasskeyRequired(
                 record.proposal.operation.clone(),
             )));

@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use countersign_proto::reason;
+use countersign_proto::reason::Reason;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{ClaimHandoffRequest, ReleaseHandoffRequest};
 use countersign_verifier::Proof;
@@ -77,9 +77,7 @@ impl Gate {
             Ok(response) => response.into_inner(),
             Err(status) => {
                 return match SignerCallError::from_status(&status) {
-                    SignerCallError::Refused(refusal)
-                        if refusal.code == reason::NO_LIVE_HANDOFF =>
-                    {
+                    SignerCallError::Refused(refusal) if refusal.code == Reason::NoLiveHandoff => {
                         Ok(Outcome::Refused(Refused::NoHandoff {
                             proposal_id: proposal_id.to_string(),
                             refusal,
@@ -88,7 +86,7 @@ impl Gate {
                     // Claimed by another request, which is executing it: its
                     // result if recorded by now, else "in progress", never
                     // "not approved" (a caller would ask for a new approval).
-                    SignerCallError::Refused(refusal) if refusal.code == reason::HANDOFF_IN_USE => {
+                    SignerCallError::Refused(refusal) if refusal.code == Reason::HandoffInUse => {
                         match self.ledger().disposition(proposal_id).await? {
                             Some(recorded) => Ok(Outcome::Recorded(recorded)),
                             None => Ok(Outcome::Refused(Refused::InProgress(
@@ -97,7 +95,7 @@ impl Gate {
                         }
                     }
                     SignerCallError::Refused(mut refusal)
-                        if refusal.code == reason::HANDOFF_SESSION_MISMATCH =>
+                        if refusal.code == Reason::HandoffSessionMismatch =>
                     {
                         refusal.message = format!(
                             "{}; a proposal approved for another session runs in session {session} only if the person approves it for this one: `countersign approve {proposal_id} --for-mcp --execute-in-session {session}`",

@@ -3,7 +3,7 @@
 //! decide). Every variant says plainly whether the effect ran.
 
 use countersign_ledger::{Disposition, DispositionStatus, LedgerRefusal};
-use countersign_proto::reason;
+use countersign_proto::reason::{Code, Reason};
 use countersign_verifier::Refusal;
 
 use crate::signer_client::SignerRefusal;
@@ -137,49 +137,44 @@ impl Refused {
     /// [`Refused::code`] as a metric label: one of a fixed set. A code the
     /// signer sent that is not one of those it can send here is counted
     /// as `signer_refused`, so a label never carries a received string.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> Reason {
         match self {
-            Refused::Proof(r) => r.code(),
-            Refused::Ledger(r) => r.code(),
-            Refused::UnknownProposal(_) => "unknown_proposal",
-            Refused::UnknownOperation(_) => "unknown_operation",
-            Refused::UnsupportedEffect { .. } => "unsupported_effect",
-            Refused::PasskeyRequired(_) => "passkey_required",
-            Refused::InProgress(_) => "in_progress",
-            Refused::NoHandoff { .. } => reason::NO_LIVE_HANDOFF,
+            Refused::Proof(r) => r.reason(),
+            Refused::Ledger(r) => r.reason(),
+            Refused::UnknownProposal(_) => Reason::UnknownProposal,
+            Refused::UnknownOperation(_) => Reason::UnknownOperation,
+            Refused::UnsupportedEffect { .. } => Reason::UnsupportedEffect,
+            Refused::PasskeyRequired(_) => Reason::PasskeyRequired,
+            Refused::InProgress(_) => Reason::InProgress,
+            Refused::NoHandoff { .. } => Reason::NoLiveHandoff,
             Refused::HandoffRefused(refusal) => {
-                const HANDOFF_CODES: &[&str] = &[
-                    reason::NO_LIVE_HANDOFF,
-                    reason::HANDOFF_SESSION_MISMATCH,
-                    reason::HANDOFF_IN_USE,
-                    reason::HANDOFF_UNRECOVERABLE,
-                    reason::NOT_YOUR_PROPOSAL,
-                    reason::UNKNOWN_PROPOSAL,
-                    reason::INVALID_FIELD,
-                    reason::ROLE_NOT_ALLOWED,
+                const HANDOFF_REASONS: &[Reason] = &[
+                    Reason::NoLiveHandoff,
+                    Reason::HandoffSessionMismatch,
+                    Reason::HandoffInUse,
+                    Reason::HandoffUnrecoverable,
+                    Reason::NotYourProposal,
+                    Reason::UnknownProposal,
+                    Reason::InvalidField,
+                    Reason::RoleNotAllowed,
                 ];
-                HANDOFF_CODES
-                    .iter()
-                    .find(|code| **code == refusal.code)
-                    .copied()
-                    .unwrap_or("signer_refused")
+                refusal
+                    .code
+                    .reason()
+                    .filter(|r| HANDOFF_REASONS.contains(r))
+                    .unwrap_or(Reason::SignerRefused)
             }
         }
     }
 
-    /// A stable snake_case code for machine-readable output.
-    pub fn code(&self) -> String {
+    /// The code for machine-readable output: the reason, or for a
+    /// handoff the signer refused, the signer's code as it came.
+    pub fn code(&self) -> Code {
         match self {
-            Refused::Proof(r) => r.code().to_string(),
-            Refused::Ledger(r) => r.code().to_string(),
-            Refused::UnknownProposal(_) => "unknown_proposal".to_string(),
-            Refused::UnknownOperation(_) => "unknown_operation".to_string(),
-            Refused::UnsupportedEffect { .. } => "unsupported_effect".to_string(),
-            Refused::PasskeyRequired(_) => "passkey_required".to_string(),
-            Refused::InProgress(_) => "in_progress".to_string(),
             Refused::NoHandoff { refusal, .. } | Refused::HandoffRefused(refusal) => {
                 refusal.code.clone()
             }
+            other => Code::Known(other.reason()),
         }
     }
 }
@@ -190,7 +185,7 @@ mod tests {
 
     fn handoff_refused(code: &str) -> Refused {
         Refused::HandoffRefused(SignerRefusal {
-            code: code.to_owned(),
+            code: Code::parse(code),
             message: "m".to_owned(),
         })
     }
@@ -199,12 +194,16 @@ mod tests {
     fn a_metric_reason_is_a_known_code_or_signer_refused() {
         assert_eq!(
             handoff_refused("handoff_session_mismatch").reason(),
-            "handoff_session_mismatch"
+            Reason::HandoffSessionMismatch
         );
         assert_eq!(
             handoff_refused("whatever_a_peer_sent").reason(),
-            "signer_refused"
+            Reason::SignerRefused
         );
-        assert_eq!(Refused::Proof(Refusal::Expired).reason(), "expired");
+        assert_eq!(
+            handoff_refused("whatever_a_peer_sent").code(),
+            "whatever_a_peer_sent"
+        );
+        assert_eq!(Refused::Proof(Refusal::Expired).reason(), Reason::Expired);
     }
 }

@@ -10,6 +10,7 @@
 //! (`countersign_proto::reason`), which each head renders unchanged.
 
 use countersign_identity::{ClientCredential, Home, Role, tls};
+use countersign_proto::reason::{Code, Reason};
 use countersign_proto::v1::PublicKeysRequest;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_verifier::KeyRing;
@@ -55,8 +56,9 @@ pub enum SignerCallError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct SignerRefusal {
-    /// The signer's stable snake_case reason code (`countersign_proto::reason`).
-    pub code: String,
+    /// The signer's reason code: one the catalogue knows, or a newer
+    /// signer's.
+    pub code: Code,
     /// The signer's message: what was refused and why.
     pub message: String,
 }
@@ -70,14 +72,13 @@ impl SignerCallError {
             .metadata()
             .get(countersign_proto::reason::METADATA_KEY)
             .and_then(|value| value.to_str().ok())
-            .filter(|code| is_reason_code(code));
+            .filter(|code| is_reason_code(code))
+            .map(Code::parse);
         match code {
-            Some(code) if code != countersign_proto::reason::INTERNAL => {
-                SignerCallError::Refused(SignerRefusal {
-                    code: code.to_owned(),
-                    message: status.message().to_owned(),
-                })
-            }
+            Some(code) if code != Reason::Internal => SignerCallError::Refused(SignerRefusal {
+                code,
+                message: status.message().to_owned(),
+            }),
             _ => {
                 // A failed TLS handshake surfaces on the first call; its
                 // cause (for example "unknown CA") is in the source chain.
@@ -196,10 +197,18 @@ mod tests {
         assert_eq!(
             SignerCallError::from_status(&status),
             SignerCallError::Refused(SignerRefusal {
-                code: "contract_changed".into(),
+                code: Code::Known(Reason::ContractChanged),
                 message: "operation \"x\" changed".into(),
             })
         );
+        // A code a newer signer sends is kept as it came.
+        status
+            .metadata_mut()
+            .insert("countersign-reason", "from_a_newer_signer".parse().unwrap());
+        assert!(matches!(
+            SignerCallError::from_status(&status),
+            SignerCallError::Refused(SignerRefusal { code: Code::Unknown(c), .. }) if c == "from_a_newer_signer"
+        ));
     }
 
     #[test]

@@ -190,7 +190,7 @@ pub(crate) mod tests {
 
     #[test]
     fn only_a_missing_handoff_counts_as_nothing_approved() {
-        let refused = Answer::refused("no_live_handoff", "x".into());
+        let refused = Answer::refused(countersign_proto::reason::Reason::NoLiveHandoff, "x".into());
         assert!(!found_nothing_approved(&refused));
         let in_progress = Answer::done(Done::Outcome {
             proposal_id: "p".into(),

@@ -251,7 +251,7 @@ mod tests {
         let reply = reply(
             OperationKey::GetResult,
             Answer::refused(
-                "unknown_proposal",
+                countersign_proto::reason::Reason::UnknownProposal,
                 "no proposal p for this principal".into(),
             ),
             &Console::default(),
@@ -380,7 +380,7 @@ mod tests {
     #[test]
     fn an_execution_of_a_waiting_proposal_points_at_the_console_in_text_and_structure() {
         let refusal = countersign_gate::signer_client::SignerRefusal {
-            code: "no_live_handoff".into(),
+            code: countersign_proto::reason::Reason::NoLiveHandoff.into(),
             message: "no approval is waiting".into(),
         };
         let outcome = countersign_gate::Outcome::Refused(countersign_gate::Refused::NoHandoff {

@@ -6,6 +6,7 @@
 
 use countersign_gate::Outcome;
 use countersign_ledger::Disposition;
+use countersign_proto::reason::{Code, Reason};
 use countersign_proto::v1::ProposalView;
 use countersign_surface::results;
 use serde_json::Value;
@@ -15,10 +16,11 @@ use serde_json::Value;
 pub enum Answer {
     /// The operation's result.
     Done(Box<Done>),
-    /// Refused: nothing was done. `reason` is a stable snake_case code.
+    /// Refused: nothing was done. `reason` is the catalogue's code (or a
+    /// newer signer's, kept as it came).
     Refused {
-        /// The stable reason code.
-        reason: String,
+        /// The reason code.
+        reason: Code,
         /// What was refused and why.
         message: String,
     },
@@ -32,10 +34,10 @@ impl Answer {
         Answer::Done(Box::new(done))
     }
 
-    /// A refusal with `reason` and `message`.
-    pub fn refused(reason: &str, message: String) -> Self {
+    /// A refusal for `reason` with `message`.
+    pub fn refused(reason: Reason, message: String) -> Self {
         Answer::Refused {
-            reason: reason.to_string(),
+            reason: Code::Known(reason),
             message,
         }
     }
@@ -45,7 +47,7 @@ impl Answer {
     pub fn to_value(&self) -> Option<Value> {
         match self {
             Answer::Done(done) => Some(done.to_value()),
-            Answer::Refused { reason, message } => Some(results::refusal(reason, message)),
+            Answer::Refused { reason, message } => Some(results::refusal(reason.as_str(), message)),
             Answer::Fault(_) => None,
         }
     }

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use countersign_gate::Gate;
 use countersign_gate::signer_client::SignerCallError;
+use countersign_proto::reason::Reason;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     GetProposalRequest, ListProposalsRequest, ProposeRequest, WithdrawRequest,
@@ -302,13 +303,13 @@ impl Service {
         };
         if !owned {
             return Answer::refused(
-                "unknown_proposal",
+                Reason::UnknownProposal,
                 format!("no proposal {id} for this principal"),
             );
         }
         match ledger.disposition(id).await {
             Ok(Some(d)) => Answer::done(Done::Disposition(d)),
-            Ok(None) => Answer::refused("not_executed", format!("{id} has not been executed")),
+            Ok(None) => Answer::refused(Reason::NotExecuted, format!("{id} has not been executed")),
             Err(e) => Answer::Fault(Fault::Internal(e.to_string())),
         }
     }

@@ -102,7 +102,7 @@ pub fn outcome(proposal_id: &str, outcome: &Outcome) -> Value {
     match outcome {
         Outcome::Refused(refused) => {
             value["status"] = json!("refused");
-            value["reason"] = json!(refused.code());
+            value["reason"] = json!(refused.code().as_str());
         }
         Outcome::Applied(d) | Outcome::Failed(d) | Outcome::Uncertain { disposition: d, .. } => {
             value["status"] = json!(d.status.as_str());

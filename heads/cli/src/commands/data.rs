@@ -134,7 +134,7 @@ pub(crate) fn done(answer: Answer, json: bool, io: &mut Io<'_>) -> Result<Done, 
             if json {
                 write_json(
                     io.out,
-                    &countersign_surface::results::refusal(&reason, &message),
+                    &countersign_surface::results::refusal(reason.as_str(), &message),
                 )?;
             }
             Err(CliError::Refused(format!("{message} ({reason})")))

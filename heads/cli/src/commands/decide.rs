@@ -7,7 +7,7 @@ use std::path::Path;
 
 use countersign_gate::signer_client::SignerCallError;
 use countersign_identity::files::write_private_new;
-use countersign_proto::reason;
+use countersign_proto::reason::Reason;
 use countersign_proto::v1::ProposalView;
 use countersign_registry::rule::RULE_CREATE;
 use countersign_service::{Approval, Approved, Approver, ApproverError, Delivery, Revoked};
@@ -96,15 +96,15 @@ fn passkey_required(ctx: &Context, view: &ProposalView, json: bool, io: &mut Io<
                 .to_owned()
         }
     };
-    refused(
-        json,
-        io,
-        reason::PASSKEY_REQUIRED,
-        &format!(
-            "{} needs a passkey to be approved; {place}. Nothing was approved.",
-            view.id
-        ),
-    )
+    let reason = Reason::PasskeyRequired;
+    let message = format!(
+        "{} needs a passkey to be approved ({reason}); {place}. Nothing was approved.",
+        view.id
+    );
+    if json && write_json(io.out, &results::refusal(reason.code(), &message)).is_err() {
+        return CliError::Error("cannot write the refusal".to_owned());
+    }
+    CliError::Refused(message)
 }
 
 /// What approving `view` does, as the person reads it before typing.
@@ -238,7 +238,7 @@ fn report_approved(
 fn failed(e: ApproverError, json: bool, io: &mut Io<'_>) -> CliError {
     match e {
         ApproverError::Signer(SignerCallError::Refused(r)) => {
-            refused(json, io, &r.code, &r.message)
+            refused(json, io, r.code.as_str(), &r.message)
         }
         other => CliError::Error(other.to_string()),
     }
@@ -440,7 +440,7 @@ pub(crate) async fn resolve(
         return Err(refused(
             json,
             io,
-            reason::NOT_UNCERTAIN,
+            Reason::NotUncertain.code(),
             &format!(
                 "{} is {}; only an uncertain execution can be resolved; nothing was recorded",
                 view.id, view.status
