@@ -47,32 +47,24 @@ impl Plan {
 /// (reported as `unsupported_effect`; nothing is consumed).
 pub(crate) fn plan(effect: &Effect) -> Result<Plan, &'static str> {
     match effect {
-        Effect::Builtin { name } => Ok(Plan::Builtin { name: name.clone() }),
-        Effect::Command {
-            program,
-            args,
-            timeout_secs,
-        } => Ok(Plan::Command(CommandSpec {
-            program: program.clone(),
-            args: args.clone(),
-            timeout: std::time::Duration::from_secs(*timeout_secs),
+        Effect::Builtin(builtin) => Ok(Plan::Builtin {
+            name: builtin.name.clone(),
+        }),
+        Effect::Command(command) => Ok(Plan::Command(CommandSpec {
+            program: command.program.clone(),
+            args: command.args.clone(),
+            timeout: std::time::Duration::from_secs(command.timeout_secs),
         })),
-        Effect::Webhook {
-            url,
-            timeout_secs,
-            accept_status,
-            trust_roots,
-            allow_plain_http_loopback: _,
-        } => {
+        Effect::Webhook(webhook) => {
             // The registry refused every URL that does not parse, so this
             // refusal (which burns nothing) only guards a registry built
             // some other way.
-            let url = WebhookUrl::parse(url).map_err(|_| "webhook")?;
+            let url = WebhookUrl::parse(&webhook.url).map_err(|_| "webhook")?;
             Ok(Plan::Webhook(WebhookSpec {
                 url,
-                timeout: std::time::Duration::from_secs(*timeout_secs),
-                accept_status: accept_status.clone(),
-                trust_roots: trust_roots.clone(),
+                timeout: std::time::Duration::from_secs(webhook.timeout_secs),
+                accept_status: webhook.accept_status.clone(),
+                trust_roots: webhook.trust_roots.clone(),
             }))
         }
         // A person's approval of rule.create creates the rule in the
@@ -84,34 +76,32 @@ pub(crate) fn plan(effect: &Effect) -> Result<Plan, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use countersign_registry::effect;
 
     /// One effect of every kind the registry defines. The match below makes
     /// this list fail to compile when a kind is added without a sample.
     fn one_of_every_kind() -> Vec<Effect> {
         let samples = vec![
-            Effect::Builtin {
+            Effect::Builtin(effect::Builtin {
                 name: "schedule.create".into(),
-            },
-            Effect::Command {
+            }),
+            Effect::Command(effect::Command {
                 program: "/bin/true".into(),
                 args: vec![],
                 timeout_secs: 5,
-            },
-            Effect::Webhook {
+            }),
+            Effect::Webhook(effect::Webhook {
                 url: "https://localhost:8443/hook".into(),
                 timeout_secs: 5,
                 accept_status: vec![200],
                 trust_roots: Some("/etc/ca.pem".into()),
                 allow_plain_http_loopback: false,
-            },
+            }),
             Effect::Rule,
         ];
         for effect in &samples {
             match effect {
-                Effect::Builtin { .. }
-                | Effect::Command { .. }
-                | Effect::Webhook { .. }
-                | Effect::Rule => {}
+                Effect::Builtin(_) | Effect::Command(_) | Effect::Webhook(_) | Effect::Rule => {}
             }
         }
         samples
@@ -122,16 +112,14 @@ mod tests {
         for effect in one_of_every_kind() {
             match plan(&effect) {
                 Ok(Plan::Builtin { name }) => {
-                    assert!(matches!(&effect, Effect::Builtin { name: n } if *n == name));
+                    assert!(matches!(&effect, Effect::Builtin(b) if b.name == name));
                 }
                 Ok(Plan::Command(spec)) => {
-                    assert!(
-                        matches!(&effect, Effect::Command { program, .. } if *program == spec.program)
-                    );
+                    assert!(matches!(&effect, Effect::Command(c) if c.program == spec.program));
                 }
                 Ok(Plan::Webhook(spec)) => {
                     assert!(
-                        matches!(&effect, Effect::Webhook { url, .. } if url.starts_with("https://localhost:8443"))
+                        matches!(&effect, Effect::Webhook(w) if w.url.starts_with("https://localhost:8443"))
                     );
                     assert_eq!(spec.url.path_and_query(), "/hook");
                 }
@@ -142,11 +130,11 @@ mod tests {
 
     #[test]
     fn a_command_intent_is_leased_for_its_timeout_and_the_margin() {
-        let Ok(plan) = plan(&Effect::Command {
+        let Ok(plan) = plan(&Effect::Command(effect::Command {
             program: "/bin/true".into(),
             args: vec![],
             timeout_secs: 7,
-        }) else {
+        })) else {
             panic!("a command is runnable");
         };
         assert_eq!(
@@ -157,13 +145,13 @@ mod tests {
 
     #[test]
     fn a_webhook_intent_is_leased_for_its_timeout_and_the_margin() {
-        let Ok(plan) = plan(&Effect::Webhook {
+        let Ok(plan) = plan(&Effect::Webhook(effect::Webhook {
             url: "http://127.0.0.1:9/hook".into(),
             timeout_secs: 9,
             accept_status: vec![204],
             trust_roots: None,
             allow_plain_http_loopback: true,
-        }) else {
+        })) else {
             panic!("a webhook is runnable");
         };
         assert_eq!(
