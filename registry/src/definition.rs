@@ -7,7 +7,6 @@
 //! effect ambiguous.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use countersign_verifier::canonical;
 use serde::Deserialize;
@@ -15,15 +14,10 @@ use serde_json::{Value, json};
 
 use crate::preview::{Template, is_terminal_unsafe};
 use crate::quorum::RawQuorum;
-use crate::{
-    BuiltinEffect, Class, Effect, Operation, PremiseSource, Quorum, RegistryError, WebhookUrl,
-    schema,
-};
+use crate::{Class, Effect, Operation, PremiseSource, Quorum, RegistryError, schema};
 
 /// Hard cap on any proof lifetime, in seconds.
 pub(crate) use countersign_verifier::lifetimes::LIFETIME_CAP_SECS;
-/// Bounds of a command or webhook effect's timeout, in seconds.
-const COMMAND_TIMEOUT_SECS: std::ops::RangeInclusive<u64> = 1..=300;
 /// Longest description or preview template, in characters.
 const MAX_TEXT_CHARS: usize = 500;
 
@@ -90,7 +84,7 @@ impl RawOperation {
                 format!("{secs} is outside 1..={LIFETIME_CAP_SECS}"),
             ));
         }
-        self.check_effect()?;
+        self.effect.check(&op, self.require_passkey)?;
 
         let bad_schema = |reason: String| RegistryError::BadSchema {
             operation: op.clone(),
@@ -167,97 +161,6 @@ impl RawOperation {
             validator,
         })
     }
-
-    fn check_effect(&self) -> Result<(), RegistryError> {
-        let op = &self.name;
-        let invalid_rule = |reason: &str| RegistryError::InvalidField {
-            operation: op.clone(),
-            field: "effect.kind".to_owned(),
-            reason: reason.to_owned(),
-        };
-        if (op == crate::rule::RULE_CREATE) != matches!(self.effect, Effect::Rule) {
-            return Err(invalid_rule(
-                "the effect kind \"rule\" backs exactly the operation rule.create",
-            ));
-        }
-        match &self.effect {
-            // Rules never cover an operation that requires a passkey, and
-            // an installation that requires one for every approval refuses
-            // every rule: a passkey on rule.create itself would add nothing
-            // the signer could honour without storing its assertion.
-            Effect::Rule if self.require_passkey => Err(invalid_rule(
-                "rule.create cannot require a passkey (see docs/rules.md)",
-            )),
-            Effect::Rule => Ok(()),
-            Effect::Builtin { name } => {
-                let reason = if name.parse::<BuiltinEffect>().is_err() {
-                    format!(
-                        "{name:?} is not a builtin (known: {})",
-                        BuiltinEffect::known()
-                    )
-                } else if name != op {
-                    format!("builtin {name:?} may only back the operation of the same name")
-                } else {
-                    return Ok(());
-                };
-                Err(RegistryError::UnknownBuiltin {
-                    operation: op.clone(),
-                    reason,
-                })
-            }
-            Effect::Command {
-                program,
-                args,
-                timeout_secs,
-            } => {
-                if !program.is_absolute() {
-                    return Err(RegistryError::RelativeProgram {
-                        operation: op.clone(),
-                        program: program.display().to_string(),
-                    });
-                }
-                let invalid = |field: &str, reason: String| RegistryError::InvalidField {
-                    operation: op.clone(),
-                    field: field.to_owned(),
-                    reason,
-                };
-                if program.as_os_str().as_encoded_bytes().contains(&0) {
-                    return Err(invalid("effect.program", "contains a NUL byte".into()));
-                }
-                if args.iter().any(|a| a.contains('\0')) {
-                    return Err(invalid(
-                        "effect.args",
-                        "an argument contains a NUL byte".into(),
-                    ));
-                }
-                if !COMMAND_TIMEOUT_SECS.contains(timeout_secs) {
-                    return Err(invalid(
-                        "effect.timeout_secs",
-                        format!("{timeout_secs} is outside 1..=300"),
-                    ));
-                }
-                Ok(())
-            }
-            Effect::Webhook {
-                url,
-                timeout_secs,
-                accept_status,
-                trust_roots,
-                allow_plain_http_loopback,
-            } => check_webhook(
-                url,
-                *timeout_secs,
-                accept_status,
-                trust_roots.as_deref(),
-                *allow_plain_http_loopback,
-            )
-            .map_err(|(field, reason)| RegistryError::InvalidField {
-                operation: op.clone(),
-                field: format!("effect.{field}"),
-                reason,
-            }),
-        }
-    }
 }
 
 /// SHA-256 hex of the canonical JSON of the full definition, with
@@ -290,67 +193,6 @@ fn revision(raw: &RawOperation, schema: &Value, quorum: Option<Value>) -> Result
         definition["quorum"] = quorum;
     }
     canonical::canonical_sha256_hex(&definition).map_err(|e| e.to_string())
-}
-
-/// The checks of a `webhook` effect; the error names the field (under
-/// `effect.`) and the reason.
-fn check_webhook(
-    url: &str,
-    timeout_secs: u64,
-    accept_status: &[u16],
-    trust_roots: Option<&Path>,
-    allow_plain_http_loopback: bool,
-) -> Result<(), (&'static str, String)> {
-    let parsed = WebhookUrl::parse(url).map_err(|r| ("url", r))?;
-    if parsed.is_https() {
-        if allow_plain_http_loopback {
-            return Err((
-                "allow_plain_http_loopback",
-                "applies only to an http:// URL; remove it for https".into(),
-            ));
-        }
-        let Some(roots) = trust_roots else {
-            return Err((
-                "trust_roots",
-                "is required for an https URL: the absolute path of a PEM bundle of the receiver's CAs (no system roots are built in)".into(),
-            ));
-        };
-        if !roots.is_absolute() {
-            return Err(("trust_roots", format!("{roots:?} is not an absolute path")));
-        }
-        if roots.as_os_str().as_encoded_bytes().contains(&0) {
-            return Err(("trust_roots", "contains a NUL byte".into()));
-        }
-    } else {
-        if !allow_plain_http_loopback {
-            return Err((
-                "url",
-                "plain http:// is refused; use https://, or set allow_plain_http_loopback = true for a loopback receiver".into(),
-            ));
-        }
-        if let Some(reason) = parsed.plain_http_refusal() {
-            return Err(("url", reason));
-        }
-        if trust_roots.is_some() {
-            return Err(("trust_roots", "applies only to an https URL".into()));
-        }
-    }
-    if !COMMAND_TIMEOUT_SECS.contains(&timeout_secs) {
-        return Err(("timeout_secs", format!("{timeout_secs} is outside 1..=300")));
-    }
-    if accept_status.is_empty() {
-        return Err(("accept_status", "must name at least one status".into()));
-    }
-    let mut seen = BTreeSet::new();
-    for status in accept_status {
-        if !(200..=299).contains(status) {
-            return Err(("accept_status", format!("{status} is outside 200..=299")));
-        }
-        if !seen.insert(*status) {
-            return Err(("accept_status", format!("{status} is listed twice")));
-        }
-    }
-    Ok(())
 }
 
 /// Descriptions and templates are one line of at most 500 visible characters.

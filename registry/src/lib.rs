@@ -81,6 +81,7 @@
 mod args;
 mod current;
 mod definition;
+pub mod effect;
 mod error;
 mod escape_table;
 pub mod lookalike;
@@ -100,8 +101,9 @@ use std::path::Path;
 pub use args::CanonicalArgs;
 pub use countersign_verifier::{ApproverName, BuiltinEffect};
 pub use current::CurrentRegistry;
+pub use effect::{DEFAULT_ACCEPT_STATUS, Effect, EffectKind};
 pub use error::{ArgumentsError, PolicyError, RegistryError};
-pub use operation::{Class, DEFAULT_ACCEPT_STATUS, Effect, Operation};
+pub use operation::{Class, Operation};
 pub use policy::Policy;
 pub use premise::{PremiseRead, PremiseSource};
 pub use preview::{escape_table_unicode_version, is_terminal_unsafe, terminal_safe};

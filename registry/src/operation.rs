@@ -8,7 +8,6 @@
 //! module must not accept arguments without schema validation.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use countersign_verifier::canonical;
@@ -16,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::preview::{self, Template};
-use crate::{ArgumentsError, CanonicalArgs, PremiseRead, PremiseSource, Quorum, schema};
+use crate::{ArgumentsError, CanonicalArgs, Effect, PremiseRead, PremiseSource, Quorum, schema};
 use countersign_verifier::Premise;
 
 /// Read operations observe; write operations change state.
@@ -37,60 +36,6 @@ impl Class {
             Class::Write => "write",
         }
     }
-}
-
-/// What applying an operation does. Matched exhaustively wherever it is
-/// acted on: a new kind does not compile until each head decides, before
-/// consuming a proof, to run it or refuse it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-pub enum Effect {
-    /// A built-in effect over the ledger's state store; `name` names
-    /// a [`crate::BuiltinEffect`] and equals the operation's name.
-    Builtin {
-        /// The builtin effect's name.
-        name: String,
-    },
-    /// A fixed program run without a shell, canonical arguments on stdin.
-    Command {
-        /// Absolute path of the program.
-        program: PathBuf,
-        /// Fixed arguments passed to the program (never from the proposal).
-        #[serde(default)]
-        args: Vec<String>,
-        /// Seconds before the program is killed, 1..=300.
-        timeout_secs: u64,
-    },
-    /// An HTTP POST of the canonical arguments to a fixed URL, with the
-    /// proof, the nonce and the proposal id in headers.
-    Webhook {
-        /// `https://` URL, or `http://` to a loopback IP address (never a
-        /// name such as `localhost`) when `allow_plain_http_loopback` is set. Checked by [`crate::WebhookUrl::parse`].
-        url: String,
-        /// Seconds for the whole exchange (connect to response), 1..=300.
-        timeout_secs: u64,
-        /// Response statuses that mean applied (each 200..=299).
-        #[serde(default = "default_accept_status")]
-        accept_status: Vec<u16>,
-        /// Absolute path of a PEM bundle of the CAs trusted for the
-        /// receiver's certificate; required for `https`, refused for `http`.
-        #[serde(default)]
-        trust_roots: Option<PathBuf>,
-        /// Permits an `http://` URL, and only to a loopback IP address.
-        #[serde(default)]
-        allow_plain_http_loopback: bool,
-    },
-    /// `rule.create` only: the arguments are an auto-approval rule
-    /// definition, and a person's approval of the proposal creates the rule
-    /// in the signer. No proof is issued and no head ever applies it.
-    Rule,
-}
-
-/// The statuses a webhook accepts when the registry names none.
-pub const DEFAULT_ACCEPT_STATUS: [u16; 4] = [200, 201, 202, 204];
-
-fn default_accept_status() -> Vec<u16> {
-    DEFAULT_ACCEPT_STATUS.to_vec()
 }
 
 /// A registered operation. Fields are the definition from the registry file;

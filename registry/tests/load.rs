@@ -2,7 +2,9 @@
 //! operation and field.
 #![allow(clippy::unwrap_used)]
 
-use countersign_registry::{BuiltinEffect, Class, Effect, Registry, RegistryError, Schemas};
+use countersign_registry::{
+    BuiltinEffect, Class, Effect, Registry, RegistryError, Schemas, effect,
+};
 
 /// A valid one-operation registry; `extra` is spliced into the operation
 /// table, `schema_extra` into its schema table.
@@ -51,14 +53,14 @@ fn default_registry_loads_with_all_builtins_and_a_command() {
         assert!(op.replay_safe);
         assert_eq!(
             op.effect,
-            Effect::Builtin {
+            Effect::Builtin(effect::Builtin {
                 name: name.to_owned()
-            }
+            })
         );
     }
     let echo = registry.get("demo.echo").unwrap();
     assert!(!echo.replay_safe);
-    assert!(matches!(&echo.effect, Effect::Command { program, .. } if program.is_absolute()));
+    assert!(matches!(&echo.effect, Effect::Command(command) if command.program.is_absolute()));
     assert_eq!(registry.get("rule.create").unwrap().effect, Effect::Rule);
     assert_eq!(registry.operations().count(), 7);
     let names: Vec<_> = registry.operations().map(|o| o.name.as_str()).collect();

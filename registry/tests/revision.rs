@@ -162,3 +162,90 @@ fn revisions_of_the_default_registry_differ_per_operation() {
     revisions.dedup();
     assert_eq!(revisions.len(), registry.operations().count());
 }
+
+/// A definition of each effect kind, with every optional field written.
+const EVERY_KIND: &str = r#"
+[[operation]]
+name = "hook.send"
+description = "Send a hook"
+class = "write"
+replay_safe = true
+preview = "Send it"
+[operation.effect]
+kind = "webhook"
+url = "https://hooks.example.com/approved"
+timeout_secs = 5
+accept_status = [200, 204]
+trust_roots = "/etc/countersign/receiver-ca.pem"
+[operation.schema]
+type = "object"
+additionalProperties = false
+
+[[operation]]
+name = "hook.local"
+description = "Send a hook to this host"
+class = "write"
+replay_safe = false
+preview = "Send it here"
+[operation.effect]
+kind = "webhook"
+url = "http://127.0.0.1:8080/hook"
+timeout_secs = 7
+allow_plain_http_loopback = true
+[operation.schema]
+type = "object"
+additionalProperties = false
+"#;
+
+#[test]
+fn every_effect_kind_keeps_the_revision_it_had_before_effects_were_modules() {
+    // Pinned when each kind's definition moved into its own module: the
+    // definition as hashed is unchanged, so no outstanding proof or
+    // proposal is invalidated by that move.
+    let defaults = Registry::from_toml_str(Registry::default_toml()).unwrap();
+    let every_kind = Registry::from_toml_str(EVERY_KIND).unwrap();
+    let revisions: Vec<(&str, &str)> = defaults
+        .operations()
+        .chain(every_kind.operations())
+        .map(|o| (o.name.as_str(), o.contract_revision()))
+        .collect();
+    let pinned: &[(&str, &str)] = &[
+        (
+            "demo.echo",
+            "729700630e31bd824db86ae42a126c2accb8cc475f45857ca983853e9fc9a63d",
+        ),
+        (
+            "rule.create",
+            "65212d40163c6024e4bdcd905b252d6d0d3943bcbce45851ad54704e77db0a8b",
+        ),
+        (
+            "schedule.activate",
+            "79ebb6b1114708a933449c755279b42ddd4f10232e51bd411a403fb89b27a2e1",
+        ),
+        (
+            "schedule.create",
+            "c8b3b0e7272361247ed8553fb2c30702a51dd9b004e7a615b375770633288194",
+        ),
+        (
+            "schedule.delete",
+            "c41cf87283d7e16cef290e1074ca7f1b3e69e0dd081c26ebc6a896742d6b6ba0",
+        ),
+        (
+            "schedule.pause",
+            "d16091285d7f020eee9ece4633425892e92a4081b38e1e26a3701100d5c67647",
+        ),
+        (
+            "schedule.resume",
+            "a83f1a3c673ca4b94e25967e222d80b5fd24e239d58755ef74f4677fc8d21580",
+        ),
+        (
+            "hook.local",
+            "e5d6619fae6a636ae716691b7774251f0c6ef8f9fe0186610b90f9615a6bea5c",
+        ),
+        (
+            "hook.send",
+            "f8f1f70ddce22ca60cbae823fc25d696b4462e2ccafb979c29130ba6e717ea39",
+        ),
+    ];
+    assert_eq!(revisions, pinned);
+}

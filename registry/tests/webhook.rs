@@ -2,7 +2,9 @@
 //! defaults, and every refusal names the operation, the field and the reason.
 #![allow(clippy::unwrap_used)]
 
-use countersign_registry::{DEFAULT_ACCEPT_STATUS, Effect, Registry, RegistryError, WebhookUrl};
+use countersign_registry::{
+    DEFAULT_ACCEPT_STATUS, Effect, Registry, RegistryError, WebhookUrl, effect,
+};
 
 fn registry(effect: &str) -> String {
     format!(
@@ -48,13 +50,13 @@ fn refusal(effect: &str) -> (String, String) {
 fn a_valid_https_webhook_loads_with_the_default_statuses() {
     let registry = Registry::from_toml_str(&registry(HTTPS)).unwrap();
     let op = registry.get("hook.send").unwrap();
-    let Effect::Webhook {
+    let Effect::Webhook(effect::Webhook {
         url,
         timeout_secs,
         accept_status,
         trust_roots,
         allow_plain_http_loopback,
-    } = &op.effect
+    }) = &op.effect
     else {
         panic!("a webhook effect");
     };

@@ -12,16 +12,17 @@
 //!
 //! Refused unless the proposal is the caller's principal's, its execution
 //! is uncertain (an intent recorded, never completed) and no head may still
-//! be running it, its operation is, under the contract approved, a
-//! `webhook` declared `replay_safe`, and the policy is the one approved.
-//! Bounded, so that a head cannot keep an approval alive: only within a
-//! window after the original proof's expiry (the operation's execution
-//! lease, its timeout plus `INTENT_LEASE_MARGIN`, from the registry and
-//! never from the head-written intent, plus one proof lifetime), and at
-//! most [`MAX_REISSUES`] times per proposal (counted from its
-//! `proof_reissued` events inside the ledger's write transaction). Never
-//! on SQLite: its file is writable by its owner, every head of a
-//! development installation, so an issuance row there proves nothing the
+//! be running it, its operation is, under the contract approved, of a kind
+//! whose proof may be re-issued (`EffectKind::proof_reissuable`: a
+//! `webhook`) and declared `replay_safe`, and the policy is the one
+//! approved. Bounded, so that a head cannot keep an approval alive: only
+//! within a window after the original proof's expiry (the operation's
+//! execution lease, `EffectKind::intent_lease`: its timeout plus
+//! `INTENT_LEASE_MARGIN`, from the registry and never from the head-written
+//! intent, plus one proof lifetime), and at most [`MAX_REISSUES`] times per
+//! proposal (counted from its `proof_reissued` events inside the ledger's
+//! write transaction). Never on SQLite: its file is writable by its owner,
+//! every head of a development installation, so an issuance row there proves nothing the
 //! signer did; only PostgreSQL, where the heads' role cannot write
 //! issuances, lets the signer trust its own rows. Every call is counted in
 //! the `countersign_reissues` metric by result.
@@ -30,10 +31,9 @@
 //! Recorded as a `proof_reissued` event (the new proof's SHA-256, never the
 //! proof). This module must not log or store a proof.
 
-use countersign_ledger::{INTENT_LEASE_MARGIN, LedgerError, ProofReissue, ProposalStatus};
+use countersign_ledger::{LedgerError, ProofReissue, ProposalStatus};
 use countersign_metrics::Issuance;
 use countersign_proto::v1 as wire;
-use countersign_registry::Effect;
 use countersign_verifier::Claims;
 use time::Duration;
 use tonic::Request;
@@ -88,11 +88,12 @@ impl SignerService {
         if issuance.policy_revision != self.state.policy.revision() {
             return Err(RpcError::PolicyChanged);
         }
-        let webhook_timeout = match &op.effect {
-            Effect::Webhook { timeout_secs, .. } => *timeout_secs,
-            Effect::Builtin { .. } | Effect::Command { .. } | Effect::Rule => {
-                return Err(RpcError::NotAWebhook(op.name.clone()));
-            }
+        // Only a kind whose receiver verifies the proof itself (a webhook)
+        // has a proof worth signing again; its lease bounds the window.
+        let effect = op.effect.kind();
+        let lease = match effect.intent_lease() {
+            Some(lease) if effect.proof_reissuable() => lease,
+            _ => return Err(RpcError::NotAWebhook(op.name.clone())),
         };
         if !op.replay_safe {
             return Err(RpcError::NotReplaySafe(op.name.clone()));
@@ -119,8 +120,6 @@ impl SignerService {
         // The window: the original expiry, plus the execution lease as the
         // registry sets it (a head writes the intent's own lease), plus
         // one lifetime for reconcile to re-send in.
-        let lease = Duration::seconds(i64::try_from(webhook_timeout).unwrap_or(i64::MAX))
-            .saturating_add(INTENT_LEASE_MARGIN);
         let closes_at = issuance
             .expires_at
             .saturating_add(lease)

@@ -1,11 +1,11 @@
 //! Execute an approved proposal: verify the proof against the current
-//! registry and policy, then consume it with the arguments from the verified
-//! claims. A builtin effect (over the ledger's state store) is consumed,
-//! applied and completed in ONE ledger transaction, atomic with its
-//! authorization. An effect outside the ledger (`command`, `webhook`) is
-//! two-phase: one
-//! transaction records the intent, the effect runs, a second records the
-//! completion; a crash in between leaves it `uncertain` for `reconcile`.
+//! registry and policy, then have the operation's effect kind (`effect/`)
+//! consume it with the arguments from the verified claims. A builtin effect
+//! (over the ledger's state store) is consumed, applied and completed in ONE
+//! ledger transaction, atomic with its authorization. An effect outside the
+//! ledger (`command`, `webhook`) is two-phase: one transaction records the
+//! intent, the effect runs, a second records the completion; a crash in
+//! between leaves it `uncertain` for `reconcile`.
 //!
 //! The effect never reads an argument from the caller: only from the claims
 //! the signer signed, which the verifier has bound to the stored proposal.
@@ -16,10 +16,7 @@ use countersign_proto::reason::Reason;
 use std::sync::Arc;
 use std::time::Instant;
 
-use countersign_ledger::{
-    ConsumeStart, Consumed, DispositionStatus, EffectOutcome, Intent, Ledger, LedgerError,
-    ProposalRecord,
-};
+use countersign_ledger::{Intent, Ledger, LedgerError, ProposalRecord};
 use countersign_metrics::{ConsumeOutcome, GateMetrics};
 use countersign_registry::{CurrentRegistry, Registry};
 use countersign_verifier::{
@@ -27,12 +24,9 @@ use countersign_verifier::{
 };
 use time::OffsetDateTime;
 
-use crate::command::{CommandSpec, run_command};
-use crate::fault::{FaultPoint, crash_point};
+use crate::effect::{self, Approved};
 use crate::live_keys::{KeyRefresh, LiveKeys};
 use crate::outcome::{Outcome, Refused};
-use crate::plan::{Plan, plan};
-use crate::webhook::{WebhookOutcome, WebhookSpec, send_webhook};
 
 /// A fault the gate could not turn into a decision. The caller reports it as
 /// an error. For a builtin effect nothing was applied (its one transaction
@@ -252,10 +246,10 @@ impl Gate {
         {
             return Ok(recorded);
         }
-        // Decide how this head runs the effect before anything is consumed:
-        // a kind it cannot run is refused here and burns nothing.
-        let plan = match plan(&operation.effect) {
-            Ok(plan) => plan,
+        // Decide how this head applies the effect before anything is
+        // consumed: a kind it does not run is refused here and burns nothing.
+        let apply = match effect::apply(&operation.effect) {
+            Ok(apply) => apply,
             Err(kind) => {
                 tracing::info!(proposal_id, kind, "effect kind not run by this head");
                 return Ok(Outcome::Refused(Refused::UnsupportedEffect {
@@ -264,44 +258,12 @@ impl Gate {
                 }));
             }
         };
-        if let Plan::Builtin { name } = &plan {
-            return self.consume_builtin(proposal_id, &verified, name).await;
-        }
-        // An effect outside the ledger: two transactions around it. The
-        // intent is leased to this head for the effect's timeout and a
-        // margin, so reconcile and a person's resolution wait for it.
-        let intent = match self.ledger.begin_consume(&verified, plan.lease()).await {
-            Ok(ConsumeStart::Fresh(intent)) => intent,
-            Ok(ConsumeStart::Replay(disposition)) => return Ok(Outcome::Recorded(disposition)),
-            Err(LedgerError::Refused(refusal)) => {
-                tracing::info!(proposal_id, code = refusal.code(), "consumption refused");
-                return Ok(Outcome::Refused(Refused::Ledger(refusal)));
-            }
-            Err(e) => return Err(e.into()),
+        let approved = Approved {
+            proposal_id,
+            verified: &verified,
+            proof,
         };
-        tracing::info!(proposal_id, nonce = %intent.nonce(), "intent recorded; running effect");
-        crash_point(FaultPoint::IntentRecorded);
-        let effect_outcome = match &plan {
-            Plan::Command(spec) => self.run_command(spec, &intent).await?,
-            Plan::Webhook(spec) => match self.send_webhook(spec, &intent, proof).await? {
-                Sent::Answered(outcome) => outcome,
-                Sent::MaybeReceived(reason) => {
-                    return self.left_uncertain(proposal_id, reason).await;
-                }
-            },
-            // Returned above, before anything was consumed.
-            Plan::Builtin { .. } => {
-                return Err(GateError::Effect(
-                    "a builtin effect reached the two-phase path".into(),
-                ));
-            }
-        };
-        crash_point(FaultPoint::EffectRan);
-        let disposition = self.ledger.complete(&intent, &effect_outcome).await?;
-        Ok(match effect_outcome {
-            EffectOutcome::Applied { .. } => Outcome::Applied(disposition),
-            EffectOutcome::Failed { .. } => Outcome::Failed(disposition),
-        })
+        apply.execute(self, approved).await
     }
 
     /// Verify `proof` with the key ring as it is now; a key the ring lacks
@@ -346,32 +308,6 @@ impl Gate {
         self.verify(proof, &expect).await
     }
 
-    /// Consume, apply and complete a builtin effect in the ledger's one
-    /// transaction: all of it commits, or nothing does.
-    async fn consume_builtin(
-        &self,
-        proposal_id: &str,
-        verified: &VerifiedProof,
-        name: &str,
-    ) -> Result<Outcome, GateError> {
-        match self.ledger.consume_builtin(verified, name).await {
-            Ok(Consumed::Completed(disposition)) => Ok(match disposition.status {
-                DispositionStatus::Applied => Outcome::Applied(disposition),
-                // A completed consumption is never uncertain; were it so, it
-                // did not apply, which is what `failed` tells the caller.
-                DispositionStatus::Failed | DispositionStatus::Uncertain => {
-                    Outcome::Failed(disposition)
-                }
-            }),
-            Ok(Consumed::Replay(disposition)) => Ok(Outcome::Recorded(disposition)),
-            Err(LedgerError::Refused(refusal)) => {
-                tracing::info!(proposal_id, code = refusal.code(), "consumption refused");
-                Ok(Outcome::Refused(Refused::Ledger(refusal)))
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
     /// The recorded disposition of `record`'s proposal, if `proof` is the
     /// proof issued for it and it was consumed.
     async fn recorded(
@@ -392,113 +328,4 @@ impl Gate {
             .await?
             .map(Outcome::Recorded))
     }
-
-    /// Run a `command` effect with the arguments of the intent, which the
-    /// ledger recorded from the verified claims. Builtin effects never come
-    /// here: they run inside the ledger's transaction.
-    pub(crate) async fn run_command(
-        &self,
-        spec: &CommandSpec,
-        intent: &Intent,
-    ) -> Result<EffectOutcome, GateError> {
-        let outcome = match run_command(spec, intent.arguments_json(), intent.nonce()).await {
-            Ok(outcome) => outcome,
-            // Lost track of a running program: whether it applied is
-            // unknown, so the intent stays open (uncertain) for reconcile.
-            Err(e) if e.started() => return Err(GateError::Effect(e.to_string())),
-            // The program never started: a definite failure.
-            Err(e) => {
-                return Ok(EffectOutcome::Failed {
-                    error: format!("the command could not run: {e}"),
-                    result: serde_json::Value::Null,
-                });
-            }
-        };
-        let result =
-            serde_json::to_value(&outcome).map_err(|e| GateError::Effect(e.to_string()))?;
-        Ok(if outcome.succeeded() {
-            EffectOutcome::Applied { result }
-        } else {
-            EffectOutcome::Failed {
-                error: outcome.describe_failure(),
-                result,
-            }
-        })
-    }
-
-    /// Send a `webhook` effect with the arguments of the intent (recorded
-    /// from the verified claims), its nonce as idempotency key and `proof`,
-    /// the proof presented for it. Treated like a command: a request that
-    /// was never sent is a definite failure (the proof is spent, as for a
-    /// program that cannot start); one that may have been received leaves
-    /// the intent open, uncertain, never sent again by this execution.
-    pub(crate) async fn send_webhook(
-        &self,
-        spec: &WebhookSpec,
-        intent: &Intent,
-        proof: &Proof,
-    ) -> Result<Sent, GateError> {
-        let sent = send_webhook(
-            spec,
-            intent.arguments_json(),
-            intent.nonce(),
-            proof,
-            intent.proposal_id(),
-        )
-        .await;
-        match sent {
-            Ok(outcome) => Ok(Sent::Answered(webhook_outcome(spec, &outcome)?)),
-            Err(e) if e.maybe_sent() => Ok(Sent::MaybeReceived(e.to_string())),
-            Err(e) => Ok(Sent::Answered(EffectOutcome::Failed {
-                error: format!("the webhook was not sent: {e}"),
-                result: serde_json::Value::Null,
-            })),
-        }
-    }
-
-    /// The outcome of an effect that may have happened: nothing is
-    /// completed, so the ledger reads the open intent as `uncertain`.
-    async fn left_uncertain(
-        &self,
-        proposal_id: &str,
-        reason: String,
-    ) -> Result<Outcome, GateError> {
-        tracing::warn!(proposal_id, %reason, "effect outcome unknown; left uncertain");
-        match self.ledger.disposition(proposal_id).await? {
-            Some(disposition) => Ok(Outcome::Uncertain {
-                disposition,
-                reason,
-            }),
-            None => Err(GateError::Effect(reason)),
-        }
-    }
-}
-
-/// The completion a receiver's answer makes: applied for a status of
-/// `spec.accept_status`, failed for any other; the answer is the result.
-pub(crate) fn webhook_outcome(
-    spec: &WebhookSpec,
-    outcome: &WebhookOutcome,
-) -> Result<EffectOutcome, GateError> {
-    let result = serde_json::to_value(outcome).map_err(|e| GateError::Effect(e.to_string()))?;
-    Ok(if spec.accept_status.contains(&outcome.status) {
-        EffectOutcome::Applied { result }
-    } else {
-        EffectOutcome::Failed {
-            error: format!(
-                "the receiver answered status {}, not one of {:?}",
-                outcome.status, spec.accept_status
-            ),
-            result,
-        }
-    })
-}
-
-/// What sending a webhook came to.
-pub(crate) enum Sent {
-    /// The receiver answered, or nothing was sent: a completion to record.
-    Answered(EffectOutcome),
-    /// The request may have been received and no answer came: the intent
-    /// stays open, nothing is recorded, nothing is re-sent.
-    MaybeReceived(String),
 }

@@ -13,17 +13,16 @@
 /// The `command` effect's child process: the program runner is shared
 /// with premise commands, which the ledger runs inside a consumption.
 pub use countersign_process as command;
+mod effect;
 mod execute;
 pub mod fault;
 mod handoff;
 mod live_keys;
 mod outcome;
-mod plan;
 mod reconcile;
-mod resend;
 pub mod signer_client;
-pub mod webhook;
 
+pub use effect::webhook;
 pub use execute::{Gate, GateError};
 pub use live_keys::KeyRefresh;
 pub use outcome::{Outcome, Refused};

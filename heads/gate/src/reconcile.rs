@@ -12,27 +12,23 @@
 //! and nothing touches an intent whose lease has not ended: its head may
 //! still be running the effect.
 //!
-//! A replay-safe `webhook` is re-sent once per pass with a proof the signer
-//! re-issues for it (the same claims and `jti`, a fresh lifetime; see
-//! `resend.rs`), since the ledger keeps no proof and a receiver checks the
-//! proof itself. The re-issued proof is never consumed: the intent's nonce
-//! already is, and the answer completes the recorded intent.
-//!
-//! Heads consume builtin effects in one transaction, which never leaves an
-//! intent behind. A builtin intent can still exist if something called
-//! [`countersign_ledger::Ledger::begin_consume`] for it directly (or a
-//! ledger written before the one-transaction consume); a replay-safe one is
-//! completed by the ledger in one transaction that applies the effect
-//! unless the state store already records it under the nonce.
+//! How an intent is replayed is its kind's (`effect/`): a command runs
+//! again; a builtin is completed by the ledger in one transaction that
+//! applies it unless the state store already records it under the nonce; a
+//! webhook is re-sent once per pass with a proof the signer re-issues for
+//! it (the same claims and `jti`, a fresh lifetime; see
+//! `effect/webhook/resend.rs`), since the ledger keeps no proof and a
+//! receiver checks the proof itself. The re-issued proof is never consumed:
+//! the intent's nonce already is, and the answer completes the recorded
+//! intent.
 
 use countersign_ledger::{EffectOutcome, Intent, Interrupted};
 use countersign_proto::v1::signer_client::SignerClient;
 use serde::Serialize;
 use tonic::transport::Channel;
 
+use crate::effect;
 use crate::execute::{Gate, GateError};
-use crate::plan::{Plan, plan};
-use crate::resend::Resent;
 
 /// What reconcile did with one interrupted intent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -135,54 +131,8 @@ impl Gate {
                 ),
             ));
         }
-        let applied = match plan(&operation.effect) {
-            Ok(Plan::Builtin { .. }) => {
-                let (outcome, _) = self.ledger().apply_builtin_and_complete(intent).await?;
-                matches!(outcome, EffectOutcome::Applied { .. })
-            }
-            Ok(Plan::Command(spec)) => {
-                let outcome = self.run_command(&spec, intent).await?;
-                let applied = matches!(outcome, EffectOutcome::Applied { .. });
-                self.ledger().complete(intent, &outcome).await?;
-                applied
-            }
-            Ok(Plan::Webhook(spec)) => {
-                return Ok(match self.resend_webhook(head, &spec, intent).await? {
-                    Resent::Completed(EffectOutcome::Applied { .. }) => entry(
-                        "replayed",
-                        format!(
-                            "replay-safe webhook: re-sent with a re-issued proof and the same Idempotency-Key {}, and the receiver accepted it",
-                            intent.nonce()
-                        ),
-                    ),
-                    Resent::Completed(EffectOutcome::Failed { error, .. }) => entry(
-                        "replay_failed",
-                        format!(
-                            "replay-safe webhook: re-sent with a re-issued proof and the same Idempotency-Key {}, and {error}; recorded as failed",
-                            intent.nonce()
-                        ),
-                    ),
-                    Resent::ResolvedMeanwhile(outcome) => entry(
-                        "resolved_meanwhile",
-                        format!(
-                            "replay-safe webhook: re-sent with the same Idempotency-Key {}, and the receiver {}, but a person resolved it meanwhile; their resolution stands",
-                            intent.nonce(),
-                            match outcome {
-                                EffectOutcome::Applied { .. } => "accepted it",
-                                EffectOutcome::Failed { .. } => "refused it",
-                            }
-                        ),
-                    ),
-                    Resent::StillUncertain(why) => entry(
-                        "still_uncertain",
-                        format!(
-                            "replay-safe webhook: {why}; run `countersign reconcile` again later, or ask the receiver whether it handled Idempotency-Key {} and run `countersign reconcile --resolve {} --applied` or `--not-applied`",
-                            intent.nonce(),
-                            intent.proposal_id()
-                        ),
-                    ),
-                });
-            }
+        let apply = match effect::apply(&operation.effect) {
+            Ok(apply) => apply,
             Err(kind) => {
                 return Ok(entry(
                     "still_uncertain",
@@ -193,18 +143,43 @@ impl Gate {
                 ));
             }
         };
-        Ok(if applied {
-            entry(
+        let replay = effect::Replay {
+            gate: self,
+            head,
+            intent,
+        };
+        let replayed = apply.replay(replay).await?;
+        Ok(entry(replayed.action, replayed.detail))
+    }
+}
+
+/// What replaying one interrupted intent came to, as its kind tells it:
+/// the report's action and sentence.
+pub(crate) struct Replayed {
+    action: &'static str,
+    detail: String,
+}
+
+impl Replayed {
+    /// A [`ReconcileEntry`]'s `action` and `detail`.
+    pub(crate) fn new(action: &'static str, detail: String) -> Self {
+        Replayed { action, detail }
+    }
+
+    /// An effect run again with the same nonce as idempotency key, which
+    /// came to `outcome` (recorded as its completion).
+    pub(crate) fn ran_again(outcome: &EffectOutcome) -> Self {
+        match outcome {
+            EffectOutcome::Applied { .. } => Replayed::new(
                 "replayed",
                 "replay-safe: ran again with the same nonce as idempotency key, and it succeeded"
                     .into(),
-            )
-        } else {
-            entry(
+            ),
+            EffectOutcome::Failed { .. } => Replayed::new(
                 "replay_failed",
                 "replay-safe: ran again with the same nonce as idempotency key, and it failed; recorded as failed".into(),
-            )
-        })
+            ),
+        }
     }
 }
 

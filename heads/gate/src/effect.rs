@@ -1,0 +1,225 @@
+//! How this head applies each effect kind: one module per kind it runs
+//! (`builtin`, `command`, `webhook`), each an [`Apply`]: how it consumes a
+//! verified proof and runs, what it records as its result, and how
+//! reconcile settles one of its interrupted intents. The kind's pure
+//! properties (its checks, its lease, whether its proof may be re-issued)
+//! are the registry's `EffectKind`.
+//!
+//! [`apply`] decides from the registry's definition, BEFORE anything is
+//! consumed, whether this head runs the kind. Its match is exhaustive: a
+//! new kind does not compile here until someone decides whether this head
+//! runs it or refuses it with `unsupported_effect`, which burns nothing
+//! because no proof has been consumed yet. After consumption there is no
+//! fallback that could strand a spent proof: a kind applied inside the
+//! ledger never reaches the two-phase flow, which only kinds outside it
+//! call.
+
+mod builtin;
+mod command;
+pub mod webhook;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use countersign_ledger::{ConsumeStart, EffectOutcome, Intent, LedgerError};
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_registry::Effect;
+use countersign_verifier::{Proof, VerifiedProof};
+use tonic::transport::Channel;
+
+use crate::execute::{Gate, GateError};
+use crate::fault::{FaultPoint, crash_point};
+use crate::outcome::{Outcome, Refused};
+use crate::reconcile::Replayed;
+
+/// The future of an effect's step, borrowing what it runs with.
+pub(crate) type Running<'a, T> = Pin<Box<dyn Future<Output = Result<T, GateError>> + Send + 'a>>;
+
+/// A proof this head verified for a proposal, not yet consumed.
+#[derive(Clone, Copy)]
+pub(crate) struct Approved<'a> {
+    /// The proposal it approves.
+    pub(crate) proposal_id: &'a str,
+    /// The proof, verified against the proposal as stored.
+    pub(crate) verified: &'a VerifiedProof,
+    /// The proof as presented (a webhook's receiver checks it itself).
+    pub(crate) proof: &'a Proof,
+}
+
+/// How this head applies one effect kind. Implemented once per kind it
+/// runs, in that kind's module.
+pub(crate) trait Apply: Send + Sync {
+    /// Consume the approved proof and apply the effect as this kind does:
+    /// inside the ledger's one transaction, or between an intent and a
+    /// completion ([`Gate::two_phase`]). The outcome says whether it ran.
+    fn execute<'a>(&'a self, gate: &'a Gate, approved: Approved<'a>) -> Running<'a, Outcome>;
+
+    /// Settle an interrupted intent of this kind whose operation is
+    /// replay-safe and unchanged since it was approved (reconcile checked
+    /// both, and that no head may still be running it): apply it again with
+    /// the same nonce as idempotency key, or leave it uncertain, and say
+    /// which.
+    fn replay<'a>(&'a self, replay: Replay<'a>) -> Running<'a, Replayed>;
+}
+
+/// An interrupted intent to replay, and what replaying it may use.
+pub(crate) struct Replay<'a> {
+    /// The gate reconciling it.
+    pub(crate) gate: &'a Gate,
+    /// This head's signer connection (which re-issues a webhook's proof).
+    pub(crate) head: &'a mut SignerClient<Channel>,
+    /// The intent as the ledger recorded it.
+    pub(crate) intent: &'a Intent,
+}
+
+/// How this head applies `effect`, or the kind's name if it does not run
+/// it (reported as `unsupported_effect`, or left to a person by
+/// reconcile; nothing is consumed).
+pub(crate) fn apply(effect: &Effect) -> Result<Box<dyn Apply>, &'static str> {
+    match effect {
+        Effect::Builtin(builtin) => Ok(Box::new(builtin.clone())),
+        Effect::Command(command) => Ok(Box::new(command::spec(command))),
+        Effect::Webhook(webhook) => Ok(Box::new(webhook::WebhookSpec::from_definition(webhook)?)),
+        // A person's approval of rule.create creates the rule in the
+        // signer; no proof exists for a head to apply.
+        Effect::Rule => Err(effect.kind().name()),
+    }
+}
+
+/// What running an effect outside the ledger came to.
+pub(crate) enum Ran {
+    /// It ran, or definitely never started: a completion to record.
+    Completed(EffectOutcome),
+    /// It may have happened and no answer came: the intent stays open
+    /// (uncertain), nothing is recorded and nothing is run again.
+    MaybeApplied(String),
+}
+
+impl Gate {
+    /// Apply an effect outside the ledger: one transaction consumes the
+    /// proof and records the intent, leased to this head for `lease` so that
+    /// reconcile and a person's resolution wait for it; `run` runs the
+    /// effect from the recorded intent; a second transaction records the
+    /// completion. A crash in between leaves it `uncertain` for reconcile.
+    pub(crate) async fn two_phase(
+        &self,
+        approved: Approved<'_>,
+        lease: time::Duration,
+        run: impl AsyncFnOnce(&Intent) -> Result<Ran, GateError>,
+    ) -> Result<Outcome, GateError> {
+        let proposal_id = approved.proposal_id;
+        let intent = match self.ledger().begin_consume(approved.verified, lease).await {
+            Ok(ConsumeStart::Fresh(intent)) => intent,
+            Ok(ConsumeStart::Replay(disposition)) => return Ok(Outcome::Recorded(disposition)),
+            Err(e) => return refused_consumption(proposal_id, e),
+        };
+        tracing::info!(proposal_id, nonce = %intent.nonce(), "intent recorded; running effect");
+        crash_point(FaultPoint::IntentRecorded);
+        let effect_outcome = match run(&intent).await? {
+            Ran::Completed(outcome) => outcome,
+            Ran::MaybeApplied(reason) => return self.left_uncertain(proposal_id, reason).await,
+        };
+        crash_point(FaultPoint::EffectRan);
+        let disposition = self.ledger().complete(&intent, &effect_outcome).await?;
+        Ok(match effect_outcome {
+            EffectOutcome::Applied { .. } => Outcome::Applied(disposition),
+            EffectOutcome::Failed { .. } => Outcome::Failed(disposition),
+        })
+    }
+
+    /// The outcome of an effect that may have happened: nothing is
+    /// completed, so the ledger reads the open intent as `uncertain`.
+    async fn left_uncertain(
+        &self,
+        proposal_id: &str,
+        reason: String,
+    ) -> Result<Outcome, GateError> {
+        tracing::warn!(proposal_id, %reason, "effect outcome unknown; left uncertain");
+        match self.ledger().disposition(proposal_id).await? {
+            Some(disposition) => Ok(Outcome::Uncertain {
+                disposition,
+                reason,
+            }),
+            None => Err(GateError::Effect(reason)),
+        }
+    }
+}
+
+/// A consumption the ledger did not make: its refusal (nothing was
+/// applied), or the fault.
+pub(crate) fn refused_consumption(
+    proposal_id: &str,
+    error: LedgerError,
+) -> Result<Outcome, GateError> {
+    match error {
+        LedgerError::Refused(refusal) => {
+            tracing::info!(proposal_id, code = refusal.code(), "consumption refused");
+            Ok(Outcome::Refused(Refused::Ledger(refusal)))
+        }
+        e => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use countersign_registry::{Registry, effect};
+
+    use super::*;
+
+    /// The default registry and a webhook: every kind the registry has.
+    fn every_kind() -> Registry {
+        let webhook = r#"
+[[operation]]
+name = "receiver.notify"
+description = "Notify the receiver"
+class = "write"
+replay_safe = false
+preview = "Notify"
+effect = { kind = "webhook", url = "https://localhost:8443/hook", timeout_secs = 5, trust_roots = "/etc/ca.pem" }
+schema = { type = "object", additionalProperties = false }
+"#;
+        let text = format!("{}\n{webhook}", Registry::default_toml());
+        Registry::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn every_effect_kind_is_either_applied_or_refused_before_consumption() {
+        let registry = every_kind();
+        let mut kinds = BTreeSet::new();
+        for op in registry.operations() {
+            let runs = match &op.effect {
+                Effect::Builtin(_) | Effect::Command(_) | Effect::Webhook(_) => true,
+                Effect::Rule => false,
+            };
+            match apply(&op.effect) {
+                Ok(_) => assert!(runs, "{} is applied", op.name),
+                Err(kind) => {
+                    assert!(!runs, "{} is refused", op.name);
+                    assert_eq!(kind, op.effect.kind().name(), "a refusal names the kind");
+                }
+            }
+            kinds.insert(op.effect.kind().name());
+        }
+        assert_eq!(
+            kinds,
+            BTreeSet::from(["builtin", "command", "rule", "webhook"]),
+            "one of every kind"
+        );
+    }
+
+    #[test]
+    fn a_webhook_whose_url_does_not_parse_is_refused_before_consumption() {
+        // The registry refuses such a URL at load; this guards a registry
+        // built some other way.
+        let webhook = Effect::Webhook(effect::Webhook {
+            url: "ftp://localhost/hook".into(),
+            timeout_secs: 5,
+            accept_status: vec![200],
+            trust_roots: None,
+            allow_plain_http_loopback: false,
+        });
+        assert_eq!(apply(&webhook).err(), Some("webhook"));
+    }
+}
