@@ -10,6 +10,7 @@
 pub mod builtin;
 pub mod canonical;
 pub mod claims;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ids;

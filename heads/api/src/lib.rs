@@ -17,6 +17,7 @@
 //! token; accept a proof anywhere but a request body.
 #![forbid(unsafe_code)]
 
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod guard;

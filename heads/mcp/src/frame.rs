@@ -259,6 +259,7 @@ impl Scan<'_> {
 /// the committed seed corpus by a unit test: screening any bytes never
 /// panics, passes only what the strict parser accepts, and answers only
 /// with a JSON-RPC error that names a reason.
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn fuzz_frame(data: &[u8]) {
     let Some(line) = data.split(|b| *b == b'\n').next() else {
         return;

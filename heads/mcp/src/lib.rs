@@ -23,7 +23,9 @@ mod session;
 mod tools;
 mod transport;
 
-pub use frame::{MAX_FRAME_BYTES, Screened, fuzz_frame, screen_frame};
+#[cfg(any(test, feature = "fuzzing"))]
+pub use frame::fuzz_frame;
+pub use frame::{MAX_FRAME_BYTES, Screened, screen_frame};
 pub use http::{HttpAuth, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH, serve_http};
 pub use server::{McpHead, ServeError};
 pub use session::new_session_id;
