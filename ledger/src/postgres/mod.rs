@@ -43,44 +43,8 @@ macro_rules! db_now {
     };
 }
 
-/// `(version, description, sql)`, in order. Append only; never edit one.
-const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (
-        1,
-        "ledger",
-        include_str!("../../migrations/postgres/0001_ledger.sql"),
-    ),
-    (
-        2,
-        "review fixes",
-        include_str!("../../migrations/postgres/0002_review_fixes.sql"),
-    ),
-    (
-        3,
-        "passkeys",
-        include_str!("../../migrations/postgres/0003_passkeys.sql"),
-    ),
-    (
-        4,
-        "rules",
-        include_str!("../../migrations/postgres/0004_rules.sql"),
-    ),
-    (
-        5,
-        "quorum",
-        include_str!("../../migrations/postgres/0005_quorum.sql"),
-    ),
-    (
-        7,
-        "premises",
-        include_str!("../../migrations/postgres/0007_premises.sql"),
-    ),
-    (
-        8,
-        "chains",
-        include_str!("../../migrations/postgres/0008_chains.sql"),
-    ),
-];
+/// This backend's migrations (the one list: `migrations!` in the crate root).
+const MIGRATIONS: &[(i64, &str, &str)] = migrations!("postgres");
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     version     BIGINT PRIMARY KEY NOT NULL,
@@ -125,23 +89,8 @@ macro_rules! batch_checks {
     };
 }
 
-#[path = "../sql/batch.rs"]
-mod batch;
-#[path = "../sql/batch_writes.rs"]
-mod batch_writes;
-#[path = "../sql/consume.rs"]
-mod consume;
+include!("../sql/modules.rs");
 mod consume_sql;
-#[path = "../sql/effects.rs"]
-mod effects;
-#[path = "../sql/events.rs"]
-mod events;
-#[path = "../sql/facts.rs"]
-mod facts;
-#[path = "../sql/fast_batch.rs"]
-mod fast_batch;
-#[path = "../sql/intents.rs"]
-mod intents;
 /// Write transactions lock the rows they decide on.
 const ROW_LOCKS: bool = true;
 
@@ -159,26 +108,8 @@ const SNAPSHOT_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 /// way) does so while holding the chain. Reads keep the default.
 const WRITE_BEGIN: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
 
-#[path = "../sql/locks.rs"]
-mod locks;
-#[path = "../sql/migrate.rs"]
-mod migrate;
-#[path = "../sql/passkeys.rs"]
-mod passkeys;
 #[cfg(all(test, feature = "testing"))]
 mod plan_tests;
-#[path = "../sql/premise.rs"]
-mod premise;
-#[path = "../sql/quorum.rs"]
-mod quorum;
-#[path = "../sql/reissue.rs"]
-mod reissue;
-#[path = "../sql/rows.rs"]
-mod rows;
-#[path = "../sql/rules.rs"]
-mod rules;
-#[path = "../sql/signer.rs"]
-mod signer;
 
 /// Connections per process.
 const CONNECTIONS: u32 = 16;

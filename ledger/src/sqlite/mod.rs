@@ -64,61 +64,10 @@ macro_rules! batch_checks {
     };
 }
 
-#[path = "../sql/batch.rs"]
-mod batch;
-#[path = "../sql/batch_writes.rs"]
-mod batch_writes;
-#[path = "../sql/consume.rs"]
-mod consume;
+include!("../sql/modules.rs");
 mod consume_sql;
-#[path = "../sql/effects.rs"]
-mod effects;
-#[path = "../sql/events.rs"]
-mod events;
-#[path = "../sql/facts.rs"]
-mod facts;
-#[path = "../sql/fast_batch.rs"]
-mod fast_batch;
-#[path = "../sql/intents.rs"]
-mod intents;
-/// `(version, description, sql)`, in order. Append only; never edit one.
-const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (
-        1,
-        "ledger",
-        include_str!("../../migrations/sqlite/0001_ledger.sql"),
-    ),
-    (
-        2,
-        "review fixes",
-        include_str!("../../migrations/sqlite/0002_review_fixes.sql"),
-    ),
-    (
-        3,
-        "passkeys",
-        include_str!("../../migrations/sqlite/0003_passkeys.sql"),
-    ),
-    (
-        4,
-        "rules",
-        include_str!("../../migrations/sqlite/0004_rules.sql"),
-    ),
-    (
-        5,
-        "quorum",
-        include_str!("../../migrations/sqlite/0005_quorum.sql"),
-    ),
-    (
-        7,
-        "premises",
-        include_str!("../../migrations/sqlite/0007_premises.sql"),
-    ),
-    (
-        8,
-        "chains",
-        include_str!("../../migrations/sqlite/0008_chains.sql"),
-    ),
-];
+/// This backend's migrations (the one list: `migrations!` in the crate root).
+const MIGRATIONS: &[(i64, &str, &str)] = migrations!("sqlite");
 
 const SCHEMA_MIGRATIONS_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     version     INTEGER PRIMARY KEY NOT NULL,
@@ -140,27 +89,8 @@ const ROW_LOCKS: bool = false;
 /// WAL mode a read transaction reads one snapshot, from its first read on.
 const SNAPSHOT_READ: &str = "BEGIN";
 
-#[path = "../sql/locks.rs"]
-mod locks;
 mod writer_lock;
 use writer_lock::{WriterGuard, WriterLock};
-
-#[path = "../sql/migrate.rs"]
-mod migrate;
-#[path = "../sql/passkeys.rs"]
-mod passkeys;
-#[path = "../sql/premise.rs"]
-mod premise;
-#[path = "../sql/quorum.rs"]
-mod quorum;
-#[path = "../sql/reissue.rs"]
-mod reissue;
-#[path = "../sql/rows.rs"]
-mod rows;
-#[path = "../sql/rules.rs"]
-mod rules;
-#[path = "../sql/signer.rs"]
-mod signer;
 
 use std::path::Path;
 use std::time::Duration;
