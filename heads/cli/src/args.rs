@@ -18,6 +18,8 @@ pub struct Cli {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    // The command (clap reads each variant's doc comment for its help).
+    #[allow(missing_docs)]
     #[command(subcommand)]
     pub command: Command,
 }
@@ -181,6 +183,8 @@ pub struct ConsoleArgs {
     /// console of their own, with their own paired browsers and cookie.
     #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
     pub as_approver: Option<ApproverName>,
+    // Without one, serve the console.
+    #[allow(missing_docs)]
     #[command(subcommand)]
     pub command: Option<ConsoleCommand>,
 }
