@@ -26,15 +26,15 @@ use crate::convert::{DecideCommand, Decision, Delivery, Session, format_time};
 use crate::error::RpcError;
 use crate::issue::sign_claims_with;
 use crate::passkeys::{Decider, VerifiedDecision};
-use crate::service::{SignerService, authorize, now_seconds, roles};
+use crate::service::{SignerService, now_seconds};
 
 impl SignerService {
     pub(crate) async fn decide(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::DecideRequest>,
     ) -> Result<wire::DecideResponse, RpcError> {
         let started = Instant::now();
-        let peer = authorize(&request, "Decide", roles::DECIDE)?;
         let cmd = DecideCommand::try_from(request.into_inner())?;
         let record = self
             .owned_proposal(&cmd.proposal_id, &peer.principal)

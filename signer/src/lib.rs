@@ -24,6 +24,7 @@ mod quorum;
 mod recover;
 mod reissue;
 mod resolve;
+mod rpcs;
 mod rules;
 pub mod serve;
 mod service;

@@ -31,6 +31,7 @@
 //! Recorded as a `proof_reissued` event (the new proof's SHA-256, never the
 //! proof). This module must not log or store a proof.
 
+use countersign_identity::PeerIdentity;
 use countersign_ledger::{LedgerError, ProofReissue, ProposalStatus};
 use countersign_metrics::Issuance;
 use countersign_proto::v1 as wire;
@@ -41,7 +42,7 @@ use tonic::Request;
 use crate::convert::{format_time, parse_proposal_id};
 use crate::error::RpcError;
 use crate::issue::sign_claims_with;
-use crate::service::{SignerService, authorize, now_seconds, roles};
+use crate::service::{SignerService, now_seconds};
 
 /// How many times one proposal's proof may be re-issued for reconcile.
 pub(crate) const MAX_REISSUES: u32 = 3;
@@ -51,9 +52,10 @@ impl SignerService {
     /// counted by result.
     pub(crate) async fn reissue_for_reconcile(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::ReissueForReconcileRequest>,
     ) -> Result<wire::ReissueForReconcileResponse, RpcError> {
-        let result = self.reissue_checked(request).await;
+        let result = self.reissue_checked(peer, request).await;
         self.state.metrics.reissue(match &result {
             Ok(_) => "reissued",
             Err(e) => e.reason().code(),
@@ -63,13 +65,9 @@ impl SignerService {
 
     async fn reissue_checked(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::ReissueForReconcileRequest>,
     ) -> Result<wire::ReissueForReconcileResponse, RpcError> {
-        let peer = authorize(
-            &request,
-            "ReissueForReconcile",
-            roles::REISSUE_FOR_RECONCILE,
-        )?;
         let id = parse_proposal_id(request.into_inner().proposal_id)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
         if record.status != ProposalStatus::Uncertain {

@@ -8,6 +8,7 @@
 //! lease runs, so a resolution never overtakes a head still running the
 //! effect.
 
+use countersign_identity::PeerIdentity;
 use countersign_ledger::LedgerError;
 use countersign_proto::v1 as wire;
 use tonic::Request;
@@ -15,14 +16,14 @@ use tonic::Request;
 use crate::convert::parse_proposal_id;
 use crate::decide::approver_path;
 use crate::error::RpcError;
-use crate::service::{SignerService, authorize, roles};
+use crate::service::SignerService;
 
 impl SignerService {
     pub(crate) async fn resolve_uncertain(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::ResolveUncertainRequest>,
     ) -> Result<wire::ResolveUncertainResponse, RpcError> {
-        let peer = authorize(&request, "ResolveUncertain", roles::RESOLVE_UNCERTAIN)?;
         let wire::ResolveUncertainRequest {
             proposal_id,
             applied,

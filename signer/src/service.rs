@@ -12,11 +12,10 @@ use std::sync::Arc;
 use countersign_identity::{PeerIdentity, Role, peer_identity};
 use countersign_ledger::{Proposal, ProposalRecord, ProposalStatus, run_premise_command};
 use countersign_proto::v1 as wire;
-use countersign_proto::v1::signer_server::Signer;
 use countersign_registry::{Operation, PremiseRead, Registry};
 use countersign_verifier::Premise;
 use time::OffsetDateTime;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Status};
 
 use crate::convert::{
     HandoffCommand, ProposalId, ProposeCommand, RevokeCommand, new_proposal_id, parse_proposal_id,
@@ -25,30 +24,6 @@ use crate::convert::{
 use crate::error::RpcError;
 use crate::state::SignerState;
 use crate::status::to_status;
-
-/// The roles each RPC accepts (as in `signer.proto`).
-pub(crate) mod roles {
-    use countersign_identity::Role;
-    pub(crate) const PROPOSE: &[Role] = &[Role::Head];
-    pub(crate) const GET_PROPOSAL: &[Role] = &[Role::Head, Role::Approver];
-    pub(crate) const LIST_PENDING: &[Role] = &[Role::Approver];
-    pub(crate) const LIST_PROPOSALS: &[Role] = &[Role::Head, Role::Approver];
-    pub(crate) const WITHDRAW: &[Role] = &[Role::Head];
-    pub(crate) const DECIDE: &[Role] = &[Role::Approver];
-    pub(crate) const CLAIM_HANDOFF: &[Role] = &[Role::Head];
-    pub(crate) const RELEASE_HANDOFF: &[Role] = &[Role::Head];
-    pub(crate) const REVOKE: &[Role] = &[Role::Approver];
-    pub(crate) const RESOLVE_UNCERTAIN: &[Role] = &[Role::Approver];
-    pub(crate) const REISSUE_FOR_RECONCILE: &[Role] = &[Role::Head];
-    pub(crate) const PUBLIC_KEYS: &[Role] = &[Role::Head, Role::Approver, Role::Admin];
-    pub(crate) const BEGIN_DECISION: &[Role] = &[Role::Approver];
-    /// BeginEnrolment, Enrol, BeginRemoval, RemovePasskey, ListPasskeys.
-    pub(crate) const PASSKEYS: &[Role] = &[Role::Approver];
-    pub(crate) const NOTIFY_STATUS: &[Role] = &[Role::Approver];
-    /// CreateRule, ReviseRule, RevokeRule, ListRules: a person's, never a
-    /// head's (a model can at most propose `rule.create`).
-    pub(crate) const RULES: &[Role] = &[Role::Approver];
-}
 
 /// The `Signer` service over shared state.
 pub(crate) struct SignerService {
@@ -100,7 +75,7 @@ impl SignerService {
 
     /// `err` as the client's status, counted by its reason code (every
     /// RPC's error leaves through here).
-    fn refused(&self, err: RpcError) -> Status {
+    pub(crate) fn refused(&self, err: RpcError) -> Status {
         self.state.metrics.refused(err.reason().code());
         to_status(err)
     }
@@ -163,11 +138,11 @@ impl SignerService {
         Ok(view)
     }
 
-    async fn propose(
+    pub(crate) async fn propose(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::ProposeRequest>,
     ) -> Result<wire::ProposalView, RpcError> {
-        let peer = authorize(&request, "Propose", roles::PROPOSE)?;
         let cmd = ProposeCommand::try_from(request.into_inner())?;
         let registry = self.registry_now()?;
         let op = registry
@@ -233,21 +208,21 @@ impl SignerService {
         }
     }
 
-    async fn get_proposal(
+    pub(crate) async fn get_proposal(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::GetProposalRequest>,
     ) -> Result<wire::ProposalView, RpcError> {
-        let peer = authorize(&request, "GetProposal", roles::GET_PROPOSAL)?;
         let id = parse_proposal_id(request.into_inner().proposal_id)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
         self.view_of(&record).await
     }
 
-    async fn list_pending(
+    pub(crate) async fn list_pending(
         &self,
-        request: Request<wire::ListPendingRequest>,
+        peer: PeerIdentity,
+        _request: Request<wire::ListPendingRequest>,
     ) -> Result<wire::ListPendingResponse, RpcError> {
-        let peer = authorize(&request, "ListPending", roles::LIST_PENDING)?;
         let records = self.state.ledger.pending(&peer.principal).await?;
         let mut proposals = Vec::with_capacity(records.len());
         for record in records
@@ -259,11 +234,11 @@ impl SignerService {
         Ok(wire::ListPendingResponse { proposals })
     }
 
-    async fn claim_handoff(
+    pub(crate) async fn claim_handoff(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::ClaimHandoffRequest>,
     ) -> Result<wire::ClaimHandoffResponse, RpcError> {
-        let peer = authorize(&request, "ClaimHandoff", roles::CLAIM_HANDOFF)?;
         let cmd = HandoffCommand::try_from(request.into_inner())?;
         let record = self
             .owned_proposal(&cmd.proposal_id, &peer.principal)
@@ -310,11 +285,11 @@ impl SignerService {
         })
     }
 
-    async fn release_handoff(
+    pub(crate) async fn release_handoff(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::ReleaseHandoffRequest>,
     ) -> Result<wire::ReleaseHandoffResponse, RpcError> {
-        let peer = authorize(&request, "ReleaseHandoff", roles::RELEASE_HANDOFF)?;
         let cmd = HandoffCommand::try_from(request.into_inner())?;
         self.owned_proposal(&cmd.proposal_id, &peer.principal)
             .await?;
@@ -328,11 +303,11 @@ impl SignerService {
         Ok(wire::ReleaseHandoffResponse {})
     }
 
-    async fn revoke(
+    pub(crate) async fn revoke(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::RevokeRequest>,
     ) -> Result<wire::RevokeResponse, RpcError> {
-        let peer = authorize(&request, "Revoke", roles::REVOKE)?;
         let cmd = RevokeCommand::try_from(request.into_inner())?;
         self.owned_proposal(&cmd.proposal_id, &peer.principal)
             .await?;
@@ -354,19 +329,19 @@ impl SignerService {
         })
     }
 
-    fn notify_status(
+    pub(crate) fn notify_status(
         &self,
-        request: &Request<wire::NotifyStatusRequest>,
+        peer: PeerIdentity,
+        _request: &Request<wire::NotifyStatusRequest>,
     ) -> Result<wire::NotifyStatusResponse, RpcError> {
-        let peer = authorize(request, "NotifyStatus", roles::NOTIFY_STATUS)?;
         Ok(self.state.notifier.status(&peer.principal))
     }
 
-    fn public_keys(
+    pub(crate) fn public_keys(
         &self,
-        request: &Request<wire::PublicKeysRequest>,
+        _peer: PeerIdentity,
+        _request: &Request<wire::PublicKeysRequest>,
     ) -> Result<wire::PublicKeysResponse, RpcError> {
-        authorize(request, "PublicKeys", roles::PUBLIC_KEYS)?;
         self.state
             .public_keys_served
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -378,236 +353,5 @@ impl SignerService {
         Ok(wire::PublicKeysResponse {
             keys: current.published.iter().map(published_key).collect(),
         })
-    }
-}
-
-#[tonic::async_trait]
-impl Signer for SignerService {
-    async fn propose(
-        &self,
-        request: Request<wire::ProposeRequest>,
-    ) -> Result<Response<wire::ProposalView>, Status> {
-        SignerService::propose(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn get_proposal(
-        &self,
-        request: Request<wire::GetProposalRequest>,
-    ) -> Result<Response<wire::ProposalView>, Status> {
-        SignerService::get_proposal(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn list_pending(
-        &self,
-        request: Request<wire::ListPendingRequest>,
-    ) -> Result<Response<wire::ListPendingResponse>, Status> {
-        SignerService::list_pending(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn list_proposals(
-        &self,
-        request: Request<wire::ListProposalsRequest>,
-    ) -> Result<Response<wire::ListPendingResponse>, Status> {
-        SignerService::list_proposals(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn withdraw(
-        &self,
-        request: Request<wire::WithdrawRequest>,
-    ) -> Result<Response<wire::ProposalView>, Status> {
-        SignerService::withdraw(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn decide(
-        &self,
-        request: Request<wire::DecideRequest>,
-    ) -> Result<Response<wire::DecideResponse>, Status> {
-        SignerService::decide(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn claim_handoff(
-        &self,
-        request: Request<wire::ClaimHandoffRequest>,
-    ) -> Result<Response<wire::ClaimHandoffResponse>, Status> {
-        SignerService::claim_handoff(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn release_handoff(
-        &self,
-        request: Request<wire::ReleaseHandoffRequest>,
-    ) -> Result<Response<wire::ReleaseHandoffResponse>, Status> {
-        SignerService::release_handoff(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn revoke(
-        &self,
-        request: Request<wire::RevokeRequest>,
-    ) -> Result<Response<wire::RevokeResponse>, Status> {
-        SignerService::revoke(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn resolve_uncertain(
-        &self,
-        request: Request<wire::ResolveUncertainRequest>,
-    ) -> Result<Response<wire::ResolveUncertainResponse>, Status> {
-        SignerService::resolve_uncertain(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn reissue_for_reconcile(
-        &self,
-        request: Request<wire::ReissueForReconcileRequest>,
-    ) -> Result<Response<wire::ReissueForReconcileResponse>, Status> {
-        SignerService::reissue_for_reconcile(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn public_keys(
-        &self,
-        request: Request<wire::PublicKeysRequest>,
-    ) -> Result<Response<wire::PublicKeysResponse>, Status> {
-        SignerService::public_keys(self, &request)
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn begin_decision(
-        &self,
-        request: Request<wire::BeginDecisionRequest>,
-    ) -> Result<Response<wire::PasskeyChallenge>, Status> {
-        SignerService::begin_decision(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn begin_enrolment(
-        &self,
-        request: Request<wire::BeginEnrolmentRequest>,
-    ) -> Result<Response<wire::EnrolmentChallenge>, Status> {
-        SignerService::begin_enrolment(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn enrol(
-        &self,
-        request: Request<wire::EnrolRequest>,
-    ) -> Result<Response<wire::PasskeyView>, Status> {
-        SignerService::enrol(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn begin_removal(
-        &self,
-        request: Request<wire::BeginRemovalRequest>,
-    ) -> Result<Response<wire::PasskeyChallenge>, Status> {
-        SignerService::begin_removal(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn remove_passkey(
-        &self,
-        request: Request<wire::RemovePasskeyRequest>,
-    ) -> Result<Response<wire::PasskeyView>, Status> {
-        SignerService::remove_passkey(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn list_passkeys(
-        &self,
-        request: Request<wire::ListPasskeysRequest>,
-    ) -> Result<Response<wire::ListPasskeysResponse>, Status> {
-        SignerService::list_passkeys(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn notify_status(
-        &self,
-        request: Request<wire::NotifyStatusRequest>,
-    ) -> Result<Response<wire::NotifyStatusResponse>, Status> {
-        SignerService::notify_status(self, &request)
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn create_rule(
-        &self,
-        request: Request<wire::CreateRuleRequest>,
-    ) -> Result<Response<wire::RuleView>, Status> {
-        SignerService::create_rule(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn revise_rule(
-        &self,
-        request: Request<wire::ReviseRuleRequest>,
-    ) -> Result<Response<wire::RuleView>, Status> {
-        SignerService::revise_rule(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn revoke_rule(
-        &self,
-        request: Request<wire::RevokeRuleRequest>,
-    ) -> Result<Response<wire::RuleView>, Status> {
-        SignerService::revoke_rule(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
-    }
-
-    async fn list_rules(
-        &self,
-        request: Request<wire::ListRulesRequest>,
-    ) -> Result<Response<wire::ListRulesResponse>, Status> {
-        SignerService::list_rules(self, request)
-            .await
-            .map(Response::new)
-            .map_err(|e| self.refused(e))
     }
 }

@@ -7,13 +7,14 @@
 //! made; a withdrawn proposal can never be approved. Neither RPC can decide,
 //! issue or reveal a proof.
 
+use countersign_identity::PeerIdentity;
 use countersign_ledger::ProposalStatus;
 use countersign_proto::v1 as wire;
 use tonic::Request;
 
 use crate::convert::parse_proposal_id;
 use crate::error::RpcError;
-use crate::service::{SignerService, authorize, roles};
+use crate::service::SignerService;
 
 /// How many proposals `ListProposals` returns when the request names no limit.
 const DEFAULT_LIMIT: u32 = 100;
@@ -39,9 +40,9 @@ const STATUSES: &[ProposalStatus] = &[
 impl SignerService {
     pub(crate) async fn list_proposals(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::ListProposalsRequest>,
     ) -> Result<wire::ListPendingResponse, RpcError> {
-        let peer = authorize(&request, "ListProposals", roles::LIST_PROPOSALS)?;
         let wire::ListProposalsRequest { status, limit } = request.into_inner();
         let wanted = match status.as_str() {
             "" => None,
@@ -97,9 +98,9 @@ impl SignerService {
 
     pub(crate) async fn withdraw(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::WithdrawRequest>,
     ) -> Result<wire::ProposalView, RpcError> {
-        let peer = authorize(&request, "Withdraw", roles::WITHDRAW)?;
         let id = parse_proposal_id(request.into_inner().proposal_id)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
         if record.status != ProposalStatus::Pending {

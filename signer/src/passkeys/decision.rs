@@ -2,6 +2,7 @@
 //! approval will sign, and the check `Decide` runs on the assertion that
 //! answers it.
 
+use countersign_identity::PeerIdentity;
 use countersign_ledger::{
     AssertionPurpose, PasskeyAssertionRecord, ProposalRecord, ProposalStatus,
 };
@@ -17,7 +18,7 @@ use crate::convert::{Delivery, parse_delivery, parse_proposal_id, parse_session}
 use crate::decide::approver_path;
 use crate::error::RpcError;
 use crate::quorum::member;
-use crate::service::{SignerService, authorize, roles};
+use crate::service::SignerService;
 
 /// A decision's assertion that passed every check, to be stored with the
 /// issuance it authorizes.
@@ -61,9 +62,9 @@ fn digest_of(record: &ProposalRecord, delivery: Delivery, session: &str) -> Prop
 impl SignerService {
     pub(crate) async fn begin_decision(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::BeginDecisionRequest>,
     ) -> Result<wire::PasskeyChallenge, RpcError> {
-        let peer = authorize(&request, "BeginDecision", roles::BEGIN_DECISION)?;
         let policy = self.passkey_policy()?;
         let r = request.into_inner();
         let id = parse_proposal_id(r.proposal_id)?;

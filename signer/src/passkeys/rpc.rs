@@ -12,6 +12,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_identity::PeerIdentity;
 use countersign_ledger::{
     AssertionPurpose, ENROLMENT_CODE, LedgerError, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval,
 };
@@ -28,7 +29,7 @@ use super::{Purpose, active, assertion_from_wire, b64, check_assertion, passkey_
 use crate::decide::approver_path;
 use crate::error::RpcError;
 use crate::notify::message::PasskeyChange;
-use crate::service::{SignerService, authorize, roles};
+use crate::service::SignerService;
 
 /// Longest passkey name, in characters.
 const MAX_NAME_CHARS: usize = 64;
@@ -36,9 +37,9 @@ const MAX_NAME_CHARS: usize = 64;
 impl SignerService {
     pub(crate) async fn begin_enrolment(
         &self,
-        request: Request<wire::BeginEnrolmentRequest>,
+        peer: PeerIdentity,
+        _request: Request<wire::BeginEnrolmentRequest>,
     ) -> Result<wire::EnrolmentChallenge, RpcError> {
-        let peer = authorize(&request, "BeginEnrolment", roles::PASSKEYS)?;
         let policy = self.passkey_policy()?;
         // Every active credential of the principal is excluded, whoever's:
         // a browser then refuses to make a second credential on an
@@ -66,9 +67,9 @@ impl SignerService {
 
     pub(crate) async fn enrol(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::EnrolRequest>,
     ) -> Result<wire::PasskeyView, RpcError> {
-        let peer = authorize(&request, "Enrol", roles::PASSKEYS)?;
         let policy = self.passkey_policy()?;
         let r = request.into_inner();
         let name = passkey_name(&r.name)?;
@@ -125,9 +126,9 @@ impl SignerService {
 
     pub(crate) async fn begin_removal(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::BeginRemovalRequest>,
     ) -> Result<wire::PasskeyChallenge, RpcError> {
-        let peer = authorize(&request, "BeginRemoval", roles::PASSKEYS)?;
         let policy = self.passkey_policy()?;
         let id = request.into_inner().credential_id;
         let owner = approver_path(&peer);
@@ -147,9 +148,9 @@ impl SignerService {
 
     pub(crate) async fn remove_passkey(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::RemovePasskeyRequest>,
     ) -> Result<wire::PasskeyView, RpcError> {
-        let peer = authorize(&request, "RemovePasskey", roles::PASSKEYS)?;
         let policy = self.passkey_policy()?;
         let r = request.into_inner();
         let wire_assertion = r.authorization.ok_or(RpcError::AuthorizationRequired)?;
@@ -198,9 +199,9 @@ impl SignerService {
 
     pub(crate) async fn list_passkeys(
         &self,
-        request: Request<wire::ListPasskeysRequest>,
+        peer: PeerIdentity,
+        _request: Request<wire::ListPasskeysRequest>,
     ) -> Result<wire::ListPasskeysResponse, RpcError> {
-        let peer = authorize(&request, "ListPasskeys", roles::PASSKEYS)?;
         let records = owned_by(
             self.state.ledger.passkeys(&peer.principal).await?,
             &approver_path(&peer),

@@ -25,7 +25,7 @@ use tonic::Request;
 use crate::convert::format_time;
 use crate::decide::approver_path;
 use crate::error::RpcError;
-use crate::service::{SignerService, authorize, now_seconds, roles};
+use crate::service::{SignerService, now_seconds};
 
 /// The rule id of a request field.
 fn parse_rule_id(text: String) -> Result<RuleId, RpcError> {
@@ -141,9 +141,9 @@ impl SignerService {
 
     pub(crate) async fn create_rule(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::CreateRuleRequest>,
     ) -> Result<wire::RuleView, RpcError> {
-        let peer = authorize(&request, "CreateRule", roles::RULES)?;
         let req = request.into_inner();
         let definition = self.creatable(&req.definition_json)?;
         if req.dry_run {
@@ -198,9 +198,9 @@ impl SignerService {
 
     pub(crate) async fn revise_rule(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::ReviseRuleRequest>,
     ) -> Result<wire::RuleView, RpcError> {
-        let peer = authorize(&request, "ReviseRule", roles::RULES)?;
         let req = request.into_inner();
         let id = parse_rule_id(req.rule_id)?;
         let definition = self.creatable(&req.definition_json)?;
@@ -236,9 +236,9 @@ impl SignerService {
 
     pub(crate) async fn revoke_rule(
         &self,
+        peer: PeerIdentity,
         request: Request<wire::RevokeRuleRequest>,
     ) -> Result<wire::RuleView, RpcError> {
-        let peer = authorize(&request, "RevokeRule", roles::RULES)?;
         let req = request.into_inner();
         let id = parse_rule_id(req.rule_id)?;
         let by = approver_path(&peer);
@@ -253,9 +253,9 @@ impl SignerService {
 
     pub(crate) async fn list_rules(
         &self,
-        request: Request<wire::ListRulesRequest>,
+        peer: PeerIdentity,
+        _request: Request<wire::ListRulesRequest>,
     ) -> Result<wire::ListRulesResponse, RpcError> {
-        let peer = authorize(&request, "ListRules", roles::RULES)?;
         let now = now_seconds()?;
         let rules = self
             .state

@@ -1,0 +1,99 @@
+//! Every RPC of the `Signer` service and the roles that may call it, in
+//! one table.
+//!
+//! Owns: the only implementation of the generated `Signer` trait. Each
+//! method authorizes the caller's certificate against its row (the role,
+//! and from it the principal), then calls its handler with the
+//! `PeerIdentity` that authorization produced; a handler takes that
+//! identity as an argument, so none runs unauthorized, and an RPC without
+//! a row leaves the trait unimplemented (the crate does not compile).
+//! Every error leaves through [`SignerService::refused`].
+//!
+//! Notes: rules and passkeys are a person's (approver) only; a head can at
+//! most propose `rule.create`.
+
+use countersign_identity::Role;
+use countersign_proto::v1 as wire;
+use countersign_proto::v1::signer_server::Signer;
+use tonic::{Request, Response, Status};
+
+use crate::service::{SignerService, authorize};
+
+macro_rules! rpcs {
+    ($( $name:ident($request:ident) -> $response:ident: $rpc:literal, [$($role:ident),+], $call:ident; )*) => {
+        /// Each RPC's name (as in `signer.proto`) and the roles it accepts,
+        /// for the test that checks the table against the proto.
+        #[cfg(test)]
+        const TABLE: &[(&str, &[Role])] = &[$(($rpc, &[$(Role::$role),+])),*];
+
+        #[tonic::async_trait]
+        impl Signer for SignerService {
+            $(
+                async fn $name(
+                    &self,
+                    request: Request<wire::$request>,
+                ) -> Result<Response<wire::$response>, Status> {
+                    let peer = authorize(&request, $rpc, &[$(Role::$role),+])
+                        .map_err(|e| self.refused(e))?;
+                    rpcs!(@call $call, self, $name, peer, request)
+                        .map(Response::new)
+                        .map_err(|e| self.refused(e))
+                }
+            )*
+        }
+    };
+    (@call await, $service:ident, $name:ident, $peer:ident, $request:ident) => {
+        SignerService::$name($service, $peer, $request).await
+    };
+    (@call now, $service:ident, $name:ident, $peer:ident, $request:ident) => {
+        SignerService::$name($service, $peer, &$request)
+    };
+}
+
+rpcs! {
+    propose(ProposeRequest) -> ProposalView: "Propose", [Head], await;
+    get_proposal(GetProposalRequest) -> ProposalView: "GetProposal", [Head, Approver], await;
+    list_pending(ListPendingRequest) -> ListPendingResponse: "ListPending", [Approver], await;
+    list_proposals(ListProposalsRequest) -> ListPendingResponse: "ListProposals", [Head, Approver], await;
+    withdraw(WithdrawRequest) -> ProposalView: "Withdraw", [Head], await;
+    decide(DecideRequest) -> DecideResponse: "Decide", [Approver], await;
+    claim_handoff(ClaimHandoffRequest) -> ClaimHandoffResponse: "ClaimHandoff", [Head], await;
+    release_handoff(ReleaseHandoffRequest) -> ReleaseHandoffResponse: "ReleaseHandoff", [Head], await;
+    revoke(RevokeRequest) -> RevokeResponse: "Revoke", [Approver], await;
+    resolve_uncertain(ResolveUncertainRequest) -> ResolveUncertainResponse: "ResolveUncertain", [Approver], await;
+    reissue_for_reconcile(ReissueForReconcileRequest) -> ReissueForReconcileResponse: "ReissueForReconcile", [Head], await;
+    public_keys(PublicKeysRequest) -> PublicKeysResponse: "PublicKeys", [Head, Approver, Admin], now;
+    begin_decision(BeginDecisionRequest) -> PasskeyChallenge: "BeginDecision", [Approver], await;
+    begin_enrolment(BeginEnrolmentRequest) -> EnrolmentChallenge: "BeginEnrolment", [Approver], await;
+    enrol(EnrolRequest) -> PasskeyView: "Enrol", [Approver], await;
+    begin_removal(BeginRemovalRequest) -> PasskeyChallenge: "BeginRemoval", [Approver], await;
+    remove_passkey(RemovePasskeyRequest) -> PasskeyView: "RemovePasskey", [Approver], await;
+    list_passkeys(ListPasskeysRequest) -> ListPasskeysResponse: "ListPasskeys", [Approver], await;
+    notify_status(NotifyStatusRequest) -> NotifyStatusResponse: "NotifyStatus", [Approver], now;
+    create_rule(CreateRuleRequest) -> RuleView: "CreateRule", [Approver], await;
+    revise_rule(ReviseRuleRequest) -> RuleView: "ReviseRule", [Approver], await;
+    revoke_rule(RevokeRuleRequest) -> RuleView: "RevokeRule", [Approver], await;
+    list_rules(ListRulesRequest) -> ListRulesResponse: "ListRules", [Approver], await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TABLE;
+
+    /// Every RPC the proto declares has exactly one row (the trait would
+    /// not compile without its method; this also catches a row naming an
+    /// RPC by another name).
+    #[test]
+    fn the_table_names_every_rpc_of_the_proto_once() {
+        let proto = include_str!("../../proto/countersign/v1/signer.proto");
+        let declared: std::collections::BTreeSet<&str> = proto
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("rpc "))
+            .filter_map(|l| l.split('(').next())
+            .map(str::trim)
+            .collect();
+        let rows: std::collections::BTreeSet<&str> = TABLE.iter().map(|(rpc, _)| *rpc).collect();
+        assert_eq!(rows.len(), TABLE.len(), "an RPC has two rows");
+        assert_eq!(rows, declared);
+    }
+}
