@@ -7,13 +7,18 @@
 #
 # What it does:
 #   1. creates the system user that runs the signer and the console
-#      (default `countersign`) and its state directory (0700, its own);
+#      (default `countersign`) and its state directory (0700, its own), and
+#      the system user that runs premise programs (default
+#      `countersign-premise`: no home, no login, no access to the signer's
+#      state directory);
 #   2. initializes the signer's home inside it as that user
 #      (`countersign init`): principal, development CA and its key, the
 #      signer's TLS certificate, the approver and console credentials, the
 #      proof-signing key, all readable by that user only; writes its
 #      config.toml (signer and console addresses, the signer's ledger URL,
-#      `[passkeys] required = true`);
+#      `[passkeys] required = true`, and `[premise] socket`: the signer
+#      runs no premise program itself, it asks the premise service, which
+#      runs as the premise user);
 #   3. gives AGENT_USER a head-only home (0700, its own): config.toml (the
 #      signer's and the console's addresses, the heads' ledger URL, and
 #      `[passkeys]` too, so that its heads name the console at
@@ -44,7 +49,8 @@ set -euo pipefail
 
 usage() {
     cat >&2 <<'EOF'
-usage: setup-system.sh [--signer-user NAME] [--state-dir DIR] [--agent-home DIR]
+usage: setup-system.sh [--signer-user NAME] [--premise-user NAME] [--premise-socket PATH]
+                       [--state-dir DIR] [--agent-home DIR]
                        [--bin-dir DIR] [--signer-addr ADDR] [--console-addr ADDR]
                        AGENT_USER
 environment (required): COUNTERSIGN_SIGNER_LEDGER_URL, COUNTERSIGN_HEAD_LEDGER_URL
@@ -58,6 +64,8 @@ die() {
 }
 
 signer_user=countersign
+premise_user=countersign-premise
+premise_socket=/run/countersign-premise/premise.sock
 state_dir=/var/lib/countersign
 agent_home=
 bin_dir=/usr/local/bin
@@ -68,6 +76,8 @@ agent=
 while [ $# -gt 0 ]; do
     case "$1" in
         --signer-user) signer_user=${2:?}; shift 2 ;;
+        --premise-user) premise_user=${2:?}; shift 2 ;;
+        --premise-socket) premise_socket=${2:?}; shift 2 ;;
         --state-dir) state_dir=${2:?}; shift 2 ;;
         --agent-home) agent_home=${2:?}; shift 2 ;;
         --bin-dir) bin_dir=${2:?}; shift 2 ;;
@@ -90,11 +100,14 @@ for url in "$signer_ledger" "$head_ledger"; do
     esac
 done
 case "$state_dir" in /*) ;; *) die "--state-dir must be absolute" ;; esac
-for bin in countersign countersign-signer; do
+case "$premise_socket" in /*) ;; *) die "--premise-socket must be absolute" ;; esac
+for bin in countersign countersign-signer countersign-premise; do
     [ -x "$bin_dir/$bin" ] || die "$bin_dir/$bin is not an executable (--bin-dir)"
 done
 id -u "$agent" >/dev/null 2>&1 || die "no such user: $agent"
 [ "$agent" != "$signer_user" ] || die "the agent's user must not be the signer's user"
+[ "$premise_user" != "$signer_user" ] || die "the premise user must not be the signer's user"
+[ "$premise_user" != "$agent" ] || die "the premise user must not be the agent's user"
 [ "$agent" != root ] || die "the agent's user must not be root"
 if [ -z "$agent_home" ]; then
     agent_home="$(getent passwd "$agent" | cut -d: -f6)/.config/countersign"
@@ -108,6 +121,14 @@ if ! id -u "$signer_user" >/dev/null 2>&1; then
 fi
 install -d -m 0700 -o "$signer_user" -g "$signer_user" "$state_dir"
 home="$state_dir/home"
+
+# The premise programs' user: its own group, no home, no login, and no way
+# into the state directory above (0700, the signer's). The signer reaches
+# it only through the premise service's socket.
+if ! id -u "$premise_user" >/dev/null 2>&1; then
+    useradd --system --user-group --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin --comment "countersign premise programs" "$premise_user"
+fi
 
 as_signer() {
     (cd / && runuser -u "$signer_user" -- env -u COUNTERSIGN_HOME \
@@ -136,6 +157,8 @@ url = "$signer_ledger"
 addr = "$console_addr"
 [passkeys]
 required = true
+[premise]
+socket = "$premise_socket"
 EOF
 
 # 3. The agent's head-only home. Root reads the head's files out of the
@@ -161,6 +184,7 @@ required = true
 EOF
 
 echo "signer home: $home (user $signer_user)"
+echo "premise programs: user $premise_user, service socket $premise_socket"
 echo "head-only home for $agent: $agent_home"
 cat <<EOF
 passkeys: required for every approval, in the console at https://console.localhost:${console_addr##*:}/

@@ -71,6 +71,11 @@ pub struct Config {
     /// (`[rules] enabled`, default false: no rule ever matches, and no rule
     /// can be created).
     pub rules_enabled: bool,
+    /// Where premise programs run (`[premise] socket`): the premise
+    /// service's unix socket (the hardened installation: its own system
+    /// user), or `None` (the default) for a Landlock-restricted child of
+    /// the asking process that cannot reach the home.
+    pub premise_socket: Option<PathBuf>,
 }
 
 /// `[metrics]`: one loopback address per kind of process, since the signer
@@ -135,6 +140,14 @@ struct FileConfig {
     notify: Option<NotifySection>,
     #[serde(default)]
     rules: RulesSection,
+    #[serde(default)]
+    premise: PremiseSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PremiseSection {
+    socket: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -334,7 +347,12 @@ impl Config {
             .map(|section| notify_config(section, home.root()))
             .transpose()
             .map_err(&invalid)?;
+        let premise_socket = file.premise.socket;
+        if premise_socket.as_ref().is_some_and(|p| !p.is_absolute()) {
+            return Err(invalid("premise.socket must be an absolute path".into()));
+        }
         Ok(Config {
+            premise_socket,
             signer_addr,
             handoff_claim_lease_secs,
             ledger_url,
@@ -694,6 +712,14 @@ mod passkey_tests {
         assert!(!parse("[rules]\n").unwrap().rules_enabled);
         assert!(!parse("[rules]\nenabled = false\n").unwrap().rules_enabled);
         assert!(parse("[rules]\nenabled = true\n").unwrap().rules_enabled);
+        assert_eq!(parse("").unwrap().premise_socket, None);
+        assert_eq!(
+            parse("[premise]\nsocket = \"/run/p/premise.sock\"\n")
+                .unwrap()
+                .premise_socket,
+            Some(PathBuf::from("/run/p/premise.sock"))
+        );
+        assert!(parse("[premise]\nsocket = \"p.sock\"\n").is_err());
         assert!(parse("[rules]\nenabled = \"yes\"\n").is_err());
         assert!(parse("[rules]\nauto = true\n").is_err());
     }

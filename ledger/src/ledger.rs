@@ -10,13 +10,14 @@ use crate::error::{EffectFailure, LedgerError};
 use crate::passkeys::{
     PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, StoredPasskeyAssertion,
 };
+use crate::premise_command::CommandNow;
 use crate::quorum::{QuorumApproval, QuorumDecision, QuorumOutcome, StoredQuorumAssertion};
 use crate::rules::{RuleChange, RuleRecord};
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
     IssuanceRecord, KeyEvent, ProofReissue, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
 };
-use crate::{postgres, sqlite};
+use crate::{PremiseRunner, postgres, sqlite};
 use countersign_verifier::VerifiedProof;
 
 /// The durable ledger. One per process; cheap to clone (clones share the
@@ -24,6 +25,9 @@ use countersign_verifier::VerifiedProof;
 #[derive(Clone)]
 pub struct Ledger {
     backend: Backend,
+    /// How a consumption runs a premise command (none by default: a
+    /// command premise is then `PremiseUnavailable`).
+    premise_runner: std::sync::Arc<PremiseRunner>,
 }
 
 #[derive(Clone)]
@@ -76,7 +80,7 @@ impl Ledger {
     async fn open_with(url: &str, reads: sqlite::Reads) -> Result<Ledger, LedgerError> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let backend = Backend::Postgres(postgres::Store::open(url).await?);
-            return Ok(Ledger { backend });
+            return Ok(Ledger::of(backend));
         }
         let Some(path) = url.strip_prefix("sqlite://") else {
             return Err(LedgerError::UnsupportedUrl);
@@ -86,7 +90,53 @@ impl Ledger {
             return Err(LedgerError::UnsupportedUrl);
         }
         let backend = Backend::Sqlite(sqlite::Store::open(path, reads).await?);
-        Ok(Ledger { backend })
+        Ok(Ledger::of(backend))
+    }
+
+    fn of(backend: Backend) -> Ledger {
+        Ledger {
+            backend,
+            premise_runner: std::sync::Arc::new(PremiseRunner::Unconfigured),
+        }
+    }
+
+    /// This ledger, running the premise commands of consumptions as
+    /// `runner` says (never in this process: see [`PremiseRunner`]).
+    /// Without one, a proof with a command premise is refused
+    /// (`PremiseUnavailable`).
+    pub fn with_premise_runner(mut self, runner: PremiseRunner) -> Ledger {
+        self.premise_runner = std::sync::Arc::new(runner);
+        self
+    }
+
+    /// How this ledger's consumptions run premise commands.
+    pub fn premise_runner(&self) -> &PremiseRunner {
+        &self.premise_runner
+    }
+
+    /// The command premise of `proof` as it is now, established before a
+    /// consumption queues for the write transaction (`None` for a proof
+    /// without one). A premise command reads the world outside the
+    /// ledger, which no ledger lock protects, so running it under the
+    /// locks would only stall every writer (a group commit shares one
+    /// transaction) for up to [`crate::PREMISE_TIMEOUT`].
+    async fn command_premise_now(&self, proof: &VerifiedProof) -> Option<CommandNow> {
+        let Some(countersign_verifier::Premise::Command(shown)) = &proof.claims().premise else {
+            return None;
+        };
+        let Ok(args) = countersign_verifier::canonical::to_canonical(&proof.claims().args) else {
+            // Not run; the checks refuse the proof (ProposalMismatch).
+            return Some(CommandNow::Unavailable);
+        };
+        Some(
+            match crate::run_premise_command(&self.premise_runner, &shown.argv, &args).await {
+                Ok(printed) => CommandNow::Printed(printed),
+                Err(e) => {
+                    tracing::warn!(error = %e, "premise command failed at consumption");
+                    CommandNow::Unavailable
+                }
+            },
+        )
     }
 
     /// The schema of the ledger at `url` against this build's migrations,
@@ -462,7 +512,8 @@ impl Ledger {
         proof: &VerifiedProof,
         effect: &str,
     ) -> Result<Consumed, LedgerError> {
-        dispatch!(self, b => b.consume_builtin(proof, effect).await)
+        let now = self.command_premise_now(proof).await;
+        dispatch!(self, b => b.consume_builtin(proof, effect, now).await)
     }
 
     /// Make `observer` hear, after each group commit, how many
@@ -503,7 +554,8 @@ impl Ledger {
         proof: &VerifiedProof,
         lease: time::Duration,
     ) -> Result<ConsumeStart, LedgerError> {
-        dispatch!(self, b => b.begin_consume(proof, lease).await)
+        let now = self.command_premise_now(proof).await;
+        dispatch!(self, b => b.begin_consume(proof, lease, now).await)
     }
 
     /// Apply the builtin effect named like the intent's operation

@@ -68,6 +68,7 @@ pub use chain::{
     ChainBreak, ChainHead, ChainHeads, ChainReport, GENESIS_HASH, GLOBAL_CHAIN, heads_digest,
     heads_value,
 };
+pub use countersign_process::premise::PremiseRunner;
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
 pub use ledger::{Checkpointed, Ledger};
 pub use passkeys::{

@@ -1,9 +1,11 @@
 //! Premise commands: the operation's fixed program, run without a shell
 //! with the canonical arguments on stdin, whose standard output is the
 //! premise. The signer runs it at proposal and decision (through
-//! [`run_premise_command`]); the consume transaction runs it once more,
-//! under the proposal's lock and the chain head's, before anything is
-//! written.
+//! [`run_premise_command`]); a consumption runs it once more, just before
+//! its write transaction, and compares inside it (see
+//! `sql/premise.rs`). Never in the asking process: through a
+//! [`PremiseRunner`] (a Landlock-restricted child, or the premise service
+//! under its own user).
 //!
 //! This module owns what counts as a premise command's answer: exit status
 //! 0 within [`PREMISE_TIMEOUT`], at most
@@ -13,12 +15,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use countersign_process::{CommandSpec, run_query};
+use countersign_process::CommandSpec;
+use countersign_process::premise::PremiseRunner;
 use countersign_verifier::{CommandPremise, MAX_PREMISE_OUTPUT_BYTES};
 
 /// How long a premise command may run before it is killed (with anything
-/// it started). Short: at consumption it runs while the ledger's locks are
-/// held.
+/// it started). Short: a proposal, a decision and a consumption wait for
+/// it (never while the ledger's locks are held).
 pub const PREMISE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why a premise command gave no premise.
@@ -32,8 +35,10 @@ pub struct PremiseCommandError {
 }
 
 /// Runs `argv` (an absolute program and its fixed arguments) with
-/// `canonical_args` on stdin and returns its output as the premise.
+/// `canonical_args` on stdin, as `runner` says, and returns its output as
+/// the premise.
 pub async fn run_premise_command(
+    runner: &PremiseRunner,
     argv: &[String],
     canonical_args: &str,
 ) -> Result<CommandPremise, PremiseCommandError> {
@@ -47,7 +52,8 @@ pub async fn run_premise_command(
         args: argv.get(1..).unwrap_or_default().to_vec(),
         timeout: PREMISE_TIMEOUT,
     };
-    let outcome = run_query(&spec, canonical_args)
+    let outcome = runner
+        .run(&spec, canonical_args)
         .await
         .map_err(|e| failed(e.to_string()))?;
     if outcome.timed_out {
@@ -68,4 +74,14 @@ pub async fn run_premise_command(
         argv: argv.to_vec(),
         output: outcome.stdout,
     })
+}
+
+/// A command premise as established just before a consumption's write
+/// transaction, compared inside it (`sql/premise.rs`).
+#[derive(Debug, Clone)]
+pub(crate) enum CommandNow {
+    /// What the program printed now.
+    Printed(CommandPremise),
+    /// It gave no premise (logged where it ran): `PremiseUnavailable`.
+    Unavailable,
 }

@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{Kind, PRINCIPAL, TestLedger, approve, create_schedule, proposal, verified};
+use common::{
+    Kind, PRINCIPAL, TestLedger, approve, create_schedule, premise_runner, proposal, verified,
+};
 use countersign_ledger::{
     ConsumeStart, Consumed, DispositionStatus, Ledger, LedgerError, LedgerRefusal, Proposal,
     run_premise_command,
@@ -274,7 +276,9 @@ fn printing(file: &std::path::Path) -> Vec<String> {
 /// as it prints now (as the signer records it at proposal).
 async fn under_command(n: u32, name: &str, argv: &[String]) -> Proposal {
     let mut p = create_schedule(n, name);
-    let printed = run_premise_command(argv, &p.arguments_json).await.unwrap();
+    let printed = run_premise_command(&premise_runner(), argv, &p.arguments_json)
+        .await
+        .unwrap();
     p.premise = Some(Premise::Command(printed));
     p
 }
@@ -337,7 +341,7 @@ async fn a_premise_command_whose_output_moved_refuses_the_proof_and_burns_nothin
 async fn a_premise_command_that_fails_or_prints_too_much_gives_no_premise() {
     let run = |script: &str| {
         let argv = vec!["/bin/sh".to_owned(), "-c".to_owned(), script.to_owned()];
-        async move { run_premise_command(&argv, "{}").await }
+        async move { run_premise_command(&premise_runner(), &argv, "{}").await }
     };
     let failed = run("echo nope; exit 3").await.unwrap_err();
     assert_eq!(failed.program, "/bin/sh");
@@ -346,13 +350,68 @@ async fn a_premise_command_that_fails_or_prints_too_much_gives_no_premise() {
     assert_eq!(long.reason, "it printed more than 4096 bytes");
     let fits = run("head -c 4096 /dev/zero").await.unwrap();
     assert_eq!(fits.output.len(), 4096);
-    let missing = run_premise_command(&["/nonexistent/premise".to_owned()], "{}")
-        .await
-        .unwrap_err();
+    let missing = run_premise_command(
+        &premise_runner(),
+        &["/nonexistent/premise".to_owned()],
+        "{}",
+    )
+    .await
+    .unwrap_err();
     assert!(
         missing
             .reason
             .starts_with("cannot start \"/nonexistent/premise\""),
         "{missing}"
     );
+}
+
+on_both_backends!(a_slow_premise_program_stalls_no_other_consumption_of_its_principal);
+/// The premise program of a consumption runs before its write transaction,
+/// not under the locks: while a 2 s program runs for one proof, another
+/// proof of the same principal (same chain head) is consumed at once.
+/// Run under the locks, it waited for the program (a group commit shares
+/// one transaction: every writer did).
+async fn a_slow_premise_program_stalls_no_other_consumption_of_its_principal(kind: Kind) {
+    const PROGRAM: std::time::Duration = std::time::Duration::from_secs(2);
+    let t = TestLedger::on(kind).await;
+    let slow_argv = vec![
+        "/bin/sh".to_owned(),
+        "-c".to_owned(),
+        format!("sleep {}; echo ready", PROGRAM.as_secs()),
+    ];
+    let slow = under_command(1, "slow", &slow_argv).await;
+    let slow_proof = verified(&slow, &approve(&t.ledger, &slow, 1).await);
+    let quick = create_schedule(2, "quick");
+    let quick_proof = verified(&quick, &approve(&t.ledger, &quick, 2).await);
+    assert_eq!(slow.principal, quick.principal);
+
+    let started = std::time::Instant::now();
+    let slow_done = {
+        let ledger = t.ledger.clone();
+        tokio::spawn(async move {
+            let done = ledger
+                .consume_builtin(&slow_proof, "schedule.create")
+                .await
+                .unwrap();
+            (done, started.elapsed())
+        })
+    };
+    // The slow program is running by now.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let quick_started = std::time::Instant::now();
+    let done = t
+        .ledger
+        .consume_builtin(&quick_proof, "schedule.create")
+        .await
+        .unwrap();
+    let quick_took = quick_started.elapsed();
+    assert!(matches!(done, Consumed::Completed(_)), "{done:?}");
+    assert!(
+        quick_took < std::time::Duration::from_millis(1000),
+        "the other consumption waited {quick_took:?} for the premise program"
+    );
+    let (done, slow_took) = slow_done.await.unwrap();
+    assert!(matches!(done, Consumed::Completed(_)), "{done:?}");
+    assert!(slow_took >= PROGRAM, "{slow_took:?}");
+    assert_eq!(common::schedule_keys(&t.ledger).await, ["quick", "slow"]);
 }

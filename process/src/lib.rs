@@ -1,7 +1,9 @@
 //! One fixed program, run never through a shell: the `command` effect's
 //! program (the gate runs it between an intent and a completion) and an
 //! operation's premise command (the signer runs it at proposal and
-//! decision, the ledger again inside the consume transaction).
+//! decision, a head again at consumption), which never runs in the asking
+//! process itself: see [`premise`] and the runner binary
+//! `countersign-premise`.
 //!
 //! This crate owns the child process: absolute program path, argv fixed by
 //! the registry, environment scrubbed to `PATH=/usr/bin:/bin` (and, for an
@@ -12,12 +14,15 @@
 //! records it; whoever prints it escapes it).
 #![forbid(unsafe_code)]
 
+pub mod premise;
+pub mod sandbox;
+
 use std::io;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, Command};
 
@@ -44,7 +49,7 @@ pub struct CommandSpec {
 
 /// What happened to a program that was started. Serialized as the ledger's
 /// result of the effect.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommandOutcome {
     /// Exit code, when the program exited normally.
     pub exit_code: Option<i32>,

@@ -422,7 +422,14 @@ impl SignerService {
                 format!("{} {:?}", shown.namespace, shown.key),
             ),
             Some(Premise::Command(shown)) => (
-                Premise::Command(run_premise_command(&shown.argv, &proposal.arguments_json).await?),
+                Premise::Command(
+                    run_premise_command(
+                        self.state.ledger.premise_runner(),
+                        &shown.argv,
+                        &proposal.arguments_json,
+                    )
+                    .await?,
+                ),
                 format!("the output of {:?}", shown.argv),
             ),
         };

@@ -162,7 +162,7 @@ impl SignerService {
                     .await?,
             )),
             Some(PremiseRead::Command { argv }) => Some(Premise::Command(
-                run_premise_command(&argv, args.text()).await?,
+                run_premise_command(self.state.ledger.premise_runner(), &argv, args.text()).await?,
             )),
         };
         if matches!(op.effect, countersign_registry::Effect::Rule) {

@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
 
 use countersign_identity::{Config, DEFAULT_HANDOFF_CLAIM_LEASE_SECS, Home};
-use countersign_ledger::Ledger;
+use countersign_ledger::{Ledger, PremiseRunner};
 use countersign_metrics::SignerMetrics;
 use countersign_registry::{CurrentRegistry, Policy};
 
@@ -135,7 +135,19 @@ impl SignerState {
         let policy = policy_from(config)?;
         let registry = CurrentRegistry::open(&config.registry)
             .map_err(|e| StartError::Registry(e.to_string()))?;
-        let ledger = Ledger::open(&config.ledger_url).await?;
+        // Premise programs run outside this process, out of reach of the
+        // home (the key) or as another user (`[premise] socket`).
+        let runner = PremiseRunner::configured(config.premise_socket.as_deref(), home.root());
+        match runner.probe().await {
+            Ok(Some(restricted)) => tracing::info!("{}", restricted.describe()),
+            Ok(None) => tracing::info!(?runner, "premise programs run in the premise service"),
+            Err(e) => {
+                tracing::warn!(error = %e, "the premise runner did not answer its probe: premise commands will be refused")
+            }
+        }
+        let ledger = Ledger::open(&config.ledger_url)
+            .await?
+            .with_premise_runner(runner);
         let passkeys = config.passkeys.as_ref().map(PasskeyPolicy::from_config);
         let notifier = Notifier::start(config, &home.signer_dir()).await?;
         Ok(SignerState::new(keys, ledger, registry, policy)

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use countersign_gate::{Gate, KeyRefresh, signer_client};
 use countersign_identity::{ApproverName, ClientCredential, Config, Home, Role};
-use countersign_ledger::Ledger;
+use countersign_ledger::{Ledger, PremiseRunner};
 use countersign_metrics::GateMetrics;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy, Registry, Schemas};
@@ -123,7 +123,14 @@ impl Context {
     pub async fn ledger(&self) -> Result<Ledger, CliError> {
         Ledger::open(&self.config.ledger_url)
             .await
+            .map(|ledger| ledger.with_premise_runner(self.premise_runner()))
             .map_err(|e| CliError::Error(format!("cannot open the ledger: {e}")))
+    }
+
+    /// Where a consumption's premise programs run: outside this process,
+    /// out of reach of this home (or in the configured premise service).
+    fn premise_runner(&self) -> PremiseRunner {
+        PremiseRunner::configured(self.config.premise_socket.as_deref(), self.home.root())
     }
 
     /// The ledger, opened for a process that runs this one command and
@@ -132,6 +139,7 @@ impl Context {
     pub async fn ledger_for_one_command(&self) -> Result<Ledger, CliError> {
         Ledger::open_for_one_command(&self.config.ledger_url)
             .await
+            .map(|ledger| ledger.with_premise_runner(self.premise_runner()))
             .map_err(|e| CliError::Error(format!("cannot open the ledger: {e}")))
     }
 

@@ -38,6 +38,7 @@ use super::{Conn, Store, events, intents, premise};
 use crate::error::{LedgerError, LedgerRefusal};
 use crate::fault::crash_point;
 use crate::owner;
+use crate::premise_command::CommandNow;
 use crate::schedule;
 use crate::timefmt;
 use crate::types::{ConsumeStart, Consumed, Disposition, EffectOutcome, Intent, Interrupted};
@@ -142,11 +143,12 @@ async fn check_consumable(
         Judged::Replay(disposition) => return Ok(Checked::Replay(disposition)),
         Judged::Fresh { now } => now,
     };
-    // 6. The premise still holds, established again under the locks.
+    // 6. The premise still holds: a state premise read again under the
+    // locks, a command premise as established just before them.
     if let Some(premise) = &claims.premise {
-        let args = countersign_verifier::canonical::to_canonical(&claims.args)
+        countersign_verifier::canonical::to_canonical(&claims.args)
             .map_err(|_| LedgerRefusal::ProposalMismatch)?;
-        premise::check_holds(conn, &claims.sub, premise, &args).await?;
+        premise::check_holds(conn, &claims.sub, premise, proof.command_now.as_ref()).await?;
     }
     // 6. Issued under a rule: the rule still live at that version.
     check_rule_live(&row, claims.grant.as_ref(), &now)?;
@@ -403,14 +405,17 @@ pub(super) struct Presented {
     proof_sha256: String,
     /// The proof's consume key, hex (secret while the proof is unused).
     consume_key: zeroize::Zeroizing<String>,
+    /// Its command premise as established before the write transaction.
+    command_now: Option<CommandNow>,
 }
 
 impl Presented {
-    pub(super) fn of(proof: &VerifiedProof) -> Presented {
+    pub(super) fn of(proof: &VerifiedProof, command_now: Option<CommandNow>) -> Presented {
         Presented {
             claims: proof.claims().clone(),
             proof_sha256: proof.proof_sha256().to_string(),
             consume_key: zeroize::Zeroizing::new(proof.consume_key().expose_hex()),
+            command_now,
         }
     }
 
@@ -499,8 +504,9 @@ impl Store {
         &self,
         proof: &VerifiedProof,
         lease: Duration,
+        command_now: Option<CommandNow>,
     ) -> Result<ConsumeStart, LedgerError> {
-        let proof = Presented::of(proof);
+        let proof = Presented::of(proof, command_now);
         self.queued(|reply| Job::Begin {
             proof,
             lease,
@@ -516,13 +522,14 @@ impl Store {
         &self,
         proof: &VerifiedProof,
         effect: &str,
+        command_now: Option<CommandNow>,
     ) -> Result<Consumed, LedgerError> {
         // Only the transition the proof authorizes: a builtin backs only the
         // operation of its own name (the registry enforces it too).
         if effect != proof.claims().op {
             return Err(LedgerRefusal::ProposalMismatch.into());
         }
-        let (proof, effect) = (Presented::of(proof), effect.to_string());
+        let (proof, effect) = (Presented::of(proof, command_now), effect.to_string());
         self.queued(|reply| Job::Builtin {
             proof,
             effect,

@@ -1,7 +1,8 @@
 //! Premises (shared by both backends): the read of one state key that the
 //! signer makes at proposal and decision, and the premise established once
-//! more inside the consume transaction (the same read, or the same premise
-//! command), which refuses a proof whose premise moved.
+//! more for a consumption, which refuses a proof whose premise moved: a
+//! state premise read again inside the consume transaction, a command
+//! premise compared there with what its program printed just before it.
 //!
 //! A state premise is the key's value and version (the id of the event
 //! that last wrote it), so a value written again is still a change. This
@@ -12,6 +13,7 @@ use sqlx::Row as _;
 
 use super::{Conn, Store};
 use crate::error::{LedgerError, LedgerRefusal};
+use crate::premise_command::CommandNow;
 
 /// `SELECT value, version` of one state key.
 const READ: &str =
@@ -45,16 +47,28 @@ fn premise_of(
 }
 
 /// Step 6 of a consumption, on `conn` inside the write transaction after
-/// the locks (every state write holds the chain head, so nothing changes
-/// the key before this transaction ends): the premise the proof carries
-/// must still hold, else `PremiseChanged` and the caller rolls back. A
-/// premise command runs again here, `canonical_args` on its stdin; if it
-/// fails, `PremiseUnavailable`.
+/// the locks: the premise the proof carries must still hold, else
+/// `PremiseChanged` and the caller rolls back.
+///
+/// A state premise is read here: every state write holds the chain head,
+/// so nothing changes the key before this transaction ends, and the lock
+/// is what makes "still holds" true at commit.
+///
+/// A command premise is `command_now`, what its program printed just
+/// before the transaction (`Ledger::command_premise_now`); if it printed
+/// nothing usable, `PremiseUnavailable`. It is not run here, under the
+/// locks: the program reads the world outside the ledger, which no ledger
+/// lock holds still, so the lock would add no guarantee (the world can
+/// move between the program's exit and the commit either way, by the same
+/// few milliseconds as between a run inside and the commit) and would
+/// stall every writer sharing this transaction for up to
+/// `PREMISE_TIMEOUT`. The guarantee is the same as before: the output,
+/// observed after the proof was presented, equals what the person saw.
 pub(super) async fn check_holds(
     conn: &mut Conn,
     principal: &str,
     premise: &Premise,
-    canonical_args: &str,
+    command_now: Option<&CommandNow>,
 ) -> Result<(), LedgerError> {
     let now = match premise {
         Premise::State(shown) => {
@@ -66,15 +80,12 @@ pub(super) async fn check_holds(
                 .await?;
             Premise::State(premise_of(row, &shown.namespace, &shown.key)?)
         }
-        Premise::Command(shown) => {
-            match crate::run_premise_command(&shown.argv, canonical_args).await {
-                Ok(now) => Premise::Command(now),
-                Err(e) => {
-                    tracing::warn!(error = %e, "premise command failed at consumption");
-                    return Err(LedgerRefusal::PremiseUnavailable.into());
-                }
+        Premise::Command(_) => match command_now {
+            Some(CommandNow::Printed(now)) => Premise::Command(now.clone()),
+            Some(CommandNow::Unavailable) | None => {
+                return Err(LedgerRefusal::PremiseUnavailable.into());
             }
-        }
+        },
     };
     if now != *premise {
         return Err(LedgerRefusal::PremiseChanged.into());

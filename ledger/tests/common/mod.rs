@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
 use countersign_ledger::testing::TempPgDatabase;
-use countersign_ledger::{IssuanceRecord, Ledger, Proposal};
+use countersign_ledger::{IssuanceRecord, Ledger, PremiseRunner, Proposal};
 use countersign_verifier::canonical::{sha256_hex, to_canonical};
 use countersign_verifier::{Claims, Expectations, KeyRing, Proof, VerifiedProof, key_id, paseto};
 use ed25519_dalek::{Signer as _, SigningKey};
@@ -75,7 +75,10 @@ impl TestLedger {
                 (db.url().to_string(), Some(db))
             }
         };
-        let ledger = Ledger::open(&url).await.unwrap();
+        let ledger = Ledger::open(&url)
+            .await
+            .unwrap()
+            .with_premise_runner(premise_runner());
         TestLedger {
             kind,
             dir,
@@ -390,4 +393,22 @@ pub fn chained_hash(prev: &str, body: &Value) -> String {
     h.update(prev.as_bytes());
     h.update(to_canonical(body).unwrap().as_bytes());
     hex::encode(h.finalize())
+}
+
+/// The workspace's premise runner (`countersign-premise`, a binary of
+/// `countersign-process`, which `cargo test -p countersign-ledger` does not
+/// build), built once per test process, hiding nothing: these tests are
+/// about the ledger; the restriction has its own tests in `process/tests`.
+pub fn premise_runner() -> PremiseRunner {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-q", "-p", "countersign-process", "--bin"])
+            .arg(countersign_process::premise::RUNNER_NAME)
+            .status()
+            .unwrap();
+        assert!(status.success(), "building the premise runner: {status}");
+    });
+    PremiseRunner::beside_this_program(Vec::new())
 }

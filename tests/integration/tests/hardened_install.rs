@@ -49,7 +49,7 @@ const ROLES_SQL: &str = include_str!("../../../deploy/postgres-roles.sql");
 fn units_for_this_build() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let bin_dir = bin("countersign").parent().unwrap().to_path_buf();
-    for unit in ["countersign-signer.service", "countersign-console.service"] {
+    for unit in UNITS {
         let text = std::fs::read_to_string(Path::new(ROOT).join("deploy/systemd").join(unit))
             .unwrap()
             .replace("/usr/local/bin/", &format!("{}/", bin_dir.display()));
@@ -57,6 +57,13 @@ fn units_for_this_build() -> tempfile::TempDir {
     }
     dir
 }
+
+/// The units of the hardened installation.
+const UNITS: [&str; 3] = [
+    "countersign-signer.service",
+    "countersign-console.service",
+    "countersign-premise.service",
+];
 
 fn systemd_analyze(dir: &Path, args: &[&str]) -> Output {
     Command::new("systemd-analyze")
@@ -75,6 +82,7 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
             "verify",
             "./countersign-signer.service",
             "./countersign-console.service",
+            "./countersign-premise.service",
         ],
     );
     assert!(verify.status.success(), "{verify:?}");
@@ -87,7 +95,9 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
 
     // The score deploy/systemd/README.md records; a unit that loosens
     // anything raises it and fails here.
-    for unit in ["countersign-signer.service", "countersign-console.service"] {
+    // The premise service runs without PrivateUsers= (its peer check needs
+    // the signer's real uid): 1.1.
+    for (unit, score) in UNITS.into_iter().zip(["0.9 SAFE", "0.9 SAFE", "1.1 OK"]) {
         let out = systemd_analyze(
             dir.path(),
             &["security", "--offline=true", &format!("./{unit}")],
@@ -98,7 +108,7 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
             .find(|l| l.contains("Overall exposure level"))
             .unwrap_or_else(|| panic!("no exposure level for {unit}: {out:?}"));
         assert!(
-            line.contains(&format!("Overall exposure level for {unit}: 0.9 SAFE")),
+            line.contains(&format!("Overall exposure level for {unit}: {score}")),
             "{line}"
         );
     }
@@ -233,6 +243,8 @@ fn random_hex() -> String {
 struct Users {
     signer: String,
     agent: String,
+    /// Created by `setup-system.sh` (`--premise-user`), removed here.
+    premise: String,
 }
 
 impl Users {
@@ -241,6 +253,7 @@ impl Users {
         let users = Users {
             signer: format!("cs-signer-{suffix}"),
             agent: format!("cs-agent-{suffix}"),
+            premise: format!("cs-premise-{suffix}"),
         };
         for (name, extra) in [(&users.signer, "--system"), (&users.agent, "--create-home")] {
             let out = Command::new("useradd")
@@ -255,7 +268,7 @@ impl Users {
 
 impl Drop for Users {
     fn drop(&mut self) {
-        for name in [&self.agent, &self.signer] {
+        for name in [&self.agent, &self.signer, &self.premise] {
             let _ = Command::new("userdel").args(["-r", name]).output();
         }
     }
@@ -496,6 +509,75 @@ fn role_url(db: &TempPgDatabase, role: &str) -> String {
     format!("{scheme}://{role}@{host_and_db}")
 }
 
+/// What the premise program of `premise.probe` runs: it prints its user,
+/// whether it can open the key file and list the signer's home (`read` or
+/// the errno), and its stdin.
+const PREMISE_PROBE: &str = r#"import errno, os, pwd, sys
+print(pwd.getpwuid(os.getuid()).pw_name)
+key = sys.argv[1]
+for what, act in (("key", lambda: open(key, "rb").read()),
+                  ("home", lambda: os.listdir(os.path.dirname(os.path.dirname(key))))):
+    try:
+        act()
+        print(what, "read")
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+print(sys.stdin.read())
+"#;
+
+/// The `premise.probe` operation, for the signer's `operations.toml`:
+/// `python3 <script> <key_file>`.
+fn premise_probe_operation(script: &Path, key_file: &Path) -> String {
+    format!(
+        r#"
+[[operation]]
+name = "premise.probe"
+description = "Probe what a premise program can read."
+class = "read"
+replay_safe = true
+preview = "Probe"
+
+[operation.premise]
+program = "/usr/bin/python3"
+args = [{script}, {key}]
+
+[operation.effect]
+kind = "command"
+program = "/bin/true"
+args = []
+timeout_secs = 5
+
+[operation.schema]
+type = "object"
+additionalProperties = false
+"#,
+        script = toml_string(&script.display().to_string()),
+        key = toml_string(&key_file.display().to_string()),
+    )
+}
+
+/// `text` as a TOML basic string (JSON's escapes are TOML's).
+fn toml_string(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+/// `id` and the premise probe's proposal (step 0), and nothing else, are
+/// pending.
+async fn still_pending(ledger: &Ledger, principal: &str, id: &str) {
+    let pending: Vec<String> = ledger
+        .pending(principal)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.proposal.id)
+        .collect();
+    assert_eq!(pending.len(), 2, "still pending: {pending:?}");
+    assert!(
+        pending.iter().any(|p| p == id),
+        "still pending: {pending:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_the_person_approves()
 {
@@ -523,7 +605,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     let bin_dir = base.0.join("bin");
     std::fs::create_dir(&bin_dir).unwrap();
     std::fs::set_permissions(&bin_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    for name in ["countersign", "countersign-signer"] {
+    for name in ["countersign", "countersign-signer", "countersign-premise"] {
         std::fs::copy(bin(name), bin_dir.join(name)).unwrap();
         std::fs::set_permissions(bin_dir.join(name), std::fs::Permissions::from_mode(0o755))
             .unwrap();
@@ -536,12 +618,23 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     let console_port = console_addr.rsplit(':').next().unwrap().to_string();
     let signer_bin = bin_dir.join("countersign-signer").display().to_string();
     let signer_home_s = signer_home.display().to_string();
+    // The premise service's runtime directory (systemd's RuntimeDirectory=).
+    let premise_run = base.0.join("run");
+    let premise_socket = premise_run.join("premise.sock");
 
     // The setup script, twice: the second run changes no key and no principal.
     let setup = || {
         let out = Command::new("bash")
             .arg(Path::new(ROOT).join("deploy/setup-system.sh"))
-            .args(["--signer-user", &users.signer, "--state-dir"])
+            .args([
+                "--signer-user",
+                &users.signer,
+                "--premise-user",
+                &users.premise,
+            ])
+            .arg("--premise-socket")
+            .arg(&premise_socket)
+            .arg("--state-dir")
             .arg(&state)
             .arg("--bin-dir")
             .arg(&bin_dir)
@@ -579,6 +672,25 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         assert!(shown.ends_with(&next_step), "{shown}");
     };
     setup();
+    // An operation whose premise program tries to read the signing key and
+    // says as whom it runs (the second run copies it to the agent's home).
+    let key_file = signer_home.join("signer/ed25519.key");
+    let probe_script = base.0.join("premise-probe.py");
+    std::fs::write(&probe_script, PREMISE_PROBE).unwrap();
+    std::fs::set_permissions(&probe_script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    {
+        use std::io::Write as _;
+        let mut registry = std::fs::OpenOptions::new()
+            .append(true)
+            .open(signer_home.join("operations.toml"))
+            .unwrap();
+        write!(
+            registry,
+            "{}",
+            premise_probe_operation(&probe_script, &key_file)
+        )
+        .unwrap();
+    }
     let signing_key = std::fs::read(signer_home.join("signer/ed25519.key")).unwrap();
     setup();
     assert_eq!(
@@ -587,14 +699,19 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     );
     let agent_home = PathBuf::from(format!("/home/{}/.config/countersign", users.agent));
     let agent_home_s = agent_home.display().to_string();
-    // Both homes require a passkey for every approval.
-    for home in [&signer_home, &agent_home] {
+    // Both homes require a passkey for every approval; the signer runs
+    // premise programs in the premise service, the heads (the agent's
+    // user) as restricted children of their own.
+    let signer_tail = format!(
+        "\n[passkeys]\nrequired = true\n[premise]\nsocket = \"{}\"\n",
+        premise_socket.display()
+    );
+    for (home, tail) in [
+        (&signer_home, signer_tail.as_str()),
+        (&agent_home, "\n[passkeys]\nrequired = true\n"),
+    ] {
         let config = std::fs::read_to_string(home.join("config.toml")).unwrap();
-        assert!(
-            config.ends_with("\n[passkeys]\nrequired = true\n"),
-            "{}: {config}",
-            home.display()
-        );
+        assert!(config.ends_with(tail), "{}: {config}", home.display());
     }
 
     // The agent's home holds exactly the head's bundle.
@@ -626,6 +743,40 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     );
 
     let mut processes = Processes::default();
+    // The premise service, as the premise user (setup-system.sh created it).
+    let out = Command::new("install")
+        .args([
+            "-d",
+            "-m",
+            "0755",
+            "-o",
+            &users.premise,
+            "-g",
+            &users.premise,
+        ])
+        .arg(&premise_run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    processes.0.push(spawn_as(
+        &users.premise,
+        &[
+            &bin_dir.join("countersign-premise").display().to_string(),
+            "serve",
+            "--socket",
+            &premise_socket.display().to_string(),
+            "--client-user",
+            &users.signer,
+        ],
+    ));
+    let start = Instant::now();
+    while !premise_socket.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no premise socket"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     processes.0.push(spawn_as(
         &users.signer,
         &[&signer_bin, "serve", "--home", &signer_home_s],
@@ -640,6 +791,57 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         port: console_port.parse().unwrap(),
         ca_pem: std::fs::read_to_string(signer_home.join("pki/console-ca.pem")).unwrap(),
     };
+
+    // 0. Premise programs run as the premise user, through the premise
+    // service, never as the signer's user: the signing key is out of their
+    // reach (EACCES), and so is the signer's home. The signer's own user
+    // reads the key with the same program (the control).
+    let out = as_user(
+        &users.agent,
+        &[
+            &cli,
+            "--home",
+            &agent_home_s,
+            "--json",
+            "propose",
+            "premise.probe",
+            "--args-file",
+            "-",
+        ],
+        "{}",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let proposed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let probe_id = proposed["id"].as_str().unwrap();
+    let record = Ledger::open(db.url())
+        .await
+        .unwrap()
+        .proposal(probe_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let Some(countersign_verifier::Premise::Command(premise)) = &record.proposal.premise else {
+        panic!("{:?}", record.proposal.premise)
+    };
+    assert_eq!(
+        premise.output,
+        format!("{}\nkey EACCES\nhome EACCES\n{{}}\n", users.premise),
+        "what the premise program saw"
+    );
+    let out = as_user(
+        &users.signer,
+        &[
+            "/usr/bin/python3",
+            &probe_script.display().to_string(),
+            &key_file.display().to_string(),
+        ],
+        "{}",
+    );
+    assert_eq!(
+        text(&out.stdout),
+        format!("{}\nkey read\nhome read\n{{}}\n", users.signer),
+        "{out:?}"
+    );
     // The console holds its port on both loopback addresses, so the agent's
     // user cannot listen on either one (not even with SO_REUSEPORT) and be
     // the console to the person's browser.
@@ -883,11 +1085,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     let ledger = Ledger::open(db.url()).await.unwrap();
     let principal = std::fs::read_to_string(agent_home.join("principal")).unwrap();
     let principal = principal.trim();
-    assert_eq!(
-        ledger.pending(principal).await.unwrap().len(),
-        1,
-        "still pending"
-    );
+    still_pending(&ledger, principal, &id).await;
     // The agent's MCP head, executing before anyone approved: refused.
     let early = agent.ask(&format!("execute {id}"));
     assert_eq!(early["is_error"], true, "{early}");
@@ -953,11 +1151,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         )),
         "{shown}"
     );
-    assert_eq!(
-        ledger.pending(principal).await.unwrap().len(),
-        1,
-        "still pending"
-    );
+    still_pending(&ledger, principal, &id).await;
     // The person pairs a browser, enrols a passkey with a fresh code and
     // approves there, for the proposing session.
     let person = Command::new("python3")

@@ -1,8 +1,8 @@
 //! Premise commands end to end: an operation whose premise is what a fixed
 //! program prints. The signer runs it at proposal (the preview shows the
-//! output, the proof carries it) and again at the decision; every head's
-//! consume transaction runs it once more and refuses a proof whose premise
-//! moved (`premise_changed`) or cannot be established
+//! output, the proof carries it) and again at the decision; every head
+//! runs it once more just before its consume transaction, which refuses a
+//! proof whose premise moved (`premise_changed`) or cannot be established
 //! (`premise_unavailable`): nothing applied, the proof not spent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
