@@ -48,7 +48,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
-use countersign_api::guard::{AllowedHosts, check};
+use countersign_http::{AllowedHosts, check};
 use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy};
