@@ -20,14 +20,11 @@
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod guard;
 mod handlers;
 pub mod openapi;
-pub mod redact;
 mod request;
-mod respond;
 mod routes;
-pub mod tokens;
+pub use countersign_http::{guard, redact, respond, tokens};
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -50,7 +47,7 @@ pub use tokens::{ApiToken, TokenRecord, TokenStore};
 /// The default listening address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 /// The largest request body accepted (a proof is at most 192 KiB).
-pub const MAX_BODY_BYTES: usize = 256 * 1024;
+pub use countersign_http::MAX_BODY_BYTES;
 /// How long one request may take before the API answers 503.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a shutdown waits for requests in flight (the one grace of
@@ -129,7 +126,7 @@ pub fn exposures(registry: &Registry) -> Vec<Exposure> {
 /// `listener` with TCP_NODELAY set on every accepted socket (axum leaves
 /// it off): one function for every HTTP listener, kept in the metrics
 /// crate, the lowest one that serves HTTP.
-pub use countersign_metrics::nodelay;
+pub use countersign_http::nodelay;
 
 /// Serve `state` on `listener` until `shutdown` completes, then let
 /// requests in flight finish for at most [`SHUTDOWN_GRACE`].

@@ -28,9 +28,9 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use countersign_api::ApiError;
-use countersign_api::guard::{self, AllowedHosts};
-use countersign_api::tokens::TokenStore;
+use countersign_http::ApiError;
+use countersign_http::guard::{self, AllowedHosts};
+use countersign_http::tokens::TokenStore;
 use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -50,7 +50,7 @@ pub const MCP_PATH: &str = "/mcp";
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// The largest POST body accepted: the HTTP API's limit.
-pub const MAX_BODY_BYTES: usize = countersign_api::MAX_BODY_BYTES;
+pub const MAX_BODY_BYTES: usize = countersign_http::MAX_BODY_BYTES;
 
 /// Who may call, and as whom: the credentials of this installation's API.
 #[derive(Debug, Clone)]
@@ -222,7 +222,7 @@ pub async fn serve_http(
     let executions = head.executions();
     let stop = CancellationToken::new();
     let app = router(head, auth, local, stop.clone());
-    let listener = countersign_api::nodelay(listener);
+    let listener = countersign_http::nodelay(listener);
     let signalled = stop.clone();
     tokio::spawn(async move {
         shutdown.await;

@@ -1,4 +1,4 @@
-//! The one place where the API's answers reach the wire.
+//! The one place where the HTTP heads' JSON answers reach the wire.
 //!
 //! - A result or a refusal is `200` with a JSON body: the surface's result
 //!   value, or `{"ok": false, "applied": false, "reason", "message"}`.
@@ -99,7 +99,7 @@ impl IntoResponse for ApiError {
 }
 
 /// `200` with `value` as the JSON body.
-pub(crate) fn ok(value: &Value) -> Response {
+pub fn ok(value: &Value) -> Response {
     (StatusCode::OK, json_body(value)).into_response()
 }
 
