@@ -417,14 +417,6 @@ impl Reason {
     pub fn from_code(code: &str) -> Option<Reason> {
         Reason::ALL.iter().copied().find(|r| r.code() == code)
     }
-
-    /// The first sentence of the documentation: what a person reads
-    /// beside the code when no more specific message exists.
-    pub fn summary(self) -> &'static str {
-        let doc = self.documentation();
-        doc.split_once(". ")
-            .map_or(doc.trim_end(), |(first, _)| first)
-    }
 }
 
 impl fmt::Display for Reason {

@@ -98,3 +98,13 @@ pub(crate) fn report_outcome(
         other => Err(CliError::NotApplied(other.summary())),
     }
 }
+
+/// A refusal decided elsewhere (the signer, the service) with `reason`:
+/// with `--json` its refusal document is printed now, as the API and MCP
+/// return it; the command's error is returned.
+pub(crate) fn refused(out: &mut dyn Write, json: bool, reason: &str, message: &str) -> CliError {
+    if json && let Err(e) = write_json(out, &results::refusal(reason, message)) {
+        return e;
+    }
+    CliError::Refused(format!("{message} ({reason})"))
+}

@@ -166,12 +166,6 @@ impl Approver {
         Self { signer, service }
     }
 
-    /// The signer client, for reads the approver interfaces render
-    /// themselves (pending lists, history, rules, passkeys).
-    pub fn signer(&self) -> SignerClient<Channel> {
-        self.signer.clone()
-    }
-
     /// The executions "run now" started (the service's tracker): a server
     /// closes and waits on it before it returns.
     pub fn executions(&self) -> tokio_util::task::TaskTracker {
@@ -256,12 +250,7 @@ impl Approver {
             proposal_id: id.clone(),
             detail,
         };
-        let gate = self.service.gate().await.map_err(|answer| match answer {
-            crate::Answer::Fault(crate::Fault::Internal(e) | crate::Fault::Unavailable(e)) => {
-                run_failed(e)
-            }
-            other => run_failed(format!("{:?}", other.to_value())),
-        })?;
+        let gate = self.service.built_gate().await.map_err(run_failed)?;
         let session = proposal.session.clone();
         let executing = id.clone();
         // Its own task on the service's tracker: a caller that goes away

@@ -279,11 +279,17 @@ impl Service {
 
     /// The gate, built on first use.
     async fn gate(&self) -> Result<Gate, Answer> {
+        self.built_gate()
+            .await
+            .map_err(|e| Answer::Fault(Fault::Internal(e)))
+    }
+
+    /// The gate, built on first use; the error says why it could not be.
+    pub(crate) async fn built_gate(&self) -> Result<Gate, String> {
         self.gate
             .get_or_try_init(|| self.resources.gate())
             .await
             .cloned()
-            .map_err(|e| Answer::Fault(Fault::Internal(e)))
     }
 
     /// The disposition of one of this principal's proposals. The one

@@ -19,7 +19,7 @@ use tonic::transport::Channel;
 use crate::Io;
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::write_json;
+use crate::output::refused;
 
 /// This installation, as the service's resources: each built on first use,
 /// except what an execution needs besides the signer, which is started
@@ -131,13 +131,7 @@ pub(crate) fn done(answer: Answer, json: bool, io: &mut Io<'_>) -> Result<Done, 
     match answer {
         Answer::Done(done) => Ok(*done),
         Answer::Refused { reason, message } => {
-            if json {
-                write_json(
-                    io.out,
-                    &countersign_surface::results::refusal(reason.as_str(), &message),
-                )?;
-            }
-            Err(CliError::Refused(format!("{message} ({reason})")))
+            Err(refused(io.out, json, reason.as_str(), &message))
         }
         Answer::Fault(Fault::Unavailable(detail) | Fault::Internal(detail)) => {
             Err(CliError::Error(detail))

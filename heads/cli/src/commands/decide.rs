@@ -18,7 +18,7 @@ use crate::args::{ApproveArgs, DenyArgs, RevokeArgs};
 use crate::commands::data;
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::{proposal_text, quorum_text, report_outcome, write_json, write_text};
+use crate::output::{proposal_text, quorum_text, refused, report_outcome, write_json, write_text};
 use crate::terminal::challenge;
 use countersign_registry::terminal_safe;
 use countersign_surface::results;
@@ -30,10 +30,10 @@ pub(crate) async fn approve(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let run_now = !args.for_mcp && args.proof_out.is_none();
+    // The gate (signer keys, ledger) is built only if the approval runs now.
     let approver = Approver::new(
         ctx.approver_as(args.as_approver.as_ref()).await?,
-        data::service(ctx, run_now),
+        data::service(ctx, false),
     );
     let view = approver
         .proposal(&args.id)
@@ -238,19 +238,10 @@ fn report_approved(
 fn failed(e: ApproverError, json: bool, io: &mut Io<'_>) -> CliError {
     match e {
         ApproverError::Signer(SignerCallError::Refused(r)) => {
-            refused(json, io, r.code.as_str(), &r.message)
+            refused(io.out, json, r.code.as_str(), &r.message)
         }
         other => CliError::Error(other.to_string()),
     }
-}
-
-/// A refusal with `reason`: its `--json` document printed now, the
-/// command's error returned.
-fn refused(json: bool, io: &mut Io<'_>, reason: &str, message: &str) -> CliError {
-    if json && write_json(io.out, &results::refusal(reason, message)).is_err() {
-        return CliError::Error("cannot write the refusal".to_owned());
-    }
-    CliError::Refused(format!("{message} ({reason})"))
 }
 
 const RULE_APPROVAL: Confirmation = Confirmation {
@@ -438,8 +429,8 @@ pub(crate) async fn resolve(
         .map_err(|e| failed(e, json, io))?;
     if view.status != "uncertain" {
         return Err(refused(
+            io.out,
             json,
-            io,
             Reason::NotUncertain.code(),
             &format!(
                 "{} is {}; only an uncertain execution can be resolved; nothing was recorded",
