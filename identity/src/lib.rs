@@ -41,4 +41,6 @@ pub use notify::{
     SmtpTls,
 };
 pub use paths::{ConfiguredFile, check_configured_file};
-pub use peer::{ApproverName, ClientCredential, PeerIdentity, Role, SIGNER_URI, peer_identity};
+pub use peer::{
+    ApproverName, ClientCredential, PeerIdentity, Principal, Role, SIGNER_URI, peer_identity,
+};

@@ -13,10 +13,9 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::FromDer;
 
-pub use countersign_verifier::ApproverName;
+pub use countersign_verifier::{ApproverName, Principal};
 
 use crate::IdentityError;
-use crate::home::is_valid_principal;
 
 /// The URI SAN of the signer's server certificate.
 pub const SIGNER_URI: &str = "countersign://signer";
@@ -72,7 +71,7 @@ pub struct PeerIdentity {
     /// The role named by the certificate.
     pub role: Role,
     /// The principal named by the certificate (`pr_` + 32 hex).
-    pub principal: String,
+    pub principal: Principal,
     /// The approver's name, for a named approver certificate
     /// (`countersign://approver/<principal>/<name>`); `None` otherwise.
     /// Only an approver can have one.
@@ -163,9 +162,8 @@ pub(crate) fn parse_peer_uri(uri: &str) -> Result<PeerIdentity, IdentityError> {
         return Err(malformed());
     };
     let role = Role::from_str(role)?;
-    if !is_valid_principal(principal) {
-        return Err(IdentityError::BadPeerPrincipal(principal.to_owned()));
-    }
+    let principal = Principal::parse(principal)
+        .map_err(|_| IdentityError::BadPeerPrincipal(principal.to_owned()))?;
     let approver = match (role, name) {
         (_, None) => None,
         (Role::Approver, Some(name)) => Some(
@@ -178,7 +176,7 @@ pub(crate) fn parse_peer_uri(uri: &str) -> Result<PeerIdentity, IdentityError> {
     };
     Ok(PeerIdentity {
         role,
-        principal: principal.to_owned(),
+        principal,
         approver,
     })
 }

@@ -73,7 +73,7 @@ fn dev_client_certs_name_role_and_principal() {
             peer_identity(&der(&pem)).unwrap(),
             PeerIdentity {
                 role,
-                principal: principal.clone(),
+                principal: principal.parse().unwrap(),
                 approver: None,
             }
         );
@@ -158,7 +158,7 @@ fn dev_pki_has_the_console_approver_credential() {
         id,
         PeerIdentity {
             role: Role::Approver,
-            principal: principal.clone(),
+            principal: principal.parse().unwrap(),
             approver: Some(ApproverName::parse("console").unwrap()),
         }
     );

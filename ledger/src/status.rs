@@ -84,10 +84,10 @@ impl ProposalRecord {
     /// `issuance` is for another proposal.
     pub fn after_approval(self, issuance: IssuanceRecord) -> Result<ProposalRecord, LedgerError> {
         if self.status != ProposalStatus::Pending {
-            return Err(LedgerError::NotPending(self.proposal.id));
+            return Err(LedgerError::NotPending(self.proposal.id.into()));
         }
-        if issuance.proposal_id != self.proposal.id {
-            return Err(LedgerError::IssuanceMismatch(self.proposal.id));
+        if self.proposal.id != issuance.proposal_id.as_str() {
+            return Err(LedgerError::IssuanceMismatch(self.proposal.id.into()));
         }
         let issuance = IssuanceRecord {
             issued_at: timefmt::stored(issuance.issued_at),

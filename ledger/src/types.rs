@@ -3,7 +3,7 @@
 //! Plain data only. These types never hold a proof (only its SHA-256) and
 //! must not grow a `Debug` that prints one.
 
-use countersign_verifier::Premise;
+use countersign_verifier::{Premise, Principal, ProposalId, Session};
 use serde_json::Value;
 use time::OffsetDateTime;
 
@@ -12,11 +12,11 @@ use time::OffsetDateTime;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proposal {
     /// `prop_` + 32 lowercase hex.
-    pub id: String,
+    pub id: ProposalId,
     /// The principal the proposal belongs to.
-    pub principal: String,
+    pub principal: Principal,
     /// The agent session that proposed it.
-    pub session: String,
+    pub session: Session,
     /// The operation name from the registry.
     pub operation: String,
     /// The canonical arguments, stored verbatim.

@@ -21,7 +21,7 @@ const OTHER: &str = "pr_fedcba9876543210fedcba9876543210";
 /// `create_schedule(n, name)` proposed by `principal`.
 fn schedule_of(principal: &str, n: u32, name: &str) -> countersign_ledger::Proposal {
     let mut p = create_schedule(n, name);
-    p.principal = principal.into();
+    p.principal = principal.parse().unwrap();
     p
 }
 

@@ -77,7 +77,7 @@ async fn full_lifecycle_from_proposal_to_applied(kind: Kind) {
         t.ledger
             .complete(&intent, &EffectOutcome::Applied { result })
             .await,
-        Err(LedgerError::AlreadyCompleted(p.id.clone()))
+        Err(LedgerError::AlreadyCompleted(p.id.to_string()))
     );
 
     let kinds: Vec<String> = t

@@ -367,7 +367,7 @@ async fn a_batch_writes_each_job_as_it_would_alone(kind: Kind) {
         1,
         "the two-phase start is an intent without completion"
     );
-    assert_eq!(intent.proposal_id(), proposals[6].id);
+    assert_eq!(proposals[6].id, intent.proposal_id());
     assert_eq!(common::schedule_keys(&t.ledger).await, ["b", "c"]);
 
     // A state row's version is its `effect_applied` event, the activated

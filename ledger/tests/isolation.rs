@@ -21,7 +21,7 @@ async fn run(t: &TestLedger, n: u32, principal: &str, operation: &str) -> Dispos
     if operation != "schedule.create" {
         p = proposal(n, operation, json!({"name": "nightly"}));
     }
-    p.principal = principal.to_string();
+    p.principal = principal.parse().unwrap();
     let token = approve(&t.ledger, &p, n).await;
     match t
         .ledger

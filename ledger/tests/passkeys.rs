@@ -87,7 +87,7 @@ async fn approve_by_passkey(
 }
 
 fn proposal_id(n: u32) -> String {
-    create_schedule(n, "x").id
+    create_schedule(n, "x").id.into()
 }
 
 async fn assert_intact(ledger: &Ledger) {

@@ -114,7 +114,7 @@ async fn the_required_th_distinct_approval_issues_the_proof_and_not_before(kind:
     // A third approver finds it decided.
     assert_eq!(
         approve_as(&t.ledger, &p, "carol", 2, 1).await,
-        Err(LedgerError::NotPending(p.id.clone()))
+        Err(LedgerError::NotPending(p.id.to_string()))
     );
     // The proof is consumed once, as any other; the chain and the facts agree.
     let proof = verified(&p, &proof.unwrap());
@@ -163,7 +163,10 @@ async fn refuses_a_second_approval_by_the_same_approver_and_writes_nothing(kind:
     let before = counts(&t).await;
     assert_eq!(
         approve_as(&t.ledger, &p, "alice", 3, 1).await,
-        Err(LedgerError::AlreadyApproved(p.id.clone(), path("alice")))
+        Err(LedgerError::AlreadyApproved(
+            p.id.to_string(),
+            path("alice")
+        ))
     );
     // Nor with the count the ledger would now accept (prior = [alice]).
     let prior = [path("alice")];
@@ -180,7 +183,10 @@ async fn refuses_a_second_approval_by_the_same_approver_and_writes_nothing(kind:
                 passkey: None,
             })
             .await,
-        Err(LedgerError::AlreadyApproved(p.id.clone(), path("alice")))
+        Err(LedgerError::AlreadyApproved(
+            p.id.to_string(),
+            path("alice")
+        ))
     );
     assert_eq!(counts(&t).await, before);
     assert_eq!(
@@ -217,7 +223,7 @@ async fn refuses_stale_approvals_or_a_misplaced_issuance_and_writes_nothing(kind
     };
     assert_eq!(
         t.ledger.record_quorum_approval(&stale).await,
-        Err(LedgerError::QuorumMoved(p.id.clone()))
+        Err(LedgerError::QuorumMoved(p.id.to_string()))
     );
     // The second of two approvals without the issuance it must write.
     let unissued = QuorumApproval {
@@ -226,7 +232,7 @@ async fn refuses_stale_approvals_or_a_misplaced_issuance_and_writes_nothing(kind
     };
     assert_eq!(
         t.ledger.record_quorum_approval(&unissued).await,
-        Err(LedgerError::IssuanceMismatch(p.id.clone()))
+        Err(LedgerError::IssuanceMismatch(p.id.to_string()))
     );
     // An issuance with an approval that is not the last.
     let early = QuorumApproval {
@@ -236,7 +242,7 @@ async fn refuses_stale_approvals_or_a_misplaced_issuance_and_writes_nothing(kind
     };
     assert_eq!(
         t.ledger.record_quorum_approval(&early).await,
-        Err(LedgerError::IssuanceMismatch(p.id.clone()))
+        Err(LedgerError::IssuanceMismatch(p.id.to_string()))
     );
     assert_eq!(counts(&t).await, before);
     assert_eq!(
@@ -256,7 +262,10 @@ async fn a_denial_by_an_approver_ends_the_proposal_with_its_reason(kind: Kind) {
         t.ledger
             .record_quorum_denial(&p.id, PRINCIPAL, &path("alice"), 2, "changed my mind")
             .await,
-        Err(LedgerError::AlreadyApproved(p.id.clone(), path("alice")))
+        Err(LedgerError::AlreadyApproved(
+            p.id.to_string(),
+            path("alice")
+        ))
     );
     t.ledger
         .record_quorum_denial(&p.id, PRINCIPAL, &path("bob"), 2, "wrong cron")
@@ -273,13 +282,13 @@ async fn a_denial_by_an_approver_ends_the_proposal_with_its_reason(kind: Kind) {
     let before = counts(&t).await;
     assert_eq!(
         approve_as(&t.ledger, &p, "carol", 2, 1).await,
-        Err(LedgerError::NotPending(p.id.clone()))
+        Err(LedgerError::NotPending(p.id.to_string()))
     );
     assert_eq!(
         t.ledger
             .record_quorum_denial(&p.id, PRINCIPAL, &path("carol"), 2, "too")
             .await,
-        Err(LedgerError::NotPending(p.id.clone()))
+        Err(LedgerError::NotPending(p.id.to_string()))
     );
     assert_eq!(counts(&t).await, before);
     assert_eq!(t.count("issuances").await, 0);
@@ -330,7 +339,10 @@ async fn two_approvers_at_the_same_instant_produce_exactly_one_issuance(kind: Ki
                 "{other_outcome:?}"
             );
         } else {
-            assert_eq!(other_outcome, &Err(LedgerError::NotPending(p.id.clone())));
+            assert_eq!(
+                other_outcome,
+                &Err(LedgerError::NotPending(p.id.to_string()))
+            );
         }
         let record = t.ledger.proposal(&p.id).await.unwrap().unwrap();
         assert_eq!(record.status, ProposalStatus::Approved);

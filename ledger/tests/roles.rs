@@ -379,7 +379,7 @@ async fn only_the_signer_writes_passkeys() {
     let assertion = PasskeyAssertionRecord {
         credential_id: "cred1".into(),
         purpose: AssertionPurpose::Decision,
-        subject: p.id.clone(),
+        subject: p.id.to_string(),
         challenge: "Y2hhbGxlbmdl".into(),
         challenge_random: "cmFuZG9t".into(),
         delivery: "direct".into(),

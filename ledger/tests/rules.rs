@@ -392,7 +392,7 @@ async fn approving_a_rule_create_proposal_creates_exactly_its_rule_once(kind: Ki
         t.ledger
             .create_rule_from_proposal(&from_proposal, &p.id)
             .await,
-        Err(LedgerError::IssuanceMismatch(p.id.clone()))
+        Err(LedgerError::IssuanceMismatch(p.id.to_string()))
     );
     from_proposal.definition = p.arguments_json.clone();
     from_proposal.definition_sha256 = p.arguments_sha256.clone();
@@ -403,7 +403,7 @@ async fn approving_a_rule_create_proposal_creates_exactly_its_rule_once(kind: Ki
         t.ledger
             .create_rule_from_proposal(&from_proposal, &other.id)
             .await,
-        Err(LedgerError::IssuanceMismatch(other.id.clone()))
+        Err(LedgerError::IssuanceMismatch(other.id.to_string()))
     );
     assert_eq!(t.count("rules").await, 0);
     assert_eq!(t.count("decisions").await, 0);
@@ -420,7 +420,7 @@ async fn approving_a_rule_create_proposal_creates_exactly_its_rule_once(kind: Ki
         t.ledger
             .create_rule_from_proposal(&from_proposal, &p.id)
             .await,
-        Err(LedgerError::NotPending(p.id.clone()))
+        Err(LedgerError::NotPending(p.id.to_string()))
     );
     assert_eq!(t.count("rules").await, 1);
     assert_audit_clean(&t.ledger).await;

@@ -39,7 +39,7 @@ async fn refuses_a_duplicate_proposal_id(kind: Kind) {
     t.ledger.insert_proposal(&p).await.unwrap();
     assert_eq!(
         t.ledger.insert_proposal(&p).await,
-        Err(LedgerError::DuplicateProposal(p.id.clone()))
+        Err(LedgerError::DuplicateProposal(p.id.to_string()))
     );
 }
 
@@ -60,12 +60,12 @@ async fn a_denied_proposal_cannot_be_decided_again(kind: Kind) {
     assert!(t.ledger.pending(PRINCIPAL).await.unwrap().is_empty());
     assert_eq!(
         t.ledger.record_denial(&p.id, PRINCIPAL, "again").await,
-        Err(LedgerError::NotPending(p.id.clone()))
+        Err(LedgerError::NotPending(p.id.to_string()))
     );
     let (_, record) = issue(&p, 1, 300);
     assert_eq!(
         t.ledger.record_approval(&record).await,
-        Err(LedgerError::NotPending(p.id.clone()))
+        Err(LedgerError::NotPending(p.id.to_string()))
     );
 }
 
@@ -78,7 +78,7 @@ async fn a_withdrawn_proposal_cannot_be_approved_and_only_its_owner_withdraws(ki
         t.ledger
             .record_withdrawal(&p.id, "pr_other", "mine now")
             .await,
-        Err(LedgerError::UnknownProposal(p.id.clone()))
+        Err(LedgerError::UnknownProposal(p.id.to_string()))
     );
     t.ledger
         .record_withdrawal(&p.id, PRINCIPAL, "withdrawn by the proposer")
@@ -90,11 +90,11 @@ async fn a_withdrawn_proposal_cannot_be_approved_and_only_its_owner_withdraws(ki
     let (_, record) = issue(&p, 1, 300);
     assert_eq!(
         t.ledger.record_approval(&record).await,
-        Err(LedgerError::NotPending(p.id.clone()))
+        Err(LedgerError::NotPending(p.id.to_string()))
     );
     assert_eq!(
         t.ledger.record_withdrawal(&p.id, PRINCIPAL, "again").await,
-        Err(LedgerError::NotPending(p.id.clone()))
+        Err(LedgerError::NotPending(p.id.to_string()))
     );
 }
 
@@ -105,7 +105,7 @@ async fn proposals_of_lists_only_the_principals_own_newest_first(kind: Kind) {
     let second = create_schedule(2, "second");
     t.ledger.insert_proposal(&first).await.unwrap();
     t.ledger.insert_proposal(&second).await.unwrap();
-    let listed: Vec<String> = t
+    let listed: Vec<countersign_verifier::ProposalId> = t
         .ledger
         .proposals_of(PRINCIPAL, 10)
         .await
@@ -131,7 +131,7 @@ async fn another_principal_cannot_decide_or_revoke(kind: Kind) {
     let p = create_schedule(1, "nightly");
     t.ledger.insert_proposal(&p).await.unwrap();
     let other = "pr_ffffffffffffffffffffffffffffffff";
-    let unknown = Err(LedgerError::UnknownProposal(p.id.clone()));
+    let unknown = Err(LedgerError::UnknownProposal(p.id.to_string()));
     assert_eq!(t.ledger.record_denial(&p.id, other, "x").await, unknown);
     assert_eq!(
         t.ledger.revoke(&p.id, other, "x").await.map(|_| ()),
@@ -168,7 +168,7 @@ async fn refuses_an_issuance_that_does_not_match_the_proposal(kind: Kind) {
     record.arguments_sha256 = "0".repeat(64);
     assert_eq!(
         t.ledger.record_approval(&record).await,
-        Err(LedgerError::IssuanceMismatch(p.id.clone()))
+        Err(LedgerError::IssuanceMismatch(p.id.to_string()))
     );
     assert_eq!(
         t.ledger.proposal(&p.id).await.unwrap().unwrap().status,

@@ -54,6 +54,10 @@ pub mod v1 {
     }
 }
 
+mod names;
+
+pub use names::UnknownName;
+
 /// The encoded `FileDescriptorSet` of `countersign/v1/signer.proto`, which the
 /// signer serves through gRPC server reflection. Committed beside the
 /// generated code and checked for drift by the same test.

@@ -5,7 +5,9 @@
 //! This module checks shapes only (ids, sessions, lengths, enums); it does
 //! not consult the registry, the ledger or the caller's identity.
 
-use countersign_ledger::{ProposalRecord, QuorumDecision, RevokeOutcome};
+use countersign_ledger::{
+    ProposalRecord, ProposalStatus, QuorumDecision, QuorumVerdict, RevokeOutcome, RuleStatus,
+};
 use countersign_proto::v1 as wire;
 use countersign_registry::Quorum;
 use countersign_verifier::timestamp;
@@ -192,6 +194,58 @@ impl TryFrom<wire::RevokeRequest> for RevokeCommand {
     }
 }
 
+/// The wire form of a proposal's derived status.
+pub(crate) fn wire_status(status: ProposalStatus) -> wire::ProposalStatus {
+    match status {
+        ProposalStatus::Pending => wire::ProposalStatus::Pending,
+        ProposalStatus::Denied => wire::ProposalStatus::Denied,
+        ProposalStatus::Withdrawn => wire::ProposalStatus::Withdrawn,
+        ProposalStatus::Approved => wire::ProposalStatus::Approved,
+        ProposalStatus::Revoked => wire::ProposalStatus::Revoked,
+        ProposalStatus::Expired => wire::ProposalStatus::Expired,
+        ProposalStatus::Applied => wire::ProposalStatus::Applied,
+        ProposalStatus::Failed => wire::ProposalStatus::Failed,
+        ProposalStatus::Uncertain => wire::ProposalStatus::Uncertain,
+    }
+}
+
+/// The status a `ListProposals` filter names: `None` (every status) when
+/// unspecified, refused when it is no status at all.
+pub(crate) fn status_filter(value: i32) -> Result<Option<ProposalStatus>, RpcError> {
+    let status = wire::ProposalStatus::try_from(value)
+        .map_err(|_| invalid("status", &format!("unknown status {value}")))?;
+    Ok(match status {
+        wire::ProposalStatus::Unspecified => None,
+        wire::ProposalStatus::Pending => Some(ProposalStatus::Pending),
+        wire::ProposalStatus::Denied => Some(ProposalStatus::Denied),
+        wire::ProposalStatus::Withdrawn => Some(ProposalStatus::Withdrawn),
+        wire::ProposalStatus::Approved => Some(ProposalStatus::Approved),
+        wire::ProposalStatus::Revoked => Some(ProposalStatus::Revoked),
+        wire::ProposalStatus::Expired => Some(ProposalStatus::Expired),
+        wire::ProposalStatus::Applied => Some(ProposalStatus::Applied),
+        wire::ProposalStatus::Failed => Some(ProposalStatus::Failed),
+        wire::ProposalStatus::Uncertain => Some(ProposalStatus::Uncertain),
+    })
+}
+
+/// The wire form of a quorum approver's recorded decision.
+fn wire_verdict(verdict: QuorumVerdict) -> wire::QuorumDecision {
+    match verdict {
+        QuorumVerdict::Approve => wire::QuorumDecision::Approve,
+        QuorumVerdict::Deny => wire::QuorumDecision::Deny,
+    }
+}
+
+/// The wire form of a stored rule's status at `expired` (whether `now` is
+/// past its expiry).
+pub(crate) fn wire_rule_status(status: RuleStatus, expired: bool) -> wire::RuleStatus {
+    match status {
+        RuleStatus::Revoked => wire::RuleStatus::Revoked,
+        RuleStatus::Active if expired => wire::RuleStatus::Expired,
+        RuleStatus::Active => wire::RuleStatus::Active,
+    }
+}
+
 /// The wire view of a stored proposal.
 pub(crate) fn proposal_view(
     record: &ProposalRecord,
@@ -199,9 +253,9 @@ pub(crate) fn proposal_view(
 ) -> Result<wire::ProposalView, RpcError> {
     let p = &record.proposal;
     Ok(wire::ProposalView {
-        id: p.id.clone(),
-        principal: p.principal.clone(),
-        session: p.session.clone(),
+        id: p.id.to_string(),
+        principal: p.principal.to_string(),
+        session: p.session.to_string(),
         operation: p.operation.clone(),
         arguments_json: p.arguments_json.clone(),
         arguments_sha256: p.arguments_sha256.clone(),
@@ -209,7 +263,7 @@ pub(crate) fn proposal_view(
         policy_revision: p.policy_revision.clone(),
         note: p.note.clone(),
         preview: p.preview.clone(),
-        status: record.status.as_str().to_owned(),
+        status: wire_status(record.status).into(),
         created_at: format_time(p.created_at)?,
         reason: record.reason.clone().unwrap_or_default(),
         handoff_waiting,
@@ -243,7 +297,7 @@ pub(crate) fn quorum_view(
                     .rsplit_once('/')
                     .map_or(d.approver.as_str(), |(_, name)| name)
                     .to_owned(),
-                decision: d.verdict.as_str().to_owned(),
+                decision: wire_verdict(d.verdict).into(),
                 decided_at: format_time(d.decided_at)?,
                 reason: d.reason.clone().unwrap_or_default(),
             })

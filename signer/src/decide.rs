@@ -41,7 +41,7 @@ impl SignerService {
             .await?;
         if record.status != ProposalStatus::Pending {
             return Err(RpcError::NotPending {
-                id: record.proposal.id,
+                id: record.proposal.id.into(),
                 status: record.status.as_str().to_owned(),
             });
         }
@@ -132,10 +132,7 @@ impl SignerService {
         // `op` and `args` were checked by `approvable` from the registry as
         // it is now; the premise is read again here, as late as possible.
         self.premise_holds(&record).await?;
-        let session = execute_in_session.map_or_else(
-            || record.proposal.session.clone(),
-            |s| s.as_str().to_owned(),
-        );
+        let session = execute_in_session.unwrap_or_else(|| record.proposal.session.clone());
         // From the passkey check to the write that records its assertion:
         // one lock, so a counter is checked against the last one accepted.
         let _passkey_guard = match &passkey {
@@ -339,9 +336,9 @@ impl SignerService {
         Ok(Claims {
             iss: ISSUER.to_owned(),
             aud: policy.audience.clone(),
-            sub: record.proposal.principal.clone(),
+            sub: record.proposal.principal.to_string(),
             sid: session.to_owned(),
-            pid: record.proposal.id.clone(),
+            pid: record.proposal.id.to_string(),
             op: record.proposal.operation.clone(),
             args: args.value().clone(),
             args_sha256: args.sha256_hex().to_owned(),
@@ -469,7 +466,7 @@ fn provenance_of(peer: &PeerIdentity) -> String {
 /// recorded for, in `prov` and in `ResolveUncertain`'s `resolved_by`.
 pub(crate) fn approver_path(peer: &PeerIdentity) -> String {
     match &peer.approver {
-        None => peer.principal.clone(),
+        None => peer.principal.to_string(),
         Some(name) => format!("{}/{name}", peer.principal),
     }
 }
@@ -493,7 +490,7 @@ mod tests {
     fn approver(name: Option<&str>) -> PeerIdentity {
         PeerIdentity {
             role: Role::Approver,
-            principal: P.to_owned(),
+            principal: P.parse().unwrap(),
             approver: name.map(|n| ApproverName::parse(n).unwrap()),
         }
     }

@@ -298,7 +298,7 @@ mod tests {
     fn peer(name: Option<&str>) -> PeerIdentity {
         PeerIdentity {
             role: Role::Approver,
-            principal: P.to_owned(),
+            principal: P.parse().unwrap(),
             approver: name.map(|n| ApproverName::parse(n).unwrap()),
         }
     }

@@ -217,9 +217,9 @@ mod tests {
         let args = CanonicalArgs::from_stored(r#"{"cron":"0 3 * * *","name":"nightly"}"#).unwrap();
         ProposalRecord {
             proposal: Proposal {
-                id: "prop_0123456789abcdef0123456789abcdef".into(),
-                principal: P.into(),
-                session: "mcp-0123456789abcdef".into(),
+                id: "prop_0123456789abcdef0123456789abcdef".parse().unwrap(),
+                principal: P.parse().unwrap(),
+                session: "mcp-0123456789abcdef".parse().unwrap(),
                 operation: "schedule.create".into(),
                 arguments_json: args.text().to_owned(),
                 arguments_sha256: args.sha256_hex().to_owned(),
@@ -245,7 +245,7 @@ mod tests {
             aud: format!("countersign:{P}"),
             sub: P.into(),
             sid: "mcp-other".into(),
-            pid: record.proposal.id.clone(),
+            pid: record.proposal.id.to_string(),
             op: record.proposal.operation.clone(),
             args: args.value().clone(),
             args_sha256: args.sha256_hex().to_owned(),

@@ -71,7 +71,7 @@ impl SignerService {
         let id = parse_proposal_id(request.into_inner().proposal_id)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
         if record.status != ProposalStatus::Uncertain {
-            return Err(RpcError::NotUncertain(record.proposal.id));
+            return Err(RpcError::NotUncertain(record.proposal.id.into()));
         }
         let issuance = record.issuance.clone().ok_or_else(|| {
             RpcError::Internal(format!("{} is uncertain without an issuance", id.as_str()))
@@ -124,7 +124,7 @@ impl SignerService {
             .saturating_add(Duration::seconds(lifetime));
         if now > closes_at {
             return Err(RpcError::ReissueWindowClosed {
-                id: record.proposal.id.clone(),
+                id: record.proposal.id.to_string(),
                 closed_at: format_time(closes_at)?,
             });
         }
@@ -159,7 +159,7 @@ impl SignerService {
                 nonce: issuance.nonce.clone(),
                 proof_sha256: proof_sha256.clone(),
                 expires_at,
-                actor: peer.principal.clone(),
+                actor: peer.principal.to_string(),
                 max_reissues: MAX_REISSUES,
             })
             .await;

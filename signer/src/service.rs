@@ -172,9 +172,9 @@ impl SignerService {
         let preview = op.render_preview(&args, premise.as_ref(), &cmd.note);
         let id = new_proposal_id()?;
         let proposal = Proposal {
-            id: id.as_str().to_owned(),
+            id: id.clone(),
             principal: peer.principal.clone(),
-            session: cmd.session.as_str().to_owned(),
+            session: cmd.session.clone(),
             operation: op.name.clone(),
             arguments_json: args.text().to_owned(),
             arguments_sha256: args.sha256_hex().to_owned(),

@@ -12,7 +12,7 @@ use countersign_ledger::ProposalStatus;
 use countersign_proto::v1 as wire;
 use tonic::Request;
 
-use crate::convert::parse_proposal_id;
+use crate::convert::{parse_proposal_id, status_filter};
 use crate::error::RpcError;
 use crate::service::SignerService;
 
@@ -24,19 +24,6 @@ const MAX_LIMIT: u32 = 500;
 /// older ones are not searched (a bound on one request's work).
 const MAX_SCAN: u32 = 10_000;
 
-/// Every status a proposal can have, as named on the wire.
-const STATUSES: &[ProposalStatus] = &[
-    ProposalStatus::Pending,
-    ProposalStatus::Denied,
-    ProposalStatus::Withdrawn,
-    ProposalStatus::Approved,
-    ProposalStatus::Revoked,
-    ProposalStatus::Expired,
-    ProposalStatus::Applied,
-    ProposalStatus::Failed,
-    ProposalStatus::Uncertain,
-];
-
 impl SignerService {
     pub(crate) async fn list_proposals(
         &self,
@@ -44,18 +31,7 @@ impl SignerService {
         request: Request<wire::ListProposalsRequest>,
     ) -> Result<wire::ListPendingResponse, RpcError> {
         let wire::ListProposalsRequest { status, limit } = request.into_inner();
-        let wanted = match status.as_str() {
-            "" => None,
-            name => Some(
-                *STATUSES
-                    .iter()
-                    .find(|s| s.as_str() == name)
-                    .ok_or_else(|| RpcError::InvalidField {
-                        field: "status",
-                        reason: format!("unknown status {name:?}"),
-                    })?,
-            ),
-        };
+        let wanted = status_filter(status)?;
         let limit = match limit {
             0 => DEFAULT_LIMIT,
             n if n <= MAX_LIMIT => n,
@@ -105,7 +81,7 @@ impl SignerService {
         let record = self.owned_proposal(&id, &peer.principal).await?;
         if record.status != ProposalStatus::Pending {
             return Err(RpcError::NotPending {
-                id: record.proposal.id,
+                id: record.proposal.id.into(),
                 status: record.status.as_str().to_owned(),
             });
         }

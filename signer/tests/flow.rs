@@ -31,7 +31,7 @@ async fn propose_stores_canonical_arguments_and_preview() {
     assert!(view.id.starts_with("prop_") && view.id.len() == 37);
     assert_eq!(view.principal, signer.principal());
     assert_eq!(view.session, SESSION);
-    assert_eq!(view.status, "pending");
+    assert_eq!(view.status().name(), "pending");
     assert_eq!(
         view.arguments_json,
         r#"{"cron":"0 3 * * *","name":"nightly"}"#
@@ -103,7 +103,10 @@ async fn approve_direct_returns_a_proof_the_verifier_accepts() {
     let mut head = head(&signer).await;
     let view = propose(&mut head).await;
     let decided = approved(&signer, &view.id, Delivery::Direct).await;
-    assert_eq!(decided.proposal.as_ref().unwrap().status, "approved");
+    assert_eq!(
+        decided.proposal.as_ref().unwrap().status().name(),
+        "approved"
+    );
     assert!(!decided.proposal.as_ref().unwrap().handoff_waiting);
     assert_eq!(
         decided.proof_sha256,
@@ -217,7 +220,7 @@ async fn refuses_denial_without_reason_then_records_one_with_reason() {
         .into_inner();
     assert!(decided.proof.is_empty());
     let proposal = decided.proposal.unwrap();
-    assert_eq!(proposal.status, "denied");
+    assert_eq!(proposal.status().name(), "denied");
     assert_eq!(proposal.reason, "not today");
 }
 
@@ -374,7 +377,7 @@ async fn revoke_drops_the_waiting_handoff() {
         .into_inner();
     assert_eq!(revoked.outcome, RevokeOutcome::Revoked as i32);
     let proposal = revoked.proposal.unwrap();
-    assert_eq!(proposal.status, "revoked");
+    assert_eq!(proposal.status().name(), "revoked");
     assert!(!proposal.handoff_waiting);
     let status = head
         .claim_handoff(claim(&view.id, SESSION))

@@ -50,7 +50,13 @@ fn decisions(quorum: &QuorumView) -> Vec<(String, String, String)> {
     quorum
         .decisions
         .iter()
-        .map(|d| (d.approver.clone(), d.decision.clone(), d.reason.clone()))
+        .map(|d| {
+            (
+                d.approver.clone(),
+                d.decision().name().to_owned(),
+                d.reason.clone(),
+            )
+        })
         .collect()
 }
 
@@ -101,7 +107,7 @@ async fn the_second_of_two_required_approvals_issues_one_proof_naming_both() {
         .into_inner();
     assert!(first.proof.is_empty() && first.proof_sha256.is_empty());
     let shown = first.proposal.unwrap();
-    assert_eq!(shown.status, "pending");
+    assert_eq!(shown.status().name(), "pending");
     assert_eq!(
         decisions(shown.quorum.as_ref().unwrap()),
         [decision("alice", "approve", "")]
@@ -120,7 +126,7 @@ async fn the_second_of_two_required_approvals_issues_one_proof_naming_both() {
         .into_inner();
     assert!(!second.proof.is_empty());
     let shown = second.proposal.unwrap();
-    assert_eq!(shown.status, "approved");
+    assert_eq!(shown.status().name(), "approved");
     assert_eq!(
         decisions(shown.quorum.as_ref().unwrap()),
         [
@@ -216,7 +222,7 @@ async fn a_denial_by_any_listed_approver_ends_it_with_its_reason() {
         .into_inner();
     let shown = denied.proposal.unwrap();
     assert_eq!(
-        (shown.status.as_str(), shown.reason.as_str()),
+        (shown.status().name(), shown.reason.as_str()),
         ("denied", "wrong cron")
     );
     assert!(denied.proof.is_empty());
@@ -441,5 +447,5 @@ async fn with_an_unreadable_registry_the_quorum_still_holds_and_a_member_can_den
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(denied.proposal.unwrap().status, "denied");
+    assert_eq!(denied.proposal.unwrap().status().name(), "denied");
 }

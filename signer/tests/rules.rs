@@ -140,7 +140,7 @@ async fn with_rules_off_nothing_is_created_and_no_rule_ever_approves() {
         .await
         .unwrap();
     let view = proposed(&mut head(&signer).await, "nightly", SESSION).await;
-    assert_eq!(view.status, "pending");
+    assert_eq!(view.status().name(), "pending");
     assert_eq!(rules(&mut approver).await[0].uses, 0);
 }
 
@@ -260,21 +260,24 @@ async fn a_rule_approves_exactly_what_it_covers(ledger_url: Option<&str>) {
     let mut approver = approver(&signer).await;
     let mut head = head(&signer).await;
     let rule = created(&mut approver, &definition(5, 5)).await;
-    assert_eq!((rule.version, rule.status.as_str()), (1, "active"));
+    assert_eq!((rule.version, rule.status().name()), (1, "active"));
     assert_eq!((rule.uses, rule.remaining), (0, 5));
 
     let view = proposed(&mut head, "nightly-db", SESSION).await;
     let provenance = format!("rule:{}@1", rule.id);
-    assert_eq!(view.status, "approved");
+    assert_eq!(view.status().name(), "approved");
     assert_eq!(view.provenance, provenance);
     assert!(view.handoff_waiting);
     // Not covered: another name, another session.
     assert_eq!(
-        proposed(&mut head, "weekly", SESSION).await.status,
+        proposed(&mut head, "weekly", SESSION).await.status().name(),
         "pending"
     );
     assert_eq!(
-        proposed(&mut head, "nightly", "other-session").await.status,
+        proposed(&mut head, "nightly", "other-session")
+            .await
+            .status()
+            .name(),
         "pending"
     );
 
@@ -338,7 +341,7 @@ async fn approved_at_once(signer: &TestSigner, n: usize) -> usize {
     let mut approved = 0;
     for task in tasks {
         let view = task.await.unwrap();
-        match view.status.as_str() {
+        match view.status().name() {
             "approved" => approved += 1,
             "pending" => {}
             other => panic!("unexpected status {other}"),
@@ -378,7 +381,7 @@ async fn concurrent_proposals_never_exceed_a_rules_budget(ledger_url: Option<&st
 
 async fn revoke_all(approver: &mut SignerClient<Channel>) {
     for rule in rules(approver).await {
-        if rule.status == "active" {
+        if rule.status().name() == "active" {
             approver
                 .revoke_rule(RevokeRuleRequest {
                     rule_id: rule.id,
@@ -447,10 +450,13 @@ async fn a_revision_or_revocation_changes_what_the_rule_approves_next() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!((revoked.version, revoked.status.as_str()), (3, "revoked"));
+    assert_eq!((revoked.version, revoked.status().name()), (3, "revoked"));
     assert_eq!((revoked.remaining, revoked.reason.as_str()), (0, "enough"));
     assert_eq!(
-        proposed(&mut head, "nightly", SESSION).await.status,
+        proposed(&mut head, "nightly", SESSION)
+            .await
+            .status()
+            .name(),
         "pending"
     );
     let again = approver
@@ -493,7 +499,7 @@ async fn a_rule_approval_waiting_across_a_signer_crash_is_handed_over_from_the_l
     let signer = with_rules(None).await;
     let rule = created(&mut approver(&signer).await, &definition(5, 5)).await;
     let view = proposed(&mut head(&signer).await, "nightly", SESSION).await;
-    assert_eq!(view.status, "approved");
+    assert_eq!(view.status().name(), "approved");
     let issued = signer
         .state()
         .ledger()

@@ -141,7 +141,7 @@ def approve(pb2, signer, proposal_id):
     show(view)
     # Dry run first: the same answer the decision would get, nothing recorded.
     checked = signer.Decide(decide_request(pb2, proposal_id, True), timeout=10)
-    if checked.proof or checked.proposal.status != "pending":
+    if checked.proof or checked.proposal.status != pb2.PROPOSAL_STATUS_PENDING:
         sys.exit(f"dry run changed something: {checked.proposal.status}")
     # The person's explicit act (here: --approve) happened; decide.
     decided = signer.Decide(decide_request(pb2, proposal_id, False), timeout=10)
@@ -149,7 +149,7 @@ def approve(pb2, signer, proposal_id):
         sys.exit("DELIVERY_HANDOFF returned a proof")
     print(json.dumps({
         "listed": listed,
-        "status": decided.proposal.status,
+        "status": pb2.ProposalStatus.Name(decided.proposal.status),
         "handoff_waiting": decided.proposal.handoff_waiting,
         "proof_sha256": decided.proof_sha256,
         "expires_at": decided.expires_at,

@@ -166,7 +166,7 @@ pub(super) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         r.map_err(text)?;
         s.add("kept-channel GetProposal", t, keep);
         let (id, proof) = commits.pop().ok_or("out of prepared proposals")?;
-        let (t, ()) = timed(raw.consume(id, &proof)).await;
+        let (t, ()) = timed(raw.consume(id.into(), &proof)).await;
         s.add("one SQLite commit", t, keep);
 
         // The CLI, one process per command.

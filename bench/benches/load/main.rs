@@ -59,7 +59,9 @@ use countersign_signer::issue::sign_claims;
 use countersign_signer::key::ProofKey;
 use countersign_verifier::canonical::{sha256_hex, to_canonical};
 use countersign_verifier::lifetimes::DEFAULT_MAX_LIFETIME;
-use countersign_verifier::{Claims, Expectations, KeyRing, Proof, paseto, verify};
+use countersign_verifier::{
+    Claims, Expectations, KeyRing, Principal, Proof, ProposalId, Session, paseto, verify,
+};
 use ed25519_dalek::Signature;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -159,9 +161,9 @@ impl Fixture {
         let args = json!({"name": format!("s{n}"), "cron": "0 3 * * *"});
         let arguments_json = to_canonical(&args).unwrap();
         let p = Proposal {
-            id: format!("prop_{n:032x}"),
-            principal: principal.into(),
-            session: SESSION.into(),
+            id: ProposalId::parse(format!("prop_{n:032x}")).unwrap(),
+            principal: Principal::parse(principal).unwrap(),
+            session: Session::parse(SESSION).unwrap(),
             operation: OPERATION.into(),
             arguments_sha256: sha256_hex(arguments_json.as_bytes()),
             arguments_json,
@@ -175,9 +177,9 @@ impl Fixture {
         let claims = Claims {
             iss: "countersign-signer".into(),
             aud: AUDIENCE.into(),
-            sub: p.principal.clone(),
-            sid: p.session.clone(),
-            pid: p.id.clone(),
+            sub: p.principal.to_string(),
+            sid: p.session.to_string(),
+            pid: p.id.to_string(),
             op: p.operation.clone(),
             args,
             args_sha256: p.arguments_sha256.clone(),
@@ -308,7 +310,7 @@ async fn fresh_database(
 }
 
 /// Insert and approve proposals `from..from + n`; their proofs.
-async fn prepare(fx: &Fixture, ledger: &Ledger, from: u64, n: usize) -> Vec<(String, Proof)> {
+async fn prepare(fx: &Fixture, ledger: &Ledger, from: u64, n: usize) -> Vec<(ProposalId, Proof)> {
     let mut out = Vec::with_capacity(n);
     for i in from..from + n as u64 {
         let (p, proof, record) = fx.proposal(i);
@@ -489,8 +491,9 @@ fn nonce_of(id: &str) -> String {
     format!("{n:0>42}A")
 }
 
-async fn consume_all(gate: &Gate, id: &str, proof: &Proof) -> Outcome {
-    gate.execute(id, SESSION, proof).await.unwrap()
+async fn consume_all(gate: &Gate, id: &ProposalId, proof: &Proof) -> Outcome {
+    let session = Session::parse(SESSION).unwrap();
+    gate.execute(id, &session, proof).await.unwrap()
 }
 
 async fn backend_run(fx: &Fixture, opts: &Options, backend: &str) {
@@ -508,16 +511,16 @@ async fn backend_run(fx: &Fixture, opts: &Options, backend: &str) {
         let items = prepare(fx, &ledger, next, n).await;
         next += n as u64;
         let raw_db = Arc::clone(&raw);
-        let raw_rate = throughput(items, callers, move |(id, proof): (String, Proof)| {
+        let raw_rate = throughput(items, callers, move |(id, proof): (ProposalId, Proof)| {
             let raw_db = Arc::clone(&raw_db);
-            async move { raw_db.consume(id, &proof).await }
+            async move { raw_db.consume(id.into(), &proof).await }
         })
         .await;
         let items = prepare(fx, &ledger, next, n).await;
         next += n as u64;
         let g = gate.clone();
         batches.reset();
-        let full_rate = throughput(items, callers, move |(id, proof): (String, Proof)| {
+        let full_rate = throughput(items, callers, move |(id, proof): (ProposalId, Proof)| {
             let g = g.clone();
             async move {
                 assert!(consume_all(&g, &id, &proof).await.applied_now());

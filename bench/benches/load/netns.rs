@@ -38,7 +38,7 @@ use countersign_gate::Gate;
 use countersign_ledger::Ledger;
 use countersign_ledger::testing::{PgPlacement, TempPgDatabase, ThrowawayPgServer};
 use countersign_netns::{DelayProxy, Topology};
-use countersign_verifier::Proof;
+use countersign_verifier::{Proof, ProposalId};
 
 use crate::{Fixture, Options, RawDb, consume_all, throughput, verdict};
 
@@ -96,9 +96,9 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         next += (n + warm_up) as u64;
         let raw = Arc::new(RawDb::open(&url).await);
         let raw_consume = |raw_db: Arc<RawDb>| {
-            move |(id, proof): (String, Proof)| {
+            move |(id, proof): (ProposalId, Proof)| {
                 let raw_db = Arc::clone(&raw_db);
-                async move { raw_db.consume(id, &proof).await }
+                async move { raw_db.consume(id.into(), &proof).await }
             }
         };
         let warm_items = items.split_off(n);
@@ -115,7 +115,7 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
             batches.observe(&ledger);
             gates.push(fx.gate_for(ledger, principal));
         }
-        let mut items: Vec<(Gate, String, Proof)> = Vec::with_capacity(n + warm_up);
+        let mut items: Vec<(Gate, ProposalId, Proof)> = Vec::with_capacity(n + warm_up);
         for i in 0..n + warm_up {
             let k = i % PRINCIPALS;
             let (p, proof, record) = fx.proposal_for(&principals[k], next + i as u64);
@@ -127,7 +127,7 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
             items.push((gates[k].clone(), p.id, proof));
         }
         next += (n + warm_up) as u64;
-        let full_consume = |(gate, id, proof): (Gate, String, Proof)| async move {
+        let full_consume = |(gate, id, proof): (Gate, ProposalId, Proof)| async move {
             assert!(consume_all(&gate, &id, &proof).await.applied_now());
         };
         // Interleaved as the timed items are: each gate's callers warm it.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use countersign_identity::ApproverName;
+use countersign_proto::v1::ProposalStatus;
 
 /// countersign: a human-approval gate for the actions of AI agents.
 #[derive(Debug, Parser)]
@@ -419,7 +420,7 @@ pub struct ProposeArgs {
 pub struct ListArgs {
     /// Only proposals in this status (pending, approved, applied, ...).
     #[arg(long)]
-    pub status: Option<String>,
+    pub status: Option<ProposalStatus>,
     /// At most this many (1 to 500).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=500))]
     pub limit: u32,

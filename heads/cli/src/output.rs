@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use countersign_gate::Outcome;
-use countersign_proto::v1::{ProposalView, QuorumView};
+use countersign_proto::v1::{ProposalView, QuorumDecision, QuorumView};
 use countersign_registry::terminal_safe;
 use countersign_surface::results;
 use serde::Serialize;
@@ -26,7 +26,11 @@ pub(crate) fn write_text(out: &mut dyn Write, text: &str) -> Result<(), CliError
 pub(crate) fn proposal_text(view: &ProposalView) -> String {
     let mut text = format!(
         "{}  {}  {}  (session {}, created {})\n",
-        view.id, view.status, view.operation, view.session, view.created_at
+        view.id,
+        view.status().name(),
+        view.operation,
+        view.session,
+        view.created_at
     );
     if !view.reason.is_empty() {
         text.push_str(&format!("reason: {}\n", terminal_safe(&view.reason)));
@@ -34,7 +38,7 @@ pub(crate) fn proposal_text(view: &ProposalView) -> String {
     if view.handoff_waiting {
         text.push_str("approved for one later execution by a head (handoff waiting)\n");
     }
-    if view.passkey_required && view.status == "pending" {
+    if view.passkey_required && view.status().awaits_decision() {
         text.push_str("approving needs a passkey: approve it in the console\n");
     }
     if let Some(quorum) = &view.quorum {
@@ -56,10 +60,10 @@ pub(crate) fn quorum_text(quorum: &QuorumView) -> String {
         quorum.approvers.join(", ")
     );
     for d in &quorum.decisions {
-        let verb = if d.decision == "approve" {
-            "approved"
-        } else {
-            "denied"
+        let verb = match d.decision() {
+            QuorumDecision::Approve => "approved",
+            QuorumDecision::Deny => "denied",
+            QuorumDecision::Unspecified => "decided (unknown decision)",
         };
         text.push_str(&format!("  {verb} by {} at {}", d.approver, d.decided_at));
         if !d.reason.is_empty() {

@@ -8,14 +8,14 @@ use axum::response::Response;
 use countersign_gate::signer_client::SignerCallError;
 use countersign_proto::v1::{
     DecideRequest, Delivery, GetProposalRequest, ListPendingRequest, ListProposalsRequest,
-    ProposalView,
+    ProposalStatus, ProposalView,
 };
 use maud::html;
 
 use crate::ConsoleState;
 use crate::auth::{html_response, paired, refusal};
 use crate::html::page;
-use crate::views::{CardContext, HISTORY_STATUSES, card, history as history_view, pending_list};
+use crate::views::{CardContext, card, history as history_view, pending_list};
 
 /// How many proposals the history shows.
 const HISTORY_LIMIT: u32 = 200;
@@ -93,16 +93,22 @@ pub(crate) async fn history(
             _ => {}
         }
     }
-    if !status.is_empty() && !HISTORY_STATUSES.contains(&status.as_str()) {
-        return refusal(
-            StatusCode::BAD_REQUEST,
-            &format!("There is no status {status:?}; choose one of the list."),
-        );
-    }
+    let wanted = match status.as_str() {
+        "" => None,
+        name => match name.parse::<ProposalStatus>() {
+            Ok(wanted) => Some(wanted),
+            Err(_) => {
+                return refusal(
+                    StatusCode::BAD_REQUEST,
+                    &format!("There is no status {status:?}; choose one of the list."),
+                );
+            }
+        },
+    };
     let mut approver = state.approver.clone();
     let listed = approver
         .list_proposals(ListProposalsRequest {
-            status: status.clone(),
+            status: wanted.unwrap_or(ProposalStatus::Unspecified).into(),
             limit: HISTORY_LIMIT,
         })
         .await;
@@ -116,7 +122,7 @@ pub(crate) async fn history(
         Err(status) => return signer_failure(&SignerCallError::from(status)),
     };
     let body = html! {
-        (history_view(&views, &status, &operation))
+        (history_view(&views, wanted, &operation))
         (sign_out())
     };
     html_response(StatusCode::OK, page("History", None, true, body))
@@ -143,7 +149,7 @@ pub(crate) async fn proposal(
     };
     // Whatever the signer would refuse (a changed contract or policy), the
     // person learns before being asked.
-    let not_approvable = if view.status == "pending" {
+    let not_approvable = if view.status().awaits_decision() {
         match approver
             .decide(DecideRequest {
                 proposal_id: view.id.clone(),

@@ -18,7 +18,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use countersign_gate::signer_client::SignerCallError;
-use countersign_proto::v1::{ListRulesRequest, RevokeRuleRequest, RuleView};
+use countersign_proto::v1::{ListRulesRequest, RevokeRuleRequest, RuleStatus, RuleView};
 use maud::{Markup, html};
 
 use crate::ConsoleState;
@@ -71,7 +71,7 @@ fn rule_card(rule: &RuleView) -> Markup {
     let hour = format!("{} of {}", rule.uses_last_hour, rule.per_hour);
     html! {
         section.card.rule id=(format!("rule-{}", rule.id)) {
-            h2 { code { (shown(&rule.id)) } " " span.status { (shown(&rule.status)) } }
+            h2 { code { (shown(&rule.id)) } " " span.status { (rule.status().name()) } }
             dl {
                 (row("Version", &rule.version.to_string()))
                 (row("Uses", &uses))
@@ -85,10 +85,10 @@ fn rule_card(rule: &RuleView) -> Markup {
                 }
             }
             (preview_block(&rule.scope))
-            @if rule.status != "revoked" {
+            @if rule.status() != RuleStatus::Revoked {
                 p { a href=(format!("/rules/{}/revise", rule.id)) { "Revise this rule" } }
             }
-            @if rule.status == "active" {
+            @if rule.status() == RuleStatus::Active {
                 form method="post" action=(format!("/rules/{}/revoke", rule.id)) {
                     (page_key_field())
                     label for=(format!("reason-{}", rule.id)) { "Why (recorded)" }

@@ -9,7 +9,7 @@
 //! the card, naming its code points and whether it mixes scripts: a
 //! Cyrillic `а` looks exactly like a Latin `a`.
 
-use countersign_proto::v1::{ProposalView, QuorumView};
+use countersign_proto::v1::{ProposalStatus, ProposalView, QuorumDecision, QuorumView};
 use countersign_registry::lookalike::argument_warnings_of_json;
 use countersign_registry::rule::RULE_CREATE;
 use maud::{Markup, html};
@@ -93,29 +93,20 @@ pub(crate) fn pending_list(views: &[ProposalView]) -> Markup {
     }
 }
 
-/// The statuses history can be filtered by.
-pub(crate) const HISTORY_STATUSES: &[&str] = &[
-    "applied",
-    "denied",
-    "revoked",
-    "expired",
-    "uncertain",
-    "approved",
-    "failed",
-    "withdrawn",
-    "pending",
-];
-
 /// History: a filter form (works without JavaScript) and a table.
-pub(crate) fn history(views: &[ProposalView], status: &str, operation: &str) -> Markup {
+pub(crate) fn history(
+    views: &[ProposalView],
+    wanted: Option<ProposalStatus>,
+    operation: &str,
+) -> Markup {
     html! {
         h1 { "History" }
         form.filters method="get" action="/history" {
             label for="status" { "Status" }
             select #status name="status" {
-                option value="" selected[status.is_empty()] { "any" }
-                @for s in HISTORY_STATUSES {
-                    option value=(s) selected[*s == status] { (s) }
+                option value="" selected[wanted.is_none()] { "any" }
+                @for s in ProposalStatus::ALL {
+                    option value=(s.name()) selected[wanted == Some(*s)] { (s.name()) }
                 }
             }
             label for="operation" { "Operation" }
@@ -132,7 +123,7 @@ pub(crate) fn history(views: &[ProposalView], status: &str, operation: &str) -> 
                         tr {
                             td { a href={ "/proposals/" (v.id) } { (v.id) } }
                             td { (shown(&v.operation)) }
-                            td { span class={ "status " (v.status) } { (v.status) } }
+                            td { span class={ "status " (v.status().name()) } { (v.status().name()) } }
                             td { (v.created_at) }
                             td { (shown(&v.reason)) }
                         }
@@ -171,7 +162,7 @@ fn lookalikes(arguments_json: &str) -> Markup {
 /// for what can be decided in its status.
 pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
     html! {
-        h1 { (shown(&v.operation)) " " span class={ "status " (v.status) } { (v.status) } }
+        h1 { (shown(&v.operation)) " " span class={ "status " (v.status().name()) } { (v.status().name()) } }
         p.lead { "Proposal " code { (v.id) } }
         section aria-labelledby="preview-h" {
             h2 #preview-h { "What will happen (the signer's preview)" }
@@ -250,7 +241,11 @@ fn quorum(q: &QuorumView) -> Markup {
                     @for d in &q.decisions {
                         li {
                             code { (shown(&d.approver)) }
-                            @if d.decision == "approve" { " approved" } @else { " denied" }
+                            @match d.decision() {
+                                QuorumDecision::Approve => " approved",
+                                QuorumDecision::Deny => " denied",
+                                QuorumDecision::Unspecified => " decided (in a way this console does not know)",
+                            }
                             " at " (shown(&d.decided_at))
                             @if !d.reason.is_empty() { ": " (shown(&d.reason)) }
                         }
@@ -267,8 +262,8 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
     let passkey_form = v.passkey_required.then_some("decision");
     let challenge_url = v.passkey_required.then(|| action("passkey-challenge"));
     html! {
-        @match v.status.as_str() {
-            "pending" => {
+        @match v.status() {
+            ProposalStatus::Pending => {
                 @if let Some(why) = &ctx.not_approvable {
                     p.refusal role="alert" { "It cannot be approved now: " (shown(why)) }
                 } @else if v.operation == RULE_CREATE {
@@ -316,7 +311,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                     }
                 }
             }
-            "approved" => {
+            ProposalStatus::Approved => {
                 section.decide aria-labelledby="revoke-h" {
                     h2 #revoke-h { "Revoke" }
                     form method="post" action=(action("revoke")) {
@@ -327,7 +322,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                     }
                 }
             }
-            "uncertain" => {
+            ProposalStatus::Uncertain => {
                 section.decide aria-labelledby="resolve-h" {
                     h2 #resolve-h { "Resolve the interrupted execution" }
                     p { "Its execution was interrupted: whether the effect happened is not known. Check the world first; this cannot be changed." }
@@ -343,7 +338,14 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                     }
                 }
             }
-            _ => {}
+            // Decided, or a status this console does not know: nothing to decide.
+            ProposalStatus::Denied
+            | ProposalStatus::Withdrawn
+            | ProposalStatus::Revoked
+            | ProposalStatus::Expired
+            | ProposalStatus::Applied
+            | ProposalStatus::Failed
+            | ProposalStatus::Unspecified => {}
         }
     }
 }

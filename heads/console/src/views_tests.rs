@@ -16,7 +16,7 @@ fn card_of(to: &str) -> String {
     let view = ProposalView {
         id: "prop_1".into(),
         operation: "payment.send".into(),
-        status: "pending".into(),
+        status: ProposalStatus::Pending.into(),
         // What the signer stored: the escapes and the mark are its own.
         preview: format!(
             "Action:    Pay to {}\nArguments: {}",

@@ -20,7 +20,7 @@ use countersign_ledger::{Intent, Ledger, LedgerError, ProposalRecord};
 use countersign_metrics::{ConsumeOutcome, GateMetrics};
 use countersign_registry::{CurrentRegistry, Registry};
 use countersign_verifier::{
-    Expectations, KeyRing, Principal, Proof, Refusal, VerifiedProof, verify,
+    Expectations, KeyRing, Principal, Proof, ProposalId, Refusal, Session, VerifiedProof, verify,
 };
 use time::OffsetDateTime;
 
@@ -168,8 +168,8 @@ impl Gate {
     /// Present `proof` for `proposal_id` from `session`.
     pub async fn execute(
         &self,
-        proposal_id: &str,
-        session: &str,
+        proposal_id: &ProposalId,
+        session: &Session,
         proof: &Proof,
     ) -> Result<Outcome, GateError> {
         let started = Instant::now();
@@ -181,8 +181,8 @@ impl Gate {
     /// [`Gate::execute`], uncounted (a handoff execution counts once).
     pub(crate) async fn execute_once(
         &self,
-        proposal_id: &str,
-        session: &str,
+        proposal_id: &ProposalId,
+        session: &Session,
         proof: &Proof,
     ) -> Result<Outcome, GateError> {
         let Some(record) = self.ledger.proposal(proposal_id).await? else {
@@ -219,7 +219,11 @@ impl Gate {
                 });
             }
             Err(refusal) => {
-                tracing::info!(proposal_id, code = refusal.code(), "proof refused");
+                tracing::info!(
+                    proposal_id = proposal_id.as_str(),
+                    code = refusal.code(),
+                    "proof refused"
+                );
                 return Ok(Outcome::Refused(Refused::Proof(refusal)));
             }
         };
@@ -229,7 +233,7 @@ impl Gate {
         // gets nothing from this head.
         if operation.requires_passkey() && !verified.claims().passkey_verified() {
             tracing::info!(
-                proposal_id,
+                proposal_id = proposal_id.as_str(),
                 code = Reason::PasskeyRequired.code(),
                 "proof refused"
             );
@@ -251,7 +255,11 @@ impl Gate {
         let apply = match effect::apply(&operation.effect) {
             Ok(apply) => apply,
             Err(kind) => {
-                tracing::info!(proposal_id, kind, "effect kind not run by this head");
+                tracing::info!(
+                    proposal_id = proposal_id.as_str(),
+                    kind,
+                    "effect kind not run by this head"
+                );
                 return Ok(Outcome::Refused(Refused::UnsupportedEffect {
                     operation: record.proposal.operation.clone(),
                     kind,

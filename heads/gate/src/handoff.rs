@@ -21,7 +21,7 @@ use std::time::Instant;
 use countersign_proto::reason::Reason;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{ClaimHandoffRequest, ReleaseHandoffRequest};
-use countersign_verifier::Proof;
+use countersign_verifier::{Proof, ProposalId, Session};
 use tonic::transport::Channel;
 
 use crate::execute::{Gate, GateError};
@@ -39,8 +39,8 @@ impl Gate {
     pub async fn execute_handoff(
         &self,
         head: &mut SignerClient<Channel>,
-        proposal_id: &str,
-        session: &str,
+        proposal_id: &ProposalId,
+        session: &Session,
     ) -> Result<Outcome, GateError> {
         let started = Instant::now();
         let result = self.execute_handoff_once(head, proposal_id, session).await;
@@ -51,8 +51,8 @@ impl Gate {
     async fn execute_handoff_once(
         &self,
         head: &mut SignerClient<Channel>,
-        proposal_id: &str,
-        session: &str,
+        proposal_id: &ProposalId,
+        session: &Session,
     ) -> Result<Outcome, GateError> {
         let owned = self
             .ledger()
@@ -137,9 +137,13 @@ impl Gate {
                 Err(fault) => fault.to_string(),
             };
             match released {
-                Ok(_) => tracing::warn!(proposal_id, why, "nothing consumed; handoff released"),
+                Ok(_) => tracing::warn!(
+                    proposal_id = proposal_id.as_str(),
+                    why,
+                    "nothing consumed; handoff released"
+                ),
                 Err(status) => tracing::error!(
-                    proposal_id,
+                    proposal_id = proposal_id.as_str(),
                     why,
                     release = status.message(),
                     "nothing consumed and the handoff could not be released"

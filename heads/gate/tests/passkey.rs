@@ -14,7 +14,8 @@ use countersign_registry::{CurrentRegistry, Registry};
 use countersign_verifier::canonical::{sha256_hex, to_canonical};
 use countersign_verifier::claims::ISSUER;
 use countersign_verifier::{
-    AuthMethod, Claims, KeyRing, PasskeyAssurance, Principal, Proof, key_id, paseto,
+    AuthMethod, Claims, KeyRing, PasskeyAssurance, Principal, Proof, ProposalId, Session, key_id,
+    paseto,
 };
 use ed25519_dalek::{Signer as _, SigningKey};
 use serde_json::json;
@@ -22,6 +23,10 @@ use time::OffsetDateTime;
 
 const AUDIENCE: &str = "countersign-test";
 const SESSION: &str = "session-1";
+
+fn session() -> Session {
+    Session::parse(SESSION).unwrap()
+}
 const OPERATION: &str = "schedule.create";
 
 fn policy_revision() -> String {
@@ -82,15 +87,15 @@ impl Setup {
     /// Proposal `n` of `schedule.create`, approved: the proposal and the
     /// issuance are recorded, and the proof (with `passkey`, if any) is
     /// returned with the proposal id.
-    async fn approved(&self, n: u32, passkey: Option<PasskeyAssurance>) -> (String, Proof) {
+    async fn approved(&self, n: u32, passkey: Option<PasskeyAssurance>) -> (ProposalId, Proof) {
         let args = json!({"name": format!("nightly-{n}"), "cron": "0 3 * * *"});
         let arguments_json = to_canonical(&args).unwrap();
         let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
         let operation = self.registry.get(OPERATION).unwrap();
         let proposal = Proposal {
-            id: format!("prop_{n:032x}"),
-            principal: self.principal.clone(),
-            session: SESSION.into(),
+            id: ProposalId::parse(format!("prop_{n:032x}")).unwrap(),
+            principal: Principal::parse(self.principal.as_str()).unwrap(),
+            session: session(),
             operation: OPERATION.into(),
             arguments_sha256: sha256_hex(arguments_json.as_bytes()),
             arguments_json,
@@ -105,9 +110,9 @@ impl Setup {
         let claims = Claims {
             iss: ISSUER.into(),
             aud: AUDIENCE.into(),
-            sub: proposal.principal.clone(),
-            sid: proposal.session.clone(),
-            pid: proposal.id.clone(),
+            sub: proposal.principal.to_string(),
+            sid: proposal.session.to_string(),
+            pid: proposal.id.to_string(),
             op: proposal.operation.clone(),
             args,
             args_sha256: proposal.arguments_sha256.clone(),
@@ -180,7 +185,7 @@ async fn refuses_a_proof_without_passkey_assurance_and_consumes_nothing() {
     assert!(s.registry.get(OPERATION).unwrap().requires_passkey());
     let (id, proof) = s.approved(1, None).await;
 
-    let outcome = s.gate.execute(&id, SESSION, &proof).await.unwrap();
+    let outcome = s.gate.execute(&id, &session(), &proof).await.unwrap();
     assert_eq!(
         outcome,
         Outcome::Refused(Refused::PasskeyRequired(OPERATION.into()))
@@ -203,7 +208,7 @@ async fn refuses_a_proof_without_passkey_assurance_and_consumes_nothing() {
     assert_eq!(s.ledger.state(&s.principal, "schedules").await.unwrap(), []);
 
     // Presenting it again gets the same refusal, not "already used".
-    let again = s.gate.execute(&id, SESSION, &proof).await.unwrap();
+    let again = s.gate.execute(&id, &session(), &proof).await.unwrap();
     assert_eq!(again, outcome);
     assert_eq!(s.status(&id).await, ProposalStatus::Approved);
 }
@@ -213,13 +218,13 @@ async fn applies_a_proof_with_passkey_uv_exactly_once() {
     let s = Setup::new(&registry_requiring_a_passkey()).await;
     let (id, proof) = s.approved(2, Some(passkey_uv())).await;
 
-    let outcome = s.gate.execute(&id, SESSION, &proof).await.unwrap();
+    let outcome = s.gate.execute(&id, &session(), &proof).await.unwrap();
     assert!(outcome.applied_now(), "{outcome:?}");
     assert_eq!(s.status(&id).await, ProposalStatus::Applied);
     let schedules = s.ledger.state(&s.principal, "schedules").await.unwrap();
     assert_eq!(schedules.len(), 1, "{schedules:?}");
 
-    let again = s.gate.execute(&id, SESSION, &proof).await.unwrap();
+    let again = s.gate.execute(&id, &session(), &proof).await.unwrap();
     let Outcome::Recorded(disposition) = again else {
         panic!("a second execution must answer the recorded result: {again:?}")
     };
@@ -238,7 +243,7 @@ async fn an_operation_that_does_not_require_a_passkey_accepts_either_proof() {
     assert!(!s.registry.get(OPERATION).unwrap().requires_passkey());
     for (n, passkey) in [(3, None), (4, Some(passkey_uv()))] {
         let (id, proof) = s.approved(n, passkey).await;
-        let outcome = s.gate.execute(&id, SESSION, &proof).await.unwrap();
+        let outcome = s.gate.execute(&id, &session(), &proof).await.unwrap();
         assert!(outcome.applied_now(), "{n}: {outcome:?}");
     }
 }

@@ -19,6 +19,7 @@ use std::time::Duration;
 use countersign_gate::{Outcome, Refused};
 use countersign_identity::ConsoleConfig;
 use countersign_service::{Answer, Done, Operation};
+use countersign_verifier::ProposalId;
 use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use rmcp::service::{ElicitationMode, Peer};
 use rmcp::{RoleServer, ServiceError};
@@ -80,8 +81,8 @@ pub(crate) fn found_nothing_approved(answer: &Answer) -> bool {
 
 /// The `GetProposal` operation a head runs to see whether a proposal is
 /// still waiting for a person, and the check of its answer.
-pub(crate) fn status_of(id: &str) -> Operation {
-    Operation::GetProposal { id: id.to_string() }
+pub(crate) fn status_of(id: &ProposalId) -> Operation {
+    Operation::GetProposal { id: id.clone() }
 }
 
 /// Whether the answer to [`status_of`] is a proposal a person can still
@@ -91,7 +92,7 @@ pub(crate) fn is_waiting_for_a_person(answer: &Answer) -> bool {
         answer,
         Answer::Done(done) if matches!(
             &**done,
-            Done::Proposal(view) if view.status == "pending" && !view.handoff_waiting
+            Done::Proposal(view) if view.status().awaits_decision() && !view.handoff_waiting
         )
     )
 }

@@ -135,7 +135,7 @@ pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> S
         id = view.id,
         op = view.operation,
         session = view.session,
-        status = view.status,
+        status = view.status().name(),
         preview = view.preview.trim_end()
     )
 }
@@ -144,9 +144,16 @@ pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> S
 pub(crate) fn status_text(view: &ProposalView, console_url: Option<&str>) -> String {
     let mut text = format!(
         "{}: {} ({}, session {})",
-        view.id, view.status, view.operation, view.session
+        view.id,
+        view.status().name(),
+        view.operation,
+        view.session
     );
-    if let Some(q) = view.quorum.as_ref().filter(|_| view.status == "pending") {
+    if let Some(q) = view
+        .quorum
+        .as_ref()
+        .filter(|_| view.status().awaits_decision())
+    {
         let approved: Vec<&str> = countersign_service::approver::approvals(q)
             .map(|d| d.approver.as_str())
             .collect();
@@ -164,12 +171,12 @@ pub(crate) fn status_text(view: &ProposalView, console_url: Option<&str>) -> Str
     }
     if view.handoff_waiting {
         text.push_str("; approved for one execution: call execute_approved");
-    } else if view.status == "pending" && view.passkey_required {
+    } else if view.status().awaits_decision() && view.passkey_required {
         text.push_str("; waiting for a person with their passkey in the web console");
         if let Some(url) = console_url {
             text.push_str(&format!(" at {url}"));
         }
-    } else if view.status == "pending" {
+    } else if view.status().awaits_decision() {
         let named = if view.quorum.is_some() {
             " --as NAME"
         } else {
@@ -244,7 +251,7 @@ impl Reply {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use countersign_proto::v1::{QuorumDecisionView, QuorumView};
+    use countersign_proto::v1::{ProposalStatus, QuorumDecision, QuorumDecisionView, QuorumView};
 
     #[test]
     fn a_refusal_carries_the_services_reason_code_and_message() {
@@ -273,6 +280,7 @@ mod tests {
     const URL: &str = "https://console.localhost:7444/proposals/prop_1";
 
     fn view(status: &str, handoff_waiting: bool) -> ProposalView {
+        let status: ProposalStatus = status.parse().unwrap();
         ProposalView {
             id: "prop_1".into(),
             operation: "schedule.create".into(),
@@ -341,7 +349,7 @@ mod tests {
             approvers: vec!["alice".into(), "bob".into(), "carol".into()],
             decisions: vec![QuorumDecisionView {
                 approver: "alice".into(),
-                decision: "approve".into(),
+                decision: QuorumDecision::Approve.into(),
                 decided_at: "2026-01-01T00:00:00Z".into(),
                 reason: String::new(),
             }],
@@ -362,7 +370,7 @@ mod tests {
             "{text}"
         );
         let mut approved = pending.clone();
-        approved.status = "approved".into();
+        approved.set_status(ProposalStatus::Approved);
         assert!(!status_text(&approved, None).contains("needs"));
     }
 

@@ -22,6 +22,7 @@ use countersign_registry::Registry;
 use countersign_service::{Answer, Operation, ParamsError, Service};
 use countersign_surface::DATA_OPERATIONS;
 use countersign_surface::operations::OperationKey;
+use countersign_verifier::ProposalId;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -266,7 +267,7 @@ impl McpHead {
         &self,
         peer: Option<&Peer<RoleServer>>,
         session: &str,
-        id: String,
+        id: ProposalId,
     ) -> Reply {
         let key = OperationKey::ExecuteHandoff;
         let answer = self.execute_handoff(session, &id).await;
@@ -292,8 +293,8 @@ impl McpHead {
         }
     }
 
-    async fn execute_handoff(&self, session: &str, id: &str) -> Answer {
-        let operation = Operation::ExecuteHandoff { id: id.to_string() };
+    async fn execute_handoff(&self, session: &str, id: &ProposalId) -> Answer {
+        let operation = Operation::ExecuteHandoff { id: id.clone() };
         self.service.call(operation, session).await
     }
 
@@ -303,7 +304,7 @@ impl McpHead {
     async fn waiting_for_a_person(
         &self,
         session: &str,
-        id: &str,
+        id: &ProposalId,
         answer: &Answer,
     ) -> Option<String> {
         let url = self.console.proposal_url(id)?;

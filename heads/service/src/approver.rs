@@ -17,10 +17,10 @@ use countersign_gate::signer_client::{SignerCallError, SignerRefusal};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     DecideRequest, DecideResponse, Delivery as WireDelivery, GetProposalRequest, PasskeyAssertion,
-    ProposalView, QuorumDecisionView, QuorumView, ResolveUncertainRequest, RevokeOutcome,
-    RevokeRequest,
+    ProposalView, QuorumDecision, QuorumDecisionView, QuorumView, ResolveUncertainRequest,
+    RevokeOutcome, RevokeRequest,
 };
-use countersign_verifier::Proof;
+use countersign_verifier::{Proof, ProposalId, Session};
 use tonic::transport::Channel;
 
 use crate::Service;
@@ -251,8 +251,11 @@ impl Approver {
             detail,
         };
         let gate = self.service.built_gate().await.map_err(run_failed)?;
-        let session = proposal.session.clone();
-        let executing = id.clone();
+        // The signer's view, parsed once: what the gate runs is typed.
+        let session = Session::parse(proposal.session.as_str())
+            .map_err(|e| run_failed(format!("the signer's view has a malformed session: {e}")))?;
+        let executing = ProposalId::parse(proposal.id.as_str())
+            .map_err(|e| run_failed(format!("the signer's view has a malformed id: {e}")))?;
         // Its own task on the service's tracker: a caller that goes away
         // must not cut the effect off between intent and completion.
         let run = self
@@ -335,7 +338,10 @@ impl Approver {
 /// The approvals among a quorum's decisions: the one place a decision is
 /// read as an approval.
 pub fn approvals(quorum: &QuorumView) -> impl Iterator<Item = &QuorumDecisionView> {
-    quorum.decisions.iter().filter(|d| d.decision == "approve")
+    quorum
+        .decisions
+        .iter()
+        .filter(|d| d.decision() == QuorumDecision::Approve)
 }
 
 /// The signer's request for `approval`.

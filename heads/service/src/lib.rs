@@ -29,11 +29,11 @@ use countersign_gate::signer_client::SignerCallError;
 use countersign_proto::reason::Reason;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
-    GetProposalRequest, ListProposalsRequest, ProposeRequest, WithdrawRequest,
+    GetProposalRequest, ListProposalsRequest, ProposalStatus, ProposeRequest, WithdrawRequest,
 };
 use countersign_registry::Registry;
 use countersign_surface::operations::OperationKey;
-use countersign_verifier::Proof;
+use countersign_verifier::{Proof, ProposalId, Session};
 use tokio::sync::OnceCell;
 use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
@@ -61,36 +61,36 @@ pub enum Operation {
     /// One proposal.
     GetProposal {
         /// The proposal id.
-        id: String,
+        id: ProposalId,
     },
     /// The caller's proposals, newest first.
     ListProposals {
-        /// Only this status (empty: any).
-        status: String,
+        /// Only this status (`None`: any).
+        status: Option<ProposalStatus>,
         /// At most this many.
         limit: u32,
     },
     /// Withdraw a proposal.
     Withdraw {
         /// The proposal id.
-        id: String,
+        id: ProposalId,
     },
     /// Execute with the signer's handoff.
     ExecuteHandoff {
         /// The proposal id.
-        id: String,
+        id: ProposalId,
     },
     /// Execute with a proof the person carried.
     ExecuteWithProof {
         /// The proposal id.
-        id: String,
+        id: ProposalId,
         /// The proof, already parsed.
         proof: Proof,
     },
     /// The recorded disposition of an executed proposal.
     GetResult {
         /// The proposal id.
-        id: String,
+        id: ProposalId,
     },
 }
 
@@ -218,29 +218,39 @@ impl Service {
                     Answer::done(Done::Proposal(Box::new(r.into_inner())))
                 }),
             Operation::GetProposal { id } => head
-                .get_proposal(GetProposalRequest { proposal_id: id })
+                .get_proposal(GetProposalRequest {
+                    proposal_id: id.into(),
+                })
                 .await
                 .map_or_else(signer, |r| {
                     Answer::done(Done::Proposal(Box::new(r.into_inner())))
                 }),
             Operation::ListProposals { status, limit } => head
-                .list_proposals(ListProposalsRequest { status, limit })
+                .list_proposals(ListProposalsRequest {
+                    status: status.unwrap_or(ProposalStatus::Unspecified).into(),
+                    limit,
+                })
                 .await
                 .map_or_else(signer, |r| {
                     Answer::done(Done::Proposals(r.into_inner().proposals))
                 }),
             Operation::Withdraw { id } => head
-                .withdraw(WithdrawRequest { proposal_id: id })
+                .withdraw(WithdrawRequest {
+                    proposal_id: id.into(),
+                })
                 .await
                 .map_or_else(signer, |r| {
                     Answer::done(Done::Proposal(Box::new(r.into_inner())))
                 }),
             Operation::ExecuteHandoff { id } => {
+                let session = match executing_session(session) {
+                    Ok(session) => session,
+                    Err(refused) => return refused,
+                };
                 let gate = match self.gate().await {
                     Ok(gate) => gate,
                     Err(fault) => return fault,
                 };
-                let session = session.to_string();
                 // Its own task: a caller that goes away must not cut an
                 // effect off between intent and completion.
                 let run = self.executions.spawn(async move {
@@ -250,11 +260,14 @@ impl Service {
                 execution(run.await)
             }
             Operation::ExecuteWithProof { id, proof } => {
+                let session = match executing_session(session) {
+                    Ok(session) => session,
+                    Err(refused) => return refused,
+                };
                 let gate = match self.gate().await {
                     Ok(gate) => gate,
                     Err(fault) => return fault,
                 };
-                let session = session.to_string();
                 let run = self.executions.spawn(async move {
                     let outcome = gate.execute(&id, &session, &proof).await;
                     (id, outcome)
@@ -295,7 +308,7 @@ impl Service {
     /// The disposition of one of this principal's proposals. The one
     /// ownership check: another principal's proposal is refused exactly as
     /// an unknown one.
-    async fn result(&self, id: &str) -> Answer {
+    async fn result(&self, id: &ProposalId) -> Answer {
         let ledger = match self.gate.get() {
             Some(gate) => gate.ledger().clone(),
             None => match self.resources.ledger().await {
@@ -321,15 +334,29 @@ impl Service {
     }
 }
 
+/// A proposal id as a head received it, parsed once: a malformed one is
+/// refused as the signer refuses it (`invalid_field`), before anything runs.
+pub fn proposal_id(text: &str) -> Result<ProposalId, Answer> {
+    ProposalId::parse(text)
+        .map_err(|e| Answer::refused(Reason::InvalidField, format!("invalid proposal_id: {e}")))
+}
+
+/// The session an execution runs for, parsed once: a proof binds a
+/// well-formed session, so a malformed one is refused before the gate.
+fn executing_session(session: &str) -> Result<Session, Answer> {
+    Session::parse(session)
+        .map_err(|e| Answer::refused(Reason::InvalidField, format!("invalid session: {e}")))
+}
+
 type Execution = (
-    String,
+    ProposalId,
     Result<countersign_gate::Outcome, countersign_gate::GateError>,
 );
 
 fn execution(joined: Result<Execution, tokio::task::JoinError>) -> Answer {
     match joined {
         Ok((proposal_id, Ok(outcome))) => Answer::done(Done::Outcome {
-            proposal_id,
+            proposal_id: proposal_id.into(),
             outcome,
         }),
         Ok((_, Err(e))) => Answer::Fault(Fault::Internal(e.to_string())),
@@ -380,10 +407,12 @@ mod tests {
             OperationKey::ListOperations
         );
         assert_eq!(
-            Operation::GetResult { id: String::new() }
-                .key()
-                .entry()
-                .map(|e| e.name),
+            Operation::GetResult {
+                id: ProposalId::from_random([0; 16])
+            }
+            .key()
+            .entry()
+            .map(|e| e.name),
             Some("get_result")
         );
     }

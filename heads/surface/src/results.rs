@@ -26,7 +26,7 @@ pub fn proposal(view: &ProposalView) -> Value {
         "note": view.note,
         "preview": view.preview,
         "non_ascii": non_ascii(&view.arguments_json),
-        "status": view.status,
+        "status": view.status().name(),
         "created_at": view.created_at,
         "reason": if view.reason.is_empty() { Value::Null } else { Value::String(view.reason.clone()) },
         "handoff_waiting": view.handoff_waiting,
@@ -44,7 +44,7 @@ pub fn quorum(q: &QuorumView) -> Value {
         .map(|d| {
             json!({
                 "approver": d.approver,
-                "decision": d.decision,
+                "decision": d.decision().name(),
                 "decided_at": d.decided_at,
                 "reason": if d.reason.is_empty() { Value::Null } else { Value::String(d.reason.clone()) },
             })

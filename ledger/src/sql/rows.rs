@@ -53,6 +53,16 @@ pub(super) fn premise_col(row: &DbRow, col: &str) -> Result<Option<Premise>, Led
         .map_err(|_| LedgerError::Corrupt("stored premise is malformed".into()))
 }
 
+/// An identifier column, parsed: a stored id of the wrong form is
+/// corruption, never passed on as text.
+fn id_col<T>(row: &DbRow, col: &str) -> Result<T, LedgerError>
+where
+    T: TryFrom<String, Error = countersign_verifier::IdError>,
+{
+    let text: String = row.try_get(col)?;
+    T::try_from(text).map_err(|e| LedgerError::Corrupt(format!("stored {col}: {e}")))
+}
+
 fn time_col(row: &DbRow, col: &str) -> Result<OffsetDateTime, LedgerError> {
     let text: String = row.try_get(col)?;
     timefmt::parse(&text)
@@ -97,9 +107,9 @@ pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecor
     };
     let (status, reason) = derive(facts, now);
     let proposal = Proposal {
-        id: row.try_get("id")?,
-        principal: row.try_get("principal")?,
-        session: row.try_get("session")?,
+        id: id_col(row, "id")?,
+        principal: id_col(row, "principal")?,
+        session: id_col(row, "session")?,
         operation: row.try_get("operation")?,
         arguments_json: row.try_get("arguments_json")?,
         arguments_sha256: row.try_get("arguments_sha256")?,

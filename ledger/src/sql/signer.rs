@@ -250,9 +250,9 @@ impl Store {
                  premise)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
-        .bind(&p.id)
-        .bind(&p.principal)
-        .bind(&p.session)
+        .bind(p.id.as_str())
+        .bind(p.principal.as_str())
+        .bind(p.session.as_str())
         .bind(&p.operation)
         .bind(&p.arguments_json)
         .bind(&p.arguments_sha256)
@@ -266,12 +266,12 @@ impl Store {
         .await;
         match inserted {
             Err(e) if is_unique_violation(&e) => {
-                return Err(LedgerError::DuplicateProposal(p.id.clone()));
+                return Err(LedgerError::DuplicateProposal(p.id.to_string()));
             }
             other => other?,
         };
         let mut details = json!({
-            "session": p.session,
+            "session": p.session.as_str(),
             "operation": p.operation,
             "arguments_sha256": p.arguments_sha256,
             "contract_revision": p.contract_revision,

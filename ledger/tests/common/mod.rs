@@ -227,9 +227,9 @@ pub fn now() -> OffsetDateTime {
 pub fn proposal(n: u32, operation: &str, args: Value) -> Proposal {
     let arguments_json = to_canonical(&args).unwrap();
     Proposal {
-        id: format!("prop_{n:032x}"),
-        principal: PRINCIPAL.into(),
-        session: SESSION.into(),
+        id: format!("prop_{n:032x}").parse().unwrap(),
+        principal: PRINCIPAL.parse().unwrap(),
+        session: SESSION.parse().unwrap(),
         operation: operation.into(),
         arguments_sha256: sha256_hex(arguments_json.as_bytes()),
         arguments_json,
@@ -300,9 +300,9 @@ fn issue_as(
     let claims = Claims {
         iss: "countersign-signer".into(),
         aud: AUDIENCE.into(),
-        sub: p.principal.clone(),
-        sid: p.session.clone(),
-        pid: p.id.clone(),
+        sub: p.principal.to_string(),
+        sid: p.session.to_string(),
+        pid: p.id.to_string(),
         op: p.operation.clone(),
         args: serde_json::from_str(&p.arguments_json).unwrap(),
         args_sha256: p.arguments_sha256.clone(),

@@ -45,9 +45,8 @@ pub struct RuleView {
     pub id: ::prost::alloc::string::String,
     #[prost(uint64, tag = "2")]
     pub version: u64,
-    /// active, revoked or expired.
-    #[prost(string, tag = "3")]
-    pub status: ::prost::alloc::string::String,
+    #[prost(enumeration = "RuleStatus", tag = "3")]
+    pub status: i32,
     /// The canonical definition (RFC 8785 JSON) and its SHA-256.
     #[prost(string, tag = "4")]
     pub definition_json: ::prost::alloc::string::String,
@@ -122,10 +121,8 @@ pub struct ProposalView {
     /// The authoritative preview, rendered from the stored canonical arguments.
     #[prost(string, tag = "10")]
     pub preview: ::prost::alloc::string::String,
-    /// pending, denied, withdrawn, approved, revoked, expired, applied, failed,
-    /// uncertain (an intent was recorded and never completed).
-    #[prost(string, tag = "11")]
-    pub status: ::prost::alloc::string::String,
+    #[prost(enumeration = "ProposalStatus", tag = "11")]
+    pub status: i32,
     /// RFC 3339, UTC.
     #[prost(string, tag = "12")]
     pub created_at: ::prost::alloc::string::String,
@@ -171,9 +168,8 @@ pub struct QuorumDecisionView {
     /// The approver's name (the `<name>` of `countersign://approver/<principal>/<name>`).
     #[prost(string, tag = "1")]
     pub approver: ::prost::alloc::string::String,
-    /// "approve" or "deny".
-    #[prost(string, tag = "2")]
-    pub decision: ::prost::alloc::string::String,
+    #[prost(enumeration = "QuorumDecision", tag = "2")]
+    pub decision: i32,
     /// RFC 3339, UTC.
     #[prost(string, tag = "3")]
     pub decided_at: ::prost::alloc::string::String,
@@ -183,11 +179,11 @@ pub struct QuorumDecisionView {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListPendingRequest {}
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListProposalsRequest {
-    /// Only proposals in this status (see ProposalView.status); empty: all.
-    #[prost(string, tag = "1")]
-    pub status: ::prost::alloc::string::String,
+    /// Only proposals in this status; unspecified: all.
+    #[prost(enumeration = "ProposalStatus", tag = "1")]
+    pub status: i32,
     /// At most this many (1..=500); 0: 100.
     #[prost(uint32, tag = "2")]
     pub limit: u32,
@@ -565,6 +561,143 @@ pub struct NotifyDelivery {
     /// RFC 3339 UTC: the last change.
     #[prost(string, tag = "8")]
     pub updated_at: ::prost::alloc::string::String,
+}
+/// A rule's status, derived from its record when it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum RuleStatus {
+    /// Not sent by a signer: a head that reads it met a status it does not know.
+    Unspecified = 0,
+    /// It approves matching proposals without asking.
+    Active = 1,
+    /// A person revoked it; it approves nothing.
+    Revoked = 2,
+    /// Past its expiry; it approves nothing.
+    Expired = 3,
+    /// Not created yet: what a dry run of CreateRule or ReviseRule shows.
+    Proposed = 4,
+}
+impl RuleStatus {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "RULE_STATUS_UNSPECIFIED",
+            Self::Active => "RULE_STATUS_ACTIVE",
+            Self::Revoked => "RULE_STATUS_REVOKED",
+            Self::Expired => "RULE_STATUS_EXPIRED",
+            Self::Proposed => "RULE_STATUS_PROPOSED",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "RULE_STATUS_UNSPECIFIED" => Some(Self::Unspecified),
+            "RULE_STATUS_ACTIVE" => Some(Self::Active),
+            "RULE_STATUS_REVOKED" => Some(Self::Revoked),
+            "RULE_STATUS_EXPIRED" => Some(Self::Expired),
+            "RULE_STATUS_PROPOSED" => Some(Self::Proposed),
+            _ => None,
+        }
+    }
+}
+/// A proposal's status, derived on every read from the recorded facts. Heads
+/// render it by name (`pending`, `denied`, ...) through the proto crate's one
+/// mapping; matching it is exhaustive, so a new status is a compile error in
+/// every renderer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ProposalStatus {
+    /// Not sent by a signer: a head that reads it met a status it does not know.
+    Unspecified = 0,
+    /// No decision yet.
+    Pending = 1,
+    /// A person denied it.
+    Denied = 2,
+    /// The proposer withdrew it before a decision.
+    Withdrawn = 3,
+    /// A proof was issued and can still be used.
+    Approved = 4,
+    /// The issued proof was revoked before use.
+    Revoked = 5,
+    /// The issued proof was never used and is past its expiry.
+    Expired = 6,
+    /// The effect applied.
+    Applied = 7,
+    /// The effect failed.
+    Failed = 8,
+    /// An intent was recorded and never completed: in flight, or interrupted
+    /// by a crash. Never re-run silently; reconcile resolves it.
+    Uncertain = 9,
+}
+impl ProposalStatus {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "PROPOSAL_STATUS_UNSPECIFIED",
+            Self::Pending => "PROPOSAL_STATUS_PENDING",
+            Self::Denied => "PROPOSAL_STATUS_DENIED",
+            Self::Withdrawn => "PROPOSAL_STATUS_WITHDRAWN",
+            Self::Approved => "PROPOSAL_STATUS_APPROVED",
+            Self::Revoked => "PROPOSAL_STATUS_REVOKED",
+            Self::Expired => "PROPOSAL_STATUS_EXPIRED",
+            Self::Applied => "PROPOSAL_STATUS_APPLIED",
+            Self::Failed => "PROPOSAL_STATUS_FAILED",
+            Self::Uncertain => "PROPOSAL_STATUS_UNCERTAIN",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "PROPOSAL_STATUS_UNSPECIFIED" => Some(Self::Unspecified),
+            "PROPOSAL_STATUS_PENDING" => Some(Self::Pending),
+            "PROPOSAL_STATUS_DENIED" => Some(Self::Denied),
+            "PROPOSAL_STATUS_WITHDRAWN" => Some(Self::Withdrawn),
+            "PROPOSAL_STATUS_APPROVED" => Some(Self::Approved),
+            "PROPOSAL_STATUS_REVOKED" => Some(Self::Revoked),
+            "PROPOSAL_STATUS_EXPIRED" => Some(Self::Expired),
+            "PROPOSAL_STATUS_APPLIED" => Some(Self::Applied),
+            "PROPOSAL_STATUS_FAILED" => Some(Self::Failed),
+            "PROPOSAL_STATUS_UNCERTAIN" => Some(Self::Uncertain),
+            _ => None,
+        }
+    }
+}
+/// One approver's decision on a quorum proposal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum QuorumDecision {
+    /// Not sent by a signer: a head that reads it met a decision it does not know.
+    Unspecified = 0,
+    Approve = 1,
+    Deny = 2,
+}
+impl QuorumDecision {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "QUORUM_DECISION_UNSPECIFIED",
+            Self::Approve => "QUORUM_DECISION_APPROVE",
+            Self::Deny => "QUORUM_DECISION_DENY",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "QUORUM_DECISION_UNSPECIFIED" => Some(Self::Unspecified),
+            "QUORUM_DECISION_APPROVE" => Some(Self::Approve),
+            "QUORUM_DECISION_DENY" => Some(Self::Deny),
+            _ => None,
+        }
+    }
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]

@@ -110,8 +110,8 @@ impl Notifier {
             return;
         };
         let notification = Notification {
-            proposal_id: proposal.id.clone(),
-            principal: proposal.principal.clone(),
+            proposal_id: proposal.id.to_string(),
+            principal: proposal.principal.to_string(),
             operation: proposal.operation.clone(),
             arguments_sha256: proposal.arguments_sha256.clone(),
             console_url: inner

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use countersign_verifier::{ProposalId, Session};
 use countersign_webauthn::challenge::ProposalDigest;
 
 use crate::convert::Delivery;
@@ -29,9 +30,9 @@ pub(crate) enum Purpose {
     /// Approving `proposal_id` with this delivery into this session, whose
     /// facts hashed to `digest` when the challenge was issued.
     Decision {
-        proposal_id: String,
+        proposal_id: ProposalId,
         delivery: Delivery,
-        session: String,
+        session: Session,
         digest: ProposalDigest,
     },
     /// Enrolling the passkey a browser creates with `creation_challenge`.

@@ -72,7 +72,7 @@ impl SignerService {
         let record = self.owned_proposal(&id, &peer.principal).await?;
         if record.status != ProposalStatus::Pending {
             return Err(RpcError::NotPending {
-                id: record.proposal.id,
+                id: record.proposal.id.into(),
                 status: record.status.as_str().to_owned(),
             });
         }
@@ -80,8 +80,6 @@ impl SignerService {
             record.proposal.session.clone()
         } else {
             parse_session("execute_in_session", r.execute_in_session)?
-                .as_str()
-                .to_owned()
         };
         // Only a quorum's approver may decide its proposal.
         if let Some(quorum) = self.quorum_of(&record) {
@@ -142,7 +140,7 @@ impl SignerService {
                 digest,
             } if *proposal_id == record.proposal.id
                 && *asked == delivery
-                && bound == session
+                && bound.as_str() == session
                 && *digest == digest_of(record, delivery, session) => {}
             _ => return Err(RpcError::ChallengeMismatch),
         }
@@ -154,7 +152,7 @@ impl SignerService {
             assertion,
             &open,
             AssertionPurpose::Decision,
-            record.proposal.id.clone(),
+            record.proposal.id.to_string(),
             delivery_name(delivery),
         )?;
         Ok(VerifiedDecision {

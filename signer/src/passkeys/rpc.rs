@@ -102,7 +102,7 @@ impl SignerService {
         )?;
         let enrolment = PasskeyEnrolment {
             credential_id: credential_id.clone(),
-            principal: peer.principal.clone(),
+            principal: peer.principal.to_string(),
             name: name.clone(),
             public_key: b64(&credential.public_key.to_cose()),
             sign_count: credential.sign_count,

@@ -22,7 +22,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tonic::Request;
 
-use crate::convert::format_time;
+use crate::convert::{format_time, wire_rule_status};
 use crate::decide::approver_path;
 use crate::error::RpcError;
 use crate::service::{SignerService, now_seconds};
@@ -40,15 +40,10 @@ fn parse_rule_id(text: String) -> Result<RuleId, RpcError> {
 fn rule_view(rule: &RuleRecord, now: OffsetDateTime) -> Result<wire::RuleView, RpcError> {
     let definition = RuleDefinition::parse(rule.definition.as_bytes())
         .map_err(|e| RpcError::Internal(format!("stored definition of {}: {e}", rule.id)))?;
-    let status = match rule.status {
-        RuleStatus::Revoked => "revoked",
-        RuleStatus::Active if now >= rule.expires_at => "expired",
-        RuleStatus::Active => "active",
-    };
     Ok(wire::RuleView {
         id: rule.id.clone(),
         version: rule.version,
-        status: status.to_owned(),
+        status: wire_rule_status(rule.status, now >= rule.expires_at).into(),
         definition_json: rule.definition.clone(),
         definition_sha256: rule.definition_sha256.clone(),
         scope: definition.scope_text(),
@@ -73,7 +68,7 @@ fn proposed_view(
     Ok(wire::RuleView {
         id: id.to_owned(),
         version,
-        status: "proposed".to_owned(),
+        status: wire::RuleStatus::Proposed.into(),
         definition_json: definition.canonical().to_owned(),
         definition_sha256: definition.sha256_hex().to_owned(),
         scope: definition.scope_text(),

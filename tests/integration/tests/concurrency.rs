@@ -60,11 +60,13 @@ fn race_worker() {
         let gate = ctx.gate(&mut head).await.unwrap();
         let attempts: Vec<_> = (0..tasks)
             .map(|_| {
-                let (gate, id, proof) = (gate.clone(), id.to_string(), proof.clone());
+                let id = countersign_verifier::ProposalId::parse(id).unwrap();
+                let (gate, proof) = (gate.clone(), proof.clone());
                 tokio::spawn(async move {
                     let proof = Proof::from_text(proof).unwrap();
                     let start = Instant::now();
-                    let outcome = gate.execute(&id, "cli", &proof).await;
+                    let session = countersign_verifier::Session::parse("cli").unwrap();
+                    let outcome = gate.execute(&id, &session, &proof).await;
                     (outcome, start.elapsed())
                 })
             })

@@ -569,7 +569,7 @@ async fn still_pending(ledger: &Ledger, principal: &str, id: &str) {
         .await
         .unwrap()
         .into_iter()
-        .map(|p| p.proposal.id)
+        .map(|p| p.proposal.id.into())
         .collect();
     assert_eq!(pending.len(), 2, "still pending: {pending:?}");
     assert!(

@@ -66,6 +66,23 @@ async fn the_limit_counts_proposals_in_the_wanted_status(backend: Backend) {
         .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert_eq!(ids(&reply.json()), expected);
+
+    // A status that is none of the statuses is refused where it is read,
+    // naming the ones there are; `unknown` (what a head prints for a status
+    // it does not know) is never one.
+    let bad = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
+        .args(["--home", &api.h.home(), "list", "--status", "unknown"])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("expected one of pending, denied, withdrawn, approved, revoked, expired, applied, failed, uncertain"),
+        "{said}"
+    );
+    let reply = api.get(&token, "/v1/proposals?status=unknown").await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
 }
 
 #[tokio::test]

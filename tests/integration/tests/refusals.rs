@@ -401,9 +401,9 @@ async fn issued_without_passkey(h: &Harness, id: &str) -> String {
     let claims = Claims {
         iss: ISSUER.to_owned(),
         aud: h.signer.state().policy().audience.clone(),
-        sub: p.principal.clone(),
-        sid: p.session.clone(),
-        pid: p.id.clone(),
+        sub: p.principal.to_string(),
+        sid: p.session.to_string(),
+        pid: p.id.to_string(),
         op: p.operation.clone(),
         args: args.value().clone(),
         args_sha256: p.arguments_sha256.clone(),

@@ -73,7 +73,7 @@ async fn a_python_ui_with_a_named_credential_approves_a_handoff_recorded_under_i
 
     let approved = run_python(&h, &credential, &id, "approve").await;
     assert_eq!(approved["listed"], serde_json::json!([id]));
-    assert_eq!(approved["status"], "approved");
+    assert_eq!(approved["status"], "PROPOSAL_STATUS_APPROVED");
     assert_eq!(approved["handoff_waiting"], true);
 
     let record = h.ledger().proposal(&id).await.unwrap().unwrap();

@@ -8,7 +8,7 @@ use std::path::Path;
 use countersign_gate::signer_client::SignerCallError;
 use countersign_identity::files::write_private_new;
 use countersign_proto::reason::Reason;
-use countersign_proto::v1::ProposalView;
+use countersign_proto::v1::{ProposalStatus, ProposalView};
 use countersign_registry::rule::RULE_CREATE;
 use countersign_service::{Approval, Approved, Approver, ApproverError, Delivery, Revoked};
 use serde_json::json;
@@ -427,14 +427,15 @@ pub(crate) async fn resolve(
         .proposal(id)
         .await
         .map_err(|e| failed(e, json, io))?;
-    if view.status != "uncertain" {
+    if view.status() != ProposalStatus::Uncertain {
         return Err(refused(
             io.out,
             json,
             Reason::NotUncertain.code(),
             &format!(
                 "{} is {}; only an uncertain execution can be resolved; nothing was recorded",
-                view.id, view.status
+                view.id,
+                view.status().name()
             ),
         ));
     }

@@ -44,9 +44,10 @@ pub(crate) async fn exec(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
+    let id = data::proposal_id(&args.id, json, io)?;
     let operation = match proof {
-        Some(proof) => Operation::ExecuteWithProof { id: args.id, proof },
-        None => Operation::ExecuteHandoff { id: args.id },
+        Some(proof) => Operation::ExecuteWithProof { id, proof },
+        None => Operation::ExecuteHandoff { id },
     };
     match data::done(data::call(ctx, operation, &args.session).await, json, io)? {
         Done::Outcome {
@@ -64,7 +65,9 @@ pub(crate) async fn result(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let operation = Operation::GetResult { id: id.to_string() };
+    let operation = Operation::GetResult {
+        id: data::proposal_id(id, json, io)?,
+    };
     let disposition = match data::done(data::call(ctx, operation, "").await, json, io)? {
         Done::Disposition(d) => d,
         other => return Err(unexpected(&other)),

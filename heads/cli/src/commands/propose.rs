@@ -77,7 +77,9 @@ pub(crate) async fn show(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let operation = Operation::GetProposal { id: id.to_string() };
+    let operation = Operation::GetProposal {
+        id: data::proposal_id(id, json, io)?,
+    };
     let view = proposal(ctx, operation, "", json, io).await?;
     if json {
         write_json(io.out, &results::proposal(&view))
@@ -94,7 +96,7 @@ pub(crate) async fn list(
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
     let operation = Operation::ListProposals {
-        status: args.status.unwrap_or_default(),
+        status: args.status,
         limit: args.limit,
     };
     match data::done(data::call(ctx, operation, "").await, json, io)? {
@@ -110,7 +112,9 @@ pub(crate) async fn withdraw(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let operation = Operation::Withdraw { id: id.to_string() };
+    let operation = Operation::Withdraw {
+        id: data::proposal_id(id, json, io)?,
+    };
     let view = proposal(ctx, operation, "", json, io).await?;
     if json {
         write_json(io.out, &results::proposal(&view))
@@ -164,7 +168,11 @@ fn print_list(
     for view in proposals {
         text.push_str(&format!(
             "{}  {:<9} {}  session {}  {}\n",
-            view.id, view.status, view.operation, view.session, view.created_at
+            view.id,
+            view.status().name(),
+            view.operation,
+            view.session,
+            view.created_at
         ));
     }
     write_text(io.out, &text)

@@ -200,7 +200,7 @@ fn rule_text(rule: &RuleView) -> String {
         "{} v{} {}  uses {}/{} ({}/{} in the last hour), {} remaining, expires {}, created by {}\n",
         rule.id,
         rule.version,
-        rule.status,
+        rule.status().name(),
         rule.uses,
         rule.max_uses,
         rule.uses_last_hour,
@@ -223,7 +223,7 @@ fn rule_json(rule: &RuleView) -> Value {
     json!({
         "id": rule.id,
         "version": rule.version,
-        "status": rule.status,
+        "status": rule.status().name(),
         "definition": serde_json::from_str::<Value>(&rule.definition_json).unwrap_or(Value::Null),
         "definition_sha256": rule.definition_sha256,
         "scope": rule.scope,

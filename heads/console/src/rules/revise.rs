@@ -28,7 +28,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use countersign_gate::signer_client::SignerCallError;
-use countersign_proto::v1::{ReviseRuleRequest, RuleView};
+use countersign_proto::v1::{ReviseRuleRequest, RuleStatus, RuleView};
 use countersign_registry::is_terminal_unsafe;
 use countersign_registry::rule::MAX_RULE_BYTES;
 use maud::html;
@@ -53,7 +53,7 @@ pub(crate) async fn page_of_revision(
     let Some(rule) = rules.iter().find(|r| r.id == id) else {
         return refusal(StatusCode::NOT_FOUND, &format!("There is no rule {id}."));
     };
-    if rule.status == "revoked" {
+    if rule.status() == RuleStatus::Revoked {
         return refusal(
             StatusCode::CONFLICT,
             &format!("Rule {id} is revoked: nothing can change it any more."),
@@ -61,7 +61,7 @@ pub(crate) async fn page_of_revision(
     }
     let body = html! {
         h1 { "Revise rule " code { (shown(&rule.id)) } }
-        p { "At version " (rule.version) " (" (shown(&rule.status)) "), it approves without asking you:" }
+        p { "At version " (rule.version) " (" (rule.status().name()) "), it approves without asking you:" }
         (preview_block(&rule.scope))
         form method="post" action=(format!("/rules/{}/revise", rule.id)) {
             (page_key_field())
