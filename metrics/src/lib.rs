@@ -14,8 +14,7 @@
 //! else, reads no request body, and holds no secret: what it can show is
 //! what the registered metrics count.
 //!
-//! It must not depend on any head (the gate depends on it), so it sets
-//! TCP_NODELAY itself rather than through `countersign_api::nodelay`.
+//! It must not depend on any head (the gate and the signer depend on it).
 #![forbid(unsafe_code)]
 
 mod exposition;
@@ -25,7 +24,7 @@ mod signer;
 
 pub use exposition::Exposition;
 pub use gate::{ConsumeOutcome, GateMetrics};
-pub use listen::{CONTENT_TYPE, MetricsError, bind, nodelay, serve};
+pub use listen::{CONTENT_TYPE, MetricsError, bind, serve};
 pub use signer::{Decision, Issuance, SignerMetrics};
 
 /// Buckets of the latency histograms, in seconds: 0.5 ms to about 16 s,

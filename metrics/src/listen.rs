@@ -11,7 +11,6 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::serve::{ListenerExt as _, TapIo};
 use tokio::net::TcpListener;
 
 use crate::Exposition;
@@ -52,7 +51,9 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, MetricsError> {
 
 /// Serves `exposition` on `listener` (from [`bind`]) until `shutdown`
 /// resolves. A scrape in flight at shutdown is cut off: it holds nothing
-/// worth waiting for.
+/// worth waiting for. No TCP_NODELAY: a scrape is one request per
+/// interval, never a round trip a person waits on (the heads set it, in
+/// `countersign_http::serve`).
 pub async fn serve(
     listener: TcpListener,
     exposition: Arc<Exposition>,
@@ -61,22 +62,9 @@ pub async fn serve(
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(exposition);
-    axum::serve(nodelay(listener), app)
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
-}
-
-/// `listener` with TCP_NODELAY set on every accepted socket: axum leaves
-/// it off, and small responses then wait for the client's delayed ACK.
-/// Every HTTP listener of the project serves through it (the heads
-/// through `countersign_api::nodelay`, a re-export: this is the lowest
-/// crate that serves HTTP).
-pub fn nodelay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut tokio::net::TcpStream)> {
-    listener.tap_io(|stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::warn!("cannot set TCP_NODELAY: {e}");
-        }
-    })
 }
 
 async fn metrics(State(exposition): State<Arc<Exposition>>) -> impl IntoResponse {
@@ -153,17 +141,5 @@ mod tests {
                 "{path}: {response}"
             );
         }
-    }
-
-    #[tokio::test]
-    async fn accepted_connections_have_tcp_nodelay_set() {
-        use axum::serve::Listener as _;
-        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut accepting = nodelay(listener);
-        let (client, (server_side, _)) =
-            tokio::join!(tokio::net::TcpStream::connect(addr), accepting.accept());
-        client.unwrap();
-        assert!(server_side.nodelay().unwrap());
     }
 }

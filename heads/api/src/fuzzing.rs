@@ -34,7 +34,9 @@ pub fn http_request(data: &[u8]) {
         return;
     };
     for op in DATA_OPERATIONS {
-        let Some((_, route)) = op.api else { continue };
+        let Some((_, route)) = op.entries.api() else {
+            continue;
+        };
         let mut builder = Request::builder().method(method).uri(target);
         for line in lines.clone() {
             if let Some((name, value)) = line.split_once(':') {

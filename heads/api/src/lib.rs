@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_gate::Gate;
-use countersign_identity::shutdown::{Drained, drain};
+use countersign_http::{nodelay, stop_when};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
 use countersign_surface::operations::{DATA_OPERATIONS, DataOperation, Exposure};
@@ -123,13 +123,9 @@ pub fn exposures(registry: &Registry) -> Vec<Exposure> {
     openapi::exposures_from_document(&openapi::document(DATA_OPERATIONS, registry))
 }
 
-/// `listener` with TCP_NODELAY set on every accepted socket (axum leaves
-/// it off): one function for every HTTP listener, kept in the metrics
-/// crate, the lowest one that serves HTTP.
-pub use countersign_http::nodelay;
-
 /// Serve `state` on `listener` until `shutdown` completes, then let
-/// requests in flight finish for at most [`SHUTDOWN_GRACE`].
+/// requests in flight finish for at most the shutdown grace
+/// ([`countersign_http::serve`]).
 pub async fn run(
     listener: TcpListener,
     state: Arc<ApiState>,
@@ -137,42 +133,5 @@ pub async fn run(
 ) -> std::io::Result<()> {
     let local: SocketAddr = listener.local_addr()?;
     let app = router(state, local);
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let mut grace_rx = stop_rx.clone();
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let mut serve_rx = stop_rx;
-    let serve = axum::serve(nodelay(listener), app).with_graceful_shutdown(async move {
-        let _ = serve_rx.wait_for(|stop| *stop).await;
-    });
-    let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
-    tokio::select! {
-        served = &mut serve => return served,
-        _ = grace_rx.wait_for(|stop| *stop) => {}
-    }
-    // Asked to stop: requests in flight (executions included) finish,
-    // within the one grace period every long-running process has.
-    match drain(serve, SHUTDOWN_GRACE).await {
-        Drained::Finished(served) => served,
-        Drained::GraceOver => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use axum::serve::Listener as _;
-
-    #[tokio::test]
-    async fn accepted_connections_have_tcp_nodelay_set() {
-        let mut accepting = nodelay(TcpListener::bind(("127.0.0.1", 0)).await.unwrap());
-        let addr = accepting.local_addr().unwrap();
-        let (client, (server_side, _)) =
-            tokio::join!(tokio::net::TcpStream::connect(addr), accepting.accept());
-        client.unwrap();
-        assert!(server_side.nodelay().unwrap(), "TCP_NODELAY is off");
-    }
+    countersign_http::serve(nodelay(listener), app, stop_when(shutdown)).await
 }

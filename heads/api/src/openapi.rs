@@ -8,7 +8,7 @@
 //! decides what a request may do.
 
 use countersign_registry::{Class, Registry};
-use countersign_surface::operations::{DataOperation, Exposure, ParamSchema};
+use countersign_surface::operations::{DataOperation, Exposure, Head, ParamSchema};
 use countersign_surface::{propose_tool_name, results};
 use serde_json::{Map, Value, json};
 
@@ -137,7 +137,7 @@ pub fn document(table: &[DataOperation], registry: &Registry) -> Value {
         entry[method.to_ascii_lowercase()] = object;
     };
     for op in table {
-        let Some((method, route)) = op.api else {
+        let Some((method, route)) = op.entries.api() else {
             continue;
         };
         match op.params {
@@ -240,7 +240,7 @@ pub fn exposures_from_document(doc: &Value) -> Vec<Exposure> {
             };
             out.push(Exposure {
                 operation: key.to_string(),
-                head: "api",
+                head: Head::Api,
                 entry: format!("{} {route}", method.to_ascii_uppercase()),
                 class: if object["x-countersign-class"] == "read" {
                     Class::Read

@@ -32,7 +32,7 @@ pub fn router(state: Arc<ApiState>, local: SocketAddr) -> Router {
         )
         .route(OPENAPI_PATH, get(openapi_document));
     for op in state.table.clone() {
-        let Some((method, route)) = op.api else {
+        let Some((method, route)) = op.entries.api() else {
             continue;
         };
         let filter = if method == "GET" {

@@ -18,7 +18,9 @@ use clap::CommandFactory;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use countersign_registry::Registry;
 use countersign_surface::NON_DATA;
-use countersign_surface::operations::{DATA_OPERATIONS, DataOperation, Exposure, ParamSchema};
+use countersign_surface::operations::{
+    DATA_OPERATIONS, DataOperation, Exposure, Head, ParamSchema,
+};
 use serde_json::{Map, Value, json};
 
 use crate::Cli;
@@ -136,7 +138,7 @@ fn exposure(
             Some(r) => format!("{}:{r}", op.name),
             None => op.name.to_string(),
         },
-        head: "cli",
+        head: Head::Cli,
         entry: match registry_op {
             Some(r) => text.replace("<operation>", r),
             None => text.to_string(),
@@ -231,7 +233,9 @@ pub fn exposures_of(mut root: clap::Command, registry: &Registry) -> Vec<Exposur
     let mut out = Vec::new();
     let mut covered: Vec<Vec<&str>> = Vec::new();
     for op in DATA_OPERATIONS {
-        let Some(text) = op.cli else { continue };
+        let Some(text) = op.entries.cli() else {
+            continue;
+        };
         covered.push(command_words(text).0);
         match op.params {
             ParamSchema::Propose => {
@@ -243,7 +247,7 @@ pub fn exposures_of(mut root: clap::Command, registry: &Registry) -> Vec<Exposur
         }
     }
     for entry in NON_DATA {
-        if let Some(text) = entry.cli {
+        if let Some(text) = entry.entries.cli() {
             covered.push(command_words(text).0);
         }
     }
@@ -254,7 +258,7 @@ pub fn exposures_of(mut root: clap::Command, registry: &Registry) -> Vec<Exposur
             let entry = format!("countersign {}", path.join(" "));
             out.push(Exposure {
                 operation: format!("cli:{}", path.join(" ")),
-                head: "cli",
+                head: Head::Cli,
                 entry,
                 class: countersign_registry::Class::Write,
                 params: Value::Null,

@@ -82,7 +82,10 @@ pub(crate) fn report_outcome(
     outcome: &Outcome,
 ) -> Result<(), CliError> {
     if json {
-        write_json(out, &results::outcome(proposal_id, outcome))?;
+        write_json(
+            out,
+            &countersign_service::results::outcome(proposal_id, outcome),
+        )?;
     } else {
         let mut text = format!("{}\n", outcome.summary());
         if let Some(d) = outcome.disposition().filter(|d| !d.result.is_null()) {

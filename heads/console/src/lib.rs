@@ -49,7 +49,6 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
 use countersign_http::{AllowedHosts, check};
-use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::{CurrentRegistry, Policy};
 use countersign_service::{Approver, Service};
@@ -200,7 +199,7 @@ async fn guarded(State(hosts): State<AllowedHosts>, mut request: Request, next: 
 
 /// Serve the console on `listener` (HTTPS, every address) until
 /// `shutdown` completes, then let requests in flight finish for
-/// [`SHUTDOWN_GRACE`]; live update streams end at once.
+/// the shutdown grace; live update streams end at once.
 pub async fn run(
     listener: TlsListener,
     state: Arc<ConsoleState>,
@@ -209,30 +208,14 @@ pub async fn run(
     let port = axum::serve::Listener::local_addr(&listener)?.port();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     state.live.stop_on(stop_rx.clone());
-    let poller = tokio::spawn(live::poll(state.clone(), stop_rx.clone()));
+    let poller = tokio::spawn(live::poll(state.clone(), stop_rx));
     let executions = state.decisions.executions();
     let app = router(state, port);
-    tokio::spawn(async move {
+    let stop = countersign_http::stop_when(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     });
-    let mut serve_rx = stop_rx.clone();
-    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = serve_rx.wait_for(|stop| *stop).await;
-    });
-    let mut grace_rx = stop_rx;
-    let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
-    let stopped_by_itself = tokio::select! {
-        served = &mut serve => Some(served),
-        _ = grace_rx.wait_for(|stop| *stop) => None,
-    };
-    let served = match stopped_by_itself {
-        Some(served) => served,
-        None => match drain(serve, SHUTDOWN_GRACE).await {
-            Drained::Finished(served) => served,
-            Drained::GraceOver => Ok(()),
-        },
-    };
+    let served = countersign_http::serve(listener, app, stop).await;
     poller.abort();
     // An approval run now whose request was cut off still completes.
     executions.close();

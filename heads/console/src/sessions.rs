@@ -17,10 +17,9 @@
 //! ([`SESSION_TTL`]) and the revocation. Each id is 64 random bits (for
 //! listing and revoking), each secret 256.
 //!
-//! The store is one private file per approver in the home
-//! (`console-sessions-<approver>.json`, 0600), changed under an exclusive
-//! lock and replaced atomically
-//! (`countersign_identity::files::replace_private_locked`), so the running
+//! Each secret is a `countersign_http::secrets::Secret`, and the store is
+//! one `countersign_http::secrets::PrivateStore` per approver in the home
+//! (`console-sessions-<approver>.json`, 0600), so the running
 //! console and `countersign console pair|sessions` share it, and a
 //! revocation takes effect on the console's next request. A console checks
 //! on every request that the session is of its own approver.
@@ -28,19 +27,14 @@
 //! Must not: log, print or store a secret (codes are printed once, to the
 //! person who asked for them); compare hashes in variable time.
 
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_identity::files::{read_private, replace_private_locked};
+use countersign_http::secrets::{
+    self, CredentialStatus, PrivateStore, Secret, parse_time, rfc3339,
+};
 use countersign_identity::{ApproverName, IdentityError};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
-use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
-use zeroize::Zeroizing;
 
 /// How long a pairing link can be used.
 pub const PAIRING_TTL: Duration = Duration::minutes(5);
@@ -73,21 +67,12 @@ impl From<IdentityError> for StoreError {
     }
 }
 
-/// A secret: a pairing code or a session cookie value. No `Display`; a
-/// `Debug` that shows only the id; zeroized on drop.
-pub struct Secret(Zeroizing<String>);
-
-impl Secret {
-    /// The secret text, for the one place it goes (a link, a cookie).
-    pub fn expose_secret(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let id = parse_any(&self.0).map_or("?", |(_, id)| id);
-        write!(f, "Secret({id})")
+impl From<secrets::StoreError> for StoreError {
+    fn from(e: secrets::StoreError) -> Self {
+        match e {
+            secrets::StoreError::File(file) => StoreError::Store(file),
+            secrets::StoreError::Random(why) => StoreError::Random(why),
+        }
     }
 }
 
@@ -114,15 +99,9 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
-    /// `active`, `expired` or `revoked` at `now`.
-    pub fn status(&self, now: OffsetDateTime) -> &'static str {
-        if self.revoked_at.is_some() {
-            "revoked"
-        } else if parse_time(&self.expires_at).is_none_or(|t| t <= now) {
-            "expired"
-        } else {
-            "active"
-        }
+    /// Whether it can be used at `now`.
+    pub fn status(&self, now: OffsetDateTime) -> CredentialStatus {
+        CredentialStatus::at(&self.expires_at, self.revoked_at.as_deref(), now)
     }
 }
 
@@ -136,12 +115,22 @@ struct PairingRecord {
     used_at: Option<String>,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StoreFile {
     version: u32,
     pairings: Vec<PairingRecord>,
     sessions: Vec<SessionRecord>,
+}
+
+impl Default for StoreFile {
+    fn default() -> Self {
+        StoreFile {
+            version: 1,
+            pairings: Vec::new(),
+            sessions: Vec::new(),
+        }
+    }
 }
 
 /// Why a pairing code opened no session.
@@ -188,8 +177,7 @@ pub struct Redeemed {
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     approver: ApproverName,
-    path: PathBuf,
-    lock: PathBuf,
+    file: PrivateStore,
 }
 
 impl SessionStore {
@@ -197,8 +185,7 @@ impl SessionStore {
     pub fn for_approver(home_root: &Path, approver: &ApproverName) -> Self {
         Self {
             approver: approver.clone(),
-            path: home_root.join(store_file(approver)),
-            lock: home_root.join(format!(".console-sessions-{approver}.lock")),
+            file: PrivateStore::in_home(home_root, &store_file(approver)),
         }
     }
 
@@ -209,12 +196,12 @@ impl SessionStore {
 
     /// A new one-time pairing code and when it expires (RFC 3339).
     pub fn create_pairing(&self) -> Result<(Secret, String), StoreError> {
-        let (code, id, sha256) = mint(PAIRING_PREFIX)?;
+        let minted = secrets::mint(PAIRING_PREFIX)?;
         let now = OffsetDateTime::now_utc();
         let expires_at = rfc3339(now + PAIRING_TTL);
         let record = PairingRecord {
-            id,
-            sha256,
+            id: minted.secret.id().to_owned(),
+            sha256: minted.sha256,
             created_at: rfc3339(now),
             expires_at: expires_at.clone(),
             used_at: None,
@@ -223,24 +210,25 @@ impl SessionStore {
             file.pairings.push(record);
             Ok(())
         })?;
-        Ok((code, expires_at))
+        Ok((minted.secret, expires_at))
     }
 
     /// Redeem a pairing code: if it is valid, unused and unexpired, mark it
     /// used and open a session, whose secrets are returned once.
     pub fn redeem(&self, code: &str) -> Result<Result<Redeemed, PairingRefusal>, StoreError> {
-        let Some(id) = parse(PAIRING_PREFIX, code) else {
+        let Some(id) = secrets::id_of(PAIRING_PREFIX, code) else {
             return Ok(Err(PairingRefusal::Invalid));
         };
-        let presented = hash(code);
-        let (secret, session_id, sha256) = mint(SESSION_PREFIX)?;
-        let (page_key, _, page_key_sha256) = mint(PAGE_KEY_PREFIX)?;
+        let session = secrets::mint(SESSION_PREFIX)?;
+        let page_key = secrets::mint(PAGE_KEY_PREFIX)?;
         let now = OffsetDateTime::now_utc();
         let mut outcome = Err(PairingRefusal::Invalid);
         self.update(|file| {
-            let Some(pairing) = file.pairings.iter_mut().find(|p| {
-                p.id == id && bool::from(p.sha256.as_bytes().ct_eq(presented.as_bytes()))
-            }) else {
+            let Some(pairing) = file
+                .pairings
+                .iter_mut()
+                .find(|p| p.id == id && secrets::matches(code, &p.sha256))
+            else {
                 return Ok(());
             };
             if pairing.used_at.is_some() {
@@ -253,10 +241,10 @@ impl SessionStore {
             }
             pairing.used_at = Some(rfc3339(now));
             let record = SessionRecord {
-                id: session_id,
+                id: session.secret.id().to_owned(),
                 approver: self.approver.to_string(),
-                sha256,
-                page_key_sha256,
+                sha256: session.sha256.clone(),
+                page_key_sha256: page_key.sha256.clone(),
                 paired_with: pairing.id.clone(),
                 created_at: rfc3339(now),
                 expires_at: rfc3339(now + SESSION_TTL),
@@ -267,8 +255,8 @@ impl SessionStore {
             Ok(())
         })?;
         Ok(outcome.map(|record| Redeemed {
-            session: secret,
-            page_key,
+            session: session.secret,
+            page_key: page_key.secret,
             record,
         }))
     }
@@ -278,29 +266,28 @@ impl SessionStore {
         &self,
         cookie: Option<&str>,
     ) -> Result<Result<SessionRecord, SessionRefusal>, StoreError> {
-        let Some((cookie, id)) = cookie.and_then(|c| parse(SESSION_PREFIX, c).map(|id| (c, id)))
+        let Some((cookie, id)) =
+            cookie.and_then(|c| secrets::id_of(SESSION_PREFIX, c).map(|id| (c, id)))
         else {
             return Ok(Err(SessionRefusal::Invalid));
         };
-        let presented = hash(cookie);
-        let Some(record) = self.load()?.sessions.into_iter().find(|s| s.id == id) else {
+        let file: StoreFile = self.file.load()?;
+        let Some(record) = file.sessions.into_iter().find(|s| s.id == id) else {
             return Ok(Err(SessionRefusal::Invalid));
         };
-        if !bool::from(presented.as_bytes().ct_eq(record.sha256.as_bytes()))
-            || record.approver != self.approver.as_str()
-        {
+        if !secrets::matches(cookie, &record.sha256) || record.approver != self.approver.as_str() {
             return Ok(Err(SessionRefusal::Invalid));
         }
         Ok(match record.status(OffsetDateTime::now_utc()) {
-            "revoked" => Err(SessionRefusal::Revoked),
-            "expired" => Err(SessionRefusal::Expired),
-            _ => Ok(record),
+            CredentialStatus::Revoked => Err(SessionRefusal::Revoked),
+            CredentialStatus::Expired => Err(SessionRefusal::Expired),
+            CredentialStatus::Active => Ok(record),
         })
     }
 
     /// Every session still listed (ended ones are pruned after a week).
     pub fn list(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        Ok(self.load()?.sessions)
+        Ok(self.file.load::<StoreFile>()?.sessions)
     }
 
     /// Revoke session `id` (idempotent for an already revoked one).
@@ -321,33 +308,15 @@ impl SessionStore {
         revoked.ok_or_else(|| StoreError::UnknownId(id.to_owned()))
     }
 
-    fn load(&self) -> Result<StoreFile, StoreError> {
-        match read_private(&self.path) {
-            Ok(bytes) => decode(&self.path, &bytes),
-            Err(IdentityError::Missing(_)) => Ok(StoreFile {
-                version: 1,
-                ..StoreFile::default()
-            }),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Read, change, prune and atomically replace the store under its lock.
+    /// Change, prune and atomically replace the store under its lock.
     fn update(
         &self,
         change: impl FnOnce(&mut StoreFile) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        replace_private_locked(&self.path, &self.lock, |current| {
-            let mut file = match current {
-                Some(bytes) => decode(&self.path, bytes)?,
-                None => StoreFile {
-                    version: 1,
-                    ..StoreFile::default()
-                },
-            };
-            change(&mut file)?;
-            prune(&mut file, OffsetDateTime::now_utc());
-            serde_json::to_vec_pretty(&file).map_err(|e| StoreError::Store(format!("encode: {e}")))
+        self.file.update(|file: &mut StoreFile| {
+            change(file)?;
+            prune(file, OffsetDateTime::now_utc());
+            Ok(())
         })
     }
 }
@@ -355,21 +324,13 @@ impl SessionStore {
 /// Whether `presented` is the page key of the session `record`
 /// (constant time).
 pub fn page_key_matches(record: &SessionRecord, presented: &str) -> bool {
-    parse(PAGE_KEY_PREFIX, presented).is_some()
-        && bool::from(
-            hash(presented)
-                .as_bytes()
-                .ct_eq(record.page_key_sha256.as_bytes()),
-        )
+    secrets::id_of(PAGE_KEY_PREFIX, presented).is_some()
+        && secrets::matches(presented, &record.page_key_sha256)
 }
 
 /// The store file of `approver`.
 pub fn store_file(approver: &ApproverName) -> String {
     format!("console-sessions-{approver}.json")
-}
-
-fn decode(path: &Path, bytes: &[u8]) -> Result<StoreFile, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Store(format!("{}: {e}", path.display())))
 }
 
 /// Drop pairings and sessions that ended more than [`KEEP_ENDED`] ago.
@@ -378,53 +339,6 @@ fn prune(file: &mut StoreFile, now: OffsetDateTime) {
     file.pairings.retain(|p| recent(&p.expires_at));
     file.sessions
         .retain(|s| recent(&s.expires_at) && s.revoked_at.as_deref().is_none_or(recent));
-}
-
-/// A new secret with `prefix`: its text, id and hash.
-fn mint(prefix: &str) -> Result<(Secret, String, String), StoreError> {
-    let mut id = [0u8; 8];
-    let mut secret = Zeroizing::new([0u8; 32]);
-    getrandom::fill(&mut id).map_err(|e| StoreError::Random(e.to_string()))?;
-    getrandom::fill(secret.as_mut()).map_err(|e| StoreError::Random(e.to_string()))?;
-    let id = hex::encode(id);
-    let text = Zeroizing::new(format!(
-        "{prefix}{id}_{}",
-        URL_SAFE_NO_PAD.encode(secret.as_ref())
-    ));
-    let sha256 = hash(&text);
-    Ok((Secret(text), id, sha256))
-}
-
-/// The id of a well-formed secret with `prefix`.
-fn parse<'a>(prefix: &str, text: &'a str) -> Option<&'a str> {
-    let (id, secret) = text.strip_prefix(prefix)?.split_once('_')?;
-    let id_ok = id.len() == 16 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    let secret_ok = secret.len() == 43
-        && secret
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    (id_ok && secret_ok).then_some(id)
-}
-
-fn parse_any(text: &str) -> Option<(&'static str, &str)> {
-    [PAIRING_PREFIX, SESSION_PREFIX, PAGE_KEY_PREFIX]
-        .into_iter()
-        .find_map(|p| parse(p, text).map(|id| (p, id)))
-}
-
-fn hash(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-fn rfc3339(t: OffsetDateTime) -> String {
-    t.replace_nanosecond(0)
-        .unwrap_or(t)
-        .format(&Rfc3339)
-        .unwrap_or_default()
-}
-
-fn parse_time(text: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(text, &Rfc3339).ok()
 }
 
 #[cfg(test)]

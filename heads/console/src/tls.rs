@@ -151,9 +151,7 @@ async fn accept_loop(
                 continue;
             }
         };
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::warn!("cannot set TCP_NODELAY: {e}");
-        }
+        countersign_http::serve::set_nodelay(&stream);
         let (acceptor, redirect, established) =
             (acceptor.clone(), redirect.clone(), established.clone());
         tokio::spawn(async move {

@@ -1,8 +1,9 @@
 //! The HTTP platform the HTTP heads share, so that no head imports
 //! another head: the Host/Origin/`Sec-Fetch-Site` guards ([`guard`]), the
-//! JSON answers and their error ([`respond`]), the bearer credential
-//! store ([`tokens`]), log redaction ([`redact`]), the body limit and
-//! `TCP_NODELAY` on accepted connections.
+//! JSON answers and their error ([`respond`]), the one secret store of
+//! bearer credentials and browser sessions ([`secrets`], with the API's
+//! tokens in [`tokens`]), log redaction ([`redact`]), the body limit, and
+//! serving with `TCP_NODELAY` and a drain at shutdown ([`serve`]).
 //!
 //! Must not: know a route, an operation or a proof.
 #![forbid(unsafe_code)]
@@ -10,11 +11,13 @@
 pub mod guard;
 pub mod redact;
 pub mod respond;
+pub mod secrets;
+pub mod serve;
 pub mod tokens;
 
-pub use countersign_metrics::nodelay;
 pub use guard::{AllowedHosts, Forbidden, check};
 pub use respond::ApiError;
+pub use serve::{nodelay, serve, stop_when};
 pub use tokens::{ApiToken, TokenRecord, TokenStore};
 
 /// The largest request body an HTTP head accepts (a proof is at most

@@ -1,12 +1,10 @@
 //! API bearer credentials: created by the local user, stored only as hashes.
 //!
-//! A token is `cs1_<id>_<secret>`: a random 64-bit id (16 hex digits, for
-//! listing and revoking) and 256 random bits (base64url). The store is one
-//! private file in the home (`api-tokens.json`, 0600, read back with the
-//! same owner/mode/symlink checks as every private file, rewritten
-//! atomically under an exclusive lock) holding, per token, its id, the
-//! SHA-256 of the whole token, the principal and audience it is bound to,
-//! and its creation, expiry and revocation times. It never holds a token.
+//! A token is a [`crate::secrets::Secret`] with the prefix `cs1_`. Its
+//! store (`api-tokens.json`, a [`crate::secrets::PrivateStore`]) holds,
+//! per token, its id, the SHA-256 of the whole token, the principal and
+//! audience it is bound to, and its creation, expiry and revocation times.
+//! It never holds a token.
 //!
 //! Why a file and not the ledger: tokens are the local user's credentials
 //! for one head, not part of the audit trail of proposals, and the ledger's
@@ -15,19 +13,13 @@
 //!
 //! Must not: log, print or store a token; compare hashes in variable time.
 
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::IdentityError;
-use countersign_identity::files::{read_private, replace_private_locked};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
-use zeroize::Zeroizing;
+
+use crate::secrets::{self, CredentialStatus, PrivateStore, StoreError, rfc3339};
 
 /// The prefix of every token (`cs1_`: countersign API credential, version 1).
 pub const TOKEN_PREFIX: &str = "cs1_";
@@ -59,27 +51,17 @@ impl From<IdentityError> for TokenError {
     }
 }
 
-/// A raw bearer token. Secret: no `Display`, a `Debug` that shows only the
-/// id, zeroized on drop.
-pub struct ApiToken(Zeroizing<String>);
-
-impl ApiToken {
-    /// The token text, for writing to the file or stdout the user chose.
-    pub fn expose_secret(&self) -> &str {
-        &self.0
-    }
-
-    /// The token's id (not secret).
-    pub fn id(&self) -> Option<&str> {
-        parse(&self.0).map(|(id, _)| id)
+impl From<StoreError> for TokenError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::File(file) => TokenError::Store(file),
+            StoreError::Random(why) => TokenError::Random(why),
+        }
     }
 }
 
-impl fmt::Debug for ApiToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ApiToken({})", self.id().unwrap_or("?"))
-    }
-}
+/// A raw bearer token: a [`secrets::Secret`] with the `cs1_` prefix.
+pub type ApiToken = secrets::Secret;
 
 /// What the store keeps about one token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,15 +84,9 @@ pub struct TokenRecord {
 }
 
 impl TokenRecord {
-    /// `active`, `expired` or `revoked` at `now`.
-    pub fn status(&self, now: OffsetDateTime) -> &'static str {
-        if self.revoked_at.is_some() {
-            "revoked"
-        } else if OffsetDateTime::parse(&self.expires_at, &Rfc3339).map_or(true, |t| t <= now) {
-            "expired"
-        } else {
-            "active"
-        }
+    /// Whether it can be used at `now`.
+    pub fn status(&self, now: OffsetDateTime) -> CredentialStatus {
+        CredentialStatus::at(&self.expires_at, self.revoked_at.as_deref(), now)
     }
 
     /// The session every proposal and execution of this token belongs to.
@@ -119,11 +95,20 @@ impl TokenRecord {
     }
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StoreFile {
     version: u32,
     tokens: Vec<TokenRecord>,
+}
+
+impl Default for StoreFile {
+    fn default() -> Self {
+        StoreFile {
+            version: 1,
+            tokens: Vec::new(),
+        }
+    }
 }
 
 /// Why a presented credential was not accepted. Each is a 401.
@@ -152,22 +137,20 @@ pub enum AuthRefusal {
 /// The token store of one home.
 #[derive(Debug, Clone)]
 pub struct TokenStore {
-    path: PathBuf,
-    lock: PathBuf,
+    file: PrivateStore,
 }
 
 impl TokenStore {
     /// The store in `home_root`.
     pub fn in_home(home_root: &Path) -> Self {
         Self {
-            path: home_root.join(STORE_FILE),
-            lock: home_root.join(".api-tokens.lock"),
+            file: PrivateStore::in_home(home_root, STORE_FILE),
         }
     }
 
     /// Every record.
     pub fn list(&self) -> Result<Vec<TokenRecord>, TokenError> {
-        Ok(self.load()?.tokens)
+        Ok(self.file.load::<StoreFile>()?.tokens)
     }
 
     /// Create a token for `principal` and `audience`, valid for `ttl`.
@@ -180,19 +163,11 @@ impl TokenStore {
         if ttl <= time::Duration::ZERO || ttl > MAX_TTL {
             return Err(TokenError::BadTtl);
         }
-        let mut id = [0u8; 8];
-        let mut secret = Zeroizing::new([0u8; 32]);
-        getrandom::fill(&mut id).map_err(|e| TokenError::Random(e.to_string()))?;
-        getrandom::fill(secret.as_mut()).map_err(|e| TokenError::Random(e.to_string()))?;
-        let id = hex::encode(id);
-        let token = ApiToken(Zeroizing::new(format!(
-            "{TOKEN_PREFIX}{id}_{}",
-            URL_SAFE_NO_PAD.encode(secret.as_ref())
-        )));
+        let minted = secrets::mint(TOKEN_PREFIX)?;
         let now = OffsetDateTime::now_utc();
         let record = TokenRecord {
-            id,
-            sha256: hash(token.expose_secret()),
+            id: minted.secret.id().to_owned(),
+            sha256: minted.sha256,
             principal: principal.to_string(),
             audience: audience.to_string(),
             created_at: rfc3339(now),
@@ -200,30 +175,29 @@ impl TokenStore {
             revoked_at: None,
         };
         let added = record.clone();
-        self.update(move |file| {
+        self.file.update(move |file: &mut StoreFile| {
             file.tokens.push(added);
-            Ok(())
+            Ok::<_, TokenError>(())
         })?;
-        Ok((token, record))
+        Ok((minted.secret, record))
     }
 
     /// Revoke token `id` (idempotent for an already revoked one).
     pub fn revoke(&self, id: &str) -> Result<TokenRecord, TokenError> {
-        let id = id.to_string();
         let mut revoked = None;
-        self.update(|file| {
+        self.file.update(|file: &mut StoreFile| {
             let record = file
                 .tokens
                 .iter_mut()
                 .find(|r| r.id == id)
-                .ok_or_else(|| TokenError::UnknownId(id.clone()))?;
+                .ok_or_else(|| TokenError::UnknownId(id.to_owned()))?;
             if record.revoked_at.is_none() {
                 record.revoked_at = Some(rfc3339(OffsetDateTime::now_utc()));
             }
             revoked = Some(record.clone());
-            Ok(())
+            Ok::<_, TokenError>(())
         })?;
-        revoked.ok_or(TokenError::UnknownId(id))
+        revoked.ok_or_else(|| TokenError::UnknownId(id.to_owned()))
     }
 
     /// Check the credential in an `Authorization` header value against the
@@ -246,78 +220,28 @@ impl TokenStore {
         else {
             return Ok(Err(AuthRefusal::Invalid));
         };
-        let Some((id, _)) = parse(token) else {
+        let Some(id) = secrets::id_of(TOKEN_PREFIX, token) else {
             return Ok(Err(AuthRefusal::Invalid));
         };
-        let presented = hash(token);
-        let file = self.load()?;
+        let file: StoreFile = self.file.load()?;
         let Some(record) = file.tokens.into_iter().find(|r| r.id == id) else {
             return Ok(Err(AuthRefusal::Invalid));
         };
-        if !bool::from(presented.as_bytes().ct_eq(record.sha256.as_bytes())) {
+        if !secrets::matches(token, &record.sha256) {
             return Ok(Err(AuthRefusal::Invalid));
         }
         Ok(match record.status(OffsetDateTime::now_utc()) {
-            "revoked" => Err(AuthRefusal::Revoked),
-            "expired" => Err(AuthRefusal::Expired),
-            _ if record.audience != audience => Err(AuthRefusal::WrongAudience),
-            _ if record.principal != principal => Err(AuthRefusal::WrongPrincipal),
-            _ => Ok(record),
+            CredentialStatus::Revoked => Err(AuthRefusal::Revoked),
+            CredentialStatus::Expired => Err(AuthRefusal::Expired),
+            CredentialStatus::Active if record.audience != audience => {
+                Err(AuthRefusal::WrongAudience)
+            }
+            CredentialStatus::Active if record.principal != principal => {
+                Err(AuthRefusal::WrongPrincipal)
+            }
+            CredentialStatus::Active => Ok(record),
         })
     }
-
-    fn load(&self) -> Result<StoreFile, TokenError> {
-        match read_private(&self.path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| TokenError::Store(format!("{}: {e}", self.path.display()))),
-            Err(IdentityError::Missing(_)) => Ok(StoreFile {
-                version: 1,
-                tokens: Vec::new(),
-            }),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Read, change and atomically replace the store under an exclusive lock.
-    fn update(
-        &self,
-        change: impl FnOnce(&mut StoreFile) -> Result<(), TokenError>,
-    ) -> Result<(), TokenError> {
-        replace_private_locked(&self.path, &self.lock, |current| {
-            let mut file = match current {
-                Some(bytes) => serde_json::from_slice(bytes)
-                    .map_err(|e| TokenError::Store(format!("{}: {e}", self.path.display())))?,
-                None => StoreFile {
-                    version: 1,
-                    tokens: Vec::new(),
-                },
-            };
-            change(&mut file)?;
-            serde_json::to_vec_pretty(&file).map_err(|e| TokenError::Store(format!("encode: {e}")))
-        })
-    }
-}
-
-/// `(id, secret)` of a well-formed token.
-fn parse(token: &str) -> Option<(&str, &str)> {
-    let rest = token.strip_prefix(TOKEN_PREFIX)?;
-    let (id, secret) = rest.split_once('_')?;
-    let id_ok = id.len() == 16 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    let secret_ok = secret.len() == 43
-        && secret
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    (id_ok && secret_ok).then_some((id, secret))
-}
-
-fn hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ`, as every time countersign prints.
-fn rfc3339(t: OffsetDateTime) -> String {
-    // Cannot fail for years 0..=9999, which a credential's times are.
-    countersign_verifier::timestamp::format_whole_seconds(t).unwrap_or_default()
 }
 
 /// Parse a lifetime such as `90s`, `30m`, `12h` or `7d`.

@@ -31,7 +31,6 @@ use axum::routing::{any, get};
 use countersign_http::ApiError;
 use countersign_http::guard::{self, AllowedHosts};
 use countersign_http::tokens::TokenStore;
-use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -211,7 +210,7 @@ async fn screened_body(body: Body) -> Result<axum::body::Bytes, Response> {
 
 /// Serve the MCP head on `listener` (TCP_NODELAY on every connection) until
 /// `shutdown` resolves, then stop taking requests, and let executions still
-/// running finish for up to [`SHUTDOWN_GRACE`].
+/// running finish for up to the shutdown grace.
 pub async fn serve_http(
     head: McpHead,
     auth: HttpAuth,
@@ -222,23 +221,12 @@ pub async fn serve_http(
     let executions = head.executions();
     let stop = CancellationToken::new();
     let app = router(head, auth, local, stop.clone());
-    let listener = countersign_http::nodelay(listener);
     let signalled = stop.clone();
     tokio::spawn(async move {
         shutdown.await;
         signalled.cancel();
     });
-    let waiting = stop.clone();
-    let serve =
-        axum::serve(listener, app).with_graceful_shutdown(async move { waiting.cancelled().await });
-    let mut serve = std::pin::pin!(std::future::IntoFuture::into_future(serve));
-    let served = tokio::select! {
-        served = &mut serve => served,
-        () = stop.cancelled() => match drain(&mut serve, SHUTDOWN_GRACE).await {
-            Drained::Finished(served) => served,
-            Drained::GraceOver => Ok(()),
-        },
-    };
+    let served = countersign_http::serve(countersign_http::nodelay(listener), app, stop).await;
     executions.close();
     if !executions.is_empty() {
         tracing::warn!(

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use countersign_registry::{Class, Registry};
 use countersign_surface::operations::OperationKey;
 use countersign_surface::{
-    DATA_OPERATIONS, DataOperation, Exposure, ParamSchema, propose_tool_name,
+    DATA_OPERATIONS, DataOperation, Exposure, Head, ParamSchema, propose_tool_name,
 };
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
@@ -37,7 +37,7 @@ pub(crate) struct ToolEntry {
 pub(crate) fn tool_entries(registry: &Registry) -> Vec<ToolEntry> {
     let mut entries = Vec::new();
     for data_op in DATA_OPERATIONS {
-        let Some(tool_name) = data_op.mcp else {
+        let Some(tool_name) = data_op.entries.mcp() else {
             continue;
         };
         // The surface's own test keeps every table entry keyed.
@@ -189,7 +189,7 @@ pub fn exposures(registry: &Registry) -> Vec<Exposure> {
                 .unwrap_or(false);
             Exposure {
                 operation: entry.operation,
-                head: "mcp",
+                head: Head::Mcp,
                 entry: entry.tool.name.to_string(),
                 class: if read_only { Class::Read } else { Class::Write },
                 params: Value::Object((*entry.tool.input_schema).clone()),
@@ -220,7 +220,7 @@ mod tests {
             .map(|e| e.tool.name.to_string())
             .collect();
         for op in DATA_OPERATIONS {
-            match (op.mcp, op.params) {
+            match (op.entries.mcp(), op.params) {
                 (None, _) => {}
                 (Some(_), ParamSchema::Propose) => {
                     for reg in registry.operations() {

@@ -83,8 +83,8 @@ impl Done {
             Done::Outcome {
                 proposal_id,
                 outcome,
-            } => results::outcome(proposal_id, outcome),
-            Done::Disposition(d) => results::disposition(d),
+            } => crate::results::outcome(proposal_id, outcome),
+            Done::Disposition(d) => crate::results::disposition(d),
         }
     }
 }

@@ -8,8 +8,10 @@
 //! result, a refusal with a stable reason code, or a fault.
 //!
 //! Must not: parse a transport, authenticate a caller, render text or wire
-//! responses, or log a proof. Heads parse their transport into an
-//! [`Operation`], call [`Service::call`], and render the [`Answer`].
+//! responses (it renders only the JSON results of an execution,
+//! [`results`], the one shape every head returns), or log a proof. Heads
+//! parse their transport into an [`Operation`], call [`Service::call`],
+//! and render the [`Answer`].
 //!
 //! It is its own crate rather than a module of `countersign-surface`: the
 //! surface is a pure description (names, schemas, results) that the parity
@@ -20,6 +22,7 @@ mod answer;
 pub mod approver;
 mod params;
 mod resources;
+pub mod results;
 mod schemas;
 
 use std::sync::Arc;

@@ -98,10 +98,7 @@ mod tests {
     const ID: &str = "prop_0123456789abcdef0123456789abcdef";
 
     fn malformed(id: &str) -> Value {
-        countersign_surface::results::outcome(
-            id,
-            &Outcome::Refused(Refused::Proof(Refusal::Malformed)),
-        )
+        crate::results::outcome(id, &Outcome::Refused(Refused::Proof(Refusal::Malformed)))
     }
 
     fn params(value: Value) -> Map<String, Value> {

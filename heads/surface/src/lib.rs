@@ -16,8 +16,9 @@ pub mod parity;
 pub mod results;
 
 pub use non_data::{NON_DATA, NonData};
+pub use operations::Head;
 pub use operations::{
     DATA_OPERATIONS, DataOperation, Exception, Exposure, MCP_TAKES_NO_PROOF, ParamSchema,
     propose_tool_name,
 };
-pub use parity::{HEADS, ParityError, check_parity};
+pub use parity::{ParityError, check_parity};

@@ -6,8 +6,16 @@ use countersign_registry::{Class, Registry};
 use serde_json::{Value, json};
 
 use crate::non_data::NON_DATA;
-use crate::operations::{DataOperation, propose_tool_name};
-use crate::parity::{HEADS, RESULT_WRAPPINGS, expected};
+use crate::operations::{DataOperation, Entry, Head, propose_tool_name};
+use crate::parity::{RESULT_WRAPPINGS, expected};
+
+/// An entry as the manifest shows it: the command, `METHOD route` or tool.
+fn entry_text(entry: Option<Entry>) -> Option<String> {
+    entry.map(|entry| match entry {
+        Entry::Cli(text) | Entry::Mcp(text) => text.to_owned(),
+        Entry::Api(method, route) => format!("{method} {route}"),
+    })
+}
 
 fn class_str(class: Class) -> &'static str {
     class.as_str()
@@ -25,9 +33,9 @@ pub fn manifest(table: &[DataOperation], registry: &Registry) -> Value {
                     let reg = e.registry_operation.clone();
                     json!({
                         "key": e.key,
-                        "cli": op.cli.map(|c| match &reg { Some(r) => c.replace("<operation>", r), None => c.to_string() }),
-                        "api": op.api.map(|(m, p)| format!("{m} {}", match &reg { Some(r) => p.replace("{operation}", r), None => p.to_string() })),
-                        "mcp": op.mcp.map(|t| match &reg { Some(r) => propose_tool_name(r), None => t.to_string() }),
+                        "cli": op.entries.cli().map(|c| match &reg { Some(r) => c.replace("<operation>", r), None => c.to_string() }),
+                        "api": op.entries.api().map(|(m, p)| format!("{m} {}", match &reg { Some(r) => p.replace("{operation}", r), None => p.to_string() })),
+                        "mcp": op.entries.mcp().map(|t| match &reg { Some(r) => propose_tool_name(r), None => t.to_string() }),
                         "params": e.params,
                     })
                 })
@@ -36,11 +44,11 @@ pub fn manifest(table: &[DataOperation], registry: &Registry) -> Value {
                 "name": op.name,
                 "description": op.description,
                 "class": class_str(op.class),
-                "cli": op.cli,
-                "api": op.api.map(|(m, p)| format!("{m} {p}")),
-                "mcp": op.mcp,
+                "cli": entry_text(op.entries.on(Head::Cli)),
+                "api": entry_text(op.entries.on(Head::Api)),
+                "mcp": entry_text(op.entries.on(Head::Mcp)),
                 "result": (op.result)(),
-                "exceptions": op.exceptions.iter().map(|e| json!({"head": e.head, "reason": e.reason})).collect::<Vec<_>>(),
+                "exceptions": op.exceptions.iter().map(|e| json!({"head": e.head.name(), "reason": e.reason})).collect::<Vec<_>>(),
                 "entries": expanded,
             })
         })
@@ -50,21 +58,21 @@ pub fn manifest(table: &[DataOperation], registry: &Registry) -> Value {
         .map(|n| {
             json!({
                 "name": n.name,
-                "cli": n.cli,
-                "api": n.api.map(|(m, p)| format!("{m} {p}")),
-                "mcp": n.mcp,
+                "cli": entry_text(n.entries.on(Head::Cli)),
+                "api": entry_text(n.entries.on(Head::Api)),
+                "mcp": entry_text(n.entries.on(Head::Mcp)),
                 "reason": n.reason,
             })
         })
         .collect();
     json!({
         "generated_by": "countersign-surface (the DATA_OPERATIONS table and the default registry); regenerate with COUNTERSIGN_REGENERATE=1",
-        "heads": HEADS,
+        "heads": Head::ALL.map(Head::name),
         "data_operations": data,
         "non_data": non_data,
         "result_wrappings": RESULT_WRAPPINGS
             .iter()
-            .map(|w| json!({"head": w.head, "reason": w.reason}))
+            .map(|w| json!({"head": w.head.name(), "reason": w.reason}))
             .collect::<Vec<_>>(),
     })
 }

@@ -31,11 +31,103 @@ impl ParamSchema {
     }
 }
 
+/// A head an agent reaches the data operations through. Everything a
+/// head exposes, lacks or wraps is keyed by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Head {
+    /// The `countersign` command line.
+    Cli,
+    /// The private HTTP API.
+    Api,
+    /// The MCP server.
+    Mcp,
+}
+
+impl Head {
+    /// Every head.
+    pub const ALL: [Head; 3] = [Head::Cli, Head::Api, Head::Mcp];
+
+    /// `cli`, `api` or `mcp`, as the manifest and the gate's messages name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Head::Cli => "cli",
+            Head::Api => "api",
+            Head::Mcp => "mcp",
+        }
+    }
+}
+
+impl std::fmt::Display for Head {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a data operation lives on one head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// The CLI command (`<operation>` stands for a registry operation).
+    Cli(&'static str),
+    /// The API method and route (`{operation}` and `{proposal_id}` are path
+    /// parameters; the other parameters are the query of a `GET` or the
+    /// flat JSON body of a `POST`).
+    Api(&'static str, &'static str),
+    /// The MCP tool (for `propose`, see [`propose_tool_name`]).
+    Mcp(&'static str),
+}
+
+impl Entry {
+    /// The head this entry is on.
+    pub fn head(self) -> Head {
+        match self {
+            Entry::Cli(_) => Head::Cli,
+            Entry::Api(..) => Head::Api,
+            Entry::Mcp(_) => Head::Mcp,
+        }
+    }
+}
+
+/// Where one operation (or non-data entry) lives: at most one entry per
+/// head, looked up by [`Head`].
+#[derive(Debug, Clone, Copy)]
+pub struct Entries(pub &'static [Entry]);
+
+impl Entries {
+    /// The entry on `head`, if that head has one.
+    pub fn on(self, head: Head) -> Option<Entry> {
+        self.0.iter().copied().find(|entry| entry.head() == head)
+    }
+
+    /// The CLI command.
+    pub fn cli(self) -> Option<&'static str> {
+        match self.on(Head::Cli) {
+            Some(Entry::Cli(command)) => Some(command),
+            _ => None,
+        }
+    }
+
+    /// The API method and route.
+    pub fn api(self) -> Option<(&'static str, &'static str)> {
+        match self.on(Head::Api) {
+            Some(Entry::Api(method, route)) => Some((method, route)),
+            _ => None,
+        }
+    }
+
+    /// The MCP tool.
+    pub fn mcp(self) -> Option<&'static str> {
+        match self.on(Head::Mcp) {
+            Some(Entry::Mcp(tool)) => Some(tool),
+            _ => None,
+        }
+    }
+}
+
 /// A head deliberately without an operation, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Exception {
-    /// `cli`, `api` or `mcp`.
-    pub head: &'static str,
+    /// The head that lacks it.
+    pub head: Head,
     /// Why the operation is not there.
     pub reason: &'static str,
 }
@@ -49,20 +141,21 @@ pub struct DataOperation {
     pub description: &'static str,
     /// Whether it changes state.
     pub class: Class,
-    /// The CLI command (`<operation>` stands for a registry operation).
-    pub cli: Option<&'static str>,
-    /// The API method and route (`{operation}` and `{proposal_id}` are path
-    /// parameters; the other parameters are the query of a `GET` or the flat
-    /// JSON body of a `POST`).
-    pub api: Option<(&'static str, &'static str)>,
-    /// The MCP tool (for `propose`, see [`propose_tool_name`]).
-    pub mcp: Option<&'static str>,
+    /// Where it lives, one entry per head that has it.
+    pub entries: Entries,
     /// The parameters.
     pub params: ParamSchema,
     /// The result's JSON Schema.
     pub result: fn() -> Value,
     /// Heads that deliberately lack it.
     pub exceptions: &'static [Exception],
+}
+
+impl DataOperation {
+    /// The exception that says why `head` lacks it, if one does.
+    pub fn exception(&self, head: Head) -> Option<&'static Exception> {
+        self.exceptions.iter().find(|e| e.head == head)
+    }
 }
 
 /// The data operations as a closed set. The service matches on it
@@ -134,8 +227,8 @@ impl OperationKey {
 pub struct Exposure {
     /// The data operation (`propose:<registry operation>` for proposals).
     pub operation: String,
-    /// `cli`, `api` or `mcp`.
-    pub head: &'static str,
+    /// The head.
+    pub head: Head,
     /// The command, route or tool name.
     pub entry: String,
     /// Whether the head marks it read-only.
@@ -157,9 +250,11 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         name: "list_operations",
         description: "List the operations that can be proposed, with their argument schemas.",
         class: Class::Read,
-        cli: Some("countersign ops list"),
-        api: Some(("GET", "/v1/operations")),
-        mcp: Some("list_operations"),
+        entries: Entries(&[
+            Entry::Cli("countersign ops list"),
+            Entry::Api("GET", "/v1/operations"),
+            Entry::Mcp("list_operations"),
+        ]),
         params: ParamSchema::Fixed(no_params),
         result: results::operations_schema,
         exceptions: &[],
@@ -168,9 +263,11 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         name: "propose",
         description: "Propose an exact action for a person to review; returns the proposal and the preview the person will see.",
         class: Class::Write,
-        cli: Some("countersign propose <operation> --args-file FILE|- [--note TEXT]"),
-        api: Some(("POST", "/v1/operations/{operation}/proposals")),
-        mcp: Some("propose_<operation>"),
+        entries: Entries(&[
+            Entry::Cli("countersign propose <operation> --args-file FILE|- [--note TEXT]"),
+            Entry::Api("POST", "/v1/operations/{operation}/proposals"),
+            Entry::Mcp("propose_<operation>"),
+        ]),
         params: ParamSchema::Propose,
         result: results::proposal_schema,
         exceptions: &[],
@@ -179,9 +276,11 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         name: "get_proposal",
         description: "A proposal, its status and its authoritative preview.",
         class: Class::Read,
-        cli: Some("countersign show <id>"),
-        api: Some(("GET", "/v1/proposals/{proposal_id}")),
-        mcp: Some("get_proposal"),
+        entries: Entries(&[
+            Entry::Cli("countersign show <id>"),
+            Entry::Api("GET", "/v1/proposals/{proposal_id}"),
+            Entry::Mcp("get_proposal"),
+        ]),
         params: ParamSchema::Fixed(proposal_id_params),
         result: results::proposal_schema,
         exceptions: &[],
@@ -190,9 +289,11 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         name: "list_proposals",
         description: "The caller's proposals, newest first, optionally in one status.",
         class: Class::Read,
-        cli: Some("countersign list [--status S] [--limit N]"),
-        api: Some(("GET", "/v1/proposals")),
-        mcp: Some("list_proposals"),
+        entries: Entries(&[
+            Entry::Cli("countersign list [--status S] [--limit N]"),
+            Entry::Api("GET", "/v1/proposals"),
+            Entry::Mcp("list_proposals"),
+        ]),
         params: ParamSchema::Fixed(list_params),
         result: results::proposals_schema,
         exceptions: &[],
@@ -201,9 +302,11 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         name: "withdraw",
         description: "Withdraw the caller's own proposal before a decision.",
         class: Class::Write,
-        cli: Some("countersign withdraw <id>"),
-        api: Some(("POST", "/v1/proposals/{proposal_id}/withdraw")),
-        mcp: Some("withdraw_proposal"),
+        entries: Entries(&[
+            Entry::Cli("countersign withdraw <id>"),
+            Entry::Api("POST", "/v1/proposals/{proposal_id}/withdraw"),
+            Entry::Mcp("withdraw_proposal"),
+        ]),
         params: ParamSchema::Fixed(proposal_id_params),
         result: results::proposal_schema,
         exceptions: &[],
@@ -212,9 +315,11 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         name: "execute",
         description: "Execute an approved proposal once, with the approval a person authorized for a later execution (claimed from the signer; never shown to the caller).",
         class: Class::Write,
-        cli: Some("countersign exec <id> --handoff"),
-        api: Some(("POST", "/v1/proposals/{proposal_id}/execute-handoff")),
-        mcp: Some("execute_approved"),
+        entries: Entries(&[
+            Entry::Cli("countersign exec <id> --handoff"),
+            Entry::Api("POST", "/v1/proposals/{proposal_id}/execute-handoff"),
+            Entry::Mcp("execute_approved"),
+        ]),
         params: ParamSchema::Fixed(proposal_id_params),
         result: results::outcome_schema,
         exceptions: &[],
@@ -223,13 +328,14 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         name: "execute_with_proof",
         description: "Execute an approved proposal once with a proof the person carried (a file or stdin on the CLI, a request body field on the API).",
         class: Class::Write,
-        cli: Some("countersign exec <id> --proof-file FILE|-"),
-        api: Some(("POST", "/v1/proposals/{proposal_id}/execute")),
-        mcp: None,
+        entries: Entries(&[
+            Entry::Cli("countersign exec <id> --proof-file FILE|-"),
+            Entry::Api("POST", "/v1/proposals/{proposal_id}/execute"),
+        ]),
         params: ParamSchema::Fixed(proof_params),
         result: results::outcome_schema,
         exceptions: &[Exception {
-            head: "mcp",
+            head: Head::Mcp,
             reason: MCP_TAKES_NO_PROOF,
         }],
     },
@@ -237,9 +343,11 @@ pub const DATA_OPERATIONS: &[DataOperation] = &[
         name: "get_result",
         description: "The recorded disposition of an executed proposal: applied, failed or uncertain.",
         class: Class::Read,
-        cli: Some("countersign result <id>"),
-        api: Some(("GET", "/v1/proposals/{proposal_id}/result")),
-        mcp: Some("get_result"),
+        entries: Entries(&[
+            Entry::Cli("countersign result <id>"),
+            Entry::Api("GET", "/v1/proposals/{proposal_id}/result"),
+            Entry::Mcp("get_result"),
+        ]),
         params: ParamSchema::Fixed(proposal_id_params),
         result: results::disposition_schema,
         exceptions: &[],
@@ -345,6 +453,32 @@ mod tests {
     }
 
     #[test]
+    fn every_head_has_each_operation_once_or_names_why_not_and_never_both() {
+        for op in DATA_OPERATIONS {
+            for head in Head::ALL {
+                let entries = op.entries.0.iter().filter(|e| e.head() == head).count();
+                let excepted = op
+                    .exceptions
+                    .iter()
+                    .filter(|e| e.head == head && !e.reason.trim().is_empty())
+                    .count();
+                assert_eq!(
+                    entries + excepted,
+                    1,
+                    "{} on {head}: {entries} entries, {excepted} exceptions",
+                    op.name
+                );
+            }
+        }
+        for entry in crate::NON_DATA {
+            for head in Head::ALL {
+                let entries = entry.entries.0.iter().filter(|e| e.head() == head).count();
+                assert!(entries <= 1, "{} on {head}: {entries} entries", entry.name);
+            }
+        }
+    }
+
+    #[test]
     fn a_proposal_id_is_prop_and_32_lowercase_hex_digits() {
         assert!(is_proposal_id(&format!("prop_{}", "0a".repeat(16))));
         for bad in ["prop_0123", "", "prop_", "PROP_0000", "x"] {
@@ -353,27 +487,6 @@ mod tests {
         assert!(!is_proposal_id(&format!("prop_{}", "A".repeat(32))));
         assert!(!is_proposal_id(&format!("prop_{}", "0".repeat(33))));
         assert!(!is_proposal_id(&format!("prop_{}g", "0".repeat(31))));
-    }
-
-    #[test]
-    fn every_operation_is_on_every_head_or_names_why_not() {
-        for op in DATA_OPERATIONS {
-            for (head, present) in [
-                ("cli", op.cli.is_some()),
-                ("api", op.api.is_some()),
-                ("mcp", op.mcp.is_some()),
-            ] {
-                let excused = op
-                    .exceptions
-                    .iter()
-                    .any(|e| e.head == head && !e.reason.is_empty());
-                assert!(
-                    present != excused,
-                    "{} on {head}: present={present}, excused={excused}",
-                    op.name
-                );
-            }
-        }
     }
 
     #[test]

@@ -17,10 +17,7 @@ use countersign_registry::Registry;
 use serde_json::Value;
 
 use crate::non_data::NON_DATA;
-use crate::operations::{DataOperation, Exposure, ParamSchema};
-
-/// The heads the gate knows.
-pub const HEADS: [&str; 3] = ["cli", "api", "mcp"];
+use crate::operations::{DataOperation, Exposure, Head, ParamSchema};
 
 /// A difference in the shape of results that one head's transport imposes,
 /// with its reason. The gate compares the result inside the wrapping; any
@@ -28,7 +25,7 @@ pub const HEADS: [&str; 3] = ["cli", "api", "mcp"];
 #[derive(Debug, Clone, Copy)]
 pub struct ResultWrapping {
     /// The head.
-    pub head: &'static str,
+    pub head: Head,
     /// Why.
     pub reason: &'static str,
 }
@@ -36,14 +33,14 @@ pub struct ResultWrapping {
 /// The only transport difference in results: MCP wraps an array as
 /// `{"items": [...]}` (`countersign_mcp::output_schema`).
 pub const RESULT_WRAPPINGS: &[ResultWrapping] = &[ResultWrapping {
-    head: "mcp",
+    head: Head::Mcp,
     reason: "MCP structured content must be a JSON object (protocol versions up to 2025-11-25 require `type: object` at the root of an output schema), so a result that is an array is returned as `{\"items\": [...]}`; the array inside is the table's.",
 }];
 
 /// The result schema `found` of `head` as compared with `expected`: the
 /// array inside an `{"items": ...}` wrapping for a head whose transport
 /// wraps arrays, else `found` itself.
-fn unwrapped<'a>(head: &str, found: &'a Value, expected: &Value) -> &'a Value {
+fn unwrapped<'a>(head: Head, found: &'a Value, expected: &Value) -> &'a Value {
     let wraps = RESULT_WRAPPINGS.iter().any(|w| w.head == head);
     let is_wrapper = found.as_object().is_some_and(|o| {
         o.len() == 3
@@ -68,28 +65,28 @@ pub enum ParityError {
         /// The operation (`propose:<op>` for proposals).
         operation: String,
         /// The head.
-        head: String,
+        head: Head,
     },
     /// An exception without a reason.
     ExceptionWithoutReason {
         /// The operation.
         operation: String,
         /// The head.
-        head: String,
+        head: Head,
     },
     /// A head exposes an operation the table says it lacks.
     ExposedDespiteException {
         /// The operation.
         operation: String,
         /// The head.
-        head: String,
+        head: Head,
     },
     /// A head exposes something that is neither in the table nor excepted.
     NotInTable {
         /// What the head called it.
         operation: String,
         /// The head.
-        head: String,
+        head: Head,
         /// The command, route or tool.
         entry: String,
     },
@@ -98,7 +95,7 @@ pub enum ParityError {
         /// The operation.
         operation: String,
         /// The head.
-        head: String,
+        head: Head,
         /// What the head accepts.
         found: Value,
         /// What the table says.
@@ -109,21 +106,21 @@ pub enum ParityError {
         /// The operation.
         operation: String,
         /// The head.
-        head: String,
+        head: Head,
     },
     /// The read/write class differs from the table's.
     ClassDiffers {
         /// The operation.
         operation: String,
         /// The head.
-        head: String,
+        head: Head,
     },
     /// A head exposes one operation more than once.
     Duplicate {
         /// The operation.
         operation: String,
         /// The head.
-        head: String,
+        head: Head,
     },
     /// A non-data entry has no reason.
     NonDataWithoutReason {
@@ -228,57 +225,50 @@ pub fn expected<'a>(table: &'a [DataOperation], registry: &Registry) -> Vec<Expe
     out
 }
 
-/// Compare what `heads` really expose against the table. MCP joins by
-/// passing `"mcp"` in `heads` and its exposures.
+/// Compare what `heads` really expose against the table.
 pub fn check_parity(
     table: &[DataOperation],
     registry: &Registry,
-    heads: &[&str],
+    heads: &[Head],
     exposures: &[Exposure],
 ) -> Result<(), Vec<ParityError>> {
     let mut errors = Vec::new();
     let expected = expected(table, registry);
     let keys: BTreeSet<&str> = expected.iter().map(|e| e.key.as_str()).collect();
     for exp in &expected {
-        for head in heads {
+        for &head in heads {
             let found: Vec<&Exposure> = exposures
                 .iter()
-                .filter(|x| x.head == *head && x.operation == exp.key)
+                .filter(|x| x.head == head && x.operation == exp.key)
                 .collect();
-            let exception = exp.op.exceptions.iter().find(|e| e.head == *head);
-            let (operation, head_name) = (exp.key.clone(), head.to_string());
+            let exception = exp.op.exception(head);
+            let operation = exp.key.clone();
             if let Some(exception) = exception {
                 if exception.reason.trim().is_empty() {
                     errors.push(ParityError::ExceptionWithoutReason {
                         operation: operation.clone(),
-                        head: head_name.clone(),
+                        head,
                     });
                 }
                 if !found.is_empty() {
-                    errors.push(ParityError::ExposedDespiteException {
-                        operation,
-                        head: head_name,
-                    });
+                    errors.push(ParityError::ExposedDespiteException { operation, head });
                 }
                 continue;
             }
             let Some(first) = found.first() else {
-                errors.push(ParityError::Missing {
-                    operation,
-                    head: head_name,
-                });
+                errors.push(ParityError::Missing { operation, head });
                 continue;
             };
             if found.len() > 1 {
                 errors.push(ParityError::Duplicate {
                     operation: operation.clone(),
-                    head: head_name.clone(),
+                    head,
                 });
             }
             if normalized(&first.params) != normalized(&exp.params) {
                 errors.push(ParityError::ParamsDiffer {
                     operation: operation.clone(),
-                    head: head_name.clone(),
+                    head,
                     found: first.params.clone(),
                     expected: exp.params.clone(),
                 });
@@ -286,14 +276,11 @@ pub fn check_parity(
             if *unwrapped(head, &first.result, &exp.result) != exp.result {
                 errors.push(ParityError::ResultDiffers {
                     operation: operation.clone(),
-                    head: head_name.clone(),
+                    head,
                 });
             }
             if first.class != exp.op.class {
-                errors.push(ParityError::ClassDiffers {
-                    operation,
-                    head: head_name,
-                });
+                errors.push(ParityError::ClassDiffers { operation, head });
             }
         }
     }
@@ -301,7 +288,7 @@ pub fn check_parity(
         if heads.contains(&x.head) && !keys.contains(x.operation.as_str()) {
             errors.push(ParityError::NotInTable {
                 operation: x.operation.clone(),
-                head: x.head.to_string(),
+                head: x.head,
                 entry: x.entry.clone(),
             });
         }
@@ -335,6 +322,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::operations::{DATA_OPERATIONS, Exception};
+    const HEADS: [Head; 3] = Head::ALL;
     use countersign_registry::Class;
     use serde_json::json;
 
@@ -343,12 +331,12 @@ mod tests {
     }
 
     /// Exposures exactly as the table says, for `heads`.
-    fn faithful(table: &[DataOperation], heads: &[&'static str]) -> Vec<Exposure> {
+    fn faithful(table: &[DataOperation], heads: &[Head]) -> Vec<Exposure> {
         let reg = registry();
         let mut out = Vec::new();
         for e in expected(table, &reg) {
-            for head in heads {
-                if e.op.exceptions.iter().any(|x| x.head == *head) {
+            for &head in heads {
+                if e.op.exception(head).is_some() {
                     continue;
                 }
                 out.push(Exposure {
@@ -376,13 +364,13 @@ mod tests {
     #[test]
     fn fails_when_a_head_lacks_an_operation() {
         let mut x = faithful(DATA_OPERATIONS, &HEADS);
-        x.retain(|e| !(e.head == "mcp" && e.operation == "get_result"));
+        x.retain(|e| !(e.head == Head::Mcp && e.operation == "get_result"));
         let errors = check_parity(DATA_OPERATIONS, &registry(), &HEADS, &x).unwrap_err();
         assert_eq!(
             errors,
             vec![ParityError::Missing {
                 operation: "get_result".into(),
-                head: "mcp".into()
+                head: Head::Mcp
             }]
         );
     }
@@ -395,7 +383,7 @@ mod tests {
             .position(|o| o.name == "execute_with_proof")
             .unwrap();
         table[i].exceptions = &[Exception {
-            head: "mcp",
+            head: Head::Mcp,
             reason: " ",
         }];
         let x = faithful(&table, &HEADS);
@@ -404,7 +392,7 @@ mod tests {
             errors,
             vec![ParityError::ExceptionWithoutReason {
                 operation: "execute_with_proof".into(),
-                head: "mcp".into()
+                head: Head::Mcp
             }]
         );
     }
@@ -414,12 +402,12 @@ mod tests {
         let mut x = faithful(DATA_OPERATIONS, &HEADS);
         let e = x
             .iter_mut()
-            .find(|e| e.head == "api" && e.operation == "list_proposals")
+            .find(|e| e.head == Head::Api && e.operation == "list_proposals")
             .unwrap();
         e.params["properties"]["limit"]["maximum"] = json!(10_000);
         let errors = check_parity(DATA_OPERATIONS, &registry(), &HEADS, &x).unwrap_err();
         assert!(
-            matches!(&errors[..], [ParityError::ParamsDiffer { operation, head, .. }] if operation == "list_proposals" && head == "api"),
+            matches!(&errors[..], [ParityError::ParamsDiffer { operation, head, .. }] if operation == "list_proposals" && *head == Head::Api),
             "{errors:?}"
         );
     }
@@ -429,7 +417,7 @@ mod tests {
         let mut x = faithful(DATA_OPERATIONS, &HEADS);
         x.push(Exposure {
             operation: "export_everything".into(),
-            head: "api",
+            head: Head::Api,
             entry: "GET /v1/export".into(),
             class: Class::Read,
             params: json!({}),
@@ -437,7 +425,7 @@ mod tests {
         });
         let errors = check_parity(DATA_OPERATIONS, &registry(), &HEADS, &x).unwrap_err();
         assert!(
-            matches!(&errors[..], [ParityError::NotInTable { head, .. }] if head == "api"),
+            matches!(&errors[..], [ParityError::NotInTable { head, .. }] if *head == Head::Api),
             "{errors:?}"
         );
     }
@@ -452,7 +440,7 @@ mod tests {
         let mut x = faithful(DATA_OPERATIONS, &HEADS);
         for e in x
             .iter_mut()
-            .filter(|e| e.head == "mcp" && e.result["type"] == "array")
+            .filter(|e| e.head == Head::Mcp && e.result["type"] == "array")
         {
             e.result = wrap(e.result.clone());
         }
@@ -461,7 +449,7 @@ mod tests {
         let mut api_wraps = faithful(DATA_OPERATIONS, &HEADS);
         let e = api_wraps
             .iter_mut()
-            .find(|e| e.head == "api" && e.operation == "list_proposals")
+            .find(|e| e.head == Head::Api && e.operation == "list_proposals")
             .unwrap();
         e.result = wrap(e.result.clone());
         assert!(check_parity(DATA_OPERATIONS, &reg, &HEADS, &api_wraps).is_err());
@@ -469,7 +457,7 @@ mod tests {
         let mut extra = x.clone();
         let e = extra
             .iter_mut()
-            .find(|e| e.head == "mcp" && e.operation == "list_proposals")
+            .find(|e| e.head == Head::Mcp && e.operation == "list_proposals")
             .unwrap();
         e.result["properties"]["next"] = json!({"type": "string"});
         assert!(check_parity(DATA_OPERATIONS, &reg, &HEADS, &extra).is_err());

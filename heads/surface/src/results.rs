@@ -2,13 +2,13 @@
 //! `--json` output, the API's response bodies and MCP's structured tool
 //! results are these values, byte for byte (except that MCP, whose
 //! structured content must be an object, wraps an array as
-//! `{"items": [...]}`: `countersign_mcp::structured`).
+//! `{"items": [...]}`: `countersign_mcp::structured`). The results of an
+//! execution (an outcome, a recorded disposition) are rendered by the
+//! service (`countersign_service::results`), which links the gate and the
+//! ledger they come from; their schemas are here.
 
-use countersign_gate::Outcome;
-use countersign_ledger::Disposition;
 use countersign_proto::v1::{ProposalView, QuorumView};
 use countersign_registry::Operation;
-use countersign_verifier::timestamp;
 use serde_json::{Value, json};
 
 /// A proposal.
@@ -73,49 +73,6 @@ pub fn operation(op: &Operation) -> Value {
         "contract_revision": op.contract_revision(),
         "schema": op.schema,
     })
-}
-
-/// A recorded disposition.
-pub fn disposition(d: &Disposition) -> Value {
-    json!({
-        "proposal_id": d.proposal_id,
-        "status": d.status.as_str(),
-        "result": d.result,
-        "error": d.error,
-        "completed_at": d.completed_at.and_then(|t| timestamp::format_whole_seconds(t).ok()),
-    })
-}
-
-/// An execution outcome: `ok` (this call consumed the proof), `applied`
-/// (this call's effect succeeded), `status`, a `reason` code whenever
-/// nothing was consumed, and a `message` that says plainly what happened.
-pub fn outcome(proposal_id: &str, outcome: &Outcome) -> Value {
-    let mut value = json!({
-        "proposal_id": proposal_id,
-        "ok": matches!(
-            outcome,
-            Outcome::Applied(_) | Outcome::Failed(_) | Outcome::Uncertain { .. }
-        ),
-        "applied": outcome.applied_now(),
-        "message": outcome.summary(),
-    });
-    match outcome {
-        Outcome::Refused(refused) => {
-            value["status"] = json!("refused");
-            value["reason"] = json!(refused.code().as_str());
-        }
-        Outcome::Applied(d) | Outcome::Failed(d) | Outcome::Uncertain { disposition: d, .. } => {
-            value["status"] = json!(d.status.as_str());
-            value["result"] = d.result.clone();
-        }
-        Outcome::Recorded(d) => {
-            value["status"] = json!("already_used");
-            value["reason"] = json!("already_used");
-            value["recorded_status"] = json!(d.status.as_str());
-            value["result"] = d.result.clone();
-        }
-    }
-    value
 }
 
 /// One sentence per argument whose value holds non-ASCII text (the
@@ -216,7 +173,7 @@ pub fn operations_schema() -> Value {
     })
 }
 
-/// The JSON Schema of [`disposition`].
+/// The JSON Schema of a recorded disposition.
 pub fn disposition_schema() -> Value {
     json!({
         "type": "object",
@@ -231,7 +188,7 @@ pub fn disposition_schema() -> Value {
     })
 }
 
-/// The JSON Schema of [`outcome`].
+/// The JSON Schema of an execution outcome.
 pub fn outcome_schema() -> Value {
     json!({
         "type": "object",
@@ -253,7 +210,7 @@ pub fn outcome_schema() -> Value {
     })
 }
 
-/// A refusal of any operation other than an execution (whose [`outcome`]
+/// A refusal of any operation other than an execution (whose outcome
 /// already says `ok: false` with a `reason`): nothing was applied.
 pub fn refusal(reason: &str, message: &str) -> Value {
     json!({"ok": false, "applied": false, "reason": reason, "message": message})

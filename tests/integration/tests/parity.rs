@@ -9,7 +9,9 @@
 
 use countersign_api::openapi::{document, exposures_from_document};
 use countersign_registry::{Class, Registry};
-use countersign_surface::operations::{DATA_OPERATIONS, DataOperation, Exposure, ParamSchema};
+use countersign_surface::operations::{
+    DATA_OPERATIONS, DataOperation, Entries, Entry, Exposure, Head, ParamSchema,
+};
 use countersign_surface::{ParityError, check_parity};
 use serde_json::json;
 
@@ -18,9 +20,9 @@ fn registry() -> Registry {
 }
 
 /// The heads wired into the gate, and what they expose.
-fn heads_and_exposures(registry: &Registry) -> (Vec<&'static str>, Vec<Exposure>) {
+fn heads_and_exposures(registry: &Registry) -> (Vec<Head>, Vec<Exposure>) {
     // Every head of the build, each read from what it really serves.
-    let heads = vec!["cli", "api", "mcp"];
+    let heads = Head::ALL.to_vec();
     let mut exposures = countersign::exposures(registry);
     exposures.extend(countersign_api::exposures(registry));
     exposures.extend(countersign_mcp::exposures(registry));
@@ -62,9 +64,7 @@ fn an_api_only_operation_in_a_temporary_table_fails_the_gate() {
         name: "export_ledger",
         description: "Everything in the ledger (API only).",
         class: Class::Read,
-        cli: None,
-        api: Some(("GET", "/v1/export")),
-        mcp: None,
+        entries: Entries(&[Entry::Api("GET", "/v1/export")]),
         params: ParamSchema::Fixed(
             || json!({"type": "object", "additionalProperties": false, "properties": {}}),
         ),
@@ -76,12 +76,12 @@ fn an_api_only_operation_in_a_temporary_table_fails_the_gate() {
     exposures.extend(exposures_from_document(&document(&table, &registry)));
     exposures.extend(countersign_mcp::exposures(&registry));
     assert!(exposures.iter().any(|x| x.entry == "GET /v1/export"));
-    let errors = check_parity(&table, &registry, &["cli", "api", "mcp"], &exposures).unwrap_err();
-    let missing = |head: &str| ParityError::Missing {
+    let errors = check_parity(&table, &registry, &Head::ALL, &exposures).unwrap_err();
+    let missing = |head| ParityError::Missing {
         operation: "export_ledger".into(),
-        head: head.into(),
+        head,
     };
-    assert_eq!(errors, vec![missing("cli"), missing("mcp")]);
+    assert_eq!(errors, vec![missing(Head::Cli), missing(Head::Mcp)]);
 }
 
 #[test]
@@ -89,9 +89,12 @@ fn an_exception_without_a_reason_fails_the_gate() {
     let registry = registry();
     let mut table: Vec<DataOperation> = DATA_OPERATIONS.to_vec();
     let get_result = table.iter_mut().find(|o| o.name == "get_result").unwrap();
-    get_result.cli = None;
+    get_result.entries = Entries(&[
+        Entry::Api("GET", "/v1/proposals/{proposal_id}/result"),
+        Entry::Mcp("get_result"),
+    ]);
     get_result.exceptions = &[countersign_surface::Exception {
-        head: "cli",
+        head: Head::Cli,
         reason: "",
     }];
     let mut exposures: Vec<Exposure> = countersign::exposures(&registry)
@@ -99,12 +102,12 @@ fn an_exception_without_a_reason_fails_the_gate() {
         .filter(|x| x.operation != "get_result")
         .collect();
     exposures.extend(countersign_api::exposures(&registry));
-    let errors = check_parity(&table, &registry, &["cli", "api"], &exposures).unwrap_err();
+    let errors = check_parity(&table, &registry, &[Head::Cli, Head::Api], &exposures).unwrap_err();
     assert_eq!(
         errors,
         vec![ParityError::ExceptionWithoutReason {
             operation: "get_result".into(),
-            head: "cli".into()
+            head: Head::Cli
         }]
     );
 }
@@ -113,7 +116,13 @@ fn an_exception_without_a_reason_fails_the_gate() {
 fn errors_with_api_document(registry: &Registry, doc: &serde_json::Value) -> Vec<ParityError> {
     let mut exposures = countersign::exposures(registry);
     exposures.extend(exposures_from_document(doc));
-    check_parity(DATA_OPERATIONS, registry, &["cli", "api"], &exposures).unwrap_err()
+    check_parity(
+        DATA_OPERATIONS,
+        registry,
+        &[Head::Cli, Head::Api],
+        &exposures,
+    )
+    .unwrap_err()
 }
 
 #[test]
@@ -126,7 +135,7 @@ fn a_route_outside_the_table_fails_the_gate() {
     }});
     let errors = errors_with_api_document(&registry, &doc);
     assert!(
-        matches!(&errors[..], [ParityError::NotInTable { head, entry, .. }] if head == "api" && entry == "GET /v1/dump"),
+        matches!(&errors[..], [ParityError::NotInTable { head, entry, .. }] if *head == Head::Api && entry == "GET /v1/dump"),
         "{errors:?}"
     );
 }
@@ -138,7 +147,7 @@ fn a_parameter_schema_that_drifts_on_one_head_fails_the_gate() {
     doc["paths"]["/v1/proposals"]["get"]["parameters"][0]["schema"] = json!({"type": "string"});
     let errors = errors_with_api_document(&registry, &doc);
     assert!(
-        matches!(&errors[..], [ParityError::ParamsDiffer { operation, head, .. }] if operation == "list_proposals" && head == "api"),
+        matches!(&errors[..], [ParityError::ParamsDiffer { operation, head, .. }] if operation == "list_proposals" && *head == Head::Api),
         "{errors:?}"
     );
 }
@@ -168,9 +177,15 @@ fn a_cli_command_outside_the_table_fails_the_gate() {
         .subcommand(clap::Command::new("export").about("dump everything"));
     let mut exposures = countersign::exposures_of(cli, &registry);
     exposures.extend(countersign_api::exposures(&registry));
-    let errors = check_parity(DATA_OPERATIONS, &registry, &["cli", "api"], &exposures).unwrap_err();
+    let errors = check_parity(
+        DATA_OPERATIONS,
+        &registry,
+        &[Head::Cli, Head::Api],
+        &exposures,
+    )
+    .unwrap_err();
     assert!(
-        matches!(&errors[..], [ParityError::NotInTable { head, entry, .. }] if head == "cli" && entry == "countersign export"),
+        matches!(&errors[..], [ParityError::NotInTable { head, entry, .. }] if *head == Head::Cli && entry == "countersign export"),
         "{errors:?}"
     );
 }

@@ -12,7 +12,6 @@ use crate::Io;
 use crate::args::{ExecArgs, ReconcileArgs};
 use crate::context::Context;
 use crate::error::CliError;
-use countersign_surface::results;
 
 use crate::output::{report_outcome, write_json, write_text};
 
@@ -73,7 +72,10 @@ pub(crate) async fn result(
         other => return Err(unexpected(&other)),
     };
     if json {
-        return write_json(io.out, &results::disposition(&disposition));
+        return write_json(
+            io.out,
+            &countersign_service::results::disposition(&disposition),
+        );
     }
     let mut text = format!("{}  {}\n", id, disposition.status.as_str());
     if !disposition.result.is_null() {
