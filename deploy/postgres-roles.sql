@@ -15,7 +15,8 @@
 --           completions that record a person's resolution, passkeys
 --           (enrolments, removals and the assertions it accepted), and
 --           quorum decisions (each approver's approval or denial),
---           auto-approval rules (their versions and each use)
+--           auto-approval rules (their versions and each use), and the
+--           notification outbox (insert, and delete on acknowledgement)
 --   head:   consumed_nonces, intents, completions, effect_applied, events,
 --           and the builtin effects' state store
 -- So a head cannot mint an issuance, change a proposal's canonical
@@ -28,7 +29,8 @@
 -- the head role must be able to read `rules` and `rule_uses`, since its
 -- consume transaction refuses a proof whose rule was revoked; version 5
 -- `quorum_decisions` and `quorum_passkey_assertions`; version 8 the
--- per-principal chain heads and the sequence event ids are drawn from).
+-- per-principal chain heads and the sequence event ids are drawn from;
+-- version 9 the notification outbox).
 --
 -- Independent of roles, the schema's triggers make every table except
 -- `state` append-only for everybody, the owner included (no UPDATE, DELETE
@@ -76,6 +78,12 @@ GRANT INSERT ON completions TO countersign_signer;
 -- Passkeys: only the signer verifies WebAuthn assertions, so only it
 -- records credentials, their removal and the assertions it accepted.
 GRANT INSERT ON passkeys, passkey_removals, passkey_assertions TO countersign_signer;
+
+-- The notification outbox: the signer records what the notify process
+-- should tell a person, and deletes a row when the notify process
+-- acknowledges it (the only table any role deletes from; it is no record
+-- of anything, see migrations/*/0009_notification_outbox.sql).
+GRANT INSERT, DELETE ON notification_outbox TO countersign_signer;
 
 -- Quorum decisions: only the signer checks an approver's certificate, so
 -- only it records an approver's approval or denial of a quorum proposal.

@@ -19,7 +19,17 @@
 #      `[passkeys] required = true`, and `[premise] socket`: the signer
 #      runs no premise program itself, it asks the premise service, which
 #      runs as the premise user);
-#   3. gives AGENT_USER a head-only home (0700, its own): config.toml (the
+#   3. creates the system user that delivers notifications (default
+#      `countersign-notify`) and its home in its own state directory
+#      (default /var/lib/countersign-notify/home, 0700): config.toml (the
+#      signer's address), principal, pki/ca.pem and the notifier credential
+#      (pki/notifier.pem, pki/notifier.key), which the signer accepts for
+#      reading and acknowledging notifications only. No approver or head
+#      credential, no CA key, no signing key. The signer opens no outbound
+#      connection: this user's `countersign notify serve` does. To turn
+#      notifications on, add `[notify]` with its channels to that home's
+#      config.toml and `[notify]` to the signer's (docs/notifications.md);
+#   4. gives AGENT_USER a head-only home (0700, its own): config.toml (the
 #      signer's and the console's addresses, the heads' ledger URL, and
 #      `[passkeys]` too, so that its heads name the console at
 #      https://console.localhost:<port> and say a passkey is needed), principal,
@@ -50,6 +60,7 @@ set -euo pipefail
 usage() {
     cat >&2 <<'EOF'
 usage: setup-system.sh [--signer-user NAME] [--premise-user NAME] [--premise-socket PATH]
+                       [--notify-user NAME] [--notify-state-dir DIR]
                        [--state-dir DIR] [--agent-home DIR]
                        [--bin-dir DIR] [--signer-addr ADDR] [--console-addr ADDR]
                        AGENT_USER
@@ -67,6 +78,8 @@ signer_user=countersign
 premise_user=countersign-premise
 premise_socket=/run/countersign-premise/premise.sock
 state_dir=/var/lib/countersign
+notify_user=countersign-notify
+notify_state_dir=/var/lib/countersign-notify
 agent_home=
 bin_dir=/usr/local/bin
 signer_addr=127.0.0.1:7443
@@ -78,6 +91,8 @@ while [ $# -gt 0 ]; do
         --signer-user) signer_user=${2:?}; shift 2 ;;
         --premise-user) premise_user=${2:?}; shift 2 ;;
         --premise-socket) premise_socket=${2:?}; shift 2 ;;
+        --notify-user) notify_user=${2:?}; shift 2 ;;
+        --notify-state-dir) notify_state_dir=${2:?}; shift 2 ;;
         --state-dir) state_dir=${2:?}; shift 2 ;;
         --agent-home) agent_home=${2:?}; shift 2 ;;
         --bin-dir) bin_dir=${2:?}; shift 2 ;;
@@ -101,6 +116,7 @@ for url in "$signer_ledger" "$head_ledger"; do
 done
 case "$state_dir" in /*) ;; *) die "--state-dir must be absolute" ;; esac
 case "$premise_socket" in /*) ;; *) die "--premise-socket must be absolute" ;; esac
+case "$notify_state_dir" in /*) ;; *) die "--notify-state-dir must be absolute" ;; esac
 for bin in countersign countersign-signer countersign-premise; do
     [ -x "$bin_dir/$bin" ] || die "$bin_dir/$bin is not an executable (--bin-dir)"
 done
@@ -108,6 +124,9 @@ id -u "$agent" >/dev/null 2>&1 || die "no such user: $agent"
 [ "$agent" != "$signer_user" ] || die "the agent's user must not be the signer's user"
 [ "$premise_user" != "$signer_user" ] || die "the premise user must not be the signer's user"
 [ "$premise_user" != "$agent" ] || die "the premise user must not be the agent's user"
+for other in "$signer_user" "$premise_user" "$agent"; do
+    [ "$notify_user" != "$other" ] || die "the notify user must be a user of its own"
+done
 [ "$agent" != root ] || die "the agent's user must not be root"
 if [ -z "$agent_home" ]; then
     agent_home="$(getent passwd "$agent" | cut -d: -f6)/.config/countersign"
@@ -161,7 +180,33 @@ required = true
 socket = "$premise_socket"
 EOF
 
-# 3. The agent's head-only home. Root reads the head's files out of the
+# 3. The notify user, its state directory and its home: the notifier
+# credential only. Root reads the files out of the signer's home and the
+# notify user writes them into its own, as for the agent below.
+if ! id -u "$notify_user" >/dev/null 2>&1; then
+    useradd --system --user-group --no-create-home --home-dir "$notify_state_dir" \
+        --shell /usr/sbin/nologin --comment "countersign notifications" "$notify_user"
+fi
+install -d -m 0700 -o "$notify_user" -g "$notify_user" "$notify_state_dir"
+notify_home="$notify_state_dir/home"
+# shellcheck disable=SC2016 # $1 is the inner shell's
+(cd / && runuser -u "$notify_user" -- sh -c 'umask 077 && install -d -m 0700 "$1" "$1/pki"' \
+    sh "$notify_home")
+for file in principal pki/ca.pem pki/notifier.pem pki/notifier.key; do
+    write_as "$notify_user" "$notify_home/$file" <"$home/$file"
+done
+if [ ! -e "$notify_home/config.toml" ]; then
+    write_as "$notify_user" "$notify_home/config.toml" <<EOF
+# Written by deploy/setup-system.sh: the notify process's home (the
+# notifier credential only). Add [notify] with its channels here, and
+# [notify] to the signer's config.toml, to turn notifications on
+# (docs/notifications.md); re-running the script keeps this file.
+[signer]
+addr = "$signer_addr"
+EOF
+fi
+
+# 4. The agent's head-only home. Root reads the head's files out of the
 # signer's home and the agent's user writes them into its own: root never
 # writes under a directory the agent controls (it could plant symlinks).
 # shellcheck disable=SC2016 # $1 is the inner shell's
@@ -185,6 +230,7 @@ EOF
 
 echo "signer home: $home (user $signer_user)"
 echo "premise programs: user $premise_user, service socket $premise_socket"
+echo "notifications: user $notify_user, home $notify_home (off until [notify] is configured)"
 echo "head-only home for $agent: $agent_home"
 cat <<EOF
 passkeys: required for every approval, in the console at https://console.localhost:${console_addr##*:}/

@@ -202,6 +202,24 @@ impl Home {
     pub fn signer_dir(&self) -> PathBuf {
         self.root.join("signer")
     }
+    /// `notify/`: the notify process's private directory (its delivery
+    /// state), created by `countersign notify serve`.
+    pub fn notify_dir(&self) -> PathBuf {
+        self.root.join("notify")
+    }
+    /// Creates `notify/` (0700, this user's) unless it is there, and checks
+    /// it: the notify process's first start.
+    pub fn ensure_notify_dir(&self) -> Result<PathBuf, IdentityError> {
+        let dir = self.notify_dir();
+        create_private_dir(&dir)?;
+        check_dir(&dir, true)?;
+        Ok(dir)
+    }
+    /// `notify/notify-state.json`: every delivery of the notify process
+    /// (pending with its next attempt, delivered, failed), 0600.
+    pub fn notify_state_path(&self) -> PathBuf {
+        self.notify_dir().join("notify-state.json")
+    }
     /// `signer/ed25519.key`: the proof-signing key (only the signer reads it).
     pub fn signing_key_path(&self) -> PathBuf {
         self.signer_dir().join("ed25519.key")
@@ -272,6 +290,7 @@ impl Home {
         check_dir(&self.root, true)?;
         check_dir(&self.pki_dir(), false)?;
         check_dir(&self.signer_dir(), false)?;
+        check_dir(&self.notify_dir(), false)?;
         let mut files = vec![
             self.principal_path(),
             self.config_path(),
@@ -290,6 +309,7 @@ impl Home {
             self.console_key_path(),
             self.signing_key_path(),
             self.key_index_path(),
+            self.notify_state_path(),
         ];
         for credential in Role::ALL
             .map(ClientCredential::Role)

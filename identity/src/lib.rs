@@ -36,7 +36,7 @@ pub use console_config::ConsoleConfig;
 pub use error::IdentityError;
 pub use home::{DEV_NAMED_APPROVERS, Home, InitReport, generate_principal, is_valid_principal};
 pub use notify::{
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_NOTIFY_TIMEOUT_SECS, DEFAULT_RETRY_INITIAL_MS,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_NOTIFY_TIMEOUT_SECS, DEFAULT_POLL_MS, DEFAULT_RETRY_INITIAL_MS,
     DEFAULT_RETRY_MAX_MS, NotifyConfig, NotifySmtpConfig, NotifyWebhookConfig, RetryConfig,
     SmtpTls,
 };

@@ -1,11 +1,13 @@
-//! `[notify]`: how the signer tells a person that a proposal waits for
-//! them (a signed webhook, email, a desktop notification), and how it
-//! retries. Off unless the section is there.
+//! `[notify]`: how a person is told that a proposal waits for them (a
+//! signed webhook, email, a desktop notification), and how it retries.
+//! Off unless the section is there. The signer only records, when the
+//! section is there, what to tell (its notification outbox); the notify
+//! process (`countersign notify serve`) delivers, with this section.
 //!
 //! This module only reads the shape of the section and anchors its paths
-//! to the home; the signer parses the URL and addresses, reads the secret
-//! files (0600, never from this text) and refuses what it cannot use when
-//! it starts. No secret is ever written in `config.toml`.
+//! to the home; the notify process parses the URL and addresses, reads the
+//! secret files (0600, never from this text) and refuses what it cannot
+//! use when it starts. No secret is ever written in `config.toml`.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +21,9 @@ pub const DEFAULT_RETRY_INITIAL_MS: u64 = 2_000;
 pub const DEFAULT_RETRY_MAX_MS: u64 = 300_000;
 /// Attempts per delivery unless configured; then it is `failed`.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 8;
+/// How often the notify process asks the signer for waiting
+/// notifications unless configured, milliseconds.
+pub const DEFAULT_POLL_MS: u64 = 1_000;
 
 /// The resolved `[notify]` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +37,9 @@ pub struct NotifyConfig {
     pub desktop: bool,
     /// How failed attempts are retried.
     pub retry: RetryConfig,
+    /// `poll_ms` (10..=60000): how often the notify process asks the
+    /// signer for the notifications waiting in its outbox.
+    pub poll_ms: u64,
 }
 
 /// `[notify.webhook]`: a Standard Webhooks POST.
@@ -104,6 +112,7 @@ pub(crate) struct NotifySection {
     retry_initial_ms: Option<u64>,
     retry_max_ms: Option<u64>,
     max_attempts: Option<u32>,
+    poll_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -200,7 +209,12 @@ pub(crate) fn notify_config(section: NotifySection, root: &Path) -> Result<Notif
     if !(1..=100).contains(&max_attempts) {
         return Err("notify.max_attempts must be 1..=100".into());
     }
+    let poll_ms = section.poll_ms.unwrap_or(DEFAULT_POLL_MS);
+    if !(10..=60_000).contains(&poll_ms) {
+        return Err("notify.poll_ms must be 10..=60000".into());
+    }
     Ok(NotifyConfig {
+        poll_ms,
         webhook,
         smtp,
         desktop: section.desktop.unwrap_or(false),
@@ -253,6 +267,7 @@ mod tests {
             Some(std::path::PathBuf::from("/etc/cs/smtp"))
         );
         assert_eq!(notify.retry.max_attempts, 8);
+        assert_eq!(notify.poll_ms, 1000);
     }
 
     #[test]
@@ -289,6 +304,10 @@ mod tests {
             (
                 "[notify]\nmax_attempts = 0\n",
                 "notify.max_attempts must be 1..=100",
+            ),
+            (
+                "[notify]\npoll_ms = 5\n",
+                "notify.poll_ms must be 10..=60000",
             ),
             (
                 "[notify.webhook]\nurl = \"u\"\nsecret_file = \"s\"\ntimeout_secs = 0\n",

@@ -31,11 +31,16 @@ pub enum Role {
     Head,
     /// Key administration.
     Admin,
+    /// The notify process (`countersign notify serve`): reads the
+    /// notifications waiting for delivery and acknowledges them. No
+    /// approval authority: it cannot propose, decide, revoke or read a
+    /// proposal or a proof.
+    Notifier,
 }
 
 impl Role {
     /// Every role, in a fixed order.
-    pub const ALL: [Role; 3] = [Role::Approver, Role::Head, Role::Admin];
+    pub const ALL: [Role; 4] = [Role::Approver, Role::Head, Role::Admin, Role::Notifier];
 
     /// The role's name in certificates and file names.
     pub fn as_str(self) -> &'static str {
@@ -43,6 +48,7 @@ impl Role {
             Role::Approver => "approver",
             Role::Head => "head",
             Role::Admin => "admin",
+            Role::Notifier => "notifier",
         }
     }
 }
@@ -60,6 +66,7 @@ impl FromStr for Role {
             "approver" => Ok(Role::Approver),
             "head" => Ok(Role::Head),
             "admin" => Ok(Role::Admin),
+            "notifier" => Ok(Role::Notifier),
             other => Err(IdentityError::UnknownRole(other.to_owned())),
         }
     }
@@ -170,7 +177,7 @@ pub(crate) fn parse_peer_uri(uri: &str) -> Result<PeerIdentity, IdentityError> {
             ApproverName::parse(name)
                 .map_err(|_| IdentityError::BadApproverName(name.to_owned()))?,
         ),
-        (Role::Head | Role::Admin, Some(_)) => {
+        (Role::Head | Role::Admin | Role::Notifier, Some(_)) => {
             return Err(IdentityError::NameOnNonApprover(role));
         }
     };

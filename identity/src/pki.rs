@@ -222,7 +222,7 @@ pub fn create_dev_pki(home: &Home, principal: &str) -> Result<PkiReport, Identit
         let issued = issue_server_cert(&ca, from, until)?;
         write_pair(&cert, &issued.cert_pem, &key, &issued.key_pem, &mut created)?;
     }
-    let credentials = [Role::Approver, Role::Head]
+    let credentials = [Role::Approver, Role::Head, Role::Notifier]
         .map(ClientCredential::Role)
         .into_iter()
         .chain(dev_named_approvers()?.map(ClientCredential::NamedApprover));

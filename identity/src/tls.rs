@@ -9,7 +9,7 @@
 use std::sync::Once;
 use std::time::Duration;
 
-use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
 
 use crate::pki::read_text;
 use crate::{ClientCredential, Home, IdentityError, Role};
@@ -68,6 +68,33 @@ pub fn client_config_for(
     let cert = read_text(&home.credential_cert_path(credential))?;
     let key = zeroize::Zeroizing::new(read_text(&home.credential_key_path(credential))?);
     Ok(client_config_from_pem(&ca, &cert, &key))
+}
+
+/// The endpoint every client of the signer (heads, approver interfaces,
+/// the notify process) connects through: `https://<addr>` with `tls`.
+pub fn signer_endpoint(
+    addr: &str,
+    tls: ClientTlsConfig,
+) -> Result<Endpoint, tonic::transport::Error> {
+    Ok(Endpoint::from_shared(format!("https://{addr}"))?
+        .tls_config(tls)?
+        // Explicit: a request's last frame must not wait for a delayed ACK.
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(30)))
+}
+
+/// An error and its causes on one line (`a: b: c`): a failed TLS
+/// handshake's cause, for example "unknown CA", is in the source chain.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// [`client_config`] from PEM text.

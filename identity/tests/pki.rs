@@ -28,7 +28,8 @@ fn init() -> (tempfile::TempDir, Home, String) {
 fn creates_dev_pki_with_private_files_and_is_idempotent() {
     let (_dir, home, principal) = init();
     let first = create_dev_pki(&home, &principal).unwrap();
-    assert_eq!(first.created.len(), 10);
+    // CA, signer, approver, head, notifier and the console approver: a pair each.
+    assert_eq!(first.created.len(), 12);
     for path in &first.created {
         let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", path.display());

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::chain::{ChainHeads, ChainReport};
 use crate::error::{EffectFailure, LedgerError};
+use crate::outbox::OutboxNotification;
 use crate::passkeys::{
     PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, StoredPasskeyAssertion,
 };
@@ -172,6 +173,33 @@ impl Ledger {
     /// `DuplicateProposal` if the id exists.
     pub async fn insert_proposal(&self, p: &Proposal) -> Result<ProposalRecord, LedgerError> {
         dispatch!(self, b => b.insert_proposal(p).await)
+    }
+
+    /// Records a notification for the notify process to take (the
+    /// notification outbox). Nothing else reads it.
+    pub async fn record_notification(&self, n: &OutboxNotification) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_notification(n).await)
+    }
+
+    /// At most `limit` of `principal`'s notifications not yet
+    /// acknowledged, oldest first.
+    pub async fn notifications(
+        &self,
+        principal: &str,
+        limit: u32,
+    ) -> Result<Vec<OutboxNotification>, LedgerError> {
+        dispatch!(self, b => b.notifications(principal, limit).await)
+    }
+
+    /// Removes those of `ids` that belong to `principal` from the outbox
+    /// (the notify process holds them durably now); returns how many were
+    /// there. Unknown ids and other principals' are ignored.
+    pub async fn acknowledge_notifications(
+        &self,
+        principal: &str,
+        ids: &[String],
+    ) -> Result<u64, LedgerError> {
+        dispatch!(self, b => b.acknowledge_notifications(principal, ids).await)
     }
 
     /// One proposal with its status derived now.

@@ -34,6 +34,7 @@ macro_rules! migrations {
             5, "quorum", "0005_quorum.sql";
             7, "premises", "0007_premises.sql";
             8, "chains", "0008_chains.sql";
+            9, "notification outbox", "0009_notification_outbox.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {
@@ -50,6 +51,7 @@ mod error;
 mod facts;
 pub mod fault;
 mod ledger;
+mod outbox;
 mod owner;
 mod passkeys;
 mod postgres;
@@ -71,6 +73,7 @@ pub use chain::{
 pub use countersign_process::premise::PremiseRunner;
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
 pub use ledger::{Checkpointed, Ledger};
+pub use outbox::OutboxNotification;
 pub use passkeys::{
     AssertionPurpose, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord,
     PasskeyRemoval, SIGNER_ADMIN, StoredPasskeyAssertion,

@@ -619,3 +619,38 @@ async fn a_role_locking_any_chain_name_only_leaves_an_empty_head() {
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(report.chains, 1);
 }
+
+/// The signer records and acknowledges notifications; a head can do
+/// neither, so it can neither forge a notification nor make one vanish.
+#[tokio::test]
+async fn only_the_signer_writes_the_notification_outbox() {
+    use countersign_ledger::OutboxNotification;
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let row = OutboxNotification {
+        id: "ntf_00000000000000000000000000000001".into(),
+        principal: common::PRINCIPAL.into(),
+        created_at: time::OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
+        body: "{}".into(),
+    };
+    signer.record_notification(&row).await.unwrap();
+    assert_refused(
+        &db,
+        "countersign_head",
+        &[
+            "INSERT INTO notification_outbox (id, principal, created_at, body) VALUES ('ntf_x', 'pr_x', '2026-01-01T00:00:00Z', '{}')",
+            "DELETE FROM notification_outbox",
+            "UPDATE notification_outbox SET body = '{\"forged\":true}'",
+        ],
+    )
+    .await;
+    assert_eq!(
+        signer
+            .acknowledge_notifications(common::PRINCIPAL, std::slice::from_ref(&row.id))
+            .await
+            .unwrap(),
+        1
+    );
+}

@@ -324,7 +324,4 @@ pub enum StartError {
     /// Binding or serving failed.
     #[error("transport: {0}")]
     Transport(String),
-    /// `[notify]` cannot be used, or its state file cannot be read.
-    #[error("notify: {0}")]
-    Notify(#[from] crate::notify::NotifyError),
 }

@@ -10,7 +10,9 @@
 //! Every error leaves through [`SignerService::refused`].
 //!
 //! Notes: rules and passkeys are a person's (approver) only; a head can at
-//! most propose `rule.create`.
+//! most propose `rule.create`. The notifier (the notify process) calls its
+//! two rows and nothing else: no other row names it, so every other RPC
+//! refuses it (`role_not_allowed`), and no row but its own accepts it.
 
 use countersign_identity::Role;
 use countersign_proto::v1 as wire;
@@ -69,7 +71,8 @@ rpcs! {
     begin_removal(BeginRemovalRequest) -> PasskeyChallenge: "BeginRemoval", [Approver], await;
     remove_passkey(RemovePasskeyRequest) -> PasskeyView: "RemovePasskey", [Approver], await;
     list_passkeys(ListPasskeysRequest) -> ListPasskeysResponse: "ListPasskeys", [Approver], await;
-    notify_status(NotifyStatusRequest) -> NotifyStatusResponse: "NotifyStatus", [Approver], now;
+    pending_notifications(PendingNotificationsRequest) -> PendingNotificationsResponse: "PendingNotifications", [Notifier], await;
+    ack_notifications(AckNotificationsRequest) -> AckNotificationsResponse: "AckNotifications", [Notifier], await;
     create_rule(CreateRuleRequest) -> RuleView: "CreateRule", [Approver], await;
     revise_rule(ReviseRuleRequest) -> RuleView: "ReviseRule", [Approver], await;
     revoke_rule(RevokeRuleRequest) -> RuleView: "RevokeRule", [Approver], await;
@@ -95,5 +98,23 @@ mod tests {
         let rows: std::collections::BTreeSet<&str> = TABLE.iter().map(|(rpc, _)| *rpc).collect();
         assert_eq!(rows.len(), TABLE.len(), "an RPC has two rows");
         assert_eq!(rows, declared);
+    }
+
+    /// The notifier role carries no approval authority: it is named by its
+    /// own two rows only, and they name no other role.
+    #[test]
+    fn the_notifier_role_calls_its_two_rpcs_and_nothing_else() {
+        use countersign_identity::Role;
+        let notifier: Vec<&str> = TABLE
+            .iter()
+            .filter(|(_, roles)| roles.contains(&Role::Notifier))
+            .map(|(rpc, _)| *rpc)
+            .collect();
+        assert_eq!(notifier, ["PendingNotifications", "AckNotifications"]);
+        for (rpc, roles) in TABLE {
+            if notifier.contains(rpc) {
+                assert_eq!(*roles, [Role::Notifier], "{rpc}");
+            }
+        }
     }
 }

@@ -200,9 +200,9 @@ impl SignerService {
             // Approved since it was recorded: its view is read again.
             Some(_) => self.view(&id).await,
             None => {
-                // Queued for the background sender: never waits, never
-                // fails Propose. A proposal a rule approved waits for nobody.
-                self.state.notifier.proposal_waiting(&proposal);
+                // Recorded for the notify process: never fails Propose. A
+                // proposal a rule approved waits for nobody.
+                self.state.outbox.proposal_waiting(&proposal).await;
                 self.view_of(&recorded).await
             }
         }
@@ -329,12 +329,60 @@ impl SignerService {
         })
     }
 
-    pub(crate) fn notify_status(
+    pub(crate) async fn pending_notifications(
         &self,
         peer: PeerIdentity,
-        _request: &Request<wire::NotifyStatusRequest>,
-    ) -> Result<wire::NotifyStatusResponse, RpcError> {
-        Ok(self.state.notifier.status(&peer.principal))
+        request: Request<wire::PendingNotificationsRequest>,
+    ) -> Result<wire::PendingNotificationsResponse, RpcError> {
+        let limit = match request.into_inner().limit {
+            0 => crate::notify::MAX_PER_CALL,
+            n if n <= crate::notify::MAX_PER_CALL => n,
+            _ => {
+                return Err(RpcError::InvalidField {
+                    field: "limit",
+                    reason: format!("must be 0..={}", crate::notify::MAX_PER_CALL),
+                });
+            }
+        };
+        let rows = self
+            .state
+            .ledger
+            .notifications(&peer.principal, limit)
+            .await?;
+        Ok(wire::PendingNotificationsResponse {
+            notifications: rows
+                .iter()
+                .map(crate::notify::to_wire)
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    pub(crate) async fn ack_notifications(
+        &self,
+        peer: PeerIdentity,
+        request: Request<wire::AckNotificationsRequest>,
+    ) -> Result<wire::AckNotificationsResponse, RpcError> {
+        let ids = request.into_inner().ids;
+        if ids.len() > crate::notify::MAX_PER_CALL as usize {
+            return Err(RpcError::InvalidField {
+                field: "ids",
+                reason: format!("at most {} per call", crate::notify::MAX_PER_CALL),
+            });
+        }
+        if let Some(bad) = ids.iter().find(|id| !crate::notify::is_notification_id(id)) {
+            return Err(RpcError::InvalidField {
+                field: "ids",
+                reason: format!("{bad:?} is not a notification id (ntf_ and 32 hex digits)"),
+            });
+        }
+        let acknowledged = self
+            .state
+            .ledger
+            .acknowledge_notifications(&peer.principal, &ids)
+            .await?;
+        Ok(wire::AckNotificationsResponse {
+            acknowledged: u32::try_from(acknowledged).unwrap_or(u32::MAX),
+        })
     }
 
     pub(crate) fn public_keys(

@@ -20,7 +20,7 @@ use countersign_registry::{CurrentRegistry, Policy};
 use crate::error::StartError;
 use crate::handoff::HandoffStore;
 use crate::keystore::{KeyStore, KeyStoreError};
-use crate::notify::Notifier;
+use crate::notify::Outbox;
 use crate::passkeys::code::EnrolmentCodes;
 use crate::passkeys::{Challenges, PasskeyPolicy};
 
@@ -45,8 +45,9 @@ pub struct SignerState {
     pub(crate) public_keys_served: AtomicU64,
     /// What this signer counts; served only with `[metrics] signer`.
     pub(crate) metrics: SignerMetrics,
-    /// Tells a person that a proposal waits (`[notify]`; off by default).
-    pub(crate) notifier: Notifier,
+    /// Records what a person should be told (`[notify]`; off by
+    /// default); the notify process delivers it.
+    pub(crate) outbox: Outbox,
     /// `[rules] enabled`: whether rules may be created and approve (off by
     /// default: no rule ever matches and `CreateRule` refuses).
     pub(crate) rules_enabled: bool,
@@ -92,15 +93,15 @@ impl SignerState {
             passkey_lock: tokio::sync::Mutex::new(()),
             public_keys_served: AtomicU64::new(0),
             metrics,
-            notifier: Notifier::default(),
+            outbox: Outbox::default(),
             rules_enabled: false,
             checkpoints: crate::checkpoint::Checkpoints::default(),
         }
     }
 
-    /// The same state notifying through `notifier`.
-    pub fn with_notifier(mut self, notifier: Notifier) -> SignerState {
-        self.notifier = notifier;
+    /// The same state recording notifications into `outbox`.
+    pub fn with_outbox(mut self, outbox: Outbox) -> SignerState {
+        self.outbox = outbox;
         self
     }
 
@@ -127,8 +128,8 @@ impl SignerState {
     /// opens the key set (on first start creating the proof key, or
     /// migrating a lone `ed25519.key` into the key index), opens the ledger,
     /// loads the registry file (re-read at each use from then on),
-    /// validates the policy, and starts the notifier of `[notify]`
-    /// (resuming its pending deliveries).
+    /// validates the policy, and records notifications when `[notify]` is
+    /// configured (the notify process delivers them).
     pub async fn load(home: &Home, config: &Config) -> Result<SignerState, StartError> {
         home.check()?;
         let (keys, _created) = KeyStore::open(&home.signer_dir())?;
@@ -149,11 +150,11 @@ impl SignerState {
             .await?
             .with_premise_runner(runner);
         let passkeys = config.passkeys.as_ref().map(PasskeyPolicy::from_config);
-        let notifier = Notifier::start(config, &home.signer_dir()).await?;
+        let outbox = Outbox::configured(config, &ledger);
         Ok(SignerState::new(keys, ledger, registry, policy)
             .with_passkeys(passkeys)
             .with_handoff_claim_lease(config.handoff_claim_lease_secs)
-            .with_notifier(notifier)
+            .with_outbox(outbox)
             .with_rules(config.rules_enabled))
     }
 

@@ -95,7 +95,7 @@ pub enum Command {
     /// Client credentials for trusted approver interfaces (see docs/trusted-ui.md).
     #[command(subcommand)]
     Credential(CredentialCommand),
-    /// The signer's notifications that a proposal waits (as an approver).
+    /// Deliver the signer's notifications, and show their delivery (as the notifier).
     #[command(subcommand)]
     Notify(NotifyCommand),
     /// Auto-approval rules: create (interactive terminal only), list, revoke (as an approver).
@@ -106,11 +106,19 @@ pub enum Command {
 /// `countersign notify ...`
 #[derive(Debug, Subcommand)]
 pub enum NotifyCommand {
+    /// Deliver the notifications the signer records, until interrupted
+    ///
+    /// Takes what waits in the signer's outbox with the notifier
+    /// certificate (which can do nothing else), and delivers it through the
+    /// `[notify]` channels: webhook, email, desktop. The signer itself opens
+    /// no outbound connection. `countersign up` runs this too.
+    Serve,
     /// Per channel: the last deliveries, pending retries, failures with reason
     ///
-    /// Asks the signer (as an approver) what its `[notify]` channels
-    /// delivered for this principal. A notification carries no proof and
-    /// no link that decides; neither does this list.
+    /// Reads this home's delivery state (written by `notify serve`) and asks
+    /// the signer, as the notifier, how many notifications wait untaken. A
+    /// notification carries no proof and no link that decides; neither does
+    /// this list.
     Status,
 }
 

@@ -26,7 +26,12 @@ fn main() -> ExitCode {
     // the runtime shuts down, which flushes the spans not yet sent.
     let log = {
         let _runtime = runtime.enter();
-        countersign_identity::log::init("warn", redact_secrets, "countersign")
+        // The notify process's deliveries are what its log is for.
+        countersign_identity::log::init(
+            "warn,countersign_notify=info",
+            redact_secrets,
+            "countersign",
+        )
     };
     // Parsed as `Cli::try_parse` does, keeping the matches for the
     // subcommand's name.

@@ -14,7 +14,7 @@ use countersign_proto::reason::{Code, Reason};
 use countersign_proto::v1::PublicKeysRequest;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_verifier::KeyRing;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::Channel;
 
 /// Why the signer could not be reached or answered nonsense.
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +82,7 @@ impl SignerCallError {
             _ => {
                 // A failed TLS handshake surfaces on the first call; its
                 // cause (for example "unknown CA") is in the source chain.
-                let message = error_chain(status);
+                let message = tls::error_chain(status);
                 match status.code() {
                     tonic::Code::Unavailable
                     | tonic::Code::DeadlineExceeded
@@ -129,22 +129,12 @@ pub async fn connect_with(
         addr: addr.to_string(),
         reason,
     };
-    let endpoint = endpoint(addr, tls).map_err(|e| unreachable(e.to_string()))?;
+    let endpoint = tls::signer_endpoint(addr, tls).map_err(|e| unreachable(e.to_string()))?;
     let channel = endpoint
         .connect()
         .await
-        .map_err(|e| unreachable(error_chain(&e)))?;
+        .map_err(|e| unreachable(tls::error_chain(&e)))?;
     Ok(SignerClient::new(channel))
-}
-
-/// The endpoint every head and approver connects to the signer through.
-fn endpoint(addr: &str, tls: ClientTlsConfig) -> Result<Endpoint, tonic::transport::Error> {
-    Ok(Endpoint::from_shared(format!("https://{addr}"))?
-        .tls_config(tls)?
-        // Explicit: a request's last frame must not wait for a delayed ACK.
-        .tcp_nodelay(true)
-        .connect_timeout(std::time::Duration::from_secs(5))
-        .timeout(std::time::Duration::from_secs(30)))
 }
 
 /// The verifying keys the signer publishes, as a key ring.
@@ -169,18 +159,6 @@ pub async fn public_keys(client: &mut SignerClient<Channel>) -> Result<KeyRing, 
         }
     }
     Ok(ring)
-}
-
-/// The full cause chain of a transport error, on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
@@ -237,7 +215,9 @@ mod tests {
     #[test]
     fn signer_connections_set_tcp_nodelay() {
         countersign_identity::tls::install_crypto_provider();
-        let endpoint = endpoint("127.0.0.1:7443", ClientTlsConfig::new()).unwrap();
+        let endpoint =
+            tls::signer_endpoint("127.0.0.1:7443", tonic::transport::ClientTlsConfig::new())
+                .unwrap();
         assert!(endpoint.get_tcp_nodelay());
     }
 }

@@ -177,9 +177,14 @@ pub const NON_DATA: &[NonData] = &[
         reason: "Checking an installation reads the local home (its certificates, keys' files and configuration) and connects with each of its credentials; it is local administration, not an operation on proposals, and reveals nothing a head should pass on.",
     },
     NonData {
+        name: "notify_serve",
+        entries: Entries(&[Entry::Cli("countersign notify serve")]),
+        reason: "The notify process delivers the signer's notifications with the notifier certificate (which can do nothing else); it is a process the installation runs, not an operation on proposals.",
+    },
+    NonData {
         name: "notify_status",
         entries: Entries(&[Entry::Cli("countersign notify status")]),
-        reason: "The signer's notification deliveries are read over the approver's certificate: they describe the person's own alerts (channels, failures), not an operation on proposals, and a head's caller has no use for them.",
+        reason: "The notification deliveries are read from the notify process's own state and the signer's outbox over the notifier's certificate: they describe the person's own alerts (channels, failures), not an operation on proposals, and a head's caller has no use for them.",
     },
     NonData {
         name: "health",

@@ -21,6 +21,8 @@ mod intents;
 mod locks;
 #[path = "../sql/migrate.rs"]
 mod migrate;
+#[path = "../sql/outbox.rs"]
+mod outbox;
 #[path = "../sql/passkeys.rs"]
 mod passkeys;
 #[path = "../sql/premise.rs"]

@@ -505,62 +505,82 @@ pub struct PublicKeysResponse {
     pub keys: ::prost::alloc::vec::Vec<VerifyingKey>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct NotifyStatusRequest {}
-#[derive(Clone, PartialEq, ::prost::Message)]
-pub struct NotifyStatusResponse {
-    /// False when the signer's configuration has no \[notify\] section.
-    #[prost(bool, tag = "1")]
-    pub enabled: bool,
-    /// One per configured channel ("webhook", "smtp", "desktop").
-    #[prost(message, repeated, tag = "2")]
-    pub channels: ::prost::alloc::vec::Vec<NotifyChannelStatus>,
-    /// Notifications dropped since the signer started because its queue was full.
-    #[prost(uint64, tag = "3")]
-    pub dropped: u64,
+pub struct PendingNotificationsRequest {
+    /// At most this many (1..=100; 0 means 100).
+    #[prost(uint32, tag = "1")]
+    pub limit: u32,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
-pub struct NotifyChannelStatus {
+pub struct PendingNotificationsResponse {
+    /// Oldest first.
+    #[prost(message, repeated, tag = "1")]
+    pub notifications: ::prost::alloc::vec::Vec<OutboxNotification>,
+}
+/// One notification the signer recorded for the notify process.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct OutboxNotification {
+    /// `ntf_` + 32 lowercase hex: the acknowledgement names it, and the notify
+    /// process derives each channel's delivery id (the webhook-id) from it.
     #[prost(string, tag = "1")]
-    pub channel: ::prost::alloc::string::String,
-    /// Counts over the deliveries the signer keeps for the caller's principal.
-    #[prost(uint32, tag = "2")]
-    pub delivered: u32,
-    #[prost(uint32, tag = "3")]
-    pub pending: u32,
-    #[prost(uint32, tag = "4")]
-    pub failed: u32,
-    /// Newest first, at most 20.
-    #[prost(message, repeated, tag = "5")]
-    pub deliveries: ::prost::alloc::vec::Vec<NotifyDelivery>,
-    /// Why a configured channel is not used here (a desktop channel without a
-    /// session bus), or empty.
-    #[prost(string, tag = "6")]
-    pub unavailable: ::prost::alloc::string::String,
+    pub id: ::prost::alloc::string::String,
+    /// Unix seconds: when the proposal was made or the passkey changed.
+    #[prost(int64, tag = "2")]
+    pub created_at: i64,
+    #[prost(oneof = "outbox_notification::About", tags = "3, 4")]
+    pub about: ::core::option::Option<outbox_notification::About>,
+}
+/// Nested message and enum types in `OutboxNotification`.
+pub mod outbox_notification {
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum About {
+        #[prost(message, tag = "3")]
+        Proposal(super::ProposalWaiting),
+        #[prost(message, tag = "4")]
+        Passkey(super::PasskeyChanged),
+    }
+}
+/// A proposal waits for a person's decision.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ProposalWaiting {
+    #[prost(string, tag = "1")]
+    pub proposal_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub operation: ::prost::alloc::string::String,
+    /// SHA-256 (hex) of the canonical arguments.
+    #[prost(string, tag = "3")]
+    pub arguments_sha256: ::prost::alloc::string::String,
+    /// The console's page for the proposal (decides nothing on GET), or empty
+    /// without a console.
+    #[prost(string, tag = "4")]
+    pub console_url: ::prost::alloc::string::String,
+}
+/// A passkey was enrolled or removed.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PasskeyChanged {
+    /// "enrolled" or "removed".
+    #[prost(string, tag = "1")]
+    pub event: ::prost::alloc::string::String,
+    /// `<principal>` or `<principal>/<name>`.
+    #[prost(string, tag = "2")]
+    pub approver: ::prost::alloc::string::String,
+    /// base64url, as `passkeys list` shows it.
+    #[prost(string, tag = "3")]
+    pub credential_id: ::prost::alloc::string::String,
+    /// The name the person gave it.
+    #[prost(string, tag = "4")]
+    pub name: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct NotifyDelivery {
-    /// `msg_<hex>`: the webhook-id of a webhook delivery.
-    #[prost(string, tag = "1")]
-    pub delivery_id: ::prost::alloc::string::String,
-    #[prost(string, tag = "2")]
-    pub proposal_id: ::prost::alloc::string::String,
-    #[prost(string, tag = "3")]
-    pub operation: ::prost::alloc::string::String,
-    /// "pending", "delivered" or "failed".
-    #[prost(string, tag = "4")]
-    pub state: ::prost::alloc::string::String,
-    /// Attempts made so far.
-    #[prost(uint32, tag = "5")]
-    pub attempts: u32,
-    /// The last failed attempt's reason, or empty.
-    #[prost(string, tag = "6")]
-    pub last_error: ::prost::alloc::string::String,
-    /// RFC 3339 UTC: when the next attempt is due (pending only), or empty.
-    #[prost(string, tag = "7")]
-    pub next_attempt_at: ::prost::alloc::string::String,
-    /// RFC 3339 UTC: the last change.
-    #[prost(string, tag = "8")]
-    pub updated_at: ::prost::alloc::string::String,
+pub struct AckNotificationsRequest {
+    /// At most 100 ids.
+    #[prost(string, repeated, tag = "1")]
+    pub ids: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AckNotificationsResponse {
+    /// How many of the ids were in the outbox.
+    #[prost(uint32, tag = "1")]
+    pub acknowledged: u32,
 }
 /// A rule's status, derived from its record when it is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
@@ -1376,14 +1396,17 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "ListPasskeys"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: approver. The signer's notification deliveries for the caller's
-        /// principal, per channel: the last ones, pending retries, failures with
-        /// their reason. Never a proof or a secret.
-        pub async fn notify_status(
+        /// role: notifier. The caller's principal's notifications waiting in the
+        /// signer's outbox (recorded only with `[notify]` configured), oldest
+        /// first, at most `limit` (1..=100; 0 means 100). A notification names a
+        /// proposal (id, operation, arguments' SHA-256, console link) or a passkey
+        /// change: never a proof, a decision link or a secret. The signer opens no
+        /// connection to deliver it; the notify process does.
+        pub async fn pending_notifications(
             &mut self,
-            request: impl tonic::IntoRequest<super::NotifyStatusRequest>,
+            request: impl tonic::IntoRequest<super::PendingNotificationsRequest>,
         ) -> std::result::Result<
-            tonic::Response<super::NotifyStatusResponse>,
+            tonic::Response<super::PendingNotificationsResponse>,
             tonic::Status,
         > {
             self.inner
@@ -1396,11 +1419,40 @@ pub mod signer_client {
                 })?;
             let codec = tonic_prost::ProstCodec::default();
             let path = http::uri::PathAndQuery::from_static(
-                "/countersign.v1.Signer/NotifyStatus",
+                "/countersign.v1.Signer/PendingNotifications",
             );
             let mut req = request.into_request();
             req.extensions_mut()
-                .insert(GrpcMethod::new("countersign.v1.Signer", "NotifyStatus"));
+                .insert(
+                    GrpcMethod::new("countersign.v1.Signer", "PendingNotifications"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        /// role: notifier. Removes the named notifications of the caller's
+        /// principal from the outbox: the notify process calls it once its own
+        /// delivery state for them is durable. Unknown ids are ignored.
+        pub async fn ack_notifications(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AckNotificationsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AckNotificationsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/AckNotifications",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "AckNotifications"));
             self.inner.unary(req, path, codec).await
         }
         /// role: approver. Creates an auto-approval rule for the caller's principal
@@ -1683,14 +1735,27 @@ pub mod signer_server {
             tonic::Response<super::ListPasskeysResponse>,
             tonic::Status,
         >;
-        /// role: approver. The signer's notification deliveries for the caller's
-        /// principal, per channel: the last ones, pending retries, failures with
-        /// their reason. Never a proof or a secret.
-        async fn notify_status(
+        /// role: notifier. The caller's principal's notifications waiting in the
+        /// signer's outbox (recorded only with `[notify]` configured), oldest
+        /// first, at most `limit` (1..=100; 0 means 100). A notification names a
+        /// proposal (id, operation, arguments' SHA-256, console link) or a passkey
+        /// change: never a proof, a decision link or a secret. The signer opens no
+        /// connection to deliver it; the notify process does.
+        async fn pending_notifications(
             &self,
-            request: tonic::Request<super::NotifyStatusRequest>,
+            request: tonic::Request<super::PendingNotificationsRequest>,
         ) -> std::result::Result<
-            tonic::Response<super::NotifyStatusResponse>,
+            tonic::Response<super::PendingNotificationsResponse>,
+            tonic::Status,
+        >;
+        /// role: notifier. Removes the named notifications of the caller's
+        /// principal from the outbox: the notify process calls it once its own
+        /// delivery state for them is durable. Unknown ids are ignored.
+        async fn ack_notifications(
+            &self,
+            request: tonic::Request<super::AckNotificationsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AckNotificationsResponse>,
             tonic::Status,
         >;
         /// role: approver. Creates an auto-approval rule for the caller's principal
@@ -2605,25 +2670,25 @@ pub mod signer_server {
                     };
                     Box::pin(fut)
                 }
-                "/countersign.v1.Signer/NotifyStatus" => {
+                "/countersign.v1.Signer/PendingNotifications" => {
                     #[allow(non_camel_case_types)]
-                    struct NotifyStatusSvc<T: Signer>(pub Arc<T>);
+                    struct PendingNotificationsSvc<T: Signer>(pub Arc<T>);
                     impl<
                         T: Signer,
-                    > tonic::server::UnaryService<super::NotifyStatusRequest>
-                    for NotifyStatusSvc<T> {
-                        type Response = super::NotifyStatusResponse;
+                    > tonic::server::UnaryService<super::PendingNotificationsRequest>
+                    for PendingNotificationsSvc<T> {
+                        type Response = super::PendingNotificationsResponse;
                         type Future = BoxFuture<
                             tonic::Response<Self::Response>,
                             tonic::Status,
                         >;
                         fn call(
                             &mut self,
-                            request: tonic::Request<super::NotifyStatusRequest>,
+                            request: tonic::Request<super::PendingNotificationsRequest>,
                         ) -> Self::Future {
                             let inner = Arc::clone(&self.0);
                             let fut = async move {
-                                <T as Signer>::notify_status(&inner, request).await
+                                <T as Signer>::pending_notifications(&inner, request).await
                             };
                             Box::pin(fut)
                         }
@@ -2634,7 +2699,52 @@ pub mod signer_server {
                     let max_encoding_message_size = self.max_encoding_message_size;
                     let inner = self.inner.clone();
                     let fut = async move {
-                        let method = NotifyStatusSvc(inner);
+                        let method = PendingNotificationsSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/AckNotifications" => {
+                    #[allow(non_camel_case_types)]
+                    struct AckNotificationsSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::AckNotificationsRequest>
+                    for AckNotificationsSvc<T> {
+                        type Response = super::AckNotificationsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AckNotificationsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::ack_notifications(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = AckNotificationsSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

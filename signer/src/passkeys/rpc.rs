@@ -28,7 +28,7 @@ use super::decision::{challenge_reply, timeout_ms};
 use super::{Purpose, active, assertion_from_wire, b64, check_assertion, passkey_view, raw_ids};
 use crate::decide::approver_path;
 use crate::error::RpcError;
-use crate::notify::message::PasskeyChange;
+use crate::notify::PasskeyChange;
 use crate::service::SignerService;
 
 /// Longest passkey name, in characters.
@@ -117,10 +117,13 @@ impl SignerService {
             .await
             .map_err(challenge_used)?;
         tracing::info!(%credential_id, approver = %owner, "passkey enrolled");
-        self.state.notifier.passkey_changed(
-            &peer.principal,
-            PasskeyChange::enrolled(&owner, &credential_id, &name),
-        );
+        self.state
+            .outbox
+            .passkey_changed(
+                &peer.principal,
+                PasskeyChange::enrolled(&owner, &credential_id, &name),
+            )
+            .await;
         self.passkey_view_of(&credential_id).await
     }
 
@@ -190,10 +193,13 @@ impl SignerService {
         }
         tracing::info!(credential_id = %r.credential_id, authorized_by = %stored.credential_id, approver = %owner, "passkey removed");
         let view = self.passkey_view_of(&r.credential_id).await?;
-        self.state.notifier.passkey_changed(
-            &peer.principal,
-            PasskeyChange::removed(&owner, &r.credential_id, &view.name),
-        );
+        self.state
+            .outbox
+            .passkey_changed(
+                &peer.principal,
+                PasskeyChange::removed(&owner, &r.credential_id, &view.name),
+            )
+            .await;
         Ok(view)
     }
 

@@ -11,8 +11,7 @@ use countersign_identity::{ApproverName, Role, tls};
 use countersign_proto::v1::PublicKeysRequest;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
-    DecideRequest, DecideResponse, Delivery, Interface, NotifyChannelStatus, NotifyStatusRequest,
-    ProposalView, ProposeRequest,
+    DecideRequest, DecideResponse, Delivery, Interface, ProposalView, ProposeRequest,
 };
 use countersign_signer::testing::TestSigner;
 use countersign_verifier::{Claims, Expectations, KeyRing, Proof, verify};
@@ -90,28 +89,6 @@ pub async fn head(signer: &TestSigner) -> SignerClient<Channel> {
 
 pub async fn approver(signer: &TestSigner) -> SignerClient<Channel> {
     signer.client(Role::Approver).await.unwrap()
-}
-
-/// The first notification channel's status once `done` holds for it, as
-/// `notify status` reports it (asked every 20 ms, for at most 20 s).
-pub async fn first_channel_once(
-    signer: &TestSigner,
-    done: impl Fn(&NotifyChannelStatus) -> bool,
-) -> NotifyChannelStatus {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let status = approver(signer)
-            .await
-            .notify_status(NotifyStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
-        if done(&status.channels[0]) {
-            return status.channels[0].clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "{status:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
 }
 
 pub fn propose_request(session: &str) -> ProposeRequest {

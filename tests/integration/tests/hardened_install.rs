@@ -59,10 +59,11 @@ fn units_for_this_build() -> tempfile::TempDir {
 }
 
 /// The units of the hardened installation.
-const UNITS: [&str; 3] = [
+const UNITS: [&str; 4] = [
     "countersign-signer.service",
     "countersign-console.service",
     "countersign-premise.service",
+    "countersign-notify.service",
 ];
 
 fn systemd_analyze(dir: &Path, args: &[&str]) -> Output {
@@ -83,6 +84,7 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
             "./countersign-signer.service",
             "./countersign-console.service",
             "./countersign-premise.service",
+            "./countersign-notify.service",
         ],
     );
     assert!(verify.status.success(), "{verify:?}");
@@ -96,8 +98,12 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
     // The score deploy/systemd/README.md records; a unit that loosens
     // anything raises it and fails here.
     // The premise service runs without PrivateUsers= (its peer check needs
-    // the signer's real uid): 1.1.
-    for (unit, score) in UNITS.into_iter().zip(["0.9 SAFE", "0.9 SAFE", "1.1 OK"]) {
+    // the signer's real uid): 1.1. The notify service reaches webhook
+    // receivers and mail servers wherever they are (no IPAddressDeny=): 1.1.
+    for (unit, score) in UNITS
+        .into_iter()
+        .zip(["0.9 SAFE", "0.9 SAFE", "1.1 OK", "1.1 OK"])
+    {
         let out = systemd_analyze(
             dir.path(),
             &["security", "--offline=true", &format!("./{unit}")],
@@ -245,6 +251,8 @@ struct Users {
     agent: String,
     /// Created by `setup-system.sh` (`--premise-user`), removed here.
     premise: String,
+    /// Created by `setup-system.sh` (`--notify-user`), removed here.
+    notify: String,
 }
 
 impl Users {
@@ -254,6 +262,7 @@ impl Users {
             signer: format!("cs-signer-{suffix}"),
             agent: format!("cs-agent-{suffix}"),
             premise: format!("cs-premise-{suffix}"),
+            notify: format!("cs-notify-{suffix}"),
         };
         for (name, extra) in [(&users.signer, "--system"), (&users.agent, "--create-home")] {
             let out = Command::new("useradd")
@@ -268,10 +277,31 @@ impl Users {
 
 impl Drop for Users {
     fn drop(&mut self) {
-        for name in [&self.agent, &self.signer, &self.premise] {
+        for name in [&self.agent, &self.signer, &self.premise, &self.notify] {
             let _ = Command::new("userdel").args(["-r", name]).output();
         }
     }
+}
+
+/// The files of `home` and its `pki/`, relative to it, sorted.
+fn files_of(home: &Path) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for dir in [home.to_path_buf(), home.join("pki")] {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                files.push(path.strip_prefix(home).unwrap().display().to_string());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The uid of `user`.
+fn uid_of(user: &str) -> u32 {
+    let out = Command::new("id").args(["-u", user]).output().unwrap();
+    text(&out.stdout).trim().parse().unwrap()
 }
 
 /// Long-running processes, killed when dropped.
@@ -621,6 +651,8 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     // The premise service's runtime directory (systemd's RuntimeDirectory=).
     let premise_run = base.0.join("run");
     let premise_socket = premise_run.join("premise.sock");
+    // The notify user's state directory (systemd's StateDirectory=).
+    let notify_state = base.0.join("notify-state");
 
     // The setup script, twice: the second run changes no key and no principal.
     let setup = || {
@@ -631,9 +663,13 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
                 &users.signer,
                 "--premise-user",
                 &users.premise,
+                "--notify-user",
+                &users.notify,
             ])
             .arg("--premise-socket")
             .arg(&premise_socket)
+            .arg("--notify-state-dir")
+            .arg(&notify_state)
             .arg("--state-dir")
             .arg(&state)
             .arg("--bin-dir")
@@ -714,24 +750,11 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         assert!(config.ends_with(tail), "{}: {config}", home.display());
     }
 
-    // The agent's home holds exactly the head's bundle.
-    let mut bundle: Vec<String> = Vec::new();
-    for dir in [agent_home.clone(), agent_home.join("pki")] {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_file() {
-                bundle.push(
-                    path.strip_prefix(&agent_home)
-                        .unwrap()
-                        .display()
-                        .to_string(),
-                );
-            }
-        }
-    }
-    bundle.sort();
+    // The agent's home holds exactly the head's bundle, and the notify
+    // user's exactly the notifier's: no approver or head credential, no CA
+    // key, no signing key.
     assert_eq!(
-        bundle,
+        files_of(&agent_home),
         [
             "config.toml",
             "operations.toml",
@@ -740,6 +763,22 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
             "pki/head.pem",
             "principal"
         ]
+    );
+    let notify_home = notify_state.join("home");
+    assert_eq!(
+        files_of(&notify_home),
+        [
+            "config.toml",
+            "pki/ca.pem",
+            "pki/notifier.key",
+            "pki/notifier.pem",
+            "principal"
+        ]
+    );
+    let notify_uid = std::fs::metadata(&notify_home).unwrap();
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&notify_uid),
+        uid_of(&users.notify)
     );
 
     let mut processes = Processes::default();

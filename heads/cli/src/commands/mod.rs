@@ -115,6 +115,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Credential(CredentialCommand::Create(args)) => {
                     credential::create(&ctx, args, json, io)
                 }
+                Command::Notify(NotifyCommand::Serve) => notify::serve(&ctx, io).await,
                 Command::Notify(NotifyCommand::Status) => notify::status(&ctx, json, io).await,
                 Command::Rules(RulesCommand::List) => rules::list(&ctx, json, io).await,
                 Command::Rules(RulesCommand::Revoke(args)) => {

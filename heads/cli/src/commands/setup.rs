@@ -2,7 +2,9 @@
 //! default registry, development PKI) and has the signer create its own key
 //! (`countersign-signer keygen`): this binary never touches the signing key.
 //! `up` initializes on first use, then runs the signer as a separate process
-//! and supervises it until interrupted.
+//! and supervises it until interrupted; with `[notify]` it also delivers the
+//! signer's notifications (`countersign notify serve`, in this process, with
+//! the notifier credential: never in the signer's).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -134,6 +136,7 @@ pub(crate) async fn up(
     let mut restarts = 0;
     let mut api_server: Option<Served> = None;
     let mut console_server: Option<Served> = None;
+    let mut notifier: Option<countersign_notify::Notifier> = None;
     loop {
         let mut child = spawn_signer(&binary, home)?;
         let line = match wait_ready(&mut child).await {
@@ -165,6 +168,21 @@ pub(crate) async fn up(
                 }
             }
         }
+        if notifier.is_none() {
+            match start_notifier(home).await {
+                Ok(started) => notifier = started,
+                Err(e) => {
+                    for server in [console_server.take(), api_server.take()]
+                        .into_iter()
+                        .flatten()
+                    {
+                        server.stop().await;
+                    }
+                    stop(&mut child).await;
+                    return Err(e);
+                }
+            }
+        }
         writeln_err(
             io,
             &format!(
@@ -180,6 +198,9 @@ pub(crate) async fn up(
                     for server in [console_server.take(), api_server.take()].into_iter().flatten() {
                         server.stop().await;
                     }
+                    if let Some(notifier) = notifier.take() {
+                        notifier.stop().await;
+                    }
                     return Err(CliError::Error(format!("the signer keeps exiting ({status}); giving up after {MAX_RESTARTS} restarts")));
                 }
                 writeln_err(io, &format!("the signer exited ({status}); restarting ({restarts}/{MAX_RESTARTS})"));
@@ -194,12 +215,30 @@ pub(crate) async fn up(
                     writeln_err(io, "stopping the API");
                     server.stop().await;
                 }
+                if let Some(notifier) = notifier.take() {
+                    writeln_err(io, "stopping the notifications");
+                    notifier.stop().await;
+                }
                 writeln_err(io, "stopping the signer");
                 stop(&mut child).await;
                 return Ok(());
             }
         }
     }
+}
+
+/// The notify process's work inside `up`, when `[notify]` is configured:
+/// a task of this process (which links no signing code), delivering with
+/// the home's notifier credential, as `countersign notify serve` would.
+async fn start_notifier(home: &Home) -> Result<Option<countersign_notify::Notifier>, CliError> {
+    let ctx = Context::load(home.clone())?;
+    if ctx.config.notify.is_none() {
+        return Ok(None);
+    }
+    countersign_notify::Notifier::start(&ctx.home, &ctx.config)
+        .await
+        .map(Some)
+        .map_err(CliError::error)
 }
 
 /// Completes when a server inside `up` is told to drain.

@@ -1,17 +1,19 @@
 //! Delivery state: every notification's delivery per channel (pending with
-//! its next attempt, delivered, or failed with the last reason), kept in
-//! `notify-state.json` in the signer's directory (0600, replaced
-//! atomically after each change), so that a restarted signer resumes its
-//! pending retries and still shows its failures.
+//! its next attempt, delivered, or failed with the last reason), and the
+//! channels as the running process found them, kept in
+//! `notify/notify-state.json` in the notify process's home (0600, replaced
+//! atomically after each change, never in the signer's directory), so that
+//! a restarted notify process resumes its pending retries and still shows
+//! its failures, and `countersign notify status` reads it.
 //!
 //! Nothing here holds a proof or a secret: a delivery is a
 //! [`Notification`] and what happened to it. Finished deliveries are kept
 //! up to [`KEEP_FINISHED`] per channel, newest first.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use countersign_identity::IdentityError;
 use countersign_identity::files::replace_private_locked;
+use countersign_identity::{Home, IdentityError};
 use serde::{Deserialize, Serialize};
 
 use super::NotifyError;
@@ -19,8 +21,6 @@ use super::message::Notification;
 
 /// Finished (delivered or failed) deliveries kept per channel.
 pub(crate) const KEEP_FINISHED: usize = 50;
-/// The state file's name in the signer's directory.
-pub(crate) const STATE_FILE: &str = "notify-state.json";
 
 /// A way of telling a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -72,8 +72,10 @@ impl State {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Delivery {
     /// `msg_<32 hex>`: the Standard Webhooks `webhook-id`, the same on
-    /// every attempt.
+    /// every attempt (derived from the notification's id and the channel).
     pub(crate) id: String,
+    /// The signer's id of the notification (`ntf_<32 hex>`).
+    pub(crate) notification_id: String,
     pub(crate) channel: Channel,
     pub(crate) notification: Notification,
     pub(crate) state: State,
@@ -89,8 +91,20 @@ pub(crate) struct Delivery {
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Deliveries {
+    /// The configured channels as the process found them when it last
+    /// started: usable, or why not.
+    #[serde(default)]
+    pub(crate) channels: Vec<ChannelState>,
     /// Oldest first.
     pub(crate) deliveries: Vec<Delivery>,
+}
+
+/// A configured channel as the process found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ChannelState {
+    pub(crate) channel: Channel,
+    /// Why it is not used (a desktop channel without a session bus).
+    pub(crate) unavailable: Option<String>,
 }
 
 impl Deliveries {
@@ -119,9 +133,16 @@ impl Deliveries {
     pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut Delivery> {
         self.deliveries.iter_mut().find(|d| d.id == id)
     }
+
+    /// Whether the signer's notification `id` is held here already.
+    pub(crate) fn holds(&self, notification_id: &str) -> bool {
+        self.deliveries
+            .iter()
+            .any(|d| d.notification_id == notification_id)
+    }
 }
 
-/// The state file of a signer directory.
+/// The state file of a home.
 #[derive(Debug, Clone)]
 pub(crate) struct StateFile {
     path: PathBuf,
@@ -129,10 +150,21 @@ pub(crate) struct StateFile {
 }
 
 impl StateFile {
-    pub(crate) fn in_dir(dir: &Path) -> StateFile {
+    /// `home`'s state file, its directory created (0700) if missing.
+    pub(crate) fn of(home: &Home) -> Result<StateFile, NotifyError> {
+        home.ensure_notify_dir()
+            .map_err(|e| NotifyError::State(e.to_string()))?;
+        Ok(StateFile::at(home))
+    }
+
+    /// `home`'s state file, for reading (nothing is created).
+    pub(crate) fn at(home: &Home) -> StateFile {
+        let path = home.notify_state_path();
+        let mut lock = path.clone().into_os_string();
+        lock.push(".lock");
         StateFile {
-            path: dir.join(STATE_FILE),
-            lock: dir.join(format!("{STATE_FILE}.lock")),
+            path,
+            lock: PathBuf::from(lock),
         }
     }
 
@@ -160,10 +192,12 @@ impl StateFile {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
 
     fn delivery(n: usize, channel: Channel, state: State) -> Delivery {
         Delivery {
             id: format!("msg_{n}"),
+            notification_id: format!("ntf_{n}"),
             channel,
             notification: Notification {
                 proposal_id: format!("prop_{n}"),
@@ -204,15 +238,18 @@ mod tests {
     #[test]
     fn the_state_file_round_trips_and_is_private() {
         let dir = tempfile::tempdir().unwrap();
-        let file = StateFile::in_dir(dir.path());
+        let home = Home::at(dir.path().join("home")).unwrap();
+        std::fs::create_dir(home.root()).unwrap();
+        std::fs::set_permissions(home.root(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let file = StateFile::of(&home).unwrap();
         assert_eq!(file.load().unwrap(), Deliveries::default());
         let mut all = Deliveries::default();
         all.deliveries
             .push(delivery(1, Channel::Smtp, State::Pending));
         file.save(&all).unwrap();
         assert_eq!(file.load().unwrap(), all);
-        use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(dir.path().join(STATE_FILE))
+        assert!(all.holds("ntf_1") && !all.holds("ntf_2"));
+        let mode = std::fs::metadata(home.notify_state_path())
             .unwrap()
             .permissions()
             .mode();

@@ -1,22 +1,26 @@
-//! The background task that delivers: it takes notifications off the
-//! queue, makes one delivery per configured channel, runs each attempt as
-//! its own task (a receiver that never answers delays only its own
-//! delivery), schedules retries (`retry`), and saves the state after every
-//! change. It logs proposal ids, channels and reasons, never a secret.
+//! The task that delivers: every `poll` it takes the notifications
+//! waiting in the signer's outbox, makes one delivery per usable channel,
+//! saves the state, and only then acknowledges them to the signer (so a
+//! crash in between makes the signer offer them again, and the ones
+//! already held are only acknowledged). Each attempt runs as its own task
+//! (a receiver that never answers delays only its own delivery); retries
+//! are scheduled (`retry`), and the state is saved after every change. It
+//! logs proposal ids, channels and reasons, never a secret.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use countersign_identity::RetryConfig;
 use time::OffsetDateTime;
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::Channels;
 use super::message::Notification;
 use super::retry::{jitter, next_delay_ms};
-use super::store::{Deliveries, Delivery, State, StateFile};
+use super::signer::SignerLink;
+use super::store::{Channel, Deliveries, Delivery, State, StateFile};
 
 /// What the task owns.
 pub(crate) struct Worker {
@@ -24,7 +28,11 @@ pub(crate) struct Worker {
     pub(crate) retry: RetryConfig,
     pub(crate) file: StateFile,
     pub(crate) deliveries: Arc<Mutex<Deliveries>>,
-    pub(crate) queue: mpsc::Receiver<Notification>,
+    pub(crate) signer: SignerLink,
+    /// The home's principal: the signer answers its notifications only.
+    pub(crate) principal: String,
+    /// How often the signer is asked.
+    pub(crate) poll: Duration,
 }
 
 /// The outcome of one attempt.
@@ -61,18 +69,31 @@ pub(crate) fn lock(deliveries: &Mutex<Deliveries>) -> MutexGuard<'_, Deliveries>
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs until the notifier (the queue's sender) is dropped. Attempts still
-/// running then are abandoned; their deliveries stay pending in the file
-/// and the next start resumes them.
-pub(crate) async fn run(mut worker: Worker) {
+/// Runs until `shutdown` completes. Attempts still running then are
+/// abandoned; their deliveries stay pending in the file and the next start
+/// resumes them.
+pub(crate) async fn run(mut worker: Worker, shutdown: impl Future<Output = ()>) {
     let mut attempts: JoinSet<Attempted> = JoinSet::new();
     let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
+    let mut poll = tokio::time::interval(worker.poll);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut signer_down = false;
+    tokio::pin!(shutdown);
     loop {
         let due_in = next_due_in(&worker.deliveries, &in_flight);
         tokio::select! {
-            received = worker.queue.recv() => match received {
-                None => return,
-                Some(notification) => worker.enqueue(notification),
+            () = &mut shutdown => return,
+            _ = poll.tick() => match worker.take_waiting().await {
+                Ok(()) if signer_down => {
+                    signer_down = false;
+                    tracing::info!("the signer answers again");
+                }
+                Ok(()) => {}
+                Err(e) if !signer_down => {
+                    signer_down = true;
+                    tracing::warn!("cannot take the waiting notifications (asking again every poll): {e}");
+                }
+                Err(e) => tracing::debug!("cannot take the waiting notifications: {e}"),
             },
             Some(joined) = attempts.join_next_with_id(), if !attempts.is_empty() => {
                 let (id, outcome) = match joined {
@@ -104,34 +125,48 @@ pub(crate) async fn run(mut worker: Worker) {
 }
 
 impl Worker {
-    /// One pending delivery per usable channel, due now.
-    fn enqueue(&mut self, notification: Notification) {
-        let now = now_ms();
-        let mut deliveries = lock(&self.deliveries);
-        for channel in self.channels.usable() {
-            let Some(id) = delivery_id() else {
-                tracing::error!(proposal_id = %notification.proposal_id, "no randomness for a delivery id; notification not sent");
-                continue;
-            };
-            deliveries.deliveries.push(Delivery {
-                id,
-                channel,
-                notification: notification.clone(),
-                state: State::Pending,
-                attempts: 0,
-                last_error: None,
-                next_attempt_ms: Some(now),
-                updated_ms: now,
-            });
+    /// Takes what waits in the signer's outbox: one pending delivery per
+    /// usable channel for each notification not held yet, saved, then
+    /// every one acknowledged. Nothing is acknowledged unless saved.
+    async fn take_waiting(&mut self) -> Result<(), String> {
+        let waiting = self.signer.waiting(&self.principal).await?;
+        if waiting.is_empty() {
+            return Ok(());
         }
-        self.save(&deliveries);
+        {
+            let now = now_ms();
+            let mut deliveries = lock(&self.deliveries);
+            for w in &waiting {
+                if deliveries.holds(&w.id) {
+                    continue;
+                }
+                for channel in self.channels.usable() {
+                    deliveries.deliveries.push(Delivery {
+                        id: delivery_id(&w.id, channel),
+                        notification_id: w.id.clone(),
+                        channel,
+                        notification: w.notification.clone(),
+                        state: State::Pending,
+                        attempts: 0,
+                        last_error: None,
+                        next_attempt_ms: Some(now),
+                        updated_ms: now,
+                    });
+                }
+                tracing::info!(notification_id = %w.id, proposal_id = %w.notification.proposal_id, "notification taken");
+            }
+            self.file.save(&deliveries).map_err(|e| e.to_string())?;
+        }
+        let ids = waiting.into_iter().map(|w| w.id).collect();
+        self.signer.acknowledge(ids).await?;
+        Ok(())
     }
 
     /// The pending deliveries that are due and not being attempted.
     fn due(
         &self,
         in_flight: &HashMap<tokio::task::Id, String>,
-    ) -> Vec<(String, super::store::Channel, Notification)> {
+    ) -> Vec<(String, Channel, Notification)> {
         let now = now_ms();
         lock(&self.deliveries)
             .deliveries
@@ -187,11 +222,17 @@ impl Worker {
     }
 }
 
-/// `msg_<32 hex>`, or `None` without randomness.
-fn delivery_id() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(format!("msg_{}", hex::encode(bytes)))
+/// `msg_<32 hex>` of the first 16 bytes of SHA-256 over the notification
+/// id and the channel: the same on every attempt and after any restart, and
+/// different per channel, so a receiver can recognise a duplicate.
+fn delivery_id(notification_id: &str, channel: Channel) -> String {
+    let mut input = Vec::new();
+    input.extend_from_slice(b"countersign-notify delivery v1\0");
+    input.extend_from_slice(notification_id.as_bytes());
+    input.push(0);
+    input.extend_from_slice(channel.as_str().as_bytes());
+    let digest = ring::digest::digest(&ring::digest::SHA256, &input);
+    format!("msg_{}", hex::encode(&digest.as_ref()[..16]))
 }
 
 async fn sleep_for(due_in: Option<Duration>) {
@@ -215,4 +256,27 @@ fn next_due_in(
         .filter_map(|d| d.next_attempt_ms)
         .min()
         .map(|at| Duration::from_millis(u64::try_from(at.saturating_sub(now)).unwrap_or(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delivery_id_is_stable_and_differs_per_channel_and_notification() {
+        let a = delivery_id("ntf_00000000000000000000000000000001", Channel::Webhook);
+        assert_eq!(
+            a,
+            delivery_id("ntf_00000000000000000000000000000001", Channel::Webhook)
+        );
+        assert!(a.starts_with("msg_") && a.len() == 36, "{a}");
+        assert_ne!(
+            a,
+            delivery_id("ntf_00000000000000000000000000000001", Channel::Smtp)
+        );
+        assert_ne!(
+            a,
+            delivery_id("ntf_00000000000000000000000000000002", Channel::Webhook)
+        );
+    }
 }

@@ -1,18 +1,19 @@
 //! Email notifications through a real SMTP server: aiosmtpd (PyPI, in
 //! tests/requirements.txt) as a sink on 127.0.0.1 that stores each
-//! message in a maildir, and the settings the signer refuses.
+//! message in a maildir, sent by the notify process (never the signer),
+//! and the settings the notify process refuses.
 #![allow(clippy::unwrap_used)]
 
+mod notify_support;
+#[path = "../../../signer/tests/support/mod.rs"]
 mod support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use countersign_registry::Registry;
-use countersign_signer::StartError;
-use countersign_signer::testing::TestSigner;
-use support::{first_channel_once, head, propose};
+use notify_support::{Notifying, start_refusal};
+use support::{head, propose};
 
 /// `python3 -m aiosmtpd` on a free loopback port, storing into `maildir`;
 /// killed on drop.
@@ -61,7 +62,7 @@ fn start_smtp_sink_with(maildir: &Path, extra: &[&std::ffi::OsStr]) -> SmtpSink 
 
 fn smtp_config(host: &str, port: u16) -> String {
     format!(
-        "\n[console]\naddr = \"127.0.0.1:7998\"\n[notify]\nretry_initial_ms = 50\n[notify.smtp]\nhost = \"{host}\"\nport = {port}\ntls = \"none\"\nfrom = \"countersign@localhost\"\nto = [\"alice@localhost\", \"bob@localhost\"]\n"
+        "\n[console]\naddr = \"127.0.0.1:7998\"\n[notify]\npoll_ms = 20\nretry_initial_ms = 50\n[notify.smtp]\nhost = \"{host}\"\nport = {port}\ntls = \"none\"\nfrom = \"countersign@localhost\"\nto = [\"alice@localhost\", \"bob@localhost\"]\n"
     )
 }
 
@@ -108,16 +109,10 @@ async fn a_waiting_proposal_is_emailed_with_its_console_link_and_no_proof() {
     let dir = tempfile::tempdir().unwrap();
     let maildir = dir.path().join("mail");
     let sink = start_smtp_sink(&maildir);
-    let signer = TestSigner::start_configured(
-        Registry::default_toml(),
-        None,
-        &smtp_config("127.0.0.1", sink.port),
-    )
-    .await
-    .unwrap();
-    let view = propose(&mut head(&signer).await).await;
+    let n = Notifying::start(&smtp_config("127.0.0.1", sink.port)).await;
+    let view = propose(&mut head(&n.signer).await).await;
 
-    let smtp = first_channel_once(&signer, |c| c.delivered == 1).await;
+    let smtp = n.first_channel_once(|c| c.delivered == 1).await;
     assert_eq!(smtp.channel, "smtp");
     let delivery = smtp.deliveries[0].clone();
     assert_eq!(delivery.proposal_id, view.id);
@@ -166,16 +161,16 @@ async fn an_smtp_server_that_is_down_shows_as_a_failure_with_its_reason() {
         .port();
     let config = smtp_config("127.0.0.1", closed)
         .replace("[notify.smtp]", "max_attempts = 1\n[notify.smtp]");
-    let signer = TestSigner::start_configured(Registry::default_toml(), None, &config)
-        .await
-        .unwrap();
-    let view = propose(&mut head(&signer).await).await;
-    let smtp = first_channel_once(&signer, |c| c.failed == 1).await;
+    let n = Notifying::start(&config).await;
+    let view = propose(&mut head(&n.signer).await).await;
+    let smtp = n.first_channel_once(|c| c.failed == 1).await;
     let failed = &smtp.deliveries[0];
     assert_eq!(failed.proposal_id, view.id);
     assert!(
         failed
             .last_error
+            .as_deref()
+            .unwrap_or_default()
             .starts_with(&format!("SMTP 127.0.0.1:{closed}: ")),
         "{failed:?}"
     );
@@ -215,21 +210,12 @@ async fn email_goes_over_required_starttls_to_a_server_under_the_configured_root
         "tls = \"none\"",
         &format!("tls = \"starttls\"\ntrust_roots = \"{}\"", roots.display()),
     );
-    let signer = TestSigner::start_configured(Registry::default_toml(), None, &config)
-        .await
-        .unwrap();
-    let view = propose(&mut head(&signer).await).await;
-    first_channel_once(&signer, |c| c.delivered == 1).await;
+    let n = Notifying::start(&config).await;
+    let view = propose(&mut head(&n.signer).await).await;
+    n.first_channel_once(|c| c.delivered == 1).await;
     let mail = messages(&maildir);
     assert_eq!(mail.len(), 1, "{mail:?}");
     assert!(mail[0].contains(&view.id), "{}", mail[0]);
-}
-
-async fn start_refusal(config: &str) -> String {
-    match TestSigner::start_configured(Registry::default_toml(), None, config).await {
-        Err(StartError::Notify(e)) => e.to_string(),
-        other => panic!("{other:?}"),
-    }
 }
 
 #[tokio::test]

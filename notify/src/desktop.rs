@@ -1,6 +1,6 @@
 //! The desktop channel: `org.freedesktop.Notifications.Notify` on the D-Bus
 //! session bus (zbus on tokio), used only where `DBUS_SESSION_BUS_ADDRESS`
-//! is set when the signer starts; elsewhere the channel is shown as
+//! is set when the notify process starts; elsewhere the channel is shown as
 //! unavailable with that reason and nothing is queued for it. The summary
 //! and body are the notification's own text: no proof, no action buttons
 //! (a click decides nothing).
@@ -15,12 +15,12 @@ use super::message::Notification;
 
 /// Why a configured desktop channel is not used.
 pub(crate) const NO_SESSION_BUS: &str =
-    "no session bus: DBUS_SESSION_BUS_ADDRESS was not set when the signer started";
+    "no session bus: DBUS_SESSION_BUS_ADDRESS was not set when the notify process started";
 
 /// How long one notification may take on the bus.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The session bus, as the signer's environment names it.
+/// The session bus, as the notify process's environment names it.
 #[derive(Debug)]
 pub(crate) struct DesktopChannel;
 

@@ -1,5 +1,5 @@
-//! The configured channels, checked when the signer starts, and one
-//! attempt on one of them.
+//! The configured channels, checked when the notify process starts, and
+//! one attempt on one of them.
 
 use countersign_identity::NotifyConfig;
 
@@ -7,7 +7,7 @@ use super::NotifyError;
 use super::desktop::DesktopChannel;
 use super::message::Notification;
 use super::smtp::SmtpChannel;
-use super::store::Channel;
+use super::store::{Channel, ChannelState};
 use super::webhook::WebhookChannel;
 
 /// Every channel `[notify]` configures.
@@ -24,7 +24,7 @@ pub(crate) struct Channels {
 impl Channels {
     /// Checks each configured channel; any that cannot be used refuses the
     /// start with the setting named.
-    pub(crate) async fn from_config(config: &NotifyConfig) -> Result<Channels, NotifyError> {
+    pub(crate) fn from_config(config: &NotifyConfig) -> Result<Channels, NotifyError> {
         let webhook = config
             .webhook
             .as_ref()
@@ -73,9 +73,19 @@ impl Channels {
         }
     }
 
-    /// The channels configured but not usable, and why.
-    pub(crate) fn unavailable(&self) -> &[(Channel, &'static str)] {
-        &self.unavailable
+    /// Every configured channel: usable, or why not.
+    pub(crate) fn states(&self) -> Vec<ChannelState> {
+        self.usable()
+            .into_iter()
+            .map(|channel| ChannelState {
+                channel,
+                unavailable: None,
+            })
+            .chain(self.unavailable.iter().map(|(channel, why)| ChannelState {
+                channel: *channel,
+                unavailable: Some((*why).to_owned()),
+            }))
+            .collect()
     }
 
     /// One attempt on `channel` for delivery `id` at `timestamp` (Unix

@@ -1,109 +1,27 @@
-//! Notifications through a real in-process signer: a Standard Webhooks
-//! sink on 127.0.0.1 that checks the signature, sinks that fail then
-//! succeed, one that never answers, a restart with a retry pending, and the
-//! settings the signer refuses to start with. Email is in `notify_smtp.rs`.
+//! Webhook notifications: an in-process signer records them, the notify
+//! process (`countersign_notify`, what `countersign notify serve` runs)
+//! takes them with the notifier certificate and delivers: a Standard
+//! Webhooks sink on 127.0.0.1 that checks the signature, sinks that fail
+//! then succeed, one that never answers, a restart of the notify process
+//! with a retry pending, and the settings it refuses to start with (the
+//! signer starts with them: it reads none). Email is in `notify_smtp.rs`;
+//! the real binaries, and a proof that the signer's process opens no
+//! connection, in `notify_process.rs`.
 #![allow(clippy::unwrap_used)]
 
+mod notify_support;
+#[path = "../../../signer/tests/support/mod.rs"]
 mod support;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use base64::Engine as _;
-use countersign_proto::v1::{NotifyDelivery, NotifyStatusRequest, NotifyStatusResponse};
-use countersign_registry::Registry;
-use countersign_signer::StartError;
+use countersign_notify::status::{DeliveryStatus, Status};
 use countersign_signer::testing::TestSigner;
-use support::{head, propose, reason_of};
-
-/// The webhook secret of these tests (24 bytes of key).
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-/// One request as the sink received it.
-#[derive(Debug, Clone)]
-struct Received {
-    at: Instant,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-impl Received {
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-    }
-
-    /// Checks the Standard Webhooks signature with the shared secret:
-    /// HMAC-SHA256 over `id.timestamp.body`, `v1,<base64>`, a timestamp
-    /// within five minutes of now.
-    fn signature_is_valid(&self) -> bool {
-        let key = base64::engine::general_purpose::STANDARD
-            .decode(SECRET.trim_start_matches("whsec_"))
-            .unwrap();
-        let id = self.header("webhook-id");
-        let timestamp = self.header("webhook-timestamp");
-        let Ok(sent_at) = timestamp.parse::<i64>() else {
-            return false;
-        };
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        if (now - sent_at).abs() > 300 {
-            return false;
-        }
-        let mut signed = format!("{id}.{timestamp}.").into_bytes();
-        signed.extend_from_slice(&self.body);
-        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key);
-        self.header("webhook-signature")
-            .split(' ')
-            .filter_map(|s| s.strip_prefix("v1,"))
-            .filter_map(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
-            .any(|tag| ring::hmac::verify(&key, &signed, &tag).is_ok())
-    }
-}
-
-/// The sink's state: what it received, and how many requests it still
-/// answers 500 before it answers 204.
-#[derive(Default)]
-struct Sink {
-    received: Mutex<Vec<Received>>,
-    failures_left: Mutex<u32>,
-}
-
-async fn receive(State(sink): State<Arc<Sink>>, headers: HeaderMap, body: Bytes) -> StatusCode {
-    sink.received.lock().unwrap().push(Received {
-        at: Instant::now(),
-        headers,
-        body,
-    });
-    let mut left = sink.failures_left.lock().unwrap();
-    if *left > 0 {
-        *left -= 1;
-        StatusCode::INTERNAL_SERVER_ERROR
-    } else {
-        StatusCode::NO_CONTENT
-    }
-}
-
-/// An HTTP sink on 127.0.0.1:0 (axum) that fails `failures` times first.
-async fn start_sink(failures: u32) -> (SocketAddr, Arc<Sink>) {
-    let sink = Arc::new(Sink {
-        failures_left: Mutex::new(failures),
-        ..Sink::default()
-    });
-    let app = axum::Router::new()
-        .route("/hook", axum::routing::post(receive))
-        .with_state(Arc::clone(&sink));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (addr, sink)
-}
+use notify_support::{Notifying, SECRET, start_refusal, start_sink};
+use support::{head, propose};
 
 /// A 0600 file holding the secret, in a directory that outlives the test.
 fn secret_file(dir: &tempfile::TempDir) -> PathBuf {
@@ -115,30 +33,14 @@ fn secret_file(dir: &tempfile::TempDir) -> PathBuf {
 /// `[notify]` with a webhook to `url`.
 fn webhook_config(url: &str, secret: &std::path::Path, extra: &str) -> String {
     format!(
-        "\n[console]\naddr = \"127.0.0.1:7999\"\n[notify]\nretry_initial_ms = 50\nretry_max_ms = 200\n{extra}\n[notify.webhook]\nurl = \"{url}\"\nsecret_file = \"{}\"\n",
+        "\n[console]\naddr = \"127.0.0.1:7999\"\n[notify]\npoll_ms = 20\nretry_initial_ms = 50\nretry_max_ms = 200\n{extra}\n[notify.webhook]\nurl = \"{url}\"\nsecret_file = \"{}\"\n",
         secret.display()
     )
 }
 
-async fn start_notifying(config: &str) -> TestSigner {
-    TestSigner::start_configured(Registry::default_toml(), None, config)
-        .await
-        .unwrap()
-}
-
-async fn status(signer: &TestSigner) -> NotifyStatusResponse {
-    support::approver(signer)
-        .await
-        .notify_status(NotifyStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-}
-
-/// The webhook deliveries the approver sees for `proposal_id`.
-async fn webhook_deliveries(signer: &TestSigner, proposal_id: &str) -> Vec<NotifyDelivery> {
-    status(signer)
-        .await
+/// The webhook deliveries the notify process shows for `proposal_id`.
+fn webhook_deliveries(n: &Notifying, proposal_id: &str) -> Vec<DeliveryStatus> {
+    n.status()
         .channels
         .into_iter()
         .filter(|c| c.channel == "webhook")
@@ -150,13 +52,13 @@ async fn webhook_deliveries(signer: &TestSigner, proposal_id: &str) -> Vec<Notif
 /// Polls the status until `done` holds for the proposal's one webhook
 /// delivery (at most 20 s).
 async fn wait_for(
-    signer: &TestSigner,
+    n: &Notifying,
     proposal_id: &str,
-    done: impl Fn(&NotifyDelivery) -> bool,
-) -> NotifyDelivery {
+    done: impl Fn(&DeliveryStatus) -> bool,
+) -> DeliveryStatus {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let deliveries = webhook_deliveries(signer, proposal_id).await;
+        let deliveries = webhook_deliveries(n, proposal_id);
         if let [one] = deliveries.as_slice()
             && done(one)
         {
@@ -172,12 +74,12 @@ async fn a_waiting_proposal_is_notified_by_a_signed_webhook_holding_no_proof() {
     let (addr, sink) = start_sink(0).await;
     let dir = tempfile::tempdir().unwrap();
     let config = webhook_config(&format!("http://{addr}/hook"), &secret_file(&dir), "");
-    let signer = start_notifying(&config).await;
-    let view = propose(&mut head(&signer).await).await;
+    let n = Notifying::start(&config).await;
+    let view = propose(&mut head(&n.signer).await).await;
 
-    let delivered = wait_for(&signer, &view.id, |d| d.state == "delivered").await;
+    let delivered = wait_for(&n, &view.id, |d| d.state == "delivered").await;
     assert_eq!(delivered.attempts, 1);
-    assert_eq!(delivered.last_error, "");
+    assert_eq!(delivered.last_error, None);
     let received = sink.received.lock().unwrap().clone();
     let [request] = received.as_slice() else {
         panic!("{received:?}")
@@ -214,9 +116,9 @@ async fn a_tampered_body_fails_the_sinks_signature_check() {
     let (addr, sink) = start_sink(0).await;
     let dir = tempfile::tempdir().unwrap();
     let config = webhook_config(&format!("http://{addr}/hook"), &secret_file(&dir), "");
-    let signer = start_notifying(&config).await;
-    let view = propose(&mut head(&signer).await).await;
-    wait_for(&signer, &view.id, |d| d.state == "delivered").await;
+    let n = Notifying::start(&config).await;
+    let view = propose(&mut head(&n.signer).await).await;
+    wait_for(&n, &view.id, |d| d.state == "delivered").await;
     let mut request = sink.received.lock().unwrap()[0].clone();
     assert!(request.signature_is_valid());
     let mut body = request.body.to_vec();
@@ -230,12 +132,15 @@ async fn failed_attempts_are_retried_with_growing_delays_and_shown_in_status() {
     let (addr, sink) = start_sink(2).await;
     let dir = tempfile::tempdir().unwrap();
     let config = webhook_config(&format!("http://{addr}/hook"), &secret_file(&dir), "");
-    let signer = start_notifying(&config).await;
-    let view = propose(&mut head(&signer).await).await;
+    let n = Notifying::start(&config).await;
+    let view = propose(&mut head(&n.signer).await).await;
 
-    let delivered = wait_for(&signer, &view.id, |d| d.state == "delivered").await;
+    let delivered = wait_for(&n, &view.id, |d| d.state == "delivered").await;
     assert_eq!(delivered.attempts, 3);
-    assert_eq!(delivered.last_error, "the receiver answered status 500");
+    assert_eq!(
+        delivered.last_error.as_deref(),
+        Some("the receiver answered status 500")
+    );
     let received = sink.received.lock().unwrap().clone();
     assert_eq!(received.len(), 3);
     // One message: the same webhook-id on every attempt, each signed anew.
@@ -249,7 +154,7 @@ async fn failed_attempts_are_retried_with_growing_delays_and_shown_in_status() {
     let second = received[2].at - received[1].at;
     assert!(first >= Duration::from_millis(25), "{first:?}");
     assert!(second >= Duration::from_millis(50), "{second:?}");
-    let status = status(&signer).await;
+    let status = n.status();
     let webhook = &status.channels[0];
     assert_eq!(
         (webhook.delivered, webhook.pending, webhook.failed),
@@ -266,16 +171,19 @@ async fn a_delivery_fails_after_its_last_attempt_with_the_reason_shown() {
         &secret_file(&dir),
         "max_attempts = 2",
     );
-    let signer = start_notifying(&config).await;
-    let view = propose(&mut head(&signer).await).await;
+    let mut n = Notifying::start(&config).await;
+    let view = propose(&mut head(&n.signer).await).await;
 
-    let failed = wait_for(&signer, &view.id, |d| d.state == "failed").await;
+    let failed = wait_for(&n, &view.id, |d| d.state == "failed").await;
     assert_eq!(failed.attempts, 2);
-    assert_eq!(failed.last_error, "the receiver answered status 500");
-    assert_eq!(failed.next_attempt_at, "");
-    // Still visible after a restart.
-    let signer = signer.restart().await.unwrap();
-    let after = webhook_deliveries(&signer, &view.id).await;
+    assert_eq!(
+        failed.last_error.as_deref(),
+        Some("the receiver answered status 500")
+    );
+    assert_eq!(failed.next_attempt_at, None);
+    // Still visible after a restart, and not sent again.
+    n.restart_notifier().await;
+    let after = webhook_deliveries(&n, &view.id);
     assert_eq!(after, vec![failed]);
 }
 
@@ -294,8 +202,8 @@ async fn a_receiver_that_never_answers_does_not_hold_up_propose() {
     let dir = tempfile::tempdir().unwrap();
     let config = webhook_config(&format!("http://{addr}/hook"), &secret_file(&dir), "")
         + "timeout_secs = 300\n";
-    let signer = start_notifying(&config).await;
-    let mut head = head(&signer).await;
+    let n = Notifying::start(&config).await;
+    let mut head = head(&n.signer).await;
 
     for _ in 0..3 {
         let started = Instant::now();
@@ -310,33 +218,36 @@ async fn a_receiver_that_never_answers_does_not_hold_up_propose() {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let status = status(&signer).await;
+    let status = n.status();
     assert_eq!(status.channels[0].pending, 3);
     assert_eq!(status.channels[0].delivered, 0);
 }
 
 #[tokio::test]
-async fn a_pending_retry_is_resumed_by_a_restarted_signer() {
+async fn a_pending_retry_is_resumed_by_a_restarted_notify_process() {
     let (addr, sink) = start_sink(u32::MAX).await;
     let dir = tempfile::tempdir().unwrap();
     let config = webhook_config(&format!("http://{addr}/hook"), &secret_file(&dir), "")
         .replace("retry_initial_ms = 50", "retry_initial_ms = 1500")
         .replace("retry_max_ms = 200", "retry_max_ms = 1500");
-    let signer = start_notifying(&config).await;
-    let view = propose(&mut head(&signer).await).await;
-    let pending = wait_for(&signer, &view.id, |d| d.attempts == 1).await;
+    let mut n = Notifying::start(&config).await;
+    let view = propose(&mut head(&n.signer).await).await;
+    let pending = wait_for(&n, &view.id, |d| d.attempts == 1).await;
     assert_eq!(pending.state, "pending");
-    assert_ne!(pending.next_attempt_at, "");
+    assert!(pending.next_attempt_at.is_some());
 
-    let signer = signer.restart().await.unwrap();
+    n.restart_notifier().await;
     // Right after the restart the failure and the pending retry are shown.
-    let resumed = webhook_deliveries(&signer, &view.id).await;
+    let resumed = webhook_deliveries(&n, &view.id);
     assert_eq!(resumed.len(), 1);
     assert_eq!(resumed[0].state, "pending");
-    assert_eq!(resumed[0].last_error, "the receiver answered status 500");
+    assert_eq!(
+        resumed[0].last_error.as_deref(),
+        Some("the receiver answered status 500")
+    );
     *sink.failures_left.lock().unwrap() = 0;
 
-    let delivered = wait_for(&signer, &view.id, |d| d.state == "delivered").await;
+    let delivered = wait_for(&n, &view.id, |d| d.state == "delivered").await;
     assert_eq!(delivered.delivery_id, pending.delivery_id);
     assert_eq!(delivered.attempts, 2);
     let received = sink.received.lock().unwrap().clone();
@@ -346,39 +257,19 @@ async fn a_pending_retry_is_resumed_by_a_restarted_signer() {
 }
 
 #[tokio::test]
-async fn notify_status_is_for_approvers_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = webhook_config("http://127.0.0.1:9/hook", &secret_file(&dir), "");
-    let signer = start_notifying(&config).await;
-    let refused = head(&signer)
-        .await
-        .notify_status(NotifyStatusRequest {})
-        .await
-        .unwrap_err();
-    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
-    assert_eq!(reason_of(&refused), "role_not_allowed");
-}
-
-#[tokio::test]
 async fn without_a_notify_section_nothing_is_sent_and_status_says_off() {
     let signer = TestSigner::start().await.unwrap();
     propose(&mut head(&signer).await).await;
-    assert_eq!(status(&signer).await, NotifyStatusResponse::default());
-    assert!(
-        !signer
-            .home()
-            .signer_dir()
-            .join("notify-state.json")
-            .exists()
+    let config = countersign_identity::Config::load(signer.home()).unwrap();
+    assert_eq!(
+        countersign_notify::status::local(signer.home(), &config).unwrap(),
+        Status::default()
     );
-}
-
-/// The refusal a signer with `config` starts with.
-async fn start_refusal(config: &str) -> String {
-    match TestSigner::start_configured(Registry::default_toml(), None, config).await {
-        Err(StartError::Notify(e)) => e.to_string(),
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(
+        notify_support::start_notifier(&signer).await.unwrap_err(),
+        countersign_notify::NotifyError::Off
+    );
+    assert!(!signer.home().notify_state_path().exists());
 }
 
 #[tokio::test]

@@ -1,8 +1,8 @@
 //! The webhook channel: one POST of the notification's JSON, signed the
 //! Standard Webhooks way: `webhook-id`, `webhook-timestamp` and
 //! `webhook-signature: v1,<base64 HMAC-SHA256(secret, id.timestamp.body)>`.
-//! The secret (`whsec_<base64>`) is read from a 0600 file when the signer
-//! starts, held zeroized, and never logged; the connection is
+//! The secret (`whsec_<base64>`) is read from a 0600 file when the notify
+//! process starts, held zeroized, and never logged; the connection is
 //! `countersign-outbound`'s (TLS against the configured roots only, plain
 //! http to loopback only). A 2xx answer is delivered; anything else is a
 //! failed attempt, retried.

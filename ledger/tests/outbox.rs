@@ -1,0 +1,93 @@
+//! The notification outbox on both backends: the signer records, a
+//! notifier reads its principal's rows oldest first (never another
+//! principal's), and an acknowledgement removes exactly the rows named
+//! that are its own; the rows survive a reopened ledger.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{Kind, TestLedger};
+use countersign_ledger::{Ledger, OutboxNotification};
+use time::OffsetDateTime;
+
+const OTHER: &str = "pr_ffffffffffffffffffffffffffffffff";
+
+fn row(n: u32, principal: &str, at: i64) -> OutboxNotification {
+    OutboxNotification {
+        id: format!("ntf_{n:032x}"),
+        principal: principal.into(),
+        created_at: OffsetDateTime::from_unix_timestamp(1_700_000_000 + at).unwrap(),
+        body: format!("{{\"kind\":\"proposal.waiting\",\"n\":{n}}}"),
+    }
+}
+
+fn ids(rows: &[OutboxNotification]) -> Vec<String> {
+    rows.iter().map(|r| r.id.clone()).collect()
+}
+
+on_both_backends!(notifications_wait_in_order_per_principal_until_acknowledged);
+async fn notifications_wait_in_order_per_principal_until_acknowledged(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let mine = [
+        row(3, common::PRINCIPAL, 0),
+        row(1, common::PRINCIPAL, 5),
+        row(2, common::PRINCIPAL, 5),
+    ];
+    for n in &mine {
+        t.ledger.record_notification(n).await.unwrap();
+    }
+    t.ledger
+        .record_notification(&row(9, OTHER, 1))
+        .await
+        .unwrap();
+
+    let waiting = t.ledger.notifications(common::PRINCIPAL, 10).await.unwrap();
+    assert_eq!(
+        waiting,
+        vec![mine[0].clone(), mine[1].clone(), mine[2].clone()]
+    );
+    assert_eq!(
+        ids(&t.ledger.notifications(common::PRINCIPAL, 2).await.unwrap()),
+        ids(&mine[..2])
+    );
+
+    // Another principal's id and an unknown one are ignored.
+    let acked = t
+        .ledger
+        .acknowledge_notifications(
+            common::PRINCIPAL,
+            &[
+                mine[0].id.clone(),
+                row(9, OTHER, 1).id,
+                "ntf_unknown".into(),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(acked, 1);
+    assert_eq!(
+        ids(&t.ledger.notifications(OTHER, 10).await.unwrap()),
+        vec![row(9, OTHER, 1).id]
+    );
+
+    // Durable: a reopened ledger still holds what was not acknowledged.
+    let reopened = Ledger::open(&t.url).await.unwrap();
+    assert_eq!(
+        ids(&reopened.notifications(common::PRINCIPAL, 10).await.unwrap()),
+        ids(&mine[1..])
+    );
+    assert_eq!(
+        reopened
+            .acknowledge_notifications(common::PRINCIPAL, &ids(&mine))
+            .await
+            .unwrap(),
+        2
+    );
+    assert!(
+        reopened
+            .notifications(common::PRINCIPAL, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

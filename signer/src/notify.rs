@@ -1,0 +1,256 @@
+//! Notifications, recorded and never sent: when a proposal waits for a
+//! person, or a passkey is enrolled or removed, and `[notify]` is
+//! configured, the signer records what to tell in the ledger's
+//! notification outbox. The notify process (`countersign notify serve`,
+//! certificate role `notifier`) takes the rows over `PendingNotifications`
+//! and `AckNotifications` and delivers them. This process opens no
+//! outbound connection and links no delivery code (no HTTP, SMTP or D-Bus
+//! client): a receiver's reply is never parsed next to the key.
+//!
+//! A notification holds the proposal id, operation, arguments' digest and
+//! console link, or the passkey change: never a proof, a decision link, an
+//! enrolment code or a secret. Recording never fails the RPC that caused
+//! it: a ledger error is logged (the proposal still shows in `pending` and
+//! the console).
+
+use countersign_identity::{Config, ConsoleConfig};
+use countersign_ledger::{Ledger, OutboxNotification, Proposal};
+use countersign_proto::v1 as wire;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::error::RpcError;
+
+/// What `PendingNotifications` returns at most per call.
+pub(crate) const MAX_PER_CALL: u32 = 100;
+
+/// Records notifications in the outbox, when `[notify]` is configured.
+#[derive(Debug, Clone, Default)]
+pub struct Outbox {
+    /// `None`: `[notify]` is not configured, nothing is recorded.
+    on: Option<On>,
+}
+
+#[derive(Debug, Clone)]
+struct On {
+    ledger: Ledger,
+    /// The console's address (its proposal pages are the links).
+    console: Option<ConsoleConfig>,
+}
+
+/// A passkey enrolled or removed: for which approver, which credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PasskeyChange {
+    event: &'static str,
+    approver: String,
+    credential_id: String,
+    name: String,
+}
+
+impl PasskeyChange {
+    /// `credential_id`, named `name`, was enrolled for `approver`.
+    pub(crate) fn enrolled(approver: &str, credential_id: &str, name: &str) -> PasskeyChange {
+        PasskeyChange::new("enrolled", approver, credential_id, name)
+    }
+
+    /// `credential_id`, named `name`, of `approver` was removed.
+    pub(crate) fn removed(approver: &str, credential_id: &str, name: &str) -> PasskeyChange {
+        PasskeyChange::new("removed", approver, credential_id, name)
+    }
+
+    fn new(event: &'static str, approver: &str, credential_id: &str, name: &str) -> Self {
+        PasskeyChange {
+            event,
+            approver: approver.to_owned(),
+            credential_id: credential_id.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+/// A row's body, as JSON in the ledger. Its fields are everything a
+/// notification can say.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+enum Body {
+    Proposal {
+        proposal_id: String,
+        operation: String,
+        arguments_sha256: String,
+        console_url: Option<String>,
+    },
+    Passkey {
+        event: String,
+        approver: String,
+        credential_id: String,
+        name: String,
+    },
+}
+
+impl Outbox {
+    /// Records into `ledger` when `config` has a `[notify]` section (its
+    /// channels are the notify process's business, not this one's).
+    pub fn configured(config: &Config, ledger: &Ledger) -> Outbox {
+        Outbox {
+            on: config.notify.as_ref().map(|_| On {
+                ledger: ledger.clone(),
+                console: config.console.clone(),
+            }),
+        }
+    }
+
+    /// Whether notifications are recorded.
+    pub fn is_on(&self) -> bool {
+        self.on.is_some()
+    }
+
+    /// Records that `proposal` waits for a person.
+    pub(crate) async fn proposal_waiting(&self, proposal: &Proposal) {
+        let Some(on) = &self.on else {
+            return;
+        };
+        let body = Body::Proposal {
+            proposal_id: proposal.id.to_string(),
+            operation: proposal.operation.clone(),
+            arguments_sha256: proposal.arguments_sha256.clone(),
+            console_url: on
+                .console
+                .as_ref()
+                .map(|console| console.proposal_url(&proposal.id)),
+        };
+        on.record(&proposal.principal, proposal.created_at, &body)
+            .await;
+    }
+
+    /// Records that a passkey of `principal` was enrolled or removed, so
+    /// that a person hears of a change they did not make.
+    pub(crate) async fn passkey_changed(&self, principal: &str, change: PasskeyChange) {
+        let Some(on) = &self.on else {
+            return;
+        };
+        let body = Body::Passkey {
+            event: change.event.to_owned(),
+            approver: change.approver,
+            credential_id: change.credential_id,
+            name: change.name,
+        };
+        on.record(principal, OffsetDateTime::now_utc(), &body).await;
+    }
+}
+
+impl On {
+    async fn record(&self, principal: &str, at: OffsetDateTime, body: &Body) {
+        let row = match outbox_row(principal, at, body) {
+            Ok(row) => row,
+            Err(e) => {
+                tracing::error!(error = %e, "notification not recorded");
+                return;
+            }
+        };
+        match self.ledger.record_notification(&row).await {
+            Ok(()) => tracing::info!(notification_id = %row.id, "notification recorded"),
+            Err(e) => tracing::error!(error = %e, "notification not recorded"),
+        }
+    }
+}
+
+fn outbox_row(
+    principal: &str,
+    at: OffsetDateTime,
+    body: &Body,
+) -> Result<OutboxNotification, String> {
+    let mut random = [0u8; 16];
+    getrandom::fill(&mut random).map_err(|e| format!("random: {e}"))?;
+    Ok(OutboxNotification {
+        id: format!("ntf_{}", hex::encode(random)),
+        principal: principal.to_owned(),
+        created_at: at,
+        body: serde_json::to_string(body).map_err(|e| format!("encoding: {e}"))?,
+    })
+}
+
+/// A stored row as the notifier receives it.
+pub(crate) fn to_wire(row: &OutboxNotification) -> Result<wire::OutboxNotification, RpcError> {
+    let body: Body = serde_json::from_str(&row.body)
+        .map_err(|e| RpcError::Internal(format!("notification {} is not readable: {e}", row.id)))?;
+    let about = match body {
+        Body::Proposal {
+            proposal_id,
+            operation,
+            arguments_sha256,
+            console_url,
+        } => wire::outbox_notification::About::Proposal(wire::ProposalWaiting {
+            proposal_id,
+            operation,
+            arguments_sha256,
+            console_url: console_url.unwrap_or_default(),
+        }),
+        Body::Passkey {
+            event,
+            approver,
+            credential_id,
+            name,
+        } => wire::outbox_notification::About::Passkey(wire::PasskeyChanged {
+            event,
+            approver,
+            credential_id,
+            name,
+        }),
+    };
+    Ok(wire::OutboxNotification {
+        id: row.id.clone(),
+        created_at: row.created_at.unix_timestamp(),
+        about: Some(about),
+    })
+}
+
+/// A notification id as `AckNotifications` accepts it: `ntf_` + 32
+/// lowercase hex.
+pub(crate) fn is_notification_id(id: &str) -> bool {
+    id.strip_prefix("ntf_").is_some_and(|hex| {
+        hex.len() == 32
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_recorded_proposal_reaches_the_notifier_with_its_link_and_nothing_more() {
+        let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let body = Body::Proposal {
+            proposal_id: "prop_0a".into(),
+            operation: "schedule.create".into(),
+            arguments_sha256: "ab".repeat(32),
+            console_url: Some("https://console.localhost:7444/proposals/prop_0a".into()),
+        };
+        let row = outbox_row("pr_1", at, &body).unwrap();
+        assert!(is_notification_id(&row.id), "{}", row.id);
+        let sent = to_wire(&row).unwrap();
+        assert_eq!(sent.created_at, 1_700_000_000);
+        assert_eq!(
+            sent.about,
+            Some(wire::outbox_notification::About::Proposal(
+                wire::ProposalWaiting {
+                    proposal_id: "prop_0a".into(),
+                    operation: "schedule.create".into(),
+                    arguments_sha256: "ab".repeat(32),
+                    console_url: "https://console.localhost:7444/proposals/prop_0a".into(),
+                }
+            ))
+        );
+    }
+
+    #[test]
+    fn only_well_formed_ids_are_acknowledged() {
+        assert!(is_notification_id(&format!("ntf_{}", "0a".repeat(16))));
+        for bad in ["", "ntf_", "prop_00", &format!("ntf_{}", "0A".repeat(16))] {
+            assert!(!is_notification_id(bad), "{bad}");
+        }
+    }
+}
