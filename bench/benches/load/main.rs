@@ -485,6 +485,61 @@ impl BatchCount {
     }
 }
 
+/// The argument that makes this binary the child of [`fresh_commit`].
+const ONE_COMMIT: &str = "--one-commit";
+
+/// One durable SQLite commit in a fresh process, as `countersign exec`
+/// does its own: this binary runs again as a child that opens the ledger
+/// at `url` (a new connection, the WAL opened cold) and commits the raw
+/// consume of `id` with the proof it reads on stdin, timing the open and
+/// the commit itself; what process start costs is in `show`, the other
+/// half of the floor. The child's own measure comes back on its stdout.
+async fn fresh_commit(url: &str, id: &ProposalId, proof: &Proof) -> Result<Duration, String> {
+    use tokio::io::AsyncWriteExt as _;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut child = tokio::process::Command::new(exe)
+        .args([ONE_COMMIT, url, id.as_str()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("fresh commit child: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    stdin
+        .write_all(proof.expose_secret().as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(stdin);
+    let out = child.wait_with_output().await.map_err(|e| e.to_string())?;
+    let nanos: u64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .map_err(|_| format!("fresh commit child answered {:?}", out))?;
+    Ok(Duration::from_nanos(nanos))
+}
+
+/// The child of [`fresh_commit`]: `url` and `id` as arguments, the proof
+/// on stdin; prints how long opening the ledger and committing took.
+fn one_commit_child(args: &[String]) {
+    let [url, id] = args else {
+        panic!("usage: {ONE_COMMIT} URL PROPOSAL_ID (proof on stdin)");
+    };
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).unwrap();
+    let proof = Proof::from_text(text.trim().to_string()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let took = runtime.block_on(async {
+        let started = Instant::now();
+        let raw = RawDb::open(url).await;
+        raw.consume(id.clone(), &proof).await;
+        started.elapsed()
+    });
+    println!("{}", took.as_nanos());
+}
+
 /// The nonce of proposal `prop_<n hex>` as `Fixture::proposal` makes it.
 fn nonce_of(id: &str) -> String {
     let n = u64::from_str_radix(id.trim_start_matches("prop_"), 16).unwrap();
@@ -719,6 +774,10 @@ async fn growth(fx: &Fixture, opts: &Options, backend: &str) {
 }
 
 fn main() {
+    // The child half of the latency section's fresh-process commit floor.
+    if let Some(at) = std::env::args().position(|a| a == ONE_COMMIT) {
+        return one_commit_child(&std::env::args().skip(at + 1).collect::<Vec<_>>());
+    }
     let opts = Options::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -9,12 +9,15 @@
 //! - full consume (`Gate::execute`, what every head runs) for 8 principals
 //!   x 4 callers: 8 gates, each with its own ledger handle and pool (as 8
 //!   head processes on other hosts would hold), 32 callers taking the
-//!   principals' proofs in turn.
+//!   principals' proofs in turn;
+//! - the same 8 gates and 32 callers, every gate acting for one principal
+//!   (1 x 32): only the principals' chains differ from the line before.
 //!
-//! Two targets are judged here: at 1 ms, full consume at least 4x the
-//! floor; with no delay added, at least 3x (the issue's "PostgreSQL,
-//! 8 principals x 4 callers" target, measured through the same veth and
-//! proxy, which cost CPU that loopback would not).
+//! Two targets are judged here: at 1 ms, 8 x 4 at least 3x 1 x 32 in the
+//! same run (the property: principals share no lock, so a second
+//! principal's consumptions do not queue behind the first's chain head);
+//! with no delay added, full consume at least 3x the raw floor (measured
+//! through the same veth and proxy, which cost CPU that loopback would not).
 //!
 //! Each figure is of pools that have already served: before it is timed,
 //! both sides run a warm-up of their own ([`WARM_UP_ROUNDS`] operations
@@ -79,7 +82,8 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         "## PostgreSQL a round trip away (own namespace, veth + bridge, delay proxy; {n} operations per figure)"
     );
     println!(
-        "added RTT   raw single-chain tx /s (32 callers)   full consume /s ({PRINCIPALS} principals x {CALLERS_EACH} callers)   full/raw   mean batch"
+        "added RTT   raw single-chain tx /s (32 callers)   full /s (1 x {callers})   full /s ({PRINCIPALS} x {CALLERS_EACH})   full/raw   8x4 / 1x32   mean batch",
+        callers = PRINCIPALS * CALLERS_EACH
     );
     let mut next = 50_000_000u64;
     for rtt_ms in ROUND_TRIPS_MS {
@@ -106,46 +110,70 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         let raw_rate = throughput(items, callers, raw_consume(Arc::clone(&raw))).await;
         drop(raw);
 
-        // One gate per principal; the proofs interleaved, so that the 32
-        // callers keep about 4 on each principal at any time.
-        let mut gates = Vec::with_capacity(PRINCIPALS);
-        let batches = crate::BatchCount::default();
-        for principal in &principals {
-            let ledger = Ledger::open(&url).await.map_err(|e| e.to_string())?;
-            batches.observe(&ledger);
-            gates.push(fx.gate_for(ledger, principal));
-        }
-        let mut items: Vec<(Gate, ProposalId, Proof)> = Vec::with_capacity(n + warm_up);
-        for i in 0..n + warm_up {
-            let k = i % PRINCIPALS;
-            let (p, proof, record) = fx.proposal_for(&principals[k], next + i as u64);
-            setup.insert_proposal(&p).await.map_err(|e| e.to_string())?;
-            setup
-                .record_approval(&record)
-                .await
-                .map_err(|e| e.to_string())?;
-            items.push((gates[k].clone(), p.id, proof));
-        }
-        next += (n + warm_up) as u64;
-        let full_consume = |(gate, id, proof): (Gate, ProposalId, Proof)| async move {
-            assert!(consume_all(&gate, &id, &proof).await.applied_now());
-        };
-        // Interleaved as the timed items are: each gate's callers warm it.
-        let warm_items = items.split_off(n);
-        throughput(warm_items, callers, full_consume).await;
-        batches.reset();
-        let full_rate = throughput(items, callers, full_consume).await;
+        let (full_rate, batch) =
+            full_consume_rate(fx, &setup, &url, &principals, n, warm_up, &mut next).await?;
+        // The same handles and callers, every gate acting for one principal.
+        let one = vec![principals[0].clone(); PRINCIPALS];
+        let (one_rate, _) =
+            full_consume_rate(fx, &setup, &url, &one, n, warm_up, &mut next).await?;
         let ratio = full_rate / raw_rate;
+        let spread = full_rate / one_rate;
         println!(
-            "{rtt_ms:>6.1} ms   {raw_rate:>34.0}   {full_rate:>50.0}   {ratio:>7.2}x   {:>10.1}{}",
-            batches.mean(),
+            "{rtt_ms:>6.1} ms   {raw_rate:>34.0}   {one_rate:>24.0}   {full_rate:>22.0}   {ratio:>7.2}x   {spread:>11.2}x   {batch:>10.1}{}",
             match rtt_ms {
-                0.0 => format!(" (target >= 3x) {}", verdict(ratio >= 3.0)),
-                1.0 => format!(" (target >= 4x) {}", verdict(ratio >= 4.0)),
+                0.0 => format!(" (target: full/raw >= 3x) {}", verdict(ratio >= 3.0)),
+                1.0 => format!(" (target: 8 x 4 / 1 x 32 >= 3x) {}", verdict(spread >= 3.0)),
                 _ => String::new(),
             }
         );
     }
     println!();
     Ok(())
+}
+
+/// Full consume (`Gate::execute`) of `n` fresh proposals through one gate
+/// per entry of `principals`, each gate with its own ledger handle and pool
+/// (as that many head processes on other hosts would hold), 32 callers
+/// taking the proofs in turn after an untimed warm-up of `warm_up`: with 8
+/// distinct principals, 8 x 4; with one principal repeated, 1 x 32 through
+/// the same handles, so that only the principals' chains differ. Its rate
+/// and the mean group-commit batch.
+async fn full_consume_rate(
+    fx: &Fixture,
+    setup: &Ledger,
+    url: &str,
+    principals: &[String],
+    n: usize,
+    warm_up: usize,
+    next: &mut u64,
+) -> Result<(f64, f64), String> {
+    let callers = PRINCIPALS * CALLERS_EACH;
+    let mut gates = Vec::with_capacity(principals.len());
+    let batches = crate::BatchCount::default();
+    for principal in principals {
+        let ledger = Ledger::open(url).await.map_err(|e| e.to_string())?;
+        batches.observe(&ledger);
+        gates.push(fx.gate_for(ledger, principal));
+    }
+    let mut items: Vec<(Gate, ProposalId, Proof)> = Vec::with_capacity(n + warm_up);
+    for i in 0..n + warm_up {
+        let k = i % principals.len();
+        let (p, proof, record) = fx.proposal_for(&principals[k], *next + i as u64);
+        setup.insert_proposal(&p).await.map_err(|e| e.to_string())?;
+        setup
+            .record_approval(&record)
+            .await
+            .map_err(|e| e.to_string())?;
+        items.push((gates[k].clone(), p.id, proof));
+    }
+    *next += (n + warm_up) as u64;
+    let full_consume = |(gate, id, proof): (Gate, ProposalId, Proof)| async move {
+        assert!(consume_all(&gate, &id, &proof).await.applied_now());
+    };
+    // Interleaved as the timed items are: each gate's callers warm it.
+    let warm_items = items.split_off(n);
+    throughput(warm_items, callers, full_consume).await;
+    batches.reset();
+    let rate = throughput(items, callers, full_consume).await;
+    Ok((rate, batches.mean()))
 }
