@@ -85,7 +85,7 @@ macro_rules! text_id {
         }
 
         /// Read as its text wherever a `&str` is wanted (a query's bind, a
-        /// wire field); only [`$name::parse`] makes one.
+        /// wire field); only its `parse` makes one.
         impl std::ops::Deref for $name {
             type Target = str;
             fn deref(&self) -> &str {

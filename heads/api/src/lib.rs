@@ -125,7 +125,7 @@ pub fn exposures(registry: &Registry) -> Vec<Exposure> {
 
 /// Serve `state` on `listener` until `shutdown` completes, then let
 /// requests in flight finish for at most the shutdown grace
-/// ([`countersign_http::serve`]).
+/// ([`countersign_http::serve()`]).
 pub async fn run(
     listener: TcpListener,
     state: Arc<ApiState>,

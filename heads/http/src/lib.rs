@@ -3,7 +3,7 @@
 //! JSON answers and their error ([`respond`]), the one secret store of
 //! bearer credentials and browser sessions ([`secrets`], with the API's
 //! tokens in [`tokens`]), log redaction ([`redact`]), the body limit, and
-//! serving with `TCP_NODELAY` and a drain at shutdown ([`serve`]).
+//! serving with `TCP_NODELAY` and a drain at shutdown ([`mod@serve`]).
 //!
 //! Must not: know a route, an operation or a proof.
 #![forbid(unsafe_code)]
