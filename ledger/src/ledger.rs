@@ -172,7 +172,19 @@ impl Ledger {
     /// reads until something else is recorded for it.
     /// `DuplicateProposal` if the id exists.
     pub async fn insert_proposal(&self, p: &Proposal) -> Result<ProposalRecord, LedgerError> {
-        dispatch!(self, b => b.insert_proposal(p).await)
+        dispatch!(self, b => b.insert_proposal(p, None).await)
+    }
+
+    /// [`Ledger::insert_proposal`], with `announce` recorded in the
+    /// notification outbox in the same transaction: the proposal and its
+    /// notification are both committed or neither is, so a crash never
+    /// leaves a waiting proposal that nobody is told of.
+    pub async fn insert_announced_proposal(
+        &self,
+        p: &Proposal,
+        announce: &OutboxNotification,
+    ) -> Result<ProposalRecord, LedgerError> {
+        dispatch!(self, b => b.insert_proposal(p, Some(announce)).await)
     }
 
     /// Records a notification for the notify process to take (the

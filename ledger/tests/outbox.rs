@@ -1,7 +1,8 @@
 //! The notification outbox on both backends: the signer records, a
 //! notifier reads its principal's rows oldest first (never another
 //! principal's), and an acknowledgement removes exactly the rows named
-//! that are its own; the rows survive a reopened ledger.
+//! that are its own; the rows survive a reopened ledger; a proposal and
+//! its notification are committed in one transaction.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -89,5 +90,34 @@ async fn notifications_wait_in_order_per_principal_until_acknowledged(kind: Kind
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+on_both_backends!(a_proposal_and_its_notification_commit_together_or_not_at_all);
+async fn a_proposal_and_its_notification_commit_together_or_not_at_all(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let p = common::create_schedule(1, "nightly");
+    let first = row(1, common::PRINCIPAL, 0);
+    t.ledger
+        .insert_announced_proposal(&p, &first)
+        .await
+        .unwrap();
+    assert_eq!(
+        t.ledger.notifications(common::PRINCIPAL, 10).await.unwrap(),
+        vec![first.clone()]
+    );
+    // A proposal that is not recorded records no notification: the second
+    // insert of the same id fails, and its notification goes with it.
+    assert_eq!(
+        t.ledger
+            .insert_announced_proposal(&p, &row(2, common::PRINCIPAL, 1))
+            .await,
+        Err(countersign_ledger::LedgerError::DuplicateProposal(
+            p.id.to_string()
+        ))
+    );
+    assert_eq!(
+        ids(&t.ledger.notifications(common::PRINCIPAL, 10).await.unwrap()),
+        vec![first.id]
     );
 }

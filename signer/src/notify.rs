@@ -104,11 +104,12 @@ impl Outbox {
         self.on.is_some()
     }
 
-    /// Records that `proposal` waits for a person.
-    pub(crate) async fn proposal_waiting(&self, proposal: &Proposal) {
-        let Some(on) = &self.on else {
-            return;
-        };
+    /// The row that tells a person `proposal` waits, for the ledger to
+    /// commit with the proposal itself
+    /// ([`countersign_ledger::Ledger::insert_announced_proposal`]); `None`
+    /// when notifications are off (or the row cannot be made, logged).
+    pub(crate) fn proposal_waiting(&self, proposal: &Proposal) -> Option<OutboxNotification> {
+        let on = self.on.as_ref()?;
         let body = Body::Proposal {
             proposal_id: proposal.id.to_string(),
             operation: proposal.operation.clone(),
@@ -118,8 +119,26 @@ impl Outbox {
                 .as_ref()
                 .map(|console| console.proposal_url(&proposal.id)),
         };
-        on.record(&proposal.principal, proposal.created_at, &body)
-            .await;
+        outbox_row(&proposal.principal, proposal.created_at, &body)
+            .inspect_err(|e| tracing::error!(error = %e, "notification not recorded"))
+            .ok()
+    }
+
+    /// Takes back the notification `row` (of `principal`): its proposal no
+    /// longer waits for anyone (a rule approved it as it was recorded).
+    /// A failure is logged; the notify process then tells of a proposal
+    /// the console already shows approved.
+    pub(crate) async fn withdraw(&self, principal: &str, row: &OutboxNotification) {
+        let Some(on) = &self.on else {
+            return;
+        };
+        if let Err(e) = on
+            .ledger
+            .acknowledge_notifications(principal, std::slice::from_ref(&row.id))
+            .await
+        {
+            tracing::warn!(notification_id = %row.id, error = %e, "notification not taken back");
+        }
     }
 
     /// Records that a passkey of `principal` was enrolled or removed, so

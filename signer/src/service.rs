@@ -187,7 +187,18 @@ impl SignerService {
         };
         // The record as committed, which the reply shows unless a rule
         // approves the proposal below.
-        let recorded = self.state.ledger.insert_proposal(&proposal).await?;
+        // Recorded with its notification for the notify process, if
+        // `[notify]` is on: both commit, or neither does.
+        let announce = self.state.outbox.proposal_waiting(&proposal);
+        let recorded = match &announce {
+            Some(row) => {
+                self.state
+                    .ledger
+                    .insert_announced_proposal(&proposal, row)
+                    .await?
+            }
+            None => self.state.ledger.insert_proposal(&proposal).await?,
+        };
         self.state.metrics.proposed(&op.name);
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
         // Recorded: whatever happens to a rule's approval now, the proposal
@@ -197,14 +208,15 @@ impl SignerService {
             None
         });
         match by_rule {
-            // Approved since it was recorded: its view is read again.
-            Some(_) => self.view(&id).await,
-            None => {
-                // Recorded for the notify process: never fails Propose. A
-                // proposal a rule approved waits for nobody.
-                self.state.outbox.proposal_waiting(&proposal).await;
-                self.view_of(&recorded).await
+            // Approved since it was recorded: it waits for nobody, so its
+            // notification is taken back, and its view is read again.
+            Some(_) => {
+                if let Some(row) = &announce {
+                    self.state.outbox.withdraw(&peer.principal, row).await;
+                }
+                self.view(&id).await
             }
+            None => self.view_of(&recorded).await,
         }
     }
 

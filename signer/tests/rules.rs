@@ -526,3 +526,45 @@ async fn a_rule_approval_waiting_across_a_signer_crash_is_handed_over_from_the_l
     let claims = verified_claims(&signer, &mut head, &view, &claimed.proof).await;
     assert_eq!(claims.grant.map(|g| g.rule), Some(rule.id));
 }
+
+/// With `[notify]`, a proposal is recorded with its notification in one
+/// transaction; one a rule approves as it is recorded waits for nobody,
+/// so its notification is taken back and the notifier never sees it.
+#[tokio::test]
+async fn a_proposal_a_rule_approves_leaves_no_notification_waiting() {
+    let signer = TestSigner::start_configured(
+        Registry::default_toml(),
+        None,
+        &format!("{RULES_ON}[notify]\n"),
+    )
+    .await
+    .unwrap();
+    let mut approver = approver(&signer).await;
+    let mut head = head(&signer).await;
+    created(&mut approver, &definition(5, 5)).await;
+    let approved = proposed(&mut head, "nightly-db", SESSION).await;
+    assert_eq!(approved.status().name(), "approved");
+    let waits = proposed(&mut head, "weekly", SESSION).await;
+    assert_eq!(waits.status().name(), "pending");
+
+    let mut notifier = signer
+        .client(countersign_identity::Role::Notifier)
+        .await
+        .unwrap();
+    let waiting = notifier
+        .pending_notifications(countersign_proto::v1::PendingNotificationsRequest { limit: 0 })
+        .await
+        .unwrap()
+        .into_inner()
+        .notifications;
+    let about: Vec<_> = waiting
+        .iter()
+        .map(|n| match &n.about {
+            Some(countersign_proto::v1::outbox_notification::About::Proposal(p)) => {
+                p.proposal_id.clone()
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(about, vec![waits.id]);
+}

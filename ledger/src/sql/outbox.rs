@@ -5,7 +5,7 @@
 
 use sqlx::Row as _;
 
-use super::Store;
+use super::{Conn, Store};
 use crate::error::LedgerError;
 use crate::outbox::OutboxNotification;
 use crate::timefmt;
@@ -16,8 +16,19 @@ impl Store {
         &self,
         n: &OutboxNotification,
     ) -> Result<(), LedgerError> {
-        let created_at = timefmt::format(n.created_at)?;
         let mut tx = self.write_tx().await?;
+        Self::insert_notification(&mut tx, n).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Inserts `n` in the transaction of `conn` (a proposal's own, so that
+    /// the two commit together).
+    pub(super) async fn insert_notification(
+        conn: &mut Conn,
+        n: &OutboxNotification,
+    ) -> Result<(), LedgerError> {
+        let created_at = timefmt::format(n.created_at)?;
         sqlx::query(
             "INSERT INTO notification_outbox (id, principal, created_at, body)
              VALUES ($1, $2, $3, $4)",
@@ -26,9 +37,8 @@ impl Store {
         .bind(&n.principal)
         .bind(&created_at)
         .bind(&n.body)
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await?;
-        tx.commit().await?;
         Ok(())
     }
 

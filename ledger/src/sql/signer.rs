@@ -17,6 +17,7 @@ use super::{Conn, Store, events, is_unique_violation, rules};
 use crate::error::LedgerError;
 use crate::passkeys::{AssertionPurpose, PasskeyAssertionRecord};
 use crate::timefmt;
+use crate::outbox::OutboxNotification;
 use crate::types::{IssuanceRecord, KeyEvent, Proposal, ProposalRecord, RevokeOutcome};
 
 /// The proposal's principal and whether it has a decision, under the write lock.
@@ -235,6 +236,7 @@ impl Store {
     pub(crate) async fn insert_proposal(
         &self,
         p: &Proposal,
+        announce: Option<&OutboxNotification>,
     ) -> Result<ProposalRecord, LedgerError> {
         let created_at = timefmt::format(p.created_at)?;
         let premise = p
@@ -291,6 +293,10 @@ impl Store {
             &details,
         )
         .await?;
+        // Its notification commits with it, or neither does.
+        if let Some(n) = announce {
+            Self::insert_notification(&mut tx, n).await?;
+        }
         tx.commit().await?;
         tracing::debug!(proposal_id = %p.id, operation = %p.operation, "proposal recorded");
         Ok(ProposalRecord::inserted(p))
