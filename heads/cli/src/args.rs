@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use countersign_identity::ApproverName;
 use countersign_proto::v1::ProposalStatus;
+use countersign_verifier::ProposalId;
 
 /// countersign: a human-approval gate for the actions of AI agents.
 #[derive(Debug, Parser)]
@@ -404,7 +405,7 @@ pub struct VerifyArgs {
 pub struct IdArg {
     /// The proposal id (prop_...).
     #[arg(value_parser = proposal_id)]
-    pub id: String,
+    pub id: ProposalId,
 }
 
 /// `countersign propose`
@@ -439,7 +440,7 @@ pub struct ListArgs {
 pub struct ApproveArgs {
     /// The proposal id.
     #[arg(value_parser = proposal_id)]
-    pub id: String,
+    pub id: ProposalId,
     /// Do not execute now: authorize one later execution by a head of this
     /// principal (the MCP head claims it from the signer).
     #[arg(long, conflicts_with = "proof_out")]
@@ -463,7 +464,7 @@ pub struct ApproveArgs {
 pub struct DenyArgs {
     /// The proposal id.
     #[arg(value_parser = proposal_id)]
-    pub id: String,
+    pub id: ProposalId,
     /// Why, recorded in the ledger and shown to the proposer.
     #[arg(long)]
     pub reason: String,
@@ -479,7 +480,7 @@ pub struct DenyArgs {
 pub struct ExecArgs {
     /// The proposal id.
     #[arg(value_parser = proposal_id)]
-    pub id: String,
+    pub id: ProposalId,
     /// A file holding the proof, or - for stdin. There is deliberately no
     /// way to pass a proof as an argument: argv is visible to other users.
     #[arg(
@@ -503,7 +504,7 @@ pub struct ExecArgs {
 pub struct RevokeArgs {
     /// The proposal id.
     #[arg(value_parser = proposal_id)]
-    pub id: String,
+    pub id: ProposalId,
     /// Why, recorded in the ledger.
     #[arg(long, default_value = "revoked by the principal")]
     pub reason: String,
@@ -522,7 +523,7 @@ pub struct AuditArgs {
 pub struct ReconcileArgs {
     /// Resolve one uncertain proposal by hand (after checking the world).
     #[arg(long, value_name = "ID", requires = "resolution", value_parser = proposal_id)]
-    pub resolve: Option<String>,
+    pub resolve: Option<ProposalId>,
     /// With --resolve: the effect did happen.
     #[arg(long, group = "resolution")]
     pub applied: bool,
@@ -544,12 +545,9 @@ fn absolute_path(value: &str) -> Result<PathBuf, String> {
 
 /// A proposal id on the command line: refused as a usage error (exit code 2)
 /// before the signer is contacted.
-fn proposal_id(value: &str) -> Result<String, String> {
-    if countersign_surface::operations::is_proposal_id(value) {
-        Ok(value.to_string())
-    } else {
-        Err("expected prop_ followed by 32 lowercase hex digits".to_string())
-    }
+fn proposal_id(value: &str) -> Result<ProposalId, String> {
+    ProposalId::parse(value)
+        .map_err(|_| "expected prop_ followed by 32 lowercase hex digits".to_string())
 }
 
 /// A rule id on the command line: refused as a usage error (exit code 2).

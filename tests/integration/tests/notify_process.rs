@@ -20,9 +20,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use countersign_integration_tests::bin;
+mod notify_support;
 
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+use countersign_integration_tests::bin;
+use notify_support::{SECRET, request_complete};
 const ARGS: &str = r#"{"name":"nightly","cron":"0 3 * * *"}"#;
 
 /// A child process killed (and reaped) on drop.
@@ -114,19 +115,8 @@ fn read_request(stream: &mut TcpStream) -> String {
             break;
         }
         request.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&request).to_string();
-        if let Some((head, body)) = text.split_once("\r\n\r\n") {
-            let length = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length: ")
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                })
-                .unwrap_or(0);
-            if body.len() >= length {
-                break;
-            }
+        if request_complete(&request) {
+            break;
         }
     }
     String::from_utf8_lossy(&request).to_string()

@@ -58,20 +58,8 @@ async fn https_receiver(ca: &CaMaterial) -> (std::net::SocketAddr, Arc<Mutex<Vec
                     break;
                 }
                 request.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&request).to_string();
-                if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                    let length = head
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length: ")
-                                .map(str::to_owned)
-                        })
-                        .and_then(|v| v.trim().parse::<usize>().ok())
-                        .unwrap_or(0);
-                    if body.len() >= length {
-                        break;
-                    }
+                if notify_support::request_complete(&request) {
+                    break;
                 }
             }
             log.lock()

@@ -428,3 +428,36 @@ async fn issued_without_passkey(h: &Harness, id: &str) -> String {
         .unwrap();
     proof.expose_secret().to_owned()
 }
+
+/// A malformed proposal id is refused where the CLI reads it (a usage
+/// error, exit 2, before the signer or the ledger is asked), by every
+/// command that takes one, and nothing is applied.
+#[tokio::test]
+async fn a_malformed_proposal_id_is_refused_by_every_cli_command_that_takes_one() {
+    let h = Harness::start().await;
+    let before = (h.schedules().await, h.effects_run().await);
+    for args in [
+        &["show", "prop_x"][..],
+        &["withdraw", "prop_x"],
+        &["result", "prop_x"],
+        &["exec", "prop_x", "--handoff"],
+        &["approve", "prop_x"],
+        &["deny", "prop_x", "--reason", "no"],
+        &["revoke", "prop_x"],
+    ] {
+        let out = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
+            .arg("--home")
+            .arg(h.home())
+            .args(args)
+            .output()
+            .await
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(
+            said.contains("expected prop_ followed by 32 lowercase hex digits"),
+            "{args:?}: {said}"
+        );
+    }
+    assert_eq!((h.schedules().await, h.effects_run().await), before);
+}

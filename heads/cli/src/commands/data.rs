@@ -12,7 +12,6 @@ use countersign_ledger::Ledger;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
 use countersign_service::{Answer, Building, Done, Fault, Operation, Resources, Service};
-use countersign_verifier::ProposalId;
 use tokio::sync::OnceCell;
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
@@ -138,15 +137,6 @@ pub(crate) fn done(answer: Answer, json: bool, io: &mut Io<'_>) -> Result<Done, 
             Err(CliError::Error(detail))
         }
     }
-}
-
-/// A proposal id from the command line, parsed once: a malformed one is
-/// refused as every head refuses it (`invalid_field`), and nothing is asked.
-pub(crate) fn proposal_id(text: &str, json: bool, io: &mut Io<'_>) -> Result<ProposalId, CliError> {
-    countersign_service::proposal_id(text).map_err(|answer| match done(answer, json, io) {
-        Err(refusal) => refusal,
-        Ok(other) => unexpected(&other),
-    })
 }
 
 /// A result of a kind the operation does not return (a fault of the

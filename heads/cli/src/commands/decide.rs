@@ -358,7 +358,10 @@ pub(crate) async fn deny(
         .await
         .map_err(|e| failed(e, json, io))?;
     if json {
-        write_json(io.out, &json!({"proposal_id": args.id, "status": "denied"}))
+        write_json(
+            io.out,
+            &json!({"proposal_id": args.id.as_str(), "status": "denied"}),
+        )
     } else {
         write_text(io.out, &format!("denied {}\n", args.id))
     }
@@ -401,7 +404,7 @@ pub(crate) async fn revoke(
     if json {
         write_json(
             io.out,
-            &json!({"proposal_id": args.id, "outcome": code, "message": message}),
+            &json!({"proposal_id": args.id.as_str(), "outcome": code, "message": message}),
         )?;
     } else if result.is_ok() {
         write_text(io.out, &format!("{message}\n"))?;

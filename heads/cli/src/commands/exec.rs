@@ -3,6 +3,7 @@
 
 use countersign_service::{Done, Operation};
 use countersign_verifier::Proof;
+use countersign_verifier::ProposalId;
 
 use std::path::Path;
 
@@ -43,7 +44,7 @@ pub(crate) async fn exec(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let id = data::proposal_id(&args.id, json, io)?;
+    let id = args.id.clone();
     let operation = match proof {
         Some(proof) => Operation::ExecuteWithProof { id, proof },
         None => Operation::ExecuteHandoff { id },
@@ -60,13 +61,11 @@ pub(crate) async fn exec(
 /// `countersign result ID`
 pub(crate) async fn result(
     ctx: &Context,
-    id: &str,
+    id: &ProposalId,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let operation = Operation::GetResult {
-        id: data::proposal_id(id, json, io)?,
-    };
+    let operation = Operation::GetResult { id: id.clone() };
     let disposition = match data::done(data::call(ctx, operation, "").await, json, io)? {
         Done::Disposition(d) => d,
         other => return Err(unexpected(&other)),

@@ -5,6 +5,7 @@
 
 use countersign_proto::v1::{ListPendingRequest, ProposalView};
 use countersign_service::{Done, Operation};
+use countersign_verifier::ProposalId;
 
 use std::path::Path;
 
@@ -73,13 +74,11 @@ pub(crate) async fn propose(
 /// `countersign show ID`
 pub(crate) async fn show(
     ctx: &Context,
-    id: &str,
+    id: &ProposalId,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let operation = Operation::GetProposal {
-        id: data::proposal_id(id, json, io)?,
-    };
+    let operation = Operation::GetProposal { id: id.clone() };
     let view = proposal(ctx, operation, "", json, io).await?;
     if json {
         write_json(io.out, &results::proposal(&view))
@@ -108,13 +107,11 @@ pub(crate) async fn list(
 /// `countersign withdraw ID`
 pub(crate) async fn withdraw(
     ctx: &Context,
-    id: &str,
+    id: &ProposalId,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let operation = Operation::Withdraw {
-        id: data::proposal_id(id, json, io)?,
-    };
+    let operation = Operation::Withdraw { id: id.clone() };
     let view = proposal(ctx, operation, "", json, io).await?;
     if json {
         write_json(io.out, &results::proposal(&view))

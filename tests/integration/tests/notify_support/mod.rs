@@ -92,6 +92,24 @@ pub async fn start_refusal(config: &str) -> String {
 }
 
 /// The webhook secret of these tests (24 bytes of key).
+/// Whether `request` (bytes read so far) holds a whole HTTP/1.1 request:
+/// its head, and as many body bytes as its Content-Length says.
+pub fn request_complete(request: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(request);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        return false;
+    };
+    let length = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+        })
+        .unwrap_or(0);
+    body.len() >= length
+}
+
 pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// One request as the sink received it.
