@@ -323,6 +323,13 @@ catalogue! {
     /// The operation's effect is of a kind this head does not run; decided
     /// before consumption, so the proof is not spent.
     UnsupportedEffect = "unsupported_effect", FailedPrecondition, Gate;
+    /// The upstream MCP server no longer lists the tool as it was pinned
+    /// and approved (its description or input schema changed, or it is
+    /// gone); decided before consumption, and nothing is called.
+    ToolChanged = "tool_changed", FailedPrecondition, Gate;
+    /// The upstream MCP server cannot be reached now; decided before
+    /// consumption, so the approval stays usable.
+    UpstreamUnavailable = "upstream_unavailable", Unavailable, Gate;
     /// Another execution of this proposal holds its lease now; retry for its
     /// recorded result.
     InProgress = "in_progress", FailedPrecondition, Gate;

@@ -1,4 +1,5 @@
-//! The registry as its file says now, for processes that outlive a change
+//! The registry as its files say now (the registry file, and the
+//! gateway's configuration and pinned tools beside it), for processes that outlive a change
 //! of the file (the API and MCP heads): every use re-reads the file, and
 //! re-parses it only when its text changed, so a contract changed under a
 //! running head is checked exactly as a freshly started CLI checks it. A
@@ -8,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::{Registry, RegistryError, Schemas, read_text};
+use crate::{Registry, RegistryError, Schemas, Sources};
 
 /// A registry file, re-checked before each use; or a fixed registry.
 #[derive(Debug)]
@@ -22,7 +23,7 @@ pub struct CurrentRegistry {
 
 #[derive(Debug)]
 struct Loaded {
-    text: String,
+    sources: Option<Sources>,
     registry: Arc<Registry>,
 }
 
@@ -36,12 +37,15 @@ impl CurrentRegistry {
     /// Read and load the file at `path`, compiling schemas as `schemas`
     /// says at each load.
     pub fn open_with(path: &Path, schemas: Schemas) -> Result<CurrentRegistry, RegistryError> {
-        let text = read_text(path)?;
-        let registry = Arc::new(Registry::parse(&text, schemas)?);
+        let sources = Sources::read(path)?;
+        let registry = Arc::new(Registry::from_sources(&sources, schemas)?);
         Ok(CurrentRegistry {
             path: Some(path.to_path_buf()),
             schemas,
-            last: Mutex::new(Loaded { text, registry }),
+            last: Mutex::new(Loaded {
+                sources: Some(sources),
+                registry,
+            }),
         })
     }
 
@@ -51,7 +55,7 @@ impl CurrentRegistry {
             path: None,
             schemas: Schemas::Compiled,
             last: Mutex::new(Loaded {
-                text: String::new(),
+                sources: None,
                 registry: Arc::new(registry),
             }),
         }
@@ -63,14 +67,14 @@ impl CurrentRegistry {
         let Some(path) = &self.path else {
             return Ok(self.last_loaded());
         };
-        let text = read_text(path)?;
-        if let Some(same) = self.if_unchanged(&text) {
+        let sources = Sources::read(path)?;
+        if let Some(same) = self.if_unchanged(&sources) {
             return Ok(same);
         }
-        let registry = Arc::new(Registry::parse(&text, self.schemas)?);
+        let registry = Arc::new(Registry::from_sources(&sources, self.schemas)?);
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         *last = Loaded {
-            text,
+            sources: Some(sources),
             registry: Arc::clone(&registry),
         };
         Ok(registry)
@@ -82,8 +86,8 @@ impl CurrentRegistry {
         Arc::clone(&last.registry)
     }
 
-    fn if_unchanged(&self, text: &str) -> Option<Arc<Registry>> {
+    fn if_unchanged(&self, sources: &Sources) -> Option<Arc<Registry>> {
         let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        (last.text == text).then(|| Arc::clone(&last.registry))
+        (last.sources.as_ref() == Some(sources)).then(|| Arc::clone(&last.registry))
     }
 }

@@ -159,6 +159,7 @@ impl RawOperation {
             revision,
             template,
             validator,
+            upstream_schema: false,
         })
     }
 }

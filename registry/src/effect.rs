@@ -1,5 +1,5 @@
 //! What applying an operation does: its [`Effect`], one kind per module
-//! (`builtin`, `command`, `webhook`, `rule`), each a definition as the
+//! (`builtin`, `command`, `webhook`, `mcp`, `rule`), each a definition as the
 //! registry file writes it and an [`EffectKind`]: its checks at load and
 //! the properties the signer and every head read without running it.
 //!
@@ -9,6 +9,7 @@
 
 mod builtin;
 mod command;
+mod mcp;
 mod rule;
 mod webhook;
 
@@ -19,6 +20,7 @@ use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
 
 pub use builtin::Builtin;
 pub use command::Command;
+pub use mcp::McpTool;
 pub use rule::Rule;
 pub use webhook::{DEFAULT_ACCEPT_STATUS, Webhook};
 
@@ -66,6 +68,10 @@ pub enum Effect {
     /// An HTTP POST of the canonical arguments to a fixed URL, with the
     /// proof, the nonce and the proposal id in headers.
     Webhook(Webhook),
+    /// A call of a pinned tool of an upstream MCP server, by the gateway.
+    /// Made from `gateway.toml` and the pins, never written in the
+    /// registry file.
+    Mcp(McpTool),
     /// `rule.create` only: the arguments are an auto-approval rule
     /// definition, and a person's approval of the proposal creates the rule
     /// in the signer. No proof is issued and no head ever applies it.
@@ -79,6 +85,7 @@ impl Effect {
             Effect::Builtin(builtin) => builtin,
             Effect::Command(command) => command,
             Effect::Webhook(webhook) => webhook,
+            Effect::Mcp(mcp) => mcp,
             Effect::Rule => &Rule,
         }
     }
@@ -93,6 +100,13 @@ impl Effect {
     ) -> Result<(), RegistryError> {
         if operation == crate::rule::RULE_CREATE && !matches!(self, Effect::Rule) {
             return Err(rule::backs_only_rule_create(operation));
+        }
+        if matches!(self, Effect::Mcp(_)) {
+            return Err(invalid(
+                operation,
+                "kind",
+                "\"mcp\" operations come from gateway.toml and the pinned tools, not the registry file".into(),
+            ));
         }
         self.kind().check(operation, require_passkey)
     }
@@ -142,11 +156,21 @@ mod tests {
                 trust_roots: None,
                 allow_plain_http_loopback: true,
             }),
+            Effect::Mcp(McpTool {
+                upstream: "files".into(),
+                tool: "write_file".into(),
+                tool_sha256: "0".repeat(64),
+                timeout_secs: 11,
+            }),
             Effect::Rule,
         ];
         for effect in &samples {
             match effect {
-                Effect::Builtin(_) | Effect::Command(_) | Effect::Webhook(_) | Effect::Rule => {}
+                Effect::Builtin(_)
+                | Effect::Command(_)
+                | Effect::Webhook(_)
+                | Effect::Mcp(_)
+                | Effect::Rule => {}
             }
         }
         samples
@@ -159,6 +183,7 @@ mod tests {
             ("builtin", None, false),
             ("command", seconds(7), false),
             ("webhook", seconds(9), true),
+            ("mcp", seconds(11), false),
             ("rule", None, false),
         ];
         for (effect, (name, lease, reissuable)) in one_of_every_kind().iter().zip(expected) {

@@ -83,6 +83,9 @@ pub enum RegistryError {
         /// What is wrong with the schema.
         reason: String,
     },
+    /// The gateway's configuration or its pinned tools are refused.
+    #[error("gateway: {0}")]
+    Gateway(String),
     /// Any other field with an out-of-range or malformed value.
     #[error("operation `{operation}`: field `{field}`: {reason}")]
     InvalidField {

@@ -84,6 +84,7 @@ mod definition;
 pub mod effect;
 mod error;
 mod escape_table;
+pub mod gateway;
 pub mod lookalike;
 mod operation;
 mod policy;
@@ -136,10 +137,48 @@ fn read_text(path: &Path) -> Result<String, RegistryError> {
     })
 }
 
-/// The loaded set of operations, by name.
+/// The loaded set of operations, by name, and the gateway configuration
+/// and pinned tools their `mcp:` operations came from.
 #[derive(Debug)]
 pub struct Registry {
     operations: BTreeMap<String, Operation>,
+    gateway: Option<gateway::GatewayFile>,
+    pins: gateway::Pins,
+}
+
+/// The texts a registry is loaded from: the registry file, and beside it
+/// the gateway's configuration and pinned tools when they exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sources {
+    /// The registry file's text.
+    pub registry: String,
+    /// `gateway.toml`'s text, if the file exists.
+    pub gateway: Option<String>,
+    /// `gateway-pins.json`'s text, if the file exists.
+    pub pins: Option<String>,
+}
+
+impl Sources {
+    /// Reads the registry file at `path` and its siblings
+    /// [`gateway::GATEWAY_FILE`] and [`gateway::PINS_FILE`] (each at most
+    /// [`MAX_REGISTRY_BYTES`]; absent is `None`, unreadable an error).
+    pub fn read(path: &Path) -> Result<Sources, RegistryError> {
+        let sibling = |name: &str| -> Result<Option<String>, RegistryError> {
+            let Some(dir) = path.parent() else {
+                return Ok(None);
+            };
+            let path = dir.join(name);
+            match std::fs::symlink_metadata(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                _ => read_text(&path).map(Some),
+            }
+        };
+        Ok(Sources {
+            registry: read_text(path)?,
+            gateway: sibling(gateway::GATEWAY_FILE)?,
+            pins: sibling(gateway::PINS_FILE)?,
+        })
+    }
 }
 
 /// When a registry compiles its operations' argument schemas.
@@ -156,9 +195,31 @@ pub enum Schemas {
 }
 
 impl Registry {
-    /// Reads and loads a registry file (at most [`MAX_REGISTRY_BYTES`]).
+    /// Reads and loads a registry file (at most [`MAX_REGISTRY_BYTES`]),
+    /// with the gateway files beside it ([`Sources::read`]).
     pub fn load(path: &Path) -> Result<Registry, RegistryError> {
-        Registry::from_toml_str(&read_text(path)?)
+        Registry::from_sources(&Sources::read(path)?, Schemas::Compiled)
+    }
+
+    /// Loads a registry from its sources: the registry file's operations,
+    /// then an `mcp:` operation per pinned tool the gateway's
+    /// configuration does not deny.
+    pub fn from_sources(sources: &Sources, schemas: Schemas) -> Result<Registry, RegistryError> {
+        let mut registry = Registry::parse(&sources.registry, schemas)?;
+        let Some(text) = &sources.gateway else {
+            return Ok(registry);
+        };
+        let file = gateway::GatewayFile::parse(text)?;
+        let pins = match &sources.pins {
+            Some(text) => gateway::Pins::parse(text)?,
+            None => gateway::Pins::empty(),
+        };
+        for op in gateway::gateway_operations(&file, &pins, schemas)? {
+            registry.operations.insert(op.name.clone(), op);
+        }
+        registry.gateway = Some(file);
+        registry.pins = pins;
+        Ok(registry)
     }
 
     /// Loads a registry from TOML text, compiling every schema now.
@@ -187,7 +248,21 @@ impl Registry {
             let op = entry.build(schemas)?;
             operations.insert(op.name.clone(), op);
         }
-        Ok(Registry { operations })
+        Ok(Registry {
+            operations,
+            gateway: None,
+            pins: gateway::Pins::empty(),
+        })
+    }
+
+    /// The gateway's configuration, if `gateway.toml` exists.
+    pub fn gateway(&self) -> Option<&gateway::GatewayFile> {
+        self.gateway.as_ref()
+    }
+
+    /// The pinned tool definitions (none without `gateway-pins.json`).
+    pub fn pins(&self) -> &gateway::Pins {
+        &self.pins
     }
 
     /// The shipped default registry (`deploy/operations.toml`).

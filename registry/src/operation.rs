@@ -77,6 +77,9 @@ pub struct Operation {
     /// the first validation ([`crate::Schemas::OnFirstUse`]); a schema that
     /// does not compile is kept as its reason.
     pub(crate) validator: OnceLock<Result<jsonschema::Validator, String>>,
+    /// The schema is an upstream tool's (a gateway operation): compiled in
+    /// the draft it declares, its unknown formats not asserted.
+    pub(crate) upstream_schema: bool,
 }
 
 impl fmt::Debug for Operation {
@@ -138,7 +141,13 @@ impl Operation {
         }
         let validator = self
             .validator
-            .get_or_init(|| schema::compile(&self.schema))
+            .get_or_init(|| {
+                if self.upstream_schema {
+                    schema::compile_upstream(&self.schema)
+                } else {
+                    schema::compile(&self.schema)
+                }
+            })
             .as_ref()
             .map_err(|reason| ArgumentsError::Schema(vec![format!("the schema {reason}")]))?;
         let errors = schema::errors(validator, &value);

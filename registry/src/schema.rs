@@ -84,6 +84,31 @@ pub(crate) fn compile(schema: &Value) -> Result<Validator, String> {
         })
 }
 
+/// Compiles an upstream MCP tool's input schema: in the draft its
+/// `$schema` names (2020-12 when absent), format assertions on for the
+/// formats known here and the others ignored (the upstream checks its own),
+/// no retrieval of external references.
+pub(crate) fn compile_upstream(schema: &Value) -> Result<Validator, String> {
+    let draft = match schema.get("$schema").and_then(Value::as_str) {
+        Some(s) if s.contains("draft-04") => Draft::Draft4,
+        Some(s) if s.contains("draft-06") => Draft::Draft6,
+        Some(s) if s.contains("draft-07") => Draft::Draft7,
+        Some(s) if s.contains("2019-09") => Draft::Draft201909,
+        _ => Draft::Draft202012,
+    };
+    jsonschema::options()
+        .with_draft(draft)
+        .offline()
+        .should_validate_formats(true)
+        .should_ignore_unknown_formats(true)
+        .build(schema)
+        .map_err(|e| {
+            let at = e.instance_path().to_string();
+            let at = if at.is_empty() { "/".to_owned() } else { at };
+            one_line(&format!("does not compile (at {at}): {}", e.masked()))
+        })
+}
+
 /// Validates `instance`; on failure returns up to four lines of
 /// `<instance path>: <masked message>` (values masked, escaped, bounded),
 /// then `and N more`. Heads use it for their own parameter schemas.

@@ -1,5 +1,5 @@
 //! How this head applies each effect kind: one module per kind it runs
-//! (`builtin`, `command`, `webhook`), each an [`Apply`]: how it consumes a
+//! (`builtin`, `command`, `webhook`, `mcp`), each an [`Apply`]: how it consumes a
 //! verified proof and runs, what it records as its result, and how
 //! reconcile settles one of its interrupted intents. The kind's pure
 //! properties (its checks, its lease, whether its proof may be re-issued)
@@ -16,6 +16,7 @@
 
 mod builtin;
 mod command;
+pub mod mcp;
 pub mod webhook;
 
 use std::future::Future;
@@ -75,11 +76,23 @@ pub(crate) struct Replay<'a> {
 /// How this head applies `effect`, or the kind's name if it does not run
 /// it (reported as `unsupported_effect`, or left to a person by
 /// reconcile; nothing is consumed).
-pub(crate) fn apply(effect: &Effect) -> Result<Box<dyn Apply>, &'static str> {
+pub(crate) fn apply(
+    effect: &Effect,
+    mcp: Option<std::sync::Arc<dyn mcp::McpUpstreams>>,
+) -> Result<Box<dyn Apply>, &'static str> {
     match effect {
         Effect::Builtin(builtin) => Ok(Box::new(builtin.clone())),
         Effect::Command(command) => Ok(Box::new(command::spec(command))),
         Effect::Webhook(webhook) => Ok(Box::new(webhook::WebhookSpec::from_definition(webhook)?)),
+        // Only the gateway, which holds the upstreams' connections and
+        // credentials, calls an upstream tool.
+        Effect::Mcp(tool) => match mcp {
+            Some(upstreams) => Ok(Box::new(mcp::McpCall {
+                tool: tool.clone(),
+                upstreams,
+            })),
+            None => Err(effect.kind().name()),
+        },
         // A person's approval of rule.create creates the rule in the
         // signer; no proof exists for a head to apply.
         Effect::Rule => Err(effect.kind().name()),
@@ -164,7 +177,7 @@ pub(crate) fn refused_consumption(
 mod tests {
     use std::collections::BTreeSet;
 
-    use countersign_registry::{Registry, effect};
+    use countersign_registry::{Registry, Schemas, Sources, effect, gateway};
 
     use super::*;
 
@@ -181,7 +194,22 @@ effect = { kind = "webhook", url = "https://localhost:8443/hook", timeout_secs =
 schema = { type = "object", additionalProperties = false }
 "#;
         let text = format!("{}\n{webhook}", Registry::default_toml());
-        Registry::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}"))
+        let mut pins = gateway::Pins::empty();
+        let tool = gateway::ToolDefinition {
+            name: "write_file".into(),
+            description: None,
+            input_schema: serde_json::Map::from_iter([("type".into(), "object".into())]),
+        };
+        pins.pin("files", tool).unwrap_or_else(|e| panic!("{e}"));
+        let sources = Sources {
+            registry: text,
+            gateway: Some(
+                "[[upstream]]\nname = \"files\"\n[upstream.stdio]\nprogram = \"/bin/true\"\n"
+                    .into(),
+            ),
+            pins: Some(pins.to_text()),
+        };
+        Registry::from_sources(&sources, Schemas::Compiled).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
@@ -191,9 +219,10 @@ schema = { type = "object", additionalProperties = false }
         for op in registry.operations() {
             let runs = match &op.effect {
                 Effect::Builtin(_) | Effect::Command(_) | Effect::Webhook(_) => true,
-                Effect::Rule => false,
+                // Only a gate given the gateway's upstreams runs these.
+                Effect::Mcp(_) | Effect::Rule => false,
             };
-            match apply(&op.effect) {
+            match apply(&op.effect, None) {
                 Ok(_) => assert!(runs, "{} is applied", op.name),
                 Err(kind) => {
                     assert!(!runs, "{} is refused", op.name);
@@ -204,7 +233,7 @@ schema = { type = "object", additionalProperties = false }
         }
         assert_eq!(
             kinds,
-            BTreeSet::from(["builtin", "command", "rule", "webhook"]),
+            BTreeSet::from(["builtin", "command", "mcp", "rule", "webhook"]),
             "one of every kind"
         );
     }
@@ -220,6 +249,6 @@ schema = { type = "object", additionalProperties = false }
             trust_roots: None,
             allow_plain_http_loopback: false,
         });
-        assert_eq!(apply(&webhook).err(), Some("webhook"));
+        assert_eq!(apply(&webhook, None).err(), Some("webhook"));
     }
 }

@@ -24,6 +24,7 @@ use countersign_verifier::{
 };
 use time::OffsetDateTime;
 
+use crate::effect::mcp::McpUpstreams;
 use crate::effect::{self, Approved};
 use crate::live_keys::{KeyRefresh, LiveKeys};
 use crate::outcome::{Outcome, Refused};
@@ -62,6 +63,9 @@ pub struct Gate {
     max_lifetime: time::Duration,
     /// What this gate (and every clone of it) counts.
     metrics: GateMetrics,
+    /// The gateway's upstream MCP servers, for a head that runs `mcp`
+    /// effects; `None` refuses them before consumption.
+    mcp: Option<Arc<dyn McpUpstreams>>,
 }
 
 impl Gate {
@@ -85,7 +89,20 @@ impl Gate {
             policy_revision,
             max_lifetime,
             metrics: GateMetrics::default(),
+            mcp: None,
         }
+    }
+
+    /// The same gate running `mcp` effects through `upstreams` (the
+    /// gateway's connections): only the head that holds them does.
+    pub fn with_mcp_upstreams(mut self, upstreams: Arc<dyn McpUpstreams>) -> Self {
+        self.mcp = Some(upstreams);
+        self
+    }
+
+    /// The upstreams this gate calls `mcp` effects through, if any.
+    pub(crate) fn mcp_upstreams(&self) -> Option<Arc<dyn McpUpstreams>> {
+        self.mcp.clone()
     }
 
     /// Follow the signer's key set through `signer` (the head's
@@ -252,7 +269,7 @@ impl Gate {
         }
         // Decide how this head applies the effect before anything is
         // consumed: a kind it does not run is refused here and burns nothing.
-        let apply = match effect::apply(&operation.effect) {
+        let apply = match effect::apply(&operation.effect, self.mcp_upstreams()) {
             Ok(apply) => apply,
             Err(kind) => {
                 tracing::info!(

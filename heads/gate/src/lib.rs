@@ -1,7 +1,7 @@
 //! The verifier/effect service that every head embeds: verify a proof with
 //! the public keys (following the signer's rotations) and consume it once
 //! through the ledger (a builtin effect in the same single transaction; a
-//! `command` or `webhook` effect between an intent and a completion
+//! `command`, `webhook` or `mcp` effect between an intent and a completion
 //! transaction); reconcile interrupted intents (re-sending a replay-safe
 //! webhook with a proof the signer re-issues); talk to the
 //! signer as a head or an approver over mutually authenticated gRPC.
@@ -22,7 +22,7 @@ mod outcome;
 mod reconcile;
 pub mod signer_client;
 
-pub use effect::webhook;
+pub use effect::{mcp, webhook};
 pub use execute::{Gate, GateError};
 pub use live_keys::KeyRefresh;
 pub use outcome::{Outcome, Refused};

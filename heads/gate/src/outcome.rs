@@ -131,6 +131,31 @@ pub enum Refused {
         /// The effect kind as the registry names it.
         kind: &'static str,
     },
+    /// The upstream MCP server no longer lists the tool exactly as it was
+    /// pinned when the proposal was approved. Decided before consumption:
+    /// nothing is called and the proof is not spent.
+    #[error(
+        "the MCP server {upstream} no longer lists the tool {tool} as it was pinned and approved ({change}); nothing was called. A person must review the change (`countersign gateway tools`)"
+    )]
+    ToolChanged {
+        /// The upstream.
+        upstream: String,
+        /// The tool.
+        tool: String,
+        /// What changed: the definition, or the tool is gone.
+        change: &'static str,
+    },
+    /// The upstream MCP server could not be reached. Decided before
+    /// consumption: nothing is called and the approval stays usable.
+    #[error(
+        "the MCP server {upstream} is unavailable ({reason}); nothing was called and the approval stays usable"
+    )]
+    UpstreamUnavailable {
+        /// The upstream.
+        upstream: String,
+        /// Why (no secret in it).
+        reason: String,
+    },
 }
 
 impl Refused {
@@ -144,6 +169,8 @@ impl Refused {
             Refused::UnknownProposal(_) => Reason::UnknownProposal,
             Refused::UnknownOperation(_) => Reason::UnknownOperation,
             Refused::UnsupportedEffect { .. } => Reason::UnsupportedEffect,
+            Refused::ToolChanged { .. } => Reason::ToolChanged,
+            Refused::UpstreamUnavailable { .. } => Reason::UpstreamUnavailable,
             Refused::PasskeyRequired(_) => Reason::PasskeyRequired,
             Refused::InProgress(_) => Reason::InProgress,
             Refused::NoHandoff { .. } => Reason::NoLiveHandoff,

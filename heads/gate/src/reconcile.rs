@@ -131,7 +131,7 @@ impl Gate {
                 ),
             ));
         }
-        let apply = match effect::apply(&operation.effect) {
+        let apply = match effect::apply(&operation.effect, self.mcp_upstreams()) {
             Ok(apply) => apply,
             Err(kind) => {
                 return Ok(entry(

@@ -1,0 +1,360 @@
+//! The MCP gateway's configuration (`gateway.toml`, beside the registry
+//! file) and the tool definitions a person pinned (`gateway-pins.json`):
+//! the upstream MCP servers, how to reach them, what each of their tools
+//! may do without a person, and the operations (`mcp:<upstream>/<tool>`)
+//! a gated call of a pinned tool is proposed as.
+//!
+//! This module owns the file format and its checks, the digest of a tool
+//! definition, and the operations made from both files. It must not start,
+//! reach or read anything an upstream needs (secret files are read by the
+//! gateway when it starts the upstream), and must not make an operation for
+//! a tool nobody pinned or the configuration denies.
+//!
+//! ```toml
+//! [[upstream]]
+//! name = "files"                   # ^[a-z][a-z0-9-]{0,31}$, unique
+//! timeout_secs = 30                # one call, 1..=300 (default 30)
+//! replay_safe = ["create_directory"] # gated tools reconcile may call again
+//! require_passkey = false          # gated calls need a passkey approval
+//! [upstream.stdio]
+//! program = "/usr/bin/node"        # absolute, run without a shell
+//! args = ["/opt/mcp/server-filesystem/dist/index.js", "/srv/files"]
+//! env = ["HOME"]                   # passed through from the gateway's environment
+//! secret_env = { API_TOKEN = "/etc/countersign/secrets/files" } # 0600 files
+//! # or
+//! [upstream.http]                  # streamable HTTP
+//! url = "https://mcp.example/mcp"  # http:// only to a loopback IP address
+//! bearer_file = "/etc/countersign/secrets/example" # optional, a 0600 file
+//! trust_roots = "/etc/ssl/example-ca.pem" # required for https
+//! [upstream.tools]                 # "allow" | "approve" | "deny"
+//! read_file = "allow"              # forwarded (and logged)
+//! write_file = "approve"           # gated: a person approves each exact call
+//! move_file = "deny"               # hidden and refused
+//! ```
+//!
+//! A tool the configuration does not name is `approve`. A tool whose
+//! definition the upstream changed since it was pinned is `approve` too, and
+//! no call of it runs until a person pins the new definition.
+
+mod operations;
+mod pins;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{RegistryError, WebhookUrl};
+
+pub(crate) use operations::gateway_operations;
+pub use operations::{OPERATION_PREFIX, operation_name, parse_operation_name};
+pub use pins::{PinnedTool, Pins, ToolDefinition};
+
+/// The gateway's configuration file name, in the registry file's directory.
+pub const GATEWAY_FILE: &str = "gateway.toml";
+/// The pinned tool definitions' file name, in the same directory.
+pub const PINS_FILE: &str = "gateway-pins.json";
+/// The call timeout when an upstream names none, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+
+/// The whole `gateway.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayFile {
+    /// The upstream MCP servers, by name.
+    #[serde(default)]
+    pub upstream: Vec<Upstream>,
+}
+
+/// One upstream MCP server, checked.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawUpstream")]
+pub struct Upstream {
+    /// Its name: the prefix of its tools (`<name>__<tool>`) and of its
+    /// operations (`mcp:<name>/<tool>`).
+    pub name: String,
+    /// Seconds one call may take, 1..=300.
+    pub timeout_secs: u64,
+    /// Gated tools whose interrupted call reconcile may make again.
+    pub replay_safe: BTreeSet<String>,
+    /// Whether a gated call's proof must carry a passkey check.
+    pub require_passkey: bool,
+    /// How the gateway reaches it.
+    pub transport: Transport,
+    /// The operator's policy per tool name.
+    pub tools: BTreeMap<String, ToolPolicy>,
+}
+
+/// One `[[upstream]]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUpstream {
+    name: String,
+    #[serde(default = "default_timeout")]
+    timeout_secs: u64,
+    #[serde(default)]
+    replay_safe: BTreeSet<String>,
+    #[serde(default)]
+    require_passkey: bool,
+    #[serde(default)]
+    stdio: Option<Stdio>,
+    #[serde(default)]
+    http: Option<Http>,
+    #[serde(default)]
+    tools: BTreeMap<String, ToolPolicy>,
+}
+
+impl TryFrom<RawUpstream> for Upstream {
+    type Error = String;
+
+    fn try_from(raw: RawUpstream) -> Result<Upstream, String> {
+        let named = |reason: String| format!("upstream {:?}: {reason}", raw.name);
+        if !is_upstream_name(&raw.name) {
+            return Err(named("`name` must match ^[a-z][a-z0-9-]{0,31}$".into()));
+        }
+        if !(1..=300).contains(&raw.timeout_secs) {
+            return Err(named(format!(
+                "`timeout_secs` {} is outside 1..=300",
+                raw.timeout_secs
+            )));
+        }
+        for tool in raw.tools.keys().chain(&raw.replay_safe) {
+            if !is_tool_name(tool) {
+                return Err(named(format!(
+                    "{tool:?} is not an MCP tool name (1 to 128 of A-Z a-z 0-9 _ - .)"
+                )));
+            }
+        }
+        let transport = match (raw.stdio, raw.http) {
+            (Some(stdio), None) => {
+                stdio.check().map_err(named)?;
+                Transport::Stdio(stdio)
+            }
+            (None, Some(http)) => {
+                http.check().map_err(named)?;
+                Transport::Http(http)
+            }
+            _ => {
+                return Err(named(
+                    "configure exactly one of [upstream.stdio] and [upstream.http]".into(),
+                ));
+            }
+        };
+        Ok(Upstream {
+            name: raw.name,
+            timeout_secs: raw.timeout_secs,
+            replay_safe: raw.replay_safe,
+            require_passkey: raw.require_passkey,
+            transport,
+            tools: raw.tools,
+        })
+    }
+}
+
+fn default_timeout() -> u64 {
+    DEFAULT_TIMEOUT_SECS
+}
+
+/// How the gateway starts a stdio upstream.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stdio {
+    /// Absolute path of the program, run without a shell.
+    pub program: PathBuf,
+    /// Fixed arguments (never from an agent).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Names of variables passed through from the gateway's environment;
+    /// nothing else of it reaches the upstream.
+    #[serde(default)]
+    pub env: BTreeSet<String>,
+    /// Variables whose values are read from files only the gateway's user
+    /// can read (mode 0600 or stricter), by absolute path.
+    #[serde(default)]
+    pub secret_env: BTreeMap<String, PathBuf>,
+}
+
+/// How the gateway reaches a streamable HTTP upstream.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Http {
+    /// The MCP endpoint: `https://`, or `http://` to a loopback IP address.
+    pub url: String,
+    /// Absolute path of a file (mode 0600 or stricter) holding the bearer
+    /// credential sent to the upstream, if it wants one.
+    #[serde(default)]
+    pub bearer_file: Option<PathBuf>,
+    /// Absolute path of a PEM bundle of the CAs trusted for an https
+    /// upstream (no system roots are built in).
+    #[serde(default)]
+    pub trust_roots: Option<PathBuf>,
+}
+
+/// How the gateway reaches an upstream: exactly one transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// Started by the gateway, over stdio.
+    Stdio(Stdio),
+    /// Reached over streamable HTTP.
+    Http(Http),
+}
+
+/// What the gateway does with a call of one tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolPolicy {
+    /// Forwarded to the upstream without a person (and logged).
+    Allow,
+    /// Proposed; it runs once, after a person's approval.
+    Approve,
+    /// Not listed to the agent, and refused.
+    Deny,
+}
+
+impl ToolPolicy {
+    /// `"allow"`, `"approve"` or `"deny"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolPolicy::Allow => "allow",
+            ToolPolicy::Approve => "approve",
+            ToolPolicy::Deny => "deny",
+        }
+    }
+}
+
+impl Upstream {
+    /// The operator's policy for `tool`: as configured, else `approve`.
+    pub fn policy(&self, tool: &str) -> ToolPolicy {
+        self.tools.get(tool).copied().unwrap_or(ToolPolicy::Approve)
+    }
+
+    /// The call timeout.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout_secs)
+    }
+}
+
+impl Stdio {
+    fn check(&self) -> Result<(), String> {
+        if !self.program.is_absolute() {
+            return Err(format!(
+                "`stdio.program` {:?} is not an absolute path",
+                self.program.display().to_string()
+            ));
+        }
+        if self.args.iter().any(|a| a.contains('\0')) {
+            return Err("`stdio.args`: an argument contains a NUL byte".into());
+        }
+        for name in self.env.iter().chain(self.secret_env.keys()) {
+            if !is_env_name(name) {
+                return Err(format!("{name:?} is not an environment variable name"));
+            }
+        }
+        if let Some(both) = self.env.iter().find(|n| self.secret_env.contains_key(*n)) {
+            return Err(format!("{both:?} is in both `env` and `secret_env`"));
+        }
+        for path in self.secret_env.values() {
+            absolute("stdio.secret_env", path)?;
+        }
+        Ok(())
+    }
+}
+
+impl Http {
+    fn check(&self) -> Result<(), String> {
+        let url = WebhookUrl::parse(&self.url).map_err(|r| format!("`http.url` {r}"))?;
+        match (url.is_https(), &self.trust_roots) {
+            (true, None) => {
+                return Err("`http.trust_roots` is required for an https URL".into());
+            }
+            (false, Some(_)) => {
+                return Err("`http.trust_roots` applies only to an https URL".into());
+            }
+            (false, None) if !url.is_loopback() => {
+                return Err(
+                    "`http.url`: plain http is allowed only to a loopback IP address".into(),
+                );
+            }
+            _ => {}
+        }
+        if let Some(path) = &self.trust_roots {
+            absolute("http.trust_roots", path)?;
+        }
+        if let Some(path) = &self.bearer_file {
+            absolute("http.bearer_file", path)?;
+        }
+        Ok(())
+    }
+}
+
+fn absolute(field: &str, path: &Path) -> Result<(), String> {
+    if path.is_absolute() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{field}` {:?} is not an absolute path",
+            path.display().to_string()
+        ))
+    }
+}
+
+impl GatewayFile {
+    /// Parses and checks `gateway.toml`; the error names the upstream and
+    /// the field.
+    pub fn parse(text: &str) -> Result<GatewayFile, RegistryError> {
+        let file: GatewayFile = toml::from_str(text)
+            .map_err(|e| RegistryError::Gateway(format!("{GATEWAY_FILE}: {e}")))?;
+        let mut names = BTreeSet::new();
+        for upstream in &file.upstream {
+            if !names.insert(upstream.name.as_str()) {
+                return Err(RegistryError::Gateway(format!(
+                    "upstream {:?} is defined more than once",
+                    upstream.name
+                )));
+            }
+        }
+        Ok(file)
+    }
+
+    /// The upstream named `name`.
+    pub fn upstream(&self, name: &str) -> Option<&Upstream> {
+        self.upstream.iter().find(|u| u.name == name)
+    }
+}
+
+/// `^[a-z][a-z0-9-]{0,31}$`: no `_`, so the first `__` of a gateway tool
+/// name (`<upstream>__<tool>`) always ends the upstream's name.
+pub fn is_upstream_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    name.len() <= 32
+        && matches!(bytes.next(), Some(b'a'..=b'z'))
+        && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
+}
+
+/// An MCP tool name (spec 2025-11-25): 1 to 128 of `A-Z a-z 0-9 _ - .`.
+pub fn is_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b'A'..=b'Z' | b'a'..=b'z' | b'_'))
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The name the agent sees for `tool` of `upstream`: `<upstream>__<tool>`.
+pub fn agent_tool_name(upstream: &str, tool: &str) -> String {
+    format!("{upstream}__{tool}")
+}
+
+/// The upstream and tool of an agent-facing gateway tool name, if it is one.
+pub fn split_agent_tool_name(name: &str) -> Option<(&str, &str)> {
+    let (upstream, tool) = name.split_once("__")?;
+    (is_upstream_name(upstream) && is_tool_name(tool)).then_some((upstream, tool))
+}
+
+#[cfg(test)]
+mod tests;

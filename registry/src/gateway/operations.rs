@@ -1,0 +1,110 @@
+//! The operations of the gateway's gated calls: for every pinned tool of a
+//! configured upstream that the configuration does not deny, the operation
+//! `mcp:<upstream>/<tool>`, whose schema is the pinned input schema and
+//! whose effect names the pinned definition's digest, so that its contract
+//! revision changes whenever the pin, the upstream's settings or the tool's
+//! timeout do.
+
+use std::sync::OnceLock;
+
+use countersign_verifier::canonical;
+use serde_json::{Value, json};
+
+use super::{GatewayFile, Pins, ToolPolicy};
+use crate::effect::{EffectKind, McpTool};
+use crate::preview::Template;
+use crate::{Class, Effect, Operation, RegistryError, Schemas, schema};
+
+/// The prefix of every gateway operation's name.
+pub const OPERATION_PREFIX: &str = "mcp:";
+
+/// `mcp:<upstream>/<tool>`.
+pub fn operation_name(upstream: &str, tool: &str) -> String {
+    format!("{OPERATION_PREFIX}{upstream}/{tool}")
+}
+
+/// The upstream and tool of a gateway operation's name, if it is one.
+pub fn parse_operation_name(name: &str) -> Option<(&str, &str)> {
+    let (upstream, tool) = name.strip_prefix(OPERATION_PREFIX)?.split_once('/')?;
+    (super::is_upstream_name(upstream) && super::is_tool_name(tool)).then_some((upstream, tool))
+}
+
+/// How many hex digits of a tool digest a preview shows.
+const SHORT_DIGEST: usize = 12;
+
+/// The operations of `pins` under `file`.
+pub(crate) fn gateway_operations(
+    file: &GatewayFile,
+    pins: &Pins,
+    schemas: Schemas,
+) -> Result<Vec<Operation>, RegistryError> {
+    let mut operations = Vec::new();
+    for upstream in &file.upstream {
+        for (tool, pinned) in pins.of(&upstream.name) {
+            if upstream.policy(tool) == ToolPolicy::Deny {
+                continue;
+            }
+            let name = operation_name(&upstream.name, tool);
+            let effect = McpTool {
+                upstream: upstream.name.clone(),
+                tool: tool.clone(),
+                tool_sha256: pinned.sha256.clone(),
+                timeout_secs: upstream.timeout_secs,
+            };
+            effect.check(&name, upstream.require_passkey)?;
+            let short = pinned.sha256.get(..SHORT_DIGEST).unwrap_or_default();
+            let description = format!("Call the tool {tool} of the MCP server {}", upstream.name);
+            let preview = format!(
+                "Call {tool} of MCP server {} (pinned definition {short})",
+                upstream.name
+            );
+            let bad = |reason: String| RegistryError::BadSchema {
+                operation: name.clone(),
+                reason,
+            };
+            let template = Template::parse(&preview).map_err(bad)?;
+            let schema = Value::Object(pinned.input_schema.clone());
+            let validator = OnceLock::new();
+            if schemas == Schemas::Compiled {
+                let _ = validator.set(Ok(schema::compile_upstream(&schema).map_err(bad)?));
+            }
+            let replay_safe = upstream.replay_safe.contains(tool);
+            let effect = Effect::Mcp(effect);
+            let mut definition = json!({
+                "name": name,
+                "description": description,
+                "class": Class::Write,
+                "replay_safe": replay_safe,
+                "lifetime_secs": null,
+                "preview": preview,
+                "unverified_fields": [],
+                "effect": effect,
+                "schema": schema,
+            });
+            if upstream.require_passkey {
+                definition["require_passkey"] = Value::Bool(true);
+            }
+            let revision =
+                canonical::canonical_sha256_hex(&definition).map_err(|e| bad(e.to_string()))?;
+            operations.push(Operation {
+                name,
+                description,
+                class: Class::Write,
+                schema,
+                preview,
+                effect,
+                replay_safe,
+                require_passkey: upstream.require_passkey,
+                quorum: None,
+                lifetime_secs: None,
+                premise: None,
+                unverified_fields: Vec::new(),
+                revision,
+                template,
+                validator,
+                upstream_schema: true,
+            });
+        }
+    }
+    Ok(operations)
+}
