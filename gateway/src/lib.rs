@@ -1,0 +1,285 @@
+//! The MCP gateway's upstream side: the MCP servers `gateway.toml` names,
+//! started as child processes (stdio) or reached over streamable HTTP,
+//! their tools listed and called.
+//!
+//! This crate owns each upstream's connection and its lifetime: a stdio
+//! upstream's child runs with a cleared environment (only the configured
+//! names and secret files), in its own process group, and is restarted with
+//! backoff when it exits; an HTTP upstream is reached with rustls on ring
+//! and its configured trust roots only. It answers the gate's
+//! [`McpUpstreams`](countersign_gate::mcp::McpUpstreams) and the MCP head's
+//! listing. It must not decide anything about a call (policy, pins and
+//! approval are the head's and the gate's), must not log arguments, results
+//! or secrets, and must not reach anything `gateway.toml` does not name.
+#![forbid(unsafe_code)]
+
+mod failure;
+mod gate;
+mod http;
+mod secret;
+mod stdio;
+mod supervise;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use countersign_registry::gateway::{GatewayFile, ToolDefinition, Transport};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult, Tool};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub use countersign_gate::mcp::CallFailure;
+
+use crate::failure::Kind;
+use crate::stdio::Group;
+use crate::supervise::{Link, Supervisor};
+
+/// How long past its own timeout a call waits for rmcp to report it, so
+/// that a timeout is always reported as one.
+const CALL_GRACE: Duration = Duration::from_secs(1);
+
+/// The gateway's upstreams, started by [`Upstreams::start`]. Cloning shares
+/// them; when the last clone is dropped every child's process group is
+/// killed.
+#[derive(Clone)]
+pub struct Upstreams {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    upstreams: BTreeMap<String, Running>,
+}
+
+/// One upstream as its supervisor runs it.
+struct Running {
+    kind: Kind,
+    /// The upstream's configured call timeout: bounds a tools/list.
+    timeout: Duration,
+    link: watch::Receiver<Link>,
+    stop: CancellationToken,
+    group: Arc<Group>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// A tool as an upstream lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    /// Its name, description and input schema: what is pinned and hashed.
+    pub definition: ToolDefinition,
+    /// Its display title (the tool's `title`, else its annotations' one).
+    pub title: Option<String>,
+    /// `annotations.readOnlyHint` as the upstream declared it.
+    pub read_only_hint: Option<bool>,
+    /// `annotations.destructiveHint` as the upstream declared it.
+    pub destructive_hint: Option<bool>,
+}
+
+/// Why an upstream's tools cannot be listed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamError {
+    /// `gateway.toml` names no such upstream.
+    #[error("no upstream is named {0:?}")]
+    UnknownUpstream(String),
+    /// The upstream is not connected (did not start, exited, unreachable)
+    /// or did not answer in time.
+    #[error("upstream {upstream:?} is unavailable: {reason}")]
+    Unavailable {
+        /// The upstream's name.
+        upstream: String,
+        /// Why.
+        reason: String,
+    },
+    /// The upstream answered with an error or something that is not a
+    /// tool list.
+    #[error("upstream {upstream:?} answered wrongly: {reason}")]
+    Protocol {
+        /// The upstream's name.
+        upstream: String,
+        /// What it answered.
+        reason: String,
+    },
+}
+
+impl Upstreams {
+    /// Starts every stdio upstream of `file` now (one child process each,
+    /// restarted with backoff when it exits) and prepares every HTTP one
+    /// (connection reuse). Never fails: an upstream that cannot start is
+    /// reported by [`Upstreams::list_tools`] and [`Upstreams::call`] as
+    /// unavailable, and logged. Must be called within a Tokio runtime.
+    pub fn start(file: &GatewayFile) -> Upstreams {
+        let mut upstreams = BTreeMap::new();
+        for upstream in &file.upstream {
+            let (link, watching) = watch::channel(Link::Starting);
+            let stop = CancellationToken::new();
+            let group = Arc::new(Group::default());
+            let kind = match upstream.transport {
+                Transport::Stdio(_) => Kind::Stdio,
+                Transport::Http(_) => Kind::Http,
+            };
+            let supervisor = Supervisor {
+                upstream: upstream.clone(),
+                link,
+                stop: stop.clone(),
+                group: group.clone(),
+            };
+            let task = tokio::spawn(supervisor.run());
+            upstreams.insert(
+                upstream.name.clone(),
+                Running {
+                    kind,
+                    timeout: upstream.timeout(),
+                    link: watching,
+                    stop,
+                    group,
+                    task: Mutex::new(Some(task)),
+                },
+            );
+        }
+        Upstreams {
+            inner: Arc::new(Inner { upstreams }),
+        }
+    }
+
+    fn running(&self, upstream: &str) -> Result<&Running, UpstreamError> {
+        self.inner
+            .upstreams
+            .get(upstream)
+            .ok_or_else(|| UpstreamError::UnknownUpstream(upstream.to_owned()))
+    }
+
+    /// The tools `upstream` lists now (all pages of tools/list), each with
+    /// its definition and its annotations as the upstream declared them.
+    pub async fn list_tools(&self, upstream: &str) -> Result<Vec<ListedTool>, UpstreamError> {
+        let running = self.running(upstream)?;
+        let unavailable = |reason: String| UpstreamError::Unavailable {
+            upstream: upstream.to_owned(),
+            reason,
+        };
+        let deadline = Instant::now() + running.timeout;
+        let peer = running.peer(deadline).await.map_err(unavailable)?;
+        let tools = tokio::time::timeout_at(deadline, peer.list_all_tools())
+            .await
+            .map_err(|_| unavailable("tools/list was not answered in time".into()))?
+            .map_err(|e| failure::list_error(upstream, e))?;
+        Ok(tools.into_iter().map(listed).collect())
+    }
+
+    /// Calls `tool` of `upstream` with `arguments` within `timeout`: the
+    /// tool's result (`CallToolResult` as JSON; one with `isError: true`
+    /// too), or why there is none and whether it can have run.
+    pub async fn call(
+        &self,
+        upstream: &str,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, CallFailure> {
+        let running = self
+            .running(upstream)
+            .map_err(|e| CallFailure::NotSent(e.to_string()))?;
+        let deadline = Instant::now() + timeout;
+        let peer = running.peer(deadline).await.map_err(|reason| {
+            CallFailure::NotSent(format!("upstream {upstream:?} is unavailable: {reason}"))
+        })?;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(CallFailure::NotSent(format!(
+                "upstream {upstream:?}: the timeout expired before the call was sent"
+            )));
+        }
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Until the request is queued on the session nothing can have left.
+        let pending = peer
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(remaining))
+            .await
+            .map_err(|e| CallFailure::NotSent(format!("upstream {upstream:?}: {e}")))?;
+        let answer = tokio::time::timeout(remaining + CALL_GRACE, pending.await_response())
+            .await
+            .map_err(|_| {
+                CallFailure::Unanswered(format!(
+                    "upstream {upstream:?} did not answer within {timeout:?}"
+                ))
+            })?;
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => serde_json::to_value(result).map_err(|e| {
+                CallFailure::Unanswered(format!("upstream {upstream:?}: the result: {e}"))
+            }),
+            Ok(_) => Err(CallFailure::Unanswered(format!(
+                "upstream {upstream:?} answered the call with something else than a tool result"
+            ))),
+            Err(error) => Err(failure::call_failure(upstream, running.kind, error)),
+        }
+    }
+
+    /// Stops every upstream: closes each MCP session, stops each child (its
+    /// whole process group, SIGTERM then SIGKILL) and closes connections;
+    /// returns when all have stopped.
+    pub async fn shutdown(&self) {
+        let mut tasks = Vec::new();
+        for running in self.inner.upstreams.values() {
+            running.stop.cancel();
+            let task = running
+                .task
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            tasks.extend(task);
+        }
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Running {
+    /// The upstream's session, waiting until `deadline` while it starts.
+    async fn peer(&self, deadline: Instant) -> Result<Peer<RoleClient>, String> {
+        let mut link = self.link.clone();
+        let settled =
+            tokio::time::timeout_at(deadline, link.wait_for(|l| !matches!(l, Link::Starting)))
+                .await;
+        let link = match settled {
+            Err(_) => return Err("it is still starting".into()),
+            Ok(Err(_)) => return Err("it is stopped".into()),
+            Ok(Ok(link)) => link.clone(),
+        };
+        match link {
+            Link::Ready(peer) if !peer.is_transport_closed() => Ok(peer),
+            Link::Ready(_) => Err("its session just closed".into()),
+            Link::Down(reason) => Err(reason),
+            Link::Stopped => Err("it is stopped".into()),
+            Link::Starting => Err("it is still starting".into()),
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for running in self.upstreams.values() {
+            running.stop.cancel();
+            running.group.signal(rustix::process::Signal::KILL);
+        }
+    }
+}
+
+fn listed(tool: Tool) -> ListedTool {
+    let annotations = tool.annotations.as_ref();
+    ListedTool {
+        title: tool
+            .title
+            .clone()
+            .or_else(|| annotations.and_then(|a| a.title.clone())),
+        read_only_hint: annotations.and_then(|a| a.read_only_hint),
+        destructive_hint: annotations.and_then(|a| a.destructive_hint),
+        definition: ToolDefinition {
+            name: tool.name.into_owned(),
+            description: tool.description.map(|d| d.into_owned()),
+            input_schema: Arc::unwrap_or_clone(tool.input_schema),
+        },
+    }
+}

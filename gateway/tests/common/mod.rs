@@ -1,0 +1,113 @@
+//! Test support: the real MCP servers installed by `npm ci --prefix
+//! tests/mcp-servers` (from the npm registry, written by the MCP project),
+//! run through `node`; a gateway file naming them; finding a child by its
+//! command line.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use countersign_gateway::{CallFailure, Upstreams};
+use countersign_registry::gateway::GatewayFile;
+
+/// `node`, found on `PATH`.
+pub fn node() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("node"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| panic!("node is not on PATH (the MCP server tests need Node 20+)"))
+}
+
+/// The entry point of the npm package `@modelcontextprotocol/<package>`.
+pub fn server(package: &str) -> PathBuf {
+    let entry = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp-servers/node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
+    assert!(
+        entry.is_file(),
+        "{} is missing: run `npm ci --prefix tests/mcp-servers`",
+        entry.display()
+    );
+    entry
+}
+
+/// A TOML string literal.
+pub fn quoted(text: &str) -> String {
+    serde_json::Value::String(text.to_owned()).to_string()
+}
+
+/// Parses a `gateway.toml`.
+pub fn gateway(toml: &str) -> GatewayFile {
+    GatewayFile::parse(toml).unwrap_or_else(|e| panic!("gateway.toml: {e}\n{toml}"))
+}
+
+/// A stdio upstream block running `node <package entry> <args...>`.
+pub fn stdio_upstream(name: &str, package: &str, args: &[&str], extra: &str) -> String {
+    let mut all = vec![quoted(&server(package).display().to_string())];
+    all.extend(args.iter().map(|a| quoted(a)));
+    format!(
+        "[[upstream]]\nname = \"{name}\"\n[upstream.stdio]\nprogram = {}\nargs = [{}]\n{extra}\n",
+        quoted(&node().display().to_string()),
+        all.join(", ")
+    )
+}
+
+/// The pids of processes whose command line contains `marker`.
+pub fn pids_with(marker: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline).contains(marker) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Calls until the call succeeds or `within` passes; the last failure
+/// panics.
+pub async fn call_until_ok(
+    upstreams: &Upstreams,
+    upstream: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+    within: Duration,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let arguments = arguments.as_object().cloned().unwrap_or_default();
+        let result = upstreams
+            .call(upstream, tool, arguments, Duration::from_secs(10))
+            .await;
+        match result {
+            Ok(value) => return value,
+            Err(failure) if tokio::time::Instant::now() >= deadline => {
+                panic!("{upstream}/{tool} still fails: {failure:?}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// The text of a tool result's first content item.
+pub fn text_of(result: &serde_json::Value) -> &str {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content in {result}"))
+}
+
+/// Asserts a failure is `Unanswered`.
+pub fn assert_unanswered(result: Result<serde_json::Value, CallFailure>) {
+    match result {
+        Err(CallFailure::Unanswered(_)) => {}
+        other => panic!("expected Unanswered, got {other:?}"),
+    }
+}
