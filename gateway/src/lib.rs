@@ -236,6 +236,15 @@ impl Upstreams {
     }
 }
 
+impl std::fmt::Debug for Upstreams {
+    /// The upstreams' names only: nothing of a connection or a secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstreams")
+            .field("names", &self.inner.upstreams.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
 impl Running {
     /// The upstream's session, waiting until `deadline` while it starts.
     async fn peer(&self, deadline: Instant) -> Result<Peer<RoleClient>, String> {
