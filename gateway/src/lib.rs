@@ -38,6 +38,10 @@ use crate::failure::Kind;
 use crate::stdio::Group;
 use crate::supervise::{Link, Supervisor};
 
+/// The longest a tools/list waits for its answer (or the upstream's own
+/// timeout, if shorter): listing is a control request, not a tool's work.
+const MAX_LIST_WAIT: Duration = Duration::from_secs(10);
+
 /// How long past its own timeout a call waits for rmcp to report it, so
 /// that a timeout is always reported as one.
 const CALL_GRACE: Duration = Duration::from_secs(1);
@@ -159,12 +163,23 @@ impl Upstreams {
             upstream: upstream.to_owned(),
             reason,
         };
-        let deadline = Instant::now() + running.timeout;
-        let peer = running.peer(deadline).await.map_err(unavailable)?;
-        let tools = tokio::time::timeout_at(deadline, peer.list_all_tools())
-            .await
-            .map_err(|_| unavailable("tools/list was not answered in time".into()))?
-            .map_err(|e| failure::list_error(upstream, e))?;
+        let deadline = Instant::now() + running.timeout.min(MAX_LIST_WAIT);
+        let (peer, session) = running.peer(deadline).await.map_err(unavailable)?;
+        let answer = tokio::time::timeout_at(deadline, peer.list_all_tools()).await;
+        let tools = match answer {
+            Ok(Ok(tools)) => tools,
+            failed => {
+                // A session that cannot list its tools (a server that
+                // restarted and forgot it, a connection that hangs) is
+                // ended: the supervisor connects again.
+                tracing::warn!(upstream, "tools/list failed; reconnecting");
+                session.cancel();
+                return Err(match failed {
+                    Ok(Err(e)) => failure::list_error(upstream, e),
+                    _ => unavailable("tools/list was not answered in time".into()),
+                });
+            }
+        };
         Ok(tools.into_iter().map(listed).collect())
     }
 
@@ -182,7 +197,7 @@ impl Upstreams {
             .running(upstream)
             .map_err(|e| CallFailure::NotSent(e.to_string()))?;
         let deadline = Instant::now() + timeout;
-        let peer = running.peer(deadline).await.map_err(|reason| {
+        let (peer, _) = running.peer(deadline).await.map_err(|reason| {
             CallFailure::NotSent(format!("upstream {upstream:?} is unavailable: {reason}"))
         })?;
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -247,7 +262,10 @@ impl std::fmt::Debug for Upstreams {
 
 impl Running {
     /// The upstream's session, waiting until `deadline` while it starts.
-    async fn peer(&self, deadline: Instant) -> Result<Peer<RoleClient>, String> {
+    async fn peer(
+        &self,
+        deadline: Instant,
+    ) -> Result<(Peer<RoleClient>, CancellationToken), String> {
         let mut link = self.link.clone();
         let settled =
             tokio::time::timeout_at(deadline, link.wait_for(|l| !matches!(l, Link::Starting)))
@@ -258,8 +276,8 @@ impl Running {
             Ok(Ok(link)) => link.clone(),
         };
         match link {
-            Link::Ready(peer) if !peer.is_transport_closed() => Ok(peer),
-            Link::Ready(_) => Err("its session just closed".into()),
+            Link::Ready(peer, session) if !peer.is_transport_closed() => Ok((peer, session)),
+            Link::Ready(..) => Err("its session just closed".into()),
             Link::Down(reason) => Err(reason),
             Link::Stopped => Err("it is stopped".into()),
             Link::Starting => Err("it is still starting".into()),

@@ -35,8 +35,9 @@ const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) enum Link {
     /// Connecting: a caller may wait for the outcome.
     Starting,
-    /// Initialized: requests go to this peer.
-    Ready(Peer<RoleClient>),
+    /// Initialized: requests go to this peer; cancelling the token ends
+    /// the session, and the supervisor connects again.
+    Ready(Peer<RoleClient>, CancellationToken),
     /// Not connected (waiting before the next attempt), and why.
     Down(String),
     /// Stopped for good.
@@ -148,7 +149,9 @@ impl Supervisor {
             .peer()
             .set_response_cache_config(ClientCacheConfig::disabled())
             .await;
-        self.link.send_replace(Link::Ready(service.peer().clone()));
+        let reset = CancellationToken::new();
+        self.link
+            .send_replace(Link::Ready(service.peer().clone(), reset.clone()));
         let session_token = service.cancellation_token();
         let waiting = service.waiting();
         tokio::pin!(waiting);
@@ -161,6 +164,7 @@ impl Supervisor {
         let mut ended = false;
         let reason = tokio::select! {
             () = self.stop.cancelled() => None,
+            () = reset.cancelled() => Some("the session was reset: it failed to list its tools".to_owned()),
             _ = &mut waiting => {
                 ended = true;
                 Some("the MCP session ended".to_owned())
