@@ -150,13 +150,26 @@ impl Cli {
 
     /// Start `countersign mcp` and complete the MCP handshake.
     pub(crate) async fn mcp(&self) -> Result<Mcp, String> {
-        let mut child = self
-            .command(&["mcp"])
+        Mcp::start(self.command(&["mcp"])).await
+    }
+}
+
+impl Mcp {
+    /// Start `command` as an MCP server on its stdio and complete the MCP
+    /// handshake.
+    pub(crate) async fn start(mut command: Command) -> Result<Mcp, String> {
+        let program = command
+            .as_std()
+            .get_program()
+            .to_string_lossy()
+            .into_owned();
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
+            .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", self.bin.display()))?;
+            .map_err(|e| format!("cannot run {program}: {e}"))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
         let mut mcp = Mcp {
@@ -177,7 +190,8 @@ impl Cli {
     }
 }
 
-/// A running `countersign mcp`, driven over its stdio.
+/// A running MCP server (`countersign mcp`, or an upstream one), driven
+/// over its stdio.
 pub(crate) struct Mcp {
     child: Child,
     stdin: Option<ChildStdin>,
@@ -229,6 +243,21 @@ impl Mcp {
             return Err(format!("{tool}: {result}"));
         }
         Ok(result["structuredContent"].clone())
+    }
+
+    /// `tools/call` of `tool`; the whole result, which must not be an error.
+    pub(crate) async fn call_result(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<Value, String> {
+        let result = self
+            .request("tools/call", json!({"name": tool, "arguments": arguments}))
+            .await?;
+        if result["isError"] == true {
+            return Err(format!("{tool}: {result}"));
+        }
+        Ok(result)
     }
 
     /// Hang up and wait for it to finish (it drains its executions), or

@@ -8,7 +8,8 @@
 //! ```
 //! Options: `--quick`, `--sqlite-only`, `--postgres-only`, `--no-growth`,
 //! `--no-race`, `--verification-only`, `--latency-only`, `--no-latency`, `--netns-only`,
-//! `--no-netns`,
+//! `--no-netns`, `--gateway-only` (the MCP gateway's figures only; it needs
+//! `npm ci --prefix tests/mcp-servers` and `node`),
 //! `--latency-n N` (iterations of the latency section; 300, or 30 with
 //! `--quick`). The latency section runs the `countersign` binary of this
 //! profile: `cargo build --release --bins` first.
@@ -42,6 +43,7 @@
 //! nothing here ships).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod gateway;
 mod heads;
 mod latency;
 mod netns;
@@ -87,6 +89,8 @@ struct Options {
     /// `netns_only`, nothing else).
     netns: bool,
     netns_only: bool,
+    /// Run only the MCP gateway's section (it needs npm's MCP servers).
+    gateway_only: bool,
     /// Iterations of the latency section, if given.
     latency_n: Option<usize>,
 }
@@ -105,6 +109,7 @@ impl Options {
             latency_only: has("--latency-only"),
             netns: !has("--no-netns"),
             netns_only: has("--netns-only"),
+            gateway_only: has("--gateway-only"),
             latency_n: args.iter().position(|a| a == "--latency-n").map(|i| {
                 match args.get(i + 1).map(|n| n.parse()) {
                     Some(Ok(n)) => n,
@@ -798,6 +803,9 @@ fn main() {
     if opts.netns_only {
         return runtime.block_on(netns_section(&fx, &opts));
     }
+    if opts.gateway_only {
+        return runtime.block_on(gateway_section(&fx, &opts));
+    }
     verification(&fx, &opts);
     if std::env::args().any(|a| a == "--verification-only") {
         return;
@@ -826,6 +834,15 @@ fn main() {
 
 /// The section with the database a round trip away; a failure ends the
 /// run with the reason.
+/// The gateway section; a missing binary, upstream or failed call ends
+/// the run with the reason.
+async fn gateway_section(fx: &Fixture, opts: &Options) {
+    if let Err(e) = gateway::run(fx, opts).await {
+        eprintln!("gateway section: {e}");
+        std::process::exit(1);
+    }
+}
+
 async fn netns_section(fx: &Fixture, opts: &Options) {
     if let Err(e) = netns::run(fx, opts).await {
         eprintln!("netns section: {e}");

@@ -102,6 +102,56 @@ pub enum Command {
     /// Auto-approval rules: create (interactive terminal only), list, revoke (as an approver).
     #[command(subcommand)]
     Rules(RulesCommand),
+    /// The MCP gateway: the upstream MCP servers of gateway.toml.
+    #[command(subcommand)]
+    Gateway(GatewayCommand),
+}
+
+/// `countersign gateway ...`
+#[derive(Debug, Subcommand)]
+pub enum GatewayCommand {
+    /// List each upstream's tools against their pinned definitions; pin some
+    ///
+    /// Asks every upstream of gateway.toml for its tools now and prints,
+    /// per tool, the operator's policy (allow, approve, deny) and where it
+    /// stands: pinned (as reviewed), new (never pinned), changed (another
+    /// description or schema than pinned) or gone. With --accept, pins the
+    /// definition listed now in gateway-pins.json beside the registry, after
+    /// printing it: approvals given under an older definition of that tool
+    /// no longer execute. Only pinned tools can be called through the gateway.
+    Tools(GatewayToolsArgs),
+}
+
+/// `countersign gateway tools`
+#[derive(Debug, Args)]
+pub struct GatewayToolsArgs {
+    /// Pin the definition this upstream's tool has now (repeatable).
+    #[arg(long, value_name = "UPSTREAM/TOOL", value_parser = upstream_tool)]
+    pub accept: Vec<UpstreamTool>,
+}
+
+/// A tool of an upstream, as `--accept` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamTool {
+    /// The upstream's name in gateway.toml.
+    pub upstream: String,
+    /// The tool's name as the upstream lists it.
+    pub tool: String,
+}
+
+fn upstream_tool(text: &str) -> Result<UpstreamTool, String> {
+    use countersign_registry::gateway::{is_tool_name, is_upstream_name};
+    match text.split_once('/') {
+        Some((upstream, tool)) if is_upstream_name(upstream) && is_tool_name(tool) => {
+            Ok(UpstreamTool {
+                upstream: upstream.to_owned(),
+                tool: tool.to_owned(),
+            })
+        }
+        _ => {
+            Err("expected UPSTREAM/TOOL (an upstream of gateway.toml and an MCP tool name)".into())
+        }
+    }
 }
 
 /// `countersign notify ...`

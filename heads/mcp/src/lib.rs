@@ -16,6 +16,7 @@
 
 mod console;
 mod frame;
+mod gateway;
 mod http;
 mod reply;
 mod server;
@@ -26,6 +27,7 @@ mod transport;
 #[cfg(any(test, feature = "fuzzing"))]
 pub use frame::fuzz_frame;
 pub use frame::{MAX_FRAME_BYTES, Screened, screen_frame};
+pub use gateway::Gateway;
 pub use http::{HttpAuth, MAX_BODY_BYTES, MCP_PATH, METADATA_PATH, serve_http};
 pub use server::{McpHead, ServeError};
 pub use session::new_session_id;

@@ -47,7 +47,25 @@ pub(crate) fn reply(key: OperationKey, answer: Answer, console: &Console) -> Rep
         text,
         structured: value,
         is_error,
+        content: upstream_content(&answer),
     }
+}
+
+/// The content an upstream MCP tool answered, when `answer` is the
+/// execution (now or recorded) of a gated gateway call: what the agent
+/// would have read had it called the tool directly. Anything else has none.
+fn upstream_content(answer: &Answer) -> Vec<ContentBlock> {
+    let Answer::Done(done) = answer else {
+        return Vec::new();
+    };
+    let Done::Outcome { outcome, .. } = &**done else {
+        return Vec::new();
+    };
+    outcome
+        .disposition()
+        .and_then(|d| d.result.get("content"))
+        .and_then(|content| serde_json::from_value(content.clone()).ok())
+        .unwrap_or_default()
 }
 
 /// The summary of a result, and whether it is an error (an execution that
@@ -199,6 +217,8 @@ pub(crate) struct Reply {
     pub(crate) text: String,
     pub(crate) structured: Option<Value>,
     pub(crate) is_error: bool,
+    /// Content blocks after the summary: an upstream tool's result.
+    pub(crate) content: Vec<ContentBlock>,
 }
 
 impl Reply {
@@ -209,6 +229,7 @@ impl Reply {
             text,
             structured: None,
             is_error: true,
+            content: Vec::new(),
         }
     }
 
@@ -243,6 +264,7 @@ impl Reply {
             None => CallToolResult::error(Vec::new()),
         };
         result.content.insert(0, ContentBlock::text(self.text));
+        result.content.extend(self.content);
         result
     }
 }

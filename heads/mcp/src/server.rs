@@ -35,8 +35,10 @@ use tonic::transport::Channel;
 use tracing::Instrument as _;
 
 use crate::console::{self, Asked, Console};
+use crate::gateway::Gateway;
 use crate::reply::{Reply, reply};
 use crate::tools::{ToolEntry, tool_entries};
+use countersign_registry::gateway::split_agent_tool_name;
 
 /// What the server tells every client when it connects.
 const INSTRUCTIONS: &str = "countersign is a human-approval gate. Propose an exact action with a `propose_<operation>` tool; \
@@ -77,6 +79,8 @@ pub struct McpHead {
     executions: TaskTracker,
     /// Where the person can decide in a browser, if configured.
     console: Console,
+    /// The upstream MCP servers this head fronts, if `gateway.toml` names any.
+    gateway: Option<Gateway>,
 }
 
 impl McpHead {
@@ -99,7 +103,18 @@ impl McpHead {
             tools: Arc::new(tools),
             console: Console::default(),
             per_credential: false,
+            gateway: None,
         })
+    }
+
+    /// This server fronting the upstream MCP servers of `gateway`: their
+    /// tools are listed beside countersign's own, and a call of one is
+    /// forwarded, proposed or refused as the gateway says. The gate this
+    /// head executes through must run `mcp` effects through the same
+    /// upstreams (`Gate::with_mcp_upstreams`).
+    pub fn with_gateway(mut self, gateway: Gateway) -> Self {
+        self.gateway = Some(gateway);
+        self
     }
 
     /// This server pointing people at the web console `console` (the
@@ -196,6 +211,24 @@ impl McpHead {
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
         let Some(entry) = self.tools.iter().find(|e| e.tool.name == tool) else {
+            if let (Some(gateway), Some(upstream_tool)) =
+                (&self.gateway, split_agent_tool_name(tool))
+            {
+                let span = tracing::info_span!("gateway_call", otel.name = %tool, tool = %tool);
+                let called = gateway
+                    .call(
+                        &self.service,
+                        &self.console,
+                        session,
+                        upstream_tool,
+                        arguments,
+                    )
+                    .instrument(span)
+                    .await;
+                if let Some(result) = called {
+                    return Ok(result);
+                }
+            }
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {tool}"),
                 None,
@@ -369,7 +402,11 @@ impl ServerHandler for McpHead {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let mut tools = self.tools();
+        if let Some(gateway) = &self.gateway {
+            tools.extend(gateway.tools().await);
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(

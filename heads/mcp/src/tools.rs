@@ -46,7 +46,12 @@ pub(crate) fn tool_entries(registry: &Registry) -> Vec<ToolEntry> {
         };
         match data_op.params {
             ParamSchema::Propose => {
-                for op in registry.operations() {
+                // A gateway operation is called as its upstream tool
+                // (`<upstream>__<tool>`, `crate::gateway`), not proposed by name.
+                for op in registry
+                    .operations()
+                    .filter(|op| !matches!(op.effect, countersign_registry::Effect::Mcp(_)))
+                {
                     let description = format!(
                         "Propose `{}` for a person to review: {} {}",
                         op.name,

@@ -148,6 +148,13 @@ pub const NON_DATA: &[NonData] = &[
         reason: "The audit trail spans every session of the installation; it is read by the local user, not by a head's caller.",
     },
     NonData {
+        name: "gateway_tools",
+        entries: Entries(&[Entry::Cli(
+            "countersign gateway tools [--accept UPSTREAM/TOOL]",
+        )]),
+        reason: "Pinning an upstream MCP server's tool definitions is the operator's review of what the gateway may call; it writes the installation's configuration, not a proposal.",
+    },
+    NonData {
         name: "reconcile",
         entries: Entries(&[Entry::Cli(
             "countersign reconcile [--resolve ID --applied|--not-applied]",

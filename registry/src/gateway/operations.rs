@@ -1,6 +1,7 @@
 //! The operations of the gateway's gated calls: for every pinned tool of a
 //! configured upstream that the configuration does not deny, the operation
-//! `mcp:<upstream>/<tool>`, whose schema is the pinned input schema and
+//! `mcp:<upstream>/<tool>`, whose schema is the pinned input schema (closed
+//! to undeclared top-level arguments when it does not say otherwise) and
 //! whose effect names the pinned definition's digest, so that its contract
 //! revision changes whenever the pin, the upstream's settings or the tool's
 //! timeout do.
@@ -63,7 +64,14 @@ pub(crate) fn gateway_operations(
                 reason,
             };
             let template = Template::parse(&preview).map_err(bad)?;
-            let schema = Value::Object(pinned.input_schema.clone());
+            // Closed where the upstream left it open: an argument its
+            // schema does not declare is refused, never passed on unseen
+            // by the schema (many servers drop unknown keys silently).
+            let mut closed = pinned.input_schema.clone();
+            if closed.contains_key("properties") && !closed.contains_key("additionalProperties") {
+                closed.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            let schema = Value::Object(closed);
             let validator = OnceLock::new();
             if schemas == Schemas::Compiled {
                 let _ = validator.set(Ok(schema::compile_upstream(&schema).map_err(bad)?));

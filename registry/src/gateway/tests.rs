@@ -217,6 +217,29 @@ fn a_gated_call_is_checked_against_the_pinned_schema() {
 }
 
 #[test]
+fn an_argument_an_open_upstream_schema_does_not_declare_is_refused() {
+    let open = ToolDefinition {
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        ..write_file()
+    };
+    let mut pins = Pins::empty();
+    pins.pin("files", open).unwrap_or_else(|e| panic!("{e}"));
+    let registry = load(&pins);
+    let op = registry
+        .get("mcp:files/write_file")
+        .unwrap_or_else(|| panic!("op"));
+    assert!(op.validate_arguments(br#"{"path":"/srv/a"}"#).is_ok());
+    let extra = op.validate_arguments(br#"{"path":"/srv/a","mode":"0777"}"#);
+    assert!(
+        matches!(extra, Err(crate::ArgumentsError::Schema(_))),
+        "{extra:?}"
+    );
+}
+
+#[test]
 fn a_changed_definition_changes_the_contract_revision() {
     let mut pins = Pins::empty();
     pins.pin("files", write_file())

@@ -14,6 +14,12 @@
 //!   Sec-Fetch-Site (403) and a duplicate-key body refused with nothing
 //!   proposed; propose, approve at a terminal, execute once; a second
 //!   credential is a second session; SIGTERM stops it cleanly.
+//! - `gateway_flow.py`: the MCP gateway in front of real MCP servers
+//!   (server-filesystem and server-everything from npm, a server on the
+//!   Python SDK the test steers): pinning, allowed calls forwarded, gated
+//!   calls run once after a person's approval with the upstream's result,
+//!   refusals before any upstream, a changed tool, an upstream killed
+//!   mid-call.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use countersign_integration_tests::run_e2e_script as run_script;
@@ -31,4 +37,9 @@ fn an_mcp_client_proposes_and_executes_only_what_a_person_approved_and_never_see
 #[test]
 fn a_remote_mcp_client_needs_a_live_credential_and_executes_only_its_own_approval() {
     run_script("mcp_http_flow.py");
+}
+
+#[test]
+fn the_gateway_calls_an_upstream_tool_once_after_a_person_approved_the_exact_call() {
+    run_script("gateway_flow.py");
 }

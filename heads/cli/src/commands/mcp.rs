@@ -2,14 +2,18 @@
 //! connection, or with `--listen` over streamable HTTP for clients holding
 //! an API credential. On stdio, standard output carries protocol frames
 //! only; this command writes its own notes (the session id, the address) to
-//! standard error.
+//! standard error. With `gateway.toml` beside the registry, it is also the
+//! MCP gateway: the upstream servers' tools are listed and called through it.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use countersign_api::default_audience;
 use countersign_api::tokens::TokenStore;
+use countersign_gate::Gate;
+use countersign_gateway::Upstreams;
 use countersign_identity::shutdown::shutdown_signal;
-use countersign_mcp::{HttpAuth, MCP_PATH, McpHead};
+use countersign_mcp::{Gateway, HttpAuth, MCP_PATH, McpHead};
 
 use crate::Io;
 use crate::args::McpArgs;
@@ -23,9 +27,13 @@ pub(crate) async fn serve(ctx: &Context, args: McpArgs, io: &mut Io<'_>) -> Resu
     }
     let mut head = ctx.head().await?;
     let gate = ctx.gate(&mut head).await?;
-    let server = McpHead::new(head, gate)
+    let (gate, gateway) = gateway(ctx, gate)?;
+    let mut server = McpHead::new(head, gate)
         .map_err(CliError::error)?
         .with_console(ctx.config.console.clone(), ctx.config.passkeys.is_some());
+    if let Some(gateway) = &gateway {
+        server = server.with_gateway(gateway.clone());
+    }
     writeln!(
         io.err,
         "countersign mcp: serving MCP on stdio for principal {}, session {}",
@@ -33,7 +41,26 @@ pub(crate) async fn serve(ctx: &Context, args: McpArgs, io: &mut Io<'_>) -> Resu
         server.session()
     )
     .map_err(CliError::error)?;
-    server.serve_stdio().await.map_err(CliError::error)
+    let served = server.serve_stdio().await.map_err(CliError::error);
+    if let Some(gateway) = gateway {
+        gateway.upstreams().shutdown().await;
+    }
+    served
+}
+
+/// The gateway of this installation, if `gateway.toml` beside the
+/// registry names upstreams: their servers started (stdio) or prepared
+/// (HTTP) once for this process, and `gate` running `mcp` effects through
+/// them.
+fn gateway(ctx: &Context, gate: Gate) -> Result<(Gate, Option<Gateway>), CliError> {
+    let registry = ctx.current_registry()?;
+    let Some(file) = registry.last_loaded().gateway().cloned() else {
+        return Ok((gate, None));
+    };
+    let upstreams = Upstreams::start(&file);
+    tracing::info!(upstreams = file.upstream.len(), "gateway upstreams started");
+    let gate = gate.with_mcp_upstreams(Arc::new(upstreams.clone()));
+    Ok((gate, Some(Gateway::new(upstreams, registry))))
 }
 
 /// `countersign mcp --listen ADDR`: refused for an unspecified address, as
@@ -43,9 +70,13 @@ async fn serve_http(ctx: &Context, listen: SocketAddr, io: &mut Io<'_>) -> Resul
         super::api::listen_on(listen, "the MCP head", "127.0.0.1:8788").await?;
     let mut head = ctx.head().await?;
     let gate = ctx.gate(&mut head).await?;
-    let server = McpHead::new(head, gate)
+    let (gate, gateway) = gateway(ctx, gate)?;
+    let mut server = McpHead::new(head, gate)
         .map_err(CliError::error)?
         .with_console(ctx.config.console.clone(), ctx.config.passkeys.is_some());
+    if let Some(gateway) = &gateway {
+        server = server.with_gateway(gateway.clone());
+    }
     super::metrics::serve(ctx, ctx.config.metrics.mcp, "MCP", io).await?;
     let auth = HttpAuth {
         tokens: TokenStore::in_home(ctx.home.root()),
@@ -61,6 +92,9 @@ async fn serve_http(ctx: &Context, listen: SocketAddr, io: &mut Io<'_>) -> Resul
     countersign_mcp::serve_http(server, auth, listener, shutdown_signal())
         .await
         .map_err(CliError::error)?;
+    if let Some(gateway) = gateway {
+        gateway.upstreams().shutdown().await;
+    }
     let _ = writeln!(io.err, "MCP head stopped");
     Ok(())
 }

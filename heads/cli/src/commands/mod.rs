@@ -8,6 +8,7 @@ mod data;
 pub(crate) mod decide;
 mod doctor;
 mod exec;
+mod gateway;
 mod inspect;
 mod mcp;
 mod metrics;
@@ -20,8 +21,8 @@ mod verify;
 
 use crate::Io;
 use crate::args::{
-    ApiCommand, Cli, Command, ConsoleArgs, ConsoleCommand, CredentialCommand, KeysCommand,
-    NotifyCommand, OpsCommand, RulesCommand, SessionsCommand, TokenCommand,
+    ApiCommand, Cli, Command, ConsoleArgs, ConsoleCommand, CredentialCommand, GatewayCommand,
+    KeysCommand, NotifyCommand, OpsCommand, RulesCommand, SessionsCommand, TokenCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -87,6 +88,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Audit(args) => inspect::audit(&ctx, args.verify, json, io).await,
                 Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
                 Command::Mcp(args) => mcp::serve(&ctx, args, io).await,
+                Command::Gateway(GatewayCommand::Tools(args)) => {
+                    gateway::tools(&ctx, args, json, io).await
+                }
                 Command::Api(ApiCommand::Serve(args)) => api::serve(&ctx, args, io).await,
                 Command::Api(ApiCommand::Token(TokenCommand::Create(args))) => {
                     api::token_create(&ctx, args, json, io)

@@ -5,7 +5,8 @@
 //! Every check runs whatever the others found, and every network check is
 //! bounded ([`NETWORK_TIMEOUT`]). The doctor only reads: it opens no ledger
 //! for writing (no migration), calls only read-only RPCs (`PublicKeys`,
-//! `ListPending`) and sends the console one `GET /`.
+//! `ListPending`) and sends the console one `GET /`. With a `gateway.toml`,
+//! it starts each upstream MCP server once to list its tools, and stops it.
 //!
 //! Known limit: no read-only RPC exposes the signer's registry revisions, so
 //! the registry check can only say "equal" when the signer runs from this
@@ -16,6 +17,7 @@
 
 mod certs;
 mod console;
+mod gateway;
 mod report;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -83,6 +85,7 @@ pub(crate) async fn doctor(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(
         checks.push(ledger);
         checks.push(check_clock(schema.as_ref()));
         checks.push(console);
+        checks.extend(gateway::check_gateway(config).await);
     } else {
         let skipped = "not checked: the home or its configuration did not load";
         for name in [

@@ -1,0 +1,339 @@
+//! The gateway: the tools of the upstream MCP servers in `gateway.toml`,
+//! listed to the agent as `<upstream>__<tool>` beside countersign's own.
+//! A call of a tool the operator allows, whose definition is still the one
+//! a person pinned, is forwarded to the upstream and its result returned
+//! as is; a call of a gated tool becomes a proposal of the operation
+//! `mcp:<upstream>/<tool>` with the exact arguments, which runs once, by
+//! the gate, after a person's approval (`execute_approved`).
+//!
+//! Before any upstream sees a call, it is refused here if the tool is
+//! denied, unknown to the upstream, not pinned, or changed since it was
+//! pinned (a changed tool is listed with its pinned definition, so a
+//! poisoned description never reaches the model), and if its arguments are
+//! not strict JSON within the limits or do not match the pinned schema.
+//!
+//! Must not: forward a call of a tool the configuration denies or nobody
+//! pinned, let an annotation an upstream declares loosen the operator's
+//! policy, treat any argument as an approval, or log argument values.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use countersign_gateway::{ListedTool, Upstreams};
+use countersign_registry::gateway::{
+    PinnedTool, ToolPolicy, Upstream, agent_tool_name, operation_name,
+};
+use countersign_registry::{CurrentRegistry, Registry};
+use countersign_service::Operation;
+use countersign_surface::operations::OperationKey;
+use countersign_verifier::canonical;
+use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
+use serde_json::Value;
+
+use crate::console::Console;
+use crate::reply::{Reply, reply};
+
+/// The gateway of one MCP head: the upstreams it reaches and the registry
+/// (with the gateway's configuration and pins) as its files say now.
+#[derive(Clone)]
+pub struct Gateway {
+    upstreams: Upstreams,
+    registry: Arc<CurrentRegistry>,
+    /// Each upstream's tools as last listed, and when: an allowed call is
+    /// checked against a listing at most [`LISTING_TTL`] old (the gate asks
+    /// the upstream afresh before a gated call runs).
+    listed: Arc<Mutex<HashMap<String, Listing>>>,
+}
+
+/// An upstream's tools as listed, and when.
+type Listing = (Instant, Arc<Vec<ListedTool>>);
+
+/// How long an upstream's tool listing is used for the calls that follow
+/// it, before the upstream is asked again.
+const LISTING_TTL: Duration = Duration::from_secs(1);
+
+/// Where a listed tool stands against its pin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// Listed exactly as pinned.
+    Pinned,
+    /// Pinned, and listed now with another definition.
+    Changed,
+    /// Nobody pinned it.
+    Unpinned,
+}
+
+/// How one upstream tool is handled now.
+struct Resolved<'a> {
+    policy: ToolPolicy,
+    standing: Standing,
+    pinned: Option<&'a PinnedTool>,
+}
+
+impl Gateway {
+    /// A gateway over `upstreams`, reading its configuration and pins from
+    /// `registry` at each use.
+    pub fn new(upstreams: Upstreams, registry: Arc<CurrentRegistry>) -> Self {
+        Self {
+            upstreams,
+            registry,
+            listed: Arc::default(),
+        }
+    }
+
+    /// The tools `upstream` lists: asked now if `fresh` or the last listing
+    /// is older than [`LISTING_TTL`], else that listing.
+    async fn listing(
+        &self,
+        upstream: &str,
+        fresh: bool,
+    ) -> Result<Arc<Vec<ListedTool>>, countersign_gateway::UpstreamError> {
+        if !fresh {
+            let cached = self
+                .listed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(upstream)
+                .cloned();
+            if let Some((at, tools)) = cached
+                && at.elapsed() < LISTING_TTL
+            {
+                return Ok(tools);
+            }
+        }
+        let tools = Arc::new(self.upstreams.list_tools(upstream).await?);
+        self.listed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(upstream.to_owned(), (Instant::now(), Arc::clone(&tools)));
+        Ok(tools)
+    }
+
+    /// The upstreams (for the gate, and to shut them down).
+    pub fn upstreams(&self) -> &Upstreams {
+        &self.upstreams
+    }
+
+    /// The registry now; on a file that does not load, the last good one
+    /// is not used (calls are refused) and listing shows no upstream tool.
+    fn registry(&self) -> Result<Arc<Registry>, String> {
+        self.registry.now().map_err(|e| e.to_string())
+    }
+
+    /// The upstream tools the agent sees now: every tool each reachable
+    /// upstream lists and the configuration does not deny.
+    pub(crate) async fn tools(&self) -> Vec<Tool> {
+        let registry = match self.registry() {
+            Ok(registry) => registry,
+            Err(e) => {
+                tracing::warn!("gateway tools not listed: {e}");
+                return Vec::new();
+            }
+        };
+        let Some(file) = registry.gateway() else {
+            return Vec::new();
+        };
+        let mut tools = Vec::new();
+        for upstream in &file.upstream {
+            let listed = match self.listing(&upstream.name, true).await {
+                Ok(listed) => listed,
+                Err(e) => {
+                    tracing::warn!(upstream = %upstream.name, "tools not listed: {e}");
+                    continue;
+                }
+            };
+            for tool in listed.iter() {
+                if let Some(resolved) = resolve(&registry, upstream, tool) {
+                    tools.push(agent_tool(upstream, tool, &resolved));
+                }
+            }
+        }
+        tools
+    }
+
+    /// A call of `tool` of `upstream` by the agent, in `session`: refused,
+    /// forwarded, or proposed, as the module doc says. `None` if no
+    /// configured upstream has that name (an unknown tool).
+    pub(crate) async fn call(
+        &self,
+        service: &countersign_service::Service,
+        console: &Console,
+        session: &str,
+        (upstream, tool): (&str, &str),
+        arguments: JsonObject,
+    ) -> Option<CallToolResult> {
+        let registry = match self.registry() {
+            Ok(registry) => registry,
+            Err(e) => {
+                return Some(refused(format!(
+                    "the gateway's configuration does not load ({e})"
+                )));
+            }
+        };
+        let config = registry.gateway()?.upstream(upstream)?;
+        let name = agent_tool_name(upstream, tool);
+        if config.policy(tool) == ToolPolicy::Deny {
+            return Some(refused(format!(
+                "the operator's configuration denies {name}"
+            )));
+        }
+        let arguments_text = Value::Object(arguments.clone()).to_string();
+        if let Err(e) = canonical::parse(arguments_text.as_bytes(), canonical::MAX_ARGS_BYTES) {
+            return Some(refused(format!(
+                "the arguments are not acceptable JSON: {e}"
+            )));
+        }
+        let listed = match self.listing(upstream, false).await {
+            Ok(listed) => listed,
+            Err(e) => {
+                return Some(refused(format!(
+                    "the MCP server {upstream} is unavailable ({e})"
+                )));
+            }
+        };
+        let Some(listed) = listed.iter().find(|t| t.definition.name == tool) else {
+            return Some(refused(format!("{upstream} lists no tool {tool}")));
+        };
+        let resolved = resolve(&registry, config, listed)?;
+        match resolved.standing {
+            Standing::Unpinned => {
+                return Some(refused(format!(
+                    "{name} has not been reviewed: the operator pins its definition with `countersign gateway tools --accept {upstream}/{tool}` before it can be called"
+                )));
+            }
+            Standing::Changed => {
+                return Some(refused(format!(
+                    "the MCP server {upstream} lists {tool} with another description or input schema than the one pinned and approved (tool_changed): a person must review the change (`countersign gateway tools`) before it is called again"
+                )));
+            }
+            Standing::Pinned => {}
+        }
+        let operation = operation_name(upstream, tool);
+        // Pinned and not denied: the registry has its operation.
+        let Some(op) = registry.get(&operation) else {
+            return Some(refused(format!("{operation} is not in the registry")));
+        };
+        if let Err(e) = op.validate_arguments(arguments_text.as_bytes()) {
+            return Some(refused(format!("{e}")));
+        }
+        if resolved.policy == ToolPolicy::Allow {
+            return Some(self.forward(config, tool, arguments).await);
+        }
+        let proposed = service
+            .call(
+                Operation::Propose {
+                    operation,
+                    arguments: arguments_text,
+                    note: String::new(),
+                },
+                session,
+            )
+            .await;
+        Some(reply(OperationKey::Propose, proposed, console).into_result())
+    }
+
+    /// An allowed call, forwarded: the upstream's result as it answered.
+    async fn forward(
+        &self,
+        upstream: &Upstream,
+        tool: &str,
+        arguments: JsonObject,
+    ) -> CallToolResult {
+        let arguments_sha256 =
+            canonical::sha256_hex(Value::Object(arguments.clone()).to_string().as_bytes());
+        tracing::info!(upstream = %upstream.name, tool, %arguments_sha256, "allowed call forwarded");
+        match self
+            .upstreams
+            .call(&upstream.name, tool, arguments, upstream.timeout())
+            .await
+        {
+            Ok(result) => serde_json::from_value(result).unwrap_or_else(|e| {
+                Reply::error(format!(
+                    "the MCP server {} answered a result that is not a tool result: {e}",
+                    upstream.name
+                ))
+                .into_result()
+            }),
+            Err(failure) => Reply::error(format!(
+                "the call of {tool} to {} failed: {failure:?}",
+                upstream.name
+            ))
+            .into_result(),
+        }
+    }
+}
+
+/// How `tool` of `upstream` is handled now, or `None` if it is hidden
+/// (denied, or a name that is not an MCP tool name).
+fn resolve<'a>(
+    registry: &'a Registry,
+    upstream: &Upstream,
+    tool: &ListedTool,
+) -> Option<Resolved<'a>> {
+    let name = &tool.definition.name;
+    if !countersign_registry::gateway::is_tool_name(name) {
+        return None;
+    }
+    let policy = upstream.policy(name);
+    if policy == ToolPolicy::Deny {
+        return None;
+    }
+    let pinned = registry.pins().get(&upstream.name, name);
+    let standing = match pinned {
+        None => Standing::Unpinned,
+        Some(pin) if tool.definition.sha256_hex().as_deref() == Some(pin.sha256.as_str()) => {
+            Standing::Pinned
+        }
+        Some(_) => Standing::Changed,
+    };
+    Some(Resolved {
+        policy,
+        standing,
+        pinned,
+    })
+}
+
+/// The tool as the agent sees it: the pinned description and schema where
+/// there is a pin (so a changed description never reaches the model), a
+/// note saying what a call does, and the upstream's annotations as hints.
+fn agent_tool(upstream: &Upstream, tool: &ListedTool, resolved: &Resolved<'_>) -> Tool {
+    let name = agent_tool_name(&upstream.name, &tool.definition.name);
+    let (description, schema) = match resolved.pinned {
+        Some(pin)
+            if resolved.standing == Standing::Pinned || resolved.standing == Standing::Changed =>
+        {
+            (
+                pin.description.clone().unwrap_or_default(),
+                pin.input_schema.clone(),
+            )
+        }
+        _ => (String::new(), tool.definition.input_schema.clone()),
+    };
+    let note = match (resolved.standing, resolved.policy) {
+        (Standing::Pinned, ToolPolicy::Allow) => "countersign: forwarded without approval.".to_owned(),
+        (Standing::Pinned, _) => "countersign: each exact call needs a person's approval; a call returns a proposal id, and once a person approved it, `execute_approved` runs it once and returns the tool's result.".to_owned(),
+        (Standing::Changed, _) => "countersign: this tool changed since it was reviewed; calls are refused until a person reviews the change.".to_owned(),
+        (Standing::Unpinned, _) => "countersign: this tool has not been reviewed; calls are refused until the operator pins it.".to_owned(),
+    };
+    let description = if description.is_empty() {
+        format!("[{}] {note}", upstream.name)
+    } else {
+        format!("{description}\n\n[{}] {note}", upstream.name)
+    };
+    let mut annotations = match &tool.title {
+        Some(title) => ToolAnnotations::with_title(title.clone()),
+        None => ToolAnnotations::new(),
+    };
+    annotations.read_only_hint = tool.read_only_hint;
+    annotations.destructive_hint = tool.destructive_hint;
+    Tool::new(name, description, Arc::new(schema)).with_annotations(annotations)
+}
+
+/// A call refused before any upstream saw it.
+fn refused(reason: String) -> CallToolResult {
+    Reply::error(format!(
+        "refused: {reason}; nothing was sent to the MCP server"
+    ))
+    .into_result()
+}
