@@ -29,7 +29,16 @@
 #      connection: this user's `countersign notify serve` does. To turn
 #      notifications on, add `[notify]` with its channels to that home's
 #      config.toml and `[notify]` to the signer's (docs/notifications.md);
-#   4. gives AGENT_USER a head-only home (0700, its own): config.toml (the
+#   4. creates the system user that runs the MCP gateway (default
+#      `countersign-gateway`), its state directory (default
+#      /var/lib/countersign-gateway, 0700) with `secrets/` (0700: the
+#      upstream servers' credentials go there, 0600, owned by that user),
+#      and its head home in it (head credential, registry, and the
+#      signer's gateway.toml and gateway-pins.json when they exist). The
+#      gateway holds the upstreams' credentials, so it is not the agent's
+#      user: it serves `countersign mcp --listen` on loopback and the agent
+#      reaches it with an API credential only;
+#   5. gives AGENT_USER a head-only home (0700, its own): config.toml (the
 #      signer's and the console's addresses, the heads' ledger URL, and
 #      `[passkeys]` too, so that its heads name the console at
 #      https://console.localhost:<port> and say a passkey is needed), principal,
@@ -61,6 +70,7 @@ usage() {
     cat >&2 <<'EOF'
 usage: setup-system.sh [--signer-user NAME] [--premise-user NAME] [--premise-socket PATH]
                        [--notify-user NAME] [--notify-state-dir DIR]
+                       [--gateway-user NAME] [--gateway-state-dir DIR]
                        [--state-dir DIR] [--agent-home DIR]
                        [--bin-dir DIR] [--signer-addr ADDR] [--console-addr ADDR]
                        AGENT_USER
@@ -80,6 +90,8 @@ premise_socket=/run/countersign-premise/premise.sock
 state_dir=/var/lib/countersign
 notify_user=countersign-notify
 notify_state_dir=/var/lib/countersign-notify
+gateway_user=countersign-gateway
+gateway_state_dir=/var/lib/countersign-gateway
 agent_home=
 bin_dir=/usr/local/bin
 signer_addr=127.0.0.1:7443
@@ -93,6 +105,8 @@ while [ $# -gt 0 ]; do
         --premise-socket) premise_socket=${2:?}; shift 2 ;;
         --notify-user) notify_user=${2:?}; shift 2 ;;
         --notify-state-dir) notify_state_dir=${2:?}; shift 2 ;;
+        --gateway-user) gateway_user=${2:?}; shift 2 ;;
+        --gateway-state-dir) gateway_state_dir=${2:?}; shift 2 ;;
         --state-dir) state_dir=${2:?}; shift 2 ;;
         --agent-home) agent_home=${2:?}; shift 2 ;;
         --bin-dir) bin_dir=${2:?}; shift 2 ;;
@@ -117,6 +131,7 @@ done
 case "$state_dir" in /*) ;; *) die "--state-dir must be absolute" ;; esac
 case "$premise_socket" in /*) ;; *) die "--premise-socket must be absolute" ;; esac
 case "$notify_state_dir" in /*) ;; *) die "--notify-state-dir must be absolute" ;; esac
+case "$gateway_state_dir" in /*) ;; *) die "--gateway-state-dir must be absolute" ;; esac
 for bin in countersign countersign-signer countersign-premise; do
     [ -x "$bin_dir/$bin" ] || die "$bin_dir/$bin is not an executable (--bin-dir)"
 done
@@ -126,6 +141,9 @@ id -u "$agent" >/dev/null 2>&1 || die "no such user: $agent"
 [ "$premise_user" != "$agent" ] || die "the premise user must not be the agent's user"
 for other in "$signer_user" "$premise_user" "$agent"; do
     [ "$notify_user" != "$other" ] || die "the notify user must be a user of its own"
+done
+for other in "$signer_user" "$premise_user" "$agent" "$notify_user"; do
+    [ "$gateway_user" != "$other" ] || die "the gateway user must be a user of its own"
 done
 [ "$agent" != root ] || die "the agent's user must not be root"
 if [ -z "$agent_home" ]; then
@@ -206,7 +224,44 @@ addr = "$signer_addr"
 EOF
 fi
 
-# 4. The agent's head-only home. Root reads the head's files out of the
+# 4. The gateway's user, its state directory, its secrets directory and its
+# head home: the head credential, the registry and the signer's gateway
+# files, which root reads out of the signer's home and the gateway's user
+# writes into its own.
+if ! id -u "$gateway_user" >/dev/null 2>&1; then
+    useradd --system --user-group --no-create-home --home-dir "$gateway_state_dir" \
+        --shell /usr/sbin/nologin --comment "countersign MCP gateway" "$gateway_user"
+fi
+install -d -m 0700 -o "$gateway_user" -g "$gateway_user" "$gateway_state_dir"
+gateway_home="$gateway_state_dir/home"
+# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+(cd / && runuser -u "$gateway_user" -- sh -c \
+    'umask 077 && install -d -m 0700 "$1" "$1/pki" "$2"' \
+    sh "$gateway_home" "$gateway_state_dir/secrets")
+for file in principal operations.toml pki/ca.pem pki/head.pem pki/head.key; do
+    write_as "$gateway_user" "$gateway_home/$file" <"$home/$file"
+done
+for file in gateway.toml gateway-pins.json; do
+    if [ -e "$home/$file" ]; then
+        write_as "$gateway_user" "$gateway_home/$file" <"$home/$file"
+    fi
+done
+write_as "$gateway_user" "$gateway_home/config.toml" <<EOF
+# Written by deploy/setup-system.sh: the MCP gateway's head home (no
+# approver credential, no CA key, no signing key). Re-running the script
+# rewrites it, and copies gateway.toml and gateway-pins.json again from
+# the signer's home.
+[signer]
+addr = "$signer_addr"
+[ledger]
+url = "$head_ledger"
+[console]
+addr = "$console_addr"
+[passkeys]
+required = true
+EOF
+
+# 5. The agent's head-only home. Root reads the head's files out of the
 # signer's home and the agent's user writes them into its own: root never
 # writes under a directory the agent controls (it could plant symlinks).
 # shellcheck disable=SC2016 # $1 is the inner shell's
@@ -231,6 +286,7 @@ EOF
 echo "signer home: $home (user $signer_user)"
 echo "premise programs: user $premise_user, service socket $premise_socket"
 echo "notifications: user $notify_user, home $notify_home (off until [notify] is configured)"
+echo "MCP gateway: user $gateway_user, home $gateway_home, upstream credentials in $gateway_state_dir/secrets"
 echo "head-only home for $agent: $agent_home"
 cat <<EOF
 passkeys: required for every approval, in the console at https://console.localhost:${console_addr##*:}/

@@ -59,11 +59,12 @@ fn units_for_this_build() -> tempfile::TempDir {
 }
 
 /// The units of the hardened installation.
-const UNITS: [&str; 4] = [
+const UNITS: [&str; 5] = [
     "countersign-signer.service",
     "countersign-console.service",
     "countersign-premise.service",
     "countersign-notify.service",
+    "countersign-gateway.service",
 ];
 
 fn systemd_analyze(dir: &Path, args: &[&str]) -> Output {
@@ -85,6 +86,7 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
             "./countersign-console.service",
             "./countersign-premise.service",
             "./countersign-notify.service",
+            "./countersign-gateway.service",
         ],
     );
     assert!(verify.status.success(), "{verify:?}");
@@ -100,9 +102,11 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
     // The premise service runs without PrivateUsers= (its peer check needs
     // the signer's real uid): 1.1. The notify service reaches webhook
     // receivers and mail servers wherever they are (no IPAddressDeny=): 1.1.
+    // The gateway reaches HTTP upstreams wherever they are and runs
+    // upstreams that may JIT (no MemoryDenyWriteExecute=): 1.1.
     for (unit, score) in UNITS
         .into_iter()
-        .zip(["0.9 SAFE", "0.9 SAFE", "1.1 OK", "1.1 OK"])
+        .zip(["0.9 SAFE", "0.9 SAFE", "1.1 OK", "1.1 OK", "1.1 OK"])
     {
         let out = systemd_analyze(
             dir.path(),
@@ -253,6 +257,8 @@ struct Users {
     premise: String,
     /// Created by `setup-system.sh` (`--notify-user`), removed here.
     notify: String,
+    /// Created by `setup-system.sh` (`--gateway-user`), removed here.
+    gateway: String,
 }
 
 impl Users {
@@ -263,6 +269,7 @@ impl Users {
             agent: format!("cs-agent-{suffix}"),
             premise: format!("cs-premise-{suffix}"),
             notify: format!("cs-notify-{suffix}"),
+            gateway: format!("cs-gateway-{suffix}"),
         };
         for (name, extra) in [(&users.signer, "--system"), (&users.agent, "--create-home")] {
             let out = Command::new("useradd")
@@ -277,7 +284,13 @@ impl Users {
 
 impl Drop for Users {
     fn drop(&mut self) {
-        for name in [&self.agent, &self.signer, &self.premise, &self.notify] {
+        for name in [
+            &self.agent,
+            &self.signer,
+            &self.premise,
+            &self.notify,
+            &self.gateway,
+        ] {
             let _ = Command::new("userdel").args(["-r", name]).output();
         }
     }
@@ -665,7 +678,11 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
                 &users.premise,
                 "--notify-user",
                 &users.notify,
+                "--gateway-user",
+                &users.gateway,
             ])
+            .arg("--gateway-state-dir")
+            .arg(base.0.join("gateway-state"))
             .arg("--premise-socket")
             .arg(&premise_socket)
             .arg("--notify-state-dir")
@@ -1257,4 +1274,189 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         let out = Command::new("id").arg(&name).output().unwrap();
         assert!(!out.status.success(), "{name} was removed");
     }
+}
+
+/// The MCP gateway's user holds the upstream servers' credentials: the
+/// agent's user can read none of them, and cannot start the upstream with
+/// them (its own gateway.toml naming the credential file gets nothing),
+/// while the gateway's user starts it with the credential in its
+/// environment. No ledger or signer is needed: the script only writes the
+/// ledger URLs into the homes.
+#[test]
+fn the_agents_user_reads_no_upstream_credential_and_cannot_start_the_upstream_with_it() {
+    if !is_root() {
+        eprintln!("SKIPPED: the gateway user test creates users and needs root");
+        return;
+    }
+    let users = Users::create();
+    let base = Base(PathBuf::from(format!("/tmp/cs-gateway-{}", random_hex())));
+    std::fs::create_dir(&base.0).unwrap();
+    std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin_dir = base.0.join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    std::fs::set_permissions(&bin_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for name in ["countersign", "countersign-signer", "countersign-premise"] {
+        std::fs::copy(bin(name), bin_dir.join(name)).unwrap();
+        std::fs::set_permissions(bin_dir.join(name), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    let vault = base.0.join("vault_upstream.py");
+    std::fs::copy(Path::new(ROOT).join("tests/e2e/vault_upstream.py"), &vault).unwrap();
+    std::fs::set_permissions(&vault, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let cli = bin_dir.join("countersign").display().to_string();
+    let state = base.0.join("state");
+    let signer_home = state.join("home");
+    let gateway_state = base.0.join("gateway-state");
+    let gateway_home = gateway_state.join("home");
+    let secret = gateway_state.join("secrets/vault-token");
+    let setup = || {
+        let out = Command::new("bash")
+            .arg(Path::new(ROOT).join("deploy/setup-system.sh"))
+            .args([
+                "--signer-user",
+                &users.signer,
+                "--premise-user",
+                &users.premise,
+            ])
+            .args([
+                "--notify-user",
+                &users.notify,
+                "--gateway-user",
+                &users.gateway,
+            ])
+            .arg("--gateway-state-dir")
+            .arg(&gateway_state)
+            .arg("--premise-socket")
+            .arg(base.0.join("run/premise.sock"))
+            .arg("--notify-state-dir")
+            .arg(base.0.join("notify-state"))
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--bin-dir")
+            .arg(&bin_dir)
+            .args([
+                "--signer-addr",
+                &free_addr(),
+                "--console-addr",
+                &free_addr(),
+            ])
+            .arg(&users.agent)
+            .env(
+                "COUNTERSIGN_SIGNER_LEDGER_URL",
+                "postgres://countersign_signer@127.0.0.1:1/none",
+            )
+            .env(
+                "COUNTERSIGN_HEAD_LEDGER_URL",
+                "postgres://countersign_head@127.0.0.1:1/none",
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "setup-system.sh: {out:?}");
+        let shown = text(&out.stdout);
+        assert!(
+            shown.contains(&format!(
+                "MCP gateway: user {}, home {}, upstream credentials in {}/secrets",
+                users.gateway,
+                gateway_home.display(),
+                gateway_state.display()
+            )),
+            "{shown}"
+        );
+    };
+    setup();
+    // The operator's gateway.toml, in the signer's home (the source the
+    // script copies), and the upstream's credential, in the gateway's
+    // secrets directory, each as its owner writes it.
+    let gateway_toml = format!(
+        "[[upstream]]\nname = \"vault\"\n[upstream.stdio]\nprogram = \"/usr/bin/python3\"\nargs = [{:?}]\nsecret_env = {{ API_TOKEN = {:?} }}\n",
+        vault.display().to_string(),
+        secret.display().to_string()
+    );
+    let write_as = |user: &str, path: &Path, content: &str| {
+        let out = as_user(
+            user,
+            &[
+                "sh",
+                "-c",
+                "umask 077 && cat > \"$1\"",
+                "sh",
+                &path.display().to_string(),
+            ],
+            content,
+        );
+        assert!(out.status.success(), "{out:?}");
+    };
+    write_as(
+        &users.signer,
+        &signer_home.join("gateway.toml"),
+        &gateway_toml,
+    );
+    write_as(&users.gateway, &secret, "s3cret-token\n");
+    setup();
+    assert_eq!(
+        files_of(&gateway_home),
+        [
+            "config.toml",
+            "gateway.toml",
+            "operations.toml",
+            "pki/ca.pem",
+            "pki/head.key",
+            "pki/head.pem",
+            "principal"
+        ]
+    );
+
+    // The agent's user reads no credential, nor the gateway's home.
+    let agent_home = PathBuf::from(format!("/home/{}/.config/countersign", users.agent));
+    for path in [
+        &secret,
+        &gateway_home.join("gateway.toml"),
+        &gateway_home.join("pki/head.key"),
+    ] {
+        let out = as_user(&users.agent, &["cat", &path.display().to_string()], "");
+        assert!(!out.status.success(), "{}: {out:?}", path.display());
+        assert!(text(&out.stderr).contains("Permission denied"), "{out:?}");
+    }
+    // Nor can it start the upstream with the credential: its own
+    // gateway.toml names the file, which it cannot open.
+    write_as(
+        &users.agent,
+        &agent_home.join("gateway.toml"),
+        &gateway_toml,
+    );
+    let agent_home_s = agent_home.display().to_string();
+    let out = as_user(
+        &users.agent,
+        &[&cli, "--home", &agent_home_s, "gateway", "tools"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let said = text(&out.stderr);
+    assert!(
+        said.contains(&secret.display().to_string()) && said.contains("vault"),
+        "{said}"
+    );
+
+    // The gateway's user starts it, with the credential in its environment.
+    let gateway_home_s = gateway_home.display().to_string();
+    let out = as_user(
+        &users.gateway,
+        &[
+            &cli,
+            "--home",
+            &gateway_home_s,
+            "--json",
+            "gateway",
+            "tools",
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed[0]["upstream"], "vault", "{listed}");
+    assert_eq!(listed[0]["tool"], "token_length", "{listed}");
+    assert_eq!(
+        listed[0]["description"], "Says the length of its token (12 characters).",
+        "{listed}"
+    );
 }
