@@ -38,7 +38,7 @@ import time
 import traceback
 import urllib.request
 
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 from harness import BIN, approve_at_terminal, call_tool, free_port, new_home, run, start_up, stop_up
@@ -104,7 +104,8 @@ def start_everything(port, log):
 class Agent:
     """The agent: one MCP client session on `countersign mcp` over stdio."""
 
-    def __init__(self, home, tmp):
+    def __init__(self, home, tmp, elicitation_callback=None):
+        self.elicitation_callback = elicitation_callback
         self.params = StdioServerParameters(command=BIN, args=["--home", home, "mcp"],
                                             env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"),
                                                  "COUNTERSIGN_LOG": "info"})
@@ -113,7 +114,7 @@ class Agent:
     async def __aenter__(self):
         self.stdio = stdio_client(self.params, errlog=self.errlog)
         read, write = await self.stdio.__aenter__()
-        self.session_cm = ClientSession(read, write)
+        self.session_cm = ClientSession(read, write, elicitation_callback=self.elicitation_callback)
         self.session = await self.session_cm.__aenter__()
         await self.session.initialize()
         return self
@@ -325,6 +326,33 @@ async def main():
             reconciled = run(home, "reconcile", ok=(4,))
             assert "not replay-safe" in reconciled.stdout, reconciled
             assert not os.path.exists(os.path.join(notes_dir, "killed"))
+        # A client that opens URLs is asked, at the gated call, to open the
+        # console's page of the proposal; what it answers decides nothing.
+        asked = []
+
+        def elicited(approve):
+            async def callback(context, params):
+                asked.append(params)
+                assert params.mode == "url", params
+                if approve:
+                    pid = params.url.rsplit("/", 1)[1]
+                    await asyncio.to_thread(approve_at_terminal, home, pid, "--for-mcp")
+                return types.ElicitResult(action="accept")
+            return callback
+
+        async with Agent(home, tmp, elicitation_callback=elicited(approve=True)) as agent:
+            target = f"{files_root}/asked.txt"
+            result, text = await agent.call("files__write_file", {"path": target, "content": "approved meanwhile"})
+            assert len(asked) == 1 and "/proposals/prop_" in asked[0].url, asked
+            assert not result.is_error and f"Successfully wrote to {target}" in text, text
+            with open(target) as f:
+                assert f.read() == "approved meanwhile"
+        async with Agent(home, tmp, elicitation_callback=elicited(approve=False)) as agent:
+            target = f"{files_root}/accepted-only.txt"
+            result, text = await agent.call("files__write_file", {"path": target, "content": "no"})
+            assert len(asked) == 2, asked
+            assert not result.is_error and "Nothing runs until a person approves it" in text, text
+            assert not os.path.exists(target), "an accepted elicitation approves nothing"
     finally:
         code, rest = stop_up(up)
         everything.kill()

@@ -4,7 +4,11 @@
 //! a person pinned, is forwarded to the upstream and its result returned
 //! as is; a call of a gated tool becomes a proposal of the operation
 //! `mcp:<upstream>/<tool>` with the exact arguments, which runs once, by
-//! the gate, after a person's approval (`execute_approved`).
+//! the gate, after a person's approval (`execute_approved`, or at once when
+//! a client that opens URLs was shown the console and a person approved
+//! meanwhile: `crate::server`). An allowed call is checked against the
+//! upstream's listing at most one second old; the gate asks afresh before
+//! a gated call runs.
 //!
 //! Before any upstream sees a call, it is refused here if the tool is
 //! denied, unknown to the upstream, not pinned, or changed since it was
@@ -25,8 +29,9 @@ use countersign_registry::gateway::{
     PinnedTool, ToolPolicy, Upstream, agent_tool_name, operation_name,
 };
 use countersign_registry::{CurrentRegistry, Registry};
-use countersign_service::Operation;
+use countersign_service::{Answer, Done, Operation};
 use countersign_surface::operations::OperationKey;
+use countersign_verifier::ProposalId;
 use countersign_verifier::canonical;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde_json::Value;
@@ -162,11 +167,11 @@ impl Gateway {
         session: &str,
         (upstream, tool): (&str, &str),
         arguments: JsonObject,
-    ) -> Option<CallToolResult> {
+    ) -> Option<Called> {
         let registry = match self.registry() {
             Ok(registry) => registry,
             Err(e) => {
-                return Some(refused(format!(
+                return Some(refused_call(format!(
                     "the gateway's configuration does not load ({e})"
                 )));
             }
@@ -174,36 +179,36 @@ impl Gateway {
         let config = registry.gateway()?.upstream(upstream)?;
         let name = agent_tool_name(upstream, tool);
         if config.policy(tool) == ToolPolicy::Deny {
-            return Some(refused(format!(
+            return Some(refused_call(format!(
                 "the operator's configuration denies {name}"
             )));
         }
         let arguments_text = Value::Object(arguments.clone()).to_string();
         if let Err(e) = canonical::parse(arguments_text.as_bytes(), canonical::MAX_ARGS_BYTES) {
-            return Some(refused(format!(
+            return Some(refused_call(format!(
                 "the arguments are not acceptable JSON: {e}"
             )));
         }
         let listed = match self.listing(upstream, false).await {
             Ok(listed) => listed,
             Err(e) => {
-                return Some(refused(format!(
+                return Some(refused_call(format!(
                     "the MCP server {upstream} is unavailable ({e})"
                 )));
             }
         };
         let Some(listed) = listed.iter().find(|t| t.definition.name == tool) else {
-            return Some(refused(format!("{upstream} lists no tool {tool}")));
+            return Some(refused_call(format!("{upstream} lists no tool {tool}")));
         };
         let resolved = resolve(&registry, config, listed)?;
         match resolved.standing {
             Standing::Unpinned => {
-                return Some(refused(format!(
+                return Some(refused_call(format!(
                     "{name} has not been reviewed: the operator pins its definition with `countersign gateway tools --accept {upstream}/{tool}` before it can be called"
                 )));
             }
             Standing::Changed => {
-                return Some(refused(format!(
+                return Some(refused_call(format!(
                     "the MCP server {upstream} lists {tool} with another description or input schema than the one pinned and approved (tool_changed): a person must review the change (`countersign gateway tools`) before it is called again"
                 )));
             }
@@ -212,13 +217,13 @@ impl Gateway {
         let operation = operation_name(upstream, tool);
         // Pinned and not denied: the registry has its operation.
         let Some(op) = registry.get(&operation) else {
-            return Some(refused(format!("{operation} is not in the registry")));
+            return Some(refused_call(format!("{operation} is not in the registry")));
         };
         if let Err(e) = op.validate_arguments(arguments_text.as_bytes()) {
-            return Some(refused(format!("{e}")));
+            return Some(refused_call(format!("{e}")));
         }
         if resolved.policy == ToolPolicy::Allow {
-            return Some(self.forward(config, tool, arguments).await);
+            return Some(Called::Done(self.forward(config, tool, arguments).await));
         }
         let proposed = service
             .call(
@@ -230,7 +235,18 @@ impl Gateway {
                 session,
             )
             .await;
-        Some(reply(OperationKey::Propose, proposed, console).into_result())
+        let id = match &proposed {
+            Answer::Done(done) => match &**done {
+                Done::Proposal(view) => countersign_service::proposal_id(&view.id).ok(),
+                _ => None,
+            },
+            _ => None,
+        };
+        let result = reply(OperationKey::Propose, proposed, console).into_result();
+        Some(match id {
+            Some(id) => Called::Proposed(id, result),
+            None => Called::Done(result),
+        })
     }
 
     /// An allowed call, forwarded: the upstream's result as it answered.
@@ -328,6 +344,19 @@ fn agent_tool(upstream: &Upstream, tool: &ListedTool, resolved: &Resolved<'_>) -
     annotations.read_only_hint = tool.read_only_hint;
     annotations.destructive_hint = tool.destructive_hint;
     Tool::new(name, description, Arc::new(schema)).with_annotations(annotations)
+}
+
+/// What a gateway call came to.
+pub(crate) enum Called {
+    /// Refused, forwarded, or a proposal that failed: the result.
+    Done(CallToolResult),
+    /// Proposed as this proposal: the result says it waits for a person.
+    Proposed(ProposalId, CallToolResult),
+}
+
+/// A call refused before any upstream saw it, as a [`Called`].
+fn refused_call(reason: String) -> Called {
+    Called::Done(refused(reason))
 }
 
 /// A call refused before any upstream saw it.

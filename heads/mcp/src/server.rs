@@ -35,7 +35,7 @@ use tonic::transport::Channel;
 use tracing::Instrument as _;
 
 use crate::console::{self, Asked, Console};
-use crate::gateway::Gateway;
+use crate::gateway::{Called, Gateway};
 use crate::reply::{Reply, reply};
 use crate::tools::{ToolEntry, tool_entries};
 use countersign_registry::gateway::split_agent_tool_name;
@@ -225,8 +225,12 @@ impl McpHead {
                     )
                     .instrument(span)
                     .await;
-                if let Some(result) = called {
-                    return Ok(result);
+                match called {
+                    Some(Called::Done(result)) => return Ok(result),
+                    Some(Called::Proposed(id, proposed)) => {
+                        return Ok(self.proposed_by_gateway(peer, session, id, proposed).await);
+                    }
+                    None => {}
                 }
             }
             return Err(ErrorData::invalid_params(
@@ -323,6 +327,31 @@ impl McpHead {
             Some(url) => reply(key, answer, &self.console)
                 .pointing_at(&url, self.console.terminal_approves()),
             None => reply(key, answer, &self.console),
+        }
+    }
+
+    /// A gated gateway call just proposed as `id`: a client that opens URLs
+    /// is asked to open the console's page of it, and if a person approved
+    /// it meanwhile it runs now and its result (the upstream's) is the
+    /// call's; otherwise the call's result is `proposed` (it waits for a
+    /// person; `execute_approved` runs it later). The client's answer
+    /// decides nothing.
+    async fn proposed_by_gateway(
+        &self,
+        peer: Option<&Peer<RoleServer>>,
+        session: &str,
+        id: ProposalId,
+        proposed: CallToolResult,
+    ) -> CallToolResult {
+        let opens = peer.is_some_and(console::opens_urls);
+        if !opens || self.console.proposal_url(&id).is_none() {
+            return proposed;
+        }
+        let executed = self.execute_approved(peer, session, id).await;
+        if executed.is_error {
+            proposed
+        } else {
+            executed.into_result()
         }
     }
 
