@@ -22,7 +22,11 @@ upstream; a prompt-injected argument approves nothing; oversized arguments
 and unknown or denied tools are refused before any upstream sees them; a
 tool whose description changed after approval is refused (tool_changed) and
 called never; the upstream killed mid-call leaves the execution uncertain
-and reconcile does not call it again.
+and reconcile does not call it again; a client that opens URLs is asked
+at the gated call to open the console, and its answer approves nothing
+(the call runs then only if a person approved meanwhile); the same gateway
+over streamable HTTP (`mcp --listen`) with an API credential, where a
+duplicate key is refused before anything sees it.
 
 Usage: gateway_flow.py (env COUNTERSIGN_BIN; tests/mcp-servers installed by
 scripts/test)
@@ -37,6 +41,9 @@ import sys
 import time
 import traceback
 import urllib.request
+
+import httpx2
+from mcp.client.streamable_http import streamable_http_client
 
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
@@ -126,6 +133,53 @@ class Agent:
     async def call(self, tool, arguments):
         print(f"call {tool}", flush=True)
         return await asyncio.wait_for(call_tool(self.session, tool, arguments, SEEN), 90)
+
+
+async def over_http(home, tmp, files_root):
+    port = free_port()
+    errlog = open(os.path.join(tmp, "mcp-http.stderr"), "w+")
+    server = subprocess.Popen([BIN, "--home", home, "mcp", "--listen", f"127.0.0.1:{port}"], stderr=errlog)
+    try:
+        deadline = time.time() + 60
+        while True:
+            errlog.seek(0)
+            if "serving MCP on http://" in errlog.read():
+                break
+            assert server.poll() is None and time.time() < deadline, "mcp --listen did not start"
+            time.sleep(0.1)
+        secret = json.loads(run(home, "--json", "api", "token", "create", "--ttl", "1h", "--stdout").stdout)["token"]
+        # A duplicate key in a gateway tool's arguments: refused before the
+        # SDK or any upstream sees it.
+        target = f"{files_root}/over-http.txt"
+        dup = ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"files__write_file",'
+               '"arguments":{"path":"%s","path":"%s.evil","content":"x"}}}' % (target, target))
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("POST", "/mcp", body=dup, headers={
+            "Authorization": f"Bearer {secret}", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream", "Host": f"127.0.0.1:{port}"})
+        response = conn.getresponse()
+        body = response.read().decode()
+        assert response.status == 400 and "duplicate" in body, (response.status, body)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=120) as client, \
+                streamable_http_client(url, http_client=client) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            result, text = await call_tool(session, "files__read_text_file", {"path": f"{files_root}/readme.txt"}, SEEN)
+            assert not result.is_error and "hello from the upstream" in text, text
+            result, text = await call_tool(session, "files__write_file", {"path": target, "content": "via http"}, SEEN)
+            pid = proposal_id(result, text)
+            assert not os.path.exists(target)
+            approve_at_terminal(home, pid, "--for-mcp")
+            result, text = await call_tool(session, "execute_approved", {"proposal_id": pid}, SEEN)
+            assert not result.is_error and f"Successfully wrote to {target}" in text, text
+        with open(target) as f:
+            assert f.read() == "via http"
+        assert not os.path.exists(target + ".evil")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
 
 
 def proposal_id(result, text):
@@ -353,6 +407,9 @@ async def main():
             assert len(asked) == 2, asked
             assert not result.is_error and "Nothing runs until a person approves it" in text, text
             assert not os.path.exists(target), "an accepted elicitation approves nothing"
+        # The same gateway over streamable HTTP (`mcp --listen`, as the
+        # hardened installation serves it), with an API credential.
+        await over_http(home, tmp, files_root)
     finally:
         code, rest = stop_up(up)
         everything.kill()
