@@ -9,6 +9,8 @@ Upstreams (gateway.toml beside the registry):
   that the test steers: its tool's description can change after it was
   pinned, and its calls can be made slow so the server can be killed while
   one runs;
+- `memory`: `@modelcontextprotocol/server-memory` (npm) over stdio;
+  read_graph allowed, create_entities gated;
 - `everything`: `@modelcontextprotocol/server-everything` (npm) over
   streamable HTTP; echo allowed.
 
@@ -57,6 +59,9 @@ PYTHON = sys.executable
 SEEN = []
 
 
+MEMORY_FILE = None
+
+
 def gateway_toml(files_root, notes_dir, http_port):
     return f"""
 [[upstream]]
@@ -77,6 +82,16 @@ program = "{PYTHON}"
 args = ["{os.path.join(HERE, 'notes_upstream.py')}", "{notes_dir}"]
 [upstream.tools]
 note_write = "approve"
+
+[[upstream]]
+name = "memory"
+[upstream.stdio]
+program = "{NODE}"
+args = ["{os.path.realpath(os.path.join(SERVERS, 'server-memory', 'dist', 'index.js'))}"]
+env = ["MEMORY_FILE_PATH"]
+[upstream.tools]
+read_graph = "allow"
+create_entities = "approve"
 
 [[upstream]]
 name = "everything"
@@ -115,7 +130,7 @@ class Agent:
         self.elicitation_callback = elicitation_callback
         self.params = StdioServerParameters(command=BIN, args=["--home", home, "mcp"],
                                             env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"),
-                                                 "COUNTERSIGN_LOG": "info"})
+                                                 "COUNTERSIGN_LOG": "info", "MEMORY_FILE_PATH": MEMORY_FILE})
         self.errlog = open(os.path.join(tmp, "mcp.stderr"), "w")
 
     async def __aenter__(self):
@@ -221,6 +236,9 @@ async def main():
     os.makedirs(notes_dir)
     with open(os.path.join(files_root, "readme.txt"), "w") as f:
         f.write("hello from the upstream\n")
+    global MEMORY_FILE
+    MEMORY_FILE = os.path.join(tmp, "memory.jsonl")
+    os.environ["MEMORY_FILE_PATH"] = MEMORY_FILE
     http_port = free_port()
     everything = start_everything(http_port, os.path.join(tmp, "everything.log"))
     with open(os.path.join(home, "gateway.toml"), "w") as f:
@@ -242,6 +260,7 @@ async def main():
 
         pinned = run(home, "gateway", "tools", "--accept", "files/write_file", "--accept", "files/read_text_file",
                      "--accept", "files/move_file", "--accept", "notes/note_write", "--accept", "everything/echo",
+                     "--accept", "memory/read_graph", "--accept", "memory/create_entities",
                      "--accept", "everything/get-sum")
         assert "pinned files/write_file" in pinned.stderr, pinned.stderr
         bad = run(home, "gateway", "tools", "--accept", "files/no_such_tool", ok=(1,))
@@ -319,6 +338,18 @@ async def main():
             result, text = await agent.call("execute_approved", {"proposal_id": pid})
             assert "nothing was run again" in text and f"Successfully wrote to {target}" in text, text
             assert not os.path.exists(target), "a replay calls nothing"
+
+            # server-memory: a gated mutation of its knowledge graph.
+            entity = {"entities": [{"name": "release-7", "entityType": "release", "observations": ["approved"]}]}
+            result, text = await agent.call("memory__create_entities", entity)
+            pid = proposal_id(result, text)
+            result, text = await agent.call("memory__read_graph", {})
+            assert "release-7" not in text, text
+            approve_at_terminal(home, pid, "--for-mcp")
+            result, text = await agent.call("execute_approved", {"proposal_id": pid})
+            assert not result.is_error and "release-7" in text, text
+            result, text = await agent.call("memory__read_graph", {})
+            assert not result.is_error and text.count('"release-7"') == 1, text
 
             # Denied: never reaches the upstream.
             result, text = await agent.call("files__write_file", {"path": f"{files_root}/denied.txt", "content": "no"})
