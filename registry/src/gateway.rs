@@ -16,6 +16,7 @@
 //! timeout_secs = 30                # one call, 1..=300 (default 30)
 //! replay_safe = ["create_directory"] # gated tools reconcile may call again
 //! require_passkey = false          # gated calls need a passkey approval
+//! lifetime_secs = 120              # a gated call's proof, 1..=1800 (default: the policy's)
 //! [upstream.stdio]
 //! program = "/usr/bin/node"        # absolute, run without a shell
 //! args = ["/opt/mcp/server-filesystem/dist/index.js", "/srv/files"]
@@ -79,6 +80,9 @@ pub struct Upstream {
     pub replay_safe: BTreeSet<String>,
     /// Whether a gated call's proof must carry a passkey check.
     pub require_passkey: bool,
+    /// The lifetime of a gated call's proof in seconds (1..=1800), else
+    /// the policy's default.
+    pub lifetime_secs: Option<u64>,
     /// How the gateway reaches it.
     pub transport: Transport,
     /// The operator's policy per tool name.
@@ -96,6 +100,8 @@ struct RawUpstream {
     replay_safe: BTreeSet<String>,
     #[serde(default)]
     require_passkey: bool,
+    #[serde(default)]
+    lifetime_secs: Option<u64>,
     #[serde(default)]
     stdio: Option<Stdio>,
     #[serde(default)]
@@ -116,6 +122,14 @@ impl TryFrom<RawUpstream> for Upstream {
             return Err(named(format!(
                 "`timeout_secs` {} is outside 1..=300",
                 raw.timeout_secs
+            )));
+        }
+        if let Some(secs) = raw.lifetime_secs
+            && !(1..=crate::definition::LIFETIME_CAP_SECS).contains(&secs)
+        {
+            return Err(named(format!(
+                "`lifetime_secs` {secs} is outside 1..={}",
+                crate::definition::LIFETIME_CAP_SECS
             )));
         }
         for tool in raw.tools.keys().chain(&raw.replay_safe) {
@@ -145,6 +159,7 @@ impl TryFrom<RawUpstream> for Upstream {
             timeout_secs: raw.timeout_secs,
             replay_safe: raw.replay_safe,
             require_passkey: raw.require_passkey,
+            lifetime_secs: raw.lifetime_secs,
             transport,
             tools: raw.tools,
         })

@@ -106,6 +106,10 @@ fn a_configuration_that_would_be_ambiguous_or_unsafe_is_refused() {
             "outside 1..=300",
         ),
         (
+            "[[upstream]]\nname = \"a\"\nlifetime_secs = 0\n[upstream.stdio]\nprogram = \"/bin/x\"\n",
+            "outside 1..=1800",
+        ),
+        (
             "[[upstream]]\nname = \"a\"\n[upstream.stdio]\nprogram = \"/bin/x\"\nsecret_env = { T = \"rel\" }\n",
             "not an absolute path",
         ),
