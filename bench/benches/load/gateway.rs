@@ -2,7 +2,8 @@
 //! an allowed tool call through `countersign mcp` (the gateway, stdio)
 //! against the same call made directly to the same upstream over the same
 //! transport, and the execution of an approved gated call against the
-//! direct call plus one durable SQLite commit.
+//! direct call plus one durable SQLite commit, with the same head's
+//! execution of a builtin through the same handoff beside it.
 //!
 //! The upstream is `@modelcontextprotocol/server-filesystem` from npm
 //! (`npm ci --prefix tests/mcp-servers`, which `scripts/test` runs), run
@@ -31,6 +32,7 @@ const GATEWAY_READ: &str = "gateway read_text_file (allow)";
 const DIRECT_WRITE: &str = "upstream write_file, direct";
 const COMMIT: &str = "one SQLite commit";
 const GATEWAY_EXECUTE: &str = "gateway execute_approved write_file";
+const BUILTIN_EXECUTE: &str = "same head, execute_approved of a builtin";
 
 /// The filesystem server's entry point, installed by `scripts/test`.
 fn filesystem_server() -> Result<PathBuf, String> {
@@ -135,6 +137,32 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         raw.consume(id.into(), &proof).await;
         add(COMMIT, t.elapsed());
 
+        // The same MCP head executing a builtin through the same handoff:
+        // what an approved execution costs before any upstream is involved.
+        let builtin = json!({"arguments": {"name": format!("gw-{i}"), "cron": "0 3 * * *"}});
+        let proposed = through.call("propose_schedule_create", builtin).await?;
+        let id = proposed["id"]
+            .as_str()
+            .ok_or(format!("no id: {proposed}"))?
+            .to_string();
+        approver
+            .decide(DecideRequest {
+                proposal_id: id.clone(),
+                approve: true,
+                delivery: Delivery::Handoff.into(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let t = Instant::now();
+        let done = through
+            .call("execute_approved", json!({"proposal_id": id}))
+            .await?;
+        add(BUILTIN_EXECUTE, t.elapsed());
+        if done["applied"] != true {
+            return Err(format!("the builtin did not apply: {done}"));
+        }
+
         let write = json!({"path": root.join(format!("gated-{i}.txt")), "content": "x"});
         let proposed = through.call("files__write_file", write).await?;
         let id = proposed["id"]
@@ -196,6 +224,7 @@ fn report(samples: &std::collections::BTreeMap<&str, Vec<Duration>>, n: usize, e
         GATEWAY_READ,
         DIRECT_WRITE,
         COMMIT,
+        BUILTIN_EXECUTE,
         GATEWAY_EXECUTE,
     ] {
         println!("{name:<40} {:>12} {:>12}", ms(p50(name)), ms(p99(name)));
@@ -214,5 +243,15 @@ fn report(samples: &std::collections::BTreeMap<&str, Vec<Duration>>, n: usize, e
         "  {GATEWAY_EXECUTE}: adds {} p50 over the direct call plus one commit (target <= 1 ms) {}",
         ms(added),
         verdict(added <= Duration::from_millis(1))
+    );
+    // Not a target: where the time goes. A builtin's execution is one
+    // transaction after the handoff; a gated call adds the upstream's
+    // tools/list (before anything is consumed), the call, and a second
+    // (completion) commit.
+    let beyond = p50(GATEWAY_EXECUTE)
+        .saturating_sub(p50(BUILTIN_EXECUTE) + p50(DIRECT_WRITE) + p50(DIRECT_READ) + p50(COMMIT));
+    println!(
+        "  (breakdown: {} p50 beyond a builtin's execution + the direct call + one tools/list-sized round trip + one commit)",
+        ms(beyond)
     );
 }
