@@ -5,63 +5,12 @@
 mod common;
 
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{assert_unanswered, call_until_ok, gateway, node, server, text_of};
+use common::{EverythingHttp, assert_unanswered, call_until_ok, gateway, text_of};
 use countersign_gate::mcp::McpUpstreams as _;
 use countersign_gateway::{CallFailure, Upstreams};
 use serde_json::json;
-
-/// server-everything over streamable HTTP; killed when dropped.
-struct EverythingHttp {
-    child: Child,
-    port: u16,
-}
-
-impl EverythingHttp {
-    async fn start() -> EverythingHttp {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap_or_else(|e| panic!("free port: {e}"));
-        let child = Command::new(node())
-            .arg(server("server-everything"))
-            .arg("streamableHttp")
-            .env_clear()
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("node: {e}"));
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "server-everything did not listen"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        EverythingHttp { child, port }
-    }
-
-    fn upstream(&self, extra: &str) -> String {
-        format!(
-            "[[upstream]]\nname = \"web\"\n[upstream.http]\nurl = \"http://127.0.0.1:{}/mcp\"\n{extra}\n",
-            self.port
-        )
-    }
-}
-
-impl Drop for EverythingHttp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn object(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
     value.as_object().cloned().unwrap_or_default()

@@ -111,3 +111,54 @@ pub fn assert_unanswered(result: Result<serde_json::Value, CallFailure>) {
         other => panic!("expected Unanswered, got {other:?}"),
     }
 }
+
+/// server-everything over streamable HTTP; killed when dropped.
+pub struct EverythingHttp {
+    child: std::process::Child,
+    /// Its loopback port.
+    pub port: u16,
+}
+
+impl EverythingHttp {
+    pub async fn start() -> EverythingHttp {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or_else(|e| panic!("free port: {e}"));
+        let child = std::process::Command::new(node())
+            .arg(server("server-everything"))
+            .arg("streamableHttp")
+            .env_clear()
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("node: {e}"));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "server-everything did not listen"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        EverythingHttp { child, port }
+    }
+
+    pub fn upstream(&self, extra: &str) -> String {
+        format!(
+            "[[upstream]]\nname = \"web\"\n[upstream.http]\nurl = \"http://127.0.0.1:{}/mcp\"\n{extra}\n",
+            self.port
+        )
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
