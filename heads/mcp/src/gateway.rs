@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use countersign_gateway::{ListedTool, Upstreams};
+use countersign_gateway::{CallFailure, ListedTool, Upstreams};
 use countersign_registry::gateway::{
     PinnedTool, ToolPolicy, Upstream, agent_tool_name, operation_name,
 };
@@ -223,7 +223,11 @@ impl Gateway {
             return Some(refused_call(format!("{e}")));
         }
         if resolved.policy == ToolPolicy::Allow {
-            return Some(Called::Done(self.forward(config, tool, arguments).await));
+            let arguments_sha256 = canonical::sha256_hex(arguments_text.as_bytes());
+            return Some(Called::Done(
+                self.forward(config, tool, arguments, &arguments_sha256)
+                    .await,
+            ));
         }
         let proposed = service
             .call(
@@ -255,9 +259,8 @@ impl Gateway {
         upstream: &Upstream,
         tool: &str,
         arguments: JsonObject,
+        arguments_sha256: &str,
     ) -> CallToolResult {
-        let arguments_sha256 =
-            canonical::sha256_hex(Value::Object(arguments.clone()).to_string().as_bytes());
         tracing::info!(upstream = %upstream.name, tool, %arguments_sha256, "allowed call forwarded");
         match self
             .upstreams
@@ -271,11 +274,20 @@ impl Gateway {
                 ))
                 .into_result()
             }),
-            Err(failure) => Reply::error(format!(
-                "the call of {tool} to {} failed: {failure:?}",
-                upstream.name
-            ))
-            .into_result(),
+            Err(failure) => {
+                let why = match failure {
+                    CallFailure::NotSent(why) => format!("it was not sent ({why})"),
+                    CallFailure::Unanswered(why) => {
+                        format!("it was sent and not answered, so it may have run ({why})")
+                    }
+                    CallFailure::Rejected(why) => format!("the server refused it ({why})"),
+                };
+                Reply::error(format!(
+                    "the call of {tool} to {} failed: {why}",
+                    upstream.name
+                ))
+                .into_result()
+            }
         }
     }
 }
