@@ -110,21 +110,10 @@ pub(crate) fn prepare(http: &Http) -> Result<Prepared, String> {
     })
 }
 
-/// A client TLS connector trusting only the PEM bundle at `path`, with the
-/// process's one crypto provider (ring).
+/// A client TLS connector trusting only the PEM bundle at `path`.
 fn tls_connector(path: &Path) -> Result<tokio_rustls::TlsConnector, String> {
-    let refuse = |why: String| format!("trust roots {}: {why}", path.display());
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in countersign_outbound::read_trust_roots(path).map_err(refuse)? {
-        roots
-            .add(cert)
-            .map_err(|e| refuse(format!("not a usable CA certificate: {e}")))?;
-    }
-    countersign_identity::tls::install_crypto_provider();
-    let config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+    countersign_outbound::trusting_only(path)
+        .map_err(|why| format!("trust roots {}: {why}", path.display()))
 }
 
 impl HttpClient {

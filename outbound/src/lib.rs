@@ -186,15 +186,22 @@ fn tls_connector(path: Option<&Path>) -> Result<tokio_rustls::TlsConnector, Post
             reason: "an https receiver needs trust roots".into(),
         });
     };
-    let refuse = |reason: String| PostError::TrustRoots {
+    trusting_only(path).map_err(|reason| PostError::TrustRoots {
         path: path.to_path_buf(),
         reason,
-    };
+    })
+}
+
+/// A client TLS connector trusting only the CAs of the PEM bundle at
+/// `path` (no system roots), with the process's one crypto provider
+/// (ring); the error is the reason. Shared by every outbound HTTPS client
+/// (webhooks, notifications, the gateway's upstreams).
+pub fn trusting_only(path: &Path) -> Result<tokio_rustls::TlsConnector, String> {
     let mut roots = rustls::RootCertStore::empty();
-    for cert in read_trust_roots(path).map_err(refuse)? {
+    for cert in read_trust_roots(path)? {
         roots
             .add(cert)
-            .map_err(|e| refuse(format!("not a usable CA certificate: {e}")))?;
+            .map_err(|e| format!("not a usable CA certificate: {e}"))?;
     }
     countersign_identity::tls::install_crypto_provider();
     let config = rustls::ClientConfig::builder()
