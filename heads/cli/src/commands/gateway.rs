@@ -8,16 +8,17 @@
 //! execute.
 //!
 //! Must not: pin a tool the upstream does not list now, pin anything not
-//! named on the command line, or leave a half-written pins file (it is
-//! written beside and renamed over).
+//! named on the command line, lose another pinning made meanwhile, or leave
+//! a half-written pins file (it is replaced under a lock, written beside and
+//! renamed over, mode 0600 like the registry).
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::Path;
 
 use countersign_gateway::{ListedTool, Upstreams};
-use countersign_registry::gateway::{GatewayFile, PINS_FILE, Pins};
-use countersign_registry::{Registry, terminal_safe};
+use countersign_identity::files::replace_private_locked;
+use countersign_registry::gateway::{GatewayFile, PINS_FILE, Pins, ToolDefinition};
+use countersign_registry::{Registry, Schemas, Sources, terminal_safe};
 use serde_json::json;
 
 use crate::Io;
@@ -44,7 +45,10 @@ pub(crate) async fn tools(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let registry = Registry::load(&ctx.config.registry).map_err(CliError::error)?;
+    // No argument is validated here: nothing to compile.
+    let registry = Sources::read(&ctx.config.registry)
+        .and_then(|sources| Registry::from_sources(&sources, Schemas::OnFirstUse))
+        .map_err(CliError::error)?;
     let Some(file) = registry.gateway() else {
         return Err(CliError::error(format!(
             "no gateway.toml beside the registry ({}): there is no upstream MCP server to list",
@@ -54,42 +58,40 @@ pub(crate) async fn tools(
     let upstreams = Upstreams::start(file);
     let listed = list(&upstreams, file).await;
     upstreams.shutdown().await;
-    let mut listed = listed?;
-    let rows = rows(file, registry.pins(), &listed);
-    if !args.accept.is_empty() {
-        let mut pins = registry.pins().clone();
-        let mut accepted = Vec::new();
-        for name in &args.accept {
-            let (upstream, tool) = (name.upstream.as_str(), name.tool.as_str());
-            let Some(found) = listed
-                .get_mut(upstream)
-                .and_then(|tools| tools.iter().position(|t| t.definition.name == tool))
-                .and_then(|i| listed.get_mut(upstream).map(|tools| tools.swap_remove(i)))
-            else {
-                return Err(CliError::error(format!(
+    let listed = listed?;
+    let mut accepted = Vec::new();
+    for name in &args.accept {
+        let (upstream, tool) = (name.upstream.as_str(), name.tool.as_str());
+        let found = listed
+            .get(upstream)
+            .and_then(|tools| tools.iter().find(|t| t.definition.name == tool))
+            .ok_or_else(|| {
+                CliError::error(format!(
                     "--accept {upstream}/{tool}: {upstream} does not list a tool {tool} now; nothing was pinned"
-                )));
-            };
-            pins.pin(upstream, found.definition.clone())
-                .map_err(CliError::error)?;
-            accepted.push((upstream, found));
-        }
-        write_pins(&ctx.config.registry, &pins)?;
-        for (upstream, tool) in &accepted {
-            let _ = writeln!(
-                io.err,
-                "pinned {upstream}/{} ({}): {}",
-                tool.definition.name,
-                tool.definition.sha256_hex().unwrap_or_default(),
-                terminal_safe(
-                    tool.definition
-                        .description
-                        .as_deref()
-                        .unwrap_or("(no description)")
-                )
-            );
-        }
+                ))
+            })?;
+        accepted.push((upstream, &found.definition));
     }
+    let pins = if accepted.is_empty() {
+        registry.pins().clone()
+    } else {
+        pin(&ctx.config.registry, &accepted)?
+    };
+    for (upstream, definition) in &accepted {
+        let _ = writeln!(
+            io.err,
+            "pinned {upstream}/{} ({}): {}",
+            definition.name,
+            definition.sha256_hex().unwrap_or_default(),
+            terminal_safe(
+                definition
+                    .description
+                    .as_deref()
+                    .unwrap_or("(no description)")
+            )
+        );
+    }
+    let rows = rows(file, &pins, &listed);
     if json {
         let rows: Vec<_> = rows
             .iter()
@@ -174,28 +176,44 @@ fn rows(file: &GatewayFile, pins: &Pins, listed: &BTreeMap<String, Vec<ListedToo
     rows
 }
 
-/// Writes `pins` as the pins file beside `registry`: a new file in the
-/// same directory with the registry file's permissions, renamed over the
-/// old one.
-fn write_pins(registry: &Path, pins: &Pins) -> Result<(), CliError> {
+/// Pins each of `accepted` in the pins file beside `registry`, under its
+/// lock: read as it is now (another pinning meanwhile is kept), changed, and
+/// replaced whole (a reader sees the old or the new file, never a part).
+/// The pins as written.
+fn pin(registry: &Path, accepted: &[(&str, &ToolDefinition)]) -> Result<Pins, CliError> {
     let dir = registry
         .parent()
         .ok_or_else(|| CliError::error("the registry has no directory"))?;
-    let target = dir.join(PINS_FILE);
-    let staging = dir.join(format!(".{PINS_FILE}.new"));
-    let write = || -> std::io::Result<()> {
-        let permissions = std::fs::metadata(registry)?.permissions();
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&staging)?;
-        file.set_permissions(permissions)?;
-        file.write_all(pins.to_text().as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&staging, &target)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&staging);
-        CliError::error(format!("cannot write {}: {e}", target.display()))
+    let path = dir.join(PINS_FILE);
+    let mut written = Pins::empty();
+    let lock = dir.join(format!(".{PINS_FILE}.lock"));
+    replace_private_locked(&path, &lock, |current| -> Result<Vec<u8>, PinError> {
+        let mut pins = match current {
+            Some(bytes) => {
+                let text = std::str::from_utf8(bytes).map_err(|e| PinError(e.to_string()))?;
+                Pins::parse(text).map_err(|e| PinError(e.to_string()))?
+            }
+            None => Pins::empty(),
+        };
+        for (upstream, definition) in accepted {
+            pins.pin(upstream, (*definition).clone())
+                .map_err(PinError)?;
+        }
+        let text = pins.to_text().into_bytes();
+        written = pins;
+        Ok(text)
     })
+    .map_err(|PinError(why)| {
+        CliError::error(format!("{}: {why}; nothing was pinned", path.display()))
+    })?;
+    Ok(written)
+}
+
+/// Why the pins file was not replaced.
+struct PinError(String);
+
+impl From<countersign_identity::IdentityError> for PinError {
+    fn from(e: countersign_identity::IdentityError) -> Self {
+        PinError(e.to_string())
+    }
 }
