@@ -183,11 +183,19 @@ impl Gateway {
                 "the operator's configuration denies {name}"
             )));
         }
+        // Checked before any upstream is asked anything: strictly parsed
+        // within the limits, and against the pinned schema if there is a pin.
         let arguments_text = Value::Object(arguments.clone()).to_string();
-        if let Err(e) = canonical::parse(arguments_text.as_bytes(), canonical::MAX_ARGS_BYTES) {
-            return Some(refused_call(format!(
-                "the arguments are not acceptable JSON: {e}"
-            )));
+        let operation = operation_name(upstream, tool);
+        let op = registry.get(&operation);
+        let checked = match op {
+            Some(op) => op.validate_arguments(arguments_text.as_bytes()).map(drop),
+            None => canonical::parse(arguments_text.as_bytes(), canonical::MAX_ARGS_BYTES)
+                .map(drop)
+                .map_err(Into::into),
+        };
+        if let Err(e) = checked {
+            return Some(refused_call(e.to_string()));
         }
         let listed = match self.listing(upstream, false).await {
             Ok(listed) => listed,
@@ -214,13 +222,9 @@ impl Gateway {
             }
             Standing::Pinned => {}
         }
-        let operation = operation_name(upstream, tool);
         // Pinned and not denied: the registry has its operation.
-        let Some(op) = registry.get(&operation) else {
+        if op.is_none() {
             return Some(refused_call(format!("{operation} is not in the registry")));
-        };
-        if let Err(e) = op.validate_arguments(arguments_text.as_bytes()) {
-            return Some(refused_call(format!("{e}")));
         }
         if resolved.policy == ToolPolicy::Allow {
             let arguments_sha256 = canonical::sha256_hex(arguments_text.as_bytes());

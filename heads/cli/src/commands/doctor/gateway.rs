@@ -4,18 +4,13 @@
 //! Starts each stdio upstream once (as `countersign mcp` would) and stops it.
 
 use countersign_gateway::Upstreams;
-use countersign_identity::Config;
 use countersign_registry::Registry;
 
 use super::NETWORK_TIMEOUT;
 use super::report::Check;
 
-/// One check per upstream, or none without a gateway (or a registry that
-/// does not load, which the registry check reports).
-pub(super) async fn check_gateway(config: &Config) -> Vec<Check> {
-    let Ok(registry) = Registry::load(&config.registry) else {
-        return Vec::new();
-    };
+/// One check per upstream of `registry`'s gateway, or none without one.
+pub(super) async fn check_gateway(registry: &Registry) -> Vec<Check> {
     let Some(file) = registry.gateway() else {
         return Vec::new();
     };

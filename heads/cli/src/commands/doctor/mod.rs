@@ -80,12 +80,15 @@ pub(crate) async fn doctor(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(
         let (ledger, schema) = ledger;
         checks.push(signer);
         checks.push(approver);
-        checks.push(check_registry(home, config));
+        let (registry_check, registry) = check_registry(home, config);
+        checks.push(registry_check);
         checks.push(keys);
         checks.push(ledger);
         checks.push(check_clock(schema.as_ref()));
         checks.push(console);
-        checks.extend(gateway::check_gateway(config).await);
+        if let Some(registry) = &registry {
+            checks.extend(gateway::check_gateway(registry).await);
+        }
     } else {
         let skipped = "not checked: the home or its configuration did not load";
         for name in [
@@ -297,22 +300,20 @@ async fn check_approver(home: &Home, config: &Config) -> Check {
     }
 }
 
-/// The local registry loads; whether the signer's is the same.
-fn check_registry(home: &Home, config: &Config) -> Check {
+/// The local registry loads (and, if it does, the registry); whether the
+/// signer's is the same.
+fn check_registry(home: &Home, config: &Config) -> (Check, Option<Registry>) {
     const NAME: &str = "registry";
     let path = config.registry.display();
     let registry = match Registry::load(&config.registry) {
         Ok(registry) => registry,
         Err(e) => {
-            return Check::fail(
-                NAME,
-                format!("{path}: {e}"),
-                "correct the registry file (see `countersign ops list`)",
-            );
+            let fix = "correct the registry file (see `countersign ops list`)";
+            return (Check::fail(NAME, format!("{path}: {e}"), fix), None);
         }
     };
     let count = registry.operations().count();
-    if home.has_signing_keys() {
+    let check = if home.has_signing_keys() {
         Check::ok(
             NAME,
             format!(
@@ -327,7 +328,8 @@ fn check_registry(home: &Home, config: &Config) -> Check {
             ),
             Some("make sure the signer's [registry] path holds the same file".into()),
         )
-    }
+    };
+    (check, Some(registry))
 }
 
 /// The ledger is reachable and migrated; its schema (for the clock check).
