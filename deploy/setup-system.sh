@@ -224,6 +224,29 @@ addr = "$signer_addr"
 EOF
 fi
 
+# Writes a head-only home into $2 (already made by user $1), as that user:
+# the head's files read out of the signer's home by root, and a config.toml
+# naming the signer, the heads' ledger and the console. No approver
+# credential, no CA key, no signing key.
+write_head_home() {
+    local user=$1 dir=$2
+    for file in principal operations.toml pki/ca.pem pki/head.pem pki/head.key; do
+        write_as "$user" "$dir/$file" <"$home/$file"
+    done
+    write_as "$user" "$dir/config.toml" <<EOF
+# Written by deploy/setup-system.sh: a head-only home (no approver
+# credential, no CA key, no signing key). Re-running the script rewrites it.
+[signer]
+addr = "$signer_addr"
+[ledger]
+url = "$head_ledger"
+[console]
+addr = "$console_addr"
+[passkeys]
+required = true
+EOF
+}
+
 # 4. The gateway's user, its state directory, its secrets directory and its
 # head home: the head credential, the registry and the signer's gateway
 # files, which root reads out of the signer's home and the gateway's user
@@ -238,28 +261,12 @@ gateway_home="$gateway_state_dir/home"
 (cd / && runuser -u "$gateway_user" -- sh -c \
     'umask 077 && install -d -m 0700 "$1" "$1/pki" "$2"' \
     sh "$gateway_home" "$gateway_state_dir/secrets")
-for file in principal operations.toml pki/ca.pem pki/head.pem pki/head.key; do
-    write_as "$gateway_user" "$gateway_home/$file" <"$home/$file"
-done
+write_head_home "$gateway_user" "$gateway_home"
 for file in gateway.toml gateway-pins.json; do
     if [ -e "$home/$file" ]; then
         write_as "$gateway_user" "$gateway_home/$file" <"$home/$file"
     fi
 done
-write_as "$gateway_user" "$gateway_home/config.toml" <<EOF
-# Written by deploy/setup-system.sh: the MCP gateway's head home (no
-# approver credential, no CA key, no signing key). Re-running the script
-# rewrites it, and copies gateway.toml and gateway-pins.json again from
-# the signer's home.
-[signer]
-addr = "$signer_addr"
-[ledger]
-url = "$head_ledger"
-[console]
-addr = "$console_addr"
-[passkeys]
-required = true
-EOF
 
 # 5. The agent's head-only home. Root reads the head's files out of the
 # signer's home and the agent's user writes them into its own: root never
@@ -267,21 +274,7 @@ EOF
 # shellcheck disable=SC2016 # $1 is the inner shell's
 (cd / && runuser -u "$agent" -- sh -c 'umask 077 && install -d -m 0700 "$1" "$1/pki"' \
     sh "$agent_home")
-for file in principal operations.toml pki/ca.pem pki/head.pem pki/head.key; do
-    write_as "$agent" "$agent_home/$file" <"$home/$file"
-done
-write_as "$agent" "$agent_home/config.toml" <<EOF
-# Written by deploy/setup-system.sh: a head-only home (no approver
-# credential, no CA key, no signing key). Re-running the script rewrites it.
-[signer]
-addr = "$signer_addr"
-[ledger]
-url = "$head_ledger"
-[console]
-addr = "$console_addr"
-[passkeys]
-required = true
-EOF
+write_head_home "$agent" "$agent_home"
 
 echo "signer home: $home (user $signer_user)"
 echo "premise programs: user $premise_user, service socket $premise_socket"

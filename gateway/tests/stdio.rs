@@ -190,20 +190,7 @@ async fn a_secret_file_others_can_read_keeps_the_upstream_from_starting() {
 async fn a_killed_child_fails_calls_until_it_is_restarted() {
     let dir = tempdir();
     let marker = dir.path().display().to_string();
-    let upstreams = Upstreams::start(&gateway(&stdio_upstream(
-        "files",
-        "server-filesystem",
-        &[&marker],
-        "",
-    )));
-    call_until_ok(
-        &upstreams,
-        "files",
-        "list_allowed_directories",
-        json!({}),
-        Duration::from_secs(10),
-    )
-    .await;
+    let upstreams = files_answering(&marker).await;
     let pids = pids_with(&marker);
     assert_eq!(pids.len(), 1, "one child: {pids:?}");
     let killed = std::process::Command::new("kill")
@@ -253,20 +240,7 @@ async fn a_killed_child_fails_calls_until_it_is_restarted() {
 async fn dropping_the_upstreams_kills_the_child() {
     let dir = tempdir();
     let marker = dir.path().display().to_string();
-    let upstreams = Upstreams::start(&gateway(&stdio_upstream(
-        "files",
-        "server-filesystem",
-        &[&marker],
-        "",
-    )));
-    call_until_ok(
-        &upstreams,
-        "files",
-        "list_allowed_directories",
-        json!({}),
-        Duration::from_secs(10),
-    )
-    .await;
+    let upstreams = files_answering(&marker).await;
     assert_eq!(pids_with(&marker).len(), 1);
     drop(upstreams);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -427,4 +401,24 @@ async fn the_gate_sees_the_listed_definitions_digest_and_calls_with_json_text() 
         "{not_object:?}"
     );
     upstreams.shutdown().await;
+}
+
+/// server-filesystem over stdio, rooted at `root` (whose path also marks
+/// its process), once it answers a call.
+async fn files_answering(root: &str) -> Upstreams {
+    let upstreams = Upstreams::start(&gateway(&stdio_upstream(
+        "files",
+        "server-filesystem",
+        &[root],
+        "",
+    )));
+    call_until_ok(
+        &upstreams,
+        "files",
+        "list_allowed_directories",
+        json!({}),
+        Duration::from_secs(10),
+    )
+    .await;
+    upstreams
 }

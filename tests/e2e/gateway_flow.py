@@ -362,6 +362,19 @@ async def main():
             result, text = await agent.call("memory__read_graph", {})
             assert not result.is_error and text.count('"release-7"') == 1, text
 
+            # A head without the gateway's upstreams (the CLI) refuses a gated
+            # call's proof before consuming it: only the gateway calls upstreams.
+            target = f"{files_root}/by-cli.txt"
+            result, text = await agent.call("files__write_file", {"path": target, "content": "cli"})
+            pid = proposal_id(result, text)
+            proof_file = os.path.join(tmp, "proof.txt")
+            approve_at_terminal(home, pid, "--proof-out", proof_file)
+            session = json.loads(run(home, "--json", "show", pid).stdout)["session"]
+            refused = run(home, "--json", "exec", pid, "--proof-file", proof_file, "--session", session, ok=(3,))
+            assert json.loads(refused.stdout)["reason"] == "unsupported_effect", refused.stdout
+            assert not os.path.exists(target)
+            assert "pending" not in run(home, "show", pid).stdout
+
             # Denied: never reaches the upstream.
             result, text = await agent.call("files__write_file", {"path": f"{files_root}/denied.txt", "content": "no"})
             denied = proposal_id(result, text)

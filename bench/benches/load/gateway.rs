@@ -16,10 +16,12 @@ use std::time::{Duration, Instant};
 use countersign_gate::signer_client;
 use countersign_identity::Role;
 use countersign_ledger::Ledger;
+use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{DecideRequest, Delivery};
 use countersign_signer::testing::TestSigner;
 use serde_json::json;
 use tokio::process::Command;
+use tonic::transport::Channel;
 
 use super::heads::{Cli, Mcp, binary};
 use super::{Fixture, Options, RawDb, fresh_database, prepare, verdict};
@@ -140,58 +142,58 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         // The same MCP head executing a builtin through the same handoff:
         // what an approved execution costs before any upstream is involved.
         let builtin = json!({"arguments": {"name": format!("gw-{i}"), "cron": "0 3 * * *"}});
-        let proposed = through.call("propose_schedule_create", builtin).await?;
-        let id = proposed["id"]
-            .as_str()
-            .ok_or(format!("no id: {proposed}"))?
-            .to_string();
-        approver
-            .decide(DecideRequest {
-                proposal_id: id.clone(),
-                approve: true,
-                delivery: Delivery::Handoff.into(),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        let t = Instant::now();
-        let done = through
-            .call("execute_approved", json!({"proposal_id": id}))
-            .await?;
-        add(BUILTIN_EXECUTE, t.elapsed());
-        if done["applied"] != true {
-            return Err(format!("the builtin did not apply: {done}"));
-        }
-
+        let took = executed(
+            &mut through,
+            &mut approver,
+            "propose_schedule_create",
+            builtin,
+        )
+        .await?;
+        add(BUILTIN_EXECUTE, took);
         let write = json!({"path": root.join(format!("gated-{i}.txt")), "content": "x"});
-        let proposed = through.call("files__write_file", write).await?;
-        let id = proposed["id"]
-            .as_str()
-            .ok_or(format!("no id: {proposed}"))?
-            .to_string();
-        approver
-            .decide(DecideRequest {
-                proposal_id: id.clone(),
-                approve: true,
-                delivery: Delivery::Handoff.into(),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        let t = Instant::now();
-        let done = through
-            .call("execute_approved", json!({"proposal_id": id}))
-            .await?;
-        add(GATEWAY_EXECUTE, t.elapsed());
-        if done["applied"] != true {
-            return Err(format!("the gated call did not apply: {done}"));
-        }
+        let took = executed(&mut through, &mut approver, "files__write_file", write).await?;
+        add(GATEWAY_EXECUTE, took);
     }
     let elapsed = started.elapsed();
     direct.stop().await;
     through.stop().await;
     report(&samples, n, elapsed);
     Ok(())
+}
+
+/// Propose through `tool` of the head `through`, approve for a handoff,
+/// and time `execute_approved`, which must apply.
+async fn executed(
+    through: &mut Mcp,
+    approver: &mut SignerClient<Channel>,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> Result<Duration, String> {
+    let proposed = through.call(tool, arguments).await?;
+    let id = proposed["id"]
+        .as_str()
+        .ok_or(format!("no id: {proposed}"))?
+        .to_string();
+    approver
+        .decide(DecideRequest {
+            proposal_id: id.clone(),
+            approve: true,
+            delivery: Delivery::Handoff.into(),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let done = through
+        .call("execute_approved", json!({"proposal_id": id}))
+        .await?;
+    let took = t.elapsed();
+    if done["applied"] != true {
+        return Err(format!(
+            "{tool}: the approved proposal did not apply: {done}"
+        ));
+    }
+    Ok(took)
 }
 
 fn pct(samples: &[Duration], q: f64) -> Duration {

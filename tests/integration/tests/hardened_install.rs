@@ -333,6 +333,26 @@ impl Drop for Processes {
 /// A directory under /tmp that both users can traverse, removed at the end.
 struct Base(PathBuf);
 
+impl Base {
+    /// A new directory `/tmp/<prefix>-<random>` (0755) and in it `bin/` with
+    /// the binaries, where every test user can run them (target/ may not be
+    /// traversable).
+    fn with_binaries(prefix: &str) -> (Base, PathBuf) {
+        let base = Base(PathBuf::from(format!("/tmp/{prefix}-{}", random_hex())));
+        std::fs::create_dir(&base.0).unwrap();
+        std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin_dir = base.0.join("bin");
+        std::fs::create_dir(&bin_dir).unwrap();
+        std::fs::set_permissions(&bin_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for name in ["countersign", "countersign-signer", "countersign-premise"] {
+            std::fs::copy(bin(name), bin_dir.join(name)).unwrap();
+            std::fs::set_permissions(bin_dir.join(name), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        }
+        (base, bin_dir)
+    }
+}
+
 impl Drop for Base {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -641,18 +661,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     let head_url = role_url(&db, "countersign_head");
 
     let users = Users::create();
-    let base = Base(PathBuf::from(format!("/tmp/cs-hardened-{}", random_hex())));
-    std::fs::create_dir(&base.0).unwrap();
-    std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
-    // The binaries, where both users can run them (target/ may not be traversable).
-    let bin_dir = base.0.join("bin");
-    std::fs::create_dir(&bin_dir).unwrap();
-    std::fs::set_permissions(&bin_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    for name in ["countersign", "countersign-signer", "countersign-premise"] {
-        std::fs::copy(bin(name), bin_dir.join(name)).unwrap();
-        std::fs::set_permissions(bin_dir.join(name), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
-    }
+    let (base, bin_dir) = Base::with_binaries("cs-hardened");
     let cli = bin_dir.join("countersign").display().to_string();
     let state = base.0.join("state");
     let signer_home = state.join("home");
@@ -1289,17 +1298,7 @@ fn the_agents_user_reads_no_upstream_credential_and_cannot_start_the_upstream_wi
         return;
     }
     let users = Users::create();
-    let base = Base(PathBuf::from(format!("/tmp/cs-gateway-{}", random_hex())));
-    std::fs::create_dir(&base.0).unwrap();
-    std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin_dir = base.0.join("bin");
-    std::fs::create_dir(&bin_dir).unwrap();
-    std::fs::set_permissions(&bin_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    for name in ["countersign", "countersign-signer", "countersign-premise"] {
-        std::fs::copy(bin(name), bin_dir.join(name)).unwrap();
-        std::fs::set_permissions(bin_dir.join(name), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
-    }
+    let (base, bin_dir) = Base::with_binaries("cs-gateway");
     let vault = base.0.join("vault_upstream.py");
     std::fs::copy(Path::new(ROOT).join("tests/e2e/vault_upstream.py"), &vault).unwrap();
     std::fs::set_permissions(&vault, std::fs::Permissions::from_mode(0o644)).unwrap();
