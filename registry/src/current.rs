@@ -80,6 +80,11 @@ impl CurrentRegistry {
         Ok(registry)
     }
 
+    /// The registry file this follows (`None` for a fixed registry).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
     /// The registry of the last successful load, without reading the file.
     pub fn last_loaded(&self) -> Arc<Registry> {
         let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);

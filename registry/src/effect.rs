@@ -1,5 +1,5 @@
 //! What applying an operation does: its [`Effect`], one kind per module
-//! (`builtin`, `command`, `webhook`, `mcp`, `rule`), each a definition as the
+//! (`builtin`, `command`, `webhook`, `mcp`, `pin`, `rule`), each a definition as the
 //! registry file writes it and an [`EffectKind`]: its checks at load and
 //! the properties the signer and every head read without running it.
 //!
@@ -10,6 +10,7 @@
 mod builtin;
 mod command;
 mod mcp;
+mod pin;
 mod rule;
 mod webhook;
 
@@ -21,6 +22,7 @@ use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
 pub use builtin::Builtin;
 pub use command::Command;
 pub use mcp::McpTool;
+pub use pin::PinTools;
 pub use rule::Rule;
 pub use webhook::{DEFAULT_ACCEPT_STATUS, Webhook};
 
@@ -72,6 +74,11 @@ pub enum Effect {
     /// Made from `gateway.toml` and the pins, never written in the
     /// registry file.
     Mcp(McpTool),
+    /// `gateway.pin` only: the arguments are tool definitions a person
+    /// accepted, and the head that executes the proof pins them in the
+    /// pins file beside its registry. Made from `gateway.toml`, never
+    /// written in the registry file.
+    Pin,
     /// `rule.create` only: the arguments are an auto-approval rule
     /// definition, and a person's approval of the proposal creates the rule
     /// in the signer. No proof is issued and no head ever applies it.
@@ -86,6 +93,7 @@ impl Effect {
             Effect::Command(command) => command,
             Effect::Webhook(webhook) => webhook,
             Effect::Mcp(mcp) => mcp,
+            Effect::Pin => &PinTools,
             Effect::Rule => &Rule,
         }
     }
@@ -101,11 +109,21 @@ impl Effect {
         if operation == crate::rule::RULE_CREATE && !matches!(self, Effect::Rule) {
             return Err(rule::backs_only_rule_create(operation));
         }
-        if matches!(self, Effect::Mcp(_)) {
+        if operation == crate::gateway::PIN_OPERATION {
             return Err(invalid(
                 operation,
                 "kind",
-                "\"mcp\" operations come from gateway.toml and the pinned tools, not the registry file".into(),
+                "gateway.pin is made from gateway.toml, not declared in the registry file".into(),
+            ));
+        }
+        if matches!(self, Effect::Mcp(_) | Effect::Pin) {
+            return Err(invalid(
+                operation,
+                "kind",
+                format!(
+                    "\"{}\" operations come from gateway.toml and the pinned tools, not the registry file",
+                    self.kind().name()
+                ),
             ));
         }
         self.kind().check(operation, require_passkey)
@@ -162,6 +180,7 @@ mod tests {
                 tool_sha256: "0".repeat(64),
                 timeout_secs: 11,
             }),
+            Effect::Pin,
             Effect::Rule,
         ];
         for effect in &samples {
@@ -170,6 +189,7 @@ mod tests {
                 | Effect::Command(_)
                 | Effect::Webhook(_)
                 | Effect::Mcp(_)
+                | Effect::Pin
                 | Effect::Rule => {}
             }
         }
@@ -184,6 +204,7 @@ mod tests {
             ("command", seconds(7), false),
             ("webhook", seconds(9), true),
             ("mcp", seconds(11), false),
+            ("pin", seconds(10), false),
             ("rule", None, false),
         ];
         for (effect, (name, lease, reissuable)) in one_of_every_kind().iter().zip(expected) {

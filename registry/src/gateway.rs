@@ -38,6 +38,7 @@
 //! no call of it runs until a person pins the new definition.
 
 mod operations;
+mod pinning;
 mod pins;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,6 +50,10 @@ use crate::{RegistryError, WebhookUrl};
 
 pub(crate) use operations::gateway_operations;
 pub use operations::{OPERATION_PREFIX, operation_name, parse_operation_name};
+pub use pinning::{
+    Accepted, MAX_PINNED_AT_ONCE, PIN_OPERATION, PinRequest, pin_arguments, pin_requests,
+};
+pub(crate) use pinning::{pin_operation, preview_lines as pin_preview_lines};
 pub use pins::{PinnedTool, Pins, ToolDefinition};
 
 /// The gateway's configuration file name, in the registry file's directory.

@@ -202,8 +202,9 @@ impl Registry {
     }
 
     /// Loads a registry from its sources: the registry file's operations,
-    /// then an `mcp:` operation per pinned tool the gateway's
-    /// configuration does not deny.
+    /// then, with a gateway configuration, an `mcp:` operation per pinned
+    /// tool it does not deny and `gateway.pin` (the registry file may not
+    /// declare an operation of that name).
     pub fn from_sources(sources: &Sources, schemas: Schemas) -> Result<Registry, RegistryError> {
         let mut registry = Registry::parse(&sources.registry, schemas)?;
         let Some(text) = &sources.gateway else {
@@ -214,7 +215,14 @@ impl Registry {
             Some(text) => gateway::Pins::parse(text)?,
             None => gateway::Pins::empty(),
         };
-        for op in gateway::gateway_operations(&file, &pins, schemas)? {
+        let pin = gateway::pin_operation(&file, schemas)?;
+        for op in gateway::gateway_operations(&file, &pins, schemas)?
+            .into_iter()
+            .chain([pin])
+        {
+            if registry.operations.contains_key(&op.name) {
+                return Err(RegistryError::DuplicateOperation(op.name));
+            }
             registry.operations.insert(op.name.clone(), op);
         }
         registry.gateway = Some(file);

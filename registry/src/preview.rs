@@ -169,6 +169,12 @@ pub(crate) fn render(
             }
         }
     }
+    if matches!(op.effect, crate::Effect::Pin) {
+        // Each definition's digest, as `gateway tools` prints it.
+        for line in crate::gateway::pin_preview_lines(args.value()) {
+            let _ = writeln!(out, "  {}", terminal_safe(&line));
+        }
+    }
     if let Some(premise) = premise {
         let _ = writeln!(out, "Premise:   {}", terminal_safe(&premise_text(premise)));
     }

@@ -302,7 +302,8 @@ impl RuleDefinition {
     }
 }
 
-/// Why a rule may never approve `name`, if it may not: `rule.create`, an
+/// Why a rule may never approve `name`, if it may not: `rule.create`,
+/// `gateway.pin`, an
 /// operation that requires a passkey or a quorum of named approvers, or
 /// any operation where the installation requires a passkey for every
 /// approval.
@@ -314,6 +315,8 @@ pub fn not_coverable(
 ) -> Option<&'static str> {
     if name == RULE_CREATE {
         Some("a rule never approves the creation of a rule")
+    } else if name == crate::gateway::PIN_OPERATION {
+        Some("a rule never accepts an upstream tool's definition")
     } else if requires_quorum {
         Some("the operation requires a quorum of named approvers")
     } else if requires_passkey {

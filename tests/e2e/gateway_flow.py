@@ -15,8 +15,9 @@ Upstreams (gateway.toml beside the registry):
 - `everything`: `@modelcontextprotocol/server-everything` (npm) over
   streamable HTTP; echo allowed.
 
-Cases: tools not yet pinned are refused; pinning with `countersign gateway
-tools --accept`; the agent sees namespaced tools (a denied one hidden); an
+Cases: tools not yet pinned are refused; pinning is proposed by `countersign
+gateway tools --accept` and happens only after a person approved it (a stale
+acceptance pins nothing); the agent sees namespaced tools (a denied one hidden); an
 allowed call is forwarded; a gated call proposes and changes nothing; before
 approval execute_approved runs nothing; a person approves at a terminal and
 the call runs once with the upstream's own result; a second execute returns
@@ -24,7 +25,8 @@ the recorded result and calls nothing; a denied proposal never reaches the
 upstream, nor does an expired approval; a prompt-injected argument approves nothing; oversized arguments
 and unknown or denied tools are refused before any upstream sees them; a
 tool whose description changed after approval is refused (tool_changed) and
-called never; the upstream killed mid-call leaves the execution uncertain
+called never, and once the change is accepted its old approval is refused
+(contract_revision_mismatch); the upstream killed mid-call leaves the execution uncertain
 and reconcile does not call it again; a client that opens URLs is asked
 at the gated call to open the console, and its answer approves nothing
 (the call runs then only if a person approved meanwhile); the same gateway
@@ -268,12 +270,30 @@ async def main():
             assert result.is_error and "has not been reviewed" in text, text
             assert not os.path.exists(f"{files_root}/a.txt")
 
-        pinned = run(home, "gateway", "tools", "--accept", "files/write_file", "--accept", "files/read_text_file",
-                     "--accept", "files/move_file", "--accept", "notes/note_write", "--accept", "everything/echo",
-                     "--accept", "memory/read_graph", "--accept", "memory/create_entities",
-                     "--accept", "brief/write_file",
-                     "--accept", "everything/get-sum")
-        assert "pinned files/write_file" in pinned.stderr, pinned.stderr
+        # Accepting is a person's act: --accept proposes gateway.pin, which
+        # pins nothing until a person approves it and it is executed.
+        proposed = run(home, "--json", "gateway", "tools", "--accept", "files/write_file",
+                       "--accept", "files/read_text_file",
+                       "--accept", "files/move_file", "--accept", "notes/note_write", "--accept", "everything/echo",
+                       "--accept", "memory/read_graph", "--accept", "memory/create_entities",
+                       "--accept", "brief/write_file",
+                       "--accept", "everything/get-sum")
+        pin_id = json.loads(proposed.stdout)["id"]
+        pins_file = os.path.join(home, "gateway-pins.json")
+        early = run(home, "exec", pin_id, "--handoff", ok=(3,))
+        assert "no approval is waiting for" in early.stderr, early
+        assert not os.path.exists(pins_file), "proposing pins nothing"
+        shown = approve_at_terminal(home, pin_id, "--for-mcp")
+        write_sha = rows[("files", "write_file")]["listed_sha256"]
+        assert f"Pin files/write_file at {write_sha}, replacing nothing (never pinned)" in shown, shown
+        applied = run(home, "exec", pin_id, "--handoff")
+        assert "applied" in applied.stdout, applied.stdout
+        with open(pins_file) as f:
+            pinned = json.load(f)
+        assert pinned["upstream"]["files"]["write_file"]["sha256"] == write_sha, pinned
+        assert os.stat(pins_file).st_mode & 0o777 == 0o600
+        same = run(home, "gateway", "tools", "--accept", "files/write_file")
+        assert "files/write_file is pinned as listed now; not proposed" in same.stderr, same.stderr
         bad = run(home, "gateway", "tools", "--accept", "files/no_such_tool", ok=(1,))
         assert "does not list a tool no_such_tool" in bad.stderr, bad.stderr
         usage = run(home, "gateway", "tools", "--accept", "files", ok=(2,))
@@ -421,7 +441,29 @@ async def main():
             assert "id_ed25519" not in tools["notes__note_write"].description, "the changed description is not shown"
             result, text = await agent.call("notes__note_write", {"name": "rug", "text": "two"})
             assert result.is_error and "tool_changed" in text, text
-            os.remove(os.path.join(notes_dir, ".description"))
+
+            # Accepting the change: two acceptances proposed over the same
+            # pin; once one is pinned, the other (stale) pins nothing.
+            old_sha = changed[("notes", "note_write")]["pinned_sha256"]
+            poisoned = json.loads(run(home, "--json", "gateway", "tools", "--accept", "notes/note_write").stdout)["id"]
+            with open(os.path.join(notes_dir, ".description"), "w") as f:
+                f.write("Append a line to a note.")
+            reviewed = json.loads(run(home, "--json", "gateway", "tools", "--accept", "notes/note_write").stdout)["id"]
+            new_sha = {(r["upstream"], r["tool"]): r for r in json.loads(run(home, "gateway", "tools", "--json").stdout)}[("notes", "note_write")]["listed_sha256"]
+            shown = approve_at_terminal(home, reviewed, "--for-mcp")
+            assert f"Pin notes/note_write at {new_sha}, replacing {old_sha}" in shown, shown
+            run(home, "exec", reviewed, "--handoff")
+            approve_at_terminal(home, poisoned, "--for-mcp")
+            stale = run(home, "exec", poisoned, "--handoff", ok=(4,))
+            assert "failed" in stale.stdout, stale
+            recorded = run(home, "--json", "result", poisoned, ok=(0, 4)).stdout
+            assert f"notes/note_write is pinned at {new_sha} now, not at {old_sha}" in recorded, recorded
+            with open(pins_file) as f:
+                assert json.load(f)["upstream"]["notes"]["note_write"]["sha256"] == new_sha
+            # The approval given under the old definition stays refused.
+            result, text = await agent.call("execute_approved", {"proposal_id": pid})
+            assert result.is_error and result.structured_content["reason"] == "contract_revision_mismatch", text
+            assert not os.path.exists(os.path.join(notes_dir, "rug"))
             await agent.session.list_tools()  # the gateway lists afresh
 
             # The upstream killed mid-call: uncertain, and not called again.

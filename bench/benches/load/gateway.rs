@@ -83,18 +83,36 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         root.display().to_string()
     );
     std::fs::write(home.root().join("gateway.toml"), gateway).map_err(|e| e.to_string())?;
-    cli.run(
-        &[
-            "gateway",
-            "tools",
-            "--accept",
-            "files/read_text_file",
-            "--accept",
-            "files/write_file",
-        ],
-        "",
-    )
-    .await?;
+    // Pinning is a person's act: proposed, approved, executed.
+    let (_, proposed) = cli
+        .run(
+            &[
+                "--json",
+                "gateway",
+                "tools",
+                "--accept",
+                "files/read_text_file",
+                "--accept",
+                "files/write_file",
+            ],
+            "",
+        )
+        .await?;
+    let pin_id =
+        serde_json::from_str::<serde_json::Value>(&proposed).map_err(|e| e.to_string())?["id"]
+            .as_str()
+            .ok_or(format!("no proposal: {proposed}"))?
+            .to_owned();
+    approver
+        .decide(DecideRequest {
+            proposal_id: pin_id.clone(),
+            approve: true,
+            delivery: Delivery::Handoff.into(),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    cli.run(&["exec", &pin_id, "--handoff"], "").await?;
 
     let (url, _pg, _dir) = fresh_database("sqlite").await;
     let ledger = Ledger::open(&url).await.map_err(|e| e.to_string())?;

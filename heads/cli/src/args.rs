@@ -115,19 +115,25 @@ pub enum GatewayCommand {
     /// Asks every upstream of gateway.toml for its tools now and prints,
     /// per tool, the operator's policy (allow, approve, deny) and where it
     /// stands: pinned (as reviewed), new (never pinned), changed (another
-    /// description or schema than pinned) or gone. With --accept, pins the
-    /// definition listed now in gateway-pins.json beside the registry, after
-    /// printing it: approvals given under an older definition of that tool
-    /// no longer execute. Only pinned tools can be called through the gateway.
+    /// description or schema than pinned) or gone. With --accept, proposes
+    /// gateway.pin with the definitions listed now: once a person approves
+    /// it, `countersign exec ID --handoff` pins them in gateway-pins.json
+    /// beside the registry, and approvals given under an older definition
+    /// of those tools no longer execute. Only pinned tools can be called
+    /// through the gateway.
     Tools(GatewayToolsArgs),
 }
 
 /// `countersign gateway tools`
 #[derive(Debug, Args)]
 pub struct GatewayToolsArgs {
-    /// Pin the definition this upstream's tool has now (repeatable).
+    /// Propose pinning the definition this upstream's tool has now, for a
+    /// person to approve (repeatable; one proposal for all).
     #[arg(long, value_name = "UPSTREAM/TOOL", value_parser = upstream_tool)]
     pub accept: Vec<UpstreamTool>,
+    /// The session the proposal belongs to; `exec --handoff` must come from it.
+    #[arg(long, env = "COUNTERSIGN_SESSION", default_value = "cli")]
+    pub session: String,
 }
 
 /// A tool of an upstream, as `--accept` names it.

@@ -1,5 +1,5 @@
 //! How this head applies each effect kind: one module per kind it runs
-//! (`builtin`, `command`, `webhook`, `mcp`), each an [`Apply`]: how it consumes a
+//! (`builtin`, `command`, `webhook`, `mcp`, `pin`), each an [`Apply`]: how it consumes a
 //! verified proof and runs, what it records as its result, and how
 //! reconcile settles one of its interrupted intents. The kind's pure
 //! properties (its checks, its lease, whether its proof may be re-issued)
@@ -17,6 +17,7 @@
 mod builtin;
 mod command;
 pub mod mcp;
+mod pin;
 pub mod webhook;
 
 use std::future::Future;
@@ -73,13 +74,30 @@ pub(crate) struct Replay<'a> {
     pub(crate) intent: &'a Intent,
 }
 
-/// How this head applies `effect`, or the kind's name if it does not run
-/// it (reported as `unsupported_effect`, or left to a person by
-/// reconcile; nothing is consumed).
-pub(crate) fn apply(
-    effect: &Effect,
-    mcp: Option<std::sync::Arc<dyn mcp::McpUpstreams>>,
-) -> Result<Box<dyn Apply>, &'static str> {
+/// What a head holds that some effect kinds need, beyond the ledger.
+#[derive(Clone, Default)]
+pub(crate) struct Means {
+    /// The gateway's upstream MCP servers (`mcp`): only the gateway has them.
+    pub(crate) mcp: Option<std::sync::Arc<dyn mcp::McpUpstreams>>,
+    /// The pins file beside the registry file this head follows (`pin`):
+    /// none for a registry not read from a file.
+    pub(crate) pins_file: Option<std::path::PathBuf>,
+}
+
+impl Replay<'_> {
+    /// Record `outcome`, which running the effect again came to, as the
+    /// intent's completion.
+    pub(crate) async fn completed(&self, outcome: EffectOutcome) -> Result<Replayed, GateError> {
+        self.gate.ledger().complete(self.intent, &outcome).await?;
+        Ok(Replayed::ran_again(&outcome))
+    }
+}
+
+/// How this head applies `effect` with `means`, or the kind's name if it
+/// does not run it (reported as `unsupported_effect`, or left to a person
+/// by reconcile; nothing is consumed).
+pub(crate) fn apply(effect: &Effect, means: Means) -> Result<Box<dyn Apply>, &'static str> {
+    let Means { mcp, pins_file } = means;
     match effect {
         Effect::Builtin(builtin) => Ok(Box::new(builtin.clone())),
         Effect::Command(command) => Ok(Box::new(command::spec(command))),
@@ -91,6 +109,11 @@ pub(crate) fn apply(
                 tool: tool.clone(),
                 upstreams,
             })),
+            None => Err(effect.kind().name()),
+        },
+        // Written beside the registry file this head reads.
+        Effect::Pin => match pins_file {
+            Some(path) => Ok(Box::new(pin::PinWrite { path })),
             None => Err(effect.kind().name()),
         },
         // A person's approval of rule.create creates the rule in the
@@ -220,9 +243,9 @@ schema = { type = "object", additionalProperties = false }
             let runs = match &op.effect {
                 Effect::Builtin(_) | Effect::Command(_) | Effect::Webhook(_) => true,
                 // Only a gate given the gateway's upstreams runs these.
-                Effect::Mcp(_) | Effect::Rule => false,
+                Effect::Mcp(_) | Effect::Pin | Effect::Rule => false,
             };
-            match apply(&op.effect, None) {
+            match apply(&op.effect, Means::default()) {
                 Ok(_) => assert!(runs, "{} is applied", op.name),
                 Err(kind) => {
                     assert!(!runs, "{} is refused", op.name);
@@ -233,7 +256,7 @@ schema = { type = "object", additionalProperties = false }
         }
         assert_eq!(
             kinds,
-            BTreeSet::from(["builtin", "command", "mcp", "rule", "webhook"]),
+            BTreeSet::from(["builtin", "command", "mcp", "pin", "rule", "webhook"]),
             "one of every kind"
         );
     }
@@ -249,6 +272,6 @@ schema = { type = "object", additionalProperties = false }
             trust_roots: None,
             allow_plain_http_loopback: false,
         });
-        assert_eq!(apply(&webhook, None).err(), Some("webhook"));
+        assert_eq!(apply(&webhook, Means::default()).err(), Some("webhook"));
     }
 }

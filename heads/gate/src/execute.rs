@@ -13,6 +13,7 @@
 //! whose claims say the signer checked a passkey with user verification.
 
 use countersign_proto::reason::Reason;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -100,9 +101,18 @@ impl Gate {
         self
     }
 
-    /// The upstreams this gate calls `mcp` effects through, if any.
-    pub(crate) fn mcp_upstreams(&self) -> Option<Arc<dyn McpUpstreams>> {
-        self.mcp.clone()
+    /// What this gate runs effects with beyond the ledger: the upstreams
+    /// it calls `mcp` effects through, if any, and the pins file beside
+    /// the registry file it follows.
+    pub(crate) fn means(&self) -> effect::Means {
+        effect::Means {
+            mcp: self.mcp.clone(),
+            pins_file: self
+                .registry
+                .path()
+                .and_then(Path::parent)
+                .map(|dir| dir.join(countersign_registry::gateway::PINS_FILE)),
+        }
     }
 
     /// Follow the signer's key set through `signer` (the head's
@@ -269,7 +279,7 @@ impl Gate {
         }
         // Decide how this head applies the effect before anything is
         // consumed: a kind it does not run is refused here and burns nothing.
-        let apply = match effect::apply(&operation.effect, self.mcp_upstreams()) {
+        let apply = match effect::apply(&operation.effect, self.means()) {
             Ok(apply) => apply,
             Err(kind) => {
                 tracing::info!(

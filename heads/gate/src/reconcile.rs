@@ -131,7 +131,7 @@ impl Gate {
                 ),
             ));
         }
-        let apply = match effect::apply(&operation.effect, self.mcp_upstreams()) {
+        let apply = match effect::apply(&operation.effect, self.means()) {
             Ok(apply) => apply,
             Err(kind) => {
                 return Ok(entry(

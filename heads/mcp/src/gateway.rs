@@ -212,7 +212,7 @@ impl Gateway {
         match resolved.standing {
             Standing::Unpinned => {
                 return Some(refused_call(format!(
-                    "{name} has not been reviewed: the operator pins its definition with `countersign gateway tools --accept {upstream}/{tool}` before it can be called"
+                    "{name} has not been reviewed: it can be called once a person accepts its definition (`countersign gateway tools --accept {upstream}/{tool}` proposes it)"
                 )));
             }
             Standing::Changed => {
@@ -346,7 +346,7 @@ fn agent_tool(upstream: &Upstream, tool: &ListedTool, resolved: &Resolved<'_>) -
         (Standing::Pinned, ToolPolicy::Allow) => "countersign: forwarded without approval.".to_owned(),
         (Standing::Pinned, _) => "countersign: each exact call needs a person's approval; a call returns a proposal id, and once a person approved it, `execute_approved` runs it once and returns the tool's result.".to_owned(),
         (Standing::Changed, _) => "countersign: this tool changed since it was reviewed; calls are refused until a person reviews the change.".to_owned(),
-        (Standing::Unpinned, _) => "countersign: this tool has not been reviewed; calls are refused until the operator pins it.".to_owned(),
+        (Standing::Unpinned, _) => "countersign: this tool has not been reviewed; calls are refused until a person accepts its definition.".to_owned(),
     };
     let description = if description.is_empty() {
         format!("[{}] {note}", upstream.name)

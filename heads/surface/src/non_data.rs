@@ -152,7 +152,7 @@ pub const NON_DATA: &[NonData] = &[
         entries: Entries(&[Entry::Cli(
             "countersign gateway tools [--accept UPSTREAM/TOOL]",
         )]),
-        reason: "Pinning an upstream MCP server's tool definitions is the operator's review of what the gateway may call; it writes the installation's configuration, not a proposal.",
+        reason: "Listing an upstream MCP server's tools starts the installation's upstreams with its credentials; accepting their definitions is proposed as `gateway.pin`, which a person approves like any proposal.",
     },
     NonData {
         name: "reconcile",

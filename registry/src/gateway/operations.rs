@@ -59,11 +59,6 @@ pub(crate) fn gateway_operations(
                 "Call {tool} of MCP server {} (pinned definition {short})",
                 upstream.name
             );
-            let bad = |reason: String| RegistryError::BadSchema {
-                operation: name.clone(),
-                reason,
-            };
-            let template = Template::parse(&preview).map_err(bad)?;
             // Closed where the upstream left it open: an argument its
             // schema does not declare is refused, never passed on unseen
             // by the schema (many servers drop unknown keys silently).
@@ -71,48 +66,89 @@ pub(crate) fn gateway_operations(
             if closed.contains_key("properties") && !closed.contains_key("additionalProperties") {
                 closed.insert("additionalProperties".into(), Value::Bool(false));
             }
-            let schema = Value::Object(closed);
-            let validator = OnceLock::new();
-            if schemas == Schemas::Compiled {
-                let _ = validator.set(Ok(schema::compile_upstream(&schema).map_err(bad)?));
-            }
-            let replay_safe = upstream.replay_safe.contains(tool);
-            let effect = Effect::Mcp(effect);
-            let mut definition = json!({
-                "name": name,
-                "description": description,
-                "class": Class::Write,
-                "replay_safe": replay_safe,
-                "lifetime_secs": upstream.lifetime_secs,
-                "preview": preview,
-                "unverified_fields": [],
-                "effect": effect,
-                "schema": schema,
-            });
-            if upstream.require_passkey {
-                definition["require_passkey"] = Value::Bool(true);
-            }
-            let revision =
-                canonical::canonical_sha256_hex(&definition).map_err(|e| bad(e.to_string()))?;
-            operations.push(Operation {
+            let generated = Generated {
                 name,
                 description,
-                class: Class::Write,
-                schema,
                 preview,
-                effect,
-                replay_safe,
+                schema: Value::Object(closed),
+                effect: Effect::Mcp(effect),
+                replay_safe: upstream.replay_safe.contains(tool),
                 require_passkey: upstream.require_passkey,
-                quorum: None,
                 lifetime_secs: upstream.lifetime_secs,
-                premise: None,
-                unverified_fields: Vec::new(),
-                revision,
-                template,
-                validator,
                 upstream_schema: true,
-            });
+            };
+            operations.push(generated.build(schemas)?);
         }
     }
     Ok(operations)
+}
+
+/// An operation made from the gateway's files, not the registry file.
+pub(super) struct Generated {
+    pub(super) name: String,
+    pub(super) description: String,
+    pub(super) preview: String,
+    pub(super) schema: Value,
+    pub(super) effect: Effect,
+    pub(super) replay_safe: bool,
+    pub(super) require_passkey: bool,
+    pub(super) lifetime_secs: Option<u64>,
+    /// The schema is an upstream tool's: compiled in the draft it declares.
+    pub(super) upstream_schema: bool,
+}
+
+impl Generated {
+    /// The operation (class `write`), whose contract revision is the
+    /// digest of its whole definition, its schema compiled now if
+    /// `schemas` says so.
+    pub(super) fn build(self, schemas: Schemas) -> Result<Operation, RegistryError> {
+        let bad = |reason: String| RegistryError::BadSchema {
+            operation: self.name.clone(),
+            reason,
+        };
+        let template = Template::parse(&self.preview).map_err(bad)?;
+        let validator = OnceLock::new();
+        if schemas == Schemas::Compiled {
+            let compiled = if self.upstream_schema {
+                schema::compile_upstream(&self.schema)
+            } else {
+                schema::compile(&self.schema)
+            };
+            let _ = validator.set(Ok(compiled.map_err(bad)?));
+        }
+        let mut definition = json!({
+            "name": self.name,
+            "description": self.description,
+            "class": Class::Write,
+            "replay_safe": self.replay_safe,
+            "lifetime_secs": self.lifetime_secs,
+            "preview": self.preview,
+            "unverified_fields": [],
+            "effect": self.effect,
+            "schema": self.schema,
+        });
+        if self.require_passkey {
+            definition["require_passkey"] = Value::Bool(true);
+        }
+        let revision =
+            canonical::canonical_sha256_hex(&definition).map_err(|e| bad(e.to_string()))?;
+        Ok(Operation {
+            name: self.name,
+            description: self.description,
+            class: Class::Write,
+            schema: self.schema,
+            preview: self.preview,
+            effect: self.effect,
+            replay_safe: self.replay_safe,
+            require_passkey: self.require_passkey,
+            quorum: None,
+            lifetime_secs: self.lifetime_secs,
+            premise: None,
+            unverified_fields: Vec::new(),
+            revision,
+            template,
+            validator,
+            upstream_schema: self.upstream_schema,
+        })
+    }
 }

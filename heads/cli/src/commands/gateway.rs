@@ -1,31 +1,32 @@
 //! `countersign gateway tools [--accept UPSTREAM/TOOL ...]`: what each
 //! upstream MCP server of `gateway.toml` lists now against what was pinned
 //! (`new`, `pinned`, `changed`, `gone`), with the operator's policy; with
-//! `--accept`, the listed definition of each named tool is pinned in
-//! `gateway-pins.json` beside the registry, after its full description and
-//! schema digest were printed. Pinning changes the contract revision of the
-//! tool's operation, so approvals given under the old definition no longer
-//! execute.
+//! `--accept`, a proposal of `gateway.pin` carrying the definition each
+//! named tool has now and the digest it replaces. Accepting is a person's
+//! act: nothing is pinned until a person approves that proposal at an
+//! approver interface and a head executes it (the gate's `pin` effect
+//! writes `gateway-pins.json`). Pinning changes the contract revision of
+//! the tool's operation, so approvals given under the old definition no
+//! longer execute.
 //!
-//! Must not: pin a tool the upstream does not list now, pin anything not
-//! named on the command line, lose another pinning made meanwhile, or leave
-//! a half-written pins file (it is replaced under a lock, written beside and
-//! renamed over, mode 0600 like the registry).
+//! Must not: write the pins file, propose a tool the upstream does not
+//! list now, or propose anything not named on the command line.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use countersign_gateway::{ListedTool, Upstreams};
-use countersign_identity::files::replace_private_locked;
-use countersign_registry::gateway::{GatewayFile, PINS_FILE, Pins, ToolDefinition};
+use countersign_registry::gateway::{GatewayFile, PIN_OPERATION, PinRequest, Pins, pin_arguments};
 use countersign_registry::{Registry, Schemas, Sources, terminal_safe};
+use countersign_service::Operation;
+use countersign_surface::results;
 use serde_json::json;
 
 use crate::Io;
 use crate::args::GatewayToolsArgs;
+use crate::commands::propose::proposal;
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::write_json;
+use crate::output::{proposal_text, write_json, write_text};
 
 /// One upstream tool against its pin.
 struct Row {
@@ -59,7 +60,7 @@ pub(crate) async fn tools(
     let listed = list(&upstreams, file).await;
     upstreams.shutdown().await;
     let listed = listed?;
-    let mut accepted = Vec::new();
+    let mut requests = Vec::new();
     for name in &args.accept {
         let (upstream, tool) = (name.upstream.as_str(), name.tool.as_str());
         let found = listed
@@ -67,31 +68,32 @@ pub(crate) async fn tools(
             .and_then(|tools| tools.iter().find(|t| t.definition.name == tool))
             .ok_or_else(|| {
                 CliError::error(format!(
-                    "--accept {upstream}/{tool}: {upstream} does not list a tool {tool} now; nothing was pinned"
+                    "--accept {upstream}/{tool}: {upstream} does not list a tool {tool} now; nothing was proposed"
                 ))
             })?;
-        accepted.push((upstream, &found.definition));
+        let replaces = registry
+            .pins()
+            .get(upstream, tool)
+            .map(|p| p.sha256.clone());
+        if replaces.is_some() && replaces == found.definition.sha256_hex() {
+            let _ = writeln!(
+                io.err,
+                "{upstream}/{tool} is pinned as listed now; not proposed"
+            );
+            continue;
+        }
+        requests.push(PinRequest {
+            upstream: upstream.to_owned(),
+            tool: tool.to_owned(),
+            description: found.definition.description.clone(),
+            input_schema: found.definition.input_schema.clone(),
+            replaces,
+        });
     }
-    let pins = if accepted.is_empty() {
-        registry.pins().clone()
-    } else {
-        pin(&ctx.config.registry, &accepted)?
-    };
-    for (upstream, definition) in &accepted {
-        let _ = writeln!(
-            io.err,
-            "pinned {upstream}/{} ({}): {}",
-            definition.name,
-            definition.sha256_hex().unwrap_or_default(),
-            terminal_safe(
-                definition
-                    .description
-                    .as_deref()
-                    .unwrap_or("(no description)")
-            )
-        );
+    if !requests.is_empty() {
+        return propose_pins(ctx, &args.session, &requests, json, io).await;
     }
-    let rows = rows(file, &pins, &listed);
+    let rows = rows(file, registry.pins(), &listed);
     if json {
         let rows: Vec<_> = rows
             .iter()
@@ -176,44 +178,30 @@ fn rows(file: &GatewayFile, pins: &Pins, listed: &BTreeMap<String, Vec<ListedToo
     rows
 }
 
-/// Pins each of `accepted` in the pins file beside `registry`, under its
-/// lock: read as it is now (another pinning meanwhile is kept), changed, and
-/// replaced whole (a reader sees the old or the new file, never a part).
-/// The pins as written.
-fn pin(registry: &Path, accepted: &[(&str, &ToolDefinition)]) -> Result<Pins, CliError> {
-    let dir = registry
-        .parent()
-        .ok_or_else(|| CliError::error("the registry has no directory"))?;
-    let path = dir.join(PINS_FILE);
-    let mut written = Pins::empty();
-    let lock = dir.join(format!(".{PINS_FILE}.lock"));
-    replace_private_locked(&path, &lock, |current| -> Result<Vec<u8>, PinError> {
-        let mut pins = match current {
-            Some(bytes) => {
-                let text = std::str::from_utf8(bytes).map_err(|e| PinError(e.to_string()))?;
-                Pins::parse(text).map_err(|e| PinError(e.to_string()))?
-            }
-            None => Pins::empty(),
-        };
-        for (upstream, definition) in accepted {
-            pins.pin(upstream, (*definition).clone())
-                .map_err(PinError)?;
-        }
-        let text = pins.to_text().into_bytes();
-        written = pins;
-        Ok(text)
-    })
-    .map_err(|PinError(why)| {
-        CliError::error(format!("{}: {why}; nothing was pinned", path.display()))
-    })?;
-    Ok(written)
-}
-
-/// Why the pins file was not replaced.
-struct PinError(String);
-
-impl From<countersign_identity::IdentityError> for PinError {
-    fn from(e: countersign_identity::IdentityError) -> Self {
-        PinError(e.to_string())
+/// Proposes `gateway.pin` for `requests` (one proposal: a person accepts
+/// them together) and prints it with what to do next.
+async fn propose_pins(
+    ctx: &Context,
+    session: &str,
+    requests: &[PinRequest],
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let operation = Operation::Propose {
+        operation: PIN_OPERATION.to_owned(),
+        arguments: pin_arguments(requests).to_string(),
+        note: String::new(),
+    };
+    let view = proposal(ctx, operation, session, json, io).await?;
+    if json {
+        return write_json(io.out, &results::proposal(&view));
     }
+    write_text(
+        io.out,
+        &format!(
+            "{}\nproposed {id}: nothing is pinned until a person approves it (in the console, or `countersign approve {id} --for-mcp`); then pin it with `countersign exec {id} --handoff`\n",
+            proposal_text(&view).trim_end(),
+            id = view.id,
+        ),
+    )
 }

@@ -124,7 +124,7 @@ pub(crate) async fn withdraw(
 }
 
 /// Run an operation whose result is one proposal.
-async fn proposal(
+pub(crate) async fn proposal(
     ctx: &Context,
     operation: Operation,
     session: &str,

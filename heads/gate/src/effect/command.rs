@@ -36,12 +36,7 @@ impl Apply for CommandSpec {
     fn replay<'a>(&'a self, replay: Replay<'a>) -> Running<'a, Replayed> {
         Box::pin(async move {
             let outcome = run(self, replay.intent).await?;
-            replay
-                .gate
-                .ledger()
-                .complete(replay.intent, &outcome)
-                .await?;
-            Ok(Replayed::ran_again(&outcome))
+            replay.completed(outcome).await
         })
     }
 }

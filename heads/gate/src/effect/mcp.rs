@@ -192,14 +192,7 @@ impl Apply for McpCall {
                 ));
             }
             match self.run(replay.intent).await {
-                Ran::Completed(outcome) => {
-                    replay
-                        .gate
-                        .ledger()
-                        .complete(replay.intent, &outcome)
-                        .await?;
-                    Ok(Replayed::ran_again(&outcome))
-                }
+                Ran::Completed(outcome) => replay.completed(outcome).await,
                 Ran::MaybeApplied(reason) => Ok(Replayed::new(
                     "still_uncertain",
                     format!("called again and still not answered: {reason}"),

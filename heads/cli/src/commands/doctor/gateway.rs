@@ -70,7 +70,7 @@ pub(super) async fn check_gateway(registry: &Registry) -> Vec<Check> {
             Check::warn(
                 name,
                 format!("{detail}; changed since pinned: [{}]; pinned and no longer listed: [{}]", changed.join(", "), gone.join(", ")),
-                Some("review the changes with `countersign gateway tools`; calls of a changed tool are refused until it is pinned again (--accept)".into()),
+                Some("review the changes with `countersign gateway tools`; calls of a changed tool are refused until a person accepts it again (--accept proposes it)".into()),
             )
         });
     }
