@@ -29,7 +29,11 @@ called never, and once the change is accepted its old approval is refused
 (contract_revision_mismatch); the upstream killed mid-call leaves the execution uncertain
 and reconcile does not call it again; a client that opens URLs is asked
 at the gated call to open the console, and its answer approves nothing
-(the call runs then only if a person approved meanwhile); the same gateway
+(the call runs then only if a person approved meanwhile); on protocol
+2026-07-28 the gated call answers `input_required` with a sealed
+requestState, whose retry proposes nothing again, runs the call once after
+a person approved, and is refused for other arguments or an altered state;
+the same gateway
 over streamable HTTP (`mcp --listen`) with an API credential, where a
 duplicate key is refused before anything sees it.
 
@@ -138,8 +142,9 @@ def start_everything(port, log):
 class Agent:
     """The agent: one MCP client session on `countersign mcp` over stdio."""
 
-    def __init__(self, home, tmp, elicitation_callback=None):
+    def __init__(self, home, tmp, elicitation_callback=None, modern=False):
         self.elicitation_callback = elicitation_callback
+        self.modern = modern
         self.params = StdioServerParameters(command=BIN, args=["--home", home, "mcp"],
                                             env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"),
                                                  "COUNTERSIGN_LOG": "info", "MEMORY_FILE_PATH": MEMORY_FILE})
@@ -150,7 +155,11 @@ class Agent:
         read, write = await self.stdio.__aenter__()
         self.session_cm = ClientSession(read, write, elicitation_callback=self.elicitation_callback)
         self.session = await self.session_cm.__aenter__()
-        await self.session.initialize()
+        if self.modern:
+            await self.session.discover()  # protocol 2026-07-28: no handshake
+            assert self.session.protocol_version == "2026-07-28", self.session.protocol_version
+        else:
+            await self.session.initialize()
         return self
 
     async def __aexit__(self, *exc):
@@ -160,6 +169,84 @@ class Agent:
     async def call(self, tool, arguments):
         print(f"call {tool}", flush=True)
         return await asyncio.wait_for(call_tool(self.session, tool, arguments, SEEN), 90)
+
+
+async def input_required(home, tmp, files_root):
+    """Protocol 2026-07-28, where a server cannot send the client a request:
+    a gated call answers `input_required` (open the console's page; retry
+    with the sealed requestState). The retry proposes nothing again, runs
+    the call once a person approved it, and refuses a state that is not
+    this very call's."""
+    async def url_only(context, params):
+        raise AssertionError("no server-to-client request on 2026-07-28")
+
+    async with Agent(home, tmp, elicitation_callback=url_only, modern=True) as agent:
+        target = f"{files_root}/modern.txt"
+        args = {"path": target, "content": "after input_required"}
+        session = agent.session
+
+        async def call(arguments, state=None, responses=None):
+            result = await session.call_tool("files__write_file", arguments, input_responses=responses,
+                                             request_state=state, allow_input_required=True)
+            SEEN.append(result.model_dump_json())
+            return result
+
+        first = await call(args)
+        assert isinstance(first, types.InputRequiredResult), first
+        ask = first.input_requests["open_console"]
+        assert ask.params.mode == "url" and "/proposals/prop_" in ask.params.url, ask
+        assert "approves nothing" in ask.params.message, ask.params.message
+        pid = ask.params.url.rsplit("/", 1)[1]
+        state = first.request_state
+        opened = {"open_console": {"action": "accept"}}
+        before = run(home, "--json", "list").stdout
+
+        # Retried before anyone approved: the same proposal, still waiting.
+        waiting = await call(args, state, opened)
+        text = "\n".join(c.text for c in waiting.content if getattr(c, "text", None))
+        assert not waiting.is_error and pid in text and "pending" in text, text
+        assert run(home, "--json", "list").stdout == before, "a retry proposes nothing"
+        assert not os.path.exists(target)
+
+        # A state that is not this call's: refused, nothing runs.
+        other = {"path": f"{files_root}/elsewhere.txt", "content": "x"}
+        for arguments, sealed in [(other, state), (args, state[:-2] + ("AA" if not state.endswith("AA") else "BB"))]:
+            refused = await call(arguments, sealed, opened)
+            text = "\n".join(c.text for c in refused.content if getattr(c, "text", None))
+            assert refused.is_error and "the requestState of this call is not valid" in text, text
+        assert not os.path.exists(f"{files_root}/elsewhere.txt")
+
+        # A person approves; the retry runs the call once.
+        approve_at_terminal(home, pid, "--for-mcp")
+        done = await call(args, state, opened)
+        text = "\n".join(c.text for c in done.content if getattr(c, "text", None))
+        assert not done.is_error and f"Successfully wrote to {target}" in text, text
+        with open(target) as f:
+            assert f.read() == "after input_required"
+        os.remove(target)
+        again = await call(args, state, opened)
+        assert again.structured_content["reason"] == "already_used", again
+        assert f"Successfully wrote to {target}" in again.structured_content["result"]["content"][0]["text"], again
+        assert not os.path.exists(target), "the recorded result is returned; nothing is called again"
+
+        # execute_approved of a proposal still waiting asks the same way.
+        later = f"{files_root}/modern-later.txt"
+        proposed = await call({"path": later, "content": "later"})
+        pid = proposed.input_requests["open_console"].params.url.rsplit("/", 1)[1]
+        execute = {"proposal_id": pid}
+        asked = await session.call_tool("execute_approved", execute, allow_input_required=True)
+        assert isinstance(asked, types.InputRequiredResult), asked
+        approve_at_terminal(home, pid, "--for-mcp")
+        ran = await session.call_tool("execute_approved", execute, input_responses=opened,
+                                      request_state=asked.request_state, allow_input_required=True)
+        assert not ran.is_error and os.path.exists(later), ran
+
+    # A client on 2026-07-28 that cannot open URLs gets the waiting proposal.
+    async with Agent(home, tmp, modern=True) as agent:
+        plain = await agent.session.call_tool("files__write_file", {"path": f"{files_root}/plain.txt", "content": "x"},
+                                              allow_input_required=True)
+        assert not isinstance(plain, types.InputRequiredResult) and not plain.is_error, plain
+        assert plain.structured_content["id"].startswith("prop_"), plain
 
 
 async def over_http(home, tmp, files_root):
@@ -204,6 +291,30 @@ async def over_http(home, tmp, files_root):
         with open(target) as f:
             assert f.read() == "via http"
         assert not os.path.exists(target + ".evil")
+
+        # Protocol 2026-07-28 over HTTP: input_required, then the retry
+        # runs the call once a person approved it.
+        async def url_only(context, params):
+            raise AssertionError("no server-to-client request on 2026-07-28")
+
+        modern = f"{files_root}/modern-http.txt"
+        args = {"path": modern, "content": "over http, 2026-07-28"}
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, timeout=120) as client, \
+                streamable_http_client(url, http_client=client) as (read, write), \
+                ClientSession(read, write, elicitation_callback=url_only) as session:
+            await session.discover()
+            assert session.protocol_version == "2026-07-28", session.protocol_version
+            asked = await session.call_tool("files__write_file", args, allow_input_required=True)
+            assert isinstance(asked, types.InputRequiredResult), asked
+            pid = asked.input_requests["open_console"].params.url.rsplit("/", 1)[1]
+            approve_at_terminal(home, pid, "--for-mcp")
+            done = await session.call_tool("files__write_file", args, request_state=asked.request_state,
+                                           input_responses={"open_console": {"action": "accept"}},
+                                           allow_input_required=True)
+            SEEN.append(done.model_dump_json())
+            assert not done.is_error, done
+        with open(modern) as f:
+            assert f.read() == "over http, 2026-07-28"
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
@@ -515,6 +626,7 @@ async def main():
             assert len(asked) == 2, asked
             assert not result.is_error and "Nothing runs until a person approves it" in text, text
             assert not os.path.exists(target), "an accepted elicitation approves nothing"
+        await input_required(home, tmp, files_root)
         # The same gateway over streamable HTTP (`mcp --listen`, as the
         # hardened installation serves it), with an API credential.
         await over_http(home, tmp, files_root)

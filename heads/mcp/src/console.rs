@@ -144,7 +144,7 @@ pub(crate) async fn ask_to_open(
 }
 
 /// What the client shows the person with the link.
-fn open_message(id: &str, terminal_approves: bool) -> String {
+pub(crate) fn open_message(id: &str, terminal_approves: bool) -> String {
     let terminal = if terminal_approves {
         format!(" (or with `countersign approve {id} --for-mcp`)")
     } else {

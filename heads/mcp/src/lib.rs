@@ -19,6 +19,7 @@ mod frame;
 mod gateway;
 mod http;
 mod reply;
+mod request_state;
 mod server;
 mod session;
 mod tools;

@@ -24,8 +24,9 @@ use countersign_surface::DATA_OPERATIONS;
 use countersign_surface::operations::OperationKey;
 use countersign_verifier::ProposalId;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -37,6 +38,7 @@ use tracing::Instrument as _;
 use crate::console::{self, Asked, Console};
 use crate::gateway::{Called, Gateway};
 use crate::reply::{Reply, reply};
+use crate::request_state::{Binding, Sealer};
 use crate::tools::{ToolEntry, tool_entries};
 use countersign_registry::gateway::split_agent_tool_name;
 
@@ -81,6 +83,52 @@ pub struct McpHead {
     console: Console,
     /// The upstream MCP servers this head fronts, if `gateway.toml` names any.
     gateway: Option<Gateway>,
+    /// The gate's principal, bound into every sealed request state.
+    principal: String,
+    /// Seals and opens the `requestState` of `input_required` results
+    /// (MCP 2026-07-28), with a key of this process's own.
+    sealer: Arc<Sealer>,
+}
+
+/// How a call that finds a proposal waiting for a person may ask the client
+/// to open the console's page of it. Whatever the client answers decides
+/// nothing.
+#[derive(Clone, Copy)]
+enum Asking<'a> {
+    /// With a URL-mode `elicitation/create` request during the call, if the
+    /// client declared URL-mode elicitation (protocol before 2026-07-28).
+    Peer(&'a Peer<RoleServer>),
+    /// With an `input_required` result (protocol 2026-07-28), if the
+    /// client declared URL-mode elicitation in this request.
+    InputRequired,
+    /// Not at all (no client to ask, or a retry that already asked).
+    Never,
+}
+
+/// What a tool call came to.
+enum Response {
+    /// Its result.
+    Result(CallToolResult),
+    /// A proposal waits for a person: ask the client to open `url` (the
+    /// console's page of proposal `id`) and retry, or, if it cannot be
+    /// asked, `fallback`.
+    Ask {
+        id: ProposalId,
+        url: String,
+        fallback: CallToolResult,
+    },
+}
+
+impl Response {
+    /// The result, without asking anyone.
+    fn into_result(self) -> CallToolResult {
+        match self {
+            Response::Result(result)
+            | Response::Ask {
+                fallback: result, ..
+            } => result,
+        }
+    }
 }
 
 impl McpHead {
@@ -89,6 +137,7 @@ impl McpHead {
     /// through `gate`, with a fresh random session.
     pub fn new(head: SignerClient<Channel>, gate: Gate) -> Result<Self, ServeError> {
         let registry = gate.registry();
+        let principal = gate.principal().to_owned();
         let tools = tool_entries(&registry);
         let service = Service::over_gate(head, gate);
         service
@@ -104,6 +153,8 @@ impl McpHead {
             console: Console::default(),
             per_credential: false,
             gateway: None,
+            principal,
+            sealer: Arc::new(Sealer::new().map_err(ServeError::Setup)?),
         })
     }
 
@@ -198,18 +249,20 @@ impl McpHead {
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
         let session = self.session.clone();
-        self.call_from(None, &session, tool, arguments).await
+        self.call_from(Asking::Never, &session, tool, arguments)
+            .await
+            .map(Response::into_result)
     }
 
-    /// [`Self::call`] for a client reachable as `peer` (the SDK's handle to
-    /// it), whom `execute_approved` may ask to open the console.
+    /// [`Self::call`] for a client that may be asked to open the console
+    /// as `asking` says.
     async fn call_from(
         &self,
-        peer: Option<&Peer<RoleServer>>,
+        asking: Asking<'_>,
         session: &str,
         tool: &str,
         arguments: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<Response, ErrorData> {
         let Some(entry) = self.tools.iter().find(|e| e.tool.name == tool) else {
             if let (Some(gateway), Some(upstream_tool)) =
                 (&self.gateway, split_agent_tool_name(tool))
@@ -226,9 +279,11 @@ impl McpHead {
                     .instrument(span)
                     .await;
                 match called {
-                    Some(Called::Done(result)) => return Ok(result),
+                    Some(Called::Done(result)) => return Ok(Response::Result(result)),
                     Some(Called::Proposed(id, proposed)) => {
-                        return Ok(self.proposed_by_gateway(peer, session, id, proposed).await);
+                        return Ok(self
+                            .proposed_by_gateway(asking, session, id, proposed)
+                            .await);
                     }
                     None => {}
                 }
@@ -242,7 +297,7 @@ impl McpHead {
         // unknown name was refused above): what a trace shows of the call.
         let span =
             tracing::info_span!("tool_call", otel.name = %entry.tool.name, tool = %entry.tool.name);
-        self.run_tool(peer, session, entry, arguments)
+        self.run_tool(asking, session, entry, arguments)
             .instrument(span)
             .await
     }
@@ -250,11 +305,11 @@ impl McpHead {
     /// The body of [`Self::call_from`] for a known tool `entry`.
     async fn run_tool(
         &self,
-        peer: Option<&Peer<RoleServer>>,
+        asking: Asking<'_>,
         session: &str,
         entry: &ToolEntry,
         arguments: JsonObject,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<Response, ErrorData> {
         tracing::info!(tool = %entry.tool.name, session = %session, "tool call");
         let registry_op = entry
             .registry_op
@@ -272,7 +327,7 @@ impl McpHead {
                 };
                 match Operation::from_params(entry.key, entry.registry_op.as_deref(), params) {
                     Ok(Operation::ExecuteHandoff { id }) => {
-                        self.execute_approved(peer, session, id).await
+                        return Ok(self.execute_approved(asking, session, id).await);
                     }
                     Ok(operation) => reply(
                         entry.key,
@@ -289,7 +344,7 @@ impl McpHead {
             )),
             Err(fault @ ParamsError::Schema { .. }) => Reply::error(fault.to_string()),
         };
-        Ok(reply.into_result())
+        Ok(Response::Result(reply.into_result()))
     }
 }
 
@@ -297,23 +352,33 @@ impl McpHead {
     /// `execute_approved`: execute what a person approved for this session.
     /// If nothing is approved yet and a console is configured, the refusal
     /// names the console's page of the proposal; a client that declared
-    /// URL-mode elicitation is first asked to open it, and once it answers
-    /// (whatever it answers) the signer is asked again, so an approval made
-    /// meanwhile runs now. The client's answer itself decides nothing.
+    /// URL-mode elicitation is first asked to open it (as `asking` says),
+    /// and once it answers (whatever it answers) the signer is asked
+    /// again, so an approval made meanwhile runs now. The client's answer
+    /// itself decides nothing.
     async fn execute_approved(
         &self,
-        peer: Option<&Peer<RoleServer>>,
+        asking: Asking<'_>,
         session: &str,
         id: ProposalId,
-    ) -> Reply {
+    ) -> Response {
         let key = OperationKey::ExecuteHandoff;
         let answer = self.execute_handoff(session, &id).await;
         let Some(url) = self.waiting_for_a_person(session, &id, &answer).await else {
-            return reply(key, answer, &self.console);
+            return Response::Result(reply(key, answer, &self.console).into_result());
         };
-        let Some(peer) = peer.filter(|peer| console::opens_urls(peer)) else {
-            return reply(key, answer, &self.console)
-                .pointing_at(&url, self.console.terminal_approves());
+        let waiting = |answer| {
+            reply(key, answer, &self.console)
+                .pointing_at(&url, self.console.terminal_approves())
+                .into_result()
+        };
+        let peer = match asking {
+            Asking::Peer(peer) if console::opens_urls(peer) => peer,
+            Asking::InputRequired => {
+                let fallback = waiting(answer);
+                return Response::Ask { id, url, fallback };
+            }
+            _ => return Response::Result(waiting(answer)),
         };
         let asked = console::ask_to_open(peer, &id, &url, self.console.terminal_approves()).await;
         // Logged as what it is: the client's answer, never an approval.
@@ -321,12 +386,20 @@ impl McpHead {
         if let Asked::Failed(e) = &asked {
             tracing::warn!(proposal = %id, "asking the client to open the console failed: {e}");
         }
-        // Only the signer says whether a person approved meanwhile.
-        let answer = self.execute_handoff(session, &id).await;
-        match self.waiting_for_a_person(session, &id, &answer).await {
+        Response::Result(self.looked_again(session, &id).await)
+    }
+
+    /// After the client was asked to open the console: what the signer says
+    /// now. The approved action runs if a person approved meanwhile;
+    /// otherwise the refusal names the console's page again.
+    async fn looked_again(&self, session: &str, id: &ProposalId) -> CallToolResult {
+        let key = OperationKey::ExecuteHandoff;
+        let answer = self.execute_handoff(session, id).await;
+        match self.waiting_for_a_person(session, id, &answer).await {
             Some(url) => reply(key, answer, &self.console)
-                .pointing_at(&url, self.console.terminal_approves()),
-            None => reply(key, answer, &self.console),
+                .pointing_at(&url, self.console.terminal_approves())
+                .into_result(),
+            None => reply(key, answer, &self.console).into_result(),
         }
     }
 
@@ -338,21 +411,124 @@ impl McpHead {
     /// decides nothing.
     async fn proposed_by_gateway(
         &self,
-        peer: Option<&Peer<RoleServer>>,
+        asking: Asking<'_>,
         session: &str,
         id: ProposalId,
         proposed: CallToolResult,
+    ) -> Response {
+        let Some(url) = self.console.proposal_url(&id) else {
+            return Response::Result(proposed);
+        };
+        match asking {
+            Asking::Peer(peer) if console::opens_urls(peer) => {
+                let executed = self
+                    .execute_approved(asking, session, id)
+                    .await
+                    .into_result();
+                Response::Result(if executed.is_error == Some(true) {
+                    proposed
+                } else {
+                    executed
+                })
+            }
+            Asking::InputRequired => Response::Ask {
+                id,
+                url,
+                fallback: proposed,
+            },
+            _ => Response::Result(proposed),
+        }
+    }
+
+    /// The retry of `tool` with `arguments`, carrying the `requestState`
+    /// `sealed` of an earlier `input_required` result: nothing is proposed
+    /// again. If the state opens for exactly this call, the proposal it
+    /// names runs if a person approved it meanwhile; a gated gateway call
+    /// still waiting for a person returns its proposal as it stands. A
+    /// state that does not open is refused and nothing runs.
+    async fn resumed(
+        &self,
+        session: &str,
+        tool: &str,
+        arguments: &JsonObject,
+        sealed: &str,
     ) -> CallToolResult {
-        let opens = peer.is_some_and(console::opens_urls);
-        if !opens || self.console.proposal_url(&id).is_none() {
-            return proposed;
+        let binding = self.binding(session, tool, arguments);
+        let id = match self.sealer.open(&binding, sealed) {
+            Ok(id) => id,
+            Err(refused) => {
+                tracing::warn!(
+                    tool,
+                    session,
+                    "a retry's requestState was refused: {refused}"
+                );
+                return Reply::error(format!(
+                    "refused: the requestState of this call is not valid ({refused}); nothing was done. Call {tool} again without it."
+                ))
+                .into_result();
+            }
+        };
+        tracing::info!(proposal = %id, session, tool, "retried after input_required");
+        let executed = self.looked_again(session, &id).await;
+        let gateway_call = self.gateway.is_some() && split_agent_tool_name(tool).is_some();
+        if !gateway_call || executed.is_error != Some(true) {
+            return executed;
         }
-        let executed = self.execute_approved(peer, session, id).await;
-        if executed.is_error {
-            proposed
+        let status = self.service.call(console::status_of(&id), session).await;
+        if console::is_waiting_for_a_person(&status) {
+            reply(OperationKey::GetProposal, status, &self.console).into_result()
         } else {
-            executed.into_result()
+            executed
         }
+    }
+
+    /// What a sealed request state of a call is bound to.
+    fn binding<'a>(
+        &'a self,
+        session: &'a str,
+        tool: &'a str,
+        arguments: &'a JsonObject,
+    ) -> Binding<'a> {
+        Binding {
+            principal: &self.principal,
+            session,
+            tool,
+            arguments,
+        }
+    }
+
+    /// `response` as the protocol 2026-07-28 answers it: an [`Response::Ask`]
+    /// becomes an `input_required` result asking the client to open the
+    /// console (URL-mode elicitation) and retry with the sealed state.
+    fn input_required(
+        &self,
+        session: &str,
+        tool: &str,
+        arguments: &JsonObject,
+        response: Response,
+    ) -> CallToolResponse {
+        let Response::Ask { id, url, fallback } = response else {
+            return response.into_result().into();
+        };
+        let Some(state) = self
+            .sealer
+            .seal(&self.binding(session, tool, arguments), &id)
+        else {
+            return fallback.into();
+        };
+        let Ok(elicitation_id) = crate::session::random_id("elicit") else {
+            return fallback.into();
+        };
+        let open = ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message: console::open_message(&id, self.console.terminal_approves()),
+            url,
+            elicitation_id,
+        });
+        let requests =
+            InputRequests::from([("open_console".to_owned(), InputRequest::Elicitation(open))]);
+        tracing::info!(proposal = %id, session, tool, "input_required: asked the client to open the console");
+        InputRequiredResult::new(Some(requests), Some(state)).into()
     }
 
     async fn execute_handoff(&self, session: &str, id: &ProposalId) -> Answer {
@@ -444,13 +620,39 @@ impl ServerHandler for McpHead {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session_of(&context)?;
-        self.call_from(
-            Some(&context.peer),
-            &session,
-            &request.name,
-            request.arguments.unwrap_or_default(),
-        )
-        .await
-        .map(Into::into)
+        let arguments = request.arguments.unwrap_or_default();
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if !modern {
+            return self
+                .call_from(
+                    Asking::Peer(&context.peer),
+                    &session,
+                    &request.name,
+                    arguments,
+                )
+                .await
+                .map(|response| response.into_result().into());
+        }
+        if let Some(sealed) = &request.request_state {
+            let result = self
+                .resumed(&session, &request.name, &arguments, sealed)
+                .await;
+            return Ok(result.into());
+        }
+        let opens_urls = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.url.is_some());
+        let asking = if opens_urls {
+            Asking::InputRequired
+        } else {
+            Asking::Never
+        };
+        let response = self
+            .call_from(asking, &session, &request.name, arguments.clone())
+            .await?;
+        Ok(self.input_required(&session, &request.name, &arguments, response))
     }
 }
