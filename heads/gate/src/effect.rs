@@ -38,7 +38,6 @@ use crate::reconcile::Replayed;
 pub(crate) type Running<'a, T> = Pin<Box<dyn Future<Output = Result<T, GateError>> + Send + 'a>>;
 
 /// A proof this head verified for a proposal, not yet consumed.
-#[derive(Clone, Copy)]
 pub(crate) struct Approved<'a> {
     /// The proposal it approves.
     pub(crate) proposal_id: &'a str,
@@ -46,6 +45,15 @@ pub(crate) struct Approved<'a> {
     pub(crate) verified: &'a VerifiedProof,
     /// The proof as presented (a webhook's receiver checks it itself).
     pub(crate) proof: &'a Proof,
+    /// An upstream tool's definition, asked for early by this execution.
+    pub(crate) tool_check: Option<mcp::ToolCheck>,
+}
+
+impl Approved<'_> {
+    /// The early tool check, for the one step that uses it.
+    pub(crate) fn take_tool_check(&mut self) -> Option<mcp::ToolCheck> {
+        self.tool_check.take()
+    }
 }
 
 /// How this head applies one effect kind. Implemented once per kind it

@@ -200,17 +200,20 @@ impl Gate {
         proof: &Proof,
     ) -> Result<Outcome, GateError> {
         let started = Instant::now();
-        let result = self.execute_once(proposal_id, session, proof).await;
+        let result = self.execute_once(proposal_id, session, proof, None).await;
         self.count(&result, started);
         result
     }
 
-    /// [`Gate::execute`], uncounted (a handoff execution counts once).
+    /// [`Gate::execute`], uncounted (a handoff execution counts once),
+    /// with the upstream tool's definition this execution asked for early,
+    /// if it did ([`Gate::tool_check`]).
     pub(crate) async fn execute_once(
         &self,
         proposal_id: &ProposalId,
         session: &Session,
         proof: &Proof,
+        tool_check: Option<effect::mcp::ToolCheck>,
     ) -> Result<Outcome, GateError> {
         let Some(record) = self.ledger.proposal(proposal_id).await? else {
             return Ok(Outcome::Refused(Refused::UnknownProposal(
@@ -297,8 +300,25 @@ impl Gate {
             proposal_id,
             verified: &verified,
             proof,
+            tool_check,
         };
         apply.execute(self, approved).await
+    }
+
+    /// For a proposal of `operation` whose effect calls an upstream tool
+    /// through this gate: ask the upstream for the tool's definition now,
+    /// so that the listing runs while the execution claims and verifies
+    /// its proof. `None` for any other operation (or one the registry
+    /// cannot say now: the execution then refuses or checks by itself).
+    pub(crate) fn tool_check(&self, operation: &str) -> Option<effect::mcp::ToolCheck> {
+        let upstreams = self.mcp.clone()?;
+        let registry = self.registry.now().ok()?;
+        match &registry.get(operation)?.effect {
+            countersign_registry::Effect::Mcp(tool) => {
+                Some(effect::mcp::ToolCheck::start(tool, upstreams))
+            }
+            _ => None,
+        }
     }
 
     /// Verify `proof` with the key ring as it is now; a key the ring lacks

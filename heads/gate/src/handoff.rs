@@ -18,6 +18,7 @@
 
 use std::time::Instant;
 
+use countersign_ledger::ProposalStatus;
 use countersign_proto::reason::Reason;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{ClaimHandoffRequest, ReleaseHandoffRequest};
@@ -54,16 +55,19 @@ impl Gate {
         proposal_id: &ProposalId,
         session: &Session,
     ) -> Result<Outcome, GateError> {
-        let owned = self
-            .ledger()
-            .proposal(proposal_id)
-            .await?
-            .is_some_and(|record| record.proposal.principal == self.principal());
-        if !owned {
+        let record = self.ledger().proposal(proposal_id).await?;
+        let Some(record) = record.filter(|r| r.proposal.principal == self.principal()) else {
             return Ok(Outcome::Refused(Refused::UnknownProposal(
                 proposal_id.to_string(),
             )));
-        }
+        };
+        // For an approved proposal, an upstream tool's definition is asked
+        // for now, to overlap the claim and the verification; the
+        // execution still checks it before consuming anything.
+        let tool_check = match record.status {
+            ProposalStatus::Approved => self.tool_check(&record.proposal.operation),
+            _ => None,
+        };
         if let Some(recorded) = self.ledger().disposition(proposal_id).await? {
             return Ok(Outcome::Recorded(recorded));
         }
@@ -114,7 +118,9 @@ impl Gate {
             GateError::Signer(format!("the signer handed over an unusable proof: {e}"))
         })?;
         crate::fault::crash_point(crate::fault::FaultPoint::HandoffClaimed);
-        let executed = self.execute_once(proposal_id, session, &proof).await;
+        let executed = self
+            .execute_once(proposal_id, session, &proof, tool_check)
+            .await;
         drop(proof);
         let consumed_nothing = match &executed {
             Ok(Outcome::Refused(_)) | Err(_) => true,

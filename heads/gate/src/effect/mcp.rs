@@ -78,11 +78,49 @@ pub(super) struct McpCall {
     pub(super) upstreams: Arc<dyn McpUpstreams>,
 }
 
+/// The upstream's definition of a tool, asked for as soon as an execution
+/// knows its operation (before the handoff is claimed and the proof
+/// verified), so that the listing overlaps that work instead of following
+/// it. Still asked for each execution, never cached across executions;
+/// dropped unused, the request is abandoned.
+pub(crate) struct ToolCheck {
+    /// The effect it was asked for: used only by an execution of the same.
+    tool: McpTool,
+    listing: tokio::task::JoinHandle<Result<Option<String>, String>>,
+}
+
+impl ToolCheck {
+    /// Ask `upstreams` now for the definition of `tool`'s tool.
+    pub(crate) fn start(tool: &McpTool, upstreams: Arc<dyn McpUpstreams>) -> ToolCheck {
+        let (upstream, name) = (tool.upstream.clone(), tool.tool.clone());
+        let listing = tokio::spawn(async move { upstreams.tool_sha256(&upstream, &name).await });
+        ToolCheck {
+            tool: tool.clone(),
+            listing,
+        }
+    }
+}
+
+impl Drop for ToolCheck {
+    fn drop(&mut self) {
+        self.listing.abort();
+    }
+}
+
 impl McpCall {
-    /// The refusal, if the upstream cannot run the approved tool now.
-    async fn unusable(&self) -> Option<Refused> {
+    /// The refusal, if the upstream cannot run the approved tool now: from
+    /// `early`, the listing this execution began when it learned its
+    /// operation, if it was for this very effect; else from a listing
+    /// asked for now.
+    async fn unusable(&self, early: Option<ToolCheck>) -> Option<Refused> {
         let McpTool { upstream, tool, .. } = &self.tool;
-        match self.upstreams.tool_sha256(upstream, tool).await {
+        let listed = match early {
+            Some(mut early) if early.tool == self.tool => (&mut early.listing)
+                .await
+                .unwrap_or_else(|e| Err(format!("the tool listing stopped: {e}"))),
+            _ => self.upstreams.tool_sha256(upstream, tool).await,
+        };
+        match listed {
             Err(reason) => Some(Refused::UpstreamUnavailable {
                 upstream: upstream.clone(),
                 reason,
@@ -165,9 +203,9 @@ fn bounded(result: Value) -> Value {
 }
 
 impl Apply for McpCall {
-    fn execute<'a>(&'a self, gate: &'a Gate, approved: Approved<'a>) -> Running<'a, Outcome> {
+    fn execute<'a>(&'a self, gate: &'a Gate, mut approved: Approved<'a>) -> Running<'a, Outcome> {
         Box::pin(async move {
-            if let Some(refused) = self.unusable().await {
+            if let Some(refused) = self.unusable(approved.take_tool_check()).await {
                 tracing::info!(
                     proposal_id = approved.proposal_id,
                     code = refused.reason().code(),
@@ -185,7 +223,7 @@ impl Apply for McpCall {
 
     fn replay<'a>(&'a self, replay: Replay<'a>) -> Running<'a, Replayed> {
         Box::pin(async move {
-            if let Some(refused) = self.unusable().await {
+            if let Some(refused) = self.unusable(None).await {
                 return Ok(Replayed::new(
                     "still_uncertain",
                     format!("not called again: {refused}"),
@@ -204,7 +242,87 @@ impl Apply for McpCall {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+
+    /// Upstreams listing `write_file` at `pinned` and every other tool at
+    /// another digest, counting the listings.
+    struct Listing {
+        listings: AtomicUsize,
+    }
+
+    const PINNED: &str = "aa";
+
+    impl McpUpstreams for Listing {
+        fn tool_sha256<'a>(
+            &'a self,
+            _upstream: &'a str,
+            tool: &'a str,
+        ) -> UpstreamFuture<'a, Result<Option<String>, String>> {
+            self.listings.fetch_add(1, Ordering::SeqCst);
+            let sha = if tool == "write_file" { PINNED } else { "bb" };
+            Box::pin(async move { Ok(Some(sha.to_owned())) })
+        }
+
+        fn call<'a>(
+            &'a self,
+            _upstream: &'a str,
+            _tool: &'a str,
+            _arguments: &'a str,
+            _timeout: Duration,
+        ) -> UpstreamFuture<'a, Result<Value, CallFailure>> {
+            Box::pin(async { Err(CallFailure::NotSent("not in this test".into())) })
+        }
+    }
+
+    fn effect(tool: &str, sha: &str) -> McpTool {
+        McpTool {
+            upstream: "files".into(),
+            tool: tool.into(),
+            tool_sha256: sha.into(),
+            timeout_secs: 5,
+        }
+    }
+
+    #[test]
+    fn an_early_listing_serves_only_an_execution_of_the_same_effect() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        runtime.block_on(async {
+            let upstreams = Arc::new(Listing {
+                listings: AtomicUsize::new(0),
+            });
+            let call = McpCall {
+                tool: effect("write_file", PINNED),
+                upstreams: upstreams.clone(),
+            };
+            // The same effect: its early listing is the check, no other.
+            let early = ToolCheck::start(&call.tool, upstreams.clone());
+            assert_eq!(call.unusable(Some(early)).await, None);
+            assert_eq!(upstreams.listings.load(Ordering::SeqCst), 1);
+            // An early listing of another effect is never used: this
+            // one's own tool is listed afresh (and is unchanged).
+            let other = ToolCheck::start(&effect("other", "bb"), upstreams.clone());
+            assert_eq!(call.unusable(Some(other)).await, None);
+            // A tool listed at another digest than pinned is refused.
+            let changed = McpCall {
+                tool: effect("write_file", "cc"),
+                upstreams: upstreams.clone(),
+            };
+            let early = ToolCheck::start(&changed.tool, upstreams.clone());
+            assert_eq!(
+                changed.unusable(Some(early)).await,
+                Some(Refused::ToolChanged {
+                    upstream: "files".into(),
+                    tool: "write_file".into(),
+                    change: "its description or input schema changed",
+                })
+            );
+        });
+    }
 
     #[test]
     fn a_result_over_the_bound_is_stored_cut_with_its_size_and_digest() {

@@ -115,10 +115,11 @@ impl WebhookSpec {
 
 impl Apply for WebhookSpec {
     fn execute<'a>(&'a self, gate: &'a Gate, approved: Approved<'a>) -> Running<'a, Outcome> {
+        let proof = approved.proof;
         Box::pin(gate.two_phase(
             approved,
             intent_lease_for(self.timeout),
-            async |intent: &Intent| self.run(intent, approved.proof).await,
+            async move |intent: &Intent| self.run(intent, proof).await,
         ))
     }
 
