@@ -8,7 +8,9 @@
 //! {"constraints":[{"pointer":"/name","equals":"nightly"},
 //!                 {"pointer":"/name","one_of":["a","b"]},
 //!                 {"pointer":"/count","range":{"min":1,"max":10}},
-//!                 {"pointer":"/cron","prefix":"0 3 "}],
+//!                 {"pointer":"/cron","prefix":"0 3 "},
+//!                 {"pointer":"/cmd","argv":{"program":"git",
+//!                   "args":["log",{"one_of":["-1","-5"]}],"more_args":false}}],
 //!  "expires_at":"2026-12-01T12:00:00Z","max_uses":10,
 //!  "operations":["schedule.create"],"per_hour":5,"sessions":["agent-1"]}
 //! ```
@@ -20,7 +22,9 @@
 //! A constraint holds only when the argument at its JSON pointer exists and
 //! passes the test: `equals` (canonical JSON equality), `one_of` (equal to
 //! one of them), `range` (a number, `min <= n <= max`, either bound
-//! optional, both inclusive), `prefix` (a string starting with it).
+//! optional, both inclusive), `prefix` (a string starting with it),
+//! `argv` (a shell command whose words, as [`argv::split`] reads them,
+//! match [`argv::ArgvPattern`]; a command it refuses never matches).
 //!
 //! This module decides nothing about uses, rates, revocation or who may
 //! create a rule: the ledger counts and checks those inside its
@@ -34,6 +38,10 @@ use serde_json::Value;
 use time::{Duration, OffsetDateTime};
 
 use crate::{Registry, terminal_safe};
+
+pub mod argv;
+
+use argv::ArgvPattern;
 
 /// The built-in operation through which a model may propose a rule: its
 /// arguments are a rule definition, and only a person's approval creates
@@ -92,6 +100,8 @@ pub enum Test {
     },
     /// A string starting with this.
     Prefix(String),
+    /// A shell command whose argv matches (never a string prefix).
+    Argv(ArgvPattern),
 }
 
 /// A test at a JSON pointer into the arguments.
@@ -278,6 +288,7 @@ impl RuleDefinition {
                     "is a string starting with {}",
                     shown(&Value::String(p.clone()))
                 ),
+                Test::Argv(pattern) => pattern.describe(),
             };
             let _ = writeln!(out, "{label} {pointer} {test}");
         }
@@ -341,6 +352,7 @@ impl Test {
             Test::Prefix(prefix) => value
                 .as_str()
                 .is_some_and(|s| s.starts_with(prefix.as_str())),
+            Test::Argv(pattern) => value.as_str().is_some_and(|s| pattern.matches_command(s)),
         }
     }
 }
@@ -427,7 +439,7 @@ fn constraint(value: Value) -> Result<Constraint, RuleError> {
         (1, Some(entry)) => entry,
         _ => {
             return Err(malformed(
-                "each constraint has exactly one test: equals, one_of, range or prefix",
+                "each constraint has exactly one test: equals, one_of, range, prefix or argv",
             ));
         }
     };
@@ -446,9 +458,10 @@ fn constraint(value: Value) -> Result<Constraint, RuleError> {
             Value::String(p) if !p.is_empty() => Test::Prefix(p),
             _ => return Err(malformed("prefix must be a non-empty string")),
         },
+        "argv" => Test::Argv(ArgvPattern::from_value(argument)?),
         other => {
             return Err(malformed(&format!(
-                "unknown constraint test {:?} (equals, one_of, range or prefix)",
+                "unknown constraint test {:?} (equals, one_of, range, prefix or argv)",
                 terminal_safe(other)
             )));
         }

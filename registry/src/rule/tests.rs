@@ -290,3 +290,192 @@ fn the_canonical_text_is_what_is_hashed_and_the_scope_shows_everything() {
     }
     assert!(!scope.contains('\u{202e}'));
 }
+
+/// A rule for `agent.shell`-like arguments: one argv constraint at
+/// `/tool_input/command`.
+fn shell_rule(argv: Value) -> RuleDefinition {
+    rule(json!([{"pointer": "/tool_input/command", "argv": argv}]))
+}
+
+fn shell(command: Value) -> Value {
+    json!({"tool_name": "Bash", "tool_input": {"command": command}})
+}
+
+#[test]
+fn argv_covers_exactly_the_command_words_and_never_a_prefix() {
+    let r = shell_rule(json!({"program": "git", "args": ["status"], "more_args": false}));
+    for same in [
+        "git status",
+        "  git\tstatus ",
+        "git 'status'",
+        "'git' \"status\"",
+    ] {
+        assert!(covers(&r, shell(json!(same))), "{same:?}");
+    }
+    for other in [
+        "git status;rm -rf /",
+        "git status; rm -rf ~",
+        "git status && curl x",
+        "git status || curl x",
+        "git status | sh",
+        "git status > /etc/passwd",
+        "git status\nrm -rf /",
+        "git status #c",
+        "git status *",
+        "git $(rm -rf /)",
+        "git `id`",
+        "FOO=1 git status",
+        "git\u{a0}status",
+        "git status --short",
+        "git",
+        "/usr/bin/git status",
+        "git statuses",
+        "git stat",
+        "git st\\atus",
+        "",
+    ] {
+        assert!(!covers(&r, shell(json!(other))), "{other:?}");
+    }
+    // Not a string, or missing: never a match.
+    for not_a_command in [
+        json!(["git", "status"]),
+        json!(null),
+        json!({"argv": "git status"}),
+    ] {
+        assert!(!covers(&r, shell(not_a_command.clone())), "{not_a_command}");
+    }
+    assert!(!covers(&r, json!({"tool_input": {}})));
+}
+
+#[test]
+fn argv_with_more_args_allows_only_further_plain_words() {
+    let r = shell_rule(json!({
+        "program": "git",
+        "args": [{"one_of": ["log", "diff"]}],
+        "more_args": true
+    }));
+    for covered in ["git log", "git diff --stat", "git log --oneline -n 5 'a b'"] {
+        assert!(covers(&r, shell(json!(covered))), "{covered:?}");
+    }
+    for refused in [
+        "git show",
+        "git",
+        "git log; rm -rf /",
+        "git log | sh",
+        "git log $(id)",
+        "git diff > out",
+        "git log HEAD~1",
+    ] {
+        assert!(!covers(&r, shell(json!(refused))), "{refused:?}");
+    }
+}
+
+#[test]
+fn refuses_malformed_argv_constraints_with_their_reason() {
+    for (argv, reason) in [
+        (
+            json!("git status"),
+            "argv must be an object with program, args and more_args",
+        ),
+        (
+            json!({"program": "git", "args": []}),
+            "argv needs more_args",
+        ),
+        (
+            json!({"program": "git status", "args": [], "more_args": false}),
+            "argv program must be a command name or an absolute path: 1 to 1024 bytes, no whitespace, control characters or '='",
+        ),
+        (
+            json!({"program": "git", "args": [], "more_args": false, "strict": true}),
+            "unknown argv key \"strict\"",
+        ),
+    ] {
+        assert_eq!(
+            RuleDefinition::from_value(with(json!([{"pointer": "/c", "argv": argv.clone()}]))),
+            Err(RuleError::Malformed(reason.to_owned())),
+            "{argv}"
+        );
+    }
+    // argv is one test: not alongside another.
+    assert_eq!(
+        RuleDefinition::from_value(with(json!([{
+            "pointer": "/c",
+            "argv": {"program": "git", "args": [], "more_args": false},
+            "prefix": "git"
+        }]))),
+        Err(RuleError::Malformed(
+            "each constraint has exactly one test: equals, one_of, range, prefix or argv"
+                .to_owned()
+        ))
+    );
+}
+
+#[test]
+fn the_scope_shows_an_argv_constraint_word_by_word() {
+    let r = rule(json!([
+        {"pointer": "/tool_input/command",
+         "argv": {"program": "git", "args": ["status"], "more_args": false}},
+        {"pointer": "/tool_input/command",
+         "argv": {"program": "/usr/bin/git", "args": [{"one_of": ["log", "a b"]}], "more_args": true}},
+        {"pointer": "/tool_input/command",
+         "argv": {"program": "git", "args": ["\u{202e}x", "\u{1b}[2J"], "more_args": false}}
+    ]));
+    let scope = r.scope_text();
+    for line in [
+        "Arguments:  /tool_input/command is exactly the plain shell command: git status\n",
+        "            /tool_input/command is the plain shell command: /usr/bin/git (one of: log | \"a b\") (then ANY further arguments)\n",
+        "            /tool_input/command is exactly the plain shell command: git \"\\u{202e}x\" \"\\u001b[2J\"\n",
+    ] {
+        assert!(scope.contains(line), "{line:?} in\n{scope}");
+    }
+    assert!(!scope.contains('\u{202e}') && !scope.contains('\u{1b}'));
+}
+
+#[test]
+fn a_model_may_propose_an_argv_rule_through_the_rule_create_schema() {
+    let registry = registry();
+    let op = registry.get(RULE_CREATE).unwrap();
+    let definition = |argv: Value| {
+        serde_json::to_vec(&with(
+            json!([{"pointer": "/tool_input/command", "argv": argv}]),
+        ))
+        .unwrap()
+    };
+    for good in [
+        json!({"program": "git", "args": ["status"], "more_args": false}),
+        json!({"program": "/usr/bin/git", "args": [{"one_of": ["log", "diff"]}, "-1"], "more_args": true}),
+        json!({"program": "ls", "args": [], "more_args": false}),
+    ] {
+        let args = op.validate_arguments(&definition(good.clone())).unwrap();
+        assert!(
+            RuleDefinition::from_value(args.value().clone()).is_ok(),
+            "{good}"
+        );
+    }
+    for bad in [
+        json!({"program": "git", "args": ["status"]}),
+        json!({"program": "git", "args": ["status"], "more_args": false, "x": 1}),
+        json!({"program": "", "args": [], "more_args": false}),
+        json!({"program": "git status", "args": [], "more_args": false}),
+        json!({"program": "git", "args": "status", "more_args": false}),
+        json!({"program": "git", "args": [1], "more_args": false}),
+        json!({"program": "git", "args": [{"one_of": []}], "more_args": false}),
+        json!({"program": "git", "args": [{"one_of": ["a"], "x": 1}], "more_args": false}),
+        json!({"program": "git", "args": vec!["x"; argv::MAX_ARGV_ARGS + 1], "more_args": false}),
+        json!({"program": "git", "args": [], "more_args": "no"}),
+    ] {
+        assert!(
+            matches!(
+                op.validate_arguments(&definition(bad.clone())),
+                Err(crate::ArgumentsError::Schema(_))
+            ),
+            "{bad}"
+        );
+        // The definition parser refuses each of them as well.
+        assert!(
+            RuleDefinition::from_value(serde_json::from_slice(&definition(bad.clone())).unwrap())
+                .is_err(),
+            "{bad}"
+        );
+    }
+}
