@@ -2,9 +2,10 @@
 //! the arguments against the tool's schema (compiled once, in the service),
 //! turns them into the service's [`Operation`], calls it and renders its
 //! [`countersign_service::Answer`] ([`crate::reply`]). No operation is
-//! implemented here. When `execute_approved` finds a proposal still waiting
-//! for a person, the result names the console's page of it, and a client
-//! that opens URLs is asked to open it ([`crate::console`]).
+//! implemented here. A call that finds a proposal waiting for a person
+//! names the console's page of it and asks a client that opens URLs to open
+//! it (`waiting`: an elicitation request, or on protocol 2026-07-28 an
+//! `input_required` result whose retry carries a sealed state).
 //!
 //! Must not: accept, return or log a proof; approve, deny or create a rule;
 //! treat a tool argument, an elicitation answer or any client claim as a
@@ -19,28 +20,30 @@ use countersign_identity::ConsoleConfig;
 use countersign_identity::shutdown::{Drained, SHUTDOWN_GRACE, drain, shutdown_signal};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
-use countersign_service::{Answer, Operation, ParamsError, Service};
+use countersign_service::{Operation, ParamsError, Service};
 use countersign_surface::DATA_OPERATIONS;
-use countersign_surface::operations::OperationKey;
-use countersign_verifier::ProposalId;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
 use tracing::Instrument as _;
 
-use crate::console::{self, Asked, Console};
+use crate::console::Console;
 use crate::gateway::{Called, Gateway};
 use crate::reply::{Reply, reply};
-use crate::request_state::{Binding, Sealer};
+use crate::request_state::Sealer;
 use crate::tools::{ToolEntry, tool_entries};
+
+mod waiting;
+
 use countersign_registry::gateway::split_agent_tool_name;
+use waiting::{Asking, Response};
 
 /// What the server tells every client when it connects.
 const INSTRUCTIONS: &str = "countersign is a human-approval gate. Propose an exact action with a `propose_<operation>` tool; \
@@ -88,47 +91,6 @@ pub struct McpHead {
     /// Seals and opens the `requestState` of `input_required` results
     /// (MCP 2026-07-28), with a key of this process's own.
     sealer: Arc<Sealer>,
-}
-
-/// How a call that finds a proposal waiting for a person may ask the client
-/// to open the console's page of it. Whatever the client answers decides
-/// nothing.
-#[derive(Clone, Copy)]
-enum Asking<'a> {
-    /// With a URL-mode `elicitation/create` request during the call, if the
-    /// client declared URL-mode elicitation (protocol before 2026-07-28).
-    Peer(&'a Peer<RoleServer>),
-    /// With an `input_required` result (protocol 2026-07-28), if the
-    /// client declared URL-mode elicitation in this request.
-    InputRequired,
-    /// Not at all (no client to ask, or a retry that already asked).
-    Never,
-}
-
-/// What a tool call came to.
-enum Response {
-    /// Its result.
-    Result(CallToolResult),
-    /// A proposal waits for a person: ask the client to open `url` (the
-    /// console's page of proposal `id`) and retry, or, if it cannot be
-    /// asked, `fallback`.
-    Ask {
-        id: ProposalId,
-        url: String,
-        fallback: CallToolResult,
-    },
-}
-
-impl Response {
-    /// The result, without asking anyone.
-    fn into_result(self) -> CallToolResult {
-        match self {
-            Response::Result(result)
-            | Response::Ask {
-                fallback: result, ..
-            } => result,
-        }
-    }
 }
 
 impl McpHead {
@@ -345,212 +307,6 @@ impl McpHead {
             Err(fault @ ParamsError::Schema { .. }) => Reply::error(fault.to_string()),
         };
         Ok(Response::Result(reply.into_result()))
-    }
-}
-
-impl McpHead {
-    /// `execute_approved`: execute what a person approved for this session.
-    /// If nothing is approved yet and a console is configured, the refusal
-    /// names the console's page of the proposal; a client that declared
-    /// URL-mode elicitation is first asked to open it (as `asking` says),
-    /// and once it answers (whatever it answers) the signer is asked
-    /// again, so an approval made meanwhile runs now. The client's answer
-    /// itself decides nothing.
-    async fn execute_approved(
-        &self,
-        asking: Asking<'_>,
-        session: &str,
-        id: ProposalId,
-    ) -> Response {
-        let key = OperationKey::ExecuteHandoff;
-        let answer = self.execute_handoff(session, &id).await;
-        let Some(url) = self.waiting_for_a_person(session, &id, &answer).await else {
-            return Response::Result(reply(key, answer, &self.console).into_result());
-        };
-        let waiting = |answer| {
-            reply(key, answer, &self.console)
-                .pointing_at(&url, self.console.terminal_approves())
-                .into_result()
-        };
-        let peer = match asking {
-            Asking::Peer(peer) if console::opens_urls(peer) => peer,
-            Asking::InputRequired => {
-                let fallback = waiting(answer);
-                return Response::Ask { id, url, fallback };
-            }
-            _ => return Response::Result(waiting(answer)),
-        };
-        let asked = console::ask_to_open(peer, &id, &url, self.console.terminal_approves()).await;
-        // Logged as what it is: the client's answer, never an approval.
-        tracing::info!(proposal = %id, session = %session, answer = ?asked, "asked the client to open the console");
-        if let Asked::Failed(e) = &asked {
-            tracing::warn!(proposal = %id, "asking the client to open the console failed: {e}");
-        }
-        Response::Result(self.looked_again(session, &id).await)
-    }
-
-    /// After the client was asked to open the console: what the signer says
-    /// now. The approved action runs if a person approved meanwhile;
-    /// otherwise the refusal names the console's page again.
-    async fn looked_again(&self, session: &str, id: &ProposalId) -> CallToolResult {
-        let key = OperationKey::ExecuteHandoff;
-        let answer = self.execute_handoff(session, id).await;
-        match self.waiting_for_a_person(session, id, &answer).await {
-            Some(url) => reply(key, answer, &self.console)
-                .pointing_at(&url, self.console.terminal_approves())
-                .into_result(),
-            None => reply(key, answer, &self.console).into_result(),
-        }
-    }
-
-    /// A gated gateway call just proposed as `id`: a client that opens URLs
-    /// is asked to open the console's page of it, and if a person approved
-    /// it meanwhile it runs now and its result (the upstream's) is the
-    /// call's; otherwise the call's result is `proposed` (it waits for a
-    /// person; `execute_approved` runs it later). The client's answer
-    /// decides nothing.
-    async fn proposed_by_gateway(
-        &self,
-        asking: Asking<'_>,
-        session: &str,
-        id: ProposalId,
-        proposed: CallToolResult,
-    ) -> Response {
-        let Some(url) = self.console.proposal_url(&id) else {
-            return Response::Result(proposed);
-        };
-        match asking {
-            Asking::Peer(peer) if console::opens_urls(peer) => {
-                let executed = self
-                    .execute_approved(asking, session, id)
-                    .await
-                    .into_result();
-                Response::Result(if executed.is_error == Some(true) {
-                    proposed
-                } else {
-                    executed
-                })
-            }
-            Asking::InputRequired => Response::Ask {
-                id,
-                url,
-                fallback: proposed,
-            },
-            _ => Response::Result(proposed),
-        }
-    }
-
-    /// The retry of `tool` with `arguments`, carrying the `requestState`
-    /// `sealed` of an earlier `input_required` result: nothing is proposed
-    /// again. If the state opens for exactly this call, the proposal it
-    /// names runs if a person approved it meanwhile; a gated gateway call
-    /// still waiting for a person returns its proposal as it stands. A
-    /// state that does not open is refused and nothing runs.
-    async fn resumed(
-        &self,
-        session: &str,
-        tool: &str,
-        arguments: &JsonObject,
-        sealed: &str,
-    ) -> CallToolResult {
-        let binding = self.binding(session, tool, arguments);
-        let id = match self.sealer.open(&binding, sealed) {
-            Ok(id) => id,
-            Err(refused) => {
-                tracing::warn!(
-                    tool,
-                    session,
-                    "a retry's requestState was refused: {refused}"
-                );
-                return Reply::error(format!(
-                    "refused: the requestState of this call is not valid ({refused}); nothing was done. Call {tool} again without it."
-                ))
-                .into_result();
-            }
-        };
-        tracing::info!(proposal = %id, session, tool, "retried after input_required");
-        let executed = self.looked_again(session, &id).await;
-        let gateway_call = self.gateway.is_some() && split_agent_tool_name(tool).is_some();
-        if !gateway_call || executed.is_error != Some(true) {
-            return executed;
-        }
-        let status = self.service.call(console::status_of(&id), session).await;
-        if console::is_waiting_for_a_person(&status) {
-            reply(OperationKey::GetProposal, status, &self.console).into_result()
-        } else {
-            executed
-        }
-    }
-
-    /// What a sealed request state of a call is bound to.
-    fn binding<'a>(
-        &'a self,
-        session: &'a str,
-        tool: &'a str,
-        arguments: &'a JsonObject,
-    ) -> Binding<'a> {
-        Binding {
-            principal: &self.principal,
-            session,
-            tool,
-            arguments,
-        }
-    }
-
-    /// `response` as the protocol 2026-07-28 answers it: an [`Response::Ask`]
-    /// becomes an `input_required` result asking the client to open the
-    /// console (URL-mode elicitation) and retry with the sealed state.
-    fn input_required(
-        &self,
-        session: &str,
-        tool: &str,
-        arguments: &JsonObject,
-        response: Response,
-    ) -> CallToolResponse {
-        let Response::Ask { id, url, fallback } = response else {
-            return response.into_result().into();
-        };
-        let Some(state) = self
-            .sealer
-            .seal(&self.binding(session, tool, arguments), &id)
-        else {
-            return fallback.into();
-        };
-        let Ok(elicitation_id) = crate::session::random_id("elicit") else {
-            return fallback.into();
-        };
-        let open = ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
-            meta: None,
-            message: console::open_message(&id, self.console.terminal_approves()),
-            url,
-            elicitation_id,
-        });
-        let requests =
-            InputRequests::from([("open_console".to_owned(), InputRequest::Elicitation(open))]);
-        tracing::info!(proposal = %id, session, tool, "input_required: asked the client to open the console");
-        InputRequiredResult::new(Some(requests), Some(state)).into()
-    }
-
-    async fn execute_handoff(&self, session: &str, id: &ProposalId) -> Answer {
-        let operation = Operation::ExecuteHandoff { id: id.clone() };
-        self.service.call(operation, session).await
-    }
-
-    /// The console's page of proposal `id`, if a console is configured and
-    /// `answer` (to an execution) refused only because no person approved
-    /// it yet, and the proposal is still pending (a person can approve it).
-    async fn waiting_for_a_person(
-        &self,
-        session: &str,
-        id: &ProposalId,
-        answer: &Answer,
-    ) -> Option<String> {
-        let url = self.console.proposal_url(id)?;
-        if !console::found_nothing_approved(answer) {
-            return None;
-        }
-        let status = self.service.call(console::status_of(id), session).await;
-        console::is_waiting_for_a_person(&status).then_some(url)
     }
 }
 
