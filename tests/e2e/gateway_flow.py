@@ -520,8 +520,10 @@ async def main():
             approve_at_terminal(home, pid, "--for-mcp")
             await asyncio.sleep(3)
             result, text = await agent.call("execute_approved", {"proposal_id": pid})
-            # The approval expired with its proof: there is none to hand over.
-            assert result.is_error and result.structured_content["reason"] == "no_live_handoff", text
+            # The approval expired with its proof: refused as expired, and
+            # the agent is told it cannot be renewed.
+            assert result.is_error and result.structured_content["reason"] == "expired", text
+            assert "expired before it was executed" in text and "propose the action again" in text, text
             assert not os.path.exists(f"{files_root}/late.txt")
 
             # A prompt-injected argument approves nothing.

@@ -71,6 +71,11 @@ impl Gate {
         if let Some(recorded) = self.ledger().disposition(proposal_id).await? {
             return Ok(Outcome::Recorded(recorded));
         }
+        if record.status == ProposalStatus::Expired {
+            return Ok(Outcome::Refused(Refused::ApprovalExpired(
+                proposal_id.to_string(),
+            )));
+        }
         let claimed = head
             .claim_handoff(ClaimHandoffRequest {
                 proposal_id: proposal_id.to_string(),

@@ -101,6 +101,12 @@ pub enum Refused {
         /// The signer's refusal.
         refusal: SignerRefusal,
     },
+    /// A person approved the proposal, but its proof expired unused: there
+    /// is nothing to hand over, and a proposal is decided only once.
+    #[error(
+        "the approval of {0} expired before it was executed; nothing was applied. An expired approval cannot be used or renewed: propose the action again for a person to approve"
+    )]
+    ApprovalExpired(String),
     /// The approval is held by another request that is executing it now;
     /// calling again shortly gets that execution's recorded result (or the
     /// approval, if it consumed nothing and handed it back).
@@ -174,6 +180,7 @@ impl Refused {
             Refused::PasskeyRequired(_) => Reason::PasskeyRequired,
             Refused::InProgress(_) => Reason::InProgress,
             Refused::NoHandoff { .. } => Reason::NoLiveHandoff,
+            Refused::ApprovalExpired(_) => Reason::Expired,
             Refused::HandoffRefused(refusal) => {
                 const HANDOFF_REASONS: &[Reason] = &[
                     Reason::NoLiveHandoff,
@@ -232,5 +239,16 @@ mod tests {
             "whatever_a_peer_sent"
         );
         assert_eq!(Refused::Proof(Refusal::Expired).reason(), Reason::Expired);
+    }
+
+    #[test]
+    fn an_approval_that_expired_unused_says_so_and_not_that_none_was_given() {
+        let refused = Refused::ApprovalExpired("prop_1".into());
+        assert_eq!(refused.reason(), Reason::Expired);
+        assert_eq!(refused.code(), "expired");
+        assert_eq!(
+            refused.to_string(),
+            "the approval of prop_1 expired before it was executed; nothing was applied. An expired approval cannot be used or renewed: propose the action again for a person to approve"
+        );
     }
 }
