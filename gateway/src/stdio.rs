@@ -143,7 +143,7 @@ pub(crate) fn reaped(group: &Group) {
 }
 
 /// Logs each line the child writes to stderr (at most
-/// [`MAX_STDERR_LINE`] bytes of it) until it closes.
+/// [`MAX_STDERR_LINE`] bytes of it, [`shown`] escaped) until it closes.
 async fn log_stderr(upstream: String, stderr: impl AsyncRead + Unpin) {
     let upstream: Arc<str> = upstream.into();
     let mut reader = BufReader::new(stderr);
@@ -162,15 +162,25 @@ async fn log_stderr(upstream: String, stderr: impl AsyncRead + Unpin) {
                 return;
             }
         }
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\n', '\r']);
         tracing::info!(
             target: "countersign_gateway::upstream",
             upstream = &*upstream,
             truncated = cut,
-            "{text}"
+            "{}",
+            shown(&line)
         );
     }
+}
+
+/// One stderr line of an upstream as the log shows it: lossy UTF-8, its
+/// line end dropped, and every character that could move the cursor,
+/// clear the screen, forge a line or reorder text written as a visible
+/// `\u{..}` escape. An upstream is not trusted: what it writes must not
+/// pass for the gateway's own log lines.
+fn shown(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end_matches(['\n', '\r']);
+    countersign_registry::terminal_safe(text).into_owned()
 }
 
 /// Reads and drops bytes up to and including the next newline.
@@ -192,5 +202,21 @@ async fn skip_rest_of_line(
                 reader.consume(all);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upstreams_stderr_line_cannot_move_the_cursor_or_forge_a_line() {
+        assert_eq!(shown(b"listening on stdio\n"), "listening on stdio");
+        assert_eq!(
+            shown(b"ok\r2026-12-04T00:00:00Z  INFO countersign: approved\x1b[2K\r\n"),
+            "ok\\u{d}2026-12-04T00:00:00Z  INFO countersign: approved\\u{1b}[2K"
+        );
+        assert_eq!(shown("abc\u{202e}cba".as_bytes()), "abc\\u{202e}cba");
+        assert_eq!(shown(b"\xff\xfe bytes"), "\u{fffd}\u{fffd} bytes");
     }
 }
