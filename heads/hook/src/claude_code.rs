@@ -45,7 +45,20 @@ use crate::input::{Fields, Object};
 
 /// Parses a Claude Code hook input.
 pub(crate) fn parse(object: Object) -> Result<ToolCall, ParseError> {
-    let (mut fields, event) = Fields::with_event(object, Agent::ClaudeCode)?;
+    parse_tool_use(object, Agent::ClaudeCode, classify, edit_plan)
+}
+
+/// Parses the input shape Claude Code and Codex share (`session_id`,
+/// `cwd`, `tool_name`, `tool_input`, and `tool_use_id`, required at
+/// `PreToolUse`), classifying the tool with `classify` and planning its
+/// diff with `edit_plan`.
+pub(crate) fn parse_tool_use(
+    object: Object,
+    agent: Agent,
+    classify: fn(&str) -> ToolClass,
+    edit_plan: fn(&str, &Object) -> Option<EditPlan>,
+) -> Result<ToolCall, ParseError> {
+    let (mut fields, event) = Fields::with_event(object, agent)?;
     let session_id = fields.string("session_id")?;
     let cwd = fields.string("cwd")?;
     let tool_name = fields.string("tool_name")?;
@@ -57,7 +70,7 @@ pub(crate) fn parse(object: Object) -> Result<ToolCall, ParseError> {
     let class = classify(&tool_name);
     let edit = edit_plan(&tool_name, &tool_input);
     Ok(ToolCall {
-        agent: Agent::ClaudeCode,
+        agent,
         event,
         session_id,
         tool_use_id,

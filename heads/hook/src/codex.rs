@@ -46,32 +46,16 @@ use crate::answer::{Answer, Decision, Rendered};
 use crate::call::{ToolCall, ToolClass};
 use crate::edit::EditPlan;
 use crate::error::ParseError;
-use crate::input::{Fields, Object};
+use crate::input::Object;
 
-/// Parses a Codex hook input.
+/// Parses a Codex hook input (the shape Claude Code's has).
 pub(crate) fn parse(object: Object) -> Result<ToolCall, ParseError> {
-    let (mut fields, event) = Fields::with_event(object, Agent::Codex)?;
-    let session_id = fields.string("session_id")?;
-    let cwd = fields.string("cwd")?;
-    let tool_name = fields.string("tool_name")?;
-    let tool_use_id = match event {
-        HookEvent::PreToolUse => Some(fields.string("tool_use_id")?),
-        _ => fields.optional_string("tool_use_id")?,
-    };
-    let tool_input = fields.take_object("tool_input")?;
-    let class = classify(&tool_name);
-    let edit = (tool_name == "apply_patch").then(|| EditPlan::patch(&tool_input));
-    Ok(ToolCall {
-        agent: Agent::Codex,
-        event,
-        session_id,
-        tool_use_id,
-        tool_name,
-        tool_input,
-        cwd,
-        class,
-        edit,
-    })
+    crate::claude_code::parse_tool_use(object, Agent::Codex, classify, edit_plan)
+}
+
+/// `apply_patch`'s diff is the patch its input carries.
+fn edit_plan(tool_name: &str, input: &Object) -> Option<EditPlan> {
+    (tool_name == "apply_patch").then(|| EditPlan::patch(input))
 }
 
 /// The class of a Codex tool.
