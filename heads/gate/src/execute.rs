@@ -308,11 +308,13 @@ impl Gate {
     /// For a proposal of `operation` whose effect calls an upstream tool
     /// through this gate: ask the upstream for the tool's definition now,
     /// so that the listing runs while the execution claims and verifies
-    /// its proof. `None` for any other operation (or one the registry
-    /// cannot say now: the execution then refuses or checks by itself).
+    /// its proof. `None` for any other operation. The registry as last
+    /// loaded is enough (no file is read twice per execution): the
+    /// execution reads it afresh and uses this listing only for the very
+    /// effect it then finds, else it lists again.
     pub(crate) fn tool_check(&self, operation: &str) -> Option<effect::mcp::ToolCheck> {
         let upstreams = self.mcp.clone()?;
-        let registry = self.registry.now().ok()?;
+        let registry = self.registry.last_loaded();
         match &registry.get(operation)?.effect {
             countersign_registry::Effect::Mcp(tool) => {
                 Some(effect::mcp::ToolCheck::start(tool, upstreams))
