@@ -243,6 +243,13 @@ catalogue! {
     RuleChanged = "rule_changed", FailedPrecondition, Signer;
     /// The definition is not the one the person confirmed.
     RuleDefinitionChanged = "rule_definition_changed", FailedPrecondition, Signer;
+    /// A watch (`WatchProposal`, `WatchPending`) refused because the
+    /// principal already has as many open as the signer allows; open it
+    /// again once another has ended.
+    TooManyWatchers = "too_many_watchers", Unavailable, Signer;
+    /// A watch ended because the signer is shutting down; open it again
+    /// (on the restarted signer).
+    SignerStopping = "signer_stopping", Unavailable, Signer;
     // A proof refused by a verifier or at consumption by the ledger.
     /// Not a well-formed token, footer or claims object.
     Malformed = "malformed", InvalidArgument, Proof;

@@ -45,6 +45,14 @@ impl SignerService {
                 status: record.status.as_str().to_owned(),
             });
         }
+        // Every decision that records something is announced to the
+        // proposal's watches once this RPC's writes have ended (whatever
+        // it answers); a dry run records nothing.
+        let _changed = (!cmd.dry_run).then(|| {
+            self.state
+                .changes
+                .on_drop(&peer.principal, &record.proposal.id)
+        });
         if let Some(quorum) = self.quorum_of(&record) {
             return self
                 .decide_in_quorum(&peer, cmd, record, &quorum, started)

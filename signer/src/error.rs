@@ -214,6 +214,14 @@ pub(crate) enum RpcError {
     /// The definition is not the one the person confirmed.
     #[error("the rule definition is not the one confirmed; nothing was created or changed")]
     RuleDefinitionChanged,
+    /// The principal already has as many watches open as the signer allows.
+    #[error(
+        "this principal already has {0} watches open, the most the signer allows; try again once one has ended"
+    )]
+    TooManyWatchers(usize),
+    /// A watch ended because the signer is shutting down.
+    #[error("the signer is shutting down; watch again")]
+    SignerStopping,
     /// A fault on the signer's side; the detail is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -269,6 +277,8 @@ impl RpcError {
             RpcError::RuleNotLive(_) => Reason::RuleNotLive,
             RpcError::RuleChanged(_) => Reason::RuleChanged,
             RpcError::RuleDefinitionChanged => Reason::RuleDefinitionChanged,
+            RpcError::TooManyWatchers(_) => Reason::TooManyWatchers,
+            RpcError::SignerStopping => Reason::SignerStopping,
             RpcError::Internal(_) => Reason::Internal,
         }
     }

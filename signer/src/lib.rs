@@ -9,6 +9,7 @@
 //! proof. Passkey ceremonies are checked by the `countersign-webauthn` crate.
 #![forbid(unsafe_code)]
 
+mod changes;
 pub mod checkpoint;
 mod convert;
 mod decide;
@@ -32,6 +33,7 @@ mod state;
 mod status;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod watch;
 mod withdraw;
 
 pub use error::StartError;

@@ -31,6 +31,7 @@ impl SignerService {
         let id = parse_proposal_id(proposal_id)?;
         self.owned_proposal(&id, &peer.principal).await?;
         let resolved_by = format!("approver:{}", approver_path(&peer));
+        let _changed = self.state.changes.on_drop(&peer.principal, id.as_str());
         match self
             .state
             .ledger

@@ -7,7 +7,9 @@
 //! `PeerIdentity` that authorization produced; a handler takes that
 //! identity as an argument, so none runs unauthorized, and an RPC without
 //! a row leaves the trait unimplemented (the crate does not compile).
-//! Every error leaves through [`SignerService::refused`].
+//! Every error leaves through [`SignerService::refused`]. The RPCs that
+//! write a proposal's facts run `detached` (to their end, whatever the
+//! client does); the two watches are server streams (`watch.rs`).
 //!
 //! Notes: rules and passkeys are a person's (approver) only; a head can at
 //! most propose `rule.create`. The notifier (the notify process) calls its
@@ -18,15 +20,24 @@ use countersign_identity::Role;
 use countersign_proto::v1 as wire;
 use countersign_proto::v1::signer_server::Signer;
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 
+use crate::error::RpcError;
 use crate::service::{SignerService, authorize};
+use crate::watch::Views;
 
 macro_rules! rpcs {
-    ($( $name:ident($request:ident) -> $response:ident: $rpc:literal, [$($role:ident),+], $call:ident; )*) => {
+    (
+        unary { $( $name:ident($request:ident) -> $response:ident: $rpc:literal, [$($role:ident),+], $call:ident; )* }
+        streams { $( $sname:ident($srequest:ident) -> $stream:ident of $item:ident: $srpc:literal, [$($srole:ident),+]; )* }
+    ) => {
         /// Each RPC's name (as in `signer.proto`) and the roles it accepts,
         /// for the test that checks the table against the proto.
         #[cfg(test)]
-        const TABLE: &[(&str, &[Role])] = &[$(($rpc, &[$(Role::$role),+])),*];
+        const TABLE: &[(&str, &[Role])] = &[
+            $(($rpc, &[$(Role::$role),+]),)*
+            $(($srpc, &[$(Role::$srole),+]),)*
+        ];
 
         #[tonic::async_trait]
         impl Signer for SignerService {
@@ -42,27 +53,56 @@ macro_rules! rpcs {
                         .map_err(|e| self.refused(e))
                 }
             )*
+            $(
+                type $stream = Views<wire::$item>;
+
+                async fn $sname(
+                    &self,
+                    request: Request<wire::$srequest>,
+                ) -> Result<Response<Self::$stream>, Status> {
+                    let peer = authorize(&request, $srpc, &[$(Role::$srole),+])
+                        .map_err(|e| self.refused(e))?;
+                    SignerService::$sname(self, peer, request)
+                        .await
+                        .map(Response::new)
+                        .map_err(|e| self.refused(e))
+                }
+            )*
         }
     };
     (@call await, $service:ident, $name:ident, $peer:ident, $request:ident) => {
         SignerService::$name($service, $peer, $request).await
     };
+    // A write to a proposal runs to its end in a task of its own: a client
+    // that goes away (or the request timeout) drops the RPC's future, and
+    // a write the group commit finishes anyway must still be announced to
+    // the proposal's watches after it commits (`changes.rs`).
+    (@call detached, $service:ident, $name:ident, $peer:ident, $request:ident) => {{
+        let service = $service.clone();
+        tokio::spawn(
+            async move { SignerService::$name(&service, $peer, $request).await }
+                .in_current_span(),
+        )
+        .await
+        .unwrap_or_else(|e| Err(RpcError::Internal(format!("{} task: {e}", stringify!($name)))))
+    }};
     (@call now, $service:ident, $name:ident, $peer:ident, $request:ident) => {
         SignerService::$name($service, $peer, &$request)
     };
 }
 
 rpcs! {
-    propose(ProposeRequest) -> ProposalView: "Propose", [Head], await;
+    unary {
+    propose(ProposeRequest) -> ProposalView: "Propose", [Head], detached;
     get_proposal(GetProposalRequest) -> ProposalView: "GetProposal", [Head, Approver], await;
     list_pending(ListPendingRequest) -> ListPendingResponse: "ListPending", [Approver], await;
     list_proposals(ListProposalsRequest) -> ListPendingResponse: "ListProposals", [Head, Approver], await;
-    withdraw(WithdrawRequest) -> ProposalView: "Withdraw", [Head], await;
-    decide(DecideRequest) -> DecideResponse: "Decide", [Approver], await;
+    withdraw(WithdrawRequest) -> ProposalView: "Withdraw", [Head], detached;
+    decide(DecideRequest) -> DecideResponse: "Decide", [Approver], detached;
     claim_handoff(ClaimHandoffRequest) -> ClaimHandoffResponse: "ClaimHandoff", [Head], await;
     release_handoff(ReleaseHandoffRequest) -> ReleaseHandoffResponse: "ReleaseHandoff", [Head], await;
-    revoke(RevokeRequest) -> RevokeResponse: "Revoke", [Approver], await;
-    resolve_uncertain(ResolveUncertainRequest) -> ResolveUncertainResponse: "ResolveUncertain", [Approver], await;
+    revoke(RevokeRequest) -> RevokeResponse: "Revoke", [Approver], detached;
+    resolve_uncertain(ResolveUncertainRequest) -> ResolveUncertainResponse: "ResolveUncertain", [Approver], detached;
     reissue_for_reconcile(ReissueForReconcileRequest) -> ReissueForReconcileResponse: "ReissueForReconcile", [Head], await;
     public_keys(PublicKeysRequest) -> PublicKeysResponse: "PublicKeys", [Head, Approver, Admin], now;
     begin_decision(BeginDecisionRequest) -> PasskeyChallenge: "BeginDecision", [Approver], await;
@@ -77,6 +117,11 @@ rpcs! {
     revise_rule(ReviseRuleRequest) -> RuleView: "ReviseRule", [Approver], await;
     revoke_rule(RevokeRuleRequest) -> RuleView: "RevokeRule", [Approver], await;
     list_rules(ListRulesRequest) -> ListRulesResponse: "ListRules", [Approver], await;
+    }
+    streams {
+    watch_proposal(WatchProposalRequest) -> WatchProposalStream of ProposalView: "WatchProposal", [Head, Approver];
+    watch_pending(WatchPendingRequest) -> WatchPendingStream of ListPendingResponse: "WatchPending", [Approver];
+    }
 }
 
 #[cfg(test)]

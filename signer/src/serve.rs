@@ -30,8 +30,14 @@ pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 /// How long in-flight requests may take to finish after shutdown begins
 /// (the one grace of every long-running process).
 pub use countersign_identity::shutdown::SHUTDOWN_GRACE;
-/// Longest time one request may take.
+/// Longest time one request may take (until its answer starts: a watch
+/// stream's messages are not bounded by it).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often an HTTP/2 PING checks that a client is still there, and how
+/// long its answer may take: a watch held by a client that vanished
+/// without closing its connection gives its place back within both.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(60);
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Serves the signer on `listener` with `tls` (client certificates
 /// required) until `shutdown` resolves, then stops accepting and lets
@@ -61,6 +67,8 @@ pub async fn run(
         .tls_config(tls)
         .map_err(|e| StartError::Transport(format!("tls: {e}")))?
         .timeout(REQUEST_TIMEOUT)
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .concurrency_limit_per_connection(64)
         .trace_fn(request_span)
         .add_service(service)
@@ -71,6 +79,13 @@ pub async fn run(
     // in-flight requests.
     state.checkpoints.write(&state).await;
     let checkpoints = tokio::spawn(crate::checkpoint::every_interval(Arc::clone(&state)));
+    // A graceful shutdown waits for every open stream: the watches end
+    // (`signer_stopping`) as soon as it begins.
+    let stopping = Arc::clone(&state);
+    let shutdown = async move {
+        shutdown.await;
+        stopping.changes.stop();
+    };
     let served = router
         .serve_with_incoming_shutdown(incoming(listener), shutdown)
         .await

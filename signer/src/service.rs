@@ -26,6 +26,7 @@ use crate::state::SignerState;
 use crate::status::to_status;
 
 /// The `Signer` service over shared state.
+#[derive(Clone)]
 pub(crate) struct SignerService {
     pub(crate) state: Arc<SignerState>,
 }
@@ -190,6 +191,9 @@ impl SignerService {
         // Recorded with its notification for the notify process, if
         // `[notify]` is on: both commit, or neither does.
         let announce = self.state.outbox.proposal_waiting(&proposal);
+        // Watches hear of the proposal (and of a rule's approval of it)
+        // once this RPC's writes have ended.
+        let _changed = self.state.changes.on_drop(&peer.principal, id.as_str());
         let recorded = match &announce {
             Some(row) => {
                 self.state
@@ -235,12 +239,18 @@ impl SignerService {
         peer: PeerIdentity,
         _request: Request<wire::ListPendingRequest>,
     ) -> Result<wire::ListPendingResponse, RpcError> {
-        let records = self.state.ledger.pending(&peer.principal).await?;
+        self.pending_views(&peer.principal).await
+    }
+
+    /// `principal`'s proposals awaiting a decision, as `ListPending` and
+    /// `WatchPending` send them.
+    pub(crate) async fn pending_views(
+        &self,
+        principal: &str,
+    ) -> Result<wire::ListPendingResponse, RpcError> {
+        let records = self.state.ledger.pending(principal).await?;
         let mut proposals = Vec::with_capacity(records.len());
-        for record in records
-            .iter()
-            .filter(|r| r.proposal.principal == peer.principal)
-        {
+        for record in records.iter().filter(|r| r.proposal.principal == principal) {
             proposals.push(self.view_of(record).await?);
         }
         Ok(wire::ListPendingResponse { proposals })
@@ -323,6 +333,10 @@ impl SignerService {
         let cmd = RevokeCommand::try_from(request.into_inner())?;
         self.owned_proposal(&cmd.proposal_id, &peer.principal)
             .await?;
+        let _changed = self
+            .state
+            .changes
+            .on_drop(&peer.principal, cmd.proposal_id.as_str());
         let outcome = self
             .state
             .ledger

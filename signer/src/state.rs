@@ -53,6 +53,12 @@ pub struct SignerState {
     pub(crate) rules_enabled: bool,
     /// What the last ledger checkpoint of this signer named.
     pub(crate) checkpoints: crate::checkpoint::Checkpoints,
+    /// Announcements of changed proposals, for the watch streams.
+    pub(crate) changes: crate::changes::Changes,
+    /// Where the tests hold a watch between its first read and its first
+    /// message.
+    #[cfg(feature = "testing")]
+    pub(crate) watch_gate: crate::testing::WatchGate,
 }
 
 impl fmt::Debug for SignerState {
@@ -96,6 +102,9 @@ impl SignerState {
             outbox: Outbox::default(),
             rules_enabled: false,
             checkpoints: crate::checkpoint::Checkpoints::default(),
+            changes: crate::changes::Changes::default(),
+            #[cfg(feature = "testing")]
+            watch_gate: crate::testing::WatchGate::default(),
         }
     }
 

@@ -173,10 +173,12 @@ mod tests {
             (RpcError::RuleNotLive("r".into()), "rule_not_live"),
             (RpcError::RuleChanged("r".into()), "rule_changed"),
             (RpcError::RuleDefinitionChanged, "rule_definition_changed"),
+            (RpcError::TooManyWatchers(256), "too_many_watchers"),
+            (RpcError::SignerStopping, "signer_stopping"),
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..47).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..49).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -229,6 +231,8 @@ mod tests {
             RpcError::ReissueWindowClosed { .. } => 44,
             RpcError::ReissueLimitReached { .. } => 45,
             RpcError::ReissueUnavailableOnSqlite => 46,
+            RpcError::TooManyWatchers(_) => 47,
+            RpcError::SignerStopping => 48,
         }
     }
 

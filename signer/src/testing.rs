@@ -180,6 +180,12 @@ impl TestSigner {
         &self.state
     }
 
+    /// The gate every watch of this signer passes between its first read
+    /// and its first message.
+    pub fn watch_gate(&self) -> &WatchGate {
+        &self.state.watch_gate
+    }
+
     /// A connected client with the home's certificate for `role`
     /// (`approver` or `head`).
     pub async fn client(&self, role: Role) -> Result<SignerClient<Channel>, BoxError> {
@@ -296,6 +302,52 @@ impl Drop for TestSigner {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
+        }
+    }
+}
+
+/// A point where every watch (`WatchProposal`, `WatchPending`) waits
+/// while the gate is held: after its first read, before its first message.
+/// A test holds it to commit a change right inside that window, which no
+/// timing can hit reliably.
+#[derive(Debug)]
+pub struct WatchGate {
+    held: tokio::sync::watch::Sender<bool>,
+    reached: tokio::sync::Notify,
+}
+
+impl Default for WatchGate {
+    fn default() -> Self {
+        WatchGate {
+            held: tokio::sync::watch::Sender::new(false),
+            reached: tokio::sync::Notify::new(),
+        }
+    }
+}
+
+impl WatchGate {
+    /// Watches opened from now on wait at the gate.
+    pub fn hold(&self) {
+        self.held.send_replace(true);
+    }
+
+    /// The waiting watches go on.
+    pub fn release(&self) {
+        self.held.send_replace(false);
+    }
+
+    /// Returns once a watch has reached the held gate (at once if one
+    /// already has since the last call).
+    pub async fn reached(&self) {
+        self.reached.notified().await;
+    }
+
+    /// A watch's pass through the gate.
+    pub(crate) async fn pass(&self) {
+        let mut held = self.held.subscribe();
+        if *held.borrow_and_update() {
+            self.reached.notify_one();
+            let _ = held.wait_for(|held| !*held).await;
         }
     }
 }

@@ -85,6 +85,7 @@ impl SignerService {
                 status: record.status.as_str().to_owned(),
             });
         }
+        let _changed = self.state.changes.on_drop(&peer.principal, id.as_str());
         self.state
             .ledger
             .record_withdrawal(id.as_str(), &peer.principal, "withdrawn by the proposer")

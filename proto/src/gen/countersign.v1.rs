@@ -179,6 +179,13 @@ pub struct QuorumDecisionView {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListPendingRequest {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct WatchProposalRequest {
+    #[prost(string, tag = "1")]
+    pub proposal_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct WatchPendingRequest {}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListProposalsRequest {
     /// Only proposals in this status; unspecified: all.
@@ -1001,6 +1008,77 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "ListPending"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: head or approver, of the proposal's principal (refused exactly
+        /// as GetProposal refuses: `unknown_proposal`, `not_your_proposal`).
+        /// Waiting without polling: sends the proposal's view at once, then a new
+        /// view each time it changes while it is pending (a quorum approval
+        /// recorded), and ends the stream (status OK) right after the first view
+        /// whose status is not pending (approved, denied, withdrawn, or any later
+        /// status): a decision is the stream's last message. A change is
+        /// announced by the signer after its ledger commit, and the stream is
+        /// subscribed to the announcements before its first read, so no change
+        /// made after that read is missed; an unchanged view is never sent
+        /// twice. Consumption (applied, failed, uncertain) is recorded by heads,
+        /// not the signer, so it is never streamed: the stream has ended by then.
+        /// UNAVAILABLE `too_many_watchers` when the principal already has
+        /// 256 streams (WatchProposal and WatchPending together) open, and
+        /// `signer_stopping` (as the stream's end) when the signer shuts down:
+        /// open it again later. No message carries a proof.
+        pub async fn watch_proposal(
+            &mut self,
+            request: impl tonic::IntoRequest<super::WatchProposalRequest>,
+        ) -> std::result::Result<
+            tonic::Response<tonic::codec::Streaming<super::ProposalView>>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/WatchProposal",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "WatchProposal"));
+            self.inner.server_streaming(req, path, codec).await
+        }
+        /// role: approver. The caller principal's pending list (as ListPending
+        /// answers it) at once, then again whenever it changes: a proposal of
+        /// the principal proposed, decided, withdrawn or approved by a rule.
+        /// Changes that land close together are coalesced into one message, and
+        /// a list equal to the last one sent is never sent. The stream does not
+        /// end by itself; `too_many_watchers` and `signer_stopping` as for
+        /// WatchProposal.
+        pub async fn watch_pending(
+            &mut self,
+            request: impl tonic::IntoRequest<super::WatchPendingRequest>,
+        ) -> std::result::Result<
+            tonic::Response<tonic::codec::Streaming<super::ListPendingResponse>>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/WatchPending",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "WatchPending"));
+            self.inner.server_streaming(req, path, codec).await
+        }
         /// role: head or approver. The caller principal's proposals, newest first
         /// (an approver interface's history).
         pub async fn list_proposals(
@@ -1595,6 +1673,55 @@ pub mod signer_server {
             tonic::Response<super::ListPendingResponse>,
             tonic::Status,
         >;
+        /// Server streaming response type for the WatchProposal method.
+        type WatchProposalStream: tonic::codegen::tokio_stream::Stream<
+                Item = std::result::Result<super::ProposalView, tonic::Status>,
+            >
+            + std::marker::Send
+            + 'static;
+        /// role: head or approver, of the proposal's principal (refused exactly
+        /// as GetProposal refuses: `unknown_proposal`, `not_your_proposal`).
+        /// Waiting without polling: sends the proposal's view at once, then a new
+        /// view each time it changes while it is pending (a quorum approval
+        /// recorded), and ends the stream (status OK) right after the first view
+        /// whose status is not pending (approved, denied, withdrawn, or any later
+        /// status): a decision is the stream's last message. A change is
+        /// announced by the signer after its ledger commit, and the stream is
+        /// subscribed to the announcements before its first read, so no change
+        /// made after that read is missed; an unchanged view is never sent
+        /// twice. Consumption (applied, failed, uncertain) is recorded by heads,
+        /// not the signer, so it is never streamed: the stream has ended by then.
+        /// UNAVAILABLE `too_many_watchers` when the principal already has
+        /// 256 streams (WatchProposal and WatchPending together) open, and
+        /// `signer_stopping` (as the stream's end) when the signer shuts down:
+        /// open it again later. No message carries a proof.
+        async fn watch_proposal(
+            &self,
+            request: tonic::Request<super::WatchProposalRequest>,
+        ) -> std::result::Result<
+            tonic::Response<Self::WatchProposalStream>,
+            tonic::Status,
+        >;
+        /// Server streaming response type for the WatchPending method.
+        type WatchPendingStream: tonic::codegen::tokio_stream::Stream<
+                Item = std::result::Result<super::ListPendingResponse, tonic::Status>,
+            >
+            + std::marker::Send
+            + 'static;
+        /// role: approver. The caller principal's pending list (as ListPending
+        /// answers it) at once, then again whenever it changes: a proposal of
+        /// the principal proposed, decided, withdrawn or approved by a rule.
+        /// Changes that land close together are coalesced into one message, and
+        /// a list equal to the last one sent is never sent. The stream does not
+        /// end by itself; `too_many_watchers` and `signer_stopping` as for
+        /// WatchProposal.
+        async fn watch_pending(
+            &self,
+            request: tonic::Request<super::WatchPendingRequest>,
+        ) -> std::result::Result<
+            tonic::Response<Self::WatchPendingStream>,
+            tonic::Status,
+        >;
         /// role: head or approver. The caller principal's proposals, newest first
         /// (an approver interface's history).
         async fn list_proposals(
@@ -2001,6 +2128,98 @@ pub mod signer_server {
                                 max_encoding_message_size,
                             );
                         let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/WatchProposal" => {
+                    #[allow(non_camel_case_types)]
+                    struct WatchProposalSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::ServerStreamingService<super::WatchProposalRequest>
+                    for WatchProposalSvc<T> {
+                        type Response = super::ProposalView;
+                        type ResponseStream = T::WatchProposalStream;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::ResponseStream>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::WatchProposalRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::watch_proposal(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = WatchProposalSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.server_streaming(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/WatchPending" => {
+                    #[allow(non_camel_case_types)]
+                    struct WatchPendingSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::ServerStreamingService<super::WatchPendingRequest>
+                    for WatchPendingSvc<T> {
+                        type Response = super::ListPendingResponse;
+                        type ResponseStream = T::WatchPendingStream;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::ResponseStream>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::WatchPendingRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::watch_pending(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = WatchPendingSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.server_streaming(method, req).await;
                         Ok(res)
                     };
                     Box::pin(fut)
