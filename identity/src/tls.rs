@@ -81,7 +81,15 @@ pub fn signer_endpoint(
         // Explicit: a request's last frame must not wait for a delayed ACK.
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(30)))
+        // Bounds how long a request waits for its answer to start; a
+        // watch stream's messages are not bounded by it.
+        .timeout(Duration::from_secs(30))
+        // While a stream is open (a watch waiting for a decision), a PING
+        // each minute finds a signer that vanished without closing the
+        // connection; an idle connection sends none.
+        .http2_keep_alive_interval(Duration::from_secs(60))
+        .keep_alive_timeout(Duration::from_secs(20))
+        .keep_alive_while_idle(false))
 }
 
 /// An error and its causes on one line (`a: b: c`): a failed TLS

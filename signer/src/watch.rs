@@ -110,14 +110,23 @@ impl<T: Clone + PartialEq + Send + 'static> Watch<T> {
         (watch, ReceiverStream::new(views))
     }
 
-    /// Sends `item`; false once the client has gone.
-    async fn send(&self, item: T) -> bool {
-        self.sent.send(Ok(item)).await.is_ok()
+    /// Sends `item`; false once the client has gone, or if the signer
+    /// stops while a client that does not read holds the send back.
+    async fn send(&mut self, item: T) -> bool {
+        tokio::select! {
+            sent = self.sent.send(Ok(item)) => sent.is_ok(),
+            _ = self.stopping.wait_for(|stop| *stop) => false,
+        }
     }
 
-    /// Sends `err` as the stream's last message.
-    async fn fail(&self, err: RpcError) {
-        let _ = self.sent.send(Err(self.service.refused(err))).await;
+    /// Sends `err` as the stream's last message (given up if the signer
+    /// stops first).
+    async fn fail(&mut self, err: RpcError) {
+        let status = self.service.refused(err);
+        tokio::select! {
+            _ = self.sent.send(Err(status)) => {}
+            _ = self.stopping.wait_for(|stop| *stop) => {}
+        }
     }
 
     /// Parks until an announcement `concerns` (or a lag, which may hide
@@ -137,7 +146,10 @@ impl<T: Clone + PartialEq + Send + 'static> Watch<T> {
             return match woken {
                 Some(woken) => woken,
                 None => {
-                    self.fail(RpcError::SignerStopping).await;
+                    // Not waited for: a client that does not read must
+                    // not hold the shutdown back.
+                    let stopping = self.service.refused(RpcError::SignerStopping);
+                    let _ = self.sent.try_send(Err(stopping));
                     Woken::End
                 }
             };

@@ -208,7 +208,7 @@ pub async fn run(
     let port = axum::serve::Listener::local_addr(&listener)?.port();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     state.live.stop_on(stop_rx.clone());
-    let poller = tokio::spawn(live::poll(state.clone(), stop_rx));
+    let follower = tokio::spawn(live::follow(state.clone(), stop_rx));
     let executions = state.decisions.executions();
     let app = router(state, port);
     let stop = countersign_http::stop_when(async move {
@@ -216,7 +216,7 @@ pub async fn run(
         let _ = stop_tx.send(true);
     });
     let served = countersign_http::serve(listener, app, stop).await;
-    poller.abort();
+    follower.abort();
     // An approval run now whose request was cut off still completes.
     executions.close();
     executions.wait().await;

@@ -1,8 +1,12 @@
-//! Live updates: while a paired page listens, the console asks the signer
-//! for the pending list once a second and, when it changed, sends the new
-//! list (rendered and escaped here, like every page) and its count as a
-//! server-sent event. JavaScript only applies it; without JavaScript the
-//! pages still work by reloading.
+//! Live updates: while a paired page listens, the console holds the
+//! signer's `WatchPending` stream, which sends the pending list at once
+//! and again whenever it changes, and passes each new list (rendered and
+//! escaped here, like every page) and its count to the pages as a
+//! server-sent event. Nothing polls: with nobody listening the console
+//! holds no stream and waits for the first listener; while the list does
+//! not change, the stream is idle. A broken stream is opened again after
+//! a short pause. JavaScript only applies the events; without JavaScript
+//! the pages still work by reloading.
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -13,9 +17,9 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use countersign_proto::v1::signer_client::SignerClient;
-use countersign_proto::v1::{ListPendingRequest, ProposalView};
+use countersign_proto::v1::{ProposalView, WatchPendingRequest};
 use serde_json::json;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio_stream::StreamExt as _;
 use tokio_stream::wrappers::WatchStream;
 use tonic::transport::Channel;
@@ -24,13 +28,18 @@ use crate::ConsoleState;
 use crate::auth::paired;
 use crate::views::pending_list;
 
-/// How often the pending list is read while someone listens.
-const POLL_EVERY: Duration = Duration::from_secs(1);
+/// The pause before opening a broken stream again; it doubles up to
+/// [`LONGEST_PAUSE`] while the signer stays out of reach.
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+const LONGEST_PAUSE: Duration = Duration::from_secs(2);
 
 /// The latest pending list, shared by every listening page.
 pub(crate) struct Live {
     approver: SignerClient<Channel>,
     latest: watch::Sender<Option<Arc<Vec<ProposalView>>>>,
+    /// Told when a page starts listening (the follower may be waiting for
+    /// the first one).
+    listening: Notify,
     stop: Mutex<Option<watch::Receiver<bool>>>,
 }
 
@@ -39,6 +48,7 @@ impl Live {
         Self {
             approver,
             latest: watch::Sender::new(None),
+            listening: Notify::new(),
             stop: Mutex::new(None),
         }
     }
@@ -53,36 +63,85 @@ impl Live {
     fn stopping(&self) -> Option<watch::Receiver<bool>> {
         self.stop.lock().ok().and_then(|s| s.clone())
     }
+
+    /// Publishes `list` to the listening pages, if it is not the list
+    /// they already have.
+    fn publish(&self, list: Vec<ProposalView>) {
+        self.latest.send_if_modified(|current| {
+            let changed = current.as_deref() != Some(&list);
+            if changed {
+                *current = Some(Arc::new(list));
+            }
+            changed
+        });
+    }
 }
 
-/// The poller: reads the pending list while anyone listens, publishes changes.
-pub(crate) async fn poll(state: Arc<ConsoleState>, mut stop: watch::Receiver<bool>) {
+/// Why following the signer's stream stopped.
+enum Ended {
+    /// The last page stopped listening.
+    Unlistened,
+    /// The stream could not be opened, or broke.
+    Broken,
+}
+
+/// The follower: holds the signer's pending-list stream while anyone
+/// listens, publishes each list, and ends when `stop` turns true.
+pub(crate) async fn follow(state: Arc<ConsoleState>, mut stop: watch::Receiver<bool>) {
     let live = &state.live;
     let mut approver = live.approver.clone();
+    let mut pause = FIRST_PAUSE;
     loop {
-        if live.latest.receiver_count() > 0 {
-            match approver.list_pending(ListPendingRequest {}).await {
-                Ok(list) => {
-                    let list = list.into_inner().proposals;
-                    live.latest.send_if_modified(|current| {
-                        let changed = current.as_deref() != Some(&list);
-                        if changed {
-                            *current = Some(Arc::new(list));
-                        }
-                        changed
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e.message(), "live update: cannot list pending proposals")
-                }
-            }
-        } else {
+        while live.latest.receiver_count() == 0 {
             // Nobody listens: the next listener must get a fresh list.
             live.latest.send_replace(None);
+            tokio::select! {
+                () = live.listening.notified() => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
         }
-        tokio::select! {
-            () = tokio::time::sleep(POLL_EVERY) => {}
+        let ended = tokio::select! {
+            ended = stream_while_listened(live, &mut approver, &mut pause) => ended,
             _ = stop.wait_for(|s| *s) => return,
+        };
+        if let Ended::Broken = ended {
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            pause = (pause * 2).min(LONGEST_PAUSE);
+        }
+    }
+}
+
+/// Publishes the lists of one `WatchPending` stream until the last page
+/// stops listening or the stream breaks.
+async fn stream_while_listened(
+    live: &Live,
+    approver: &mut SignerClient<Channel>,
+    pause: &mut Duration,
+) -> Ended {
+    let mut lists = match approver.watch_pending(WatchPendingRequest {}).await {
+        Ok(response) => response.into_inner(),
+        Err(e) => {
+            tracing::warn!(error = %e.message(), "live update: cannot watch pending proposals");
+            return Ended::Broken;
+        }
+    };
+    loop {
+        tokio::select! {
+            () = live.latest.closed() => return Ended::Unlistened,
+            message = lists.message() => match message {
+                Ok(Some(list)) => {
+                    *pause = FIRST_PAUSE;
+                    live.publish(list.proposals);
+                }
+                Ok(None) => return Ended::Broken,
+                Err(e) => {
+                    tracing::warn!(error = %e.message(), "live update: the pending proposals' stream broke");
+                    return Ended::Broken;
+                }
+            }
         }
     }
 }
@@ -94,6 +153,7 @@ pub(crate) async fn events(State(state): State<Arc<ConsoleState>>, headers: Head
         return *page;
     }
     let rx = state.live.latest.subscribe();
+    state.live.listening.notify_one();
     let session_state = state.clone();
     let updates = WatchStream::new(rx).filter_map(|list| list).map(Some);
     // `None` once the console starts shutting down: the stream ends there.

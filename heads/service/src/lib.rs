@@ -4,8 +4,10 @@
 //! [`Operation`], matched exhaustively, so a new operation without a handler
 //! does not compile), the one ownership check of a proposal's record, the
 //! task each execution runs in (a caller that goes away never cuts an effect
-//! off between intent and completion), and the one [`Answer`] type: a
-//! result, a refusal with a stable reason code, or a fault.
+//! off between intent and completion), the one [`Answer`] type: a
+//! result, a refusal with a stable reason code, or a fault; and the one
+//! wait for a person's decision ([`wait_for_decision`], over the signer's
+//! `WatchProposal` stream).
 //!
 //! Must not: parse a transport, authenticate a caller, render text or wire
 //! responses (it renders only the JSON results of an execution,
@@ -24,6 +26,7 @@ mod params;
 mod resources;
 pub mod results;
 mod schemas;
+pub mod wait;
 
 use std::sync::Arc;
 
@@ -46,6 +49,7 @@ pub use approver::{Approval, Approved, Approver, ApproverError, Delivery, Revoke
 pub use params::DEFAULT_LIST_LIMIT;
 pub use resources::{Building, Resources};
 pub use schemas::{ParamsError, Schemas};
+pub use wait::{Waited, wait_for_decision};
 
 /// One data operation with its typed parameters, as a head parsed it.
 #[derive(Debug)]

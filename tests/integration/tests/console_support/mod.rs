@@ -121,6 +121,23 @@ pub async fn https_to(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Reply {
+    let mut stream = send(addr, ca_pem, method, target, headers, body).await;
+    let mut bytes = Vec::new();
+    // A close without close_notify is how many servers end; keep what came.
+    let _ = stream.read_to_end(&mut bytes).await;
+    parse_reply(&bytes)
+}
+
+/// Sends one HTTPS request to `addr` as [`https_to`] does and returns the
+/// connection, for a reply read as it comes (server-sent events).
+pub async fn send(
+    addr: SocketAddr,
+    ca_pem: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     countersign_identity::tls::install_crypto_provider();
     let mut roots = rustls::RootCertStore::empty();
     roots
@@ -145,8 +162,5 @@ pub async fn https_to(
     request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
     stream.write_all(request.as_bytes()).await.unwrap();
     stream.write_all(body).await.unwrap();
-    let mut bytes = Vec::new();
-    // A close without close_notify is how many servers end; keep what came.
-    let _ = stream.read_to_end(&mut bytes).await;
-    parse_reply(&bytes)
+    stream
 }
