@@ -268,11 +268,13 @@ async fn a_decision_committed_right_after_the_first_read_is_sent() {
     ends_with(&mut views, ProposalStatus::Approved).await;
 }
 
-#[tokio::test]
-async fn a_proposal_made_right_after_the_lists_first_read_is_sent() {
-    let signer = start().await;
+/// An approver's `WatchPending`, opening: held at the test gate after its
+/// first read, until the gate is released.
+async fn pending_held_at_the_gate(
+    signer: &TestSigner,
+) -> tokio::task::JoinHandle<Result<Streaming<ListPendingResponse>, Status>> {
     signer.watch_gate().hold();
-    let mut approver = approver(&signer).await;
+    let mut approver = approver(signer).await;
     let opening = tokio::spawn(async move {
         approver
             .watch_pending(WatchPendingRequest {})
@@ -280,6 +282,13 @@ async fn a_proposal_made_right_after_the_lists_first_read_is_sent() {
             .map(tonic::Response::into_inner)
     });
     signer.watch_gate().reached().await;
+    opening
+}
+
+#[tokio::test]
+async fn a_proposal_made_right_after_the_lists_first_read_is_sent() {
+    let signer = start().await;
+    let opening = pending_held_at_the_gate(&signer).await;
     let proposal = propose(&mut head(&signer).await).await;
     signer.watch_gate().release();
     let mut lists = opening.await.unwrap().unwrap();
@@ -442,6 +451,26 @@ async fn a_burst_of_proposals_never_sends_the_same_list_twice() {
     }
     assert_eq!(seen.last(), Some(&ids));
     assert!(seen.len() <= ids.len() + 1, "{} lists", seen.len());
+}
+
+/// A watch held (at the test gate) while more changes are announced than
+/// a subscription keeps (1024): its own principal's proposal first, so
+/// that its announcement is among those dropped, then another
+/// principal's. Told it lagged, the watch reads again, and the list it
+/// sends next has the proposal.
+#[tokio::test]
+async fn a_watch_that_fell_behind_reads_again_and_loses_nothing() {
+    let signer = start().await;
+    let opening = pending_held_at_the_gate(&signer).await;
+    let ours = propose(&mut head(&signer).await).await;
+    let mut theirs = client_as(&signer, Role::Head, OTHER_PRINCIPAL).await;
+    for _ in 0..1100 {
+        propose(&mut theirs).await;
+    }
+    signer.watch_gate().release();
+    let mut lists = opening.await.unwrap().unwrap();
+    assert!(next_list(&mut lists).await.is_empty());
+    assert_eq!(next_list(&mut lists).await, [ours.id]);
 }
 
 #[tokio::test]

@@ -10,8 +10,9 @@
 //! `--no-race`, `--verification-only`, `--latency-only`, `--no-latency`, `--netns-only`,
 //! `--no-netns`, `--gateway-only` (the MCP gateway's figures only; it needs
 //! `npm ci --prefix tests/mcp-servers` and `node`),
-//! `--latency-n N` (iterations of the latency section; 300, or 30 with
-//! `--quick`). The latency section runs the `countersign` binary of this
+//! `--latency-n N` (iterations of the latency and watch sections; 300, or
+//! 30 with `--quick`), `--watch-only` (the watch section only),
+//! `--idle-secs S` (how long the watch section's idle watcher waits; 30). The latency section runs the `countersign` binary of this
 //! profile: `cargo build --release --bins` first.
 //! PostgreSQL: a fresh database on `$COUNTERSIGN_TEST_PG` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`), dropped afterwards.
@@ -37,7 +38,11 @@
 //! 8. consume throughput with PostgreSQL in a network namespace of its own
 //!    behind a proxy adding 0, 0.5, 1 and 2 ms of round trip, beside the
 //!    raw single-chain transaction at the same delay (`netns.rs`; needs
-//!    root and `ip`, skipped otherwise).
+//!    root and `ip`, skipped otherwise);
+//! 9. a person's approval reaching a `WatchProposal` watcher in another
+//!    process, p50 and p99, beside a kept-channel `GetProposal` round
+//!    trip, and the CPU time of a watcher waiting `--idle-secs` for a
+//!    decision nobody makes (`watch.rs`).
 //!
 //! Proofs are minted with the signer's own issuing code (a dev-dependency:
 //! nothing here ships).
@@ -47,6 +52,7 @@ mod gateway;
 mod heads;
 mod latency;
 mod netns;
+mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -91,8 +97,12 @@ struct Options {
     netns_only: bool,
     /// Run only the MCP gateway's section (it needs npm's MCP servers).
     gateway_only: bool,
-    /// Iterations of the latency section, if given.
+    /// Iterations of the latency and watch sections, if given.
     latency_n: Option<usize>,
+    /// Run only the watch section.
+    watch_only: bool,
+    /// How long the watch section's idle watcher waits, if given.
+    idle_secs: Option<u64>,
 }
 
 impl Options {
@@ -110,20 +120,27 @@ impl Options {
             netns: !has("--no-netns"),
             netns_only: has("--netns-only"),
             gateway_only: has("--gateway-only"),
-            latency_n: args.iter().position(|a| a == "--latency-n").map(|i| {
-                match args.get(i + 1).map(|n| n.parse()) {
-                    Some(Ok(n)) => n,
-                    _ => {
-                        eprintln!("--latency-n needs a number of iterations");
-                        std::process::exit(2);
-                    }
-                }
-            }),
+            latency_n: number_after(&args, "--latency-n"),
+            watch_only: has("--watch-only"),
+            idle_secs: number_after(&args, "--idle-secs"),
         }
     }
 
     fn n(&self, full: usize) -> usize {
         if self.quick { full / 10 } else { full }
+    }
+}
+
+/// The number after `flag` in `args`, if the flag is there; a flag
+/// without a number ends the run.
+fn number_after<T: std::str::FromStr>(args: &[String], flag: &str) -> Option<T> {
+    let at = args.iter().position(|a| a == flag)?;
+    match args.get(at + 1).map(|n| n.parse()) {
+        Some(Ok(n)) => Some(n),
+        _ => {
+            eprintln!("{flag} needs a number");
+            std::process::exit(2);
+        }
     }
 }
 
@@ -783,6 +800,10 @@ fn main() {
     if let Some(at) = std::env::args().position(|a| a == ONE_COMMIT) {
         return one_commit_child(&std::env::args().skip(at + 1).collect::<Vec<_>>());
     }
+    // The watch section's watcher process.
+    if let Some(at) = std::env::args().position(|a| a == watch::WATCH_CHILD) {
+        return watch::child(&std::env::args().skip(at + 1).collect::<Vec<_>>());
+    }
     let opts = Options::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -806,6 +827,9 @@ fn main() {
     if opts.gateway_only {
         return runtime.block_on(gateway_section(&fx, &opts));
     }
+    if opts.watch_only {
+        return runtime.block_on(watch_section(&opts));
+    }
     verification(&fx, &opts);
     if std::env::args().any(|a| a == "--verification-only") {
         return;
@@ -825,6 +849,7 @@ fn main() {
         }
         if opts.latency {
             latency_section(&fx, &opts).await;
+            watch_section(&opts).await;
         }
         if opts.netns {
             netns_section(&fx, &opts).await;
@@ -852,6 +877,14 @@ async fn netns_section(fx: &Fixture, opts: &Options) {
 
 /// The latency section; a missing binary or a failed command ends the
 /// run with the reason.
+/// The watch section; a failure ends the run with the reason.
+async fn watch_section(opts: &Options) {
+    if let Err(e) = watch::run(opts).await {
+        eprintln!("watch section: {e}");
+        std::process::exit(1);
+    }
+}
+
 async fn latency_section(fx: &Fixture, opts: &Options) {
     if let Err(e) = latency::run(fx, opts).await {
         eprintln!("latency section: {e}");
