@@ -173,10 +173,17 @@ mod tests {
             (RpcError::RuleNotLive("r".into()), "rule_not_live"),
             (RpcError::RuleChanged("r".into()), "rule_changed"),
             (RpcError::RuleDefinitionChanged, "rule_definition_changed"),
+            (
+                RpcError::IdempotencyKeyReused {
+                    key: "k".into(),
+                    id: "p".into(),
+                },
+                "idempotency_key_reused",
+            ),
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..47).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..48).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -229,6 +236,7 @@ mod tests {
             RpcError::ReissueWindowClosed { .. } => 44,
             RpcError::ReissueLimitReached { .. } => 45,
             RpcError::ReissueUnavailableOnSqlite => 46,
+            RpcError::IdempotencyKeyReused { .. } => 47,
         }
     }
 
