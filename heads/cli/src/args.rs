@@ -105,6 +105,26 @@ pub enum Command {
     /// The MCP gateway: the upstream MCP servers of gateway.toml.
     #[command(subcommand)]
     Gateway(GatewayCommand),
+    /// Answer a coding agent's pre-tool-call hook (as a head)
+    ///
+    /// The agent runs it before each tool call with the call as JSON on
+    /// stdin. The call is proposed (agent.shell, agent.edit, ...), a person
+    /// decides in the console or at a terminal (or a rule does), and the
+    /// answer is written in the agent's own shape. No decision within the
+    /// wait, an error or a refusal is a deny: never an allow on error. See
+    /// docs/hooks.md for each agent's setup (`countersign init AGENT`).
+    Hook(HookArgs),
+}
+
+/// `countersign hook`
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The agent asking: claude-code, codex, gemini or cursor.
+    pub agent: countersign_hook::Agent,
+    /// How long to wait for a decision, in seconds (default 300); keep it
+    /// below the agent's own hook timeout.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub wait_secs: Option<u64>,
 }
 
 /// `countersign gateway ...`

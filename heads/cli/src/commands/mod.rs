@@ -9,6 +9,7 @@ pub(crate) mod decide;
 mod doctor;
 mod exec;
 mod gateway;
+mod hook;
 mod inspect;
 mod mcp;
 mod metrics;
@@ -33,6 +34,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     // Offline: no home, no signer, no ledger.
     let command = match cli.command {
         Command::Verify(args) => return verify::verify(args, json, io),
+        // Reads its input first, and answers every failure in the agent's
+        // shape, even a home that does not load.
+        Command::Hook(args) => return hook::hook(cli.home, args, io).await,
         // A console CA handed over by the console's administrator: the
         // person trusting it needs no home of their own.
         Command::Console(ConsoleArgs {
@@ -129,6 +133,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 | Command::Up(_)
                 | Command::Doctor
                 | Command::Propose(_)
+                | Command::Hook(_)
                 | Command::Exec(_)
                 | Command::Rules(RulesCommand::Create(_) | RulesCommand::Revise(_))
                 | Command::Verify(_) => {
