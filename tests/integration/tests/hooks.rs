@@ -304,3 +304,84 @@ async fn every_agent_gets_its_own_shape() {
         [("cursor:c1", "withdrawn"), ("gemini:g1", "withdrawn")]
     );
 }
+
+#[tokio::test]
+async fn init_merges_the_hook_into_each_agents_settings_once_and_keeps_a_backup() {
+    let h = Harness::start().await;
+    let project = h.scratch.path().join("project");
+    let claude = project.join(".claude/settings.json");
+    std::fs::create_dir_all(claude.parent().unwrap()).unwrap();
+    let theirs = r#"{"permissions":{"allow":["Bash(ls)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"audit-log"}]}]}}"#;
+    std::fs::write(&claude, theirs).unwrap();
+    let dir = project.to_str().unwrap();
+    let run = h
+        .cli(&["--json", "init", "claude-code", "--project", dir])
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stderr);
+    let report = run.json();
+    assert_eq!(report["added"], json!(["PreToolUse"]));
+    let command = report["command"].as_str().unwrap().to_owned();
+    assert!(
+        command.ends_with(&format!(" --home {} hook claude-code", h.home())),
+        "{command}"
+    );
+    let backup = report["backup"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), theirs);
+    let settings: Value = serde_json::from_str(&std::fs::read_to_string(&claude).unwrap()).unwrap();
+    assert_eq!(settings["permissions"], json!({"allow": ["Bash(ls)"]}));
+    assert_eq!(
+        settings["hooks"]["PreToolUse"],
+        json!([
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit-log"}]},
+            {"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": 360, "onFailure": "block"}]},
+        ])
+    );
+    // Again: nothing changes, not even the bytes.
+    let written = std::fs::read(&claude).unwrap();
+    let again = h
+        .cli(&["--json", "init", "claude-code", "--project", dir])
+        .await;
+    assert_eq!(again.json()["added"], json!([]));
+    assert_eq!(std::fs::read(&claude).unwrap(), written);
+
+    // The other three, in files of their own.
+    for (agent, file) in [
+        ("codex", ".codex/hooks.json"),
+        ("gemini", ".gemini/settings.json"),
+        ("cursor", ".cursor/hooks.json"),
+    ] {
+        let run = h.cli(&["--json", "init", agent, "--project", dir]).await;
+        assert_eq!(run.result, Ok(()), "{agent}: {}", run.stderr);
+        assert_eq!(run.json()["backup"], Value::Null, "{agent}: a new file");
+        let command = run.json()["command"].as_str().unwrap().to_owned();
+        let text = std::fs::read_to_string(project.join(file)).unwrap();
+        let settings: Value = serde_json::from_str(&text).unwrap();
+        let expected = match agent {
+            "codex" => json!({"hooks": {"PreToolUse": [
+                {"matcher": "*", "hooks": [{"type": "command", "command": command, "timeout": 360}]}]}}),
+            "gemini" => json!({"hooks": {"BeforeTool": [
+                {"matcher": "*", "hooks": [{"name": "countersign", "type": "command", "command": command, "timeout": 360000}]}]}}),
+            _ => json!({"version": 1, "hooks": {
+                "beforeShellExecution": [{"command": command, "timeout": 360, "failClosed": true}],
+                "beforeMCPExecution": [{"command": command, "timeout": 360, "failClosed": true}]}}),
+        };
+        assert_eq!(settings, expected, "{agent}");
+    }
+
+    // A settings file that is not JSON is left as it is.
+    let broken = h.scratch.path().join("broken");
+    std::fs::create_dir_all(broken.join(".claude")).unwrap();
+    std::fs::write(broken.join(".claude/settings.json"), "{\"a\":1,").unwrap();
+    let run = h
+        .cli(&["init", "claude-code", "--project", broken.to_str().unwrap()])
+        .await;
+    assert!(
+        matches!(&run.result, Err(countersign::CliError::Error(m)) if m.contains("is not strict JSON")),
+        "{:?}",
+        run.result
+    );
+    assert_eq!(
+        std::fs::read_to_string(broken.join(".claude/settings.json")).unwrap(),
+        "{\"a\":1,"
+    );
+}

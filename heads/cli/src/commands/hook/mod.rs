@@ -16,6 +16,7 @@
 //! Must not: print anything but the agent's answer on stdout, run the
 //! call (the agent's runtime does), or show a proof.
 
+mod settings;
 mod wait;
 
 use std::io::Read as _;
@@ -30,9 +31,10 @@ use countersign_proto::v1::{ProposalStatus, ProposalView, ProposeRequest, Withdr
 use countersign_verifier::{ProposalId, Session};
 
 use crate::Io;
-use crate::args::HookArgs;
+use crate::args::{HookArgs, InitArgs};
 use crate::context::Context;
 use crate::error::CliError;
+use crate::output::{write_json, write_text};
 
 /// `countersign hook AGENT`: read the call, answer it, and end with the
 /// exit code the agent reads ([`CliError::Answered`] for any but 0).
@@ -77,6 +79,83 @@ pub(crate) async fn hook(
         0 => Ok(()),
         code => Err(CliError::Answered(u8::try_from(code).unwrap_or(2))),
     }
+}
+
+/// `countersign init AGENT [--project DIR | --user]`: the hook in the
+/// agent's settings, for the installation at `home`.
+pub(crate) fn init(
+    home: Option<PathBuf>,
+    args: InitArgs,
+    json: bool,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let Some(agent) = args.agent else {
+        return Err(CliError::Error("no agent named".into()));
+    };
+    let home = Context::home(home)?;
+    if !home.config_path().exists() {
+        return Err(CliError::Error(format!(
+            "{} is not initialized: run `countersign init` first",
+            home.root().display()
+        )));
+    }
+    let scope = match (args.user, args.project) {
+        (true, _) => settings::Scope::User {
+            home: user_home()?,
+            codex_home: std::env::var_os("CODEX_HOME").map(PathBuf::from),
+        },
+        (false, Some(dir)) => settings::Scope::Project(dir),
+        (false, None) => {
+            settings::Scope::Project(std::env::current_dir().map_err(CliError::error)?)
+        }
+    };
+    let program = std::env::current_exe().map_err(CliError::error)?;
+    let command = settings::hook_command(&program, home.root(), agent);
+    let file = settings::settings_file(agent, &scope);
+    let change = settings::install(agent, &file, &command).map_err(CliError::Error)?;
+    if json {
+        return write_json(
+            io.out,
+            &serde_json::json!({
+                "agent": agent.name(),
+                "file": change.file.display().to_string(),
+                "command": command,
+                "added": change.added,
+                "backup": change.backup.as_ref().map(|b| b.display().to_string()),
+            }),
+        );
+    }
+    let text = match change.added.as_slice() {
+        [] => format!(
+            "{} already runs `{command}`; nothing changed\n",
+            change.file.display()
+        ),
+        added => {
+            let mut text = format!(
+                "{}: added the {} hook `{command}`\n",
+                change.file.display(),
+                added.join(" and ")
+            );
+            if let Some(backup) = &change.backup {
+                text.push_str(&format!("the file as it was: {}\n", backup.display()));
+            }
+            text.push_str(&format!(
+                "see docs/hooks.md for what {} needs before it runs a project's hooks\n",
+                agent.name()
+            ));
+            text
+        }
+    };
+    write_text(io.out, &text)
+}
+
+/// The user's home directory (`$HOME`), whose agent settings `--user`
+/// writes.
+fn user_home() -> Result<PathBuf, CliError> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .ok_or_else(|| CliError::Error("HOME is not set to an absolute path".into()))
 }
 
 /// How long the hook waits for a decision when `--wait-secs` is not
