@@ -145,6 +145,9 @@ catalogue! {
     InvalidField = "invalid_field", InvalidArgument, Signer;
     /// The arguments do not satisfy the operation's schema.
     InvalidArguments = "invalid_arguments", InvalidArgument, Signer;
+    /// A proposal's idempotency key was used before, in the same session,
+    /// for another operation or other arguments: nothing was proposed.
+    IdempotencyKeyReused = "idempotency_key_reused", InvalidArgument, Signer;
     /// No proposal with this id.
     UnknownProposal = "unknown_proposal", NotFound, Signer;
     /// The proposal was already decided.

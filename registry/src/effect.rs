@@ -1,5 +1,5 @@
 //! What applying an operation does: its [`Effect`], one kind per module
-//! (`builtin`, `command`, `webhook`, `mcp`, `pin`, `rule`), each a definition as the
+//! (`builtin`, `command`, `webhook`, `mcp`, `pin`, `rule`, `hook`), each a definition as the
 //! registry file writes it and an [`EffectKind`]: its checks at load and
 //! the properties the signer and every head read without running it.
 //!
@@ -9,6 +9,7 @@
 
 mod builtin;
 mod command;
+pub(crate) mod hook;
 mod mcp;
 mod pin;
 mod rule;
@@ -21,6 +22,7 @@ use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
 
 pub use builtin::Builtin;
 pub use command::Command;
+pub use hook::{AGENT_OPERATIONS, HookAnswer};
 pub use mcp::McpTool;
 pub use pin::PinTools;
 pub use rule::Rule;
@@ -83,6 +85,11 @@ pub enum Effect {
     /// definition, and a person's approval of the proposal creates the rule
     /// in the signer. No proof is issued and no head ever applies it.
     Rule,
+    /// The agent operations only (`agent.shell`, ...): a coding agent's
+    /// hook proposed one tool call, and a proof lets a hook head answer
+    /// "allow" to the agent once, recorded as the completion; the agent's
+    /// own runtime then runs the call. No other head applies it.
+    Hook,
 }
 
 impl Effect {
@@ -95,6 +102,7 @@ impl Effect {
             Effect::Mcp(mcp) => mcp,
             Effect::Pin => &PinTools,
             Effect::Rule => &Rule,
+            Effect::Hook => &HookAnswer,
         }
     }
 
@@ -108,6 +116,9 @@ impl Effect {
     ) -> Result<(), RegistryError> {
         if operation == crate::rule::RULE_CREATE && !matches!(self, Effect::Rule) {
             return Err(rule::backs_only_rule_create(operation));
+        }
+        if AGENT_OPERATIONS.contains(&operation) != matches!(self, Effect::Hook) {
+            return Err(hook::backs_only_agent_operations(operation));
         }
         if operation == crate::gateway::PIN_OPERATION {
             return Err(invalid(
@@ -182,6 +193,7 @@ mod tests {
             }),
             Effect::Pin,
             Effect::Rule,
+            Effect::Hook,
         ];
         for effect in &samples {
             match effect {
@@ -190,7 +202,8 @@ mod tests {
                 | Effect::Webhook(_)
                 | Effect::Mcp(_)
                 | Effect::Pin
-                | Effect::Rule => {}
+                | Effect::Rule
+                | Effect::Hook => {}
             }
         }
         samples
@@ -206,6 +219,7 @@ mod tests {
             ("mcp", seconds(11), false),
             ("pin", seconds(10), false),
             ("rule", None, false),
+            ("hook", seconds(10), false),
         ];
         for (effect, (name, lease, reissuable)) in one_of_every_kind().iter().zip(expected) {
             let kind = effect.kind();

@@ -121,6 +121,7 @@ fn argument_json(value: Option<&Value>) -> String {
 /// Action:    <template with canonical JSON values>
 /// Arguments: <exact canonical arguments>
 /// Non-ASCII: <argument as JSON> has U+XXXX (<script>), ... [, mixing the scripts A and B]
+///   <the rule's scope, the pinned tools, or an agent call's command or diff>
 /// Premise:   <namespace> <key as JSON> = <value> (version <n>), read by the signer
 ///            (or: <argv as JSON> printed <output as JSON>, run by the signer)
 /// ---- Model-supplied, unverified ----
@@ -172,6 +173,12 @@ pub(crate) fn render(
     if matches!(op.effect, crate::Effect::Pin) {
         // Each definition's digest, as `gateway tools` prints it.
         for line in crate::gateway::pin_preview_lines(args.value()) {
+            let _ = writeln!(out, "  {}", terminal_safe(&line));
+        }
+    }
+    if matches!(op.effect, crate::Effect::Hook) {
+        // The command, or the diff, as the agent's user would read it.
+        for line in crate::effect::hook::preview_lines(args.value()) {
             let _ = writeln!(out, "  {}", terminal_safe(&line));
         }
     }

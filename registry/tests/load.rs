@@ -62,7 +62,18 @@ fn default_registry_loads_with_all_builtins_and_a_command() {
     assert!(!echo.replay_safe);
     assert!(matches!(&echo.effect, Effect::Command(command) if command.program.is_absolute()));
     assert_eq!(registry.get("rule.create").unwrap().effect, Effect::Rule);
-    assert_eq!(registry.operations().count(), 7);
+    for name in effect::AGENT_OPERATIONS {
+        let op = registry.get(name).unwrap();
+        assert_eq!(op.effect, Effect::Hook, "{name}");
+        assert!(op.replay_safe, "{name}");
+        let class = if name == "agent.read" {
+            Class::Read
+        } else {
+            Class::Write
+        };
+        assert_eq!(op.class, class, "{name}");
+    }
+    assert_eq!(registry.operations().count(), 13);
     let names: Vec<_> = registry.operations().map(|o| o.name.as_str()).collect();
     let mut sorted = names.clone();
     sorted.sort_unstable();
@@ -94,6 +105,35 @@ fn the_rule_effect_backs_exactly_rule_create_and_never_with_a_passkey() {
             ),
             "{name} {kind} {passkey}"
         );
+    }
+}
+
+#[test]
+fn the_hook_effect_backs_exactly_the_agent_operations() {
+    let operation = |name: &str, kind: &str| {
+        format!(
+            "[[operation]]\nname = \"{name}\"\ndescription = \"d\"\nclass = \"write\"\nreplay_safe = true\npreview = \"p\"\n[operation.effect]\nkind = \"{kind}\"\n{}[operation.schema]\ntype = \"object\"\nadditionalProperties = false\n",
+            if kind == "command" {
+                "program = \"/bin/true\"\ntimeout_secs = 5\n"
+            } else {
+                ""
+            }
+        )
+    };
+    assert!(load(&operation("agent.shell", "hook")).is_ok());
+    let expected = "the effect kind \"hook\" backs exactly the operations agent.shell, agent.edit, agent.read, agent.web, agent.mcp, agent.other";
+    for (name, kind) in [("agent.deploy", "hook"), ("agent.shell", "command")] {
+        match load(&operation(name, kind)) {
+            Err(RegistryError::InvalidField {
+                operation,
+                field,
+                reason,
+            }) => {
+                assert_eq!((operation.as_str(), field.as_str()), (name, "effect.kind"));
+                assert_eq!(reason, expected);
+            }
+            other => panic!("{name} {kind}: {other:?}"),
+        }
     }
 }
 

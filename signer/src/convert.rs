@@ -39,6 +39,28 @@ pub(crate) fn new_proposal_id() -> Result<ProposalId, RpcError> {
     Ok(ProposalId::from_random(bytes))
 }
 
+/// The id of the proposal a head's idempotency key names: derived from
+/// the principal, the session and the key (SHA-256, domain-separated), so
+/// that a second `Propose` with the same key finds the first one's record
+/// by its id, and two principals or sessions never share one.
+pub(crate) fn keyed_proposal_id(principal: &str, session: &Session, key: &str) -> ProposalId {
+    use sha2::{Digest as _, Sha256};
+    let mut hash = Sha256::new();
+    for part in [
+        "countersign proposal id v1",
+        principal,
+        session.as_str(),
+        key,
+    ] {
+        hash.update(part.as_bytes());
+        hash.update([0u8]);
+    }
+    let digest = hash.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    ProposalId::from_random(bytes)
+}
+
 /// A validated `Propose` request (the arguments are validated against the
 /// operation's schema later, by the registry).
 #[derive(Debug)]
@@ -47,6 +69,9 @@ pub(crate) struct ProposeCommand {
     pub(crate) arguments_json: String,
     pub(crate) session: Session,
     pub(crate) note: String,
+    /// The head's key for this one proposal, if it gave one (checked like
+    /// a session name: 1 to 128 of `[A-Za-z0-9._:-]`).
+    pub(crate) idempotency_key: Option<String>,
 }
 
 impl TryFrom<wire::ProposeRequest> for ProposeCommand {
@@ -60,6 +85,10 @@ impl TryFrom<wire::ProposeRequest> for ProposeCommand {
             arguments_json: r.arguments_json,
             session: parse_session("session", r.session)?,
             note: bounded_text("note", r.note)?,
+            idempotency_key: match r.idempotency_key.is_empty() {
+                true => None,
+                false => Some(parse_session("idempotency_key", r.idempotency_key)?.to_string()),
+            },
         })
     }
 }
@@ -416,6 +445,7 @@ mod tests {
             arguments_json: "{}".into(),
             session: "s".into(),
             note: "é".repeat(2001),
+            idempotency_key: String::new(),
         };
         assert!(matches!(
             ProposeCommand::try_from(r).unwrap_err(),

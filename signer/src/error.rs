@@ -47,6 +47,17 @@ pub(crate) enum RpcError {
     /// The arguments do not satisfy the operation's schema.
     #[error("invalid arguments: {0}")]
     InvalidArguments(ArgumentsError),
+    /// The idempotency key names a proposal of another operation or other
+    /// arguments.
+    #[error(
+        "the idempotency key {key:?} was used for proposal {id} of another operation or other arguments; nothing was proposed"
+    )]
+    IdempotencyKeyReused {
+        /// The key.
+        key: String,
+        /// The proposal it names.
+        id: String,
+    },
     /// No proposal with this id.
     #[error("unknown proposal {0}")]
     UnknownProposal(String),
@@ -238,6 +249,7 @@ impl RpcError {
             RpcError::UnknownOperation(_) => Reason::UnknownOperation,
             RpcError::InvalidField { .. } => Reason::InvalidField,
             RpcError::InvalidArguments(_) => Reason::InvalidArguments,
+            RpcError::IdempotencyKeyReused { .. } => Reason::IdempotencyKeyReused,
             RpcError::UnknownProposal(_) => Reason::UnknownProposal,
             RpcError::NotPending { .. } => Reason::NotPending,
             RpcError::ContractChanged(_) => Reason::ContractChanged,

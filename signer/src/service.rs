@@ -10,7 +10,9 @@
 use std::sync::Arc;
 
 use countersign_identity::{PeerIdentity, Role, peer_identity};
-use countersign_ledger::{Proposal, ProposalRecord, ProposalStatus, run_premise_command};
+use countersign_ledger::{
+    LedgerError, Proposal, ProposalRecord, ProposalStatus, run_premise_command,
+};
 use countersign_proto::v1 as wire;
 use countersign_registry::{Operation, PremiseRead, Registry};
 use countersign_verifier::Premise;
@@ -18,8 +20,8 @@ use time::OffsetDateTime;
 use tonic::{Request, Status};
 
 use crate::convert::{
-    HandoffCommand, ProposalId, ProposeCommand, RevokeCommand, new_proposal_id, parse_proposal_id,
-    proposal_view, published_key, revoke_outcome,
+    HandoffCommand, ProposalId, ProposeCommand, RevokeCommand, keyed_proposal_id, new_proposal_id,
+    parse_proposal_id, proposal_view, published_key, revoke_outcome,
 };
 use crate::error::RpcError;
 use crate::state::SignerState;
@@ -152,6 +154,20 @@ impl SignerService {
         let args = op
             .validate_arguments(cmd.arguments_json.as_bytes())
             .map_err(RpcError::InvalidArguments)?;
+        let keyed = cmd.idempotency_key.as_deref().map(|key| Keyed {
+            key,
+            id: keyed_proposal_id(&peer.principal, &cmd.session, key),
+            principal: &peer.principal,
+            session: &cmd.session,
+            operation: &op.name,
+            arguments_sha256: args.sha256_hex(),
+        });
+        // Proposed before under this key: that proposal as it stands.
+        if let Some(keyed) = &keyed
+            && let Some(record) = self.state.ledger.proposal(&keyed.id).await?
+        {
+            return self.proposed_before(record, keyed).await;
+        }
         // The premise, read by the signer itself (never taken from the
         // request), shown in the preview and bound into any proof.
         let premise = match op.premise_read(&args).map_err(RpcError::InvalidArguments)? {
@@ -171,7 +187,10 @@ impl SignerService {
             self.creatable_value(args.value())?;
         }
         let preview = op.render_preview(&args, premise.as_ref(), &cmd.note);
-        let id = new_proposal_id()?;
+        let id = match &keyed {
+            Some(keyed) => keyed.id.clone(),
+            None => new_proposal_id()?,
+        };
         let proposal = Proposal {
             id: id.clone(),
             principal: peer.principal.clone(),
@@ -194,14 +213,31 @@ impl SignerService {
         // Watches hear of the proposal (and of a rule's approval of it)
         // once this RPC's writes have ended.
         let _changed = self.state.changes.on_drop(&peer.principal, id.as_str());
-        let recorded = match &announce {
+        let inserted = match &announce {
             Some(row) => {
                 self.state
                     .ledger
                     .insert_announced_proposal(&proposal, row)
-                    .await?
+                    .await
             }
-            None => self.state.ledger.insert_proposal(&proposal).await?,
+            None => self.state.ledger.insert_proposal(&proposal).await,
+        };
+        let recorded = match (inserted, &keyed) {
+            (Ok(recorded), _) => recorded,
+            // The same key proposed concurrently, and that one committed
+            // first: its proposal is the answer.
+            (Err(LedgerError::DuplicateProposal(id)), Some(keyed)) => {
+                let record = self
+                    .state
+                    .ledger
+                    .proposal(&keyed.id)
+                    .await?
+                    .ok_or_else(|| {
+                        RpcError::Internal(format!("{id} is a duplicate yet not recorded"))
+                    })?;
+                return self.proposed_before(record, keyed).await;
+            }
+            (Err(e), _) => return Err(e.into()),
         };
         self.state.metrics.proposed(&op.name);
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
@@ -222,6 +258,29 @@ impl SignerService {
             }
             None => self.view_of(&recorded).await,
         }
+    }
+
+    /// The answer to a `Propose` whose idempotency key names `record`:
+    /// its view as it stands, if it is the proposal `keyed` asks for (the
+    /// principal and session are in its id, and checked again), else
+    /// `idempotency_key_reused`.
+    async fn proposed_before(
+        &self,
+        record: ProposalRecord,
+        keyed: &Keyed<'_>,
+    ) -> Result<wire::ProposalView, RpcError> {
+        let proposal = &record.proposal;
+        if proposal.principal.as_str() != keyed.principal
+            || proposal.session != *keyed.session
+            || proposal.operation != keyed.operation
+            || proposal.arguments_sha256 != keyed.arguments_sha256
+        {
+            return Err(RpcError::IdempotencyKeyReused {
+                key: keyed.key.to_owned(),
+                id: proposal.id.to_string(),
+            });
+        }
+        self.view_of(&record).await
     }
 
     pub(crate) async fn get_proposal(
@@ -428,4 +487,15 @@ impl SignerService {
             keys: current.published.iter().map(published_key).collect(),
         })
     }
+}
+
+/// A `Propose` with an idempotency key: the proposal it names, and what
+/// that proposal must be for the key to be used again.
+struct Keyed<'a> {
+    key: &'a str,
+    id: ProposalId,
+    principal: &'a str,
+    session: &'a countersign_verifier::Session,
+    operation: &'a str,
+    arguments_sha256: &'a str,
 }

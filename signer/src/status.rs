@@ -175,10 +175,17 @@ mod tests {
             (RpcError::RuleDefinitionChanged, "rule_definition_changed"),
             (RpcError::TooManyWatchers(256), "too_many_watchers"),
             (RpcError::SignerStopping, "signer_stopping"),
+            (
+                RpcError::IdempotencyKeyReused {
+                    key: "k".into(),
+                    id: "p".into(),
+                },
+                "idempotency_key_reused",
+            ),
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..49).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..50).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -233,6 +240,7 @@ mod tests {
             RpcError::ReissueUnavailableOnSqlite => 46,
             RpcError::TooManyWatchers(_) => 47,
             RpcError::SignerStopping => 48,
+            RpcError::IdempotencyKeyReused { .. } => 49,
         }
     }
 

@@ -56,6 +56,7 @@ async fn refuses_arguments_that_fail_the_schema() {
             arguments_json: r#"{"name":"nightly"}"#.into(),
             session: SESSION.into(),
             note: String::new(),
+            idempotency_key: String::new(),
         })
         .await
         .unwrap_err();
@@ -73,6 +74,7 @@ async fn refuses_arguments_that_fail_the_schema() {
             arguments_json: ARGS.into(),
             session: SESSION.into(),
             note: String::new(),
+            idempotency_key: String::new(),
         })
         .await
         .unwrap_err();
@@ -85,6 +87,7 @@ async fn refuses_arguments_that_fail_the_schema() {
             arguments_json: ARGS.into(),
             session: "bad session".into(),
             note: String::new(),
+            idempotency_key: String::new(),
         })
         .await
         .unwrap_err();

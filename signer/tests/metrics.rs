@@ -63,6 +63,7 @@ async fn metrics_count_proposals_decisions_issuances_and_refusals() {
         arguments_json: ARGS.into(),
         session: SESSION.into(),
         note: String::new(),
+        idempotency_key: String::new(),
     })
     .await
     .unwrap_err();

@@ -489,6 +489,7 @@ async fn an_operation_can_require_a_passkey_when_the_installation_does_not() {
             arguments_json: r#"{"name":"nightly"}"#.into(),
             session: SESSION.into(),
             note: String::new(),
+            idempotency_key: String::new(),
         })
         .await
         .unwrap()

@@ -85,6 +85,7 @@ async fn propose(head: &mut SignerClient<Channel>, operation: &str) -> String {
         arguments_json: ARGS.into(),
         session: SESSION.into(),
         note: String::new(),
+        idempotency_key: String::new(),
     })
     .await
     .unwrap()

@@ -83,6 +83,7 @@ fn proposal(name: &str, session: &str) -> ProposeRequest {
         arguments_json: json!({"name": name, "cron": "0 3 * * *"}).to_string(),
         session: session.into(),
         note: "from the model".into(),
+        idempotency_key: String::new(),
     }
 }
 

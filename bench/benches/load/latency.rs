@@ -201,6 +201,7 @@ pub(super) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
             arguments_json: args(i, "grpc").to_string(),
             session: "bench".into(),
             note: String::new(),
+            idempotency_key: String::new(),
         };
         let (t, r) = timed(head.propose(request)).await;
         let id = r.map_err(text)?.into_inner().id;

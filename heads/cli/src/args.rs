@@ -29,8 +29,13 @@ pub struct Cli {
 /// Every command.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create the identity, development PKI, configuration and signer key (idempotent).
-    Init,
+    /// Create the identity, development PKI, configuration and signer key (idempotent)
+    ///
+    /// With AGENT (claude-code, codex, gemini or cursor), instead write
+    /// `countersign hook AGENT` into that agent's settings for the project
+    /// in the current directory (or --project DIR, or --user), merged with
+    /// what is there and a backup kept; running it again changes nothing.
+    Init(InitArgs),
     /// Initialize on first use, then run and supervise the signer until interrupted.
     Up(UpArgs),
     /// The operation registry.
@@ -105,6 +110,39 @@ pub enum Command {
     /// The MCP gateway: the upstream MCP servers of gateway.toml.
     #[command(subcommand)]
     Gateway(GatewayCommand),
+    /// Answer a coding agent's pre-tool-call hook (as a head)
+    ///
+    /// The agent runs it before each tool call with the call as JSON on
+    /// stdin. The call is proposed (agent.shell, agent.edit, ...), a person
+    /// decides in the console or at a terminal (or a rule does), and the
+    /// answer is written in the agent's own shape. No decision within the
+    /// wait, an error or a refusal is a deny: never an allow on error. See
+    /// docs/hooks.md for each agent's setup (`countersign init AGENT`).
+    Hook(HookArgs),
+}
+
+/// `countersign init`
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Set up this coding agent's hook instead: claude-code, codex, gemini or cursor.
+    pub agent: Option<countersign_hook::Agent>,
+    /// The project whose agent settings get the hook (default: the current directory).
+    #[arg(long, value_name = "DIR", requires = "agent", conflicts_with = "user")]
+    pub project: Option<PathBuf>,
+    /// Write the hook into your user settings (every project) instead.
+    #[arg(long, requires = "agent")]
+    pub user: bool,
+}
+
+/// `countersign hook`
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The agent asking: claude-code, codex, gemini or cursor.
+    pub agent: countersign_hook::Agent,
+    /// How long to wait for a decision, in seconds (default 300); keep it
+    /// below the agent's own hook timeout.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub wait_secs: Option<u64>,
 }
 
 /// `countersign gateway ...`

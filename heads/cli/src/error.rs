@@ -33,6 +33,9 @@ pub enum CliError {
     NotApplied(String),
     /// Anything else.
     Error(String),
+    /// The command wrote its whole answer itself (a hook's, in its agent's
+    /// shape) and ends with this exit code, adding nothing to stderr.
+    Answered(u8),
 }
 
 impl CliError {
@@ -42,6 +45,7 @@ impl CliError {
             CliError::Refused(_) => exit::REFUSED,
             CliError::NotApplied(_) => exit::NOT_APPLIED,
             CliError::Error(_) => exit::ERROR,
+            CliError::Answered(code) => *code,
         }
     }
 
@@ -51,7 +55,7 @@ impl CliError {
         match self {
             CliError::Refused(_) => Reason::Refused,
             CliError::NotApplied(_) => Reason::NotApplied,
-            CliError::Error(_) => Reason::Error,
+            CliError::Error(_) | CliError::Answered(_) => Reason::Error,
         }
         .code()
     }
@@ -61,9 +65,10 @@ impl CliError {
     /// (without `applied` when the outcome of an effect is not known).
     pub fn to_json(&self) -> serde_json::Value {
         let message = match self {
-            CliError::Refused(m) | CliError::NotApplied(m) | CliError::Error(m) => m,
+            CliError::Refused(m) | CliError::NotApplied(m) | CliError::Error(m) => m.clone(),
+            CliError::Answered(code) => format!("answered with exit code {code}"),
         };
-        let mut doc = countersign_surface::results::refusal(self.reason(), message);
+        let mut doc = countersign_surface::results::refusal(self.reason(), &message);
         if let (CliError::NotApplied(_), Some(doc)) = (self, doc.as_object_mut()) {
             doc.remove("applied");
         }
@@ -81,6 +86,7 @@ impl fmt::Display for CliError {
         match self {
             CliError::Refused(m) => write!(f, "refused: {m}"),
             CliError::NotApplied(m) | CliError::Error(m) => f.write_str(m),
+            CliError::Answered(code) => write!(f, "answered with exit code {code}"),
         }
     }
 }

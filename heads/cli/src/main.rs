@@ -73,6 +73,8 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match ran {
         Ok(()) => ExitCode::from(exit::OK),
+        // Its answer is written: nothing is added to it.
+        Err(e @ countersign::CliError::Answered(_)) => ExitCode::from(e.exit_code()),
         Err(e) => {
             eprintln!("countersign: {e}");
             ExitCode::from(e.exit_code())

@@ -1,5 +1,5 @@
 //! How this head applies each effect kind: one module per kind it runs
-//! (`builtin`, `command`, `webhook`, `mcp`, `pin`), each an [`Apply`]: how it consumes a
+//! (`builtin`, `command`, `webhook`, `mcp`, `pin`, `hook`), each an [`Apply`]: how it consumes a
 //! verified proof and runs, what it records as its result, and how
 //! reconcile settles one of its interrupted intents. The kind's pure
 //! properties (its checks, its lease, whether its proof may be re-issued)
@@ -16,6 +16,7 @@
 
 mod builtin;
 mod command;
+pub mod hook;
 pub mod mcp;
 mod pin;
 pub mod webhook;
@@ -90,6 +91,9 @@ pub(crate) struct Means {
     /// The pins file beside the registry file this head follows (`pin`):
     /// none for a registry not read from a file.
     pub(crate) pins_file: Option<std::path::PathBuf>,
+    /// Whether this head answers a coding agent's hook (`hook`): only a
+    /// hook head does, and reconcile settles an interrupted answer.
+    pub(crate) answers_hooks: bool,
 }
 
 impl Replay<'_> {
@@ -105,7 +109,11 @@ impl Replay<'_> {
 /// does not run it (reported as `unsupported_effect`, or left to a person
 /// by reconcile; nothing is consumed).
 pub(crate) fn apply(effect: &Effect, means: Means) -> Result<Box<dyn Apply>, &'static str> {
-    let Means { mcp, pins_file } = means;
+    let Means {
+        mcp,
+        pins_file,
+        answers_hooks,
+    } = means;
     match effect {
         Effect::Builtin(builtin) => Ok(Box::new(builtin.clone())),
         Effect::Command(command) => Ok(Box::new(command::spec(command))),
@@ -127,6 +135,9 @@ pub(crate) fn apply(effect: &Effect, means: Means) -> Result<Box<dyn Apply>, &'s
         // A person's approval of rule.create creates the rule in the
         // signer; no proof exists for a head to apply.
         Effect::Rule => Err(effect.kind().name()),
+        // Only the hook an agent asked answers it.
+        Effect::Hook if answers_hooks => Ok(Box::new(hook::Answering)),
+        Effect::Hook => Err(effect.kind().name()),
     }
 }
 
@@ -251,7 +262,7 @@ schema = { type = "object", additionalProperties = false }
             let runs = match &op.effect {
                 Effect::Builtin(_) | Effect::Command(_) | Effect::Webhook(_) => true,
                 // Only a gate given the gateway's upstreams runs these.
-                Effect::Mcp(_) | Effect::Pin | Effect::Rule => false,
+                Effect::Mcp(_) | Effect::Pin | Effect::Rule | Effect::Hook => false,
             };
             match apply(&op.effect, Means::default()) {
                 Ok(_) => assert!(runs, "{} is applied", op.name),
@@ -264,7 +275,9 @@ schema = { type = "object", additionalProperties = false }
         }
         assert_eq!(
             kinds,
-            BTreeSet::from(["builtin", "command", "mcp", "pin", "rule", "webhook"]),
+            BTreeSet::from([
+                "builtin", "command", "hook", "mcp", "pin", "rule", "webhook"
+            ]),
             "one of every kind"
         );
     }

@@ -67,6 +67,8 @@ pub struct Gate {
     /// The gateway's upstream MCP servers, for a head that runs `mcp`
     /// effects; `None` refuses them before consumption.
     mcp: Option<Arc<dyn McpUpstreams>>,
+    /// Whether this gate answers a coding agent's hook (`hook` effects).
+    answers_hooks: bool,
 }
 
 impl Gate {
@@ -91,6 +93,7 @@ impl Gate {
             max_lifetime,
             metrics: GateMetrics::default(),
             mcp: None,
+            answers_hooks: false,
         }
     }
 
@@ -98,6 +101,14 @@ impl Gate {
     /// gateway's connections): only the head that holds them does.
     pub fn with_mcp_upstreams(mut self, upstreams: Arc<dyn McpUpstreams>) -> Self {
         self.mcp = Some(upstreams);
+        self
+    }
+
+    /// The same gate answering a coding agent's hook: it applies the agent
+    /// operations' `hook` effect (records the answer "allow" as the
+    /// completion); only `countersign hook` makes one.
+    pub fn answering_hooks(mut self) -> Self {
+        self.answers_hooks = true;
         self
     }
 
@@ -112,6 +123,7 @@ impl Gate {
                 .path()
                 .and_then(Path::parent)
                 .map(|dir| dir.join(countersign_registry::gateway::PINS_FILE)),
+            answers_hooks: self.answers_hooks,
         }
     }
 

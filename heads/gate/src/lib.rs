@@ -22,7 +22,7 @@ mod outcome;
 mod reconcile;
 pub mod signer_client;
 
-pub use effect::{mcp, webhook};
+pub use effect::{hook, mcp, webhook};
 pub use execute::{Gate, GateError};
 pub use live_keys::KeyRefresh;
 pub use outcome::{Outcome, Refused};

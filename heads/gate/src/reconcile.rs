@@ -131,7 +131,13 @@ impl Gate {
                 ),
             ));
         }
-        let apply = match effect::apply(&operation.effect, self.means()) {
+        // Settling a hook's interrupted answer answers no agent: any head
+        // may record that the agent was never told to run the call.
+        let means = effect::Means {
+            answers_hooks: true,
+            ..self.means()
+        };
+        let apply = match effect::apply(&operation.effect, means) {
             Ok(apply) => apply,
             Err(kind) => {
                 return Ok(entry(

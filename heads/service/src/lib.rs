@@ -219,6 +219,9 @@ impl Service {
                     arguments_json: arguments,
                     session: session.to_string(),
                     note,
+                    // Only a hook keys its proposals (by the agent's tool
+                    // call id); it proposes without the service.
+                    idempotency_key: String::new(),
                 })
                 .await
                 .map_or_else(signer, |r| {

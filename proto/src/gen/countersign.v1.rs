@@ -91,6 +91,14 @@ pub struct ProposeRequest {
     /// Free text from the agent; shown to the approver as model-supplied and unverified.
     #[prost(string, tag = "4")]
     pub note: ::prost::alloc::string::String,
+    /// Optional: the head's own key for this one proposal (1 to 128 of
+    /// \[A-Za-z0-9.\_:-\]), such as a coding agent's tool call id. Another Propose
+    /// with the same key, principal and session gets the proposal the first one
+    /// recorded, as it stands now, when it names the same operation and
+    /// arguments (nothing new is recorded, announced or approved), and
+    /// INVALID_ARGUMENT `idempotency_key_reused` when it does not.
+    #[prost(string, tag = "5")]
+    pub idempotency_key: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetProposalRequest {

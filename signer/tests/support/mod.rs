@@ -97,6 +97,7 @@ pub fn propose_request(session: &str) -> ProposeRequest {
         arguments_json: ARGS.into(),
         session: session.into(),
         note: "please approve".into(),
+        idempotency_key: String::new(),
     }
 }
 

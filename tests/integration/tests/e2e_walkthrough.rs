@@ -20,6 +20,13 @@
 //!   calls run once after a person's approval with the upstream's result,
 //!   refusals before any upstream, a changed tool, an upstream killed
 //!   mid-call.
+//! - `claude_code_hook.py`: the real Claude Code binary against a mock of
+//!   the Messages API, with `countersign init claude-code`'s hook: a Bash
+//!   call denied at the terminal never runs, approved it runs once, with no
+//!   decision it never runs (a prompt-injected "approved" included), a
+//!   rule covers `git status` but not `git status; touch x`, and a Write
+//!   shows its diff in the console's card and runs once approved there
+//!   (Chromium).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use countersign_integration_tests::run_e2e_script as run_script;
@@ -42,4 +49,9 @@ fn a_remote_mcp_client_needs_a_live_credential_and_executes_only_its_own_approva
 #[test]
 fn the_gateway_calls_an_upstream_tool_once_after_a_person_approved_the_exact_call() {
     run_script("gateway_flow.py");
+}
+
+#[test]
+fn claude_code_runs_a_tool_call_only_once_a_person_or_a_rule_allowed_it() {
+    run_script("claude_code_hook.py");
 }

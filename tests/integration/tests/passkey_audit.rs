@@ -102,6 +102,7 @@ async fn audit_verify_rechecks_each_stored_assertion_and_names_a_bad_one() {
             arguments_json: r#"{"name":"nightly","cron":"0 3 * * *"}"#.into(),
             session: "s1".into(),
             note: String::new(),
+            idempotency_key: String::new(),
         })
         .await
         .unwrap()
@@ -250,6 +251,7 @@ async fn audit_verify_rechecks_every_quorum_approvers_assertion_and_whose_passke
             arguments_json: r#"{"name":"nightly","cron":"0 3 * * *"}"#.into(),
             session: "s1".into(),
             note: String::new(),
+            idempotency_key: String::new(),
         })
         .await
         .unwrap()

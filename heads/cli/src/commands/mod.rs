@@ -9,6 +9,7 @@ pub(crate) mod decide;
 mod doctor;
 mod exec;
 mod gateway;
+mod hook;
 mod inspect;
 mod mcp;
 mod metrics;
@@ -33,6 +34,12 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     // Offline: no home, no signer, no ledger.
     let command = match cli.command {
         Command::Verify(args) => return verify::verify(args, json, io),
+        // Reads its input first, and answers every failure in the agent's
+        // shape, even a home that does not load.
+        Command::Hook(args) => return hook::hook(cli.home, args, io).await,
+        Command::Init(args) if args.agent.is_some() => {
+            return hook::init(cli.home, args, json, io);
+        }
         // A console CA handed over by the console's administrator: the
         // person trusting it needs no home of their own.
         Command::Console(ConsoleArgs {
@@ -43,7 +50,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     };
     let home = Context::home(cli.home)?;
     match command {
-        Command::Init => setup::init(&home, json, io).await,
+        Command::Init(_) => setup::init(&home, json, io).await,
         Command::Up(args) => setup::up(&home, args.api, args.console, io).await,
         // Not `Context::load`: the doctor reports a home that does not load.
         Command::Doctor => doctor::doctor(&home, json, io).await,
@@ -125,10 +132,11 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Rules(RulesCommand::Revoke(args)) => {
                     rules::revoke(&ctx, args, json, io).await
                 }
-                Command::Init
+                Command::Init(_)
                 | Command::Up(_)
                 | Command::Doctor
                 | Command::Propose(_)
+                | Command::Hook(_)
                 | Command::Exec(_)
                 | Command::Rules(RulesCommand::Create(_) | RulesCommand::Revise(_))
                 | Command::Verify(_) => {
