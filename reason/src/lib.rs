@@ -348,6 +348,9 @@ catalogue! {
     SignerRefused = "signer_refused", FailedPrecondition, Gate;
     /// The proposal has no recorded execution yet (`get_result`).
     NotExecuted = "not_executed", FailedPrecondition, Gate;
+    /// An agent operation (`agent.shell`, ...) proposed through the data
+    /// operations: only a coding agent's hook proposes one.
+    HookOperation = "hook_operation", InvalidArgument, Gate;
     // The HTTP heads (API, MCP over HTTP), before any operation.
     /// The HTTP request is malformed (its body, path or query).
     BadRequest = "bad_request", InvalidArgument, Http;

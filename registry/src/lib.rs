@@ -287,4 +287,12 @@ impl Registry {
     pub fn operations(&self) -> impl Iterator<Item = &Operation> {
         self.operations.values()
     }
+
+    /// The operations a caller proposes through the data operations
+    /// (CLI `propose`, the API, MCP): every one but the agent operations,
+    /// which only a coding agent's hook proposes
+    /// ([`Operation::proposed_by_hooks`]).
+    pub fn proposable(&self) -> impl Iterator<Item = &Operation> {
+        self.operations().filter(|op| !op.proposed_by_hooks())
+    }
 }

@@ -112,6 +112,14 @@ impl Operation {
         self.require_passkey
     }
 
+    /// Whether only a coding agent's hook proposes it (an agent operation,
+    /// effect kind `hook`): a caller of the data operations could
+    /// otherwise dress a request of its own as a tool call an agent is
+    /// about to run.
+    pub fn proposed_by_hooks(&self) -> bool {
+        matches!(self.effect, crate::Effect::Hook)
+    }
+
     /// The read (or command) these arguments' premise makes, if the operation
     /// declares one (`Ok(None)` if not); `PremiseKey` if one is declared
     /// and these arguments name no usable key.

@@ -160,6 +160,7 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
                 arguments_json: format!(r#"{{"name":"watch-{i}","cron":"0 3 * * *"}}"#),
                 session: "bench".into(),
                 note: String::new(),
+                idempotency_key: String::new(),
             })
             .await
             .map_err(|e| e.to_string())?
@@ -207,6 +208,7 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
             arguments_json: r#"{"name":"watch-idle","cron":"0 3 * * *"}"#.into(),
             session: "bench".into(),
             note: String::new(),
+            idempotency_key: String::new(),
         })
         .await
         .map_err(|e| e.to_string())?

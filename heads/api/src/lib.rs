@@ -21,6 +21,7 @@
 #[doc(hidden)]
 pub mod fuzzing;
 mod handlers;
+mod hook;
 pub mod openapi;
 mod request;
 mod routes;

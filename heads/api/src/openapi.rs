@@ -142,7 +142,7 @@ pub fn document(table: &[DataOperation], registry: &Registry) -> Value {
         };
         match op.params {
             ParamSchema::Propose => {
-                for reg in registry.operations() {
+                for reg in registry.proposable() {
                     let key = format!("{}:{}", op.name, reg.name);
                     let concrete = route.replace("{operation}", &reg.name);
                     let params = op.params.schema(Some(reg));

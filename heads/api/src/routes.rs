@@ -11,12 +11,13 @@ use axum::body::Body;
 use axum::extract::{MatchedPath, RawPathParams, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodFilter, get, on};
+use axum::routing::{MethodFilter, get, on, post};
 use countersign_surface::operations::{DataOperation, ParamSchema};
 use tracing::Instrument as _;
 
 use crate::guard::{self, AllowedHosts};
 use crate::handlers;
+use crate::hook;
 use crate::openapi::{HEALTH_PATH, OPENAPI_PATH};
 use crate::request;
 use crate::respond::{self, ApiError};
@@ -50,6 +51,16 @@ pub fn router(state: Arc<ApiState>, local: SocketAddr) -> Router {
             ),
         );
     }
+    // A hook waits for a person, up to its own wait: the one route
+    // without the request timeout, behind the same guards.
+    let hook_hosts = hosts.clone();
+    let hooks = Router::new()
+        .route(hook::CLAUDE_CODE_HOOK_PATH, post(hook::claude_code))
+        .layer(middleware::from_fn(log))
+        .layer(middleware::from_fn(move |req: Request, next: Next| {
+            guard::guarded(hook_hosts.clone(), req, next)
+        }))
+        .with_state(Arc::clone(&state));
     router
         .fallback(|| async { ApiError::NotFound("no such route".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
@@ -59,18 +70,22 @@ pub fn router(state: Arc<ApiState>, local: SocketAddr) -> Router {
             guard::guarded(hosts.clone(), req, next)
         }))
         .with_state(state)
+        .merge(hooks)
 }
 
 async fn openapi_document(State(state): State<Arc<ApiState>>, req: Request) -> Response {
-    match authenticate(&state, &req) {
+    match authenticate(&state, req.headers()) {
         Ok(_) => respond::ok(&state.openapi),
         Err(e) => e.into_response(),
     }
 }
 
-fn authenticate(state: &ApiState, req: &Request) -> Result<crate::tokens::TokenRecord, ApiError> {
-    let header = req
-        .headers()
+/// The caller's credential, from its `Authorization` header.
+pub(crate) fn authenticate(
+    state: &ApiState,
+    headers: &axum::http::HeaderMap,
+) -> Result<crate::tokens::TokenRecord, ApiError> {
+    let header = headers
         .get(axum::http::header::AUTHORIZATION)
         .map(|v| v.as_bytes());
     state
@@ -103,35 +118,34 @@ async fn handle_inner(
 ) -> Result<Response, ApiError> {
     let (parts, body): (_, Body) = req.into_parts();
     request::refuse_misplaced_secrets(&parts)?;
-    let header = parts
-        .headers
-        .get(axum::http::header::AUTHORIZATION)
-        .map(|v| v.as_bytes());
-    let token = state
-        .parts
-        .tokens
-        .authenticate(header, &state.parts.principal, &state.parts.audience)
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(ApiError::Unauthorized)?;
+    let token = authenticate(state, &parts.headers)?;
     let path: Vec<(String, String)> = path
         .map_err(|_| ApiError::BadRequest("the path is not valid percent-encoded UTF-8".into()))?
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let registry_op =
-        match op.params {
-            ParamSchema::Propose => {
-                let name = path
-                    .iter()
-                    .find(|(k, _)| k == "operation")
-                    .map(|(_, v)| v.as_str())
-                    .unwrap_or_default();
-                Some(state.parts.registry.get(name).ok_or_else(|| {
-                    ApiError::NotFound("no such operation in the registry".into())
-                })?)
-            }
-            ParamSchema::Fixed(_) => None,
-        };
+    let registry_op = match op.params {
+        ParamSchema::Propose => {
+            let name = path
+                .iter()
+                .find(|(k, _)| k == "operation")
+                .map(|(_, v)| v.as_str())
+                .unwrap_or_default();
+            // Agent operations are proposed only by a hook
+            // (`Operation::proposed_by_hooks`): not a route here.
+            Some(
+                state
+                    .parts
+                    .registry
+                    .get(name)
+                    .filter(|op| !op.proposed_by_hooks())
+                    .ok_or_else(|| {
+                        ApiError::NotFound("no such operation in the registry".into())
+                    })?,
+            )
+        }
+        ParamSchema::Fixed(_) => None,
+    };
     let schema = op.params.schema(registry_op);
     let params = request::parameters(&parts, body, &path, &schema).await?;
     request::validate(

@@ -237,6 +237,22 @@ pub enum RulesCommand {
     List,
     /// Revoke a rule: it approves nothing more, and its unused proofs are refused.
     Revoke(RuleRevokeArgs),
+    /// Suggest rules from the agent calls people approved one by one (creates none)
+    ///
+    /// Reads this principal's newest 500 applied agent calls that
+    /// a person approved, groups shell commands by program and first word
+    /// (never one with shell syntax a rule cannot see through) and other
+    /// tools by name (never edits), and prints each group asked at least
+    /// --min times with a rule definition for `rules create --file`.
+    Suggest(RuleSuggestArgs),
+}
+
+/// `countersign rules suggest`
+#[derive(Debug, Args)]
+pub struct RuleSuggestArgs {
+    /// Suggest only what a person approved at least this many times.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub min: u64,
 }
 
 /// `countersign rules create --file FILE`

@@ -239,7 +239,7 @@ pub fn exposures_of(mut root: clap::Command, registry: &Registry) -> Vec<Exposur
         covered.push(command_words(text).0);
         match op.params {
             ParamSchema::Propose => {
-                for reg in registry.operations() {
+                for reg in registry.proposable() {
                     out.extend(exposure(&root, op, text, registry, Some(&reg.name)));
                 }
             }

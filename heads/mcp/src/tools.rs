@@ -49,7 +49,7 @@ pub(crate) fn tool_entries(registry: &Registry) -> Vec<ToolEntry> {
                 // A gateway operation is called as its upstream tool
                 // (`<upstream>__<tool>`, `crate::gateway`), not proposed by name.
                 for op in registry
-                    .operations()
+                    .proposable()
                     .filter(|op| !matches!(op.effect, countersign_registry::Effect::Mcp(_)))
                 {
                     let description = format!(
@@ -228,7 +228,7 @@ mod tests {
             match (op.entries.mcp(), op.params) {
                 (None, _) => {}
                 (Some(_), ParamSchema::Propose) => {
-                    for reg in registry.operations() {
+                    for reg in registry.proposable() {
                         assert!(names.contains(&propose_tool_name(&reg.name)), "{names:?}");
                     }
                 }

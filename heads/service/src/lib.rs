@@ -22,6 +22,7 @@
 
 mod answer;
 pub mod approver;
+pub mod hook;
 mod params;
 mod resources;
 pub mod results;
@@ -209,6 +210,19 @@ impl Service {
         let signer = |status: tonic::Status| signer_answer(&status);
         match operation {
             Operation::ListOperations => self.list_operations(),
+            Operation::Propose { operation, .. }
+                if self
+                    .resources
+                    .registry()
+                    .is_ok_and(|r| r.get(&operation).is_some_and(|op| op.proposed_by_hooks())) =>
+            {
+                Answer::refused(
+                    Reason::HookOperation,
+                    format!(
+                        "{operation} is proposed only by a coding agent's hook (countersign hook AGENT); nothing was proposed"
+                    ),
+                )
+            }
             Operation::Propose {
                 operation,
                 arguments,
@@ -292,7 +306,7 @@ impl Service {
         match self.resources.registry() {
             Ok(registry) => Answer::done(Done::Operations(
                 registry
-                    .operations()
+                    .proposable()
                     .map(countersign_surface::results::operation)
                     .collect(),
             )),

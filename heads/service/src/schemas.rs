@@ -77,7 +77,7 @@ impl Schemas {
         for op in table {
             match op.params {
                 ParamSchema::Propose => {
-                    for reg in registry.operations() {
+                    for reg in registry.proposable() {
                         self.validator(registry, op, Some(reg))?;
                     }
                 }

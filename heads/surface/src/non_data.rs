@@ -62,6 +62,11 @@ pub const NON_DATA: &[NonData] = &[
         reason: RULES_APPROVER_ONLY,
     },
     NonData {
+        name: "rules_suggest",
+        entries: Entries(&[Entry::Cli("countersign rules suggest [--min N]")]),
+        reason: RULES_APPROVER_ONLY,
+    },
+    NonData {
         name: "rules_revoke",
         entries: Entries(&[Entry::Cli("countersign rules revoke <rule id>")]),
         reason: RULES_APPROVER_ONLY,
@@ -153,6 +158,14 @@ pub const NON_DATA: &[NonData] = &[
             "countersign gateway tools [--accept UPSTREAM/TOOL]",
         )]),
         reason: "Listing an upstream MCP server's tools starts the installation's upstreams with its credentials; accepting their definitions is proposed as `gateway.pin`, which a person approves like any proposal.",
+    },
+    NonData {
+        name: "hook",
+        entries: Entries(&[
+            Entry::Cli("countersign hook <agent> [--wait-secs N]"),
+            Entry::Api("POST", "/v1/hooks/claude-code"),
+        ]),
+        reason: "A coding agent's hook answers the agent about to run one tool call, in that agent's own format and exit code, and proposes the call as an agent operation, which no data operation proposes; it is where an agent calls it: a command for command hooks, a route for Claude Code's http hooks. An MCP client is a model, not an agent's runtime.",
     },
     NonData {
         name: "reconcile",

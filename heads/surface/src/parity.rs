@@ -203,7 +203,7 @@ pub fn expected<'a>(table: &'a [DataOperation], registry: &Registry) -> Vec<Expe
     for op in table {
         match op.params {
             ParamSchema::Propose => {
-                for reg in registry.operations() {
+                for reg in registry.proposable() {
                     out.push(Expected {
                         key: format!("{}:{}", op.name, reg.name),
                         op,

@@ -385,3 +385,82 @@ async fn init_merges_the_hook_into_each_agents_settings_once_and_keeps_a_backup(
         "{\"a\":1,"
     );
 }
+
+#[tokio::test]
+async fn rules_suggest_proposes_what_people_approved_and_creates_nothing() {
+    let h = Harness::start_with_rules(Backend::Sqlite).await;
+    let home = h.home();
+    for (i, command) in ["npm test", "npm test -- --watch=false", "git status; make"]
+        .into_iter()
+        .cycle()
+        .take(6)
+        .enumerate()
+    {
+        let input = bash(&format!("toolu_s{i}"), command);
+        let (run, ()) = tokio::join!(hook(&home, "claude-code", &input, 30), async {
+            let id = pending(&h).await["id"].as_str().unwrap().to_owned();
+            h.approve_for_mcp(&id).await;
+        });
+        assert_eq!(decision(&run).0, "allow", "{command}");
+    }
+    let run = h.cli(&["--json", "rules", "suggest", "--min", "2"]).await;
+    assert_eq!(run.result, Ok(()), "{}", run.stderr);
+    let suggested = run.json();
+    let suggested = suggested.as_array().unwrap();
+    // `git status; make` has shell syntax no rule sees through: never suggested.
+    assert_eq!(suggested.len(), 1, "{suggested:?}");
+    assert_eq!(suggested[0]["count"], 4);
+    assert_eq!(
+        suggested[0]["definition"]["constraints"],
+        json!([{"pointer": "/tool_input/command", "argv": {"program": "npm", "args": ["test"], "more_args": true}}])
+    );
+    let rules = h.cli(&["--json", "rules", "list"]).await.json();
+    assert_eq!(rules["rules"], json!([]), "suggesting creates nothing");
+
+    // A person creates it (confirming its scope at the terminal): the
+    // next `npm test` is allowed without anyone asked.
+    let file = h.scratch.path().join("suggested.json");
+    std::fs::write(&file, suggested[0]["definition"].to_string()).unwrap();
+    let created = h.create_rule_from(&file, Person::TypesTheChallenge).await;
+    assert_eq!(created.result, Ok(()), "{}", created.stdout);
+    let run = hook(&home, "claude-code", &bash("toolu_s9", "npm test"), 1).await;
+    let (answer, reason) = decision(&run);
+    assert_eq!(answer, "allow", "{reason}");
+    assert!(reason.contains("rule:"), "{reason}");
+}
+
+#[tokio::test]
+async fn agent_operations_are_proposed_only_by_hooks() {
+    let h = Harness::start().await;
+    let arguments = json!({"agent": "claude-code", "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf /"}, "cwd": "/"})
+    .to_string();
+    // The CLI's `propose`: refused, with the reason every head gives.
+    let run = h
+        .cli_with(
+            &["--json", "propose", "agent.shell", "--args-file", "-"],
+            &arguments,
+            Person::NoTerminal,
+        )
+        .await;
+    assert!(run.result.is_err());
+    assert_eq!(
+        run.json(),
+        json!({"ok": false, "applied": false, "reason": "hook_operation",
+            "message": "agent.shell is proposed only by a coding agent's hook (countersign hook AGENT); nothing was proposed"})
+    );
+    // MCP: no tool proposes one, and none is listed.
+    let server = support::mcp::mcp_head(&h).await;
+    let err = server
+        .call("propose_agent_shell", serde_json::Map::new())
+        .await
+        .expect_err("no such tool");
+    assert!(err.message.contains("unknown tool"), "{err:?}");
+    let listed = support::mcp::call(&server, "list_operations", json!({})).await;
+    let text = listed.to_string();
+    assert!(
+        text.contains("schedule.create") && !text.contains("agent."),
+        "{text}"
+    );
+    assert_eq!(h.cli(&["--json", "list"]).await.json(), json!([]));
+}

@@ -42,8 +42,9 @@ fn every_head_exposes_every_data_operation_with_the_tables_schemas() {
                 .collect::<String>()
         );
     }
-    // Every registry operation can be proposed on both heads.
-    for op in registry.operations() {
+    // Every registry operation a caller may propose can be proposed on
+    // both heads (the agent operations only by a coding agent's hook).
+    for op in registry.proposable() {
         for head in &heads {
             assert!(
                 exposures

@@ -27,6 +27,7 @@ async fn propose(head: &mut SignerClient<Channel>) -> ProposalView {
         arguments_json: r#"{"name":"nightly","cron":"0 3 * * *"}"#.into(),
         session: "hook".into(),
         note: String::new(),
+        idempotency_key: String::new(),
     })
     .await
     .unwrap()

@@ -17,6 +17,7 @@ mod notify;
 mod passkey_audit;
 mod propose;
 mod rules;
+mod rules_suggest;
 mod setup;
 mod verify;
 
@@ -129,6 +130,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Notify(NotifyCommand::Serve) => notify::serve(&ctx, io).await,
                 Command::Notify(NotifyCommand::Status) => notify::status(&ctx, json, io).await,
                 Command::Rules(RulesCommand::List) => rules::list(&ctx, json, io).await,
+                Command::Rules(RulesCommand::Suggest(args)) => {
+                    rules_suggest::suggest(&ctx, args, json, io).await
+                }
                 Command::Rules(RulesCommand::Revoke(args)) => {
                     rules::revoke(&ctx, args, json, io).await
                 }

@@ -1,34 +1,23 @@
 //! `countersign hook <agent>`: a coding agent's pre-tool-call hook, as a
-//! head. The agent writes one tool call as JSON on stdin; the call is
-//! proposed as its agent operation (`agent.shell`, ...), in a session that
-//! names the agent and its session, keyed by the agent's tool call id; the
-//! hook waits for a person's decision (or a rule's) up to its wait, and
-//! answers in the agent's own shape ([`countersign_hook::render`]).
-//!
-//! Approved, the hook consumes the proof through a gate that answers
-//! hooks: "allow" is recorded as the completion before the agent hears it,
-//! so one approval answers one call once, and the same call asked again
-//! gets the recorded answer. Anything else (malformed input, an
-//! installation that does not load, an unreachable signer, a refusal, a
-//! denial, a wait that ran out) is a deny with its reason: never an allow
-//! on error.
+//! head, and `countersign init <agent>`, which installs it. The agent
+//! writes one tool call as JSON on stdin; the service's one hook flow
+//! ([`countersign_service::hook`]) proposes it, waits for the decision and
+//! consumes an approval; the answer is written in the agent's own shape
+//! ([`countersign_hook::render`]) with its exit code. What fails before
+//! the signer answers (a home that does not load) is a deny too.
 //!
 //! Must not: print anything but the agent's answer on stdout, run the
 //! call (the agent's runtime does), or show a proof.
 
 mod settings;
-mod wait;
 
 use std::io::Read as _;
-use std::time::{Duration, Instant};
-
-use countersign_gate::Outcome;
-use countersign_hook::{Agent, Answer, ToolCall, render};
 use std::path::PathBuf;
+use std::time::Duration;
 
-use countersign_ledger::DispositionStatus;
-use countersign_proto::v1::{ProposalStatus, ProposalView, ProposeRequest, WithdrawRequest};
-use countersign_verifier::{ProposalId, Session};
+use countersign_gate::signer_client;
+use countersign_hook::{Answer, ToolCall, render};
+use countersign_service::hook::{DEFAULT_WAIT, answer, unavailable};
 
 use crate::Io;
 use crate::args::{HookArgs, InitArgs};
@@ -56,10 +45,8 @@ pub(crate) async fn hook(
         Ok(_) => match countersign_hook::parse(agent, &bytes) {
             Err(e) => countersign_hook::refusal(agent, &e),
             Ok(call) => {
-                let wait = args
-                    .wait_secs
-                    .map_or_else(|| default_wait(agent), Duration::from_secs);
-                let answer = answer(home, &call, wait).await;
+                let wait = args.wait_secs.map_or(DEFAULT_WAIT, Duration::from_secs);
+                let answer = answered(home, &call, wait).await;
                 tracing::info!(
                     agent = agent.name(),
                     tool = call.tool_name(),
@@ -158,152 +145,32 @@ fn user_home() -> Result<PathBuf, CliError> {
         .ok_or_else(|| CliError::Error("HOME is not set to an absolute path".into()))
 }
 
-/// How long the hook waits for a decision when `--wait-secs` is not
-/// given: below each agent's own hook timeout as `countersign init`
-/// writes it (docs/hooks.md).
-pub(crate) fn default_wait(agent: Agent) -> Duration {
-    Duration::from_secs(match agent {
-        Agent::ClaudeCode | Agent::Codex | Agent::Gemini | Agent::Cursor => 300,
-    })
-}
-
-/// The answer to `call`: every failure is a deny saying why.
-async fn answer(home: Option<PathBuf>, call: &ToolCall, wait: Duration) -> Answer {
-    match decide(home, call, wait).await {
-        Ok(answer) => answer,
-        Err(why) => Answer::deny(format!("countersign denied this call: {why}")),
-    }
-}
-
-/// Propose `call`, wait up to `wait` for its decision, and consume an
-/// approval; `Err` is a reason to deny.
-async fn decide(home: Option<PathBuf>, call: &ToolCall, wait: Duration) -> Result<Answer, String> {
-    let deadline = Instant::now() + wait;
-    let ctx = Context::home(home)
-        .and_then(Context::load)
-        .map_err(|e| e.to_string())?;
-    let session = Session::parse(format!("{}:{}", call.agent().name(), call.session_id()))
-        .map_err(|e| format!("the agent's session id cannot name a session: {e}"))?;
-    let mut head = ctx.head().await.map_err(|e| e.to_string())?;
-    let request = ProposeRequest {
-        operation: call.operation().to_owned(),
-        arguments_json: call.arguments().to_string(),
-        session: session.to_string(),
-        note: String::new(),
-        idempotency_key: call.tool_use_id().unwrap_or_default().to_owned(),
+/// The answer to `call` from the installation at `home`.
+async fn answered(home: Option<PathBuf>, call: &ToolCall, wait: Duration) -> Answer {
+    let ctx = match Context::home(home).and_then(Context::load) {
+        Ok(ctx) => ctx,
+        Err(e) => return unavailable(&e.to_string()),
     };
-    let mut view = head
-        .propose(request)
-        .await
-        .map_err(|status| format!("the signer refused the proposal: {}", status.message()))?
-        .into_inner();
-    loop {
-        let id = ProposalId::parse(view.id.clone()).map_err(|e| e.to_string())?;
-        match view.status() {
-            ProposalStatus::Pending => {
-                view = match wait::decision(&mut head, &id, deadline).await? {
-                    Some(decided) => decided,
-                    None => match withdraw(&mut head, &id).await? {
-                        // Withdrawn: a late approval can no longer apply.
-                        None => {
-                            return Ok(Answer::deny(format!(
-                                "no decision within {} s; countersign withdrew proposal {id}",
-                                wait.as_secs()
-                            )));
-                        }
-                        // Decided just as the wait ran out.
-                        Some(decided) => decided,
-                    },
-                };
-            }
-            ProposalStatus::Approved => {
-                let gate = ctx
-                    .gate(&mut head)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .answering_hooks();
-                let outcome = gate
-                    .execute_handoff(&mut head, &id, &session)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                return Ok(answered(&id, &view, &outcome));
-            }
-            ProposalStatus::Applied => {
-                return Ok(Answer::allow(format!(
-                    "countersign allowed this call before (proposal {id})"
-                )));
-            }
-            ProposalStatus::Denied => {
-                return Ok(Answer::deny(format!(
-                    "a person denied this call in countersign: {} (proposal {id})",
-                    reason_or(&view, "no reason given")
-                )));
-            }
-            status @ (ProposalStatus::Withdrawn
-            | ProposalStatus::Revoked
-            | ProposalStatus::Expired
-            | ProposalStatus::Failed
-            | ProposalStatus::Uncertain
-            | ProposalStatus::Unspecified) => {
-                return Ok(Answer::deny(format!(
-                    "proposal {id} is {}, so this call is not allowed{}",
-                    status.name(),
-                    view_reason(&view)
-                )));
-            }
+    // What consuming an approval needs besides the signer starts now, so
+    // that it overlaps the proposal and the wait.
+    let opening = ctx.open_for_execution();
+    let mut head = match ctx.head().await {
+        Ok(head) => head,
+        Err(e) => {
+            opening.abort();
+            return unavailable(&e.to_string());
         }
-    }
-}
-
-/// Withdraw the proposal whose wait ran out: `None` once withdrawn, or
-/// its view if it was decided meanwhile.
-async fn withdraw(
-    head: &mut countersign_proto::v1::signer_client::SignerClient<tonic::transport::Channel>,
-    id: &ProposalId,
-) -> Result<Option<ProposalView>, String> {
-    let withdrawn = head
-        .withdraw(WithdrawRequest {
-            proposal_id: id.to_string(),
-        })
-        .await;
-    match withdrawn {
-        Ok(_) => Ok(None),
-        Err(_) => wait::current(head, id).await.map(Some),
-    }
-}
-
-/// The answer to an execution of an approved call.
-fn answered(id: &ProposalId, view: &ProposalView, outcome: &Outcome) -> Answer {
-    let by = match view.provenance.as_str() {
-        "" => String::new(),
-        provenance => format!(" ({provenance})"),
     };
-    match outcome {
-        Outcome::Applied(_) => Answer::allow(format!(
-            "approved in countersign{by}; proposal {id}, allowed once"
-        )),
-        Outcome::Recorded(d) if d.status == DispositionStatus::Applied => Answer::allow(format!(
-            "countersign allowed this call before (proposal {id})"
-        )),
-        other => Answer::deny(format!(
-            "countersign did not allow this call: {}",
-            other.summary()
-        )),
-    }
-}
-
-/// The person's reason in a view, or `fallback`.
-fn reason_or<'a>(view: &'a ProposalView, fallback: &'a str) -> &'a str {
-    match view.reason.as_str() {
-        "" => fallback,
-        reason => reason,
-    }
-}
-
-/// `: <reason>` when the view has one.
-fn view_reason(view: &ProposalView) -> String {
-    match view.reason.as_str() {
-        "" => String::new(),
-        reason => format!(": {reason}"),
-    }
+    let mut gate_head = head.clone();
+    let gate = async move || {
+        let (keys, opened) = tokio::join!(signer_client::public_keys(&mut gate_head), opening);
+        let ledger = opened
+            .map_err(|e| format!("cannot open the ledger: {e}"))?
+            .map_err(|e| e.to_string())?;
+        let keys = keys.map_err(|e| e.to_string())?;
+        ctx.gate_from(&gate_head, keys, ledger)
+            .map(countersign_gate::Gate::answering_hooks)
+            .map_err(|e| e.to_string())
+    };
+    answer(&mut head, gate, call, wait).await
 }

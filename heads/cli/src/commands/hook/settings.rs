@@ -13,9 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use countersign_hook::Agent;
+use countersign_service::hook::DEFAULT_WAIT;
 use serde_json::{Map, Value, json};
-
-use super::default_wait;
 
 /// How much longer than the hook's wait the agent's own hook timeout is:
 /// time for the hook to withdraw the proposal and answer "deny".
@@ -66,7 +65,7 @@ pub(crate) fn settings_file(agent: Agent, scope: &Scope) -> PathBuf {
 
 /// The events `init` hooks for `agent`, and one entry for each.
 fn entries(agent: Agent, command: &str) -> Vec<(&'static str, Value)> {
-    let timeout = default_wait(agent).as_secs() + TIMEOUT_MARGIN_SECS;
+    let timeout = DEFAULT_WAIT.as_secs() + TIMEOUT_MARGIN_SECS;
     match agent {
         // `onFailure: "block"`: a hook that cannot answer blocks the call
         // (the default lets it run).
