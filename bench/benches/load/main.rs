@@ -12,7 +12,9 @@
 //! `npm ci --prefix tests/mcp-servers` and `node`),
 //! `--latency-n N` (iterations of the latency and watch sections; 300, or
 //! 30 with `--quick`), `--watch-only` (the watch section only),
-//! `--idle-secs S` (how long the watch section's idle watcher waits; 30). The latency section runs the `countersign` binary of this
+//! `--idle-secs S` (how long the watch section's idle watcher waits; 30),
+//! `--hook-only` (the hook section only; `--latency-n` iterations, 100).
+//! The latency and hook sections run the `countersign` binary of this
 //! profile: `cargo build --release --bins` first.
 //! PostgreSQL: a fresh database on `$COUNTERSIGN_TEST_PG` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`), dropped afterwards.
@@ -42,7 +44,9 @@
 //! 9. a person's approval reaching a `WatchProposal` watcher in another
 //!    process, p50 and p99, beside a kept-channel `GetProposal` round
 //!    trip, and the CPU time of a watcher waiting `--idle-secs` for a
-//!    decision nobody makes (`watch.rs`).
+//!    decision nobody makes (`watch.rs`);
+//! 10. `countersign hook claude-code` answering a call a rule covers, as a
+//!     process, p50 and p99, beside `countersign show` (`hook.rs`).
 //!
 //! Proofs are minted with the signer's own issuing code (a dev-dependency:
 //! nothing here ships).
@@ -50,6 +54,7 @@
 
 mod gateway;
 mod heads;
+mod hook;
 mod latency;
 mod netns;
 mod watch;
@@ -101,6 +106,8 @@ struct Options {
     latency_n: Option<usize>,
     /// Run only the watch section.
     watch_only: bool,
+    /// Run only the hook section.
+    hook_only: bool,
     /// How long the watch section's idle watcher waits, if given.
     idle_secs: Option<u64>,
 }
@@ -122,6 +129,7 @@ impl Options {
             gateway_only: has("--gateway-only"),
             latency_n: number_after(&args, "--latency-n"),
             watch_only: has("--watch-only"),
+            hook_only: has("--hook-only"),
             idle_secs: number_after(&args, "--idle-secs"),
         }
     }
@@ -830,6 +838,9 @@ fn main() {
     if opts.watch_only {
         return runtime.block_on(watch_section(&opts));
     }
+    if opts.hook_only {
+        return runtime.block_on(hook_section(&opts));
+    }
     verification(&fx, &opts);
     if std::env::args().any(|a| a == "--verification-only") {
         return;
@@ -850,6 +861,7 @@ fn main() {
         if opts.latency {
             latency_section(&fx, &opts).await;
             watch_section(&opts).await;
+            hook_section(&opts).await;
         }
         if opts.netns {
             netns_section(&fx, &opts).await;
@@ -877,6 +889,14 @@ async fn netns_section(fx: &Fixture, opts: &Options) {
 
 /// The latency section; a missing binary or a failed command ends the
 /// run with the reason.
+/// The hook section; a failure ends the run with the reason.
+async fn hook_section(opts: &Options) {
+    if let Err(e) = hook::run(opts).await {
+        eprintln!("hook section: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// The watch section; a failure ends the run with the reason.
 async fn watch_section(opts: &Options) {
     if let Err(e) = watch::run(opts).await {

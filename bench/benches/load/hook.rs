@@ -1,0 +1,133 @@
+//! A coding agent's hook answered by a rule, as the agent feels it: the
+//! whole `countersign hook claude-code` process (start, propose, the
+//! signer's rule approval, claim, verify, consume, answer), beside its
+//! floor in the same loop, `countersign show` (a process start and one
+//! signer call). Target: p50 within 1.5x of the floor.
+//!
+//! A signer runs in this process (`TestSigner`: real mTLS on 127.0.0.1,
+//! SQLite ledger, rules enabled) with one rule covering `git status` in
+//! every session; each iteration asks about a new tool call.
+
+use std::time::Duration;
+
+use countersign_gate::signer_client;
+use countersign_identity::Role;
+use countersign_proto::v1::CreateRuleRequest;
+use countersign_registry::Registry;
+use countersign_signer::testing::TestSigner;
+use serde_json::json;
+
+use super::heads::{Cli, binary};
+use super::{Options, verdict};
+
+/// Iterations before the measured ones.
+const WARM_UP: usize = 5;
+
+/// The target ratio of the hook's p50 to the floor's.
+const TARGET: f64 = 1.5;
+
+pub(super) async fn run(opts: &Options) -> Result<(), String> {
+    let n = opts.latency_n.unwrap_or(opts.n(100)).max(1);
+    let signer = TestSigner::start_configured(
+        Registry::default_toml(),
+        None,
+        "\n[rules]\nenabled = true\n",
+    )
+    .await
+    .map_err(|e| format!("signer: {e}"))?;
+    let home = signer.home();
+    let addr = signer.addr().to_string();
+    let mut approver = signer_client::connect(home, &addr, Role::Approver)
+        .await
+        .map_err(|e| e.to_string())?;
+    let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(2);
+    let definition = json!({
+        "operations": ["agent.shell"],
+        "constraints": [{"pointer": "/tool_input/command",
+            "argv": {"program": "git", "args": ["status"], "more_args": false}}],
+        "sessions": ["*"],
+        "max_uses": 100_000,
+        "per_hour": 3600,
+        "expires_at": countersign_verifier::timestamp::format_whole_seconds(expires)
+            .map_err(|e| e.to_string())?,
+    })
+    .to_string();
+    let shown = approver
+        .create_rule(CreateRuleRequest {
+            definition_json: definition.clone(),
+            dry_run: true,
+            definition_sha256: String::new(),
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner();
+    approver
+        .create_rule(CreateRuleRequest {
+            definition_json: definition,
+            dry_run: false,
+            definition_sha256: shown.definition_sha256,
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+
+    let cli = Cli::new(binary("countersign")?, home.root());
+    let (_, seed) = cli
+        .run(
+            &["--json", "propose", "schedule.create", "--args-file", "-"],
+            r#"{"name":"seed","cron":"0 3 * * *"}"#,
+        )
+        .await?;
+    let seed: serde_json::Value = serde_json::from_str(&seed).map_err(|e| e.to_string())?;
+    let seed = seed["id"].as_str().ok_or("no proposal id")?.to_owned();
+
+    println!(
+        "## A hook answered by a rule ({n} iterations after {WARM_UP} warm-up, beside its floor)"
+    );
+    let (mut show, mut hook) = (Vec::new(), Vec::new());
+    for i in 0..WARM_UP + n {
+        let (t, _) = cli.run(&["--json", "show", &seed], "").await?;
+        let input = json!({
+            "session_id": "bench-session", "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp",
+            "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "git status"}, "tool_use_id": format!("toolu_bench_{i}"),
+        })
+        .to_string();
+        let (u, answer) = cli
+            .run(&["hook", "claude-code", "--wait-secs", "10"], &input)
+            .await?;
+        if !answer.contains(r#""permissionDecision":"allow""#) {
+            return Err(format!("the hook did not allow: {answer}"));
+        }
+        if i >= WARM_UP {
+            show.push(t);
+            hook.push(u);
+        }
+    }
+    let p = |v: &mut Vec<Duration>, q: f64| {
+        v.sort_unstable();
+        let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+        v[rank - 1]
+    };
+    let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
+    let (show50, show99) = (p(&mut show, 0.5), p(&mut show, 0.99));
+    let (hook50, hook99) = (p(&mut hook, 0.5), p(&mut hook, 0.99));
+    println!("{:<44} {:>10} {:>10}", "what", "p50", "p99");
+    println!(
+        "{:<44} {:>10} {:>10}",
+        "cli show (floor: start + mTLS call)",
+        ms(show50),
+        ms(show99)
+    );
+    println!(
+        "{:<44} {:>10} {:>10}",
+        "hook claude-code, rule-covered (allow)",
+        ms(hook50),
+        ms(hook99)
+    );
+    let ratio = hook50.as_secs_f64() / show50.as_secs_f64();
+    println!(
+        "Target: hook p50 {ratio:.2}x cli show p50 (target <= {TARGET}x) {}",
+        verdict(ratio <= TARGET)
+    );
+    Ok(())
+}
