@@ -11,18 +11,19 @@ use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{write_json, write_text};
 
-/// `countersign ops list`
+/// `countersign ops list`: the operations a caller may propose (the
+/// agent operations, which only a hook proposes, are not among them).
 pub(crate) fn ops_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
     let registry = ctx.registry()?;
     if json {
         let ops: Vec<_> = registry
-            .operations()
+            .proposable()
             .map(countersign_surface::results::operation)
             .collect();
         return write_json(io.out, &ops);
     }
     let mut text = String::new();
-    for op in registry.operations() {
+    for op in registry.proposable() {
         text.push_str(&format!(
             "{:<20} {:<5} {}  {}\n",
             op.name,
