@@ -8,8 +8,6 @@
 //! SQLite ledger, rules enabled) with one rule covering `git status` in
 //! every session; each iteration asks about a new tool call.
 
-use std::time::Duration;
-
 use countersign_gate::signer_client;
 use countersign_identity::Role;
 use countersign_proto::v1::CreateRuleRequest;
@@ -18,6 +16,7 @@ use countersign_signer::testing::TestSigner;
 use serde_json::json;
 
 use super::heads::{Cli, binary};
+use super::latency::{Samples, ms};
 use super::{Options, verdict};
 
 /// Iterations before the measured ones.
@@ -83,7 +82,9 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
     println!(
         "## A hook answered by a rule ({n} iterations after {WARM_UP} warm-up, beside its floor)"
     );
-    let (mut show, mut hook) = (Vec::new(), Vec::new());
+    const SHOW: &str = "cli show (floor: start + mTLS call)";
+    const HOOK: &str = "hook claude-code, rule-covered (allow)";
+    let mut s = Samples::default();
     for i in 0..WARM_UP + n {
         let (t, _) = cli.run(&["--json", "show", &seed], "").await?;
         let input = json!({
@@ -98,33 +99,14 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
         if !answer.contains(r#""permissionDecision":"allow""#) {
             return Err(format!("the hook did not allow: {answer}"));
         }
-        if i >= WARM_UP {
-            show.push(t);
-            hook.push(u);
-        }
+        s.add(SHOW, t, i >= WARM_UP);
+        s.add(HOOK, u, i >= WARM_UP);
     }
-    let p = |v: &mut Vec<Duration>, q: f64| {
-        v.sort_unstable();
-        let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-        v[rank - 1]
-    };
-    let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
-    let (show50, show99) = (p(&mut show, 0.5), p(&mut show, 0.99));
-    let (hook50, hook99) = (p(&mut hook, 0.5), p(&mut hook, 0.99));
     println!("{:<44} {:>10} {:>10}", "what", "p50", "p99");
-    println!(
-        "{:<44} {:>10} {:>10}",
-        "cli show (floor: start + mTLS call)",
-        ms(show50),
-        ms(show99)
-    );
-    println!(
-        "{:<44} {:>10} {:>10}",
-        "hook claude-code, rule-covered (allow)",
-        ms(hook50),
-        ms(hook99)
-    );
-    let ratio = hook50.as_secs_f64() / show50.as_secs_f64();
+    for name in [SHOW, HOOK] {
+        println!("{name:<44} {:>10} {:>10}", ms(s.p50(name)), ms(s.p99(name)));
+    }
+    let ratio = s.p50(HOOK).as_secs_f64() / s.p50(SHOW).as_secs_f64();
     println!(
         "Target: hook p50 {ratio:.2}x cli show p50 (target <= {TARGET}x) {}",
         verdict(ratio <= TARGET)

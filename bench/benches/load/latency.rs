@@ -41,10 +41,10 @@ const WARM_UP: usize = 3;
 
 /// Samples by figure name.
 #[derive(Default)]
-struct Samples(BTreeMap<&'static str, Vec<Duration>>);
+pub(super) struct Samples(BTreeMap<&'static str, Vec<Duration>>);
 
 impl Samples {
-    fn add(&mut self, name: &'static str, took: Duration, keep: bool) {
+    pub(super) fn add(&mut self, name: &'static str, took: Duration, keep: bool) {
         if keep {
             self.0.entry(name).or_default().push(took);
         }
@@ -59,11 +59,11 @@ impl Samples {
         v[rank - 1]
     }
 
-    fn p50(&self, name: &str) -> Duration {
+    pub(super) fn p50(&self, name: &str) -> Duration {
         self.pct(name, 0.5)
     }
 
-    fn p99(&self, name: &str) -> Duration {
+    pub(super) fn p99(&self, name: &str) -> Duration {
         self.pct(name, 0.99)
     }
 }
@@ -84,7 +84,7 @@ fn text(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-fn ms(d: Duration) -> String {
+pub(super) fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 

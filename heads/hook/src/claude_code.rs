@@ -129,9 +129,9 @@ fn pre_tool_use(answer: &Answer) -> Rendered {
     }))
 }
 
-/// `PermissionRequest`: allow or deny the request; an ask leaves it to
-/// Claude Code's own dialog.
-fn permission_request(answer: &Answer) -> Rendered {
+/// `PermissionRequest` (Claude Code's and Codex's alike): allow or deny
+/// the request; an ask leaves it to the agent's own dialog.
+pub(crate) fn permission_request(answer: &Answer) -> Rendered {
     let decision = match answer.decision {
         Decision::Allow => json!({ "behavior": "allow" }),
         Decision::Deny => json!({ "behavior": "deny", "message": answer.written_reason() }),

@@ -72,7 +72,9 @@ pub fn classify(tool_name: &str) -> ToolClass {
 pub(crate) fn render(event: Option<HookEvent>, answer: &Answer) -> Rendered {
     match event {
         Some(HookEvent::PreToolUse) => pre_tool_use(answer),
-        Some(HookEvent::PermissionRequest) => permission_request(answer),
+        // The same answer as Claude Code's; an ask leaves it to Codex's
+        // own approval prompt.
+        Some(HookEvent::PermissionRequest) => crate::claude_code::permission_request(answer),
         _ => Rendered::exit_two(&answer.for_unknown_event()),
     }
 }
@@ -92,22 +94,6 @@ fn pre_tool_use(answer: &Answer) -> Rendered {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
             "permissionDecisionReason": reason,
-        }
-    }))
-}
-
-/// `PermissionRequest`: allow or deny the request; an ask leaves it to
-/// Codex's own approval prompt.
-fn permission_request(answer: &Answer) -> Rendered {
-    let decision = match answer.decision {
-        Decision::Allow => json!({ "behavior": "allow" }),
-        Decision::Deny => json!({ "behavior": "deny", "message": answer.written_reason() }),
-        Decision::Ask => return Rendered::silent(),
-    };
-    Rendered::json(&json!({
-        "hookSpecificOutput": {
-            "decision": decision,
-            "hookEventName": "PermissionRequest",
         }
     }))
 }

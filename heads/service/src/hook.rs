@@ -39,10 +39,9 @@ pub async fn answer(
     call: &ToolCall,
     wait: Duration,
 ) -> Answer {
-    match decide(head, gate, call, wait).await {
-        Ok(answer) => answer,
-        Err(why) => Answer::deny(format!("countersign denied this call: {why}")),
-    }
+    decide(head, gate, call, wait)
+        .await
+        .unwrap_or_else(|why| unavailable(&why))
 }
 
 /// The answer for a head that could not get as far as the signer (an
@@ -72,7 +71,7 @@ async fn decide(
     let mut view = head
         .propose(request)
         .await
-        .map_err(|status| format!("the signer refused the proposal: {}", status.message()))?
+        .map_err(|status| format!("the signer did not take the proposal: {}", status.message()))?
         .into_inner();
     loop {
         let id = ProposalId::parse(view.id.clone()).map_err(|e| e.to_string())?;

@@ -131,3 +131,21 @@ async fn the_http_hook_needs_a_credential_and_answers_like_the_command() {
     statuses.sort();
     assert_eq!(statuses, ["applied", "withdrawn"]);
 }
+
+#[tokio::test]
+async fn the_http_hook_denies_when_the_signer_is_unreachable() {
+    let mut api = Api::start().await;
+    let token = api.token().await;
+    api.h.signer.halt().await.unwrap();
+    let reply = api
+        .post(&token, PATH, &bash("toolu_5", "make deploy"))
+        .await;
+    let (answer, reason) = decision(&reply);
+    assert_eq!(answer, "deny");
+    assert!(
+        reason.starts_with("countersign denied this call: "),
+        "{reason}"
+    );
+    let events = api.h.ledger().events().await.unwrap();
+    assert!(events.iter().all(|e| e.kind != "proposed"), "{events:?}");
+}

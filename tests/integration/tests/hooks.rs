@@ -464,3 +464,24 @@ async fn agent_operations_are_proposed_only_by_hooks() {
     );
     assert_eq!(h.cli(&["--json", "list"]).await.json(), json!([]));
 }
+
+#[tokio::test]
+async fn an_unreachable_signer_is_a_deny_and_nothing_is_recorded() {
+    let mut h = Harness::start().await;
+    h.signer.halt().await.unwrap();
+    let run = hook(
+        &h.home(),
+        "claude-code",
+        &bash("toolu_11", "make deploy"),
+        5,
+    )
+    .await;
+    let (decision_made, reason) = decision(&run);
+    assert_eq!(decision_made, "deny");
+    assert!(
+        reason.starts_with("countersign denied this call: "),
+        "{reason}"
+    );
+    let events = h.ledger().events().await.unwrap();
+    assert!(events.is_empty(), "{events:?}");
+}
