@@ -24,7 +24,7 @@ mod verify;
 use crate::Io;
 use crate::args::{
     ApiCommand, Cli, Command, ConsoleArgs, ConsoleCommand, CredentialCommand, GatewayCommand,
-    KeysCommand, NotifyCommand, OpsCommand, RulesCommand, SessionsCommand, TokenCommand,
+    InitArgs, KeysCommand, NotifyCommand, OpsCommand, RulesCommand, SessionsCommand, TokenCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -38,9 +38,11 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
         // Reads its input first, and answers every failure in the agent's
         // shape, even a home that does not load.
         Command::Hook(args) => return hook::hook(cli.home, args, io).await,
-        Command::Init(args) if args.agent.is_some() => {
-            return hook::init(cli.home, args, json, io);
-        }
+        Command::Init(InitArgs {
+            agent: Some(agent),
+            project,
+            user,
+        }) => return hook::init(cli.home, agent, project, user, json, io),
         // A console CA handed over by the console's administrator: the
         // person trusting it needs no home of their own.
         Command::Console(ConsoleArgs {

@@ -16,11 +16,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use countersign_gate::signer_client;
-use countersign_hook::{Answer, ToolCall, render};
+use countersign_hook::{Agent, Answer, ToolCall, render};
 use countersign_service::hook::{DEFAULT_WAIT, answer, unavailable};
 
 use crate::Io;
-use crate::args::{HookArgs, InitArgs};
+use crate::args::HookArgs;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{write_json, write_text};
@@ -69,16 +69,17 @@ pub(crate) async fn hook(
 }
 
 /// `countersign init AGENT [--project DIR | --user]`: the hook in the
-/// agent's settings, for the installation at `home`.
+/// agent's settings, for the installation at `home`: the project at
+/// `project` (the current directory if none), or the user's own with
+/// `user`.
 pub(crate) fn init(
     home: Option<PathBuf>,
-    args: InitArgs,
+    agent: Agent,
+    project: Option<PathBuf>,
+    user: bool,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let Some(agent) = args.agent else {
-        return Err(CliError::Error("no agent named".into()));
-    };
     let home = Context::home(home)?;
     if !home.config_path().exists() {
         return Err(CliError::Error(format!(
@@ -86,7 +87,7 @@ pub(crate) fn init(
             home.root().display()
         )));
     }
-    let scope = match (args.user, args.project) {
+    let scope = match (user, project) {
         (true, _) => settings::Scope::User {
             home: user_home()?,
             codex_home: std::env::var_os("CODEX_HOME").map(PathBuf::from),
