@@ -27,6 +27,11 @@
 //!   rule covers `git status` but not `git status; touch x`, and a Write
 //!   shows its diff in the console's card and runs once approved there
 //!   (Chromium).
+//! - `codex_hook.py`: the real Codex binary against a mock of the Responses
+//!   API, with `countersign init codex`'s hook trusted as Codex's `/hooks`
+//!   does: a shell call denied at the terminal never runs, approved it runs
+//!   once, an `apply_patch` is an `agent.edit` showing its patch, and with
+//!   no decision within the wait the call never runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use countersign_integration_tests::run_e2e_script as run_script;
@@ -54,4 +59,9 @@ fn the_gateway_calls_an_upstream_tool_once_after_a_person_approved_the_exact_cal
 #[test]
 fn claude_code_runs_a_tool_call_only_once_a_person_or_a_rule_allowed_it() {
     run_script("claude_code_hook.py");
+}
+
+#[test]
+fn codex_runs_a_shell_call_only_once_a_person_allowed_it() {
+    run_script("codex_hook.py");
 }
