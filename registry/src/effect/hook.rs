@@ -69,9 +69,12 @@ impl EffectKind for HookAnswer {
 /// own. Each line is escaped by the caller like every preview line.
 pub(crate) fn preview_lines(arguments: &serde_json::Value) -> Vec<String> {
     let mut lines = Vec::new();
+    // An edit's diff already shows its input (Codex's `apply_patch` carries
+    // the patch as `command`): the command line is for shell calls only.
     if let Some(command) = arguments
         .pointer("/tool_input/command")
         .and_then(serde_json::Value::as_str)
+        .filter(|_| arguments.get("diff").is_none())
     {
         lines.push(format!("Command: {command}"));
     }
@@ -104,6 +107,10 @@ mod tests {
                 "| +y"
             ]
         );
+        // Codex's `apply_patch` carries its patch as `command`: shown once,
+        // as the diff.
+        let patch = json!({"tool_input": {"command": "*** Begin Patch"}, "diff": "*** Begin Patch\n"});
+        assert_eq!(preview_lines(&patch), ["Diff:", "| *** Begin Patch"]);
         // A command that is not one string (an argv array) is in the
         // arguments line only.
         assert!(preview_lines(&json!({"tool_input": {"command": ["ls"]}})).is_empty());
