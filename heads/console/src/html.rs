@@ -16,8 +16,18 @@ pub(crate) fn shown(text: &str) -> String {
     terminal_safe(text).into_owned()
 }
 
+/// The navigation of a paired browser: each page's title and address.
+const NAV: [(&str, &str); 5] = [
+    ("Pending", "/"),
+    ("History", "/history"),
+    ("Passkeys", "/passkeys"),
+    ("Rules", "/rules"),
+    ("Devices", "/devices"),
+];
+
 /// A whole page: title (with the pending count when known), the
-/// navigation for a paired browser, and `body`.
+/// navigation for a paired browser (the page of that title marked as the
+/// current one), and `body`.
 pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Markup) -> Markup {
     let full = match pending {
         Some(n) => format!("({n}) {title} · {NAME}"),
@@ -40,13 +50,10 @@ pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Mark
                     span.brand { "countersign" }
                     @if paired {
                         nav aria-label="Console" {
-                            a href="/" { "Pending" }
-                            " "
-                            a href="/history" { "History" }
-                            " "
-                            a href="/passkeys" { "Passkeys" }
-                            " "
-                            a href="/rules" { "Rules" }
+                            @for (label, href) in NAV {
+                                a href=(href) aria-current=[(label == title).then_some("page")] { (label) }
+                                " "
+                            }
                         }
                     }
                 }

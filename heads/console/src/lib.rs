@@ -21,12 +21,15 @@
 //!   asset is served by the binary (`assets`).
 //! - A person sees the signer's stored preview and canonical arguments with
 //!   unsafe characters escaped and nothing truncated (`views`, `html`).
+//! - The paired browsers are listed as devices, and any can be unpaired
+//!   from the console (`devices`).
 #![forbid(unsafe_code)]
 
 mod actions;
 mod assets;
 mod auth;
 pub mod bind;
+mod devices;
 mod html;
 mod live;
 mod pages;
@@ -146,6 +149,8 @@ pub fn router(state: Arc<ConsoleState>, port: u16) -> Router {
             get(rules::revise::page_of_revision).post(rules::revise::preview),
         )
         .route("/rules/{id}/revise/confirm", post(rules::revise::confirm))
+        .route("/devices", get(devices::page_of_devices))
+        .route("/devices/{id}/unpair", post(devices::unpair))
         .route("/pair/{code}", get(pages::pair_link))
         .route("/pair", post(actions::pair))
         .route("/logout", post(actions::logout))

@@ -42,7 +42,7 @@ fn head_of(session: &str) -> &'static str {
 }
 
 /// "3 min ago" from an RFC 3339 time.
-fn age(created_at: &str) -> String {
+pub(crate) fn age(created_at: &str) -> String {
     let Ok(created) = OffsetDateTime::parse(created_at, &Rfc3339) else {
         return created_at.to_owned();
     };

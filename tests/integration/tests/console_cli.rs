@@ -10,6 +10,7 @@ mod support;
 use countersign::CliError;
 use countersign_console::SessionStore;
 use countersign_identity::ApproverName;
+use serde_json::Value;
 use support::{Harness, Person};
 
 #[tokio::test]
@@ -69,12 +70,27 @@ async fn pairing_needs_a_terminal_and_shows_the_link_only_there() {
     assert!(run.json()["expires_at"].is_string());
     // The link's code opens exactly one session.
     let code = link.rsplit('/').next().unwrap();
-    let record = store.redeem(code).unwrap().unwrap().record;
-    assert!(store.redeem(code).unwrap().is_err());
+    let record = store
+        .redeem(code, "Firefox on Linux")
+        .unwrap()
+        .unwrap()
+        .record;
+    assert!(store.redeem(code, "Firefox on Linux").unwrap().is_err());
 
     let listed = h.cli(&["--json", "console", "sessions", "list"]).await;
     assert_eq!(listed.json()["sessions"][0]["id"], record.id.as_str());
     assert_eq!(listed.json()["sessions"][0]["status"], "active");
+    assert_eq!(listed.json()["sessions"][0]["device"], "Firefox on Linux");
+    assert_eq!(listed.json()["sessions"][0]["last_used_at"], Value::Null);
+    let text = h.cli(&["console", "sessions", "list"]).await;
+    assert!(
+        text.stdout.starts_with(&format!(
+            "{}  active  Firefox on Linux  created ",
+            record.id
+        )) && text.stdout.contains("  last used never  expires "),
+        "{}",
+        text.stdout
+    );
     let revoked = h.cli(&["console", "sessions", "revoke", &record.id]).await;
     assert_eq!(revoked.result, Ok(()));
     let listed = h.cli(&["--json", "console", "sessions", "list"]).await;
@@ -111,9 +127,9 @@ async fn each_approver_pairs_and_lists_only_their_own_browsers() {
     let home = std::path::Path::new(&h.home()).to_path_buf();
     // The console's own store knows nothing of Alice's pairing.
     let console = SessionStore::for_approver(&home, &ApproverName::parse("console").unwrap());
-    assert!(console.redeem(code).unwrap().is_err());
+    assert!(console.redeem(code, "x").unwrap().is_err());
     let record = SessionStore::for_approver(&home, &alice)
-        .redeem(code)
+        .redeem(code, "Safari on iPhone")
         .unwrap()
         .unwrap()
         .record;

@@ -246,7 +246,7 @@ pub(crate) fn sessions_list(
     if json {
         let items: Vec<_> = records
             .iter()
-            .map(|r| json!({"id": r.id, "status": r.status(now), "created_at": r.created_at, "expires_at": r.expires_at, "revoked_at": r.revoked_at}))
+            .map(|r| json!({"id": r.id, "status": r.status(now), "device": r.device_name(), "created_at": r.created_at, "last_used_at": r.last_used_at, "expires_at": r.expires_at, "revoked_at": r.revoked_at}))
             .collect();
         return write_json(io.out, &json!({ "sessions": items }));
     }
@@ -256,10 +256,12 @@ pub(crate) fn sessions_list(
     let mut text = String::new();
     for r in &records {
         text.push_str(&format!(
-            "{}  {:<7}  created {}  expires {}\n",
+            "{}  {:<7}  {}  created {}  last used {}  expires {}\n",
             r.id,
             r.status(now),
+            r.device_name(),
             r.created_at,
+            r.last_used_at.as_deref().unwrap_or("never"),
             r.expires_at
         ));
     }
