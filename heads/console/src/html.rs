@@ -16,6 +16,10 @@ pub(crate) fn shown(text: &str) -> String {
     terminal_safe(text).into_owned()
 }
 
+/// The web app's theme colour (the stylesheet's accent, the manifest's
+/// `theme_color`).
+const THEME_COLOR: &str = "#1f5fbf";
+
 /// The navigation of a paired browser: each page's title and address.
 const NAV: [(&str, &str); 5] = [
     ("Pending", "/"),
@@ -27,7 +31,7 @@ const NAV: [(&str, &str); 5] = [
 
 /// A whole page: title (with the pending count when known), the
 /// navigation for a paired browser (the page of that title marked as the
-/// current one), and `body`.
+/// current one), the web app's manifest and theme colour, and `body`.
 pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Markup) -> Markup {
     let full = match pending {
         Some(n) => format!("({n}) {title} · {NAME}"),
@@ -40,7 +44,11 @@ pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Mark
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="referrer" content="no-referrer";
+                meta name="theme-color" content=(THEME_COLOR);
                 title { (full) }
+                link rel="manifest" href="/manifest.webmanifest";
+                link rel="icon" type="image/png" sizes="192x192" href="/assets/icon-192.png";
+                link rel="apple-touch-icon" href="/assets/icon-192.png";
                 link rel="stylesheet" href="/assets/console.css";
                 script src="/assets/console.js" defer {}
             }
