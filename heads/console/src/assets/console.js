@@ -10,8 +10,9 @@
 // count in the title. For a passkey form it asks this server (which asks
 // the signer) for a challenge, runs the browser's ceremony with user
 // verification required, puts the answer in the form's hidden field and
-// submits the form; the signer checks everything. It also registers the
-// web app's service worker (/sw.js, which caches nothing).
+// submits the form; the signer checks everything. It also opens the
+// card's details on a wide screen (on a phone they stay one tap away) and
+// registers the web app's service worker (/sw.js, which caches nothing).
 "use strict";
 const PAGE_KEY = "countersign-page-key";
 (function () {
@@ -180,6 +181,14 @@ const PAGE_KEY = "countersign-page-key";
       }
     });
   });
+})();
+
+(function () {
+  if (window.matchMedia && window.matchMedia("(min-width: 48rem)").matches) {
+    document.querySelectorAll("details[data-wide-open]").forEach(function (details) {
+      details.open = true;
+    });
+  }
 })();
 
 (function () {
