@@ -313,7 +313,7 @@ pub struct ConsoleArgs {
 #[derive(Debug, Subcommand)]
 pub enum ConsoleCommand {
     /// Create a one-time pairing link (interactive terminal only; expires in 5 minutes).
-    Pair,
+    Pair(PairArgs),
     /// The paired browsers.
     #[command(subcommand)]
     Sessions(SessionsCommand),
@@ -326,6 +326,15 @@ pub enum ConsoleCommand {
     /// Linux, and each Firefox profile) with certutil (Debian:
     /// libnss3-tools), as mkcert does.
     Trust(TrustArgs),
+}
+
+/// `countersign console pair`
+#[derive(Debug, Args)]
+pub struct PairArgs {
+    /// Also show the link as a QR code at the terminal, for a phone's
+    /// camera (the phone must reach the console by the link's name)
+    #[arg(long)]
+    pub qr: bool,
 }
 
 /// `countersign console trust`

@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Request, State};
-use axum::http::StatusCode;
+use axum::http::header::USER_AGENT;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use countersign_service::{Approval, Approved, ApproverError, Delivery, Revoked};
 use maud::html;
 
 use crate::ConsoleState;
-use crate::auth::{Paired, clear_cookie, html_response, paired, refusal, set_cookie};
+use crate::auth::{Paired, html_response, paired, refusal, set_cookie};
 use crate::html::{block, notice, page};
 use crate::pages::signer_failure;
 use crate::sessions::PairingRefusal;
@@ -303,12 +304,18 @@ pub(crate) async fn resolve(
 
 /// `POST /pair` with `code`: redeem a one-time pairing code, set the
 /// session cookie and go to the pending list.
-pub(crate) async fn pair(State(state): State<Arc<ConsoleState>>, body: Bytes) -> Response {
+pub(crate) async fn pair(
+    State(state): State<Arc<ConsoleState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let form = Form::parse(&body);
     let code = form.get("code").map(str::trim).unwrap_or_default();
-    match state.sessions.redeem(code) {
+    let user_agent = headers.get(USER_AGENT).and_then(|v| v.to_str().ok());
+    let device = crate::devices::name_from_user_agent(user_agent);
+    match state.sessions.redeem(code, &device) {
         Ok(Ok(redeemed)) => {
-            tracing::info!(session = %redeemed.record.id, "a browser was paired");
+            tracing::info!(session = %redeemed.record.id, %device, "a browser was paired");
             // The page key goes to this page's script, once: it keeps it in
             // the origin's storage and goes on to the pending list.
             let body = html! {
@@ -356,11 +363,5 @@ pub(crate) async fn logout(
             "The console's session store cannot be written; this browser is still paired.",
         );
     }
-    let body = html! {
-        div #forget-page-key hidden {}
-        (notice("Unpaired", "This browser is no longer paired.", None))
-    };
-    let mut response = html_response(StatusCode::OK, page("Unpaired", None, false, body));
-    clear_cookie(&mut response, state.sessions.approver().as_str());
-    response
+    crate::devices::unpaired_here(&state, session.record.device_name())
 }

@@ -16,8 +16,22 @@ pub(crate) fn shown(text: &str) -> String {
     terminal_safe(text).into_owned()
 }
 
+/// The web app's theme colour (the stylesheet's accent, the manifest's
+/// `theme_color`).
+const THEME_COLOR: &str = "#1f5fbf";
+
+/// The navigation of a paired browser: each page's title and address.
+const NAV: [(&str, &str); 5] = [
+    ("Pending", "/"),
+    ("History", "/history"),
+    ("Passkeys", "/passkeys"),
+    ("Rules", "/rules"),
+    ("Devices", "/devices"),
+];
+
 /// A whole page: title (with the pending count when known), the
-/// navigation for a paired browser, and `body`.
+/// navigation for a paired browser (the page of that title marked as the
+/// current one), the web app's manifest and theme colour, and `body`.
 pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Markup) -> Markup {
     let full = match pending {
         Some(n) => format!("({n}) {title} · {NAME}"),
@@ -30,7 +44,11 @@ pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Mark
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="referrer" content="no-referrer";
+                meta name="theme-color" content=(THEME_COLOR);
                 title { (full) }
+                link rel="manifest" href="/manifest.webmanifest";
+                link rel="icon" type="image/png" sizes="192x192" href="/assets/icon-192.png";
+                link rel="apple-touch-icon" href="/assets/icon-192.png";
                 link rel="stylesheet" href="/assets/console.css";
                 script src="/assets/console.js" defer {}
             }
@@ -40,13 +58,10 @@ pub(crate) fn page(title: &str, pending: Option<usize>, paired: bool, body: Mark
                     span.brand { "countersign" }
                     @if paired {
                         nav aria-label="Console" {
-                            a href="/" { "Pending" }
-                            " "
-                            a href="/history" { "History" }
-                            " "
-                            a href="/passkeys" { "Passkeys" }
-                            " "
-                            a href="/rules" { "Rules" }
+                            @for (label, href) in NAV {
+                                a href=(href) aria-current=[(label == title).then_some("page")] { (label) }
+                                " "
+                            }
                         }
                     }
                 }

@@ -21,12 +21,17 @@
 //!   asset is served by the binary (`assets`).
 //! - A person sees the signer's stored preview and canonical arguments with
 //!   unsafe characters escaped and nothing truncated (`views`, `html`).
+//! - The paired browsers are listed as devices, and any can be unpaired
+//!   from the console (`devices`).
+//! - It is an installable web app (a manifest, icons and a service worker
+//!   that caches nothing and holds nothing: `assets`); pages fit a phone.
 #![forbid(unsafe_code)]
 
 mod actions;
 mod assets;
 mod auth;
 pub mod bind;
+mod devices;
 mod html;
 mod live;
 mod pages;
@@ -64,8 +69,9 @@ pub use countersign_identity::DEFAULT_CONSOLE_ADDR as DEFAULT_LISTEN;
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The policy every response carries: scripts and styles only from this
-/// server, no inline script, no framing, forms only to this server.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// server, no inline script, no framing, forms only to this server; the web
+/// app's manifest and service worker only from this server too.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; manifest-src 'self'; worker-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// What the console is built from.
 pub struct ConsoleParts {
@@ -146,11 +152,15 @@ pub fn router(state: Arc<ConsoleState>, port: u16) -> Router {
             get(rules::revise::page_of_revision).post(rules::revise::preview),
         )
         .route("/rules/{id}/revise/confirm", post(rules::revise::confirm))
+        .route("/devices", get(devices::page_of_devices))
+        .route("/devices/{id}/unpair", post(devices::unpair))
         .route("/pair/{code}", get(pages::pair_link))
         .route("/pair", post(actions::pair))
         .route("/logout", post(actions::logout))
         .route("/events", get(live::events))
         .route("/assets/{name}", get(assets::asset))
+        .route("/manifest.webmanifest", get(assets::manifest))
+        .route("/sw.js", get(assets::service_worker))
         .fallback(pages::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(hosts, guarded))

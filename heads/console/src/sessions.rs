@@ -17,6 +17,13 @@
 //! ([`SESSION_TTL`]) and the revocation. Each id is 64 random bits (for
 //! listing and revoking), each secret 256.
 //!
+//! A session is also a paired device, as the console's *Devices* page
+//! lists it: the name of the browser and system it was paired from (named
+//! from its User-Agent at pairing, from a fixed vocabulary:
+//! `crate::devices::name_from_user_agent`) and when it was last used, recorded at
+//! most once per [`LAST_USE_EVERY`] to spare writes. The person can unpair
+//! any of their own devices there ([`SessionStore::unpair`]).
+//!
 //! Each secret is a `countersign_http::secrets::Secret`, and the store is
 //! one `countersign_http::secrets::PrivateStore` per approver in the home
 //! (`console-sessions-<approver>.json`, 0600), so the running
@@ -42,13 +49,20 @@ pub const PAIRING_TTL: Duration = Duration::minutes(5);
 pub const SESSION_TTL: Duration = Duration::hours(12);
 /// How long ended pairings and sessions stay listed before they are pruned.
 const KEEP_ENDED: Duration = Duration::days(7);
+/// A session's last use is written at most this often.
+pub const LAST_USE_EVERY: Duration = Duration::minutes(1);
+/// The store format this code writes: 2 added each session's device name
+/// and last use. A version-1 file reads as version 2 (the new fields
+/// absent: no name recorded, not used since pairing); a newer one is
+/// refused, since this code would drop what it does not know.
+const STORE_VERSION: u32 = 2;
 
 const PAIRING_PREFIX: &str = "cp1_";
 const SESSION_PREFIX: &str = "cc1_";
 const PAGE_KEY_PREFIX: &str = "ck1_";
 
 /// Why the store could not be used.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum StoreError {
     /// The file is unsafe, unreadable, unwritable or corrupt.
     #[error("console session store: {0}")]
@@ -96,9 +110,31 @@ pub struct SessionRecord {
     pub expires_at: String,
     /// RFC 3339, once revoked.
     pub revoked_at: Option<String>,
+    /// The browser and system it was paired from, as the console named it
+    /// from the User-Agent (for example `Chrome on Android`); empty in a
+    /// session stored before devices were named.
+    #[serde(default)]
+    pub device: String,
+    /// RFC 3339: when it was last used, to within [`LAST_USE_EVERY`];
+    /// absent until its first use after pairing.
+    #[serde(default)]
+    pub last_used_at: Option<String>,
 }
 
+/// A device's name when none was recorded (a User-Agent naming no
+/// browser we know, or a session stored before devices were named).
+pub const UNKNOWN_DEVICE: &str = "Unknown browser";
+
 impl SessionRecord {
+    /// The device's name as shown to a person.
+    pub fn device_name(&self) -> &str {
+        if self.device.is_empty() {
+            UNKNOWN_DEVICE
+        } else {
+            &self.device
+        }
+    }
+
     /// Whether it can be used at `now`.
     pub fn status(&self, now: OffsetDateTime) -> CredentialStatus {
         CredentialStatus::at(&self.expires_at, self.revoked_at.as_deref(), now)
@@ -126,7 +162,7 @@ struct StoreFile {
 impl Default for StoreFile {
     fn default() -> Self {
         StoreFile {
-            version: 1,
+            version: STORE_VERSION,
             pairings: Vec::new(),
             sessions: Vec::new(),
         }
@@ -159,6 +195,18 @@ pub enum SessionRefusal {
     /// Revoked (`countersign console sessions revoke`, or signed out).
     #[error("This browser's pairing was revoked")]
     Revoked,
+}
+
+/// Why a device was not unpaired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UnpairRefusal {
+    /// No session of this store's approver has that id (another
+    /// approver's session is unknown here too).
+    #[error("No browser paired with this console has that id")]
+    Unknown,
+    /// Already revoked, or expired.
+    #[error("That browser is no longer paired (its pairing was revoked or has expired)")]
+    Ended,
 }
 
 /// A pairing redeemed: the session secret for the cookie, the page key
@@ -214,8 +262,13 @@ impl SessionStore {
     }
 
     /// Redeem a pairing code: if it is valid, unused and unexpired, mark it
-    /// used and open a session, whose secrets are returned once.
-    pub fn redeem(&self, code: &str) -> Result<Result<Redeemed, PairingRefusal>, StoreError> {
+    /// used and open a session for the browser named `device`, whose
+    /// secrets are returned once.
+    pub fn redeem(
+        &self,
+        code: &str,
+        device: &str,
+    ) -> Result<Result<Redeemed, PairingRefusal>, StoreError> {
         let Some(id) = secrets::id_of(PAIRING_PREFIX, code) else {
             return Ok(Err(PairingRefusal::Invalid));
         };
@@ -249,6 +302,8 @@ impl SessionStore {
                 created_at: rfc3339(now),
                 expires_at: rfc3339(now + SESSION_TTL),
                 revoked_at: None,
+                device: device.to_owned(),
+                last_used_at: None,
             };
             file.sessions.push(record.clone());
             outcome = Ok(record);
@@ -261,7 +316,8 @@ impl SessionStore {
         }))
     }
 
-    /// The session a cookie value names, if it is active.
+    /// The session a cookie value names, if it is active; its last use is
+    /// recorded (at most once per [`LAST_USE_EVERY`]).
     pub fn authenticate(
         &self,
         cookie: Option<&str>,
@@ -271,23 +327,76 @@ impl SessionStore {
         else {
             return Ok(Err(SessionRefusal::Invalid));
         };
-        let file: StoreFile = self.file.load()?;
+        let file = self.load()?;
         let Some(record) = file.sessions.into_iter().find(|s| s.id == id) else {
             return Ok(Err(SessionRefusal::Invalid));
         };
         if !secrets::matches(cookie, &record.sha256) || record.approver != self.approver.as_str() {
             return Ok(Err(SessionRefusal::Invalid));
         }
-        Ok(match record.status(OffsetDateTime::now_utc()) {
-            CredentialStatus::Revoked => Err(SessionRefusal::Revoked),
-            CredentialStatus::Expired => Err(SessionRefusal::Expired),
-            CredentialStatus::Active => Ok(record),
-        })
+        let now = OffsetDateTime::now_utc();
+        match record.status(now) {
+            CredentialStatus::Revoked => return Ok(Err(SessionRefusal::Revoked)),
+            CredentialStatus::Expired => return Ok(Err(SessionRefusal::Expired)),
+            CredentialStatus::Active => {}
+        }
+        if !last_use_is_due(&record, now) {
+            return Ok(Ok(record));
+        }
+        // Record the use under the lock, from the file as it is then (a
+        // revocation in between is kept, and ends this request too).
+        let mut used = Err(SessionRefusal::Invalid);
+        self.update(|file| {
+            if let Some(stored) = file.sessions.iter_mut().find(|s| s.id == record.id) {
+                if last_use_is_due(stored, now) {
+                    stored.last_used_at = Some(rfc3339(now));
+                }
+                used = match stored.status(now) {
+                    CredentialStatus::Revoked => Err(SessionRefusal::Revoked),
+                    CredentialStatus::Expired => Err(SessionRefusal::Expired),
+                    CredentialStatus::Active => Ok(stored.clone()),
+                };
+            }
+            Ok(())
+        })?;
+        Ok(used)
     }
 
     /// Every session still listed (ended ones are pruned after a week).
     pub fn list(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        Ok(self.file.load::<StoreFile>()?.sessions)
+        Ok(self.load()?.sessions)
+    }
+
+    /// Unpair device `id` (end its session), from the console of this
+    /// store's approver: only an active session of that approver.
+    pub fn unpair(&self, id: &str) -> Result<Result<SessionRecord, UnpairRefusal>, StoreError> {
+        let now = OffsetDateTime::now_utc();
+        let mut outcome = Err(UnpairRefusal::Unknown);
+        self.update(|file| {
+            let Some(record) = file
+                .sessions
+                .iter_mut()
+                .find(|s| s.id == id && s.approver == self.approver.as_str())
+            else {
+                return Ok(());
+            };
+            outcome = match record.status(now) {
+                CredentialStatus::Active => {
+                    record.revoked_at = Some(rfc3339(now));
+                    Ok(record.clone())
+                }
+                CredentialStatus::Revoked | CredentialStatus::Expired => Err(UnpairRefusal::Ended),
+            };
+            Ok(())
+        })?;
+        Ok(outcome)
+    }
+
+    /// The store file as it is now, if this code can read its version.
+    fn load(&self) -> Result<StoreFile, StoreError> {
+        let file: StoreFile = self.file.load()?;
+        check_version(&file)?;
+        Ok(file)
     }
 
     /// Revoke session `id` (idempotent for an already revoked one).
@@ -314,11 +423,33 @@ impl SessionStore {
         change: impl FnOnce(&mut StoreFile) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         self.file.update(|file: &mut StoreFile| {
+            check_version(file)?;
             change(file)?;
             prune(file, OffsetDateTime::now_utc());
+            file.version = STORE_VERSION;
             Ok(())
         })
     }
+}
+
+/// Refuses a store file written in a format newer than this code's.
+fn check_version(file: &StoreFile) -> Result<(), StoreError> {
+    if file.version > STORE_VERSION {
+        return Err(StoreError::Store(format!(
+            "version {} is newer than this countersign reads ({STORE_VERSION}); nothing was changed",
+            file.version
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `record`'s last use is old enough to be written again at `now`.
+fn last_use_is_due(record: &SessionRecord, now: OffsetDateTime) -> bool {
+    record
+        .last_used_at
+        .as_deref()
+        .and_then(parse_time)
+        .is_none_or(|t| now - t >= LAST_USE_EVERY)
 }
 
 /// Whether `presented` is the page key of the session `record`
@@ -342,140 +473,5 @@ fn prune(file: &mut StoreFile, now: OffsetDateTime) {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    fn name(text: &str) -> ApproverName {
-        ApproverName::parse(text).unwrap()
-    }
-
-    fn store() -> (tempfile::TempDir, SessionStore) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SessionStore::for_approver(dir.path(), &name("console"));
-        (dir, store)
-    }
-
-    fn store_file_of(dir: &tempfile::TempDir) -> std::path::PathBuf {
-        dir.path().join(store_file(&name("console")))
-    }
-
-    #[test]
-    fn a_pairing_code_opens_exactly_one_session() {
-        let (_dir, store) = store();
-        let (code, _) = store.create_pairing().unwrap();
-        let Redeemed {
-            session: secret,
-            page_key,
-            record,
-        } = store.redeem(code.expose_secret()).unwrap().unwrap();
-        assert_eq!(
-            store.authenticate(Some(secret.expose_secret())).unwrap(),
-            Ok(record.clone())
-        );
-        assert!(page_key_matches(&record, page_key.expose_secret()));
-        // Neither the cookie nor another value is the page key.
-        assert!(!page_key_matches(&record, secret.expose_secret()));
-        assert!(!page_key_matches(&record, ""));
-        assert_eq!(
-            store.redeem(code.expose_secret()).unwrap().map(|_| ()),
-            Err(PairingRefusal::Used)
-        );
-        assert_eq!(store.list().unwrap().len(), 1);
-    }
-
-    #[test]
-    fn unknown_forged_and_expired_codes_open_nothing() {
-        let (dir, store) = store();
-        let (code, _) = store.create_pairing().unwrap();
-        let text = code.expose_secret();
-        // The right id with another secret.
-        let forged = format!(
-            "{}{}",
-            &text[..text.len() - 1],
-            if text.ends_with('A') { 'B' } else { 'A' }
-        );
-        for bad in [forged.as_str(), "cp1_x", "", "cc1_0000000000000000_aaaa"] {
-            assert_eq!(
-                store.redeem(bad).unwrap().map(|_| ()),
-                Err(PairingRefusal::Invalid),
-                "{bad}"
-            );
-        }
-        // Backdate the code's expiry in the file.
-        let path = store_file_of(&dir);
-        let mut file: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        file["pairings"][0]["expires_at"] =
-            rfc3339(OffsetDateTime::now_utc() - Duration::seconds(1)).into();
-        std::fs::remove_file(&path).unwrap();
-        countersign_identity::files::write_private_new(&path, file.to_string().as_bytes()).unwrap();
-        assert_eq!(
-            store.redeem(text).unwrap().map(|_| ()),
-            Err(PairingRefusal::Expired)
-        );
-        assert!(store.list().unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_revoked_session_is_refused_and_the_store_holds_no_secret() {
-        let (dir, store) = store();
-        let (code, _) = store.create_pairing().unwrap();
-        let Redeemed {
-            session: secret,
-            record,
-            ..
-        } = store.redeem(code.expose_secret()).unwrap().unwrap();
-        store.revoke(&record.id).unwrap();
-        assert_eq!(
-            store.authenticate(Some(secret.expose_secret())).unwrap(),
-            Err(SessionRefusal::Revoked)
-        );
-        assert_eq!(
-            store.authenticate(None).unwrap(),
-            Err(SessionRefusal::Invalid)
-        );
-        assert_eq!(
-            store.revoke("0000000000000000"),
-            Err(StoreError::UnknownId("0000000000000000".into()))
-        );
-        let text = std::fs::read_to_string(store_file_of(&dir)).unwrap();
-        assert!(!text.contains(secret.expose_secret()));
-        assert!(!text.contains(code.expose_secret()));
-        assert!(format!("{secret:?}").starts_with("Secret("));
-        assert!(!format!("{secret:?}").contains(&secret.expose_secret()[21..]));
-    }
-
-    #[test]
-    fn a_session_opens_only_the_console_of_its_own_approver() {
-        let dir = tempfile::tempdir().unwrap();
-        let alice = SessionStore::for_approver(dir.path(), &name("alice"));
-        let bob = SessionStore::for_approver(dir.path(), &name("bob"));
-        let (code, _) = alice.create_pairing().unwrap();
-        // Bob's console does not redeem Alice's pairing code.
-        assert_eq!(
-            bob.redeem(code.expose_secret()).unwrap().map(|_| ()),
-            Err(PairingRefusal::Invalid)
-        );
-        let redeemed = alice.redeem(code.expose_secret()).unwrap().unwrap();
-        let cookie = redeemed.session.expose_secret();
-        assert_eq!(redeemed.record.approver, "alice");
-        assert_eq!(
-            bob.authenticate(Some(cookie)).unwrap(),
-            Err(SessionRefusal::Invalid)
-        );
-        // Even with Alice's record copied into Bob's store.
-        let alice_file = std::fs::read(dir.path().join(store_file(&name("alice")))).unwrap();
-        std::fs::remove_file(dir.path().join(store_file(&name("bob")))).unwrap();
-        countersign_identity::files::write_private_new(
-            &dir.path().join(store_file(&name("bob"))),
-            &alice_file,
-        )
-        .unwrap();
-        assert_eq!(
-            bob.authenticate(Some(cookie)).unwrap(),
-            Err(SessionRefusal::Invalid)
-        );
-        assert!(alice.authenticate(Some(cookie)).unwrap().is_ok());
-    }
-}
+#[path = "sessions_tests.rs"]
+mod tests;

@@ -8,8 +8,16 @@
 //! argument holding any non-ASCII character is marked, in the list and on
 //! the card, naming its code points and whether it mixes scripts: a
 //! Cyrillic `а` looks exactly like a Latin `a`.
+//!
+//! On a phone (360-430 px wide) the list and the card start with what a
+//! decision needs: the operation, a one-line summary of the action (the
+//! preview's `Action:` line), its risk class (the registry's `class`), its
+//! expiry when it has one, any non-ASCII warning, and on the card the
+//! decision buttons; everything else is one tap away, in `<details>` that
+//! the script opens on a wide screen.
 
 use countersign_proto::v1::{ProposalStatus, ProposalView, QuorumDecision, QuorumView};
+use countersign_registry::Class;
 use countersign_registry::lookalike::argument_warnings_of_json;
 use countersign_registry::rule::RULE_CREATE;
 use maud::{Markup, html};
@@ -20,6 +28,8 @@ use crate::html::{block, page_key_field, preview_block, row, shown};
 
 /// What the card knows besides the proposal itself.
 pub(crate) struct CardContext<'a> {
+    /// The operation's risk class, from the registry (`None`: not in it).
+    pub(crate) class: Option<Class>,
     /// The lifetime a proof of this operation gets, from the registry.
     pub(crate) lifetime_secs: Option<u64>,
     /// Argument fields the registry marks as model-supplied and unverified.
@@ -42,7 +52,7 @@ fn head_of(session: &str) -> &'static str {
 }
 
 /// "3 min ago" from an RFC 3339 time.
-fn age(created_at: &str) -> String {
+pub(crate) fn age(created_at: &str) -> String {
     let Ok(created) = OffsetDateTime::parse(created_at, &Rfc3339) else {
         return created_at.to_owned();
     };
@@ -66,26 +76,63 @@ fn summary(preview: &str) -> &str {
         .unwrap_or_default()
 }
 
-/// The pending list as the live fragment the page and the event stream share.
-pub(crate) fn pending_list(views: &[ProposalView]) -> Markup {
+/// The operation's risk class, as the registry names it.
+fn risk(class: Option<Class>) -> Markup {
+    let (name, meaning) = match class {
+        Some(Class::Read) => ("read", "observes state only"),
+        Some(Class::Write) => ("write", "changes state"),
+        None => ("unknown", "not in the console's registry"),
+    };
+    html! {
+        span class={ "risk " (name) } { "Risk: " strong { (name) } " (" (meaning) ")" }
+    }
+}
+
+/// When what is decided stops being usable, if anything expires: today,
+/// an approval's proof (a pending proposal has no expiry of its own).
+fn expiry(v: &ProposalView) -> Option<Markup> {
+    (v.status() == ProposalStatus::Approved && !v.expires_at.is_empty()).then(|| {
+        html! {
+            span.expiry { "Proof expires " time datetime=(v.expires_at) { (v.expires_at) } }
+        }
+    })
+}
+
+/// The facts line of the list and the card: risk class and expiry.
+fn facts(v: &ProposalView, class: Option<Class>) -> Markup {
+    html! {
+        p.facts {
+            (risk(class))
+            @if let Some(e) = expiry(v) { " · " (e) }
+        }
+    }
+}
+
+/// The pending list as the live fragment the page and the event stream
+/// share; `class_of` names an operation's risk class.
+pub(crate) fn pending_list(
+    views: &[ProposalView],
+    class_of: &dyn Fn(&str) -> Option<Class>,
+) -> Markup {
     html! {
         @if views.is_empty() {
             p #pending-empty { "Nothing is waiting for a decision." }
         }
         ul #pending-list.items {
             @for v in views {
-                li {
-                    a href={ "/proposals/" (v.id) } {
+                li.proposal data-proposal=(v.id) {
+                    a.op href={ "/proposals/" (v.id) } {
                         strong { (shown(&v.operation)) }
-                        " · " (v.id)
+                        " " span.pid { (v.id) }
                     }
-                    div.meta {
+                    p.summary { (shown(summary(&v.preview))) }
+                    (facts(v, class_of(&v.operation)))
+                    @if !argument_warnings_of_json(&v.arguments_json).is_empty() {
+                        p.warn.lookalike { "Non-ASCII text in the arguments: look closely" }
+                    }
+                    p.meta {
                         (head_of(&v.session)) ", session " code { (shown(&v.session)) }
                         ", proposed " (age(&v.created_at))
-                    }
-                    div.summary { (shown(summary(&v.preview))) }
-                    @if !argument_warnings_of_json(&v.arguments_json).is_empty() {
-                        div.warn.lookalike { "Non-ASCII text in the arguments: look closely" }
                     }
                 }
             }
@@ -158,23 +205,34 @@ fn lookalikes(arguments_json: &str) -> Markup {
     }
 }
 
+/// A part of the card one tap away: closed on a phone, opened by the
+/// script on a wide screen (`data-wide-open`), its heading the summary.
+fn more(id: &str, heading: Markup, body: Markup) -> Markup {
+    html! {
+        details.more #(id) data-wide-open {
+            summary { h2 { (heading) } }
+            (body)
+        }
+    }
+}
+
 /// One proposal with everything a person needs to decide, and the forms
-/// for what can be decided in its status.
+/// for what can be decided in its status: first what a decision needs
+/// (operation, summary, risk class, expiry, warnings, the decisions), then
+/// the preview, the note, the arguments and the details, one tap away.
 pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
     html! {
         h1 { (shown(&v.operation)) " " span class={ "status " (v.status().name()) } { (v.status().name()) } }
-        p.lead { "Proposal " code { (v.id) } }
-        section aria-labelledby="preview-h" {
-            h2 #preview-h { "What will happen (the signer's preview)" }
-            (preview_block(&v.preview))
+        p.summary #card-summary { (shown(summary(&v.preview))) }
+        (facts(v, ctx.class))
+        @if !argument_warnings_of_json(&v.arguments_json).is_empty() {
+            p.warn.lookalike { "Non-ASCII text in the arguments: look closely (below)" }
+        }
+        (decisions(v, ctx))
+        @if let Some(q) = &v.quorum {
+            (quorum(q))
         }
         (lookalikes(&v.arguments_json))
-        @if !v.note.is_empty() {
-            section aria-labelledby="note-h" {
-                h2 #note-h { "Note from the agent " span.warn { "model-supplied, unverified" } }
-                (block(&v.note))
-            }
-        }
         @if !ctx.unverified_fields.is_empty() {
             p.warn {
                 "Model-supplied, unverified fields in the arguments: "
@@ -184,13 +242,14 @@ pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                 }
             }
         }
-        section aria-labelledby="args-h" {
-            h2 #args-h { "Canonical arguments (exactly what is signed)" }
-            (block(&v.arguments_json))
+        (more("preview", html! { "What will happen (the signer's preview)" }, preview_block(&v.preview)))
+        @if !v.note.is_empty() {
+            (more("note", html! { "Note from the agent " span.warn { "model-supplied, unverified" } }, block(&v.note)))
         }
-        section aria-labelledby="facts-h" {
-            h2 #facts-h { "Details" }
+        (more("arguments", html! { "Canonical arguments (exactly what is signed)" }, block(&v.arguments_json)))
+        (more("facts", html! { "Details" }, html! {
             dl {
+                (row("Proposal", &v.id))
                 (row("Operation", &v.operation))
                 (row("Contract revision", &v.contract_revision))
                 (row("Policy revision", &v.policy_revision))
@@ -214,11 +273,7 @@ pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                     (row("Handoff", "approved; waiting for the head of the proposing session to execute it"))
                 }
             }
-        }
-        @if let Some(q) = &v.quorum {
-            (quorum(q))
-        }
-        (decisions(v, ctx))
+        }))
     }
 }
 
@@ -306,7 +361,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                     form method="post" action=(action("deny")) {
                         (page_key_field())
                         label for="reason" { "Reason (required)" }
-                        textarea #reason name="reason" required rows="3" maxlength="2000" {}
+                        textarea #reason name="reason" required rows="2" maxlength="2000" {}
                         button.deny type="submit" { "Deny" }
                     }
                 }

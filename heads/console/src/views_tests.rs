@@ -1,4 +1,5 @@
-//! The card and the pending list against the review's lookalike set.
+//! The card and the pending list: against the review's lookalike set, and
+//! what each shows first.
 
 use super::*;
 
@@ -27,6 +28,7 @@ fn card_of(to: &str) -> String {
         ..Default::default()
     };
     let ctx = CardContext {
+        class: Some(Class::Write),
         lifetime_secs: None,
         unverified_fields: &[],
         not_approvable: None,
@@ -68,10 +70,116 @@ fn the_reviews_lookalike_payments_render_as_five_different_cards() {
             ..Default::default()
         })
         .collect();
-    let list = pending_list(&views).into_string();
+    let list = pending_list(&views, &|_| None).into_string();
     assert_eq!(
         list.matches("Non-ASCII text in the arguments").count(),
         4,
         "{list}"
     );
+}
+
+/// A proposal of `schedule.create` in `status`, with a preview whose
+/// `Action:` line is the summary.
+fn schedule(status: ProposalStatus, expires_at: &str) -> ProposalView {
+    ProposalView {
+        id: "prop_2".into(),
+        operation: "schedule.create".into(),
+        status: status.into(),
+        preview: "Action:    Create schedule nightly at 0 2 * * *\nArguments: {}".into(),
+        arguments_json: "{}".into(),
+        expires_at: expires_at.into(),
+        ..Default::default()
+    }
+}
+
+fn card_with(view: &ProposalView, class: Option<Class>) -> String {
+    let ctx = CardContext {
+        class,
+        lifetime_secs: Some(300),
+        unverified_fields: &[],
+        not_approvable: None,
+    };
+    card(view, &ctx).into_string()
+}
+
+/// Where `needle` is in `page`; fails naming it.
+fn at(page: &str, needle: &str) -> usize {
+    page.find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} is not in {page}"))
+}
+
+#[test]
+fn the_card_leads_with_what_a_decision_needs_and_the_rest_is_one_tap_away() {
+    let card = card_with(&schedule(ProposalStatus::Pending, ""), Some(Class::Write));
+    let summary = at(&card, "Create schedule nightly at 0 2 * * *");
+    let risk = at(&card, "Risk: <strong>write</strong> (changes state)");
+    let approve = at(&card, "Approve for the proposing session");
+    let run = at(&card, "Approve and run now");
+    let deny = at(&card, ">Deny</button>");
+    let preview = at(
+        &card,
+        "<details class=\"more\" id=\"preview\" data-wide-open>",
+    );
+    let arguments = at(
+        &card,
+        "<details class=\"more\" id=\"arguments\" data-wide-open>",
+    );
+    let details = at(
+        &card,
+        "<details class=\"more\" id=\"facts\" data-wide-open>",
+    );
+    assert!(summary < risk && risk < approve && approve < run && run < deny);
+    assert!(deny < preview && preview < arguments && arguments < details);
+    // A pending proposal has no expiry of its own: none is shown up top.
+    assert!(!card.contains("class=\"expiry\""), "{card}");
+    assert!(card.contains("proof is valid for 300 s"), "{card}");
+
+    // An approved one: its proof's expiry, before the revocation.
+    let approved = card_with(
+        &schedule(ProposalStatus::Approved, "2030-01-01T00:00:00Z"),
+        Some(Class::Read),
+    );
+    let expiry = at(
+        &approved,
+        "<span class=\"expiry\">Proof expires <time datetime=\"2030-01-01T00:00:00Z\">",
+    );
+    assert!(
+        at(
+            &approved,
+            "Risk: <strong>read</strong> (observes state only)"
+        ) < expiry
+    );
+    assert!(expiry < at(&approved, "Revoke the unused proof"));
+
+    // An operation the registry does not know says so.
+    let unknown = card_with(&schedule(ProposalStatus::Pending, ""), None);
+    assert!(
+        unknown.contains("Risk: <strong>unknown</strong>"),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn each_pending_item_shows_operation_summary_and_risk_class() {
+    let views = [
+        schedule(ProposalStatus::Pending, ""),
+        ProposalView {
+            id: "prop_3".into(),
+            operation: "gone.op".into(),
+            ..schedule(ProposalStatus::Pending, "")
+        },
+    ];
+    let class_of = |op: &str| (op == "schedule.create").then_some(Class::Write);
+    let list = pending_list(&views, &class_of).into_string();
+    let first = at(&list, "data-proposal=\"prop_2\"");
+    let second = at(&list, "data-proposal=\"prop_3\"");
+    let op = at(&list, "<strong>schedule.create</strong>");
+    let summary = at(
+        &list,
+        "<p class=\"summary\">Create schedule nightly at 0 2 * * *</p>",
+    );
+    let risk = at(&list, "Risk: <strong>write</strong>");
+    assert!(first < op && op < summary && summary < risk && risk < second);
+    assert!(list[second..].contains("Risk: <strong>unknown</strong>"));
+    assert!(!list.contains("class=\"expiry\""));
 }

@@ -2,7 +2,9 @@
 //! is stored: an unspecified address or one the host does not have, a
 //! pairing without an interactive terminal, an unknown session; and a
 //! pairing link (https, the console's name) goes to the terminal only,
-//! never to stdout. Each approver has their own sessions.
+//! never to stdout, and with `--qr` also as a QR code there that an
+//! independent reader decodes back to the link. Each approver has their
+//! own sessions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -10,6 +12,7 @@ mod support;
 use countersign::CliError;
 use countersign_console::SessionStore;
 use countersign_identity::ApproverName;
+use serde_json::Value;
 use support::{Harness, Person};
 
 #[tokio::test]
@@ -69,12 +72,27 @@ async fn pairing_needs_a_terminal_and_shows_the_link_only_there() {
     assert!(run.json()["expires_at"].is_string());
     // The link's code opens exactly one session.
     let code = link.rsplit('/').next().unwrap();
-    let record = store.redeem(code).unwrap().unwrap().record;
-    assert!(store.redeem(code).unwrap().is_err());
+    let record = store
+        .redeem(code, "Firefox on Linux")
+        .unwrap()
+        .unwrap()
+        .record;
+    assert!(store.redeem(code, "Firefox on Linux").unwrap().is_err());
 
     let listed = h.cli(&["--json", "console", "sessions", "list"]).await;
     assert_eq!(listed.json()["sessions"][0]["id"], record.id.as_str());
     assert_eq!(listed.json()["sessions"][0]["status"], "active");
+    assert_eq!(listed.json()["sessions"][0]["device"], "Firefox on Linux");
+    assert_eq!(listed.json()["sessions"][0]["last_used_at"], Value::Null);
+    let text = h.cli(&["console", "sessions", "list"]).await;
+    assert!(
+        text.stdout.starts_with(&format!(
+            "{}  active  Firefox on Linux  created ",
+            record.id
+        )) && text.stdout.contains("  last used never  expires "),
+        "{}",
+        text.stdout
+    );
     let revoked = h.cli(&["console", "sessions", "revoke", &record.id]).await;
     assert_eq!(revoked.result, Ok(()));
     let listed = h.cli(&["--json", "console", "sessions", "list"]).await;
@@ -89,6 +107,111 @@ async fn pairing_needs_a_terminal_and_shows_the_link_only_there() {
             "no console session 0000000000000000".into()
         ))
     );
+}
+
+/// The QR code drawn at the terminal (half blocks, black on bright white),
+/// read back by an independent decoder (`rqrr`): each character cell is
+/// two modules, drawn into a greyscale image at 4 pixels a module.
+fn decode_terminal_qr(shown: &str) -> String {
+    let rows: Vec<Vec<(bool, bool)>> = shown
+        .lines()
+        .filter_map(|l| l.split_once("\x1b[30;107m"))
+        .map(|(_, rest)| {
+            let (cells, _) = rest
+                .split_once("\x1b[0m")
+                .expect("each line ends its colours");
+            cells
+                .chars()
+                .map(|c| match c {
+                    ' ' => (false, false),
+                    '\u{2580}' => (true, false),
+                    '\u{2584}' => (false, true),
+                    '\u{2588}' => (true, true),
+                    other => panic!("not a QR cell: {other:?}"),
+                })
+                .collect()
+        })
+        .collect();
+    assert!(rows.len() > 10, "no QR code at the terminal: {shown}");
+    let width = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == width), "a ragged QR code");
+    let modules: Vec<Vec<bool>> = rows
+        .iter()
+        .flat_map(|r| {
+            [
+                r.iter().map(|c| c.0).collect(),
+                r.iter().map(|c| c.1).collect(),
+            ]
+        })
+        .collect();
+    const SCALE: usize = 4;
+    let mut image = rqrr::PreparedImage::prepare_from_greyscale(
+        width * SCALE,
+        modules.len() * SCALE,
+        |x, y| {
+            if modules[y / SCALE][x / SCALE] {
+                0
+            } else {
+                255
+            }
+        },
+    );
+    let grids = image.detect_grids();
+    assert_eq!(grids.len(), 1, "one QR code");
+    grids[0].decode().expect("the QR code decodes").1
+}
+
+#[tokio::test]
+async fn pair_qr_shows_a_qr_code_of_exactly_the_link_at_the_terminal_only() {
+    let h = Harness::start().await;
+    let run = h
+        .cli_with(
+            &[
+                "--json",
+                "console",
+                "--listen",
+                "127.0.0.1:7999",
+                "pair",
+                "--qr",
+            ],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stderr);
+    let link = run
+        .shown
+        .split_whitespace()
+        .find(|w| w.starts_with("https://console.localhost:7999/pair/cp1_"))
+        .expect("the terminal shows the link")
+        .to_owned();
+    assert_eq!(decode_terminal_qr(&run.shown), link);
+    // Neither the link nor its code reaches stdout.
+    assert!(!run.stdout.contains("cp1_") && !run.stdout.contains('\u{2588}'));
+    assert!(run.json()["expires_at"].is_string());
+    // The code is the link's: it opens one session.
+    let store = SessionStore::for_approver(
+        std::path::Path::new(&h.home()),
+        &ApproverName::parse("console").unwrap(),
+    );
+    let code = link.rsplit('/').next().unwrap();
+    assert!(store.redeem(code, "Chrome on Android").unwrap().is_ok());
+
+    // Without --qr, no code is drawn; without a terminal, nothing at all.
+    let plain = h
+        .cli_with(&["console", "pair"], "", Person::TypesTheChallenge)
+        .await;
+    assert_eq!(plain.result, Ok(()));
+    assert!(!plain.shown.contains("\x1b[") && !plain.shown.contains('\u{2588}'));
+    let none = h
+        .cli_with(&["console", "pair", "--qr"], "", Person::NoTerminal)
+        .await;
+    assert!(
+        matches!(&none.result, Err(CliError::Refused(m)) if m.starts_with("pairing needs an interactive terminal")),
+        "{:?}",
+        none.result
+    );
+    assert!(!none.stdout.contains('\u{2588}') && !none.stderr.contains('\u{2588}'));
 }
 
 #[tokio::test]
@@ -111,9 +234,9 @@ async fn each_approver_pairs_and_lists_only_their_own_browsers() {
     let home = std::path::Path::new(&h.home()).to_path_buf();
     // The console's own store knows nothing of Alice's pairing.
     let console = SessionStore::for_approver(&home, &ApproverName::parse("console").unwrap());
-    assert!(console.redeem(code).unwrap().is_err());
+    assert!(console.redeem(code, "x").unwrap().is_err());
     let record = SessionStore::for_approver(&home, &alice)
-        .redeem(code)
+        .redeem(code, "Safari on iPhone")
         .unwrap()
         .unwrap()
         .record;

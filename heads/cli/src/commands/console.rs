@@ -197,12 +197,14 @@ pub(crate) async fn serve(
     Ok(())
 }
 
-/// `countersign console pair`: a one-time link, shown at the controlling
-/// terminal only (a program reading our stdout never sees it).
+/// `countersign console pair [--qr]`: a one-time link, shown at the
+/// controlling terminal only (a program reading our stdout never sees it),
+/// with `qr` also as a QR code there.
 pub(crate) fn pair(
     ctx: &Context,
     listen: Option<SocketAddr>,
     as_approver: Option<&ApproverName>,
+    qr: bool,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
@@ -215,12 +217,14 @@ pub(crate) fn pair(
     let (code, expires_at) = sessions(ctx, as_approver)?
         .create_pairing()
         .map_err(CliError::error)?;
-    terminal
-        .show(&format!(
-            "Open this link in the browser to pair (one use, until {expires_at}):\n  {origin}/pair/{}\n",
-            code.expose_secret()
-        ))
-        .map_err(CliError::error)?;
+    let link = format!("{origin}/pair/{}", code.expose_secret());
+    let mut shown =
+        format!("Open this link in the browser to pair (one use, until {expires_at}):\n  {link}\n");
+    if qr {
+        shown.push_str("\nor scan it with the phone's camera (the phone must reach the console by this name):\n");
+        shown.push_str(&qr_code(&link)?);
+    }
+    terminal.show(&shown).map_err(CliError::error)?;
     let message = format!("pairing link shown at the terminal; it expires at {expires_at}");
     if json {
         write_json(
@@ -231,6 +235,30 @@ pub(crate) fn pair(
         write_text(io.out, &format!("{message}\n"))
     }
 }
+
+/// `link` as a QR code for a terminal: two modules per character cell
+/// (half blocks), with the quiet zone the standard asks for, each line
+/// drawn black on white with ANSI colours. The colours are the code
+/// itself, not decoration (without them a dark terminal would show it
+/// inverted, which many phone cameras do not read), so `NO_COLOR` does not
+/// apply; the link above it is the plain-text way.
+pub(crate) fn qr_code(link: &str) -> Result<String, CliError> {
+    let code = qrcode::QrCode::with_error_correction_level(link.as_bytes(), qrcode::EcLevel::M)
+        .map_err(|e| CliError::Error(format!("cannot draw the pairing link as a QR code: {e}")))?;
+    let drawn = code
+        .render::<qrcode::render::unicode::Dense1x2>()
+        .quiet_zone(true)
+        .build();
+    let mut text = String::new();
+    for line in drawn.lines() {
+        text.push_str(&format!("  {QR_COLOURS}{line}{QR_RESET}\n"));
+    }
+    Ok(text)
+}
+
+/// Black on bright white, and back to the terminal's own colours.
+const QR_COLOURS: &str = "\x1b[30;107m";
+const QR_RESET: &str = "\x1b[0m";
 
 /// `countersign console sessions list`
 pub(crate) fn sessions_list(
@@ -246,7 +274,7 @@ pub(crate) fn sessions_list(
     if json {
         let items: Vec<_> = records
             .iter()
-            .map(|r| json!({"id": r.id, "status": r.status(now), "created_at": r.created_at, "expires_at": r.expires_at, "revoked_at": r.revoked_at}))
+            .map(|r| json!({"id": r.id, "status": r.status(now), "device": r.device_name(), "created_at": r.created_at, "last_used_at": r.last_used_at, "expires_at": r.expires_at, "revoked_at": r.revoked_at}))
             .collect();
         return write_json(io.out, &json!({ "sessions": items }));
     }
@@ -256,10 +284,12 @@ pub(crate) fn sessions_list(
     let mut text = String::new();
     for r in &records {
         text.push_str(&format!(
-            "{}  {:<7}  created {}  expires {}\n",
+            "{}  {:<7}  {}  created {}  last used {}  expires {}\n",
             r.id,
             r.status(now),
+            r.device_name(),
             r.created_at,
+            r.last_used_at.as_deref().unwrap_or("never"),
             r.expires_at
         ));
     }

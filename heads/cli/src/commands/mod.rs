@@ -113,9 +113,14 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 }
                 Command::Console(args) => match args.command {
                     None => console::serve(&ctx, args.listen, args.as_approver.as_ref(), io).await,
-                    Some(ConsoleCommand::Pair) => {
-                        console::pair(&ctx, args.listen, args.as_approver.as_ref(), json, io)
-                    }
+                    Some(ConsoleCommand::Pair(pair)) => console::pair(
+                        &ctx,
+                        args.listen,
+                        args.as_approver.as_ref(),
+                        pair.qr,
+                        json,
+                        io,
+                    ),
                     Some(ConsoleCommand::Trust(trust)) => {
                         console_trust::trust(Some(&ctx), &trust, json, io)
                     }

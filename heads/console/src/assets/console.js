@@ -10,7 +10,9 @@
 // count in the title. For a passkey form it asks this server (which asks
 // the signer) for a challenge, runs the browser's ceremony with user
 // verification required, puts the answer in the form's hidden field and
-// submits the form; the signer checks everything.
+// submits the form; the signer checks everything. It also opens the
+// card's details on a wide screen (on a phone they stay one tap away) and
+// registers the web app's service worker (/sw.js, which caches nothing).
 "use strict";
 const PAGE_KEY = "countersign-page-key";
 (function () {
@@ -179,4 +181,20 @@ const PAGE_KEY = "countersign-page-key";
       }
     });
   });
+})();
+
+(function () {
+  if (window.matchMedia && window.matchMedia("(min-width: 48rem)").matches) {
+    document.querySelectorAll("details[data-wide-open]").forEach(function (details) {
+      details.open = true;
+    });
+  }
+})();
+
+(function () {
+  if ("serviceWorker" in navigator) {
+    navigator.serviceWorker.register("/sw.js", { scope: "/", updateViaCache: "none" }).catch(function () {
+      // Not installable then; the console works the same.
+    });
+  }
 })();

@@ -63,20 +63,27 @@ pub async fn serve(home: &str, approver: Option<&ApproverName>) -> Site {
 /// the site with the page key the answer handed to the page, and the
 /// session cookie (`name=value`).
 pub async fn pair(site: &Site, home: &str, approver: &str) -> (Site, String) {
+    pair_as(site, home, approver, None).await
+}
+
+/// [`pair`], from a browser that sends `user_agent` (or none).
+pub async fn pair_as(
+    site: &Site,
+    home: &str,
+    approver: &str,
+    user_agent: Option<&str>,
+) -> (Site, String) {
     let store = SessionStore::for_approver(
         std::path::Path::new(home),
         &ApproverName::parse(approver).unwrap(),
     );
     let (code, _) = store.create_pairing().unwrap();
     let body = format!("code={}", code.expose_secret());
-    let paired = https(
-        site,
-        "POST",
-        "/pair",
-        &[("Content-Type", "application/x-www-form-urlencoded")],
-        body.as_bytes(),
-    )
-    .await;
+    let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded")];
+    if let Some(ua) = user_agent {
+        headers.push(("User-Agent", ua));
+    }
+    let paired = https(site, "POST", "/pair", &headers, body.as_bytes()).await;
     assert_eq!(paired.status, 200, "{}", paired.body);
     let cookie = paired
         .headers
