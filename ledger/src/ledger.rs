@@ -556,6 +556,24 @@ impl Ledger {
         dispatch!(self, b => b.consume_builtin(proof, effect, now).await)
     }
 
+    /// Consume a verified proof whose effect is the record of its own
+    /// completion, and nothing else: a coding agent's hook, whose "allow"
+    /// is the effect, answered only once this committed. The nonce, the
+    /// intent and an applied completion carrying `result` are written in
+    /// ONE transaction (shared with concurrent writes like
+    /// [`Ledger::consume_builtin`]'s), so no intent is ever left open by
+    /// it. `Replay` with the recorded disposition if the nonce was already
+    /// consumed; refusals as for [`Ledger::begin_consume`]. On any error
+    /// nothing is written and the proof can be presented again.
+    pub async fn consume_recorded(
+        &self,
+        proof: &VerifiedProof,
+        result: &serde_json::Value,
+    ) -> Result<Consumed, LedgerError> {
+        let now = self.command_premise_now(proof).await;
+        dispatch!(self, b => b.consume_recorded(proof, result, now).await)
+    }
+
     /// Make `observer` hear, after each group commit, how many
     /// consumptions ([`Ledger::consume_builtin`], [`Ledger::begin_consume`])
     /// and approvals ([`Ledger::record_approval`] and its forms) shared its

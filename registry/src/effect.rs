@@ -219,7 +219,7 @@ mod tests {
             ("mcp", seconds(11), false),
             ("pin", seconds(10), false),
             ("rule", None, false),
-            ("hook", seconds(10), false),
+            ("hook", None, false),
         ];
         for (effect, (name, lease, reissuable)) in one_of_every_kind().iter().zip(expected) {
             let kind = effect.kind();

@@ -16,7 +16,8 @@
 /// and its `intent` event; for a builtin applied (`outcome` `applied`) its
 /// state written or deleted, `effect_applied`, the completion and their
 /// events; for one refused (`outcome` `failed`) its failed completion and
-/// its event. A batch's jobs name distinct nonces, proposals and state
+/// its event; for a consumption whose effect is its record (`outcome`
+/// `applied`, no `effect`) its completion and event only. A batch's jobs name distinct nonces, proposals and state
 /// keys, so no two rows of one statement meet.
 pub(super) const BATCH_WRITES: &str = "
     WITH j AS (
@@ -54,7 +55,8 @@ pub(super) const BATCH_WRITES: &str = "
                        version = excluded.version),
      a AS (
          INSERT INTO effect_applied (nonce, effect, result, applied_at)
-         SELECT nonce, effect, result, at FROM j WHERE outcome = 'applied')
+         SELECT nonce, effect, result, at FROM j
+         WHERE outcome = 'applied' AND effect IS NOT NULL)
      INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
          completed_at)
      SELECT nonce, pid, outcome, error, result, NULL, at FROM j WHERE outcome IS NOT NULL";

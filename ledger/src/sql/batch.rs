@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use time::Duration;
 use tokio::sync::oneshot;
 
-use super::consume::{Presented, begin_in, builtin_in};
+use super::consume::{Presented, begin_in, builtin_in, recorded_in};
 use super::fast_batch::{self, Answer};
 use super::locks::{lock_head, lock_proposal_row, try_lock_proposal_rows};
 use super::signer::{Approval, approve_in};
@@ -67,6 +67,13 @@ pub(super) enum Job {
     Builtin {
         proof: Presented,
         effect: String,
+        reply: Reply<Consumed>,
+    },
+    /// [`crate::Ledger::consume_recorded`] of this proof with this result
+    /// (canonical JSON).
+    Recorded {
+        proof: Presented,
+        result: String,
         reply: Reply<Consumed>,
     },
     /// [`crate::Ledger::begin_consume`] of this proof with this lease.
@@ -95,7 +102,9 @@ impl Job {
     /// The proposal it writes about (locked first).
     pub(super) fn proposal(&self) -> &str {
         match self {
-            Job::Builtin { proof, .. } | Job::Begin { proof, .. } => proof.proposal(),
+            Job::Builtin { proof, .. } | Job::Recorded { proof, .. } | Job::Begin { proof, .. } => {
+                proof.proposal()
+            }
             Job::Approve { approval, .. } => &approval.issuance.proposal_id,
         }
     }
@@ -103,7 +112,9 @@ impl Job {
     /// The principal whose chain its events extend.
     fn principal(&self) -> &str {
         match self {
-            Job::Builtin { proof, .. } | Job::Begin { proof, .. } => proof.principal(),
+            Job::Builtin { proof, .. } | Job::Recorded { proof, .. } | Job::Begin { proof, .. } => {
+                proof.principal()
+            }
             Job::Approve { approval, .. } => &approval.issuance.principal,
         }
     }
@@ -116,6 +127,11 @@ impl Job {
                 effect,
                 reply,
             } => Ran::of(builtin_in(conn, &proof, &effect).await, reply, false),
+            Job::Recorded {
+                proof,
+                result,
+                reply,
+            } => Ran::of(recorded_in(conn, &proof, &result).await, reply, false),
             Job::Begin {
                 proof,
                 lease,
@@ -132,7 +148,7 @@ impl Job {
     fn answer(self, answer: Answer, commit_failed: Option<LedgerError>) {
         // The caller may have stopped waiting; its job still ran.
         match (self, answer) {
-            (Job::Builtin { reply, .. }, Answer::Consumed(result)) => {
+            (Job::Builtin { reply, .. } | Job::Recorded { reply, .. }, Answer::Consumed(result)) => {
                 let _ = reply.send(unless(commit_failed, result));
             }
             (Job::Begin { reply, .. }, Answer::Started(result)) => {
@@ -147,7 +163,9 @@ impl Job {
     /// Answer the caller with `error`, without running the job.
     fn fail(self, error: LedgerError) {
         match self {
-            Job::Builtin { reply, .. } => drop(reply.send(Err(error))),
+            Job::Builtin { reply, .. } | Job::Recorded { reply, .. } => {
+                drop(reply.send(Err(error)));
+            }
             Job::Begin { reply, .. } => drop(reply.send(Err(error))),
             Job::Approve { reply, .. } => drop(reply.send(Err(error))),
         }

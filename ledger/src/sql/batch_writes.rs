@@ -158,6 +158,31 @@ impl<'a> BatchWrites<'a> {
         Ok(Consumed::Completed(disposition))
     }
 
+    /// Plan a consumption of `proof` whose effect is only its record (see
+    /// [`crate::Ledger::consume_recorded`]): the nonce, the intent and an
+    /// applied completion carrying `result` (canonical JSON), with their
+    /// events. No state is written.
+    pub(super) fn recorded(
+        &mut self,
+        proof: &'a Presented,
+        result: &str,
+        tail: &mut Tail,
+    ) -> Result<Consumed, LedgerError> {
+        let intent = intent_of(proof, Duration::ZERO)?;
+        let at = timefmt::format(intent.recorded_at)?;
+        let first = intent_event(tail, &intent, &at)?;
+        let details = events::completed_details(&intent.nonce, "applied", None);
+        let proposal = Some(intent.proposal_id.as_str());
+        let done = tail.extend(&at, "completed", proposal, &intent.principal, &details)?;
+        let (pid, nonce) = (intent.proposal_id.clone(), intent.nonce.clone());
+        let disposition = rows::completed(pid, nonce, "applied", None, result, &at)?;
+        let mut job = job_row(&intent, &at, proof)?;
+        job.outcome = Some("applied");
+        job.result = Some(result.to_owned());
+        self.push(job, [("intent", first), ("completed", done)])?;
+        Ok(Consumed::Completed(disposition))
+    }
+
     /// Add `job` and its `events` (with their kinds), which extend its
     /// principal's chain in order.
     fn push<const N: usize>(

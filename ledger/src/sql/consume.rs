@@ -498,6 +498,26 @@ pub(super) async fn builtin_in(
     Ok(consumed)
 }
 
+/// A consumption whose effect is its record (see
+/// [`crate::Ledger::consume_recorded`]), on `conn` inside the batch's
+/// write transaction, under its locks: the checks, then the nonce, the
+/// intent and the applied completion carrying `result`. Writes nothing on
+/// a replay or an error.
+pub(super) async fn recorded_in(
+    conn: &mut Conn,
+    proof: &Presented,
+    result: &str,
+) -> Result<Consumed, LedgerError> {
+    let mut tail = match check_consumable(conn, proof, None).await? {
+        Checked::Replay(disposition) => return Ok(Consumed::Replay(disposition)),
+        Checked::Fresh { tail, .. } => tail,
+    };
+    let mut writes = BatchWrites::default();
+    let consumed = writes.recorded(proof, result, &mut tail)?;
+    writes.write(conn).await?;
+    Ok(consumed)
+}
+
 impl Store {
     /// Consume a verified proof once; see [`crate::Ledger::begin_consume`].
     pub(crate) async fn begin_consume(
@@ -533,6 +553,26 @@ impl Store {
         self.queued(|reply| Job::Builtin {
             proof,
             effect,
+            reply,
+        })
+        .await
+    }
+
+    /// Consume a verified proof whose effect is the record of `result`, in
+    /// ONE write transaction (which it may share with concurrent writes,
+    /// see `batch.rs`); see [`crate::Ledger::consume_recorded`].
+    pub(crate) async fn consume_recorded(
+        &self,
+        proof: &VerifiedProof,
+        result: &Value,
+        command_now: Option<CommandNow>,
+    ) -> Result<Consumed, LedgerError> {
+        let result = countersign_verifier::canonical::to_canonical(result)
+            .map_err(|e| LedgerError::Corrupt(format!("a recorded result: {e}")))?;
+        let proof = Presented::of(proof, command_now);
+        self.queued(|reply| Job::Recorded {
+            proof,
+            result,
             reply,
         })
         .await

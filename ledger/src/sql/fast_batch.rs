@@ -46,7 +46,9 @@ pub(super) enum Answer {
 /// Whether `job` may take the short way: a consumption without a premise.
 pub(super) fn fits(job: &Job) -> bool {
     match job {
-        Job::Builtin { proof, .. } | Job::Begin { proof, .. } => proof.claims().premise.is_none(),
+        Job::Builtin { proof, .. } | Job::Recorded { proof, .. } | Job::Begin { proof, .. } => {
+            proof.claims().premise.is_none()
+        }
         Job::Approve { .. } => false,
     }
 }
@@ -82,7 +84,7 @@ async fn check_all(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<DbRow>, LedgerEr
     for (ord, job) in jobs.iter().enumerate() {
         let (proof, key) = match job {
             Job::Builtin { proof, effect, .. } => (proof, state_key(proof, effect)),
-            Job::Begin { proof, .. } => (proof, None),
+            Job::Recorded { proof, .. } | Job::Begin { proof, .. } => (proof, None),
             Job::Approve { .. } => return Err(not_short()),
         };
         items.push(json!({
@@ -178,6 +180,16 @@ async fn writes(conn: &mut Conn, jobs: &[Job]) -> Result<Vec<Answer>, LedgerErro
                 Ok(Checked::Fresh { tail, state }) => {
                     let mut tail = heads.take(proof, tail);
                     let consumed = planned.builtin(proof, effect, state.as_deref(), &mut tail)?;
+                    heads.put(proof, tail);
+                    Answer::Consumed(Ok(consumed))
+                }
+            },
+            Job::Recorded { proof, result, .. } => match checked(row, proof) {
+                Err(refused) => Answer::Consumed(Err(refused)),
+                Ok(Checked::Replay(d)) => Answer::Consumed(Ok(Consumed::Replay(d))),
+                Ok(Checked::Fresh { tail, .. }) => {
+                    let mut tail = heads.take(proof, tail);
+                    let consumed = planned.recorded(proof, result, &mut tail)?;
                     heads.put(proof, tail);
                     Answer::Consumed(Ok(consumed))
                 }

@@ -17,7 +17,9 @@
 /// nonce, the intent and its `intent` event; for a builtin applied
 /// (`outcome` `applied`) its state written or deleted, `effect_applied`,
 /// the completion and their events; for one refused (`outcome` `failed`)
-/// its failed completion and its event. A batch's jobs name distinct
+/// its failed completion and its event; for a consumption whose effect is
+/// its record (`outcome` `applied`, no `effect`) its completion and event
+/// only. A batch's jobs name distinct
 /// nonces, proposals and state keys, so no two rows of one statement meet.
 pub(super) const BATCH_WRITES: &str = "
     INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at)
@@ -47,7 +49,7 @@ pub(super) const BATCH_WRITES: &str = "
                   version = excluded.version;
     INSERT INTO effect_applied (nonce, effect, result, applied_at)
     SELECT value ->> 'nonce', value ->> 'effect', value ->> 'result', value ->> 'at'
-    FROM jsonb_each($1) WHERE value ->> 'outcome' = 'applied';
+    FROM jsonb_each($1) WHERE value ->> 'outcome' = 'applied' AND value ->> 'effect' IS NOT NULL;
     INSERT INTO completions (nonce, proposal_id, status, error, result, resolved_by,
         completed_at)
     SELECT value ->> 'nonce', value ->> 'pid', value ->> 'outcome', value ->> 'error',

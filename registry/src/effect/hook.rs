@@ -21,9 +21,6 @@ pub const AGENT_OPERATIONS: [&str; 6] = [
     "agent.other",
 ];
 
-/// How long recording a hook's answer may take before the head gives up.
-const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// The `hook` effect: it has no fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HookAnswer;
@@ -53,8 +50,10 @@ impl EffectKind for HookAnswer {
         Ok(())
     }
 
+    /// The answer is recorded inside the ledger's one transaction that
+    /// consumes the proof: no intent is left running.
     fn timeout(&self) -> Option<std::time::Duration> {
-        Some(TIMEOUT)
+        None
     }
 
     fn proof_reissuable(&self) -> bool {
@@ -109,7 +108,8 @@ mod tests {
         );
         // Codex's `apply_patch` carries its patch as `command`: shown once,
         // as the diff.
-        let patch = json!({"tool_input": {"command": "*** Begin Patch"}, "diff": "*** Begin Patch\n"});
+        let patch =
+            json!({"tool_input": {"command": "*** Begin Patch"}, "diff": "*** Begin Patch\n"});
         assert_eq!(preview_lines(&patch), ["Diff:", "| *** Begin Patch"]);
         // A command that is not one string (an argv array) is in the
         // arguments line only.

@@ -171,3 +171,44 @@ async fn reconcile_never_replays_under_a_contract_changed_since_approval() {
         "uncertain"
     );
 }
+
+#[tokio::test]
+async fn an_interrupted_hook_answer_is_settled_as_never_answered_never_as_an_allow() {
+    // Hooks consume and record their answer in one transaction; this is the
+    // intent only a direct `begin_consume` caller can leave.
+    let h = Harness::start().await;
+    let mut head = h
+        .signer
+        .client(countersign_identity::Role::Head)
+        .await
+        .unwrap();
+    let arguments = serde_json::json!({"agent": "claude-code", "tool_name": "Bash",
+        "tool_input": {"command": "git push"}, "cwd": "/w"});
+    let id = head
+        .propose(countersign_proto::v1::ProposeRequest {
+            operation: "agent.shell".into(),
+            arguments_json: arguments.to_string(),
+            session: "cli".into(),
+            note: String::new(),
+            idempotency_key: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    interrupt(&h, &id).await;
+    assert_eq!(
+        h.cli(&["--json", "show", &id]).await.json()["status"],
+        "uncertain"
+    );
+
+    let run = h.cli(&["--json", "reconcile"]).await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    let result = h.cli(&["--json", "result", &id]).await.json();
+    assert_eq!(result["status"], "failed", "{result}");
+    assert_eq!(
+        result["error"],
+        countersign_gate::hook::NEVER_ANSWERED,
+        "{result}"
+    );
+}

@@ -1,19 +1,23 @@
 //! The `hook` effect of the agent operations: a coding agent's hook asked
 //! about one tool call, and the proof lets this head answer "allow" once.
-//! The proof is consumed with an intent, and the answer is recorded as the
-//! completion; only after that does the hook tell the agent (its own
-//! runtime runs the call). So an intent left open by a hook that stopped
-//! means the agent was never told to run the call: replaying it records
-//! exactly that, as a failure, and never an allow.
+//! The answer is the effect: the proof is consumed and "allow" recorded as
+//! its completion in one ledger transaction
+//! ([`countersign_ledger::Ledger::consume_recorded`]), and only after that
+//! commit does the hook tell the agent (its own runtime runs the call). A
+//! hook that stops before the commit consumed nothing; one that stops
+//! after it never told the agent, and the same call asked again gets the
+//! recorded allow. An intent left open (by a ledger consumed through the
+//! two-phase flow before this one) means the agent was never told to run
+//! the call: replaying it records exactly that, as a failure, and never an
+//! allow.
 //!
 //! Only a hook head runs it (`Means::answers_hooks`); reconcile settles an
 //! interrupted one from any head. This module must not run the call.
 
-use countersign_ledger::{EffectOutcome, Intent};
-use countersign_registry::effect::{EffectKind, HookAnswer};
+use countersign_ledger::{Consumed, EffectOutcome};
 use serde_json::{Value, json};
 
-use super::{Apply, Approved, Ran, Replay, Running};
+use super::{Apply, Approved, Replay, Running, refused_consumption};
 use crate::execute::Gate;
 use crate::outcome::Outcome;
 use crate::reconcile::Replayed;
@@ -29,15 +33,19 @@ pub const NEVER_ANSWERED: &str =
 pub(super) struct Answering;
 
 impl Apply for Answering {
+    /// The consumption and the answer commit together, or neither does.
     fn execute<'a>(&'a self, gate: &'a Gate, approved: Approved<'a>) -> Running<'a, Outcome> {
         Box::pin(async move {
-            let lease = HookAnswer.intent_lease().unwrap_or_default();
-            gate.two_phase(approved, lease, async |_: &Intent| {
-                Ok(Ran::Completed(EffectOutcome::Applied {
-                    result: json!({ "answer": ANSWERED_ALLOW }),
-                }))
-            })
-            .await
+            let answer = json!({ "answer": ANSWERED_ALLOW });
+            match gate
+                .ledger()
+                .consume_recorded(approved.verified, &answer)
+                .await
+            {
+                Ok(Consumed::Completed(disposition)) => Ok(Outcome::Applied(disposition)),
+                Ok(Consumed::Replay(disposition)) => Ok(Outcome::Recorded(disposition)),
+                Err(e) => refused_consumption(approved.proposal_id, e),
+            }
         })
     }
 
