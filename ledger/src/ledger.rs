@@ -187,6 +187,24 @@ impl Ledger {
         dispatch!(self, b => b.insert_proposal(p, Some(announce)).await)
     }
 
+    /// Record a new proposal with a rule's approval of it, in one write
+    /// transaction: [`Ledger::insert_proposal`] and
+    /// [`Ledger::record_rule_approval`] (a handoff) together, so a
+    /// proposal a rule covers costs one commit. Both commit or neither
+    /// does: on a refusal of the rule (`RuleExhausted`, `RuleRateLimited`,
+    /// `RuleNotLive`, `UnknownRule`) or `DuplicateProposal`, nothing is
+    /// written, and the caller may record the proposal alone.
+    pub async fn insert_rule_approved_proposal(
+        &self,
+        p: &Proposal,
+        issuance: &IssuanceRecord,
+    ) -> Result<ProposalRecord, LedgerError> {
+        if countersign_verifier::Grant::from_provenance(&issuance.provenance).is_none() {
+            return Err(LedgerError::IssuanceMismatch(issuance.proposal_id.clone()));
+        }
+        dispatch!(self, b => b.insert_rule_approved_proposal(p, issuance).await)
+    }
+
     /// Records a notification for the notify process to take (the
     /// notification outbox). Nothing else reads it.
     pub async fn record_notification(&self, n: &OutboxNotification) -> Result<(), LedgerError> {

@@ -61,8 +61,10 @@ pub(crate) fn derive(facts: Facts, now: OffsetDateTime) -> (ProposalStatus, Opti
 impl ProposalRecord {
     /// The record of `proposal` as [`crate::Ledger::insert_proposal`]
     /// commits it: nothing decided, issued or consumed, its time as stored
-    /// (whole seconds).
-    pub(crate) fn inserted(proposal: &Proposal) -> ProposalRecord {
+    /// (whole seconds). The signer approves a new proposal under a rule
+    /// from this record before it is committed, to record both at once
+    /// ([`crate::Ledger::insert_rule_approved_proposal`]).
+    pub fn inserted(proposal: &Proposal) -> ProposalRecord {
         let mut proposal = proposal.clone();
         proposal.created_at = timefmt::stored(proposal.created_at);
         let (status, reason) = derive(Facts::default(), timefmt::now());

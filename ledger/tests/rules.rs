@@ -425,3 +425,47 @@ async fn approving_a_rule_create_proposal_creates_exactly_its_rule_once(kind: Ki
     assert_eq!(t.count("rules").await, 1);
     assert_audit_clean(&t.ledger).await;
 }
+
+on_both_backends!(a_proposal_and_its_rule_approval_commit_together_or_not_at_all);
+async fn a_proposal_and_its_rule_approval_commit_together_or_not_at_all(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    t.ledger
+        .create_rule(&change(1, 10, Duration::hours(1)))
+        .await
+        .unwrap();
+    let p = create_schedule(1, "s1");
+    let (_, issuance) = issue_under(&p, 1, 300, Some(grant(1)));
+    let record = t
+        .ledger
+        .insert_rule_approved_proposal(&p, &issuance)
+        .await
+        .unwrap();
+    assert_eq!(record.status, ProposalStatus::Approved);
+    assert_eq!(t.ledger.proposal(&p.id).await.unwrap(), Some(record));
+    assert_eq!(t.count("rule_uses").await, 1);
+
+    // The rule's one use is spent: the next proposal is not recorded
+    // either, so the signer can record it alone for a person.
+    let q = create_schedule(2, "s2");
+    let (_, spent) = issue_under(&q, 2, 300, Some(grant(1)));
+    assert_eq!(
+        t.ledger.insert_rule_approved_proposal(&q, &spent).await,
+        Err(LedgerError::RuleExhausted(RULE.into()))
+    );
+    assert_eq!(t.ledger.proposal(&q.id).await.unwrap(), None);
+    assert_eq!(t.count("proposals").await, 1);
+    assert_eq!(t.count("issuances").await, 1);
+    // A person's approval is not a rule's: refused before anything.
+    let (_, human) = issue_under(&q, 2, 300, None);
+    assert_eq!(
+        t.ledger.insert_rule_approved_proposal(&q, &human).await,
+        Err(LedgerError::IssuanceMismatch(q.id.to_string()))
+    );
+    assert_eq!(t.count("proposals").await, 1);
+    // The same id again: a duplicate, nothing written.
+    assert!(matches!(
+        t.ledger.insert_rule_approved_proposal(&p, &issuance).await,
+        Err(LedgerError::DuplicateProposal(_))
+    ));
+    assert_audit_clean(&t.ledger).await;
+}

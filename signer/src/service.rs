@@ -24,6 +24,7 @@ use crate::convert::{
     parse_proposal_id, proposal_view, published_key, revoke_outcome,
 };
 use crate::error::RpcError;
+use crate::rules::UnderRule;
 use crate::state::SignerState;
 use crate::status::to_status;
 
@@ -205,14 +206,33 @@ impl SignerService {
             created_at: now_seconds()?,
             premise,
         };
+        // Watches hear of the proposal (and of a rule's approval of it)
+        // once this RPC's writes have ended.
+        let _changed = self.state.changes.on_drop(&peer.principal, id.as_str());
+        // A rule that covers it approves it in the same commit; it then
+        // waits for nobody, so nobody is notified.
+        let under_rule = self.propose_under_rule(&proposal).await;
+        let under_rule = under_rule.unwrap_or_else(|e| {
+            tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
+            UnderRule::Uncovered
+        });
+        let other_rules = match (under_rule, &keyed) {
+            (UnderRule::Approved(record), _) => {
+                self.state.metrics.proposed(&op.name);
+                tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
+                return self.view_of(&record).await;
+            }
+            (UnderRule::Duplicate, Some(keyed)) => {
+                return self.proposed_concurrently(keyed).await;
+            }
+            (UnderRule::Refused, _) => true,
+            (UnderRule::Uncovered | UnderRule::Duplicate, _) => false,
+        };
         // The record as committed, which the reply shows unless a rule
         // approves the proposal below.
         // Recorded with its notification for the notify process, if
         // `[notify]` is on: both commit, or neither does.
         let announce = self.state.outbox.proposal_waiting(&proposal);
-        // Watches hear of the proposal (and of a rule's approval of it)
-        // once this RPC's writes have ended.
-        let _changed = self.state.changes.on_drop(&peer.principal, id.as_str());
         let inserted = match &announce {
             Some(row) => {
                 self.state
@@ -226,16 +246,8 @@ impl SignerService {
             (Ok(recorded), _) => recorded,
             // The same key proposed concurrently, and that one committed
             // first: its proposal is the answer.
-            (Err(LedgerError::DuplicateProposal(id)), Some(keyed)) => {
-                let record = self
-                    .state
-                    .ledger
-                    .proposal(&keyed.id)
-                    .await?
-                    .ok_or_else(|| {
-                        RpcError::Internal(format!("{id} is a duplicate yet not recorded"))
-                    })?;
-                return self.proposed_before(record, keyed).await;
+            (Err(LedgerError::DuplicateProposal(_)), Some(keyed)) => {
+                return self.proposed_concurrently(keyed).await;
             }
             (Err(e), _) => return Err(e.into()),
         };
@@ -243,10 +255,14 @@ impl SignerService {
         tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, "proposed");
         // Recorded: whatever happens to a rule's approval now, the proposal
         // waits for a person at worst.
-        let by_rule = self.approve_by_rule(&recorded).await.unwrap_or_else(|e| {
-            tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
+        let by_rule = if other_rules {
+            self.approve_by_rule(&recorded).await.unwrap_or_else(|e| {
+                tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
+                None
+            })
+        } else {
             None
-        });
+        };
         match by_rule {
             // Approved since it was recorded: it waits for nobody, so its
             // notification is taken back, and its view is read again.
@@ -258,6 +274,23 @@ impl SignerService {
             }
             None => self.view_of(&recorded).await,
         }
+    }
+
+    /// The answer to a `Propose` whose keyed proposal another `Propose`
+    /// with the same key recorded first, meanwhile.
+    async fn proposed_concurrently(
+        &self,
+        keyed: &Keyed<'_>,
+    ) -> Result<wire::ProposalView, RpcError> {
+        let record = self
+            .state
+            .ledger
+            .proposal(&keyed.id)
+            .await?
+            .ok_or_else(|| {
+                RpcError::Internal(format!("{} is a duplicate yet not recorded", keyed.id))
+            })?;
+        self.proposed_before(record, keyed).await
     }
 
     /// The answer to a `Propose` whose idempotency key names `record`:

@@ -230,14 +230,14 @@ pub(super) async fn approve_in(conn: &mut Conn, a: &Approval) -> Result<(), Ledg
     write_approval(conn, i, a.passkey.as_ref(), a.handoff).await
 }
 
-impl Store {
-    /// Record a new proposal and its `proposed` event; its record as
-    /// committed.
-    pub(crate) async fn insert_proposal(
-        &self,
-        p: &Proposal,
-        announce: Option<&OutboxNotification>,
-    ) -> Result<ProposalRecord, LedgerError> {
+/// Record a new proposal, its `proposed` event and its notification, if
+/// any, on `tx` inside a write transaction. `DuplicateProposal` if the id
+/// exists.
+async fn insert_proposal_in(
+    tx: &mut Conn,
+    p: &Proposal,
+    announce: Option<&OutboxNotification>,
+) -> Result<(), LedgerError> {
         let created_at = timefmt::format(p.created_at)?;
         let premise = p
             .premise
@@ -245,7 +245,6 @@ impl Store {
             .map(Premise::canonical_text)
             .transpose()
             .map_err(|e| LedgerError::Corrupt(format!("premise: {e}")))?;
-        let mut tx = self.write_tx().await?;
         let inserted = sqlx::query(
             "INSERT INTO proposals (id, principal, session, operation, arguments_json,
                  arguments_sha256, contract_revision, policy_revision, note, preview, created_at,
@@ -284,7 +283,7 @@ impl Store {
             details["premise"] = premise.claim_value();
         }
         events::append(
-            &mut tx,
+            tx,
             &p.principal,
             &created_at,
             "proposed",
@@ -295,11 +294,41 @@ impl Store {
         .await?;
         // Its notification commits with it, or neither does.
         if let Some(n) = announce {
-            Self::insert_notification(&mut tx, n).await?;
+            Store::insert_notification(tx, n).await?;
         }
+    Ok(())
+}
+
+impl Store {
+    /// Record a new proposal and its `proposed` event; its record as
+    /// committed.
+    pub(crate) async fn insert_proposal(
+        &self,
+        p: &Proposal,
+        announce: Option<&OutboxNotification>,
+    ) -> Result<ProposalRecord, LedgerError> {
+        let mut tx = self.write_tx().await?;
+        insert_proposal_in(&mut tx, p, announce).await?;
         tx.commit().await?;
         tracing::debug!(proposal_id = %p.id, operation = %p.operation, "proposal recorded");
         Ok(ProposalRecord::inserted(p))
+    }
+
+    /// Record a new proposal and a rule's approval of it (`i`, a handoff)
+    /// in one write transaction: both commit, or neither does. Errors as
+    /// for each alone; on any, nothing is written.
+    pub(crate) async fn insert_rule_approved_proposal(
+        &self,
+        p: &Proposal,
+        i: &IssuanceRecord,
+    ) -> Result<ProposalRecord, LedgerError> {
+        let mut tx = self.write_tx().await?;
+        insert_proposal_in(&mut tx, p, None).await?;
+        lock_undecided(&mut tx, &i.proposal_id, &i.principal).await?;
+        write_approval(&mut tx, i, None, true).await?;
+        tx.commit().await?;
+        tracing::debug!(proposal_id = %p.id, operation = %p.operation, "proposal recorded approved by a rule");
+        ProposalRecord::inserted(p).after_approval(i.clone())
     }
 
     /// One proposal with its derived status.

@@ -1,5 +1,5 @@
-//! Approving a fresh proposal under a rule, right after `Propose` recorded
-//! it: the signer itself issues the proof, with `grant` and provenance
+//! Approving a fresh proposal under a rule, as `Propose` records it: the
+//! signer itself issues the proof, with `grant` and provenance
 //! `rule:<id>@<version>`, records the rule's decision like a person's
 //! (decision, issuance, the rule's use and an `approved` event naming the
 //! rule, in one ledger transaction that checks the rule's budget), and
@@ -7,21 +7,87 @@
 //! head's "wait for approval, claim, execute" flow runs unchanged, and a
 //! restarted signer re-derives the proof from the ledger (`recover.rs`).
 //!
+//! The first covering rule's approval is recorded in the proposal's own
+//! transaction ([`SignerService::propose_under_rule`]); should that rule be
+//! refused there (its budget spent meanwhile, say), the proposal is
+//! recorded alone and the next rules are tried one by one
+//! ([`SignerService::approve_by_rule`]).
+//!
 //! Never approves: with rules off, an operation that needs a passkey
 //! (for the operation or the whole installation), `rule.create`, or a
 //! proposal no live rule with budget left covers. Must not log a proof.
 
-use countersign_ledger::{IssuanceRecord, LedgerError, ProposalRecord};
+use countersign_ledger::{IssuanceRecord, LedgerError, Proposal, ProposalRecord, RuleRecord};
 use countersign_metrics::Issuance;
 use countersign_registry::rule::{RuleDefinition, not_coverable};
-use countersign_verifier::Grant;
+use countersign_verifier::{Grant, Proof};
+use time::OffsetDateTime;
 
 use crate::decide::Issuer;
 use crate::error::RpcError;
 use crate::service::{SignerService, now_seconds};
 
+/// A rule's approval of a proposal: signed, not yet recorded.
+pub(crate) struct RuleApproval {
+    grant: Grant,
+    proof: Proof,
+    issuance: IssuanceRecord,
+    expires_at: OffsetDateTime,
+}
+
+/// What [`SignerService::propose_under_rule`] came to.
+pub(crate) enum UnderRule {
+    /// Recorded with the approval: the proposal as committed.
+    Approved(Box<ProposalRecord>),
+    /// No rule covers it: nothing written, and nothing more to try.
+    Uncovered,
+    /// The first covering rule was refused: nothing written; the next
+    /// ones may approve it once it is recorded.
+    Refused,
+    /// A proposal with its id is recorded already: nothing written.
+    Duplicate,
+}
+
+/// A refusal of the rule itself: the next rule may still approve.
+fn refuses_the_rule(e: &LedgerError) -> bool {
+    matches!(
+        e,
+        LedgerError::RuleExhausted(_)
+            | LedgerError::RuleRateLimited(_)
+            | LedgerError::RuleNotLive(_)
+            | LedgerError::UnknownRule(_)
+    )
+}
+
 impl SignerService {
-    /// Approves `record` (pending, just proposed) under the first live rule
+    /// Record `proposal` (new) and, if a live rule with uses left covers
+    /// it, the first such rule's approval, in one ledger transaction.
+    pub(crate) async fn propose_under_rule(
+        &self,
+        proposal: &Proposal,
+    ) -> Result<UnderRule, RpcError> {
+        let pending = ProposalRecord::inserted(proposal);
+        let Some(rule) = self.covering_rules(&pending).await?.into_iter().next() else {
+            return Ok(UnderRule::Uncovered);
+        };
+        let approval = self.sign_under(&pending, &rule)?;
+        let recorded = self
+            .state
+            .ledger
+            .insert_rule_approved_proposal(proposal, &approval.issuance)
+            .await;
+        match recorded {
+            Ok(record) => {
+                self.approved(&pending, approval);
+                Ok(UnderRule::Approved(Box::new(record)))
+            }
+            Err(LedgerError::DuplicateProposal(_)) => Ok(UnderRule::Duplicate),
+            Err(e) if refuses_the_rule(&e) => Ok(UnderRule::Refused),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Approves `record` (pending, just recorded) under the first live rule
     /// of its principal that covers it and has uses left, if any: the
     /// grant it was approved under, or `None` when it stays for a person.
     /// A rule that lost its budget or was revoked between the listing and
@@ -30,12 +96,34 @@ impl SignerService {
         &self,
         record: &ProposalRecord,
     ) -> Result<Option<Grant>, RpcError> {
+        for rule in self.covering_rules(record).await? {
+            let approval = self.sign_under(record, &rule)?;
+            match self
+                .state
+                .ledger
+                .record_rule_approval(&approval.issuance)
+                .await
+            {
+                Ok(()) => {}
+                Err(e) if refuses_the_rule(&e) => continue,
+                // Decided meanwhile (withdrawn): nothing to approve.
+                Err(LedgerError::NotPending(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+            return Ok(Some(self.approved(record, approval)));
+        }
+        Ok(None)
+    }
+
+    /// The live rules of `record`'s principal with uses left that cover
+    /// it, in the ledger's order; none when rules cannot approve it.
+    async fn covering_rules(&self, record: &ProposalRecord) -> Result<Vec<RuleRecord>, RpcError> {
         if !self.state.rules_enabled {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let registry = self.registry_now()?;
         let Ok((op, args)) = self.approvable(&registry, record) else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
         let everything_needs_a_passkey = self.state.passkeys.as_ref().is_some_and(|p| p.required);
         let coverable = not_coverable(
@@ -45,10 +133,11 @@ impl SignerService {
             everything_needs_a_passkey,
         );
         if coverable.is_some() {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let proposal = &record.proposal;
         let now = now_seconds()?;
+        let mut covering = Vec::new();
         for rule in self.state.ledger.rules(&proposal.principal).await? {
             if rule.remaining(now) == 0 {
                 continue;
@@ -56,44 +145,61 @@ impl SignerService {
             let definition = RuleDefinition::parse(rule.definition.as_bytes()).map_err(|e| {
                 RpcError::Internal(format!("stored definition of {}: {e}", rule.id))
             })?;
-            if !definition.covers(&op.name, &proposal.session, args.value()) {
-                continue;
+            if definition.covers(&op.name, &proposal.session, args.value()) {
+                covering.push(rule);
             }
-            let grant = Grant {
-                rule: rule.id.clone(),
-                version: rule.version,
-            };
-            let issuer = Issuer::Rule(grant.clone());
-            let claims = self.approval_claims(record, op, &args, &proposal.session, issuer)?;
-            let proof = self.sign(&claims)?;
-            let issuance = IssuanceRecord::from_claims(&claims, &proof);
-            match self.state.ledger.record_rule_approval(&issuance).await {
-                Ok(()) => {}
-                Err(
-                    LedgerError::RuleExhausted(_)
-                    | LedgerError::RuleRateLimited(_)
-                    | LedgerError::RuleNotLive(_)
-                    | LedgerError::UnknownRule(_),
-                ) => continue,
-                // Decided meanwhile (withdrawn): nothing to approve.
-                Err(LedgerError::NotPending(_)) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            }
-            tracing::info!(
-                proposal_id = %proposal.id, proof_sha256 = %issuance.proof_sha256,
-                provenance = %issuance.provenance, session = %proposal.session,
-                "proof issued under a rule"
-            );
-            self.state.handoffs.insert(
-                &proposal.id,
-                proof,
-                &proposal.principal,
-                &proposal.session,
-                claims.exp,
-            );
-            self.state.metrics.issued(Issuance::Rule, None);
-            return Ok(Some(grant));
         }
-        Ok(None)
+        Ok(covering)
+    }
+
+    /// `record`'s proof under `rule`, signed, and its issuance.
+    fn sign_under(
+        &self,
+        record: &ProposalRecord,
+        rule: &RuleRecord,
+    ) -> Result<RuleApproval, RpcError> {
+        let registry = self.registry_now()?;
+        let (op, args) = self.approvable(&registry, record)?;
+        let grant = Grant {
+            rule: rule.id.clone(),
+            version: rule.version,
+        };
+        let issuer = Issuer::Rule(grant.clone());
+        let proposal = &record.proposal;
+        let claims = self.approval_claims(record, op, &args, &proposal.session, issuer)?;
+        let proof = self.sign(&claims)?;
+        let issuance = IssuanceRecord::from_claims(&claims, &proof);
+        Ok(RuleApproval {
+            grant,
+            proof,
+            issuance,
+            expires_at: claims.exp,
+        })
+    }
+
+    /// After `approval` of `record` committed: its proof waits for the
+    /// proposal's own session to claim it.
+    fn approved(&self, record: &ProposalRecord, approval: RuleApproval) -> Grant {
+        let proposal = &record.proposal;
+        let RuleApproval {
+            grant,
+            proof,
+            issuance,
+            expires_at,
+        } = approval;
+        tracing::info!(
+            proposal_id = %proposal.id, proof_sha256 = %issuance.proof_sha256,
+            provenance = %issuance.provenance, session = %proposal.session,
+            "proof issued under a rule"
+        );
+        self.state.handoffs.insert(
+            &proposal.id,
+            proof,
+            &proposal.principal,
+            &proposal.session,
+            expires_at,
+        );
+        self.state.metrics.issued(Issuance::Rule, None);
+        grant
     }
 }

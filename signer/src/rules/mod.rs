@@ -12,6 +12,8 @@
 
 mod auto;
 
+pub(crate) use auto::UnderRule;
+
 use countersign_identity::PeerIdentity;
 use countersign_ledger::{ProposalRecord, RuleChange, RuleRecord, RuleStatus};
 use countersign_proto::v1 as wire;
