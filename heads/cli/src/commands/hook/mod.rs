@@ -13,7 +13,7 @@ mod settings;
 
 use std::io::Read as _;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use countersign_gate::signer_client;
 use countersign_hook::{Agent, Answer, ToolCall, render};
@@ -24,6 +24,9 @@ use crate::args::HookArgs;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{write_json, write_text};
+
+/// How long the key set fetched as the hook starts is used as it is.
+const KEYS_FRESH_FOR: Duration = Duration::from_secs(10);
 
 /// `countersign hook AGENT`: read the call, answer it, and end with the
 /// exit code the agent reads ([`CliError::Answered`] for any but 0).
@@ -162,13 +165,26 @@ async fn answered(home: Option<PathBuf>, call: &ToolCall, wait: Duration) -> Ans
             return unavailable(&e.to_string());
         }
     };
+    // The key set too, beside the proposal: a call a rule covers is
+    // approved by the time `Propose` answers. Fetched again after a long
+    // wait, so the gate starts from the signer's keys as they are then.
     let mut gate_head = head.clone();
+    let fetching = tokio::spawn({
+        let mut head = head.clone();
+        async move { signer_client::public_keys(&mut head).await }
+    });
+    let fetched_at = Instant::now();
     let gate = async move || {
-        let (keys, opened) = tokio::join!(signer_client::public_keys(&mut gate_head), opening);
+        let (keys, opened) = tokio::join!(fetching, opening);
         let ledger = opened
             .map_err(|e| format!("cannot open the ledger: {e}"))?
             .map_err(|e| e.to_string())?;
-        let keys = keys.map_err(|e| e.to_string())?;
+        let keys = match keys {
+            Ok(Ok(keys)) if fetched_at.elapsed() < KEYS_FRESH_FOR => keys,
+            _ => signer_client::public_keys(&mut gate_head)
+                .await
+                .map_err(|e| e.to_string())?,
+        };
         ctx.gate_from(&gate_head, keys, ledger)
             .map(countersign_gate::Gate::answering_hooks)
             .map_err(|e| e.to_string())
