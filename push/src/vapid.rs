@@ -153,8 +153,12 @@ impl VapidKey {
 /// The public key of `home` (base64url), as the console serves it; the
 /// private key is not read.
 pub fn public_key(home: &Home) -> Result<String, VapidError> {
-    let path = home.vapid_public_path();
-    let text = read_key_file(&path)?;
+    public_key_at(&home.vapid_public_path())
+}
+
+/// The public key in the file at `path` (a home's `notify/vapid.pub`).
+pub fn public_key_at(path: &Path) -> Result<String, VapidError> {
+    let text = read_key_file(path)?;
     let key = text.trim();
     match URL_SAFE_NO_PAD.decode(key) {
         Ok(point) if point.len() == 65 && point[0] == 4 => Ok(key.to_owned()),

@@ -109,7 +109,8 @@ mod tests {
         );
         // Codex's `apply_patch` carries its patch as `command`: shown once,
         // as the diff.
-        let patch = json!({"tool_input": {"command": "*** Begin Patch"}, "diff": "*** Begin Patch\n"});
+        let patch =
+            json!({"tool_input": {"command": "*** Begin Patch"}, "diff": "*** Begin Patch\n"});
         assert_eq!(preview_lines(&patch), ["Diff:", "| *** Begin Patch"]);
         // A command that is not one string (an argv array) is in the
         // arguments line only.
