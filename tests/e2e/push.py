@@ -19,7 +19,8 @@ does. Then:
   pushed to it); one answering 500 is retried per the retry policy, and
   `countersign notify status` shows the attempts and the reason;
 - a device unpaired (from another device) or revoked (`console sessions
-  revoke`) receives nothing more;
+  revoke`) receives nothing more, and the unpaired one's session approves
+  nothing (the proposal stays pending);
 - refused subscriptions (no page key, a plain-http endpoint off loopback)
   keep nothing, with the exact refusal; no auth secret reaches a log.
 
@@ -238,6 +239,16 @@ def main():
         assert text.startswith("push: 2 delivered, 0 pending, 2 failed\n"), text
         assert (f"failed    {first} schedule.create attempts 3 device {devices['failing']['id']} "
                 "last error: the push service answered status 500") in text, text
+
+        # A lost phone, unpaired: its session decides nothing, whatever the
+        # POST carries (a passkey assertion is read only after the session
+        # and its page key are accepted).
+        status, _, page = console_raw(home, port, "POST", f"/proposals/{first}/approve",
+                                      same_origin(port, devices["unpaired"]["cookie"]),
+                                      {"page_key": devices["unpaired"]["page_key"], "delivery": "handoff",
+                                       "assertion": "{}"})
+        assert status == 401 and "This browser's pairing was revoked." in html.unescape(page), (status, page[:400])
+        assert json.loads(run(home, "--json", "show", first).stdout)["status"] == "pending"
 
         assert len(received("good")) == 1 and len(received("gone")) == 1, PushService.received.keys()
         assert len(received("failing")) == 3 and received("unpaired") == []
