@@ -49,7 +49,11 @@ pub(crate) struct Channels {
 impl Channels {
     /// Checks each configured channel; any that cannot be used refuses the
     /// start with the setting named.
-    pub(crate) fn from_config(config: &NotifyConfig, home: &Home) -> Result<Channels, NotifyError> {
+    pub(crate) fn from_config(
+        config: &NotifyConfig,
+        home: &Home,
+        registry: &std::path::Path,
+    ) -> Result<Channels, NotifyError> {
         let webhook = config
             .webhook
             .as_ref()
@@ -63,7 +67,7 @@ impl Channels {
         let push = config
             .push
             .as_ref()
-            .map(|push| PushChannel::from_config(push, home))
+            .map(|push| PushChannel::from_config(push, home, registry))
             .transpose()?;
         let mut unavailable = Vec::new();
         let desktop = match config.desktop {
@@ -120,11 +124,12 @@ impl Channels {
             .collect()
     }
 
-    /// The devices a push of a new notification goes to: every subscribed
-    /// device, but not one its push service said is gone.
-    pub(crate) fn push_devices(&self, gone: impl Fn(&str) -> bool) -> Vec<String> {
+    /// The devices a push of a new notification of `operation` goes to:
+    /// every subscribed device of an approver who can decide it, but not
+    /// one its push service said is gone.
+    pub(crate) fn push_devices(&self, operation: &str, gone: impl Fn(&str) -> bool) -> Vec<String> {
         self.push.as_ref().map_or_else(Vec::new, |push| {
-            push.devices()
+            push.devices_for(operation)
                 .into_iter()
                 .filter(|d| !gone(&d.subscription.endpoint_sha256()))
                 .map(|d| d.session_id)

@@ -79,7 +79,7 @@ impl Notifier {
         let Some(notify) = &config.notify else {
             return Err(NotifyError::Off);
         };
-        let channels = Arc::new(Channels::from_config(notify, home)?);
+        let channels = Arc::new(Channels::from_config(notify, home, &config.registry)?);
         let file = StateFile::of(home)?;
         let mut loaded = file.load()?;
         worker::settle_on_start(&mut loaded, &channels);

@@ -1,6 +1,8 @@
 //! The Web Push channel: each waiting proposal is pushed to every device
-//! subscribed in this home's console sessions (every approver of the
-//! principal; one delivery per device), encrypted for that browser (RFC
+//! subscribed in this home's console sessions by an approver who can
+//! decide it (every approver of the principal, or for an operation with a
+//! quorum only its listed approvers, as the registry says now; one
+//! delivery per device), encrypted for that browser (RFC
 //! 8291 `aes128gcm`) and signed with the installation's VAPID key (RFC
 //! 8292: a JWT with `aud` the endpoint's origin, `exp` 12 hours ahead, `sub`
 //! the configured contact), with `TTL` and `Urgency` headers, over
@@ -31,6 +33,7 @@ use countersign_outbound::header::{
 };
 use countersign_outbound::{Bytes, Target, post};
 use countersign_push::{SubscribedDevice, VapidKey, subscribed_devices};
+use countersign_registry::{CurrentRegistry, Schemas};
 use serde::Serialize;
 use time::OffsetDateTime;
 
@@ -70,14 +73,21 @@ pub(crate) struct PushChannel {
     urgency: &'static str,
     timeout: Duration,
     home_root: PathBuf,
+    /// The registry, for an operation's quorum (who can decide it).
+    registry: Option<CurrentRegistry>,
 }
 
 impl PushChannel {
     /// Loads the VAPID key of `home`, making it first in a home made
     /// before push existed (see `countersign_push::vapid`).
+    /// `registry` is the registry file: an operation with a quorum is
+    /// pushed to its listed approvers' devices only. A registry that
+    /// cannot be read leaves that filter off (a push carries no
+    /// authority), with a warning.
     pub(crate) fn from_config(
         config: &NotifyPushConfig,
         home: &Home,
+        registry: &Path,
     ) -> Result<PushChannel, NotifyError> {
         let refuse =
             |e: countersign_push::VapidError| NotifyError::Config(format!("notify.push: {e}"));
@@ -92,7 +102,36 @@ impl PushChannel {
             urgency: config.urgency.as_str(),
             timeout: Duration::from_secs(config.timeout_secs),
             home_root: home.root().to_path_buf(),
+            registry: match CurrentRegistry::open_with(registry, Schemas::OnFirstUse) {
+                Ok(current) => Some(current),
+                Err(e) => {
+                    tracing::warn!(
+                        "push: the registry cannot be read, so an operation's quorum does not narrow who is pushed to: {e}"
+                    );
+                    None
+                }
+            },
         })
+    }
+
+    /// The devices a push of `operation` goes to: every subscribed device,
+    /// or for an operation with a quorum those of its listed approvers.
+    pub(crate) fn devices_for(&self, operation: &str) -> Vec<SubscribedDevice> {
+        let devices = self.devices();
+        let Some(current) = &self.registry else {
+            return devices;
+        };
+        let registry = current.now().unwrap_or_else(|e| {
+            tracing::warn!("push: the registry cannot be read now, using the last one read: {e}");
+            current.last_loaded()
+        });
+        match registry.get(operation).and_then(|op| op.quorum.as_ref()) {
+            Some(quorum) => devices
+                .into_iter()
+                .filter(|d| quorum.approvers().iter().any(|a| a.as_str() == d.approver))
+                .collect(),
+            None => devices,
+        }
     }
 
     /// The devices subscribed now (none, with a warning, if a store
@@ -194,6 +233,63 @@ mod tests {
             created_at: 1_700_000_000,
             passkey: None,
         }
+    }
+
+    const P256DH: &str =
+        "BLn9b-VR0ca83knDNZ32dCHGyjJp-1riX9ZTN40MqV8K_LpQmLqxC_DoHvqvFXO_nGdAB4W9dogZb_sM-uV4JbY";
+    const AUTH: &str = "_ordMnz7uTCmrpBTeUV4Bw";
+
+    /// A console session store of `approver` with one subscribed session.
+    fn subscribed(home: &Home, approver: &str) {
+        let store = serde_json::json!({"version": 3, "pairings": [], "sessions": [{
+            "id": format!("{approver}-phone"), "approver": approver, "sha256": "", "page_key_sha256": "",
+            "paired_with": "", "created_at": "2026-01-01T00:00:00Z", "expires_at": "2099-01-01T00:00:00Z",
+            "revoked_at": null, "device": "d",
+            "push": {"endpoint": format!("https://push.example/{approver}"), "p256dh": P256DH, "auth": AUTH}}]});
+        countersign_identity::files::write_private_new(
+            &home
+                .root()
+                .join(format!("console-sessions-{approver}.json")),
+            store.to_string().as_bytes(),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn an_operation_with_a_quorum_is_pushed_to_its_approvers_devices_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path().join("home")).unwrap();
+        home.init().unwrap();
+        for approver in ["alice", "bob", "console"] {
+            subscribed(&home, approver);
+        }
+        let registry = dir.path().join("operations.toml");
+        let text = countersign_registry::Registry::default_toml().replacen(
+            "name = \"schedule.create\"\n",
+            "name = \"schedule.create\"\nquorum = { required = 1, approvers = [\"alice\", \"carol\"] }\n",
+            1,
+        );
+        countersign_identity::files::write_private_new(&registry, text.as_bytes()).unwrap();
+        let config = NotifyPushConfig {
+            contact: "mailto:a@example".into(),
+            trust_roots: None,
+            ttl_secs: 60,
+            urgency: countersign_identity::PushUrgency::High,
+            timeout_secs: 1,
+        };
+        let push = PushChannel::from_config(&config, &home, &registry).unwrap();
+        let to = |op: &str| -> Vec<String> {
+            push.devices_for(op)
+                .into_iter()
+                .map(|d| d.approver)
+                .collect()
+        };
+        assert_eq!(to("schedule.create"), ["alice"]);
+        assert_eq!(to("schedule.pause"), ["alice", "bob", "console"]);
+        // Without a readable registry, every approver's devices.
+        let push =
+            PushChannel::from_config(&config, &home, &dir.path().join("missing.toml")).unwrap();
+        assert_eq!(push.devices_for("schedule.create").len(), 3);
     }
 
     #[test]

@@ -150,7 +150,9 @@ impl Worker {
                         Channel::Push if w.notification.passkey.is_some() => Vec::new(),
                         Channel::Push => self
                             .channels
-                            .push_devices(|endpoint| deliveries.is_gone(endpoint))
+                            .push_devices(&w.notification.operation, |endpoint| {
+                                deliveries.is_gone(endpoint)
+                            })
                             .into_iter()
                             .map(Some)
                             .collect(),
