@@ -69,9 +69,10 @@ impl fmt::Debug for Subscription {
 #[serde(deny_unknown_fields)]
 struct Browser {
     endpoint: String,
+    /// Allowed (null or a time) and not used: a push service refuses an
+    /// expired subscription itself (404/410), which ends it here too.
     #[serde(rename = "expirationTime")]
-    #[allow(dead_code)]
-    expiration_time: Option<f64>,
+    _expiration_time: Option<f64>,
     keys: BrowserKeys,
 }
 
