@@ -235,11 +235,23 @@ const PAGE_KEY = "countersign-page-key";
       if ((await Notification.requestPermission()) !== "granted") {
         throw new Error("notifications are not allowed for this site");
       }
+      if (state) {
+        state.textContent = "Subscribing this device with its browser's push service…";
+      }
       const registration = await navigator.serviceWorker.ready;
-      const subscription = await registration.pushManager.subscribe({
-        userVisibleOnly: true,
-        applicationServerKey: fromB64u(form.dataset.pushKey),
+      // A browser that cannot reach its push service may never answer.
+      const timeout = new Promise(function (_, reject) {
+        setTimeout(function () {
+          reject(new Error("the browser's push service did not answer"));
+        }, 30000);
       });
+      const subscription = await Promise.race([
+        registration.pushManager.subscribe({
+          userVisibleOnly: true,
+          applicationServerKey: fromB64u(form.dataset.pushKey),
+        }),
+        timeout,
+      ]);
       form.elements.subscription.value = JSON.stringify(subscription);
       form.submit();
     } catch (error) {
