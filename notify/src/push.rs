@@ -256,7 +256,7 @@ mod tests {
     }
 
     #[test]
-    fn an_operation_with_a_quorum_is_pushed_to_its_approvers_devices_only() {
+    fn an_operation_with_a_quorum_is_pushed_to_its_approvers_devices_only_and_the_key_is_made() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path().join("home")).unwrap();
         home.init().unwrap();
@@ -277,7 +277,13 @@ mod tests {
             urgency: countersign_identity::PushUrgency::High,
             timeout_secs: 1,
         };
+        // A home made before push existed: the first start makes the key.
+        assert!(!home.vapid_key_path().exists());
         let push = PushChannel::from_config(&config, &home, &registry).unwrap();
+        assert_eq!(
+            countersign_push::vapid::public_key(&home).unwrap(),
+            push.key.public_key()
+        );
         let to = |op: &str| -> Vec<String> {
             push.devices_for(op)
                 .into_iter()

@@ -180,6 +180,17 @@ def main():
         assert mode == 0o600, (name, oct(mode))
     with open(os.path.join(home, "notify", "vapid.pub")) as f:
         public_key = f.read().strip()
+    # A home without the key (made before push existed): `init` again makes
+    # it and changes nothing else; a key that is there is never replaced.
+    for name in ("vapid.key", "vapid.pub"):
+        os.remove(os.path.join(home, "notify", name))
+    made = [line for line in run(home, "init").stdout.splitlines() if line.startswith("created ")]
+    assert made == [f"created {os.path.join(home, 'notify', n)}" for n in ("vapid.key", "vapid.pub")], made
+    assert "created" not in run(home, "init").stdout
+    with open(os.path.join(home, "notify", "vapid.pub")) as f:
+        assert f.read().strip() != public_key, "a new home key"
+    with open(os.path.join(home, "notify", "vapid.pub")) as f:
+        public_key = f.read().strip()
     with open(os.path.join(home, "config.toml"), "a") as f:
         f.write("\n[notify]\nretry_initial_ms = 100\nretry_max_ms = 200\nmax_attempts = 3\n"
                 '[notify.push]\ncontact = "mailto:ops@example.com"\nttl_secs = 600\n')
