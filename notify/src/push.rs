@@ -94,6 +94,11 @@ impl PushChannel {
         for path in VapidKey::ensure(home).map_err(refuse)? {
             tracing::info!(path = %path.display(), "made the Web Push VAPID key");
         }
+        if config.trust_roots.is_none() {
+            tracing::warn!(
+                "notify.push.trust_roots is not set: only plain-http loopback push endpoints (tests) can be reached"
+            );
+        }
         Ok(PushChannel {
             key: VapidKey::load(home).map_err(refuse)?,
             contact: config.contact.clone(),

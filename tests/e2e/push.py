@@ -21,8 +21,10 @@ does. Then:
 - a device unpaired (from another device) or revoked (`console sessions
   revoke`) receives nothing more, and the unpaired one's session approves
   nothing (the proposal stays pending);
-- refused subscriptions (no page key, a plain-http endpoint off loopback)
-  keep nothing, with the exact refusal; no auth secret reaches a log.
+- refused subscriptions (no page key, a plain-http endpoint off loopback,
+  not a subscription) keep nothing, with the exact refusal; "Stop
+  notifying this device" needs the page key too, and then that device
+  gets nothing; no auth secret reaches a log.
 
 Usage: push.py  (env COUNTERSIGN_BIN = path of the countersign binary;
 countersign-signer must sit next to it)
@@ -44,6 +46,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from py_vapid import jwt as vapid_jwt
 
 from harness import BIN, COOKIE, console_base, console_host, console_port, console_raw, new_home, run, start_up, stop_up
+
+
+NO_PAGE_KEY = ("This request does not carry the page key of this browser's pairing (only the console's own pages, "
+               "with JavaScript on, hold it); nothing was done. If this browser's site data was cleared, pair it again "
+               "with `countersign console pair`.")
 
 
 def b64u(data):
@@ -201,14 +208,14 @@ def main():
         # The key is served to paired browsers only.
         status, _, page = console_raw(home, port, "GET", "/devices", {"Host": console_host(port)})
         assert status == 401 and public_key not in page, (status, page[:300])
-        devices = {name: pair(home, port) for name in ("good", "gone", "failing", "unpaired", "revoked")}
+        devices = {name: pair(home, port) for name in ("good", "gone", "failing", "unpaired", "revoked", "stopped")}
         status, _, page = console_raw(home, port, "GET", "/devices", {"Host": console_host(port), "Cookie": devices["good"]["cookie"]})
         assert status == 200 and f'data-push-key="{public_key}"' in page and "Notify this device" in page, page
 
         # Refusals keep nothing.
         probe = Browser("probe", push_port)
         status, _, page = subscribe(home, port, devices["good"], probe.json, page_key=False)
-        assert status == 403 and "does not carry the page key" in page, (status, page[:400])
+        assert status == 403 and NO_PAGE_KEY in html.unescape(page), (status, page[:400])
         offsite = probe.json.replace(f"http://127.0.0.1:{push_port}", "http://10.0.0.1")
         status, _, page = subscribe(home, port, devices["good"], offsite)
         expected = ("The subscription's endpoint is refused: plain http:// is allowed only to a loopback IP address "
@@ -223,6 +230,16 @@ def main():
             status, _, page = subscribe(home, port, device, browsers[name].json)
             assert status == 200 and "This device will be notified" in page, (status, page[:400])
         PushService.answers.update({"gone": 410, "failing": 500})
+        # Stop notifying this device: refused without the page key (the
+        # subscription stays), then done with it (the subscription goes).
+        stopped = devices["stopped"]
+        status, _, page = console_raw(home, port, "POST", "/push/unsubscribe", same_origin(port, stopped["cookie"]), {})
+        assert status == 403 and NO_PAGE_KEY in html.unescape(page), (status, page[:400])
+        assert next(s for s in store(home)["sessions"] if s["id"] == stopped["id"]).get("push"), store(home)
+        status, _, page = console_raw(home, port, "POST", "/push/unsubscribe", same_origin(port, stopped["cookie"]),
+                                      {"page_key": stopped["page_key"]})
+        assert status == 200 and "This device is no longer notified." in page, (status, page[:400])
+        assert "push" not in next(s for s in store(home)["sessions"] if s["id"] == stopped["id"]), store(home)
         kept = {s["id"]: s.get("push") for s in store(home)["sessions"]}
         assert kept[devices["good"]["id"]]["endpoint"] == browsers["good"].endpoint, kept
 
@@ -262,7 +279,7 @@ def main():
         assert json.loads(run(home, "--json", "show", first).stdout)["status"] == "pending"
 
         assert len(received("good")) == 1 and len(received("gone")) == 1, PushService.received.keys()
-        assert len(received("failing")) == 3 and received("unpaired") == []
+        assert len(received("failing")) == 3 and received("unpaired") == [] and received("stopped") == []
         check_push(received("good")[0], browsers["good"], first, public_key, push_port)
         check_push(received("revoked")[0], browsers["revoked"], first, public_key, push_port)
         check_push(received("failing")[2], browsers["failing"], first, public_key, push_port)
@@ -283,6 +300,7 @@ def main():
         assert len(received("gone")) == 1, "a subscription its push service said is gone gets nothing more"
         assert len(received("revoked")) == 1, "a revoked device gets nothing more"
         assert received("unpaired") == [], "an unpaired device gets nothing"
+        assert received("stopped") == [], "a device no longer notified gets nothing"
     finally:
         code, rest = stop_up(up)
         service.shutdown()

@@ -49,9 +49,6 @@ self.addEventListener("push", function (event) {
     data: { url: id ? cardUrl(id) : new URL("/", self.location.origin).href },
     requireInteraction: true,
   };
-  if (typeof data.expires_at === "string") {
-    options.timestamp = Date.parse(data.expires_at) || undefined;
-  }
   event.waitUntil(self.registration.showNotification(title, options));
 });
 
