@@ -220,6 +220,16 @@ impl Home {
     pub fn notify_state_path(&self) -> PathBuf {
         self.notify_dir().join("notify-state.json")
     }
+    /// `notify/vapid.key`: the Web Push VAPID private key (PKCS#8 PEM,
+    /// 0600), read only by the process that sends pushes.
+    pub fn vapid_key_path(&self) -> PathBuf {
+        self.notify_dir().join("vapid.key")
+    }
+    /// `notify/vapid.pub`: the VAPID public key (base64url), which the
+    /// console gives paired browsers to subscribe with.
+    pub fn vapid_public_path(&self) -> PathBuf {
+        self.notify_dir().join("vapid.pub")
+    }
     /// `signer/ed25519.key`: the proof-signing key (only the signer reads it).
     pub fn signing_key_path(&self) -> PathBuf {
         self.signer_dir().join("ed25519.key")
@@ -310,6 +320,8 @@ impl Home {
             self.signing_key_path(),
             self.key_index_path(),
             self.notify_state_path(),
+            self.vapid_key_path(),
+            self.vapid_public_path(),
         ];
         for credential in Role::ALL
             .map(ClientCredential::Role)

@@ -35,6 +35,8 @@ pub struct NotifyConfig {
     /// `desktop = true`: org.freedesktop.Notifications on the D-Bus
     /// session bus, where `DBUS_SESSION_BUS_ADDRESS` is set.
     pub desktop: bool,
+    /// `[notify.push]`: Web Push to the subscribed devices.
+    pub push: Option<NotifyPushConfig>,
     /// How failed attempts are retried.
     pub retry: RetryConfig,
     /// `poll_ms` (10..=60000): how often the notify process asks the
@@ -51,6 +53,58 @@ pub struct NotifyWebhookConfig {
     pub secret_file: PathBuf,
     /// `trust_roots`: the PEM bundle of the CAs trusted for an https URL.
     pub trust_roots: Option<PathBuf>,
+    /// `timeout_secs` (1..=300).
+    pub timeout_secs: u64,
+}
+
+/// The VAPID `sub` claim unless `[notify.push] contact` says otherwise.
+pub const DEFAULT_PUSH_CONTACT: &str = "mailto:countersign@localhost";
+/// A push's `TTL` unless configured, seconds: how long a push service
+/// keeps it for a device that is offline.
+pub const DEFAULT_PUSH_TTL_SECS: u64 = 3_600;
+
+/// A push's `Urgency` header (RFC 8030 section 5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PushUrgency {
+    /// `very-low`.
+    VeryLow,
+    /// `low`.
+    Low,
+    /// `normal`.
+    Normal,
+    /// `high` (the default: a person is waited for).
+    High,
+}
+
+impl PushUrgency {
+    /// The header value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PushUrgency::VeryLow => "very-low",
+            PushUrgency::Low => "low",
+            PushUrgency::Normal => "normal",
+            PushUrgency::High => "high",
+        }
+    }
+}
+
+/// `[notify.push]`: Web Push (RFC 8030, 8291, 8292) to every device whose
+/// paired console session subscribed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyPushConfig {
+    /// `contact`: the VAPID JWT's `sub`, a `mailto:` or `https:` URI
+    /// (default [`DEFAULT_PUSH_CONTACT`]).
+    pub contact: String,
+    /// `trust_roots`: the PEM bundle of the CAs trusted for the push
+    /// services' https endpoints (no system roots are built in; for
+    /// example `/etc/ssl/certs/ca-certificates.crt`). Without it only
+    /// plain-http loopback endpoints (tests) can be reached.
+    pub trust_roots: Option<PathBuf>,
+    /// `ttl_secs` (0..=2419200, default 3600).
+    pub ttl_secs: u64,
+    /// `urgency` (default `high`).
+    pub urgency: PushUrgency,
     /// `timeout_secs` (1..=300).
     pub timeout_secs: u64,
 }
@@ -108,6 +162,7 @@ pub struct RetryConfig {
 pub(crate) struct NotifySection {
     webhook: Option<WebhookSection>,
     smtp: Option<SmtpSection>,
+    push: Option<PushSection>,
     desktop: Option<bool>,
     retry_initial_ms: Option<u64>,
     retry_max_ms: Option<u64>,
@@ -134,6 +189,16 @@ struct SmtpSection {
     from: String,
     to: Vec<String>,
     credentials_file: Option<PathBuf>,
+    timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PushSection {
+    contact: Option<String>,
+    trust_roots: Option<PathBuf>,
+    ttl_secs: Option<u64>,
+    urgency: Option<PushUrgency>,
     timeout_secs: Option<u64>,
 }
 
@@ -195,6 +260,32 @@ pub(crate) fn notify_config(section: NotifySection, root: &Path) -> Result<Notif
             })
         })
         .transpose()?;
+    let push = section
+        .push
+        .map(|p| {
+            let contact = p.contact.unwrap_or_else(|| DEFAULT_PUSH_CONTACT.to_owned());
+            let well_formed = (contact.starts_with("mailto:") || contact.starts_with("https://"))
+                && contact.len() <= 256
+                && contact.chars().all(|c| c.is_ascii_graphic());
+            if !well_formed {
+                return Err(
+                    "notify.push.contact must be a mailto: or https: URI (ASCII, no spaces, at most 256 bytes)"
+                        .to_owned(),
+                );
+            }
+            let ttl_secs = p.ttl_secs.unwrap_or(DEFAULT_PUSH_TTL_SECS);
+            if ttl_secs > 2_419_200 {
+                return Err("notify.push.ttl_secs must be 0..=2419200".to_owned());
+            }
+            Ok(NotifyPushConfig {
+                timeout_secs: timeout("push", p.timeout_secs)?,
+                contact,
+                trust_roots: p.trust_roots.map(anchor),
+                ttl_secs,
+                urgency: p.urgency.unwrap_or(PushUrgency::High),
+            })
+        })
+        .transpose()?;
     let initial_ms = section.retry_initial_ms.unwrap_or(DEFAULT_RETRY_INITIAL_MS);
     if !(10..=3_600_000).contains(&initial_ms) {
         return Err("notify.retry_initial_ms must be 10..=3600000".into());
@@ -217,6 +308,7 @@ pub(crate) fn notify_config(section: NotifySection, root: &Path) -> Result<Notif
         poll_ms,
         webhook,
         smtp,
+        push,
         desktop: section.desktop.unwrap_or(false),
         retry: RetryConfig {
             initial_ms,
@@ -268,6 +360,30 @@ mod tests {
         );
         assert_eq!(notify.retry.max_attempts, 8);
         assert_eq!(notify.poll_ms, 1000);
+        assert_eq!(notify.push, None);
+    }
+
+    #[test]
+    fn a_push_section_has_documented_defaults() {
+        let push = parse("[notify.push]\n")
+            .unwrap()
+            .notify
+            .unwrap()
+            .push
+            .unwrap();
+        assert_eq!(push.contact, "mailto:countersign@localhost");
+        assert_eq!(
+            (push.ttl_secs, push.timeout_secs, push.trust_roots),
+            (3600, 10, None)
+        );
+        assert_eq!(push.urgency.as_str(), "high");
+        let push = parse("[notify.push]\ncontact = \"https://ops.example/\"\nurgency = \"very-low\"\ntrust_roots = \"roots.pem\"\n")
+            .unwrap().notify.unwrap().push.unwrap();
+        assert_eq!(push.urgency, super::PushUrgency::VeryLow);
+        assert_eq!(
+            push.trust_roots,
+            Some(std::path::PathBuf::from("/h/cs/roots.pem"))
+        );
     }
 
     #[test]
@@ -312,6 +428,18 @@ mod tests {
             (
                 "[notify.webhook]\nurl = \"u\"\nsecret_file = \"s\"\ntimeout_secs = 0\n",
                 "notify.webhook.timeout_secs must be 1..=300",
+            ),
+            (
+                "[notify.push]\ncontact = \"ops@example.com\"\n",
+                "notify.push.contact must be a mailto: or https: URI (ASCII, no spaces, at most 256 bytes)",
+            ),
+            (
+                "[notify.push]\nttl_secs = 2419201\n",
+                "notify.push.ttl_secs must be 0..=2419200",
+            ),
+            (
+                "[notify.push]\ntimeout_secs = 301\n",
+                "notify.push.timeout_secs must be 1..=300",
             ),
         ] {
             assert_eq!(refusal(text), expected, "{text}");

@@ -1,14 +1,38 @@
 //! The configured channels, checked when the notify process starts, and
 //! one attempt on one of them.
 
-use countersign_identity::NotifyConfig;
+use countersign_identity::{Home, NotifyConfig};
 
 use super::NotifyError;
 use super::desktop::DesktopChannel;
 use super::message::Notification;
+use super::push::PushChannel;
 use super::smtp::SmtpChannel;
 use super::store::{Channel, ChannelState};
 use super::webhook::WebhookChannel;
+
+/// Why an attempt did not deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// Tried again per the retry policy.
+    Retry(String),
+    /// Not tried again (the device is no longer subscribed).
+    Final(String),
+    /// The push service said the subscription is gone (404/410): not
+    /// tried again, and nothing more is pushed to that subscription.
+    Gone {
+        /// SHA-256 (hex) of its endpoint.
+        endpoint_sha256: String,
+        /// What the push service answered.
+        reason: String,
+    },
+}
+
+impl From<String> for Failure {
+    fn from(reason: String) -> Self {
+        Failure::Retry(reason)
+    }
+}
 
 /// Every channel `[notify]` configures.
 #[derive(Debug)]
@@ -16,6 +40,7 @@ pub(crate) struct Channels {
     webhook: Option<WebhookChannel>,
     smtp: Option<SmtpChannel>,
     desktop: Option<DesktopChannel>,
+    push: Option<PushChannel>,
     /// Configured but not usable here, and why (a desktop channel without
     /// a session bus).
     unavailable: Vec<(Channel, &'static str)>,
@@ -24,7 +49,11 @@ pub(crate) struct Channels {
 impl Channels {
     /// Checks each configured channel; any that cannot be used refuses the
     /// start with the setting named.
-    pub(crate) fn from_config(config: &NotifyConfig) -> Result<Channels, NotifyError> {
+    pub(crate) fn from_config(
+        config: &NotifyConfig,
+        home: &Home,
+        registry: &std::path::Path,
+    ) -> Result<Channels, NotifyError> {
         let webhook = config
             .webhook
             .as_ref()
@@ -34,6 +63,11 @@ impl Channels {
             .smtp
             .as_ref()
             .map(SmtpChannel::from_config)
+            .transpose()?;
+        let push = config
+            .push
+            .as_ref()
+            .map(|push| PushChannel::from_config(push, home, registry))
             .transpose()?;
         let mut unavailable = Vec::new();
         let desktop = match config.desktop {
@@ -52,6 +86,7 @@ impl Channels {
             webhook,
             smtp,
             desktop,
+            push,
             unavailable,
         })
     }
@@ -70,6 +105,7 @@ impl Channels {
             Channel::Webhook => self.webhook.is_some(),
             Channel::Smtp => self.smtp.is_some(),
             Channel::Desktop => self.desktop.is_some(),
+            Channel::Push => self.push.is_some(),
         }
     }
 
@@ -88,27 +124,51 @@ impl Channels {
             .collect()
     }
 
-    /// One attempt on `channel` for delivery `id` at `timestamp` (Unix
-    /// seconds); the error is the reason, free of secrets.
+    /// The devices a push of a new notification of `operation` goes to:
+    /// every subscribed device of an approver who can decide it, but not
+    /// one its push service said is gone.
+    pub(crate) fn push_devices(&self, operation: &str, gone: impl Fn(&str) -> bool) -> Vec<String> {
+        self.push.as_ref().map_or_else(Vec::new, |push| {
+            push.devices_for(operation)
+                .into_iter()
+                .filter(|d| !gone(&d.subscription.endpoint_sha256()))
+                .map(|d| d.session_id)
+                .collect()
+        })
+    }
+
+    /// One attempt on `channel` for delivery `id` (to `device`, for a
+    /// push) at `timestamp` (Unix seconds); the error is the reason, free
+    /// of secrets.
     pub(crate) async fn send(
         &self,
         channel: Channel,
         id: &str,
+        device: Option<&str>,
         timestamp: i64,
         notification: &Notification,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         match channel {
             Channel::Webhook => match &self.webhook {
-                Some(webhook) => webhook.send(id, timestamp, notification).await,
-                None => Err("the webhook channel is not configured".into()),
+                Some(webhook) => Ok(webhook.send(id, timestamp, notification).await?),
+                None => Err(Failure::Retry(
+                    "the webhook channel is not configured".into(),
+                )),
             },
             Channel::Smtp => match &self.smtp {
-                Some(smtp) => smtp.send(id, notification).await,
-                None => Err("the smtp channel is not configured".into()),
+                Some(smtp) => Ok(smtp.send(id, notification).await?),
+                None => Err(Failure::Retry("the smtp channel is not configured".into())),
             },
             Channel::Desktop => match &self.desktop {
-                Some(desktop) => desktop.send(notification).await,
-                None => Err("the desktop channel is not available".into()),
+                Some(desktop) => Ok(desktop.send(notification).await?),
+                None => Err(Failure::Retry(
+                    "the desktop channel is not available".into(),
+                )),
+            },
+            Channel::Push => match (&self.push, device) {
+                (Some(push), Some(device)) => push.send(device, notification).await,
+                (None, _) => Err(Failure::Retry("the push channel is not configured".into())),
+                (_, None) => Err(Failure::Final("a push delivery names no device".into())),
             },
         }
     }

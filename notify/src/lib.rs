@@ -1,7 +1,7 @@
 //! The notify process: tells a person that a proposal waits for them, or
 //! that a passkey was enrolled or removed, through every channel of
 //! `[notify]` (a Standard Webhooks POST, an email, a desktop
-//! notification). It runs as `countersign notify serve` (and inside
+//! notification, a Web Push to each subscribed device). It runs as `countersign notify serve` (and inside
 //! `countersign up`), never inside the signer: the signer only records
 //! what to tell in its ledger's outbox and opens no outbound connection,
 //! so no receiver's reply is ever parsed next to the proof-signing key.
@@ -26,6 +26,7 @@
 mod channels;
 mod desktop;
 pub mod message;
+mod push;
 mod retry;
 mod signer;
 mod smtp;
@@ -78,7 +79,7 @@ impl Notifier {
         let Some(notify) = &config.notify else {
             return Err(NotifyError::Off);
         };
-        let channels = Arc::new(Channels::from_config(notify)?);
+        let channels = Arc::new(Channels::from_config(notify, home, &config.registry)?);
         let file = StateFile::of(home)?;
         let mut loaded = file.load()?;
         worker::settle_on_start(&mut loaded, &channels);

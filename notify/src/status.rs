@@ -34,7 +34,7 @@ pub struct Status {
 /// One channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChannelStatus {
-    /// `webhook`, `smtp` or `desktop`.
+    /// `webhook`, `smtp`, `desktop` or `push`.
     pub channel: String,
     /// Counts over the deliveries kept.
     pub delivered: u32,
@@ -68,6 +68,9 @@ pub struct DeliveryStatus {
     pub next_attempt_at: Option<String>,
     /// RFC 3339 UTC: the last change.
     pub updated_at: String,
+    /// For a push: the console session (device) it goes to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 /// The status of `home`'s deliveries, from its state file (`waiting` is
@@ -139,6 +142,7 @@ fn configured(notify: &countersign_identity::NotifyConfig) -> Vec<ChannelState> 
         (Channel::Webhook, notify.webhook.is_some()),
         (Channel::Smtp, notify.smtp.is_some()),
         (Channel::Desktop, notify.desktop),
+        (Channel::Push, notify.push.is_some()),
     ]
     .into_iter()
     .filter(|(_, on)| *on)
@@ -159,6 +163,7 @@ fn delivery_view(d: &Delivery) -> DeliveryStatus {
         last_error: d.last_error.clone(),
         next_attempt_at: d.next_attempt_ms.map(rfc3339_ms),
         updated_at: rfc3339_ms(d.updated_ms),
+        device: d.device.clone(),
     }
 }
 

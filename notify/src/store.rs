@@ -32,16 +32,24 @@ pub(crate) enum Channel {
     Smtp,
     /// org.freedesktop.Notifications on the session bus.
     Desktop,
+    /// Web Push to a subscribed device (one delivery per device).
+    Push,
 }
 
 impl Channel {
-    pub(crate) const ALL: [Channel; 3] = [Channel::Webhook, Channel::Smtp, Channel::Desktop];
+    pub(crate) const ALL: [Channel; 4] = [
+        Channel::Webhook,
+        Channel::Smtp,
+        Channel::Desktop,
+        Channel::Push,
+    ];
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Channel::Webhook => "webhook",
             Channel::Smtp => "smtp",
             Channel::Desktop => "desktop",
+            Channel::Push => "push",
         }
     }
 }
@@ -85,7 +93,24 @@ pub(crate) struct Delivery {
     pub(crate) next_attempt_ms: Option<i64>,
     /// Unix milliseconds of the last change.
     pub(crate) updated_ms: i64,
+    /// For a push: the console session (device) it goes to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) device: Option<String>,
 }
+
+/// A push subscription its push service said is gone (404 or 410, RFC
+/// 8030 section 7.3): nothing is pushed to it again. Kept by the SHA-256
+/// of its endpoint, at most [`KEEP_GONE`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct GoneSubscription {
+    /// SHA-256 (hex) of the endpoint URL.
+    pub(crate) endpoint_sha256: String,
+    /// Unix milliseconds when the push service said so.
+    pub(crate) at_ms: i64,
+}
+
+/// Gone subscriptions remembered (oldest dropped first).
+pub(crate) const KEEP_GONE: usize = 1000;
 
 /// Everything the file holds.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +122,9 @@ pub(crate) struct Deliveries {
     pub(crate) channels: Vec<ChannelState>,
     /// Oldest first.
     pub(crate) deliveries: Vec<Delivery>,
+    /// Push subscriptions their push service said are gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) gone: Vec<GoneSubscription>,
 }
 
 /// A configured channel as the process found it.
@@ -132,6 +160,26 @@ impl Deliveries {
     /// The delivery with `id`.
     pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut Delivery> {
         self.deliveries.iter_mut().find(|d| d.id == id)
+    }
+
+    /// Remembers that the subscription with this endpoint hash is gone.
+    pub(crate) fn mark_gone(&mut self, endpoint_sha256: &str, at_ms: i64) {
+        if self.is_gone(endpoint_sha256) {
+            return;
+        }
+        self.gone.push(GoneSubscription {
+            endpoint_sha256: endpoint_sha256.to_owned(),
+            at_ms,
+        });
+        let excess = self.gone.len().saturating_sub(KEEP_GONE);
+        self.gone.drain(..excess);
+    }
+
+    /// Whether the push service said this subscription is gone.
+    pub(crate) fn is_gone(&self, endpoint_sha256: &str) -> bool {
+        self.gone
+            .iter()
+            .any(|g| g.endpoint_sha256 == endpoint_sha256)
     }
 
     /// Whether the signer's notification `id` is held here already.
@@ -213,6 +261,7 @@ mod tests {
             last_error: None,
             next_attempt_ms: None,
             updated_ms: 0,
+            device: None,
         }
     }
 

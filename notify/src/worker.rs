@@ -17,6 +17,7 @@ use time::OffsetDateTime;
 use tokio::task::JoinSet;
 
 use super::Channels;
+use super::channels::Failure;
 use super::message::Notification;
 use super::retry::{jitter, next_delay_ms};
 use super::signer::SignerLink;
@@ -36,7 +37,7 @@ pub(crate) struct Worker {
 }
 
 /// The outcome of one attempt.
-type Attempted = (String, Result<(), String>);
+type Attempted = (String, Result<(), Failure>);
 
 /// Unix milliseconds now.
 pub(crate) fn now_ms() -> i64 {
@@ -102,19 +103,21 @@ pub(crate) async fn run(mut worker: Worker, shutdown: impl Future<Output = ()>) 
                         (id, outcome)
                     }
                     Err(e) => match in_flight.remove(&e.id()) {
-                        Some(id) => (id, Err(format!("the attempt ended abnormally: {e}"))),
+                        Some(id) => (id, Err(Failure::Retry(format!("the attempt ended abnormally: {e}")))),
                         None => continue,
                     },
                 };
                 worker.record(&id, outcome);
             }
             () = sleep_for(due_in) => {
-                for (id, channel, notification) in worker.due(&in_flight) {
+                for (id, channel, device, notification) in worker.due(&in_flight) {
                     let channels = Arc::clone(&worker.channels);
                     let key = id.clone();
                     let task = attempts.spawn(async move {
                         let timestamp = OffsetDateTime::now_utc().unix_timestamp();
-                        let outcome = channels.send(channel, &id, timestamp, &notification).await;
+                        let outcome = channels
+                            .send(channel, &id, device.as_deref(), timestamp, &notification)
+                            .await;
                         (id, outcome)
                     });
                     in_flight.insert(task.id(), key);
@@ -141,17 +144,34 @@ impl Worker {
                     continue;
                 }
                 for channel in self.channels.usable() {
-                    deliveries.deliveries.push(Delivery {
-                        id: delivery_id(&w.id, channel),
-                        notification_id: w.id.clone(),
-                        channel,
-                        notification: w.notification.clone(),
-                        state: State::Pending,
-                        attempts: 0,
-                        last_error: None,
-                        next_attempt_ms: Some(now),
-                        updated_ms: now,
-                    });
+                    // A push goes to each subscribed device, and only for
+                    // a waiting proposal (not a passkey change).
+                    let devices = match channel {
+                        Channel::Push if w.notification.passkey.is_some() => Vec::new(),
+                        Channel::Push => self
+                            .channels
+                            .push_devices(&w.notification.operation, |endpoint| {
+                                deliveries.is_gone(endpoint)
+                            })
+                            .into_iter()
+                            .map(Some)
+                            .collect(),
+                        _ => vec![None],
+                    };
+                    for device in devices {
+                        deliveries.deliveries.push(Delivery {
+                            id: delivery_id(&w.id, channel, device.as_deref()),
+                            notification_id: w.id.clone(),
+                            channel,
+                            notification: w.notification.clone(),
+                            state: State::Pending,
+                            attempts: 0,
+                            last_error: None,
+                            next_attempt_ms: Some(now),
+                            updated_ms: now,
+                            device,
+                        });
+                    }
                 }
                 tracing::info!(notification_id = %w.id, proposal_id = %w.notification.proposal_id, "notification taken");
             }
@@ -166,20 +186,27 @@ impl Worker {
     fn due(
         &self,
         in_flight: &HashMap<tokio::task::Id, String>,
-    ) -> Vec<(String, Channel, Notification)> {
+    ) -> Vec<(String, Channel, Option<String>, Notification)> {
         let now = now_ms();
         lock(&self.deliveries)
             .deliveries
             .iter()
             .filter(|d| d.state == State::Pending && d.next_attempt_ms.is_some_and(|at| at <= now))
             .filter(|d| !in_flight.values().any(|id| id == &d.id))
-            .map(|d| (d.id.clone(), d.channel, d.notification.clone()))
+            .map(|d| {
+                (
+                    d.id.clone(),
+                    d.channel,
+                    d.device.clone(),
+                    d.notification.clone(),
+                )
+            })
             .collect()
     }
 
     /// Records an attempt's outcome: delivered, or failed and either
     /// scheduled again or given up.
-    fn record(&mut self, id: &str, outcome: Result<(), String>) {
+    fn record(&mut self, id: &str, outcome: Result<(), Failure>) {
         let now = now_ms();
         let mut deliveries = lock(&self.deliveries);
         let Some(d) = deliveries.get_mut(id) else {
@@ -195,7 +222,37 @@ impl Worker {
                 d.next_attempt_ms = None;
                 tracing::info!(%proposal_id, channel, attempts = d.attempts, "notification delivered");
             }
-            Err(reason) => {
+            Err(Failure::Final(reason)) => {
+                d.state = State::Failed;
+                d.next_attempt_ms = None;
+                tracing::warn!(%proposal_id, channel, attempts = d.attempts, %reason, "notification failed; not tried again");
+                d.last_error = Some(reason);
+            }
+            Err(Failure::Gone {
+                endpoint_sha256,
+                reason,
+            }) => {
+                d.state = State::Failed;
+                d.next_attempt_ms = None;
+                let device = d.device.clone();
+                tracing::warn!(%proposal_id, channel, attempts = d.attempts, %reason, "push subscription gone; nothing more is pushed to it");
+                d.last_error = Some(reason.clone());
+                deliveries.mark_gone(&endpoint_sha256, now);
+                // Other pushes waiting for the same device end too.
+                for other in &mut deliveries.deliveries {
+                    if other.channel == Channel::Push
+                        && other.state == State::Pending
+                        && other.device.is_some()
+                        && other.device == device
+                    {
+                        other.state = State::Failed;
+                        other.next_attempt_ms = None;
+                        other.updated_ms = now;
+                        other.last_error = Some(reason.clone());
+                    }
+                }
+            }
+            Err(Failure::Retry(reason)) => {
                 match next_delay_ms(&self.retry, d.attempts, jitter()) {
                     Some(delay) => {
                         d.next_attempt_ms =
@@ -223,14 +280,19 @@ impl Worker {
 }
 
 /// `msg_<32 hex>` of the first 16 bytes of SHA-256 over the notification
-/// id and the channel: the same on every attempt and after any restart, and
-/// different per channel, so a receiver can recognise a duplicate.
-fn delivery_id(notification_id: &str, channel: Channel) -> String {
+/// id and the channel (and, for a push, the device): the same on every
+/// attempt and after any restart, and different per channel and device,
+/// so a receiver can recognise a duplicate.
+fn delivery_id(notification_id: &str, channel: Channel, device: Option<&str>) -> String {
     let mut input = Vec::new();
     input.extend_from_slice(b"countersign-notify delivery v1\0");
     input.extend_from_slice(notification_id.as_bytes());
     input.push(0);
     input.extend_from_slice(channel.as_str().as_bytes());
+    if let Some(device) = device {
+        input.push(0);
+        input.extend_from_slice(device.as_bytes());
+    }
     let digest = ring::digest::digest(&ring::digest::SHA256, &input);
     format!("msg_{}", hex::encode(&digest.as_ref()[..16]))
 }
@@ -264,19 +326,31 @@ mod tests {
 
     #[test]
     fn a_delivery_id_is_stable_and_differs_per_channel_and_notification() {
-        let a = delivery_id("ntf_00000000000000000000000000000001", Channel::Webhook);
+        let a = delivery_id(
+            "ntf_00000000000000000000000000000001",
+            Channel::Webhook,
+            None,
+        );
         assert_eq!(
             a,
-            delivery_id("ntf_00000000000000000000000000000001", Channel::Webhook)
+            delivery_id(
+                "ntf_00000000000000000000000000000001",
+                Channel::Webhook,
+                None
+            )
         );
         assert!(a.starts_with("msg_") && a.len() == 36, "{a}");
         assert_ne!(
             a,
-            delivery_id("ntf_00000000000000000000000000000001", Channel::Smtp)
+            delivery_id("ntf_00000000000000000000000000000001", Channel::Smtp, None)
         );
         assert_ne!(
             a,
-            delivery_id("ntf_00000000000000000000000000000002", Channel::Webhook)
+            delivery_id(
+                "ntf_00000000000000000000000000000002",
+                Channel::Webhook,
+                None
+            )
         );
     }
 }

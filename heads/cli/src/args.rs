@@ -205,7 +205,7 @@ pub enum NotifyCommand {
     ///
     /// Takes what waits in the signer's outbox with the notifier
     /// certificate (which can do nothing else), and delivers it through the
-    /// `[notify]` channels: webhook, email, desktop. The signer itself opens
+    /// `[notify]` channels: webhook, email, desktop, Web Push. The signer itself opens
     /// no outbound connection. `countersign up` runs this too.
     Serve,
     /// Per channel: the last deliveries, pending retries, failures with reason

@@ -116,16 +116,19 @@ mod tests {
     }
 
     #[test]
-    fn the_service_worker_caches_nothing_and_handles_no_push_yet() {
-        for absent in [
-            "caches.",
-            ".respondWith(",
-            "addEventListener(\"push\"",
-            "importScripts(",
-        ] {
+    fn the_service_worker_caches_nothing_and_opens_only_cards_of_its_origin() {
+        for absent in ["caches.", ".respondWith(", "importScripts(", "fetch("] {
             assert!(!SERVICE_WORKER.contains(absent), "{absent}");
         }
-        for present in ["\"install\"", "\"activate\"", "\"fetch\""] {
+        for present in [
+            "\"install\"",
+            "\"activate\"",
+            "\"fetch\"",
+            "addEventListener(\"push\"",
+            "addEventListener(\"notificationclick\"",
+            "new URL(\"/proposals/\" + id, self.location.origin)",
+            "body: \"A proposal waits for your decision\"",
+        ] {
             assert!(SERVICE_WORKER.contains(present), "{present}");
         }
         assert!(JS.contains("navigator.serviceWorker.register(\"/sw.js\""));

@@ -123,6 +123,7 @@ pub(crate) async fn page_of_devices(
                 (device(d, d.id == here.id))
             }
         }
+        (crate::push::section(&state, &here))
     };
     html_response(StatusCode::OK, page("Devices", None, true, body))
 }
@@ -143,6 +144,7 @@ fn device(d: &SessionRecord, this_browser: bool) -> Markup {
                 }
                 ", paired until " time datetime=(d.expires_at) { (d.expires_at) }
                 ". Id " code { (d.id) } "."
+                @if d.push.is_some() { " Notified by push." }
             }
             form method="post" action={ "/devices/" (d.id) "/unpair" } {
                 (page_key_field())

@@ -23,6 +23,8 @@
 //!   unsafe characters escaped and nothing truncated (`views`, `html`).
 //! - The paired browsers are listed as devices, and any can be unpaired
 //!   from the console (`devices`).
+//! - A paired browser may ask to be notified by Web Push; its subscription
+//!   is kept with its session and ends with it (`push`).
 //! - It is an installable web app (a manifest, icons and a service worker
 //!   that caches nothing and holds nothing: `assets`); pages fit a phone.
 #![forbid(unsafe_code)]
@@ -36,6 +38,7 @@ mod html;
 mod live;
 mod pages;
 mod passkeys;
+mod push;
 mod rules;
 pub mod sessions;
 pub mod tls;
@@ -89,6 +92,9 @@ pub struct ConsoleParts {
     pub sessions: SessionStore,
     /// The https names the console is reached by (`Host` must name one).
     pub names: Vec<String>,
+    /// The installation's VAPID public key file (`notify/vapid.pub`),
+    /// read on each *Devices* page; the console never reads the private key.
+    pub push_key: std::path::PathBuf,
 }
 
 /// The console's shared state.
@@ -100,6 +106,7 @@ pub struct ConsoleState {
     pub(crate) policy: Policy,
     pub(crate) sessions: SessionStore,
     pub(crate) names: Vec<String>,
+    pub(crate) push_key: std::path::PathBuf,
     pub(crate) live: live::Live,
 }
 
@@ -114,6 +121,7 @@ impl ConsoleState {
             policy: parts.policy,
             sessions: parts.sessions,
             names: parts.names,
+            push_key: parts.push_key,
             live,
         }
     }
@@ -154,6 +162,8 @@ pub fn router(state: Arc<ConsoleState>, port: u16) -> Router {
         .route("/rules/{id}/revise/confirm", post(rules::revise::confirm))
         .route("/devices", get(devices::page_of_devices))
         .route("/devices/{id}/unpair", post(devices::unpair))
+        .route("/push/subscribe", post(push::subscribe))
+        .route("/push/unsubscribe", post(push::unsubscribe))
         .route("/pair/{code}", get(pages::pair_link))
         .route("/pair", post(actions::pair))
         .route("/logout", post(actions::logout))

@@ -40,6 +40,7 @@ use countersign_http::secrets::{
     self, CredentialStatus, PrivateStore, Secret, parse_time, rfc3339,
 };
 use countersign_identity::{ApproverName, IdentityError};
+use countersign_push::Subscription;
 use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
@@ -52,10 +53,12 @@ const KEEP_ENDED: Duration = Duration::days(7);
 /// A session's last use is written at most this often.
 pub const LAST_USE_EVERY: Duration = Duration::minutes(1);
 /// The store format this code writes: 2 added each session's device name
-/// and last use. A version-1 file reads as version 2 (the new fields
-/// absent: no name recorded, not used since pairing); a newer one is
-/// refused, since this code would drop what it does not know.
-const STORE_VERSION: u32 = 2;
+/// and last use, 3 its Web Push subscription. An older file reads as
+/// version 3 (the new fields absent: no name recorded, not used since
+/// pairing, not subscribed); a newer one is refused, since this code would
+/// drop what it does not know. The notify process reads this format
+/// (`countersign_push::devices`), up to the same version.
+const STORE_VERSION: u32 = countersign_push::devices::STORE_VERSION;
 
 const PAIRING_PREFIX: &str = "cp1_";
 const SESSION_PREFIX: &str = "cc1_";
@@ -119,6 +122,11 @@ pub struct SessionRecord {
     /// absent until its first use after pairing.
     #[serde(default)]
     pub last_used_at: Option<String>,
+    /// The browser's Web Push subscription, while the session is active
+    /// and the person asked for pushes ("Notify this device"); removed
+    /// when the session ends. The notify process pushes to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<Subscription>,
 }
 
 /// A device's name when none was recorded (a User-Agent naming no
@@ -304,6 +312,7 @@ impl SessionStore {
                 revoked_at: None,
                 device: device.to_owned(),
                 last_used_at: None,
+                push: None,
             };
             file.sessions.push(record.clone());
             outcome = Ok(record);
@@ -383,6 +392,7 @@ impl SessionStore {
             outcome = match record.status(now) {
                 CredentialStatus::Active => {
                     record.revoked_at = Some(rfc3339(now));
+                    record.push = None;
                     Ok(record.clone())
                 }
                 CredentialStatus::Revoked | CredentialStatus::Expired => Err(UnpairRefusal::Ended),
@@ -411,10 +421,53 @@ impl SessionStore {
             if record.revoked_at.is_none() {
                 record.revoked_at = Some(rfc3339(OffsetDateTime::now_utc()));
             }
+            record.push = None;
             revoked = Some(record.clone());
             Ok(())
         })?;
         revoked.ok_or_else(|| StoreError::UnknownId(id.to_owned()))
+    }
+
+    /// Keep `subscription` as the Web Push subscription of session `id`,
+    /// replacing any earlier one, if the session is still active.
+    pub fn subscribe(
+        &self,
+        id: &str,
+        subscription: Subscription,
+    ) -> Result<Result<(), SessionRefusal>, StoreError> {
+        self.set_push(id, Some(subscription))
+    }
+
+    /// Forget the Web Push subscription of session `id`, if it is active.
+    pub fn unsubscribe(&self, id: &str) -> Result<Result<(), SessionRefusal>, StoreError> {
+        self.set_push(id, None)
+    }
+
+    fn set_push(
+        &self,
+        id: &str,
+        push: Option<Subscription>,
+    ) -> Result<Result<(), SessionRefusal>, StoreError> {
+        let now = OffsetDateTime::now_utc();
+        let mut outcome = Err(SessionRefusal::Invalid);
+        self.update(|file| {
+            if let Some(record) = file
+                .sessions
+                .iter_mut()
+                .find(|s| s.id == id && s.approver == self.approver.as_str())
+            {
+                outcome = match record.status(now) {
+                    CredentialStatus::Active => {
+                        record.push = push;
+                        Ok(())
+                    }
+                    CredentialStatus::Revoked => Err(SessionRefusal::Revoked),
+                    CredentialStatus::Expired => Err(SessionRefusal::Expired),
+                };
+            }
+            Ok(())
+        })?;
+        Ok(outcome)
     }
 
     /// Change, prune and atomically replace the store under its lock.
@@ -464,8 +517,14 @@ pub fn store_file(approver: &ApproverName) -> String {
     format!("console-sessions-{approver}.json")
 }
 
-/// Drop pairings and sessions that ended more than [`KEEP_ENDED`] ago.
+/// Drop pairings and sessions that ended more than [`KEEP_ENDED`] ago,
+/// and the push subscription of every session that ended.
 fn prune(file: &mut StoreFile, now: OffsetDateTime) {
+    for s in &mut file.sessions {
+        if s.status(now) != CredentialStatus::Active {
+            s.push = None;
+        }
+    }
     let recent = |t: &str| parse_time(t).is_some_and(|t| t + KEEP_ENDED > now);
     file.pairings.retain(|p| recent(&p.expires_at));
     file.sessions

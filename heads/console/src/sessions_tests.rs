@@ -302,16 +302,16 @@ fn a_version_1_store_reads_and_a_newer_version_is_refused() {
         (listed[0].device.as_str(), listed[0].last_used_at.as_deref()),
         ("", None)
     );
-    // The next write keeps it, in version 2.
+    // The next write keeps it, in version 3.
     store.create_pairing().unwrap();
     let text = std::fs::read_to_string(store_file_of(&dir)).unwrap();
     let file: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(file["version"], 2);
+    assert_eq!(file["version"], 3);
     assert_eq!(file["sessions"][0]["id"], "00000000000000aa");
 
-    edit_file(&dir, |f| f["version"] = 3.into());
+    edit_file(&dir, |f| f["version"] = 4.into());
     let refused = StoreError::Store(
-        "version 3 is newer than this countersign reads (2); nothing was changed".into(),
+        "version 4 is newer than this countersign reads (3); nothing was changed".into(),
     );
     assert_eq!(store.list(), Err(refused.clone()));
     assert_eq!(store.create_pairing().map(|_| ()), Err(refused.clone()));
@@ -321,7 +321,121 @@ fn a_version_1_store_reads_and_a_newer_version_is_refused() {
             &std::fs::read_to_string(store_file_of(&dir)).unwrap()
         )
         .unwrap()["version"],
-        3,
+        4,
         "a newer store is left as it is"
     );
+}
+
+const P256DH: &str =
+    "BLn9b-VR0ca83knDNZ32dCHGyjJp-1riX9ZTN40MqV8K_LpQmLqxC_DoHvqvFXO_nGdAB4W9dogZb_sM-uV4JbY";
+const AUTH: &str = "_ordMnz7uTCmrpBTeUV4Bw";
+
+fn subscription(n: u32) -> Subscription {
+    Subscription::new(&format!("https://push.example/{n}"), P256DH, AUTH).unwrap()
+}
+
+/// The endpoints the notify process would push to, sorted.
+fn devices(dir: &tempfile::TempDir) -> Vec<String> {
+    let mut endpoints: Vec<String> =
+        countersign_push::subscribed_devices(dir.path(), OffsetDateTime::now_utc())
+            .unwrap()
+            .into_iter()
+            .map(|d| d.subscription.endpoint_text().to_owned())
+            .collect();
+    endpoints.sort();
+    endpoints
+}
+
+#[test]
+fn a_subscription_is_kept_with_its_session_and_the_notify_process_reads_it() {
+    let (dir, store) = store();
+    let pair = || {
+        let (code, _) = store.create_pairing().unwrap();
+        store
+            .redeem(code.expose_secret(), "x")
+            .unwrap()
+            .unwrap()
+            .record
+    };
+    let (phone, laptop) = (pair(), pair());
+    assert_eq!(store.subscribe(&phone.id, subscription(1)).unwrap(), Ok(()));
+    assert_eq!(
+        store.subscribe(&laptop.id, subscription(2)).unwrap(),
+        Ok(())
+    );
+    // Read back through what the notify process uses: the formats agree.
+    assert_eq!(
+        devices(&dir),
+        ["https://push.example/1", "https://push.example/2"]
+    );
+    // A new subscription replaces the old; unsubscribing forgets it.
+    assert_eq!(store.subscribe(&phone.id, subscription(3)).unwrap(), Ok(()));
+    assert_eq!(store.unsubscribe(&laptop.id).unwrap(), Ok(()));
+    assert_eq!(devices(&dir), ["https://push.example/3"]);
+    let laptop_now = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == laptop.id);
+    assert_eq!(laptop_now.unwrap().push, None);
+}
+
+#[test]
+fn a_subscription_ends_with_its_session() {
+    let (dir, store) = store();
+    let pair = || {
+        let (code, _) = store.create_pairing().unwrap();
+        store
+            .redeem(code.expose_secret(), "x")
+            .unwrap()
+            .unwrap()
+            .record
+    };
+    let (unpaired, revoked, expired) = (pair(), pair(), pair());
+    for (n, record) in [&unpaired, &revoked, &expired].into_iter().enumerate() {
+        store
+            .subscribe(&record.id, subscription(n as u32))
+            .unwrap()
+            .unwrap();
+    }
+    store.unpair(&unpaired.id).unwrap().unwrap();
+    store.revoke(&revoked.id).unwrap();
+    let past = rfc3339(OffsetDateTime::now_utc() - Duration::minutes(1));
+    edit_file(&dir, |f| f["sessions"][2]["expires_at"] = past.into());
+    // The notify process skips an expired session at once ...
+    assert!(devices(&dir).is_empty());
+    // ... and the store drops its subscription at its next write.
+    store.create_pairing().unwrap();
+    assert!(store.list().unwrap().iter().all(|s| s.push.is_none()));
+    // An ended session cannot subscribe again.
+    assert_eq!(
+        store.subscribe(&revoked.id, subscription(9)).unwrap(),
+        Err(SessionRefusal::Revoked)
+    );
+    assert_eq!(
+        store.subscribe(&expired.id, subscription(9)).unwrap(),
+        Err(SessionRefusal::Expired)
+    );
+    assert!(devices(&dir).is_empty());
+}
+
+#[test]
+fn a_session_of_another_approver_cannot_be_subscribed() {
+    let dir = tempfile::tempdir().unwrap();
+    let alice = SessionStore::for_approver(dir.path(), &name("alice"));
+    let bob = SessionStore::for_approver(dir.path(), &name("bob"));
+    let (code, _) = bob.create_pairing().unwrap();
+    let bobs = bob
+        .redeem(code.expose_secret(), "x")
+        .unwrap()
+        .unwrap()
+        .record;
+    for id in [bobs.id.as_str(), "0000000000000000", ""] {
+        assert_eq!(
+            alice.subscribe(id, subscription(1)).unwrap(),
+            Err(SessionRefusal::Invalid),
+            "{id}"
+        );
+    }
+    assert!(bob.list().unwrap()[0].push.is_none());
 }

@@ -74,6 +74,7 @@ pub async fn console_state(
         policy: ctx.policy(),
         sessions: sessions(ctx, as_approver)?,
         names: console_config(ctx, None)?.names,
+        push_key: ctx.home.vapid_public_path(),
     }))
 }
 

@@ -73,6 +73,9 @@ fn status_text(status: &Status) -> String {
                 "  {} {:<9} {} {} attempts {}",
                 d.updated_at, d.state, d.proposal_id, d.operation, d.attempts
             ));
+            if let Some(device) = &d.device {
+                text.push_str(&format!(" device {device}"));
+            }
             if let Some(next) = &d.next_attempt_at {
                 text.push_str(&format!(" next {next}"));
             }

@@ -69,6 +69,9 @@ async fn initialize(home: &Home) -> Result<Vec<PathBuf>, CliError> {
             .map_err(CliError::error)?
             .created,
     );
+    // The Web Push VAPID key pair (`notify/vapid.key`, read only by the
+    // notify process, and `notify/vapid.pub`, which the console serves).
+    created.extend(countersign_push::VapidKey::ensure(home).map_err(CliError::error)?);
     // The console's name-constrained CA and server certificate, for the
     // names the configuration gives (unless it brings its own).
     let config = countersign_identity::Config::load(home).map_err(CliError::error)?;

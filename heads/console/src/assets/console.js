@@ -13,6 +13,9 @@
 // submits the form; the signer checks everything. It also opens the
 // card's details on a wide screen (on a phone they stay one tap away) and
 // registers the web app's service worker (/sw.js, which caches nothing).
+// "Notify this device" subscribes with the browser's push manager, with
+// the VAPID public key the Devices page carries, and posts the
+// subscription's JSON in its form (with the page key).
 "use strict";
 const PAGE_KEY = "countersign-page-key";
 (function () {
@@ -197,4 +200,64 @@ const PAGE_KEY = "countersign-page-key";
       // Not installable then; the console works the same.
     });
   }
+})();
+
+(function () {
+  const form = document.getElementById("push-subscribe");
+  if (!form) {
+    return;
+  }
+  if (!("serviceWorker" in navigator) || !("PushManager" in window) || !("Notification" in window)) {
+    form.hidden = true;
+    const state = document.getElementById("push-state");
+    if (state) {
+      state.textContent = "This browser cannot receive push notifications.";
+    }
+    return;
+  }
+
+  function fromB64u(text) {
+    const plain = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    const bytes = new Uint8Array(plain.length);
+    for (let i = 0; i < plain.length; i++) {
+      bytes[i] = plain.charCodeAt(i);
+    }
+    return bytes;
+  }
+
+  form.addEventListener("submit", async function (event) {
+    if (form.elements.subscription.value) {
+      return;
+    }
+    event.preventDefault();
+    const state = document.getElementById("push-state");
+    try {
+      if ((await Notification.requestPermission()) !== "granted") {
+        throw new Error("notifications are not allowed for this site");
+      }
+      if (state) {
+        state.textContent = "Subscribing this device with its browser's push service…";
+      }
+      const registration = await navigator.serviceWorker.ready;
+      // A browser that cannot reach its push service may never answer.
+      const timeout = new Promise(function (_, reject) {
+        setTimeout(function () {
+          reject(new Error("the browser's push service did not answer"));
+        }, 30000);
+      });
+      const subscription = await Promise.race([
+        registration.pushManager.subscribe({
+          userVisibleOnly: true,
+          applicationServerKey: fromB64u(form.dataset.pushKey),
+        }),
+        timeout,
+      ]);
+      form.elements.subscription.value = JSON.stringify(subscription);
+      form.submit();
+    } catch (error) {
+      if (state) {
+        state.textContent = "This device could not be subscribed: " + error.message;
+      }
+    }
+  });
 })();
