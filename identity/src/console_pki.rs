@@ -237,18 +237,7 @@ fn check_permits(ca: &CaMaterial, names: &[String], path: &Path) -> Result<(), I
 /// for longer than [`RENEW_BEFORE`].
 fn current(pem: &str, names: &[String]) -> Result<bool, IdentityError> {
     let found = with_x509(pem, |cert| {
-        let mut have: Vec<String> = match cert.subject_alternative_name() {
-            Ok(Some(ext)) => ext
-                .value
-                .general_names
-                .iter()
-                .filter_map(|n| match n {
-                    GeneralName::DNSName(n) => Some((*n).to_owned()),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
+        let mut have = dns_names(cert);
         have.sort();
         (have, cert.validity().not_after.timestamp())
     });
@@ -259,6 +248,75 @@ fn current(pem: &str, names: &[String]) -> Result<bool, IdentityError> {
     want.sort();
     let renew_at = (OffsetDateTime::now_utc() + RENEW_BEFORE).unix_timestamp();
     Ok(have == want && not_after > renew_at)
+}
+
+/// What keeps the certificate `pem` from serving the console's `names` at
+/// `now`, as a browser would find it: a name none of its DNS names covers
+/// (an exact name, or `*.` and one label), or a validity that has not
+/// begun or has ended. `None` when it serves every name; `Err` when it is
+/// no certificate.
+pub fn serving_problem(
+    pem: &str,
+    names: &[String],
+    now: OffsetDateTime,
+) -> Result<Option<String>, IdentityError> {
+    let (dns, not_before, not_after) = with_x509(pem, |cert| {
+        let validity = cert.validity();
+        (
+            dns_names(cert),
+            validity.not_before.timestamp(),
+            validity.not_after.timestamp(),
+        )
+    })?;
+    let missing: Vec<&str> = names
+        .iter()
+        .filter(|n| !dns.iter().any(|d| covers(d, n)))
+        .map(String::as_str)
+        .collect();
+    let problem = if !missing.is_empty() {
+        let named = match dns.as_slice() {
+            [] => "no DNS name".to_owned(),
+            dns => dns.join(", "),
+        };
+        Some(format!(
+            "it does not name {} (it names {named})",
+            missing.join(", ")
+        ))
+    } else if now.unix_timestamp() < not_before {
+        Some("it is not valid yet".to_owned())
+    } else if now.unix_timestamp() >= not_after {
+        Some("it has expired".to_owned())
+    } else {
+        None
+    };
+    Ok(problem)
+}
+
+/// The DNS names of `cert`'s subject alternative names, lowercase.
+fn dns_names(cert: &X509Certificate<'_>) -> Vec<String> {
+    match cert.subject_alternative_name() {
+        Ok(Some(ext)) => ext
+            .value
+            .general_names
+            .iter()
+            .filter_map(|n| match n {
+                GeneralName::DNSName(n) => Some(n.to_ascii_lowercase()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether the certificate's DNS name `dns` covers the host `name`: the
+/// same name, or a wildcard `*.rest` for one more label in front of `rest`.
+fn covers(dns: &str, name: &str) -> bool {
+    match dns.strip_prefix("*.") {
+        Some(rest) => name
+            .split_once('.')
+            .is_some_and(|(label, tail)| !label.is_empty() && tail == rest),
+        None => dns == name,
+    }
 }
 
 /// Runs `read` over the first certificate of `pem`.
@@ -293,4 +351,50 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<(), IdentityError> {
     let _ = std::fs::remove_file(&tmp);
     write_private_new(&tmp, bytes)?;
     std::fs::rename(&tmp, path).map_err(|e| IdentityError::io(path, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_wildcard_covers_one_label_and_a_name_only_itself() {
+        assert!(covers("console.localhost", "console.localhost"));
+        assert!(covers("*.example.net", "phone.example.net"));
+        assert!(!covers("*.example.net", "example.net"));
+        assert!(!covers("*.example.net", "a.b.example.net"));
+        assert!(!covers("console.localhost", "other.localhost"));
+    }
+
+    #[test]
+    fn names_a_missing_name_and_an_ended_validity() {
+        let ca = generate_console_ca(&["a.localhost".into(), "b.localhost".into()]).unwrap();
+        let issued = issue_console_cert(&ca, &["a.localhost".into()]).unwrap();
+        let now = OffsetDateTime::now_utc();
+        let names = |n: &[&str]| n.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            serving_problem(&issued.cert_pem, &names(&["a.localhost"]), now).unwrap(),
+            None
+        );
+        assert_eq!(
+            serving_problem(
+                &issued.cert_pem,
+                &names(&["a.localhost", "b.localhost"]),
+                now
+            )
+            .unwrap(),
+            Some("it does not name b.localhost (it names a.localhost)".to_owned())
+        );
+        assert_eq!(
+            serving_problem(
+                &issued.cert_pem,
+                &names(&["a.localhost"]),
+                now + Duration::days(3650)
+            )
+            .unwrap(),
+            Some("it has expired".to_owned())
+        );
+        assert!(serving_problem("not a certificate", &names(&["a.localhost"]), now).is_err());
+    }
 }

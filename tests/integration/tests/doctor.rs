@@ -91,7 +91,7 @@ async fn json_prints_one_document_with_every_check() {
     let doc = run.json();
     assert_eq!(doc["ok"], true);
     let checks = doc["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 14, "{doc}");
+    assert_eq!(checks.len(), 15, "{doc}");
     for c in checks {
         let keys: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["detail", "name", "status"], "{c}");
@@ -359,5 +359,67 @@ async fn on_postgresql_the_clock_is_measured_against_the_server() {
         !run.stdout.contains("postgres://"),
         "the URL is never printed: {}",
         run.stdout
+    );
+}
+
+/// The operator's certificate must name every console name (a phone opens
+/// the console by one of them); the installation's own is issued again
+/// for them when the console starts.
+#[tokio::test]
+async fn a_console_certificate_that_lacks_a_name_fails_and_one_naming_all_passes() {
+    use countersign_identity::console_pki::{generate_console_ca, issue_console_cert};
+    let h = Harness::start().await;
+    let home = h.signer.home();
+    let names = ["console.localhost".to_owned(), "phone.localhost".to_owned()];
+    let ca = generate_console_ca(&names).unwrap();
+    let write_cert = |file: &str, cert_names: &[String]| {
+        let issued = issue_console_cert(&ca, cert_names).unwrap();
+        let cert = home.root().join(format!("{file}.pem"));
+        let key = home.root().join(format!("{file}.key"));
+        write_private_new(&cert, issued.cert_pem.as_bytes()).unwrap();
+        write_private_new(&key, issued.key_pem.as_bytes()).unwrap();
+        (cert, key)
+    };
+    let path = home.config_path();
+    let config = std::fs::read_to_string(&path).unwrap();
+    let with_cert = |cert: &std::path::Path, key: &std::path::Path| {
+        format!(
+            "{config}[console]\naddr = \"127.0.0.1:1\"\nnames = [\"console.localhost\", \"phone.localhost\"]\ncert = \"{}\"\nkey = \"{}\"\n",
+            cert.display(),
+            key.display()
+        )
+    };
+
+    let (cert, key) = write_cert("one-name", &names[..1]);
+    std::fs::write(&path, with_cert(&cert, &key)).unwrap();
+    let run = h.cli(&["--json", "doctor"]).await;
+    let c = check(&run, "console certificate");
+    assert_eq!(c["status"], "fail", "{c}");
+    assert_eq!(
+        c["detail"],
+        format!(
+            "{} cannot serve the console's names (console.localhost, phone.localhost): it does not name phone.localhost (it names console.localhost); a browser opening such a name refuses it",
+            cert.display()
+        ),
+        "{c}"
+    );
+    assert_eq!(
+        run.result,
+        Err(CliError::Error("1 check failed".into())),
+        "{}",
+        run.stdout
+    );
+
+    let (cert, key) = write_cert("both-names", &names);
+    std::fs::write(&path, with_cert(&cert, &key)).unwrap();
+    let run = h.cli(&["--json", "doctor"]).await;
+    let c = check(&run, "console certificate");
+    assert_eq!(c["status"], "ok", "{c}");
+    assert_eq!(
+        c["detail"],
+        format!(
+            "{} serves every console name (console.localhost, phone.localhost)",
+            cert.display()
+        )
     );
 }

@@ -17,6 +17,7 @@
 
 mod certs;
 mod console;
+mod console_cert;
 mod gateway;
 mod report;
 
@@ -86,6 +87,7 @@ pub(crate) async fn doctor(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(
         checks.push(ledger);
         checks.push(check_clock(schema.as_ref()));
         checks.push(console);
+        checks.push(console_cert::check_console_cert(home, config));
         if let Some(registry) = &registry {
             checks.extend(gateway::check_gateway(registry).await);
         }
@@ -100,6 +102,7 @@ pub(crate) async fn doctor(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(
             "ledger",
             "clock skew",
             "console",
+            "console certificate",
         ] {
             checks.push(Check::warn(name, skipped, Some("fix `home` first".into())));
         }
