@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from harness import BIN, approve_at_terminal, console_base, console_port, new_home, run, start_up, stop_up, \
+from harness import approve_at_terminal, create_rule_at_terminal, console_base, console_port, new_home, run, start_up, stop_up, \
     trusting_home
 from model_mock import ModelMock
 
@@ -77,22 +77,13 @@ def status_of(home, pid):
 
 def create_rule(home, tmp):
     """A person creates a rule for `git status` at the terminal."""
-    import pexpect
     from datetime import datetime, timedelta, timezone
     expires = (datetime.now(timezone.utc) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     rule = {"operations": ["agent.shell"],
             "constraints": [{"pointer": "/tool_input/command",
                              "argv": {"program": "git", "args": ["status"], "more_args": False}}],
             "sessions": ["*"], "max_uses": 10, "per_hour": 10, "expires_at": expires}
-    path = os.path.join(tmp, "rule.json")
-    with open(path, "w") as f:
-        json.dump(rule, f)
-    child = pexpect.spawn(BIN, ["--home", home, "rules", "create", "--file", path], encoding="utf-8", timeout=60)
-    child.expect(r"Type (\S+) to")
-    child.sendline(child.match.group(1))
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0, child.before
+    create_rule_at_terminal(home, tmp, rule)
 
 
 def approve_in_console(home, project, mock):

@@ -42,13 +42,12 @@ import pathlib
 import time
 from datetime import datetime, timedelta, timezone
 
-import pexpect
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 from console_browser import browser, click_button, pair, propose, shoot, status_of, wait_title
-from harness import BIN, console_base, console_port, new_home, run, start_up, stop_up, trusting_home
+from harness import console_base, create_rule_at_terminal, console_port, new_home, run, start_up, stop_up, trusting_home
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 AXE = ROOT / "tests/a11y/node_modules/axe-core/axe.min.js"
@@ -163,15 +162,7 @@ def create_rule(home, tmp):
     expires = (datetime.now(timezone.utc) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     rule = {"operations": ["schedule.create"], "constraints": [{"pointer": "/name", "prefix": "auto-"}],
             "sessions": ["*"], "max_uses": 3, "per_hour": 2, "expires_at": expires}
-    path = os.path.join(tmp, "rule.json")
-    with open(path, "w") as f:
-        json.dump(rule, f)
-    child = pexpect.spawn(BIN, ["--home", home, "rules", "create", "--file", path], encoding="utf-8", timeout=60)
-    child.expect(r"Type (\S+) to")
-    child.sendline(child.match.group(1))
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0, child.before
+    create_rule_at_terminal(home, tmp, rule)
     return json.loads(run(home, "--json", "rules", "list").stdout)["rules"][0]["id"]
 
 

@@ -1,6 +1,7 @@
 """Shared by the end-to-end scripts: run the real `countersign` binary,
 initialize a home on a free port, start `countersign up`, and approve at a
 real pseudo-terminal (pexpect) the way a person does."""
+import json
 import os
 import re
 import signal
@@ -174,3 +175,17 @@ def console_raw(home, port, method, path, headers=None, body=None, addr="127.0.0
 def page_key(driver):
     """The page key the console's script keeps for this browser's pairing."""
     return driver.execute_script("return localStorage.getItem('countersign-page-key')")
+
+
+def create_rule_at_terminal(home, tmp, rule):
+    """A person creates the auto-approval rule `rule` (its definition) at a
+    real pseudo-terminal: `rules create --file`, typing the challenge."""
+    path = os.path.join(tmp, "rule.json")
+    with open(path, "w") as f:
+        json.dump(rule, f)
+    child = pexpect.spawn(BIN, ["--home", home, "rules", "create", "--file", path], encoding="utf-8", timeout=60)
+    child.expect(r"Type (\S+) to")
+    child.sendline(child.match.group(1))
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before

@@ -17,6 +17,17 @@
 // the VAPID public key the Devices page carries, and posts the
 // subscription's JSON in its form (with the page key).
 "use strict";
+
+// base64url (no padding) to bytes: the passkey ceremonies' challenges and
+// the VAPID public key arrive so.
+function fromB64u(text) {
+  const plain = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+  const bytes = new Uint8Array(plain.length);
+  for (let i = 0; i < plain.length; i++) {
+    bytes[i] = plain.charCodeAt(i);
+  }
+  return bytes;
+}
 const PAGE_KEY = "countersign-page-key";
 (function () {
   const fresh = document.getElementById("new-page-key");
@@ -62,15 +73,6 @@ const PAGE_KEY = "countersign-page-key";
       text += String.fromCharCode(bytes[i]);
     }
     return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  }
-
-  function fromB64u(text) {
-    const plain = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-    const bytes = new Uint8Array(plain.length);
-    for (let i = 0; i < plain.length; i++) {
-      bytes[i] = plain.charCodeAt(i);
-    }
-    return bytes;
   }
 
   async function post(url, fields) {
@@ -214,15 +216,6 @@ const PAGE_KEY = "countersign-page-key";
       state.textContent = "This browser cannot receive push notifications.";
     }
     return;
-  }
-
-  function fromB64u(text) {
-    const plain = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-    const bytes = new Uint8Array(plain.length);
-    for (let i = 0; i < plain.length; i++) {
-      bytes[i] = plain.charCodeAt(i);
-    }
-    return bytes;
   }
 
   form.addEventListener("submit", async function (event) {
