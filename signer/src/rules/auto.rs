@@ -17,9 +17,12 @@
 //! (for the operation or the whole installation), `rule.create`, or a
 //! proposal no live rule with budget left covers. Must not log a proof.
 
+use std::sync::Arc;
+
 use countersign_ledger::{IssuanceRecord, LedgerError, Proposal, ProposalRecord, RuleRecord};
 use countersign_metrics::Issuance;
 use countersign_registry::rule::{RuleDefinition, not_coverable};
+use countersign_registry::{CanonicalArgs, Registry};
 use countersign_verifier::{Grant, Proof};
 use time::OffsetDateTime;
 
@@ -33,6 +36,15 @@ pub(crate) struct RuleApproval {
     proof: Proof,
     issuance: IssuanceRecord,
     expires_at: OffsetDateTime,
+}
+
+/// The rules that may approve a proposal, with what signing under one of
+/// them needs: the registry as read once for this proposal, and its
+/// arguments as validated then.
+struct Covering {
+    registry: Arc<Registry>,
+    args: CanonicalArgs,
+    rules: Vec<RuleRecord>,
 }
 
 /// What [`SignerService::propose_under_rule`] came to.
@@ -67,10 +79,13 @@ impl SignerService {
         proposal: &Proposal,
     ) -> Result<UnderRule, RpcError> {
         let pending = ProposalRecord::inserted(proposal);
-        let Some(rule) = self.covering_rules(&pending).await?.into_iter().next() else {
+        let Some(covering) = self.covering_rules(&pending).await? else {
             return Ok(UnderRule::Uncovered);
         };
-        let approval = self.sign_under(&pending, &rule)?;
+        let Some(rule) = covering.rules.first() else {
+            return Ok(UnderRule::Uncovered);
+        };
+        let approval = self.sign_under(&covering, &pending, rule)?;
         let recorded = self
             .state
             .ledger
@@ -96,8 +111,11 @@ impl SignerService {
         &self,
         record: &ProposalRecord,
     ) -> Result<Option<Grant>, RpcError> {
-        for rule in self.covering_rules(record).await? {
-            let approval = self.sign_under(record, &rule)?;
+        let Some(covering) = self.covering_rules(record).await? else {
+            return Ok(None);
+        };
+        for rule in &covering.rules {
+            let approval = self.sign_under(&covering, record, rule)?;
             match self
                 .state
                 .ledger
@@ -116,14 +134,14 @@ impl SignerService {
     }
 
     /// The live rules of `record`'s principal with uses left that cover
-    /// it, in the ledger's order; none when rules cannot approve it.
-    async fn covering_rules(&self, record: &ProposalRecord) -> Result<Vec<RuleRecord>, RpcError> {
+    /// it, in the ledger's order; `None` when rules cannot approve it.
+    async fn covering_rules(&self, record: &ProposalRecord) -> Result<Option<Covering>, RpcError> {
         if !self.state.rules_enabled {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let registry = self.registry_now()?;
         let Ok((op, args)) = self.approvable(&registry, record) else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         let everything_needs_a_passkey = self.state.passkeys.as_ref().is_some_and(|p| p.required);
         let coverable = not_coverable(
@@ -133,7 +151,7 @@ impl SignerService {
             everything_needs_a_passkey,
         );
         if coverable.is_some() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let proposal = &record.proposal;
         let now = now_seconds()?;
@@ -149,24 +167,33 @@ impl SignerService {
                 covering.push(rule);
             }
         }
-        Ok(covering)
+        Ok(Some(Covering {
+            registry: Arc::clone(&registry),
+            args,
+            rules: covering,
+        }))
     }
 
-    /// `record`'s proof under `rule`, signed, and its issuance.
+    /// `record`'s proof under `rule` (one of `covering`), signed, and its
+    /// issuance.
     fn sign_under(
         &self,
+        covering: &Covering,
         record: &ProposalRecord,
         rule: &RuleRecord,
     ) -> Result<RuleApproval, RpcError> {
-        let registry = self.registry_now()?;
-        let (op, args) = self.approvable(&registry, record)?;
+        let proposal = &record.proposal;
+        let op = covering
+            .registry
+            .get(&proposal.operation)
+            .ok_or_else(|| RpcError::UnknownOperation(proposal.operation.clone()))?;
+        let args = &covering.args;
         let grant = Grant {
             rule: rule.id.clone(),
             version: rule.version,
         };
         let issuer = Issuer::Rule(grant.clone());
-        let proposal = &record.proposal;
-        let claims = self.approval_claims(record, op, &args, &proposal.session, issuer)?;
+        let claims = self.approval_claims(record, op, args, &proposal.session, issuer)?;
         let proof = self.sign(&claims)?;
         let issuance = IssuanceRecord::from_claims(&claims, &proof);
         Ok(RuleApproval {
