@@ -118,7 +118,17 @@ pub struct PolicyConfig {
     pub default_lifetime_secs: u64,
     /// Longest lifetime any operation may ask for (at most [`MAX_LIFETIME_CAP_SECS`]).
     pub max_lifetime_secs: u64,
+    /// How long a proposal waits for a decision unless its operation sets
+    /// a window (`decision_window_secs`, 1..=[`MAX_DECISION_WINDOW_SECS`],
+    /// default [`DEFAULT_DECISION_WINDOW_SECS`]).
+    pub decision_window_secs: u64,
 }
+
+/// The decision window of a proposal when neither its operation nor the
+/// policy sets one: an hour.
+pub const DEFAULT_DECISION_WINDOW_SECS: u64 = 3600;
+/// The longest decision window: 7 days.
+pub const MAX_DECISION_WINDOW_SECS: u64 = 7 * 24 * 60 * 60;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -198,6 +208,7 @@ struct PolicySection {
     audience: Option<String>,
     default_lifetime_secs: Option<u64>,
     max_lifetime_secs: Option<u64>,
+    decision_window_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -293,6 +304,10 @@ impl Config {
                 .policy
                 .max_lifetime_secs
                 .unwrap_or(MAX_LIFETIME_CAP_SECS),
+            decision_window_secs: file
+                .policy
+                .decision_window_secs
+                .unwrap_or(DEFAULT_DECISION_WINDOW_SECS),
         };
         if policy.audience.is_empty() {
             return Err(invalid("policy.audience must not be empty".into()));
@@ -308,6 +323,11 @@ impl Config {
             return Err(invalid(
                 "policy.default_lifetime_secs must be 1..=policy.max_lifetime_secs".into(),
             ));
+        }
+        if !(1..=MAX_DECISION_WINDOW_SECS).contains(&policy.decision_window_secs) {
+            return Err(invalid(format!(
+                "policy.decision_window_secs must be 1..={MAX_DECISION_WINDOW_SECS}"
+            )));
         }
         let verifier_max_lifetime_secs = file
             .verifier
@@ -505,7 +525,8 @@ mod tests {
             PolicyConfig {
                 audience: format!("countersign:{P}"),
                 default_lifetime_secs: 300,
-                max_lifetime_secs: 1800
+                max_lifetime_secs: 1800,
+                decision_window_secs: 3600,
             }
         );
         assert_eq!(c.verifier_max_lifetime_secs, 1800);
@@ -676,11 +697,20 @@ handoff_claim_lease_secs = 3601
     }
 
     #[test]
+    fn reads_the_decision_window() {
+        let text = "[policy]\ndecision_window_secs = 900\n";
+        let c = Config::from_toml_str(&home(), P, text).unwrap();
+        assert_eq!(c.policy.decision_window_secs, 900);
+    }
+
+    #[test]
     fn refuses_lifetimes_above_the_cap_or_inverted() {
         for text in [
             "[policy]\nmax_lifetime_secs = 1801\n",
             "[policy]\ndefault_lifetime_secs = 600\nmax_lifetime_secs = 300\n",
             "[policy]\ndefault_lifetime_secs = 0\n",
+            "[policy]\ndecision_window_secs = 0\n",
+            "[policy]\ndecision_window_secs = 604801\n",
             "[verifier]\nmax_lifetime_secs = 0\n",
             "[signer]\naddr = \"localhost\"\n",
         ] {

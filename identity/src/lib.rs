@@ -28,9 +28,9 @@ pub mod shutdown;
 pub mod tls;
 
 pub use config::{
-    Config, DEFAULT_CONSOLE_ADDR, DEFAULT_HANDOFF_CLAIM_LEASE_SECS, DEFAULT_SIGNER_ADDR,
-    MAX_HANDOFF_CLAIM_LEASE_SECS, MAX_LIFETIME_CAP_SECS, MetricsConfig, PasskeyConfig,
-    PolicyConfig,
+    Config, DEFAULT_CONSOLE_ADDR, DEFAULT_DECISION_WINDOW_SECS, DEFAULT_HANDOFF_CLAIM_LEASE_SECS,
+    DEFAULT_SIGNER_ADDR, MAX_DECISION_WINDOW_SECS, MAX_HANDOFF_CLAIM_LEASE_SECS,
+    MAX_LIFETIME_CAP_SECS, MetricsConfig, PasskeyConfig, PolicyConfig,
 };
 pub use console_config::ConsoleConfig;
 pub use error::IdentityError;

@@ -88,6 +88,10 @@ pub enum LedgerError {
     /// The proposal was already decided.
     #[error("proposal {0} is not pending")]
     NotPending(String),
+    /// No one decided the proposal within its decision window: it expired
+    /// at the given time, and nothing was written.
+    #[error("proposal {0} expired at {1}: no one decided it within its decision window")]
+    WindowClosed(String, time::OffsetDateTime),
     /// An issuance does not match the proposal it approves.
     #[error("the issuance does not match proposal {0}")]
     IssuanceMismatch(String),

@@ -35,6 +35,7 @@ macro_rules! migrations {
             7, "premises", "0007_premises.sql";
             8, "chains", "0008_chains.sql";
             9, "notification outbox", "0009_notification_outbox.sql";
+            10, "decision windows", "0010_decision_windows.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {

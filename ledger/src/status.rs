@@ -13,6 +13,8 @@ use crate::types::{IssuanceRecord, Proposal, ProposalRecord, ProposalStatus};
 pub(crate) struct Facts {
     /// `approve`, `deny` or `withdraw`, if decided.
     pub(crate) decision: Option<String>,
+    /// When the proposal's decision window closes, if it has one.
+    pub(crate) decide_by: Option<OffsetDateTime>,
     /// The denial reason.
     pub(crate) decision_reason: Option<String>,
     /// The issuance's expiry, if issued.
@@ -30,10 +32,20 @@ pub(crate) struct Facts {
     pub(crate) created_rule: bool,
 }
 
+/// The reason an undecided proposal past its decision window reads.
+pub(crate) const WINDOW_CLOSED: &str = "no one decided it within its decision window";
+
 /// The status and the reason to show with it, as of `now`.
 pub(crate) fn derive(facts: Facts, now: OffsetDateTime) -> (ProposalStatus, Option<String>) {
     match facts.decision.as_deref() {
-        None => return (ProposalStatus::Pending, None),
+        None => {
+            return match facts.decide_by {
+                Some(closes) if now >= closes => {
+                    (ProposalStatus::Expired, Some(WINDOW_CLOSED.to_owned()))
+                }
+                _ => (ProposalStatus::Pending, None),
+            };
+        }
         Some("deny") => return (ProposalStatus::Denied, facts.decision_reason),
         Some("withdraw") => return (ProposalStatus::Withdrawn, facts.decision_reason),
         Some(_) if facts.created_rule => return (ProposalStatus::Applied, None),
@@ -67,7 +79,12 @@ impl ProposalRecord {
     pub fn inserted(proposal: &Proposal) -> ProposalRecord {
         let mut proposal = proposal.clone();
         proposal.created_at = timefmt::stored(proposal.created_at);
-        let (status, reason) = derive(Facts::default(), timefmt::now());
+        proposal.decide_by = proposal.decide_by.map(timefmt::stored);
+        let facts = Facts {
+            decide_by: proposal.decide_by,
+            ..Facts::default()
+        };
+        let (status, reason) = derive(facts, timefmt::now());
         ProposalRecord {
             proposal,
             status,
@@ -139,5 +156,35 @@ mod tests {
             derive(revoked, exp),
             (ProposalStatus::Revoked, Some("r".into()))
         );
+    }
+
+    #[test]
+    fn an_undecided_proposal_expires_when_its_window_closes_and_a_decided_one_never() {
+        let closes = OffsetDateTime::UNIX_EPOCH + time::Duration::seconds(100);
+        let undecided = || Facts {
+            decide_by: Some(closes),
+            ..Facts::default()
+        };
+        let before = closes - time::Duration::seconds(1);
+        assert_eq!(derive(undecided(), before), (ProposalStatus::Pending, None));
+        assert_eq!(
+            derive(undecided(), closes),
+            (ProposalStatus::Expired, Some(WINDOW_CLOSED.into()))
+        );
+        // No window (recorded before windows existed): pending for good.
+        assert_eq!(derive(Facts::default(), closes).0, ProposalStatus::Pending);
+        // Decided within its window: the window no longer matters.
+        let denied = Facts {
+            decision: Some("deny".into()),
+            decision_reason: Some("no".into()),
+            ..undecided()
+        };
+        assert_eq!(derive(denied, closes).0, ProposalStatus::Denied);
+        let approved = Facts {
+            decision: Some("approve".into()),
+            expires_at: Some(closes + time::Duration::seconds(300)),
+            ..undecided()
+        };
+        assert_eq!(derive(approved, closes).0, ProposalStatus::Approved);
     }
 }

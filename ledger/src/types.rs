@@ -36,6 +36,10 @@ pub struct Proposal {
     /// The premise the signer read at proposal, for an operation that
     /// declares one: a proof of this proposal must carry exactly it.
     pub premise: Option<Premise>,
+    /// When its decision window closes (whole seconds, UTC): from then on,
+    /// undecided, it is `expired` and no decision of it is recorded.
+    /// `None` for a proposal recorded before decision windows existed.
+    pub decide_by: Option<OffsetDateTime>,
 }
 
 /// The bound fields of an issued proof. Never the proof itself.
@@ -137,7 +141,8 @@ pub enum ProposalStatus {
     Approved,
     /// The issued proof was revoked before use.
     Revoked,
-    /// The issued proof was never used and is past its expiry.
+    /// The issued proof was never used and is past its expiry; or no one
+    /// decided the proposal within its decision window.
     Expired,
     /// The effect applied.
     Applied,

@@ -90,6 +90,11 @@ pub struct Notification {
     pub console_url: Option<String>,
     /// When it was proposed, or the passkey changed (Unix seconds).
     pub created_at: i64,
+    /// When the proposal's decision window closes (Unix seconds): after
+    /// it, no one can decide it. `None` for a passkey change, and for a
+    /// proposal recorded before windows existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decide_by: Option<i64>,
     /// A passkey change; then the proposal fields above are empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passkey: Option<PasskeyChange>,
@@ -110,6 +115,9 @@ struct PayloadData<'a> {
     operation: &'a str,
     arguments_sha256: &'a str,
     console_url: Option<&'a str>,
+    /// When its decision window closes (RFC 3339); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decide_by: Option<String>,
 }
 
 /// The webhook body of a passkey change: `data` holds the approver, the
@@ -139,6 +147,7 @@ impl Notification {
             arguments_sha256: String::new(),
             console_url: None,
             created_at: at,
+            decide_by: None,
             passkey: Some(change),
         }
     }
@@ -174,6 +183,7 @@ impl Notification {
                 operation: &self.operation,
                 arguments_sha256: &self.arguments_sha256,
                 console_url: self.console_url.as_deref(),
+                decide_by: self.decide_by.map(rfc3339),
             },
         };
         serde_json::to_string(&payload).map_err(|e| format!("webhook body: {e}"))
@@ -216,9 +226,16 @@ impl Notification {
             Some(url) => format!("Review it in the console: {url}\n"),
             None => "Review it with `countersign pending` at an approver's terminal.\n".into(),
         };
+        let window = match self.decide_by {
+            Some(at) => format!(
+                "Decide by: {} (undecided by then, it expires)\n",
+                rfc3339(at)
+            ),
+            None => String::new(),
+        };
         format!(
             "A proposal waits for a person's decision.\n\n\
-             Proposal:  {}\nOperation: {}\nArguments SHA-256: {}\nProposed:  {}\n\n{link}\n\
+             Proposal:  {}\nOperation: {}\nArguments SHA-256: {}\nProposed:  {}\n{window}\n{link}\n\
              This message carries no approval: opening the link decides nothing, \
              and only an approver interface can approve or deny.\n",
             self.proposal_id,
@@ -250,6 +267,7 @@ mod tests {
             arguments_sha256: "ab".repeat(32),
             console_url: Some("http://127.0.0.1:7444/proposals/prop_0a".into()),
             created_at: 1_700_000_000,
+            decide_by: None,
             passkey: None,
         }
     }
@@ -300,6 +318,23 @@ mod tests {
                 }
             })
         );
+    }
+
+    #[test]
+    fn a_window_is_in_the_webhook_body_and_the_text() {
+        let n = Notification {
+            decide_by: Some(1_700_003_600),
+            ..sample()
+        };
+        let body: serde_json::Value = serde_json::from_str(&n.webhook_body().unwrap()).unwrap();
+        assert_eq!(body["data"]["decide_by"], "2023-11-14T23:13:20Z");
+        assert!(
+            n.text()
+                .contains("Decide by: 2023-11-14T23:13:20Z (undecided by then, it expires)"),
+            "{}",
+            n.text()
+        );
+        assert!(!sample().text().contains("Decide by"));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! a loopback IP only).
 //!
 //! The payload is `{"id", "operation"}` and, when the proposal has one,
-//! `"expires_at"`: never the arguments, their digest, a link or anything
+//! `"expires_at"` (when its decision window closes): never the arguments, their digest, a link or anything
 //! that decides. The service worker builds the card's URL from the id on
 //! its own origin.
 //!
@@ -47,17 +47,16 @@ struct Payload<'a> {
     id: &'a str,
     operation: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    expires_at: Option<&'a str>,
+    expires_at: Option<String>,
 }
 
 /// The push's plaintext: the proposal id, the operation and, if the
-/// proposal has one, its expiry (RFC 3339). Pending proposals have no
-/// expiry yet, so today it is always absent.
-pub(crate) fn payload(notification: &Notification, expires_at: Option<&str>) -> Vec<u8> {
+/// proposal has one, when its decision window closes (RFC 3339).
+pub(crate) fn payload(notification: &Notification) -> Vec<u8> {
     let payload = Payload {
         id: &notification.proposal_id,
         operation: &notification.operation,
-        expires_at,
+        expires_at: notification.decide_by.map(super::message::rfc3339),
     };
     // A struct of strings always serializes.
     serde_json::to_vec(&payload).unwrap_or_default()
@@ -177,7 +176,7 @@ impl PushChannel {
             ));
         }
         let body = subscription
-            .encrypt(&payload(notification, None))
+            .encrypt(&payload(notification))
             .map_err(Failure::Retry)?;
         let now = OffsetDateTime::now_utc().unix_timestamp();
         let authorization = self
@@ -236,6 +235,7 @@ mod tests {
             arguments_sha256: "ab".repeat(32),
             console_url: Some("https://console.localhost:7444/proposals/prop_0a".into()),
             created_at: 1_700_000_000,
+            decide_by: None,
             passkey: None,
         }
     }
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn the_payload_names_the_proposal_and_operation_and_nothing_more() {
-        let value: serde_json::Value = serde_json::from_slice(&payload(&waiting(), None)).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&payload(&waiting())).unwrap();
         assert_eq!(
             value,
             serde_json::json!({"id": "prop_0a", "operation": "schedule.create"})
@@ -313,9 +313,12 @@ mod tests {
     }
 
     #[test]
-    fn the_payload_carries_an_expiry_when_the_proposal_has_one() {
-        let value: serde_json::Value =
-            serde_json::from_slice(&payload(&waiting(), Some("2026-12-04T20:00:00Z"))).unwrap();
+    fn the_payload_carries_the_close_of_the_decision_window_when_the_proposal_has_one() {
+        let windowed = Notification {
+            decide_by: Some(1_796_414_400),
+            ..waiting()
+        };
+        let value: serde_json::Value = serde_json::from_slice(&payload(&windowed)).unwrap();
         assert_eq!(
             value,
             serde_json::json!({"id": "prop_0a", "operation": "schedule.create", "expires_at": "2026-12-04T20:00:00Z"})

@@ -135,6 +135,7 @@ fn waiting(n: wire::OutboxNotification, principal: &str) -> Result<Waiting, Stri
             arguments_sha256: p.arguments_sha256,
             console_url: Some(p.console_url).filter(|url| !url.is_empty()),
             created_at: n.created_at,
+            decide_by: Some(p.decide_by).filter(|&at| at != 0),
             passkey: None,
         },
         Some(About::Passkey(p)) => {
@@ -175,6 +176,7 @@ mod tests {
                     operation: "op".into(),
                     arguments_sha256: "00".into(),
                     console_url: String::new(),
+                    decide_by: 0,
                 })),
             },
             "pr_1",

@@ -254,6 +254,7 @@ mod tests {
                 arguments_sha256: "00".into(),
                 console_url: None,
                 created_at: 0,
+                decide_by: None,
                 passkey: None,
             },
             state,

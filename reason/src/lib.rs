@@ -287,7 +287,8 @@ catalogue! {
     /// The proof's lifetime exceeds this verifier's ceiling.
     LifetimeTooLong = "lifetime_too_long", PermissionDenied, Proof;
     /// The proof has expired (by the verifier's clock, or by the database's
-    /// before it could be consumed).
+    /// before it could be consumed). The signer sends it too, refusing to
+    /// decide a proposal no one decided within its decision window.
     Expired = "expired", FailedPrecondition, Proof;
     /// The proof is not valid yet.
     NotYetValid = "not_yet_valid", FailedPrecondition, Proof;

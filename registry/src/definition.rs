@@ -18,6 +18,8 @@ use crate::{Class, Effect, Operation, PremiseSource, Quorum, RegistryError, sche
 
 /// Hard cap on any proof lifetime, in seconds.
 pub(crate) use countersign_verifier::lifetimes::LIFETIME_CAP_SECS;
+/// Longest decision window, in seconds (7 days).
+pub(crate) const DECISION_WINDOW_CAP_SECS: u64 = 7 * 24 * 60 * 60;
 /// Longest description or preview template, in characters.
 const MAX_TEXT_CHARS: usize = 500;
 
@@ -43,6 +45,8 @@ pub(crate) struct RawOperation {
     quorum: Option<RawQuorum>,
     #[serde(default)]
     lifetime_secs: Option<u64>,
+    #[serde(default)]
+    decision_window_secs: Option<u64>,
     #[serde(default)]
     premise: Option<PremiseSource>,
     preview: String,
@@ -82,6 +86,14 @@ impl RawOperation {
             return Err(invalid(
                 "lifetime_secs",
                 format!("{secs} is outside 1..={LIFETIME_CAP_SECS}"),
+            ));
+        }
+        if let Some(secs) = self.decision_window_secs
+            && !(1..=DECISION_WINDOW_CAP_SECS).contains(&secs)
+        {
+            return Err(invalid(
+                "decision_window_secs",
+                format!("{secs} is outside 1..={DECISION_WINDOW_CAP_SECS}"),
             ));
         }
         self.effect.check(&op, self.require_passkey)?;
@@ -154,6 +166,7 @@ impl RawOperation {
             require_passkey: self.require_passkey,
             quorum,
             lifetime_secs: self.lifetime_secs,
+            decision_window_secs: self.decision_window_secs,
             premise: self.premise,
             unverified_fields: self.unverified_fields,
             revision,
@@ -170,7 +183,9 @@ impl RawOperation {
 /// the hashed definition only when set (true, present), so that every
 /// operation defined before the key existed keeps its revision (and its
 /// outstanding proofs), while setting one, changing it or removing it
-/// changes it.
+/// changes it. `decision_window_secs` is not in it: a proposal's window is
+/// fixed when it is proposed and no proof binds it, so changing the
+/// window takes no approval back.
 fn revision(raw: &RawOperation, schema: &Value, quorum: Option<Value>) -> Result<String, String> {
     let effect = serde_json::to_value(&raw.effect).map_err(|e| e.to_string())?;
     let mut definition = json!({
@@ -193,6 +208,7 @@ fn revision(raw: &RawOperation, schema: &Value, quorum: Option<Value>) -> Result
     if let Some(quorum) = quorum {
         definition["quorum"] = quorum;
     }
+
     canonical::canonical_sha256_hex(&definition).map_err(|e| e.to_string())
 }
 

@@ -151,4 +151,12 @@ pub enum PolicyError {
         /// The maximum lifetime.
         max: u64,
     },
+    /// The decision window is 0 or above its cap.
+    #[error("policy decision_window_secs: {value} is outside 1..={cap} seconds")]
+    DecisionWindowOutOfRange {
+        /// The value given.
+        value: u64,
+        /// The cap (7 days).
+        cap: u64,
+    },
 }

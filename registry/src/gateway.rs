@@ -17,6 +17,8 @@
 //! replay_safe = ["create_directory"] # gated tools reconcile may call again
 //! require_passkey = false          # gated calls need a passkey approval
 //! lifetime_secs = 120              # a gated call's proof, 1..=1800 (default: the policy's)
+//! decision_window_secs = 600       # a gated call waits this long for a decision, 1..=604800
+//!                                  # (default: the policy's)
 //! [upstream.stdio]
 //! program = "/usr/bin/node"        # absolute, run without a shell
 //! args = ["/opt/mcp/server-filesystem/dist/index.js", "/srv/files"]
@@ -88,6 +90,9 @@ pub struct Upstream {
     /// The lifetime of a gated call's proof in seconds (1..=1800), else
     /// the policy's default.
     pub lifetime_secs: Option<u64>,
+    /// How long a gated call waits for a decision before it expires, in
+    /// seconds (1..=604800), else the policy's decision window.
+    pub decision_window_secs: Option<u64>,
     /// How the gateway reaches it.
     pub transport: Transport,
     /// The operator's policy per tool name.
@@ -107,6 +112,8 @@ struct RawUpstream {
     require_passkey: bool,
     #[serde(default)]
     lifetime_secs: Option<u64>,
+    #[serde(default)]
+    decision_window_secs: Option<u64>,
     #[serde(default)]
     stdio: Option<Stdio>,
     #[serde(default)]
@@ -137,6 +144,14 @@ impl TryFrom<RawUpstream> for Upstream {
                 crate::definition::LIFETIME_CAP_SECS
             )));
         }
+        if let Some(secs) = raw.decision_window_secs
+            && !(1..=crate::definition::DECISION_WINDOW_CAP_SECS).contains(&secs)
+        {
+            return Err(named(format!(
+                "`decision_window_secs` {secs} is outside 1..={}",
+                crate::definition::DECISION_WINDOW_CAP_SECS
+            )));
+        }
         for tool in raw.tools.keys().chain(&raw.replay_safe) {
             if !is_tool_name(tool) {
                 return Err(named(format!(
@@ -165,6 +180,7 @@ impl TryFrom<RawUpstream> for Upstream {
             replay_safe: raw.replay_safe,
             require_passkey: raw.require_passkey,
             lifetime_secs: raw.lifetime_secs,
+            decision_window_secs: raw.decision_window_secs,
             transport,
             tools: raw.tools,
         })

@@ -23,6 +23,8 @@
 //!                                 # `countersign://approver/<principal>/<name>`) approved;
 //!                                 # 1 <= required <= approvers (at most 16, distinct)
 //! lifetime_secs = 300             # optional, 1..=1800; else the policy default
+//! decision_window_secs = 900      # optional, 1..=604800: a proposal no one decided
+//!                                 # by then expires; else the policy's (3600 by default)
 //! preview = "Create schedule {name} on cron {cron}"  # {arg} = top-level property,
 //!                                 # {{ and }} are literal braces
 //! unverified_fields = ["description"] # free-text properties; shown only in the

@@ -66,6 +66,9 @@ pub struct Operation {
     pub quorum: Option<Quorum>,
     /// Requested proof lifetime in seconds (1..=1800), else the policy default.
     pub lifetime_secs: Option<u64>,
+    /// How long a proposal of it waits for a decision before it expires,
+    /// in seconds (1..=604800), else the policy's decision window.
+    pub decision_window_secs: Option<u64>,
     /// The fact about current state a proposal of this operation is
     /// approved under (`[operation.premise]`), if any.
     pub premise: Option<PremiseSource>,
@@ -92,6 +95,7 @@ impl fmt::Debug for Operation {
             .field("require_passkey", &self.require_passkey)
             .field("quorum", &self.quorum)
             .field("lifetime_secs", &self.lifetime_secs)
+            .field("decision_window_secs", &self.decision_window_secs)
             .field("premise", &self.premise)
             .field("contract_revision", &self.revision)
             .finish_non_exhaustive()

@@ -1,4 +1,4 @@
-//! Policy values, their revision, and proof lifetimes.
+//! Policy values, their revision, proof lifetimes and decision windows.
 #![allow(clippy::unwrap_used)]
 
 use countersign_registry::{Policy, PolicyError, Registry};
@@ -39,6 +39,7 @@ fn lifetime_is_the_operations_or_the_default_capped_at_the_maximum() {
         audience: "a".into(),
         default_lifetime_secs: 5000,
         max_lifetime_secs: 9000,
+        decision_window_secs: 3600,
     };
     assert_eq!(unchecked.lifetime_for(plain), 1800);
 }
@@ -85,6 +86,60 @@ fn an_out_of_range_policy_gets_a_revision_no_valid_policy_has() {
         audience: "a".into(),
         default_lifetime_secs: u64::MAX,
         max_lifetime_secs: 1,
+        decision_window_secs: 3600,
     };
     assert_eq!(p.revision(), "invalid-policy");
+}
+
+#[test]
+fn the_decision_window_is_the_operations_else_the_policys_and_binds_no_revision() {
+    let toml = Registry::default_toml().replacen(
+        "replay_safe = true\n",
+        "replay_safe = true\ndecision_window_secs = 900\n",
+        1,
+    );
+    let windowed = Registry::from_toml_str(&toml).unwrap();
+    let plain = Registry::from_toml_str(Registry::default_toml()).unwrap();
+    let short = windowed.get("schedule.create").unwrap();
+    let other = windowed.get("schedule.pause").unwrap();
+    assert_eq!(short.decision_window_secs, Some(900));
+    let p = policy(300, 1800);
+    assert_eq!(p.decision_window_secs, Policy::DEFAULT_DECISION_WINDOW_SECS);
+    assert_eq!(Policy::DEFAULT_DECISION_WINDOW_SECS, 3600);
+    assert_eq!(p.decision_window_for(short), 900);
+    assert_eq!(p.decision_window_for(other), 3600);
+    let hour_and_a_half = p.clone().with_decision_window(5400).unwrap();
+    assert_eq!(hour_and_a_half.decision_window_for(other), 5400);
+    assert_eq!(hour_and_a_half.decision_window_for(short), 900);
+    // A window shapes no proof: neither the policy's revision nor the
+    // operation's contract revision moves with it.
+    assert_eq!(hour_and_a_half.revision(), p.revision());
+    assert_eq!(
+        short.contract_revision(),
+        plain.get("schedule.create").unwrap().contract_revision()
+    );
+}
+
+#[test]
+fn refuses_a_decision_window_of_zero_or_over_seven_days() {
+    for secs in [0, 604_801] {
+        assert_eq!(
+            policy(300, 1800).with_decision_window(secs).unwrap_err(),
+            PolicyError::DecisionWindowOutOfRange {
+                value: secs,
+                cap: 604_800
+            }
+        );
+        let toml = Registry::default_toml().replacen(
+            "replay_safe = true\n",
+            &format!("replay_safe = true\ndecision_window_secs = {secs}\n"),
+            1,
+        );
+        let refused = Registry::from_toml_str(&toml).unwrap_err().to_string();
+        assert!(
+            refused.contains("decision_window_secs") && refused.contains("outside 1..=604800"),
+            "{refused}"
+        );
+    }
+    assert!(policy(300, 1800).with_decision_window(604_800).is_ok());
 }

@@ -308,6 +308,11 @@ pub(crate) fn proposal_view(
         // Set by the service, which knows the passkey policy and the quorum.
         passkey_required: false,
         quorum: None,
+        decide_by: p
+            .decide_by
+            .map(format_time)
+            .transpose()?
+            .unwrap_or_default(),
     })
 }
 

@@ -13,7 +13,7 @@ use std::time::Instant;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::PeerIdentity;
-use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus, run_premise_command};
+use countersign_ledger::{IssuanceRecord, ProposalRecord, run_premise_command};
 use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
 use countersign_registry::{CanonicalArgs, Effect, Operation, Registry};
@@ -39,12 +39,7 @@ impl SignerService {
         let record = self
             .owned_proposal(&cmd.proposal_id, &peer.principal)
             .await?;
-        if record.status != ProposalStatus::Pending {
-            return Err(RpcError::NotPending {
-                id: record.proposal.id.into(),
-                status: record.status.as_str().to_owned(),
-            });
-        }
+        SignerService::still_pending(&record)?;
         // Every decision that records something is announced to the
         // proposal's watches once this RPC's writes have ended (whatever
         // it answers); a dry run records nothing.

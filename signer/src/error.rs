@@ -69,6 +69,14 @@ pub(crate) enum RpcError {
         /// Its current status (or "decided" after a lost race).
         status: String,
     },
+    /// No one decided the proposal within its decision window.
+    #[error("proposal {id} expired at {closed_at}: no one decided it within its decision window")]
+    ProposalExpired {
+        /// The proposal id.
+        id: String,
+        /// When its window closed (RFC 3339).
+        closed_at: String,
+    },
     /// The operation changed since the proposal; approving it would bind a stale contract.
     #[error("operation {0:?} changed or was removed since it was proposed; propose again")]
     ContractChanged(String),
@@ -252,6 +260,7 @@ impl RpcError {
             RpcError::IdempotencyKeyReused { .. } => Reason::IdempotencyKeyReused,
             RpcError::UnknownProposal(_) => Reason::UnknownProposal,
             RpcError::NotPending { .. } => Reason::NotPending,
+            RpcError::ProposalExpired { .. } => Reason::Expired,
             RpcError::ContractChanged(_) => Reason::ContractChanged,
             RpcError::PolicyChanged => Reason::PolicyChanged,
             RpcError::PremiseChanged(_) => Reason::PremiseChanged,
@@ -303,6 +312,11 @@ impl From<LedgerError> for RpcError {
             LedgerError::NotPending(id) => RpcError::NotPending {
                 id,
                 status: "decided".into(),
+            },
+            LedgerError::WindowClosed(id, closed_at) => RpcError::ProposalExpired {
+                id,
+                closed_at: crate::convert::format_time(closed_at)
+                    .unwrap_or_else(|_| closed_at.to_string()),
             },
             LedgerError::AlreadyApproved(_, approver) => RpcError::AlreadyApproved(approver),
             LedgerError::UnknownRule(id) => RpcError::UnknownRule(id),

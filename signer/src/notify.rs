@@ -78,6 +78,10 @@ enum Body {
         operation: String,
         arguments_sha256: String,
         console_url: Option<String>,
+        /// When its decision window closes (Unix seconds); absent in rows
+        /// recorded before windows existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decide_by: Option<i64>,
     },
     Passkey {
         event: String,
@@ -118,6 +122,7 @@ impl Outbox {
                 .console
                 .as_ref()
                 .map(|console| console.proposal_url(&proposal.id)),
+            decide_by: proposal.decide_by.map(OffsetDateTime::unix_timestamp),
         };
         outbox_row(&proposal.principal, proposal.created_at, &body)
             .inspect_err(|e| tracing::error!(error = %e, "notification not recorded"))
@@ -198,11 +203,13 @@ pub(crate) fn to_wire(row: &OutboxNotification) -> Result<wire::OutboxNotificati
             operation,
             arguments_sha256,
             console_url,
+            decide_by,
         } => wire::outbox_notification::About::Proposal(wire::ProposalWaiting {
             proposal_id,
             operation,
             arguments_sha256,
             console_url: console_url.unwrap_or_default(),
+            decide_by: decide_by.unwrap_or_default(),
         }),
         Body::Passkey {
             event,
@@ -247,6 +254,7 @@ mod tests {
             operation: "schedule.create".into(),
             arguments_sha256: "ab".repeat(32),
             console_url: Some("https://console.localhost:7444/proposals/prop_0a".into()),
+            decide_by: Some(1_700_003_600),
         };
         let row = outbox_row("pr_1", at, &body).unwrap();
         assert!(is_notification_id(&row.id), "{}", row.id);
@@ -260,6 +268,7 @@ mod tests {
                     operation: "schedule.create".into(),
                     arguments_sha256: "ab".repeat(32),
                     console_url: "https://console.localhost:7444/proposals/prop_0a".into(),
+                    decide_by: 1_700_003_600,
                 }
             ))
         );

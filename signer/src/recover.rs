@@ -229,6 +229,7 @@ mod tests {
                 preview: String::new(),
                 created_at: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
                 premise: None,
+                decide_by: None,
             },
             status: ProposalStatus::Approved,
             reason: None,

@@ -20,8 +20,8 @@ use time::OffsetDateTime;
 use tonic::{Request, Status};
 
 use crate::convert::{
-    HandoffCommand, ProposalId, ProposeCommand, RevokeCommand, keyed_proposal_id, new_proposal_id,
-    parse_proposal_id, proposal_view, published_key, revoke_outcome,
+    HandoffCommand, ProposalId, ProposeCommand, RevokeCommand, format_time, keyed_proposal_id,
+    new_proposal_id, parse_proposal_id, proposal_view, published_key, revoke_outcome,
 };
 use crate::error::RpcError;
 use crate::rules::UnderRule;
@@ -75,6 +75,25 @@ impl SignerService {
             return Err(RpcError::NotYourProposal);
         }
         Ok(record)
+    }
+
+    /// Whether `record` may still be decided or withdrawn: `Ok` while
+    /// pending; `expired` once no one decided it within its decision
+    /// window; `not_pending` once anything else happened to it.
+    pub(crate) fn still_pending(record: &ProposalRecord) -> Result<(), RpcError> {
+        match (record.status, record.proposal.decide_by) {
+            (ProposalStatus::Pending, _) => Ok(()),
+            (ProposalStatus::Expired, Some(closed_at)) if record.issuance.is_none() => {
+                Err(RpcError::ProposalExpired {
+                    id: record.proposal.id.to_string(),
+                    closed_at: format_time(closed_at)?,
+                })
+            }
+            (status, _) => Err(RpcError::NotPending {
+                id: record.proposal.id.to_string(),
+                status: status.as_str().to_owned(),
+            }),
+        }
     }
 
     /// `err` as the client's status, counted by its reason code (every
@@ -192,6 +211,14 @@ impl SignerService {
             Some(keyed) => keyed.id.clone(),
             None => new_proposal_id()?,
         };
+        let created_at = now_seconds()?;
+        // Its decision window: undecided by then, it expires.
+        let window = self.state.policy.decision_window_for(op);
+        let decide_by = created_at
+            .checked_add(time::Duration::seconds(
+                i64::try_from(window).unwrap_or(i64::MAX),
+            ))
+            .ok_or_else(|| RpcError::Internal("clock: decision window overflows".into()))?;
         let proposal = Proposal {
             id: id.clone(),
             principal: peer.principal.clone(),
@@ -203,8 +230,9 @@ impl SignerService {
             policy_revision: self.state.policy.revision(),
             note: cmd.note,
             preview,
-            created_at: now_seconds()?,
+            created_at,
             premise,
+            decide_by: Some(decide_by),
         };
         // Watches hear of the proposal (and of a rule's approval of it)
         // once this RPC's writes have ended.

@@ -212,6 +212,7 @@ pub fn policy_from(config: &Config) -> Result<Policy, StartError> {
         config.policy.default_lifetime_secs,
         config.policy.max_lifetime_secs,
     )
+    .and_then(|policy| policy.with_decision_window(config.policy.decision_window_secs))
     .map_err(|e| StartError::Policy(e.to_string()))
 }
 

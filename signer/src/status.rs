@@ -99,6 +99,13 @@ mod tests {
                 },
                 "not_pending",
             ),
+            (
+                RpcError::ProposalExpired {
+                    id: "p".into(),
+                    closed_at: "2026-12-04T10:00:00Z".into(),
+                },
+                "expired",
+            ),
             (RpcError::ContractChanged("op".into()), "contract_changed"),
             (RpcError::PolicyChanged, "policy_changed"),
             (RpcError::PremiseChanged("s".into()), "premise_changed"),
@@ -185,7 +192,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..50).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..51).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -241,6 +248,7 @@ mod tests {
             RpcError::TooManyWatchers(_) => 47,
             RpcError::SignerStopping => 48,
             RpcError::IdempotencyKeyReused { .. } => 49,
+            RpcError::ProposalExpired { .. } => 50,
         }
     }
 

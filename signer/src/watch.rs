@@ -5,9 +5,10 @@
 //! twin (`GetProposal`, `ListPending`), subscribes to the signer's
 //! announcements (`changes.rs`) before its first read, takes one of the
 //! principal's watch places, and hands a task the rest: send the first
-//! read, then wait (a parked task, no timer) for an announcement that
-//! concerns it, read again, and send what changed. A subscription that
-//! lagged reads again as for any change. The task ends when the client
+//! read, then wait (a parked task) for an announcement that concerns it,
+//! or for the first decision window it shows to close (an expiry is
+//! derived, never written, so nothing announces it), read again, and send
+//! what changed. A subscription that lagged reads again as for any change. The task ends when the client
 //! goes away (its stream is dropped), when the signer stops
 //! (`signer_stopping`), and for `WatchProposal` right after the first view
 //! that is not pending.
@@ -16,6 +17,10 @@
 //! same view or list twice in a row, or hold a proof.
 
 use std::time::Duration;
+
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokio::time::Instant;
 
 use countersign_identity::PeerIdentity;
 use countersign_proto::v1 as wire;
@@ -35,6 +40,26 @@ pub(crate) type Views<T> = ReceiverStream<Result<T, Status>>;
 /// How long a pending-list watch lets a burst of changes land after the
 /// first one before it reads the list once for all of them.
 const COALESCE: Duration = Duration::from_millis(20);
+
+/// After a window's close found nothing changed (a clock a little behind
+/// the view's), how long a watch waits before it reads again.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// When the first decision window of the pending `views` closes, as an
+/// instant of this process's clock (a little after it: the ledger reads
+/// whole seconds), if any shows one.
+fn first_close<'a>(views: impl IntoIterator<Item = &'a wire::ProposalView>) -> Option<Instant> {
+    let now = OffsetDateTime::now_utc();
+    views
+        .into_iter()
+        .filter(|v| v.status() == wire::ProposalStatus::Pending)
+        .filter_map(|v| OffsetDateTime::parse(&v.decide_by, &Rfc3339).ok())
+        .min()
+        .map(|closes| {
+            let left = Duration::try_from(closes - now).unwrap_or(Duration::ZERO);
+            Instant::now() + left + Duration::from_millis(20)
+        })
+}
 
 impl SignerService {
     pub(crate) async fn watch_proposal(
@@ -130,13 +155,21 @@ impl<T: Clone + PartialEq + Send + 'static> Watch<T> {
     }
 
     /// Parks until an announcement `concerns` (or a lag, which may hide
-    /// one), the client's going away, or the signer's stop (answered with
-    /// `signer_stopping`).
-    async fn wait(&mut self, concerns: impl Fn(&Change) -> bool) -> Woken {
+    /// one), `due` (a decision window's close), the client's going away,
+    /// or the signer's stop (answered with `signer_stopping`).
+    async fn wait(&mut self, concerns: impl Fn(&Change) -> bool, due: Option<Instant>) -> Woken {
+        let closes = async {
+            match due {
+                Some(due) => tokio::time::sleep_until(due).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(closes);
         loop {
             let woken = tokio::select! {
                 () = self.sent.closed() => Some(Woken::End),
                 _ = self.stopping.wait_for(|stop| *stop) => None,
+                () = &mut closes => Some(Woken::Changed),
                 heard = self.heard.recv() => match heard {
                     Ok(change) if !concerns(&change) => continue,
                     Ok(_) | Err(RecvError::Lagged(_)) => Some(Woken::Changed),
@@ -169,12 +202,13 @@ impl<T: Clone + PartialEq + Send + 'static> Watch<T> {
 
     /// Sends `first`, then each new value `read` gives after an
     /// announcement that `concerns` this watch (waiting `settle` first, so
-    /// that a burst is read once), until `done` says a value was the last
-    /// or the watch ends.
+    /// that a burst is read once) or once the first window `closes` shows
+    /// has closed, until `done` says a value was the last or the watch ends.
     async fn follow<F, R>(
         mut self,
         first: T,
         concerns: impl Fn(&Change) -> bool,
+        closes: impl Fn(&T) -> Option<Instant>,
         settle: Option<Duration>,
         done: impl Fn(&T) -> bool,
         read: F,
@@ -187,8 +221,12 @@ impl<T: Clone + PartialEq + Send + 'static> Watch<T> {
             if !self.send(last.clone()).await || done(&last) {
                 return;
             }
+            // Not before this: a close that changed nothing is read again
+            // a little later, never in a busy loop.
+            let mut earliest = Instant::now();
             loop {
-                if let Woken::End = self.wait(&concerns).await {
+                let due = closes(&last).map(|due| due.max(earliest));
+                if let Woken::End = self.wait(&concerns, due).await {
                     return;
                 }
                 if let Some(settle) = settle {
@@ -196,7 +234,7 @@ impl<T: Clone + PartialEq + Send + 'static> Watch<T> {
                 }
                 self.drain();
                 match read(self.service.clone()).await {
-                    Ok(now) if now == last => {}
+                    Ok(now) if now == last => earliest = Instant::now() + RECHECK,
                     Ok(now) => {
                         last = now;
                         break;
@@ -218,7 +256,9 @@ impl Watch<wire::ProposalView> {
             let id = id.clone();
             async move { service.view(&id).await }
         };
-        self.follow(first, concerns, None, decided, read).await;
+        let closes = |view: &wire::ProposalView| first_close([view]);
+        self.follow(first, concerns, closes, None, decided, read)
+            .await;
     }
 }
 
@@ -230,7 +270,8 @@ impl Watch<wire::ListPendingResponse> {
             let principal = principal.clone();
             async move { service.pending_views(&principal).await }
         };
-        self.follow(first, concerns, Some(COALESCE), |_| false, read)
+        let closes = |list: &wire::ListPendingResponse| first_close(&list.proposals);
+        self.follow(first, concerns, closes, Some(COALESCE), |_| false, read)
             .await;
     }
 }

@@ -8,7 +8,6 @@
 //! issue or reveal a proof.
 
 use countersign_identity::PeerIdentity;
-use countersign_ledger::ProposalStatus;
 use countersign_proto::v1 as wire;
 use tonic::Request;
 
@@ -79,12 +78,7 @@ impl SignerService {
     ) -> Result<wire::ProposalView, RpcError> {
         let id = parse_proposal_id(request.into_inner().proposal_id)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
-        if record.status != ProposalStatus::Pending {
-            return Err(RpcError::NotPending {
-                id: record.proposal.id.into(),
-                status: record.status.as_str().to_owned(),
-            });
-        }
+        SignerService::still_pending(&record)?;
         let _changed = self.state.changes.on_drop(&peer.principal, id.as_str());
         self.state
             .ledger

@@ -82,6 +82,12 @@ async fn a_waiting_proposal_is_recorded_for_the_notifier_and_acknowledged_once()
             operation: "schedule.create".into(),
             arguments_sha256: view.arguments_sha256.clone(),
             console_url: format!("https://console.localhost:7997/proposals/{}", view.id),
+            decide_by: time::OffsetDateTime::parse(
+                &view.decide_by,
+                &time::format_description::well_known::Rfc3339
+            )
+            .unwrap()
+            .unix_timestamp(),
         }))
     );
     assert!(!format!("{one:?}").contains("v4.public."));

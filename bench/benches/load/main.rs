@@ -203,6 +203,7 @@ impl Fixture {
             preview: "bench".into(),
             created_at: now,
             premise: None,
+            decide_by: Some(now + time::Duration::hours(1)),
         };
         let claims = Claims {
             iss: "countersign-signer".into(),

@@ -188,6 +188,7 @@ impl Context {
             audience: self.config.policy.audience.clone(),
             default_lifetime_secs: self.config.policy.default_lifetime_secs,
             max_lifetime_secs: self.config.policy.max_lifetime_secs,
+            decision_window_secs: self.config.policy.decision_window_secs,
         }
     }
 

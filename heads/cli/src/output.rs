@@ -38,6 +38,9 @@ pub(crate) fn proposal_text(view: &ProposalView) -> String {
     if view.handoff_waiting {
         text.push_str("approved for one later execution by a head (handoff waiting)\n");
     }
+    if let Some(left) = results::time_left_text(view, time::OffsetDateTime::now_utc()) {
+        text.push_str(&format!("{left}; undecided by then, it expires\n"));
+    }
     if view.passkey_required && view.status().awaits_decision() {
         text.push_str("approving needs a passkey: approve it in the console\n");
     }

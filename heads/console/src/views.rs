@@ -20,6 +20,7 @@ use countersign_proto::v1::{ProposalStatus, ProposalView, QuorumDecision, Quorum
 use countersign_registry::Class;
 use countersign_registry::lookalike::argument_warnings_of_json;
 use countersign_registry::rule::RULE_CREATE;
+use countersign_surface::results;
 use maud::{Markup, html};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -88,9 +89,15 @@ fn risk(class: Option<Class>) -> Markup {
     }
 }
 
-/// When what is decided stops being usable, if anything expires: today,
-/// an approval's proof (a pending proposal has no expiry of its own).
+/// When what is decided stops being usable, if anything expires: a
+/// pending proposal's decision window, with the time left; an approval's
+/// proof.
 fn expiry(v: &ProposalView) -> Option<Markup> {
+    if let Some(left) = results::time_left_text(v, time::OffsetDateTime::now_utc()) {
+        return Some(html! {
+            span.expiry { time datetime=(v.decide_by) { (left) } }
+        });
+    }
     (v.status() == ProposalStatus::Approved && !v.expires_at.is_empty()).then(|| {
         html! {
             span.expiry { "Proof expires " time datetime=(v.expires_at) { (v.expires_at) } }
@@ -258,6 +265,9 @@ pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                 (row("Session", &v.session))
                 (row("Principal", &v.principal))
                 (row("Proposed", &format!("{} ({})", v.created_at, age(&v.created_at))))
+                @if !v.decide_by.is_empty() {
+                    (row("Decide by", &v.decide_by))
+                }
                 @if !v.expires_at.is_empty() {
                     (row("Proof expires", &v.expires_at))
                 } @else if let Some(secs) = ctx.lifetime_secs {

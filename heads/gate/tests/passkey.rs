@@ -105,6 +105,7 @@ impl Setup {
             preview: "preview".into(),
             created_at: now,
             premise: None,
+            decide_by: None,
         };
         self.ledger.insert_proposal(&proposal).await.unwrap();
         let claims = Claims {

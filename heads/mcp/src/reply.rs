@@ -15,6 +15,7 @@
 use countersign_proto::v1::ProposalView;
 use countersign_service::{Answer, Done, Fault};
 use countersign_surface::operations::OperationKey;
+use countersign_surface::results;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
@@ -207,6 +208,9 @@ pub(crate) fn status_text(view: &ProposalView, console_url: Option<&str>) -> Str
         if let Some(url) = console_url {
             text.push_str(&format!(" or the web console at {url}"));
         }
+    }
+    if let Some(left) = results::time_left_text(view, time::OffsetDateTime::now_utc()) {
+        text.push_str(&format!("; {left}, then it expires"));
     }
     text
 }

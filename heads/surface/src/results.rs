@@ -7,9 +7,11 @@
 //! service (`countersign_service::results`), which links the gate and the
 //! ledger they come from; their schemas are here.
 
-use countersign_proto::v1::{ProposalView, QuorumView};
+use countersign_proto::v1::{ProposalStatus, ProposalView, QuorumView};
 use countersign_registry::Operation;
 use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 /// A proposal.
 pub fn proposal(view: &ProposalView) -> Value {
@@ -32,7 +34,32 @@ pub fn proposal(view: &ProposalView) -> Value {
         "handoff_waiting": view.handoff_waiting,
         "passkey_required": view.passkey_required,
         "quorum": view.quorum.as_ref().map_or(Value::Null, quorum),
+        "decide_by": if view.decide_by.is_empty() { Value::Null } else { Value::String(view.decide_by.clone()) },
+        "seconds_left": seconds_left(view, OffsetDateTime::now_utc()).map_or(Value::Null, Value::from),
     })
+}
+
+/// While `view` waits for a decision: when its window closes and the time
+/// left at `now`, as people read it (`decide by 2026-12-04T22:00:00Z, 59
+/// min left`); else `None`.
+pub fn time_left_text(view: &ProposalView, now: OffsetDateTime) -> Option<String> {
+    let left = seconds_left(view, now)?;
+    let left = match left {
+        0..60 => format!("{left} s"),
+        60..3600 => format!("{} min", left / 60),
+        _ => format!("{} h {} min", left / 3600, left % 3600 / 60),
+    };
+    Some(format!("decide by {}, {left} left", view.decide_by))
+}
+
+/// While `view` waits for a decision: the whole seconds left in its
+/// decision window at `now` (0 in its last second); else `None`.
+pub fn seconds_left(view: &ProposalView, now: OffsetDateTime) -> Option<i64> {
+    if view.status() != ProposalStatus::Pending {
+        return None;
+    }
+    let closes = OffsetDateTime::parse(&view.decide_by, &Rfc3339).ok()?;
+    Some((closes - now).whole_seconds().max(0))
 }
 
 /// A proposal's quorum: how many approvals of which approvers it needs,
@@ -91,7 +118,8 @@ pub fn proposal_schema() -> Value {
         "type": "object",
         "required": ["id", "principal", "session", "operation", "arguments", "arguments_sha256",
                      "contract_revision", "policy_revision", "note", "preview", "non_ascii", "status",
-                     "created_at", "reason", "handoff_waiting", "passkey_required", "quorum"],
+                     "created_at", "reason", "handoff_waiting", "passkey_required", "quorum",
+                     "decide_by", "seconds_left"],
         "properties": {
             "id": {"type": "string"},
             "principal": {"type": "string"},
@@ -114,7 +142,16 @@ pub fn proposal_schema() -> Value {
             "reason": {"type": ["string", "null"]},
             "handoff_waiting": {"type": "boolean"},
             "passkey_required": {"type": "boolean"},
-            "quorum": quorum_schema()
+            "quorum": quorum_schema(),
+            "decide_by": {
+                "description": "When the proposal's decision window closes (RFC 3339, UTC): undecided by then, it is `expired` and no one can decide it. Null for a proposal recorded before decision windows existed.",
+                "type": ["string", "null"]
+            },
+            "seconds_left": {
+                "description": "While pending: the whole seconds left to decide it, when this result was made. Null otherwise.",
+                "type": ["integer", "null"],
+                "minimum": 0
+            }
         }
     })
 }

@@ -19,6 +19,7 @@ macro_rules! proposal_select {
     () => {
         "SELECT p.id, p.principal, p.session, p.operation, p.arguments_json, p.arguments_sha256,
                 p.contract_revision, p.policy_revision, p.note, p.preview, p.created_at, p.premise,
+                p.decide_by,
                 d.decision AS decision, d.reason AS decision_reason,
                 i.proof_sha256 AS i_proof_sha256, i.consume_digest AS i_consume_digest,
                 i.nonce AS i_nonce, i.principal AS i_principal,
@@ -68,6 +69,16 @@ fn time_col(row: &DbRow, col: &str) -> Result<OffsetDateTime, LedgerError> {
     timefmt::parse(&text)
 }
 
+/// A nullable time column.
+pub(super) fn optional_time_col(
+    row: &DbRow,
+    col: &str,
+) -> Result<Option<OffsetDateTime>, LedgerError> {
+    row.try_get::<Option<String>, _>(col)?
+        .map(|text| timefmt::parse(&text))
+        .transpose()
+}
+
 fn issuance(row: &DbRow) -> Result<Option<IssuanceRecord>, LedgerError> {
     let Some(proof_sha256) = row.try_get::<Option<String>, _>("i_proof_sha256")? else {
         return Ok(None);
@@ -93,8 +104,10 @@ fn issuance(row: &DbRow) -> Result<Option<IssuanceRecord>, LedgerError> {
 /// A row of `proposal_select!()` as a record with its status as of `now`.
 pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecord, LedgerError> {
     let issuance = issuance(row)?;
+    let decide_by = optional_time_col(row, "decide_by")?;
     let facts = Facts {
         decision: row.try_get("decision")?,
+        decide_by,
         decision_reason: row.try_get("decision_reason")?,
         expires_at: issuance.as_ref().map(|i| i.expires_at),
         revocation_reason: row.try_get("revocation_reason")?,
@@ -119,6 +132,7 @@ pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecor
         preview: row.try_get("preview")?,
         created_at: time_col(row, "created_at")?,
         premise: premise_col(row, "premise")?,
+        decide_by,
     };
     Ok(ProposalRecord {
         proposal,

@@ -14,7 +14,8 @@ use serde_json::json;
 use sqlx::Row as _;
 use time::Duration;
 
-use super::locks::{lock_head, lock_proposal_row};
+use super::locks::lock_head;
+use super::signer::lock_undecided;
 use super::rows::{self, proposal_select};
 use super::{Conn, DbRow, Store, events};
 use crate::error::LedgerError;
@@ -192,21 +193,12 @@ impl Store {
         proposal_id: &str,
     ) -> Result<RuleRecord, LedgerError> {
         let mut tx = self.write_tx().await?;
-        lock_proposal_row(&mut tx, proposal_id).await?;
+        lock_undecided(&mut tx, proposal_id, &change.principal).await?;
         let row = sqlx::query(concat!(proposal_select!(), "WHERE p.id = $1"))
             .bind(proposal_id)
-            .fetch_optional(&mut *tx)
+            .fetch_one(&mut *tx)
             .await?;
-        let Some(row) = row else {
-            return Err(LedgerError::UnknownProposal(proposal_id.to_owned()));
-        };
         let p = rows::proposal(&row, timefmt::now())?;
-        if p.proposal.principal != change.principal {
-            return Err(LedgerError::UnknownProposal(proposal_id.to_owned()));
-        }
-        if row.try_get::<Option<String>, _>("decision")?.is_some() {
-            return Err(LedgerError::NotPending(proposal_id.to_owned()));
-        }
         // Exactly the rule the proposal's canonical arguments define.
         if p.proposal.operation != RULE_CREATE
             || p.proposal.arguments_sha256 != change.definition_sha256

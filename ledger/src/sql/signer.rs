@@ -18,13 +18,23 @@ use crate::error::LedgerError;
 use crate::passkeys::{AssertionPurpose, PasskeyAssertionRecord};
 use crate::timefmt;
 use crate::outbox::OutboxNotification;
-use crate::types::{IssuanceRecord, KeyEvent, Proposal, ProposalRecord, RevokeOutcome};
+use crate::types::{
+    IssuanceRecord, KeyEvent, Proposal, ProposalRecord, ProposalStatus, RevokeOutcome,
+};
 
-/// The proposal's principal and whether it has a decision, under the write lock.
-async fn lock_proposal(conn: &mut Conn, id: &str) -> Result<Option<(String, bool)>, LedgerError> {
+/// A proposal as its write lock finds it.
+struct Locked {
+    principal: String,
+    decided: bool,
+    decide_by: Option<time::OffsetDateTime>,
+}
+
+/// The proposal's principal, whether it has a decision and when its
+/// decision window closes, under the write lock.
+async fn lock_proposal(conn: &mut Conn, id: &str) -> Result<Option<Locked>, LedgerError> {
     lock_proposal_row(conn, id).await?;
     let row = sqlx::query(
-        "SELECT p.principal, d.proposal_id IS NOT NULL AS decided
+        "SELECT p.principal, d.proposal_id IS NOT NULL AS decided, p.decide_by
          FROM proposals p LEFT JOIN decisions d ON d.proposal_id = p.id WHERE p.id = $1",
     )
     .bind(id)
@@ -32,7 +42,11 @@ async fn lock_proposal(conn: &mut Conn, id: &str) -> Result<Option<(String, bool
     .await?;
     match row {
         None => Ok(None),
-        Some(row) => Ok(Some((row.try_get("principal")?, row.try_get("decided")?))),
+        Some(row) => Ok(Some(Locked {
+            principal: row.try_get("principal")?,
+            decided: row.try_get("decided")?,
+            decide_by: rows::optional_time_col(&row, "decide_by")?,
+        })),
     }
 }
 
@@ -68,19 +82,29 @@ async fn insert_with_reason(
 }
 
 /// Lock the proposal and check it exists, is `principal`'s
-/// (`UnknownProposal` otherwise) and has no decision (`NotPending`).
+/// (`UnknownProposal` otherwise), has no decision (`NotPending`) and its
+/// decision window is open (`WindowClosed`), by the clock read after the
+/// lock.
 pub(super) async fn lock_undecided(
     conn: &mut Conn,
     proposal_id: &str,
     principal: &str,
 ) -> Result<(), LedgerError> {
-    match lock_proposal(conn, proposal_id).await? {
-        Some((owner, _)) if owner != principal => {
-            Err(LedgerError::UnknownProposal(proposal_id.to_string()))
-        }
-        None => Err(LedgerError::UnknownProposal(proposal_id.to_string())),
-        Some((_, true)) => Err(LedgerError::NotPending(proposal_id.to_string())),
-        Some((_, false)) => Ok(()),
+    let Some(locked) = lock_proposal(conn, proposal_id).await? else {
+        return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
+    };
+    if locked.principal != principal {
+        return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
+    }
+    if locked.decided {
+        return Err(LedgerError::NotPending(proposal_id.to_string()));
+    }
+    match locked.decide_by {
+        Some(closes) if timefmt::now() >= closes => Err(LedgerError::WindowClosed(
+            proposal_id.to_string(),
+            closes,
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -239,6 +263,7 @@ async fn insert_proposal_in(
     announce: Option<&OutboxNotification>,
 ) -> Result<(), LedgerError> {
         let created_at = timefmt::format(p.created_at)?;
+        let decide_by = p.decide_by.map(timefmt::format).transpose()?;
         let premise = p
             .premise
             .as_ref()
@@ -248,8 +273,8 @@ async fn insert_proposal_in(
         let inserted = sqlx::query(
             "INSERT INTO proposals (id, principal, session, operation, arguments_json,
                  arguments_sha256, contract_revision, policy_revision, note, preview, created_at,
-                 premise)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                 premise, decide_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(p.id.as_str())
         .bind(p.principal.as_str())
@@ -263,6 +288,7 @@ async fn insert_proposal_in(
         .bind(&p.preview)
         .bind(&created_at)
         .bind(&premise)
+        .bind(&decide_by)
         .execute(&mut *tx)
         .await;
         match inserted {
@@ -281,6 +307,10 @@ async fn insert_proposal_in(
         // The chain commits to the premise the person was shown.
         if let Some(premise) = &p.premise {
             details["premise"] = premise.claim_value();
+        }
+        // And to the window the person had to decide in.
+        if let Some(decide_by) = &decide_by {
+            details["decide_by"] = decide_by.as_str().into();
         }
         events::append(
             tx,
@@ -341,7 +371,8 @@ impl Store {
             .transpose()
     }
 
-    /// The principal's undecided proposals, oldest first.
+    /// The principal's undecided proposals whose decision window is open,
+    /// oldest first.
     pub(crate) async fn pending(
         &self,
         principal: &str,
@@ -354,7 +385,15 @@ impl Store {
         .fetch_all(&self.reader)
         .await?;
         let now = timefmt::now();
-        found.iter().map(|row| rows::proposal(row, now)).collect()
+        let mut pending = Vec::with_capacity(found.len());
+        for row in &found {
+            let record = rows::proposal(row, now)?;
+            // Undecided and past its window: expired, not waiting.
+            if record.status == ProposalStatus::Pending {
+                pending.push(record);
+            }
+        }
+        Ok(pending)
     }
 
     /// Record a denial and its event; `NotPending` if already decided.

@@ -239,6 +239,7 @@ pub fn proposal(n: u32, operation: &str, args: Value) -> Proposal {
         preview: "preview".into(),
         created_at: now(),
         premise: None,
+        decide_by: None,
     }
 }
 

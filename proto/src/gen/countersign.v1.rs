@@ -156,6 +156,11 @@ pub struct ProposalView {
     /// for an operation without one.
     #[prost(message, optional, tag = "18")]
     pub quorum: ::core::option::Option<QuorumView>,
+    /// When its decision window closes (RFC 3339, UTC): undecided by then,
+    /// it reads EXPIRED and no decision of it is taken. Empty for a proposal
+    /// recorded before decision windows existed.
+    #[prost(string, tag = "19")]
+    pub decide_by: ::prost::alloc::string::String,
 }
 /// A quorum: `required` distinct approvals out of `approvers`, each the name
 /// of a named approver certificate of the principal. The signer issues the
@@ -568,6 +573,10 @@ pub struct ProposalWaiting {
     /// without a console.
     #[prost(string, tag = "4")]
     pub console_url: ::prost::alloc::string::String,
+    /// Unix seconds: when its decision window closes; 0 for a proposal
+    /// recorded before decision windows existed.
+    #[prost(int64, tag = "5")]
+    pub decide_by: i64,
 }
 /// A passkey was enrolled or removed.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -657,7 +666,8 @@ pub enum ProposalStatus {
     Approved = 4,
     /// The issued proof was revoked before use.
     Revoked = 5,
-    /// The issued proof was never used and is past its expiry.
+    /// The issued proof was never used and is past its expiry; or no one
+    /// decided the proposal within its decision window (`decide_by`).
     Expired = 6,
     /// The effect applied.
     Applied = 7,

@@ -75,6 +75,7 @@ pub(crate) fn gateway_operations(
                 replay_safe: upstream.replay_safe.contains(tool),
                 require_passkey: upstream.require_passkey,
                 lifetime_secs: upstream.lifetime_secs,
+                decision_window_secs: upstream.decision_window_secs,
                 upstream_schema: true,
             };
             operations.push(generated.build(schemas)?);
@@ -93,6 +94,7 @@ pub(super) struct Generated {
     pub(super) replay_safe: bool,
     pub(super) require_passkey: bool,
     pub(super) lifetime_secs: Option<u64>,
+    pub(super) decision_window_secs: Option<u64>,
     /// The schema is an upstream tool's: compiled in the draft it declares.
     pub(super) upstream_schema: bool,
 }
@@ -143,6 +145,7 @@ impl Generated {
             require_passkey: self.require_passkey,
             quorum: None,
             lifetime_secs: self.lifetime_secs,
+            decision_window_secs: self.decision_window_secs,
             premise: None,
             unverified_fields: Vec::new(),
             revision,

@@ -230,6 +230,7 @@ pub(crate) fn pin_operation(
         replay_safe: true,
         require_passkey,
         lifetime_secs: None,
+        decision_window_secs: None,
         upstream_schema: false,
     }
     .build(schemas)

@@ -3,9 +3,7 @@
 //! answers it.
 
 use countersign_identity::PeerIdentity;
-use countersign_ledger::{
-    AssertionPurpose, PasskeyAssertionRecord, ProposalRecord, ProposalStatus,
-};
+use countersign_ledger::{AssertionPurpose, PasskeyAssertionRecord, ProposalRecord};
 use countersign_proto::v1 as wire;
 use countersign_webauthn::Assertion;
 use countersign_webauthn::challenge::{DecisionChallenge, ProposalDigest, ProposalFields};
@@ -70,12 +68,7 @@ impl SignerService {
         let id = parse_proposal_id(r.proposal_id)?;
         let delivery = parse_delivery(r.delivery)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
-        if record.status != ProposalStatus::Pending {
-            return Err(RpcError::NotPending {
-                id: record.proposal.id.into(),
-                status: record.status.as_str().to_owned(),
-            });
-        }
+        SignerService::still_pending(&record)?;
         let session = if r.execute_in_session.is_empty() {
             record.proposal.session.clone()
         } else {

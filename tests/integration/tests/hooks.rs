@@ -11,22 +11,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Backend, Harness, Person, Run, cli_in};
-
-/// A Claude Code `PreToolUse` input for `Bash` running `command`.
-fn bash(tool_use_id: &str, command: &str) -> String {
-    json!({
-        "session_id": "0b6c1c3e-5d0f-4a8e-9a55-1f4f3c2d7e10",
-        "transcript_path": "/tmp/transcript.jsonl",
-        "cwd": "/work/project",
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": command, "description": "Run it"},
-        "tool_use_id": tool_use_id,
-    })
-    .to_string()
-}
+use support::{Backend, Harness, Person, Run, claude_code_bash as bash, cli_in};
 
 /// The session a Claude Code call of [`bash`] is proposed in.
 const SESSION: &str = "claude-code:0b6c1c3e-5d0f-4a8e-9a55-1f4f3c2d7e10";

@@ -225,3 +225,65 @@ async fn waits_out_a_signer_that_stopped_until_the_deadline() {
     );
     assert!(Instant::now() >= deadline);
 }
+
+/// The shipped registry with a decision window of `secs` on `schedule.create`.
+fn windowed(secs: u64) -> String {
+    countersign_registry::Registry::default_toml().replacen(
+        "[[operation]]\nname = \"schedule.create\"\n",
+        &format!("[[operation]]\nname = \"schedule.create\"\ndecision_window_secs = {secs}\n"),
+        1,
+    )
+}
+
+/// An expiry is derived, never written, so nothing announces it: a wait
+/// and a pending-list watch still hear of it when the window closes, and
+/// the signer's approver API refuses to decide it (`expired`).
+#[tokio::test]
+async fn a_wait_and_a_pending_watch_hear_a_window_close_and_decide_refuses_it() {
+    let signer = TestSigner::start_with_registry(&windowed(2)).await.unwrap();
+    let mut head = signer.client(Role::Head).await.unwrap();
+    let mut approver = signer.client(Role::Approver).await.unwrap();
+    let proposal = propose(&mut head).await;
+    assert!(!proposal.decide_by.is_empty(), "{proposal:?}");
+    let mut pending = approver
+        .watch_pending(countersign_proto::v1::WatchPendingRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let first = pending.message().await.unwrap().unwrap();
+    assert_eq!(first.proposals.len(), 1);
+
+    let started = Instant::now();
+    let Waited::Decided(view) = wait_for_decision(&mut head, &id_of(&proposal), in_secs(60))
+        .await
+        .unwrap()
+    else {
+        panic!("the wait ran out");
+    };
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(
+        (view.status(), view.reason.as_str()),
+        (
+            ProposalStatus::Expired,
+            "no one decided it within its decision window"
+        )
+    );
+    let next = tokio::time::timeout(Duration::from_secs(10), pending.message())
+        .await
+        .expect("the watch sends the list without it")
+        .unwrap()
+        .unwrap();
+    assert!(next.proposals.is_empty(), "{next:?}");
+
+    let refused = approver.decide(approve(&proposal.id)).await.unwrap_err();
+    assert_eq!(
+        SignerCallError::from_status(&refused),
+        SignerCallError::Refused(SignerRefusal {
+            code: Code::Known(Reason::Expired),
+            message: format!(
+                "proposal {} expired at {}: no one decided it within its decision window",
+                proposal.id, proposal.decide_by
+            ),
+        })
+    );
+}

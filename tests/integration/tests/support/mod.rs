@@ -21,7 +21,7 @@ use countersign_ledger::Ledger;
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_registry::Registry;
 use countersign_signer::testing::TestSigner;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// What the person at the terminal does when asked for the challenge.
 #[derive(Clone, Copy, PartialEq)]
@@ -590,4 +590,19 @@ pub async fn cli_in(home: &str, args: &[&str], stdin: &str, person: Person) -> R
         stderr: String::from_utf8(err).unwrap(),
         shown,
     }
+}
+
+/// A Claude Code `PreToolUse` input for `Bash` running `command`.
+pub fn claude_code_bash(tool_use_id: &str, command: &str) -> String {
+    json!({
+        "session_id": "0b6c1c3e-5d0f-4a8e-9a55-1f4f3c2d7e10",
+        "transcript_path": "/tmp/transcript.jsonl",
+        "cwd": "/work/project",
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "Run it"},
+        "tool_use_id": tool_use_id,
+    })
+    .to_string()
 }

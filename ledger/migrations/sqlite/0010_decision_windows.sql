@@ -1,0 +1,12 @@
+-- countersign ledger, SQLite schema version 10: decision windows. A
+-- pending proposal expires if no one decides it within its operation's
+-- decision window: consent is current or it is nothing.
+--
+-- `proposals.decide_by`: when the window closes (the ledger's timestamp
+-- form), fixed by the signer at proposal from the operation's
+-- `decision_window_secs`, else the policy's. From then on the proposal
+-- reads `expired`, leaves every pending list, and no approval, denial,
+-- quorum vote or withdrawal of it is recorded (the check is made under
+-- the proposal's write lock). NULL for a proposal recorded before this
+-- migration: it keeps no window, as when it was made.
+ALTER TABLE proposals ADD COLUMN decide_by TEXT;
