@@ -172,19 +172,20 @@ impl Ledger {
     /// reads until something else is recorded for it.
     /// `DuplicateProposal` if the id exists.
     pub async fn insert_proposal(&self, p: &Proposal) -> Result<ProposalRecord, LedgerError> {
-        dispatch!(self, b => b.insert_proposal(p, None).await)
+        dispatch!(self, b => b.insert_proposal(p, &[]).await)
     }
 
-    /// [`Ledger::insert_proposal`], with `announce` recorded in the
+    /// [`Ledger::insert_proposal`], with `announce` (its notification, and
+    /// its escalation if its operation has one) recorded in the
     /// notification outbox in the same transaction: the proposal and its
-    /// notification are both committed or neither is, so a crash never
+    /// notifications are all committed or none is, so a crash never
     /// leaves a waiting proposal that nobody is told of.
     pub async fn insert_announced_proposal(
         &self,
         p: &Proposal,
-        announce: &OutboxNotification,
+        announce: &[OutboxNotification],
     ) -> Result<ProposalRecord, LedgerError> {
-        dispatch!(self, b => b.insert_proposal(p, Some(announce)).await)
+        dispatch!(self, b => b.insert_proposal(p, announce).await)
     }
 
     /// Record a new proposal with a rule's approval of it, in one write

@@ -36,6 +36,7 @@ macro_rules! migrations {
             8, "chains", "0008_chains.sql";
             9, "notification outbox", "0009_notification_outbox.sql";
             10, "decision windows", "0010_decision_windows.sql";
+            11, "escalations", "0011_escalations.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {

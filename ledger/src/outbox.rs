@@ -17,4 +17,10 @@ pub struct OutboxNotification {
     /// The signer's JSON body (kind, proposal id, operation, digest, link,
     /// or the passkey change).
     pub body: String,
+    /// Not given to the notify process before this (whole seconds, UTC);
+    /// `None`: at once.
+    pub not_before: Option<OffsetDateTime>,
+    /// The proposal this row escalates: given only while that proposal is
+    /// undecided and its window open, deleted unread once it is not.
+    pub escalates: Option<String>,
 }

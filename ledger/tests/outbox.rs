@@ -19,6 +19,8 @@ fn row(n: u32, principal: &str, at: i64) -> OutboxNotification {
         principal: principal.into(),
         created_at: OffsetDateTime::from_unix_timestamp(1_700_000_000 + at).unwrap(),
         body: format!("{{\"kind\":\"proposal.waiting\",\"n\":{n}}}"),
+        not_before: None,
+        escalates: None,
     }
 }
 
@@ -99,7 +101,7 @@ async fn a_proposal_and_its_notification_commit_together_or_not_at_all(kind: Kin
     let p = common::create_schedule(1, "nightly");
     let first = row(1, common::PRINCIPAL, 0);
     t.ledger
-        .insert_announced_proposal(&p, &first)
+        .insert_announced_proposal(&p, std::slice::from_ref(&first))
         .await
         .unwrap();
     assert_eq!(
@@ -110,7 +112,7 @@ async fn a_proposal_and_its_notification_commit_together_or_not_at_all(kind: Kin
     // insert of the same id fails, and its notification goes with it.
     assert_eq!(
         t.ledger
-            .insert_announced_proposal(&p, &row(2, common::PRINCIPAL, 1))
+            .insert_announced_proposal(&p, &[row(2, common::PRINCIPAL, 1)])
             .await,
         Err(countersign_ledger::LedgerError::DuplicateProposal(
             p.id.to_string()
@@ -120,4 +122,79 @@ async fn a_proposal_and_its_notification_commit_together_or_not_at_all(kind: Kin
         ids(&t.ledger.notifications(common::PRINCIPAL, 10).await.unwrap()),
         vec![first.id]
     );
+}
+
+/// Proposal `n`, made now with a window of `window` seconds, and its
+/// escalation row, due `after` seconds from now.
+fn escalated(
+    n: u32,
+    window: i64,
+    after: i64,
+) -> (countersign_ledger::Proposal, OutboxNotification) {
+    let now = common::now();
+    let p = countersign_ledger::Proposal {
+        decide_by: Some(now + time::Duration::seconds(window)),
+        ..common::create_schedule(n, &format!("nightly-{n}"))
+    };
+    let escalation = OutboxNotification {
+        not_before: Some(now + time::Duration::seconds(after)),
+        escalates: Some(p.id.to_string()),
+        ..row(100 + n, common::PRINCIPAL, 0)
+    };
+    (p, escalation)
+}
+
+on_both_backends!(an_escalation_is_given_once_due_and_only_while_its_proposal_waits);
+async fn an_escalation_is_given_once_due_and_only_while_its_proposal_waits(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    let first = row(1, common::PRINCIPAL, 0);
+    // Not due for an hour: not given.
+    let (later, later_row) = escalated(1, 7200, 3600);
+    t.ledger
+        .insert_announced_proposal(&later, &[first.clone(), later_row.clone()])
+        .await
+        .unwrap();
+    // Due now, its proposal still waiting: given.
+    let (waiting, waiting_row) = escalated(2, 3600, 0);
+    t.ledger
+        .insert_announced_proposal(&waiting, std::slice::from_ref(&waiting_row))
+        .await
+        .unwrap();
+    // Due now, its proposal denied meanwhile: deleted, never given.
+    let (denied, denied_row) = escalated(3, 3600, 0);
+    t.ledger
+        .insert_announced_proposal(&denied, std::slice::from_ref(&denied_row))
+        .await
+        .unwrap();
+    t.ledger
+        .record_denial(&denied.id, common::PRINCIPAL, "no")
+        .await
+        .unwrap();
+    // Due now, its window closed: deleted, never given.
+    let (closed, closed_row) = escalated(4, -1, 0);
+    t.ledger
+        .insert_announced_proposal(&closed, std::slice::from_ref(&closed_row))
+        .await
+        .unwrap();
+
+    let given = t.ledger.notifications(common::PRINCIPAL, 10).await.unwrap();
+    assert_eq!(given, vec![first.clone(), waiting_row.clone()]);
+    assert_eq!(
+        t.count("notification_outbox").await,
+        3,
+        "the stale two are gone"
+    );
+    // The one not due yet stays for its time.
+    t.ledger
+        .acknowledge_notifications(common::PRINCIPAL, &ids(&given))
+        .await
+        .unwrap();
+    assert!(
+        t.ledger
+            .notifications(common::PRINCIPAL, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(t.count("notification_outbox").await, 1);
 }

@@ -634,6 +634,8 @@ async fn only_the_signer_writes_the_notification_outbox() {
         principal: common::PRINCIPAL.into(),
         created_at: time::OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
         body: "{}".into(),
+        not_before: None,
+        escalates: None,
     };
     signer.record_notification(&row).await.unwrap();
     assert_refused(

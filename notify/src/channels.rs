@@ -91,6 +91,23 @@ impl Channels {
         })
     }
 
+    /// The channels `notification` is delivered on: every usable one; for
+    /// an escalation, those of its channels that are usable, and push when
+    /// it names approvers.
+    pub(crate) fn for_notification(&self, notification: &Notification) -> Vec<Channel> {
+        let Some(escalation) = &notification.escalation else {
+            return self.usable();
+        };
+        Channel::ALL
+            .into_iter()
+            .filter(|c| {
+                escalation.channels.iter().any(|name| name == c.as_str())
+                    || (*c == Channel::Push && !escalation.approvers.is_empty())
+            })
+            .filter(|c| self.is_usable(*c))
+            .collect()
+    }
+
     /// The channels a new notification is delivered on.
     pub(crate) fn usable(&self) -> Vec<Channel> {
         Channel::ALL
@@ -124,12 +141,21 @@ impl Channels {
             .collect()
     }
 
-    /// The devices a push of a new notification of `operation` goes to:
-    /// every subscribed device of an approver who can decide it, but not
-    /// one its push service said is gone.
-    pub(crate) fn push_devices(&self, operation: &str, gone: impl Fn(&str) -> bool) -> Vec<String> {
+    /// The devices a push of `notification` goes to: every subscribed
+    /// device of an approver who can decide its operation (of an
+    /// escalation's approvers only, when it names some), but not one its
+    /// push service said is gone.
+    pub(crate) fn push_devices(
+        &self,
+        notification: &Notification,
+        gone: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let only = notification
+            .escalation
+            .as_ref()
+            .map_or(&[][..], |e| e.approvers.as_slice());
         self.push.as_ref().map_or_else(Vec::new, |push| {
-            push.devices_for(operation)
+            push.devices_for(&notification.operation, only)
                 .into_iter()
                 .filter(|d| !gone(&d.subscription.endpoint_sha256()))
                 .map(|d| d.session_id)

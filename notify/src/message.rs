@@ -75,6 +75,23 @@ impl PasskeyChange {
     }
 }
 
+/// The Standard Webhooks event type of a proposal's escalation.
+pub const ESCALATED_EVENT_TYPE: &str = "proposal.escalated";
+
+/// Whom a proposal's escalation goes to, as its operation's registry
+/// entry names it: still undecided `after_secs` after it was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Escalation {
+    /// The channels (`webhook`, `smtp`, `desktop`, `push`) it goes on.
+    pub channels: Vec<String>,
+    /// The approvers whose paired devices a push of it goes to (a push
+    /// goes to them even if `push` is not among the channels); empty: every
+    /// device a first push reaches.
+    pub approvers: Vec<String>,
+    /// Seconds after the proposal it was due.
+    pub after_secs: u64,
+}
+
 /// One proposal waiting for a person, or one passkey change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Notification {
@@ -95,6 +112,10 @@ pub struct Notification {
     /// proposal recorded before windows existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decide_by: Option<i64>,
+    /// Set when this tells again of a proposal still waiting after its
+    /// operation's first delay, to the next approvers or channels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Escalation>,
     /// A passkey change; then the proposal fields above are empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passkey: Option<PasskeyChange>,
@@ -148,6 +169,7 @@ impl Notification {
             console_url: None,
             created_at: at,
             decide_by: None,
+            escalation: None,
             passkey: Some(change),
         }
     }
@@ -176,7 +198,10 @@ impl Notification {
             return serde_json::to_string(&payload).map_err(|e| format!("webhook body: {e}"));
         }
         let payload = Payload {
-            r#type: EVENT_TYPE,
+            r#type: match self.escalation {
+                Some(_) => ESCALATED_EVENT_TYPE,
+                None => EVENT_TYPE,
+            },
             timestamp: rfc3339(self.created_at),
             data: PayloadData {
                 proposal_id: &self.proposal_id,
@@ -198,10 +223,18 @@ impl Notification {
                 change.event.verb()
             );
         }
-        format!(
-            "countersign: {} waits for your decision ({})",
-            self.operation, self.proposal_id
-        )
+        match &self.escalation {
+            Some(e) => format!(
+                "countersign: {} still waits for a decision after {} ({})",
+                self.operation,
+                duration(e.after_secs),
+                self.proposal_id
+            ),
+            None => format!(
+                "countersign: {} waits for your decision ({})",
+                self.operation, self.proposal_id
+            ),
+        }
     }
 
     /// The plain-text body of an email or desktop notification.
@@ -233,8 +266,16 @@ impl Notification {
             ),
             None => String::new(),
         };
+        let opening = match &self.escalation {
+            Some(e) => format!(
+                "A proposal still waits for a person's decision, {} after it was made: \
+                 you are told because no one has decided it yet.",
+                duration(e.after_secs)
+            ),
+            None => "A proposal waits for a person's decision.".to_owned(),
+        };
         format!(
-            "A proposal waits for a person's decision.\n\n\
+            "{opening}\n\n\
              Proposal:  {}\nOperation: {}\nArguments SHA-256: {}\nProposed:  {}\n{window}\n{link}\n\
              This message carries no approval: opening the link decides nothing, \
              and only an approver interface can approve or deny.\n",
@@ -243,6 +284,15 @@ impl Notification {
             self.arguments_sha256,
             rfc3339(self.created_at),
         )
+    }
+}
+
+/// `secs` as people read a delay: `90 s`, `10 min`, `2 h 5 min`.
+fn duration(secs: u64) -> String {
+    match secs {
+        0..120 => format!("{secs} s"),
+        120..7200 => format!("{} min", secs / 60),
+        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
     }
 }
 
@@ -268,6 +318,7 @@ mod tests {
             console_url: Some("http://127.0.0.1:7444/proposals/prop_0a".into()),
             created_at: 1_700_000_000,
             decide_by: None,
+            escalation: None,
             passkey: None,
         }
     }
@@ -335,6 +386,33 @@ mod tests {
             n.text()
         );
         assert!(!sample().text().contains("Decide by"));
+    }
+
+    #[test]
+    fn an_escalation_says_so_in_its_type_summary_and_text() {
+        let n = Notification {
+            escalation: Some(Escalation {
+                channels: vec!["smtp".into()],
+                approvers: vec![],
+                after_secs: 600,
+            }),
+            ..sample()
+        };
+        let body: serde_json::Value = serde_json::from_str(&n.webhook_body().unwrap()).unwrap();
+        assert_eq!(body["type"], "proposal.escalated");
+        assert_eq!(body["data"]["proposal_id"], "prop_0a");
+        assert_eq!(
+            n.summary(),
+            "countersign: schedule.create still waits for a decision after 10 min (prop_0a)"
+        );
+        assert!(
+            n.text().starts_with(
+                "A proposal still waits for a person's decision, 10 min after it was made"
+            ),
+            "{}",
+            n.text()
+        );
+        assert!(n.text().contains("carries no approval"), "{}", n.text());
     }
 
     #[test]

@@ -119,9 +119,15 @@ impl PushChannel {
     }
 
     /// The devices a push of `operation` goes to: every subscribed device,
-    /// or for an operation with a quorum those of its listed approvers.
-    pub(crate) fn devices_for(&self, operation: &str) -> Vec<SubscribedDevice> {
-        let devices = self.devices();
+    /// or for an operation with a quorum those of its listed approvers;
+    /// of those, only the devices of `only` when it names any (an
+    /// escalation's approvers).
+    pub(crate) fn devices_for(&self, operation: &str, only: &[String]) -> Vec<SubscribedDevice> {
+        let devices: Vec<SubscribedDevice> = self
+            .devices()
+            .into_iter()
+            .filter(|d| only.is_empty() || only.contains(&d.approver))
+            .collect();
         let Some(current) = &self.registry else {
             return devices;
         };
@@ -236,6 +242,7 @@ mod tests {
             console_url: Some("https://console.localhost:7444/proposals/prop_0a".into()),
             created_at: 1_700_000_000,
             decide_by: None,
+            escalation: None,
             passkey: None,
         }
     }
@@ -289,18 +296,24 @@ mod tests {
             countersign_push::vapid::public_key(&home).unwrap(),
             push.key.public_key()
         );
-        let to = |op: &str| -> Vec<String> {
-            push.devices_for(op)
+        let to = |op: &str, only: &[&str]| -> Vec<String> {
+            let only: Vec<String> = only.iter().map(|a| (*a).to_owned()).collect();
+            push.devices_for(op, &only)
                 .into_iter()
                 .map(|d| d.approver)
                 .collect()
         };
-        assert_eq!(to("schedule.create"), ["alice"]);
-        assert_eq!(to("schedule.pause"), ["alice", "bob", "console"]);
+        assert_eq!(to("schedule.create", &[]), ["alice"]);
+        assert_eq!(to("schedule.pause", &[]), ["alice", "bob", "console"]);
+        // An escalation to named approvers: their devices only, and only
+        // those who can decide it.
+        assert_eq!(to("schedule.pause", &["bob"]), ["bob"]);
+        assert_eq!(to("schedule.create", &["bob"]), Vec::<String>::new());
+        assert_eq!(to("schedule.create", &["alice", "bob"]), ["alice"]);
         // Without a readable registry, every approver's devices.
         let push =
             PushChannel::from_config(&config, &home, &dir.path().join("missing.toml")).unwrap();
-        assert_eq!(push.devices_for("schedule.create").len(), 3);
+        assert_eq!(push.devices_for("schedule.create", &[]).len(), 3);
     }
 
     #[test]

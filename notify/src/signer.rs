@@ -11,7 +11,7 @@ use countersign_proto::v1::outbox_notification::About;
 use countersign_proto::v1::signer_client::SignerClient;
 use tonic::transport::Channel;
 
-use crate::message::{Notification, PasskeyChange, PasskeyEvent};
+use crate::message::{Escalation, Notification, PasskeyChange, PasskeyEvent};
 
 /// How many waiting notifications one poll takes at most.
 const PER_POLL: u32 = 100;
@@ -136,6 +136,11 @@ fn waiting(n: wire::OutboxNotification, principal: &str) -> Result<Waiting, Stri
             console_url: Some(p.console_url).filter(|url| !url.is_empty()),
             created_at: n.created_at,
             decide_by: Some(p.decide_by).filter(|&at| at != 0),
+            escalation: p.escalation.map(|e| Escalation {
+                channels: e.channels,
+                approvers: e.approvers,
+                after_secs: e.after_secs,
+            }),
             passkey: None,
         },
         Some(About::Passkey(p)) => {
@@ -177,6 +182,7 @@ mod tests {
                     arguments_sha256: "00".into(),
                     console_url: String::new(),
                     decide_by: 0,
+                    escalation: None,
                 })),
             },
             "pr_1",

@@ -255,6 +255,7 @@ mod tests {
                 console_url: None,
                 created_at: 0,
                 decide_by: None,
+                escalation: None,
                 passkey: None,
             },
             state,

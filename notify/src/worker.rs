@@ -143,16 +143,14 @@ impl Worker {
                 if deliveries.holds(&w.id) {
                     continue;
                 }
-                for channel in self.channels.usable() {
+                for channel in self.channels.for_notification(&w.notification) {
                     // A push goes to each subscribed device, and only for
                     // a waiting proposal (not a passkey change).
                     let devices = match channel {
                         Channel::Push if w.notification.passkey.is_some() => Vec::new(),
                         Channel::Push => self
                             .channels
-                            .push_devices(&w.notification.operation, |endpoint| {
-                                deliveries.is_gone(endpoint)
-                            })
+                            .push_devices(&w.notification, |endpoint| deliveries.is_gone(endpoint))
                             .into_iter()
                             .map(Some)
                             .collect(),

@@ -12,6 +12,7 @@ use countersign_verifier::canonical;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::escalation::RawEscalation;
 use crate::preview::{Template, is_terminal_unsafe};
 use crate::quorum::RawQuorum;
 use crate::{Class, Effect, Operation, PremiseSource, Quorum, RegistryError, schema};
@@ -47,6 +48,8 @@ pub(crate) struct RawOperation {
     lifetime_secs: Option<u64>,
     #[serde(default)]
     decision_window_secs: Option<u64>,
+    #[serde(default)]
+    escalation: Option<RawEscalation>,
     #[serde(default)]
     premise: Option<PremiseSource>,
     preview: String,
@@ -153,6 +156,13 @@ impl RawOperation {
             Some(raw) => Some(raw.build().map_err(|r| invalid("quorum", r))?),
             None => None,
         };
+        let escalation = match &self.escalation {
+            Some(raw) => Some(
+                raw.build(self.decision_window_secs)
+                    .map_err(|r| invalid("escalation", r))?,
+            ),
+            None => None,
+        };
         let revision = revision(&self, &schema, quorum.as_ref().map(Quorum::to_json))
             .map_err(|r| invalid("schema", r))?;
         Ok(Operation {
@@ -167,6 +177,7 @@ impl RawOperation {
             quorum,
             lifetime_secs: self.lifetime_secs,
             decision_window_secs: self.decision_window_secs,
+            escalation,
             premise: self.premise,
             unverified_fields: self.unverified_fields,
             revision,

@@ -25,6 +25,11 @@
 //! lifetime_secs = 300             # optional, 1..=1800; else the policy default
 //! decision_window_secs = 900      # optional, 1..=604800: a proposal no one decided
 //!                                 # by then expires; else the policy's (3600 by default)
+//! escalation = { after_secs = 300, channels = ["smtp"], approvers = ["carol"] }
+//!                                 # optional: undecided after `after_secs` (shorter than
+//!                                 # the window), the notification goes again to these
+//!                                 # channels (webhook, smtp, desktop, push) and these
+//!                                 # approvers' paired devices
 //! preview = "Create schedule {name} on cron {cron}"  # {arg} = top-level property,
 //!                                 # {{ and }} are literal braces
 //! unverified_fields = ["description"] # free-text properties; shown only in the
@@ -85,6 +90,7 @@ mod current;
 mod definition;
 pub mod effect;
 mod error;
+mod escalation;
 mod escape_table;
 pub mod gateway;
 pub mod lookalike;
@@ -106,6 +112,7 @@ pub use countersign_verifier::{ApproverName, BuiltinEffect};
 pub use current::CurrentRegistry;
 pub use effect::{DEFAULT_ACCEPT_STATUS, Effect, EffectKind};
 pub use error::{ArgumentsError, PolicyError, RegistryError};
+pub use escalation::{ESCALATION_CHANNELS, Escalation};
 pub use operation::{Class, Operation};
 pub use policy::Policy;
 pub use premise::{PremiseRead, PremiseSource};

@@ -69,6 +69,9 @@ pub struct Operation {
     /// How long a proposal of it waits for a decision before it expires,
     /// in seconds (1..=604800), else the policy's decision window.
     pub decision_window_secs: Option<u64>,
+    /// Who is told again, and when, if no one decided a proposal of it
+    /// (`escalation` in the registry file), or `None`.
+    pub escalation: Option<crate::Escalation>,
     /// The fact about current state a proposal of this operation is
     /// approved under (`[operation.premise]`), if any.
     pub premise: Option<PremiseSource>,
@@ -96,6 +99,7 @@ impl fmt::Debug for Operation {
             .field("quorum", &self.quorum)
             .field("lifetime_secs", &self.lifetime_secs)
             .field("decision_window_secs", &self.decision_window_secs)
+            .field("escalation", &self.escalation)
             .field("premise", &self.premise)
             .field("contract_revision", &self.revision)
             .finish_non_exhaustive()

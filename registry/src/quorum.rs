@@ -34,6 +34,23 @@ pub struct Quorum {
     approvers: Vec<ApproverName>,
 }
 
+/// `names` as approver names, sorted; the reason if one is not an
+/// approver name or is listed twice.
+pub(crate) fn approver_names(names: &[String]) -> Result<BTreeSet<ApproverName>, String> {
+    let mut parsed = BTreeSet::new();
+    for name in names {
+        let approver = ApproverName::parse(name.as_str()).map_err(|_| {
+            format!(
+                "approver {name:?} is not an approver name (1 to 32 of a-z, 0-9 and -, not starting with -)"
+            )
+        })?;
+        if !parsed.insert(approver) {
+            return Err(format!("approver {name:?} is listed twice"));
+        }
+    }
+    Ok(parsed)
+}
+
 impl RawQuorum {
     /// Checks the entry; the error is the reason (the caller names the field).
     pub(crate) fn build(&self) -> Result<Quorum, String> {
@@ -46,17 +63,7 @@ impl RawQuorum {
                 self.approvers.len()
             ));
         }
-        let mut names = BTreeSet::new();
-        for name in &self.approvers {
-            let parsed = ApproverName::parse(name.as_str()).map_err(|_| {
-                format!(
-                    "approver {name:?} is not an approver name (1 to 32 of a-z, 0-9 and -, not starting with -)"
-                )
-            })?;
-            if !names.insert(parsed) {
-                return Err(format!("approver {name:?} is listed twice"));
-            }
-        }
+        let names = approver_names(&self.approvers)?;
         let n = names.len() as u64;
         if !(1..=n).contains(&self.required) {
             return Err(format!(

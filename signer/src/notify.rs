@@ -16,6 +16,7 @@
 use countersign_identity::{Config, ConsoleConfig};
 use countersign_ledger::{Ledger, OutboxNotification, Proposal};
 use countersign_proto::v1 as wire;
+use countersign_registry::Escalation;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -68,6 +69,15 @@ impl PasskeyChange {
     }
 }
 
+/// Whom an escalation goes to (the operation's `escalation`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EscalationBody {
+    channels: Vec<String>,
+    approvers: Vec<String>,
+    after_secs: u64,
+}
+
 /// A row's body, as JSON in the ledger. Its fields are everything a
 /// notification can say.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +92,9 @@ enum Body {
         /// recorded before windows existed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         decide_by: Option<i64>,
+        /// Set on the row that escalates it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        escalation: Option<EscalationBody>,
     },
     Passkey {
         event: String,
@@ -108,13 +121,21 @@ impl Outbox {
         self.on.is_some()
     }
 
-    /// The row that tells a person `proposal` waits, for the ledger to
+    /// The rows that tell a person `proposal` waits, for the ledger to
     /// commit with the proposal itself
-    /// ([`countersign_ledger::Ledger::insert_announced_proposal`]); `None`
-    /// when notifications are off (or the row cannot be made, logged).
-    pub(crate) fn proposal_waiting(&self, proposal: &Proposal) -> Option<OutboxNotification> {
-        let on = self.on.as_ref()?;
-        let body = Body::Proposal {
+    /// ([`countersign_ledger::Ledger::insert_announced_proposal`]): its
+    /// notification, and, when `escalation` is set and due before the
+    /// proposal's window closes, its escalation, held back until then.
+    /// None when notifications are off (or a row cannot be made, logged).
+    pub(crate) fn proposal_waiting(
+        &self,
+        proposal: &Proposal,
+        escalation: Option<&Escalation>,
+    ) -> Vec<OutboxNotification> {
+        let Some(on) = self.on.as_ref() else {
+            return Vec::new();
+        };
+        let body = |escalation: Option<EscalationBody>| Body::Proposal {
             proposal_id: proposal.id.to_string(),
             operation: proposal.operation.clone(),
             arguments_sha256: proposal.arguments_sha256.clone(),
@@ -123,10 +144,33 @@ impl Outbox {
                 .as_ref()
                 .map(|console| console.proposal_url(&proposal.id)),
             decide_by: proposal.decide_by.map(OffsetDateTime::unix_timestamp),
+            escalation,
         };
-        outbox_row(&proposal.principal, proposal.created_at, &body)
-            .inspect_err(|e| tracing::error!(error = %e, "notification not recorded"))
-            .ok()
+        let first = outbox_row(&proposal.principal, proposal.created_at, &body(None));
+        let escalation = escalation.and_then(|e| {
+            let due = escalation_due(proposal, e)?;
+            let to = EscalationBody {
+                channels: e.channels.clone(),
+                approvers: e.approvers.iter().map(|a| a.as_str().to_owned()).collect(),
+                after_secs: e.after_secs,
+            };
+            Some(
+                outbox_row(&proposal.principal, proposal.created_at, &body(Some(to))).map(|row| {
+                    OutboxNotification {
+                        not_before: Some(due),
+                        escalates: Some(proposal.id.to_string()),
+                        ..row
+                    }
+                }),
+            )
+        });
+        std::iter::once(first)
+            .chain(escalation)
+            .filter_map(|row| {
+                row.inspect_err(|e| tracing::error!(error = %e, "notification not recorded"))
+                    .ok()
+            })
+            .collect()
     }
 
     /// Takes back the notification `row` (of `principal`): its proposal no
@@ -178,6 +222,18 @@ impl On {
     }
 }
 
+/// When `proposal`'s escalation is due: `after_secs` after it was made,
+/// unless no one could decide it by then (its window closed), when nobody
+/// is paged for nothing.
+fn escalation_due(proposal: &Proposal, escalation: &Escalation) -> Option<OffsetDateTime> {
+    let after = time::Duration::seconds(i64::try_from(escalation.after_secs).ok()?);
+    let due = proposal.created_at.checked_add(after)?;
+    match proposal.decide_by {
+        Some(closes) if due >= closes => None,
+        _ => Some(due),
+    }
+}
+
 fn outbox_row(
     principal: &str,
     at: OffsetDateTime,
@@ -190,6 +246,8 @@ fn outbox_row(
         principal: principal.to_owned(),
         created_at: at,
         body: serde_json::to_string(body).map_err(|e| format!("encoding: {e}"))?,
+        not_before: None,
+        escalates: None,
     })
 }
 
@@ -204,12 +262,18 @@ pub(crate) fn to_wire(row: &OutboxNotification) -> Result<wire::OutboxNotificati
             arguments_sha256,
             console_url,
             decide_by,
+            escalation,
         } => wire::outbox_notification::About::Proposal(wire::ProposalWaiting {
             proposal_id,
             operation,
             arguments_sha256,
             console_url: console_url.unwrap_or_default(),
             decide_by: decide_by.unwrap_or_default(),
+            escalation: escalation.map(|e| wire::Escalation {
+                channels: e.channels,
+                approvers: e.approvers,
+                after_secs: e.after_secs,
+            }),
         }),
         Body::Passkey {
             event,
@@ -255,6 +319,7 @@ mod tests {
             arguments_sha256: "ab".repeat(32),
             console_url: Some("https://console.localhost:7444/proposals/prop_0a".into()),
             decide_by: Some(1_700_003_600),
+            escalation: None,
         };
         let row = outbox_row("pr_1", at, &body).unwrap();
         assert!(is_notification_id(&row.id), "{}", row.id);
@@ -269,9 +334,41 @@ mod tests {
                     arguments_sha256: "ab".repeat(32),
                     console_url: "https://console.localhost:7444/proposals/prop_0a".into(),
                     decide_by: 1_700_003_600,
+                    escalation: None,
                 }
             ))
         );
+    }
+
+    #[test]
+    fn an_escalation_is_due_after_its_delay_only_within_the_window() {
+        let created_at = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let proposal = |window: i64| Proposal {
+            id: "prop_0123456789abcdef0123456789abcdef".parse().unwrap(),
+            principal: "pr_0123456789abcdef0123456789abcdef".parse().unwrap(),
+            session: "mcp-0123456789abcdef".parse().unwrap(),
+            operation: "schedule.create".into(),
+            arguments_json: "{}".into(),
+            arguments_sha256: "ab".repeat(32),
+            contract_revision: "1".repeat(64),
+            policy_revision: "2".repeat(64),
+            note: String::new(),
+            preview: String::new(),
+            created_at,
+            premise: None,
+            decide_by: Some(created_at + time::Duration::seconds(window)),
+        };
+        let after = |secs: u64| Escalation {
+            after_secs: secs,
+            channels: vec!["smtp".into()],
+            approvers: Vec::new(),
+        };
+        assert_eq!(
+            escalation_due(&proposal(3600), &after(600)),
+            Some(created_at + time::Duration::seconds(600))
+        );
+        assert_eq!(escalation_due(&proposal(600), &after(600)), None);
+        assert_eq!(escalation_due(&proposal(300), &after(600)), None);
     }
 
     #[test]

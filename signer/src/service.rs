@@ -258,18 +258,17 @@ impl SignerService {
         };
         // The record as committed, which the reply shows unless a rule
         // approves the proposal below.
-        // Recorded with its notification for the notify process, if
-        // `[notify]` is on: both commit, or neither does.
-        let announce = self.state.outbox.proposal_waiting(&proposal);
-        let inserted = match &announce {
-            Some(row) => {
-                self.state
-                    .ledger
-                    .insert_announced_proposal(&proposal, row)
-                    .await
-            }
-            None => self.state.ledger.insert_proposal(&proposal).await,
-        };
+        // Recorded with its notification (and escalation) for the notify
+        // process, if `[notify]` is on: all commit, or none does.
+        let announce = self
+            .state
+            .outbox
+            .proposal_waiting(&proposal, op.escalation.as_ref());
+        let inserted = self
+            .state
+            .ledger
+            .insert_announced_proposal(&proposal, &announce)
+            .await;
         let recorded = match (inserted, &keyed) {
             (Ok(recorded), _) => recorded,
             // The same key proposed concurrently, and that one committed
@@ -294,8 +293,9 @@ impl SignerService {
         match by_rule {
             // Approved since it was recorded: it waits for nobody, so its
             // notification is taken back, and its view is read again.
+            // (An escalation is dropped unread once it is decided.)
             Some(_) => {
-                if let Some(row) = &announce {
+                if let Some(row) = announce.first() {
                     self.state.outbox.withdraw(&peer.principal, row).await;
                 }
                 self.view(&id).await

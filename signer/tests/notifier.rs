@@ -88,6 +88,7 @@ async fn a_waiting_proposal_is_recorded_for_the_notifier_and_acknowledged_once()
             )
             .unwrap()
             .unix_timestamp(),
+            escalation: None,
         }))
     );
     assert!(!format!("{one:?}").contains("v4.public."));

@@ -260,7 +260,7 @@ pub(super) async fn approve_in(conn: &mut Conn, a: &Approval) -> Result<(), Ledg
 async fn insert_proposal_in(
     tx: &mut Conn,
     p: &Proposal,
-    announce: Option<&OutboxNotification>,
+    announce: &[OutboxNotification],
 ) -> Result<(), LedgerError> {
         let created_at = timefmt::format(p.created_at)?;
         let decide_by = p.decide_by.map(timefmt::format).transpose()?;
@@ -323,7 +323,7 @@ async fn insert_proposal_in(
         )
         .await?;
         // Its notification commits with it, or neither does.
-        if let Some(n) = announce {
+        for n in announce {
             Store::insert_notification(tx, n).await?;
         }
     Ok(())
@@ -335,7 +335,7 @@ impl Store {
     pub(crate) async fn insert_proposal(
         &self,
         p: &Proposal,
-        announce: Option<&OutboxNotification>,
+        announce: &[OutboxNotification],
     ) -> Result<ProposalRecord, LedgerError> {
         let mut tx = self.write_tx().await?;
         insert_proposal_in(&mut tx, p, announce).await?;
@@ -353,7 +353,7 @@ impl Store {
         i: &IssuanceRecord,
     ) -> Result<ProposalRecord, LedgerError> {
         let mut tx = self.write_tx().await?;
-        insert_proposal_in(&mut tx, p, None).await?;
+        insert_proposal_in(&mut tx, p, &[]).await?;
         lock_undecided(&mut tx, &i.proposal_id, &i.principal).await?;
         write_approval(&mut tx, i, None, true).await?;
         tx.commit().await?;

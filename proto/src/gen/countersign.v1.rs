@@ -577,6 +577,25 @@ pub struct ProposalWaiting {
     /// recorded before decision windows existed.
     #[prost(int64, tag = "5")]
     pub decide_by: i64,
+    /// Set when this is the proposal's escalation (its operation's
+    /// `escalation`): no one decided it within the first delay, and it is
+    /// still waiting. Absent for the first notification.
+    #[prost(message, optional, tag = "6")]
+    pub escalation: ::core::option::Option<Escalation>,
+}
+/// Whom an escalation goes to, as the operation's registry entry names it.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct Escalation {
+    /// Of "webhook", "smtp", "desktop", "push"; empty: every channel.
+    #[prost(string, repeated, tag = "1")]
+    pub channels: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Approver names whose paired devices a push goes to; empty: every
+    /// device a first push would reach.
+    #[prost(string, repeated, tag = "2")]
+    pub approvers: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Seconds after the proposal it was due.
+    #[prost(uint64, tag = "3")]
+    pub after_secs: u64,
 }
 /// A passkey was enrolled or removed.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

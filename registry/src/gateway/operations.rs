@@ -146,6 +146,7 @@ impl Generated {
             quorum: None,
             lifetime_secs: self.lifetime_secs,
             decision_window_secs: self.decision_window_secs,
+            escalation: None,
             premise: None,
             unverified_fields: Vec::new(),
             revision,

@@ -96,6 +96,7 @@ async fn a_waiting_proposal_is_notified_by_a_signed_webhook_holding_no_proof() {
             "operation": "schedule.create",
             "arguments_sha256": view.arguments_sha256,
             "console_url": format!("https://console.localhost:7999/proposals/{}", view.id),
+            "decide_by": view.decide_by,
         })
     );
     assert_eq!(body["type"], "proposal.waiting");
@@ -332,4 +333,82 @@ async fn refuses_a_webhook_secret_that_is_not_whsec() {
             path.display()
         )
     );
+}
+
+/// An operation's escalation: a proposal still undecided after the first
+/// delay is told again (`proposal.escalated`) on the channels it names;
+/// one decided before its escalation is due is never told again.
+#[tokio::test]
+async fn an_undecided_proposal_is_escalated_once_and_a_decided_one_never() {
+    let (addr, sink) = start_sink(0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = webhook_config(&format!("http://{addr}/hook"), &secret_file(&dir), "");
+    let registry = countersign_registry::Registry::default_toml().replacen(
+        "[[operation]]\nname = \"schedule.create\"\n",
+        "[[operation]]\nname = \"schedule.create\"\nescalation = { after_secs = 2, channels = [\"webhook\"] }\n",
+        1,
+    );
+    let n = Notifying::start_with_registry(&registry, &config).await;
+    let mut head = head(&n.signer).await;
+    let proposed_at = Instant::now();
+    let waiting = propose(&mut head).await;
+    let decided = propose(&mut head).await;
+    n.signer
+        .client(countersign_identity::Role::Approver)
+        .await
+        .unwrap()
+        .decide(countersign_proto::v1::DecideRequest {
+            proposal_id: decided.id.clone(),
+            reason: "no".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+
+    let types = |id: &str| -> Vec<String> {
+        sink.received
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).unwrap())
+            .filter(|body| body["data"]["proposal_id"] == id)
+            .map(|body| body["type"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while types(&waiting.id).len() < 2 {
+        assert!(Instant::now() < deadline, "{:?}", types(&waiting.id));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        types(&waiting.id),
+        ["proposal.waiting", "proposal.escalated"]
+    );
+    // Not before its delay: two seconds after the proposal's whole second.
+    assert!(proposed_at.elapsed() >= Duration::from_secs(1));
+    let escalated = sink
+        .received
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|r| String::from_utf8_lossy(&r.body).contains("proposal.escalated"))
+        .cloned()
+        .unwrap();
+    assert!(escalated.signature_is_valid(), "{escalated:?}");
+    let body: serde_json::Value = serde_json::from_slice(&escalated.body).unwrap();
+    let sent = time::OffsetDateTime::parse(
+        body["timestamp"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let proposed = time::OffsetDateTime::parse(
+        &waiting.created_at,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    assert_eq!(sent, proposed, "the event's timestamp is the proposal's");
+    // Give a wrongly scheduled escalation of the decided one its chance.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(types(&decided.id), ["proposal.waiting"]);
+    assert_eq!(types(&waiting.id).len(), 2, "escalated once");
 }

@@ -30,7 +30,12 @@ impl Notifying {
     /// A signer configured with `config` (which holds `[notify]`), and the
     /// notify process started on its home.
     pub async fn start(config: &str) -> Notifying {
-        let signer = TestSigner::start_configured(Registry::default_toml(), None, config)
+        Notifying::start_with_registry(Registry::default_toml(), config).await
+    }
+
+    /// [`Notifying::start`] with `registry` as the operations.
+    pub async fn start_with_registry(registry: &str, config: &str) -> Notifying {
+        let signer = TestSigner::start_configured(registry, None, config)
             .await
             .unwrap();
         let notifier = start_notifier(&signer).await.unwrap();
