@@ -76,17 +76,22 @@ impl ConsoleConfig {
         })
     }
 
-    /// The console's origin: `https://<first name>:<port>`.
+    /// The console's origin: `https://<first name>:<port>` (without the
+    /// port on 443, as browsers serialize an origin on https's default).
     pub fn origin(&self) -> String {
-        format!("https://{}:{}", self.names[0], self.addr.port())
+        self.origin_of(&self.names[0])
     }
 
     /// Every origin the console is served at, one per name.
     pub fn origins(&self) -> Vec<String> {
-        self.names
-            .iter()
-            .map(|n| format!("https://{n}:{}", self.addr.port()))
-            .collect()
+        self.names.iter().map(|n| self.origin_of(n)).collect()
+    }
+
+    fn origin_of(&self, name: &str) -> String {
+        match self.addr.port() {
+            443 => format!("https://{name}"),
+            port => format!("https://{name}:{port}"),
+        }
     }
 
     /// The console's page of proposal `id`: every byte of `id` outside the
@@ -148,6 +153,23 @@ mod tests {
             "https://console.localhost:7444/proposals/..%2Fx%3Fy%23z%20%C3%A9"
         );
         assert_eq!(c.own_cert, None);
+    }
+
+    #[test]
+    fn on_443_the_origin_has_no_port_as_browsers_write_it() {
+        let c = section(
+            "addr = \"0.0.0.0:443\"\nnames = [\"laptop.example.net\", \"console.localhost\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.origin(), "https://laptop.example.net");
+        assert_eq!(
+            c.origins(),
+            ["https://laptop.example.net", "https://console.localhost"]
+        );
+        assert_eq!(
+            c.proposal_url("prop_1"),
+            "https://laptop.example.net/proposals/prop_1"
+        );
     }
 
     #[test]

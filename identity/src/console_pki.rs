@@ -201,10 +201,88 @@ pub fn issue_console_cert(ca: &CaMaterial, names: &[String]) -> Result<IssuedCer
     })
 }
 
-/// Refuses names the console CA's constraints do not permit: the CA is
-/// not replaced behind the person who trusted it.
-fn check_permits(ca: &CaMaterial, names: &[String], path: &Path) -> Result<(), IdentityError> {
-    let permitted = with_x509(ca.cert_pem(), |cert| {
+/// Why the home's console CA cannot vouch for `names`, if it cannot (or
+/// `None`: it can, or there is none yet, and the console makes one for
+/// them when it starts).
+pub fn ca_problem(home: &Home, names: &[String]) -> Result<Option<String>, IdentityError> {
+    let path = home.console_ca_cert_path();
+    if !exists(&path)? {
+        return Ok(None);
+    }
+    let (permitted, missing) = unpermitted(&read_text(&path)?, names)?;
+    Ok((!missing.is_empty()).then(|| {
+        format!(
+            "the console CA {} may vouch only for {} and not for {}",
+            path.display(),
+            permitted.join(", "),
+            missing.join(", ")
+        )
+    }))
+}
+
+/// Makes a new console CA for `names`, and the console's certificate
+/// from it, in place of the home's: the old CA's key is deleted (it can
+/// vouch for nothing more), its certificate kept beside it as
+/// `console-ca.retired-<unix time>.pem` so a person can tell which root
+/// to remove from their browsers. Returns the new certificate, what was
+/// written, and where the old CA's certificate went (`None` if there was
+/// none). Every browser and phone that trusted the old CA must trust the
+/// new one, and a running console must be restarted.
+pub fn replace_console_ca(
+    home: &Home,
+    names: &[String],
+) -> Result<(ConsoleCert, ConsolePkiReport, Option<PathBuf>), IdentityError> {
+    if names.is_empty() {
+        return Err(IdentityError::Pki(
+            "the console needs at least one name".into(),
+        ));
+    }
+    let ca_cert = home.console_ca_cert_path();
+    let retired = if exists(&ca_cert)? {
+        let to = home.pki_dir().join(format!(
+            "console-ca.retired-{}.pem",
+            OffsetDateTime::now_utc().unix_timestamp()
+        ));
+        if exists(&to)? {
+            return Err(IdentityError::Pki(format!(
+                "{} exists: wait a second and run it again",
+                to.display()
+            )));
+        }
+        std::fs::rename(&ca_cert, &to).map_err(|e| {
+            IdentityError::Pki(format!("cannot move {} aside: {e}", ca_cert.display()))
+        })?;
+        Some(to)
+    } else {
+        None
+    };
+    for path in [
+        home.console_ca_key_path(),
+        home.console_key_path(),
+        home.console_cert_path(),
+    ] {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(IdentityError::Pki(format!(
+                    "cannot delete {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    let (cert, report) = ensure_console_cert(home, names)?;
+    Ok((cert, report, retired))
+}
+
+/// The DNS names the console CA `ca_pem` permits, and those of `names`
+/// it does not.
+fn unpermitted(
+    ca_pem: &str,
+    names: &[String],
+) -> Result<(Vec<String>, Vec<String>), IdentityError> {
+    let permitted = with_x509(ca_pem, |cert| {
         let Ok(Some(ext)) = cert.name_constraints() else {
             return Vec::new();
         };
@@ -218,17 +296,28 @@ fn check_permits(ca: &CaMaterial, names: &[String], path: &Path) -> Result<(), I
             })
             .collect::<Vec<_>>()
     })?;
-    for n in names {
-        let within = permitted
-            .iter()
-            .any(|p| n == p || n.ends_with(&format!(".{p}")));
-        if !within {
-            return Err(IdentityError::Pki(format!(
-                "the console CA {} may vouch only for {} and not for {n:?}; to add a name, move pki/console-ca.pem, pki/console-ca.key, pki/console.pem and pki/console.key aside, start the console again (a new CA is made for every configured name) and trust the new CA with `countersign console trust` (remove the old one from the browser)",
-                path.display(),
-                permitted.join(", ")
-            )));
-        }
+    let missing = names
+        .iter()
+        .filter(|n| {
+            !permitted
+                .iter()
+                .any(|p| *n == p || n.ends_with(&format!(".{p}")))
+        })
+        .cloned()
+        .collect();
+    Ok((permitted, missing))
+}
+
+/// Refuses names the console CA's constraints do not permit: the CA is
+/// not replaced behind the person who trusted it.
+fn check_permits(ca: &CaMaterial, names: &[String], path: &Path) -> Result<(), IdentityError> {
+    let (permitted, missing) = unpermitted(ca.cert_pem(), names)?;
+    if let Some(n) = missing.first() {
+        return Err(IdentityError::Pki(format!(
+            "the console CA {} may vouch only for {} and not for {n:?}; to add a name, make a new console CA with `countersign console trust --new-ca`, restart the console, and trust the new CA in every browser that trusted the old one (and remove the old one)",
+            path.display(),
+            permitted.join(", ")
+        )));
     }
     Ok(())
 }
@@ -396,5 +485,56 @@ mod tests {
             Some("it has expired".to_owned())
         );
         assert!(serving_problem("not a certificate", &names(&["a.localhost"]), now).is_err());
+    }
+
+    #[test]
+    fn a_new_console_ca_vouches_for_the_new_names_and_the_old_key_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path().join("home")).unwrap();
+        home.init().unwrap();
+        let first = vec![CONSOLE_NAME.to_owned()];
+        let wider = vec!["laptop.home.arpa".to_owned(), CONSOLE_NAME.to_owned()];
+        // No CA yet: no problem, the console makes one.
+        assert_eq!(ca_problem(&home, &wider).unwrap(), None);
+        ensure_console_cert(&home, &first).unwrap();
+        let old_pem = read_text(&home.console_ca_cert_path()).unwrap();
+        let refused = ensure_console_cert(&home, &wider).unwrap_err().to_string();
+        assert!(
+            refused.contains("countersign console trust --new-ca"),
+            "{refused}"
+        );
+        assert_eq!(
+            ca_problem(&home, &wider).unwrap(),
+            Some(format!(
+                "the console CA {} may vouch only for console.localhost and not for laptop.home.arpa",
+                home.console_ca_cert_path().display()
+            ))
+        );
+
+        let (cert, _, retired) = replace_console_ca(&home, &wider).unwrap();
+        let retired = retired.unwrap();
+        assert_eq!(read_text(&retired).unwrap(), old_pem);
+        assert_ne!(read_text(&home.console_ca_cert_path()).unwrap(), old_pem);
+        assert_eq!(ca_problem(&home, &wider).unwrap(), None);
+        let now = OffsetDateTime::now_utc();
+        assert_eq!(serving_problem(&cert.cert_pem, &wider, now).unwrap(), None);
+        // The new key is a new file; the old one is gone with the old CA.
+        let new_ca = CaMaterial::from_pem(
+            read_text(&home.console_ca_cert_path()).unwrap(),
+            read_text(&home.console_ca_key_path()).unwrap(),
+        );
+        assert!(issue_console_cert(&new_ca, &wider).is_ok());
+        let entries: Vec<String> = std::fs::read_dir(home.pki_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("console"))
+            .collect();
+        assert_eq!(
+            entries.iter().filter(|n| n.ends_with(".key")).count(),
+            2,
+            "{entries:?}"
+        );
+        // The same names again: the console starts from it as it is.
+        ensure_console_cert(&home, &wider).unwrap();
     }
 }

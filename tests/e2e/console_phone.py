@@ -259,13 +259,16 @@ def main():
         WebDriverWait(handset, 10).until(lambda d: pid in d.page_source)
         item = handset.find_element(By.CSS_SELECTOR, f"li.proposal[data-proposal='{pid}']")
         assert handset.find_elements(By.CSS_SELECTOR, "li.proposal")[0] == item, "the newest first"
-        for what, css in (("operation", "a.op"), ("summary", ".summary"), ("risk class", ".risk")):
+        for what, css in (("operation", "a.op"), ("summary", ".summary"), ("risk class", ".risk"),
+                          ("expiry", ".expiry")):
             element = item.find_element(By.CSS_SELECTOR, css)
             assert_in_view(handset, f"pending list: {what}", element)
         assert "schedule.create" in item.find_element(By.CSS_SELECTOR, "a.op").text
         assert "nightly-backup" in item.find_element(By.CSS_SELECTOR, ".summary").text
         assert item.find_element(By.CSS_SELECTOR, ".risk").text == "Risk: write (changes state)"
-        assert not item.find_elements(By.CSS_SELECTOR, ".expiry"), "a pending proposal has no expiry yet"
+        # Its decision window: when it closes and the time left.
+        expiry = item.find_element(By.CSS_SELECTOR, ".expiry").text
+        assert expiry.startswith("decide by ") and expiry.endswith(" left"), expiry
         assert_no_sideways_scroll(handset, "pending list")
         shoot(handset, "phone-pending.png")
 
@@ -276,6 +279,7 @@ def main():
             ("operation", handset.find_element(By.TAG_NAME, "h1")),
             ("summary", handset.find_element(By.ID, "card-summary")),
             ("risk class", handset.find_element(By.CSS_SELECTOR, "main .risk")),
+            ("expiry", handset.find_element(By.CSS_SELECTOR, "main .expiry")),
             ("approve for the session", button(handset, "Approve for the proposing session")),
             ("approve and run now", button(handset, "Approve and run now")),
             ("deny", button(handset, "Deny")),
@@ -283,7 +287,7 @@ def main():
             assert_in_view(handset, f"card: {what}", element)
         assert "schedule.create" in handset.find_element(By.TAG_NAME, "h1").text
         assert "nightly-backup" in handset.find_element(By.ID, "card-summary").text
-        assert not handset.find_elements(By.CSS_SELECTOR, "main .expiry")
+        assert "left" in handset.find_element(By.CSS_SELECTOR, "main .expiry").text
         assert_no_sideways_scroll(handset, "card")
         shoot(handset, "phone-card.png")
         # Everything else is one tap away.

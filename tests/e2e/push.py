@@ -30,6 +30,7 @@ Usage: push.py  (env COUNTERSIGN_BIN = path of the countersign binary;
 countersign-signer must sit next to it)
 """
 import base64
+import datetime
 import html
 import http.server
 import json
@@ -172,7 +173,12 @@ def check_push(message, browser, pid, public_key, push_port):
     header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
     assert header == {"typ": "JWT", "alg": "ES256"}, header
     payload = json.loads(browser.decrypt(message["body"]))
+    # The id, the operation and when its decision window closes (an hour
+    # after it was proposed, the default): nothing else.
+    closes = payload.pop("expires_at")
     assert payload == {"id": pid, "operation": "schedule.create"}, payload
+    left = datetime.datetime.fromisoformat(closes.replace("Z", "+00:00")).timestamp() - time.time()
+    assert 3000 < left <= 3600, closes
     assert b"schedule.create" not in message["body"] and pid.encode() not in message["body"]
 
 

@@ -352,6 +352,12 @@ pub struct TrustArgs {
     /// Compare the fingerprint printed with theirs.
     #[arg(long, value_name = "FILE")]
     pub ca: Option<std::path::PathBuf>,
+    /// Make a new console CA for the configured `[console] names`, in place
+    /// of this home's, to add a name the old one may not vouch for. Its key
+    /// is deleted and its certificate kept as pki/console-ca.retired-*.pem;
+    /// restart the console, and trust the new CA wherever the old one was.
+    #[arg(long, conflicts_with_all = ["import", "pem", "ca"])]
+    pub new_ca: bool,
 }
 
 /// `countersign console sessions ...`

@@ -52,10 +52,16 @@ impl AllowedHosts {
 
     /// An https server reached only by `names` on `port` (the console):
     /// an IP address or another name in `Host` is refused, and so is an
-    /// `Origin` that is not `https://` one of them.
+    /// `Origin` that is not `https://` one of them. On 443, https's
+    /// default port, a browser names the host without the port, and
+    /// either form is allowed.
     pub fn https_names(names: &[String], port: u16) -> Self {
+        let mut hosts: Vec<String> = names.iter().map(|n| format!("{n}:{port}")).collect();
+        if port == 443 {
+            hosts.extend(names.iter().cloned());
+        }
         Self {
-            hosts: names.iter().map(|n| format!("{n}:{port}")).collect(),
+            hosts,
             origin_scheme: "https://",
         }
     }
@@ -184,5 +190,19 @@ mod tests {
             let refused = check(&bad, &hosts).unwrap_err();
             assert!(format!("{refused:?}").contains(why), "{refused:?}");
         }
+    }
+
+    #[test]
+    fn on_443_a_host_and_origin_without_the_port_are_the_consoles() {
+        let hosts = AllowedHosts::https_names(&["laptop.example.net".to_owned()], 443);
+        for host in ["laptop.example.net", "laptop.example.net:443"] {
+            let ok = headers(&[("host", host), ("origin", "https://laptop.example.net")]);
+            assert!(check(&ok, &hosts).is_ok(), "{host}");
+        }
+        let other = headers(&[("host", "other.example.net")]);
+        assert!(check(&other, &hosts).is_err());
+        // Off 443 the port is part of the host, as before.
+        let hosts = AllowedHosts::https_names(&["laptop.example.net".to_owned()], 7444);
+        assert!(check(&headers(&[("host", "laptop.example.net")]), &hosts).is_err());
     }
 }

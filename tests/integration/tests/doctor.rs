@@ -423,3 +423,59 @@ async fn a_console_certificate_that_lacks_a_name_fails_and_one_naming_all_passes
         )
     );
 }
+
+/// A name the installation's console CA may not vouch for fails (the
+/// console would refuse to start), naming the way out; `console trust
+/// --new-ca` makes a CA for every name, and the check passes.
+#[tokio::test]
+async fn a_console_ca_that_cannot_vouch_for_a_name_fails_until_a_new_ca_is_made() {
+    use countersign_identity::console_pki::ensure_console_cert;
+    let h = Harness::start().await;
+    let home = h.signer.home();
+    ensure_console_cert(home, &["console.localhost".to_owned()]).unwrap();
+    let old_ca = std::fs::read_to_string(home.console_ca_cert_path()).unwrap();
+    let path = home.config_path();
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!(
+            "{config}[console]\naddr = \"127.0.0.1:1\"\nnames = [\"laptop.home.arpa\", \"console.localhost\"]\n"
+        ),
+    )
+    .unwrap();
+    let run = h.cli(&["--json", "doctor"]).await;
+    let c = check(&run, "console certificate");
+    assert_eq!(c["status"], "fail", "{c}");
+    assert_eq!(
+        c["detail"],
+        format!(
+            "the console CA {} may vouch only for console.localhost and not for laptop.home.arpa: the console refuses to start with these names",
+            home.console_ca_cert_path().display()
+        ),
+        "{c}"
+    );
+    assert!(
+        c["fix"]
+            .as_str()
+            .unwrap()
+            .contains("countersign console trust --new-ca"),
+        "{c}"
+    );
+
+    let made = h.cli(&["--json", "console", "trust", "--new-ca"]).await;
+    assert_eq!(made.result, Ok(()), "{}", made.stderr);
+    let made = made.json();
+    assert_eq!(
+        made["names"],
+        serde_json::json!(["laptop.home.arpa", "console.localhost"])
+    );
+    let retired = std::path::PathBuf::from(made["retired"].as_str().unwrap());
+    assert_eq!(std::fs::read_to_string(&retired).unwrap(), old_ca);
+    assert_ne!(
+        std::fs::read_to_string(home.console_ca_cert_path()).unwrap(),
+        old_ca
+    );
+    let run = h.cli(&["--json", "doctor"]).await;
+    let c = check(&run, "console certificate");
+    assert_eq!(c["status"], "ok", "{c}");
+}

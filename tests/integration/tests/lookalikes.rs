@@ -50,8 +50,10 @@ async fn the_reviews_lookalike_payments_show_differently_at_the_terminal_and_in_
             .await;
         let run = h.cli(&["show", &id]).await;
         assert_eq!(run.result, Ok(()), "{}", run.stderr);
-        // The preview, without the status line (which names the id).
-        let preview: Vec<&str> = run.stdout.lines().skip(2).collect();
+        // The preview, without the status line (which names the id), the
+        // decision window's line and the operation line.
+        assert!(run.stdout.lines().nth(1).unwrap().starts_with("decide by "));
+        let preview: Vec<&str> = run.stdout.lines().skip(3).collect();
         let mut expected = vec![
             format!("Action:    Pay 10 EUR to \"{shown}\""),
             format!("Arguments: {{\"to\":\"{shown}\"}}"),

@@ -23,13 +23,19 @@ use crate::output::{write_json, write_text};
 /// The nickname the CA gets in an NSS database.
 const NICKNAME: &str = "countersign console CA";
 
-/// `countersign console trust [--import | --pem] [--ca FILE]`
+/// `countersign console trust [--import | --pem] [--ca FILE] | --new-ca`
 pub(crate) fn trust(
     ctx: Option<&Context>,
     args: &TrustArgs,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
+    if args.new_ca {
+        let ctx = ctx.ok_or_else(|| {
+            CliError::Error("no countersign home: --new-ca replaces a home's console CA".into())
+        })?;
+        return new_ca(ctx, json, io);
+    }
     let path = match (&args.ca, ctx) {
         (Some(path), _) => path.clone(),
         (None, None) => {
@@ -82,6 +88,50 @@ pub(crate) fn trust(
         );
     }
     write_text(io.out, &steps(&path, &fingerprint))
+}
+
+/// `--new-ca`: a new console CA for the configured names, in place of the
+/// old one, whose key is deleted.
+fn new_ca(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
+    let console = super::console::console_config(ctx, None)?;
+    if console.own_cert.is_some() {
+        return Err(CliError::Refused(
+            "this console serves the operator's own certificate ([console] cert): it has no console CA to replace".into(),
+        ));
+    }
+    let (_, _, retired) =
+        countersign_identity::console_pki::replace_console_ca(&ctx.home, &console.names)
+            .map_err(|e| CliError::Error(format!("console CA: {e}")))?;
+    let path = ctx.home.console_ca_cert_path();
+    let pem = std::fs::read_to_string(&path)
+        .map_err(|e| CliError::Error(format!("cannot read {}: {e}", path.display())))?;
+    let fingerprint = fingerprint_sha256(&pem).map_err(CliError::error)?;
+    if json {
+        return write_json(
+            io.out,
+            &json!({
+                "ca": path.display().to_string(),
+                "sha256": fingerprint,
+                "names": console.names,
+                "retired": retired.as_ref().map(|r| r.display().to_string()),
+            }),
+        );
+    }
+    let mut text = format!(
+        "made a new console CA for {}\n{}\nSHA-256 fingerprint: {fingerprint}\n",
+        console.names.join(", "),
+        path.display()
+    );
+    if let Some(retired) = &retired {
+        text.push_str(&format!(
+            "the old CA's certificate is now {} (its key is deleted: it vouches for nothing more)\n",
+            retired.display()
+        ));
+    }
+    text.push_str(
+        "next: restart the console, remove the old CA from every browser and phone that trusted it, and trust this one there (countersign console trust)\n",
+    );
+    write_text(io.out, &text)
 }
 
 fn steps(path: &Path, fingerprint: &str) -> String {

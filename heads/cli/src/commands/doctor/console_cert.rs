@@ -6,7 +6,7 @@
 //! it as it is); the installation's own warns, since the console issues it
 //! again for its names when it starts.
 
-use countersign_identity::console_pki::serving_problem;
+use countersign_identity::console_pki::{ca_problem, serving_problem};
 use countersign_identity::{Config, Home};
 
 use super::report::Check;
@@ -39,6 +39,27 @@ pub(super) fn check_console_cert(home: &Home, config: &Config) -> Check {
         }
     };
     let names = console.names.join(", ");
+    // The installation's CA must be able to vouch for every name, or the
+    // console cannot issue its certificate again and refuses to start.
+    if !own {
+        match ca_problem(home, &console.names) {
+            Ok(None) => {}
+            Ok(Some(problem)) => {
+                return Check::fail(
+                    NAME,
+                    format!("{problem}: the console refuses to start with these names"),
+                    "make a new console CA with `countersign console trust --new-ca`, restart the console, and trust the new CA where the old one was",
+                );
+            }
+            Err(e) => {
+                return Check::fail(
+                    NAME,
+                    format!("the console CA: {e}"),
+                    "replace pki/console-ca.pem with the console CA's PEM certificate",
+                );
+            }
+        }
+    }
     match serving_problem(&pem, &console.names, time::OffsetDateTime::now_utc()) {
         Ok(None) => Check::ok(
             NAME,
