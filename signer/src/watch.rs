@@ -8,8 +8,9 @@
 //! read, then wait (a parked task) for an announcement that concerns it,
 //! or for the first decision window it shows to close (an expiry is
 //! derived, never written, so nothing announces it), read again, and send
-//! what changed. A subscription that lagged reads again as for any change. The task ends when the client
-//! goes away (its stream is dropped), when the signer stops
+//! what changed. A subscription that lagged reads again as for any
+//! change. The task ends when the client goes away (its stream is
+//! dropped), when the signer stops
 //! (`signer_stopping`), and for `WatchProposal` right after the first view
 //! that is not pending.
 //!
@@ -18,14 +19,13 @@
 
 use std::time::Duration;
 
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
-use tokio::time::Instant;
-
 use countersign_identity::PeerIdentity;
 use countersign_proto::v1 as wire;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::{broadcast, mpsc, watch};
+use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Status};
 
