@@ -92,6 +92,9 @@ pub struct MetricsConfig {
     pub mcp: Option<SocketAddr>,
     /// `countersign console` (`console`).
     pub console: Option<SocketAddr>,
+    /// `countersign notify serve`, and the notify task of `countersign up`
+    /// (`notify`).
+    pub notify: Option<SocketAddr>,
 }
 
 /// Where passkeys are made and whether every approval needs one.
@@ -173,6 +176,7 @@ struct MetricsSection {
     api: Option<String>,
     mcp: Option<String>,
     console: Option<String>,
+    notify: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -361,6 +365,7 @@ impl Config {
             api: metrics_addr("api", file.metrics.api)?,
             mcp: metrics_addr("mcp", file.metrics.mcp)?,
             console: metrics_addr("console", file.metrics.console)?,
+            notify: metrics_addr("notify", file.metrics.notify)?,
         };
         let notify = file
             .notify
@@ -607,7 +612,7 @@ handoff_claim_lease_secs = 3601
         let c = Config::from_toml_str(
             &home(),
             P,
-            "[metrics]\nsigner = \"127.0.0.1:9464\"\nconsole = \"[::1]:9467\"\n",
+            "[metrics]\nsigner = \"127.0.0.1:9464\"\nconsole = \"[::1]:9467\"\nnotify = \"127.0.0.1:9468\"\n",
         )
         .unwrap();
         assert_eq!(
@@ -617,6 +622,7 @@ handoff_claim_lease_secs = 3601
                 api: None,
                 mcp: None,
                 console: Some("[::1]:9467".parse().unwrap()),
+                notify: Some("127.0.0.1:9468".parse().unwrap()),
             }
         );
     }

@@ -3,7 +3,8 @@
 //!
 //! This crate owns the whole vocabulary: every metric's name, help text,
 //! labels and buckets ([`SignerMetrics`] for the signer, [`GateMetrics`] for
-//! the gate every head embeds), so no process invents a name of its own.
+//! the gate every head embeds, [`NotifyMetrics`] for the notify process),
+//! so no process invents a name of its own.
 //! Label values are small enums or bounded codes (refusal reason codes,
 //! operation names from the registry file); never a request field, an
 //! argument, a principal, a session or a proof.
@@ -20,11 +21,13 @@
 mod exposition;
 mod gate;
 mod listen;
+mod notify;
 mod signer;
 
 pub use exposition::Exposition;
 pub use gate::{ConsumeOutcome, GateMetrics};
 pub use listen::{CONTENT_TYPE, MetricsError, bind, serve};
+pub use notify::{Attempt, NotifyMetrics};
 pub use signer::{Decision, Issuance, SignerMetrics};
 
 /// Buckets of the latency histograms, in seconds: 0.5 ms to about 16 s,

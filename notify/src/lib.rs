@@ -39,6 +39,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use countersign_identity::{Config, Home};
+use countersign_metrics::NotifyMetrics;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -66,6 +67,7 @@ pub enum NotifyError {
 pub struct Notifier {
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
+    metrics: NotifyMetrics,
 }
 
 impl Notifier {
@@ -90,6 +92,7 @@ impl Notifier {
             .map_err(|e| NotifyError::Config(e.to_string()))?;
         let signer = signer::SignerLink::new(home.clone(), config.signer_addr.clone());
         let (stop, stopped) = oneshot::channel::<()>();
+        let metrics = NotifyMetrics::default();
         let task = tokio::spawn(worker::run(
             worker::Worker {
                 channels,
@@ -99,13 +102,24 @@ impl Notifier {
                 signer,
                 principal,
                 poll: std::time::Duration::from_millis(notify.poll_ms),
+                metrics: metrics.clone(),
             },
             async {
                 let _ = stopped.await;
             },
         ));
         tracing::info!(signer = %config.signer_addr, "notify process started");
-        Ok(Notifier { stop, task })
+        Ok(Notifier {
+            stop,
+            task,
+            metrics,
+        })
+    }
+
+    /// What it counts (notifications taken, attempts by channel and
+    /// result), for a `/metrics` listener to register.
+    pub fn metrics(&self) -> NotifyMetrics {
+        self.metrics.clone()
     }
 
     /// Stops delivering. Attempts still running are abandoned; their

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use countersign_identity::RetryConfig;
+use countersign_metrics::{Attempt, NotifyMetrics};
 use time::OffsetDateTime;
 use tokio::task::JoinSet;
 
@@ -34,6 +35,8 @@ pub(crate) struct Worker {
     pub(crate) principal: String,
     /// How often the signer is asked.
     pub(crate) poll: Duration,
+    /// What it counts.
+    pub(crate) metrics: NotifyMetrics,
 }
 
 /// The outcome of one attempt.
@@ -171,6 +174,7 @@ impl Worker {
                         });
                     }
                 }
+                self.metrics.taken();
                 tracing::info!(notification_id = %w.id, proposal_id = %w.notification.proposal_id, "notification taken");
             }
             self.file.save(&deliveries).map_err(|e| e.to_string())?;
@@ -214,6 +218,14 @@ impl Worker {
         d.updated_ms = now;
         let proposal_id = d.notification.proposal_id.clone();
         let channel = d.channel.as_str();
+        let counted = match &outcome {
+            Ok(()) => Attempt::Delivered,
+            Err(Failure::Final(_)) => Attempt::Failed,
+            Err(Failure::Gone { .. }) => Attempt::Gone,
+            Err(Failure::Retry(_)) if d.attempts >= self.retry.max_attempts => Attempt::Failed,
+            Err(Failure::Retry(_)) => Attempt::Retry,
+        };
+        self.metrics.attempt(channel, counted);
         match outcome {
             Ok(()) => {
                 d.state = State::Delivered;

@@ -188,10 +188,15 @@ fn the_signer_process_sends_nothing_and_the_notify_process_delivers_once() {
         .local_addr()
         .unwrap()
         .port();
+    let metrics_port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let config = home.join("config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&format!(
-        "\n[signer]\naddr = \"127.0.0.1:{signer_port}\"\n[notify]\npoll_ms = 50\nretry_initial_ms = 50\n[notify.webhook]\nurl = \"http://127.0.0.1:{port}/hook\"\nsecret_file = \"{}\"\n",
+        "\n[signer]\naddr = \"127.0.0.1:{signer_port}\"\n[metrics]\nnotify = \"127.0.0.1:{metrics_port}\"\n[notify]\npoll_ms = 50\nretry_initial_ms = 50\n[notify.webhook]\nurl = \"http://127.0.0.1:{port}/hook\"\nsecret_file = \"{}\"\n",
         secret.display()
     ));
     std::fs::write(&config, text).unwrap();
@@ -266,6 +271,20 @@ fn the_signer_process_sends_nothing_and_the_notify_process_delivers_once() {
         }
         assert!(Instant::now() < deadline, "{status}");
         std::thread::sleep(Duration::from_millis(50));
+    }
+    // The notify process counts what it took and each attempt, served at
+    // `[metrics] notify`.
+    let mut scrape = TcpStream::connect(("127.0.0.1", metrics_port)).unwrap();
+    scrape
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut metrics = String::new();
+    scrape.read_to_string(&mut metrics).unwrap();
+    for line in [
+        "countersign_notifications_taken_total 1",
+        "countersign_notification_attempts_total{channel=\"webhook\",result=\"delivered\"} 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
     }
     drop(notify);
     drop(signer);

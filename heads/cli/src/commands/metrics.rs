@@ -1,6 +1,7 @@
-//! `[metrics] api|mcp|console`: a long-running head serves its gate's
-//! counters as `GET /metrics` on a loopback address (checked when the
-//! configuration is read, and again when binding). Off unless configured.
+//! `[metrics] api|mcp|console|notify`: a long-running head serves its
+//! gate's counters, and the notify process its own, as `GET /metrics` on
+//! a loopback address (checked when the configuration is read, and again
+//! when binding). Off unless configured.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +21,19 @@ pub(crate) async fn serve(
     what: &str,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
+    let mut exposition = Exposition::new();
+    ctx.gate_metrics().register(&mut exposition);
+    serve_exposition(addr, exposition, what, io).await
+}
+
+/// Serves `exposition` on `addr`, if configured, for as long as the
+/// process runs, and says where on standard error.
+pub(crate) async fn serve_exposition(
+    addr: Option<SocketAddr>,
+    exposition: Exposition,
+    what: &str,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
     let Some(addr) = addr else {
         return Ok(());
     };
@@ -27,8 +41,6 @@ pub(crate) async fn serve(
         .await
         .map_err(CliError::error)?;
     let bound = listener.local_addr().map_err(CliError::error)?;
-    let mut exposition = Exposition::new();
-    ctx.gate_metrics().register(&mut exposition);
     tokio::spawn(async move {
         let served =
             countersign_metrics::serve(listener, Arc::new(exposition), std::future::pending())

@@ -21,6 +21,9 @@ pub(crate) async fn serve(ctx: &Context, io: &mut Io<'_>) -> Result<(), CliError
     let notifier = Notifier::start(&ctx.home, &ctx.config)
         .await
         .map_err(CliError::error)?;
+    let mut exposition = countersign_metrics::Exposition::new();
+    notifier.metrics().register(&mut exposition);
+    super::metrics::serve_exposition(ctx.config.metrics.notify, exposition, "notify", io).await?;
     let _ = writeln!(
         io.err,
         "countersign notify: delivering the signer's notifications (signer {}); press Ctrl-C to stop",

@@ -172,7 +172,7 @@ pub(crate) async fn up(
             }
         }
         if notifier.is_none() {
-            match start_notifier(home).await {
+            match start_notifier(home, io).await {
                 Ok(started) => notifier = started,
                 Err(e) => {
                     for server in [console_server.take(), api_server.take()]
@@ -232,16 +232,23 @@ pub(crate) async fn up(
 
 /// The notify process's work inside `up`, when `[notify]` is configured:
 /// a task of this process (which links no signing code), delivering with
-/// the home's notifier credential, as `countersign notify serve` would.
-async fn start_notifier(home: &Home) -> Result<Option<countersign_notify::Notifier>, CliError> {
+/// the home's notifier credential, as `countersign notify serve` would,
+/// and serving its metrics at `[metrics] notify`, if set. Started once.
+async fn start_notifier(
+    home: &Home,
+    io: &mut Io<'_>,
+) -> Result<Option<countersign_notify::Notifier>, CliError> {
     let ctx = Context::load(home.clone())?;
     if ctx.config.notify.is_none() {
         return Ok(None);
     }
-    countersign_notify::Notifier::start(&ctx.home, &ctx.config)
+    let notifier = countersign_notify::Notifier::start(&ctx.home, &ctx.config)
         .await
-        .map(Some)
-        .map_err(CliError::error)
+        .map_err(CliError::error)?;
+    let mut exposition = countersign_metrics::Exposition::new();
+    notifier.metrics().register(&mut exposition);
+    super::metrics::serve_exposition(ctx.config.metrics.notify, exposition, "notify", io).await?;
+    Ok(Some(notifier))
 }
 
 /// Completes when a server inside `up` is told to drain.
