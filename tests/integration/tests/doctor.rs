@@ -422,6 +422,18 @@ async fn a_console_certificate_that_lacks_a_name_fails_and_one_naming_all_passes
             cert.display()
         )
     );
+    // With the operator's own certificate there is no console CA to replace.
+    let refused = h.cli(&["--json", "console", "trust", "--new-ca"]).await;
+    assert!(
+        matches!(refused.result, Err(CliError::Refused(_))),
+        "{:?}",
+        refused.result
+    );
+    assert_eq!(
+        refused.json()["message"],
+        "this console serves the operator's own certificate ([console] cert): it has no console CA to replace"
+    );
+    assert!(!home.console_ca_cert_path().exists());
 }
 
 /// A name the installation's console CA may not vouch for fails (the

@@ -286,4 +286,18 @@ async fn a_wait_and_a_pending_watch_hear_a_window_close_and_decide_refuses_it() 
             ),
         })
     );
+    // Nor can its proposer withdraw it any more: it is over.
+    let withdrawn = head
+        .withdraw(countersign_proto::v1::WithdrawRequest {
+            proposal_id: proposal.id.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        SignerCallError::from_status(&withdrawn),
+        SignerCallError::Refused(SignerRefusal {
+            code: Code::Known(Reason::Expired),
+            message: refused.message().to_owned(),
+        })
+    );
 }
