@@ -15,6 +15,7 @@
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -288,4 +289,50 @@ fn the_signer_process_sends_nothing_and_the_notify_process_delivers_once() {
     }
     drop(notify);
     drop(signer);
+}
+
+/// The VAPID key is the notify process's alone: another OS user on the
+/// same host reads neither it nor anything of the home, even with every
+/// directory above the home open to it (`countersign init` made the key;
+/// a real `useradd` user tries with `runuser`). Needs root.
+#[test]
+fn another_os_user_cannot_read_the_vapid_key() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED: needs root to create a second OS user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The other user may walk down to the home, as to a home under /home.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = dir.path().join("home");
+    countersign(&home, &["init"], "");
+    let key = home.join("notify").join("vapid.key");
+    assert!(key.is_file(), "init makes the VAPID key");
+    let user = format!(
+        "cs-other-{}",
+        std::process::id() ^ (std::time::UNIX_EPOCH.elapsed().unwrap().subsec_nanos())
+    );
+    let made = Command::new("useradd")
+        .args(["--user-group", "--shell", "/bin/sh", &user])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "useradd: {made:?}");
+    let read = Command::new("runuser")
+        .args(["-u", &user, "--", "cat"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    let _ = Command::new("userdel").args(["-r", &user]).output();
+    assert!(!read.status.success(), "{read:?}");
+    assert!(read.stdout.is_empty(), "{read:?}");
+    assert!(
+        String::from_utf8_lossy(&read.stderr).contains("Permission denied"),
+        "{read:?}"
+    );
+    // Its owner reads it: the refusal is the other user's.
+    assert!(
+        std::fs::read_to_string(&key)
+            .unwrap()
+            .contains("PRIVATE KEY")
+    );
 }
