@@ -24,7 +24,10 @@
 #      (default /var/lib/countersign-notify/home, 0700): config.toml (the
 #      signer's address), principal, pki/ca.pem and the notifier credential
 #      (pki/notifier.pem, pki/notifier.key), which the signer accepts for
-#      reading and acknowledging notifications only. No approver or head
+#      reading and acknowledging notifications and listing the console's
+#      Web Push devices only; and the Web Push VAPID key pair `init` made,
+#      whose private half is moved out of the signer's home (the console
+#      keeps the public half to give browsers). No approver or head
 #      credential, no CA key, no signing key. The signer opens no outbound
 #      connection: this user's `countersign notify serve` does. To turn
 #      notifications on, add `[notify]` with its channels to that home's
@@ -208,11 +211,21 @@ fi
 install -d -m 0700 -o "$notify_user" -g "$notify_user" "$notify_state_dir"
 notify_home="$notify_state_dir/home"
 # shellcheck disable=SC2016 # $1 is the inner shell's
-(cd / && runuser -u "$notify_user" -- sh -c 'umask 077 && install -d -m 0700 "$1" "$1/pki"' \
-    sh "$notify_home")
+(cd / && runuser -u "$notify_user" -- sh -c \
+    'umask 077 && install -d -m 0700 "$1" "$1/pki" "$1/notify"' sh "$notify_home")
 for file in principal pki/ca.pem pki/notifier.pem pki/notifier.key; do
     write_as "$notify_user" "$notify_home/$file" <"$home/$file"
 done
+# The Web Push VAPID key pair: only the process that sends reads the
+# private half, so it moves to the notify home with a copy of the public
+# half; the signer's home keeps the public half, which its console gives
+# browsers to subscribe with (and `init` then makes no new pair there).
+if [ -e "$home/notify/vapid.key" ]; then
+    for file in notify/vapid.key notify/vapid.pub; do
+        write_as "$notify_user" "$notify_home/$file" <"$home/$file"
+    done
+    rm -f "$home/notify/vapid.key"
+fi
 if [ ! -e "$notify_home/config.toml" ]; then
     write_as "$notify_user" "$notify_home/config.toml" <<EOF
 # Written by deploy/setup-system.sh: the notify process's home (the

@@ -13,6 +13,7 @@
 pub mod certificate;
 mod config;
 mod console_config;
+pub mod console_devices;
 pub mod console_pki;
 mod error;
 pub mod files;

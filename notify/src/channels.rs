@@ -7,6 +7,7 @@ use super::NotifyError;
 use super::desktop::DesktopChannel;
 use super::message::Notification;
 use super::push::PushChannel;
+use super::signer::SubscribedDevice;
 use super::smtp::SmtpChannel;
 use super::store::{Channel, ChannelState};
 use super::webhook::WebhookChannel;
@@ -52,7 +53,7 @@ impl Channels {
     pub(crate) fn from_config(
         config: &NotifyConfig,
         home: &Home,
-        registry: &std::path::Path,
+        signer_addr: &str,
     ) -> Result<Channels, NotifyError> {
         let webhook = config
             .webhook
@@ -67,7 +68,7 @@ impl Channels {
         let push = config
             .push
             .as_ref()
-            .map(|push| PushChannel::from_config(push, home, registry))
+            .map(|push| PushChannel::from_config(push, home, signer_addr))
             .transpose()?;
         let mut unavailable = Vec::new();
         let desktop = match config.desktop {
@@ -141,26 +142,18 @@ impl Channels {
             .collect()
     }
 
-    /// The devices a push of `notification` goes to: every subscribed
-    /// device of an approver who can decide its operation (of an
-    /// escalation's approvers only, when it names some), but not one its
-    /// push service said is gone.
-    pub(crate) fn push_devices(
+    /// The devices a push of `notification` goes to (none without a push
+    /// channel), as the signer says now: every subscribed device of an
+    /// approver who can decide its operation (of an escalation's
+    /// approvers only, when it names some).
+    pub(crate) async fn push_devices(
         &self,
         notification: &Notification,
-        gone: impl Fn(&str) -> bool,
-    ) -> Vec<String> {
-        let only = notification
-            .escalation
-            .as_ref()
-            .map_or(&[][..], |e| e.approvers.as_slice());
-        self.push.as_ref().map_or_else(Vec::new, |push| {
-            push.devices_for(&notification.operation, only)
-                .into_iter()
-                .filter(|d| !gone(&d.subscription.endpoint_sha256()))
-                .map(|d| d.session_id)
-                .collect()
-        })
+    ) -> Result<Vec<SubscribedDevice>, String> {
+        match &self.push {
+            Some(push) => push.devices_for(notification).await,
+            None => Ok(Vec::new()),
+        }
     }
 
     /// One attempt on `channel` for delivery `id` (to `device`, for a

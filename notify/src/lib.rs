@@ -8,7 +8,7 @@
 //!
 //! This process connects to the signer with the `notifier` certificate,
 //! which carries no approval authority: the signer accepts it only for
-//! `PendingNotifications` and `AckNotifications`. It asks every
+//! `PendingNotifications`, `AckNotifications` and `PushDevices`. It asks every
 //! `poll_ms` for what waits (`signer`), makes one delivery per usable
 //! channel, saves its delivery state in its own directory (`store`,
 //! `<home>/notify/`), and only then acknowledges, so no notification is
@@ -81,7 +81,7 @@ impl Notifier {
         let Some(notify) = &config.notify else {
             return Err(NotifyError::Off);
         };
-        let channels = Arc::new(Channels::from_config(notify, home, &config.registry)?);
+        let channels = Arc::new(Channels::from_config(notify, home, &config.signer_addr)?);
         let file = StateFile::of(home)?;
         let mut loaded = file.load()?;
         worker::settle_on_start(&mut loaded, &channels);

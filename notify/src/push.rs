@@ -1,8 +1,10 @@
 //! The Web Push channel: each waiting proposal is pushed to every device
-//! subscribed in this home's console sessions by an approver who can
-//! decide it (every approver of the principal, or for an operation with a
-//! quorum only its listed approvers, as the registry says now; one
-//! delivery per device), encrypted for that browser (RFC
+//! subscribed in the console's sessions by an approver who can decide it
+//! (every approver of the principal, or for an operation with a quorum
+//! only its listed approvers, as the signer's registry says now; one
+//! delivery per device; the signer reads the console's session stores and
+//! answers `PushDevices`, so this process needs no access to them and may
+//! run as a user of its own), encrypted for that browser (RFC
 //! 8291 `aes128gcm`) and signed with the installation's VAPID key (RFC
 //! 8292: a JWT with `aud` the endpoint's origin, `exp` 12 hours ahead, `sub`
 //! the configured contact), with `TTL` and `Urgency` headers, over
@@ -17,8 +19,11 @@
 //! A push service answering 404 or 410 says the subscription is gone
 //! (RFC 8030 section 7.3): the delivery fails at once and the subscription
 //! is remembered as gone, so it gets nothing more. The subscriptions are
-//! read again before every attempt, so a device unpaired or revoked after
-//! a proposal was taken gets nothing more either, not even a retry.
+//! asked for again before every attempt, so a device unpaired or revoked
+//! after a proposal was taken gets nothing more either, not even a retry.
+//! The signer also says which VAPID key the console gave the browsers: a
+//! push signed with another key would be refused by every push service,
+//! so the attempt fails at once, saying which file to copy.
 //!
 //! Must not: log a key, an auth secret or an endpoint URL (they are
 //! capabilities to reach the person's device); send anything a person
@@ -32,14 +37,14 @@ use countersign_outbound::header::{
     AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderValue, USER_AGENT,
 };
 use countersign_outbound::{Bytes, Target, post};
-use countersign_push::{SubscribedDevice, VapidKey, subscribed_devices};
-use countersign_registry::{CurrentRegistry, Schemas};
+use countersign_push::VapidKey;
 use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::NotifyError;
 use super::channels::Failure;
 use super::message::Notification;
+use super::signer::{DeviceSource, SubscribedDevice};
 
 /// What a push says, in full.
 #[derive(Debug, Serialize)]
@@ -71,22 +76,22 @@ pub(crate) struct PushChannel {
     ttl_secs: u64,
     urgency: &'static str,
     timeout: Duration,
-    home_root: PathBuf,
-    /// The registry, for an operation's quorum (who can decide it).
-    registry: Option<CurrentRegistry>,
+    /// The signer, which says which devices are subscribed.
+    source: DeviceSource,
+    /// Where this process's private key is, for the message when the
+    /// console gave browsers another key.
+    key_path: PathBuf,
 }
 
 impl PushChannel {
     /// Loads the VAPID key of `home`, making it first in a home made
-    /// before push existed (see `countersign_push::vapid`).
-    /// `registry` is the registry file: an operation with a quorum is
-    /// pushed to its listed approvers' devices only. A registry that
-    /// cannot be read leaves that filter off (a push carries no
-    /// authority), with a warning.
+    /// before push existed (see `countersign_push::vapid`); the devices
+    /// are asked of the signer at `signer_addr` with the home's notifier
+    /// certificate.
     pub(crate) fn from_config(
         config: &NotifyPushConfig,
         home: &Home,
-        registry: &Path,
+        signer_addr: &str,
     ) -> Result<PushChannel, NotifyError> {
         let refuse =
             |e: countersign_push::VapidError| NotifyError::Config(format!("notify.push: {e}"));
@@ -105,55 +110,27 @@ impl PushChannel {
             ttl_secs: config.ttl_secs,
             urgency: config.urgency.as_str(),
             timeout: Duration::from_secs(config.timeout_secs),
-            home_root: home.root().to_path_buf(),
-            registry: match CurrentRegistry::open_with(registry, Schemas::OnFirstUse) {
-                Ok(current) => Some(current),
-                Err(e) => {
-                    tracing::warn!(
-                        "push: the registry cannot be read, so an operation's quorum does not narrow who is pushed to: {e}"
-                    );
-                    None
-                }
-            },
+            source: DeviceSource::new(home.clone(), signer_addr.to_owned()),
+            key_path: home.vapid_key_path(),
         })
     }
 
-    /// The devices a push of `operation` goes to: every subscribed device,
-    /// or for an operation with a quorum those of its listed approvers;
-    /// of those, only the devices of `only` when it names any (an
-    /// escalation's approvers).
-    pub(crate) fn devices_for(&self, operation: &str, only: &[String]) -> Vec<SubscribedDevice> {
-        let devices: Vec<SubscribedDevice> = self
-            .devices()
-            .into_iter()
-            .filter(|d| only.is_empty() || only.contains(&d.approver))
-            .collect();
-        let Some(current) = &self.registry else {
-            return devices;
-        };
-        let registry = current.now().unwrap_or_else(|e| {
-            tracing::warn!("push: the registry cannot be read now, using the last one read: {e}");
-            current.last_loaded()
-        });
-        match registry.get(operation).and_then(|op| op.quorum.as_ref()) {
-            Some(quorum) => devices
-                .into_iter()
-                .filter(|d| quorum.approvers().iter().any(|a| a.as_str() == d.approver))
-                .collect(),
-            None => devices,
-        }
-    }
-
-    /// The devices subscribed now (none, with a warning, if a store
-    /// cannot be read).
-    pub(crate) fn devices(&self) -> Vec<SubscribedDevice> {
-        match subscribed_devices(&self.home_root, OffsetDateTime::now_utc()) {
-            Ok(devices) => devices,
-            Err(e) => {
-                tracing::warn!("cannot read the subscribed devices: {e}");
-                Vec::new()
-            }
-        }
+    /// The devices a push of `notification` goes to: those of every
+    /// approver who can decide its operation, or of an escalation's
+    /// approvers only, when it names some (the signer filters both).
+    pub(crate) async fn devices_for(
+        &self,
+        notification: &Notification,
+    ) -> Result<Vec<SubscribedDevice>, String> {
+        let only = notification
+            .escalation
+            .as_ref()
+            .map_or(&[][..], |e| e.approvers.as_slice());
+        Ok(self
+            .source
+            .devices(&notification.operation, only)
+            .await?
+            .devices)
     }
 
     /// One push of `notification` to the device of console session
@@ -163,13 +140,32 @@ impl PushChannel {
         session_id: &str,
         notification: &Notification,
     ) -> Result<(), Failure> {
-        let Some(device) = self
-            .devices()
+        let only = notification
+            .escalation
+            .as_ref()
+            .map_or(&[][..], |e| e.approvers.as_slice());
+        let asked = self
+            .source
+            .devices(&notification.operation, only)
+            .await
+            .map_err(|e| Failure::Retry(format!("cannot ask the signer for the device: {e}")))?;
+        if !asked.application_server_key.is_empty()
+            && asked.application_server_key != self.key.public_key()
+        {
+            return Err(Failure::Final(format!(
+                "the console gave browsers the VAPID key {}, but this notify process signs with {} ({}), so every push service would refuse the push: give this process the console home's notify/vapid.key (deploy/setup-system.sh moves it)",
+                asked.application_server_key,
+                self.key.public_key(),
+                self.key_path.display()
+            )));
+        }
+        let Some(device) = asked
+            .devices
             .into_iter()
             .find(|d| d.session_id == session_id)
         else {
             return Err(Failure::Final(
-                "the device is no longer subscribed (unpaired, revoked, expired or unsubscribed)"
+                "the device is no longer subscribed (unpaired, revoked, expired or unsubscribed), or its approver can no longer decide this operation"
                     .into(),
             ));
         };
@@ -247,41 +243,12 @@ mod tests {
         }
     }
 
-    const P256DH: &str =
-        "BLn9b-VR0ca83knDNZ32dCHGyjJp-1riX9ZTN40MqV8K_LpQmLqxC_DoHvqvFXO_nGdAB4W9dogZb_sM-uV4JbY";
-    const AUTH: &str = "_ordMnz7uTCmrpBTeUV4Bw";
-
-    /// A console session store of `approver` with one subscribed session.
-    fn subscribed(home: &Home, approver: &str) {
-        let store = serde_json::json!({"version": 3, "pairings": [], "sessions": [{
-            "id": format!("{approver}-phone"), "approver": approver, "sha256": "", "page_key_sha256": "",
-            "paired_with": "", "created_at": "2026-01-01T00:00:00Z", "expires_at": "2099-01-01T00:00:00Z",
-            "revoked_at": null, "device": "d",
-            "push": {"endpoint": format!("https://push.example/{approver}"), "p256dh": P256DH, "auth": AUTH}}]});
-        countersign_identity::files::write_private_new(
-            &home
-                .root()
-                .join(format!("console-sessions-{approver}.json")),
-            store.to_string().as_bytes(),
-        )
-        .unwrap();
-    }
-
     #[test]
-    fn an_operation_with_a_quorum_is_pushed_to_its_approvers_devices_only_and_the_key_is_made() {
+    fn a_home_made_before_push_gets_its_key_at_the_first_start() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path().join("home")).unwrap();
         home.init().unwrap();
-        for approver in ["alice", "bob", "console"] {
-            subscribed(&home, approver);
-        }
-        let registry = dir.path().join("operations.toml");
-        let text = countersign_registry::Registry::default_toml().replacen(
-            "name = \"schedule.create\"\n",
-            "name = \"schedule.create\"\nquorum = { required = 1, approvers = [\"alice\", \"carol\"] }\n",
-            1,
-        );
-        countersign_identity::files::write_private_new(&registry, text.as_bytes()).unwrap();
+        assert!(!home.vapid_key_path().exists());
         let config = NotifyPushConfig {
             contact: "mailto:a@example".into(),
             trust_roots: None,
@@ -289,31 +256,11 @@ mod tests {
             urgency: countersign_identity::PushUrgency::High,
             timeout_secs: 1,
         };
-        // A home made before push existed: the first start makes the key.
-        assert!(!home.vapid_key_path().exists());
-        let push = PushChannel::from_config(&config, &home, &registry).unwrap();
+        let push = PushChannel::from_config(&config, &home, "127.0.0.1:1").unwrap();
         assert_eq!(
             countersign_push::vapid::public_key(&home).unwrap(),
             push.key.public_key()
         );
-        let to = |op: &str, only: &[&str]| -> Vec<String> {
-            let only: Vec<String> = only.iter().map(|a| (*a).to_owned()).collect();
-            push.devices_for(op, &only)
-                .into_iter()
-                .map(|d| d.approver)
-                .collect()
-        };
-        assert_eq!(to("schedule.create", &[]), ["alice"]);
-        assert_eq!(to("schedule.pause", &[]), ["alice", "bob", "console"]);
-        // An escalation to named approvers: their devices only, and only
-        // those who can decide it.
-        assert_eq!(to("schedule.pause", &["bob"]), ["bob"]);
-        assert_eq!(to("schedule.create", &["bob"]), Vec::<String>::new());
-        assert_eq!(to("schedule.create", &["alice", "bob"]), ["alice"]);
-        // Without a readable registry, every approver's devices.
-        let push =
-            PushChannel::from_config(&config, &home, &dir.path().join("missing.toml")).unwrap();
-        assert_eq!(push.devices_for("schedule.create", &[]).len(), 3);
     }
 
     #[test]

@@ -1,14 +1,18 @@
 //! The notify process's connection to the signer, with the home's
-//! `notifier` certificate (`pki/notifier.pem`): the only two RPCs that
-//! certificate may call, `PendingNotifications` and `AckNotifications`.
-//! It connects lazily and again after any failure; it never holds an
-//! approver or head credential. A waiting notification becomes a
-//! [`Notification`] here, the one place the wire form is read.
+//! `notifier` certificate (`pki/notifier.pem`): the only three RPCs that
+//! certificate may call, `PendingNotifications` and `AckNotifications`
+//! (the worker's [`SignerLink`]) and `PushDevices` (the push channel's
+//! [`DeviceSource`], shared by the attempts running at once). Each
+//! connects lazily and again after any failure; neither holds an approver
+//! or head credential. A waiting notification becomes a [`Notification`]
+//! here, and a subscribed device a [`SubscribedDevice`]: the one place the
+//! wire form is read.
 
 use countersign_identity::{ClientCredential, Home, Role, tls};
 use countersign_proto::v1 as wire;
 use countersign_proto::v1::outbox_notification::About;
 use countersign_proto::v1::signer_client::SignerClient;
+use countersign_push::Subscription;
 use tonic::transport::Channel;
 
 use crate::message::{Escalation, Notification, PasskeyChange, PasskeyEvent};
@@ -89,22 +93,115 @@ impl SignerLink {
         &mut self,
         answer: Result<tonic::Response<T>, tonic::Status>,
     ) -> Result<T, String> {
-        match answer {
-            Ok(answer) => Ok(answer.into_inner()),
-            Err(status) => {
-                self.client = None;
-                let reason = status
-                    .metadata()
-                    .get(countersign_proto::reason::METADATA_KEY)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("none")
-                    .to_owned();
-                Err(format!(
-                    "the signer answered {:?} (reason {reason}): {}",
-                    status.code(),
-                    status.message()
-                ))
+        if answer.is_err() {
+            self.client = None;
+        }
+        answer.map(tonic::Response::into_inner).map_err(refusal)
+    }
+}
+
+/// What the signer's refusal says, with its reason code.
+fn refusal(status: tonic::Status) -> String {
+    let reason = status
+        .metadata()
+        .get(countersign_proto::reason::METADATA_KEY)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("none")
+        .to_owned();
+    format!(
+        "the signer answered {:?} (reason {reason}): {}",
+        status.code(),
+        status.message()
+    )
+}
+
+/// One browser subscribed to Web Push in a paired console session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SubscribedDevice {
+    /// The approver whose console the session decides in.
+    pub(crate) approver: String,
+    /// The console session's id (not secret).
+    pub(crate) session_id: String,
+    /// Where and how to push to it, checked here again.
+    pub(crate) subscription: Subscription,
+}
+
+/// The devices a push goes to, and the key the console gave them.
+#[derive(Debug)]
+pub(crate) struct PushDevices {
+    pub(crate) devices: Vec<SubscribedDevice>,
+    /// The VAPID public key the console serves (empty: none there).
+    pub(crate) application_server_key: String,
+}
+
+/// The signer, as the push channel asks it which devices are subscribed.
+#[derive(Debug)]
+pub(crate) struct DeviceSource {
+    home: Home,
+    addr: String,
+    client: tokio::sync::Mutex<Option<SignerClient<Channel>>>,
+}
+
+impl DeviceSource {
+    pub(crate) fn new(home: Home, addr: String) -> DeviceSource {
+        DeviceSource {
+            home,
+            addr,
+            client: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The subscribed devices of the approvers who can decide `operation`
+    /// (of `only`, when it names any). A device whose subscription does
+    /// not pass the strict parse is left out, with a warning naming its
+    /// session.
+    pub(crate) async fn devices(
+        &self,
+        operation: &str,
+        only: &[String],
+    ) -> Result<PushDevices, String> {
+        let mut client = {
+            let mut held = self.client.lock().await;
+            match &*held {
+                Some(client) => client.clone(),
+                None => {
+                    let client = connect(&self.home, &self.addr).await?;
+                    *held = Some(client.clone());
+                    client
+                }
             }
+        };
+        let answer = client
+            .push_devices(wire::PushDevicesRequest {
+                operation: operation.to_owned(),
+                approvers: only.to_vec(),
+            })
+            .await;
+        let answer = match answer {
+            Ok(answer) => answer.into_inner(),
+            Err(status) => {
+                *self.client.lock().await = None;
+                return Err(refusal(status));
+            }
+        };
+        Ok(PushDevices {
+            devices: answer.devices.into_iter().filter_map(device).collect(),
+            application_server_key: answer.application_server_key,
+        })
+    }
+}
+
+/// The wire form of a device, its subscription checked.
+fn device(d: wire::PushDevice) -> Option<SubscribedDevice> {
+    match Subscription::new(&d.endpoint, &d.p256dh, &d.auth) {
+        Ok(subscription) => Some(SubscribedDevice {
+            approver: d.approver,
+            session_id: d.session_id,
+            subscription,
+        }),
+        Err(e) => {
+            tracing::warn!(session_id = %d.session_id, "a stored push subscription is not usable, nothing is pushed to it: {e}");
+            None
         }
     }
 }
@@ -192,6 +289,27 @@ mod tests {
         assert_eq!(read.notification.console_url, None);
         assert_eq!(read.notification.created_at, 7);
         assert_eq!(read.notification.principal, "pr_1");
+    }
+
+    #[test]
+    fn a_device_is_read_only_with_a_subscription_that_passes_the_strict_parse() {
+        let wire = |endpoint: &str| {
+            wire::PushDevice {
+            approver: "console".into(),
+            session_id: "s1".into(),
+            endpoint: endpoint.into(),
+            p256dh: "BLn9b-VR0ca83knDNZ32dCHGyjJp-1riX9ZTN40MqV8K_LpQmLqxC_DoHvqvFXO_nGdAB4W9dogZb_sM-uV4JbY".into(),
+            auth: "_ordMnz7uTCmrpBTeUV4Bw".into(),
+        }
+        };
+        let read = device(wire("https://push.example/1")).unwrap();
+        assert_eq!(
+            (read.approver.as_str(), read.session_id.as_str()),
+            ("console", "s1")
+        );
+        assert_eq!(read.subscription.endpoint_text(), "https://push.example/1");
+        // Plain http off loopback is never pushed to, whatever the store says.
+        assert_eq!(device(wire("http://10.0.0.1/p")), None);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use super::Channels;
 use super::channels::Failure;
 use super::message::Notification;
 use super::retry::{jitter, next_delay_ms};
-use super::signer::SignerLink;
+use super::signer::{SignerLink, Waiting};
 use super::store::{Channel, Deliveries, Delivery, State, StateFile};
 
 /// What the task owns.
@@ -139,27 +139,49 @@ impl Worker {
         if waiting.is_empty() {
             return Ok(());
         }
+        // A push goes to each subscribed device, and only for a waiting
+        // proposal (not a passkey change): the devices are asked of the
+        // signer first, outside the lock; if it cannot say, nothing is
+        // taken or acknowledged, and the next poll asks again.
+        let new: Vec<&Waiting> = {
+            let deliveries = lock(&self.deliveries);
+            waiting
+                .iter()
+                .filter(|w| !deliveries.holds(&w.id))
+                .collect()
+        };
+        let mut devices = HashMap::new();
+        for w in &new {
+            let pushed = w.notification.passkey.is_none()
+                && self
+                    .channels
+                    .for_notification(&w.notification)
+                    .contains(&Channel::Push);
+            if pushed {
+                let found = self
+                    .channels
+                    .push_devices(&w.notification)
+                    .await
+                    .map_err(|e| format!("the devices to push to: {e}"))?;
+                devices.insert(w.id.clone(), found);
+            }
+        }
         {
             let now = now_ms();
             let mut deliveries = lock(&self.deliveries);
-            for w in &waiting {
-                if deliveries.holds(&w.id) {
-                    continue;
-                }
+            for w in new {
                 for channel in self.channels.for_notification(&w.notification) {
-                    // A push goes to each subscribed device, and only for
-                    // a waiting proposal (not a passkey change).
-                    let devices = match channel {
-                        Channel::Push if w.notification.passkey.is_some() => Vec::new(),
-                        Channel::Push => self
-                            .channels
-                            .push_devices(&w.notification, |endpoint| deliveries.is_gone(endpoint))
+                    let targets: Vec<Option<String>> = match channel {
+                        Channel::Push => devices
+                            .get(&w.id)
                             .into_iter()
-                            .map(Some)
+                            .flatten()
+                            .filter(|d| !deliveries.is_gone(&d.subscription.endpoint_sha256()))
+                            .map(|d| Some(d.session_id.clone()))
                             .collect(),
                         _ => vec![None],
                     };
-                    for device in devices {
+                    for device in targets {
                         deliveries.deliveries.push(Delivery {
                             id: delivery_id(&w.id, channel, device.as_deref()),
                             notification_id: w.id.clone(),

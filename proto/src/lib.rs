@@ -4,7 +4,8 @@
 //! fails when it drifts from the `.proto` files. Conversion between these
 //! wire types and domain types happens in the crates that own the domain
 //! types, never here. Messages that carry a proof have a hand-written `Debug`
-//! that prints only the proof's hash.
+//! that prints only the proof's hash; a push subscription's shows only its
+//! session.
 #![forbid(unsafe_code)]
 
 /// `countersign.v1`: the signer service, its client and its messages.
@@ -42,6 +43,15 @@ pub mod v1 {
                 .field("proof_sha256", &self.proof_sha256)
                 .field("expires_at", &self.expires_at)
                 .finish()
+        }
+    }
+
+    impl fmt::Debug for PushDevice {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("PushDevice")
+                .field("approver", &self.approver)
+                .field("session_id", &self.session_id)
+                .finish_non_exhaustive()
         }
     }
 

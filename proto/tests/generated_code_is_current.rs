@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 const GENERATED: &str = "src/gen/countersign.v1.rs";
 const DESCRIPTORS: &str = "src/gen/countersign.v1.fds.bin";
 
-/// Messages that carry a proof: their `Debug` is written by hand in
-/// `src/lib.rs` so that a proof can never be printed.
+/// Messages that carry a proof or a push subscription: their `Debug` is
+/// written by hand in `src/lib.rs` so that neither can ever be printed.
 const SECRET_MESSAGES: &[&str] = &[
     ".countersign.v1.DecideResponse",
     ".countersign.v1.ClaimHandoffResponse",
     ".countersign.v1.ReissueForReconcileResponse",
+    ".countersign.v1.PushDevice",
 ];
 
 /// The generated code and the encoded file descriptor set.

@@ -9,19 +9,17 @@
 //!   only by the process that sends, the console reads only the public half;
 //! - a browser's push subscription parsed strictly (`subscription`): the
 //!   endpoint (https, or plain http to a loopback IP only), the P-256 key
-//!   and the 16-byte auth secret, with a refusal that names what is wrong;
-//! - the subscribed devices as the console's session stores hold them
-//!   (`devices`), read-only: only an active session's subscription counts,
-//!   so an unpaired, revoked or expired device is never pushed to.
+//!   and the 16-byte auth secret, with a refusal that names what is wrong.
+//!
+//! Which devices are subscribed is the console's (its session stores),
+//! read by the signer for the notify process (`PushDevices`).
 //!
 //! Must not: send anything, log a key or an auth secret, or accept a
 //! subscription it would not send to.
 #![forbid(unsafe_code)]
 
-pub mod devices;
 pub mod subscription;
 pub mod vapid;
 
-pub use devices::{SubscribedDevice, subscribed_devices};
 pub use subscription::{Subscription, SubscriptionRefusal};
 pub use vapid::{VapidError, VapidKey};

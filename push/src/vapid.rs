@@ -40,6 +40,12 @@ pub enum VapidError {
         "this home has no VAPID key ({0}): run `countersign init` or start `countersign notify serve` with [notify.push]"
     )]
     Missing(String),
+    /// This home keeps the public half only: the private key was moved to
+    /// the notify process's own home (the hardened installation).
+    #[error(
+        "this home keeps only the VAPID public key ({0}): its private key is in the notify process's own home (deploy/setup-system.sh moved it there), so run `countersign notify serve` with that home"
+    )]
+    PublicOnly(String),
     /// A file is unsafe, unreadable or unwritable (the message names it).
     #[error("VAPID key: {0}")]
     File(String),
@@ -67,11 +73,18 @@ impl fmt::Debug for VapidKey {
 impl VapidKey {
     /// Makes the key pair of `home` unless it is there (both files, 0600),
     /// and returns the paths it wrote. Idempotent: an existing key is kept,
-    /// and a public file that does not match it is refused.
+    /// and a public file that does not match it is refused. A home that
+    /// holds the public half alone is kept as it is: its private half was
+    /// moved to the notify process's own home (deploy/setup-system.sh),
+    /// and a new key here would end every subscription made with it.
     pub fn ensure(home: &Home) -> Result<Vec<std::path::PathBuf>, VapidError> {
         home.ensure_notify_dir().map_err(file_error)?;
         let mut written = Vec::new();
         let key_path = home.vapid_key_path();
+        if !key_path.exists() && home.vapid_public_path().exists() {
+            public_key(home)?;
+            return Ok(written);
+        }
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .map_err(|_| VapidError::Crypto("no randomness to make a key"))?;
@@ -101,7 +114,14 @@ impl VapidKey {
     /// The private key of `home` (the sending process only).
     pub fn load(home: &Home) -> Result<VapidKey, VapidError> {
         let path = home.vapid_key_path();
-        let text = read_key_file(&path)?;
+        let text = match read_key_file(&path) {
+            Err(VapidError::Missing(_)) if home.vapid_public_path().exists() => {
+                return Err(VapidError::PublicOnly(
+                    home.vapid_public_path().display().to_string(),
+                ));
+            }
+            read => read?,
+        };
         let der = Zeroizing::new(der_of(&text).ok_or_else(|| {
             VapidError::Invalid(path.display().to_string(), "not a PEM private key")
         })?);
@@ -273,6 +293,24 @@ mod tests {
             VapidError::Invalid(
                 home.vapid_public_path().display().to_string(),
                 "it is not the public half of vapid.key"
+            )
+        );
+    }
+
+    #[test]
+    fn a_home_whose_private_key_was_moved_keeps_its_public_half_and_makes_none() {
+        let (_dir, home) = home();
+        VapidKey::ensure(&home).unwrap();
+        let public = public_key(&home).unwrap();
+        std::fs::remove_file(home.vapid_key_path()).unwrap();
+        assert!(VapidKey::ensure(&home).unwrap().is_empty());
+        assert!(!home.vapid_key_path().exists());
+        assert_eq!(public_key(&home).unwrap(), public);
+        assert_eq!(
+            VapidKey::load(&home).unwrap_err().to_string(),
+            format!(
+                "this home keeps only the VAPID public key ({}): its private key is in the notify process's own home (deploy/setup-system.sh moved it there), so run `countersign notify serve` with that home",
+                home.vapid_public_path().display()
             )
         );
     }

@@ -21,6 +21,7 @@ pub mod keystore;
 pub mod notify;
 pub mod passkeys;
 pub mod pkcs11;
+mod push_devices;
 mod quorum;
 mod recover;
 mod reissue;

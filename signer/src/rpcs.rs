@@ -113,6 +113,7 @@ rpcs! {
     list_passkeys(ListPasskeysRequest) -> ListPasskeysResponse: "ListPasskeys", [Approver], await;
     pending_notifications(PendingNotificationsRequest) -> PendingNotificationsResponse: "PendingNotifications", [Notifier], await;
     ack_notifications(AckNotificationsRequest) -> AckNotificationsResponse: "AckNotifications", [Notifier], await;
+    push_devices(PushDevicesRequest) -> PushDevicesResponse: "PushDevices", [Notifier], await;
     create_rule(CreateRuleRequest) -> RuleView: "CreateRule", [Approver], await;
     revise_rule(ReviseRuleRequest) -> RuleView: "ReviseRule", [Approver], await;
     revoke_rule(RevokeRuleRequest) -> RuleView: "RevokeRule", [Approver], await;
@@ -146,16 +147,19 @@ mod tests {
     }
 
     /// The notifier role carries no approval authority: it is named by its
-    /// own two rows only, and they name no other role.
+    /// own three rows only, and they name no other role.
     #[test]
-    fn the_notifier_role_calls_its_two_rpcs_and_nothing_else() {
+    fn the_notifier_role_calls_its_three_rpcs_and_nothing_else() {
         use countersign_identity::Role;
         let notifier: Vec<&str> = TABLE
             .iter()
             .filter(|(_, roles)| roles.contains(&Role::Notifier))
             .map(|(rpc, _)| *rpc)
             .collect();
-        assert_eq!(notifier, ["PendingNotifications", "AckNotifications"]);
+        assert_eq!(
+            notifier,
+            ["PendingNotifications", "AckNotifications", "PushDevices"]
+        );
         for (rpc, roles) in TABLE {
             if notifier.contains(rpc) {
                 assert_eq!(*roles, [Role::Notifier], "{rpc}");

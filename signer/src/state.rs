@@ -55,6 +55,10 @@ pub struct SignerState {
     pub(crate) checkpoints: crate::checkpoint::Checkpoints,
     /// Announcements of changed proposals, for the watch streams.
     pub(crate) changes: crate::changes::Changes,
+    /// The home this signer runs in, whose console's session stores hold
+    /// the push subscriptions (`PushDevices`); `None` for a state built
+    /// without a home, which knows no devices.
+    pub(crate) console_home: Option<crate::push_devices::ConsoleHome>,
     /// Where the tests hold a watch between its first read and its first
     /// message.
     #[cfg(feature = "testing")]
@@ -103,6 +107,7 @@ impl SignerState {
             rules_enabled: false,
             checkpoints: crate::checkpoint::Checkpoints::default(),
             changes: crate::changes::Changes::default(),
+            console_home: None,
             #[cfg(feature = "testing")]
             watch_gate: crate::testing::WatchGate::default(),
         }
@@ -124,6 +129,13 @@ impl SignerState {
     /// configured).
     pub fn with_passkeys(mut self, policy: Option<PasskeyPolicy>) -> SignerState {
         self.passkeys = policy;
+        self
+    }
+
+    /// The same state answering `PushDevices` from the console of `home`
+    /// (the one this signer runs in), whose principal is `principal`.
+    pub fn with_console_home(mut self, home: &Home, principal: String) -> SignerState {
+        self.console_home = Some(crate::push_devices::ConsoleHome::of(home, principal));
         self
     }
 
@@ -160,7 +172,9 @@ impl SignerState {
             .with_premise_runner(runner);
         let passkeys = config.passkeys.as_ref().map(PasskeyPolicy::from_config);
         let outbox = Outbox::configured(config, &ledger);
+        let principal = home.principal()?;
         Ok(SignerState::new(keys, ledger, registry, policy)
+            .with_console_home(home, principal)
             .with_passkeys(passkeys)
             .with_handoff_claim_lease(config.handoff_claim_lease_secs)
             .with_outbox(outbox)

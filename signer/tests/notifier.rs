@@ -1,8 +1,9 @@
 //! The notification outbox and the `notifier` role: with `[notify]` the
 //! signer records a waiting proposal (and nothing without it), and serves
 //! it to the notifier certificate only, which can acknowledge it and do
-//! nothing else. Every other RPC refuses the notifier with
-//! PERMISSION_DENIED `role_not_allowed`, and nothing it tries has an effect.
+//! nothing else but list the console's Web Push devices. Every other RPC
+//! refuses the notifier with PERMISSION_DENIED `role_not_allowed`, and
+//! nothing it tries has an effect.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -15,12 +16,14 @@ use countersign_proto::v1::{
     ClaimHandoffRequest, CreateRuleRequest, Delivery, EnrolRequest, GetProposalRequest,
     ListPasskeysRequest, ListPendingRequest, ListProposalsRequest, ListRulesRequest,
     OutboxNotification, PendingNotificationsRequest, ProposalWaiting, PublicKeysRequest,
-    ReissueForReconcileRequest, ReleaseHandoffRequest, RemovePasskeyRequest,
+    PushDevicesRequest, ReissueForReconcileRequest, ReleaseHandoffRequest, RemovePasskeyRequest,
     ResolveUncertainRequest, ReviseRuleRequest, RevokeRequest, RevokeRuleRequest, WithdrawRequest,
 };
 use countersign_registry::Registry;
 use countersign_signer::testing::TestSigner;
-use support::{approve, approver, head, propose, propose_request, reason_of};
+use support::{
+    OTHER_PRINCIPAL, approve, approver, client_as, head, propose, propose_request, reason_of,
+};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -289,8 +292,9 @@ async fn the_notifier_is_refused_by_every_other_rpc_and_changes_nothing() {
     );
 }
 
-/// The notifier's two RPCs refuse every other role, and a head or an
-/// approver can neither read nor drop what waits for the person.
+/// The notifier's three RPCs refuse every other role, and a head or an
+/// approver can neither read nor drop what waits for the person, nor
+/// learn where the person's devices are.
 #[tokio::test]
 async fn the_notifier_rpcs_refuse_heads_and_approvers() {
     let signer = recording().await;
@@ -315,7 +319,181 @@ async fn the_notifier_rpcs_refuse_heads_and_approvers() {
             role,
             "AckNotifications",
         );
+        assert_role_refused(
+            call!(
+                client,
+                push_devices(PushDevicesRequest {
+                    operation: "schedule.pause".into(),
+                    approvers: Vec::new(),
+                })
+            ),
+            role,
+            "PushDevices",
+        );
     }
     let waiting = waiting_for(&mut notifier(&signer).await, 0).await;
     assert_eq!(waiting.len(), 1);
+}
+
+const P256DH: &str =
+    "BLn9b-VR0ca83knDNZ32dCHGyjJp-1riX9ZTN40MqV8K_LpQmLqxC_DoHvqvFXO_nGdAB4W9dogZb_sM-uV4JbY";
+const AUTH: &str = "_ordMnz7uTCmrpBTeUV4Bw";
+
+/// Writes `approver`'s console session store into `signer`'s home: one
+/// subscribed session `<approver>-phone`, and one revoked.
+fn subscribed(signer: &TestSigner, approver: &str) {
+    let session = |id: String, revoked: Option<&str>| {
+        serde_json::json!({"id": id, "approver": approver, "sha256": "", "page_key_sha256": "",
+            "paired_with": "", "created_at": "2026-01-01T00:00:00Z", "expires_at": "2099-01-01T00:00:00Z",
+            "revoked_at": revoked, "device": "d",
+            "push": {"endpoint": format!("https://push.example/{approver}"), "p256dh": P256DH, "auth": AUTH}})
+    };
+    let store = serde_json::json!({"version": 3, "pairings": [], "sessions": [
+        session(format!("{approver}-phone"), None),
+        session(format!("{approver}-lost"), Some("2026-01-02T00:00:00Z")),
+    ]});
+    countersign_identity::files::write_private_new(
+        &signer
+            .home()
+            .root()
+            .join(format!("console-sessions-{approver}.json")),
+        store.to_string().as_bytes(),
+    )
+    .unwrap();
+}
+
+/// The devices `notifier` is told of for `operation` (of `only`), as
+/// `approver/session`, and the key the console serves.
+async fn devices(
+    notifier: &mut SignerClient<Channel>,
+    operation: &str,
+    only: &[&str],
+) -> (Vec<String>, String) {
+    let answer = notifier
+        .push_devices(PushDevicesRequest {
+            operation: operation.into(),
+            approvers: only.iter().map(|a| (*a).to_owned()).collect(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    for d in &answer.devices {
+        assert_eq!(
+            (d.endpoint.as_str(), d.p256dh.as_str(), d.auth.as_str()),
+            (
+                format!("https://push.example/{}", d.approver).as_str(),
+                P256DH,
+                AUTH
+            ),
+            "passed on as the console stored it"
+        );
+        // Its Debug names the session, never where or how to push.
+        let shown = format!("{d:?}");
+        assert!(
+            !shown.contains("push.example") && !shown.contains(AUTH),
+            "{shown}"
+        );
+    }
+    (
+        answer
+            .devices
+            .into_iter()
+            .map(|d| format!("{}/{}", d.approver, d.session_id))
+            .collect(),
+        answer.application_server_key,
+    )
+}
+
+/// `PushDevices` reads the console's session stores of the signer's own
+/// home for the notify process: active subscribed sessions only, of the
+/// approvers who can decide the operation (a quorum's listed ones), of an
+/// escalation's approvers when named; nothing for another principal's
+/// notifier; bad requests refused with their field.
+#[tokio::test]
+async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
+    let registry = Registry::default_toml().replacen(
+        "name = \"schedule.create\"\n",
+        "name = \"schedule.create\"\nquorum = { required = 1, approvers = [\"alice\", \"carol\"] }\n",
+        1,
+    );
+    let signer = TestSigner::start_configured(
+        &registry,
+        None,
+        "\n[console]\naddr = \"127.0.0.1:7997\"\n[notify]\n",
+    )
+    .await
+    .unwrap();
+    let mut notifier = notifier(&signer).await;
+    // No console session yet, and no VAPID key in the home.
+    assert_eq!(
+        devices(&mut notifier, "schedule.pause", &[]).await,
+        (Vec::new(), String::new())
+    );
+    for approver in ["alice", "bob", "console"] {
+        subscribed(&signer, approver);
+    }
+    let key = format!("B{}", "A".repeat(86));
+    signer.home().ensure_notify_dir().unwrap();
+    countersign_identity::files::write_private_new(
+        &signer.home().vapid_public_path(),
+        format!("{key}\n").as_bytes(),
+    )
+    .unwrap();
+    let to = |(devices, served): (Vec<String>, String)| {
+        assert_eq!(served, key);
+        devices
+    };
+    assert_eq!(
+        to(devices(&mut notifier, "schedule.pause", &[]).await),
+        [
+            "alice/alice-phone",
+            "bob/bob-phone",
+            "console/console-phone"
+        ]
+    );
+    assert_eq!(
+        to(devices(&mut notifier, "schedule.create", &[]).await),
+        ["alice/alice-phone"]
+    );
+    // An escalation's approvers: their devices only, of those who can decide.
+    assert_eq!(
+        to(devices(&mut notifier, "schedule.pause", &["bob"]).await),
+        ["bob/bob-phone"]
+    );
+    assert!(to(devices(&mut notifier, "schedule.create", &["bob"]).await).is_empty());
+    assert_eq!(
+        to(devices(&mut notifier, "schedule.create", &["alice", "bob"]).await),
+        ["alice/alice-phone"]
+    );
+    // Another principal's notifier is told of none of this home's devices.
+    let mut theirs = client_as(&signer, Role::Notifier, OTHER_PRINCIPAL).await;
+    assert_eq!(
+        devices(&mut theirs, "schedule.pause", &[]).await,
+        (Vec::new(), String::new())
+    );
+    // Bad requests, each refused with its field.
+    for (request, message) in [
+        (
+            PushDevicesRequest::default(),
+            "invalid operation: must be 1..=256 bytes",
+        ),
+        (
+            PushDevicesRequest {
+                operation: "x".repeat(257),
+                approvers: Vec::new(),
+            },
+            "invalid operation: must be 1..=256 bytes",
+        ),
+        (
+            PushDevicesRequest {
+                operation: "schedule.pause".into(),
+                approvers: vec!["a".into(); 101],
+            },
+            "invalid approvers: at most 100 names",
+        ),
+    ] {
+        let status = notifier.push_devices(request).await.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert_eq!(status.message(), message);
+    }
 }

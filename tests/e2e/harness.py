@@ -22,13 +22,19 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run(home, *args, stdin=None, ok=(0,)):
+def run(home, *args, stdin=None, ok=(0,), user=None):
+    """`countersign --home HOME ARGS...` (as `user` through runuser, from
+    /, when one is named)."""
+    argv = [BIN, "--home", home, *args]
+    if user:
+        argv = ["runuser", "-u", user, "--", *argv]
     proc = subprocess.run(
-        [BIN, "--home", home, *args],
+        argv,
         input=stdin,
         capture_output=True,
         text=True,
         timeout=60,
+        cwd="/" if user else None,
     )
     if proc.returncode not in ok:
         sys.exit(f"countersign {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")

@@ -21,6 +21,9 @@ does. Then:
 - a device unpaired (from another device) or revoked (`console sessions
   revoke`) receives nothing more, and the unpaired one's session approves
   nothing (the proposal stays pending);
+- a console giving browsers another VAPID key than the notify process
+  signs with gets nothing sent: the delivery fails at once, naming the
+  file to copy;
 - refused subscriptions (no page key, a plain-http endpoint off loopback,
   not a subscription) keep nothing, with the exact refusal; "Stop
   notifying this device" needs the page key too, and then that device
@@ -84,11 +87,15 @@ def received(name):
         return list(PushService.received.get(name, []))
 
 
-def pair(home, port):
+def pair(home, port, user=None):
     """Pairs as a browser would: the link from `countersign console pair`
-    at a terminal, its code POSTed to /pair; returns the cookie, the page
-    key the answer hands the page's script, and the session id."""
-    child = pexpect.spawn(BIN, ["--home", home, "console", "pair"], encoding="utf-8", timeout=30)
+    at a terminal (run as `user`, when one is named), its code POSTed to
+    /pair; returns the cookie, the page key the answer hands the page's
+    script, and the session id."""
+    argv = [BIN, "--home", home, "console", "pair"]
+    if user:
+        argv = ["runuser", "-u", user, "--", *argv]
+    child = pexpect.spawn(argv[0], argv[1:], encoding="utf-8", timeout=30, cwd="/")
     child.expect(r"https://console\.localhost:\d+/pair/(cp1_[0-9a-f]{16}_[A-Za-z0-9_-]{43})")
     code = child.match.group(1)
     child.expect(pexpect.EOF)
@@ -307,6 +314,30 @@ def main():
         assert len(received("revoked")) == 1, "a revoked device gets nothing more"
         assert received("unpaired") == [], "an unpaired device gets nothing"
         assert received("stopped") == [], "a device no longer notified gets nothing"
+
+        # The console giving browsers another key than the notify process
+        # signs with (a key made anew in one home and not the other): every
+        # push service would refuse the push, so nothing is sent and the
+        # delivery fails at once, saying which file to copy.
+        other = Browser("other-key", push_port)
+        pub_path = os.path.join(home, "notify", "vapid.pub")
+        os.remove(pub_path)
+        fd = os.open(pub_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        other_key = b64u(other.key.public_key().public_bytes(serialization.Encoding.X962,
+                                                               serialization.PublicFormat.UncompressedPoint))
+        os.write(fd, (other_key + "\n").encode())
+        os.close(fd)
+        third = propose(home, "monthly")
+        by_device = wait_for("the third proposal's pushes", lambda: (
+            lambda d: d if len(d) == 2 and all(x["state"] == "failed" for x in d.values()) else None)(pushed(home, third)))
+        for failed in by_device.values():
+            assert failed["attempts"] == 1, failed
+            assert failed["last_error"] == (
+                f"the console gave browsers the VAPID key {other_key}, but this notify process signs with "
+                f"{public_key} ({os.path.join(home, 'notify', 'vapid.key')}), so every push service would "
+                "refuse the push: give this process the console home's notify/vapid.key "
+                "(deploy/setup-system.sh moves it)"), failed
+        assert len(received("good")) == 2 and len(received("failing")) == 4, "nothing sent with the other key"
     finally:
         code, rest = stop_up(up)
         service.shutdown()

@@ -334,14 +334,16 @@ fn subscription(n: u32) -> Subscription {
     Subscription::new(&format!("https://push.example/{n}"), P256DH, AUTH).unwrap()
 }
 
-/// The endpoints the notify process would push to, sorted.
+/// The endpoints the signer would give the notify process, sorted.
 fn devices(dir: &tempfile::TempDir) -> Vec<String> {
-    let mut endpoints: Vec<String> =
-        countersign_push::subscribed_devices(dir.path(), OffsetDateTime::now_utc())
-            .unwrap()
-            .into_iter()
-            .map(|d| d.subscription.endpoint_text().to_owned())
-            .collect();
+    let mut endpoints: Vec<String> = countersign_identity::console_devices::subscribed_devices(
+        dir.path(),
+        OffsetDateTime::now_utc(),
+    )
+    .unwrap()
+    .into_iter()
+    .map(|d| d.endpoint)
+    .collect();
     endpoints.sort();
     endpoints
 }
@@ -363,7 +365,7 @@ fn a_subscription_is_kept_with_its_session_and_the_notify_process_reads_it() {
         store.subscribe(&laptop.id, subscription(2)).unwrap(),
         Ok(())
     );
-    // Read back through what the notify process uses: the formats agree.
+    // Read back through what the signer serves the notify process: the formats agree.
     assert_eq!(
         devices(&dir),
         ["https://push.example/1", "https://push.example/2"]

@@ -625,6 +625,49 @@ pub struct AckNotificationsResponse {
     #[prost(uint32, tag = "1")]
     pub acknowledged: u32,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PushDevicesRequest {
+    /// The operation the push is about (at most 256 bytes).
+    #[prost(string, tag = "1")]
+    pub operation: ::prost::alloc::string::String,
+    /// When not empty, only these approvers' devices (an escalation's; at
+    /// most 100 names).
+    #[prost(string, repeated, tag = "2")]
+    pub approvers: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PushDevicesResponse {
+    /// Ordered by approver and session.
+    #[prost(message, repeated, tag = "1")]
+    pub devices: ::prost::alloc::vec::Vec<PushDevice>,
+    /// The VAPID public key the console serves to browsers, as they subscribe
+    /// with it (base64url of the uncompressed P-256 point), or empty when the
+    /// home has none: a notify process signing with another key would be
+    /// refused by every push service.
+    #[prost(string, tag = "2")]
+    pub application_server_key: ::prost::alloc::string::String,
+}
+/// A browser subscribed to Web Push in a paired console session.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[prost(skip_debug)]
+pub struct PushDevice {
+    /// The approver whose console the session decides in.
+    #[prost(string, tag = "1")]
+    pub approver: ::prost::alloc::string::String,
+    /// The console session's id (not secret).
+    #[prost(string, tag = "2")]
+    pub session_id: ::prost::alloc::string::String,
+    /// The push service's URL for this browser: a capability to reach the
+    /// person's device, never logged.
+    #[prost(string, tag = "3")]
+    pub endpoint: ::prost::alloc::string::String,
+    /// The browser's P-256 public key (base64url) and its 16-byte auth
+    /// secret (base64url), which the push is encrypted for.
+    #[prost(string, tag = "4")]
+    pub p256dh: ::prost::alloc::string::String,
+    #[prost(string, tag = "5")]
+    pub auth: ::prost::alloc::string::String,
+}
 /// A rule's status, derived from its record when it is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
@@ -1570,6 +1613,38 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "AckNotifications"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: notifier. The browsers paired with this signer's home's console
+        /// and subscribed to Web Push (active sessions only) of the approvers who
+        /// can decide `operation` (for an operation with a quorum, its listed
+        /// approvers), narrowed to `approvers` when it names any; none for a
+        /// principal other than the home's. The signer reads the console's
+        /// session stores in its own home, so the notify process needs no access
+        /// to them. A subscription is passed on as the console stored it: the
+        /// notify process parses it strictly before it sends anything.
+        pub async fn push_devices(
+            &mut self,
+            request: impl tonic::IntoRequest<super::PushDevicesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::PushDevicesResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/PushDevices",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "PushDevices"));
+            self.inner.unary(req, path, codec).await
+        }
         /// role: approver. Creates an auto-approval rule for the caller's principal
         /// (only with `[rules] enabled = true` in the signer's configuration, else
         /// FAILED_PRECONDITION `rules_disabled`). With dry_run the signer only
@@ -1920,6 +1995,21 @@ pub mod signer_server {
             request: tonic::Request<super::AckNotificationsRequest>,
         ) -> std::result::Result<
             tonic::Response<super::AckNotificationsResponse>,
+            tonic::Status,
+        >;
+        /// role: notifier. The browsers paired with this signer's home's console
+        /// and subscribed to Web Push (active sessions only) of the approvers who
+        /// can decide `operation` (for an operation with a quorum, its listed
+        /// approvers), narrowed to `approvers` when it names any; none for a
+        /// principal other than the home's. The signer reads the console's
+        /// session stores in its own home, so the notify process needs no access
+        /// to them. A subscription is passed on as the console stored it: the
+        /// notify process parses it strictly before it sends anything.
+        async fn push_devices(
+            &self,
+            request: tonic::Request<super::PushDevicesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::PushDevicesResponse>,
             tonic::Status,
         >;
         /// role: approver. Creates an auto-approval rule for the caller's principal
@@ -3001,6 +3091,51 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = AckNotificationsSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/PushDevices" => {
+                    #[allow(non_camel_case_types)]
+                    struct PushDevicesSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::PushDevicesRequest>
+                    for PushDevicesSvc<T> {
+                        type Response = super::PushDevicesResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::PushDevicesRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::push_devices(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = PushDevicesSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

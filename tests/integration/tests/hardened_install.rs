@@ -15,10 +15,11 @@
 //! passes without testing anything.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod hardened_support;
 mod support;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
@@ -28,17 +29,17 @@ use countersign_identity::files::write_private_new;
 use countersign_identity::{Home, Role};
 use countersign_integration_tests::bin;
 use countersign_ledger::Ledger;
-use countersign_ledger::testing::TempPgDatabase;
 use countersign_proto::v1::{
     BeginDecisionRequest, BeginEnrolmentRequest, BeginRemovalRequest, DecideRequest, EnrolRequest,
     ListPasskeysRequest, RemovePasskeyRequest,
 };
+use hardened_support::{
+    Base, Layout, Processes, ROOT, Users, as_user, files_of, is_root, ledger_with_roles,
+    random_hex, spawn_as, text, uid_of, wait_for_port,
+};
 use sha2::{Digest as _, Sha256};
-use sqlx::{AssertSqlSafe, Connection as _, PgConnection, SqliteConnection};
+use sqlx::{AssertSqlSafe, Connection as _, SqliteConnection};
 use support::{Harness, assert_refused, forge};
-
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-const ROLES_SQL: &str = include_str!("../../../deploy/postgres-roles.sql");
 
 // ---------------------------------------------------------------------------
 // The systemd units.
@@ -238,195 +239,6 @@ async fn an_issuance_row_forged_into_the_sqlite_ledger_gets_the_head_nothing() {
 // ---------------------------------------------------------------------------
 // The attacker test.
 
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
-fn random_hex() -> String {
-    let mut bytes = [0u8; 4];
-    getrandom::fill(&mut bytes).unwrap();
-    hex::encode(bytes)
-}
-
-/// Two throwaway users, removed with their home directories even when the
-/// test fails (dropped after the processes that run as them).
-struct Users {
-    signer: String,
-    agent: String,
-    /// Created by `setup-system.sh` (`--premise-user`), removed here.
-    premise: String,
-    /// Created by `setup-system.sh` (`--notify-user`), removed here.
-    notify: String,
-    /// Created by `setup-system.sh` (`--gateway-user`), removed here.
-    gateway: String,
-}
-
-impl Users {
-    fn create() -> Users {
-        let suffix = random_hex();
-        let users = Users {
-            signer: format!("cs-signer-{suffix}"),
-            agent: format!("cs-agent-{suffix}"),
-            premise: format!("cs-premise-{suffix}"),
-            notify: format!("cs-notify-{suffix}"),
-            gateway: format!("cs-gateway-{suffix}"),
-        };
-        for (name, extra) in [(&users.signer, "--system"), (&users.agent, "--create-home")] {
-            let out = Command::new("useradd")
-                .args([extra, "--user-group", "--shell", "/bin/sh", name])
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "useradd {name}: {out:?}");
-        }
-        users
-    }
-}
-
-impl Drop for Users {
-    fn drop(&mut self) {
-        for name in [
-            &self.agent,
-            &self.signer,
-            &self.premise,
-            &self.notify,
-            &self.gateway,
-        ] {
-            let _ = Command::new("userdel").args(["-r", name]).output();
-        }
-    }
-}
-
-/// The files of `home` and its `pki/`, relative to it, sorted.
-fn files_of(home: &Path) -> Vec<String> {
-    let mut files: Vec<String> = Vec::new();
-    for dir in [home.to_path_buf(), home.join("pki")] {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_file() {
-                files.push(path.strip_prefix(home).unwrap().display().to_string());
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
-/// The uid of `user`.
-fn uid_of(user: &str) -> u32 {
-    let out = Command::new("id").args(["-u", user]).output().unwrap();
-    text(&out.stdout).trim().parse().unwrap()
-}
-
-/// Long-running processes, killed when dropped.
-#[derive(Default)]
-struct Processes(Vec<Child>);
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// A directory under /tmp that both users can traverse, removed at the end.
-struct Base(PathBuf);
-
-impl Base {
-    /// A new directory `/tmp/<prefix>-<random>` (0755) and in it `bin/` with
-    /// the binaries, where every test user can run them (target/ may not be
-    /// traversable).
-    fn with_binaries(prefix: &str) -> (Base, PathBuf) {
-        let base = Base(PathBuf::from(format!("/tmp/{prefix}-{}", random_hex())));
-        std::fs::create_dir(&base.0).unwrap();
-        std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let bin_dir = base.0.join("bin");
-        std::fs::create_dir(&bin_dir).unwrap();
-        std::fs::set_permissions(&bin_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        for name in ["countersign", "countersign-signer", "countersign-premise"] {
-            std::fs::copy(bin(name), bin_dir.join(name)).unwrap();
-            std::fs::set_permissions(bin_dir.join(name), std::fs::Permissions::from_mode(0o755))
-                .unwrap();
-        }
-        (base, bin_dir)
-    }
-}
-
-impl Drop for Base {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn free_addr() -> String {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string()
-}
-
-fn wait_for_port(addr: &str, child: &mut Child) {
-    let start = Instant::now();
-    while TcpStream::connect(addr).is_err() {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the process for {addr} exited"
-        );
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "{addr} never listened"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// `args` run as `user` (runuser), from `/`, with `stdin`.
-fn as_user(user: &str, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new("runuser")
-        .args(["-u", user, "--"])
-        .args(args)
-        .current_dir("/")
-        .env_remove("COUNTERSIGN_HOME")
-        .env_remove("COUNTERSIGN_SESSION")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-/// A long-running process as `user`: setpriv execs it directly, so killing
-/// the child kills the process itself (runuser would stay in between).
-fn spawn_as(user: &str, args: &[&str]) -> Child {
-    Command::new("setpriv")
-        .args([
-            &format!("--reuid={user}"),
-            &format!("--regid={user}"),
-            "--init-groups",
-            "--",
-        ])
-        .args(args)
-        .current_dir("/")
-        .env_remove("COUNTERSIGN_HOME")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// The console as a program reaches it: https://console.localhost:PORT,
 /// connecting to 127.0.0.1 (the system resolver need not resolve
 /// `*.localhost`; browsers do it themselves) and trusting only the
@@ -564,14 +376,6 @@ impl Drop for McpAgent {
     }
 }
 
-/// A URL of `db` for another role (the test server trusts local connections).
-fn role_url(db: &TempPgDatabase, role: &str) -> String {
-    let url = db.url();
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let (_, host_and_db) = rest.split_once('@').unwrap();
-    format!("{scheme}://{role}@{host_and_db}")
-}
-
 /// What the premise program of `premise.probe` runs: it prints its user,
 /// whether it can open the key file and list the signer's home (`read` or
 /// the errno), and its stdin.
@@ -652,68 +456,24 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         return;
     }
 
-    // The ledger: PostgreSQL, schema applied by the owner, then the roles.
-    let db = TempPgDatabase::create().await.unwrap();
-    Ledger::open(db.url()).await.unwrap();
-    let mut owner = PgConnection::connect(db.url()).await.unwrap();
-    sqlx::raw_sql(ROLES_SQL).execute(&mut owner).await.unwrap();
-    let signer_url = role_url(&db, "countersign_signer");
-    let head_url = role_url(&db, "countersign_head");
+    let (db, signer_url, head_url) = ledger_with_roles().await;
 
     let users = Users::create();
     let (base, bin_dir) = Base::with_binaries("cs-hardened");
     let cli = bin_dir.join("countersign").display().to_string();
-    let state = base.0.join("state");
-    let signer_home = state.join("home");
-    let signer_addr = free_addr();
-    let console_addr = free_addr();
-    let console_port = console_addr.rsplit(':').next().unwrap().to_string();
+    let layout = Layout::under(&base.0);
+    let signer_home = layout.signer_home.clone();
+    let (signer_addr, console_addr) = (layout.signer_addr.clone(), layout.console_addr.clone());
+    let console_port = layout.console_port().to_string();
     let signer_bin = bin_dir.join("countersign-signer").display().to_string();
     let signer_home_s = signer_home.display().to_string();
-    // The premise service's runtime directory (systemd's RuntimeDirectory=).
-    let premise_run = base.0.join("run");
-    let premise_socket = premise_run.join("premise.sock");
-    // The notify user's state directory (systemd's StateDirectory=).
-    let notify_state = base.0.join("notify-state");
+    let (premise_run, premise_socket) = (&layout.premise_run, &layout.premise_socket);
+    let notify_state = &layout.notify_state;
 
     // The setup script, twice: the second run changes no key and no principal.
     let setup = || {
-        let out = Command::new("bash")
-            .arg(Path::new(ROOT).join("deploy/setup-system.sh"))
-            .args([
-                "--signer-user",
-                &users.signer,
-                "--premise-user",
-                &users.premise,
-                "--notify-user",
-                &users.notify,
-                "--gateway-user",
-                &users.gateway,
-            ])
-            .arg("--gateway-state-dir")
-            .arg(base.0.join("gateway-state"))
-            .arg("--premise-socket")
-            .arg(&premise_socket)
-            .arg("--notify-state-dir")
-            .arg(&notify_state)
-            .arg("--state-dir")
-            .arg(&state)
-            .arg("--bin-dir")
-            .arg(&bin_dir)
-            .args([
-                "--signer-addr",
-                &signer_addr,
-                "--console-addr",
-                &console_addr,
-            ])
-            .arg(&users.agent)
-            .env("COUNTERSIGN_SIGNER_LEDGER_URL", &signer_url)
-            .env("COUNTERSIGN_HEAD_LEDGER_URL", &head_url)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "setup-system.sh: {out:?}");
         // It ends with the administrator's next step.
-        let shown = text(&out.stdout);
+        let shown = layout.setup(&users, &bin_dir, &signer_url, &head_url);
         let next_step = format!(
             "passkeys: required for every approval, in the console at https://console.localhost:{console_port}/\n\
              next, once the signer and the console run (deploy/systemd/README.md):\n\
@@ -819,7 +579,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
             "-g",
             &users.premise,
         ])
-        .arg(&premise_run)
+        .arg(premise_run)
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -976,7 +736,11 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
             format!("cat: {}: Permission denied\n", path.display())
         );
     }
-    let out = as_user(&users.agent, &["ls", &state.display().to_string()], "");
+    let out = as_user(
+        &users.agent,
+        &["ls", &layout.state.display().to_string()],
+        "",
+    );
     assert!(text(&out.stderr).contains("Permission denied"), "{out:?}");
     // Nor can it make an enrolment code of its own (it would enrol its own
     // passkey with it): the signer's home is not even visible to it.
@@ -1275,7 +1039,6 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
 
     drop(head);
     drop(ledger);
-    owner.close().await.unwrap();
     drop(processes);
     let (signer, agent) = (users.signer.clone(), users.agent.clone());
     drop(users);
@@ -1303,55 +1066,19 @@ fn the_agents_user_reads_no_upstream_credential_and_cannot_start_the_upstream_wi
     std::fs::copy(Path::new(ROOT).join("tests/e2e/vault_upstream.py"), &vault).unwrap();
     std::fs::set_permissions(&vault, std::fs::Permissions::from_mode(0o644)).unwrap();
     let cli = bin_dir.join("countersign").display().to_string();
-    let state = base.0.join("state");
-    let signer_home = state.join("home");
-    let gateway_state = base.0.join("gateway-state");
+    let layout = Layout::under(&base.0);
+    let signer_home = layout.signer_home.clone();
+    let gateway_state = layout.gateway_state.clone();
     let gateway_home = gateway_state.join("home");
     let secret = gateway_state.join("secrets/vault-token");
     let setup = || {
-        let out = Command::new("bash")
-            .arg(Path::new(ROOT).join("deploy/setup-system.sh"))
-            .args([
-                "--signer-user",
-                &users.signer,
-                "--premise-user",
-                &users.premise,
-            ])
-            .args([
-                "--notify-user",
-                &users.notify,
-                "--gateway-user",
-                &users.gateway,
-            ])
-            .arg("--gateway-state-dir")
-            .arg(&gateway_state)
-            .arg("--premise-socket")
-            .arg(base.0.join("run/premise.sock"))
-            .arg("--notify-state-dir")
-            .arg(base.0.join("notify-state"))
-            .arg("--state-dir")
-            .arg(&state)
-            .arg("--bin-dir")
-            .arg(&bin_dir)
-            .args([
-                "--signer-addr",
-                &free_addr(),
-                "--console-addr",
-                &free_addr(),
-            ])
-            .arg(&users.agent)
-            .env(
-                "COUNTERSIGN_SIGNER_LEDGER_URL",
-                "postgres://countersign_signer@127.0.0.1:1/none",
-            )
-            .env(
-                "COUNTERSIGN_HEAD_LEDGER_URL",
-                "postgres://countersign_head@127.0.0.1:1/none",
-            )
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "setup-system.sh: {out:?}");
-        let shown = text(&out.stdout);
+        // No ledger is reached here: the URLs only need to be postgres://.
+        let shown = layout.setup(
+            &users,
+            &bin_dir,
+            "postgres://countersign_signer@127.0.0.1:1/none",
+            "postgres://countersign_head@127.0.0.1:1/none",
+        );
         assert!(
             shown.contains(&format!(
                 "MCP gateway: user {}, home {}, upstream credentials in {}/secrets",

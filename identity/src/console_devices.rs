@@ -1,7 +1,9 @@
-//! The subscribed devices of a home, as the console's session stores hold
-//! them (`console-sessions-<approver>.json`, 0600, one per approver of the
-//! home's principal), read-only: the notify process runs as the same user
-//! in the same home (development installation) and never writes them.
+//! The browsers subscribed to Web Push in a home's console, as the
+//! console's session stores hold them (`console-sessions-<approver>.json`,
+//! 0600, one per approver of the home's principal), read-only. The signer
+//! reads them from its own home (the console's, run as the same user) to
+//! answer the notify process's `PushDevices`, so the notify process needs
+//! no access to the console's files and can run as a user of its own.
 //!
 //! A device counts only while its session is active (not revoked, not
 //! expired) and holds a subscription: the console removes the
@@ -11,32 +13,47 @@
 //! This reads only the fields it needs of the console's store format and
 //! refuses a format newer than it knows; the console's tests read what the
 //! console wrote through this function, so the two cannot drift apart
-//! unseen.
+//! unseen. The subscription's three parts are passed on as stored: the
+//! notify process, the only one that sends, parses them strictly.
 //!
-//! Must not: write a store; return a device of an ended session.
+//! Must not: write a store; return a device of an ended session; show an
+//! endpoint or a key in `Debug`.
 
+use std::fmt;
 use std::path::Path;
 
-use countersign_identity::IdentityError;
-use countersign_identity::files::read_private;
 use serde::Deserialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::Subscription;
+use crate::IdentityError;
+use crate::files::read_private;
 
 /// The newest console store format this code reads (3 added `push`).
-pub const STORE_VERSION: u32 = 3;
+pub const CONSOLE_STORE_VERSION: u32 = 3;
 
-/// One subscribed device.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubscribedDevice {
+/// One subscribed device: its session and where to push to it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredDevice {
     /// The approver whose console the session decides in.
     pub approver: String,
     /// The session id (not secret).
     pub session_id: String,
-    /// Where and how to push to it.
-    pub subscription: Subscription,
+    /// The push service's URL for this browser (a capability: never logged).
+    pub endpoint: String,
+    /// The browser's P-256 public key, base64url.
+    pub p256dh: String,
+    /// The browser's 16-byte auth secret, base64url.
+    pub auth: String,
+}
+
+impl fmt::Debug for StoredDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredDevice")
+            .field("approver", &self.approver)
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Deserialize)]
@@ -52,7 +69,15 @@ struct SessionView {
     expires_at: String,
     revoked_at: Option<String>,
     #[serde(default)]
-    push: Option<Subscription>,
+    push: Option<PushView>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PushView {
+    endpoint: String,
+    p256dh: String,
+    auth: String,
 }
 
 /// Every active, subscribed device of every approver in `home_root` at
@@ -61,7 +86,7 @@ struct SessionView {
 pub fn subscribed_devices(
     home_root: &Path,
     now: OffsetDateTime,
-) -> Result<Vec<SubscribedDevice>, String> {
+) -> Result<Vec<StoredDevice>, String> {
     let entries =
         std::fs::read_dir(home_root).map_err(|e| format!("{}: {e}", home_root.display()))?;
     let mut devices = Vec::new();
@@ -80,9 +105,9 @@ pub fn subscribed_devices(
         };
         let store: StoreView = serde_json::from_slice(&bytes)
             .map_err(|e| format!("{} is not readable: {e}", path.display()))?;
-        if store.version > STORE_VERSION {
+        if store.version > CONSOLE_STORE_VERSION {
             return Err(format!(
-                "{}: version {} is newer than this countersign reads ({STORE_VERSION})",
+                "{}: version {} is newer than this countersign reads ({CONSOLE_STORE_VERSION})",
                 path.display(),
                 store.version
             ));
@@ -90,11 +115,13 @@ pub fn subscribed_devices(
         for s in store.sessions {
             let active = s.revoked_at.is_none()
                 && OffsetDateTime::parse(&s.expires_at, &Rfc3339).is_ok_and(|t| t > now);
-            if let (true, Some(subscription)) = (active, s.push) {
-                devices.push(SubscribedDevice {
+            if let (true, Some(push)) = (active, s.push) {
+                devices.push(StoredDevice {
                     approver: s.approver,
                     session_id: s.id,
-                    subscription,
+                    endpoint: push.endpoint,
+                    p256dh: push.p256dh,
+                    auth: push.auth,
                 });
             }
         }
@@ -107,16 +134,12 @@ pub fn subscribed_devices(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use countersign_identity::files::write_private_new;
-
-    const P256DH: &str =
-        "BLn9b-VR0ca83knDNZ32dCHGyjJp-1riX9ZTN40MqV8K_LpQmLqxC_DoHvqvFXO_nGdAB4W9dogZb_sM-uV4JbY";
-    const AUTH: &str = "_ordMnz7uTCmrpBTeUV4Bw";
+    use crate::files::write_private_new;
 
     #[test]
     fn only_active_sessions_with_a_subscription_are_devices() {
         let dir = tempfile::tempdir().unwrap();
-        let push = |n: u32| serde_json::json!({"endpoint": format!("https://push.example/{n}"), "p256dh": P256DH, "auth": AUTH});
+        let push = |n: u32| serde_json::json!({"endpoint": format!("https://push.example/{n}"), "p256dh": "k", "auth": "a"});
         let session = |id: &str,
                        expires: &str,
                        revoked: Option<&str>,
@@ -140,11 +163,21 @@ mod tests {
         )
         .unwrap();
         let devices = subscribed_devices(dir.path(), OffsetDateTime::now_utc()).unwrap();
-        let ids: Vec<_> = devices.iter().map(|d| d.session_id.as_str()).collect();
-        assert_eq!(ids, ["a"]);
         assert_eq!(
-            devices[0].subscription.endpoint_text(),
-            "https://push.example/1"
+            devices,
+            [StoredDevice {
+                approver: "console".into(),
+                session_id: "a".into(),
+                endpoint: "https://push.example/1".into(),
+                p256dh: "k".into(),
+                auth: "a".into(),
+            }]
+        );
+        // Its Debug names the session, never where or how to push.
+        let shown = format!("{:?}", devices[0]);
+        assert!(
+            shown.contains("\"a\"") && !shown.contains("push.example"),
+            "{shown}"
         );
     }
 
