@@ -167,6 +167,12 @@ impl Channels {
         timestamp: i64,
         notification: &Notification,
     ) -> Result<(), Failure> {
+        // A delivery delayed past the proposal's decision window (the
+        // notify process was down, a receiver kept failing) tells of
+        // nothing anyone can decide: it ends here, sending nothing.
+        if let Some(why) = notification.too_late(timestamp) {
+            return Err(Failure::Final(why));
+        }
         match channel {
             Channel::Webhook => match &self.webhook {
                 Some(webhook) => Ok(webhook.send(id, timestamp, notification).await?),

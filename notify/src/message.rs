@@ -121,6 +121,21 @@ pub struct Notification {
     pub passkey: Option<PasskeyChange>,
 }
 
+impl Notification {
+    /// Why it is too late to tell of this proposal at `now` (Unix
+    /// seconds): its decision window has closed, so no one can decide it
+    /// and a person told of it could do nothing. `None` while it can
+    /// still be decided, and for a passkey change.
+    pub fn too_late(&self, now: i64) -> Option<String> {
+        let closed = self.decide_by.filter(|&at| at <= now)?;
+        Some(format!(
+            "proposal {}'s decision window closed at {} before this was delivered; no one can decide it now, so nothing was sent",
+            self.proposal_id,
+            rfc3339(closed)
+        ))
+    }
+}
+
 /// The webhook body: `{"type", "timestamp", "data"}` as Standard Webhooks
 /// recommends, `data` holding the fields above (not the principal).
 #[derive(Debug, Serialize)]
@@ -321,6 +336,26 @@ mod tests {
             escalation: None,
             passkey: None,
         }
+    }
+
+    #[test]
+    fn it_is_too_late_to_tell_of_a_proposal_once_its_window_closed() {
+        let windowed = Notification {
+            decide_by: Some(1_700_003_600),
+            ..sample()
+        };
+        assert_eq!(windowed.too_late(1_700_003_599), None);
+        assert_eq!(
+            windowed.too_late(1_700_003_600).unwrap(),
+            "proposal prop_0a's decision window closed at 2023-11-14T23:13:20Z before this was delivered; no one can decide it now, so nothing was sent"
+        );
+        // No window (recorded before windows existed), or a passkey change.
+        assert_eq!(sample().too_late(i64::MAX), None);
+        let change = PasskeyChange::removed("pr_1/alice", "AAEC", "laptop");
+        assert_eq!(
+            Notification::of_passkey("pr_1", change, 1).too_late(i64::MAX),
+            None
+        );
     }
 
     #[test]

@@ -412,3 +412,39 @@ async fn an_undecided_proposal_is_escalated_once_and_a_decided_one_never() {
     assert_eq!(types(&decided.id), ["proposal.waiting"]);
     assert_eq!(types(&waiting.id).len(), 2, "escalated once");
 }
+
+/// A delivery still failing when its proposal's decision window closes
+/// ends there: the retry after the close sends nothing, and the status
+/// says why (the receiver got the first, failed attempt only).
+#[tokio::test]
+async fn a_retry_after_the_decision_window_closed_sends_nothing() {
+    let (addr, sink) = start_sink(1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = webhook_config(&format!("http://{addr}/hook"), &secret_file(&dir), "").replace(
+        "retry_initial_ms = 50\nretry_max_ms = 200",
+        "retry_initial_ms = 4000\nretry_max_ms = 4000",
+    );
+    let registry = countersign_registry::Registry::default_toml().replacen(
+        "[[operation]]\nname = \"schedule.create\"\n",
+        "[[operation]]\nname = \"schedule.create\"\ndecision_window_secs = 1\n",
+        1,
+    );
+    let n = Notifying::start_with_registry(&registry, &config).await;
+    let view = propose(&mut head(&n.signer).await).await;
+
+    let failed = wait_for(&n, &view.id, |d| d.state == "failed").await;
+    assert_eq!(failed.attempts, 2, "{failed:?}");
+    let closed = &view.decide_by;
+    assert_eq!(
+        failed.last_error,
+        Some(format!(
+            "proposal {}'s decision window closed at {closed} before this was delivered; no one can decide it now, so nothing was sent",
+            view.id
+        ))
+    );
+    assert_eq!(
+        sink.received.lock().unwrap().len(),
+        1,
+        "only the first attempt reached it"
+    );
+}
