@@ -566,3 +566,72 @@ async fn a_passkey_handoff_recovered_after_a_restart_keeps_its_passkey_claims() 
         hex::encode(Sha256::digest(person.credential_id()))
     );
 }
+
+/// A passkey decision of a proposal whose decision window closed is
+/// refused `expired`: no challenge is handed out for it, and an assertion
+/// over a challenge taken while it could still be decided approves
+/// nothing (no issuance, no stored assertion).
+#[tokio::test]
+async fn a_passkey_decision_of_an_expired_proposal_is_refused_with_or_without_a_challenge() {
+    let registry = Registry::default_toml().replacen(
+        "[[operation]]\nname = \"schedule.create\"\n",
+        "[[operation]]\nname = \"schedule.create\"\ndecision_window_secs = 1\n",
+        1,
+    );
+    let signer = TestSigner::start_configured(&registry, None, REQUIRED)
+        .await
+        .unwrap();
+    let mut head = head(&signer).await;
+    let mut approver = approver(&signer).await;
+    let mut person = soft(1);
+    enrol_first(&signer, &mut approver, &person).await;
+    let view = propose(&mut head).await;
+    let (cid, challenge) = challenge_for(&mut approver, &view.id, Delivery::Direct).await;
+    let closes = time::OffsetDateTime::parse(
+        &view.decide_by,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let wait = closes - time::OffsetDateTime::now_utc() + time::Duration::milliseconds(200);
+    tokio::time::sleep(wait.try_into().unwrap_or_default()).await;
+
+    let message = format!(
+        "proposal {} expired at {}: no one decided it within its decision window",
+        view.id, view.decide_by
+    );
+    let status = approver
+        .begin_decision(BeginDecisionRequest {
+            proposal_id: view.id.clone(),
+            delivery: Delivery::Direct.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status.code(), reason_of(&status).as_str(), status.message()),
+        (Code::FailedPrecondition, "expired", message.as_str())
+    );
+    let status = approver
+        .decide(decide_with(
+            &view.id,
+            Delivery::Direct,
+            Some(wire(&cid, person.assert(&challenge))),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status.code(), reason_of(&status).as_str(), status.message()),
+        (Code::FailedPrecondition, "expired", message.as_str())
+    );
+    let ledger = signer.state().ledger();
+    let record = ledger.proposal(&view.id).await.unwrap().unwrap();
+    assert_eq!(record.status.as_str(), "expired");
+    assert!(record.issuance.is_none());
+    assert!(
+        ledger
+            .passkey_assertion_for(&view.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
