@@ -141,8 +141,10 @@ impl Worker {
         }
         // A push goes to each subscribed device, and only for a waiting
         // proposal (not a passkey change): the devices are asked of the
-        // signer first, outside the lock; if it cannot say, nothing is
-        // taken or acknowledged, and the next poll asks again.
+        // signer first, outside the lock. If it cannot say (it just
+        // answered, so its answer is likely to stay the same), the push of
+        // that notification fails with the reason, shown by `notify
+        // status`, and the other channels go on.
         let new: Vec<&Waiting> = {
             let deliveries = lock(&self.deliveries);
             waiting
@@ -158,11 +160,7 @@ impl Worker {
                     .for_notification(&w.notification)
                     .contains(&Channel::Push);
             if pushed {
-                let found = self
-                    .channels
-                    .push_devices(&w.notification)
-                    .await
-                    .map_err(|e| format!("the devices to push to: {e}"))?;
+                let found = self.channels.push_devices(&w.notification).await;
                 devices.insert(w.id.clone(), found);
             }
         }
@@ -171,14 +169,31 @@ impl Worker {
             let mut deliveries = lock(&self.deliveries);
             for w in new {
                 for channel in self.channels.for_notification(&w.notification) {
-                    let targets: Vec<Option<String>> = match channel {
-                        Channel::Push => devices
-                            .get(&w.id)
-                            .into_iter()
-                            .flatten()
+                    let targets: Vec<Option<String>> = match (channel, devices.get(&w.id)) {
+                        (Channel::Push, Some(Ok(found))) => found
+                            .iter()
                             .filter(|d| !deliveries.is_gone(&d.subscription.endpoint_sha256()))
                             .map(|d| Some(d.session_id.clone()))
                             .collect(),
+                        (Channel::Push, Some(Err(why))) => {
+                            tracing::warn!(notification_id = %w.id, "cannot ask the signer which devices to push to; not pushed: {why}");
+                            deliveries.deliveries.push(Delivery {
+                                id: delivery_id(&w.id, channel, None),
+                                notification_id: w.id.clone(),
+                                channel,
+                                notification: w.notification.clone(),
+                                state: State::Failed,
+                                attempts: 0,
+                                last_error: Some(format!(
+                                    "the signer could not say which devices to push to: {why}"
+                                )),
+                                next_attempt_ms: None,
+                                updated_ms: now,
+                                device: None,
+                            });
+                            Vec::new()
+                        }
+                        (Channel::Push, None) => Vec::new(),
                         _ => vec![None],
                     };
                     for device in targets {
