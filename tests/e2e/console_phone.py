@@ -6,11 +6,12 @@ up --console`.
 The phone: a 390x844 viewport (CDP Emulation.setDeviceMetricsOverride,
 mobile), touch (Emulation.setTouchEmulationEnabled) and an Android
 Chrome User-Agent. On the pending list, the first proposal's operation,
-one-line summary and risk class are inside the viewport without
-scrolling; on its card, the operation, the summary, the risk class and
-the three decision buttons are; on an approved card, the proof's expiry
-and the revocation button are (a pending proposal has no expiry yet, and
-none is shown). The preview is one tap away: a CDP touch on its summary
+one-line summary, risk class and decision window are inside the
+viewport without scrolling; on its card, the operation, the summary, the
+risk class, the window and the three decision buttons are; on an
+approved card, the proof's expiry and the revocation button are. The
+time left in a window counts down in the page and the page says when it
+has closed (a 4 s window). The preview is one tap away: a CDP touch on its summary
 opens it. At 360 and 430 px wide nothing overflows sideways. The
 screenshots of the list and the card are written to
 $COUNTERSIGN_SCREENSHOTS (phone-pending.png, phone-card.png) if set.
@@ -39,6 +40,7 @@ binary; countersign-signer must sit next to it)
 import json
 import os
 import pathlib
+import re
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -309,6 +311,33 @@ def main():
         assert_in_view(handset, "approved card: revoke", button(handset, "Revoke the unused proof"))
         assert expiry.text.startswith("Proof expires 20"), expiry.text
         run(home, "revoke", pid)
+
+        # The time left counts down in the page (the server renders it
+        # once), in the server's words, and the page says when the window
+        # has closed. A 4 s window for this one proposal (the registry is
+        # followed: put back right after).
+        registry = os.path.join(home, "operations.toml")
+        with open(registry) as f:
+            shipped = f.read()
+        short = shipped.replace('[[operation]]\nname = "schedule.create"\n',
+                                '[[operation]]\nname = "schedule.create"\ndecision_window_secs = 4\n', 1)
+        assert short != shipped
+        with open(registry, "w") as f:
+            f.write(short)
+        try:
+            brief = propose(home, "schedule.create", {"name": "brief", "cron": "0 1 * * *"})
+        finally:
+            with open(registry, "w") as f:
+                f.write(shipped)
+        closes = json.loads(run(home, "--json", "show", brief).stdout)["decide_by"]
+        handset.get(base + f"/proposals/{brief}")
+        shown = lambda d: d.find_element(By.CSS_SELECTOR, "main .expiry").text
+        first = shown(handset)
+        assert re.fullmatch(rf"decide by {closes}, [0-4] s left", first), first
+        WebDriverWait(handset, 3).until(lambda d: shown(d) != first and shown(d).endswith(" s left"))
+        WebDriverWait(handset, 8).until(lambda d: "closed" in shown(d))
+        assert shown(handset) == f"decide by {closes}: its window has closed; it can no longer be decided"
+        assert status_of(home, brief) == "expired"
 
         # Narrower and wider phones: nothing overflows sideways.
         other = propose(home, "schedule.create", {"name": "x" * 63, "cron": "0 3 * * *"})

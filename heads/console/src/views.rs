@@ -95,7 +95,8 @@ fn risk(class: Option<Class>) -> Markup {
 fn expiry(v: &ProposalView) -> Option<Markup> {
     if let Some(left) = results::time_left_text(v, time::OffsetDateTime::now_utc()) {
         return Some(html! {
-            span.expiry { time datetime=(v.decide_by) { (left) } }
+            // `data-window`: the page's script keeps the time left current.
+            span.expiry { time datetime=(v.decide_by) data-window { (left) } }
         });
     }
     (v.status() == ProposalStatus::Approved && !v.expires_at.is_empty()).then(|| {

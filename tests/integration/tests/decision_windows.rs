@@ -90,7 +90,7 @@ async fn an_expired_proposal_cannot_be_decided_from_any_interface_and_nothing_ru
     assert_eq!(page.status, 200);
     assert!(
         page.body.contains(&format!(
-            "<time datetime=\"{}\">decide by ",
+            "<time datetime=\"{}\" data-window>decide by ",
             shown["decide_by"].as_str().unwrap()
         )),
         "{}",

@@ -11,8 +11,10 @@
 // the signer) for a challenge, runs the browser's ceremony with user
 // verification required, puts the answer in the form's hidden field and
 // submits the form; the signer checks everything. It also opens the
-// card's details on a wide screen (on a phone they stay one tap away) and
-// registers the web app's service worker (/sw.js, which caches nothing).
+// card's details on a wide screen (on a phone they stay one tap away),
+// keeps the time left in each decision window current (the server renders
+// it once) and registers the web app's service worker (/sw.js, which
+// caches nothing).
 // "Notify this device" subscribes with the browser's push manager, with
 // the VAPID public key the Devices page carries, and posts the
 // subscription's JSON in its form (with the page key).
@@ -45,6 +47,39 @@ const PAGE_KEY = "countersign-page-key";
   document.querySelectorAll("input[data-page-key]").forEach(function (field) {
     field.value = key;
   });
+})();
+
+// The time left in each pending proposal's decision window, every second,
+// in the server's words, from the close in the element's datetime; once
+// it has passed, that the proposal can no longer be decided (deciding it
+// is refused; the live list drops it).
+(function () {
+  if (!document.querySelector("time[data-window]") && !document.getElementById("pending")) {
+    return;
+  }
+  function left(secs) {
+    if (secs < 60) {
+      return secs + " s";
+    }
+    if (secs < 3600) {
+      return Math.floor(secs / 60) + " min";
+    }
+    return Math.floor(secs / 3600) + " h " + Math.floor((secs % 3600) / 60) + " min";
+  }
+  function tick() {
+    const now = Date.now();
+    document.querySelectorAll("time[data-window]").forEach(function (element) {
+      const at = element.getAttribute("datetime");
+      const closes = Date.parse(at);
+      if (isNaN(closes)) {
+        return;
+      }
+      element.textContent = now < closes
+        ? "decide by " + at + ", " + left(Math.floor((closes - now) / 1000)) + " left"
+        : "decide by " + at + ": its window has closed; it can no longer be decided";
+    });
+  }
+  setInterval(tick, 1000);
 })();
 
 (function () {
