@@ -104,7 +104,7 @@ pub enum Refused {
     /// A person approved the proposal, but its proof expired unused: there
     /// is nothing to hand over, and a proposal is decided only once.
     #[error(
-        "the approval of {0} expired before it was executed; nothing was applied. An expired approval cannot be used or renewed: propose the action again for a person to approve"
+        "the approval of {0} expired before it was executed. An expired approval cannot be used or renewed: propose the action again for a person to approve"
     )]
     ApprovalExpired(String),
     /// The approval is held by another request that is executing it now;
@@ -248,7 +248,7 @@ mod tests {
         assert_eq!(refused.code(), "expired");
         assert_eq!(
             refused.to_string(),
-            "the approval of prop_1 expired before it was executed; nothing was applied. An expired approval cannot be used or renewed: propose the action again for a person to approve"
+            "the approval of prop_1 expired before it was executed. An expired approval cannot be used or renewed: propose the action again for a person to approve"
         );
     }
 }

@@ -8,8 +8,7 @@ mod api_support;
 mod support;
 
 use api_support::{Api, assert_refused};
-use countersign_registry::Registry;
-use support::{CREATE_NIGHTLY, Harness, forge};
+use support::{CREATE_NIGHTLY, Harness, create_approvals_live_one_second, forge};
 
 /// Present `proof` for `id` and assert the exact refusal, nothing applied.
 async fn assert_execute_refused(api: &Api, token: &str, id: &str, proof: &str, reason: &str) {
@@ -179,16 +178,35 @@ async fn refuses_revoked_withdrawn_and_unapproved_proposals() {
 
 #[tokio::test]
 async fn refuses_an_expired_proof() {
-    let registry = Registry::default_toml().replacen(
-        "preview = \"Create schedule",
-        "lifetime_secs = 1\npreview = \"Create schedule",
-        1,
-    );
+    let registry = create_approvals_live_one_second();
     let api = Api::over(Harness::start_with_registry(&registry).await).await;
     let token = api.token().await;
     let (id, proof) = api.approved(&token, "nightly").await;
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     assert_execute_refused(&api, &token, &id, &proof, "expired").await;
+}
+
+/// An approval handed over that expired unused is refused `expired` by
+/// `execute-handoff`, with the message that says to propose again, and
+/// nothing runs.
+#[tokio::test]
+async fn refuses_a_handoff_whose_approval_expired_unused() {
+    let registry = create_approvals_live_one_second();
+    let api = Api::over(Harness::start_with_registry(&registry).await).await;
+    let token = api.token().await;
+    let id = api.propose(&token, "schedule.create", CREATE_NIGHTLY).await;
+    api.h.approve_for_mcp(&id).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let before = (api.h.schedules().await, api.h.effects_run().await);
+    let reply = api.execute_handoff(&token, &id).await;
+    assert_refused(&reply, "expired");
+    assert_eq!(
+        reply.json()["message"],
+        format!(
+            "refused: the approval of {id} expired before it was executed. An expired approval cannot be used or renewed: propose the action again for a person to approve; nothing was applied"
+        )
+    );
+    assert_eq!((api.h.schedules().await, api.h.effects_run().await), before);
 }
 
 #[tokio::test]

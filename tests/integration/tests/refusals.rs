@@ -10,7 +10,10 @@ use countersign::CliError;
 use countersign_identity::Role;
 use countersign_identity::pki::{CaMaterial, issue_client_cert};
 use countersign_registry::Registry;
-use support::{Backend, CREATE_NIGHTLY, Harness, Person, assert_refused, forge};
+use support::{
+    Backend, CREATE_NIGHTLY, Harness, Person, assert_refused, create_approvals_live_one_second,
+    forge,
+};
 
 /// A harness with one approved proposal whose proof is in a file, nothing applied yet.
 async fn approved() -> (Harness, String, std::path::PathBuf) {
@@ -187,12 +190,7 @@ async fn a_handoff_of_another_principals_proposal_is_refused_as_unknown_on_postg
 
 #[tokio::test]
 async fn refuses_an_expired_proof() {
-    let registry = Registry::default_toml().replacen(
-        "preview = \"Create schedule",
-        "lifetime_secs = 1\npreview = \"Create schedule",
-        1,
-    );
-    assert_ne!(registry, Registry::default_toml());
+    let registry = create_approvals_live_one_second();
     let h = Harness::start_with_registry(&registry).await;
     let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
     let proof = h.approve_to_file(&id).await;
@@ -205,6 +203,29 @@ async fn refuses_an_expired_proof() {
         "expired",
     )
     .await;
+}
+
+/// An approval handed over to the proposing session that expired unused
+/// is refused `expired` by `exec --handoff`, saying it cannot be renewed,
+/// and nothing runs (the MCP head's `execute_approved` is tested the same
+/// way in gateway_flow.py; the API's in api_refusals.rs).
+#[tokio::test]
+async fn an_approval_that_expired_unused_is_refused_by_exec_handoff() {
+    let registry = create_approvals_live_one_second();
+    let h = Harness::start_with_registry(&registry).await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    h.approve_for_mcp(&id).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let before = (h.schedules().await, h.effects_run().await);
+    let run = h.exec_handoff(&id, "cli").await;
+    assert_refused(&run, "expired");
+    assert_eq!(
+        run.json()["message"],
+        format!(
+            "refused: the approval of {id} expired before it was executed. An expired approval cannot be used or renewed: propose the action again for a person to approve; nothing was applied"
+        )
+    );
+    assert_eq!((h.schedules().await, h.effects_run().await), before);
 }
 
 #[tokio::test]

@@ -437,6 +437,18 @@ pub fn assert_refused(run: &Run, code: &str) {
     );
 }
 
+/// The default registry with `schedule.create`'s approvals valid for one
+/// second (`lifetime_secs = 1`): for tests of an approval that expires.
+pub fn create_approvals_live_one_second() -> String {
+    let registry = countersign_registry::Registry::default_toml().replacen(
+        "preview = \"Create schedule",
+        "lifetime_secs = 1\npreview = \"Create schedule",
+        1,
+    );
+    assert_ne!(registry, countersign_registry::Registry::default_toml());
+    registry
+}
+
 /// A registry entry for the `command` operation `name`: `/bin/sh -c script`
 /// with the canonical arguments (`{"text": ...}`) on stdin.
 pub fn command_operation(name: &str, replay_safe: bool, script: &str, timeout_secs: u64) -> String {
