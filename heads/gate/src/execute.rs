@@ -212,25 +212,35 @@ impl Gate {
         proof: &Proof,
     ) -> Result<Outcome, GateError> {
         let started = Instant::now();
-        let result = self.execute_once(proposal_id, session, proof, None).await;
+        let result = self
+            .execute_once(proposal_id, session, proof, None, None)
+            .await;
         self.count(&result, started);
         result
     }
 
     /// [`Gate::execute`], uncounted (a handoff execution counts once),
     /// with the upstream tool's definition this execution asked for early,
-    /// if it did ([`Gate::tool_check`]).
+    /// if it did ([`Gate::tool_check`]), and the proposal's record if the
+    /// caller has just read it (else it is read here).
     pub(crate) async fn execute_once(
         &self,
         proposal_id: &ProposalId,
         session: &Session,
         proof: &Proof,
         tool_check: Option<effect::mcp::ToolCheck>,
+        record: Option<ProposalRecord>,
     ) -> Result<Outcome, GateError> {
-        let Some(record) = self.ledger.proposal(proposal_id).await? else {
-            return Ok(Outcome::Refused(Refused::UnknownProposal(
-                proposal_id.to_string(),
-            )));
+        let record = match record {
+            Some(record) => record,
+            None => match self.ledger.proposal(proposal_id).await? {
+                Some(record) => record,
+                None => {
+                    return Ok(Outcome::Refused(Refused::UnknownProposal(
+                        proposal_id.to_string(),
+                    )));
+                }
+            },
         };
         let registry = self.current_registry()?;
         let Some(operation) = registry.get(&record.proposal.operation) else {

@@ -68,7 +68,13 @@ impl Gate {
             ProposalStatus::Approved => self.tool_check(&record.proposal.operation),
             _ => None,
         };
-        if let Some(recorded) = self.ledger().disposition(proposal_id).await? {
+        // Only a proposal that is no longer just approved can have a
+        // recorded outcome to answer with; an approved one goes straight to
+        // the claim (a consumption racing this read is answered by the
+        // claim's refusal or, inside its transaction, by the ledger).
+        if record.status != ProposalStatus::Approved
+            && let Some(recorded) = self.ledger().disposition(proposal_id).await?
+        {
             return Ok(Outcome::Recorded(recorded));
         }
         if record.status == ProposalStatus::Expired {
@@ -123,8 +129,12 @@ impl Gate {
             GateError::Signer(format!("the signer handed over an unusable proof: {e}"))
         })?;
         crate::fault::crash_point(crate::fault::FaultPoint::HandoffClaimed);
+        // The record read above serves the execution: what it binds (the
+        // operation, the arguments' digest) never changes, and every status
+        // change since (a revocation, a consumption) is checked again by
+        // the ledger inside the consumption's transaction.
         let executed = self
-            .execute_once(proposal_id, session, &proof, tool_check)
+            .execute_once(proposal_id, session, &proof, tool_check, Some(record))
             .await;
         drop(proof);
         let consumed_nothing = match &executed {
