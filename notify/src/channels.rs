@@ -7,7 +7,7 @@ use super::NotifyError;
 use super::desktop::DesktopChannel;
 use super::message::Notification;
 use super::push::PushChannel;
-use super::signer::SubscribedDevice;
+use super::signer::{SignerLink, SubscribedDevice};
 use super::smtp::SmtpChannel;
 use super::store::{Channel, ChannelState};
 use super::webhook::WebhookChannel;
@@ -53,7 +53,7 @@ impl Channels {
     pub(crate) fn from_config(
         config: &NotifyConfig,
         home: &Home,
-        signer_addr: &str,
+        signer: &std::sync::Arc<SignerLink>,
     ) -> Result<Channels, NotifyError> {
         let webhook = config
             .webhook
@@ -68,7 +68,7 @@ impl Channels {
         let push = config
             .push
             .as_ref()
-            .map(|push| PushChannel::from_config(push, home, signer_addr))
+            .map(|push| PushChannel::from_config(push, home, std::sync::Arc::clone(signer)))
             .transpose()?;
         let mut unavailable = Vec::new();
         let desktop = match config.desktop {

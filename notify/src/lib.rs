@@ -81,7 +81,11 @@ impl Notifier {
         let Some(notify) = &config.notify else {
             return Err(NotifyError::Off);
         };
-        let channels = Arc::new(Channels::from_config(notify, home, &config.signer_addr)?);
+        let signer = Arc::new(signer::SignerLink::new(
+            home.clone(),
+            config.signer_addr.clone(),
+        ));
+        let channels = Arc::new(Channels::from_config(notify, home, &signer)?);
         let file = StateFile::of(home)?;
         let mut loaded = file.load()?;
         worker::settle_on_start(&mut loaded, &channels);
@@ -90,7 +94,6 @@ impl Notifier {
         let principal = home
             .principal()
             .map_err(|e| NotifyError::Config(e.to_string()))?;
-        let signer = signer::SignerLink::new(home.clone(), config.signer_addr.clone());
         let (stop, stopped) = oneshot::channel::<()>();
         let metrics = NotifyMetrics::default();
         let task = tokio::spawn(worker::run(

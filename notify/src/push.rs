@@ -30,6 +30,7 @@
 //! could decide with.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_identity::{Home, NotifyPushConfig};
@@ -44,7 +45,7 @@ use time::OffsetDateTime;
 use super::NotifyError;
 use super::channels::Failure;
 use super::message::Notification;
-use super::signer::{DeviceSource, SubscribedDevice};
+use super::signer::{PushDevices, SignerLink, SubscribedDevice};
 
 /// What a push says, in full.
 #[derive(Debug, Serialize)]
@@ -77,7 +78,7 @@ pub(crate) struct PushChannel {
     urgency: &'static str,
     timeout: Duration,
     /// The signer, which says which devices are subscribed.
-    source: DeviceSource,
+    signer: Arc<SignerLink>,
     /// Where this process's private key is, for the message when the
     /// console gave browsers another key.
     key_path: PathBuf,
@@ -86,12 +87,11 @@ pub(crate) struct PushChannel {
 impl PushChannel {
     /// Loads the VAPID key of `home`, making it first in a home made
     /// before push existed (see `countersign_push::vapid`); the devices
-    /// are asked of the signer at `signer_addr` with the home's notifier
-    /// certificate.
+    /// are asked of `signer`.
     pub(crate) fn from_config(
         config: &NotifyPushConfig,
         home: &Home,
-        signer_addr: &str,
+        signer: Arc<SignerLink>,
     ) -> Result<PushChannel, NotifyError> {
         let refuse =
             |e: countersign_push::VapidError| NotifyError::Config(format!("notify.push: {e}"));
@@ -110,7 +110,7 @@ impl PushChannel {
             ttl_secs: config.ttl_secs,
             urgency: config.urgency.as_str(),
             timeout: Duration::from_secs(config.timeout_secs),
-            source: DeviceSource::new(home.clone(), signer_addr.to_owned()),
+            signer,
             key_path: home.vapid_key_path(),
         })
     }
@@ -122,15 +122,18 @@ impl PushChannel {
         &self,
         notification: &Notification,
     ) -> Result<Vec<SubscribedDevice>, String> {
+        Ok(self.asked(notification).await?.devices)
+    }
+
+    /// What the signer says now of the devices of `notification`.
+    async fn asked(&self, notification: &Notification) -> Result<PushDevices, String> {
         let only = notification
             .escalation
             .as_ref()
             .map_or(&[][..], |e| e.approvers.as_slice());
-        Ok(self
-            .source
-            .devices(&notification.operation, only)
-            .await?
-            .devices)
+        self.signer
+            .push_devices(&notification.operation, only)
+            .await
     }
 
     /// One push of `notification` to the device of console session
@@ -140,13 +143,8 @@ impl PushChannel {
         session_id: &str,
         notification: &Notification,
     ) -> Result<(), Failure> {
-        let only = notification
-            .escalation
-            .as_ref()
-            .map_or(&[][..], |e| e.approvers.as_slice());
         let asked = self
-            .source
-            .devices(&notification.operation, only)
+            .asked(notification)
             .await
             .map_err(|e| Failure::Retry(format!("cannot ask the signer for the device: {e}")))?;
         if !asked.application_server_key.is_empty()
@@ -256,7 +254,8 @@ mod tests {
             urgency: countersign_identity::PushUrgency::High,
             timeout_secs: 1,
         };
-        let push = PushChannel::from_config(&config, &home, "127.0.0.1:1").unwrap();
+        let signer = Arc::new(SignerLink::new(home.clone(), "127.0.0.1:1".into()));
+        let push = PushChannel::from_config(&config, &home, signer).unwrap();
         assert_eq!(
             countersign_push::vapid::public_key(&home).unwrap(),
             push.key.public_key()

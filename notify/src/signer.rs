@@ -1,12 +1,12 @@
 //! The notify process's connection to the signer, with the home's
 //! `notifier` certificate (`pki/notifier.pem`): the only three RPCs that
 //! certificate may call, `PendingNotifications` and `AckNotifications`
-//! (the worker's [`SignerLink`]) and `PushDevices` (the push channel's
-//! [`DeviceSource`], shared by the attempts running at once). Each
-//! connects lazily and again after any failure; neither holds an approver
-//! or head credential. A waiting notification becomes a [`Notification`]
-//! here, and a subscribed device a [`SubscribedDevice`]: the one place the
-//! wire form is read.
+//! (the worker's) and `PushDevices` (the push channel's, from the attempts
+//! running at once). One [`SignerLink`] serves them all: it connects
+//! lazily and again after any failure, and holds no approver or head
+//! credential. A waiting notification becomes a [`Notification`] here, and
+//! a subscribed device a [`SubscribedDevice`]: the one place the wire form
+//! is read.
 
 use countersign_identity::{ClientCredential, Home, Role, tls};
 use countersign_proto::v1 as wire;
@@ -28,12 +28,13 @@ pub(crate) struct Waiting {
     pub(crate) notification: Notification,
 }
 
-/// The signer, as the notifier reaches it.
+/// The signer, as the notify process reaches it; shared (`Arc`) by the
+/// worker and the push channel.
 #[derive(Debug)]
 pub(crate) struct SignerLink {
     home: Home,
     addr: String,
-    client: Option<SignerClient<Channel>>,
+    client: tokio::sync::Mutex<Option<SignerClient<Channel>>>,
 }
 
 impl SignerLink {
@@ -41,29 +42,43 @@ impl SignerLink {
         SignerLink {
             home,
             addr,
-            client: None,
+            client: tokio::sync::Mutex::new(None),
         }
     }
 
-    async fn client(&mut self) -> Result<&mut SignerClient<Channel>, String> {
-        if self.client.is_none() {
-            self.client = Some(connect(&self.home, &self.addr).await?);
+    /// The connected client (a cheap clone), connecting first if needed.
+    async fn client(&self) -> Result<SignerClient<Channel>, String> {
+        let mut held = self.client.lock().await;
+        if let Some(client) = &*held {
+            return Ok(client.clone());
         }
-        self.client
-            .as_mut()
-            .ok_or_else(|| "not connected".to_owned())
+        let client = connect(&self.home, &self.addr).await?;
+        *held = Some(client.clone());
+        Ok(client)
+    }
+
+    /// The answer, or why not; a failed call drops the connection so the
+    /// next one connects again.
+    async fn settle<T>(
+        &self,
+        answer: Result<tonic::Response<T>, tonic::Status>,
+    ) -> Result<T, String> {
+        if answer.is_err() {
+            *self.client.lock().await = None;
+        }
+        answer.map(tonic::Response::into_inner).map_err(refusal)
     }
 
     /// The notifications of this home's principal waiting in the signer's
     /// outbox, oldest first. Ones this build cannot read are skipped
     /// (logged) and left in the outbox.
-    pub(crate) async fn waiting(&mut self, principal: &str) -> Result<Vec<Waiting>, String> {
+    pub(crate) async fn waiting(&self, principal: &str) -> Result<Vec<Waiting>, String> {
         let answer = self
             .client()
             .await?
             .pending_notifications(wire::PendingNotificationsRequest { limit: PER_POLL })
             .await;
-        let answer = self.settle(answer)?;
+        let answer = self.settle(answer).await?;
         Ok(answer
             .notifications
             .into_iter()
@@ -78,25 +93,37 @@ impl SignerLink {
     }
 
     /// Tells the signer that `ids` are held durably here now.
-    pub(crate) async fn acknowledge(&mut self, ids: Vec<String>) -> Result<u32, String> {
+    pub(crate) async fn acknowledge(&self, ids: Vec<String>) -> Result<u32, String> {
         let answer = self
             .client()
             .await?
             .ack_notifications(wire::AckNotificationsRequest { ids })
             .await;
-        Ok(self.settle(answer)?.acknowledged)
+        Ok(self.settle(answer).await?.acknowledged)
     }
 
-    /// The answer, or why not; a failed call drops the connection so the
-    /// next one connects again.
-    fn settle<T>(
-        &mut self,
-        answer: Result<tonic::Response<T>, tonic::Status>,
-    ) -> Result<T, String> {
-        if answer.is_err() {
-            self.client = None;
-        }
-        answer.map(tonic::Response::into_inner).map_err(refusal)
+    /// The subscribed devices of the approvers who can decide `operation`
+    /// (of `only`, when it names any). A device whose subscription does
+    /// not pass the strict parse is left out, with a warning naming its
+    /// session.
+    pub(crate) async fn push_devices(
+        &self,
+        operation: &str,
+        only: &[String],
+    ) -> Result<PushDevices, String> {
+        let answer = self
+            .client()
+            .await?
+            .push_devices(wire::PushDevicesRequest {
+                operation: operation.to_owned(),
+                approvers: only.to_vec(),
+            })
+            .await;
+        let answer = self.settle(answer).await?;
+        Ok(PushDevices {
+            devices: answer.devices.into_iter().filter_map(device).collect(),
+            application_server_key: answer.application_server_key,
+        })
     }
 }
 
@@ -132,63 +159,6 @@ pub(crate) struct PushDevices {
     pub(crate) devices: Vec<SubscribedDevice>,
     /// The VAPID public key the console serves (empty: none there).
     pub(crate) application_server_key: String,
-}
-
-/// The signer, as the push channel asks it which devices are subscribed.
-#[derive(Debug)]
-pub(crate) struct DeviceSource {
-    home: Home,
-    addr: String,
-    client: tokio::sync::Mutex<Option<SignerClient<Channel>>>,
-}
-
-impl DeviceSource {
-    pub(crate) fn new(home: Home, addr: String) -> DeviceSource {
-        DeviceSource {
-            home,
-            addr,
-            client: tokio::sync::Mutex::new(None),
-        }
-    }
-
-    /// The subscribed devices of the approvers who can decide `operation`
-    /// (of `only`, when it names any). A device whose subscription does
-    /// not pass the strict parse is left out, with a warning naming its
-    /// session.
-    pub(crate) async fn devices(
-        &self,
-        operation: &str,
-        only: &[String],
-    ) -> Result<PushDevices, String> {
-        let mut client = {
-            let mut held = self.client.lock().await;
-            match &*held {
-                Some(client) => client.clone(),
-                None => {
-                    let client = connect(&self.home, &self.addr).await?;
-                    *held = Some(client.clone());
-                    client
-                }
-            }
-        };
-        let answer = client
-            .push_devices(wire::PushDevicesRequest {
-                operation: operation.to_owned(),
-                approvers: only.to_vec(),
-            })
-            .await;
-        let answer = match answer {
-            Ok(answer) => answer.into_inner(),
-            Err(status) => {
-                *self.client.lock().await = None;
-                return Err(refusal(status));
-            }
-        };
-        Ok(PushDevices {
-            devices: answer.devices.into_iter().filter_map(device).collect(),
-            application_server_key: answer.application_server_key,
-        })
-    }
 }
 
 /// The wire form of a device, its subscription checked.

@@ -30,7 +30,7 @@ pub(crate) struct Worker {
     pub(crate) retry: RetryConfig,
     pub(crate) file: StateFile,
     pub(crate) deliveries: Arc<Mutex<Deliveries>>,
-    pub(crate) signer: SignerLink,
+    pub(crate) signer: Arc<SignerLink>,
     /// The home's principal: the signer answers its notifications only.
     pub(crate) principal: String,
     /// How often the signer is asked.
