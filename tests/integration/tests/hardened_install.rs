@@ -34,8 +34,8 @@ use countersign_proto::v1::{
     ListPasskeysRequest, RemovePasskeyRequest,
 };
 use hardened_support::{
-    Base, Layout, Processes, ROOT, Users, as_user, files_of, is_root, ledger_with_roles,
-    random_hex, spawn_as, text, uid_of, wait_for_port,
+    Base, Layout, Processes, ROOT, Users, as_user, files_of, ledger_with_roles, random_hex,
+    skipped_without_root, spawn_as, text, uid_of, wait_for_port,
 };
 use sha2::{Digest as _, Sha256};
 use sqlx::{AssertSqlSafe, Connection as _, SqliteConnection};
@@ -448,11 +448,7 @@ async fn still_pending(ledger: &Ledger, principal: &str, id: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_the_person_approves()
 {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED: the hardened installation test creates users and needs root \
-             (run `cargo test -p countersign-integration-tests --test hardened_install` as root)"
-        );
+    if skipped_without_root("hardened_install") {
         return;
     }
 
@@ -1056,8 +1052,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
 /// ledger URLs into the homes.
 #[test]
 fn the_agents_user_reads_no_upstream_credential_and_cannot_start_the_upstream_with_it() {
-    if !is_root() {
-        eprintln!("SKIPPED: the gateway user test creates users and needs root");
+    if skipped_without_root("hardened_install") {
         return;
     }
     let users = Users::create();

@@ -20,8 +20,8 @@ use std::path::Path;
 use std::process::Command;
 
 use hardened_support::{
-    Base, Layout, Processes, ROOT, Users, is_root, ledger_with_roles, spawn_as, uid_of,
-    wait_for_port,
+    Base, Layout, Processes, ROOT, Users, ledger_with_roles, skipped_without_root, spawn_as,
+    uid_of, wait_for_port,
 };
 
 /// Appends `text` to the file at `path` (its owner and mode stay).
@@ -32,11 +32,7 @@ fn append(path: &Path, text: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_notify_user_pushes_to_a_paired_browser_without_reading_the_consoles_files() {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED: the hardened push test creates users and needs root \
-             (run `cargo test -p countersign-integration-tests --test hardened_push` as root)"
-        );
+    if skipped_without_root("hardened_push") {
         return;
     }
     let (_db, signer_url, head_url) = ledger_with_roles().await;

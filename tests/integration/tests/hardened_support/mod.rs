@@ -17,6 +17,19 @@ use countersign_ledger::testing::TempPgDatabase;
 /// The repository's root.
 pub const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
+/// Whether a test that creates users must skip: not root. Says so (with
+/// how to run it) when it must.
+pub fn skipped_without_root(test: &str) -> bool {
+    if is_root() {
+        return false;
+    }
+    eprintln!(
+        "SKIPPED: this test creates users and needs root \
+         (run `cargo test -p countersign-integration-tests --test {test}` as root)"
+    );
+    true
+}
+
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
