@@ -145,31 +145,29 @@ impl Worker {
         // answered, so its answer is likely to stay the same), the push of
         // that notification fails with the reason, shown by `notify
         // status`, and the other channels go on.
-        let new: Vec<&Waiting> = {
+        let new: Vec<(&Waiting, Vec<Channel>)> = {
             let deliveries = lock(&self.deliveries);
             waiting
                 .iter()
                 .filter(|w| !deliveries.holds(&w.id))
+                .map(|w| (w, self.channels.for_notification(&w.notification)))
                 .collect()
         };
-        let mut devices = HashMap::new();
-        for w in &new {
-            let pushed = w.notification.passkey.is_none()
-                && self
-                    .channels
-                    .for_notification(&w.notification)
-                    .contains(&Channel::Push);
-            if pushed {
-                let found = self.channels.push_devices(&w.notification).await;
-                devices.insert(w.id.clone(), found);
-            }
+        let mut taken = Vec::with_capacity(new.len());
+        for (w, channels) in new {
+            let pushed = w.notification.passkey.is_none() && channels.contains(&Channel::Push);
+            let devices = match pushed {
+                true => Some(self.channels.push_devices(&w.notification).await),
+                false => None,
+            };
+            taken.push((w, channels, devices));
         }
         {
             let now = now_ms();
             let mut deliveries = lock(&self.deliveries);
-            for w in new {
-                for channel in self.channels.for_notification(&w.notification) {
-                    let targets: Vec<Option<String>> = match (channel, devices.get(&w.id)) {
+            for (w, channels, devices) in taken {
+                for channel in channels {
+                    let targets: Vec<Option<String>> = match (channel, &devices) {
                         (Channel::Push, Some(Ok(found))) => found
                             .iter()
                             .filter(|d| !deliveries.is_gone(&d.subscription.endpoint_sha256()))
