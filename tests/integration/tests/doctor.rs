@@ -266,11 +266,20 @@ async fn a_configured_console_that_is_not_running_warns() {
 #[tokio::test]
 async fn a_console_address_held_by_another_program_fails_and_the_console_passes() {
     let h = Harness::start().await;
-    let Ok(squatter) = std::net::TcpListener::bind("[::1]:0") else {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
         println!("SKIPPED: this host has no IPv6 loopback");
         return;
-    };
-    let port = squatter.local_addr().unwrap().port();
+    }
+    // A port held on [::1] only: one whose 127.0.0.1 side is free too
+    // (other tests running at once hold ports of their own there).
+    let (squatter, port) = (0..100)
+        .find_map(|_| {
+            let squatter = std::net::TcpListener::bind("[::1]:0").ok()?;
+            let port = squatter.local_addr().ok()?.port();
+            std::net::TcpListener::bind(("127.0.0.1", port)).ok()?;
+            Some((squatter, port))
+        })
+        .expect("a port free on 127.0.0.1 whose [::1] side this test holds");
     let path = h.signer.home().config_path();
     let config = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
