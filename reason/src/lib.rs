@@ -152,6 +152,12 @@ catalogue! {
     UnknownProposal = "unknown_proposal", NotFound, Signer;
     /// The proposal was already decided.
     NotPending = "not_pending", FailedPrecondition, Signer;
+    /// An approval asked for a delivery the proposal's effect kind does
+    /// not offer (run at the approver's interface for a hook or gateway
+    /// call, which only the proposing session runs; another session for a
+    /// hook call): nothing was recorded; approve it for the proposing
+    /// session.
+    DeliveryNotOffered = "delivery_not_offered", FailedPrecondition, Signer;
     /// The operation's contract changed since the proposal.
     ContractChanged = "contract_changed", FailedPrecondition, Signer;
     /// The signing policy changed since the proposal.

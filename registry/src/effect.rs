@@ -17,7 +17,7 @@ mod webhook;
 
 use serde::{Deserialize, Serialize};
 
-use crate::RegistryError;
+use crate::{Deliveries, RegistryError};
 use countersign_verifier::lifetimes::INTENT_LEASE_MARGIN;
 
 pub use builtin::Builtin;
@@ -57,6 +57,12 @@ pub trait EffectKind {
     /// application again (`ReissueForReconcile`) for reconcile to present
     /// anew: only for a kind whose receiver verifies the proof itself.
     fn proof_reissuable(&self) -> bool;
+
+    /// Who carries out a person's approval of an operation of this kind:
+    /// the deliveries the signer accepts and every approver interface
+    /// offers, so that no interface asks for a decision whose delivery is
+    /// then refused.
+    fn deliveries(&self) -> Deliveries;
 }
 
 /// What applying an operation does. Matched exhaustively wherever it is
@@ -210,22 +216,26 @@ mod tests {
     }
 
     #[test]
-    fn each_kind_says_its_name_lease_and_whether_its_proof_may_be_reissued() {
+    fn each_kind_says_its_name_lease_reissue_and_deliveries() {
         let seconds = |s| Some(time::Duration::seconds(s) + INTENT_LEASE_MARGIN);
+        use Deliveries::*;
         let expected = [
-            ("builtin", None, false),
-            ("command", seconds(7), false),
-            ("webhook", seconds(9), true),
-            ("mcp", seconds(11), false),
-            ("pin", seconds(10), false),
-            ("rule", None, false),
-            ("hook", None, false),
+            ("builtin", None, false, AnyHead),
+            ("command", seconds(7), false, AnyHead),
+            ("webhook", seconds(9), true, AnyHead),
+            ("mcp", seconds(11), false, HandoffOnly),
+            ("pin", seconds(10), false, AnyHead),
+            ("rule", None, false, NoProof),
+            ("hook", None, false, ProposingSession),
         ];
-        for (effect, (name, lease, reissuable)) in one_of_every_kind().iter().zip(expected) {
+        for (effect, (name, lease, reissuable, deliveries)) in
+            one_of_every_kind().iter().zip(expected)
+        {
             let kind = effect.kind();
             assert_eq!(kind.name(), name);
             assert_eq!(kind.intent_lease(), lease, "{name}");
             assert_eq!(kind.proof_reissuable(), reissuable, "{name}");
+            assert_eq!(kind.deliveries(), deliveries, "{name}");
         }
     }
 

@@ -97,6 +97,11 @@ pub struct Upstream {
     pub transport: Transport,
     /// The operator's policy per tool name.
     pub tools: BTreeMap<String, ToolPolicy>,
+    /// What a gated call of each tool risks, as the operator says
+    /// (`[upstream.risk]`, tool = "read" | "write" | "delete" | "exec" |
+    /// "network"); a tool not named is `write`. The upstream's own
+    /// annotations are its claim, shown as such, never this.
+    pub risk: BTreeMap<String, crate::Class>,
 }
 
 /// One `[[upstream]]` as written.
@@ -120,6 +125,8 @@ struct RawUpstream {
     http: Option<Http>,
     #[serde(default)]
     tools: BTreeMap<String, ToolPolicy>,
+    #[serde(default)]
+    risk: BTreeMap<String, crate::Class>,
 }
 
 impl TryFrom<RawUpstream> for Upstream {
@@ -152,7 +159,12 @@ impl TryFrom<RawUpstream> for Upstream {
                 crate::definition::DECISION_WINDOW_CAP_SECS
             )));
         }
-        for tool in raw.tools.keys().chain(&raw.replay_safe) {
+        for tool in raw
+            .tools
+            .keys()
+            .chain(&raw.replay_safe)
+            .chain(raw.risk.keys())
+        {
             if !is_tool_name(tool) {
                 return Err(named(format!(
                     "{tool:?} is not an MCP tool name (1 to 128 of A-Z a-z 0-9 _ - .)"
@@ -183,6 +195,7 @@ impl TryFrom<RawUpstream> for Upstream {
             decision_window_secs: raw.decision_window_secs,
             transport,
             tools: raw.tools,
+            risk: raw.risk,
         })
     }
 }

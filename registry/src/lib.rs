@@ -85,9 +85,11 @@
 //! whether it mixes scripts ([`lookalike`]).
 #![forbid(unsafe_code)]
 
+pub mod action;
 mod args;
 mod current;
 mod definition;
+mod deliveries;
 pub mod effect;
 mod error;
 mod escalation;
@@ -110,6 +112,7 @@ use std::path::Path;
 pub use args::CanonicalArgs;
 pub use countersign_verifier::{ApproverName, BuiltinEffect};
 pub use current::CurrentRegistry;
+pub use deliveries::Deliveries;
 pub use effect::{DEFAULT_ACCEPT_STATUS, Effect, EffectKind};
 pub use error::{ArgumentsError, PolicyError, RegistryError};
 pub use escalation::{ESCALATION_CHANNELS, Escalation};

@@ -18,7 +18,9 @@ use crate::preview::{self, Template};
 use crate::{ArgumentsError, CanonicalArgs, Effect, PremiseRead, PremiseSource, Quorum, schema};
 use countersign_verifier::Premise;
 
-/// Read operations observe; write operations change state.
+/// What applying an operation risks, as the registry file declares it
+/// (`class`) and every approver interface shows it: read operations
+/// observe, the others change something, each in its own way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Class {
@@ -26,14 +28,48 @@ pub enum Class {
     Read,
     /// Changes state.
     Write,
+    /// Deletes state: what it removes may not come back.
+    Delete,
+    /// Runs a program the arguments name: it can do whatever that program does.
+    Exec,
+    /// Sends data over the network, out of this installation's reach.
+    Network,
 }
 
 impl Class {
-    /// `"read"` or `"write"`, as written in the registry file.
+    /// Every class, in the order the docs list them.
+    pub const ALL: [Class; 5] = [
+        Class::Read,
+        Class::Write,
+        Class::Delete,
+        Class::Exec,
+        Class::Network,
+    ];
+
+    /// The name, as written in the registry file.
     pub fn as_str(self) -> &'static str {
         match self {
             Class::Read => "read",
             Class::Write => "write",
+            Class::Delete => "delete",
+            Class::Exec => "exec",
+            Class::Network => "network",
+        }
+    }
+
+    /// The class named `name` as the registry file writes it.
+    pub fn parse(name: &str) -> Option<Class> {
+        Class::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// What the class means, in a few words a person reads beside it.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Class::Read => "observes state only",
+            Class::Write => "changes state",
+            Class::Delete => "deletes state",
+            Class::Exec => "runs a program",
+            Class::Network => "sends data over the network",
         }
     }
 }
@@ -118,6 +154,20 @@ impl Operation {
     /// one without it as `passkey_required`, before consuming anything.
     pub fn requires_passkey(&self) -> bool {
         self.require_passkey
+    }
+
+    /// What approving it risks, as every approver interface shows it: an
+    /// agent operation by its tool class (whatever the registry file's
+    /// `class` says: `agent.shell` runs a program, `agent.web` reaches the
+    /// network, `agent.read` observes), any other its `class`.
+    pub fn risk(&self) -> Class {
+        match (&self.effect, self.name.as_str()) {
+            (crate::Effect::Hook, "agent.read") => Class::Read,
+            (crate::Effect::Hook, "agent.shell") => Class::Exec,
+            (crate::Effect::Hook, "agent.web") => Class::Network,
+            (crate::Effect::Hook, _) => Class::Write,
+            _ => self.class,
+        }
     }
 
     /// Whether only a coding agent's hook proposes it (an agent operation,

@@ -90,7 +90,7 @@ impl Template {
         })
     }
 
-    fn render(&self, args: &Value) -> String {
+    pub(crate) fn render(&self, args: &Value) -> String {
         let mut out = String::new();
         for segment in &self.segments {
             match segment {

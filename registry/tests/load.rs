@@ -49,7 +49,12 @@ fn default_registry_loads_with_all_builtins_and_a_command() {
     for effect in BuiltinEffect::ALL {
         let name = effect.as_str();
         let op = registry.get(name).unwrap();
-        assert_eq!(op.class, Class::Write);
+        let class = if name == "schedule.delete" {
+            Class::Delete
+        } else {
+            Class::Write
+        };
+        assert_eq!(op.class, class);
         assert!(op.replay_safe);
         assert_eq!(
             op.effect,
@@ -66,10 +71,11 @@ fn default_registry_loads_with_all_builtins_and_a_command() {
         let op = registry.get(name).unwrap();
         assert_eq!(op.effect, Effect::Hook, "{name}");
         assert!(op.replay_safe, "{name}");
-        let class = if name == "agent.read" {
-            Class::Read
-        } else {
-            Class::Write
+        let class = match name {
+            "agent.read" => Class::Read,
+            "agent.shell" => Class::Exec,
+            "agent.web" => Class::Network,
+            _ => Class::Write,
         };
         assert_eq!(op.class, class, "{name}");
     }
@@ -476,4 +482,26 @@ fn a_schema_that_does_not_compile_refuses_the_registry_or_its_first_arguments() 
             "{refused}"
         );
     }
+}
+
+#[test]
+fn each_default_operation_risks_what_it_does_and_agent_calls_by_tool_class() {
+    let registry = load(Registry::default_toml()).unwrap();
+    let risk = |name: &str| registry.get(name).unwrap().risk().as_str();
+    assert_eq!(risk("schedule.create"), "write");
+    assert_eq!(risk("schedule.delete"), "delete");
+    assert_eq!(risk("agent.shell"), "exec");
+    assert_eq!(risk("agent.edit"), "write");
+    assert_eq!(risk("agent.read"), "read");
+    assert_eq!(risk("agent.web"), "network");
+    // A registry file written before these classes (agent.shell "write")
+    // still shows an agent call's tool class.
+    let old = Registry::default_toml().replace(
+        "name = \"agent.shell\"\ndescription = \"A coding agent's shell command: its hook asks before the agent runs it.\"\nclass = \"exec\"",
+        "name = \"agent.shell\"\ndescription = \"A coding agent's shell command: its hook asks before the agent runs it.\"\nclass = \"write\"",
+    );
+    assert_ne!(old, Registry::default_toml());
+    let old = load(&old).unwrap();
+    assert_eq!(old.get("agent.shell").unwrap().risk(), Class::Exec);
+    assert_eq!(old.get("agent.shell").unwrap().class, Class::Write);
 }

@@ -305,9 +305,14 @@ pub(crate) fn proposal_view(
             .as_ref()
             .map(|i| i.provenance.clone())
             .unwrap_or_default(),
-        // Set by the service, which knows the passkey policy and the quorum.
+        // Set by the service, which knows the passkey policy, the quorum
+        // and the registry (`offer::describe`).
         passkey_required: false,
         quorum: None,
+        action: None,
+        risk: String::new(),
+        effect_kind: String::new(),
+        deliveries: wire::Deliveries::Unspecified.into(),
         decide_by: p
             .decide_by
             .map(format_time)
@@ -388,6 +393,33 @@ pub(crate) fn published_key(key: &PublishedKey) -> wire::VerifyingKey {
         key_id: key.key_id.clone(),
         public_key: key.key.to_bytes().to_vec(),
         status: status as i32,
+    }
+}
+
+/// The wire view of a proposal's action.
+pub(crate) fn action_view(action: countersign_registry::action::Action) -> wire::ActionView {
+    wire::ActionView {
+        summary: action.summary,
+        parts: action
+            .parts
+            .into_iter()
+            .map(|p| wire::ActionPart {
+                label: p.label,
+                text: p.text,
+                syntax: p.syntax.as_str().to_owned(),
+                model_supplied: p.model_supplied,
+            })
+            .collect(),
+    }
+}
+
+/// The wire name of an effect kind's deliveries.
+pub(crate) fn wire_deliveries(deliveries: countersign_registry::Deliveries) -> wire::Deliveries {
+    match deliveries {
+        countersign_registry::Deliveries::AnyHead => wire::Deliveries::AnyHead,
+        countersign_registry::Deliveries::HandoffOnly => wire::Deliveries::HandoffOnly,
+        countersign_registry::Deliveries::ProposingSession => wire::Deliveries::ProposingSession,
+        countersign_registry::Deliveries::NoProof => wire::Deliveries::NoProof,
     }
 }
 

@@ -25,6 +25,7 @@ use tonic::Request;
 use crate::convert::{DecideCommand, Decision, Delivery, Session, format_time};
 use crate::error::RpcError;
 use crate::issue::sign_claims_with;
+use crate::offer::offered;
 use crate::passkeys::{Decider, VerifiedDecision};
 use crate::service::{SignerService, now_seconds};
 
@@ -54,9 +55,14 @@ impl SignerService {
                 .await;
         }
         if cmd.dry_run {
-            if let Decision::Approve { .. } = cmd.decision {
+            if let Decision::Approve {
+                delivery,
+                execute_in_session,
+            } = &cmd.decision
+            {
                 let registry = self.registry_now()?;
                 let (op, args) = self.approvable(&registry, &record)?;
+                offered(&record, op, *delivery, execute_in_session.as_ref())?;
                 self.premise_holds(&record).await?;
                 if matches!(op.effect, Effect::Rule) {
                     self.creatable_value(args.value())?;
@@ -86,6 +92,7 @@ impl SignerService {
             } => {
                 let registry = self.registry_now()?;
                 let (op, args) = self.approvable(&registry, &record)?;
+                offered(&record, op, delivery, execute_in_session.as_ref())?;
                 if matches!(op.effect, Effect::Rule) {
                     // rule.create: the approval creates the rule, no proof.
                     return self.approve_rule_creation(&record, &peer, &args).await;

@@ -77,6 +77,17 @@ pub(crate) enum RpcError {
         /// When its window closed (RFC 3339).
         closed_at: String,
     },
+    /// The approval asked for a delivery the operation's effect kind does
+    /// not offer: nothing was recorded.
+    #[error("{id} has a {kind} effect: {what}; nothing was approved")]
+    DeliveryNotOffered {
+        /// The proposal id.
+        id: String,
+        /// The effect kind.
+        kind: &'static str,
+        /// Who runs it and what to ask for instead.
+        what: &'static str,
+    },
     /// The operation changed since the proposal; approving it would bind a stale contract.
     #[error("operation {0:?} changed or was removed since it was proposed; propose again")]
     ContractChanged(String),
@@ -261,6 +272,7 @@ impl RpcError {
             RpcError::UnknownProposal(_) => Reason::UnknownProposal,
             RpcError::NotPending { .. } => Reason::NotPending,
             RpcError::ProposalExpired { .. } => Reason::Expired,
+            RpcError::DeliveryNotOffered { .. } => Reason::DeliveryNotOffered,
             RpcError::ContractChanged(_) => Reason::ContractChanged,
             RpcError::PolicyChanged => Reason::PolicyChanged,
             RpcError::PremiseChanged(_) => Reason::PremiseChanged,

@@ -19,6 +19,7 @@ pub mod issue;
 pub mod key;
 pub mod keystore;
 pub mod notify;
+mod offer;
 pub mod passkeys;
 pub mod pkcs11;
 mod push_devices;

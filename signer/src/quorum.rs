@@ -108,9 +108,10 @@ impl SignerService {
                 field: "execute_in_session",
                 reason: "a quorum proposal executes in its own session: every approver approves it as proposed".into(),
             }),
-            Decision::Approve { .. } if cmd.dry_run => {
+            Decision::Approve { delivery, .. } if cmd.dry_run => {
                 let registry = self.registry_now()?;
-                self.approvable(&registry, &record)?;
+                let (op, _) = self.approvable(&registry, &record)?;
+                crate::offer::offered(&record, op, delivery, None)?;
                 self.premise_holds(&record).await?;
                 self.view_only(&record).await
             }
@@ -163,6 +164,7 @@ impl SignerService {
         let state = &self.state;
         let registry = self.registry_now()?;
         let (op, args) = self.approvable(&registry, &record)?;
+        crate::offer::offered(&record, op, delivery, None)?;
         // Every approver approves under the premise as it still is.
         self.premise_holds(&record).await?;
         let path = approver_path(peer);

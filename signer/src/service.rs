@@ -151,12 +151,10 @@ impl SignerService {
         // From the registry as last loaded (no file read per listed
         // proposal): Decide itself checks against the file as it is now.
         // (An operation no longer registered cannot be approved at all.)
-        view.passkey_required = self
-            .state
-            .registry
-            .last_loaded()
-            .get(&record.proposal.operation)
-            .is_some_and(|op| self.passkey_required(op));
+        let registry = self.state.registry.last_loaded();
+        let op = registry.get(&record.proposal.operation);
+        view.passkey_required = op.is_some_and(|op| self.passkey_required(op));
+        crate::offer::describe(&mut view, op);
         view.quorum = self.quorum_view(record).await?;
         Ok(view)
     }

@@ -189,10 +189,18 @@ mod tests {
                 },
                 "idempotency_key_reused",
             ),
+            (
+                RpcError::DeliveryNotOffered {
+                    id: "p".into(),
+                    kind: "hook",
+                    what: "w",
+                },
+                "delivery_not_offered",
+            ),
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..51).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..52).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -249,6 +257,7 @@ mod tests {
             RpcError::SignerStopping => 48,
             RpcError::IdempotencyKeyReused { .. } => 49,
             RpcError::ProposalExpired { .. } => 50,
+            RpcError::DeliveryNotOffered { .. } => 51,
         }
     }
 

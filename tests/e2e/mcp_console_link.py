@@ -109,7 +109,7 @@ async def accept_approves_nothing(home, tmp, port):
     asked, callback = recorder("accept")
     async with connection(home, tmp, "accept", callback) as session:
         pid, url, text = await propose(session, "accepted-report", port)
-        assert f"countersign approve {pid} --for-mcp" in text and url in text, text
+        assert f"countersign approve {pid} --hand-off" in text and url in text, text
         shown, text = await call(session, "get_proposal", {"proposal_id": pid})
         assert url in text and "countersign approve" in text, text
         assert asked == [], "proposing or reading asked the client something"
@@ -120,7 +120,7 @@ async def accept_approves_nothing(home, tmp, port):
         assert result.is_error, text
         assert out["reason"] == "no_live_handoff" and out["applied"] is False, out
         assert out["console_url"] == url, out
-        assert url in text and f"countersign approve {pid} --for-mcp" in text, text
+        assert url in text and f"countersign approve {pid} --hand-off" in text, text
         assert status(home, pid) == "pending"
         assert issuances(home, pid) == 0
         assert effects(home) == []

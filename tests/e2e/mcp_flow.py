@@ -105,7 +105,7 @@ async def propose(session, name, note="the user asked for it"):
     proposal = result.structured_content
     assert proposal["status"] == "pending" and proposal["session"].startswith("mcp-"), proposal
     assert name in proposal["preview"], proposal
-    assert f"countersign approve {proposal['id']} --for-mcp" in text, text
+    assert f"countersign approve {proposal['id']} --hand-off" in text, text
     return proposal
 
 
@@ -130,7 +130,7 @@ async def flow(home, tmp):
         assert early.is_error, text
         assert early.structured_content["reason"] == "no_live_handoff", early.structured_content
         assert early.structured_content["applied"] is False
-        assert f"countersign approve {pid} --for-mcp" in text and "nothing was applied" in text, text
+        assert f"countersign approve {pid} --hand-off" in text and "nothing was applied" in text, text
         none, text = await call(a, "get_result", {"proposal_id": pid})
         assert none.is_error and "has not been executed" in text, text
         assert effects(home) == []

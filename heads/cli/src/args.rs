@@ -566,13 +566,17 @@ pub struct ApproveArgs {
     /// The proposal id.
     #[arg(value_parser = proposal_id)]
     pub id: ProposalId,
-    /// Do not execute now: authorize one later execution by a head of this
-    /// principal (the MCP head claims it from the signer).
-    #[arg(long, conflicts_with = "proof_out")]
-    pub for_mcp: bool,
-    /// With --for-mcp: authorize the execution from this session instead of
-    /// the proposing one (for example another MCP connection's `mcp-...`).
-    #[arg(long, requires = "for_mcp", value_name = "SESSION")]
+    /// Hand the approval off to the proposing session instead of running
+    /// it here: its head runs it once (the MCP head's `execute_approved`,
+    /// `countersign exec ID --handoff`). A hook's or a gateway's call is
+    /// always handed off, with or without this flag. `--hand-off` is an
+    /// alias.
+    #[arg(long, alias = "for-mcp", conflicts_with = "proof_out")]
+    pub hand_off: bool,
+    /// With --hand-off: authorize the execution from this session instead
+    /// of the proposing one (for example another MCP connection's
+    /// `mcp-...`; never for a hook's call).
+    #[arg(long, requires = "hand_off", value_name = "SESSION")]
     pub execute_in_session: Option<String>,
     /// Do not execute now: write the proof to this new private (0600) file.
     #[arg(long, value_name = "FILE")]
@@ -615,8 +619,8 @@ pub struct ExecArgs {
         conflicts_with = "handoff"
     )]
     pub proof_file: Option<PathBuf>,
-    /// Use the approval a person authorized for one later execution
-    /// (`countersign approve ID --for-mcp`), claimed from the signer.
+    /// Use the approval a person handed off for one later execution
+    /// (`countersign approve ID --hand-off`), claimed from the signer.
     #[arg(long)]
     pub handoff: bool,
     /// The session executing; it must be the one the proof is bound to.

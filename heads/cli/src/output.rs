@@ -32,6 +32,7 @@ pub(crate) fn proposal_text(view: &ProposalView) -> String {
         view.session,
         view.created_at
     );
+    text.push_str(&action_text(view));
     if !view.reason.is_empty() {
         text.push_str(&format!("reason: {}\n", terminal_safe(&view.reason)));
     }
@@ -52,6 +53,55 @@ pub(crate) fn proposal_text(view: &ProposalView) -> String {
         text.push('\n');
     }
     text
+}
+
+/// What approving `view` does, first: its risk, then each part of its
+/// action on its own lines (a multi-line value, a diff or a command with
+/// newlines, one line each behind `| `), every line escaped like the
+/// preview, model-supplied parts marked. Empty for a view without an
+/// action (its operation is no longer registered at its contract).
+pub(crate) fn action_text(view: &ProposalView) -> String {
+    let Some(action) = &view.action else {
+        return String::new();
+    };
+    let risk = countersign_registry::Class::parse(&view.risk)
+        .map(|c| format!("{} ({})", c.as_str(), c.meaning()))
+        .unwrap_or_else(|| terminal_safe(&view.risk).into_owned());
+    let mut text = format!("ACTION (risk: {risk}):\n");
+    for part in &action.parts {
+        let label = terminal_safe(&part.label);
+        let marks = match (part.syntax.as_str(), part.model_supplied) {
+            (_, true) => " (model-supplied, unverified)",
+            ("shell", false) => " (shell)",
+            ("diff", false) => " (unified diff)",
+            _ => "",
+        };
+        if part.syntax == "diff" || part.text.contains('\n') {
+            text.push_str(&format!("  {label}{marks}:\n"));
+            // Split on `\n` only: a `\r` stays visible, escaped.
+            let body = part.text.strip_suffix('\n').unwrap_or(&part.text);
+            for line in body.split('\n') {
+                text.push_str(&format!("    | {}\n", terminal_safe(line)));
+            }
+        } else {
+            let value = terminal_safe(&part.text);
+            text.push_str(&format!("  {label}{marks}: {value}\n"));
+        }
+    }
+    text
+}
+
+/// One line: `view`'s action summary, escaped, at most `max` characters
+/// (the rest shown as `…`); empty without an action.
+pub(crate) fn action_summary(view: &ProposalView, max: usize) -> String {
+    let Some(action) = &view.action else {
+        return String::new();
+    };
+    let safe = terminal_safe(&action.summary);
+    match safe.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &safe[..cut]),
+        None => safe.into_owned(),
+    }
 }
 
 /// A quorum and its decisions so far, one line each.

@@ -9,6 +9,7 @@ use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::header::USER_AGENT;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use countersign_gate::Outcome;
 use countersign_service::{Approval, Approved, ApproverError, Delivery, Revoked};
 use maud::html;
 
@@ -159,15 +160,24 @@ fn approved_page(approved: Approved) -> Response {
         Approved::HandedOff {
             proposal,
             expires_at,
-        } => done(
-            StatusCode::OK,
-            "Approved",
-            &format!(
-                "Approved {} for ONE execution by the head of session {}; its authorization expires at {expires_at}.",
-                proposal.id, proposal.session
-            ),
-            &proposal.id,
-        ),
+        } => {
+            let runs = match proposal.effect_kind.as_str() {
+                "hook" => "the agent's hook waiting there lets the agent run the call, once",
+                "mcp" => {
+                    "the gateway there calls the tool once, for the agent's waiting call (or its execute_approved)"
+                }
+                _ => "the head there may execute it ONCE",
+            };
+            done(
+                StatusCode::OK,
+                "Approved",
+                &format!(
+                    "Approved {}: handed off to session {}, where {runs}. The authorization expires at {expires_at}.",
+                    proposal.id, proposal.session
+                ),
+                &proposal.id,
+            )
+        }
         Approved::ProofIssued { proposal, .. } => refusal(
             StatusCode::BAD_GATEWAY,
             &format!(
@@ -180,8 +190,13 @@ fn approved_page(approved: Approved) -> Response {
                 .disposition()
                 .filter(|d| !d.result.is_null())
                 .map(|d| d.result.to_string());
+            // A refusal is not a run: its title says so (nothing applied).
+            let title = match &outcome {
+                Outcome::Refused(_) => "Approved, but not run",
+                _ => "Approved and run",
+            };
             let body = html! {
-                h1 { "Approved and run" }
+                h1 { (title) }
                 p.message role="status" { (crate::html::shown(&outcome.summary())) }
                 @if let Some(result) = &result {
                     h2 { "Result" }
@@ -189,7 +204,7 @@ fn approved_page(approved: Approved) -> Response {
                 }
                 p { a href={ "/proposals/" (proposal.id) } { "Back to the proposal" } }
             };
-            html_response(StatusCode::OK, page("Approved and run", None, true, body))
+            html_response(StatusCode::OK, page(title, None, true, body))
         }
     }
 }

@@ -155,7 +155,6 @@ pub(crate) async fn events(State(state): State<Arc<ConsoleState>>, headers: Head
     let rx = state.live.latest.subscribe();
     state.live.listening.notify_one();
     let session_state = state.clone();
-    let registry = state.registry.clone();
     let updates = WatchStream::new(rx).filter_map(|list| list).map(Some);
     // `None` once the console starts shutting down: the stream ends there.
     let stop = state
@@ -170,11 +169,9 @@ pub(crate) async fn events(State(state): State<Arc<ConsoleState>>, headers: Head
         // A revoked or expired session stops receiving at the next change.
         .take_while(move |_| paired(&session_state, &headers).is_ok())
         .map(move |list| {
-            let registry = registry.last_loaded();
-            let class_of = |op: &str| registry.get(op).map(|o| o.class);
             let data = json!({
                 "count": list.len(),
-                "html": pending_list(&list, &class_of).into_string(),
+                "html": pending_list(&list).into_string(),
             });
             Ok::<_, Infallible>(Event::default().event("pending").data(data.to_string()))
         });

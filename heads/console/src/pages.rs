@@ -54,11 +54,9 @@ pub(crate) async fn pending(
         Ok(list) => list.into_inner().proposals,
         Err(status) => return signer_failure(&SignerCallError::from(status)),
     };
-    let registry = state.registry.last_loaded();
-    let class_of = |op: &str| registry.get(op).map(|o| o.class);
     let body = html! {
         h1 { "Waiting for your decision" }
-        div #pending aria-live="polite" { (pending_list(&list, &class_of)) }
+        div #pending aria-live="polite" { (pending_list(&list)) }
         (sign_out())
     };
     html_response(
@@ -174,7 +172,6 @@ pub(crate) async fn proposal(
         .map(|op| op.unverified_fields.clone())
         .unwrap_or_default();
     let ctx = CardContext {
-        class: operation.map(|op| op.class),
         lifetime_secs: operation.map(|op| state.policy.lifetime_for(op)),
         unverified_fields: &unverified,
         not_approvable,

@@ -9,17 +9,20 @@
 //! the card, naming its code points and whether it mixes scripts: a
 //! Cyrillic `а` looks exactly like a Latin `a`.
 //!
-//! On a phone (360-430 px wide) the list and the card start with what a
-//! decision needs: the operation, a one-line summary of the action (the
-//! preview's `Action:` line), its risk class (the registry's `class`), its
-//! expiry when it has one, any non-ASCII warning, and on the card the
-//! decision buttons; everything else is one tap away, in `<details>` that
-//! the script opens on a wide screen.
+//! Every card leads with the action (the signer's structured action: the
+//! command, the diff, the upstream tool call and its arguments, the
+//! request), then its risk and decision window, then only the decisions
+//! that can succeed (from the approver service's one table,
+//! [`ApprovalDoes`]), then the details one tap away, in `<details>` that
+//! the script opens on a wide screen. On a phone (360-430 px wide) the
+//! action's first lines stand above the first button. The pending list
+//! shows each proposal's one-line action summary and risk.
 
-use countersign_proto::v1::{ProposalStatus, ProposalView, QuorumDecision, QuorumView};
+use countersign_proto::v1::{ActionPart, ProposalStatus, ProposalView, QuorumDecision, QuorumView};
 use countersign_registry::Class;
 use countersign_registry::lookalike::argument_warnings_of_json;
 use countersign_registry::rule::RULE_CREATE;
+use countersign_service::ApprovalDoes;
 use countersign_surface::results;
 use maud::{Markup, html};
 use time::OffsetDateTime;
@@ -29,8 +32,6 @@ use crate::html::{block, page_key_field, preview_block, row, shown};
 
 /// What the card knows besides the proposal itself.
 pub(crate) struct CardContext<'a> {
-    /// The operation's risk class, from the registry (`None`: not in it).
-    pub(crate) class: Option<Class>,
     /// The lifetime a proof of this operation gets, from the registry.
     pub(crate) lifetime_secs: Option<u64>,
     /// Argument fields the registry marks as model-supplied and unverified.
@@ -66,26 +67,80 @@ pub(crate) fn age(created_at: &str) -> String {
     }
 }
 
-/// The line of a preview that says what will happen (`Action: ...`), else
-/// its first line.
-fn summary(preview: &str) -> &str {
-    preview
+/// The one-line summary of the action: the signer's, else (a proposal
+/// whose operation is no longer registered at its contract) the preview's
+/// `Action:` line, else its first line.
+fn summary(v: &ProposalView) -> &str {
+    if let Some(action) = &v.action {
+        return &action.summary;
+    }
+    v.preview
         .lines()
         .find_map(|l| l.strip_prefix("Action:"))
         .map(str::trim)
-        .or_else(|| preview.lines().next())
+        .or_else(|| v.preview.lines().next())
         .unwrap_or_default()
 }
 
-/// The operation's risk class, as the registry names it.
-fn risk(class: Option<Class>) -> Markup {
-    let (name, meaning) = match class {
-        Some(Class::Read) => ("read", "observes state only"),
-        Some(Class::Write) => ("write", "changes state"),
-        None => ("unknown", "not in the console's registry"),
+/// What approving risks, as the signer's view says (the registry's class,
+/// an agent call's tool class, a gateway tool's as the operator says).
+fn risk(v: &ProposalView) -> Markup {
+    let (name, meaning) = match Class::parse(&v.risk) {
+        Some(class) => (class.as_str(), class.meaning()),
+        None => (
+            "not known",
+            "its operation is no longer registered as it was proposed",
+        ),
     };
     html! {
         span class={ "risk " (name) } { "Risk: " strong { (name) } " (" (meaning) ")" }
+    }
+}
+
+/// The action first on the card: each part labelled, its value escaped,
+/// a multi-line value one line each (no line of a value can pass for a
+/// part of its own), a shell command marked as such, a diff's lines
+/// marked added or removed, a model-supplied part labelled so.
+fn action(v: &ProposalView) -> Markup {
+    html! {
+        section.action #action aria-labelledby="action-h" {
+            h2 #action-h { "What approving does" }
+            p.summary #card-summary { (shown(summary(v))) }
+            @if let Some(action) = &v.action {
+                dl.parts {
+                    @for part in &action.parts {
+                        dt {
+                            (shown(&part.label))
+                            @if part.model_supplied { " " span.warn.model { "model-supplied, unverified" } }
+                        }
+                        dd { (part_value(part)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One part's value: its lines, each escaped, marked by syntax.
+fn part_value(part: &ActionPart) -> Markup {
+    let body = part.text.strip_suffix('\n').unwrap_or(&part.text);
+    let lines: Vec<String> = body.split('\n').map(shown).collect();
+    html! {
+        @match part.syntax.as_str() {
+            "shell" => pre.block.shell aria-label="shell command" { span.prompt aria-hidden="true" { "$ " } (lines.join("\n")) },
+            "diff" => pre.block.diff aria-label="unified diff" {
+                @for line in &lines {
+                    @let class = match line.chars().next() {
+                        Some('+') if !line.starts_with("+++") => "add",
+                        Some('-') if !line.starts_with("---") => "del",
+                        _ => "ctx",
+                    };
+                    span class=(class) { (line) } "\n"
+                }
+            },
+            _ if lines.len() > 1 => pre.block { (lines.join("\n")) },
+            _ => code { (lines.join("")) },
+        }
     }
 }
 
@@ -107,21 +162,18 @@ fn expiry(v: &ProposalView) -> Option<Markup> {
 }
 
 /// The facts line of the list and the card: risk class and expiry.
-fn facts(v: &ProposalView, class: Option<Class>) -> Markup {
+fn facts(v: &ProposalView) -> Markup {
     html! {
         p.facts {
-            (risk(class))
+            (risk(v))
             @if let Some(e) = expiry(v) { " · " (e) }
         }
     }
 }
 
 /// The pending list as the live fragment the page and the event stream
-/// share; `class_of` names an operation's risk class.
-pub(crate) fn pending_list(
-    views: &[ProposalView],
-    class_of: &dyn Fn(&str) -> Option<Class>,
-) -> Markup {
+/// share: each item's operation, action summary and risk.
+pub(crate) fn pending_list(views: &[ProposalView]) -> Markup {
     html! {
         @if views.is_empty() {
             p #pending-empty { "Nothing is waiting for a decision." }
@@ -133,8 +185,8 @@ pub(crate) fn pending_list(
                         strong { (shown(&v.operation)) }
                         " " span.pid { (v.id) }
                     }
-                    p.summary { (shown(summary(&v.preview))) }
-                    (facts(v, class_of(&v.operation)))
+                    p.summary { (shown(summary(v))) }
+                    (facts(v))
                     @if !argument_warnings_of_json(&v.arguments_json).is_empty() {
                         p.warn.lookalike { "Non-ASCII text in the arguments: look closely" }
                     }
@@ -179,7 +231,7 @@ pub(crate) fn history(
                             td { a href={ "/proposals/" (v.id) } { (v.id) } }
                             td { (shown(&v.operation)) }
                             td { span class={ "status " (v.status().name()) } { (v.status().name()) } }
-                            td { (v.created_at) }
+                            td { time datetime=(v.created_at) { (v.created_at) } }
                             td { (shown(&v.reason)) }
                         }
                     }
@@ -231,8 +283,8 @@ fn more(id: &str, heading: Markup, body: Markup) -> Markup {
 pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
     html! {
         h1 { (shown(&v.operation)) " " span class={ "status " (v.status().name()) } { (v.status().name()) } }
-        p.summary #card-summary { (shown(summary(&v.preview))) }
-        (facts(v, ctx.class))
+        (action(v))
+        (facts(v))
         @if !argument_warnings_of_json(&v.arguments_json).is_empty() {
             p.warn.lookalike { "Non-ASCII text in the arguments: look closely (below)" }
         }
@@ -322,11 +374,41 @@ fn quorum(q: &QuorumView) -> Markup {
     }
 }
 
+/// One approval's form: a POST with the page key and `delivery`, the
+/// passkey ceremony's fields when the proposal needs one.
+fn approve_form(v: &ProposalView, delivery: &str, label: &str, hint: Markup) -> Markup {
+    let action = format!("/proposals/{}/approve", v.id);
+    let passkey_form = v.passkey_required.then_some("decision");
+    let challenge_url = v
+        .passkey_required
+        .then(|| format!("/proposals/{}/passkey-challenge", v.id));
+    html! {
+        form method="post" action=(action) data-passkey=[passkey_form] data-challenge=[challenge_url.as_deref()] {
+            (page_key_field())
+            input type="hidden" name="delivery" value=(delivery);
+            @if v.passkey_required { input type="hidden" name="passkey" value=""; }
+            button.approve type="submit" { (label) }
+            p.hint { (hint) }
+            @if v.passkey_required { p.refusal role="alert" hidden {} }
+        }
+    }
+}
+
+/// What approving for the proposing session does, by who runs it there.
+fn handoff_hint(v: &ProposalView) -> Markup {
+    let session = html! { code { (shown(&v.session)) } };
+    html! {
+        @match v.effect_kind.as_str() {
+            "hook" => { "The agent's hook waiting in session " (session) " lets the agent run this call, once. Nothing runs in the console." },
+            "mcp" => { "The gateway in session " (session) " calls the tool once, for the agent's waiting call (or its execute_approved). Nothing runs in the console." },
+            _ => { "Authorizes ONE later execution by the head of session " (session) " (for example when the agent calls execute_approved)." },
+        }
+    }
+}
+
 /// The forms for this status. Every form is a POST with the page key.
 fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
     let action = |verb: &str| format!("/proposals/{}/{verb}", v.id);
-    let passkey_form = v.passkey_required.then_some("decision");
-    let challenge_url = v.passkey_required.then(|| action("passkey-challenge"));
     html! {
         @match v.status() {
             ProposalStatus::Pending => {
@@ -344,26 +426,17 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                         }
                     }
                 } @else {
+                    // Only the decisions that can succeed (the approver
+                    // service's table): a handoff always; running here only
+                    // where this console runs the effect.
                     section.decide aria-labelledby="approve-h" {
                         h2 #approve-h { "Approve" }
                         @if v.passkey_required {
                             p.hint { "Approving needs your passkey, with user verification (a PIN or biometric)." }
                         }
-                        form method="post" action=(action("approve")) data-passkey=[passkey_form] data-challenge=[challenge_url.as_deref()] {
-                            (page_key_field())
-                            input type="hidden" name="delivery" value="handoff";
-                            @if v.passkey_required { input type="hidden" name="passkey" value=""; }
-                            button.approve type="submit" { "Approve for the proposing session" }
-                            p.hint { "Authorizes ONE later execution by the head of session " code { (shown(&v.session)) } " (for example when the agent calls execute_approved)." }
-                            @if v.passkey_required { p.refusal role="alert" hidden {} }
-                        }
-                        form method="post" action=(action("approve")) data-passkey=[passkey_form] data-challenge=[challenge_url.as_deref()] {
-                            (page_key_field())
-                            input type="hidden" name="delivery" value="run";
-                            @if v.passkey_required { input type="hidden" name="passkey" value=""; }
-                            button.approve type="submit" { "Approve and run now" }
-                            p.hint { "The console executes it now, once, and shows the outcome." }
-                            @if v.passkey_required { p.refusal role="alert" hidden {} }
+                        (approve_form(v, "handoff", "Approve for the proposing session", handoff_hint(v)))
+                        @if ApprovalDoes::of(v) == ApprovalDoes::RunHere {
+                            (approve_form(v, "run", "Approve and run now", html! { "The console executes it now, once, and shows the outcome." }))
                         }
                     }
                 }

@@ -1,5 +1,5 @@
 //! Execute a proposal with a proof the signer holds for it: a person
-//! approved it with `--for-mcp` (or the web console), and the signer hands
+//! approved it with `--hand-off` (or the web console), and the signer hands
 //! the proof once to a head of the same principal and session. The head
 //! never shows it to its caller: it goes straight into `Gate::execute`.
 //!
@@ -113,7 +113,7 @@ impl Gate {
                         if refusal.code == Reason::HandoffSessionMismatch =>
                     {
                         refusal.message = format!(
-                            "{}; a proposal approved for another session runs in session {session} only if the person approves it for this one: `countersign approve {proposal_id} --for-mcp --execute-in-session {session}`",
+                            "{}; a proposal approved for another session runs in session {session} only if the person approves it for this one: `countersign approve {proposal_id} --hand-off --execute-in-session {session}`",
                             refusal.message
                         );
                         Ok(Outcome::Refused(Refused::HandoffRefused(refusal)))

@@ -93,7 +93,7 @@ pub enum Refused {
     /// No approval waits to be handed over for this proposal (the signer's
     /// `no_live_handoff`).
     #[error(
-        "no approval is waiting for {proposal_id}: a person must approve it first with `countersign approve {proposal_id} --for-mcp`"
+        "no approval is waiting for {proposal_id}: a person must approve it first with `countersign approve {proposal_id} --hand-off`"
     )]
     NoHandoff {
         /// The proposal.

@@ -146,7 +146,7 @@ pub(crate) async fn ask_to_open(
 /// What the client shows the person with the link.
 pub(crate) fn open_message(id: &str, terminal_approves: bool) -> String {
     let terminal = if terminal_approves {
-        format!(" (or with `countersign approve {id} --for-mcp`)")
+        format!(" (or with `countersign approve {id} --hand-off`)")
     } else {
         String::new()
     };
@@ -186,7 +186,7 @@ pub(crate) mod tests {
         let message = open_message("prop_1", true);
         assert!(!open_message("prop_1", false).contains("countersign approve"));
         assert!(message.contains("approves nothing"), "{message}");
-        assert!(message.contains("countersign approve prop_1 --for-mcp"));
+        assert!(message.contains("countersign approve prop_1 --hand-off"));
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> S
             .map(|url| format!("\nor in the web console at:\n  {url}"))
             .unwrap_or_default();
         format!(
-            "at their terminal with:\n  countersign approve {} --for-mcp{console}",
+            "at their terminal with:\n  countersign approve {} --hand-off{console}",
             view.id
         )
     };
@@ -137,7 +137,7 @@ pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> S
                     .to_owned()
             } else {
                 format!(
-                    "with their own credential: `countersign approve {} --for-mcp --as NAME`",
+                    "with their own credential: `countersign approve {} --hand-off --as NAME`",
                     view.id
                 )
             };
@@ -202,7 +202,7 @@ pub(crate) fn status_text(view: &ProposalView, console_url: Option<&str>) -> Str
             ""
         };
         text.push_str(&format!(
-            "; waiting for a person: `countersign approve {} --for-mcp{named}`",
+            "; waiting for a person: `countersign approve {} --hand-off{named}`",
             view.id
         ));
         if let Some(url) = console_url {
@@ -322,12 +322,12 @@ mod tests {
     fn the_proposal_text_names_the_terminal_command_and_the_console_page() {
         let text = proposed_text(&view("pending", false), Some(URL));
         assert!(
-            text.contains("countersign approve prop_1 --for-mcp\nor in the web console at:\n  https://console.localhost:7444/proposals/prop_1\nThen call execute_approved"),
+            text.contains("countersign approve prop_1 --hand-off\nor in the web console at:\n  https://console.localhost:7444/proposals/prop_1\nThen call execute_approved"),
             "{text}"
         );
         let text = proposed_text(&view("pending", false), None);
         assert!(
-            text.contains("countersign approve prop_1 --for-mcp\nThen"),
+            text.contains("countersign approve prop_1 --hand-off\nThen"),
             "{text}"
         );
         assert!(!text.contains("console"), "{text}");
@@ -358,7 +358,7 @@ mod tests {
     fn a_pending_status_names_the_console_page_and_no_other_status_does() {
         assert_eq!(
             status_text(&view("pending", false), Some(URL)),
-            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); waiting for a person: `countersign approve prop_1 --for-mcp` or the web console at https://console.localhost:7444/proposals/prop_1"
+            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); waiting for a person: `countersign approve prop_1 --hand-off` or the web console at https://console.localhost:7444/proposals/prop_1"
         );
         assert!(!status_text(&view("pending", false), None).contains("console"));
         for (status, waiting) in [("pending", true), ("denied", false), ("applied", false)] {
@@ -382,11 +382,11 @@ mod tests {
         });
         assert_eq!(
             status_text(&pending, None),
-            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); needs 2 approvals from alice, bob, carol (1 so far: alice); waiting for a person: `countersign approve prop_1 --for-mcp --as NAME`"
+            "prop_1: pending (schedule.create, session mcp-0123456789abcdef); needs 2 approvals from alice, bob, carol (1 so far: alice); waiting for a person: `countersign approve prop_1 --hand-off --as NAME`"
         );
         let text = proposed_text(&pending, None);
         assert!(
-            text.contains("(2 of the approvers alice, bob, carol must each approve, with their own credential: `countersign approve prop_1 --for-mcp --as NAME`)"),
+            text.contains("(2 of the approvers alice, bob, carol must each approve, with their own credential: `countersign approve prop_1 --hand-off --as NAME`)"),
             "{text}"
         );
         pending.passkey_required = true;
@@ -429,7 +429,7 @@ mod tests {
             reply(OperationKey::ExecuteHandoff, answer, &Console::default()).pointing_at(URL, true);
         assert!(reply.is_error);
         assert!(
-            reply.text.contains("countersign approve prop_1 --for-mcp")
+            reply.text.contains("countersign approve prop_1 --hand-off")
                 && reply.text.contains("nothing was applied")
                 && reply.text.contains(&format!("web console at {URL}")),
             "{}",

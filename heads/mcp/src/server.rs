@@ -47,7 +47,7 @@ use waiting::{Asking, Response};
 
 /// What the server tells every client when it connects.
 const INSTRUCTIONS: &str = "countersign is a human-approval gate. Propose an exact action with a `propose_<operation>` tool; \
-a person reviews the preview and approves it at their own terminal with `countersign approve ID --for-mcp`. \
+a person reviews the preview and approves it at their own terminal with `countersign approve ID --hand-off`. \
 Then call `execute_approved` with the proposal id: it runs the approved action once. \
 No tool here can approve, deny or see an approval, and no argument or answer you give counts as one.";
 

@@ -89,9 +89,9 @@ pub(crate) fn tool_entries(registry: &Registry) -> Vec<ToolEntry> {
     entries
 }
 
-const PROPOSE_NOTE: &str = "(nothing runs until a person approves it at their terminal with `countersign approve ID --for-mcp`; then call `execute_approved`). Returns the proposal id, its status and the preview the person will see.";
+const PROPOSE_NOTE: &str = "(nothing runs until a person approves it at their terminal with `countersign approve ID --hand-off`; then call `execute_approved`). Returns the proposal id, its status and the preview the person will see.";
 
-const EXECUTE_NOTE: &str = "Refused, applying nothing, until a person has approved it with `countersign approve ID --for-mcp`. Calling it again returns the recorded disposition and never runs the effect twice.";
+const EXECUTE_NOTE: &str = "Refused, applying nothing, until a person has approved it with `countersign approve ID --hand-off`. Calling it again returns the recorded disposition and never runs the effect twice.";
 
 fn entry(
     data_op: &'static DataOperation,

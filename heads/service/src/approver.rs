@@ -16,9 +16,9 @@ use countersign_gate::Outcome;
 use countersign_gate::signer_client::{SignerCallError, SignerRefusal};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
-    DecideRequest, DecideResponse, Delivery as WireDelivery, GetProposalRequest, PasskeyAssertion,
-    ProposalView, QuorumDecision, QuorumDecisionView, QuorumView, ResolveUncertainRequest,
-    RevokeOutcome, RevokeRequest,
+    DecideRequest, DecideResponse, Deliveries, Delivery as WireDelivery, GetProposalRequest,
+    PasskeyAssertion, ProposalView, QuorumDecision, QuorumDecisionView, QuorumView,
+    ResolveUncertainRequest, RevokeOutcome, RevokeRequest,
 };
 use countersign_verifier::{Proof, ProposalId, Session};
 use tonic::transport::Channel;
@@ -39,6 +39,68 @@ pub enum Delivery {
     Proof,
     /// The proof comes back and runs now, once, on the service's tracker.
     RunNow,
+}
+
+/// What approving a proposal does at an approver interface (each also a
+/// head that runs what any head runs): the one table every approver
+/// interface renders from, read from the deliveries the signer's view
+/// carries, so that none offers a decision the signer would refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalDoes {
+    /// The interface runs it here, now, once (or writes its proof to a
+    /// private file, where the person asks); handing it off to a session
+    /// is offered too.
+    RunHere,
+    /// It is handed off to the proposing session, whose head runs it: the
+    /// gateway calls the upstream tool, or the agent's hook lets the agent
+    /// run its call. Nothing runs at the interface.
+    HandOff {
+        /// Whether the person may name another session (a gateway call;
+        /// never a hook's, which only the asking hook answers).
+        other_session: bool,
+    },
+    /// Approving creates the proposed auto-approval rule; no proof.
+    CreateRule,
+}
+
+impl ApprovalDoes {
+    /// What approving `view` does, from the deliveries the signer says it
+    /// accepts. A view without them (its operation is no longer registered
+    /// at its contract) reads [`ApprovalDoes::RunHere`]: the signer's dry
+    /// run refuses it (`contract_changed`) before anyone is asked.
+    pub fn of(view: &ProposalView) -> Self {
+        match view.deliveries() {
+            Deliveries::AnyHead | Deliveries::Unspecified => ApprovalDoes::RunHere,
+            Deliveries::HandoffOnly => ApprovalDoes::HandOff {
+                other_session: true,
+            },
+            Deliveries::ProposingSession => ApprovalDoes::HandOff {
+                other_session: false,
+            },
+            Deliveries::NoProof => ApprovalDoes::CreateRule,
+        }
+    }
+
+    /// The delivery an approval asks for when the person chose none.
+    pub fn default_delivery(self) -> Delivery {
+        match self {
+            ApprovalDoes::RunHere => Delivery::RunNow,
+            ApprovalDoes::HandOff { .. } => Delivery::Handoff { session: None },
+            ApprovalDoes::CreateRule => Delivery::Proof,
+        }
+    }
+
+    /// Whether `delivery` is one this table offers (the signer refuses the
+    /// others, `delivery_not_offered`).
+    pub fn offers(self, delivery: &Delivery) -> bool {
+        match (self, delivery) {
+            (ApprovalDoes::RunHere | ApprovalDoes::CreateRule, _) => true,
+            (ApprovalDoes::HandOff { other_session }, Delivery::Handoff { session }) => {
+                other_session || session.is_none()
+            }
+            (ApprovalDoes::HandOff { .. }, Delivery::Proof | Delivery::RunNow) => false,
+        }
+    }
 }
 
 /// One approval as an approver interface asked for it.

@@ -46,7 +46,7 @@ use tokio_util::task::TaskTracker;
 use tonic::transport::Channel;
 
 pub use answer::{Answer, Done, Fault};
-pub use approver::{Approval, Approved, Approver, ApproverError, Delivery, Revoked};
+pub use approver::{Approval, ApprovalDoes, Approved, Approver, ApproverError, Delivery, Revoked};
 pub use params::DEFAULT_LIST_LIMIT;
 pub use resources::{Building, Resources};
 pub use schemas::{ParamsError, Schemas};

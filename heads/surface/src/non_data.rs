@@ -30,7 +30,7 @@ pub const NON_DATA: &[NonData] = &[
     NonData {
         name: "approve",
         entries: Entries(&[Entry::Cli(
-            "countersign approve <id> [--for-mcp | --proof-out FILE]",
+            "countersign approve <id> [--hand-off | --proof-out FILE]",
         )]),
         reason: APPROVER_ONLY,
     },

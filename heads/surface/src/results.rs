@@ -7,7 +7,7 @@
 //! service (`countersign_service::results`), which links the gate and the
 //! ledger they come from; their schemas are here.
 
-use countersign_proto::v1::{ProposalStatus, ProposalView, QuorumView};
+use countersign_proto::v1::{ActionView, Deliveries, ProposalStatus, ProposalView, QuorumView};
 use countersign_registry::Operation;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -36,7 +36,37 @@ pub fn proposal(view: &ProposalView) -> Value {
         "quorum": view.quorum.as_ref().map_or(Value::Null, quorum),
         "decide_by": if view.decide_by.is_empty() { Value::Null } else { Value::String(view.decide_by.clone()) },
         "seconds_left": seconds_left(view, OffsetDateTime::now_utc()).map_or(Value::Null, Value::from),
+        "action": view.action.as_ref().map_or(Value::Null, action),
+        "risk": if view.risk.is_empty() { Value::Null } else { Value::String(view.risk.clone()) },
+        "approval_runs": approval_runs(view),
     })
+}
+
+/// The action of a proposal: its one-line summary (terminal-safe, like the
+/// preview) and its parts, raw.
+fn action(action: &ActionView) -> Value {
+    json!({
+        "summary": countersign_registry::terminal_safe(&action.summary),
+        "parts": action.parts.iter().map(|p| json!({
+            "label": p.label,
+            "text": p.text,
+            "syntax": p.syntax,
+            "model_supplied": p.model_supplied,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Who carries out a person's approval of `view`: `here_or_handoff` (the
+/// deciding interface, or a head claiming it), `proposing_session` (the
+/// gateway or the agent's hook of the proposing session), `creates_rule`,
+/// or null when the signer no longer knows its operation.
+fn approval_runs(view: &ProposalView) -> Value {
+    match view.deliveries() {
+        Deliveries::AnyHead => "here_or_handoff".into(),
+        Deliveries::HandoffOnly | Deliveries::ProposingSession => "proposing_session".into(),
+        Deliveries::NoProof => "creates_rule".into(),
+        Deliveries::Unspecified => Value::Null,
+    }
 }
 
 /// While `view` waits for a decision: when its window closes and the time
@@ -94,7 +124,7 @@ pub fn operation(op: &Operation) -> Value {
     json!({
         "name": op.name,
         "description": op.description,
-        "class": op.class.as_str(),
+        "class": op.risk().as_str(),
         "replay_safe": op.replay_safe,
         "require_passkey": op.requires_passkey(),
         "contract_revision": op.contract_revision(),
@@ -119,7 +149,7 @@ pub fn proposal_schema() -> Value {
         "required": ["id", "principal", "session", "operation", "arguments", "arguments_sha256",
                      "contract_revision", "policy_revision", "note", "preview", "non_ascii", "status",
                      "created_at", "reason", "handoff_waiting", "passkey_required", "quorum",
-                     "decide_by", "seconds_left"],
+                     "decide_by", "seconds_left", "action", "risk", "approval_runs"],
         "properties": {
             "id": {"type": "string"},
             "principal": {"type": "string"},
@@ -151,6 +181,43 @@ pub fn proposal_schema() -> Value {
                 "description": "While pending: the whole seconds left to decide it, when this result was made. Null otherwise.",
                 "type": ["integer", "null"],
                 "minimum": 0
+            },
+            "action": action_schema(),
+            "risk": {
+                "description": "What approving it risks: read, write, delete, exec (runs a program) or network. Null when `action` is.",
+                "type": ["string", "null"],
+                "enum": ["read", "write", "delete", "exec", "network", null]
+            },
+            "approval_runs": {
+                "description": "Who carries out a person's approval: `here_or_handoff` (the approver's interface now, or a head that claims it), `proposing_session` (only the proposing session's head: the gateway, or the agent's hook; approving hands it off there), `creates_rule`; null when `action` is.",
+                "type": ["string", "null"],
+                "enum": ["here_or_handoff", "proposing_session", "creates_rule", null]
+            }
+        }
+    })
+}
+
+/// The JSON Schema of [`action`], or null for a proposal whose operation is
+/// no longer registered at its contract.
+fn action_schema() -> Value {
+    json!({
+        "description": "What approving it does, from its effect kind: `summary` is one line (the command, the tool and its path, the request), escaped like the preview; `parts` are labelled raw values in the order a person reads them, `model_supplied` marking descriptions the model wrote that nothing checks. Null when its operation is no longer registered at its contract.",
+        "type": ["object", "null"],
+        "required": ["summary", "parts"],
+        "properties": {
+            "summary": {"type": "string"},
+            "parts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["label", "text", "syntax", "model_supplied"],
+                    "properties": {
+                        "label": {"type": "string"},
+                        "text": {"type": "string"},
+                        "syntax": {"enum": ["text", "shell", "diff", "json", "url"]},
+                        "model_supplied": {"type": "boolean"}
+                    }
+                }
             }
         }
     })
@@ -197,7 +264,7 @@ pub fn operations_schema() -> Value {
             "properties": {
                 "name": {"type": "string"},
                 "description": {"type": "string"},
-                "class": {"enum": ["read", "write"]},
+                "class": {"enum": ["read", "write", "delete", "exec", "network"]},
                 "replay_safe": {"type": "boolean"},
                 "require_passkey": {
                     "type": "boolean",

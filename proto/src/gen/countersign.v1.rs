@@ -161,6 +161,54 @@ pub struct ProposalView {
     /// recorded before decision windows existed.
     #[prost(string, tag = "19")]
     pub decide_by: ::prost::alloc::string::String,
+    /// What approving it does, as its effect kind describes it from the
+    /// stored arguments (the registry as last loaded, at the proposal's
+    /// contract): what every approver interface shows first. Absent when the
+    /// operation is no longer registered at that contract (an approval would
+    /// be refused `contract_changed`).
+    #[prost(message, optional, tag = "20")]
+    pub action: ::core::option::Option<ActionView>,
+    /// What approving it risks (the registry's `class`, an agent operation's
+    /// tool class, a gateway tool's as the operator says): "read", "write",
+    /// "delete", "exec" or "network". Empty when `action` is.
+    #[prost(string, tag = "21")]
+    pub risk: ::prost::alloc::string::String,
+    /// The effect kind ("builtin", "command", "webhook", "mcp", "pin",
+    /// "rule", "hook"). Empty when `action` is.
+    #[prost(string, tag = "22")]
+    pub effect_kind: ::prost::alloc::string::String,
+    /// Who carries out an approval: the deliveries `Decide` accepts for it
+    /// (any other is refused `delivery_not_offered` before anything is
+    /// recorded). UNSPECIFIED when `action` is empty.
+    #[prost(enumeration = "Deliveries", tag = "23")]
+    pub deliveries: i32,
+}
+/// What approving a proposal does, for a person to read first.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ActionView {
+    /// One line: the command, the tool and its path, the request, or the
+    /// operation's own summary. Raw: every interface escapes it.
+    #[prost(string, tag = "1")]
+    pub summary: ::prost::alloc::string::String,
+    /// The parts, in the order shown.
+    #[prost(message, repeated, tag = "2")]
+    pub parts: ::prost::alloc::vec::Vec<ActionPart>,
+}
+/// One labelled part of an action.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ActionPart {
+    /// What it is ("Command", "Diff", "URL", an argument's name, ...).
+    #[prost(string, tag = "1")]
+    pub label: ::prost::alloc::string::String,
+    /// The value, raw: every interface escapes it.
+    #[prost(string, tag = "2")]
+    pub text: ::prost::alloc::string::String,
+    /// How to read it: "text", "shell", "diff", "json" or "url".
+    #[prost(string, tag = "3")]
+    pub syntax: ::prost::alloc::string::String,
+    /// A description the model wrote that nothing checks (not what runs).
+    #[prost(bool, tag = "4")]
+    pub model_supplied: bool,
 }
 /// A quorum: `required` distinct approvals out of `approvers`, each the name
 /// of a named approver certificate of the principal. The signer issues the
@@ -227,6 +275,11 @@ pub struct DecideRequest {
     /// Required when denying.
     #[prost(string, tag = "3")]
     pub reason: ::prost::alloc::string::String,
+    /// Where an approval's proof goes: one of what the proposal's
+    /// `deliveries` offers (DIRECT only for ANY_HEAD; an
+    /// `execute_in_session` only for ANY_HEAD and HANDOFF_ONLY), else
+    /// refused `delivery_not_offered` before anything is recorded, on a dry
+    /// run too.
     #[prost(enumeration = "Delivery", tag = "4")]
     pub delivery: i32,
     /// Deprecated and ignored (any value, or none, is accepted). The proof's
@@ -771,6 +824,50 @@ impl ProposalStatus {
             "PROPOSAL_STATUS_APPLIED" => Some(Self::Applied),
             "PROPOSAL_STATUS_FAILED" => Some(Self::Failed),
             "PROPOSAL_STATUS_UNCERTAIN" => Some(Self::Uncertain),
+            _ => None,
+        }
+    }
+}
+/// The deliveries an approval of a proposal may name, from its effect kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum Deliveries {
+    /// Not known (the operation is no longer registered at its contract).
+    Unspecified = 0,
+    /// DIRECT (the deciding interface runs it now, or writes the proof to a
+    /// file) or HANDOFF (to the proposing session or another).
+    AnyHead = 1,
+    /// HANDOFF only (to the proposing session or another): only the head that
+    /// holds what the effect needs runs it (the gateway).
+    HandoffOnly = 2,
+    /// HANDOFF to the proposing session only: the agent's hook waiting there
+    /// answers the call.
+    ProposingSession = 3,
+    /// No proof: approving creates a rule (any delivery is ignored).
+    NoProof = 4,
+}
+impl Deliveries {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "DELIVERIES_UNSPECIFIED",
+            Self::AnyHead => "DELIVERIES_ANY_HEAD",
+            Self::HandoffOnly => "DELIVERIES_HANDOFF_ONLY",
+            Self::ProposingSession => "DELIVERIES_PROPOSING_SESSION",
+            Self::NoProof => "DELIVERIES_NO_PROOF",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "DELIVERIES_UNSPECIFIED" => Some(Self::Unspecified),
+            "DELIVERIES_ANY_HEAD" => Some(Self::AnyHead),
+            "DELIVERIES_HANDOFF_ONLY" => Some(Self::HandoffOnly),
+            "DELIVERIES_PROPOSING_SESSION" => Some(Self::ProposingSession),
+            "DELIVERIES_NO_PROOF" => Some(Self::NoProof),
             _ => None,
         }
     }

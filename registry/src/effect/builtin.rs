@@ -47,4 +47,9 @@ impl EffectKind for Builtin {
     fn proof_reissuable(&self) -> bool {
         false
     }
+
+    /// Applied by any head inside the ledger's transaction.
+    fn deliveries(&self) -> crate::Deliveries {
+        crate::Deliveries::AnyHead
+    }
 }

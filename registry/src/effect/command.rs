@@ -67,4 +67,9 @@ impl EffectKind for Command {
     fn proof_reissuable(&self) -> bool {
         false
     }
+
+    /// Any head of the installation runs the fixed program.
+    fn deliveries(&self) -> crate::Deliveries {
+        crate::Deliveries::AnyHead
+    }
 }

@@ -59,6 +59,11 @@ impl EffectKind for HookAnswer {
     fn proof_reissuable(&self) -> bool {
         false
     }
+
+    /// Only the hook that asked, waiting in the proposing session, answers the agent.
+    fn deliveries(&self) -> crate::Deliveries {
+        crate::Deliveries::ProposingSession
+    }
 }
 
 /// The lines a preview of an agent operation adds under its arguments, so

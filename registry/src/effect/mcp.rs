@@ -74,4 +74,9 @@ impl EffectKind for McpTool {
         // The upstream never sees the proof: nothing could check it again.
         false
     }
+
+    /// Only the gateway holds the upstream's connection and credentials.
+    fn deliveries(&self) -> crate::Deliveries {
+        crate::Deliveries::HandoffOnly
+    }
 }

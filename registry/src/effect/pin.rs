@@ -39,4 +39,9 @@ impl EffectKind for PinTools {
     fn proof_reissuable(&self) -> bool {
         false
     }
+
+    /// Any head that follows the registry file writes the pins beside it.
+    fn deliveries(&self) -> crate::Deliveries {
+        crate::Deliveries::AnyHead
+    }
 }

@@ -51,4 +51,9 @@ impl EffectKind for Rule {
     fn proof_reissuable(&self) -> bool {
         false
     }
+
+    /// The approval creates the rule in the signer; no proof exists.
+    fn deliveries(&self) -> crate::Deliveries {
+        crate::Deliveries::NoProof
+    }
 }

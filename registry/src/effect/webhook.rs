@@ -118,4 +118,9 @@ impl EffectKind for Webhook {
     fn proof_reissuable(&self) -> bool {
         true
     }
+
+    /// Any head sends the request.
+    fn deliveries(&self) -> crate::Deliveries {
+        crate::Deliveries::AnyHead
+    }
 }

@@ -68,6 +68,7 @@ pub(crate) fn gateway_operations(
             }
             let generated = Generated {
                 name,
+                class: upstream.risk.get(tool).copied().unwrap_or(Class::Write),
                 description,
                 preview,
                 schema: Value::Object(closed),
@@ -87,6 +88,8 @@ pub(crate) fn gateway_operations(
 /// An operation made from the gateway's files, not the registry file.
 pub(super) struct Generated {
     pub(super) name: String,
+    /// What a call risks, as the operator says (`write` if not).
+    pub(super) class: Class,
     pub(super) description: String,
     pub(super) preview: String,
     pub(super) schema: Value,
@@ -100,7 +103,7 @@ pub(super) struct Generated {
 }
 
 impl Generated {
-    /// The operation (class `write`), whose contract revision is the
+    /// The operation, whose contract revision is the
     /// digest of its whole definition, its schema compiled now if
     /// `schemas` says so.
     pub(super) fn build(self, schemas: Schemas) -> Result<Operation, RegistryError> {
@@ -121,7 +124,7 @@ impl Generated {
         let mut definition = json!({
             "name": self.name,
             "description": self.description,
-            "class": Class::Write,
+            "class": self.class,
             "replay_safe": self.replay_safe,
             "lifetime_secs": self.lifetime_secs,
             "preview": self.preview,
@@ -137,7 +140,7 @@ impl Generated {
         Ok(Operation {
             name: self.name,
             description: self.description,
-            class: Class::Write,
+            class: self.class,
             schema: self.schema,
             preview: self.preview,
             effect: self.effect,

@@ -223,6 +223,7 @@ pub(crate) fn pin_operation(
     });
     Generated {
         name: PIN_OPERATION.to_owned(),
+        class: crate::Class::Write,
         description: "Pin the tool definitions of upstream MCP servers".to_owned(),
         preview: "Pin upstream MCP tool definitions (each below, with its digest)".to_owned(),
         schema,

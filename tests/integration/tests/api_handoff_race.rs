@@ -79,7 +79,7 @@ async fn a_handoff_for_another_credentials_session_names_the_command_that_allows
     let other = api.execute_handoff(&b, &id).await;
     assert_refused(&other, "handoff_session_mismatch");
     let b_id = b.strip_prefix("cs1_").unwrap().split('_').next().unwrap();
-    let command = format!("`countersign approve {id} --for-mcp --execute-in-session api:{b_id}`");
+    let command = format!("`countersign approve {id} --hand-off --execute-in-session api:{b_id}`");
     let message = other.json()["message"].as_str().unwrap().to_string();
     assert!(message.contains(&command), "{message}");
     assert_eq!(api.h.schedules().await, vec![]);

@@ -33,7 +33,7 @@ async fn approving_at_the_terminal_applies_the_reviewed_action_once() {
         run.shown
     );
     assert!(
-        run.shown.contains("Approving executes it now, once."),
+        run.shown.contains("Approving executes it here, now, once."),
         "{}",
         run.shown
     );
@@ -246,7 +246,7 @@ async fn a_handoff_executes_once_from_the_proposing_session_and_only_after_appro
         early.json()["message"]
             .as_str()
             .unwrap()
-            .contains(&format!("countersign approve {id} --for-mcp"))
+            .contains(&format!("countersign approve {id} --hand-off"))
     );
     assert_eq!(h.schedules().await, vec![]);
 

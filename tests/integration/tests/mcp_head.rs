@@ -68,7 +68,7 @@ async fn a_note_an_extra_argument_or_a_proof_argument_approves_nothing() {
     let early = call(&server, "execute_approved", json!({"proposal_id": id})).await;
     assert_eq!(early["isError"], true);
     assert_eq!(early["structuredContent"]["reason"], "no_live_handoff");
-    assert!(text(&early).contains(&format!("countersign approve {id} --for-mcp")));
+    assert!(text(&early).contains(&format!("countersign approve {id} --hand-off")));
     assert_eq!(h.schedules().await, vec![]);
     let listed = call(&server, "list_proposals", json!({})).await;
     assert_eq!(

@@ -10,7 +10,9 @@ use countersign_identity::files::write_private_new;
 use countersign_proto::reason::Reason;
 use countersign_proto::v1::{ProposalStatus, ProposalView};
 use countersign_registry::rule::RULE_CREATE;
-use countersign_service::{Approval, Approved, Approver, ApproverError, Delivery, Revoked};
+use countersign_service::{
+    Approval, ApprovalDoes, Approved, Approver, ApproverError, Delivery, Revoked,
+};
 use serde_json::json;
 
 use crate::Io;
@@ -23,7 +25,7 @@ use crate::terminal::challenge;
 use countersign_registry::terminal_safe;
 use countersign_surface::results;
 
-/// `countersign approve ID [--for-mcp | --proof-out FILE]`
+/// `countersign approve ID [--hand-off | --proof-out FILE]`
 pub(crate) async fn approve(
     ctx: &Context,
     args: ApproveArgs,
@@ -40,17 +42,20 @@ pub(crate) async fn approve(
         .await
         .map_err(|e| failed(e, json, io))?;
     let rule = view.operation == RULE_CREATE;
+    let does = ApprovalDoes::of(&view);
     let delivery = if rule {
         // Approving a rule creates it; no proof goes anywhere.
         Delivery::Proof
-    } else if args.for_mcp {
+    } else if args.hand_off {
         Delivery::Handoff {
             session: args.execute_in_session.clone(),
         }
     } else if args.proof_out.is_some() {
         Delivery::Proof
     } else {
-        Delivery::RunNow
+        // What this proposal's effect kind is carried out by: here, or
+        // the proposing session (a hook's or a gateway's call).
+        does.default_delivery()
     };
     let approval = Approval {
         proposal_id: view.id.clone(),
@@ -72,14 +77,15 @@ pub(crate) async fn approve(
     let shown = format!(
         "\n{}\n{}\n",
         proposal_text(&view).trim_end(),
-        consequence(&view, &args)
+        consequence(&view, &approval.delivery, args.proof_out.as_deref())
     );
     confirm(io, &shown, if rule { &RULE_APPROVAL } else { &APPROVAL })?;
     let approved = approver
         .approve(approval)
         .await
         .map_err(|e| failed(e, json, io))?;
-    report_approved(approved, args.proof_out.as_deref(), json, io)
+    let sent_to = args.execute_in_session.as_deref();
+    report_approved(approved, args.proof_out.as_deref(), sent_to, json, io)
 }
 
 /// A passkey approval at a terminal: refused, pointing at the console. A
@@ -107,30 +113,35 @@ fn passkey_required(ctx: &Context, view: &ProposalView, json: bool, io: &mut Io<
     CliError::Refused(message)
 }
 
-/// What approving `view` does, as the person reads it before typing.
-fn consequence(view: &ProposalView, args: &ApproveArgs) -> String {
+/// What approving `view` with `delivery` does, as the person reads it
+/// before typing: run here, handed off to a session (and who runs it
+/// there), a proof for a file, or a rule created.
+fn consequence(view: &ProposalView, delivery: &Delivery, proof_out: Option<&Path>) -> String {
     if view.operation == RULE_CREATE {
         return "Approving CREATES this auto-approval rule: the signer will then approve every proposal it covers WITHOUT asking you, until it expires, runs out of uses, or you revoke it.".to_owned();
     }
-    let consequence = if args.for_mcp {
-        let session = match &args.execute_in_session {
-            None => format!("the proposing session {}", view.session),
-            Some(other) => format!(
-                "session {} (NOT the proposing session {})",
-                terminal_safe(other),
-                view.session
-            ),
-        };
-        format!(
-            "Approving authorizes ONE later execution by a head of this principal (for example the MCP head), from {session}."
-        )
-    } else if let Some(path) = &args.proof_out {
-        format!(
+    let consequence = match delivery {
+        Delivery::Handoff { session } => {
+            let session = match session {
+                None => format!("the proposing session {}", terminal_safe(&view.session)),
+                Some(other) => format!(
+                    "session {} (NOT the proposing session {})",
+                    terminal_safe(other),
+                    terminal_safe(&view.session)
+                ),
+            };
+            format!(
+                "Approving hands it off to {session}: {}.",
+                handoff_runner(view)
+            )
+        }
+        Delivery::Proof => format!(
             "Approving writes a single-use proof to {} (0600).",
-            path.display()
-        )
-    } else {
-        "Approving executes it now, once.".to_string()
+            proof_out
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ),
+        Delivery::RunNow => "Approving executes it here, now, once.".to_owned(),
     };
     match &view.quorum {
         Some(quorum) => format!(
@@ -142,11 +153,28 @@ fn consequence(view: &ProposalView, args: &ApproveArgs) -> String {
     }
 }
 
+/// Who runs a handed-off approval of `view` in its session.
+fn handoff_runner(view: &ProposalView) -> &'static str {
+    match view.effect_kind.as_str() {
+        "hook" => {
+            "the agent's hook waiting there lets the agent run this call, once; nothing runs here"
+        }
+        "mcp" => {
+            "the gateway there calls the upstream tool, once, for the agent's waiting call or its `execute_approved`; nothing runs here"
+        }
+        _ => {
+            "a head there runs it, once (the MCP head's `execute_approved`, or `countersign exec ID --handoff`)"
+        }
+    }
+}
+
 /// Print what an approval did; a proof issued for a file is written to
-/// `proof_out` (0600, a new file).
+/// `proof_out` (0600, a new file); a handoff went to `sent_to` (`None`:
+/// the proposing session).
 fn report_approved(
     approved: Approved,
     proof_out: Option<&Path>,
+    sent_to: Option<&str>,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
@@ -185,8 +213,10 @@ fn report_approved(
             expires_at,
         } => {
             let message = format!(
-                "approved {} for one execution by a head of this principal; the authorization expires at {expires_at}",
-                proposal.id
+                "approved {}: handed off to session {}, where {} (the authorization expires at {expires_at})",
+                proposal.id,
+                terminal_safe(sent_to.unwrap_or(&proposal.session)),
+                handoff_runner(&proposal)
             );
             (
                 json!({"proposal_id": proposal.id, "status": "approved", "delivery": "handoff", "expires_at": expires_at, "message": message}),

@@ -199,7 +199,7 @@ async fn propose_pins(
     write_text(
         io.out,
         &format!(
-            "{}\nproposed {id}: nothing is pinned until a person approves it (in the console, or `countersign approve {id} --for-mcp`); then pin it with `countersign exec {id} --handoff`\n",
+            "{}\nproposed {id}: nothing is pinned until a person approves it (in the console, or `countersign approve {id} --hand-off`); then pin it with `countersign exec {id} --handoff`\n",
             proposal_text(&view).trim_end(),
             id = view.id,
         ),

@@ -19,7 +19,7 @@ use crate::context::Context;
 use crate::error::CliError;
 use countersign_surface::results;
 
-use crate::output::{proposal_text, write_json, write_text};
+use crate::output::{action_summary, proposal_text, write_json, write_text};
 
 /// The largest arguments file accepted (the signer enforces its own bound too).
 const MAX_ARGS_FILE: u64 = 64 * 1024;
@@ -164,10 +164,11 @@ fn print_list(
     let mut text = String::new();
     for view in proposals {
         text.push_str(&format!(
-            "{}  {:<9} {}  session {}  {}\n",
+            "{}  {:<9} {}  {}  session {}  {}\n",
             view.id,
             view.status().name(),
             view.operation,
+            action_summary(view, 100),
             view.session,
             view.created_at
         ));

@@ -49,6 +49,23 @@ const PAGE_KEY = "countersign-page-key";
   });
 })();
 
+// Every time the server wrote (RFC 3339, UTC) in the browser's own zone,
+// the UTC instant on hover; again after each live update of the list.
+function localTime(at) {
+  const when = new Date(at);
+  return isNaN(when) ? at : when.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+}
+function localizeTimes(root) {
+  root.querySelectorAll("time[datetime]").forEach(function (element) {
+    const at = element.getAttribute("datetime");
+    element.title = at + " (UTC)";
+    if (!element.hasAttribute("data-window")) {
+      element.textContent = localTime(at);
+    }
+  });
+}
+localizeTimes(document);
+
 // The time left in each pending proposal's decision window, every second,
 // in the server's words, from the close in the element's datetime; once
 // it has passed, that the proposal can no longer be decided (deciding it
@@ -75,8 +92,8 @@ const PAGE_KEY = "countersign-page-key";
         return;
       }
       element.textContent = now < closes
-        ? "decide by " + at + ", " + left(Math.floor((closes - now) / 1000)) + " left"
-        : "decide by " + at + ": its window has closed; it can no longer be decided";
+        ? "decide by " + localTime(at) + ", " + left(Math.floor((closes - now) / 1000)) + " left"
+        : "decide by " + localTime(at) + ": its window has closed; it can no longer be decided";
     });
   }
   setInterval(tick, 1000);
@@ -91,6 +108,7 @@ const PAGE_KEY = "countersign-page-key";
   source.addEventListener("pending", function (event) {
     const data = JSON.parse(event.data);
     target.innerHTML = data.html;
+    localizeTimes(target);
     document.title = "(" + data.count + ") Pending · countersign console";
   });
 })();

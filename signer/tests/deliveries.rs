@@ -1,0 +1,194 @@
+//! Who carries out an approval is known before anyone is asked: each view
+//! carries its effect kind's deliveries, action and risk, and `Decide`
+//! (its dry run too) refuses a delivery the kind does not offer before
+//! anything is recorded.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use countersign_proto::v1::{
+    Deliveries, Delivery, GetProposalRequest, ProposalStatus, ProposalView, ProposeRequest,
+};
+use countersign_registry::gateway::{PINS_FILE, Pins, ToolDefinition};
+use countersign_signer::testing::TestSigner;
+use tonic::Code;
+
+use support::{SESSION, approve, approver, head, reason_of, start};
+
+const SHELL_ARGS: &str = r#"{"agent":"claude-code","tool_name":"Bash","cwd":"/work/p","tool_input":{"command":"git push --force origin main","description":"push"}}"#;
+
+async fn propose(signer: &TestSigner, operation: &str, arguments: &str) -> ProposalView {
+    head(signer)
+        .await
+        .propose(ProposeRequest {
+            operation: operation.into(),
+            arguments_json: arguments.into(),
+            session: SESSION.into(),
+            note: String::new(),
+            idempotency_key: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+async fn status_of(signer: &TestSigner, id: &str) -> ProposalView {
+    approver(signer)
+        .await
+        .get_proposal(GetProposalRequest {
+            proposal_id: id.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// `Decide` of `id` with `delivery` (to `session`, if any), dry or not:
+/// refused `delivery_not_offered` with `message`, and nothing recorded.
+async fn refused_for_delivery(
+    signer: &TestSigner,
+    id: &str,
+    delivery: Delivery,
+    session: &str,
+    message: &str,
+) {
+    for dry_run in [true, false] {
+        let status = approver(signer)
+            .await
+            .decide(countersign_proto::v1::DecideRequest {
+                execute_in_session: session.into(),
+                dry_run,
+                ..approve(id, delivery)
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+        assert_eq!(reason_of(&status), "delivery_not_offered");
+        assert_eq!(status.message(), message);
+        let view = status_of(signer, id).await;
+        assert_eq!(view.status(), ProposalStatus::Pending);
+        assert!(view.provenance.is_empty() && view.expires_at.is_empty());
+        assert!(!view.handoff_waiting);
+    }
+}
+
+#[tokio::test]
+async fn a_hook_call_is_handed_off_to_its_own_session_and_never_run_by_an_approver() {
+    let signer = start().await;
+    let view = propose(&signer, "agent.shell", SHELL_ARGS).await;
+    assert_eq!(view.effect_kind, "hook");
+    assert_eq!(view.deliveries(), Deliveries::ProposingSession);
+    assert_eq!(view.risk, "exec");
+    let action = view.action.as_ref().unwrap();
+    assert_eq!(action.summary, "git push --force origin main");
+    assert_eq!(action.parts[0].label, "Command");
+    assert_eq!(action.parts[0].syntax, "shell");
+
+    refused_for_delivery(
+        &signer,
+        &view.id,
+        Delivery::Direct,
+        "",
+        &format!(
+            "{} has a hook effect: only the agent's hook waiting in the proposing session runs it, so it cannot run at an approver's interface; approve it for the proposing session (a handoff); nothing was approved",
+            view.id
+        ),
+    )
+    .await;
+    refused_for_delivery(
+        &signer,
+        &view.id,
+        Delivery::Handoff,
+        "another-session",
+        &format!(
+            "{} has a hook effect: only the agent's hook waiting in the proposing session runs it, never another session; approve it for the proposing session; nothing was approved",
+            view.id
+        ),
+    )
+    .await;
+
+    let decided = approver(&signer)
+        .await
+        .decide(approve(&view.id, Delivery::Handoff))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(decided.proof.is_empty(), "a handoff returns no proof");
+    assert!(decided.proposal.unwrap().handoff_waiting);
+}
+
+#[tokio::test]
+async fn a_gated_mcp_call_is_handed_off_and_shows_its_tool_call() {
+    let signer = start().await;
+    let dir = signer.home().registry_path();
+    let dir = dir.parent().unwrap();
+    std::fs::write(
+        dir.join("gateway.toml"),
+        "[[upstream]]\nname = \"files\"\n[upstream.stdio]\nprogram = \"/bin/true\"\n[upstream.risk]\nwrite_file = \"write\"\nread_file = \"read\"\n",
+    )
+    .unwrap();
+    let mut pins = Pins::empty();
+    let schema = serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}});
+    for tool in ["write_file", "read_file"] {
+        let definition = ToolDefinition {
+            name: tool.into(),
+            description: None,
+            input_schema: schema.as_object().unwrap().clone(),
+        };
+        pins.pin("files", definition).unwrap();
+    }
+    std::fs::write(dir.join(PINS_FILE), pins.to_text()).unwrap();
+
+    let view = propose(
+        &signer,
+        "mcp:files/write_file",
+        r#"{"path":"/srv/x.txt","content":"hi"}"#,
+    )
+    .await;
+    assert_eq!(view.effect_kind, "mcp");
+    assert_eq!(view.deliveries(), Deliveries::HandoffOnly);
+    assert_eq!(view.risk, "write");
+    let action = view.action.as_ref().unwrap();
+    assert_eq!(action.summary, "files write_file /srv/x.txt");
+    let read = propose(&signer, "mcp:files/read_file", r#"{"path":"/srv/x.txt"}"#).await;
+    assert_eq!(read.risk, "read");
+
+    refused_for_delivery(
+        &signer,
+        &view.id,
+        Delivery::Direct,
+        "",
+        &format!(
+            "{} has a mcp effect: only the gateway, which holds the upstream's connection, runs it, so it cannot run at an approver's interface; approve it for the proposing session (a handoff); nothing was approved",
+            view.id
+        ),
+    )
+    .await;
+    // Another gateway session (another MCP connection) may be named.
+    let decided = approver(&signer)
+        .await
+        .decide(countersign_proto::v1::DecideRequest {
+            execute_in_session: "mcp-0011223344556677".into(),
+            ..approve(&view.id, Delivery::Handoff)
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(decided.proof.is_empty());
+}
+
+#[tokio::test]
+async fn any_head_runs_a_builtin_so_a_direct_approval_is_offered() {
+    let signer = start().await;
+    let view = propose(&signer, "schedule.create", support::ARGS).await;
+    assert_eq!(view.effect_kind, "builtin");
+    assert_eq!(view.deliveries(), Deliveries::AnyHead);
+    assert_eq!(view.risk, "write");
+    let decided = approver(&signer)
+        .await
+        .decide(approve(&view.id, Delivery::Direct))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!decided.proof.is_empty());
+}
