@@ -310,6 +310,12 @@ impl EventFacts {
             // A re-issue for reconcile has no fact row (the ledger keeps no
             // proof); the event must name the nonce and the proof's hash.
             "proof_reissued" => field("nonce").is_some() && field("proof_sha256").is_some(),
+            // A direct approval handed off to the proposing session since:
+            // no fact row of its own (the issuance is the approval's); the
+            // event must name the proof's hash and the delivery.
+            "handed_off" => {
+                field("proof_sha256").is_some() && field("delivery").as_deref() == Some("handoff")
+            }
             other => {
                 self.unreadable = Some(format!("event {} has an unknown kind {other:?}", event.id));
                 return;

@@ -432,11 +432,29 @@ impl Ledger {
         dispatch!(self, b => b.rule(id).await)
     }
 
+    /// Hand off the unconsumed, unrevoked proof with SHA-256
+    /// `proof_sha256` that a direct approval of `proposal_id` issued, to
+    /// a head of the proposing session: its `handed_off` event, by
+    /// `approver`, in one write transaction under the proposal's lock.
+    /// From then on [`Ledger::approved_for_handoff`] is true for it.
+    /// `UnknownProposal` if it is not `principal`'s; `NotPending` if no
+    /// such proof waits (none issued, another one, revoked or consumed).
+    pub async fn record_hand_off(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        proof_sha256: &str,
+        approver: &str,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_hand_off(proposal_id, principal, proof_sha256, approver).await)
+    }
+
     /// Whether the approval that issued the proof with SHA-256
     /// `proof_sha256` for `proposal_id` was recorded for a handoff
-    /// ([`Ledger::record_handoff_approval`]). `false` for a direct
-    /// approval, for one recorded before the ledger kept the delivery, and
-    /// for a proof hash no approval of the proposal issued.
+    /// ([`Ledger::record_handoff_approval`]) or handed off since
+    /// ([`Ledger::record_hand_off`]). `false` for a direct approval, for
+    /// one recorded before the ledger kept the delivery, and for a proof
+    /// hash no approval of the proposal issued.
     pub async fn approved_for_handoff(
         &self,
         proposal_id: &str,

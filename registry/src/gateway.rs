@@ -65,13 +65,30 @@ pub const PINS_FILE: &str = "gateway-pins.json";
 /// The call timeout when an upstream names none, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 
+/// How long a gated call waits for a person's decision, in seconds, when
+/// `gateway.toml` says nothing: below the 60 s that MCP clients commonly
+/// give a tool call.
+pub const DEFAULT_DECISION_WAIT_SECS: u64 = 45;
+/// The longest a gated call may be told to wait, in seconds.
+pub const MAX_DECISION_WAIT_SECS: u64 = 3600;
+
 /// The whole `gateway.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayFile {
+    /// How long a gated call waits, in the agent's call, for a person's
+    /// decision before it answers that the call waits for one (0: it
+    /// answers at once), at most [`MAX_DECISION_WAIT_SECS`]. Set it below
+    /// the client's own tool-call timeout.
+    #[serde(default = "default_decision_wait")]
+    pub decision_wait_secs: u64,
     /// The upstream MCP servers, by name.
     #[serde(default)]
     pub upstream: Vec<Upstream>,
+}
+
+fn default_decision_wait() -> u64 {
+    DEFAULT_DECISION_WAIT_SECS
 }
 
 /// One upstream MCP server, checked.
@@ -353,6 +370,12 @@ impl GatewayFile {
     pub fn parse(text: &str) -> Result<GatewayFile, RegistryError> {
         let file: GatewayFile = toml::from_str(text)
             .map_err(|e| RegistryError::Gateway(format!("{GATEWAY_FILE}: {e}")))?;
+        if file.decision_wait_secs > MAX_DECISION_WAIT_SECS {
+            return Err(RegistryError::Gateway(format!(
+                "{GATEWAY_FILE}: `decision_wait_secs` {} is outside 0..={MAX_DECISION_WAIT_SECS}",
+                file.decision_wait_secs
+            )));
+        }
         let mut names = BTreeSet::new();
         for upstream in &file.upstream {
             if !names.insert(upstream.name.as_str()) {

@@ -13,7 +13,7 @@ use std::time::Instant;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::PeerIdentity;
-use countersign_ledger::{IssuanceRecord, ProposalRecord, run_premise_command};
+use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus, run_premise_command};
 use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
 use countersign_registry::{CanonicalArgs, Effect, Operation, Registry};
@@ -40,6 +40,15 @@ impl SignerService {
         let record = self
             .owned_proposal(&cmd.proposal_id, &peer.principal)
             .await?;
+        if record.status == ProposalStatus::Approved
+            && let Decision::Approve {
+                delivery: Delivery::Handoff,
+                execute_in_session: None,
+            } = &cmd.decision
+        {
+            // An approval run nowhere: the person hands it off.
+            return self.hand_off_approved(&peer, record, cmd.dry_run).await;
+        }
         SignerService::still_pending(&record)?;
         // Every decision that records something is announced to the
         // proposal's watches once this RPC's writes have ended (whatever

@@ -5,14 +5,25 @@
 //! approver interface offers only what will succeed and leads with what
 //! the person decides.
 //!
-//! Must not: record, sign or render text for a person.
+//! It also hands off an approval stuck the old way: recorded for a
+//! direct delivery its effect kind does not offer (before the signer
+//! refused that), so that no interface could run it. The person may hand
+//! it off to the proposing session (its proof re-derived, never stored:
+//! `recover.rs`) or revoke it.
+//!
+//! Must not: sign anything the ledger does not record as issued, or render
+//! text for a person.
 
+use countersign_identity::PeerIdentity;
 use countersign_ledger::ProposalRecord;
 use countersign_proto::v1 as wire;
 use countersign_registry::{CanonicalArgs, Deliveries, Operation};
+use time::OffsetDateTime;
 
-use crate::convert::{Delivery, Session, action_view, wire_deliveries};
+use crate::convert::{Delivery, Session, action_view, format_time, wire_deliveries};
+use crate::decide::approver_path;
 use crate::error::RpcError;
+use crate::service::SignerService;
 
 /// `delivery_not_offered` unless `op`'s effect kind offers `delivery` of
 /// `record`, bound to `execute_in_session` when the person named one.
@@ -62,4 +73,73 @@ pub(crate) fn describe(view: &mut wire::ProposalView, op: Option<&Operation>) {
     let kind = op.effect.kind();
     view.effect_kind = kind.name().to_owned();
     view.deliveries = wire_deliveries(kind.deliveries()).into();
+}
+
+impl SignerService {
+    /// A person's handoff of `record`'s approval, recorded for a direct
+    /// delivery that its effect kind does not offer, to the proposing
+    /// session (checked only, on a dry run). Anything else approved is
+    /// `not_pending`, as before: a direct approval of an effect any head
+    /// runs is the person's own to use, a handed-off one waits already.
+    /// An operation that requires a passkey is refused `passkey_required`:
+    /// the assertion bound the original delivery; revoke it instead.
+    pub(crate) async fn hand_off_approved(
+        &self,
+        peer: &PeerIdentity,
+        record: ProposalRecord,
+        dry_run: bool,
+    ) -> Result<wire::DecideResponse, RpcError> {
+        let id = record.proposal.id.to_string();
+        let not_pending = || RpcError::NotPending {
+            id: id.clone(),
+            status: record.status.as_str().to_owned(),
+        };
+        let registry = self.registry_now()?;
+        let (op, _) = self.approvable(&registry, &record)?;
+        if op.effect.kind().deliveries().direct() {
+            return Err(not_pending());
+        }
+        let now = OffsetDateTime::now_utc();
+        let issuance = match &record.issuance {
+            Some(issuance) if now < issuance.expires_at => issuance,
+            _ => return Err(not_pending()),
+        };
+        let ledger = &self.state.ledger;
+        if ledger
+            .approved_for_handoff(&id, &issuance.proof_sha256)
+            .await?
+        {
+            return Err(not_pending());
+        }
+        if self.passkey_required(op) {
+            return Err(RpcError::PasskeyRequired);
+        }
+        if !dry_run {
+            let _changed = self.state.changes.on_drop(&peer.principal, &id);
+            ledger
+                .record_hand_off(
+                    &id,
+                    &peer.principal,
+                    &issuance.proof_sha256,
+                    &approver_path(peer),
+                )
+                .await?;
+            self.recover_handoff(&record, now).await?;
+            tracing::info!(proposal_id = %id, proof_sha256 = %issuance.proof_sha256, "a direct approval handed off to the proposing session");
+        }
+        let view = match dry_run {
+            true => self.view_of(&record).await?,
+            false => self.view(&record.proposal.id).await?,
+        };
+        Ok(wire::DecideResponse {
+            proposal: Some(view),
+            proof_sha256: if dry_run {
+                String::new()
+            } else {
+                issuance.proof_sha256.clone()
+            },
+            expires_at: format_time(issuance.expires_at)?,
+            ..Default::default()
+        })
+    }
 }

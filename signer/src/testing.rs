@@ -180,6 +180,47 @@ impl TestSigner {
         &self.state
     }
 
+    /// Records an approval of pending `proposal_id` for direct delivery,
+    /// by the home's approver, whatever its effect kind offers: what a
+    /// signer did before it refused such deliveries (`delivery_not_offered`),
+    /// leaving approvals that no interface could run. The proof is signed
+    /// and dropped, as the approver interface that could not run it did.
+    /// Returns the proof's SHA-256.
+    pub async fn record_unoffered_direct_approval(
+        &self,
+        proposal_id: &str,
+    ) -> Result<String, BoxError> {
+        let service = crate::service::SignerService {
+            state: self.state.clone(),
+        };
+        let record = self
+            .state
+            .ledger()
+            .proposal(proposal_id)
+            .await?
+            .ok_or("no such proposal")?;
+        let registry = service.registry_now().map_err(|e| e.to_string())?;
+        let (op, args) = service
+            .approvable(&registry, &record)
+            .map_err(|e| e.to_string())?;
+        let provenance = format!("human:cert:{}", self.principal);
+        let signed = service
+            .sign_for(
+                &record,
+                op,
+                &args,
+                record.proposal.session.as_str(),
+                &provenance,
+                None,
+            )
+            .map_err(|e| e.to_string())?;
+        self.state
+            .ledger()
+            .record_approval(&signed.issuance)
+            .await?;
+        Ok(signed.issuance.proof_sha256)
+    }
+
     /// The gate every watch of this signer passes between its first read
     /// and its first message.
     pub fn watch_gate(&self) -> &WatchGate {

@@ -192,3 +192,113 @@ async fn any_head_runs_a_builtin_so_a_direct_approval_is_offered() {
         .into_inner();
     assert!(!decided.proof.is_empty());
 }
+
+#[tokio::test]
+async fn an_approval_stuck_for_a_run_nowhere_is_handed_off_by_the_person_then_claimed_once() {
+    let signer = start().await;
+    let view = propose(&signer, "agent.shell", SHELL_ARGS).await;
+    let sha = signer
+        .record_unoffered_direct_approval(&view.id)
+        .await
+        .unwrap();
+    // Stuck: approved, and no head may claim it.
+    let mut head = head(&signer).await;
+    let claim = countersign_proto::v1::ClaimHandoffRequest {
+        proposal_id: view.id.clone(),
+        session: SESSION.into(),
+    };
+    let status = head.claim_handoff(claim.clone()).await.unwrap_err();
+    assert_eq!(reason_of(&status), "no_live_handoff");
+
+    // The person hands it off: checked first (records nothing), then done.
+    let checked = approver(&signer)
+        .await
+        .decide(countersign_proto::v1::DecideRequest {
+            dry_run: true,
+            ..approve(&view.id, Delivery::Handoff)
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(checked.proof_sha256.is_empty());
+    assert!(head.claim_handoff(claim.clone()).await.is_err());
+    let handed = approver(&signer)
+        .await
+        .decide(approve(&view.id, Delivery::Handoff))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(handed.proof_sha256, sha);
+    assert!(handed.proof.is_empty());
+    assert!(handed.proposal.unwrap().handoff_waiting);
+    let claimed = head
+        .claim_handoff(claim.clone())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        countersign_verifier::canonical::sha256_hex(claimed.proof.as_bytes()),
+        sha
+    );
+    // Handed off once: asking again is `not_pending`, as for any approval.
+    let again = approver(&signer)
+        .await
+        .decide(approve(&view.id, Delivery::Handoff))
+        .await
+        .unwrap_err();
+    assert_eq!(reason_of(&again), "not_pending");
+    assert_eq!(
+        again.message(),
+        format!("proposal {} is approved, not pending", view.id)
+    );
+    // The hand-off is in the audit trail, which still verifies.
+    let events = signer.state().ledger().events().await.unwrap();
+    let handed_off = events.iter().find(|e| e.kind == "handed_off").unwrap();
+    assert_eq!(handed_off.proposal_id.as_deref(), Some(view.id.as_str()));
+    let report = signer.state().ledger().verify_chain().await.unwrap();
+    assert!(report.is_intact(), "{:?}", report.first_break);
+}
+
+#[tokio::test]
+async fn a_stuck_approval_can_be_revoked_and_a_builtins_direct_one_is_not_handed_off() {
+    let signer = start().await;
+    let view = propose(&signer, "agent.shell", SHELL_ARGS).await;
+    signer
+        .record_unoffered_direct_approval(&view.id)
+        .await
+        .unwrap();
+    let revoked = approver(&signer)
+        .await
+        .revoke(countersign_proto::v1::RevokeRequest {
+            proposal_id: view.id.clone(),
+            reason: "stuck".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        revoked.outcome(),
+        countersign_proto::v1::RevokeOutcome::Revoked
+    );
+    let status = approver(&signer)
+        .await
+        .decide(approve(&view.id, Delivery::Handoff))
+        .await
+        .unwrap_err();
+    assert_eq!(reason_of(&status), "not_pending");
+
+    // A direct approval of an effect any head runs is the person's own
+    // to use: never handed off afterwards.
+    let builtin = propose(&signer, "schedule.create", support::ARGS).await;
+    approver(&signer)
+        .await
+        .decide(approve(&builtin.id, Delivery::Direct))
+        .await
+        .unwrap();
+    let status = approver(&signer)
+        .await
+        .decide(approve(&builtin.id, Delivery::Handoff))
+        .await
+        .unwrap_err();
+    assert_eq!(reason_of(&status), "not_pending");
+}

@@ -69,8 +69,12 @@ SEEN = []
 MEMORY_FILE = None
 
 
-def gateway_toml(files_root, notes_dir, http_port):
+def gateway_toml(files_root, notes_dir, http_port, wait=0):
+    # `wait`: how long a gated call waits for a decision in the agent's
+    # call; 0 (answer at once) for the cases written before it waited.
     return f"""
+decision_wait_secs = {wait}
+
 [[upstream]]
 name = "files"
 [upstream.stdio]
@@ -250,6 +254,83 @@ async def input_required(home, tmp, files_root):
                                               allow_input_required=True)
         assert not isinstance(plain, types.InputRequiredResult) and not plain.is_error, plain
         assert plain.structured_content["id"].startswith("prop_"), plain
+
+
+async def hears_the_decision(home, tmp, files_root, notes_dir, http_port):
+    """The agent hears the person's decision in its own call: a gated call
+    waits on the signer's watch (`decision_wait_secs`), sends progress
+    notifications while it waits, and returns the upstream's result when
+    the person approves with the README's plain `countersign approve ID`
+    (a gateway call is handed off by itself); a denial answers at once with
+    the reason; an undecided call answers, when the wait ends, as before."""
+    def configure(wait):
+        with open(os.path.join(home, "gateway.toml"), "w") as f:
+            f.write(gateway_toml(files_root, notes_dir, http_port, wait))
+
+    def pending_id(target):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            listed = json.loads(run(home, "--json", "pending").stdout)
+            waiting = [p for p in listed if p["arguments"].get("path") == target]
+            if waiting:
+                assert len(waiting) == 1, waiting
+                return waiting[0]
+            time.sleep(0.2)
+        raise AssertionError("the gated call proposed nothing")
+
+    configure(30)
+    try:
+        async with Agent(home, tmp) as agent:
+            target = f"{files_root}/heard.txt"
+            progress = []
+
+            async def on_progress(done, total, message):
+                progress.append((done, total, message))
+
+            call = asyncio.create_task(agent.session.call_tool(
+                "files__write_file", {"path": target, "content": "approved while it waited"},
+                progress_callback=on_progress))
+            waiting = await asyncio.to_thread(pending_id, target)
+            # The pending list and the JSON result lead with the action.
+            assert waiting["action"]["summary"] == f"files write_file {target}", waiting["action"]
+            assert waiting["risk"] == "write" and waiting["approval_runs"] == "proposing_session", waiting
+            pid = waiting["id"]
+            await asyncio.sleep(6)  # a progress notification comes every 5 s
+            assert not call.done(), "the call waits for the decision"
+            shown = await asyncio.to_thread(approve_at_terminal, home, pid)
+            assert "Approving hands it off to the proposing session" in shown, shown
+            assert "the gateway there calls the upstream tool, once" in shown, shown
+            result = await asyncio.wait_for(call, 30)
+            SEEN.append(result.model_dump_json())
+            text = "\n".join(c.text for c in result.content if getattr(c, "text", None))
+            assert not result.is_error and f"Successfully wrote to {target}" in text, text
+            with open(target) as f:
+                assert f.read() == "approved while it waited"
+            assert progress and progress[0][1] == 30.0, progress
+            assert f"waiting for a person to decide {pid}" in progress[0][2], progress
+
+            # Denied while it waits: the call says so, nothing is sent.
+            denied_target = f"{files_root}/denied-heard.txt"
+            call = asyncio.create_task(agent.session.call_tool(
+                "files__write_file", {"path": denied_target, "content": "no"}))
+            pid = (await asyncio.to_thread(pending_id, denied_target))["id"]
+            run(home, "deny", pid, "--reason", "not that file")
+            result = await asyncio.wait_for(call, 30)
+            text = "\n".join(c.text for c in result.content if getattr(c, "text", None))
+            assert result.is_error and f"{pid} is denied (not that file)" in text, text
+            assert not os.path.exists(denied_target)
+
+        # Undecided when the wait ends: the proposal, as before.
+        configure(2)
+        async with Agent(home, tmp) as agent:
+            started = time.time()
+            result, text = await agent.call("files__write_file", {"path": f"{files_root}/later.txt", "content": "x"})
+            assert time.time() - started >= 2, "it waited"
+            pid = proposal_id(result, text)
+            assert "Nothing runs until a person approves it" in text, text
+            run(home, "deny", pid, "--reason", "not needed")
+    finally:
+        configure(0)
 
 
 async def over_http(home, tmp, files_root):
@@ -496,18 +577,19 @@ async def main():
             result, text = await agent.call("memory__read_graph", {})
             assert not result.is_error and text.count('"release-7"') == 1, text
 
-            # A head without the gateway's upstreams (the CLI) refuses a gated
-            # call's proof before consuming it: only the gateway calls upstreams.
+            # Only the gateway calls upstreams, so a gated call's proof is
+            # never given to a person for a file: refused before the person
+            # is asked, nothing recorded.
             target = f"{files_root}/by-cli.txt"
             result, text = await agent.call("files__write_file", {"path": target, "content": "cli"})
             pid = proposal_id(result, text)
             proof_file = os.path.join(tmp, "proof.txt")
-            approve_at_terminal(home, pid, "--proof-out", proof_file)
-            session = json.loads(run(home, "--json", "show", pid).stdout)["session"]
-            refused = run(home, "--json", "exec", pid, "--proof-file", proof_file, "--session", session, ok=(3,))
-            assert json.loads(refused.stdout)["reason"] == "unsupported_effect", refused.stdout
-            assert not os.path.exists(target)
-            assert "pending" not in run(home, "show", pid).stdout
+            refused = run(home, "--json", "approve", pid, "--proof-out", proof_file, ok=(3,))
+            assert json.loads(refused.stdout)["reason"] == "delivery_not_offered", refused.stdout
+            assert "only the gateway" in json.loads(refused.stdout)["message"], refused.stdout
+            assert not os.path.exists(proof_file) and not os.path.exists(target)
+            assert json.loads(run(home, "--json", "show", pid).stdout)["status"] == "pending"
+            run(home, "deny", pid, "--reason", "not by file")
 
             # Denied: never reaches the upstream.
             result, text = await agent.call("files__write_file", {"path": f"{files_root}/denied.txt", "content": "no"})
@@ -632,6 +714,7 @@ async def main():
             assert not result.is_error and "Nothing runs until a person approves it" in text, text
             assert not os.path.exists(target), "an accepted elicitation approves nothing"
         await input_required(home, tmp, files_root)
+        await hears_the_decision(home, tmp, files_root, notes_dir, http_port)
         # The same gateway over streamable HTTP (`mcp --listen`, as the
         # hardened installation serves it), with an API credential.
         await over_http(home, tmp, files_root)

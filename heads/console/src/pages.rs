@@ -10,6 +10,7 @@ use countersign_proto::v1::{
     DecideRequest, Delivery, GetProposalRequest, ListPendingRequest, ListProposalsRequest,
     ProposalStatus, ProposalView,
 };
+use countersign_service::ApprovalDoes;
 use maud::html;
 
 use crate::ConsoleState;
@@ -149,6 +150,21 @@ pub(crate) async fn proposal(
     };
     // Whatever the signer would refuse (a changed contract or policy), the
     // person learns before being asked.
+    // An approval recorded for a run here that this kind cannot have (a
+    // stuck one, from before the signer refused it): the person may hand
+    // it off, if the signer would accept that now.
+    let can_hand_off = view.status() == ProposalStatus::Approved
+        && matches!(ApprovalDoes::of(&view), ApprovalDoes::HandOff { .. })
+        && approver
+            .decide(DecideRequest {
+                proposal_id: view.id.clone(),
+                approve: true,
+                delivery: Delivery::Handoff.into(),
+                dry_run: true,
+                ..Default::default()
+            })
+            .await
+            .is_ok();
     let not_approvable = if view.status().awaits_decision() {
         match approver
             .decide(DecideRequest {
@@ -175,6 +191,7 @@ pub(crate) async fn proposal(
         lifetime_secs: operation.map(|op| state.policy.lifetime_for(op)),
         unverified_fields: &unverified,
         not_approvable,
+        can_hand_off,
     };
     let body = html! {
         (card(&view, &ctx))

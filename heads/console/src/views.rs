@@ -39,6 +39,10 @@ pub(crate) struct CardContext<'a> {
     /// For a pending proposal: why the signer would refuse an approval now
     /// (checked with a dry run before the person is asked), if it would.
     pub(crate) not_approvable: Option<String>,
+    /// For an approved proposal: whether its approval, recorded for a run
+    /// at an approver's interface that cannot run it, may be handed off
+    /// to the proposing session (the signer's dry run said so).
+    pub(crate) can_hand_off: bool,
 }
 
 /// Which head proposed, as far as the session name tells: each head names
@@ -451,6 +455,13 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
                 }
             }
             ProposalStatus::Approved => {
+                @if ctx.can_hand_off {
+                    section.decide aria-labelledby="handoff-h" {
+                        h2 #handoff-h { "Hand off" }
+                        p { "This approval was recorded for a run at an approver's interface, which cannot run it: nothing ran. Hand it off to the proposing session, or revoke it below." }
+                        (approve_form(v, "handoff", "Hand off to the proposing session", handoff_hint(v)))
+                    }
+                }
                 section.decide aria-labelledby="revoke-h" {
                     h2 #revoke-h { "Revoke" }
                     form method="post" action=(action("revoke")) {

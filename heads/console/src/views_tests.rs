@@ -31,6 +31,7 @@ fn card_of(to: &str) -> String {
         lifetime_secs: None,
         unverified_fields: &[],
         not_approvable: None,
+        can_hand_off: false,
     };
     card(&view, &ctx).into_string()
 }
@@ -99,6 +100,7 @@ fn card_with(view: &ProposalView) -> String {
         lifetime_secs: Some(300),
         unverified_fields: &[],
         not_approvable: None,
+        can_hand_off: false,
     };
     card(view, &ctx).into_string()
 }

@@ -82,6 +82,20 @@ impl Gate {
                 proposal_id.to_string(),
             )));
         }
+        if let ProposalStatus::Denied | ProposalStatus::Withdrawn | ProposalStatus::Revoked =
+            record.status
+        {
+            return Ok(Outcome::Refused(Refused::Decided {
+                proposal_id: proposal_id.to_string(),
+                status: record.status.as_str(),
+                reason: record
+                    .reason
+                    .as_deref()
+                    .filter(|r| !r.is_empty())
+                    .map(|r| format!(" ({})", countersign_registry::terminal_safe(r)))
+                    .unwrap_or_default(),
+            }));
+        }
         let claimed = head
             .claim_handoff(ClaimHandoffRequest {
                 proposal_id: proposal_id.to_string(),

@@ -93,7 +93,7 @@ pub enum Refused {
     /// No approval waits to be handed over for this proposal (the signer's
     /// `no_live_handoff`).
     #[error(
-        "no approval is waiting for {proposal_id}: a person must approve it first with `countersign approve {proposal_id} --hand-off`"
+        "no approval is waiting for {proposal_id}: a person must approve it for this session first (`countersign approve {proposal_id} --hand-off`, or the console's Approve for the proposing session)"
     )]
     NoHandoff {
         /// The proposal.
@@ -117,6 +117,19 @@ pub enum Refused {
     /// The signer refused to hand the approval over (another session, say).
     #[error("the signer refused the handoff: {0}")]
     HandoffRefused(SignerRefusal),
+    /// A person denied the proposal, its proposer withdrew it, or its
+    /// approval was revoked: no approval will come for it.
+    #[error(
+        "{proposal_id} is {status}{reason}: no approval will come for it, and nothing was applied"
+    )]
+    Decided {
+        /// The proposal.
+        proposal_id: String,
+        /// Its status (`denied`, `withdrawn`, `revoked`).
+        status: &'static str,
+        /// ` (<the reason given>)`, or empty.
+        reason: String,
+    },
     /// The proposal's operation is no longer in the registry.
     #[error("operation {0} is no longer in the registry")]
     UnknownOperation(String),
@@ -180,6 +193,7 @@ impl Refused {
             Refused::PasskeyRequired(_) => Reason::PasskeyRequired,
             Refused::InProgress(_) => Reason::InProgress,
             Refused::NoHandoff { .. } => Reason::NoLiveHandoff,
+            Refused::Decided { .. } => Reason::NotPending,
             Refused::ApprovalExpired(_) => Reason::Expired,
             Refused::HandoffRefused(refusal) => {
                 const HANDOFF_REASONS: &[Reason] = &[

@@ -87,6 +87,18 @@ impl Gateway {
         }
     }
 
+    /// How long a gated call waits for a person's decision in the agent's
+    /// call, as `gateway.toml` says now (its default if it does not load:
+    /// the call itself then refuses).
+    pub(crate) fn decision_wait(&self) -> Duration {
+        let secs = self
+            .registry()
+            .ok()
+            .and_then(|r| r.gateway().map(|g| g.decision_wait_secs))
+            .unwrap_or(countersign_registry::gateway::DEFAULT_DECISION_WAIT_SECS);
+        Duration::from_secs(secs)
+    }
+
     /// The tools `upstream` lists: asked now if `fresh` or the last listing
     /// is older than [`LISTING_TTL`], else that listing.
     async fn listing(

@@ -43,7 +43,7 @@ use crate::tools::{ToolEntry, tool_entries};
 mod waiting;
 
 use countersign_registry::gateway::split_agent_tool_name;
-use waiting::{Asking, Response};
+use waiting::{Asking, Progress, Response};
 
 /// What the server tells every client when it connects.
 const INSTRUCTIONS: &str = "countersign is a human-approval gate. Propose an exact action with a `propose_<operation>` tool; \
@@ -211,7 +211,7 @@ impl McpHead {
         arguments: JsonObject,
     ) -> Result<CallToolResult, ErrorData> {
         let session = self.session.clone();
-        self.call_from(Asking::Never, &session, tool, arguments)
+        self.call_from(Asking::Never, None, &session, tool, arguments)
             .await
             .map(Response::into_result)
     }
@@ -221,6 +221,7 @@ impl McpHead {
     async fn call_from(
         &self,
         asking: Asking<'_>,
+        progress: Option<Progress>,
         session: &str,
         tool: &str,
         arguments: JsonObject,
@@ -244,7 +245,7 @@ impl McpHead {
                     Some(Called::Done(result)) => return Ok(Response::Result(result)),
                     Some(Called::Proposed(id, proposed)) => {
                         return Ok(self
-                            .proposed_by_gateway(asking, session, id, proposed)
+                            .proposed_by_gateway(asking, progress, session, id, proposed)
                             .await);
                     }
                     None => {}
@@ -377,6 +378,12 @@ impl ServerHandler for McpHead {
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session_of(&context)?;
         let arguments = request.arguments.unwrap_or_default();
+        // A gated gateway call tells a client that asked for progress how
+        // its wait for a person goes.
+        let progress = context.meta.get_progress_token().map(|token| Progress {
+            peer: context.peer.clone(),
+            token,
+        });
         let modern = context
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
@@ -384,6 +391,7 @@ impl ServerHandler for McpHead {
             return self
                 .call_from(
                     Asking::Peer(&context.peer),
+                    progress,
                     &session,
                     &request.name,
                     arguments,
@@ -407,7 +415,7 @@ impl ServerHandler for McpHead {
             Asking::Never
         };
         let response = self
-            .call_from(asking, &session, &request.name, arguments.clone())
+            .call_from(asking, progress, &session, &request.name, arguments.clone())
             .await?;
         Ok(self.input_required(&session, &request.name, &arguments, response))
     }

@@ -186,6 +186,19 @@ impl Service {
         &self.schemas
     }
 
+    /// Wait until a person (or a rule) decides `id`, or until `deadline`,
+    /// over this head's signer connection ([`wait_for_decision`]).
+    pub async fn wait_for_decision(
+        &self,
+        id: &ProposalId,
+        deadline: tokio::time::Instant,
+    ) -> Result<Waited, String> {
+        let mut head = self.resources.head().await?;
+        wait_for_decision(&mut head, id, deadline)
+            .await
+            .map_err(|e| format!("cannot wait for proposal {id}: {e}"))
+    }
+
     /// Run `operation` for `session` of this installation's principal.
     pub async fn call(&self, operation: Operation, session: &str) -> Answer {
         match operation {

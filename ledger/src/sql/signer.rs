@@ -517,7 +517,7 @@ impl Store {
     ) -> Result<bool, LedgerError> {
         let rows = sqlx::query(
             "SELECT id, details FROM events
-             WHERE kind = 'approved' AND proposal_id = $1 ORDER BY id",
+             WHERE kind IN ('approved', 'handed_off') AND proposal_id = $1 ORDER BY id",
         )
         .bind(proposal_id)
         .fetch_all(&self.reader)
@@ -528,11 +528,67 @@ impl Store {
                 let id = row.try_get::<i64, _>("id").unwrap_or_default();
                 LedgerError::Corrupt(format!("event {id} details: {e}"))
             })?;
-            if details.get("proof_sha256").and_then(|v| v.as_str()) == Some(proof_sha256) {
-                return Ok(details.get("delivery").and_then(|v| v.as_str()) == Some("handoff"));
+            if details.get("proof_sha256").and_then(|v| v.as_str()) == Some(proof_sha256)
+                && details.get("delivery").and_then(|v| v.as_str()) == Some("handoff")
+            {
+                return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// Hand off the waiting proof of a direct approval (see
+    /// `Ledger::record_hand_off`), in one write transaction.
+    pub(crate) async fn record_hand_off(
+        &self,
+        proposal_id: &str,
+        principal: &str,
+        proof_sha256: &str,
+        approver: &str,
+    ) -> Result<(), LedgerError> {
+        let mut tx = self.write_tx().await?;
+        lock_proposal_row(&mut tx, proposal_id).await?;
+        let row = sqlx::query(
+            "SELECT p.principal AS principal,
+                    i.proof_sha256 AS proof_sha256,
+                    r.proposal_id IS NOT NULL AS revoked,
+                    n.nonce IS NOT NULL AS consumed
+             FROM proposals p
+             LEFT JOIN issuances i ON i.proposal_id = p.id
+             LEFT JOIN revocations r ON r.proposal_id = p.id
+             LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
+             WHERE p.id = $1",
+        )
+        .bind(proposal_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
+        };
+        if row.try_get::<String, _>("principal")? != principal {
+            return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
+        }
+        let issued: Option<String> = row.try_get("proof_sha256")?;
+        if issued.as_deref() != Some(proof_sha256)
+            || row.try_get::<bool, _>("revoked")?
+            || row.try_get::<bool, _>("consumed")?
+        {
+            return Err(LedgerError::NotPending(proposal_id.to_string()));
+        }
+        let at = timefmt::format(timefmt::now())?;
+        let details = json!({ "proof_sha256": proof_sha256, "delivery": "handoff" });
+        events::append(
+            &mut tx,
+            principal,
+            &at,
+            "handed_off",
+            Some(proposal_id),
+            approver,
+            &details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Revoke the unconsumed proof of a proposal, in one write transaction.

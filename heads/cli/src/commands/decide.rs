@@ -121,6 +121,12 @@ fn consequence(view: &ProposalView, delivery: &Delivery, proof_out: Option<&Path
         return "Approving CREATES this auto-approval rule: the signer will then approve every proposal it covers WITHOUT asking you, until it expires, runs out of uses, or you revoke it.".to_owned();
     }
     let consequence = match delivery {
+        Delivery::Handoff { session } if view.status() == ProposalStatus::Approved => format!(
+            "It was approved earlier for a run at an approver's interface, which cannot run it, so nothing ran. Handing it off to the proposing session {}: {}. (`countersign revoke {}` withdraws it instead.)",
+            terminal_safe(session.as_deref().unwrap_or(&view.session)),
+            handoff_runner(view),
+            view.id
+        ),
         Delivery::Handoff { session } => {
             let session = match session {
                 None => format!("the proposing session {}", terminal_safe(&view.session)),

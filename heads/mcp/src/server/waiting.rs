@@ -12,15 +12,19 @@
 //! Must not: treat the client's answer, its `inputResponses` or its retry
 //! as an approval, or propose again on a retry.
 
-use countersign_service::{Answer, Operation};
+use std::time::Duration;
+
+use countersign_proto::v1::ProposalView;
+use countersign_service::{Answer, Operation, Waited};
 use countersign_surface::operations::OperationKey;
 use countersign_verifier::ProposalId;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams, InputRequest,
-    InputRequests, InputRequiredResult, JsonObject,
+    InputRequests, InputRequiredResult, JsonObject, ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::Peer;
+use tokio::time::Instant;
 
 use super::McpHead;
 use crate::console::{self, Asked};
@@ -41,6 +45,32 @@ pub(super) enum Asking<'a> {
     InputRequired,
     /// Not at all (no client to ask, or a retry that already asked).
     Never,
+}
+
+/// How often a call waiting for a person's decision tells its client.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// Where a call's progress goes: its client, under the token its request
+/// carried.
+pub(crate) struct Progress {
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) token: ProgressToken,
+}
+
+impl Progress {
+    /// Tell the client the call has waited `waited` of `wait` for a
+    /// person's decision on `id`. A client that is gone is no error.
+    async fn waited(&self, id: &ProposalId, waited: Duration, wait: Duration) {
+        let param = ProgressNotificationParam::new(self.token.clone(), waited.as_secs_f64())
+            .with_total(wait.as_secs_f64())
+            .with_message(format!(
+                "waiting for a person to decide {id} (at most {} s more)",
+                wait.saturating_sub(waited).as_secs()
+            ));
+        if let Err(e) = self.peer.notify_progress(param).await {
+            tracing::debug!(proposal = %id, "progress not sent: {e}");
+        }
+    }
 }
 
 /// What a tool call came to.
@@ -124,40 +154,92 @@ impl McpHead {
         }
     }
 
-    /// A gated gateway call just proposed as `id`: a client that opens URLs
-    /// is asked to open the console's page of it, and if a person approved
-    /// it meanwhile it runs now and its result (the upstream's) is the
-    /// call's; otherwise the call's result is `proposed` (it waits for a
-    /// person; `execute_approved` runs it later). The client's answer
-    /// decides nothing.
+    /// A gated gateway call just proposed as `id`: the agent hears the
+    /// decision in this same call. A client on protocol 2026-07-28 that
+    /// opens URLs gets an `input_required` result naming the console's
+    /// page (its retry runs what a person approved meanwhile); one before
+    /// it that opens URLs is first asked to open the page. Then the call
+    /// waits for the decision on the signer's watch, for at most the
+    /// gateway's `decision_wait_secs`, telling a client that asked for
+    /// progress every few seconds that it still waits: approved in time,
+    /// the upstream is called once and its result is the call's; decided
+    /// otherwise, the call says so; still undecided, its result is
+    /// `proposed` (it waits for a person; `execute_approved` runs it
+    /// later). The client's answers decide nothing.
     pub(super) async fn proposed_by_gateway(
         &self,
         asking: Asking<'_>,
+        progress: Option<Progress>,
         session: &str,
         id: ProposalId,
         proposed: CallToolResult,
     ) -> Response {
-        let Some(url) = self.console.proposal_url(&id) else {
-            return Response::Result(proposed);
-        };
-        match asking {
-            Asking::Peer(peer) if console::opens_urls(peer) => {
-                let executed = self
-                    .execute_approved(asking, session, id)
-                    .await
-                    .into_result();
-                Response::Result(if executed.is_error == Some(true) {
-                    proposed
-                } else {
-                    executed
-                })
+        let url = self.console.proposal_url(&id);
+        let asked = match (asking, url) {
+            (Asking::InputRequired, Some(url)) => {
+                return Response::Ask {
+                    id,
+                    url,
+                    fallback: proposed,
+                };
             }
-            Asking::InputRequired => Response::Ask {
-                id,
-                url,
-                fallback: proposed,
-            },
-            _ => Response::Result(proposed),
+            (Asking::Peer(peer), Some(url)) if console::opens_urls(peer) => {
+                let asked =
+                    console::ask_to_open(peer, &id, &url, self.console.terminal_approves()).await;
+                tracing::info!(proposal = %id, session = %session, answer = ?asked, "asked the client to open the console");
+                true
+            }
+            _ => false,
+        };
+        let wait = self
+            .gateway
+            .as_ref()
+            .map_or(Duration::ZERO, |g| g.decision_wait());
+        let decided = self.decided_within(&id, wait, progress.as_ref()).await;
+        if decided.is_none() && !asked {
+            return Response::Result(proposed);
+        }
+        // Decided, or the client answered (a person may have approved
+        // meanwhile): what the signer says now; still nothing approved
+        // after an answer, the proposal as it stands.
+        let executed = self.looked_again(session, &id).await;
+        if decided.is_none() && executed.is_error == Some(true) {
+            return Response::Result(proposed);
+        }
+        Response::Result(executed)
+    }
+
+    /// The first view of `id` that is not pending, if a person (or a rule)
+    /// decides it within `wait`; progress sent to `progress` while it waits.
+    async fn decided_within(
+        &self,
+        id: &ProposalId,
+        wait: Duration,
+        progress: Option<&Progress>,
+    ) -> Option<ProposalView> {
+        if wait.is_zero() {
+            return None;
+        }
+        let started = Instant::now();
+        let waiting = self.service.wait_for_decision(id, started + wait);
+        tokio::pin!(waiting);
+        let mut ticks = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
+        loop {
+            tokio::select! {
+                waited = &mut waiting => return match waited {
+                    Ok(Waited::Decided(view)) => Some(view),
+                    Ok(Waited::TimedOut { .. }) => None,
+                    Err(e) => {
+                        tracing::warn!(proposal = %id, "waiting for a decision: {e}");
+                        None
+                    }
+                },
+                _ = ticks.tick() => {
+                    if let Some(progress) = progress {
+                        progress.waited(id, started.elapsed(), wait).await;
+                    }
+                }
+            }
         }
     }
 
