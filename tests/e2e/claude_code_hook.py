@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from harness import approve_at_terminal, create_rule_at_terminal, console_base, console_port, new_home, run, start_up, stop_up, \
+from harness import BIN, approve_at_terminal, create_rule_at_terminal, console_base, console_port, new_home, run, start_up, stop_up, \
     trusting_home
 from model_mock import ModelMock
 
@@ -31,8 +31,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLAUDE = os.path.join(HERE, "..", "agents", "node_modules", ".bin", "claude")
 
 
-def claude(project, mock, prompt="do it"):
-    """One `claude -p` turn in `project` against the mock: its JSON result."""
+def claude(project, mock, prompt="do it", extra=()):
+    """One `claude -p` turn in `project` against the mock (with `extra`
+    arguments): its JSON result."""
     agent_home = os.path.join(project, ".agent-home")
     os.makedirs(agent_home, exist_ok=True)
     env = {
@@ -41,7 +42,7 @@ def claude(project, mock, prompt="do it"):
         "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
     }
-    proc = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json"], cwd=project, env=env,
+    proc = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json", *extra], cwd=project, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode in (0, 1), (proc.returncode, proc.stdout, proc.stderr)
     return json.loads(proc.stdout)
@@ -117,6 +118,49 @@ def approve_in_console(home, project, mock):
         driver.quit()
 
 
+def gated_mcp_call(tmp, home, mock):
+    """Claude Code's own MCP client on `countersign mcp` as the gateway (no
+    hook in this project): its call of a gated tool waits for the person,
+    who approves at the terminal with the plain `countersign approve ID`;
+    Claude Code gets the upstream's result in the same call."""
+    project = os.path.join(tmp, "mcp-project")
+    notes = os.path.join(tmp, "notes")
+    os.makedirs(project)
+    os.makedirs(notes)
+    with open(os.path.join(home, "gateway.toml"), "w") as f:
+        f.write(f"""decision_wait_secs = 60
+[[upstream]]
+name = "notes"
+[upstream.stdio]
+program = "{sys.executable}"
+args = ["{os.path.join(HERE, 'notes_upstream.py')}", "{notes}"]
+[upstream.tools]
+note_write = "approve"
+""")
+    pin = json.loads(run(home, "--json", "gateway", "tools", "--accept", "notes/note_write").stdout)["id"]
+    approve_at_terminal(home, pin)
+    config = os.path.join(tmp, "mcp.json")
+    with open(config, "w") as f:
+        json.dump({"mcpServers": {"countersign": {"command": BIN, "args": ["--home", home, "mcp"]}}}, f)
+    tool = "mcp__countersign__notes__note_write"
+    mock.next_call = ("toolu_mcp", tool, {"name": "from-claude", "text": "heard it"})
+    turn = in_background(lambda: claude(project, mock, extra=["--mcp-config", config, "--allowedTools", tool]))
+    proposal = pending(home)
+    assert proposal["operation"] == "mcp:notes/note_write", proposal
+    shown = approve_at_terminal(home, proposal["id"])
+    assert "the gateway there calls the upstream tool, once" in shown, shown
+    result = turn()
+    assert result.get("permission_denials", []) == [], result
+    with open(os.path.join(notes, "from-claude")) as f:
+        assert f.read() == "heard it\n"
+    answers = [c for _, body in mock.requests for m in body.get("messages", [])
+               if isinstance(m.get("content"), list) for c in m["content"]
+               if isinstance(c, dict) and c.get("type") == "tool_result" and c.get("tool_use_id") == "toolu_mcp"]
+    assert answers and "appended to from-claude" in json.dumps(answers[-1]), answers
+    assert not answers[-1].get("is_error"), answers[-1]
+    assert status_of(home, proposal["id"]) == "applied"
+
+
 def main():
     tmp, home = new_home("cs-claude-")
     with open(os.path.join(home, "config.toml"), "a") as f:
@@ -147,7 +191,12 @@ def main():
         mock.next_call = ("toolu_yes", "Bash", {"command": "echo once >> approved.marker", "description": "Mark"})
         turn = in_background(lambda: claude(project, mock))
         proposal = pending(home)
-        approve_at_terminal(home, proposal["id"], "--for-mcp")
+        # The README's own command: a hook's call is handed to the waiting
+        # hook, and the terminal says so before the challenge.
+        shown = approve_at_terminal(home, proposal["id"])
+        assert "Approving hands it off to the proposing session claude-code:" in shown, shown
+        assert "the agent's hook waiting there lets the agent run this call, once" in shown, shown
+        assert shown.index("Command (shell): echo once >> approved.marker") < shown.index("Operation: "), shown
         result = turn()
         assert result.get("permission_denials", []) == [], result
         with open(os.path.join(project, "approved.marker")) as f:
@@ -191,6 +240,7 @@ def main():
         with open(settings, "w") as f:
             f.write(text.replace("hook claude-code --wait-secs 3", "hook claude-code"))
         approve_in_console(home, project, mock)
+        gated_mcp_call(tmp, home, mock)
         print("claude_code_hook: ok")
     finally:
         stop_up(up)

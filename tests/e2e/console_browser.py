@@ -503,7 +503,7 @@ async def main():
                 shoot(driver, "console-card.png")
                 click_button(driver, "Approve for the proposing session")
                 wait_title(driver, "Approved", 10)
-                assert "ONE execution" in driver.page_source
+                assert "handed off to session" in driver.page_source
                 result, text = await call(mcp, "execute_approved", {"proposal_id": pid})
                 assert not result.is_error and status_of(home, pid) == "applied", text
                 result, text = await call(mcp, "execute_approved", {"proposal_id": pid})

@@ -258,6 +258,8 @@ def main():
         pid = propose(home, "schedule.create", {"name": "nightly-backup", "cron": "0 2 * * *"},
                       note="back up the database before the migration")
         handset.get(base + "/")
+        # Once the live stream sent the list (it replaces the page's own).
+        WebDriverWait(handset, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#pending[data-live]"))
         WebDriverWait(handset, 10).until(lambda d: pid in d.page_source)
         item = handset.find_element(By.CSS_SELECTOR, f"li.proposal[data-proposal='{pid}']")
         assert handset.find_elements(By.CSS_SELECTOR, "li.proposal")[0] == item, "the newest first"
@@ -309,7 +311,10 @@ def main():
         expiry = handset.find_element(By.CSS_SELECTOR, "main .expiry")
         assert_in_view(handset, "approved card: expiry", expiry)
         assert_in_view(handset, "approved card: revoke", button(handset, "Revoke the unused proof"))
-        assert expiry.text.startswith("Proof expires 20"), expiry.text
+        # In the browser's time zone; the UTC instant on hover.
+        assert expiry.text.startswith("Proof expires ") and "T" not in expiry.text, expiry.text
+        instant = expiry.find_element(By.TAG_NAME, "time")
+        assert instant.get_attribute("title") == instant.get_attribute("datetime") + " (UTC)", instant.get_attribute("title")
         run(home, "revoke", pid)
 
         # The time left counts down in the page (the server renders it
@@ -333,10 +338,13 @@ def main():
         handset.get(base + f"/proposals/{brief}")
         shown = lambda d: d.find_element(By.CSS_SELECTOR, "main .expiry").text
         first = shown(handset)
-        assert re.fullmatch(rf"decide by {closes}, [0-4] s left", first), first
+        # The close in the browser's own time zone, as the page writes it.
+        local = handset.execute_script("return localTime(arguments[0])", closes)
+        assert local != closes and "T" not in local, local
+        assert re.fullmatch(rf"decide by {re.escape(local)}, [0-4] s left", first), first
         WebDriverWait(handset, 3).until(lambda d: shown(d) != first and shown(d).endswith(" s left"))
         WebDriverWait(handset, 8).until(lambda d: "closed" in shown(d))
-        assert shown(handset) == f"decide by {closes}: its window has closed; it can no longer be decided"
+        assert shown(handset) == f"decide by {local}: its window has closed; it can no longer be decided"
         assert status_of(home, brief) == "expired"
 
         # Narrower and wider phones: nothing overflows sideways.

@@ -112,7 +112,7 @@ def main():
         click_button(person, "Approve for the proposing session")
         wait_title(person, "Approved", 20)
         text = person.find_element(By.TAG_NAME, "body").text
-        assert f"Approved {pid} for ONE execution by the head of session mcp-" in text, text
+        assert f"Approved {pid}: handed off to session mcp-" in text, text
     finally:
         person.quit()
     print("hardened person: ok")

@@ -16,6 +16,14 @@ Modes:
                   "proof_sha256": ..., "expires_at": ...}
   expect-denied  call Decide and expect PERMISSION_DENIED; print
                  {"code": "PERMISSION_DENIED", "message": ...}
+  deliveries     decide PROPOSAL_ID as the signer's view says it can be
+                 carried out: a direct approval is tried (dry run, then for
+                 real) and must be refused `delivery_not_offered`, with
+                 nothing recorded, unless the view offers it; the UI then
+                 approves with what is offered (DELIVERY_DIRECT for
+                 DELIVERIES_ANY_HEAD, the proof written to --proof-out,
+                 0600; else DELIVERY_HANDOFF). Prints {"deliveries": ...,
+                 "direct_refused": ..., "delivery": ..., "status": ...}
 
 Driven by tests/integration/tests/trusted_ui.rs. Never prints a proof.
 """
@@ -111,7 +119,8 @@ def main():
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--approve", required=True, metavar="PROPOSAL_ID")
-    parser.add_argument("--mode", choices=["approve", "expect-denied"], default="approve")
+    parser.add_argument("--mode", choices=["approve", "expect-denied", "deliveries"], default="approve")
+    parser.add_argument("--proof-out", help="deliveries mode: where a direct proof goes (a new 0600 file)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as gen:
@@ -120,6 +129,8 @@ def main():
             signer = pb2_grpc.SignerStub(ch)
             if args.mode == "expect-denied":
                 return expect_denied(pb2, signer, args.approve)
+            if args.mode == "deliveries":
+                return by_deliveries(pb2, signer, args.approve, args.proof_out)
             return approve(pb2, signer, args.approve)
 
 
@@ -153,6 +164,55 @@ def approve(pb2, signer, proposal_id):
         "handoff_waiting": decided.proposal.handoff_waiting,
         "proof_sha256": decided.proof_sha256,
         "expires_at": decided.expires_at,
+    }))
+    return 0
+
+
+def reason_of(err):
+    return dict(err.trailing_metadata() or ()).get("countersign-reason")
+
+
+def by_deliveries(pb2, signer, proposal_id, proof_out):
+    """Offer only what the signer's view says can be carried out; prove a
+    direct approval of anything else is refused before anything is
+    recorded."""
+    view = signer.GetProposal(pb2.GetProposalRequest(proposal_id=proposal_id), timeout=10)
+    show(view)
+    offered = view.deliveries == pb2.DELIVERIES_ANY_HEAD
+    direct_refused = None
+    if not offered:
+        for dry_run in (True, False):
+            request = pb2.DecideRequest(proposal_id=proposal_id, approve=True,
+                                        delivery=pb2.DELIVERY_DIRECT, dry_run=dry_run)
+            try:
+                signer.Decide(request, timeout=10)
+                sys.exit("a direct approval the view does not offer was accepted")
+            except grpc.RpcError as err:
+                if err.code() != grpc.StatusCode.FAILED_PRECONDITION or reason_of(err) != "delivery_not_offered":
+                    sys.exit(f"unexpected refusal: {err.code().name} {reason_of(err)} {err.details()}")
+                direct_refused = err.details()
+            after = signer.GetProposal(pb2.GetProposalRequest(proposal_id=proposal_id), timeout=10)
+            if after.status != pb2.PROPOSAL_STATUS_PENDING or after.provenance:
+                sys.exit(f"a refused decision recorded something: {after.status}")
+    delivery = pb2.DELIVERY_DIRECT if offered else pb2.DELIVERY_HANDOFF
+    request = pb2.DecideRequest(proposal_id=proposal_id, approve=True, delivery=delivery)
+    signer.Decide(pb2.DecideRequest(proposal_id=proposal_id, approve=True, delivery=delivery, dry_run=True),
+                  timeout=10)
+    decided = signer.Decide(request, timeout=10)
+    if offered:
+        fd = os.open(proof_out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(decided.proof)
+    elif decided.proof:
+        sys.exit("DELIVERY_HANDOFF returned a proof")
+    print(json.dumps({
+        "deliveries": pb2.Deliveries.Name(view.deliveries),
+        "effect_kind": view.effect_kind,
+        "risk": view.risk,
+        "summary": view.action.summary,
+        "direct_refused": direct_refused,
+        "delivery": pb2.Delivery.Name(delivery),
+        "status": pb2.ProposalStatus.Name(decided.proposal.status),
     }))
     return 0
 

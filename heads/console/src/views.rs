@@ -112,7 +112,8 @@ fn action(v: &ProposalView) -> Markup {
             p.summary #card-summary { (shown(summary(v))) }
             @if let Some(action) = &v.action {
                 dl.parts {
-                    @for part in &action.parts {
+                    // The summary above says it already: not twice.
+                    @for part in action.parts.iter().filter(|p| p.text != action.summary) {
                         dt {
                             (shown(&part.label))
                             @if part.model_supplied { " " span.warn.model { "model-supplied, unverified" } }

@@ -13,6 +13,7 @@
 //! Must not: put a proof, or anything derived from one, in a reply.
 
 use countersign_proto::v1::ProposalView;
+use countersign_registry::terminal_safe;
 use countersign_service::{Answer, Done, Fault};
 use countersign_surface::operations::OperationKey;
 use countersign_surface::results;
@@ -149,8 +150,15 @@ pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> S
         }
         None => place,
     };
+    // The action first, as the person sees it first (escaped like the
+    // preview).
+    let action = view
+        .action
+        .as_ref()
+        .map(|a| format!("\nAction: {}", terminal_safe(&a.summary)))
+        .unwrap_or_default();
     format!(
-        "proposed {id} ({op}) in session {session}; status {status}. Nothing runs until a person approves it {place}\nThen call execute_approved with proposal_id {id}.\n\nThe preview the person sees:\n{preview}",
+        "proposed {id} ({op}) in session {session}; status {status}.{action}\nNothing runs until a person approves it {place}\nThen call execute_approved with proposal_id {id}.\n\nThe preview the person sees:\n{preview}",
         id = view.id,
         op = view.operation,
         session = view.session,

@@ -27,6 +27,13 @@
 //!   rule covers `git status` but not `git status; touch x`, and a Write
 //!   shows its diff in the console's card and runs once approved there
 //!   (Chromium).
+//! - `decision_matrix.py`: every effect kind (built-in, command, webhook, a
+//!   coding agent's call, a gated MCP call) against every approver
+//!   interface (the terminal, the console in Chromium, a trusted UI in
+//!   Python over gRPC): each offers only what can succeed and says what
+//!   approving does before the person commits, the decision does exactly
+//!   that, what is not offered is refused before anything is recorded, and
+//!   every card leads with the action on a phone (axe-core clean).
 //! - `codex_hook.py`: the real Codex binary against a mock of the Responses
 //!   API, with `countersign init codex`'s hook trusted as Codex's `/hooks`
 //!   does: a shell call denied at the terminal never runs, approved it runs
@@ -64,4 +71,9 @@ fn claude_code_runs_a_tool_call_only_once_a_person_or_a_rule_allowed_it() {
 #[test]
 fn codex_runs_a_shell_call_only_once_a_person_allowed_it() {
     run_script("codex_hook.py");
+}
+
+#[test]
+fn every_approver_interface_offers_only_what_each_effect_kind_can_carry_out() {
+    run_script("decision_matrix.py");
 }

@@ -236,7 +236,8 @@ async fn after_a_restart_only_a_live_handoff_of_this_session_is_handed_over(back
     signer.kill_and_restart();
 
     assert_refused(&h.exec_handoff(&direct, SESSION).await, "no_live_handoff");
-    assert_refused(&h.exec_handoff(&revoked, SESSION).await, "no_live_handoff");
+    // A revoked approval: no approval will come, and the head says so.
+    assert_refused(&h.exec_handoff(&revoked, SESSION).await, "not_pending");
     assert_refused(
         &h.exec_handoff(&live, "mcp-00000000000000bb").await,
         "handoff_session_mismatch",

@@ -50,10 +50,14 @@ async fn the_reviews_lookalike_payments_show_differently_at_the_terminal_and_in_
             .await;
         let run = h.cli(&["show", &id]).await;
         assert_eq!(run.result, Ok(()), "{}", run.stderr);
-        // The preview, without the status line (which names the id), the
-        // decision window's line and the operation line.
-        assert!(run.stdout.lines().nth(1).unwrap().starts_with("decide by "));
-        let preview: Vec<&str> = run.stdout.lines().skip(3).collect();
+        // The preview, without what leads it (the status line, which names
+        // the id, the action, the decision window's line) and its
+        // operation line.
+        let lines: Vec<&str> = run.stdout.lines().collect();
+        assert!(lines[1].starts_with("ACTION (risk: "), "{}", run.stdout);
+        assert!(lines.iter().any(|l| l.starts_with("decide by ")));
+        let operation = lines.iter().position(|l| l.starts_with("Operation: "));
+        let preview: Vec<&str> = lines[operation.unwrap() + 1..].to_vec();
         let mut expected = vec![
             format!("Action:    Pay 10 EUR to \"{shown}\""),
             format!("Arguments: {{\"to\":\"{shown}\"}}"),

@@ -8,7 +8,7 @@
 mod support;
 
 use countersign::CliError;
-use support::{CREATE_NIGHTLY, Harness, Person, interrupt};
+use support::{CREATE_NIGHTLY, Harness, Person, interrupt, verify_as_head};
 
 #[tokio::test]
 async fn an_interrupted_replay_safe_operation_is_uncertain_until_reconcile_replays_it_once() {
@@ -196,7 +196,26 @@ async fn an_interrupted_hook_answer_is_settled_as_never_answered_never_as_an_all
         .unwrap()
         .into_inner()
         .id;
-    interrupt(&h, &id).await;
+    // Only the hook's session runs a hook's call: the person hands it off,
+    // and the intent is left as a head that claimed it and stopped would.
+    h.approve_for_mcp(&id).await;
+    let proof = head
+        .claim_handoff(countersign_proto::v1::ClaimHandoffRequest {
+            proposal_id: id.clone(),
+            session: "cli".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .proof;
+    let verified = verify_as_head(&h, &id, &proof).await.unwrap();
+    assert!(matches!(
+        h.ledger()
+            .begin_consume(&verified, time::Duration::ZERO)
+            .await
+            .unwrap(),
+        countersign_ledger::ConsumeStart::Fresh(_)
+    ));
     assert_eq!(
         h.cli(&["--json", "show", &id]).await.json()["status"],
         "uncertain"

@@ -96,6 +96,7 @@ localizeTimes(document);
         : "decide by " + localTime(at) + ": its window has closed; it can no longer be decided";
     });
   }
+  tick();
   setInterval(tick, 1000);
 })();
 
@@ -109,6 +110,8 @@ localizeTimes(document);
     const data = JSON.parse(event.data);
     target.innerHTML = data.html;
     localizeTimes(target);
+    // The list as the live stream last sent it (tests wait for this).
+    target.setAttribute("data-live", "");
     document.title = "(" + data.count + ") Pending · countersign console";
   });
 })();

@@ -155,17 +155,18 @@ impl McpHead {
     }
 
     /// A gated gateway call just proposed as `id`: the agent hears the
-    /// decision in this same call. A client on protocol 2026-07-28 that
-    /// opens URLs gets an `input_required` result naming the console's
-    /// page (its retry runs what a person approved meanwhile); one before
-    /// it that opens URLs is first asked to open the page. Then the call
+    /// decision in this same call. A client before protocol 2026-07-28
+    /// that opens URLs is first asked to open the console's page. The call
     /// waits for the decision on the signer's watch, for at most the
     /// gateway's `decision_wait_secs`, telling a client that asked for
     /// progress every few seconds that it still waits: approved in time,
     /// the upstream is called once and its result is the call's; decided
     /// otherwise, the call says so; still undecided, its result is
     /// `proposed` (it waits for a person; `execute_approved` runs it
-    /// later). The client's answers decide nothing.
+    /// later; a client on protocol 2026-07-28 that opens URLs gets an
+    /// `input_required` result naming the console's page instead, whose
+    /// retry runs what a person approved meanwhile). The client's answers
+    /// decide nothing.
     pub(super) async fn proposed_by_gateway(
         &self,
         asking: Asking<'_>,
@@ -174,9 +175,22 @@ impl McpHead {
         id: ProposalId,
         proposed: CallToolResult,
     ) -> Response {
+        let wait = self
+            .gateway
+            .as_ref()
+            .map_or(Duration::ZERO, |g| g.decision_wait());
         let url = self.console.proposal_url(&id);
         let asked = match (asking, url) {
+            // No request can reach this client during the call: wait first,
+            // and only an undecided call asks it to open the console.
             (Asking::InputRequired, Some(url)) => {
+                if self
+                    .decided_within(&id, wait, progress.as_ref())
+                    .await
+                    .is_some()
+                {
+                    return Response::Result(self.looked_again(session, &id).await);
+                }
                 return Response::Ask {
                     id,
                     url,
@@ -191,10 +205,6 @@ impl McpHead {
             }
             _ => false,
         };
-        let wait = self
-            .gateway
-            .as_ref()
-            .map_or(Duration::ZERO, |g| g.decision_wait());
         let decided = self.decided_within(&id, wait, progress.as_ref()).await;
         if decided.is_none() && !asked {
             return Response::Result(proposed);
