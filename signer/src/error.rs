@@ -216,7 +216,11 @@ pub(crate) enum RpcError {
     #[error("that passkey belongs to another approver: use your own passkey")]
     NotYourPasskey,
     /// Auto-approval rules are off (`[rules] enabled = false`, the default).
-    #[error("auto-approval rules are off in this installation ([rules] enabled in config.toml)")]
+    /// The signer reads the setting when it starts, so the refusal says
+    /// that turning rules on takes a restart.
+    #[error(
+        "auto-approval rules are off in this installation: set [rules] enabled = true in the signer's config.toml and restart the signer (it reads the setting only when it starts)"
+    )]
     RulesDisabled,
     /// The rule definition was refused; nothing was created or changed.
     #[error("{0}")]

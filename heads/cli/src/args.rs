@@ -239,11 +239,15 @@ pub enum RulesCommand {
     Revoke(RuleRevokeArgs),
     /// Suggest rules from the agent calls people approved one by one (creates none)
     ///
-    /// Reads this principal's newest 500 applied agent calls that
-    /// a person approved, groups shell commands by program and first word
-    /// (never one with shell syntax a rule cannot see through) and other
-    /// tools by name (never edits), and prints each group asked at least
-    /// --min times with a rule definition for `rules create --file`.
+    /// Reads this principal's newest 500 applied agent calls that a person
+    /// approved and suggests rules that allow exactly those calls: shell
+    /// commands as their approved words, no further arguments (never one
+    /// with shell syntax a rule cannot see through; each line of an
+    /// interpreter or runner on its own), reads and web calls by their
+    /// approved paths, URLs or queries (or --prefix), other tools by their
+    /// whole input, never edits. Prints each group asked at least --min
+    /// times, the widest call its rule allows, and a rule definition for
+    /// `rules create --file`.
     Suggest(RuleSuggestArgs),
 }
 
@@ -253,6 +257,12 @@ pub struct RuleSuggestArgs {
     /// Suggest only what a person approved at least this many times.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub min: u64,
+    /// Group the reads and web calls whose path, URL or query starts with
+    /// this (for example `https://docs.rs/`) into one rule allowing ANY
+    /// value that starts with it; others are suggested as their approved
+    /// values. Never applies to shell commands.
+    #[arg(long, value_name = "PREFIX", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub prefix: Option<String>,
 }
 
 /// `countersign rules create --file FILE`
