@@ -143,11 +143,25 @@ def trusting_home(home):
     trusts the console CA of `home`, made by the real
     `countersign console trust --import`."""
     browser_home = tempfile.mkdtemp(prefix="cs-browser-home-")
-    proc = subprocess.run([BIN, "--home", home, "console", "trust", "--import"],
-                          env={**os.environ, "HOME": browser_home}, capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0:
-        sys.exit(f"console trust --import failed: {proc.stdout}\n{proc.stderr}")
+    status, shown = trust_import(["--home", home], {**os.environ, "HOME": browser_home})
+    if status != 0:
+        sys.exit(f"console trust --import failed: {shown}")
     return browser_home
+
+
+def trust_import(args, env):
+    """`countersign <args> console trust --import` at a pseudo-terminal,
+    where the person confirms the CA's fingerprint by typing the challenge.
+    Returns (exit status, everything the terminal showed)."""
+    child = pexpect.spawn(BIN, [*args, "console", "trust", "--import"], env=env, encoding="utf-8", timeout=60)
+    index = child.expect([r"Type (\S+) to import it", pexpect.EOF])
+    shown = child.before + (child.after if index == 0 else "")
+    if index == 0:
+        child.sendline(child.match.group(1))
+        child.expect(pexpect.EOF)
+        shown += child.before
+    child.close()
+    return child.exitstatus, shown
 
 
 def console_raw(home, port, method, path, headers=None, body=None, addr="127.0.0.1", server_hostname=CONSOLE_NAME):

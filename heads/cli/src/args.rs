@@ -350,7 +350,10 @@ pub struct PairArgs {
 /// `countersign console trust`
 #[derive(Debug, Args)]
 pub struct TrustArgs {
-    /// Import the CA into this user's NSS databases (Chromium, Firefox).
+    /// Import the CA into this user's NSS databases (Chromium, Firefox),
+    /// only if its name constraints permit just the console's names and
+    /// exclude every IP address, after you confirm its SHA-256 fingerprint
+    /// at the terminal.
     #[arg(long)]
     pub import: bool,
     /// Print the CA certificate (PEM) alone, to hand to the person whose
@@ -362,10 +365,18 @@ pub struct TrustArgs {
     /// Compare the fingerprint printed with theirs.
     #[arg(long, value_name = "FILE")]
     pub ca: Option<std::path::PathBuf>,
+    /// With --import: a name of the console the CA may vouch for (again
+    /// for each name); by default this home's `[console] names`, else
+    /// console.localhost. A CA whose name constraints permit any other
+    /// name, or do not exclude every IP address, is refused.
+    #[arg(long = "name", value_name = "NAME", requires = "import")]
+    pub names: Vec<String>,
     /// Make a new console CA for the configured `[console] names`, in place
     /// of this home's, to add a name the old one may not vouch for. Its key
-    /// is deleted and its certificate kept as pki/console-ca.retired-*.pem;
-    /// restart the console, and trust the new CA wherever the old one was.
+    /// is deleted, its certificate kept as pki/console-ca.retired-*.pem and
+    /// removed from this user's NSS databases that hold it (as --import put
+    /// it there); restart the console, and trust the new CA wherever the
+    /// old one was.
     #[arg(long, conflicts_with_all = ["import", "pem", "ca"])]
     pub new_ca: bool,
 }
