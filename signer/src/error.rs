@@ -237,11 +237,12 @@ pub(crate) enum RpcError {
     /// The definition is not the one the person confirmed.
     #[error("the rule definition is not the one confirmed; nothing was created or changed")]
     RuleDefinitionChanged,
-    /// The principal already has as many watches open as the signer allows.
+    /// The principal already has as many watches open in the caller's role
+    /// (`head`, `approver`) as the signer allows one role.
     #[error(
-        "this principal already has {0} watches open, the most the signer allows; try again once one has ended"
+        "this principal's {0} certificates already have {1} watches open, the most the signer allows one role; try again once one has ended"
     )]
-    TooManyWatchers(usize),
+    TooManyWatchers(&'static str, usize),
     /// A watch ended because the signer is shutting down.
     #[error("the signer is shutting down; watch again")]
     SignerStopping,
@@ -302,7 +303,7 @@ impl RpcError {
             RpcError::RuleNotLive(_) => Reason::RuleNotLive,
             RpcError::RuleChanged(_) => Reason::RuleChanged,
             RpcError::RuleDefinitionChanged => Reason::RuleDefinitionChanged,
-            RpcError::TooManyWatchers(_) => Reason::TooManyWatchers,
+            RpcError::TooManyWatchers(..) => Reason::TooManyWatchers,
             RpcError::SignerStopping => Reason::SignerStopping,
             RpcError::Internal(_) => Reason::Internal,
         }
