@@ -311,8 +311,17 @@ fn approved(operation: &str, arguments: &Value, prefix: Option<&str>) -> Option<
     let tool = arguments.get("tool_name")?.as_str()?;
     if operation == SHELL_OPERATION {
         let command = arguments.pointer(SHELL_COMMAND_POINTER)?.as_str()?;
-        // Shell syntax the argv test cannot see through: never suggested.
+        // Shell syntax the argv test cannot see through, or words no argv
+        // pattern can name (a relative program path, too many or too long
+        // arguments): never suggested.
         let words = argv::split(command).ok()?;
+        let program = words.first()?;
+        if (program.contains('/') && !program.starts_with('/'))
+            || words.len() > argv::MAX_ARGV_ARGS + 1
+            || words.iter().any(|w| w.len() > argv::MAX_ARGV_WORD_BYTES)
+        {
+            return None;
+        }
         let fixed_from = if runs_other_programs(&words) {
             0
         } else {

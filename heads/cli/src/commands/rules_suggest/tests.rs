@@ -57,6 +57,10 @@ fn approved_commands_become_their_exact_words_and_shell_syntax_is_never_suggeste
         shell("git status; rm -rf x"),
         shell("git status; rm -rf x"),
         shell("FOO=1 npm test"),
+        // No argv pattern names these: a relative program path, more
+        // arguments than a pattern holds.
+        shell("./gradlew build"),
+        shell(&format!("echo{}", " x".repeat(40))),
         applied("agent.shell", shell_args("npm test"), "rule:rule_1@1"),
         applied(
             "agent.edit",
