@@ -81,6 +81,12 @@ note_write = "approve"
 """)
     up, _ = start_up(home)
     try:
+        # Not pinned: the agent is shown nothing the upstream wrote.
+        async with Agent(home, tmp) as agent:
+            tool = await agent.tool("notes__note_write")
+            assert tool.title is None and tool.annotations is None, tool
+            assert tool.input_schema == {"type": "object"}, tool.input_schema
+            assert "Append a line" not in tool.description, tool.description
         # The preview shows what the agent will be shown, title and hints.
         pin(home, [f'title: "{TITLE}"', '"destructiveHint":true', '"readOnlyHint":false'])
         assert standing(home)["standing"] == "pinned", standing(home)

@@ -331,8 +331,9 @@ fn resolve<'a>(
 /// The tool as the agent sees it: where there is a pin, the pinned
 /// description, schema, title and annotations (so a changed description,
 /// title or `readOnlyHint` never reaches the model), and a note saying
-/// what a call does. A tool nobody pinned shows its schema only: no
-/// description, title or hint nobody reviewed. The output schema, icons
+/// what a call does. A tool nobody pinned shows its name and the note
+/// only: no description, schema (whose property descriptions the model
+/// reads too), title or hint nobody reviewed. The output schema, icons
 /// and metadata are pinned but not passed on: a gated call answers with a
 /// proposal, not the tool's structured output.
 fn agent_tool(upstream: &Upstream, tool: &ListedTool, resolved: &Resolved<'_>) -> Tool {
@@ -347,7 +348,11 @@ fn agent_tool(upstream: &Upstream, tool: &ListedTool, resolved: &Resolved<'_>) -
                 Some(&pin.shown),
             )
         }
-        _ => (String::new(), tool.definition.input_schema.clone(), None),
+        _ => (
+            String::new(),
+            JsonObject::from_iter([("type".into(), "object".into())]),
+            None,
+        ),
     };
     let note = match (resolved.standing, resolved.policy) {
         (Standing::Pinned, ToolPolicy::Allow) => "countersign: forwarded without approval.".to_owned(),
