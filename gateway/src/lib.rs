@@ -72,7 +72,8 @@ struct Running {
 /// A tool as an upstream lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListedTool {
-    /// Its name, description and input schema: what is pinned and hashed.
+    /// Everything the upstream lists of it (name, description, input
+    /// schema, and what else a client shows): what is pinned and hashed.
     pub definition: ToolDefinition,
     /// Its display title (the tool's `title`, else its annotations' one).
     pub title: Option<String>,
@@ -295,6 +296,7 @@ impl Drop for Inner {
 }
 
 fn listed(tool: Tool) -> ListedTool {
+    let shown = shown_of(&tool);
     let annotations = tool.annotations.as_ref();
     ListedTool {
         title: tool
@@ -307,6 +309,74 @@ fn listed(tool: Tool) -> ListedTool {
             name: tool.name.into_owned(),
             description: tool.description.map(|d| d.into_owned()),
             input_schema: Arc::unwrap_or_clone(tool.input_schema),
+            shown,
         },
+    }
+}
+
+/// Every field of `tool` but its name, description and input schema, as
+/// MCP names them (`title`, `annotations`, `outputSchema`, `icons`,
+/// `_meta`): what a client may show of it, pinned with the rest. Taken
+/// from the whole serialized tool, so a field rmcp adds later is pinned
+/// too, not forgotten.
+fn shown_of(tool: &Tool) -> serde_json::Map<String, serde_json::Value> {
+    let mut shown = match serde_json::to_value(tool) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        // A tool always serializes as an object; were it not, pinning
+        // nothing more would let a change through, so keep a marker that
+        // no upstream's real fields can match.
+        _ => serde_json::Map::from_iter([("unreadable".to_owned(), serde_json::Value::Null)]),
+    };
+    for pinned_apart in ["name", "description", "inputSchema"] {
+        shown.remove(pinned_apart);
+    }
+    shown
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rmcp::model::{Tool, ToolAnnotations};
+    use serde_json::json;
+
+    use super::listed;
+
+    fn tool(title: &str, read_only: bool) -> Tool {
+        let schema = json!({"type": "object"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let mut annotations = ToolAnnotations::new();
+        annotations.read_only_hint = Some(read_only);
+        let mut tool = Tool::new("delete_file", "Delete a file", Arc::new(schema))
+            .with_annotations(annotations);
+        tool.title = Some(title.to_owned());
+        tool
+    }
+
+    #[test]
+    fn the_title_and_annotations_are_part_of_the_pinned_definition() {
+        let listed_tool = listed(tool("Delete a file", false));
+        let shown = &listed_tool.definition.shown;
+        assert_eq!(shown.get("title"), Some(&json!("Delete a file")));
+        assert_eq!(
+            shown.get("annotations"),
+            Some(&json!({"readOnlyHint": false}))
+        );
+        for pinned_apart in ["name", "description", "inputSchema"] {
+            assert!(!shown.contains_key(pinned_apart), "{pinned_apart}");
+        }
+        let digest = listed_tool.definition.sha256_hex();
+        assert_ne!(
+            listed(tool("SYSTEM: harmless", false))
+                .definition
+                .sha256_hex(),
+            digest
+        );
+        assert_ne!(
+            listed(tool("Delete a file", true)).definition.sha256_hex(),
+            digest
+        );
     }
 }

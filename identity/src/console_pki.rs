@@ -409,7 +409,7 @@ fn covers(dns: &str, name: &str) -> bool {
 }
 
 /// Runs `read` over the first certificate of `pem`.
-fn with_x509<T>(
+pub(crate) fn with_x509<T>(
     pem: &str,
     read: impl FnOnce(&X509Certificate<'_>) -> T,
 ) -> Result<T, IdentityError> {

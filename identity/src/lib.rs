@@ -15,6 +15,7 @@ mod config;
 mod console_config;
 pub mod console_devices;
 pub mod console_pki;
+pub mod console_trust;
 mod error;
 pub mod files;
 mod home;

@@ -253,8 +253,9 @@ catalogue! {
     /// The definition is not the one the person confirmed.
     RuleDefinitionChanged = "rule_definition_changed", FailedPrecondition, Signer;
     /// A watch (`WatchProposal`, `WatchPending`) refused because the
-    /// principal already has as many open as the signer allows; open it
-    /// again once another has ended.
+    /// principal already has as many open in the caller's role (head,
+    /// approver) as the signer allows one role; open it again once another
+    /// has ended.
     TooManyWatchers = "too_many_watchers", Unavailable, Signer;
     /// A watch ended because the signer is shutting down; open it again
     /// (on the restarted signer).

@@ -47,6 +47,10 @@ use argv::ArgvPattern;
 /// arguments are a rule definition, and only a person's approval creates
 /// the rule. No rule can ever cover it.
 pub const RULE_CREATE: &str = "rule.create";
+/// The operation a coding agent's shell call is proposed as.
+pub const SHELL_OPERATION: &str = "agent.shell";
+/// Where a shell call's command is, in [`SHELL_OPERATION`]'s arguments.
+pub const SHELL_COMMAND_POINTER: &str = "/tool_input/command";
 /// Most operations one rule names.
 pub const MAX_RULE_OPERATIONS: usize = 32;
 /// Most constraints one rule holds.
@@ -79,6 +83,12 @@ pub enum RuleError {
     /// while the installation requires a passkey for every approval.
     #[error("a rule may not approve {0:?}: {1}")]
     NotCoverable(String, &'static str),
+    /// It names [`SHELL_OPERATION`] without matching its command by
+    /// `argv` alone: a string test (`prefix`, `equals`, `one_of`) or no
+    /// test at all on [`SHELL_COMMAND_POINTER`]. `git status; rm -rf ~`
+    /// starts with `git status`; a shell rule is never a string test.
+    #[error("a rule for agent.shell must match /tool_input/command with argv, and argv only: {0}")]
+    ShellNeedsArgv(&'static str),
     /// Its expiry is past or further than [`MAX_RULE_LIFETIME`] away.
     #[error("the rule's expires_at must be in the future and at most 90 days away")]
     Expiry,
@@ -224,6 +234,9 @@ impl RuleDefinition {
                 return Err(RuleError::NotCoverable(name.clone(), why));
             }
         }
+        if self.operations.iter().any(|o| o == SHELL_OPERATION) {
+            shell_constraints_are_argv(&self.constraints)?;
+        }
         if self.expires_at <= now || self.expires_at > now + MAX_RULE_LIFETIME {
             return Err(RuleError::Expiry);
         }
@@ -232,8 +245,14 @@ impl RuleDefinition {
 
     /// Whether a proposal of `operation` from `session` with `args` falls
     /// inside this rule (scope only: not expiry, uses, rate or liveness).
+    ///
+    /// A shell call is covered only by a rule that matches its command by
+    /// `argv` alone (see [`RuleError::ShellNeedsArgv`]), so a rule stored
+    /// before that check was made at creation approves no shell call.
     pub fn covers(&self, operation: &str, session: &str, args: &Value) -> bool {
         self.operations.iter().any(|o| o == operation)
+            && (operation != SHELL_OPERATION
+                || shell_constraints_are_argv(&self.constraints).is_ok())
             && match &self.sessions {
                 Sessions::Any => true,
                 Sessions::Only(list) => list.iter().any(|s| s.as_str() == session),
@@ -337,6 +356,37 @@ pub fn not_coverable(
     } else {
         None
     }
+}
+
+/// A shell rule's command tests: at least one, and every one `argv`. A
+/// test on a pointer above the command (`/tool_input`, `/tool_input/`...)
+/// could only hold for an exact value (`equals`, `one_of`) or never
+/// (`prefix`, `range` on an object), so only the command's own pointer
+/// needs the check.
+fn shell_constraints_are_argv(constraints: &[Constraint]) -> Result<(), RuleError> {
+    let on_command = || {
+        constraints
+            .iter()
+            .filter(|c| c.pointer == SHELL_COMMAND_POINTER)
+    };
+    if let Some(c) = on_command().find(|c| !matches!(c.test, Test::Argv(_))) {
+        return Err(RuleError::ShellNeedsArgv(match c.test {
+            Test::Prefix(_) => {
+                "prefix is a string test, and a shell command is never matched by a string prefix"
+            }
+            Test::Equals(_) | Test::OneOf(_) => {
+                "equals and one_of compare the command's text, not the words a shell runs"
+            }
+            Test::Range { .. } => "range is a number test",
+            Test::Argv(_) => "argv",
+        }));
+    }
+    if on_command().next().is_none() {
+        return Err(RuleError::ShellNeedsArgv(
+            "without an argv test on it, the rule would cover every command",
+        ));
+    }
+    Ok(())
 }
 
 impl Test {

@@ -6,7 +6,7 @@
 //! Owns: the one in-process channel of announcements (a
 //! `tokio::sync::broadcast`: every watch subscribes, and filters by its
 //! proposal or principal), the [`Announce`] guard a writing RPC holds over
-//! its ledger write, the per-principal count of open watches, and the
+//! its ledger write, the count of open watches per principal and role, and the
 //! stop flag that ends every watch when the signer shuts down.
 //!
 //! Must not: carry anything but ids (no view, no proof), or decide what a
@@ -24,13 +24,21 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{broadcast, watch};
 
+use countersign_identity::Role;
+
 use crate::error::RpcError;
 
 /// The most watches (`WatchProposal` and `WatchPending` together) one
-/// principal may hold open at once: a waiting hook holds one, a console
-/// one. Each idle watch is a parked task and an HTTP/2 stream, so the
-/// bound is about a misbehaving head, not about cost.
+/// principal may hold open at once in one role: a waiting hook holds one
+/// as a head, a console one as an approver. Each idle watch is a parked
+/// task and an HTTP/2 stream, so the bound is about a misbehaving head,
+/// not about cost. Counted per role, so that the agent's heads, however
+/// many watches they open, never take an approver's place: the person's
+/// live list and its decisions do not wait on the agent.
 pub(crate) const MAX_WATCHES_PER_PRINCIPAL: usize = 256;
+
+/// Whose watches are counted together: one principal in one role.
+type WatchKey = (String, Role);
 
 /// How many announcements a watch may fall behind before it is told it
 /// lagged (it then reads again, as for any change).
@@ -47,7 +55,7 @@ pub(crate) struct Change {
 #[derive(Debug)]
 pub(crate) struct Changes {
     sent: broadcast::Sender<Change>,
-    open: Arc<Mutex<HashMap<String, usize>>>,
+    open: Arc<Mutex<HashMap<WatchKey, usize>>>,
     stopping: watch::Sender<bool>,
 }
 
@@ -90,18 +98,23 @@ impl Changes {
         self.sent.subscribe()
     }
 
-    /// A place for one more watch of `principal`, held until the watch
-    /// ends, or `too_many_watchers`.
-    pub(crate) fn open_watch(&self, principal: &str) -> Result<WatchSlot, RpcError> {
+    /// A place for one more watch of `principal` in `role`, held until the
+    /// watch ends, or `too_many_watchers`. Each role of a principal has
+    /// its own [`MAX_WATCHES_PER_PRINCIPAL`] places.
+    pub(crate) fn open_watch(&self, principal: &str, role: Role) -> Result<WatchSlot, RpcError> {
+        let key = (principal.to_owned(), role);
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = open.entry(principal.to_owned()).or_default();
+        let count = open.entry(key.clone()).or_default();
         if *count >= MAX_WATCHES_PER_PRINCIPAL {
-            return Err(RpcError::TooManyWatchers(MAX_WATCHES_PER_PRINCIPAL));
+            return Err(RpcError::TooManyWatchers(
+                role.as_str(),
+                MAX_WATCHES_PER_PRINCIPAL,
+            ));
         }
         *count += 1;
         Ok(WatchSlot {
             open: Arc::clone(&self.open),
-            principal: principal.to_owned(),
+            key,
         })
     }
 
@@ -130,20 +143,20 @@ impl Drop for Announce<'_> {
     }
 }
 
-/// One open watch of a principal, counted until dropped.
+/// One open watch of a principal in a role, counted until dropped.
 #[derive(Debug)]
 pub(crate) struct WatchSlot {
-    open: Arc<Mutex<HashMap<String, usize>>>,
-    principal: String,
+    open: Arc<Mutex<HashMap<WatchKey, usize>>>,
+    key: WatchKey,
 }
 
 impl Drop for WatchSlot {
     fn drop(&mut self) {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = open.get_mut(&self.principal) {
+        if let Some(count) = open.get_mut(&self.key) {
             *count = count.saturating_sub(1);
             if *count == 0 {
-                open.remove(&self.principal);
+                open.remove(&self.key);
             }
         }
     }
@@ -155,20 +168,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_principal_holds_at_most_the_bound_and_a_closed_watch_frees_its_place() {
+    fn a_principal_holds_at_most_the_bound_per_role_and_a_closed_watch_frees_its_place() {
         let changes = Changes::default();
         let mut held: Vec<WatchSlot> = (0..MAX_WATCHES_PER_PRINCIPAL)
-            .map(|_| changes.open_watch("pr_a").unwrap())
+            .map(|_| changes.open_watch("pr_a", Role::Head).unwrap())
             .collect();
         assert_eq!(
-            changes.open_watch("pr_a").unwrap_err(),
-            RpcError::TooManyWatchers(MAX_WATCHES_PER_PRINCIPAL)
+            changes.open_watch("pr_a", Role::Head).unwrap_err(),
+            RpcError::TooManyWatchers("head", MAX_WATCHES_PER_PRINCIPAL)
         );
-        // Another principal is not held back by this one.
-        let other = changes.open_watch("pr_b").unwrap();
+        // Its approvers are not held back by its heads, nor another
+        // principal by this one.
+        let approvers: Vec<WatchSlot> = (0..MAX_WATCHES_PER_PRINCIPAL)
+            .map(|_| changes.open_watch("pr_a", Role::Approver).unwrap())
+            .collect();
+        assert_eq!(
+            changes.open_watch("pr_a", Role::Approver).unwrap_err(),
+            RpcError::TooManyWatchers("approver", MAX_WATCHES_PER_PRINCIPAL)
+        );
+        let other = changes.open_watch("pr_b", Role::Head).unwrap();
         held.pop();
-        let again = changes.open_watch("pr_a").unwrap();
-        drop((held, again, other));
+        let again = changes.open_watch("pr_a", Role::Head).unwrap();
+        drop((held, approvers, again, other));
         assert!(changes.open.lock().unwrap().is_empty());
     }
 

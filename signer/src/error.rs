@@ -227,7 +227,11 @@ pub(crate) enum RpcError {
     #[error("that passkey belongs to another approver: use your own passkey")]
     NotYourPasskey,
     /// Auto-approval rules are off (`[rules] enabled = false`, the default).
-    #[error("auto-approval rules are off in this installation ([rules] enabled in config.toml)")]
+    /// The signer reads the setting when it starts, so the refusal says
+    /// that turning rules on takes a restart.
+    #[error(
+        "auto-approval rules are off in this installation: set [rules] enabled = true in the signer's config.toml and restart the signer (it reads the setting only when it starts)"
+    )]
     RulesDisabled,
     /// The rule definition was refused; nothing was created or changed.
     #[error("{0}")]
@@ -244,11 +248,12 @@ pub(crate) enum RpcError {
     /// The definition is not the one the person confirmed.
     #[error("the rule definition is not the one confirmed; nothing was created or changed")]
     RuleDefinitionChanged,
-    /// The principal already has as many watches open as the signer allows.
+    /// The principal already has as many watches open in the caller's role
+    /// (`head`, `approver`) as the signer allows one role.
     #[error(
-        "this principal already has {0} watches open, the most the signer allows; try again once one has ended"
+        "this principal's {0} certificates already have {1} watches open, the most the signer allows one role; try again once one has ended"
     )]
-    TooManyWatchers(usize),
+    TooManyWatchers(&'static str, usize),
     /// A watch ended because the signer is shutting down.
     #[error("the signer is shutting down; watch again")]
     SignerStopping,
@@ -310,7 +315,7 @@ impl RpcError {
             RpcError::RuleNotLive(_) => Reason::RuleNotLive,
             RpcError::RuleChanged(_) => Reason::RuleChanged,
             RpcError::RuleDefinitionChanged => Reason::RuleDefinitionChanged,
-            RpcError::TooManyWatchers(_) => Reason::TooManyWatchers,
+            RpcError::TooManyWatchers(..) => Reason::TooManyWatchers,
             RpcError::SignerStopping => Reason::SignerStopping,
             RpcError::Internal(_) => Reason::Internal,
         }

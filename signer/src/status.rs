@@ -180,7 +180,7 @@ mod tests {
             (RpcError::RuleNotLive("r".into()), "rule_not_live"),
             (RpcError::RuleChanged("r".into()), "rule_changed"),
             (RpcError::RuleDefinitionChanged, "rule_definition_changed"),
-            (RpcError::TooManyWatchers(256), "too_many_watchers"),
+            (RpcError::TooManyWatchers("head", 256), "too_many_watchers"),
             (RpcError::SignerStopping, "signer_stopping"),
             (
                 RpcError::IdempotencyKeyReused {
@@ -253,7 +253,7 @@ mod tests {
             RpcError::ReissueWindowClosed { .. } => 44,
             RpcError::ReissueLimitReached { .. } => 45,
             RpcError::ReissueUnavailableOnSqlite => 46,
-            RpcError::TooManyWatchers(_) => 47,
+            RpcError::TooManyWatchers(..) => 47,
             RpcError::SignerStopping => 48,
             RpcError::IdempotencyKeyReused { .. } => 49,
             RpcError::ProposalExpired { .. } => 50,

@@ -72,7 +72,7 @@ impl SignerService {
         // read is announced to this subscription.
         let heard = self.state.changes.subscribe();
         let record = self.owned_proposal(&id, &peer.principal).await?;
-        let slot = self.state.changes.open_watch(&peer.principal)?;
+        let slot = self.state.changes.open_watch(&peer.principal, peer.role)?;
         let first = self.view_of(&record).await?;
         #[cfg(feature = "testing")]
         self.state.watch_gate.pass().await;
@@ -87,7 +87,7 @@ impl SignerService {
         _request: Request<wire::WatchPendingRequest>,
     ) -> Result<Views<wire::ListPendingResponse>, RpcError> {
         let heard = self.state.changes.subscribe();
-        let slot = self.state.changes.open_watch(&peer.principal)?;
+        let slot = self.state.changes.open_watch(&peer.principal, peer.role)?;
         let first = self.pending_views(&peer.principal).await?;
         #[cfg(feature = "testing")]
         self.state.watch_gate.pass().await;

@@ -123,6 +123,11 @@ async fn with_rules_off_nothing_is_created_and_no_rule_ever_approves() {
         refused(&status),
         (Code::FailedPrecondition, "rules_disabled".into())
     );
+    // The setting is read at start: the refusal says a restart is needed.
+    assert_eq!(
+        status.message(),
+        "auto-approval rules are off in this installation: set [rules] enabled = true in the signer's config.toml and restart the signer (it reads the setting only when it starts)"
+    );
     // A rule the ledger holds from when rules were on approves nothing.
     let now = OffsetDateTime::now_utc();
     signer

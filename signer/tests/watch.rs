@@ -495,13 +495,27 @@ async fn refuses_a_watch_beyond_the_principals_bound_until_one_ends() {
         (status.code(), status.message(), reason_of(&status).as_str()),
         (
             Code::Unavailable,
-            "this principal already has 256 watches open, the most the signer allows; try again once one has ended",
+            "this principal's head certificates already have 256 watches open, the most the signer allows one role; try again once one has ended",
             "too_many_watchers"
         )
     );
     // Another principal is not held back by this one's watches.
     let mut theirs = client_as(&signer, Role::Approver, OTHER_PRINCIPAL).await;
     theirs.watch_pending(WatchPendingRequest {}).await.unwrap();
+    // Nor are this principal's approvers by its heads: the person's live
+    // list and a watch of the proposal still open, and hear the decision.
+    let mut person = approver(&signer).await;
+    let mut lists = person
+        .watch_pending(WatchPendingRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        next_list(&mut lists).await,
+        std::slice::from_ref(&proposal.id)
+    );
+    let mut views = watch(&mut person, &proposal.id).await.unwrap();
+    assert_eq!(next_view(&mut views).await.id, proposal.id);
 
     // A client that goes away gives its place back.
     drop(open.pop());

@@ -48,16 +48,14 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 import urllib.request
 
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
+from mcp import ClientSession, types
 
-from harness import BIN, approve_at_terminal, call_tool, free_port, new_home, run, start_up, stop_up
+from harness import BIN, McpAgent, approve_at_terminal, call_tool, free_port, new_home, run, run_checked, start_up, stop_up
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVERS = os.path.join(HERE, "..", "mcp-servers", "node_modules", "@modelcontextprotocol")
@@ -143,36 +141,12 @@ def start_everything(port, log):
     sys.exit("server-everything did not start")
 
 
-class Agent:
+class Agent(McpAgent):
     """The agent: one MCP client session on `countersign mcp` over stdio."""
 
     def __init__(self, home, tmp, elicitation_callback=None, modern=False):
-        self.elicitation_callback = elicitation_callback
-        self.modern = modern
-        self.params = StdioServerParameters(command=BIN, args=["--home", home, "mcp"],
-                                            env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"),
-                                                 "COUNTERSIGN_LOG": "info", "MEMORY_FILE_PATH": MEMORY_FILE})
-        self.errlog = open(os.path.join(tmp, "mcp.stderr"), "w")
-
-    async def __aenter__(self):
-        self.stdio = stdio_client(self.params, errlog=self.errlog)
-        read, write = await self.stdio.__aenter__()
-        self.session_cm = ClientSession(read, write, elicitation_callback=self.elicitation_callback)
-        self.session = await self.session_cm.__aenter__()
-        if self.modern:
-            await self.session.discover()  # protocol 2026-07-28: no handshake
-            assert self.session.protocol_version == "2026-07-28", self.session.protocol_version
-        else:
-            await self.session.initialize()
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.session_cm.__aexit__(*exc)
-        await self.stdio.__aexit__(*exc)
-
-    async def call(self, tool, arguments):
-        print(f"call {tool}", flush=True)
-        return await asyncio.wait_for(call_tool(self.session, tool, arguments, SEEN), 90)
+        super().__init__(home, tmp, SEEN, env={"MEMORY_FILE_PATH": MEMORY_FILE},
+                         elicitation_callback=elicitation_callback, modern=modern)
 
 
 async def input_required(home, tmp, files_root):
@@ -726,17 +700,5 @@ async def main():
     print("gateway flow: ok")
 
 
-async def checked():
-    """main(), ending the process at once on a failure: the SDK's stdio
-    client can hang while asyncio cancels it after an exception."""
-    try:
-        await main()
-    except BaseException:
-        traceback.print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(1)
-
-
 if __name__ == "__main__":
-    asyncio.run(checked())
+    run_checked(main)

@@ -33,7 +33,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from console_browser import browser, click_button, wait_title
 from console_passkeys import authenticator, credentials, enrol
-from harness import BIN, console_base, page_key
+from harness import BIN, console_base, page_key, trust_import
 
 
 def as_signer(user, *args):
@@ -71,9 +71,8 @@ def trusting_person_home(user, home):
     with open(ca, "w") as f:
         f.write(pem.stdout)
     env = {k: v for k, v in os.environ.items() if k != "COUNTERSIGN_HOME"}
-    imported = subprocess.run([BIN, "console", "trust", "--ca", ca, "--import"], env={**env, "HOME": person_home},
-                              capture_output=True, text=True, timeout=60, cwd="/")
-    assert imported.returncode == 0 and f"(SHA-256 {fingerprint})" in imported.stdout, imported
+    status, shown = trust_import(["--ca", ca], {**env, "HOME": person_home})
+    assert status == 0 and f"SHA-256 fingerprint: {fingerprint}" in shown and f"(SHA-256 {fingerprint})" in shown, shown
     return person_home
 
 

@@ -108,6 +108,64 @@ def approve_at_terminal(home, pid, *extra, expect_text=None):
     return shown
 
 
+class McpAgent:
+    """The agent: one MCP client session on `countersign mcp` over stdio
+    (the official Python SDK's client). `env` is added to the server's
+    minimal environment; every result is kept in `seen`."""
+
+    def __init__(self, home, tmp, seen, env=None, elicitation_callback=None, modern=False):
+        from mcp import StdioServerParameters
+        self.seen = seen
+        self.elicitation_callback = elicitation_callback
+        self.modern = modern
+        self.params = StdioServerParameters(command=BIN, args=["--home", home, "mcp"],
+                                            env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"),
+                                                 "COUNTERSIGN_LOG": "info", **(env or {})})
+        self.errlog = open(os.path.join(tmp, "mcp.stderr"), "w")
+
+    async def __aenter__(self):
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+        self.stdio = stdio_client(self.params, errlog=self.errlog)
+        read, write = await self.stdio.__aenter__()
+        self.session_cm = ClientSession(read, write, elicitation_callback=self.elicitation_callback)
+        self.session = await self.session_cm.__aenter__()
+        if self.modern:
+            await self.session.discover()  # protocol 2026-07-28: no handshake
+            assert self.session.protocol_version == "2026-07-28", self.session.protocol_version
+        else:
+            await self.session.initialize()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.session_cm.__aexit__(*exc)
+        await self.stdio.__aexit__(*exc)
+
+    async def call(self, tool, arguments):
+        print(f"call {tool}", flush=True)
+        import asyncio
+        return await asyncio.wait_for(call_tool(self.session, tool, arguments, self.seen), 90)
+
+
+def run_checked(main):
+    """asyncio.run(main()), ending the process at once on a failure: the
+    SDK's stdio client can hang while asyncio cancels it after an
+    exception."""
+    import asyncio
+    import traceback
+
+    async def checked():
+        try:
+            await main()
+        except BaseException:
+            traceback.print_exc()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
+
+    asyncio.run(checked())
+
+
 async def call_tool(session, tool, arguments, seen):
     """Call an MCP tool through an SDK `session`; keep everything it
     returned in `seen`. Returns the result and its text content."""
@@ -143,11 +201,25 @@ def trusting_home(home):
     trusts the console CA of `home`, made by the real
     `countersign console trust --import`."""
     browser_home = tempfile.mkdtemp(prefix="cs-browser-home-")
-    proc = subprocess.run([BIN, "--home", home, "console", "trust", "--import"],
-                          env={**os.environ, "HOME": browser_home}, capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0:
-        sys.exit(f"console trust --import failed: {proc.stdout}\n{proc.stderr}")
+    status, shown = trust_import(["--home", home], {**os.environ, "HOME": browser_home})
+    if status != 0:
+        sys.exit(f"console trust --import failed: {shown}")
     return browser_home
+
+
+def trust_import(args, env):
+    """`countersign <args> console trust --import` at a pseudo-terminal,
+    where the person confirms the CA's fingerprint by typing the challenge.
+    Returns (exit status, everything the terminal showed)."""
+    child = pexpect.spawn(BIN, [*args, "console", "trust", "--import"], env=env, encoding="utf-8", timeout=60)
+    index = child.expect([r"Type (\S+) to import it", pexpect.EOF])
+    shown = child.before + (child.after if index == 0 else "")
+    if index == 0:
+        child.sendline(child.match.group(1))
+        child.expect(pexpect.EOF)
+        shown += child.before
+    child.close()
+    return child.exitstatus, shown
 
 
 def console_raw(home, port, method, path, headers=None, body=None, addr="127.0.0.1", server_hostname=CONSOLE_NAME):

@@ -8,8 +8,11 @@
 //! proposed in the agent's session (`claude-code:<session id>`), waited
 //! for up to `?wait_secs=N` (default 300, at most 3600; this route has no
 //! 30-second limit), and answered through the service's one hook flow
-//! ([`countersign_service::hook`]). An input that does not parse is a deny
-//! in Claude Code's shape, never an error status.
+//! ([`countersign_service::hook`]). An input that does not parse, is larger
+//! than [`MAX_INPUT_BYTES`] or cannot be read is a deny in Claude Code's
+//! shape with status 200, as the command hook answers it, never an error
+//! status: an agent that treats a failed hook as "no opinion" would run the
+//! call with nobody asked.
 //!
 //! Must not: run the call, or answer anything but Claude Code's hook.
 
@@ -20,8 +23,9 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use countersign_hook::{Agent, MAX_INPUT_BYTES, Rendered, render};
+use countersign_hook::{Agent, Answer, MAX_INPUT_BYTES, Rendered, render};
 use countersign_service::hook::{DEFAULT_WAIT, answer};
+use http_body_util::BodyExt as _;
 use serde_json::json;
 
 use crate::ApiState;
@@ -31,6 +35,10 @@ use crate::routes;
 
 /// The route of Claude Code's http hook.
 pub(crate) const CLAUDE_CODE_HOOK_PATH: &str = "/v1/hooks/claude-code";
+
+/// The most bytes of a body read at all (what is over [`MAX_INPUT_BYTES`] is
+/// dropped as it is read); past this the deny is sent without reading on.
+const MAX_DRAINED_BYTES: usize = 16 * MAX_INPUT_BYTES;
 
 /// The longest wait a request may ask for, in seconds.
 const MAX_WAIT_SECS: u64 = 3600;
@@ -48,19 +56,45 @@ async fn respond(state: &ApiState, req: Request) -> Result<Response, ApiError> {
     request::refuse_misplaced_secrets(&parts)?;
     routes::authenticate(state, &parts.headers)?;
     let wait = wait_of(parts.uri.query())?;
-    let bytes = axum::body::to_bytes(body, MAX_INPUT_BYTES)
-        .await
-        .map_err(|_| ApiError::PayloadTooLarge(MAX_INPUT_BYTES))?;
-    let rendered = match countersign_hook::parse(Agent::ClaudeCode, &bytes) {
-        Err(e) => countersign_hook::refusal(Agent::ClaudeCode, &e),
-        Ok(call) => {
-            let gate = state.parts.gate.clone().answering_hooks();
-            let mut head = state.parts.head.clone();
-            let answered = answer(&mut head, async || Ok(gate), &call, wait).await;
-            render(Agent::ClaudeCode, Some(call.event()), &answered)
-        }
+    let rendered = match read_input(body).await {
+        Err(e) => render(
+            Agent::ClaudeCode,
+            None,
+            &Answer::deny(format!("countersign could not read the hook input: {e}")),
+        ),
+        Ok(bytes) => match countersign_hook::parse(Agent::ClaudeCode, &bytes) {
+            Err(e) => countersign_hook::refusal(Agent::ClaudeCode, &e),
+            Ok(call) => {
+                let gate = state.parts.gate.clone().answering_hooks();
+                let mut head = state.parts.head.clone();
+                let answered = answer(&mut head, async || Ok(gate), &call, wait).await;
+                render(Agent::ClaudeCode, Some(call.event()), &answered)
+            }
+        },
     };
     Ok(body_of(&rendered))
+}
+
+/// The body, cut to one byte more than [`MAX_INPUT_BYTES`] (so that the
+/// parse refuses it as too large, in the command hook's words); the rest
+/// is read and dropped, up to [`MAX_DRAINED_BYTES`], so that the client,
+/// still writing, reads the deny rather than a reset connection.
+async fn read_input(mut body: Body) -> Result<Vec<u8>, axum::Error> {
+    let keep = MAX_INPUT_BYTES.saturating_add(1);
+    let mut bytes = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else {
+            continue; // trailers carry no input
+        };
+        let room = keep.saturating_sub(bytes.len());
+        bytes.extend_from_slice(&data[..data.len().min(room)]);
+        seen = seen.saturating_add(data.len());
+        if seen > MAX_DRAINED_BYTES {
+            break;
+        }
+    }
+    Ok(bytes)
 }
 
 /// `?wait_secs=N`, or the default wait.

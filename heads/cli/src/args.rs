@@ -239,11 +239,15 @@ pub enum RulesCommand {
     Revoke(RuleRevokeArgs),
     /// Suggest rules from the agent calls people approved one by one (creates none)
     ///
-    /// Reads this principal's newest 500 applied agent calls that
-    /// a person approved, groups shell commands by program and first word
-    /// (never one with shell syntax a rule cannot see through) and other
-    /// tools by name (never edits), and prints each group asked at least
-    /// --min times with a rule definition for `rules create --file`.
+    /// Reads this principal's newest 500 applied agent calls that a person
+    /// approved and suggests rules that allow exactly those calls: shell
+    /// commands as their approved words, no further arguments (never one
+    /// with shell syntax a rule cannot see through; each line of an
+    /// interpreter or runner on its own), reads and web calls by their
+    /// approved paths, URLs or queries (or --prefix), other tools by their
+    /// whole input, never edits. Prints each group asked at least --min
+    /// times, the widest call its rule allows, and a rule definition for
+    /// `rules create --file`.
     Suggest(RuleSuggestArgs),
 }
 
@@ -253,6 +257,12 @@ pub struct RuleSuggestArgs {
     /// Suggest only what a person approved at least this many times.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub min: u64,
+    /// Group the reads and web calls whose path, URL or query starts with
+    /// this (for example `https://docs.rs/`) into one rule allowing ANY
+    /// value that starts with it; others are suggested as their approved
+    /// values. Never applies to shell commands.
+    #[arg(long, value_name = "PREFIX", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub prefix: Option<String>,
 }
 
 /// `countersign rules create --file FILE`
@@ -340,7 +350,10 @@ pub struct PairArgs {
 /// `countersign console trust`
 #[derive(Debug, Args)]
 pub struct TrustArgs {
-    /// Import the CA into this user's NSS databases (Chromium, Firefox).
+    /// Import the CA into this user's NSS databases (Chromium, Firefox),
+    /// only if its name constraints permit just the console's names and
+    /// exclude every IP address, after you confirm its SHA-256 fingerprint
+    /// at the terminal.
     #[arg(long)]
     pub import: bool,
     /// Print the CA certificate (PEM) alone, to hand to the person whose
@@ -352,10 +365,18 @@ pub struct TrustArgs {
     /// Compare the fingerprint printed with theirs.
     #[arg(long, value_name = "FILE")]
     pub ca: Option<std::path::PathBuf>,
+    /// With --import: a name of the console the CA may vouch for (again
+    /// for each name); by default this home's `[console] names`, else
+    /// console.localhost. A CA whose name constraints permit any other
+    /// name, or do not exclude every IP address, is refused.
+    #[arg(long = "name", value_name = "NAME", requires = "import")]
+    pub names: Vec<String>,
     /// Make a new console CA for the configured `[console] names`, in place
     /// of this home's, to add a name the old one may not vouch for. Its key
-    /// is deleted and its certificate kept as pki/console-ca.retired-*.pem;
-    /// restart the console, and trust the new CA wherever the old one was.
+    /// is deleted, its certificate kept as pki/console-ca.retired-*.pem and
+    /// removed from this user's NSS databases that hold it (as --import put
+    /// it there); restart the console, and trust the new CA wherever the
+    /// old one was.
     #[arg(long, conflicts_with_all = ["import", "pem", "ca"])]
     pub new_ca: bool,
 }

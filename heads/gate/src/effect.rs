@@ -241,6 +241,7 @@ schema = { type = "object", additionalProperties = false }
             name: "write_file".into(),
             description: None,
             input_schema: serde_json::Map::from_iter([("type".into(), "object".into())]),
+            shown: serde_json::Map::new(),
         };
         pins.pin("files", tool).unwrap_or_else(|e| panic!("{e}"));
         let sources = Sources {

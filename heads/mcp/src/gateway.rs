@@ -12,9 +12,11 @@
 //!
 //! Before any upstream sees a call, it is refused here if the tool is
 //! denied, unknown to the upstream, not pinned, or changed since it was
-//! pinned (a changed tool is listed with its pinned definition, so a
-//! poisoned description never reaches the model), and if its arguments are
-//! not strict JSON within the limits or do not match the pinned schema.
+//! pinned: any field of its definition, title and annotations included
+//! (a changed tool is listed with its pinned definition, so a poisoned
+//! description, title or hint never reaches the model), and if its
+//! arguments are not strict JSON within the limits or do not match the
+//! pinned schema.
 //!
 //! Must not: forward a call of a tool the configuration denies or nobody
 //! pinned, let an annotation an upstream declares loosen the operator's
@@ -229,7 +231,7 @@ impl Gateway {
             }
             Standing::Changed => {
                 return Some(refused_call(format!(
-                    "the MCP server {upstream} lists {tool} with another description or input schema than the one pinned and approved (tool_changed): a person must review the change (`countersign gateway tools`) before it is called again"
+                    "the MCP server {upstream} lists {tool} with another definition (description, input schema, title, annotations, output schema or another field a client shows) than the one pinned and approved (tool_changed): a person must review the change (`countersign gateway tools`) before it is called again"
                 )));
             }
             Standing::Pinned => {}
@@ -338,21 +340,31 @@ fn resolve<'a>(
     })
 }
 
-/// The tool as the agent sees it: the pinned description and schema where
-/// there is a pin (so a changed description never reaches the model), a
-/// note saying what a call does, and the upstream's annotations as hints.
+/// The tool as the agent sees it: where there is a pin, the pinned
+/// description, schema, title and annotations (so a changed description,
+/// title or `readOnlyHint` never reaches the model), and a note saying
+/// what a call does. A tool nobody pinned shows its name and the note
+/// only: no description, schema (whose property descriptions the model
+/// reads too), title or hint nobody reviewed. The output schema, icons
+/// and metadata are pinned but not passed on: a gated call answers with a
+/// proposal, not the tool's structured output.
 fn agent_tool(upstream: &Upstream, tool: &ListedTool, resolved: &Resolved<'_>) -> Tool {
     let name = agent_tool_name(&upstream.name, &tool.definition.name);
-    let (description, schema) = match resolved.pinned {
+    let (description, schema, shown) = match resolved.pinned {
         Some(pin)
             if resolved.standing == Standing::Pinned || resolved.standing == Standing::Changed =>
         {
             (
                 pin.description.clone().unwrap_or_default(),
                 pin.input_schema.clone(),
+                Some(&pin.shown),
             )
         }
-        _ => (String::new(), tool.definition.input_schema.clone()),
+        _ => (
+            String::new(),
+            JsonObject::from_iter([("type".into(), "object".into())]),
+            None,
+        ),
     };
     let note = match (resolved.standing, resolved.policy) {
         (Standing::Pinned, ToolPolicy::Allow) => "countersign: forwarded without approval.".to_owned(),
@@ -365,13 +377,17 @@ fn agent_tool(upstream: &Upstream, tool: &ListedTool, resolved: &Resolved<'_>) -
     } else {
         format!("{description}\n\n[{}] {note}", upstream.name)
     };
-    let mut annotations = match &tool.title {
-        Some(title) => ToolAnnotations::with_title(title.clone()),
-        None => ToolAnnotations::new(),
-    };
-    annotations.read_only_hint = tool.read_only_hint;
-    annotations.destructive_hint = tool.destructive_hint;
-    Tool::new(name, description, Arc::new(schema)).with_annotations(annotations)
+    let mut agent = Tool::new(name, description, Arc::new(schema));
+    if let Some(shown) = shown {
+        agent.title = shown
+            .get("title")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        agent.annotations = shown
+            .get("annotations")
+            .and_then(|a| serde_json::from_value::<ToolAnnotations>(a.clone()).ok());
+    }
+    agent
 }
 
 /// What a gateway call came to.

@@ -14,7 +14,9 @@ use std::time::Duration;
 use countersign_gate::signer_client::SignerCallError;
 use countersign_proto::reason::{METADATA_KEY, Status as ReasonStatus};
 use countersign_proto::v1::signer_client::SignerClient;
-use countersign_proto::v1::{ProposalStatus, ProposalView, WatchProposalRequest};
+use countersign_proto::v1::{
+    GetProposalRequest, ProposalStatus, ProposalView, WatchProposalRequest,
+};
 use countersign_verifier::ProposalId;
 use tokio::time::Instant;
 use tonic::transport::Channel;
@@ -54,7 +56,11 @@ pub enum Waited {
 /// that ended without a decision) and the signer's `Unavailable` refusals
 /// (`too_many_watchers`, `signer_stopping`) are met by opening the watch
 /// again after a short pause (0.1 s, doubling to 2 s), until `deadline`:
-/// a decision made meanwhile is in the first view of the new stream.
+/// a decision made meanwhile is in the first view of the new stream. A
+/// watch that could not be opened is replaced by one `GetProposal` read
+/// before each pause, so that while the principal's heads hold every
+/// watch place the signer allows them, a decision still reaches this wait
+/// at most one pause (2 s) after it is made.
 ///
 /// # Errors
 ///
@@ -89,7 +95,16 @@ async fn follow(
             proposal_id: id.to_string(),
         };
         match client.watch_proposal(request).await {
-            Err(status) => worth_reopening(&status)?,
+            Err(status) => {
+                worth_reopening(&status)?;
+                // Refused for now (`too_many_watchers`: this principal's
+                // heads hold every place) or out of reach: read the
+                // proposal once instead, so that a decision is heard at
+                // the latest one pause after it is made, watch or not.
+                if let Some(decided) = read_once(client, id, last).await? {
+                    return Ok(decided);
+                }
+            }
             Ok(response) => {
                 let mut views = response.into_inner();
                 loop {
@@ -109,6 +124,32 @@ async fn follow(
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(LONGEST_PAUSE);
+    }
+}
+
+/// The proposal's view read once (`GetProposal`), if it is no longer
+/// pending; a pending one is kept in `last`. A read that fails the way a
+/// watch may (out of reach, refused for now) is `None`: the next attempt
+/// comes after the pause.
+async fn read_once(
+    client: &mut SignerClient<Channel>,
+    id: &ProposalId,
+    last: &mut Option<ProposalView>,
+) -> Result<Option<ProposalView>, SignerCallError> {
+    let request = GetProposalRequest {
+        proposal_id: id.to_string(),
+    };
+    match client.get_proposal(request).await {
+        Err(status) => worth_reopening(&status).map(|()| None),
+        Ok(response) => {
+            let view = response.into_inner();
+            if view.status() == ProposalStatus::Pending {
+                *last = Some(view);
+                Ok(None)
+            } else {
+                Ok(Some(view))
+            }
+        }
     }
 }
 

@@ -63,7 +63,9 @@ pub const NON_DATA: &[NonData] = &[
     },
     NonData {
         name: "rules_suggest",
-        entries: Entries(&[Entry::Cli("countersign rules suggest [--min N]")]),
+        entries: Entries(&[Entry::Cli(
+            "countersign rules suggest [--min N] [--prefix P]",
+        )]),
         reason: RULES_APPROVER_ONLY,
     },
     NonData {

@@ -38,6 +38,10 @@ pub struct PinRequest {
     pub description: Option<String>,
     /// Its input schema as the upstream lists it.
     pub input_schema: Map<String, Value>,
+    /// What else a client may show of it, as the upstream lists it
+    /// ([`ToolDefinition::shown`]); absent means none.
+    #[serde(default)]
+    pub shown: Map<String, Value>,
     /// The digest pinned when this was proposed (`null`: not pinned then).
     pub replaces: Option<String>,
 }
@@ -49,6 +53,7 @@ impl PinRequest {
             name: self.tool.clone(),
             description: self.description.clone(),
             input_schema: self.input_schema.clone(),
+            shown: self.shown.clone(),
         }
     }
 
@@ -59,6 +64,7 @@ impl PinRequest {
             "tool": self.tool,
             "description": self.description,
             "input_schema": self.input_schema,
+            "shown": self.shown,
             "replaces": self.replaces,
         })
     }
@@ -145,7 +151,8 @@ impl Pins {
 }
 
 /// The lines the preview adds for a `gateway.pin` proposal: per tool, the
-/// digest it pins and the one it replaces, then its description, so a
+/// digest it pins and the one it replaces, then its description and every
+/// other field a client shows (title, annotations, ...), so a
 /// person compares them with `countersign gateway tools` and reads what the
 /// agent would read. Unescaped: the preview escapes every line.
 pub(crate) fn preview_lines(args: &Value) -> Vec<String> {
@@ -173,6 +180,12 @@ pub(crate) fn preview_lines(args: &Value) -> Vec<String> {
             |d| canonical::to_canonical(&Value::String(d.to_owned())).unwrap_or_default(),
         );
         lines.push(format!("  description: {description}"));
+        // Title, annotations (readOnlyHint, ...), output schema: what the
+        // agent and a person are shown of the tool, reviewed with it.
+        for (field, value) in &request.shown {
+            let value = canonical::to_canonical(value).unwrap_or_default();
+            lines.push(format!("  {field}: {value}"));
+        }
     }
     lines
 }
@@ -205,6 +218,7 @@ pub(crate) fn pin_operation(
                         "upstream": { "enum": upstreams },
                         "tool": { "type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$" },
                         "description": { "type": ["string", "null"] },
+                        "shown": { "type": "object" },
                         "input_schema": {
                             "type": "object",
                             "required": ["type"],

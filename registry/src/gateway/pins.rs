@@ -1,6 +1,7 @@
 //! The tool definitions a person pinned (`gateway-pins.json`): per upstream
-//! and tool, the description and input schema the upstream listed when the
-//! person accepted it, and their digest. A gated call is proposed and
+//! and tool, everything the upstream listed of it when the person accepted
+//! it (description, input schema, and what else a client shows: title,
+//! annotations, output schema, icons, metadata), and their digest. A gated call is proposed and
 //! approved against the pinned definition, and runs only while the upstream
 //! lists the same one.
 
@@ -18,7 +19,7 @@ const MAX_PINS_BYTES: usize = 4 * 1024 * 1024;
 /// The pins file's format version.
 const VERSION: u32 = 1;
 
-/// A tool as an upstream lists it: the part that is pinned and hashed.
+/// A tool as an upstream lists it: all of it is pinned and hashed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolDefinition {
     /// The tool's name.
@@ -27,18 +28,38 @@ pub struct ToolDefinition {
     pub description: Option<String>,
     /// Its input schema (a JSON Schema object).
     pub input_schema: Map<String, Value>,
+    /// Every other field of the tool as the upstream lists it, under its
+    /// MCP name (`title`, `annotations`, `outputSchema`, `icons`,
+    /// `_meta`): what an agent or a person may be shown of it. Empty when
+    /// the upstream lists none.
+    pub shown: Map<String, Value>,
 }
 
 impl ToolDefinition {
     /// SHA-256 hex of the canonical JSON (RFC 8785) of `{name, description
-    /// (null when absent), input_schema}`; `None` if the schema holds a
-    /// value canonical JSON cannot write (such a tool cannot be pinned).
+    /// (null when absent), input_schema}`, with `shown` added when it is
+    /// not empty; `None` if a value canonical JSON cannot write is in it
+    /// (such a tool cannot be pinned).
+    ///
+    /// Why `shown` only when not empty: a pin made before these fields
+    /// were pinned holds a digest of the first three alone. A tool that
+    /// lists none of the others keeps that digest, so its pin stays valid
+    /// and nobody is asked again for a definition that did not change; a
+    /// tool that lists any of them (a title, an annotation) gets a new
+    /// digest, so its old pin no longer matches and a person reviews the
+    /// fields nobody reviewed before. An empty `shown` and an absent one
+    /// cannot be told apart, and need not be: both show nothing more.
     pub fn sha256_hex(&self) -> Option<String> {
-        let definition = json!({
+        let mut definition = json!({
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
         });
+        if !self.shown.is_empty()
+            && let Some(object) = definition.as_object_mut()
+        {
+            object.insert("shown".into(), Value::Object(self.shown.clone()));
+        }
         canonical::canonical_sha256_hex(&definition).ok()
     }
 }
@@ -51,6 +72,11 @@ pub struct PinnedTool {
     pub description: Option<String>,
     /// The input schema as pinned.
     pub input_schema: Map<String, Value>,
+    /// The other fields a client may show, as pinned
+    /// ([`ToolDefinition::shown`]); absent from the file when empty, so a
+    /// file written before they were pinned still loads.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub shown: Map<String, Value>,
     /// [`ToolDefinition::sha256_hex`] of the pinned definition, checked
     /// at load.
     pub sha256: String,
@@ -149,6 +175,7 @@ impl Pins {
                 PinnedTool {
                     description: definition.description,
                     input_schema: definition.input_schema,
+                    shown: definition.shown,
                     sha256,
                 },
             );
@@ -163,6 +190,7 @@ impl PinnedTool {
             name: name.to_owned(),
             description: self.description.clone(),
             input_schema: self.input_schema.clone(),
+            shown: self.shown.clone(),
         }
     }
 }

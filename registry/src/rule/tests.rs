@@ -479,3 +479,73 @@ fn a_model_may_propose_an_argv_rule_through_the_rule_create_schema() {
         );
     }
 }
+
+/// A definition for `agent.shell` with `constraints`, otherwise valid.
+fn agent_shell_rule(constraints: Value) -> RuleDefinition {
+    let mut v = with(constraints);
+    v["operations"] = json!(["agent.shell"]);
+    v["sessions"] = json!(["*"]);
+    RuleDefinition::from_value(v).unwrap()
+}
+
+fn shell_args(command: &str) -> Value {
+    json!({"agent": "claude-code", "tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/w"})
+}
+
+#[test]
+fn refuses_a_shell_rule_whose_command_test_is_not_argv_and_it_covers_nothing() {
+    let registry = registry();
+    let prefix = "prefix is a string test, and a shell command is never matched by a string prefix";
+    let text = "equals and one_of compare the command's text, not the words a shell runs";
+    for (constraints, why) in [
+        (
+            json!([{"pointer": "/tool_input/command", "prefix": "touch ok.txt"}]),
+            prefix,
+        ),
+        (
+            json!([{"pointer": "/tool_input/command", "equals": "git status"}]),
+            text,
+        ),
+        (
+            json!([{"pointer": "/tool_input/command", "one_of": ["git status"]}]),
+            text,
+        ),
+        (
+            json!([
+                {"pointer": "/tool_input/command", "argv": {"program": "touch", "args": ["ok.txt"], "more_args": false}},
+                {"pointer": "/tool_input/command", "prefix": "touch"},
+            ]),
+            prefix,
+        ),
+        (
+            json!([{"pointer": "/tool_name", "equals": "Bash"}]),
+            "without an argv test on it, the rule would cover every command",
+        ),
+    ] {
+        let r = agent_shell_rule(constraints.clone());
+        assert_eq!(
+            r.check_creatable(&registry, false, now()),
+            Err(RuleError::ShellNeedsArgv(why)),
+            "{constraints}"
+        );
+        assert_eq!(
+            RuleError::ShellNeedsArgv(why).to_string(),
+            format!(
+                "a rule for agent.shell must match /tool_input/command with argv, and argv only: {why}"
+            )
+        );
+        // Stored before the check existed: it approves no shell call.
+        for command in ["touch ok.txt; touch y", "touch ok.txt", "git status"] {
+            assert!(
+                !r.covers("agent.shell", "s", &shell_args(command)),
+                "{constraints} {command}"
+            );
+        }
+    }
+    let argv = agent_shell_rule(json!([
+        {"pointer": "/tool_input/command", "argv": {"program": "touch", "args": ["ok.txt"], "more_args": false}},
+    ]));
+    assert_eq!(argv.check_creatable(&registry, false, now()), Ok(()));
+    assert!(argv.covers("agent.shell", "s", &shell_args("touch ok.txt")));
+    assert!(!argv.covers("agent.shell", "s", &shell_args("touch ok.txt; touch y")));
+}

@@ -149,3 +149,71 @@ async fn the_http_hook_denies_when_the_signer_is_unreachable() {
     let events = api.h.ledger().events().await.unwrap();
     assert!(events.iter().all(|e| e.kind != "proposed"), "{events:?}");
 }
+
+/// The deny an http hook answers for an input it could not take: status
+/// 200 and Claude Code's `decision: block` with the reason, as the command
+/// hook's exit-2 deny, and nothing proposed.
+async fn assert_blocked_and_nothing_proposed(api: &Api, reply: &api_support::Reply, reason: &str) {
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        reply.json(),
+        json!({"decision": "block", "reason": reason}),
+        "{}",
+        reply.body
+    );
+    let listed = api.h.cli(&["--json", "list"]).await.json();
+    assert_eq!(listed, json!([]));
+    let events = api.h.ledger().events().await.unwrap();
+    assert!(events.iter().all(|e| e.kind != "proposed"), "{events:?}");
+}
+
+#[tokio::test]
+async fn the_http_hook_denies_an_input_over_one_mebibyte_with_a_200_and_proposes_nothing() {
+    let api = Api::start().await;
+    let token = api.token().await;
+    // A Write of a 1.1 MiB file: valid JSON, only too large.
+    let content = "x".repeat(1024 * 1024 + 100 * 1024);
+    let body = json!({
+        "session_id": "9d1f6b9e-2f4c-4c1e-8f1a-3b2c1d0e9f8a",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/work/project",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": "/work/project/big.txt", "content": content},
+        "tool_use_id": "toolu_big",
+    })
+    .to_string();
+    let reply = api.post(&token, PATH, &body).await;
+    assert_blocked_and_nothing_proposed(
+        &api,
+        &reply,
+        "countersign refused this claude-code hook input: input larger than 1048576 bytes",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_http_hook_denies_an_input_that_is_not_utf8_with_a_200_and_proposes_nothing() {
+    let api = Api::start().await;
+    let token = api.token().await;
+    let auth = format!("Bearer {token}");
+    let mut body = bash("toolu_bad", "git status").into_bytes();
+    body.extend_from_slice(b"\xff\xfe");
+    let reply = api
+        .raw(
+            "POST",
+            PATH,
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
+            &body,
+        )
+        .await;
+    assert_blocked_and_nothing_proposed(
+        &api,
+        &reply,
+        "countersign refused this claude-code hook input: input is not strict JSON: input is not valid UTF-8",
+    )
+    .await;
+}

@@ -4,10 +4,14 @@
 //! pairing link (https, the console's name) goes to the terminal only,
 //! never to stdout, and with `--qr` also as a QR code there that an
 //! independent reader decodes back to the link. Each approver has their
-//! own sessions.
+//! own sessions. `console trust --import` imports only a name-constrained
+//! console CA, after the person confirmed its fingerprint at the terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use countersign::CliError;
 use countersign_console::SessionStore;
@@ -257,21 +261,155 @@ async fn each_approver_pairs_and_lists_only_their_own_browsers() {
     );
 }
 
+/// The real `countersign` with `HOME` set to `person`, no terminal.
+fn countersign_as(person: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(countersign_integration_tests::bin("countersign"))
+        .args(args)
+        .env("HOME", person)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The real `countersign` with `HOME` set to `person`, at a controlling
+/// terminal (a pseudo-terminal that `script` makes), where the person
+/// types the challenge it asks for: whether it succeeded, and everything
+/// the terminal showed.
+fn countersign_at_terminal(person: &Path, args: &[&str]) -> (bool, String) {
+    use std::io::{Read as _, Write as _};
+    let mut line = countersign_integration_tests::bin("countersign")
+        .display()
+        .to_string();
+    for arg in args {
+        assert!(!arg.contains('\''), "{arg}");
+        line.push_str(&format!(" '{arg}'"));
+    }
+    let mut child = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .env("HOME", person)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let shown = Arc::new(Mutex::new(String::new()));
+    let reading = Arc::clone(&shown);
+    let reader = std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            reading
+                .lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let code = loop {
+        let text = shown.lock().unwrap().clone();
+        if let Some((_, rest)) = text.split_once("Type ")
+            && let Some((code, _)) = rest.split_once(" to import it")
+        {
+            break Some(code.to_owned());
+        }
+        if child.try_wait().unwrap().is_some() || std::time::Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    if let Some(code) = code {
+        stdin.write_all(format!("{code}\n").as_bytes()).unwrap();
+    }
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    let shown = shown.lock().unwrap().clone();
+    (status.success(), shown)
+}
+
+fn has_certutil() -> bool {
+    std::process::Command::new("certutil")
+        .arg("-H")
+        .output()
+        .is_ok()
+}
+
+/// `certutil -L` of the NSS database `db`: one line per certificate.
+fn nss_listing(db: &Path) -> String {
+    let listed = std::process::Command::new("certutil")
+        .args(["-L", "-d", &format!("sql:{}", db.display())])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    String::from_utf8_lossy(&listed.stdout).into_owned()
+}
+
+/// The SHA-256 fingerprint of the certificate `db` holds as the console's CA, if any.
+fn nss_console_ca(db: &Path) -> Option<String> {
+    let held = std::process::Command::new("certutil")
+        .args([
+            "-L",
+            "-d",
+            &format!("sql:{}", db.display()),
+            "-n",
+            "countersign console CA",
+            "-a",
+        ])
+        .output()
+        .unwrap();
+    held.status.success().then(|| {
+        countersign_identity::console_pki::fingerprint_sha256(&String::from_utf8_lossy(
+            &held.stdout,
+        ))
+        .unwrap()
+    })
+}
+
+/// A throwaway HOME with an empty NSS database where Chromium reads one.
+fn person_with_empty_nssdb() -> (tempfile::TempDir, PathBuf) {
+    let person = tempfile::tempdir().unwrap();
+    let db = person.path().join(".pki/nssdb");
+    std::fs::create_dir_all(&db).unwrap();
+    let made = std::process::Command::new("certutil")
+        .args([
+            "-N",
+            "--empty-password",
+            "-d",
+            &format!("sql:{}", db.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    (person, db)
+}
+
+/// A self-signed CA certificate with `constraints` (PEM).
+fn ca_pem(constraints: Option<rcgen::NameConstraints>) -> String {
+    let mut params = rcgen::CertificateParams::default();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "not the console's CA");
+    params.name_constraints = constraints;
+    let key = rcgen::KeyPair::generate().unwrap();
+    params.self_signed(&key).unwrap().pem()
+}
+
 /// `countersign console trust`, as the real binary with a throwaway HOME:
 /// the fingerprint and steps; the PEM alone; the import into the user's
-/// NSS database (the one Chromium reads), also from a CA file handed over
-/// without a home of one's own.
+/// NSS database (the one Chromium reads) once the person confirmed the
+/// fingerprint at the terminal, also from a CA file handed over without a
+/// home of one's own; and `--new-ca` takes the old CA out of it again.
 #[tokio::test]
 async fn console_trust_shows_the_fingerprint_and_imports_the_ca_into_nss() {
     let h = Harness::start().await;
-    let cli = countersign_integration_tests::bin("countersign");
     let person = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        let output = std::process::Command::new(&cli)
-            .args(args)
-            .env("HOME", person.path())
-            .output()
-            .unwrap();
+        let output = countersign_as(person.path(), args);
         assert!(
             output.status.success(),
             "{args:?}: {}",
@@ -294,37 +432,174 @@ async fn console_trust_shows_the_fingerprint_and_imports_the_ca_into_nss() {
     );
     assert_eq!(run(&["--home", &home, "console", "trust", "--pem"]), pem);
 
-    if std::process::Command::new("certutil")
-        .arg("-H")
-        .output()
-        .is_err()
-    {
+    if !has_certutil() {
         println!("SKIPPED: the import (no certutil; scripts/test installs libnss3-tools)");
         return;
     }
-    // The person has no countersign home: the CA file is enough.
+    // The person has no countersign home: the CA file is enough. Without a
+    // terminal to confirm the fingerprint at, nothing is imported.
     let handed = person.path().join("console-ca.pem");
     std::fs::write(&handed, &pem).unwrap();
-    let imported: serde_json::Value = serde_json::from_str(&run(&[
-        "--json",
+    let import = [
         "console",
         "trust",
         "--import",
         "--ca",
         handed.to_str().unwrap(),
-    ]))
-    .unwrap();
+    ];
+    let refused = countersign_as(person.path(), &import);
+    assert_eq!(refused.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).starts_with(
+            "countersign: refused: importing a CA needs an interactive terminal and none is available"
+        ),
+        "{refused:?}"
+    );
     let nssdb = person.path().join(".pki/nssdb");
-    assert_eq!(imported["imported_into"][0], nssdb.display().to_string());
-    let listed = std::process::Command::new("certutil")
-        .args(["-L", "-d", &format!("sql:{}", nssdb.display())])
-        .output()
-        .unwrap();
-    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(!nssdb.join("cert9.db").exists(), "nothing was imported");
+
+    let (ok, terminal) = countersign_at_terminal(person.path(), &import);
+    assert!(ok, "{terminal}");
+    assert!(
+        terminal.contains("Trust this CA in your browsers, for console.localhost only:")
+            && terminal.contains(&format!("SHA-256 fingerprint: {fingerprint}")),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains(&format!(
+            "imported {} (SHA-256 {fingerprint}) into:",
+            handed.display()
+        )),
+        "{terminal}"
+    );
+    let listed = nss_listing(&nssdb);
     assert!(
         listed
             .lines()
             .any(|l| l.starts_with("countersign console CA") && l.trim_end().ends_with("C,,")),
         "{listed}"
     );
+    assert_eq!(nss_console_ca(&nssdb), Some(fingerprint.clone()));
+
+    // A new console CA: the old one leaves the database it was imported into.
+    let made: serde_json::Value = serde_json::from_str(&run(&[
+        "--home", &home, "--json", "console", "trust", "--new-ca",
+    ]))
+    .unwrap();
+    assert_eq!(
+        made["removed_from"],
+        serde_json::json!([nssdb.display().to_string()])
+    );
+    assert_eq!(nss_console_ca(&nssdb), None);
+    assert!(!nss_listing(&nssdb).contains("countersign console CA"));
+}
+
+/// `console trust --import` of a CA that could vouch for another site:
+/// one without name constraints, and one whose constraints permit a name
+/// that is not the console's. Each is refused with its reason before the
+/// person is asked anything, and the NSS database stays empty.
+#[test]
+fn console_trust_refuses_an_unconstrained_ca_or_one_permitting_another_name_and_imports_nothing() {
+    if !has_certutil() {
+        println!("SKIPPED: no certutil (scripts/test installs libnss3-tools)");
+        return;
+    }
+    let (person, nssdb) = person_with_empty_nssdb();
+    let no_addresses = || {
+        vec![
+            rcgen::GeneralSubtree::IpAddress(rcgen::CidrSubnet::V4([0; 4], [0; 4])),
+            rcgen::GeneralSubtree::IpAddress(rcgen::CidrSubnet::V6([0; 16], [0; 16])),
+        ]
+    };
+    for (name, pem, why) in [
+        (
+            "unconstrained.pem",
+            ca_pem(None),
+            "it has no X.509 name constraints, so it could vouch for any site",
+        ),
+        (
+            "another-name.pem",
+            ca_pem(Some(rcgen::NameConstraints {
+                permitted_subtrees: vec![
+                    rcgen::GeneralSubtree::DnsName("console.localhost".into()),
+                    rcgen::GeneralSubtree::DnsName("bank.example".into()),
+                ],
+                excluded_subtrees: no_addresses(),
+            })),
+            "its name constraints permit \"bank.example\", which is not one of the console's names (console.localhost)",
+        ),
+    ] {
+        let file = person.path().join(name);
+        std::fs::write(&file, &pem).unwrap();
+        let import = [
+            "console",
+            "trust",
+            "--import",
+            "--ca",
+            file.to_str().unwrap(),
+        ];
+        let refused = countersign_as(person.path(), &import);
+        assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&refused.stderr),
+            format!(
+                "countersign: refused: {} is not a console CA that may be trusted: {why}; nothing was imported\n",
+                file.display()
+            )
+        );
+        // Refused at the terminal too, before the person is asked.
+        let (ok, terminal) = countersign_at_terminal(person.path(), &import);
+        assert!(!ok && !terminal.contains("Type "), "{terminal}");
+        let listed = nss_listing(&nssdb);
+        assert!(
+            !listed.lines().any(|l| l.trim_end().ends_with(",,")),
+            "nothing was imported: {listed}"
+        );
+        assert_eq!(nss_console_ca(&nssdb), None);
+    }
+}
+
+/// `console trust --import` where the nickname already holds another
+/// certificate: refused, naming it, before the person is asked; the
+/// database keeps what it had.
+#[tokio::test]
+async fn console_trust_refuses_when_the_nickname_holds_another_certificate() {
+    if !has_certutil() {
+        println!("SKIPPED: no certutil (scripts/test installs libnss3-tools)");
+        return;
+    }
+    let h = Harness::start().await;
+    let (person, nssdb) = person_with_empty_nssdb();
+    let other = person.path().join("other.pem");
+    std::fs::write(&other, ca_pem(None)).unwrap();
+    let added = std::process::Command::new("certutil")
+        .args([
+            "-A",
+            "-d",
+            &format!("sql:{}", nssdb.display()),
+            "-t",
+            "C,,",
+            "-n",
+            "countersign console CA",
+            "-i",
+            other.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{added:?}");
+    let held = nss_console_ca(&nssdb).unwrap();
+    let home = h.home();
+    let (ok, terminal) = countersign_at_terminal(
+        person.path(),
+        &["--home", &home, "console", "trust", "--import"],
+    );
+    assert!(!ok, "{terminal}");
+    assert!(
+        terminal.contains(&format!(
+            "countersign: refused: the NSS database {} already holds another certificate as \"countersign console CA\" (SHA-256 {held}); nothing was imported.",
+            nssdb.display()
+        )) && !terminal.contains("Type "),
+        "{terminal}"
+    );
+    assert_eq!(nss_console_ca(&nssdb), Some(held));
 }

@@ -20,6 +20,10 @@
 //!   calls run once after a person's approval with the upstream's result,
 //!   refusals before any upstream, a changed tool, an upstream killed
 //!   mid-call.
+//! - `gateway_pin_display.py`: a pinned tool whose title and `readOnlyHint`
+//!   the upstream changes is refused (`tool_changed`) and the agent is
+//!   shown the pinned values, until a person pins the change; then its
+//!   calls need a person's approval again.
 //! - `claude_code_hook.py`: the real Claude Code binary against a mock of
 //!   the Messages API, with `countersign init claude-code`'s hook: a Bash
 //!   call denied at the terminal never runs, approved it runs once, with no
@@ -61,6 +65,11 @@ fn a_remote_mcp_client_needs_a_live_credential_and_executes_only_its_own_approva
 #[test]
 fn the_gateway_calls_an_upstream_tool_once_after_a_person_approved_the_exact_call() {
     run_script("gateway_flow.py");
+}
+
+#[test]
+fn a_tool_whose_title_or_annotations_changed_is_refused_until_a_person_pins_them() {
+    run_script("gateway_pin_display.py");
 }
 
 #[test]

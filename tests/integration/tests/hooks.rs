@@ -392,12 +392,21 @@ async fn rules_suggest_proposes_what_people_approved_and_creates_nothing() {
     assert_eq!(run.result, Ok(()), "{}", run.stderr);
     let suggested = run.json();
     let suggested = suggested.as_array().unwrap();
-    // `git status; make` has shell syntax no rule sees through: never suggested.
-    assert_eq!(suggested.len(), 1, "{suggested:?}");
-    assert_eq!(suggested[0]["count"], 4);
+    // `git status; make` has shell syntax no rule sees through: never
+    // suggested. `npm` runs scripts: each approved line on its own, exactly.
+    assert_eq!(suggested.len(), 2, "{suggested:?}");
+    assert_eq!(suggested[0]["count"], 2);
     assert_eq!(
         suggested[0]["definition"]["constraints"],
-        json!([{"pointer": "/tool_input/command", "argv": {"program": "npm", "args": ["test"], "more_args": true}}])
+        json!([{"pointer": "/tool_input/command", "argv": {"program": "npm", "args": ["test"], "more_args": false}}])
+    );
+    assert_eq!(
+        suggested[0]["widest"],
+        "exactly npm test (no further arguments; 1 command line(s), 1 approved)"
+    );
+    assert_eq!(
+        suggested[1]["definition"]["constraints"],
+        json!([{"pointer": "/tool_input/command", "argv": {"program": "npm", "args": ["test", "--", "--watch=false"], "more_args": false}}])
     );
     let rules = h.cli(&["--json", "rules", "list"]).await.json();
     assert_eq!(rules["rules"], json!([]), "suggesting creates nothing");

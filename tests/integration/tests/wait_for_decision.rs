@@ -2,7 +2,8 @@
 //! coding agent's hook) uses, against a real signer over mTLS: it answers
 //! with a decision as soon as it is made, at once for one made before,
 //! with the last pending view at its deadline, and with the signer's own
-//! refusal for another principal's proposal; a signer that is full or
+//! refusal for another principal's proposal; a signer whose watch places
+//! are full hears the decision within one retry interval, and one that is
 //! gone is waited out until the deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -158,10 +159,12 @@ async fn refuses_another_principals_proposal_as_the_signer_does() {
     );
 }
 
-/// The principal's watches all taken: the wait keeps trying, and answers
-/// with the decision once a place is free.
+/// The principal's heads hold every watch place the signer allows them:
+/// the wait keeps trying and reads the proposal between attempts, so a
+/// decision reaches it at most one retry interval (2 s) after it is made,
+/// though no place ever frees.
 #[tokio::test]
-async fn waits_out_a_principal_whose_watches_are_all_taken() {
+async fn a_head_at_its_watch_cap_hears_a_decision_within_one_retry_interval() {
     let signer = TestSigner::start().await.unwrap();
     let mut head = signer.client(Role::Head).await.unwrap();
     let proposal = propose(&mut head).await;
@@ -181,7 +184,10 @@ async fn waits_out_a_principal_whose_watches_are_all_taken() {
     let id = id_of(&proposal);
     let mut waiting_head = signer.client(Role::Head).await.unwrap();
     let waiting =
-        tokio::spawn(async move { wait_for_decision(&mut waiting_head, &id, in_secs(30)).await });
+        tokio::spawn(async move { wait_for_decision(&mut waiting_head, &id, in_secs(60)).await });
+    // Long enough for the pause between attempts to reach its longest.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!waiting.is_finished(), "nobody decided yet");
     signer
         .client(Role::Approver)
         .await
@@ -189,18 +195,23 @@ async fn waits_out_a_principal_whose_watches_are_all_taken() {
         .decide(approve(&proposal.id))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!waiting.is_finished(), "no place to watch from yet");
-    drop(taken);
+    let decided_at = Instant::now();
     let waited = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
-        .expect("answered once a place was free")
+        .expect("answered while every place is still taken")
         .unwrap()
         .unwrap();
+    let heard_after = decided_at.elapsed();
     assert!(
         matches!(&waited, Waited::Decided(v) if v.status() == ProposalStatus::Approved),
         "{waited:?}"
     );
+    // One retry interval (2 s), and the time of one read.
+    assert!(
+        heard_after <= Duration::from_millis(2500),
+        "heard {heard_after:?} after the decision"
+    );
+    drop(taken);
 }
 
 /// A signer that stops while the wait is open: the stream ends with

@@ -87,6 +87,7 @@ pub(crate) async fn tools(
             tool: tool.to_owned(),
             description: found.definition.description.clone(),
             input_schema: found.definition.input_schema.clone(),
+            shown: found.definition.shown.clone(),
             replaces,
         });
     }

@@ -3,18 +3,31 @@
 //! never creates: a suggestion is a definition to save and pass to `rules
 //! create`, where the person reads its exact scope and confirms it.
 //!
-//! Owns: how approved calls are grouped into suggestions. Shell calls
-//! (`agent.shell`) are grouped by program and first word, as the rule's
-//! `argv` test matches them (a command with shell syntax the test cannot
-//! see through is never suggested); reads, web, MCP and other tools by
-//! their tool name. Edits are never suggested: no two diffs are alike, and
-//! a rule over a tool name would cover every edit.
+//! A suggestion grants what people approved and no more:
+//! - shell calls (`agent.shell`) become `argv` tests of exactly the approved
+//!   command lines, never with further arguments: calls of one program and
+//!   first word, of one length, and identical from their first option on,
+//!   form one test whose other positions are each one of the approved
+//!   words. An interpreter or runner (`sh`, `python3`, `env`, `find`,
+//!   `npm`, `make`, `git -c`, ... see [`runs_other_programs`]) is never
+//!   grouped: each approved line is its own suggestion. A command with
+//!   shell syntax the test cannot see through is never suggested.
+//! - reads and web calls are grouped by their tool and the value of their
+//!   path, URL or query: one of the approved values, or, with `--prefix P`
+//!   typed by the person, any value starting with P. Other tools (MCP,
+//!   anything else) by their whole input: one of the approved inputs.
+//!   Never by tool name alone.
+//! - edits are never suggested: no two diffs are alike.
+//!
+//! Each suggestion prints the widest call it would allow.
+//!
+//! Owns: how approved calls are grouped into suggestions.
 //! Must not: create or revise a rule, or count a call a rule approved.
 
 use std::collections::BTreeMap;
 
 use countersign_proto::v1::{ListProposalsRequest, ProposalStatus, ProposalView};
-use countersign_registry::rule::argv;
+use countersign_registry::rule::{SHELL_COMMAND_POINTER, SHELL_OPERATION, argv};
 use serde_json::{Value, json};
 
 use crate::Io;
@@ -37,8 +50,10 @@ const VALID_DAYS: i64 = 30;
 pub(crate) struct Suggestion {
     /// How many approved calls it covers.
     pub(crate) count: usize,
-    /// Those calls (commands or tool names), each with its count.
+    /// Those calls (commands, or tool and input), each with its count.
     pub(crate) examples: BTreeMap<String, usize>,
+    /// The widest call the rule would allow, as a person reads it.
+    pub(crate) widest: String,
     /// The rule definition, for `rules create --file`.
     pub(crate) definition: Value,
 }
@@ -63,11 +78,11 @@ pub(crate) async fn suggest(
     let expires_at =
         countersign_verifier::timestamp::format_whole_seconds(expires).map_err(CliError::error)?;
     let min = usize::try_from(args.min).unwrap_or(usize::MAX);
-    let found = suggestions(&applied, min, &expires_at);
+    let found = suggestions(&applied, min, args.prefix.as_deref(), &expires_at);
     if json {
         let items: Vec<Value> = found
             .iter()
-            .map(|s| json!({"count": s.count, "examples": s.examples, "definition": s.definition}))
+            .map(|s| json!({"count": s.count, "examples": s.examples, "widest": s.widest, "definition": s.definition}))
             .collect();
         return write_json(io.out, &items);
     }
@@ -89,6 +104,10 @@ pub(crate) async fn suggest(
                 countersign_registry::terminal_safe(example)
             ));
         }
+        text.push_str(&format!(
+            "widest call it allows: {}\n",
+            countersign_registry::terminal_safe(&s.widest)
+        ));
         text.push_str(&format!("rule: {}\n\n", s.definition));
     }
     text.push_str(
@@ -97,15 +116,165 @@ pub(crate) async fn suggest(
     write_text(io.out, &text)
 }
 
+/// The most values one suggestion lists (a rule's `one_of` limit); the
+/// most approved are kept.
+const MAX_VALUES: usize = countersign_registry::rule::MAX_ONE_OF;
+
+/// Programs that run other programs or code given in their arguments
+/// (shells, interpreters, runners, wrappers), or write or execute what an
+/// argument names: each approved line of one is its own suggestion, never
+/// grouped with another. Compared with the program's file name.
+const RUNNERS: &[&str] = &[
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "fish",
+    "csh",
+    "tcsh",
+    "busybox",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "bunx",
+    "perl",
+    "ruby",
+    "irb",
+    "php",
+    "lua",
+    "luajit",
+    "Rscript",
+    "osascript",
+    "pwsh",
+    "tclsh",
+    "expect",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "sed",
+    "env",
+    "xargs",
+    "parallel",
+    "find",
+    "fd",
+    "npx",
+    "pnpx",
+    "npm",
+    "pnpm",
+    "yarn",
+    "make",
+    "gmake",
+    "cargo",
+    "go",
+    "just",
+    "rake",
+    "gradle",
+    "mvn",
+    "sudo",
+    "doas",
+    "su",
+    "nohup",
+    "timeout",
+    "nice",
+    "ionice",
+    "stdbuf",
+    "chroot",
+    "unshare",
+    "setsid",
+    "watch",
+    "strace",
+    "ltrace",
+    "gdb",
+    "exec",
+    "eval",
+    "source",
+    ".",
+    "command",
+    "builtin",
+    "ssh",
+    "docker",
+    "podman",
+    "kubectl",
+    "vi",
+    "vim",
+    "nvim",
+    "emacs",
+    "ed",
+    "ex",
+    "less",
+    "more",
+    "man",
+];
+
+/// Whether `argv` runs a program or code it names (see [`RUNNERS`]):
+/// also `python*`, `pypy*`, `perl*`, `ruby*`, `lua*` of any version, and
+/// `git` with options that set its configuration or helper programs
+/// (`-c`, `--config-env`, `--exec-path`).
+pub(crate) fn runs_other_programs(argv: &[String]) -> bool {
+    let Some((program, args)) = argv.split_first() else {
+        return true;
+    };
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let versioned = ["python", "pypy", "perl", "ruby", "lua", "node", "php"]
+        .iter()
+        .any(|p| name.starts_with(p));
+    let git_runs = name == "git"
+        && args.iter().any(|a| {
+            a == "-c"
+                || a.starts_with("--config-env")
+                || a.starts_with("--exec-path")
+                || (a.starts_with("-c") && !a.starts_with("--"))
+        });
+    RUNNERS.contains(&name) || versioned || git_runs
+}
+
+/// A group of approved calls one rule would cover.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupKey {
+    /// Shell commands of one program and first word, one length, equal
+    /// from `fixed_from` on (their first option, or every word of a
+    /// runner's command).
+    Shell {
+        program: String,
+        first: Option<String>,
+        len: usize,
+        fixed_from: usize,
+        tail: Vec<String>,
+    },
+    /// One tool's calls whose value at `pointer` is one of the approved
+    /// ones, or starts with `prefix`.
+    Value {
+        operation: String,
+        tool: String,
+        pointer: String,
+        prefix: Option<String>,
+    },
+}
+
+/// One approved call: its group and what it contributes.
+struct Approved {
+    key: GroupKey,
+    /// How the call is shown.
+    example: String,
+    /// The words of a shell command, or the value at the group's pointer.
+    value: Value,
+}
+
 /// The suggestions from `applied` proposals: the groups of agent calls a
-/// person approved at least `min` times, most approved first.
+/// person approved at least `min` times, most approved first. `prefix` is
+/// the one a person typed for paths and URLs.
 pub(crate) fn suggestions(
     applied: &[ProposalView],
     min: usize,
+    prefix: Option<&str>,
     expires_at: &str,
 ) -> Vec<Suggestion> {
-    // (operation, group key) -> (pattern, examples)
-    let mut groups: BTreeMap<(String, String), (Value, BTreeMap<String, usize>)> = BTreeMap::new();
+    // group -> (value -> (example, count))
+    let mut groups: BTreeMap<GroupKey, BTreeMap<String, (Value, String, usize)>> = BTreeMap::new();
     for view in applied {
         // A rule's own approvals teach nothing about what people approve.
         if view.provenance.starts_with("rule:") || view.operation == "agent.edit" {
@@ -117,137 +286,217 @@ pub(crate) fn suggestions(
         let Ok(arguments) = serde_json::from_str::<Value>(&view.arguments_json) else {
             continue;
         };
-        let Some((key, example, constraint)) = group_of(&view.operation, &arguments) else {
+        let Some(call) = approved(&view.operation, &arguments, prefix) else {
             continue;
         };
-        let entry = groups
-            .entry((view.operation.clone(), key))
-            .or_insert_with(|| (constraint.clone(), BTreeMap::new()));
-        widen(&mut entry.0, &constraint);
-        *entry.1.entry(example).or_default() += 1;
+        let slot = groups
+            .entry(call.key)
+            .or_default()
+            .entry(call.value.to_string())
+            .or_insert((call.value, call.example, 0));
+        slot.2 += 1;
     }
     let mut found: Vec<Suggestion> = groups
         .into_iter()
-        .map(|((operation, _), (constraint, examples))| Suggestion {
-            count: examples.values().sum(),
-            definition: json!({
-                "operations": [operation],
-                "constraints": [constraint],
-                "sessions": ["*"],
-                "max_uses": MAX_USES,
-                "per_hour": PER_HOUR,
-                "expires_at": expires_at,
-            }),
-            examples,
-        })
+        .filter_map(|(key, values)| suggestion(key, values, expires_at))
         .filter(|s| s.count >= min)
         .collect();
     found.sort_by_key(|s| std::cmp::Reverse(s.count));
     found
 }
 
-/// The group of one approved call: its key, how it is shown, and the
-/// constraint a rule for its group has (so far).
-fn group_of(operation: &str, arguments: &Value) -> Option<(String, String, Value)> {
+/// The group of one approved call, or `None` if no rule should be
+/// suggested for it.
+fn approved(operation: &str, arguments: &Value, prefix: Option<&str>) -> Option<Approved> {
     let tool = arguments.get("tool_name")?.as_str()?;
-    if operation != "agent.shell" {
-        let constraint = json!({"pointer": "/tool_name", "equals": tool});
-        return Some((tool.to_owned(), tool.to_owned(), constraint));
+    if operation == SHELL_OPERATION {
+        let command = arguments.pointer(SHELL_COMMAND_POINTER)?.as_str()?;
+        // Shell syntax the argv test cannot see through, or words no argv
+        // pattern can name (a relative program path, too many or too long
+        // arguments): never suggested.
+        let words = argv::split(command).ok()?;
+        let program = words.first()?;
+        if (program.contains('/') && !program.starts_with('/'))
+            || words.len() > argv::MAX_ARGV_ARGS + 1
+            || words.iter().any(|w| w.len() > argv::MAX_ARGV_WORD_BYTES)
+        {
+            return None;
+        }
+        let fixed_from = if runs_other_programs(&words) {
+            0
+        } else {
+            words
+                .iter()
+                .skip(1)
+                .position(|w| w.starts_with('-'))
+                .map_or(words.len(), |i| i + 1)
+                .max(2)
+                .min(words.len())
+        };
+        let key = GroupKey::Shell {
+            program: words.first()?.clone(),
+            first: words.get(1).cloned(),
+            len: words.len(),
+            fixed_from,
+            tail: words.get(fixed_from..)?.to_vec(),
+        };
+        return Some(Approved {
+            key,
+            example: command.to_owned(),
+            value: json!(words),
+        });
     }
-    let command = arguments.pointer("/tool_input/command")?.as_str()?;
-    // Shell syntax the argv test cannot see through: never suggested.
-    let words = argv::split(command).ok()?;
-    let (program, rest) = words.split_first()?;
-    let (first, more) = match rest.split_first() {
-        Some((first, more)) => (vec![json!(first)], !more.is_empty()),
-        None => (Vec::new(), false),
+    let (pointer, value) = match field_of(operation, arguments) {
+        Some((pointer, value)) => (pointer, value),
+        None => ("/tool_input", arguments.get("tool_input")?.clone()),
     };
-    let key = format!("{program} {}", rest.first().map_or("", String::as_str));
-    let constraint = json!({
-        "pointer": "/tool_input/command",
-        "argv": {"program": program, "args": first, "more_args": more},
-    });
-    Some((key, command.to_owned(), constraint))
+    let typed = prefix.filter(|p| value.as_str().is_some_and(|v| v.starts_with(p)));
+    let shown = match &value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    Some(Approved {
+        key: GroupKey::Value {
+            operation: operation.to_owned(),
+            tool: tool.to_owned(),
+            pointer: pointer.to_owned(),
+            prefix: typed.map(str::to_owned),
+        },
+        example: format!("{tool} {shown}"),
+        value,
+    })
 }
 
-/// A group's constraint, widened to cover `other` too: a shell group
-/// takes more arguments once any of its calls had them.
-fn widen(constraint: &mut Value, other: &Value) {
-    if other.pointer("/argv/more_args") == Some(&Value::Bool(true))
-        && let Some(more) = constraint.pointer_mut("/argv/more_args")
-    {
-        *more = Value::Bool(true);
+/// The path, URL or query a read or web call is about, when its input
+/// has one: its other fields only shape what is read (`offset`, `limit`,
+/// a fetch's `prompt`), so a rule on this one is what the person
+/// approved. Other tools' inputs are matched whole.
+fn field_of(operation: &str, arguments: &Value) -> Option<(&'static str, Value)> {
+    if !matches!(operation, "agent.read" | "agent.web") {
+        return None;
     }
+    [
+        "/tool_input/url",
+        "/tool_input/file_path",
+        "/tool_input/notebook_path",
+        "/tool_input/absolute_path",
+        "/tool_input/path",
+        "/tool_input/query",
+    ]
+    .into_iter()
+    .find_map(|p| {
+        let v = arguments.pointer(p)?;
+        v.is_string().then(|| (p, v.clone()))
+    })
+    .filter(|_| {
+        // A read with a pattern (Glob, Grep) reads what the pattern
+        // finds: only its whole input is what was approved.
+        arguments.pointer("/tool_input/pattern").is_none()
+    })
+}
+
+/// The rule for one group: its constraint and the widest call it allows.
+fn suggestion(
+    key: GroupKey,
+    values: BTreeMap<String, (Value, String, usize)>,
+    expires_at: &str,
+) -> Option<Suggestion> {
+    let mut values: Vec<(Value, String, usize)> = values.into_values().collect();
+    values.sort_by_key(|v| std::cmp::Reverse(v.2));
+    values.truncate(MAX_VALUES);
+    let count = values.iter().map(|v| v.2).sum();
+    let examples = values.iter().map(|v| (v.1.clone(), v.2)).collect();
+    let (operation, constraints, widest) = match key {
+        GroupKey::Shell { program, len, .. } => {
+            let (constraint, widest) = shell_constraint(&program, len, &values)?;
+            (SHELL_OPERATION.to_owned(), vec![constraint], widest)
+        }
+        GroupKey::Value {
+            operation,
+            tool,
+            pointer,
+            prefix,
+        } => {
+            let tool_is = json!({"pointer": "/tool_name", "equals": tool});
+            let (constraint, widest) = match prefix {
+                Some(p) => (
+                    json!({"pointer": pointer, "prefix": p}),
+                    format!("{tool} with {pointer} ANY string starting with {p:?}"),
+                ),
+                None => {
+                    let list: Vec<Value> = values.iter().map(|v| v.0.clone()).collect();
+                    let widest = format!(
+                        "{tool} with {pointer} exactly one of the {} approved value(s)",
+                        list.len()
+                    );
+                    (json!({"pointer": pointer, "one_of": list}), widest)
+                }
+            };
+            (operation, vec![tool_is, constraint], widest)
+        }
+    };
+    Some(Suggestion {
+        count,
+        examples,
+        widest,
+        definition: json!({
+            "operations": [operation],
+            "constraints": constraints,
+            "sessions": ["*"],
+            "max_uses": MAX_USES,
+            "per_hour": PER_HOUR,
+            "expires_at": expires_at,
+        }),
+    })
+}
+
+/// The `argv` test of a shell group of `len` words: each position the
+/// approved word, or one of them where they differ; never further
+/// arguments. The widest call: every combination of those words.
+fn shell_constraint(
+    program: &str,
+    len: usize,
+    values: &[(Value, String, usize)],
+) -> Option<(Value, String)> {
+    let lines: Vec<Vec<&str>> = values
+        .iter()
+        .map(|v| {
+            v.0.as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut args = Vec::new();
+    let mut shown = vec![program.to_owned()];
+    let mut combinations: usize = 1;
+    for i in 1..len {
+        let mut words: Vec<&str> = lines.iter().filter_map(|l| l.get(i).copied()).collect();
+        words.sort_unstable();
+        words.dedup();
+        combinations = combinations.saturating_mul(words.len());
+        match words.as_slice() {
+            [] => return None,
+            [one] => {
+                args.push(json!(one));
+                shown.push((*one).to_owned());
+            }
+            many => {
+                args.push(json!({"one_of": many}));
+                shown.push(format!("(one of: {})", many.join(" | ")));
+            }
+        }
+    }
+    let constraint = json!({
+        "pointer": SHELL_COMMAND_POINTER,
+        "argv": {"program": program, "args": args, "more_args": false},
+    });
+    let widest = format!(
+        "exactly {} (no further arguments; {combinations} command line(s), {} approved)",
+        shown.join(" "),
+        lines.len()
+    );
+    Some((constraint, widest))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn applied(operation: &str, arguments: Value, provenance: &str) -> ProposalView {
-        ProposalView {
-            operation: operation.into(),
-            arguments_json: arguments.to_string(),
-            provenance: provenance.into(),
-            ..Default::default()
-        }
-    }
-
-    fn shell(command: &str) -> ProposalView {
-        let arguments = json!({"agent": "claude-code", "tool_name": "Bash", "tool_input": {"command": command}, "cwd": "/w"});
-        applied("agent.shell", arguments, "human:cert:pr_x")
-    }
-
-    #[test]
-    fn approved_commands_are_grouped_by_program_and_first_word_and_shell_syntax_is_never_suggested()
-    {
-        let history = vec![
-            shell("git status"),
-            shell("git status"),
-            shell("git status -s"),
-            shell("npm test"),
-            shell("git status; rm -rf x"),
-            shell("git status; rm -rf x"),
-            shell("git status; rm -rf x"),
-            shell("FOO=1 npm test"),
-            applied(
-                "agent.shell",
-                json!({"tool_name": "Bash", "tool_input": {"command": "npm test"}}),
-                "rule:rule_1@1",
-            ),
-            applied(
-                "agent.read",
-                json!({"tool_name": "Read", "tool_input": {"file_path": "a"}}),
-                "human:cert:pr_x",
-            ),
-            applied(
-                "agent.edit",
-                json!({"tool_name": "Edit", "tool_input": {}, "diff": ""}),
-                "human:cert:pr_x",
-            ),
-        ];
-        let found = suggestions(&history, 1, "2027-01-01T00:00:00Z");
-        let summary: Vec<(usize, Value)> = found
-            .iter()
-            .map(|s| (s.count, s.definition["constraints"][0].clone()))
-            .collect();
-        assert_eq!(
-            summary,
-            [
-                (
-                    3,
-                    json!({"pointer": "/tool_input/command", "argv": {"program": "git", "args": ["status"], "more_args": true}})
-                ),
-                (1, json!({"pointer": "/tool_name", "equals": "Read"})),
-                (
-                    1,
-                    json!({"pointer": "/tool_input/command", "argv": {"program": "npm", "args": ["test"], "more_args": false}})
-                ),
-            ]
-        );
-        assert_eq!(found[0].examples["git status"], 2);
-        assert_eq!(found[0].definition["sessions"], json!(["*"]));
-        // The threshold.
-        assert_eq!(suggestions(&history, 2, "2027-01-01T00:00:00Z").len(), 1);
-    }
-}
+mod tests;

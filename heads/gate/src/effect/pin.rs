@@ -122,6 +122,7 @@ mod tests {
                 .as_object()
                 .cloned()
                 .unwrap_or_default(),
+            shown: serde_json::Map::new(),
             replaces,
         }
     }
@@ -134,6 +135,7 @@ mod tests {
                 .as_object()
                 .cloned()
                 .unwrap_or_default(),
+            shown: serde_json::Map::new(),
         }
         .sha256_hex()
         .unwrap_or_default()

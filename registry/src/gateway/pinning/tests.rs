@@ -24,6 +24,7 @@ fn definition(description: &str) -> ToolDefinition {
             .as_object()
             .cloned()
             .unwrap_or_default(),
+        shown: serde_json::Map::new(),
     }
 }
 
@@ -34,6 +35,7 @@ fn request(description: &str, replaces: Option<String>) -> PinRequest {
         tool: d.name,
         description: d.description,
         input_schema: d.input_schema,
+        shown: d.shown,
         replaces,
     }
 }
