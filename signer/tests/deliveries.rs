@@ -134,6 +134,7 @@ async fn a_gated_mcp_call_is_handed_off_and_shows_its_tool_call() {
             name: tool.into(),
             description: None,
             input_schema: schema.as_object().unwrap().clone(),
+            shown: serde_json::Map::new(),
         };
         pins.pin("files", definition).unwrap();
     }
