@@ -275,7 +275,10 @@ def console(world, driver, phone_driver, base, kind, tag):
     # On a phone: the action's first lines above the first button, in the
     # first screen; the page accessible.
     phone_driver.get(f"{base}/proposals/{pid}")
-    first_part = phone_driver.find_element(By.CSS_SELECTOR, "#action dl.parts dd")
+    # The action's first lines: its first part's value, or its summary
+    # when that is all there is to say (a built-in's).
+    parts = phone_driver.find_elements(By.CSS_SELECTOR, "#action dl.parts dd")
+    first_part = parts[0] if parts else phone_driver.find_element(By.ID, "card-summary")
     first_button = phone_driver.find_elements(By.CSS_SELECTOR, "button.approve")[0]
     part, button = rect(phone_driver, first_part), rect(phone_driver, first_button)
     assert part["scrollY"] == 0 and part["top"] >= 0, part
