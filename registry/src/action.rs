@@ -91,7 +91,17 @@ impl Operation {
         let value = args.value();
         let mut action = match &self.effect {
             Effect::Hook => agent_call(value),
-            Effect::Mcp(tool) => tool_call(&tool.upstream, &tool.tool, value),
+            Effect::Mcp(tool) => {
+                let mut call = tool_call(&tool.upstream, &tool.tool, value);
+                if let Some(annotations) = &self.upstream_annotations {
+                    call.parts.push(part(
+                        "Annotations (the upstream's claim, unverified)",
+                        &shown(annotations),
+                        Syntax::Json,
+                    ));
+                }
+                call
+            }
             Effect::Webhook(webhook) => Action {
                 summary: format!("POST {}", webhook.url),
                 parts: vec![

@@ -184,6 +184,7 @@ impl RawOperation {
             template,
             validator,
             upstream_schema: false,
+            upstream_annotations: None,
         })
     }
 }

@@ -122,6 +122,10 @@ pub struct Operation {
     /// The schema is an upstream tool's (a gateway operation): compiled in
     /// the draft it declares, its unknown formats not asserted.
     pub(crate) upstream_schema: bool,
+    /// A gateway tool's annotations as its upstream declared them when it
+    /// was pinned (`readOnlyHint`, ...): the upstream's claim, shown as
+    /// such on the card, never what decides.
+    pub(crate) upstream_annotations: Option<Value>,
 }
 
 impl fmt::Debug for Operation {

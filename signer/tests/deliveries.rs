@@ -129,12 +129,15 @@ async fn a_gated_mcp_call_is_handed_off_and_shows_its_tool_call() {
     .unwrap();
     let mut pins = Pins::empty();
     let schema = serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}});
+    // The upstream claims its write_file only reads: shown as its claim,
+    // while the risk is the operator's.
+    let claims = serde_json::json!({"annotations": {"readOnlyHint": true}});
     for tool in ["write_file", "read_file"] {
         let definition = ToolDefinition {
             name: tool.into(),
             description: None,
             input_schema: schema.as_object().unwrap().clone(),
-            shown: serde_json::Map::new(),
+            shown: claims.as_object().unwrap().clone(),
         };
         pins.pin("files", definition).unwrap();
     }
@@ -151,6 +154,12 @@ async fn a_gated_mcp_call_is_handed_off_and_shows_its_tool_call() {
     assert_eq!(view.risk, "write");
     let action = view.action.as_ref().unwrap();
     assert_eq!(action.summary, "files write_file /srv/x.txt");
+    let claim = action.parts.last().unwrap();
+    assert_eq!(
+        claim.label,
+        "Annotations (the upstream's claim, unverified)"
+    );
+    assert_eq!(claim.text, r#"{"readOnlyHint":true}"#);
     let read = propose(&signer, "mcp:files/read_file", r#"{"path":"/srv/x.txt"}"#).await;
     assert_eq!(read.risk, "read");
 

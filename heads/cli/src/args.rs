@@ -311,7 +311,8 @@ pub struct ConsoleArgs {
     /// `countersign credential create --approver NAME`) instead of the
     /// console's own `console` credential: a quorum's approver runs a
     /// console of their own, with their own paired browsers and cookie.
-    #[arg(long = "as", value_name = "NAME", value_parser = approver_name)]
+    /// Also after a subcommand (`console pair --as NAME`).
+    #[arg(long = "as", value_name = "NAME", value_parser = approver_name, global = true)]
     pub as_approver: Option<ApproverName>,
     // Without one, serve the console.
     #[allow(missing_docs)]

@@ -86,11 +86,24 @@ pub(crate) fn row(label: &str, value: &str) -> Markup {
     }
 }
 
+/// `text` shown safely, each `quoted` command in it as code rather than
+/// between literal backticks (text with an odd number of them as it is).
+pub(crate) fn with_code(text: &str) -> Markup {
+    let quoted = text.matches('`').count() % 2 == 0;
+    html! {
+        @for (i, part) in text.split('`').enumerate() {
+            @if quoted && i % 2 == 1 { code { (shown(part)) } } @else if quoted { (shown(part)) } @else {
+                @if i > 0 { "`" } (shown(part))
+            }
+        }
+    }
+}
+
 /// A notice page's body: a heading, a message and a way on.
 pub(crate) fn notice(heading: &str, message: &str, back: Option<(&str, &str)>) -> Markup {
     html! {
         h1 { (heading) }
-        p.message role="status" { (shown(message)) }
+        p.message role="status" { (with_code(message)) }
         @if let Some((href, label)) = back {
             p { a href=(href) { (label) } }
         }
@@ -109,4 +122,19 @@ pub(crate) fn block(text: &str) -> Markup {
 pub(crate) fn preview_block(text: &str) -> Markup {
     let lines: Vec<String> = text.trim_end_matches('\n').split('\n').map(shown).collect();
     html! { pre.block { (lines.join("\n")) } }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quoted_command_is_shown_as_code_and_an_odd_backtick_as_itself() {
+        assert_eq!(
+            with_code("pair again with `countersign console pair`.").into_string(),
+            "pair again with <code>countersign console pair</code>."
+        );
+        assert_eq!(with_code("a ` b").into_string(), "a ` b");
+        assert_eq!(with_code("`<b>`").into_string(), "<code>&lt;b&gt;</code>");
+    }
 }

@@ -6,12 +6,14 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use countersign_gate::signer_client::SignerCallError;
+use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     DecideRequest, Delivery, GetProposalRequest, ListPendingRequest, ListProposalsRequest,
     ProposalStatus, ProposalView,
 };
 use countersign_service::ApprovalDoes;
 use maud::html;
+use tonic::transport::Channel;
 
 use crate::ConsoleState;
 use crate::auth::{html_response, paired, refusal};
@@ -148,37 +150,19 @@ pub(crate) async fn proposal(
         Ok(view) => view.into_inner(),
         Err(status) => return signer_failure(&SignerCallError::from(status)),
     };
-    // Whatever the signer would refuse (a changed contract or policy), the
-    // person learns before being asked.
     // An approval recorded for a run here that this kind cannot have (a
     // stuck one, from before the signer refused it): the person may hand
     // it off, if the signer would accept that now.
     let can_hand_off = view.status() == ProposalStatus::Approved
         && matches!(ApprovalDoes::of(&view), ApprovalDoes::HandOff { .. })
-        && approver
-            .decide(DecideRequest {
-                proposal_id: view.id.clone(),
-                approve: true,
-                delivery: Delivery::Handoff.into(),
-                dry_run: true,
-                ..Default::default()
-            })
-            .await
-            .is_ok();
+        && hand_off_checked(&mut approver, &view.id).await.is_ok();
+    // Whatever the signer would refuse (a changed contract or policy), the
+    // person learns before being asked.
     let not_approvable = if view.status().awaits_decision() {
-        match approver
-            .decide(DecideRequest {
-                proposal_id: view.id.clone(),
-                approve: true,
-                delivery: Delivery::Handoff.into(),
-                dry_run: true,
-                ..Default::default()
-            })
+        hand_off_checked(&mut approver, &view.id)
             .await
-        {
-            Ok(_) => None,
-            Err(status) => Some(SignerCallError::from(status).to_string()),
-        }
+            .err()
+            .map(|status| SignerCallError::from(status).to_string())
     } else {
         None
     };
@@ -203,12 +187,31 @@ pub(crate) async fn proposal(
     )
 }
 
+/// The signer's dry run of an approval of `id` for the proposing session
+/// (the one delivery every kind that has a proof offers): its refusal, if
+/// it would refuse.
+async fn hand_off_checked(
+    approver: &mut SignerClient<Channel>,
+    id: &str,
+) -> Result<(), tonic::Status> {
+    approver
+        .decide(DecideRequest {
+            proposal_id: id.to_owned(),
+            approve: true,
+            delivery: Delivery::Handoff.into(),
+            dry_run: true,
+            ..Default::default()
+        })
+        .await
+        .map(drop)
+}
+
 /// `GET /pair/{code}`: the page a pairing link opens. It changes nothing:
 /// pairing happens only when the person presses the button (a POST).
 pub(crate) async fn pair_link(Path(code): Path<String>) -> Response {
     let body = html! {
         h1 { "Pair this browser" }
-        p { "This browser will be able to see this installation's proposals and decide them until the pairing expires or is revoked (`countersign console sessions revoke`)." }
+        p { "This browser will be able to see this installation's proposals and decide them until the pairing expires or is revoked (" code { "countersign console sessions revoke" } ")." }
         form method="post" action="/pair" {
             input type="hidden" name="code" value=(code);
             button type="submit" autofocus { "Pair this browser" }

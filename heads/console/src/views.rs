@@ -28,7 +28,7 @@ use maud::{Markup, html};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::html::{block, page_key_field, preview_block, row, shown};
+use crate::html::{block, page_key_field, preview_block, row, shown, with_code};
 
 /// What the card knows besides the proposal itself.
 pub(crate) struct CardContext<'a> {
@@ -112,8 +112,10 @@ fn action(v: &ProposalView) -> Markup {
             p.summary #card-summary { (shown(summary(v))) }
             @if let Some(action) = &v.action {
                 dl.parts {
-                    // The summary above says it already: not twice.
-                    @for part in action.parts.iter().filter(|p| p.text != action.summary) {
+                    // A plain part the summary above says already is not
+                    // said twice (a built-in's); a command keeps its own,
+                    // marked as shell.
+                    @for part in action.parts.iter().filter(|p| !(p.syntax == "text" && p.text == action.summary)) {
                         dt {
                             (shown(&part.label))
                             @if part.model_supplied { " " span.warn.model { "model-supplied, unverified" } }
@@ -229,13 +231,15 @@ pub(crate) fn history(
             p { "No proposals match." }
         } @else {
             table {
-                thead { tr { th { "Proposal" } th { "Operation" } th { "Status" } th { "Created" } th { "Reason" } } }
+                thead { tr { th { "Proposal" } th { "Operation" } th { "Action" } th { "Status" } th { "Decided by" } th { "Created" } th { "Reason" } } }
                 tbody {
                     @for v in views {
                         tr {
                             td { a href={ "/proposals/" (v.id) } { (v.id) } }
                             td { (shown(&v.operation)) }
+                            td { (shown(summary(v))) }
                             td { span class={ "status " (v.status().name()) } { (v.status().name()) } }
+                            td { (shown(&v.provenance)) }
                             td { time datetime=(v.created_at) { (v.created_at) } }
                             td { (shown(&v.reason)) }
                         }
@@ -418,7 +422,7 @@ fn decisions(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
         @match v.status() {
             ProposalStatus::Pending => {
                 @if let Some(why) = &ctx.not_approvable {
-                    p.refusal role="alert" { "It cannot be approved now: " (shown(why)) }
+                    p.refusal role="alert" { "It cannot be approved now: " (with_code(why)) }
                 } @else if v.operation == RULE_CREATE {
                     // A proposed rule: approving creates it; no proof, nothing runs.
                     section.decide aria-labelledby="approve-h" {

@@ -81,6 +81,49 @@ async fn insert_with_reason(
     .await
 }
 
+/// What became of a proposal's proof, read under the proposal's lock.
+struct IssuedProof {
+    /// The issued proof's SHA-256, if one was issued.
+    proof_sha256: Option<String>,
+    revoked: bool,
+    consumed: bool,
+}
+
+/// Lock `proposal_id` and read what became of its proof;
+/// `UnknownProposal` unless it exists and is `principal`'s.
+async fn issued_proof(
+    conn: &mut Conn,
+    proposal_id: &str,
+    principal: &str,
+) -> Result<IssuedProof, LedgerError> {
+    lock_proposal_row(conn, proposal_id).await?;
+    let row = sqlx::query(
+        "SELECT p.principal AS principal,
+                i.proof_sha256 AS proof_sha256,
+                r.proposal_id IS NOT NULL AS revoked,
+                n.nonce IS NOT NULL AS consumed
+         FROM proposals p
+         LEFT JOIN issuances i ON i.proposal_id = p.id
+         LEFT JOIN revocations r ON r.proposal_id = p.id
+         LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
+         WHERE p.id = $1",
+    )
+    .bind(proposal_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(row) = row else {
+        return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
+    };
+    if row.try_get::<String, _>("principal")? != principal {
+        return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
+    }
+    Ok(IssuedProof {
+        proof_sha256: row.try_get("proof_sha256")?,
+        revoked: row.try_get("revoked")?,
+        consumed: row.try_get("consumed")?,
+    })
+}
+
 /// Lock the proposal and check it exists, is `principal`'s
 /// (`UnknownProposal` otherwise), has no decision (`NotPending`) and its
 /// decision window is open (`WindowClosed`), by the clock read after the
@@ -547,31 +590,8 @@ impl Store {
         approver: &str,
     ) -> Result<(), LedgerError> {
         let mut tx = self.write_tx().await?;
-        lock_proposal_row(&mut tx, proposal_id).await?;
-        let row = sqlx::query(
-            "SELECT p.principal AS principal,
-                    i.proof_sha256 AS proof_sha256,
-                    r.proposal_id IS NOT NULL AS revoked,
-                    n.nonce IS NOT NULL AS consumed
-             FROM proposals p
-             LEFT JOIN issuances i ON i.proposal_id = p.id
-             LEFT JOIN revocations r ON r.proposal_id = p.id
-             LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
-             WHERE p.id = $1",
-        )
-        .bind(proposal_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
-        };
-        if row.try_get::<String, _>("principal")? != principal {
-            return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
-        }
-        let issued: Option<String> = row.try_get("proof_sha256")?;
-        if issued.as_deref() != Some(proof_sha256)
-            || row.try_get::<bool, _>("revoked")?
-            || row.try_get::<bool, _>("consumed")?
+        let issued = issued_proof(&mut tx, proposal_id, principal).await?;
+        if issued.proof_sha256.as_deref() != Some(proof_sha256) || issued.revoked || issued.consumed
         {
             return Err(LedgerError::NotPending(proposal_id.to_string()));
         }
@@ -599,31 +619,11 @@ impl Store {
         reason: &str,
     ) -> Result<RevokeOutcome, LedgerError> {
         let mut tx = self.write_tx().await?;
-        lock_proposal_row(&mut tx, proposal_id).await?;
-        let row = sqlx::query(
-            "SELECT p.principal AS principal,
-                    i.nonce IS NOT NULL AS issued,
-                    r.proposal_id IS NOT NULL AS revoked,
-                    n.nonce IS NOT NULL AS consumed
-             FROM proposals p
-             LEFT JOIN issuances i ON i.proposal_id = p.id
-             LEFT JOIN revocations r ON r.proposal_id = p.id
-             LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
-             WHERE p.id = $1",
-        )
-        .bind(proposal_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
-        };
-        if row.try_get::<String, _>("principal")? != principal {
-            return Err(LedgerError::UnknownProposal(proposal_id.to_string()));
-        }
-        if row.try_get::<bool, _>("consumed")? {
+        let issued = issued_proof(&mut tx, proposal_id, principal).await?;
+        if issued.consumed {
             return Ok(RevokeOutcome::AlreadyUsed);
         }
-        if !row.try_get::<bool, _>("issued")? || row.try_get::<bool, _>("revoked")? {
+        if issued.proof_sha256.is_none() || issued.revoked {
             return Ok(RevokeOutcome::NothingToRevoke);
         }
         const REVOKE: &str = "INSERT INTO revocations (proposal_id, principal, reason, revoked_at)

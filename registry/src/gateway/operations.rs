@@ -78,6 +78,7 @@ pub(crate) fn gateway_operations(
                 lifetime_secs: upstream.lifetime_secs,
                 decision_window_secs: upstream.decision_window_secs,
                 upstream_schema: true,
+                upstream_annotations: pinned.shown.get("annotations").cloned(),
             };
             operations.push(generated.build(schemas)?);
         }
@@ -100,6 +101,8 @@ pub(super) struct Generated {
     pub(super) decision_window_secs: Option<u64>,
     /// The schema is an upstream tool's: compiled in the draft it declares.
     pub(super) upstream_schema: bool,
+    /// The pinned tool's annotations, if its upstream declared any.
+    pub(super) upstream_annotations: Option<Value>,
 }
 
 impl Generated {
@@ -156,6 +159,7 @@ impl Generated {
             template,
             validator,
             upstream_schema: self.upstream_schema,
+            upstream_annotations: self.upstream_annotations,
         })
     }
 }

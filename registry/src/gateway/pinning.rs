@@ -247,6 +247,7 @@ pub(crate) fn pin_operation(
         lifetime_secs: None,
         decision_window_secs: None,
         upstream_schema: false,
+        upstream_annotations: None,
     }
     .build(schemas)
 }

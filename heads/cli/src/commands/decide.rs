@@ -331,7 +331,7 @@ pub(crate) fn confirm(io: &mut Io<'_>, shown: &str, words: &Confirmation) -> Res
                 words.done
             ))
         })?;
-    if typed.trim() != code {
+    if !typed_matches(&typed, &code) {
         let _ = terminal.show(&format!("Not {}.\n", words.done));
         return Err(CliError::Refused(format!(
             "the challenge was not typed correctly; nothing was {}",
@@ -339,6 +339,13 @@ pub(crate) fn confirm(io: &mut Io<'_>, shown: &str, words: &Confirmation) -> Res
         )));
     }
     Ok(())
+}
+
+/// Whether `typed` is the challenge `code`, as a person types it: around
+/// spaces ignored, and in either case (the code is drawn from capitals and
+/// digits only, so accepting lower case makes it no easier to guess).
+fn typed_matches(typed: &str, code: &str) -> bool {
+    typed.trim().eq_ignore_ascii_case(code)
 }
 
 /// Refuses an output path the proof could not be written to, before the
@@ -503,5 +510,19 @@ pub(crate) async fn resolve(
             io.out,
             &format!("resolved {} as {status} (by {resolved_by})\n", view.id),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_challenge_is_matched_whatever_its_case_and_surrounding_spaces_and_nothing_else() {
+        assert!(typed_matches("K7QM-3XCA", "K7QM-3XCA"));
+        assert!(typed_matches(" k7qm-3xca\n", "K7QM-3XCA"));
+        assert!(!typed_matches("K7QM3XCA", "K7QM-3XCA"));
+        assert!(!typed_matches("K7QM-3XCB", "K7QM-3XCA"));
+        assert!(!typed_matches("", "K7QM-3XCA"));
     }
 }
