@@ -1,7 +1,8 @@
 //! The connection to a streamable HTTP upstream: sockets opened here
 //! (TCP_NODELAY), TLS against the upstream's `trust_roots` only (no system
 //! roots; the process's one ring provider), HTTP/1.1 connections kept for
-//! reuse, and the bearer credential from its private file.
+//! reuse, and the bearer credential from its private file, only ever over
+//! verified TLS.
 //!
 //! This module owns whether a request can have left: an error before the
 //! request was handed to a connection (no connection, a refused
@@ -85,6 +86,12 @@ pub(crate) fn prepare(http: &Http) -> Result<Prepared, String> {
         // The configuration refuses plain http to anything but a loopback
         // IP address; this keeps the connection code from resolving a
         // name for a request sent in the clear whatever its caller checked.
+        // The configuration refuses a credential over plain http too; this
+        // keeps the credential off a connection nobody authenticated
+        // whatever the caller checked.
+        (false, _) if http.bearer_file.is_some() => {
+            return Err(countersign_registry::gateway::BEARER_NEEDS_HTTPS.into());
+        }
         (false, _) if url.host().parse::<std::net::IpAddr>().is_err() => {
             return Err(format!(
                 "plain http:// goes only to an IP address, not to the name {:?}",
@@ -226,4 +233,24 @@ where
     });
     sender.ready().await.map_err(|e| e.to_string())?;
     Ok(sender)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bearer_credential_is_never_prepared_for_plain_http() {
+        // Built directly, past the configuration's own check.
+        let http = Http {
+            url: "http://127.0.0.1:3001/mcp".into(),
+            bearer_file: Some("/nonexistent/bearer".into()),
+            trust_roots: None,
+        };
+        let refused = prepare(&http).err();
+        assert_eq!(
+            refused.as_deref(),
+            Some(countersign_registry::gateway::BEARER_NEEDS_HTTPS)
+        );
+    }
 }

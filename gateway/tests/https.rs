@@ -9,7 +9,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{EverythingHttp, gateway, quoted};
+use common::{EverythingHttp, call_until_ok, gateway, quoted};
 use countersign_gateway::{UpstreamError, Upstreams};
 use countersign_identity::pki::{CaMaterial, issue_server_cert};
 use rustls_pki_types::pem::PemObject as _;
@@ -173,4 +173,45 @@ async fn an_https_upstream_under_another_ca_gets_no_request_and_no_credential() 
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
     assert_eq!(seen.connections, 0);
     assert!(seen.authorizations.is_empty(), "{:?}", seen.authorizations);
+}
+
+#[tokio::test]
+async fn a_bearer_file_others_can_read_keeps_the_https_upstream_down() {
+    let everything = EverythingHttp::start().await;
+    let ca = CaMaterial::generate("gateway test CA").unwrap_or_else(|e| panic!("ca: {e}"));
+    let (port, _seen) = tls_front(&ca, everything.port).await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let roots = private_file(dir.path(), "ca.pem", ca.cert_pem());
+    let bearer = dir.path().join("bearer");
+    std::fs::write(&bearer, "token\n").unwrap_or_else(|e| panic!("write: {e}"));
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&bearer, std::fs::Permissions::from_mode(0o640))
+        .unwrap_or_else(|e| panic!("chmod: {e}"));
+    let upstreams = Upstreams::start(&gateway(&upstream(
+        port,
+        &bearer.display().to_string(),
+        &roots,
+    )));
+    let error = upstreams
+        .list_tools("tls")
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("listed with a 0640 bearer file"))
+        .to_string();
+    assert!(
+        error.contains(&bearer.display().to_string()) && error.contains("chmod 600"),
+        "{error}"
+    );
+    // With the mode fixed, the next attempt (after the backoff) connects.
+    std::fs::set_permissions(&bearer, std::fs::Permissions::from_mode(0o600))
+        .unwrap_or_else(|e| panic!("chmod: {e}"));
+    call_until_ok(
+        &upstreams,
+        "tls",
+        "echo",
+        json!({"message": "now"}),
+        Duration::from_secs(10),
+    )
+    .await;
+    upstreams.shutdown().await;
 }

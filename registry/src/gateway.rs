@@ -26,8 +26,8 @@
 //! secret_env = { API_TOKEN = "/etc/countersign/secrets/files" } # 0600 files
 //! # or
 //! [upstream.http]                  # streamable HTTP
-//! url = "https://mcp.example/mcp"  # http:// only to a loopback IP address
-//! bearer_file = "/etc/countersign/secrets/example" # optional, a 0600 file
+//! url = "https://mcp.example/mcp"  # http:// only to a loopback IP address, with no credential
+//! bearer_file = "/etc/countersign/secrets/example" # optional, a 0600 file; https only
 //! trust_roots = "/etc/ssl/example-ca.pem" # required for https
 //! [upstream.tools]                 # "allow" | "approve" | "deny"
 //! read_file = "allow"              # forwarded (and logged)
@@ -244,10 +244,12 @@ pub struct Stdio {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Http {
-    /// The MCP endpoint: `https://`, or `http://` to a loopback IP address.
+    /// The MCP endpoint: `https://`, or `http://` to a loopback IP address
+    /// for an upstream with no credential.
     pub url: String,
     /// Absolute path of a file (mode 0600 or stricter) holding the bearer
-    /// credential sent to the upstream, if it wants one.
+    /// credential sent to the upstream, if it wants one: https only
+    /// ([`BEARER_NEEDS_HTTPS`]).
     #[serde(default)]
     pub bearer_file: Option<PathBuf>,
     /// Absolute path of a PEM bundle of the CAs trusted for an https
@@ -255,6 +257,12 @@ pub struct Http {
     #[serde(default)]
     pub trust_roots: Option<PathBuf>,
 }
+
+/// The refusal of an `[upstream.http]` that would send its bearer
+/// credential over plain http (after `upstream "<name>": `).
+pub const BEARER_NEEDS_HTTPS: &str = "`http.bearer_file` is sent only over https with \
+`http.trust_roots`: over plain http the credential goes to whoever holds the port, \
+and any local user can hold a loopback port while the upstream restarts";
 
 /// How the gateway reaches an upstream: exactly one transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,6 +350,13 @@ impl Http {
                 );
             }
             _ => {}
+        }
+        // A port is not an identity: any local user can bind a loopback
+        // port the upstream leaves free while it restarts, and would
+        // receive the credential. Only verified TLS authenticates the
+        // far end of a TCP connection.
+        if self.bearer_file.is_some() && !url.is_https() {
+            return Err(BEARER_NEEDS_HTTPS.into());
         }
         if let Some(path) = &self.trust_roots {
             absolute("http.trust_roots", path)?;
