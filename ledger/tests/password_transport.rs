@@ -129,3 +129,94 @@ async fn a_url_with_no_password_still_connects_over_tcp_and_gives_nothing_away()
     assert!(contains(&seen.received, b"countersign_signer"));
     assert!(!contains(&seen.received, b"pw-on-the-wire"));
 }
+
+/// A server of its own with TLS under a CA made here: a password goes over
+/// TCP with `sslmode=verify-full` and that CA as `sslrootcert`, and a
+/// server certificate the client does not trust gets no connection at all.
+#[tokio::test]
+async fn a_password_over_verify_full_tls_reaches_only_a_server_under_the_root() {
+    use countersign_identity::pki::{CaMaterial, issue_server_cert};
+    use sqlx::Connection as _;
+    let server = countersign_ledger::testing::ThrowawayPgServer::start().unwrap();
+    let data = server.data_dir();
+    let ca = CaMaterial::generate("ledger test CA").unwrap();
+    let now = time::OffsetDateTime::now_utc();
+    let leaf = issue_server_cert(
+        &ca,
+        now - time::Duration::hours(1),
+        now + time::Duration::hours(1),
+    )
+    .unwrap();
+    std::fs::write(data.join("server.crt"), &leaf.cert_pem).unwrap();
+    std::fs::write(data.join("server.key"), leaf.key_pem.as_bytes()).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(
+        data.join("server.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    // The server runs as `postgres` when the tests run as root.
+    let owner = std::fs::metadata(data.join("postgresql.conf")).unwrap();
+    use std::os::unix::fs::MetadataExt as _;
+    for file in ["server.crt", "server.key"] {
+        std::os::unix::fs::chown(data.join(file), Some(owner.uid()), Some(owner.gid())).unwrap();
+    }
+    let mut conf = std::fs::read_to_string(data.join("postgresql.conf")).unwrap();
+    conf.push_str("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+    std::fs::write(data.join("postgresql.conf"), conf).unwrap();
+    // The role with a password may log in only over TLS, with it.
+    std::fs::write(
+        data.join("pg_hba.conf"),
+        "local all all trust\n\
+         hostssl all countersign_pw 127.0.0.1/32 scram-sha-256\n\
+         host all countersign_pw 127.0.0.1/32 reject\n\
+         host all all 127.0.0.1/32 trust\n",
+    )
+    .unwrap();
+    server.stop().unwrap();
+    server.start_again().unwrap();
+    let mut admin = sqlx::PgConnection::connect(&server.admin_url())
+        .await
+        .unwrap();
+    sqlx::query("CREATE ROLE countersign_pw LOGIN PASSWORD 'pw-verified'")
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    sqlx::query("CREATE DATABASE ledger_tls OWNER countersign_pw")
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    admin.close().await.unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let roots = dir.path().join("ca.pem");
+    std::fs::write(&roots, ca.cert_pem()).unwrap();
+    let url = |roots: &std::path::Path| {
+        format!(
+            "postgres://countersign_pw:pw-verified@127.0.0.1:{}/ledger_tls?sslmode=verify-full&sslrootcert={}",
+            server.port(),
+            roots.display()
+        )
+    };
+    let ledger = Ledger::open(&url(&roots)).await.unwrap();
+    assert!(ledger.verify_chain().await.unwrap().is_intact());
+
+    // Under another CA the handshake fails: no password goes.
+    let other = CaMaterial::generate("another CA").unwrap();
+    let other_roots = dir.path().join("other.pem");
+    std::fs::write(&other_roots, other.cert_pem()).unwrap();
+    let refused = Ledger::open(&url(&other_roots)).await.err();
+    assert!(
+        matches!(&refused, Some(LedgerError::Database(why)) if why.starts_with("cannot connect to PostgreSQL")),
+        "{refused:?}"
+    );
+    // Without verify-full it is refused before connecting.
+    let prefer = format!(
+        "postgres://countersign_pw:pw-verified@127.0.0.1:{}/ledger_tls",
+        server.port()
+    );
+    assert_eq!(
+        Ledger::open(&prefer).await.err(),
+        Some(LedgerError::PasswordWithoutVerifiedTls)
+    );
+}
