@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # countersign, privilege-separated on one host (run as root; idempotent).
 #
-#   COUNTERSIGN_SIGNER_LEDGER_URL=postgres://countersign_signer:...@127.0.0.1/countersign \
-#   COUNTERSIGN_HEAD_LEDGER_URL=postgres://countersign_head:...@127.0.0.1/countersign \
+#   COUNTERSIGN_SIGNER_LEDGER_URL='postgres:///countersign?host=/run/postgresql&user=countersign_signer&password=...' \
+#   COUNTERSIGN_HEAD_LEDGER_URL='postgres:///countersign?host=/run/postgresql&user=countersign_head&password=...' \
+#   (the server's Unix socket: a password over TCP without sslmode=verify-full
+#   is refused when the ledger is opened; any local user can hold 127.0.0.1:5432
+#   while PostgreSQL restarts)
 #     deploy/setup-system.sh [options] AGENT_USER
 #
 # What it does:

@@ -1,7 +1,9 @@
 //! The connection to a streamable HTTP upstream: sockets opened here
 //! (TCP_NODELAY), TLS against the upstream's `trust_roots` only (no system
 //! roots; the process's one ring provider), HTTP/1.1 connections kept for
-//! reuse, and the bearer credential from its private file.
+//! reuse, and the bearer credential from its private file, only ever over
+//! verified TLS or a Unix socket whose server's user the kernel reports
+//! (SO_PEERCRED) as the configured `peer_user`.
 //!
 //! This module owns whether a request can have left: an error before the
 //! request was handed to a connection (no connection, a refused
@@ -64,8 +66,18 @@ struct Shared {
     host: HeaderValue,
     /// `Some` for https.
     tls: Option<tokio_rustls::TlsConnector>,
+    /// `Some` for plain http over a Unix socket whose server must run as
+    /// this user.
+    socket: Option<PeerSocket>,
     /// Kept connections; one in use is not ready until its response ends.
     idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+}
+
+/// A Unix socket and the user its server must run as.
+struct PeerSocket {
+    path: std::path::PathBuf,
+    user: String,
+    uid: u32,
 }
 
 /// What a streamable HTTP upstream needs to be reached: its client and its
@@ -85,6 +97,12 @@ pub(crate) fn prepare(http: &Http) -> Result<Prepared, String> {
         // The configuration refuses plain http to anything but a loopback
         // IP address; this keeps the connection code from resolving a
         // name for a request sent in the clear whatever its caller checked.
+        // The configuration refuses a credential over plain http too; this
+        // keeps the credential off a connection nobody authenticated
+        // whatever the caller checked.
+        (false, _) if http.bearer_file.is_some() && http.unix_socket.is_none() => {
+            return Err(countersign_registry::gateway::BEARER_NEEDS_HTTPS.into());
+        }
         (false, _) if url.host().parse::<std::net::IpAddr>().is_err() => {
             return Err(format!(
                 "plain http:// goes only to an IP address, not to the name {:?}",
@@ -92,6 +110,16 @@ pub(crate) fn prepare(http: &Http) -> Result<Prepared, String> {
             ));
         }
         (false, _) => None,
+    };
+    let socket = match (&http.unix_socket, &http.peer_user) {
+        (Some(path), Some(user)) => Some(PeerSocket {
+            path: path.clone(),
+            user: user.clone(),
+            uid: countersign_process::users::uid_of(user)
+                .map_err(|e| format!("`http.peer_user`: {e}"))?,
+        }),
+        (None, None) => None,
+        _ => return Err("`http.unix_socket` and `http.peer_user` go together".into()),
     };
     let bearer = http.bearer_file.as_deref().map(read_secret).transpose()?;
     let host = HeaderValue::from_str(&url.authority())
@@ -103,6 +131,7 @@ pub(crate) fn prepare(http: &Http) -> Result<Prepared, String> {
                 uri: http.url.clone(),
                 host,
                 tls,
+                socket,
                 idle: Mutex::new(Vec::new()),
             }),
         },
@@ -186,6 +215,35 @@ impl HttpClient {
         let authority = url.authority();
         let not_sent =
             |why: String| HttpError::NotSent(format!("cannot connect to {authority}: {why}"));
+        if let Some(socket) = &self.shared.socket {
+            let not_sent = |why: String| {
+                HttpError::NotSent(format!(
+                    "cannot connect to {}: {why}",
+                    socket.path.display()
+                ))
+            };
+            let opening = async {
+                let stream = tokio::net::UnixStream::connect(&socket.path)
+                    .await
+                    .map_err(|e| not_sent(e.to_string()))?;
+                // The kernel says who serves the socket; a socket path
+                // another user took over gets nothing, the credential least.
+                let peer = stream
+                    .peer_cred()
+                    .map_err(|e| not_sent(format!("peer credentials: {e}")))?
+                    .uid();
+                if peer != socket.uid {
+                    return Err(not_sent(format!(
+                        "its server runs as uid {peer}, not as `peer_user` {:?} (uid {})",
+                        socket.user, socket.uid
+                    )));
+                }
+                handshake(stream).await.map_err(&not_sent)
+            };
+            return tokio::time::timeout(CONNECT_TIMEOUT, opening)
+                .await
+                .map_err(|_| not_sent("timed out".into()))?;
+        }
         let opening = async {
             let tcp = TcpStream::connect((url.host(), url.port()))
                 .await
@@ -226,4 +284,26 @@ where
     });
     sender.ready().await.map_err(|e| e.to_string())?;
     Ok(sender)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bearer_credential_is_never_prepared_for_plain_http() {
+        // Built directly, past the configuration's own check.
+        let http = Http {
+            url: "http://127.0.0.1:3001/mcp".into(),
+            bearer_file: Some("/nonexistent/bearer".into()),
+            trust_roots: None,
+            unix_socket: None,
+            peer_user: None,
+        };
+        let refused = prepare(&http).err();
+        assert_eq!(
+            refused.as_deref(),
+            Some(countersign_registry::gateway::BEARER_NEEDS_HTTPS)
+        );
+    }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::{EverythingHttp, assert_unanswered, call_until_ok, gateway, text_of};
 use countersign_gate::mcp::McpUpstreams as _;
 use countersign_gateway::{CallFailure, Upstreams};
+use countersign_registry::gateway::{BEARER_NEEDS_HTTPS, GatewayFile};
 use serde_json::json;
 
 fn object(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
@@ -126,40 +127,69 @@ async fn an_http_upstream_nobody_listens_on_is_not_sent() {
     upstreams.shutdown().await;
 }
 
+/// A plain TCP listener in the place of an upstream that restarts: it
+/// records every byte any connection sends it.
+async fn squatter() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    use tokio::io::AsyncReadExt as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&received);
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            let log = std::sync::Arc::clone(&log);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                // Read what the client sends, answer nothing, close.
+                while let Ok(Ok(n)) =
+                    tokio::time::timeout(Duration::from_millis(500), tcp.read(&mut buf)).await
+                {
+                    if n == 0 {
+                        break;
+                    }
+                    log.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend_from_slice(&buf[..n]);
+                }
+            });
+        }
+    });
+    (port, received)
+}
+
 #[tokio::test]
-async fn a_bearer_file_others_can_read_keeps_the_http_upstream_down() {
-    let everything = EverythingHttp::start().await;
+async fn a_squatter_on_a_plain_http_upstreams_port_never_receives_its_bearer_credential() {
+    let (port, received) = squatter().await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let bearer = dir.path().join("bearer");
-    std::fs::write(&bearer, "token\n").unwrap_or_else(|e| panic!("write: {e}"));
+    std::fs::write(&bearer, "tok-squatted\n").unwrap_or_else(|e| panic!("write: {e}"));
     use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&bearer, std::fs::Permissions::from_mode(0o640))
-        .unwrap_or_else(|e| panic!("chmod: {e}"));
-    let extra = format!(
-        "bearer_file = {}",
-        common::quoted(&bearer.display().to_string())
-    );
-    let upstreams = Upstreams::start(&gateway(&everything.upstream(&extra)));
-    let error = upstreams
-        .list_tools("web")
-        .await
-        .err()
-        .unwrap_or_else(|| panic!("listed with a 0640 bearer file"))
-        .to_string();
-    assert!(
-        error.contains(&bearer.display().to_string()) && error.contains("chmod 600"),
-        "{error}"
-    );
-    // With the mode fixed, the next attempt (after the backoff) connects.
     std::fs::set_permissions(&bearer, std::fs::Permissions::from_mode(0o600))
         .unwrap_or_else(|e| panic!("chmod: {e}"));
-    call_until_ok(
-        &upstreams,
-        "web",
-        "echo",
-        json!({"message": "now"}),
-        Duration::from_secs(10),
-    )
-    .await;
-    upstreams.shutdown().await;
+    let toml = format!(
+        "[[upstream]]\nname = \"web\"\n[upstream.http]\nurl = \"http://127.0.0.1:{port}/mcp\"\nbearer_file = {}\n",
+        common::quoted(&bearer.display().to_string())
+    );
+    let parsed = GatewayFile::parse(&toml);
+    // Were it loaded, the gateway would reach the upstream as it always
+    // does: list its tools, which sends the credential.
+    if let Ok(file) = &parsed {
+        let upstreams = Upstreams::start(file);
+        let _ = tokio::time::timeout(Duration::from_secs(5), upstreams.list_tools("web")).await;
+        upstreams.shutdown().await;
+    }
+    let error = parsed.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        error.contains(&format!("upstream \"web\": {BEARER_NEEDS_HTTPS}")),
+        "{error}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let received = received.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(
+        received.is_empty(),
+        "the squatter received: {}",
+        String::from_utf8_lossy(&received)
+    );
 }

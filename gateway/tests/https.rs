@@ -9,21 +9,12 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{EverythingHttp, gateway, quoted};
+use common::{EverythingHttp, Seen, call_until_ok, gateway, private_file, quoted};
 use countersign_gateway::{UpstreamError, Upstreams};
 use countersign_identity::pki::{CaMaterial, issue_server_cert};
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-
-/// What the TLS front saw: connections whose handshake completed, and the
-/// `Authorization` header of every request.
-#[derive(Default)]
-struct Seen {
-    connections: usize,
-    authorizations: Vec<String>,
-}
 
 /// A TLS front on 127.0.0.1 under `ca`, forwarding to `backend`.
 async fn tls_front(ca: &CaMaterial, backend: u16) -> (u16, Arc<Mutex<Seen>>) {
@@ -57,52 +48,10 @@ async fn tls_front(ca: &CaMaterial, backend: u16) -> (u16, Arc<Mutex<Seen>>) {
                 continue;
             };
             log.lock().unwrap_or_else(|e| e.into_inner()).connections += 1;
-            let Ok(upstream) = tokio::net::TcpStream::connect(("127.0.0.1", backend)).await else {
-                continue;
-            };
-            let log = Arc::clone(&log);
-            tokio::spawn(async move {
-                let (mut client_read, mut client_write) = tokio::io::split(tls);
-                let (mut server_read, mut server_write) = upstream.into_split();
-                let up = async {
-                    let mut buf = vec![0u8; 65536];
-                    loop {
-                        let n = client_read.read(&mut buf).await.unwrap_or(0);
-                        if n == 0 {
-                            break;
-                        }
-                        let text = String::from_utf8_lossy(&buf[..n]).to_string();
-                        for line in text.lines() {
-                            if line.to_ascii_lowercase().starts_with("authorization:") {
-                                let value = line.split_once(':').map(|(_, v)| v.trim().to_owned());
-                                log.lock()
-                                    .unwrap_or_else(|e| e.into_inner())
-                                    .authorizations
-                                    .extend(value);
-                            }
-                        }
-                        if server_write.write_all(&buf[..n]).await.is_err() {
-                            break;
-                        }
-                    }
-                };
-                let down = async {
-                    let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
-                };
-                tokio::join!(up, down);
-            });
+            tokio::spawn(common::relay(tls, backend, Arc::clone(&log)));
         }
     });
     (port, seen)
-}
-
-fn private_file(dir: &std::path::Path, name: &str, text: &str) -> String {
-    use std::os::unix::fs::PermissionsExt as _;
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-        .unwrap_or_else(|e| panic!("{e}"));
-    path.display().to_string()
 }
 
 fn upstream(port: u16, bearer: &str, roots: &str) -> String {
@@ -173,4 +122,45 @@ async fn an_https_upstream_under_another_ca_gets_no_request_and_no_credential() 
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
     assert_eq!(seen.connections, 0);
     assert!(seen.authorizations.is_empty(), "{:?}", seen.authorizations);
+}
+
+#[tokio::test]
+async fn a_bearer_file_others_can_read_keeps_the_https_upstream_down() {
+    let everything = EverythingHttp::start().await;
+    let ca = CaMaterial::generate("gateway test CA").unwrap_or_else(|e| panic!("ca: {e}"));
+    let (port, _seen) = tls_front(&ca, everything.port).await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let roots = private_file(dir.path(), "ca.pem", ca.cert_pem());
+    let bearer = dir.path().join("bearer");
+    std::fs::write(&bearer, "token\n").unwrap_or_else(|e| panic!("write: {e}"));
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&bearer, std::fs::Permissions::from_mode(0o640))
+        .unwrap_or_else(|e| panic!("chmod: {e}"));
+    let upstreams = Upstreams::start(&gateway(&upstream(
+        port,
+        &bearer.display().to_string(),
+        &roots,
+    )));
+    let error = upstreams
+        .list_tools("tls")
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("listed with a 0640 bearer file"))
+        .to_string();
+    assert!(
+        error.contains(&bearer.display().to_string()) && error.contains("chmod 600"),
+        "{error}"
+    );
+    // With the mode fixed, the next attempt (after the backoff) connects.
+    std::fs::set_permissions(&bearer, std::fs::Permissions::from_mode(0o600))
+        .unwrap_or_else(|e| panic!("chmod: {e}"));
+    call_until_ok(
+        &upstreams,
+        "tls",
+        "echo",
+        json!({"message": "now"}),
+        Duration::from_secs(10),
+    )
+    .await;
+    upstreams.shutdown().await;
 }

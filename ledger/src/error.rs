@@ -173,6 +173,15 @@ pub enum LedgerError {
     /// The database failed (I/O, lock timeout, constraint).
     #[error("ledger database error: {0}")]
     Database(String),
+    /// The PostgreSQL ledger URL would send a password over TCP to a server
+    /// nobody verified: refused before anything is connected.
+    #[error(
+        "the ledger URL sends a password over TCP without sslmode=verify-full: the driver \
+answers a cleartext or MD5 password request from whoever holds the port (any local user, \
+while PostgreSQL restarts), and sslmode prefer or require does not authenticate the server; \
+connect over the server's Unix socket (host=/run/postgresql) or use sslmode=verify-full"
+    )]
+    PasswordWithoutVerifiedTls,
 }
 
 impl From<sqlx::Error> for LedgerError {

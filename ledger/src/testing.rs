@@ -294,6 +294,12 @@ impl ThrowawayPgServer {
     pub fn port(&self) -> u16 {
         self.port
     }
+
+    /// The cluster's data directory (`postgresql.conf`, `pg_hba.conf`),
+    /// for a test that configures the server and restarts it.
+    pub fn data_dir(&self) -> std::path::PathBuf {
+        self.dir.join("data")
+    }
 }
 
 impl Drop for ThrowawayPgServer {

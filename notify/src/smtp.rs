@@ -1,7 +1,8 @@
 //! The email channel: one plain-text message per delivery through the
 //! configured SMTP server (lettre, rustls on ring; TLS from the first byte
 //! or required STARTTLS, against the configured trust roots only; no TLS
-//! only to a loopback host). The message id is derived from the delivery
+//! only to a loopback host, and then with no credentials). The message id
+//! is derived from the delivery
 //! id, so a retry of a message the server did take is recognisable. The
 //! credentials come from a 0600 file, are held zeroized, and are never
 //! logged; a failure's reason is lettre's, which never repeats them.
@@ -76,6 +77,13 @@ impl SmtpChannel {
             SmtpTls::Tls => Tls::Wrapper(tls_parameters(config).map_err(&refuse)?),
             SmtpTls::Starttls => Tls::Required(tls_parameters(config).map_err(&refuse)?),
         };
+        // A port is not an identity: with no TLS the user name and password
+        // would go in clear to whoever holds the port, and any local user
+        // can hold a loopback port while the server restarts. Credentials
+        // go only where the server's certificate was verified.
+        if config.credentials_file.is_some() && matches!(config.tls, SmtpTls::None) {
+            return Err(refuse(credentials_need_tls(config)));
+        }
         let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&config.host)
             .port(config.port)
             .tls(tls)
@@ -127,6 +135,14 @@ impl SmtpChannel {
     }
 }
 
+/// The refusal of credentials without TLS (after `notify.smtp.`).
+fn credentials_need_tls(config: &NotifySmtpConfig) -> String {
+    format!(
+        "credentials_file is sent only over verified TLS (tls = \"tls\" or \"starttls\", with trust_roots): with tls = \"none\" the user name and password would go in clear to whoever holds {}:{}, and any local user can hold a loopback port while the server restarts",
+        config.host, config.port
+    )
+}
+
 /// TLS for the server's host name, trusting only the configured roots.
 fn tls_parameters(config: &NotifySmtpConfig) -> Result<TlsParameters, String> {
     let Some(path) = &config.trust_roots else {
@@ -146,4 +162,37 @@ fn tls_parameters(config: &NotifySmtpConfig) -> Result<TlsParameters, String> {
     builder
         .build_rustls()
         .map_err(|e| format!("trust_roots {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(tls: SmtpTls, port: u16) -> NotifySmtpConfig {
+        NotifySmtpConfig {
+            host: "127.0.0.1".into(),
+            port,
+            tls,
+            trust_roots: None,
+            from: "countersign@localhost".into(),
+            to: vec!["alice@localhost".into()],
+            credentials_file: Some("/nonexistent/smtp-credentials".into()),
+            timeout_secs: 5,
+        }
+    }
+
+    #[test]
+    fn refuses_smtp_credentials_without_tls_even_to_a_loopback_port() {
+        let refused = SmtpChannel::from_config(&config(SmtpTls::None, 2525)).err();
+        assert_eq!(
+            refused,
+            Some(NotifyError::Config(
+                "notify.smtp.credentials_file is sent only over verified TLS (tls = \"tls\" or \"starttls\", with trust_roots): with tls = \"none\" the user name and password would go in clear to whoever holds 127.0.0.1:2525, and any local user can hold a loopback port while the server restarts".into()
+            ))
+        );
+        // Without credentials, plain SMTP to a loopback address stays allowed.
+        let mut plain = config(SmtpTls::None, 2525);
+        plain.credentials_file = None;
+        assert!(SmtpChannel::from_config(&plain).is_ok());
+    }
 }

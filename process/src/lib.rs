@@ -16,6 +16,7 @@
 
 pub mod premise;
 pub mod sandbox;
+pub mod users;
 
 use std::io;
 use std::path::PathBuf;

@@ -26,9 +26,12 @@
 //! secret_env = { API_TOKEN = "/etc/countersign/secrets/files" } # 0600 files
 //! # or
 //! [upstream.http]                  # streamable HTTP
-//! url = "https://mcp.example/mcp"  # http:// only to a loopback IP address
-//! bearer_file = "/etc/countersign/secrets/example" # optional, a 0600 file
+//! url = "https://mcp.example/mcp"  # http:// only to a loopback IP address, with no credential
+//! bearer_file = "/etc/countersign/secrets/example" # optional, a 0600 file; https only
 //! trust_roots = "/etc/ssl/example-ca.pem" # required for https
+//! # or, plain http over a Unix socket whose server runs as `peer_user`
+//! # (checked with SO_PEERCRED on every connection):
+//! # url = "http://127.0.0.1/mcp"  unix_socket = "/run/mcp-web/mcp.sock"  peer_user = "mcp-web"
 //! [upstream.tools]                 # "allow" | "approve" | "deny"
 //! read_file = "allow"              # forwarded (and logged)
 //! write_file = "approve"           # gated: a person approves each exact call
@@ -244,17 +247,36 @@ pub struct Stdio {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Http {
-    /// The MCP endpoint: `https://`, or `http://` to a loopback IP address.
+    /// The MCP endpoint: `https://`, or `http://` to a loopback IP address
+    /// for an upstream with no credential.
     pub url: String,
     /// Absolute path of a file (mode 0600 or stricter) holding the bearer
-    /// credential sent to the upstream, if it wants one.
+    /// credential sent to the upstream, if it wants one: https only
+    /// ([`BEARER_NEEDS_HTTPS`]).
     #[serde(default)]
     pub bearer_file: Option<PathBuf>,
     /// Absolute path of a PEM bundle of the CAs trusted for an https
     /// upstream (no system roots are built in).
     #[serde(default)]
     pub trust_roots: Option<PathBuf>,
+    /// Absolute path of a Unix socket the upstream serves plain HTTP on,
+    /// instead of the URL's address (the URL then gives only the `Host`
+    /// header and the path). Needs `peer_user`.
+    #[serde(default)]
+    pub unix_socket: Option<PathBuf>,
+    /// The local user the process serving `unix_socket` must run as: the
+    /// kernel reports the peer's uid (SO_PEERCRED), and a connection to
+    /// any other is closed before a request is sent.
+    #[serde(default)]
+    pub peer_user: Option<String>,
 }
+
+/// The refusal of an `[upstream.http]` that would send its bearer
+/// credential over plain http (after `upstream "<name>": `).
+pub const BEARER_NEEDS_HTTPS: &str = "`http.bearer_file` is sent only over https with \
+`http.trust_roots` or over `http.unix_socket` with `http.peer_user`: over plain http the \
+credential goes to whoever holds the port, and any local user can hold a loopback port \
+while the upstream restarts";
 
 /// How the gateway reaches an upstream: exactly one transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -329,6 +351,28 @@ impl Stdio {
 impl Http {
     fn check(&self) -> Result<(), String> {
         let url = WebhookUrl::parse(&self.url).map_err(|r| format!("`http.url` {r}"))?;
+        match (&self.unix_socket, &self.peer_user) {
+            (Some(_), None) => {
+                return Err("`http.unix_socket` needs `http.peer_user`: the user the \
+                     socket's server must run as"
+                    .into());
+            }
+            (None, Some(_)) => {
+                return Err("`http.peer_user` applies only with `http.unix_socket`".into());
+            }
+            (Some(path), Some(user)) => {
+                absolute("http.unix_socket", path)?;
+                if !is_user_name(user) {
+                    return Err(format!("`http.peer_user` {user:?} is not a user name"));
+                }
+                if url.is_https() {
+                    return Err("`http.unix_socket` speaks plain http: the URL must be \
+                         http:// (its host is only the Host header)"
+                        .into());
+                }
+            }
+            (None, None) => {}
+        }
         match (url.is_https(), &self.trust_roots) {
             (true, None) => {
                 return Err("`http.trust_roots` is required for an https URL".into());
@@ -342,6 +386,13 @@ impl Http {
                 );
             }
             _ => {}
+        }
+        // A port is not an identity: any local user can bind a loopback
+        // port the upstream leaves free while it restarts, and would
+        // receive the credential. Only verified TLS authenticates the
+        // far end of a TCP connection.
+        if self.bearer_file.is_some() && !url.is_https() && self.unix_socket.is_none() {
+            return Err(BEARER_NEEDS_HTTPS.into());
         }
         if let Some(path) = &self.trust_roots {
             absolute("http.trust_roots", path)?;
@@ -409,6 +460,15 @@ pub fn is_tool_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// A local user name (`^[a-z_][a-z0-9_-]{0,31}$`) or a uid.
+fn is_user_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    (1..=32).contains(&name.len())
+        && (name.bytes().all(|b| b.is_ascii_digit())
+            || (matches!(bytes.next(), Some(b'a'..=b'z' | b'_'))
+                && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'))))
 }
 
 fn is_env_name(name: &str) -> bool {

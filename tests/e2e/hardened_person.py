@@ -71,7 +71,7 @@ def trusting_person_home(user, home):
     with open(ca, "w") as f:
         f.write(pem.stdout)
     env = {k: v for k, v in os.environ.items() if k != "COUNTERSIGN_HOME"}
-    status, shown = trust_import([], {**env, "HOME": person_home}, ["--ca", ca])
+    status, shown = trust_import([], {**env, "HOME": person_home}, after=["--ca", ca])
     assert status == 0 and f"SHA-256 fingerprint: {fingerprint}" in shown and f"(SHA-256 {fingerprint})" in shown, shown
     return person_home
 

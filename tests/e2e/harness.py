@@ -207,13 +207,13 @@ def trusting_home(home):
     return browser_home
 
 
-def trust_import(args, env, trust_args=()):
-    """`countersign <args> console trust --import <trust_args>` at a
+def trust_import(args, env, after=()):
+    """`countersign <args> console trust --import <after>` at a
     pseudo-terminal, where the person confirms the CA's fingerprint by
-    typing the challenge. Returns (exit status, everything the terminal
+    typing the challenge. `after` holds the options of `console trust`
+    itself (`--ca FILE`). Returns (exit status, everything the terminal
     showed)."""
-    child = pexpect.spawn(BIN, [*args, "console", "trust", "--import", *trust_args], env=env,
-                          encoding="utf-8", timeout=60)
+    child = pexpect.spawn(BIN, [*args, "console", "trust", "--import", *after], env=env, encoding="utf-8", timeout=60)
     index = child.expect([r"Type (\S+) to import it", pexpect.EOF])
     shown = child.before + (child.after if index == 0 else "")
     if index == 0:

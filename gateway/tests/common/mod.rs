@@ -162,3 +162,63 @@ impl Drop for EverythingHttp {
         let _ = self.child.wait();
     }
 }
+
+/// What a front the test puts before an upstream saw: connections,
+/// bytes, and the `Authorization` header of every request.
+#[derive(Default)]
+pub struct Seen {
+    pub connections: usize,
+    pub bytes: usize,
+    pub authorizations: Vec<String>,
+}
+
+/// Relays `client` (a TLS or Unix stream the front accepted) to
+/// 127.0.0.1:`backend`, recording into `log` what the client sends.
+pub async fn relay<S>(client: S, backend: u16, log: std::sync::Arc<std::sync::Mutex<Seen>>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let Ok(upstream) = tokio::net::TcpStream::connect(("127.0.0.1", backend)).await else {
+        return;
+    };
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut server_read, mut server_write) = upstream.into_split();
+    let up = async {
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let n = client_read.read(&mut buf).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&buf[..n]).to_string();
+            {
+                let mut seen = log.lock().unwrap_or_else(|e| e.into_inner());
+                seen.bytes += n;
+                for line in text.lines() {
+                    if line.to_ascii_lowercase().starts_with("authorization:") {
+                        let value = line.split_once(':').map(|(_, v)| v.trim().to_owned());
+                        seen.authorizations.extend(value);
+                    }
+                }
+            }
+            if server_write.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    let down = async {
+        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+    };
+    tokio::join!(up, down);
+}
+
+/// `text` in a new file `name` of `dir`, mode 0600; its path.
+pub fn private_file(dir: &Path, name: &str, text: &str) -> String {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+        .unwrap_or_else(|e| panic!("{e}"));
+    path.display().to_string()
+}

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection as _, PgConnection, Pool, Transaction};
 
 use crate::error::LedgerError;
@@ -91,6 +91,8 @@ macro_rules! batch_checks {
 
 include!("../sql/modules.rs");
 mod consume_sql;
+mod transport;
+
 /// Write transactions lock the rows they decide on.
 const ROW_LOCKS: bool = true;
 
@@ -139,10 +141,7 @@ impl Store {
     /// Connect to `url` (`postgres://` or `postgresql://`) and bring the
     /// schema up to date.
     pub(crate) async fn open(url: &str) -> Result<Self, LedgerError> {
-        let options: PgConnectOptions = url
-            .parse()
-            .map_err(|_| LedgerError::Database("invalid postgres url".into()))?;
-        let options = options.application_name("countersign");
+        let options = transport::connect_options(url)?;
         // One direct connection first: an unreachable server fails at once
         // with its cause (refused, unknown host, authentication), where the
         // pool would retry until its timeout and report only that.
@@ -175,10 +174,8 @@ impl Store {
     /// The schema of the database at `url` and its clock, read over one
     /// connection without migrating or writing anything.
     pub(crate) async fn schema_status(url: &str) -> Result<SchemaStatus, LedgerError> {
-        let options: PgConnectOptions = url
-            .parse()
-            .map_err(|_| LedgerError::Database("invalid postgres url".into()))?;
-        let mut conn = PgConnection::connect_with(&options.application_name("countersign"))
+        let options = transport::connect_options(url)?;
+        let mut conn = PgConnection::connect_with(&options)
             .await
             .map_err(|e| LedgerError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
         let exists: bool =

@@ -128,7 +128,7 @@ fn serve_options(args: &[String]) -> Result<ServeOptions, String> {
         let value = it.next().ok_or(format!("{arg} needs a value"))?;
         match arg.as_str() {
             "--socket" => socket = Some(PathBuf::from(value)),
-            "--client-user" => clients.push(uid_of(value)?),
+            "--client-user" => clients.push(countersign_process::users::uid_of(value)?),
             _ => return Err(format!("unknown option {arg}")),
         }
     }
@@ -140,25 +140,6 @@ fn serve_options(args: &[String]) -> Result<ServeOptions, String> {
         return Err("at least one --client-user is required".to_owned());
     }
     Ok(ServeOptions { socket, clients })
-}
-
-/// The uid of `name` in `/etc/passwd` (system users are local; a name
-/// that is all digits is taken as a uid).
-fn uid_of(name: &str) -> Result<u32, String> {
-    if let Ok(uid) = name.parse::<u32>() {
-        return Ok(uid);
-    }
-    let passwd = std::fs::read_to_string("/etc/passwd").map_err(|e| format!("/etc/passwd: {e}"))?;
-    passwd
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split(':');
-            let user = fields.next()?;
-            let uid = fields.nth(1)?;
-            (user == name).then(|| uid.parse::<u32>().ok()).flatten()
-        })
-        .next()
-        .ok_or(format!("no user {name:?} in /etc/passwd"))
 }
 
 fn serve(args: &[String]) -> ExitCode {

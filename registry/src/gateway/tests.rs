@@ -80,6 +80,30 @@ fn the_configuration_loads_with_its_policies_and_transports() {
 }
 
 #[test]
+fn a_bearer_credential_over_plain_http_to_a_loopback_port_is_refused_at_load() {
+    let text = "[[upstream]]\nname = \"web\"\n[upstream.http]\nurl = \"http://127.0.0.1:3001/mcp\"\nbearer_file = \"/etc/countersign/secrets/web\"\n";
+    let error = GatewayFile::parse(text)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        error.contains(&format!("upstream \"web\": {BEARER_NEEDS_HTTPS}")),
+        "{error}"
+    );
+    // The same upstream with no credential is allowed, and with https and
+    // its trust roots the credential is too.
+    assert!(
+        GatewayFile::parse(
+            "[[upstream]]\nname = \"web\"\n[upstream.http]\nurl = \"http://127.0.0.1:3001/mcp\"\n"
+        )
+        .is_ok()
+    );
+    assert!(GatewayFile::parse("[[upstream]]\nname = \"web\"\n[upstream.http]\nurl = \"https://127.0.0.1:3001/mcp\"\nbearer_file = \"/s/web\"\ntrust_roots = \"/s/ca.pem\"\n").is_ok());
+    // Over a Unix socket whose server's user the kernel reports, too.
+    assert!(GatewayFile::parse("[[upstream]]\nname = \"web\"\n[upstream.http]\nurl = \"http://127.0.0.1/mcp\"\nbearer_file = \"/s/web\"\nunix_socket = \"/run/web.sock\"\npeer_user = \"mcp-web\"\n").is_ok());
+}
+
+#[test]
 fn a_configuration_that_would_be_ambiguous_or_unsafe_is_refused() {
     let cases = [
         (
@@ -102,6 +126,26 @@ fn a_configuration_that_would_be_ambiguous_or_unsafe_is_refused() {
         (
             "[[upstream]]\nname = \"a\"\n[upstream.http]\nurl = \"https://example.com/mcp\"\n",
             "trust_roots` is required",
+        ),
+        (
+            "[[upstream]]\nname = \"a\"\n[upstream.http]\nurl = \"http://127.0.0.1/mcp\"\nunix_socket = \"/run/a.sock\"\n",
+            "`http.unix_socket` needs `http.peer_user`",
+        ),
+        (
+            "[[upstream]]\nname = \"a\"\n[upstream.http]\nurl = \"http://127.0.0.1/mcp\"\npeer_user = \"mcp\"\n",
+            "`http.peer_user` applies only with `http.unix_socket`",
+        ),
+        (
+            "[[upstream]]\nname = \"a\"\n[upstream.http]\nurl = \"https://127.0.0.1/mcp\"\ntrust_roots = \"/ca.pem\"\nunix_socket = \"/run/a.sock\"\npeer_user = \"mcp\"\n",
+            "`http.unix_socket` speaks plain http",
+        ),
+        (
+            "[[upstream]]\nname = \"a\"\n[upstream.http]\nurl = \"http://127.0.0.1/mcp\"\nunix_socket = \"run/a.sock\"\npeer_user = \"mcp\"\n",
+            "`http.unix_socket` \"run/a.sock\" is not an absolute path",
+        ),
+        (
+            "[[upstream]]\nname = \"a\"\n[upstream.http]\nurl = \"http://127.0.0.1/mcp\"\nunix_socket = \"/run/a.sock\"\npeer_user = \"Mcp:x\"\n",
+            "`http.peer_user` \"Mcp:x\" is not a user name",
         ),
         (
             "[[upstream]]\nname = \"a\"\ntimeout_secs = 0\n[upstream.stdio]\nprogram = \"/bin/x\"\n",

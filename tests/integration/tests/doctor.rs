@@ -236,12 +236,21 @@ async fn an_unreachable_ledger_fails_without_printing_its_url() {
     let h = Harness::start().await;
     set_ledger_url(
         h.signer.home(),
-        "postgres://countersign:hunter2@127.0.0.1:1/countersign",
+        // A Unix socket nobody serves: a password may go there, so this
+        // reaches the connection (a password over TCP is refused before).
+        "postgres://countersign:hunter2@%2Fnonexistent%2Frun/countersign",
     );
     let run = h.cli(&["--json", "doctor"]).await;
     assert!(run.result.is_err());
     let c = check(&run, "ledger");
     assert_eq!(c["status"], "fail");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cannot connect to PostgreSQL"),
+        "{c}"
+    );
     assert!(!run.stdout.contains("hunter2"), "{}", run.stdout);
     assert_eq!(check(&run, "clock skew")["status"], "warn");
 }
@@ -499,4 +508,73 @@ async fn a_console_ca_that_cannot_vouch_for_a_name_fails_until_a_new_ca_is_made(
     let run = h.cli(&["--json", "doctor"]).await;
     let c = check(&run, "console certificate");
     assert_eq!(c["status"], "ok", "{c}");
+}
+
+/// A port is not an identity: the ledger's password would go to whoever
+/// holds the port. The doctor names the refusal and sends nothing there.
+#[tokio::test]
+async fn a_ledger_password_over_tcp_without_verify_full_fails_and_nothing_is_sent() {
+    let h = Harness::start().await;
+    let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    squatter.set_nonblocking(true).unwrap();
+    let port = squatter.local_addr().unwrap().port();
+    set_ledger_url(
+        h.signer.home(),
+        &format!("postgres://countersign:hunter2@127.0.0.1:{port}/countersign"),
+    );
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert!(run.result.is_err());
+    let c = check(&run, "ledger");
+    assert_eq!(c["status"], "fail");
+    let refusal = countersign_ledger::LedgerError::PasswordWithoutVerifiedTls.to_string();
+    assert!(c["detail"].as_str().unwrap().contains(&refusal), "{c}");
+    assert!(!run.stdout.contains("hunter2"), "{}", run.stdout);
+    assert_eq!(
+        squatter.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::WouldBlock),
+        "the doctor connected to the port"
+    );
+}
+
+/// An http upstream with a bearer credential is refused at load, so the
+/// doctor names the upstream and the field and reaches nothing.
+#[tokio::test]
+async fn a_bearer_credential_over_plain_http_fails_the_registry_check_and_nothing_is_sent() {
+    let h = Harness::start().await;
+    let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    squatter.set_nonblocking(true).unwrap();
+    let port = squatter.local_addr().unwrap().port();
+    let home = h.signer.home();
+    let bearer = home.root().join("web-bearer");
+    write_private_new(&bearer, b"tok-squatted\n").unwrap();
+    let gateway = home.registry_path().with_file_name("gateway.toml");
+    std::fs::write(
+        &gateway,
+        format!(
+            "[[upstream]]\nname = \"web\"\n[upstream.http]\nurl = \"http://127.0.0.1:{port}/mcp\"\nbearer_file = \"{}\"\n",
+            bearer.display()
+        ),
+    )
+    .unwrap();
+    let run = h.cli(&["--json", "doctor"]).await;
+    assert!(run.result.is_err());
+    let c = check(&run, "registry");
+    assert_eq!(c["status"], "fail");
+    let refusal = format!(
+        "upstream \"web\": {}",
+        countersign_registry::gateway::BEARER_NEEDS_HTTPS
+    );
+    assert!(c["detail"].as_str().unwrap().contains(&refusal), "{c}");
+    let tools = h.cli(&["gateway", "tools"]).await;
+    let error = tools
+        .result
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(error.contains(&refusal), "{error}");
+    assert_eq!(
+        squatter.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::WouldBlock),
+        "something connected to the upstream's port"
+    );
 }

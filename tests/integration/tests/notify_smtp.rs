@@ -251,13 +251,44 @@ async fn refuses_an_smtp_credentials_file_without_a_password_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("smtp-credentials");
     countersign_identity::files::write_private_new(&path, b"alice\n").unwrap();
-    let config =
-        smtp_config("127.0.0.1", 25) + &format!("credentials_file = \"{}\"\n", path.display());
+    let ca = countersign_identity::pki::CaMaterial::generate("smtp test CA").unwrap();
+    let roots = dir.path().join("ca.pem");
+    std::fs::write(&roots, ca.cert_pem()).unwrap();
+    let config = smtp_config("127.0.0.1", 465).replace(
+        "tls = \"none\"",
+        &format!("tls = \"tls\"\ntrust_roots = \"{}\"", roots.display()),
+    ) + &format!("credentials_file = \"{}\"\n", path.display());
     assert_eq!(
         start_refusal(&config).await,
         format!(
             "notify.smtp.credentials_file {} must hold the user name on its first line and the password on its second",
             path.display()
         )
+    );
+}
+
+/// A port is not an identity: another local user can hold the loopback
+/// port while the SMTP server restarts. Credentials without TLS are
+/// refused at start, and the port is never connected to.
+#[tokio::test]
+async fn refuses_smtp_credentials_without_tls_and_never_connects_to_the_port() {
+    let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    squatter.set_nonblocking(true).unwrap();
+    let port = squatter.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("smtp-credentials");
+    countersign_identity::files::write_private_new(&path, b"alice\nsmtp-password\n").unwrap();
+    let config =
+        smtp_config("127.0.0.1", port) + &format!("credentials_file = \"{}\"\n", path.display());
+    assert_eq!(
+        start_refusal(&config).await,
+        format!(
+            "notify.smtp.credentials_file is sent only over verified TLS (tls = \"tls\" or \"starttls\", with trust_roots): with tls = \"none\" the user name and password would go in clear to whoever holds 127.0.0.1:{port}, and any local user can hold a loopback port while the server restarts"
+        )
+    );
+    assert_eq!(
+        squatter.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::WouldBlock),
+        "the notify process connected to the port"
     );
 }
