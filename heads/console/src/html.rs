@@ -89,7 +89,7 @@ pub(crate) fn row(label: &str, value: &str) -> Markup {
 /// `text` shown safely, each `quoted` command in it as code rather than
 /// between literal backticks (text with an odd number of them as it is).
 pub(crate) fn with_code(text: &str) -> Markup {
-    let quoted = text.matches('`').count() % 2 == 0;
+    let quoted = text.matches('`').count().is_multiple_of(2);
     html! {
         @for (i, part) in text.split('`').enumerate() {
             @if quoted && i % 2 == 1 { code { (shown(part)) } } @else if quoted { (shown(part)) } @else {
