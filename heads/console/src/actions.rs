@@ -172,7 +172,7 @@ fn approved_page(approved: Approved) -> Response {
                 StatusCode::OK,
                 "Approved",
                 &format!(
-                    "Approved {}: handed off to session {}, where {runs}. The authorization expires at {expires_at}.",
+                    "Approved {}: handed off to session {}: {runs}. The authorization expires at {expires_at}.",
                     proposal.id, proposal.session
                 ),
                 &proposal.id,

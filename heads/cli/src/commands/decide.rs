@@ -219,7 +219,7 @@ fn report_approved(
             expires_at,
         } => {
             let message = format!(
-                "approved {}: handed off to session {}, where {} (the authorization expires at {expires_at})",
+                "approved {}: handed off to session {}: {} (the authorization expires at {expires_at})",
                 proposal.id,
                 terminal_safe(sent_to.unwrap_or(&proposal.session)),
                 handoff_runner(&proposal)
