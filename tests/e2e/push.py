@@ -54,7 +54,7 @@ from harness import BIN, COOKIE, console_base, console_host, console_port, conso
 
 NO_PAGE_KEY = ("This request does not carry the page key of this browser's pairing (only the console's own pages, "
                "with JavaScript on, hold it); nothing was done. If this browser's site data was cleared, pair it again "
-               "with `countersign console pair`.")
+               "with <code>countersign console pair</code>.")
 
 
 def b64u(data):
