@@ -93,13 +93,19 @@ pub fn signer_endpoint(
 }
 
 /// An error and its causes on one line (`a: b: c`): a failed TLS
-/// handshake's cause, for example "unknown CA", is in the source chain.
+/// handshake's cause, for example "unknown CA", is in the source chain. A
+/// cause that says what the line already ends with (transport errors often
+/// repeat their source's words, "tcp connect error: tcp connect error:
+/// ...") is not written twice.
 pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let words = cause.to_string();
+        if !text.ends_with(&words) {
+            text.push_str(": ");
+            text.push_str(&words);
+        }
         source = cause.source();
     }
     text
@@ -115,4 +121,36 @@ pub fn client_config_without_identity(ca_pem: &str) -> ClientTlsConfig {
     ClientTlsConfig::new()
         .ca_certificate(Certificate::from_pem(ca_pem))
         .domain_name(SIGNER_DOMAIN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn an_error_chain_says_each_cause_once() {
+        let refused = Layer("Connection refused (os error 111)", None);
+        let connect = Layer("tcp connect error", Some(Box::new(refused)));
+        let outer = Layer("tcp connect error", Some(Box::new(connect)));
+        let transport = Layer("transport error", Some(Box::new(outer)));
+        assert_eq!(
+            error_chain(&transport),
+            "transport error: tcp connect error: Connection refused (os error 111)"
+        );
+    }
 }
