@@ -193,6 +193,9 @@ pub(crate) async fn up(
                 home.root().display()
             ),
         );
+        if restarts == 0 {
+            writeln_err(io, next_steps(console_server.is_some()));
+        }
         tokio::select! {
             status = child.wait() => {
                 let status = status.map_err(CliError::error)?;
@@ -364,4 +367,14 @@ async fn stop(child: &mut Child) {
 
 fn writeln_err(io: &mut Io<'_>, line: &str) {
     let _ = writeln!(io.err, "{line}");
+}
+
+/// What a person does next, once `up` is up: decide at a terminal, and
+/// where the console is (or how to start it).
+fn next_steps(console: bool) -> &'static str {
+    if console {
+        "next: in another terminal, `countersign pending` lists what waits for your decision and `countersign approve ID` decides one; to decide in a browser, pair it once with `countersign console pair`"
+    } else {
+        "next: in another terminal, `countersign pending` lists what waits for your decision and `countersign approve ID` decides one; to decide in a browser, run `countersign up --console` instead and pair it with `countersign console pair`"
+    }
 }
