@@ -43,6 +43,14 @@ async fn status_of(signer: &TestSigner, id: &str) -> ProposalView {
         .into_inner()
 }
 
+/// `Decide` as the home's approver.
+async fn decide(
+    signer: &TestSigner,
+    request: countersign_proto::v1::DecideRequest,
+) -> Result<tonic::Response<countersign_proto::v1::DecideResponse>, tonic::Status> {
+    approver(signer).await.decide(request).await
+}
+
 /// `Decide` of `id` with `delivery` (to `session`, if any), dry or not:
 /// refused `delivery_not_offered` with `message`, and nothing recorded.
 async fn refused_for_delivery(
@@ -53,15 +61,16 @@ async fn refused_for_delivery(
     message: &str,
 ) {
     for dry_run in [true, false] {
-        let status = approver(signer)
-            .await
-            .decide(countersign_proto::v1::DecideRequest {
+        let status = decide(
+            signer,
+            countersign_proto::v1::DecideRequest {
                 execute_in_session: session.into(),
                 dry_run,
                 ..approve(id, delivery)
-            })
-            .await
-            .unwrap_err();
+            },
+        )
+        .await
+        .unwrap_err();
         assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
         assert_eq!(reason_of(&status), "delivery_not_offered");
         assert_eq!(status.message(), message);
@@ -107,9 +116,7 @@ async fn a_hook_call_is_handed_off_to_its_own_session_and_never_run_by_an_approv
     )
     .await;
 
-    let decided = approver(&signer)
-        .await
-        .decide(approve(&view.id, Delivery::Handoff))
+    let decided = decide(&signer, approve(&view.id, Delivery::Handoff))
         .await
         .unwrap()
         .into_inner();
@@ -175,15 +182,16 @@ async fn a_gated_mcp_call_is_handed_off_and_shows_its_tool_call() {
     )
     .await;
     // Another gateway session (another MCP connection) may be named.
-    let decided = approver(&signer)
-        .await
-        .decide(countersign_proto::v1::DecideRequest {
+    let decided = decide(
+        &signer,
+        countersign_proto::v1::DecideRequest {
             execute_in_session: "mcp-0011223344556677".into(),
             ..approve(&view.id, Delivery::Handoff)
-        })
-        .await
-        .unwrap()
-        .into_inner();
+        },
+    )
+    .await
+    .unwrap()
+    .into_inner();
     assert!(decided.proof.is_empty());
 }
 
@@ -194,9 +202,7 @@ async fn any_head_runs_a_builtin_so_a_direct_approval_is_offered() {
     assert_eq!(view.effect_kind, "builtin");
     assert_eq!(view.deliveries(), Deliveries::AnyHead);
     assert_eq!(view.risk, "write");
-    let decided = approver(&signer)
-        .await
-        .decide(approve(&view.id, Delivery::Direct))
+    let decided = decide(&signer, approve(&view.id, Delivery::Direct))
         .await
         .unwrap()
         .into_inner();
@@ -221,20 +227,19 @@ async fn an_approval_stuck_for_a_run_nowhere_is_handed_off_by_the_person_then_cl
     assert_eq!(reason_of(&status), "no_live_handoff");
 
     // The person hands it off: checked first (records nothing), then done.
-    let checked = approver(&signer)
-        .await
-        .decide(countersign_proto::v1::DecideRequest {
+    let checked = decide(
+        &signer,
+        countersign_proto::v1::DecideRequest {
             dry_run: true,
             ..approve(&view.id, Delivery::Handoff)
-        })
-        .await
-        .unwrap()
-        .into_inner();
+        },
+    )
+    .await
+    .unwrap()
+    .into_inner();
     assert!(checked.proof_sha256.is_empty());
     assert!(head.claim_handoff(claim.clone()).await.is_err());
-    let handed = approver(&signer)
-        .await
-        .decide(approve(&view.id, Delivery::Handoff))
+    let handed = decide(&signer, approve(&view.id, Delivery::Handoff))
         .await
         .unwrap()
         .into_inner();
@@ -251,9 +256,7 @@ async fn an_approval_stuck_for_a_run_nowhere_is_handed_off_by_the_person_then_cl
         sha
     );
     // Handed off once: asking again is `not_pending`, as for any approval.
-    let again = approver(&signer)
-        .await
-        .decide(approve(&view.id, Delivery::Handoff))
+    let again = decide(&signer, approve(&view.id, Delivery::Handoff))
         .await
         .unwrap_err();
     assert_eq!(reason_of(&again), "not_pending");
@@ -290,9 +293,7 @@ async fn a_stuck_approval_can_be_revoked_and_a_builtins_direct_one_is_not_handed
         revoked.outcome(),
         countersign_proto::v1::RevokeOutcome::Revoked
     );
-    let status = approver(&signer)
-        .await
-        .decide(approve(&view.id, Delivery::Handoff))
+    let status = decide(&signer, approve(&view.id, Delivery::Handoff))
         .await
         .unwrap_err();
     assert_eq!(reason_of(&status), "not_pending");
@@ -300,15 +301,50 @@ async fn a_stuck_approval_can_be_revoked_and_a_builtins_direct_one_is_not_handed
     // A direct approval of an effect any head runs is the person's own
     // to use: never handed off afterwards.
     let builtin = propose(&signer, "schedule.create", support::ARGS).await;
-    approver(&signer)
-        .await
-        .decide(approve(&builtin.id, Delivery::Direct))
+    decide(&signer, approve(&builtin.id, Delivery::Direct))
         .await
         .unwrap();
-    let status = approver(&signer)
-        .await
-        .decide(approve(&builtin.id, Delivery::Handoff))
+    let status = decide(&signer, approve(&builtin.id, Delivery::Handoff))
         .await
         .unwrap_err();
     assert_eq!(reason_of(&status), "not_pending");
+}
+
+#[tokio::test]
+async fn a_stuck_approval_of_an_operation_that_needs_a_passkey_is_not_handed_off() {
+    // The passkey assertion bound the delivery it was made for: handing the
+    // approval to another one would outrun it. Revoke it instead.
+    let registry = countersign_registry::Registry::default_toml().replace(
+        "name = \"agent.shell\"\n",
+        "name = \"agent.shell\"\nrequire_passkey = true\n",
+    );
+    let signer = TestSigner::start_with_registry(&registry).await.unwrap();
+    let view = propose(&signer, "agent.shell", SHELL_ARGS).await;
+    signer
+        .record_unoffered_direct_approval(&view.id)
+        .await
+        .unwrap();
+    for dry_run in [true, false] {
+        let status = decide(
+            &signer,
+            countersign_proto::v1::DecideRequest {
+                dry_run,
+                ..approve(&view.id, Delivery::Handoff)
+            },
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(reason_of(&status), "passkey_required", "{status:?}");
+    }
+    let events = signer.state().ledger().events().await.unwrap();
+    assert!(events.iter().all(|e| e.kind != "handed_off"));
+    let mut head = head(&signer).await;
+    let claim = head
+        .claim_handoff(countersign_proto::v1::ClaimHandoffRequest {
+            proposal_id: view.id.clone(),
+            session: SESSION.into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(reason_of(&claim), "no_live_handoff");
 }
