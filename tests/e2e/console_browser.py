@@ -27,16 +27,17 @@ so it runs as root, and skips these cases otherwise): cannot listen on the
 console's port on [::1] or 127.0.0.1 while the console runs, and a server it
 runs on 127.0.0.2:PORT is never reached by the browser opening the console;
 its plain-http server on another port, opened by the paired browser as
-http://console.localhost:Q/, may get the session cookie (recorded), but a
-POST with that cookie and anything it reads from the console's pages is
-refused (page key) and changes nothing; and holding [::1]:PORT it makes
+http://console.localhost:Q/, may get the session cookie (recorded), but
+with that cookie every page it GETs is the empty page and the event stream
+is refused, any page key it finds or guesses is refused (403), and a POST
+with that cookie is refused (page key) and changes nothing; and holding [::1]:PORT it makes
 `countersign console` refuse to start, naming that address. A hostile proposal (ANSI escapes, a right-to-left override,
 zero-width characters, a fake "Approved" line, a 60 KB value: the largest a
 signer accepts is 64 KB of canonical arguments, and a note is at most 2000
-characters) is shown escaped and whole. Pages are readable without
-JavaScript, but deciding needs it (the page key is put in the form by the
-console's script): a no-JS browser's decision is refused and changes
-nothing. Pages work by keyboard alone, and on a narrow screen.
+characters) is shown escaped and whole. Reading and deciding need
+JavaScript (the console's script sends the page key with every read and
+puts it in every form): a no-JS browser is told so and shown nothing of a
+proposal. Pages work by keyboard alone, and on a narrow screen.
 
 Screenshots of the pending list and of a card are written to
 $COUNTERSIGN_SCREENSHOTS (if set).
@@ -130,6 +131,18 @@ def browser(browser_home, javascript=True, width=1200, height=900):
                       env={**os.environ, "HOME": browser_home})
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(30)
+    if javascript:
+        # A console page arrives empty ("Loading…") and its script fetches it
+        # with the page key: a navigation is done when the page is in place.
+        navigate = driver.get
+
+        def get(url):
+            navigate(url)
+            WebDriverWait(driver, 20).until(lambda d: d.execute_script(
+                "return !document.getElementById('load') && (document.documentElement.hasAttribute('data-ready')"
+                " || !document.querySelector('script[src=\"/assets/console.js\"]'))"))
+
+        driver.get = get
     return driver
 
 
@@ -162,7 +175,7 @@ def pair(driver, home, port, javascript=True):
     else:
         WebDriverWait(driver, 10).until(lambda d: "This browser is paired" in d.page_source)
         driver.get(console_base(port) + "/")
-        WebDriverWait(driver, 10).until(lambda d: "Waiting for your decision" in d.page_source)
+        WebDriverWait(driver, 10).until(lambda d: "Turn JavaScript on for this site" in d.page_source)
 
 
 def propose(home, op, args, note=""):
@@ -298,11 +311,13 @@ import json, re, socket, ssl, sys, urllib.parse
 port, pid, cookie = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 host = f"console.localhost:{port}"
 context = ssl._create_unverified_context()
-def request(method, path, body=None):
+def request(method, path, body=None, key=None):
     raw = socket.create_connection(("127.0.0.1", port), timeout=10)
     sock = context.wrap_socket(raw, server_hostname="console.localhost")
     head = (f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {cookie}\r\nOrigin: https://{host}\r\n"
             "Sec-Fetch-Site: same-origin\r\nConnection: close\r\n")
+    if key is not None:
+        head += f"X-Countersign-Page-Key: {key}\r\n"
     data = urllib.parse.urlencode(body).encode() if body is not None else b""
     if body is not None:
         head += f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(data)}\r\n"
@@ -319,13 +334,18 @@ def request(method, path, body=None):
     sock.close()
     text = reply.decode("utf-8", "replace")
     return int(text.split(" ", 2)[1]), text
-out = {"pages": {}, "posts": []}
+out = {"pages": {}, "keyed": [], "posts": []}
 candidates = {"", "guess", cookie.split("=", 1)[1]}
-for path in ("/", f"/proposals/{pid}", "/history"):
+for path in ("/", f"/proposals/{pid}", "/history", "/rules", "/devices", "/passkeys", "/events"):
     status, text = request("GET", path)
-    out["pages"][path] = {"status": status, "has_ck1": "ck1_" in text}
+    out["pages"][path] = {"status": status, "has_ck1": "ck1_" in text, "has_pid": pid in text,
+                          "empty": 'id="load"' in text or "sent only to the console's own script" in text}
     candidates.update(re.findall(r'value="([^"]*)"', text))
     candidates.update(re.findall(r"ck1_[A-Za-z0-9_-]+", text))
+for key in sorted(candidates):
+    for path in ("/", f"/proposals/{pid}"):
+        status, text = request("GET", path, key=key)
+        out["keyed"].append({"key": key, "path": path, "status": status, "has_pid": pid in text})
 for key in sorted(candidates):
     status, text = request("POST", f"/proposals/{pid}/approve", {"delivery": "handoff", "page_key": key})
     out["posts"].append({"key": key, "status": status, "refused": "does not carry the page key" in text})
@@ -445,6 +465,10 @@ async def main():
         key = page_key(driver)
         assert key and key.startswith("ck1_") and key != cookie["value"], key
         status, _, text = console_raw(home, port, "GET", "/", {**host, "Cookie": f"{COOKIE}={cookie['value']}"})
+        assert status == 200 and 'id="load"' in text and "Waiting for your decision" not in text, \
+            "a navigation (the cookie alone) gets the empty page"
+        status, _, text = console_raw(home, port, "GET", "/", {**host, "Cookie": f"{COOKIE}={cookie['value']}",
+                                                               "X-Countersign-Page-Key": key})
         assert status == 200 and "Waiting for your decision" in text and key not in text and "ck1_" not in text, \
             "the page key stays out of the pages the console serves"
         assert driver.find_element(By.CSS_SELECTOR, "input[name=page_key]").get_attribute("value") == key
@@ -624,23 +648,21 @@ async def main():
                 driver.get(base + "/history?operation=schedule.create&status=revoked")
                 assert rpid in driver.page_source and pid not in driver.page_source
 
-        # --- A browser without JavaScript, on a phone-sized screen: it pairs and
-        # reads the card, but its decision carries no page key and is refused.
+        # --- A browser without JavaScript, on a phone-sized screen: it pairs,
+        # but holds no page key, so it reads nothing and is told why.
         nojs = browser(browser_home, javascript=False, width=390, height=844)
         try:
             pair(nojs, home, port, javascript=False)
             run_pid = propose(home, "schedule.create", {"name": "run-now", "cron": "5 4 * * *"})
             nojs.get(base + f"/proposals/{run_pid}")
-            assert "What will happen" in nojs.page_source and "run-now" in nojs.page_source
+            body = nojs.find_element(By.TAG_NAME, "body").text
+            assert "Turn JavaScript on for this site" in body, body
+            assert "run-now" not in nojs.page_source and run_pid not in nojs.page_source
+            assert not nojs.find_elements(By.CSS_SELECTOR, "form[action^='/proposals/']")
             overflow = nojs.execute_cdp_cmd("Runtime.evaluate", {
                 "expression": "document.documentElement.scrollWidth <= window.innerWidth", "returnByValue": True})
-            assert overflow["result"]["value"] is True, "the card overflows a narrow screen"
-            assert nojs.find_element(By.CSS_SELECTOR, "input[name=page_key]").get_attribute("value") == ""
-            click_button(nojs, "Approve and run now")
-            wait_title(nojs, "Refused", 20)
-            assert PAGE_KEY_REFUSED in nojs.find_element(By.TAG_NAME, "body").text, nojs.page_source
+            assert overflow["result"]["value"] is True, "the notice overflows a narrow screen"
             assert status_of(home, run_pid) == "pending"
-            assert "v4.public." not in nojs.page_source
             run(home, "deny", run_pid, "--reason", "no-js check")
         finally:
             nojs.quit()
@@ -797,9 +819,13 @@ async def hostile_os_user(home, port, driver):
     assert forged.returncode == 0, forged.stderr
     out = json.loads(forged.stdout)
     assert not any(p["has_ck1"] for p in out["pages"].values()), out["pages"]
-    # Recorded, not asserted: what the cookie alone lets it read.
+    # The cookie alone reads an empty page everywhere (the event stream is
+    # refused), and with any key it could find or guess, a refusal.
+    assert all(p["empty"] and not p["has_pid"] for p in out["pages"].values()), out["pages"]
+    assert out["keyed"] and all(k["status"] == 403 and not k["has_pid"] for k in out["keyed"]), out["keyed"]
     print("with that cookie the other user GETs: " +
-          ", ".join(f"{path} {page['status']}" for path, page in out["pages"].items()))
+          ", ".join(f"{path} {page['status']} (empty)" for path, page in out["pages"].items()) +
+          f"; with {len(out['keyed'])} found or guessed page keys: 403")
     assert out["posts"] and all(p["status"] == 403 and p["refused"] for p in out["posts"]), out["posts"]
     assert status_of(home, pid) == "pending"
     # The person's own browser still decides (its page key is intact).

@@ -17,6 +17,7 @@ import hmac
 import http.server
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -58,21 +59,22 @@ class Sink(http.server.BaseHTTPRequestHandler):
 
 def paired_cookie(home, port):
     """Pairs as a browser would: the link from `countersign console pair`
-    at a terminal, its code POSTed to /pair over https, the session cookie
-    kept."""
+    at a terminal, its code POSTed to /pair over https; the session cookie
+    and the page key the answer hands the page."""
     child = pexpect.spawn(BIN, ["--home", home, "console", "pair"], encoding="utf-8", timeout=30)
     child.expect(r"https://console\.localhost:\d+/pair/(cp1_[0-9a-f]{16}_[A-Za-z0-9_-]{43})")
     code = child.match.group(1)
     child.expect(pexpect.EOF)
     child.close()
-    status, headers, _ = console_raw(home, port, "POST", "/pair", {
+    status, headers, page = console_raw(home, port, "POST", "/pair", {
         "Host": console_host(port),
         "Origin": console_base(port),
         "Sec-Fetch-Site": "same-origin",
     }, {"code": code})
     cookie = headers.get("set-cookie", "")
     assert status == 200 and cookie.startswith(COOKIE + "="), (status, cookie)
-    return cookie.split(";")[0]
+    key = re.search(r'id="new-page-key"[^>]*data-key="(ck1_[^"]+)"', page).group(1)
+    return cookie.split(";")[0], key
 
 
 def issuances(home):
@@ -128,15 +130,16 @@ def main():
         for r in Sink.received:
             assert "v4.public." not in json.dumps(r["headers"]) + r["body"].decode(), r
 
-        # The link decides nothing on GET: unpaired, it asks to pair; paired, it
-        # shows the proposal. Either way the proposal stays pending, unissued.
+        # The link decides nothing on GET: unpaired, it asks to pair; paired (the
+        # page's script sends its key), it shows the proposal. Either way the proposal stays pending, unissued.
         path = urllib.parse.urlparse(link).path
         host = {"Host": console_host(port)}
         status_code, _, page = console_raw(home, port, "GET", path, dict(host))
         assert status_code == 401 and "Pair this browser" in page, (status_code, page[:300])
-        cookie = paired_cookie(home, port)
+        cookie, key = paired_cookie(home, port)
         for _ in range(2):
-            status_code, _, page = console_raw(home, port, "GET", path, {**host, "Cookie": cookie})
+            status_code, _, page = console_raw(home, port, "GET", path, {**host, "Cookie": cookie,
+                                                                         "X-Countersign-Page-Key": key})
             assert status_code == 200 and pid in page, (status_code, page[:300])
         shown = json.loads(run(home, "--json", "show", pid).stdout)
         assert shown["status"] == "pending", shown

@@ -222,7 +222,8 @@ def main():
         status, _, page = console_raw(home, port, "GET", "/devices", {"Host": console_host(port)})
         assert status == 401 and public_key not in page, (status, page[:300])
         devices = {name: pair(home, port) for name in ("good", "gone", "failing", "unpaired", "revoked", "stopped")}
-        status, _, page = console_raw(home, port, "GET", "/devices", {"Host": console_host(port), "Cookie": devices["good"]["cookie"]})
+        status, _, page = console_raw(home, port, "GET", "/devices", {"Host": console_host(port), "Cookie": devices["good"]["cookie"],
+                                                                     "X-Countersign-Page-Key": devices["good"]["page_key"]})
         assert status == 200 and f'data-push-key="{public_key}"' in page and "Notify this device" in page, page
 
         # Refusals keep nothing.

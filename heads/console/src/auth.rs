@@ -1,13 +1,18 @@
 //! Who may see and change anything: the API's Host/Origin/Sec-Fetch-Site
 //! guards on every request, a paired session's cookie on every page but
-//! pairing, and the session's page key on every POST.
+//! pairing, and the session's page key on every POST and on every read of
+//! a proposal, rule, device or passkey.
 //!
 //! The cookie is `__Host-countersign-<approver>` (Secure, HttpOnly,
 //! SameSite=Strict, Path=/, no Domain), one per approver, so that two
 //! approvers' consoles on one host never share or overwrite a session. A
-//! browser still sends it to every port of the host, so it decides
-//! nothing alone: every change also needs the page key, which only a page
-//! of the console's own origin holds (`sessions`).
+//! browser still sends it to every port of the host (and, for
+//! `*.localhost`, over plain http too), so it reads and decides nothing
+//! alone: a change needs the page key in its form, and a read needs it in
+//! the [`PAGE_KEY_HEADER`] header, which only the console's own script
+//! sends (the key lives in this origin's storage, `sessions`). A
+//! navigation, which carries the cookie only, gets [`shell`]: a page with
+//! nothing in it but the script that fetches the page with the key.
 
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, COOKIE, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -25,6 +30,14 @@ pub(crate) type Rejection = Box<Response>;
 /// The form field that carries the page key.
 pub(crate) const PAGE_KEY_FIELD: &str = "page_key";
 
+/// The request header that carries the page key on a read (the console's
+/// script sets it; a browser never sends it by itself).
+pub(crate) const PAGE_KEY_HEADER: &str = "x-countersign-page-key";
+
+/// What a read without a page key gets instead of the page: its script
+/// fetches the page again with the key (`console.js`).
+const SHELL_MESSAGE: &str = "This page is shown only to the console's own script, which sends this browser's page key with every request, so that a session cookie sent anywhere else reads nothing. Turn JavaScript on for this site.";
+
 /// The name of the cookie that carries a paired browser's session secret
 /// in the console of `approver`.
 pub(crate) fn cookie_name(approver: &str) -> String {
@@ -40,6 +53,11 @@ pub(crate) struct Paired {
 impl Paired {
     /// Refuses a form that does not carry this session's page key.
     pub(crate) fn check_page_key(&self, presented: Option<&str>) -> Result<(), Rejection> {
+        self.check_key(presented)
+    }
+
+    /// The same check for the key of a read, in [`PAGE_KEY_HEADER`].
+    fn check_key(&self, presented: Option<&str>) -> Result<(), Rejection> {
         match presented {
             Some(key) if page_key_matches(&self.record, key) => Ok(()),
             _ => Err(Box::new(refusal(
@@ -87,6 +105,33 @@ pub(crate) fn paired(state: &ConsoleState, headers: &HeaderMap) -> Result<Paired
             )))
         }
     }
+}
+
+/// The paired session of a read that shows a proposal, rule, device or
+/// passkey: a navigation without the page key gets [`shell`], a request
+/// with another key a refusal, an unpaired browser the pairing page.
+pub(crate) fn reading(state: &ConsoleState, headers: &HeaderMap) -> Result<Paired, Rejection> {
+    let session = paired(state, headers)?;
+    let mut presented = headers.get_all(PAGE_KEY_HEADER).iter();
+    match (presented.next(), presented.next()) {
+        (None, _) => Err(Box::new(shell())),
+        (Some(key), None) => {
+            session.check_key(key.to_str().ok())?;
+            Ok(session)
+        }
+        (Some(_), Some(_)) => session.check_key(None).map(|()| session),
+    }
+}
+
+/// The page a navigation gets: nothing of the console's state, and the
+/// script that loads the page with the key (or, without JavaScript, why
+/// it cannot be read).
+pub(crate) fn shell() -> Response {
+    let body = html! {
+        p #load role="status" { "Loading…" }
+        noscript { p.message { (SHELL_MESSAGE) } }
+    };
+    html_response(StatusCode::OK, page("Loading", None, false, body))
 }
 
 /// The pairing page, for a browser without a valid session.

@@ -28,7 +28,7 @@ use time::OffsetDateTime;
 
 use crate::ConsoleState;
 use crate::actions::Authorized;
-use crate::auth::{clear_cookie, html_response, paired, refusal};
+use crate::auth::{clear_cookie, html_response, refusal};
 use crate::html::{notice, page, page_key_field};
 use crate::sessions::{SessionRecord, UNKNOWN_DEVICE, UnpairRefusal};
 use crate::views::age;
@@ -87,7 +87,7 @@ pub(crate) async fn page_of_devices(
     State(state): State<Arc<ConsoleState>>,
     headers: HeaderMap,
 ) -> Response {
-    let here = match paired(&state, &headers) {
+    let here = match crate::auth::reading(&state, &headers) {
         Ok(session) => session.record,
         Err(page) => return *page,
     };

@@ -11,8 +11,10 @@
 //!   reads, on every address those names resolve to (`tls`, `bind`); a
 //!   plain-HTTP request gets a redirect that carries nothing.
 //! - Only a browser paired through a one-time link, with a session of this
-//!   console's own approver, sees anything but the pairing page (`auth`,
-//!   `sessions`).
+//!   console's own approver, sees anything but the pairing page, and only
+//!   its own script, which sends the session's page key with every read,
+//!   sees a proposal, rule, device or passkey: a cookie alone reads an
+//!   empty page (`auth`, `sessions`).
 //! - Nothing changes on GET; every change is a POST with the session's page
 //!   key, which no cookie carries, after the API's Host/Origin/Sec-Fetch-Site
 //!   guards on the console's https names (`guarded`).

@@ -5,15 +5,16 @@
 //! server-sent event. Nothing polls: with nobody listening the console
 //! holds no stream and waits for the first listener; while the list does
 //! not change, the stream is idle. A broken stream is opened again after
-//! a short pause. JavaScript only applies the events; without JavaScript
-//! the pages still work by reloading.
+//! a short pause. Like every read, the stream needs the page key: the
+//! console's script asks for it with the key in its header and applies the
+//! events (an `EventSource` cannot send a header).
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use countersign_proto::v1::signer_client::SignerClient;
@@ -25,7 +26,7 @@ use tokio_stream::wrappers::WatchStream;
 use tonic::transport::Channel;
 
 use crate::ConsoleState;
-use crate::auth::paired;
+use crate::auth::{PAGE_KEY_HEADER, paired, reading, refusal};
 use crate::views::pending_list;
 
 /// The pause before opening a broken stream again; it doubles up to
@@ -147,9 +148,19 @@ async fn stream_while_listened(
 }
 
 /// `GET /events`: the pending list as server-sent events, for a paired
-/// browser, until the session ends or the console stops.
+/// browser's script with its page key, until the session ends or the
+/// console stops.
 pub(crate) async fn events(State(state): State<Arc<ConsoleState>>, headers: HeaderMap) -> Response {
     if let Err(page) = paired(&state, &headers) {
+        return *page;
+    }
+    if !headers.contains_key(PAGE_KEY_HEADER) {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "The live list is sent only to the console's own script, with this browser's page key; nothing was sent.",
+        );
+    }
+    if let Err(page) = reading(&state, &headers) {
         return *page;
     }
     let rx = state.live.latest.subscribe();
@@ -167,7 +178,7 @@ pub(crate) async fn events(State(state): State<Arc<ConsoleState>>, headers: Head
         .take_while(Option::is_some)
         .filter_map(|list| list)
         // A revoked or expired session stops receiving at the next change.
-        .take_while(move |_| paired(&session_state, &headers).is_ok())
+        .take_while(move |_| reading(&session_state, &headers).is_ok())
         .map(move |list| {
             let data = json!({
                 "count": list.len(),

@@ -16,7 +16,7 @@ use maud::html;
 use tonic::transport::Channel;
 
 use crate::ConsoleState;
-use crate::auth::{html_response, paired, refusal};
+use crate::auth::{html_response, reading, refusal};
 use crate::html::page;
 use crate::views::{CardContext, card, history as history_view, pending_list};
 
@@ -49,7 +49,7 @@ pub(crate) async fn pending(
     State(state): State<Arc<ConsoleState>>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(page) = paired(&state, &headers) {
+    if let Err(page) = reading(&state, &headers) {
         return *page;
     }
     let mut approver = state.approver.clone();
@@ -84,7 +84,7 @@ pub(crate) async fn history(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    if let Err(page) = paired(&state, &headers) {
+    if let Err(page) = reading(&state, &headers) {
         return *page;
     }
     let mut status = String::new();
@@ -137,7 +137,7 @@ pub(crate) async fn proposal(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(page) = paired(&state, &headers) {
+    if let Err(page) = reading(&state, &headers) {
         return *page;
     }
     let mut approver = state.approver.clone();

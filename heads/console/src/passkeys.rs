@@ -29,7 +29,7 @@ use serde_json::json;
 
 use crate::ConsoleState;
 use crate::actions::Authorized;
-use crate::auth::{html_response, paired, refusal};
+use crate::auth::{html_response, refusal};
 use crate::html::{notice, page, page_key_field, shown};
 use crate::pages::signer_failure;
 
@@ -147,7 +147,7 @@ pub(crate) async fn page_of_passkeys(
     State(state): State<Arc<ConsoleState>>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(page) = paired(&state, &headers) {
+    if let Err(page) = crate::auth::reading(&state, &headers) {
         return *page;
     }
     let mut approver = state.approver.clone();

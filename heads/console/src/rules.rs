@@ -23,7 +23,7 @@ use maud::{Markup, html};
 
 use crate::ConsoleState;
 use crate::actions::Authorized;
-use crate::auth::{Rejection, html_response, paired};
+use crate::auth::{Rejection, html_response, reading};
 use crate::html::{notice, page, page_key_field, preview_block, row, shown};
 use crate::pages::signer_failure;
 
@@ -33,7 +33,7 @@ async fn paired_rules(
     state: &ConsoleState,
     headers: &HeaderMap,
 ) -> Result<Vec<RuleView>, Rejection> {
-    paired(state, headers)?;
+    reading(state, headers)?;
     let mut approver = state.approver.clone();
     match approver.list_rules(ListRulesRequest {}).await {
         Ok(list) => Ok(list.into_inner().rules),

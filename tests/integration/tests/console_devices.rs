@@ -173,7 +173,8 @@ async fn unpairing_refuses_another_approvers_device_an_unknown_id_an_ended_one_a
     let (alice, alice_cookie) =
         pair_as(&alice_site, &h.home(), "alice", Some(ANDROID_CHROME)).await;
     let (bob, bob_cookie) = pair_as(&bob_site, &h.home(), "bob", Some(LINUX_FIREFOX)).await;
-    let (_, alice_other_cookie) = pair_as(&alice_site, &h.home(), "alice", None).await;
+    let (alice_other_site, alice_other_cookie) =
+        pair_as(&alice_site, &h.home(), "alice", None).await;
     let bob_id = session_of(&store(&h, "bob"), &bob_cookie);
     let alice_other = session_of(&store(&h, "alice"), &alice_other_cookie);
 
@@ -200,7 +201,12 @@ async fn unpairing_refuses_another_approvers_device_an_unknown_id_an_ended_one_a
     )
     .await;
     assert_eq!(by_get.status, 405);
-    assert_eq!(get(&alice, &alice_other_cookie, "/").await.status, 200);
+    assert_eq!(
+        get(&alice_other_site, &alice_other_cookie, "/")
+            .await
+            .status,
+        200
+    );
     // Nor by a browser that is not paired.
     let stranger = unpair(
         &alice,
@@ -210,7 +216,12 @@ async fn unpairing_refuses_another_approvers_device_an_unknown_id_an_ended_one_a
     )
     .await;
     assert_eq!(stranger.status, 401, "{}", stranger.body);
-    assert_eq!(get(&alice, &alice_other_cookie, "/").await.status, 200);
+    assert_eq!(
+        get(&alice_other_site, &alice_other_cookie, "/")
+            .await
+            .status,
+        200
+    );
 
     // Unpaired once; a second time it is refused as ended.
     let done = unpair(&alice, &alice_cookie, &alice_other, true).await;
@@ -221,7 +232,12 @@ async fn unpairing_refuses_another_approvers_device_an_unknown_id_an_ended_one_a
         409,
         ENDED,
     );
-    assert_eq!(get(&alice, &alice_other_cookie, "/").await.status, 401);
+    assert_eq!(
+        get(&alice_other_site, &alice_other_cookie, "/")
+            .await
+            .status,
+        401
+    );
     // And Alice's own browser and Bob's are untouched.
     assert_eq!(get(&alice, &alice_cookie, "/").await.status, 200);
     assert_eq!(get(&bob, &bob_cookie, "/").await.status, 200);

@@ -2,7 +2,8 @@
 //! same code as `countersign console`, fed by the signer's `WatchPending`
 //! stream: a paired page hears each proposal and each decision as it
 //! happens, as a server-sent event with the count and the rendered list;
-//! an unpaired one hears nothing.
+//! an unpaired one hears nothing, nor does the holder of a paired cookie
+//! without the page's key.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api_support;
@@ -34,7 +35,11 @@ impl Events {
             &site.ca_pem,
             "GET",
             "/events",
-            &[("Cookie", cookie), ("Accept", "text/event-stream")],
+            &[
+                ("Cookie", cookie),
+                ("Accept", "text/event-stream"),
+                (console_support::PAGE_KEY_HEADER, &site.page_key),
+            ],
             b"",
         )
         .await;
@@ -129,4 +134,27 @@ async fn refuses_the_event_stream_to_an_unpaired_browser() {
     assert_eq!(reply.status, 401, "{}", reply.body);
     assert!(reply.body.contains("Pair this browser"), "{}", reply.body);
     assert!(!reply.body.contains("event: pending"), "{}", reply.body);
+}
+
+#[tokio::test]
+async fn refuses_the_event_stream_to_a_cookie_without_its_page_key() {
+    let h = Harness::start().await;
+    let site = console_support::serve(&h.home(), None).await;
+    let (site, cookie) = console_support::pair(&site, &h.home(), "console").await;
+    let pending = h
+        .propose("schedule.create", r#"{"name":"unseen","cron":"0 3 * * *"}"#)
+        .await;
+    let wrong = format!("{}x", site.page_key);
+    for key in [None, Some(""), Some("guess"), Some(wrong.as_str())] {
+        let mut headers = vec![("Cookie", cookie.as_str()), ("Accept", "text/event-stream")];
+        if let Some(key) = key {
+            headers.push((console_support::PAGE_KEY_HEADER, key));
+        }
+        let reply =
+            console_support::https_to(site.addr, &site.ca_pem, "GET", "/events", &headers, b"")
+                .await;
+        assert_eq!(reply.status, 403, "{key:?}: {}", reply.body);
+        assert!(!reply.body.contains("event: pending"), "{}", reply.body);
+        assert!(!reply.body.contains(&pending), "{}", reply.body);
+    }
 }

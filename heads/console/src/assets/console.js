@@ -1,20 +1,23 @@
-// countersign console: the pairing's page key, live updates of the
-// pending list, and the WebAuthn ceremonies of passkey approvals,
-// enrolments and removals. Pages are readable without JavaScript;
-// deciding needs it. The page key is handed to this script once, in the
-// answer to the pairing; it keeps it in this origin's localStorage (which
-// no other origin, port or scheme can read) and puts it in every form's
-// page_key field, so a request that changes anything comes from a page
-// of this origin, not from whoever holds the cookie. The server renders
-// and escapes the list; this script only puts it in place and keeps the
-// count in the title. For a passkey form it asks this server (which asks
-// the signer) for a challenge, runs the browser's ceremony with user
-// verification required, puts the answer in the form's hidden field and
-// submits the form; the signer checks everything. It also opens the
-// card's details on a wide screen (on a phone they stay one tap away),
-// keeps the time left in each decision window current (the server renders
-// it once) and registers the web app's service worker (/sw.js, which
-// caches nothing).
+// countersign console: the pairing's page key, every page's loading,
+// live updates of the pending list, and the WebAuthn ceremonies of passkey
+// approvals, enrolments and removals. Reading and deciding both need
+// JavaScript. The page key is handed to this script once, in the answer
+// to the pairing; it keeps it in this origin's localStorage (which no
+// other origin, port or scheme can read). A navigation carries only the
+// cookie, which a browser also sends to other ports of this host, so the
+// server answers it with an empty page; this script fetches the page
+// again with the key in a header and puts it in place, and puts the key
+// in every form's page_key field, so a page is read and a change is made
+// by a page of this origin, not by whoever holds the cookie. The server
+// renders and escapes every page and the live list; this script only
+// puts them in place and keeps the count in the title. For a passkey form
+// it asks this server (which asks the signer) for a challenge, runs the
+// browser's ceremony with user verification required, puts the answer in
+// the form's hidden field and submits the form; the signer checks
+// everything. It also opens the card's details on a wide screen (on a
+// phone they stay one tap away), keeps the time left in each decision
+// window current (the server renders it once) and registers the web
+// app's service worker (/sw.js, which caches nothing).
 // "Notify this device" subscribes with the browser's push manager, with
 // the VAPID public key the Devices page carries, and posts the
 // subscription's JSON in its form (with the page key).
@@ -31,23 +34,7 @@ function fromB64u(text) {
   return bytes;
 }
 const PAGE_KEY = "countersign-page-key";
-(function () {
-  const fresh = document.getElementById("new-page-key");
-  if (fresh) {
-    localStorage.setItem(PAGE_KEY, fresh.dataset.key);
-    fresh.remove();
-    location.replace("/");
-    return;
-  }
-  if (document.getElementById("forget-page-key")) {
-    localStorage.removeItem(PAGE_KEY);
-    return;
-  }
-  const key = localStorage.getItem(PAGE_KEY) || "";
-  document.querySelectorAll("input[data-page-key]").forEach(function (field) {
-    field.value = key;
-  });
-})();
+const PAGE_KEY_HEADER = "X-Countersign-Page-Key";
 
 // Every time the server wrote (RFC 3339, UTC) in the browser's own zone,
 // the UTC instant on hover; again after each live update of the list.
@@ -64,13 +51,12 @@ function localizeTimes(root) {
     }
   });
 }
-localizeTimes(document);
 
 // The time left in each pending proposal's decision window, every second,
 // in the server's words, from the close in the element's datetime; once
 // it has passed, that the proposal can no longer be decided (deciding it
 // is refused; the live list drops it).
-(function () {
+function decisionWindows() {
   if (!document.querySelector("time[data-window]") && !document.getElementById("pending")) {
     return;
   }
@@ -98,25 +84,79 @@ localizeTimes(document);
   }
   tick();
   setInterval(tick, 1000);
-})();
+}
 
-(function () {
+// The pending list as the server sends it whenever it changes: server-sent
+// events read from a fetch, which (unlike an EventSource) can carry the
+// page key; read again after a pause when the stream breaks.
+function livePending(key) {
   const target = document.getElementById("pending");
-  if (!target || !window.EventSource) {
+  if (!target || !window.TextDecoderStream) {
     return;
   }
-  const source = new EventSource("/events");
-  source.addEventListener("pending", function (event) {
-    const data = JSON.parse(event.data);
+  function apply(data) {
     target.innerHTML = data.html;
     localizeTimes(target);
     // The list as the live stream last sent it (tests wait for this).
     target.setAttribute("data-live", "");
     document.title = "(" + data.count + ") Pending · countersign console";
-  });
-})();
+  }
+  async function listen() {
+    const response = await fetch("/events", {
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: { [PAGE_KEY_HEADER]: key, Accept: "text/event-stream" },
+    });
+    if (!response.ok || !response.body) {
+      // Refused (unpaired, another key): reading again will not help.
+      return false;
+    }
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) {
+        return true;
+      }
+      buffer += value.replace(/\r\n?/g, "\n");
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let name = "message";
+        const data = [];
+        block.split("\n").forEach(function (line) {
+          if (line.startsWith("event:")) {
+            name = line.slice(6).trim();
+          } else if (line.startsWith("data:")) {
+            data.push(line.slice(5).replace(/^ /, ""));
+          }
+        });
+        if (name === "pending" && data.length) {
+          apply(JSON.parse(data.join("\n")));
+        }
+      }
+    }
+  }
+  (async function () {
+    for (;;) {
+      let again = true;
+      try {
+        again = await listen();
+      } catch (error) {
+        again = true;
+      }
+      if (!again) {
+        return;
+      }
+      await new Promise(function (resolve) {
+        setTimeout(resolve, 3000);
+      });
+    }
+  })();
+}
 
-(function () {
+function passkeyForms() {
   const forms = document.querySelectorAll("form[data-passkey]");
   if (forms.length === 0) {
     return;
@@ -242,15 +282,15 @@ localizeTimes(document);
       }
     });
   });
-})();
+}
 
-(function () {
+function wideDetails() {
   if (window.matchMedia && window.matchMedia("(min-width: 48rem)").matches) {
     document.querySelectorAll("details[data-wide-open]").forEach(function (details) {
       details.open = true;
     });
   }
-})();
+}
 
 (function () {
   if ("serviceWorker" in navigator) {
@@ -260,7 +300,7 @@ localizeTimes(document);
   }
 })();
 
-(function () {
+function pushSubscription() {
   const form = document.getElementById("push-subscribe");
   if (!form) {
     return;
@@ -309,4 +349,75 @@ localizeTimes(document);
       }
     }
   });
+}
+
+// Everything a page's own elements need, once they are in place; then
+// the page says it is ready (tests wait for this).
+function start(key) {
+  document.querySelectorAll("input[data-page-key]").forEach(function (field) {
+    field.value = key;
+  });
+  localizeTimes(document);
+  decisionWindows();
+  livePending(key);
+  passkeyForms();
+  wideDetails();
+  pushSubscription();
+  document.documentElement.setAttribute("data-ready", "");
+}
+
+// A page that could not be loaded says why, in place of "Loading…".
+function notLoaded(shell, message) {
+  shell.textContent = message;
+  shell.id = "load-failed";
+  document.documentElement.setAttribute("data-ready", "");
+}
+
+// The page key: kept when the pairing hands it over, forgotten when the
+// browser is unpaired; the page itself, fetched with the key when the
+// server answered the navigation with the empty page.
+(function () {
+  const fresh = document.getElementById("new-page-key");
+  if (fresh) {
+    localStorage.setItem(PAGE_KEY, fresh.dataset.key);
+    fresh.remove();
+    location.replace("/");
+    return;
+  }
+  if (document.getElementById("forget-page-key")) {
+    localStorage.removeItem(PAGE_KEY);
+    start("");
+    return;
+  }
+  const key = localStorage.getItem(PAGE_KEY) || "";
+  const shell = document.getElementById("load");
+  if (!shell) {
+    start(key);
+    return;
+  }
+  if (!key) {
+    notLoaded(shell, "This browser holds no page key for its pairing (its site data was cleared?), so the console shows it nothing. Pair it again with `countersign console pair`.");
+    return;
+  }
+  fetch(location.pathname + location.search, {
+    credentials: "same-origin",
+    cache: "no-store",
+    headers: { [PAGE_KEY_HEADER]: key },
+  })
+    .then(function (response) {
+      return response.text();
+    })
+    .then(function (text) {
+      const loaded = new DOMParser().parseFromString(text, "text/html");
+      // The page's own script is this one, already running.
+      loaded.querySelectorAll("script").forEach(function (script) {
+        script.remove();
+      });
+      document.title = loaded.title;
+      document.body.replaceWith(document.adoptNode(loaded.body));
+      start(key);
+    })
+    .catch(function (error) {
+      notLoaded(shell, "This page could not be loaded (" + error.message + "); reload it.");
+    });
 })();

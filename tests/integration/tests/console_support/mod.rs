@@ -107,7 +107,12 @@ pub async fn pair_as(
     )
 }
 
-/// One HTTPS request to the console at `site`, as `console.localhost`.
+/// The header in which the console's script sends the page key with a read.
+pub const PAGE_KEY_HEADER: &str = "X-Countersign-Page-Key";
+
+/// One HTTPS request to the console at `site`, as `console.localhost`; a
+/// GET from a paired site carries its page key, as the console's script
+/// sends it (unless `headers` name the header themselves).
 pub async fn https(
     site: &Site,
     method: &str,
@@ -115,7 +120,16 @@ pub async fn https(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Reply {
-    https_to(site.addr, &site.ca_pem, method, target, headers, body).await
+    let mut headers = headers.to_vec();
+    if method == "GET"
+        && !site.page_key.is_empty()
+        && !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(PAGE_KEY_HEADER))
+    {
+        headers.push((PAGE_KEY_HEADER, &site.page_key));
+    }
+    https_to(site.addr, &site.ca_pem, method, target, &headers, body).await
 }
 
 /// One HTTPS request to `addr`, trusting only `ca_pem`, naming
