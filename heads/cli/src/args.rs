@@ -437,9 +437,67 @@ pub struct McpArgs {
     /// Serve over streamable HTTP on this address instead of stdio (127.0.0.1:8788
     /// when no address is given). Clients authenticate with an API bearer
     /// credential; any address other than loopback exposes the tools to the
-    /// network (still behind those credentials).
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8788")]
-    pub listen: Option<std::net::SocketAddr>,
+    /// network (still behind those credentials). `unix:PATH` serves on a
+    /// Unix socket instead, to the OS user `--client-user` only (the kernel
+    /// reports each connection's user; no credential), one session per
+    /// connection in the stdio framing: the agent connects with
+    /// `countersign mcp --connect unix:PATH`.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8788", conflicts_with = "connect")]
+    pub listen: Option<McpListen>,
+    /// With `--listen unix:PATH`: the only OS user (name or uid) whose
+    /// connections are served.
+    #[arg(long, value_name = "USER", requires = "listen")]
+    pub client_user: Option<String>,
+    /// Relay this process's stdin and stdout to the MCP head serving
+    /// `unix:PATH` (an MCP client runs this as its stdio server), once the
+    /// kernel reports that the socket's server runs as `--server-user`;
+    /// otherwise nothing is sent.
+    #[arg(long, value_name = "unix:PATH", requires = "server_user")]
+    pub connect: Option<UnixSocketPath>,
+    /// With `--connect`: the OS user (name or uid) the MCP head must run as.
+    #[arg(long, value_name = "USER", requires = "connect")]
+    pub server_user: Option<String>,
+}
+
+/// Where `mcp --listen` serves: a TCP address, or `unix:PATH`.
+#[derive(Debug, Clone)]
+pub enum McpListen {
+    /// Streamable HTTP on a TCP address.
+    Tcp(std::net::SocketAddr),
+    /// The stdio framing on a Unix socket.
+    Unix(UnixSocketPath),
+}
+
+impl std::str::FromStr for McpListen {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.starts_with("unix:") {
+            return text.parse().map(Self::Unix);
+        }
+        text.parse().map(Self::Tcp).map_err(|e| {
+            format!("{e}: give an address and port (127.0.0.1:8788) or unix:/absolute/path")
+        })
+    }
+}
+
+/// `unix:PATH`, with an absolute path.
+#[derive(Debug, Clone)]
+pub struct UnixSocketPath(pub std::path::PathBuf);
+
+impl std::str::FromStr for UnixSocketPath {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let path = text
+            .strip_prefix("unix:")
+            .ok_or_else(|| format!("{text:?} is not unix:/absolute/path"))?;
+        let path = std::path::PathBuf::from(path);
+        if !path.is_absolute() {
+            return Err(format!("unix:{} is not an absolute path", path.display()));
+        }
+        Ok(Self(path))
+    }
 }
 
 /// `countersign up`

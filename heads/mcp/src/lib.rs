@@ -1,5 +1,6 @@
-//! countersign's MCP head: a Model Context Protocol server on stdio, or on
-//! streamable HTTP behind the API's bearer credentials ([`serve_http`]),
+//! countersign's MCP head: a Model Context Protocol server on stdio, on a
+//! Unix socket for one other OS user ([`serve_unix`]), or on streamable
+//! HTTP behind the API's bearer credentials ([`serve_http`]),
 //! built on the official Rust SDK (`rmcp`). An agent lists operations, proposes an
 //! exact action, reads its status, withdraws its own pending proposal, and
 //! executes a proposal once a person has approved it, through the signer's
@@ -24,6 +25,7 @@ mod server;
 mod session;
 mod tools;
 mod transport;
+mod unix;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub use frame::fuzz_frame;
@@ -34,3 +36,4 @@ pub use server::{McpHead, ServeError};
 pub use session::new_session_id;
 pub use tools::{exposures, output_schema, structured};
 pub use transport::StrictTransport;
+pub use unix::serve_unix;

@@ -331,6 +331,14 @@ impl McpHead {
         self
     }
 
+    /// This head for one more connection: the same service, registry and
+    /// executions, with a fresh random session of its own.
+    pub(crate) fn for_connection(&self) -> Result<Self, ServeError> {
+        let mut head = self.clone();
+        head.session = crate::session::new_session_id().map_err(ServeError::Setup)?;
+        Ok(head)
+    }
+
     /// The executions this head runs, for a server that drains them.
     pub(crate) fn executions(&self) -> TaskTracker {
         self.executions.clone()

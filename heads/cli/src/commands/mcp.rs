@@ -6,7 +6,11 @@
 //! MCP gateway: the upstream servers' tools are listed and called through it.
 
 use std::net::SocketAddr;
+use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+use std::path::Path;
 use std::sync::Arc;
+
+use tokio::io::AsyncWriteExt as _;
 
 use countersign_api::default_audience;
 use countersign_api::tokens::TokenStore;
@@ -16,24 +20,30 @@ use countersign_identity::shutdown::shutdown_signal;
 use countersign_mcp::{Gateway, HttpAuth, MCP_PATH, McpHead};
 
 use crate::Io;
-use crate::args::McpArgs;
+use crate::args::{McpArgs, McpListen};
 use crate::context::Context;
 use crate::error::CliError;
 
-/// `countersign mcp [--listen ADDR]`
+/// `countersign mcp [--listen ADDR | --listen unix:PATH --client-user U]`
 pub(crate) async fn serve(ctx: &Context, args: McpArgs, io: &mut Io<'_>) -> Result<(), CliError> {
-    if let Some(listen) = args.listen {
-        return serve_http(ctx, listen, io).await;
+    match (args.listen, args.client_user) {
+        (Some(McpListen::Tcp(_)), Some(_)) => {
+            return Err(CliError::Error(
+                "--client-user goes with --listen unix:PATH: on a TCP address the kernel names no client user, and clients authenticate with API credentials".into(),
+            ));
+        }
+        (Some(McpListen::Unix(_)), None) => {
+            return Err(CliError::Error(
+                "--listen unix:PATH needs --client-user USER: the only OS user whose connections are served".into(),
+            ));
+        }
+        (Some(McpListen::Tcp(listen)), None) => return serve_http(ctx, listen, io).await,
+        (Some(McpListen::Unix(path)), Some(user)) => {
+            return serve_unix(ctx, &path.0, &user, io).await;
+        }
+        (None, _) => {}
     }
-    let mut head = ctx.head().await?;
-    let gate = ctx.gate(&mut head).await?;
-    let (gate, gateway) = gateway(ctx, gate)?;
-    let mut server = McpHead::new(head, gate)
-        .map_err(CliError::error)?
-        .with_console(ctx.config.console.clone(), ctx.config.passkeys.is_some());
-    if let Some(gateway) = &gateway {
-        server = server.with_gateway(gateway.clone());
-    }
+    let (server, gateway) = head(ctx).await?;
     writeln!(
         io.err,
         "countersign mcp: serving MCP on stdio for principal {}, session {}",
@@ -46,6 +56,107 @@ pub(crate) async fn serve(ctx: &Context, args: McpArgs, io: &mut Io<'_>) -> Resu
         gateway.upstreams().shutdown().await;
     }
     served
+}
+
+/// The MCP head of this installation (and its gateway, if any).
+async fn head(ctx: &Context) -> Result<(McpHead, Option<Gateway>), CliError> {
+    let mut head = ctx.head().await?;
+    let gate = ctx.gate(&mut head).await?;
+    let (gate, gateway) = gateway(ctx, gate)?;
+    let mut server = McpHead::new(head, gate)
+        .map_err(CliError::error)?
+        .with_console(ctx.config.console.clone(), ctx.config.passkeys.is_some());
+    if let Some(gateway) = &gateway {
+        server = server.with_gateway(gateway.clone());
+    }
+    Ok((server, gateway))
+}
+
+/// `countersign mcp --listen unix:PATH --client-user USER`: the socket is
+/// made anew (a stale socket file of a stopped head is replaced; any other
+/// file there is refused) and left open to every user, since the peer
+/// check, not the file's mode, decides who is served.
+async fn serve_unix(
+    ctx: &Context,
+    path: &Path,
+    user: &str,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let client_uid = countersign_process::users::uid_of(user)
+        .map_err(|e| CliError::Error(format!("--client-user {user}: {e}")))?;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)
+            .map_err(|e| CliError::Error(format!("cannot replace {}: {e}", path.display())))?,
+        Ok(_) => {
+            return Err(CliError::Error(format!(
+                "{} exists and is not a socket; nothing was changed",
+                path.display()
+            )));
+        }
+        Err(_) => {}
+    }
+    let listener = tokio::net::UnixListener::bind(path)
+        .map_err(|e| CliError::Error(format!("cannot listen on {}: {e}", path.display())))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
+        .map_err(|e| CliError::Error(format!("{}: {e}", path.display())))?;
+    let (server, gateway) = head(ctx).await?;
+    super::metrics::serve(ctx, ctx.config.metrics.mcp, "MCP", io).await?;
+    let _ = writeln!(
+        io.err,
+        "countersign mcp: serving MCP on unix:{} for principal {} to user {user} (uid {client_uid}) only; each connection is its own session; press Ctrl-C to stop",
+        path.display(),
+        ctx.principal
+    );
+    tracing::info!(path = %path.display(), client_uid, "MCP on a Unix socket listening");
+    countersign_mcp::serve_unix(server, listener, client_uid, shutdown_signal())
+        .await
+        .map_err(CliError::error)?;
+    let _ = std::fs::remove_file(path);
+    if let Some(gateway) = gateway {
+        gateway.upstreams().shutdown().await;
+    }
+    let _ = writeln!(io.err, "MCP head stopped");
+    Ok(())
+}
+
+/// `countersign mcp --connect unix:PATH --server-user USER`: this process's
+/// stdin to the socket and the socket to its stdout, byte for byte, once
+/// the kernel reports that the socket's server runs as `USER`; a socket
+/// served by anyone else gets nothing.
+pub(crate) async fn connect(path: &Path, user: &str) -> Result<(), CliError> {
+    let server_uid = countersign_process::users::uid_of(user)
+        .map_err(|e| CliError::Error(format!("--server-user {user}: {e}")))?;
+    let stream = tokio::net::UnixStream::connect(path)
+        .await
+        .map_err(|e| CliError::Error(format!("cannot connect to {}: {e}", path.display())))?;
+    let peer = stream
+        .peer_cred()
+        .map_err(|e| CliError::Error(format!("{}: peer credentials: {e}", path.display())))?
+        .uid();
+    if peer != server_uid {
+        return Err(CliError::Error(format!(
+            "{} is served by uid {peer}, not by {user} (uid {server_uid}); nothing was sent",
+            path.display()
+        )));
+    }
+    let (mut from_server, mut to_server) = stream.into_split();
+    let upstream = async {
+        tokio::io::copy(&mut tokio::io::stdin(), &mut to_server).await?;
+        // The client closed its side: the server sees the end of input.
+        to_server.shutdown().await
+    };
+    let downstream = async {
+        let mut stdout = tokio::io::stdout();
+        tokio::io::copy(&mut from_server, &mut stdout).await?;
+        stdout.flush().await
+    };
+    // Until the server closes (it answers everything first) or either
+    // side fails.
+    let relayed = tokio::select! {
+        down = downstream => down,
+        up = async { upstream.await?; std::future::pending::<std::io::Result<()>>().await } => up,
+    };
+    relayed.map_err(|e| CliError::Error(format!("relaying to {}: {e}", path.display())))
 }
 
 /// The gateway of this installation, if `gateway.toml` beside the

@@ -24,7 +24,8 @@ mod verify;
 use crate::Io;
 use crate::args::{
     ApiCommand, Cli, Command, ConsoleArgs, ConsoleCommand, CredentialCommand, GatewayCommand,
-    InitArgs, KeysCommand, NotifyCommand, OpsCommand, RulesCommand, SessionsCommand, TokenCommand,
+    InitArgs, KeysCommand, McpArgs, NotifyCommand, OpsCommand, RulesCommand, SessionsCommand,
+    TokenCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -49,6 +50,12 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
             command: Some(ConsoleCommand::Trust(trust)),
             ..
         }) if trust.ca.is_some() => return console_trust::trust(None, &trust, json, io),
+        // The agent's relay to a gateway of another user reads no home.
+        Command::Mcp(McpArgs {
+            connect: Some(path),
+            server_user: Some(user),
+            ..
+        }) => return mcp::connect(&path.0, &user).await,
         command => command,
     };
     let home = Context::home(cli.home)?;
