@@ -170,7 +170,7 @@ def main():
     subprocess.run(["git", "init", "-q", project], check=True)
     said = json.loads(run(home, "--json", "init", "claude-code", "--project", project).stdout)
     assert said["added"] == ["PreToolUse"], said
-    settings = os.path.join(project, ".claude", "settings.json")
+    settings = os.path.join(project, ".claude", "settings.local.json")
     mock = ModelMock()
     up, _ = start_up(home, "--console")
     try:

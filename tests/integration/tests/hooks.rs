@@ -294,7 +294,7 @@ async fn every_agent_gets_its_own_shape() {
 async fn init_merges_the_hook_into_each_agents_settings_once_and_keeps_a_backup() {
     let h = Harness::start().await;
     let project = h.scratch.path().join("project");
-    let claude = project.join(".claude/settings.json");
+    let claude = project.join(".claude/settings.local.json");
     std::fs::create_dir_all(claude.parent().unwrap()).unwrap();
     let theirs = r#"{"permissions":{"allow":["Bash(ls)"]},"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"audit-log"}]}]}}"#;
     std::fs::write(&claude, theirs).unwrap();
@@ -353,10 +353,36 @@ async fn init_merges_the_hook_into_each_agents_settings_once_and_keeps_a_backup(
         assert_eq!(settings, expected, "{agent}");
     }
 
+    // Said in words: where it went, and what the agent needs next (no
+    // file of the source tree); a shared project file is named as such.
+    let fresh = h.scratch.path().join("fresh");
+    let fresh_dir = fresh.to_str().unwrap();
+    let said = h
+        .cli(&["init", "claude-code", "--project", fresh_dir])
+        .await;
+    assert_eq!(said.result, Ok(()), "{}", said.stderr);
+    assert!(
+        said.stdout.starts_with(&format!(
+            "{fresh_dir}/.claude/settings.local.json: added the PreToolUse hook `"
+        )) && said.stdout.contains(
+            "Claude Code runs a project's hooks once you accept its workspace trust dialog"
+        ) && !said.stdout.contains("docs/"),
+        "{}",
+        said.stdout
+    );
+    assert!(!fresh.join(".claude/settings.json").exists());
+    let said = h.cli(&["init", "gemini", "--project", fresh_dir]).await;
+    assert!(
+        said.stdout
+            .contains("the file names this user's paths, so keep it out of version control"),
+        "{}",
+        said.stdout
+    );
+
     // A settings file that is not JSON is left as it is.
     let broken = h.scratch.path().join("broken");
     std::fs::create_dir_all(broken.join(".claude")).unwrap();
-    std::fs::write(broken.join(".claude/settings.json"), "{\"a\":1,").unwrap();
+    std::fs::write(broken.join(".claude/settings.local.json"), "{\"a\":1,").unwrap();
     let run = h
         .cli(&["init", "claude-code", "--project", broken.to_str().unwrap()])
         .await;
@@ -366,7 +392,7 @@ async fn init_merges_the_hook_into_each_agents_settings_once_and_keeps_a_backup(
         run.result
     );
     assert_eq!(
-        std::fs::read_to_string(broken.join(".claude/settings.json")).unwrap(),
+        std::fs::read_to_string(broken.join(".claude/settings.local.json")).unwrap(),
         "{\"a\":1,"
     );
 }

@@ -130,14 +130,39 @@ pub(crate) fn init(
             if let Some(backup) = &change.backup {
                 text.push_str(&format!("the file as it was: {}\n", backup.display()));
             }
-            text.push_str(&format!(
-                "see docs/hooks.md for what {} needs before it runs a project's hooks\n",
-                agent.name()
-            ));
+            text.push_str(next_step(agent, &scope));
+            text.push('\n');
             text
         }
     };
     write_text(io.out, &text)
+}
+
+/// What the agent needs before it runs the hook, and for a project file
+/// that others share, that it names this user's paths.
+fn next_step(agent: Agent, scope: &settings::Scope) -> &'static str {
+    let shared = matches!(scope, settings::Scope::Project(_));
+    match agent {
+        Agent::ClaudeCode => {
+            "Claude Code runs a project's hooks once you accept its workspace trust dialog for the folder (and none with `disableAllHooks`)"
+        }
+        Agent::Codex if shared => {
+            "Codex runs this hook only once you trust it with `/hooks` in a project you trusted, and skips it in silence until then; the file names this user's paths, so keep it out of version control"
+        }
+        Agent::Codex => {
+            "Codex runs this hook only once you trust it with `/hooks`, and skips it in silence until then"
+        }
+        Agent::Gemini if shared => {
+            "Gemini CLI runs hooks only in a folder it trusts (`security.folderTrust`); the file names this user's paths, so keep it out of version control"
+        }
+        Agent::Gemini => {
+            "Gemini CLI runs hooks only in a folder it trusts (`security.folderTrust`)"
+        }
+        Agent::Cursor if shared => {
+            "Cursor reads the hooks at its next start; the file names this user's paths, so keep it out of version control"
+        }
+        Agent::Cursor => "Cursor reads the hooks at its next start",
+    }
 }
 
 /// The user's home directory (`$HOME`), whose agent settings `--user`

@@ -45,13 +45,17 @@ pub(crate) struct Change {
     pub(crate) backup: Option<PathBuf>,
 }
 
-/// The settings file of `agent` in `scope`.
+/// The settings file of `agent` in `scope`. In a project, Claude Code's
+/// is its local file (`settings.local.json`, which Claude Code keeps out of
+/// version control), since the hook's command names this user's program
+/// and home by absolute path: a clone elsewhere must not run it.
 pub(crate) fn settings_file(agent: Agent, scope: &Scope) -> PathBuf {
-    let (dir, file) = match agent {
-        Agent::ClaudeCode => (".claude", "settings.json"),
-        Agent::Codex => (".codex", "hooks.json"),
-        Agent::Gemini => (".gemini", "settings.json"),
-        Agent::Cursor => (".cursor", "hooks.json"),
+    let (dir, file) = match (agent, scope) {
+        (Agent::ClaudeCode, Scope::Project(_)) => (".claude", "settings.local.json"),
+        (Agent::ClaudeCode, Scope::User { .. }) => (".claude", "settings.json"),
+        (Agent::Codex, _) => (".codex", "hooks.json"),
+        (Agent::Gemini, _) => (".gemini", "settings.json"),
+        (Agent::Cursor, _) => (".cursor", "hooks.json"),
     };
     match scope {
         Scope::Project(root) => root.join(dir).join(file),
