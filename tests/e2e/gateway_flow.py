@@ -26,8 +26,11 @@ upstream, nor does an expired approval; a prompt-injected argument approves noth
 and unknown or denied tools are refused before any upstream sees them; a
 tool whose description changed after approval is refused (tool_changed) and
 called never, and once the change is accepted its old approval is refused
-(contract_revision_mismatch); the upstream killed mid-call leaves the execution uncertain
-and reconcile does not call it again; a client that opens URLs is asked
+(contract_revision_mismatch); the upstream killed mid-call leaves the execution uncertain,
+and reconcile calls it again only for a tool the operator listed in
+`replay_safe` (once: the note holds one line, and a second reconcile calls
+nothing), never for another (its message names the upstream, not a
+webhook); a client that opens URLs is asked
 at the gated call to open the console, and its answer approves nothing
 (the call runs then only if a person approved meanwhile); on protocol
 2026-07-28 the gated call answers `input_required` with a sealed
@@ -89,6 +92,16 @@ timeout_secs = 8
 [upstream.stdio]
 program = "{PYTHON}"
 args = ["{os.path.join(HERE, 'notes_upstream.py')}", "{notes_dir}"]
+[upstream.tools]
+note_write = "approve"
+
+[[upstream]]
+name = "safe"
+timeout_secs = 8
+replay_safe = ["note_write"]
+[upstream.stdio]
+program = "{PYTHON}"
+args = ["{os.path.join(HERE, 'notes_upstream.py')}", "{notes_dir}-safe"]
 [upstream.tools]
 note_write = "approve"
 
@@ -397,12 +410,14 @@ def children_of(pid):
     return found
 
 
-def notes_upstream_pid():
+def notes_upstream_pid(directory):
+    """The pid of the notes upstream serving `directory`."""
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if b"notes_upstream.py" in f.read():
+                    argv = f.read()
+                    if b"notes_upstream.py" in argv and argv.endswith(b"\0" + directory.encode() + b"\0"):
                         return int(entry)
             except OSError:
                 pass
@@ -415,6 +430,8 @@ async def main():
     notes_dir = os.path.join(tmp, "notes")
     os.makedirs(files_root)
     os.makedirs(notes_dir)
+    safe_dir = notes_dir + "-safe"
+    os.makedirs(safe_dir)
     with open(os.path.join(files_root, "readme.txt"), "w") as f:
         f.write("hello from the upstream\n")
     global MEMORY_FILE
@@ -443,7 +460,8 @@ async def main():
         # pins nothing until a person approves it and it is executed.
         proposed = run(home, "--json", "gateway", "tools", "--accept", "files/write_file",
                        "--accept", "files/read_text_file",
-                       "--accept", "files/move_file", "--accept", "notes/note_write", "--accept", "everything/echo",
+                       "--accept", "files/move_file", "--accept", "notes/note_write", "--accept", "safe/note_write",
+                       "--accept", "everything/echo",
                        "--accept", "memory/read_graph", "--accept", "memory/create_entities",
                        "--accept", "brief/write_file",
                        "--accept", "everything/get-sum")
@@ -638,28 +656,45 @@ async def main():
             assert not os.path.exists(os.path.join(notes_dir, "rug"))
             await agent.session.list_tools()  # the gateway lists afresh
 
-            # The upstream killed mid-call: uncertain, and not called again.
-            with open(os.path.join(notes_dir, ".slow"), "w") as f:
-                f.write("5")
-            result, text = await agent.call("notes__note_write", {"name": "killed", "text": "maybe"})
-            pid = proposal_id(result, text)
-            approve_at_terminal(home, pid, "--for-mcp")
-            running = asyncio.ensure_future(agent.call("execute_approved", {"proposal_id": pid}))
-            await asyncio.sleep(2)
-            victim = notes_upstream_pid()
-            assert victim, "the notes upstream runs"
-            os.kill(victim, signal.SIGKILL)
-            result, text = await running
-            assert "uncertain" in text, text
-            os.remove(os.path.join(notes_dir, ".slow"))
+            # The upstream killed mid-call: uncertain; called again by
+            # reconcile only where the operator listed the tool replay_safe.
+            killed = {}
+            for upstream, directory in (("notes", notes_dir), ("safe", safe_dir)):
+                with open(os.path.join(directory, ".slow"), "w") as f:
+                    f.write("5")
+                result, text = await agent.call(f"{upstream}__note_write", {"name": "killed", "text": "maybe"})
+                pid = proposal_id(result, text)
+                approve_at_terminal(home, pid, "--for-mcp")
+                running = asyncio.ensure_future(agent.call("execute_approved", {"proposal_id": pid}))
+                await asyncio.sleep(2)
+                victim = notes_upstream_pid(directory)
+                assert victim, f"the {upstream} upstream runs"
+                os.kill(victim, signal.SIGKILL)
+                result, text = await running
+                assert "uncertain" in text, text
+                os.remove(os.path.join(directory, ".slow"))
+                killed[upstream] = pid
             # While its lease runs (the timeout and a margin), reconcile
-            # leaves it alone; after, it is not replay-safe: never called again.
+            # leaves it alone; after, the replay-safe call is made again (the
+            # reconciling process starts the upstream), the other never.
             reconciled = run(home, "reconcile", ok=(4,))
             assert "running" in reconciled.stdout, reconciled
+            assert not os.path.exists(os.path.join(safe_dir, "killed"))
             time.sleep(8 + 30 + 1)
             reconciled = run(home, "reconcile", ok=(4,))
-            assert "not replay-safe" in reconciled.stdout, reconciled
+            lines = {line.split()[0]: line for line in reconciled.stdout.splitlines()}
+            assert "not replay-safe" in lines[killed["notes"]], reconciled
+            assert "ask the upstream notes whether its tool note_write ran" in lines[killed["notes"]], reconciled
+            assert "webhook" not in lines[killed["notes"]], reconciled
+            assert f"mcp:safe/note_write  replayed" in lines[killed["safe"]], reconciled
             assert not os.path.exists(os.path.join(notes_dir, "killed"))
+            with open(os.path.join(safe_dir, "killed")) as f:
+                assert f.read() == "maybe\n", "called again exactly once"
+            assert json.loads(run(home, "--json", "show", killed["safe"]).stdout)["status"] == "applied"
+            again = run(home, "reconcile", ok=(4,))
+            assert killed["safe"] not in again.stdout, again
+            with open(os.path.join(safe_dir, "killed")) as f:
+                assert f.read() == "maybe\n", "a second reconcile calls nothing"
         # A client that opens URLs is asked, at the gated call, to open the
         # console's page of the proposal; what it answers decides nothing.
         asked = []

@@ -24,6 +24,7 @@
 
 use countersign_ledger::{EffectOutcome, Intent, Interrupted};
 use countersign_proto::v1::signer_client::SignerClient;
+use countersign_registry::Effect;
 use serde::Serialize;
 use tonic::transport::Channel;
 
@@ -121,12 +122,22 @@ impl Gate {
             ));
         }
         if !operation.replay_safe {
+            let ask = match &operation.effect {
+                Effect::Webhook(_) => format!(
+                    "ask the receiver whether it handled Idempotency-Key {}",
+                    intent.nonce()
+                ),
+                Effect::Mcp(tool) => format!(
+                    "ask the upstream {} whether its tool {} ran; only a tool in its `replay_safe` list in gateway.toml is called again",
+                    tool.upstream, tool.tool
+                ),
+                _ => "look at what it acts on".to_owned(),
+            };
             return Ok(entry(
                 "still_uncertain",
                 format!(
-                    "{} is not replay-safe, so it is never run or sent again; check whether it happened (for a webhook, ask the receiver whether it handled Idempotency-Key {}), then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
+                    "{} is not replay-safe, so it is never run or sent again; check whether it happened ({ask}), then run `countersign reconcile --resolve {} --applied` or `--not-applied`",
                     intent.operation(),
-                    intent.nonce(),
                     intent.proposal_id()
                 ),
             ));

@@ -98,7 +98,14 @@ pub(crate) async fn reconcile(
     }
     let mut head = ctx.head().await?;
     let gate = ctx.gate(&mut head).await?;
-    let report = gate.reconcile(&mut head).await.map_err(CliError::error)?;
+    // A gated MCP call of a replay-safe tool is called again through the
+    // gateway's upstreams, started here as the gateway starts them.
+    let (gate, gateway) = super::mcp::gateway(ctx, gate)?;
+    let report = gate.reconcile(&mut head).await.map_err(CliError::error);
+    if let Some(gateway) = gateway {
+        gateway.upstreams().shutdown().await;
+    }
+    let report = report?;
     if json {
         write_json(io.out, &report)?;
     } else if report.entries.is_empty() {

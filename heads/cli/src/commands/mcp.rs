@@ -163,7 +163,7 @@ pub(crate) async fn connect(path: &Path, user: &str) -> Result<(), CliError> {
 /// registry names upstreams: their servers started (stdio) or prepared
 /// (HTTP) once for this process, and `gate` running `mcp` effects through
 /// them.
-fn gateway(ctx: &Context, gate: Gate) -> Result<(Gate, Option<Gateway>), CliError> {
+pub(crate) fn gateway(ctx: &Context, gate: Gate) -> Result<(Gate, Option<Gateway>), CliError> {
     let registry = ctx.current_registry()?;
     let Some(file) = registry.last_loaded().gateway().cloned() else {
         return Ok((gate, None));
