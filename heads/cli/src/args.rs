@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
+pub use crate::proposal_ref::ProposalRef;
 use clap::{Args, Parser, Subcommand};
 use countersign_identity::ApproverName;
 use countersign_proto::v1::ProposalStatus;
-use countersign_verifier::ProposalId;
 
 /// countersign: a human-approval gate for the actions of AI agents.
 #[derive(Debug, Parser)]
@@ -608,9 +608,9 @@ pub struct VerifyArgs {
 /// A proposal id.
 #[derive(Debug, Args)]
 pub struct IdArg {
-    /// The proposal id (prop_...).
-    #[arg(value_parser = proposal_id)]
-    pub id: ProposalId,
+    /// The proposal id (prop_...), or its start (at least 4 hex digits).
+    #[arg(value_parser = proposal_ref)]
+    pub id: ProposalRef,
 }
 
 /// `countersign propose`
@@ -643,9 +643,9 @@ pub struct ListArgs {
 /// `countersign approve`
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
-    /// The proposal id.
-    #[arg(value_parser = proposal_id)]
-    pub id: ProposalId,
+    /// The proposal id, or its start (at least 4 hex digits).
+    #[arg(value_parser = proposal_ref)]
+    pub id: ProposalRef,
     /// Hand the approval off to the proposing session instead of running
     /// it here: its head runs it once (the MCP head's `execute_approved`,
     /// `countersign exec ID --handoff`). A hook's or a gateway's call is
@@ -671,9 +671,9 @@ pub struct ApproveArgs {
 /// `countersign deny`
 #[derive(Debug, Args)]
 pub struct DenyArgs {
-    /// The proposal id.
-    #[arg(value_parser = proposal_id)]
-    pub id: ProposalId,
+    /// The proposal id, or its start (at least 4 hex digits).
+    #[arg(value_parser = proposal_ref)]
+    pub id: ProposalRef,
     /// Why, recorded in the ledger and shown to the proposer.
     #[arg(long)]
     pub reason: String,
@@ -687,9 +687,9 @@ pub struct DenyArgs {
 /// `countersign exec`
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The proposal id.
-    #[arg(value_parser = proposal_id)]
-    pub id: ProposalId,
+    /// The proposal id, or its start (at least 4 hex digits).
+    #[arg(value_parser = proposal_ref)]
+    pub id: ProposalRef,
     /// A file holding the proof, or - for stdin. There is deliberately no
     /// way to pass a proof as an argument: argv is visible to other users.
     #[arg(
@@ -711,9 +711,9 @@ pub struct ExecArgs {
 /// `countersign revoke`
 #[derive(Debug, Args)]
 pub struct RevokeArgs {
-    /// The proposal id.
-    #[arg(value_parser = proposal_id)]
-    pub id: ProposalId,
+    /// The proposal id, or its start (at least 4 hex digits).
+    #[arg(value_parser = proposal_ref)]
+    pub id: ProposalRef,
     /// Why, recorded in the ledger.
     #[arg(long, default_value = "revoked by the principal")]
     pub reason: String,
@@ -731,8 +731,8 @@ pub struct AuditArgs {
 #[derive(Debug, Args)]
 pub struct ReconcileArgs {
     /// Resolve one uncertain proposal by hand (after checking the world).
-    #[arg(long, value_name = "ID", requires = "resolution", value_parser = proposal_id)]
-    pub resolve: Option<ProposalId>,
+    #[arg(long, value_name = "ID", requires = "resolution", value_parser = proposal_ref)]
+    pub resolve: Option<ProposalRef>,
     /// With --resolve: the effect did happen.
     #[arg(long, group = "resolution")]
     pub applied: bool,
@@ -754,9 +754,8 @@ fn absolute_path(value: &str) -> Result<PathBuf, String> {
 
 /// A proposal id on the command line: refused as a usage error (exit code 2)
 /// before the signer is contacted.
-fn proposal_id(value: &str) -> Result<ProposalId, String> {
-    ProposalId::parse(value)
-        .map_err(|_| "expected prop_ followed by 32 lowercase hex digits".to_string())
+fn proposal_ref(value: &str) -> Result<ProposalRef, String> {
+    ProposalRef::parse(value)
 }
 
 /// A rule id on the command line: refused as a usage error (exit code 2).

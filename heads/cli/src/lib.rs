@@ -15,6 +15,7 @@ pub mod error;
 mod exposures;
 pub mod logging;
 mod output;
+mod proposal_ref;
 pub mod terminal;
 
 use std::io::{self, Read, Write};

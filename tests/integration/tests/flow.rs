@@ -452,3 +452,57 @@ async fn a_blank_denial_reason_and_revoking_an_unapproved_proposal_are_refused()
         "pending"
     );
 }
+
+#[tokio::test]
+async fn a_proposal_is_named_by_the_start_of_its_id_when_that_names_one() {
+    let h = Harness::start().await;
+    let id = h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let other = h
+        .propose("schedule.create", r#"{"name":"weekly","cron":"0 4 * * 0"}"#)
+        .await;
+    // The shortest start of `id` that `other` does not share (at least 4
+    // hex digits), with and without `prop_`.
+    let digits = &id["prop_".len()..];
+    let length = (4..32)
+        .find(|&n| !other["prop_".len()..].starts_with(&digits[..n]))
+        .unwrap();
+    let short = &digits[..length];
+    let shown = h.cli(&["--json", "show", short]).await;
+    assert_eq!(shown.result, Ok(()), "{}", shown.stderr);
+    assert_eq!(shown.json()["id"], id.as_str());
+    let run = h
+        .cli_with(
+            &["approve", &format!("prop_{short}")],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    assert!(run.stdout.starts_with("applied"), "{}", run.stdout);
+    assert_eq!(h.schedules().await.len(), 1);
+    let result = h.cli(&["--json", "result", short]).await;
+    assert_eq!(result.json()["status"], "applied");
+
+    // A start that no proposal's id has: said, and nothing is done.
+    let unknown = (0..16u32)
+        .map(|d| format!("{d:x}000"))
+        .find(|p| {
+            !digits.starts_with(p.as_str()) && !other["prop_".len()..].starts_with(p.as_str())
+        })
+        .unwrap();
+    let refused = h
+        .cli_with(
+            &["deny", &unknown, "--reason", "no"],
+            "",
+            Person::TypesTheChallenge,
+        )
+        .await;
+    assert_eq!(
+        refused.result,
+        Err(CliError::Error(format!(
+            "no proposal among the newest 500 has an id starting with prop_{unknown}; give its whole id (`countersign list`)"
+        )))
+    );
+    let pending = h.cli(&["--json", "show", &other]).await;
+    assert_eq!(pending.json()["status"], "pending");
+}

@@ -476,7 +476,7 @@ async fn a_malformed_proposal_id_is_refused_by_every_cli_command_that_takes_one(
         let said = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
         assert!(
-            said.contains("expected prop_ followed by 32 lowercase hex digits"),
+            said.contains("expected a proposal id (prop_ followed by 32 lowercase hex digits) or its start (at least 4 of those digits)"),
             "{args:?}: {said}"
         );
     }

@@ -16,6 +16,7 @@ use countersign_service::{
 use serde_json::json;
 
 use crate::Io;
+use crate::args::ProposalRef;
 use crate::args::{ApproveArgs, DenyArgs, RevokeArgs};
 use crate::commands::data;
 use crate::context::Context;
@@ -33,12 +34,11 @@ pub(crate) async fn approve(
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
     // The gate (signer keys, ledger) is built only if the approval runs now.
-    let approver = Approver::new(
-        ctx.approver_as(args.as_approver.as_ref()).await?,
-        data::service(ctx, false),
-    );
+    let mut client = ctx.approver_as(args.as_approver.as_ref()).await?;
+    let id = args.id.resolve(&mut client).await?;
+    let approver = Approver::new(client, data::service(ctx, false));
     let view = approver
-        .proposal(&args.id)
+        .proposal(&id)
         .await
         .map_err(|e| failed(e, json, io))?;
     let rule = view.operation == RULE_CREATE;
@@ -392,21 +392,20 @@ pub(crate) async fn deny(
             "a denial needs a non-empty --reason".to_string(),
         ));
     }
-    let approver = Approver::new(
-        ctx.approver_as(args.as_approver.as_ref()).await?,
-        data::service(ctx, false),
-    );
+    let mut client = ctx.approver_as(args.as_approver.as_ref()).await?;
+    let id = args.id.resolve(&mut client).await?;
+    let approver = Approver::new(client, data::service(ctx, false));
     approver
-        .deny(&args.id, &args.reason)
+        .deny(&id, &args.reason)
         .await
         .map_err(|e| failed(e, json, io))?;
     if json {
         write_json(
             io.out,
-            &json!({"proposal_id": args.id.as_str(), "status": "denied"}),
+            &json!({"proposal_id": id.as_str(), "status": "denied"}),
         )
     } else {
-        write_text(io.out, &format!("denied {}\n", args.id))
+        write_text(io.out, &format!("denied {id}\n"))
     }
 }
 
@@ -417,12 +416,13 @@ pub(crate) async fn revoke(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let approver = Approver::new(ctx.approver().await?, data::service(ctx, false));
+    let mut client = ctx.approver().await?;
+    let id = args.id.resolve(&mut client).await?;
+    let approver = Approver::new(client, data::service(ctx, false));
     let revoked = approver
-        .revoke(&args.id, &args.reason)
+        .revoke(&id, &args.reason)
         .await
         .map_err(|e| failed(e, json, io))?;
-    let id = &args.id;
     let (code, message, result) = match revoked {
         Revoked::Revoked => (
             "revoked",
@@ -447,7 +447,7 @@ pub(crate) async fn revoke(
     if json {
         write_json(
             io.out,
-            &json!({"proposal_id": args.id.as_str(), "outcome": code, "message": message}),
+            &json!({"proposal_id": id.as_str(), "outcome": code, "message": message}),
         )?;
     } else if result.is_ok() {
         write_text(io.out, &format!("{message}\n"))?;
@@ -463,14 +463,16 @@ pub(crate) async fn revoke(
 /// fresh challenge, as for an approval.
 pub(crate) async fn resolve(
     ctx: &Context,
-    id: &str,
+    id: &ProposalRef,
     applied: bool,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let approver = Approver::new(ctx.approver().await?, data::service(ctx, false));
+    let mut client = ctx.approver().await?;
+    let id = id.resolve(&mut client).await?;
+    let approver = Approver::new(client, data::service(ctx, false));
     let view = approver
-        .proposal(id)
+        .proposal(&id)
         .await
         .map_err(|e| failed(e, json, io))?;
     if view.status() != ProposalStatus::Uncertain {

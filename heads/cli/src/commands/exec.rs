@@ -44,7 +44,7 @@ pub(crate) async fn exec(
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let id = args.id.clone();
+    let id = super::resolved(ctx, &args.id).await?;
     let operation = match proof {
         Some(proof) => Operation::ExecuteWithProof { id, proof },
         None => Operation::ExecuteHandoff { id },

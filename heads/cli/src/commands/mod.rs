@@ -22,6 +22,7 @@ mod setup;
 mod verify;
 
 use crate::Io;
+use crate::args::ProposalRef;
 use crate::args::{
     ApiCommand, Cli, Command, ConsoleArgs, ConsoleCommand, CredentialCommand, GatewayCommand,
     InitArgs, KeysCommand, McpArgs, NotifyCommand, OpsCommand, RulesCommand, SessionsCommand,
@@ -29,6 +30,7 @@ use crate::args::{
 };
 use crate::context::Context;
 use crate::error::CliError;
+use countersign_verifier::ProposalId;
 
 /// Run `cli`.
 pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> {
@@ -94,14 +96,23 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 Command::Keys(KeysCommand::Export(args)) => {
                     verify::keys_export(&ctx, args, io).await
                 }
-                Command::Show(id) => propose::show(&ctx, &id.id, json, io).await,
+                Command::Show(id) => {
+                    let id = resolved(&ctx, &id.id).await?;
+                    propose::show(&ctx, &id, json, io).await
+                }
                 Command::List(args) => propose::list(&ctx, args, json, io).await,
-                Command::Withdraw(id) => propose::withdraw(&ctx, &id.id, json, io).await,
+                Command::Withdraw(id) => {
+                    let id = resolved(&ctx, &id.id).await?;
+                    propose::withdraw(&ctx, &id, json, io).await
+                }
                 Command::Pending => propose::pending(&ctx, json, io).await,
                 Command::Approve(args) => decide::approve(&ctx, args, json, io).await,
                 Command::Deny(args) => decide::deny(&ctx, args, json, io).await,
                 Command::Revoke(args) => decide::revoke(&ctx, args, json, io).await,
-                Command::Result(id) => exec::result(&ctx, &id.id, json, io).await,
+                Command::Result(id) => {
+                    let id = resolved(&ctx, &id.id).await?;
+                    exec::result(&ctx, &id, json, io).await
+                }
                 Command::Audit(args) => inspect::audit(&ctx, args.verify, json, io).await,
                 Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
                 Command::Mcp(args) => mcp::serve(&ctx, args, io).await,
@@ -199,5 +210,14 @@ pub(crate) fn input_name(path: &std::path::Path) -> String {
         "stdin".to_string()
     } else {
         path.display().to_string()
+    }
+}
+
+/// The proposal `named` names, looked up as this principal's head when it
+/// is the start of an id.
+async fn resolved(ctx: &Context, named: &ProposalRef) -> Result<ProposalId, CliError> {
+    match named {
+        ProposalRef::Id(id) => Ok(id.clone()),
+        ProposalRef::Prefix(_) => named.resolve(&mut ctx.head().await?).await,
     }
 }
