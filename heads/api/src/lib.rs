@@ -33,7 +33,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_gate::Gate;
-use countersign_http::{nodelay, stop_when};
+use countersign_http::unix::PeerListener;
+use countersign_http::{AllowedHosts, nodelay, stop_when};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_registry::Registry;
 use countersign_surface::operations::{DATA_OPERATIONS, DataOperation, Exposure};
@@ -41,6 +42,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tonic::transport::Channel;
 
+pub use countersign_http::unix;
 pub use respond::ApiError;
 pub use routes::router;
 pub use tokens::{ApiToken, TokenRecord, TokenStore};
@@ -133,6 +135,17 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let local: SocketAddr = listener.local_addr()?;
-    let app = router(state, local);
+    let app = router(state, AllowedHosts::for_addr(local));
     countersign_http::serve(nodelay(listener), app, stop_when(shutdown)).await
+}
+
+/// [`run`] on a Unix socket whose listener serves one OS user only
+/// ([`countersign_http::unix`]); requests name the host `localhost`.
+pub async fn run_unix(
+    listener: PeerListener,
+    state: Arc<ApiState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state, AllowedHosts::unix_socket());
+    countersign_http::serve(listener, app, stop_when(shutdown)).await
 }

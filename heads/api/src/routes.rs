@@ -2,7 +2,6 @@
 //! OpenAPI document comes from), and the layers every request crosses:
 //! guards, a log line without the URL, a timeout.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,9 +22,8 @@ use crate::request;
 use crate::respond::{self, ApiError};
 use crate::{ApiState, REQUEST_TIMEOUT};
 
-/// The API's router for `state`, answering to the host names of `local`.
-pub fn router(state: Arc<ApiState>, local: SocketAddr) -> Router {
-    let hosts = AllowedHosts::for_addr(local);
+/// The API's router for `state`, answering to the host names `hosts`.
+pub fn router(state: Arc<ApiState>, hosts: AllowedHosts) -> Router {
     let mut router = Router::new()
         .route(
             HEALTH_PATH,

@@ -443,7 +443,7 @@ pub struct McpArgs {
     /// connection in the stdio framing: the agent connects with
     /// `countersign mcp --connect unix:PATH`.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8788", conflicts_with = "connect")]
-    pub listen: Option<McpListen>,
+    pub listen: Option<ListenAddr>,
     /// With `--listen unix:PATH`: the only OS user (name or uid) whose
     /// connections are served.
     #[arg(long, value_name = "USER", requires = "listen")]
@@ -459,25 +459,26 @@ pub struct McpArgs {
     pub server_user: Option<String>,
 }
 
-/// Where `mcp --listen` serves: a TCP address, or `unix:PATH`.
+/// Where `mcp --listen` and `api serve --listen` serve: a TCP address,
+/// or `unix:PATH`.
 #[derive(Debug, Clone)]
-pub enum McpListen {
+pub enum ListenAddr {
     /// Streamable HTTP on a TCP address.
     Tcp(std::net::SocketAddr),
     /// The stdio framing on a Unix socket.
     Unix(UnixSocketPath),
 }
 
-impl std::str::FromStr for McpListen {
+impl std::str::FromStr for ListenAddr {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
         if text.starts_with("unix:") {
             return text.parse().map(Self::Unix);
         }
-        text.parse().map(Self::Tcp).map_err(|e| {
-            format!("{e}: give an address and port (127.0.0.1:8788) or unix:/absolute/path")
-        })
+        text.parse()
+            .map(Self::Tcp)
+            .map_err(|e| format!("{e}: give an IP address and port, or unix:/absolute/path"))
     }
 }
 
@@ -518,8 +519,16 @@ pub struct UpArgs {
 pub struct ApiServeArgs {
     /// The address to listen on. The default is loopback; any other address
     /// exposes the API to the network (still behind bearer credentials).
+    /// `unix:PATH` serves on a Unix socket instead, to the OS user
+    /// `--client-user` only (the kernel reports each connection's user), in
+    /// a directory no other user can write; clients still send a bearer
+    /// credential, to the socket nobody else can hold.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787")]
-    pub listen: std::net::SocketAddr,
+    pub listen: ListenAddr,
+    /// With `--listen unix:PATH`: the only OS user (name or uid) whose
+    /// connections are served.
+    #[arg(long, value_name = "USER")]
+    pub client_user: Option<String>,
 }
 
 /// `countersign api token ...`

@@ -50,6 +50,15 @@ impl AllowedHosts {
         }
     }
 
+    /// A plain-HTTP server on a Unix socket: clients name no port, and
+    /// send `Host: localhost` (curl's `--unix-socket` does).
+    pub fn unix_socket() -> Self {
+        Self {
+            hosts: vec!["localhost".to_owned()],
+            origin_scheme: "http://",
+        }
+    }
+
     /// An https server reached only by `names` on `port` (the console):
     /// an IP address or another name in `Host` is refused, and so is an
     /// `Origin` that is not `https://` one of them. On 443, https's

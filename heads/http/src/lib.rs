@@ -14,6 +14,7 @@ pub mod respond;
 pub mod secrets;
 pub mod serve;
 pub mod tokens;
+pub mod unix;
 
 pub use guard::{AllowedHosts, Forbidden, check};
 pub use respond::ApiError;

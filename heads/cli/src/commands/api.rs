@@ -11,7 +11,7 @@ use serde_json::json;
 use time::OffsetDateTime;
 
 use crate::Io;
-use crate::args::{ApiServeArgs, TokenCreateArgs};
+use crate::args::{ApiServeArgs, ListenAddr, TokenCreateArgs};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{write_json, write_text};
@@ -37,17 +37,48 @@ fn tokens(ctx: &Context) -> TokenStore {
     TokenStore::in_home(ctx.home.root())
 }
 
-/// `countersign api serve [--listen ADDR]`
+/// `countersign api serve [--listen ADDR | --listen unix:PATH --client-user USER]`
 pub(crate) async fn serve(
     ctx: &Context,
     args: ApiServeArgs,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let (listener, state) = bind(ctx, args.listen, io).await?;
-    let _ = writeln!(io.err, "press Ctrl-C to stop");
-    countersign_api::run(listener, state, shutdown_signal())
-        .await
-        .map_err(CliError::error)?;
+    match (args.listen, args.client_user) {
+        (ListenAddr::Tcp(_), Some(_)) => {
+            return Err(CliError::Error(
+                "--client-user goes with --listen unix:PATH: on a TCP address the kernel names no client user".into(),
+            ));
+        }
+        (ListenAddr::Unix(_), None) => {
+            return Err(CliError::Error(
+                "--listen unix:PATH needs --client-user USER: the only OS user whose connections are served".into(),
+            ));
+        }
+        (ListenAddr::Tcp(listen), None) => {
+            let (listener, state) = bind(ctx, listen, io).await?;
+            let _ = writeln!(io.err, "press Ctrl-C to stop");
+            countersign_api::run(listener, state, shutdown_signal())
+                .await
+                .map_err(CliError::error)?;
+        }
+        (ListenAddr::Unix(path), Some(user)) => {
+            let client_uid = countersign_process::users::uid_of(&user)
+                .map_err(|e| CliError::Error(format!("--client-user {user}: {e}")))?;
+            let listener =
+                countersign_api::unix::bind(&path.0, client_uid).map_err(CliError::Error)?;
+            let state = Arc::new(api_state(ctx).await?);
+            super::metrics::serve(ctx, ctx.config.metrics.api, "API", io).await?;
+            let _ = writeln!(
+                io.err,
+                "countersign API listening on unix:{} to user {user} (uid {client_uid}) only; OpenAPI at /openapi.json; press Ctrl-C to stop",
+                path.0.display()
+            );
+            tracing::info!(path = %path.0.display(), client_uid, "API listening on a Unix socket");
+            let served = countersign_api::run_unix(listener, state, shutdown_signal()).await;
+            let _ = std::fs::remove_file(&path.0);
+            served.map_err(CliError::error)?;
+        }
+    }
     let _ = writeln!(io.err, "API stopped");
     Ok(())
 }

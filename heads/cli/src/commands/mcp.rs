@@ -20,25 +20,25 @@ use countersign_identity::shutdown::shutdown_signal;
 use countersign_mcp::{Gateway, HttpAuth, MCP_PATH, McpHead};
 
 use crate::Io;
-use crate::args::{McpArgs, McpListen};
+use crate::args::{ListenAddr, McpArgs};
 use crate::context::Context;
 use crate::error::CliError;
 
 /// `countersign mcp [--listen ADDR | --listen unix:PATH --client-user U]`
 pub(crate) async fn serve(ctx: &Context, args: McpArgs, io: &mut Io<'_>) -> Result<(), CliError> {
     match (args.listen, args.client_user) {
-        (Some(McpListen::Tcp(_)), Some(_)) => {
+        (Some(ListenAddr::Tcp(_)), Some(_)) => {
             return Err(CliError::Error(
                 "--client-user goes with --listen unix:PATH: on a TCP address the kernel names no client user, and clients authenticate with API credentials".into(),
             ));
         }
-        (Some(McpListen::Unix(_)), None) => {
+        (Some(ListenAddr::Unix(_)), None) => {
             return Err(CliError::Error(
                 "--listen unix:PATH needs --client-user USER: the only OS user whose connections are served".into(),
             ));
         }
-        (Some(McpListen::Tcp(listen)), None) => return serve_http(ctx, listen, io).await,
-        (Some(McpListen::Unix(path)), Some(user)) => {
+        (Some(ListenAddr::Tcp(listen)), None) => return serve_http(ctx, listen, io).await,
+        (Some(ListenAddr::Unix(path)), Some(user)) => {
             return serve_unix(ctx, &path.0, &user, io).await;
         }
         (None, _) => {}
