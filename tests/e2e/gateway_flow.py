@@ -645,7 +645,7 @@ async def main():
             run(home, "exec", reviewed, "--handoff")
             approve_at_terminal(home, poisoned, "--for-mcp")
             stale = run(home, "exec", poisoned, "--handoff", ok=(4,))
-            assert "failed" in stale.stdout, stale
+            assert "failed" in stale.stderr and stale.stderr.count("failed:") == 1, stale
             recorded = run(home, "--json", "result", poisoned, ok=(0, 4)).stdout
             assert f"notes/note_write is pinned at {new_sha} now, not at {old_sha}" in recorded, recorded
             with open(pins_file) as f:

@@ -134,13 +134,20 @@ pub(crate) fn report_outcome(
     proposal_id: &str,
     outcome: &Outcome,
 ) -> Result<(), CliError> {
+    let succeeded = matches!(outcome, Outcome::Applied(_) | Outcome::Recorded(_));
     if json {
         write_json(
             out,
             &countersign_service::results::outcome(proposal_id, outcome),
         )?;
     } else {
-        let mut text = format!("{}\n", outcome.summary());
+        // What happened goes to standard output; what did not, once, to
+        // standard error as the command's error (below), so a person
+        // does not read the same sentence twice.
+        let mut text = String::new();
+        if succeeded {
+            text.push_str(&format!("{}\n", outcome.summary()));
+        }
         if let Some(d) = outcome.disposition().filter(|d| !d.result.is_null()) {
             text.push_str(&format!(
                 "result: {}\n",
@@ -151,7 +158,16 @@ pub(crate) fn report_outcome(
     }
     match outcome {
         Outcome::Applied(_) => Ok(()),
-        Outcome::Refused(r) => Err(CliError::Refused(format!("{r}; nothing was applied"))),
+        Outcome::Refused(r) => {
+            let said = r.to_string();
+            Err(CliError::Refused(
+                if said.ends_with("nothing was applied") {
+                    said
+                } else {
+                    format!("{said}; nothing was applied")
+                },
+            ))
+        }
         Outcome::Recorded(_) => Err(CliError::Refused(
             "this proof was already used; nothing was run again".to_string(),
         )),

@@ -119,9 +119,7 @@ pub enum Refused {
     HandoffRefused(SignerRefusal),
     /// A person denied the proposal, its proposer withdrew it, or its
     /// approval was revoked: no approval will come for it.
-    #[error(
-        "{proposal_id} is {status}{reason}: no approval will come for it, and nothing was applied"
-    )]
+    #[error("{proposal_id} is {status}{reason}: no approval will come for it")]
     Decided {
         /// The proposal.
         proposal_id: String,
