@@ -1,6 +1,8 @@
 //! `countersign gateway tools [--accept UPSTREAM/TOOL ...]`: what each
 //! upstream MCP server of `gateway.toml` lists now against what was pinned
-//! (`new`, `pinned`, `changed`, `gone`), with the operator's policy; with
+//! (`new`, `pinned`, `changed`, `gone`; `unlisted` for a pinned tool of
+//! an upstream that could not be asked, beside why), with the operator's
+//! policy; with
 //! `--accept`, a proposal of `gateway.pin` carrying the definition each
 //! named tool has now and the digest it replaces. Accepting is a person's
 //! act: nothing is pinned until a person approves that proposal at an
@@ -57,12 +59,16 @@ pub(crate) async fn tools(
         )));
     };
     let upstreams = Upstreams::start(file);
-    let listed = list(&upstreams, file).await;
+    let (listed, unlisted) = list(&upstreams, file).await;
     upstreams.shutdown().await;
-    let listed = listed?;
     let mut requests = Vec::new();
     for name in &args.accept {
         let (upstream, tool) = (name.upstream.as_str(), name.tool.as_str());
+        if let Some(why) = unlisted.get(upstream) {
+            return Err(CliError::error(format!(
+                "--accept {upstream}/{tool}: {upstream} could not be listed ({why}); nothing was proposed"
+            )));
+        }
         let found = listed
             .get(upstream)
             .and_then(|tools| tools.iter().find(|t| t.definition.name == tool))
@@ -94,7 +100,7 @@ pub(crate) async fn tools(
     if !requests.is_empty() {
         return propose_pins(ctx, &args.session, &requests, json, io).await;
     }
-    let rows = rows(file, registry.pins(), &listed);
+    let rows = rows(file, registry.pins(), &listed, &unlisted);
     if json {
         let rows: Vec<_> = rows
             .iter()
@@ -106,7 +112,8 @@ pub(crate) async fn tools(
                 })
             })
             .collect();
-        return write_json(io.out, &rows);
+        write_json(io.out, &rows)?;
+        return not_all_listed(&unlisted);
     }
     let mut text = String::new();
     for r in &rows {
@@ -120,34 +127,81 @@ pub(crate) async fn tools(
             "{}/{}  {}  {}  {sha}\n",
             r.upstream, r.tool, r.policy, r.standing
         ));
-        if r.standing != "pinned" {
+        if !matches!(r.standing, "pinned" | "unlisted") {
             let description = r.description.as_deref().unwrap_or("(no description)");
             text.push_str(&format!("    {}\n", terminal_safe(description)));
         }
     }
-    io.out.write_all(text.as_bytes()).map_err(CliError::error)
+    for (upstream, why) in &unlisted {
+        text.push_str(&format!("{upstream}: not listed: {}\n", terminal_safe(why)));
+    }
+    io.out.write_all(text.as_bytes()).map_err(CliError::error)?;
+    not_all_listed(&unlisted)
 }
 
-/// What each upstream lists now; an upstream that cannot be asked fails
-/// the command (nothing is pinned from a partial picture).
+/// The command's end when some upstream could not be listed: the others
+/// were shown, and the exit status says the picture is not whole.
+fn not_all_listed(unlisted: &BTreeMap<String, String>) -> Result<(), CliError> {
+    if unlisted.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = unlisted.keys().map(String::as_str).collect();
+    Err(CliError::error(format!(
+        "{} could not be listed (shown as `unlisted`, their pinned tools only); run `countersign gateway tools` again once {} started",
+        names.join(", "),
+        if names.len() == 1 {
+            "it has"
+        } else {
+            "they have"
+        }
+    )))
+}
+
+/// What each upstream lists now, all asked at once, so one that is slow
+/// to start delays the listing by its own wait only; and why each upstream
+/// that could not be asked was not (nothing is pinned from one of those:
+/// `--accept` of its tools is refused).
 async fn list(
     upstreams: &Upstreams,
     file: &GatewayFile,
-) -> Result<BTreeMap<String, Vec<ListedTool>>, CliError> {
-    let mut listed = BTreeMap::new();
+) -> (BTreeMap<String, Vec<ListedTool>>, BTreeMap<String, String>) {
+    let mut asking = tokio::task::JoinSet::new();
     for upstream in &file.upstream {
-        let tools = upstreams
-            .list_tools(&upstream.name)
-            .await
-            .map_err(|e| CliError::error(format!("{}: {e}", upstream.name)))?;
-        listed.insert(upstream.name.clone(), tools);
+        let (upstreams, name) = (upstreams.clone(), upstream.name.clone());
+        asking.spawn(async move {
+            let tools = upstreams.list_tools(&name).await;
+            (name, tools)
+        });
     }
-    Ok(listed)
+    let mut listed = BTreeMap::new();
+    let mut unlisted: BTreeMap<String, String> = file
+        .upstream
+        .iter()
+        .map(|u| (u.name.clone(), "its listing failed".to_owned()))
+        .collect();
+    while let Some(answer) = asking.join_next().await {
+        match answer {
+            Ok((name, Ok(tools))) => {
+                unlisted.remove(&name);
+                listed.insert(name, tools);
+            }
+            Ok((name, Err(e))) => {
+                unlisted.insert(name, e.to_string());
+            }
+            Err(e) => tracing::error!("listing an upstream's tools failed: {e}"),
+        }
+    }
+    (listed, unlisted)
 }
 
 /// Every listed or pinned tool of every configured upstream, by upstream
 /// and tool name.
-fn rows(file: &GatewayFile, pins: &Pins, listed: &BTreeMap<String, Vec<ListedTool>>) -> Vec<Row> {
+fn rows(
+    file: &GatewayFile,
+    pins: &Pins,
+    listed: &BTreeMap<String, Vec<ListedTool>>,
+    unlisted: &BTreeMap<String, String>,
+) -> Vec<Row> {
     let mut rows = Vec::new();
     for upstream in &file.upstream {
         let mut tools: BTreeMap<&str, (Option<&ListedTool>, Option<&str>)> = BTreeMap::new();
@@ -160,6 +214,7 @@ fn rows(file: &GatewayFile, pins: &Pins, listed: &BTreeMap<String, Vec<ListedToo
         for (name, (tool, pinned)) in tools {
             let listed_sha256 = tool.and_then(|t| t.definition.sha256_hex());
             let standing = match (&listed_sha256, pinned) {
+                (None, _) if unlisted.contains_key(&upstream.name) => "unlisted",
                 (None, _) if tool.is_none() => "gone",
                 (_, None) => "new",
                 (Some(now), Some(pin)) if now == pin => "pinned",
