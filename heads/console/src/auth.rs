@@ -51,13 +51,9 @@ pub(crate) struct Paired {
 }
 
 impl Paired {
-    /// Refuses a form that does not carry this session's page key.
+    /// Refuses a form (or a read, [`PAGE_KEY_HEADER`]) that does not carry
+    /// this session's page key.
     pub(crate) fn check_page_key(&self, presented: Option<&str>) -> Result<(), Rejection> {
-        self.check_key(presented)
-    }
-
-    /// The same check for the key of a read, in [`PAGE_KEY_HEADER`].
-    fn check_key(&self, presented: Option<&str>) -> Result<(), Rejection> {
         match presented {
             Some(key) if page_key_matches(&self.record, key) => Ok(()),
             _ => Err(Box::new(refusal(
@@ -116,10 +112,10 @@ pub(crate) fn reading(state: &ConsoleState, headers: &HeaderMap) -> Result<Paire
     match (presented.next(), presented.next()) {
         (None, _) => Err(Box::new(shell())),
         (Some(key), None) => {
-            session.check_key(key.to_str().ok())?;
+            session.check_page_key(key.to_str().ok())?;
             Ok(session)
         }
-        (Some(_), Some(_)) => session.check_key(None).map(|()| session),
+        (Some(_), Some(_)) => session.check_page_key(None).map(|()| session),
     }
 }
 

@@ -30,13 +30,22 @@ impl PeerListener {
     }
 }
 
-/// Bind `path` for connections from `client_uid` only: refused when its
-/// directory can be written by a user other than this process's and
-/// root (another user could replace the socket and receive what clients
-/// send), or when something other than a socket is there; a stale socket
-/// of an earlier run is replaced. The socket itself is open to every user:
-/// the peer check, not its mode, decides who is served.
+/// Bind `path` for connections from `client_uid` only ([`listen`]).
 pub fn bind(path: &Path, client_uid: u32) -> Result<PeerListener, String> {
+    Ok(PeerListener {
+        listener: listen(path)?,
+        client_uid,
+        path: path.to_owned(),
+    })
+}
+
+/// A listener on `path`: refused when its directory can be written by a
+/// user other than this process's and root (another user could replace
+/// the socket and receive what clients send), or when something other
+/// than a socket is there; a stale socket of an earlier run is replaced.
+/// The socket itself is open to every user: a check of each connection's
+/// peer, not its mode, decides who is served.
+pub fn listen(path: &Path) -> Result<UnixListener, String> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -72,11 +81,7 @@ pub fn bind(path: &Path, client_uid: u32) -> Result<PeerListener, String> {
         .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(PeerListener {
-        listener,
-        client_uid,
-        path: path.to_owned(),
-    })
+    Ok(listener)
 }
 
 impl axum::serve::Listener for PeerListener {

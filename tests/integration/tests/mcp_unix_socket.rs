@@ -198,6 +198,7 @@ async fn only_the_client_user_is_served_and_a_squatted_socket_gets_nothing() {
 
     // Another user reaches the same socket: closed unread, nothing proposed.
     let pending_before = pending_count(&h).await;
+    assert_eq!(pending_before, 2, "the agent's two proposals wait");
     let mut stranger = Relay::start(&bin, &other, &socket, "root", base.0.join("other.err"));
     stranger.send(
         &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -285,6 +286,22 @@ async fn a_unix_socket_needs_its_client_user_and_a_tcp_address_takes_none() {
         "{}",
         error_of(&refused)
     );
+    // Not where another user could replace the socket (/tmp is 1777).
+    let refused = h
+        .cli(&[
+            "mcp",
+            "--listen",
+            "unix:/tmp/countersign-mcp-test.sock",
+            "--client-user",
+            "root",
+        ])
+        .await;
+    assert!(
+        error_of(&refused).starts_with("/tmp can be written by other users (mode 1777)"),
+        "{}",
+        error_of(&refused)
+    );
+    assert!(!std::path::Path::new("/tmp/countersign-mcp-test.sock").exists());
     let refused =
         countersign::Cli::try_parse_from(["countersign", "mcp", "--listen", "unix:relative.sock"])
             .unwrap_err()
@@ -329,7 +346,10 @@ fn chown(path: &Path, user: &str) {
 }
 
 async fn pending_count(h: &Harness) -> usize {
-    h.cli(&["--json", "pending"]).await.json()["proposals"]
+    h.cli(&["--json", "pending"])
+        .await
+        .json()
         .as_array()
-        .map_or(0, Vec::len)
+        .expect("a list")
+        .len()
 }

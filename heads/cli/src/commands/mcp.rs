@@ -6,7 +6,6 @@
 //! MCP gateway: the upstream servers' tools are listed and called through it.
 
 use std::net::SocketAddr;
-use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -73,9 +72,9 @@ async fn head(ctx: &Context) -> Result<(McpHead, Option<Gateway>), CliError> {
 }
 
 /// `countersign mcp --listen unix:PATH --client-user USER`: the socket is
-/// made anew (a stale socket file of a stopped head is replaced; any other
-/// file there is refused) and left open to every user, since the peer
-/// check, not the file's mode, decides who is served.
+/// made as the API's is ([`countersign_api::unix::listen`]: only in a
+/// directory no other user can write, a stale one replaced), and each
+/// connection's peer is checked by [`countersign_mcp::serve_unix`].
 async fn serve_unix(
     ctx: &Context,
     path: &Path,
@@ -84,21 +83,7 @@ async fn serve_unix(
 ) -> Result<(), CliError> {
     let client_uid = countersign_process::users::uid_of(user)
         .map_err(|e| CliError::Error(format!("--client-user {user}: {e}")))?;
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)
-            .map_err(|e| CliError::Error(format!("cannot replace {}: {e}", path.display())))?,
-        Ok(_) => {
-            return Err(CliError::Error(format!(
-                "{} exists and is not a socket; nothing was changed",
-                path.display()
-            )));
-        }
-        Err(_) => {}
-    }
-    let listener = tokio::net::UnixListener::bind(path)
-        .map_err(|e| CliError::Error(format!("cannot listen on {}: {e}", path.display())))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
-        .map_err(|e| CliError::Error(format!("{}: {e}", path.display())))?;
+    let listener = countersign_api::unix::listen(path).map_err(CliError::Error)?;
     let (server, gateway) = head(ctx).await?;
     super::metrics::serve(ctx, ctx.config.metrics.mcp, "MCP", io).await?;
     let _ = writeln!(
