@@ -32,7 +32,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `countersign init`
 pub(crate) async fn init(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
-    let mut created = initialize(home).await?;
+    let (mut created, console) = initialize(home).await?;
+    if let Some(problem) = console {
+        return Err(CliError::Error(problem));
+    }
     created.sort();
     if json {
         let created: Vec<String> = created.iter().map(|p| p.display().to_string()).collect();
@@ -56,7 +59,10 @@ pub(crate) async fn init(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(),
 }
 
 /// Create whatever is missing; never rewrite what exists. Returns the paths created.
-async fn initialize(home: &Home) -> Result<Vec<PathBuf>, CliError> {
+/// Lays out what is missing of the home; the files it created, and why the
+/// console's certificate could not be made for its names, if it could not
+/// (`init` fails on it; `up` runs the signer without the console).
+async fn initialize(home: &Home) -> Result<(Vec<PathBuf>, Option<String>), CliError> {
     let report = home.init().map_err(CliError::error)?;
     let mut created = report.created;
     match write_private_new(&home.registry_path(), Registry::default_toml().as_bytes()) {
@@ -75,11 +81,12 @@ async fn initialize(home: &Home) -> Result<Vec<PathBuf>, CliError> {
     // The console's name-constrained CA and server certificate, for the
     // names the configuration gives (unless it brings its own).
     let config = countersign_identity::Config::load(home).map_err(CliError::error)?;
+    let mut console_problem = None;
     if let Some(console) = config.console.filter(|c| c.own_cert.is_none()) {
-        let (_, report) =
-            countersign_identity::console_pki::ensure_console_cert(home, &console.names)
-                .map_err(CliError::error)?;
-        created.extend(report.written);
+        match countersign_identity::console_pki::ensure_console_cert(home, &console.names) {
+            Ok((_, report)) => created.extend(report.written),
+            Err(e) => console_problem = Some(e.to_string()),
+        }
     }
     if !home.has_signing_keys() {
         let status = Command::new(signer_binary()?)
@@ -98,7 +105,7 @@ async fn initialize(home: &Home) -> Result<Vec<PathBuf>, CliError> {
         created.push(home.signing_key_path());
     }
     home.check().map_err(CliError::error)?;
-    Ok(created)
+    Ok((created, console_problem))
 }
 
 /// The signer binary: `$COUNTERSIGN_SIGNER_BIN` (absolute), else the
@@ -125,6 +132,9 @@ fn signer_binary() -> Result<PathBuf, CliError> {
     }
 }
 
+/// What `up` says when the console cannot start: the signer runs on.
+const CONSOLE_LEFT_OFF: &str = "the signer runs on without it: decide at the terminal (`countersign pending`, `countersign approve ID`), and see `countersign doctor` for the console";
+
 /// `countersign up [--api ADDR]`
 pub(crate) async fn up(
     home: &Home,
@@ -132,13 +142,22 @@ pub(crate) async fn up(
     console: Option<Option<SocketAddr>>,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    for path in initialize(home).await? {
+    let (created, console_problem) = initialize(home).await?;
+    for path in created {
         writeln_err(io, &format!("created {}", path.display()));
     }
     let binary = signer_binary()?;
     let mut restarts = 0;
     let mut api_server: Option<Served> = None;
     let mut console_server: Option<Served> = None;
+    let mut console_failed = false;
+    if let (Some(_), Some(problem)) = (console, &console_problem) {
+        console_failed = true;
+        writeln_err(
+            io,
+            &format!("the console will not start: {problem}\n{CONSOLE_LEFT_OFF}"),
+        );
+    }
     let mut notifier: Option<countersign_notify::Notifier> = None;
     loop {
         let mut child = spawn_signer(&binary, home)?;
@@ -159,15 +178,19 @@ pub(crate) async fn up(
                 }
             }
         }
-        if let (Some(listen), None) = (console, &console_server) {
+        if let (Some(listen), None, false) = (console, &console_server, console_failed) {
+            // The console is the person's window, not the gate: one that
+            // cannot start (a name that does not resolve, an address
+            // another program holds) is said and left off, and the signer
+            // runs on, so agents' hooks and the terminal still get answers.
             match Served::console(home, listen, io).await {
                 Ok(server) => console_server = Some(server),
                 Err(e) => {
-                    if let Some(server) = api_server.take() {
-                        server.stop().await;
-                    }
-                    stop(&mut child).await;
-                    return Err(e);
+                    console_failed = true;
+                    writeln_err(
+                        io,
+                        &format!("the console did not start: {e}\n{CONSOLE_LEFT_OFF}"),
+                    );
                 }
             }
         }

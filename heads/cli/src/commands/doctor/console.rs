@@ -33,6 +33,13 @@ pub(super) async fn check_console(home: &Home, config: &Config) -> Check {
     };
     let addresses = match countersign_console::bind::addresses(console).await {
         Ok(addresses) => addresses,
+        Err(e @ countersign_console::bind::BindError::Resolve { .. }) => {
+            return Check::fail(
+                NAME,
+                e.to_string(),
+                "make the name resolve on this machine (a DNS record, or a line in /etc/hosts) or take it out of [console] names in config.toml; until then the console does not start (the signer does not need it)",
+            );
+        }
         Err(e) => return Check::fail(NAME, e.to_string(), "fix [console] in config.toml"),
     };
     let served = served_certificate(home, console);
