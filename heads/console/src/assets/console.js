@@ -58,7 +58,7 @@ function localizeTimes(root) {
 // is refused; the live list drops it).
 function decisionWindows() {
   if (!document.querySelector("time[data-window]") && !document.getElementById("pending")) {
-    return;
+    return function () {};
   }
   function left(secs) {
     if (secs < 60) {
@@ -84,12 +84,13 @@ function decisionWindows() {
   }
   tick();
   setInterval(tick, 1000);
+  return tick;
 }
 
 // The pending list as the server sends it whenever it changes: server-sent
 // events read from a fetch, which (unlike an EventSource) can carry the
 // page key; read again after a pause when the stream breaks.
-function livePending(key) {
+function livePending(key, tick) {
   const target = document.getElementById("pending");
   if (!target || !window.TextDecoderStream) {
     return;
@@ -97,6 +98,7 @@ function livePending(key) {
   function apply(data) {
     target.innerHTML = data.html;
     localizeTimes(target);
+    tick();
     // The list as the live stream last sent it (tests wait for this).
     target.setAttribute("data-live", "");
     document.title = "(" + data.count + ") Pending · countersign console";
@@ -358,8 +360,7 @@ function start(key) {
     field.value = key;
   });
   localizeTimes(document);
-  decisionWindows();
-  livePending(key);
+  livePending(key, decisionWindows());
   passkeyForms();
   wideDetails();
   pushSubscription();
