@@ -125,10 +125,19 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
     }
 }
 
+/// The setup script and the Debian package's maintainer scripts.
 #[test]
 fn the_setup_script_is_shellcheck_clean() {
     match Command::new("shellcheck")
-        .arg(Path::new(ROOT).join("deploy/setup-system.sh"))
+        .args(
+            [
+                "deploy/setup-system.sh",
+                "deploy/debian/postinst",
+                "deploy/debian/prerm",
+                "deploy/debian/postrm",
+            ]
+            .map(|script| Path::new(ROOT).join(script)),
+        )
         .output()
     {
         Ok(out) => assert!(
