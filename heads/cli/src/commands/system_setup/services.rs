@@ -51,6 +51,22 @@ pub(super) fn start() -> Result<Units, String> {
             ),
         });
     }
+    let installed = |unit: &str| {
+        [
+            "/etc/systemd/system",
+            "/lib/systemd/system",
+            "/usr/lib/systemd/system",
+        ]
+        .iter()
+        .any(|dir| Path::new(dir).join(unit).is_file())
+    };
+    if let Some(missing) = STARTED.iter().find(|unit| !installed(unit)) {
+        return Err(format!(
+            "{missing} is not installed (the package installs the units; a source installation \
+             copies them from deploy/systemd, docs/hardened-installation.md); the homes are made, \
+             nothing was started"
+        ));
+    }
     let mut changed = Vec::new();
     systemctl(&["daemon-reload"])?;
     for unit in STARTED {
