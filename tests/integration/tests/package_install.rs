@@ -71,7 +71,7 @@ fn skip_reason() -> Option<String> {
         .args(["-W", "-f", "${Status}", "countersign"])
         .output()
         .unwrap();
-    if text(&installed.stdout).contains("installed") {
+    if text(&installed.stdout).ends_with(" installed") {
         return Some("the countersign package is installed on this machine; this test installs and purges it".into());
     }
     None
