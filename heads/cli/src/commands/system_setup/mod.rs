@@ -370,3 +370,55 @@ pub(crate) async fn schema(url: &str, io: &mut Io<'_>) -> Result<(), CliError> {
         .map_err(CliError::error)?;
     write_text(io.out, "ledger schema up to date\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn takes_plain_user_names_only() {
+        for name in ["alice", "cs-agent_1", "_svc"] {
+            assert!(plain_name(name), "{name}");
+        }
+        for name in [
+            "",
+            "Alice",
+            "-x",
+            "1a",
+            "a b",
+            "a$",
+            "a\"b",
+            "a;b",
+            &"a".repeat(33),
+        ] {
+            assert!(!plain_name(name), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn says_what_was_created_rewritten_and_removed() {
+        let root = PathBuf::from("/h");
+        let entry = |content: &str| (0o100600, 1, 1, Some(content.as_bytes().to_vec()));
+        let before: BTreeMap<PathBuf, Entry> = [
+            (root.join("config.toml"), entry("a")),
+            (root.join("gone"), entry("x")),
+            (root.join("same"), entry("s")),
+        ]
+        .into();
+        let after: BTreeMap<PathBuf, Entry> = [
+            (root.join("config.toml"), entry("b")),
+            (root.join("new"), entry("n")),
+            (root.join("same"), entry("s")),
+        ]
+        .into();
+        assert_eq!(
+            differences(std::slice::from_ref(&root), &before, &after),
+            [
+                "/h: 1 files and directories created",
+                "rewrote /h/config.toml",
+                "removed /h/gone",
+            ]
+        );
+        assert!(differences(&[root], &after, &after).is_empty());
+    }
+}

@@ -135,41 +135,7 @@ impl Server<'_> {
              FROM pg_hba_file_rules WHERE error IS NULL ORDER BY line_number;",
         )?;
         let rules: Vec<HbaRule> = rules.lines().filter_map(HbaRule::parse).collect();
-        let mut problems = Vec::new();
-        let groups = ["countersign_signer", "countersign_head", OWNER_ROLE];
-        for (role, _) in roles.logins() {
-            match rules
-                .iter()
-                .find(|r| r.kind == "local" && r.matches(self.database, role))
-            {
-                None => problems.push(format!(
-                    "no `local` rule lets {role} connect to {}",
-                    self.database
-                )),
-                Some(rule) if rule.auth != "peer" => problems.push(format!(
-                    "line {}: `{}` makes {role} connect over the socket by {}, not peer",
-                    rule.line,
-                    rule.text(),
-                    rule.auth
-                )),
-                Some(_) => {}
-            }
-        }
-        for rule in &rules {
-            let trusted = roles
-                .logins()
-                .iter()
-                .map(|(role, _)| *role)
-                .chain(groups)
-                .any(|role| rule.matches(self.database, role));
-            if rule.auth == "trust" && trusted {
-                problems.push(format!(
-                    "line {}: `{}` lets anyone connect as any role, without a password",
-                    rule.line,
-                    rule.text()
-                ));
-            }
-        }
+        let problems = hba_problems(&rules, self.database, roles);
         if problems.is_empty() {
             return Ok(());
         }
@@ -359,6 +325,45 @@ impl Server<'_> {
     }
 }
 
+/// What in `rules` keeps a service out of peer authentication alone: a
+/// login role whose first `local` rule is not `peer` (or that has none),
+/// and any rule that trusts one of the roles with `database`.
+fn hba_problems(rules: &[HbaRule], database: &str, roles: &Roles<'_>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let groups = ["countersign_signer", "countersign_head", OWNER_ROLE];
+    for (role, _) in roles.logins() {
+        match rules
+            .iter()
+            .find(|r| r.kind == "local" && r.matches(database, role))
+        {
+            None => problems.push(format!("no `local` rule lets {role} connect to {database}")),
+            Some(rule) if rule.auth != "peer" => problems.push(format!(
+                "line {}: `{}` makes {role} connect over the socket by {}, not peer",
+                rule.line,
+                rule.text(),
+                rule.auth
+            )),
+            Some(_) => {}
+        }
+    }
+    for rule in rules {
+        let trusted = roles
+            .logins()
+            .iter()
+            .map(|(role, _)| *role)
+            .chain(groups)
+            .any(|role| rule.matches(database, role));
+        if rule.auth == "trust" && trusted {
+            problems.push(format!(
+                "line {}: `{}` lets anyone connect as any role, without a password",
+                rule.line,
+                rule.text()
+            ));
+        }
+    }
+    problems
+}
+
 /// One rule of `pg_hba.conf`, as the server parsed it.
 struct HbaRule {
     line: String,
@@ -411,5 +416,75 @@ impl HbaRule {
             self.users.join(","),
             self.auth
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROLES: Roles<'static> = Roles {
+        signer: "countersign",
+        heads: ["alice", "countersign-gateway"],
+    };
+
+    fn rules(text: &str) -> Vec<HbaRule> {
+        text.lines().filter_map(HbaRule::parse).collect()
+    }
+
+    #[test]
+    fn debians_default_rules_let_every_service_in_by_peer() {
+        let debian = "1|local|all|postgres|peer\n2|local|all|all|peer\n\
+                      3|host|all|all|scram-sha-256\n4|local|replication|all|peer";
+        assert_eq!(
+            hba_problems(&rules(debian), "countersign", &ROLES),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn refuses_a_trusting_rule_and_names_its_line() {
+        let trusting = "1|local|all|all|trust\n2|host|all|all|trust";
+        let problems = hba_problems(&rules(trusting), "countersign", &ROLES);
+        assert_eq!(
+            problems,
+            [
+                "line 1: `local all all trust` makes countersign connect over the socket by trust, not peer",
+                "line 1: `local all all trust` makes alice connect over the socket by trust, not peer",
+                "line 1: `local all all trust` makes countersign-gateway connect over the socket by trust, not peer",
+                "line 1: `local all all trust` lets anyone connect as any role, without a password",
+                "line 2: `host all all trust` lets anyone connect as any role, without a password",
+            ]
+        );
+    }
+
+    #[test]
+    fn refuses_a_password_rule_before_peer_and_a_role_with_no_local_rule() {
+        let mixed = "1|local|countersign|alice|scram-sha-256\n2|local|countersign|countersign|peer";
+        assert_eq!(
+            hba_problems(&rules(mixed), "countersign", &ROLES),
+            [
+                "line 1: `local countersign alice scram-sha-256` makes alice connect over the socket by scram-sha-256, not peer",
+                "no `local` rule lets countersign-gateway connect to countersign",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_group_or_file_reference_counts_as_matching() {
+        let group = "1|local|all|+admins|md5\n2|local|all|all|peer";
+        let problems = hba_problems(&rules(group), "countersign", &ROLES);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(
+            problems.iter().all(|p| p.contains("by md5, not peer")),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn names_are_quoted_as_sql_wants() {
+        assert_eq!(ident("countersign-gateway"), "\"countersign-gateway\"");
+        assert_eq!(ident("a\"b"), "\"a\"\"b\"");
+        assert_eq!(literal("o'neil"), "'o''neil'");
     }
 }
