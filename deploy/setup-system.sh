@@ -8,6 +8,13 @@
 #   while PostgreSQL restarts)
 #     deploy/setup-system.sh [options] AGENT_USER
 #
+# `countersign setup --agent-user AGENT_USER` (the package's one command)
+# runs this script, compiled into the binary, after preparing the local
+# PostgreSQL server for peer authentication: each URL then names the role
+# of the OS user that uses it and holds no password, and the gateway's
+# home gets its own (COUNTERSIGN_GATEWAY_LEDGER_URL, optional here: the
+# heads' URL by default).
+#
 # What it does:
 #   1. creates the system user that runs the signer and the console
 #      (default `countersign`) and its state directory (0700, its own), and
@@ -81,6 +88,7 @@ usage: setup-system.sh [--signer-user NAME] [--premise-user NAME] [--premise-soc
                        [--bin-dir DIR] [--signer-addr ADDR] [--console-addr ADDR]
                        AGENT_USER
 environment (required): COUNTERSIGN_SIGNER_LEDGER_URL, COUNTERSIGN_HEAD_LEDGER_URL
+             (optional): COUNTERSIGN_GATEWAY_LEDGER_URL (default: the heads' URL)
 EOF
     exit 2
 }
@@ -128,7 +136,8 @@ done
 [ "$(id -u)" -eq 0 ] || die "run as root (it creates a system user and changes ownership)"
 signer_ledger=${COUNTERSIGN_SIGNER_LEDGER_URL:-}
 head_ledger=${COUNTERSIGN_HEAD_LEDGER_URL:-}
-for url in "$signer_ledger" "$head_ledger"; do
+gateway_ledger=${COUNTERSIGN_GATEWAY_LEDGER_URL:-$head_ledger}
+for url in "$signer_ledger" "$head_ledger" "$gateway_ledger"; do
     case "$url" in
         postgres://*|postgresql://*) ;;
         *) die "COUNTERSIGN_SIGNER_LEDGER_URL and COUNTERSIGN_HEAD_LEDGER_URL must be postgres:// URLs (a SQLite ledger cannot be shared by two users)" ;;
@@ -242,10 +251,10 @@ fi
 
 # Writes a head-only home into $2 (already made by user $1), as that user:
 # the head's files read out of the signer's home by root, and a config.toml
-# naming the signer, the heads' ledger and the console. No approver
+# naming the signer, the heads' ledger ($3) and the console. No approver
 # credential, no CA key, no signing key.
 write_head_home() {
-    local user=$1 dir=$2
+    local user=$1 dir=$2 ledger=$3
     for file in principal operations.toml pki/ca.pem pki/head.pem pki/head.key; do
         write_as "$user" "$dir/$file" <"$home/$file"
     done
@@ -255,7 +264,7 @@ write_head_home() {
 [signer]
 addr = "$signer_addr"
 [ledger]
-url = "$head_ledger"
+url = "$ledger"
 [console]
 addr = "$console_addr"
 [passkeys]
@@ -277,7 +286,7 @@ gateway_home="$gateway_state_dir/home"
 (cd / && runuser -u "$gateway_user" -- sh -c \
     'umask 077 && install -d -m 0700 "$1" "$1/pki" "$2"' \
     sh "$gateway_home" "$gateway_state_dir/secrets")
-write_head_home "$gateway_user" "$gateway_home"
+write_head_home "$gateway_user" "$gateway_home" "$gateway_ledger"
 for file in gateway.toml gateway-pins.json; do
     if [ -e "$home/$file" ]; then
         write_as "$gateway_user" "$gateway_home/$file" <"$home/$file"
@@ -290,7 +299,7 @@ done
 # shellcheck disable=SC2016 # $1 is the inner shell's
 (cd / && runuser -u "$agent" -- sh -c 'umask 077 && install -d -m 0700 "$1" "$1/pki"' \
     sh "$agent_home")
-write_head_home "$agent" "$agent_home"
+write_head_home "$agent" "$agent_home" "$head_ledger"
 
 echo "signer home: $home (user $signer_user)"
 echo "premise programs: user $premise_user, service socket $premise_socket"

@@ -110,6 +110,20 @@ pub enum Command {
     /// The MCP gateway: the upstream MCP servers of gateway.toml.
     #[command(subcommand)]
     Gateway(GatewayCommand),
+    /// Make the hardened installation on this host for an agent's OS user (as root)
+    ///
+    /// The local PostgreSQL server, reached over its Unix socket with peer
+    /// authentication (no password anywhere): the database, a role per
+    /// service user and the agent's, the schema and the grants; the
+    /// service users' homes and the agent's head-only home; the systemd
+    /// units enabled and started (or, without systemd, what to run). Ends
+    /// with what the person does next. Running it again changes nothing and
+    /// says so; run it again after upgrading the package.
+    Setup(SetupArgs),
+    /// Apply the ledger's schema with the owner's URL (what `setup` runs as
+    /// the PostgreSQL administrator's OS user)
+    #[command(hide = true)]
+    SetupSchema(SetupSchemaArgs),
     /// Answer a coding agent's pre-tool-call hook (as a head)
     ///
     /// The agent runs it before each tool call with the call as JSON on
@@ -119,6 +133,42 @@ pub enum Command {
     /// wait, an error or a refusal is a deny: never an allow on error. See
     /// docs/hooks.md for each agent's setup (`countersign init AGENT`).
     Hook(HookArgs),
+}
+
+/// `countersign setup`
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// The agent's OS user: it gets a head-only home and a database role of
+    /// its own, and nothing that can approve.
+    #[arg(long, value_name = "USER")]
+    pub agent_user: String,
+    /// The ledger's PostgreSQL database (created if missing).
+    #[arg(long, value_name = "NAME", default_value = "countersign")]
+    pub database: String,
+    /// The directory of the local PostgreSQL server's Unix socket.
+    #[arg(long, value_name = "DIR", default_value = "/run/postgresql", value_parser = absolute_path)]
+    pub pg_socket_dir: PathBuf,
+    /// The local PostgreSQL server's port (names its socket file).
+    #[arg(long, value_name = "PORT", default_value_t = 5432)]
+    pub pg_port: u16,
+    /// The OS user of the PostgreSQL administrator (a superuser by peer
+    /// authentication, as Debian's `postgres`).
+    #[arg(long, value_name = "USER", default_value = "postgres")]
+    pub pg_admin: String,
+    /// The signer's address (loopback).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7443")]
+    pub signer_addr: std::net::SocketAddr,
+    /// The console's address (loopback).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7444")]
+    pub console_addr: std::net::SocketAddr,
+}
+
+/// `countersign setup-schema`
+#[derive(Debug, Args)]
+pub struct SetupSchemaArgs {
+    /// The owner's ledger URL (read from the environment, never the command line).
+    #[arg(long, env = "COUNTERSIGN_SETUP_SCHEMA_URL", hide_env_values = true)]
+    pub url: String,
 }
 
 /// `countersign init`

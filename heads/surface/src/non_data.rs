@@ -199,6 +199,16 @@ pub const NON_DATA: &[NonData] = &[
         reason: "Checking an installation reads the local home (its certificates, keys' files and configuration) and connects with each of its credentials; it is local administration, not an operation on proposals, and reveals nothing a head should pass on.",
     },
     NonData {
+        name: "setup",
+        entries: Entries(&[Entry::Cli("countersign setup --agent-user USER")]),
+        reason: "Making the hardened installation creates system users' homes, database roles and the schema as root on this host; it is host administration, not an operation on proposals, and no head's caller may run it.",
+    },
+    NonData {
+        name: "setup_schema",
+        entries: Entries(&[Entry::Cli("countersign setup-schema")]),
+        reason: "What setup runs as the PostgreSQL administrator's OS user to apply the ledger's schema as the owner role; hidden, and no operation on proposals.",
+    },
+    NonData {
         name: "notify_serve",
         entries: Entries(&[Entry::Cli("countersign notify serve")]),
         reason: "The notify process delivers the signer's notifications with the notifier certificate (which can do nothing else); it is a process the installation runs, not an operation on proposals.",

@@ -18,11 +18,11 @@
 mod hardened_support;
 mod support;
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use countersign_identity::files::write_private_new;
@@ -34,8 +34,8 @@ use countersign_proto::v1::{
     ListPasskeysRequest, RemovePasskeyRequest,
 };
 use hardened_support::{
-    Base, Layout, Processes, ROOT, Users, as_user, files_of, ledger_with_roles, random_hex,
-    skipped_without_root, spawn_as, text, uid_of, wait_for_port,
+    Base, Layout, McpAgent, Processes, ROOT, Users, as_user, files_of, ledger_with_roles,
+    person_approves, random_hex, skipped_without_root, spawn_as, text, uid_of, wait_for_port,
 };
 use sha2::{Digest as _, Sha256};
 use sqlx::{AssertSqlSafe, Connection as _, SqliteConnection};
@@ -53,7 +53,7 @@ fn units_for_this_build() -> tempfile::TempDir {
     for unit in UNITS {
         let text = std::fs::read_to_string(Path::new(ROOT).join("deploy/systemd").join(unit))
             .unwrap()
-            .replace("/usr/local/bin/", &format!("{}/", bin_dir.display()));
+            .replace("/usr/bin/", &format!("{}/", bin_dir.display()));
         std::fs::write(dir.path().join(unit), text).unwrap();
     }
     dir
@@ -125,10 +125,19 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
     }
 }
 
+/// The setup script and the Debian package's maintainer scripts.
 #[test]
 fn the_setup_script_is_shellcheck_clean() {
     match Command::new("shellcheck")
-        .arg(Path::new(ROOT).join("deploy/setup-system.sh"))
+        .args(
+            [
+                "deploy/setup-system.sh",
+                "deploy/debian/postinst",
+                "deploy/debian/prerm",
+                "deploy/debian/postrm",
+            ]
+            .map(|script| Path::new(ROOT).join(script)),
+        )
         .output()
     {
         Ok(out) => assert!(
@@ -313,67 +322,6 @@ fn at_terminal(user: &str, args: &[&str]) -> (Option<i32>, String) {
         .unwrap();
     assert_eq!(text(&out.stderr), "", "pexpect: {out:?}");
     (out.status.code(), text(&out.stdout).replace("\r\n", "\n"))
-}
-
-/// The agent: `tests/e2e/hardened_agent.py`, an MCP client (the official
-/// Python SDK) of `countersign mcp` run as the agent's user, one session
-/// kept open; one command a line in, one JSON answer a line out.
-struct McpAgent {
-    child: Child,
-    commands: ChildStdin,
-    answers: BufReader<ChildStdout>,
-}
-
-impl McpAgent {
-    fn start(user: &str, cli: &str, home: &str) -> McpAgent {
-        let mut child = Command::new("python3")
-            .arg(Path::new(ROOT).join("tests/e2e/hardened_agent.py"))
-            .args([user, cli, home])
-            .current_dir("/")
-            .env_remove("COUNTERSIGN_HOME")
-            .env_remove("COUNTERSIGN_SESSION")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("python3 runs (scripts/test installs the test tools)");
-        let commands = child.stdin.take().unwrap();
-        let answers = BufReader::new(child.stdout.take().unwrap());
-        McpAgent {
-            child,
-            commands,
-            answers,
-        }
-    }
-
-    fn ask(&mut self, command: &str) -> serde_json::Value {
-        writeln!(self.commands, "{command}").unwrap();
-        self.commands.flush().unwrap();
-        let mut line = String::new();
-        self.answers.read_line(&mut line).unwrap();
-        assert!(
-            !line.is_empty(),
-            "hardened_agent.py exited on `{command}` (its stderr is above)"
-        );
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// Closes the MCP connection and waits for the script (and so for the
-    /// agent's `countersign mcp`) to exit.
-    fn quit(mut self) {
-        writeln!(self.commands, "quit").unwrap();
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "hardened_agent.py: {status}");
-    }
-}
-
-impl Drop for McpAgent {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
 }
 
 /// What the premise program of `premise.probe` runs: it prints its user,
@@ -979,27 +927,14 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     still_pending(&ledger, principal, &id).await;
     // The person pairs a browser, enrols a passkey with a fresh code and
     // approves there, for the proposing session.
-    let person = Command::new("python3")
-        .arg(Path::new(ROOT).join("tests/e2e/hardened_person.py"))
-        .args([
-            &users.signer,
-            &signer_bin,
-            &signer_home_s,
-            &console_port,
-            &id,
-        ])
-        .env("COUNTERSIGN_BIN", &cli)
-        .env_remove("COUNTERSIGN_HOME")
-        .env_remove("COUNTERSIGN_SESSION")
-        .output()
-        .unwrap();
-    assert!(
-        person.status.success(),
-        "hardened_person.py:\nstdout:\n{}\nstderr:\n{}",
-        text(&person.stdout),
-        text(&person.stderr)
+    person_approves(
+        &users.signer,
+        &signer_bin,
+        &signer_home_s,
+        &console_port,
+        &id,
+        &cli,
     );
-    assert_eq!(text(&person.stdout), "hardened person: ok\n");
 
     // 7. The agent's MCP head executes it, once.
     let done = agent.ask(&format!("execute {id}"));

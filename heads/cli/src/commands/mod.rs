@@ -19,6 +19,7 @@ mod propose;
 mod rules;
 mod rules_suggest;
 mod setup;
+mod system_setup;
 mod verify;
 
 use crate::Io;
@@ -58,6 +59,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
             server_user: Some(user),
             ..
         }) => return mcp::connect(&path.0, &user).await,
+        // As root, for other users' homes: no home of its own.
+        Command::Setup(args) => return system_setup::setup(args, json, io),
+        Command::SetupSchema(args) => return system_setup::schema(&args.url, io).await,
         command => command,
     };
     let home = Context::home(cli.home)?;
@@ -166,6 +170,8 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 | Command::Doctor
                 | Command::Propose(_)
                 | Command::Hook(_)
+                | Command::Setup(_)
+                | Command::SetupSchema(_)
                 | Command::Exec(_)
                 | Command::Rules(RulesCommand::Create(_) | RulesCommand::Revise(_))
                 | Command::Verify(_) => {

@@ -1,14 +1,15 @@
 //! What the tests of the privilege-separated installation share
 //! (`hardened_install.rs`, `hardened_push.rs`): throwaway users, a
 //! directory every user can traverse with the binaries in it, processes run
-//! as a user, and `deploy/setup-system.sh` run as the tests run it.
+//! as a user, `deploy/setup-system.sh` run as the tests run it, and the
+//! agent as an MCP client.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write as _;
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use countersign_integration_tests::bin;
@@ -109,6 +110,96 @@ pub fn uid_of(user: &str) -> u32 {
     text(&out.stdout).trim().parse().unwrap()
 }
 
+/// The agent: `tests/e2e/hardened_agent.py`, an MCP client (the official
+/// Python SDK) of `countersign mcp` run as the agent's user, one session
+/// kept open; one command a line in, one JSON answer a line out.
+pub struct McpAgent {
+    child: Child,
+    commands: ChildStdin,
+    answers: BufReader<ChildStdout>,
+}
+
+impl McpAgent {
+    pub fn start(user: &str, cli: &str, home: &str) -> McpAgent {
+        let mut child = Command::new("python3")
+            .arg(Path::new(ROOT).join("tests/e2e/hardened_agent.py"))
+            .args([user, cli, home])
+            .current_dir("/")
+            .env_remove("COUNTERSIGN_HOME")
+            .env_remove("COUNTERSIGN_SESSION")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs (scripts/test installs the test tools)");
+        let commands = child.stdin.take().unwrap();
+        let answers = BufReader::new(child.stdout.take().unwrap());
+        McpAgent {
+            child,
+            commands,
+            answers,
+        }
+    }
+
+    pub fn ask(&mut self, command: &str) -> serde_json::Value {
+        writeln!(self.commands, "{command}").unwrap();
+        self.commands.flush().unwrap();
+        let mut line = String::new();
+        self.answers.read_line(&mut line).unwrap();
+        assert!(
+            !line.is_empty(),
+            "hardened_agent.py exited on `{command}` (its stderr is above)"
+        );
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Closes the MCP connection and waits for the script (and so for the
+    /// agent's `countersign mcp`) to exit.
+    pub fn quit(mut self) {
+        writeln!(self.commands, "quit").unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "hardened_agent.py: {status}");
+    }
+}
+
+impl Drop for McpAgent {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The person (`tests/e2e/hardened_person.py`): pairs a browser, enrols a
+/// passkey with a one-time code and approves `id` in the console for the
+/// proposing MCP session, running the administrator's commands as
+/// `signer_user` with `signer_bin` and `cli` on `signer_home`.
+pub fn person_approves(
+    signer_user: &str,
+    signer_bin: &str,
+    signer_home: &str,
+    console_port: &str,
+    id: &str,
+    cli: &str,
+) {
+    let person = Command::new("python3")
+        .arg(Path::new(ROOT).join("tests/e2e/hardened_person.py"))
+        .args([signer_user, signer_bin, signer_home, console_port, id])
+        .env("COUNTERSIGN_BIN", cli)
+        .env_remove("COUNTERSIGN_HOME")
+        .env_remove("COUNTERSIGN_SESSION")
+        .output()
+        .unwrap();
+    assert!(
+        person.status.success(),
+        "hardened_person.py:\nstdout:\n{}\nstderr:\n{}",
+        text(&person.stdout),
+        text(&person.stderr)
+    );
+    assert_eq!(text(&person.stdout), "hardened person: ok\n");
+}
+
 /// Long-running processes, killed when dropped.
 #[derive(Default)]
 pub struct Processes(pub Vec<Child>);
@@ -122,6 +213,21 @@ impl Drop for Processes {
     }
 }
 
+/// The installed package's binary directory when the tests run against it
+/// (`COUNTERSIGN_TEST_INSTALLED_BIN`, set by scripts/test).
+pub fn installed_bin_dir() -> Option<PathBuf> {
+    std::env::var_os("COUNTERSIGN_TEST_INSTALLED_BIN").map(PathBuf::from)
+}
+
+/// The setup script the tests run: the installed package's copy when they
+/// run against it, else the repository's.
+pub fn setup_script() -> PathBuf {
+    match installed_bin_dir() {
+        Some(_) => PathBuf::from("/usr/share/countersign/setup-system.sh"),
+        None => Path::new(ROOT).join("deploy/setup-system.sh"),
+    }
+}
+
 /// A directory under /tmp that both users can traverse, removed at the end.
 pub struct Base(pub PathBuf);
 
@@ -129,10 +235,17 @@ impl Base {
     /// A new directory `/tmp/<prefix>-<random>` (0755) and in it `bin/` with
     /// the binaries, where every test user can run them (target/ may not be
     /// traversable).
+    ///
+    /// With the package installed and `COUNTERSIGN_TEST_INSTALLED_BIN` set
+    /// (scripts/test: `/usr/bin`), that directory instead: the tests then
+    /// run the installed package's binaries, and its copy of the script.
     pub fn with_binaries(prefix: &str) -> (Base, PathBuf) {
         let base = Base(PathBuf::from(format!("/tmp/{prefix}-{}", random_hex())));
         std::fs::create_dir(&base.0).unwrap();
         std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if let Some(installed) = installed_bin_dir() {
+            return (base, installed);
+        }
         let bin_dir = base.0.join("bin");
         std::fs::create_dir(&bin_dir).unwrap();
         std::fs::set_permissions(&bin_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -292,7 +405,7 @@ impl Layout {
     /// succeeded and returns what it printed.
     pub fn setup(&self, users: &Users, bin_dir: &Path, signer_url: &str, head_url: &str) -> String {
         let out = Command::new("bash")
-            .arg(Path::new(ROOT).join("deploy/setup-system.sh"))
+            .arg(setup_script())
             .args(["--signer-user", &users.signer])
             .args(["--premise-user", &users.premise])
             .args(["--notify-user", &users.notify])

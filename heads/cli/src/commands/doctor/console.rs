@@ -24,6 +24,9 @@ enum Holder {
     Nobody,
     TheConsole,
     Another(String),
+    /// Something serves TLS there, but this home holds no copy of the
+    /// console's certificate to compare with (a head-only home).
+    Unknown,
 }
 
 /// The console check.
@@ -45,10 +48,12 @@ pub(super) async fn check_console(home: &Home, config: &Config) -> Check {
     let served = served_certificate(home, console);
     let mut held = Vec::new();
     let mut free = Vec::new();
+    let mut unknown = Vec::new();
     for ip in addresses {
         let addr = SocketAddr::new(ip, console.addr.port());
         match holder(addr, console, served.as_deref()).await {
             Holder::TheConsole => held.push(addr.to_string()),
+            Holder::Unknown => unknown.push(addr.to_string()),
             Holder::Nobody => free.push(addr.to_string()),
             Holder::Another(what) => {
                 return Check::fail(
@@ -62,6 +67,21 @@ pub(super) async fn check_console(home: &Home, config: &Config) -> Check {
                 );
             }
         }
+    }
+    if !unknown.is_empty() {
+        return Check::warn(
+            NAME,
+            format!(
+                "{} serves TLS on {}; this home holds no copy of the console's certificate \
+                 (a head-only home), so which program that is was not checked",
+                console.origin(),
+                unknown.join(", ")
+            ),
+            Some(
+                "run `countersign doctor` in the console's home (the signer's user) to check it"
+                    .into(),
+            ),
+        );
     }
     match (held.is_empty(), free.is_empty()) {
         (false, true) => Check::ok(
@@ -131,6 +151,7 @@ async fn holder(addr: SocketAddr, console: &ConsoleConfig, served: Option<&[u8]>
     let seen = capture.seen.lock().ok().and_then(|s| s.clone());
     match (seen, served) {
         (Some(seen), Some(served)) if seen == served => Holder::TheConsole,
+        (Some(_), None) => Holder::Unknown,
         _ => Holder::Another("its certificate is not the console's".into()),
     }
 }
