@@ -49,8 +49,11 @@
 #      and its head home in it (head credential, registry, and the
 #      signer's gateway.toml and gateway-pins.json when they exist). The
 #      gateway holds the upstreams' credentials, so it is not the agent's
-#      user: it serves `countersign mcp --listen` on loopback and the agent
-#      reaches it with an API credential only;
+#      user: it serves `countersign mcp --listen` on a Unix socket to
+#      AGENT_USER only (the kernel reports each connection's user), named
+#      in the unit's environment file (default /etc/countersign/gateway.env,
+#      `--gateway-env FILE`), and the agent's MCP client reaches it with
+#      `countersign mcp --connect`; no port, no credential;
 #   5. gives AGENT_USER a head-only home (0700, its own): config.toml (the
 #      signer's and the console's addresses, the heads' ledger URL, and
 #      `[passkeys]` too, so that its heads name the console at
@@ -83,7 +86,7 @@ usage() {
     cat >&2 <<'EOF'
 usage: setup-system.sh [--signer-user NAME] [--premise-user NAME] [--premise-socket PATH]
                        [--notify-user NAME] [--notify-state-dir DIR]
-                       [--gateway-user NAME] [--gateway-state-dir DIR]
+                       [--gateway-user NAME] [--gateway-state-dir DIR] [--gateway-env FILE]
                        [--state-dir DIR] [--agent-home DIR]
                        [--bin-dir DIR] [--signer-addr ADDR] [--console-addr ADDR]
                        AGENT_USER
@@ -106,6 +109,7 @@ notify_user=countersign-notify
 notify_state_dir=/var/lib/countersign-notify
 gateway_user=countersign-gateway
 gateway_state_dir=/var/lib/countersign-gateway
+gateway_env=/etc/countersign/gateway.env
 agent_home=
 bin_dir=/usr/local/bin
 signer_addr=127.0.0.1:7443
@@ -121,6 +125,7 @@ while [ $# -gt 0 ]; do
         --notify-state-dir) notify_state_dir=${2:?}; shift 2 ;;
         --gateway-user) gateway_user=${2:?}; shift 2 ;;
         --gateway-state-dir) gateway_state_dir=${2:?}; shift 2 ;;
+        --gateway-env) gateway_env=${2:?}; shift 2 ;;
         --state-dir) state_dir=${2:?}; shift 2 ;;
         --agent-home) agent_home=${2:?}; shift 2 ;;
         --bin-dir) bin_dir=${2:?}; shift 2 ;;
@@ -304,7 +309,17 @@ write_head_home "$agent" "$agent_home" "$head_ledger"
 echo "signer home: $home (user $signer_user)"
 echo "premise programs: user $premise_user, service socket $premise_socket"
 echo "notifications: user $notify_user, home $notify_home (off until [notify] is configured)"
+# The one OS user the gateway serves on its Unix socket (the unit's
+# EnvironmentFile=): root's file, readable by all, naming no secret.
+case "$gateway_env" in /*) ;; *) die "--gateway-env must be absolute" ;; esac
+install -d -m 0755 "$(dirname "$gateway_env")"
+printf 'COUNTERSIGN_AGENT_USER=%s\n' "$agent" >"$gateway_env.new"
+chmod 0644 "$gateway_env.new"
+mv -f "$gateway_env.new" "$gateway_env"
+
 echo "MCP gateway: user $gateway_user, home $gateway_home, upstream credentials in $gateway_state_dir/secrets"
+echo "  serves $agent only, on unix:/run/countersign-gateway/mcp.sock ($gateway_env); the agent's MCP client runs:"
+echo "    $bin_dir/countersign mcp --connect unix:/run/countersign-gateway/mcp.sock --server-user $gateway_user"
 echo "head-only home for $agent: $agent_home"
 cat <<EOF
 passkeys: required for every approval, in the console at https://console.localhost:${console_addr##*:}/

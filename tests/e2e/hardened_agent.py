@@ -15,6 +15,10 @@ each command read from stdin is answered with one JSON line on stdout.
   quit               -> closes the connection; the head exits
 
 Usage: hardened_agent.py AGENT_USER CLI AGENT_HOME
+       hardened_agent.py AGENT_USER CLI --connect unix:PATH SERVER_USER
+  (the second: the MCP gateway of another user, reached through
+  `countersign mcp --connect unix:PATH --server-user SERVER_USER`, the
+  agent's stdio relay to the gateway's Unix socket)
 """
 import asyncio
 import json
@@ -37,9 +41,14 @@ def text_of(result):
 
 async def main():
     user, cli, home = sys.argv[1:4]
+    if home == "--connect":
+        socket, server_user = sys.argv[4:6]
+        head = ["mcp", "--connect", socket, "--server-user", server_user]
+    else:
+        head = ["--home", home, "mcp"]
     params = StdioServerParameters(
         command=shutil.which("runuser") or "/usr/sbin/runuser",
-        args=["-u", user, "--", cli, "--home", home, "mcp"],
+        args=["-u", user, "--", cli, *head],
         env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")},
         cwd="/",
     )

@@ -103,11 +103,12 @@ fn the_systemd_units_verify_without_a_warning_and_keep_their_exposure_score() {
     // The premise service runs without PrivateUsers= (its peer check needs
     // the signer's real uid): 1.1. The notify service reaches webhook
     // receivers and mail servers wherever they are (no IPAddressDeny=): 1.1.
-    // The gateway reaches HTTP upstreams wherever they are and runs
-    // upstreams that may JIT (no MemoryDenyWriteExecute=): 1.1.
+    // The gateway reaches HTTP upstreams wherever they are, runs upstreams
+    // that may JIT (no MemoryDenyWriteExecute=) and, like the premise
+    // service, checks its client's real uid (no PrivateUsers=): 1.3.
     for (unit, score) in UNITS
         .into_iter()
-        .zip(["0.9 SAFE", "0.9 SAFE", "1.1 OK", "1.1 OK", "1.1 OK"])
+        .zip(["0.9 SAFE", "0.9 SAFE", "1.1 OK", "1.1 OK", "1.3 OK"])
     {
         let out = systemd_analyze(
             dir.path(),
@@ -376,9 +377,9 @@ fn toml_string(text: &str) -> String {
     serde_json::Value::from(text).to_string()
 }
 
-/// `id` and the premise probe's proposal (step 0), and nothing else, are
-/// pending.
-async fn still_pending(ledger: &Ledger, principal: &str, id: &str) {
+/// `id`, the one proposed through the gateway (step 2b) and the premise
+/// probe's proposal (step 0), and nothing else, are pending.
+async fn still_pending(ledger: &Ledger, principal: &str, id: &str, relayed: &str) {
     let pending: Vec<String> = ledger
         .pending(principal)
         .await
@@ -386,9 +387,9 @@ async fn still_pending(ledger: &Ledger, principal: &str, id: &str) {
         .into_iter()
         .map(|p| p.proposal.id.into())
         .collect();
-    assert_eq!(pending.len(), 2, "still pending: {pending:?}");
+    assert_eq!(pending.len(), 3, "still pending: {pending:?}");
     assert!(
-        pending.iter().any(|p| p == id),
+        pending.iter().any(|p| p == id) && pending.iter().any(|p| p == relayed),
         "still pending: {pending:?}"
     );
 }
@@ -727,6 +728,69 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         "{proposal}"
     );
 
+    // 2b. The MCP gateway runs as its own user and serves the agent's on a
+    // Unix socket, as its unit does (a runtime directory of its own, 0755;
+    // the user it serves from the environment file the setup wrote): the
+    // agent's MCP client reaches it through `mcp --connect`, with no port
+    // and no credential; another user's connection gets nothing.
+    assert_eq!(
+        std::fs::read_to_string(&layout.gateway_env).unwrap(),
+        format!("COUNTERSIGN_AGENT_USER={}\n", users.agent)
+    );
+    let gateway_run = base.0.join("gateway-run");
+    std::fs::create_dir(&gateway_run).unwrap();
+    let owned = Command::new("chown")
+        .arg(&users.gateway)
+        .arg(&gateway_run)
+        .output()
+        .unwrap();
+    assert!(owned.status.success(), "{owned:?}");
+    let socket = gateway_run.join("mcp.sock");
+    let gateway_home = layout.gateway_state.join("home").display().to_string();
+    processes.0.push(spawn_as(
+        &users.gateway,
+        &[
+            &cli,
+            "--home",
+            &gateway_home,
+            "mcp",
+            "--listen",
+            &format!("unix:{}", socket.display()),
+            "--client-user",
+            &users.agent,
+        ],
+    ));
+    let waited = std::time::Instant::now();
+    while !socket.exists() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "no gateway socket"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut through = McpAgent::connect(&users.agent, &cli, &socket, &users.gateway);
+    let relayed = through.ask("propose through-the-gateway 0 5 * * *");
+    assert_eq!(relayed["status"], "pending", "{relayed}");
+    let relayed_id = relayed["id"].as_str().unwrap().to_owned();
+    through.quit();
+    let stranger = as_user(
+        &users.notify,
+        &[
+            &cli,
+            "mcp",
+            "--connect",
+            &format!("unix:{}", socket.display()),
+            "--server-user",
+            &users.gateway,
+        ],
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"x\",\"version\":\"0\"}}}\n",
+    );
+    assert_eq!(
+        text(&stranger.stdout),
+        "",
+        "another user's connection gets nothing"
+    );
+
     // 3. It cannot approve: `countersign approve` needs the approver
     // credential, which its home does not have...
     let out = as_user(
@@ -858,7 +922,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     let ledger = Ledger::open(db.url()).await.unwrap();
     let principal = std::fs::read_to_string(agent_home.join("principal")).unwrap();
     let principal = principal.trim();
-    still_pending(&ledger, principal, &id).await;
+    still_pending(&ledger, principal, &id, &relayed_id).await;
     // The agent's MCP head, executing before anyone approved: refused.
     let early = agent.ask(&format!("execute {id}"));
     assert_eq!(early["is_error"], true, "{early}");
@@ -924,7 +988,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         )),
         "{shown}"
     );
-    still_pending(&ledger, principal, &id).await;
+    still_pending(&ledger, principal, &id, &relayed_id).await;
     // The person pairs a browser, enrols a passkey with a fresh code and
     // approves there, for the proposing session.
     person_approves(

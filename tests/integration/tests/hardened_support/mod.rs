@@ -121,9 +121,20 @@ pub struct McpAgent {
 
 impl McpAgent {
     pub fn start(user: &str, cli: &str, home: &str) -> McpAgent {
+        Self::run(&[user, cli, home])
+    }
+
+    /// The agent reaching the MCP gateway of `server_user` on its Unix
+    /// socket, through `countersign mcp --connect`.
+    pub fn connect(user: &str, cli: &str, socket: &Path, server_user: &str) -> McpAgent {
+        let socket = format!("unix:{}", socket.display());
+        Self::run(&[user, cli, "--connect", &socket, server_user])
+    }
+
+    fn run(args: &[&str]) -> McpAgent {
         let mut child = Command::new("python3")
             .arg(Path::new(ROOT).join("tests/e2e/hardened_agent.py"))
-            .args([user, cli, home])
+            .args(args)
             .current_dir("/")
             .env_remove("COUNTERSIGN_HOME")
             .env_remove("COUNTERSIGN_SESSION")
@@ -368,6 +379,8 @@ pub struct Layout {
     pub notify_state: PathBuf,
     pub notify_home: PathBuf,
     pub gateway_state: PathBuf,
+    /// The gateway unit's environment file (the user it serves).
+    pub gateway_env: PathBuf,
     /// The premise service's runtime directory (systemd's RuntimeDirectory=).
     pub premise_run: PathBuf,
     pub premise_socket: PathBuf,
@@ -383,6 +396,7 @@ impl Layout {
             notify_state: base.join("notify-state"),
             notify_home: base.join("notify-state/home"),
             gateway_state: base.join("gateway-state"),
+            gateway_env: base.join("etc/gateway.env"),
             premise_run: base.join("run"),
             premise_socket: base.join("run/premise.sock"),
             signer_addr: free_addr(),
@@ -412,6 +426,8 @@ impl Layout {
             .args(["--gateway-user", &users.gateway])
             .arg("--gateway-state-dir")
             .arg(&self.gateway_state)
+            .arg("--gateway-env")
+            .arg(&self.gateway_env)
             .arg("--premise-socket")
             .arg(&self.premise_socket)
             .arg("--notify-state-dir")
