@@ -1,9 +1,11 @@
 //! The gateway's latency, each figure beside its floor in the same loop:
 //! an allowed tool call through `countersign mcp` (the gateway, stdio)
 //! against the same call made directly to the same upstream over the same
-//! transport, and the execution of an approved gated call against the
-//! direct call plus one durable SQLite commit, with the same head's
-//! execution of a builtin through the same handoff beside it.
+//! transport, and the execution of an approved gated call against what it
+//! cannot avoid: the direct call, a fresh `tools/list` of the upstream (the
+//! pin check before anything is consumed) and two durable SQLite commits
+//! (the intent, then the completion), with the same head's execution of a
+//! builtin through the same handoff beside it.
 //!
 //! The upstream is `@modelcontextprotocol/server-filesystem` from npm
 //! (`npm ci --prefix tests/mcp-servers`, which `scripts/test` runs), run
@@ -32,6 +34,7 @@ const WARM_UP: usize = 3;
 const DIRECT_READ: &str = "upstream read_text_file, direct";
 const GATEWAY_READ: &str = "gateway read_text_file (allow)";
 const DIRECT_WRITE: &str = "upstream write_file, direct";
+const DIRECT_LIST: &str = "upstream tools/list, direct";
 const COMMIT: &str = "one SQLite commit";
 const GATEWAY_EXECUTE: &str = "gateway execute_approved write_file";
 const BUILTIN_EXECUTE: &str = "same head, execute_approved of a builtin";
@@ -77,7 +80,7 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
     let root = files.path().canonicalize().map_err(|e| e.to_string())?;
     std::fs::write(root.join("readme.txt"), "hello\n").map_err(|e| e.to_string())?;
     let gateway = format!(
-        "[[upstream]]\nname = \"files\"\n[upstream.stdio]\nprogram = {:?}\nargs = [{:?}, {:?}]\n[upstream.tools]\nread_text_file = \"allow\"\nwrite_file = \"approve\"\n",
+        "decision_wait_secs = 0\n\n[[upstream]]\nname = \"files\"\n[upstream.stdio]\nprogram = {:?}\nargs = [{:?}, {:?}]\n[upstream.tools]\nread_text_file = \"allow\"\nwrite_file = \"approve\"\n",
         node.display().to_string(),
         server.display().to_string(),
         root.display().to_string()
@@ -152,6 +155,12 @@ pub(crate) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
         let t = Instant::now();
         direct.call_result("write_file", write).await?;
         add(DIRECT_WRITE, t.elapsed());
+        let t = Instant::now();
+        let tools = direct.list_tools().await?;
+        if tools == 0 {
+            return Err("the upstream listed no tools".into());
+        }
+        add(DIRECT_LIST, t.elapsed());
         let (id, proof) = commits.pop().ok_or("out of prepared proposals")?;
         let t = Instant::now();
         raw.consume(id.into(), &proof).await;
@@ -243,6 +252,7 @@ fn report(samples: &std::collections::BTreeMap<&str, Vec<Duration>>, n: usize, e
         DIRECT_READ,
         GATEWAY_READ,
         DIRECT_WRITE,
+        DIRECT_LIST,
         COMMIT,
         BUILTIN_EXECUTE,
         GATEWAY_EXECUTE,
@@ -257,11 +267,12 @@ fn report(samples: &std::collections::BTreeMap<&str, Vec<Duration>>, n: usize, e
         ms(added),
         verdict(added <= Duration::from_millis(1))
     );
-    let floor = p50(DIRECT_WRITE) + p50(COMMIT);
+    let floor = p50(DIRECT_WRITE) + p50(DIRECT_LIST) + 2 * p50(COMMIT);
     let added = p50(GATEWAY_EXECUTE).saturating_sub(floor);
     println!(
-        "  {GATEWAY_EXECUTE}: adds {} p50 over the direct call plus one commit (target <= 1 ms) {}",
+        "  {GATEWAY_EXECUTE}: adds {} p50 over its floor, the direct call + a fresh tools/list + two commits = {} (target <= 1 ms) {}",
         ms(added),
+        ms(floor),
         verdict(added <= Duration::from_millis(1))
     );
     // Not a target: where the time goes. A builtin's execution is one
@@ -269,9 +280,9 @@ fn report(samples: &std::collections::BTreeMap<&str, Vec<Duration>>, n: usize, e
     // tools/list (before anything is consumed), the call, and a second
     // (completion) commit.
     let beyond = p50(GATEWAY_EXECUTE)
-        .saturating_sub(p50(BUILTIN_EXECUTE) + p50(DIRECT_WRITE) + p50(DIRECT_READ) + p50(COMMIT));
+        .saturating_sub(p50(BUILTIN_EXECUTE) + p50(DIRECT_WRITE) + p50(DIRECT_LIST) + p50(COMMIT));
     println!(
-        "  (breakdown: {} p50 beyond a builtin's execution + the direct call + one tools/list-sized round trip + one commit)",
+        "  (breakdown: {} p50 beyond a builtin's execution + the direct call + one tools/list + one commit)",
         ms(beyond)
     );
 }

@@ -245,6 +245,12 @@ impl Mcp {
         Ok(result["structuredContent"].clone())
     }
 
+    /// `tools/list`: the tools' count.
+    pub(crate) async fn list_tools(&mut self) -> Result<usize, String> {
+        let result = self.request("tools/list", json!({})).await?;
+        Ok(result["tools"].as_array().map_or(0, Vec::len))
+    }
+
     /// `tools/call` of `tool`; the whole result, which must not be an error.
     pub(crate) async fn call_result(
         &mut self,

@@ -840,7 +840,7 @@ fn main() {
         return runtime.block_on(watch_section(&opts));
     }
     if opts.hook_only {
-        return runtime.block_on(hook_section(&opts));
+        return runtime.block_on(hook_section(&fx, &opts));
     }
     verification(&fx, &opts);
     if std::env::args().any(|a| a == "--verification-only") {
@@ -862,7 +862,7 @@ fn main() {
         if opts.latency {
             latency_section(&fx, &opts).await;
             watch_section(&opts).await;
-            hook_section(&opts).await;
+            hook_section(&fx, &opts).await;
         }
         if opts.netns {
             netns_section(&fx, &opts).await;
@@ -891,8 +891,8 @@ async fn netns_section(fx: &Fixture, opts: &Options) {
 /// The latency section; a missing binary or a failed command ends the
 /// run with the reason.
 /// The hook section; a failure ends the run with the reason.
-async fn hook_section(opts: &Options) {
-    if let Err(e) = hook::run(opts).await {
+async fn hook_section(fx: &Fixture, opts: &Options) {
+    if let Err(e) = hook::run(fx, opts).await {
         eprintln!("hook section: {e}");
         std::process::exit(1);
     }
