@@ -107,10 +107,34 @@ pub(crate) fn paired(state: &ConsoleState, headers: &HeaderMap) -> Result<Paired
 /// passkey: a navigation without the page key gets [`shell`], a request
 /// with another key a refusal, an unpaired browser the pairing page.
 pub(crate) fn reading(state: &ConsoleState, headers: &HeaderMap) -> Result<Paired, Rejection> {
+    read_with(state, headers, shell)
+}
+
+/// [`reading`] for what only the console's script asks for (the live
+/// list): without the page key, a refusal instead of the empty page.
+pub(crate) fn reading_by_script(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+) -> Result<Paired, Rejection> {
+    read_with(state, headers, || {
+        refusal(
+            StatusCode::FORBIDDEN,
+            "The live list is sent only to the console's own script, with this browser's page key; nothing was sent.",
+        )
+    })
+}
+
+/// The paired session (the store read once), then its page key in
+/// [`PAGE_KEY_HEADER`]: `missing` answers a request without one.
+fn read_with(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    missing: fn() -> Response,
+) -> Result<Paired, Rejection> {
     let session = paired(state, headers)?;
     let mut presented = headers.get_all(PAGE_KEY_HEADER).iter();
     match (presented.next(), presented.next()) {
-        (None, _) => Err(Box::new(shell())),
+        (None, _) => Err(Box::new(missing())),
         (Some(key), None) => {
             session.check_page_key(key.to_str().ok())?;
             Ok(session)

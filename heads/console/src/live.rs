@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use countersign_proto::v1::signer_client::SignerClient;
@@ -26,7 +26,7 @@ use tokio_stream::wrappers::WatchStream;
 use tonic::transport::Channel;
 
 use crate::ConsoleState;
-use crate::auth::{PAGE_KEY_HEADER, paired, reading, refusal};
+use crate::auth::reading_by_script;
 use crate::views::pending_list;
 
 /// The pause before opening a broken stream again; it doubles up to
@@ -151,16 +151,7 @@ async fn stream_while_listened(
 /// browser's script with its page key, until the session ends or the
 /// console stops.
 pub(crate) async fn events(State(state): State<Arc<ConsoleState>>, headers: HeaderMap) -> Response {
-    if let Err(page) = paired(&state, &headers) {
-        return *page;
-    }
-    if !headers.contains_key(PAGE_KEY_HEADER) {
-        return refusal(
-            StatusCode::FORBIDDEN,
-            "The live list is sent only to the console's own script, with this browser's page key; nothing was sent.",
-        );
-    }
-    if let Err(page) = reading(&state, &headers) {
+    if let Err(page) = reading_by_script(&state, &headers) {
         return *page;
     }
     let rx = state.live.latest.subscribe();
@@ -178,7 +169,7 @@ pub(crate) async fn events(State(state): State<Arc<ConsoleState>>, headers: Head
         .take_while(Option::is_some)
         .filter_map(|list| list)
         // A revoked or expired session stops receiving at the next change.
-        .take_while(move |_| reading(&session_state, &headers).is_ok())
+        .take_while(move |_| reading_by_script(&session_state, &headers).is_ok())
         .map(move |list| {
             let data = json!({
                 "count": list.len(),

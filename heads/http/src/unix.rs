@@ -114,3 +114,59 @@ impl axum::serve::Listener for PeerListener {
         self.listener.local_addr()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn private_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    }
+
+    #[tokio::test]
+    async fn a_file_that_is_not_a_socket_is_refused_and_kept() {
+        let dir = private_dir();
+        let path = dir.path().join("api.sock");
+        std::fs::write(&path, "mine").unwrap();
+        let why = listen(&path).err().unwrap();
+        assert_eq!(
+            why,
+            format!(
+                "{} exists and is not a socket; nothing was changed",
+                path.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
+    }
+
+    #[tokio::test]
+    async fn a_stale_socket_is_replaced_and_left_open_to_every_user() {
+        let dir = private_dir();
+        let path = dir.path().join("api.sock");
+        drop(listen(&path).unwrap());
+        assert!(path.exists(), "a stopped listener leaves its socket file");
+        let _again = listen(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666);
+        UnixStream::connect(&path).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_directory_other_users_can_write_is_refused() {
+        let dir = private_dir();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let path = dir.path().join("api.sock");
+        let why = listen(&path).err().unwrap();
+        assert!(
+            why.starts_with(&format!(
+                "{} can be written by other users (mode 777)",
+                dir.path().display()
+            )),
+            "{why}"
+        );
+        assert!(!path.exists());
+    }
+}
