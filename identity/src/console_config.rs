@@ -27,6 +27,11 @@ pub struct ConsoleConfig {
     /// (PEM) for the names; `None`: the installation's console CA issues
     /// one (`pki/console.pem`).
     pub own_cert: Option<(PathBuf, PathBuf)>,
+    /// `mdns`: the console answers for its `.local` names itself, over
+    /// multicast DNS on the network of `addr`, with `addr`'s address (a
+    /// phone on the same network then needs no DNS set up); without it a
+    /// `.local` name is looked up like any other.
+    pub mdns: bool,
 }
 
 /// The `[console]` section as written.
@@ -37,6 +42,7 @@ pub(crate) struct ConsoleSection {
     names: Option<Vec<String>>,
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
+    mdns: Option<bool>,
 }
 
 impl ConsoleConfig {
@@ -69,11 +75,39 @@ impl ConsoleConfig {
             (Some(cert), Some(key)) => Some((anchor(root, cert), anchor(root, key))),
             _ => return Err("console.cert and console.key go together".into()),
         };
+        let mdns = section.mdns.unwrap_or(false);
+        if mdns {
+            check_mdns(addr, &names)?;
+        }
         Ok(ConsoleConfig {
             addr,
             names,
             own_cert,
+            mdns,
         })
+    }
+
+    /// What keeps the console from advertising itself over multicast DNS
+    /// (`mdns` on, with an address given by `--listen`, say), if anything.
+    pub fn check_mdns(&self) -> Result<(), String> {
+        if self.mdns {
+            check_mdns(self.addr, &self.names)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The names the console advertises over multicast DNS itself: its
+    /// `.local` names when `mdns` is on, none otherwise.
+    pub fn mdns_names(&self) -> Vec<&str> {
+        if !self.mdns {
+            return Vec::new();
+        }
+        self.names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| is_mdns_name(n))
+            .collect()
     }
 
     /// The console's origin: `https://<first name>:<port>` (without the
@@ -108,6 +142,31 @@ impl ConsoleConfig {
         }
         url
     }
+}
+
+/// With `mdns` on: a `.local` name to advertise, and an address on a
+/// network to advertise it on (multicast does not run over loopback, and a
+/// phone could not reach a loopback address anyway).
+fn check_mdns(addr: SocketAddr, names: &[String]) -> Result<(), String> {
+    if !names.iter().any(|n| is_mdns_name(n)) {
+        return Err(format!(
+            "console.mdns advertises the console's .local names, and console.names ({}) has none; add one such as \"laptop.local\" (first, if a phone is to use it)",
+            names.join(", ")
+        ));
+    }
+    if addr.ip().is_loopback() {
+        return Err(format!(
+            "console.mdns advertises the console on a network, and console.addr {addr} is loopback; set it to this computer's address on the phone's network (for example 192.168.1.20:{})",
+            addr.port()
+        ));
+    }
+    Ok(())
+}
+
+/// One label below `local` (`laptop.local`): what multicast DNS resolves.
+fn is_mdns_name(name: &str) -> bool {
+    name.strip_suffix(".local")
+        .is_some_and(|label| !label.is_empty() && !label.contains('.'))
 }
 
 /// A lowercase DNS name of at least two labels (`console.localhost`).
@@ -169,6 +228,36 @@ mod tests {
         assert_eq!(
             c.proposal_url("prop_1"),
             "https://laptop.example.net/proposals/prop_1"
+        );
+    }
+
+    #[test]
+    fn mdns_needs_a_local_name_and_an_address_on_a_network() {
+        let c = section("addr = \"192.168.1.20:7444\"\nnames = [\"laptop.local\", \"console.localhost\", \"a.b.local\"]\nmdns = true\n").unwrap();
+        assert!(c.mdns);
+        assert_eq!(c.mdns_names(), ["laptop.local"]);
+        assert_eq!(c.origin(), "https://laptop.local:7444");
+        assert_eq!(c.check_mdns(), Ok(()));
+        // Off: a .local name is looked up like any other.
+        let c = section("names = [\"laptop.local\"]\n").unwrap();
+        assert!(!c.mdns);
+        assert!(c.mdns_names().is_empty());
+        assert_eq!(
+            section("addr = \"192.168.1.20:7444\"\nmdns = true\n").unwrap_err(),
+            "console.mdns advertises the console's .local names, and console.names (console.localhost) has none; add one such as \"laptop.local\" (first, if a phone is to use it)"
+        );
+        assert_eq!(
+            section("names = [\"laptop.local\"]\nmdns = true\n").unwrap_err(),
+            "console.mdns advertises the console on a network, and console.addr 127.0.0.1:7444 is loopback; set it to this computer's address on the phone's network (for example 192.168.1.20:7444)"
+        );
+        let mut listening_on_loopback =
+            section("addr = \"10.0.0.2:7444\"\nnames = [\"laptop.local\"]\nmdns = true\n").unwrap();
+        listening_on_loopback.addr = "[::1]:7444".parse().unwrap();
+        assert!(
+            listening_on_loopback
+                .check_mdns()
+                .unwrap_err()
+                .contains("[::1]:7444 is loopback")
         );
     }
 

@@ -46,11 +46,14 @@ const CONFIG_TEMPLATE: &str = "\
 # people at its page for a proposal. Without this section no console is
 # configured. `names` adds https names to reach it by (the first is the one
 # links name); `cert` and `key` serve your own certificate for them.
+# `mdns = true` answers for the `.local` names over multicast DNS on addr's
+# network, for a phone with no DNS set up (docs/console.md, On a phone).
 [console]
 addr = \"127.0.0.1:7444\"
 # names = [\"console.localhost\"]
 # cert = \"/etc/countersign/console.pem\"
 # key = \"/etc/countersign/console.key\"
+# mdns = false
 
 # Passkeys (WebAuthn, checked by the signer): with this section a person
 # enrols passkeys in the console; `required = true` makes every approval

@@ -26,6 +26,9 @@ registered by the console's own script.
   open, and the test checks that a window on the card opened (or, where
   the browser refuses a window without a user gesture, that the card URL
   was the one asked for).
+- An iPhone's Safari tab (its User-Agent, no PushManager, as iOS offers
+  Web Push only to Home Screen web apps): the Devices page hides "Notify
+  this device" and says to add the console to the Home Screen.
 
 Usage: push_worker.py  (env COUNTERSIGN_BIN = path of the countersign
 binary; countersign-signer must sit next to it)
@@ -134,6 +137,10 @@ def deliver(cdp, page, origin, registration_id, driver, data, count):
     raise AssertionError(f"no notification for a push of {data}")
 
 
+IPHONE_SAFARI = ("Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 "
+                 "(KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1")
+
+
 def main():
     tmp, home = new_home("cs-push-worker-")
     port = console_port(home)
@@ -224,6 +231,15 @@ def main():
         deliver(cdp, page, origin, registration_id, driver, {"id": pid, "operation": "schedule.create"}, 1)
         outcome = cdp.evaluate(worker, click)
         assert outcome["asked"] == [] and card in outcome["windows"], outcome
+
+        # An iPhone's Safari tab has no PushManager (iOS offers Web Push to
+        # Home Screen web apps only): the page says how to get there.
+        driver.execute_cdp_cmd("Emulation.setUserAgentOverride", {"userAgent": IPHONE_SAFARI, "platform": "iPhone"})
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": "delete window.PushManager;"})
+        driver.get(origin + "/devices")
+        state = driver.find_element(By.ID, "push-state").text
+        assert state.startswith("On an iPhone or iPad, notifications need the console on the Home Screen"), state
+        assert not driver.find_element(By.ID, "push-subscribe").is_displayed()
     finally:
         if driver:
             driver.quit()

@@ -50,13 +50,18 @@ pub enum BindError {
 
 /// Every address the console must hold: its configured address first,
 /// then each address its names resolve to (`*.localhost`: both loopback
-/// addresses, as browsers resolve them), each once.
+/// addresses, as browsers resolve them; a name the console advertises
+/// over multicast DNS itself: `addr`'s, the one it advertises), each once.
 pub async fn addresses(console: &ConsoleConfig) -> Result<Vec<IpAddr>, BindError> {
     if console.addr.ip().is_unspecified() {
         return Err(BindError::Unspecified(console.addr));
     }
     let mut all = vec![console.addr.ip()];
+    let advertised = console.mdns_names();
     for name in &console.names {
+        if advertised.contains(&name.as_str()) {
+            continue;
+        }
         let resolved: Vec<IpAddr> = if is_localhost(name) {
             vec![
                 IpAddr::V6(Ipv6Addr::LOCALHOST),
@@ -132,6 +137,7 @@ mod tests {
             addr: addr.parse().unwrap(),
             names: vec!["console.localhost".into()],
             own_cert: None,
+            mdns: false,
         }
     }
 
@@ -146,6 +152,26 @@ mod tests {
             assert_eq!(addrs.len(), 2, "{addrs:?}");
             assert_eq!(addrs[1].ip(), IpAddr::V6(Ipv6Addr::LOCALHOST));
         }
+    }
+
+    #[tokio::test]
+    async fn an_advertised_local_name_is_held_on_addr_and_not_looked_up() {
+        let mut c = console("10.1.2.3:7444");
+        c.names = vec!["nowhere-at-all.local".into(), "console.localhost".into()];
+        // Looked up like any name without mdns: this host does not resolve it.
+        assert!(matches!(
+            addresses(&c).await.unwrap_err(),
+            BindError::Resolve { name, .. } if name == "nowhere-at-all.local"
+        ));
+        c.mdns = true;
+        assert_eq!(
+            addresses(&c).await.unwrap(),
+            [
+                IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3)),
+                IpAddr::V6(Ipv6Addr::LOCALHOST),
+                IpAddr::V4(Ipv4Addr::LOCALHOST)
+            ]
+        );
     }
 
     #[tokio::test]

@@ -38,6 +38,7 @@ pub mod bind;
 mod devices;
 mod html;
 mod live;
+pub mod mdns;
 mod pages;
 mod passkeys;
 mod push;

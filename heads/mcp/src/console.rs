@@ -178,6 +178,7 @@ pub(crate) mod tests {
             addr: "127.0.0.1:7444".parse().unwrap(),
             names: vec!["console.localhost".into()],
             own_cert: None,
+            mdns: false,
         }
     }
 

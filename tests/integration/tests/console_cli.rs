@@ -218,6 +218,28 @@ async fn pair_qr_shows_a_qr_code_of_exactly_the_link_at_the_terminal_only() {
     assert!(!none.stdout.contains('\u{2588}') && !none.stderr.contains('\u{2588}'));
 }
 
+/// With `[console] mdns`, the console's first name is the `.local` one a
+/// phone resolves over multicast DNS, and the QR code is of the link there.
+#[tokio::test]
+async fn pair_qr_encodes_the_local_name_a_phone_resolves() {
+    let h = Harness::start_configured(
+        countersign_registry::Registry::default_toml(),
+        None,
+        "\n[console]\naddr = \"10.1.2.3:7999\"\nnames = [\"laptop.local\", \"console.localhost\"]\nmdns = true\n",
+    )
+    .await;
+    let run = h
+        .cli_with(&["console", "pair", "--qr"], "", Person::TypesTheChallenge)
+        .await;
+    assert_eq!(run.result, Ok(()), "{}", run.stderr);
+    let link = decode_terminal_qr(&run.shown);
+    assert!(
+        link.starts_with("https://laptop.local:7999/pair/cp1_"),
+        "{link}"
+    );
+    assert!(run.shown.contains(&link), "{}", run.shown);
+}
+
 #[tokio::test]
 async fn each_approver_pairs_and_lists_only_their_own_browsers() {
     let h = Harness::start().await;

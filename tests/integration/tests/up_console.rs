@@ -111,6 +111,15 @@ fn console_check(home: &Path) -> Value {
         .clone()
 }
 
+fn console_check_fails_with_fix(home: &Path, fix: &str) {
+    let check = console_check(home);
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(
+        check["fix"].as_str().unwrap_or_default().starts_with(fix),
+        "{check}"
+    );
+}
+
 #[test]
 fn a_console_name_that_does_not_resolve_leaves_the_signer_up() {
     let dir = tempfile::tempdir().unwrap();
@@ -143,16 +152,16 @@ fn a_console_name_that_does_not_resolve_leaves_the_signer_up() {
     assert!(proposed.status.success(), "{proposed:?}");
     let pending = countersign(&home, &["pending"]);
     assert!(String::from_utf8_lossy(&pending.stdout).contains("schedule.create"));
-    let check = console_check(&home);
-    assert_eq!(check["status"], "fail", "{check}");
-    assert!(
-        check["fix"]
-            .as_str()
-            .unwrap_or_default()
-            .starts_with("make the name resolve on this machine"),
-        "{check}"
-    );
+    console_check_fails_with_fix(&home, "make the name resolve on this machine");
     stop(up);
+
+    // A .local name nothing answers for: doctor points at `mdns = true`.
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with_console_names(dir.path(), "[\"nowhere-at-all.local\"]", true);
+    console_check_fails_with_fix(
+        &home,
+        "a .local name is answered over mDNS: set `mdns = true` in [console]",
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use countersign_console::mdns::Advertisement;
 use countersign_console::{ConsoleParts, ConsoleState, DEFAULT_LISTEN, SessionStore, TlsListener};
 use countersign_identity::shutdown::shutdown_signal;
 use countersign_identity::{ApproverName, ConsoleConfig, DEV_NAMED_APPROVERS};
@@ -29,6 +30,7 @@ pub(crate) fn console_config(
             addr: DEFAULT_LISTEN.parse().map_err(CliError::error)?,
             names: vec![countersign_identity::console_pki::CONSOLE_NAME.to_owned()],
             own_cert: None,
+            mdns: false,
         },
     };
     if let Some(addr) = listen {
@@ -110,15 +112,25 @@ fn certificate(
 
 /// Build the console's state, load its certificate, listen on every
 /// address its names resolve to (or refuse, naming the one taken) and say
-/// where it is. Used by `console` and `up --console`. Returns the
-/// listener, the state and the console's origin.
+/// where it is; with `[console] mdns`, answer for its `.local` names.
+/// Used by `console` and `up --console`. Returns the listener, the state,
+/// the console's origin and the advertisement (kept while serving).
 pub(crate) async fn bind(
     ctx: &Context,
     listen: Option<SocketAddr>,
     as_approver: Option<&ApproverName>,
     io: &mut Io<'_>,
-) -> Result<(TlsListener, Arc<ConsoleState>, String), CliError> {
+) -> Result<
+    (
+        TlsListener,
+        Arc<ConsoleState>,
+        String,
+        Option<Advertisement>,
+    ),
+    CliError,
+> {
     let mut console = console_config(ctx, listen)?;
+    console.check_mdns().map_err(CliError::Error)?;
     let tls = countersign_console::tls::server_config(&certificate(ctx, &console)?)
         .map_err(CliError::Error)?;
     let state = Arc::new(console_state(ctx, as_approver).await?);
@@ -143,7 +155,16 @@ pub(crate) async fn bind(
         held.join(", ")
     );
     tracing::info!(%origin, addresses = %held.join(", "), "console listening");
-    Ok((listener, state, origin))
+    let advertised = countersign_console::mdns::advertise(&console).map_err(CliError::Error)?;
+    if let Some(advertised) = &advertised {
+        let _ = writeln!(
+            io.err,
+            "answering for {} over mDNS with {} (on that address's network only)",
+            advertised.names().join(", "),
+            advertised.addr()
+        );
+    }
+    Ok((listener, state, origin, advertised))
 }
 
 /// Offer a pairing link at the controlling terminal, if there is one.
@@ -188,12 +209,13 @@ pub(crate) async fn serve(
     as_approver: Option<&ApproverName>,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
-    let (listener, state, origin) = bind(ctx, listen, as_approver, io).await?;
+    let (listener, state, origin, advertised) = bind(ctx, listen, as_approver, io).await?;
     offer_pairing(ctx, &origin, as_approver, io);
     let _ = writeln!(io.err, "press Ctrl-C to stop");
     countersign_console::run(listener, state, shutdown_signal())
         .await
         .map_err(CliError::error)?;
+    drop(advertised);
     let _ = writeln!(io.err, "console stopped");
     Ok(())
 }

@@ -301,10 +301,13 @@ impl Served {
         io: &mut Io<'_>,
     ) -> Result<Self, CliError> {
         let ctx = Context::load(home.clone())?;
-        let (listener, state, origin) = super::console::bind(&ctx, listen, None, io).await?;
+        let (listener, state, origin, advertised) =
+            super::console::bind(&ctx, listen, None, io).await?;
         super::console::offer_pairing(&ctx, &origin, None, io);
-        Ok(Self::spawn("the console", |stopped| {
-            countersign_console::run(listener, state, stopped)
+        Ok(Self::spawn("the console", move |stopped| async move {
+            let served = countersign_console::run(listener, state, stopped).await;
+            drop(advertised);
+            served
         }))
     }
 

@@ -311,7 +311,13 @@ function pushSubscription() {
     form.hidden = true;
     const state = document.getElementById("push-state");
     if (state) {
-      state.textContent = "This browser cannot receive push notifications.";
+      // iOS and iPadOS offer Web Push only to a web app opened from the
+      // Home Screen, never in a Safari tab (iPadOS reports itself a Mac).
+      const apple = /iPhone|iPad|iPod/.test(navigator.userAgent)
+        || (navigator.platform === "MacIntel" && navigator.maxTouchPoints > 1);
+      state.textContent = apple && navigator.standalone !== true
+        ? "On an iPhone or iPad, notifications need the console on the Home Screen: tap Share, then Add to Home Screen, open the console from its icon, pair it, and come back to this page there."
+        : "This browser cannot receive push notifications.";
     }
     return;
   }

@@ -38,6 +38,7 @@ pub async fn serve(home: &str, approver: Option<&ApproverName>) -> Site {
         addr: "127.0.0.1:0".parse().unwrap(),
         names: vec![CONSOLE_NAME.to_owned()],
         own_cert: None,
+        mdns: false,
     };
     let (cert, _) = ensure_console_cert(&ctx.home, &config.names).unwrap();
     let tls = countersign_console::tls::server_config(&cert).unwrap();

@@ -37,11 +37,13 @@ pub(super) async fn check_console(home: &Home, config: &Config) -> Check {
     let addresses = match countersign_console::bind::addresses(console).await {
         Ok(addresses) => addresses,
         Err(e @ countersign_console::bind::BindError::Resolve { .. }) => {
-            return Check::fail(
-                NAME,
-                e.to_string(),
-                "make the name resolve on this machine (a DNS record, or a line in /etc/hosts) or take it out of [console] names in config.toml; until then the console does not start (the signer does not need it)",
-            );
+            let local = matches!(&e, countersign_console::bind::BindError::Resolve { name, .. } if name.ends_with(".local"));
+            let fix = if local {
+                "a .local name is answered over mDNS: set `mdns = true` in [console] (with addr this computer's address on the phone's network) and the console answers for it itself, or take it out of [console] names in config.toml; until then the console does not start (the signer does not need it)"
+            } else {
+                "make the name resolve on this machine (a DNS record, or a line in /etc/hosts) or take it out of [console] names in config.toml; until then the console does not start (the signer does not need it)"
+            };
+            return Check::fail(NAME, e.to_string(), fix);
         }
         Err(e) => return Check::fail(NAME, e.to_string(), "fix [console] in config.toml"),
     };
