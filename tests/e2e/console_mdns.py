@@ -24,6 +24,14 @@ Chromium:
 QR code is decoded by tests/integration/tests/console_cli.rs). When the
 console stops, it says goodbye: zeroconf no longer resolves the name.
 
+4. mDNS authenticates nothing, so another device can claim the name
+   (tests/e2e/console_mdns_impostor.py, at its own address, with a
+   certificate for the name it made itself): the phone then resolves the
+   name there, and the paired Chromium opening the console's origin
+   refuses the certificate (ERR_CERT_AUTHORITY_INVALID); the impostor saw
+   the connection and no completed handshake, so no request and no
+   cookie.
+
 Needs root, `ip`, avahi-daemon, libnss-mdns, Chromium (scripts/test
 installs them); prints SKIPPED and passes without them.
 """
@@ -43,7 +51,7 @@ from harness import BIN, free_port, new_home, run, trusting_home
 HERE = os.path.dirname(os.path.abspath(__file__))
 TAG = f"csm{os.getpid() % 100000}"
 LAPTOP, PHONE = f"{TAG}-laptop", f"{TAG}-phone"
-LAPTOP_ADDR, PHONE_ADDR = "10.77.0.2", "10.77.0.3"
+LAPTOP_ADDR, PHONE_ADDR, IMPOSTOR_ADDR = "10.77.0.2", "10.77.0.3", "10.77.0.4"
 NAME = f"cs-laptop-{os.getpid()}.local"
 
 
@@ -156,12 +164,41 @@ def start_console(home):
     return up
 
 
+def phone_argv(mode, *args):
+    return ["ip", "netns", "exec", PHONE, sys.executable, os.path.join(HERE, "console_mdns_phone.py"), mode, NAME,
+            PHONE_ADDR, LAPTOP_ADDR, *args]
+
+
 def phone(mode, *args):
-    proc = subprocess.run(["ip", "netns", "exec", PHONE, sys.executable,
-                           os.path.join(HERE, "console_mdns_phone.py"), mode, NAME, PHONE_ADDR, LAPTOP_ADDR, *args],
-                          capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(phone_argv(mode, *args), capture_output=True, text=True, timeout=240)
     print(proc.stdout, end="")
     assert proc.returncode == 0, f"the phone ({mode}) failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+def read_until(proc, word, what):
+    """The phone's stdout up to the line `word`; fails with all it said."""
+    said = []
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            proc.wait(timeout=30)
+            sys.exit(f"the phone stopped before {what}:\n{''.join(said)}\n{proc.stderr.read()}")
+        if line.strip() == word:
+            print("".join(said), end="")
+            return
+        said.append(line)
+
+
+def impostor(port, report):
+    """Another device claims the name (console_mdns_impostor.py) at its
+    own address on the link, once the console has stopped."""
+    ip("-n", LAPTOP, "addr", "add", f"{IMPOSTOR_ADDR}/24", "dev", f"{TAG}a")
+    proc = subprocess.Popen(["ip", "netns", "exec", LAPTOP, sys.executable,
+                             os.path.join(HERE, "console_mdns_impostor.py"), NAME, IMPOSTOR_ADDR, str(port), report],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("claiming"), f"{line}{proc.stderr.read() if proc.poll() is not None else ''}"
+    return proc
 
 
 def main():
@@ -173,7 +210,7 @@ def main():
     port = configure(home)
     browser_home = trusting_home(home)
     build_link()
-    up = None
+    up = reach = claim = None
     try:
         up = start_console(home)
         link = pair_link(home, port)
@@ -183,15 +220,33 @@ def main():
         fd = os.open(link_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(link)
-        phone("reach", str(port), link_file, browser_home, pid)
+        reach = subprocess.Popen(phone_argv("reach", str(port), link_file, browser_home, pid, IMPOSTOR_ADDR),
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        read_until(reach, "PAIRED", "it was paired")
         up.send_signal(signal.SIGINT)
         assert up.wait(timeout=30) == 0
         up = None
         phone("gone")
+        report = os.path.join(tmp, "impostor.json")
+        claim = impostor(port, report)
+        reach.stdin.write("go\n")
+        reach.stdin.flush()
+        read_until(reach, "REFUSED", "it refused the impostor")
+        assert reach.wait(timeout=30) == 0, reach.stderr.read()
+        reach = None
+        with open(report) as f:
+            seen = json.load(f)
+        # The phone went to the impostor, and sent it nothing: no handshake
+        # completed, so no request and no cookie.
+        assert seen["connections"] >= 1 and seen["handshakes"] == 0 and seen["bytes_after_handshake"] == 0, seen
+        print(f"impostor: {seen['connections']} connection(s) from the phone, no handshake, nothing received")
         print("console_mdns: ok")
     finally:
         if up is not None:
             up.kill()
+        for proc in (reach, claim):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
         remove_link()
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(browser_home, ignore_errors=True)

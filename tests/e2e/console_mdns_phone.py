@@ -2,8 +2,13 @@
 """The phone of tests/e2e/console_mdns.py, run inside its network
 namespace (`ip netns exec`, which gives it a mount namespace of its own).
 
-    console_mdns_phone.py reach NAME PHONE_ADDR LAPTOP_ADDR PORT LINK_FILE BROWSER_HOME PROPOSAL_ID
+    console_mdns_phone.py reach NAME PHONE_ADDR LAPTOP_ADDR PORT LINK_FILE BROWSER_HOME PROPOSAL_ID IMPOSTOR_ADDR
     console_mdns_phone.py gone  NAME PHONE_ADDR LAPTOP_ADDR
+
+`reach` prints PAIRED once Chromium is paired and shown the proposal,
+then waits for a line on stdin (the console stopped, an impostor claiming
+the name at IMPOSTOR_ADDR), opens the console's origin again and prints
+REFUSED when Chromium refused the impostor's certificate.
 """
 import os
 import shutil
@@ -70,7 +75,7 @@ def start_avahi():
     return avahi
 
 
-def reach(name, phone_addr, laptop_addr, port, link_file, browser_home, proposal_id):
+def reach(name, phone_addr, laptop_addr, port, link_file, browser_home, proposal_id, impostor_addr):
     # 1. An independent mDNS resolver finds the name and the service.
     addresses, service = zeroconf_resolves(name, phone_addr, 5000)
     assert addresses == [laptop_addr], addresses
@@ -86,7 +91,14 @@ def reach(name, phone_addr, laptop_addr, port, link_file, browser_home, proposal
             assert time.time() < deadline, f"getent ahostsv4 {name}: {found}"
             time.sleep(0.3)
         print(f"avahi (nss-mdns): {name} is {found[0]}")
-        browse(name, port, link_file, browser_home, proposal_id)
+        driver = browse(name, port, link_file, browser_home, proposal_id)
+        try:
+            print("PAIRED", flush=True)
+            sys.stdin.readline()
+            refuse_impostor(driver, name, port, impostor_addr)
+            print("REFUSED", flush=True)
+        finally:
+            driver.quit()
     finally:
         avahi.terminate()
         avahi.wait(timeout=10)
@@ -116,8 +128,30 @@ def browse(name, port, link_file, browser_home, proposal_id):
         assert "phone-job" in body, body[:2000]
         assert "0 5 * * *" in body, body[:2000]
         print(f"chromium: paired at {origin} and shown {proposal_id}")
-    finally:
+        return driver
+    except BaseException:
         driver.quit()
+        raise
+
+
+def refuse_impostor(driver, name, port, impostor_addr):
+    """Another device answers for the name now: the phone resolves it
+    there, and the paired Chromium, opening the console's origin, refuses
+    the impostor's certificate (the console CA it trusts never signed it)."""
+    from selenium.webdriver.common.by import By
+
+    deadline = time.time() + 20
+    while (found := system_resolves(name)) != [impostor_addr]:
+        assert time.time() < deadline, f"the impostor's claim never reached the phone: {found}"
+        time.sleep(0.3)
+    print(f"avahi (nss-mdns): {name} is now {found[0]}, the impostor")
+    # Chromium keeps what it resolved for a minute: forget it.
+    driver.get("chrome://net-internals/#dns")
+    driver.find_element(By.ID, "dns-view-clear-cache").click()
+    driver.get(f"https://{name}:{port}/")
+    page = driver.page_source
+    assert "ERR_CERT_AUTHORITY_INVALID" in page, page[:3000]
+    print("chromium: refused the impostor's certificate (ERR_CERT_AUTHORITY_INVALID)")
 
 
 def gone(name, phone_addr):
