@@ -25,6 +25,25 @@ fn bytes_to_flip(size: u64) -> Vec<usize> {
     }
 }
 
+/// Wrong values for `right` within `lo..=hi`: its neighbours, its double and
+/// half, and both bounds (trying every wrong value multiplies a debug build's
+/// run time without reaching another case: the proof shape changes at these
+/// points).
+fn wrong(right: u64, lo: u64, hi: u64) -> impl Iterator<Item = u64> {
+    let mut values = vec![
+        right.saturating_sub(1),
+        right + 1,
+        right * 2,
+        right / 2,
+        lo,
+        hi,
+    ];
+    values.retain(|&v| v != right && (lo..=hi).contains(&v));
+    values.sort_unstable();
+    values.dedup();
+    values.into_iter()
+}
+
 fn flipped(hash: &Hash, byte: usize) -> Hash {
     let mut out = *hash;
     out.0[byte] ^= 0x01;
@@ -89,10 +108,11 @@ fn every_inclusion_proof_verifies_and_every_tampering_is_refused() {
                     Err(ProofError::RootMismatch)
                 );
             }
-            for other in (0..size).filter(|&o| o != index) {
+            let sibling = (index ^ 1 < size && index ^ 1 != index).then_some(index ^ 1);
+            for other in wrong(index, 0, size - 1).chain(sibling) {
                 assert!(verify_inclusion(&leaf, other, size, &proof, &tree_root).is_err());
             }
-            for other in (1..=MAX).filter(|&o| o != size && index < o) {
+            for other in wrong(size, 1, MAX).filter(|&o| index < o) {
                 // Claiming another size with that size's root always fails.
                 // (With the original root, a size whose proof has the same
                 // shape is accepted: the size is bound to a root only by the
@@ -160,14 +180,14 @@ fn every_consistency_proof_verifies_and_every_tampering_is_refused() {
                         .is_err()
                 );
             }
-            for other in (1..=new).filter(|&o| o != old) {
+            for other in wrong(old, 1, new) {
                 assert!(
                     verify_consistency(other, new, &proof, &roots[other as usize], &new_root)
                         .is_err(),
                     "proof {old}->{new} accepted as {other}->{new}"
                 );
             }
-            for other in (old..=MAX).filter(|&o| o != new) {
+            for other in wrong(new, old, MAX) {
                 assert!(
                     verify_consistency(old, other, &proof, &old_root, &roots[other as usize])
                         .is_err(),
