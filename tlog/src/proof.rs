@@ -54,6 +54,11 @@ pub enum ProofError {
 
 /// Verifies that `leaf_hash` is the leaf at `index` in the tree of `size`
 /// leaves whose root is `root` (RFC 9162 section 2.1.3.2).
+///
+/// The size enters only through the proof's shape: a proof for one size is
+/// also accepted for another size whose proofs have the same shape, against
+/// the same root. Take `size` and `root` together from one verified
+/// checkpoint, never from separate sources.
 pub fn verify_inclusion(
     leaf_hash: &Hash,
     index: u64,
