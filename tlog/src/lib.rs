@@ -1,0 +1,48 @@
+//! The transparency log's formats, for issue 49: every ledger event is a leaf
+//! of one RFC 6962 Merkle tree, the log signs C2SP checkpoints of it, and
+//! witnesses cosign them.
+//!
+//! - [`hash`]: RFC 6962 leaf, node and tree hashes.
+//! - [`compact`]: the right edge of an append-only tree (append, root).
+//! - [`tree`]: which subtrees make up a proof, and proofs over leaf hashes.
+//! - [`proof`]: RFC 9162 inclusion and consistency proof verification.
+//! - [`keys`]: key names, key IDs and verifier keys of signed notes.
+//! - [`note`]: C2SP signed notes: parse, sign, verify.
+//! - [`signer`]: the private keys (log note key, witness cosigning key).
+//! - [`checkpoint`]: C2SP tlog-checkpoint bodies and signed checkpoints.
+//! - [`cosignature`]: the C2SP tlog-cosignature (type 0x04) message.
+//! - [`tlog_proof`]: C2SP tlog-proof, the offline inclusion proof bundle.
+//!
+//! Pure code: no I/O, no clock, no randomness. Callers supply leaf hashes,
+//! timestamps and key seeds.
+#![forbid(unsafe_code)]
+
+pub mod checkpoint;
+pub mod compact;
+pub mod cosignature;
+pub mod hash;
+pub mod keys;
+pub mod note;
+pub mod proof;
+pub mod signer;
+pub mod tlog_proof;
+pub mod tree;
+
+pub use checkpoint::{
+    Checkpoint, CheckpointError, VerifiedCheckpoint, open_checkpoint, verify_checkpoint,
+};
+pub use compact::CompactTree;
+pub use cosignature::{cosignature_message, cosignature_timestamp};
+pub use hash::{HASH_SIZE, Hash, leaf_hash, node_hash, root};
+pub use keys::{KeyError, KeyId, KeyName, SignatureType, VerifierKey};
+pub use note::{
+    MAX_SIGNATURES, Note, NoteError, NoteSignature, NoteSigner, TrustedKeys, VerifiedNote,
+    VerifiedSignature, sign_note,
+};
+pub use proof::{ProofError, root_from_inclusion_proof, verify_consistency, verify_inclusion};
+pub use signer::{Cosigner, Ed25519Signer};
+pub use tlog_proof::{TlogProof, TlogProofError, VerifiedTlogProof};
+pub use tree::{
+    Subtree, TreeError, consistency_proof, consistency_proof_subtrees, inclusion_proof,
+    inclusion_proof_subtrees, subtree_hash, subtree_hash_from_parts,
+};
