@@ -65,19 +65,29 @@ fn main() -> ExitCode {
     // argument): what a trace shows of the CLI and of the heads it serves.
     let command = matches.subcommand_name().unwrap_or("countersign");
     let span = tracing::info_span!("command", otel.name = command, command);
+    let hook = command == "hook";
     let ran = runtime.block_on(countersign::run(cli, &mut io).instrument(span));
     drop(log);
+    let code = match ran {
+        Ok(()) => exit::OK,
+        // Its answer is written: nothing is added to it.
+        Err(e @ countersign::CliError::Answered(_)) => e.exit_code(),
+        Err(e) => {
+            eprintln!("countersign: {e}");
+            e.exit_code()
+        }
+    };
+    if hook {
+        // The agent waits for this process to end. Its answer is written
+        // and flushed, and all it did has ended with it (its ledger
+        // transaction committed, its signer calls answered, its log
+        // flushed above): the process ends now, without taking the
+        // runtime's threads and connections down one by one.
+        std::process::exit(i32::from(code));
+    }
     // Everything a command started has finished or been drained by now; a
     // blocking read of stdin (the MCP head's transport) cannot be
     // interrupted, so do not wait on it for more than a moment.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    match ran {
-        Ok(()) => ExitCode::from(exit::OK),
-        // Its answer is written: nothing is added to it.
-        Err(e @ countersign::CliError::Answered(_)) => ExitCode::from(e.exit_code()),
-        Err(e) => {
-            eprintln!("countersign: {e}");
-            ExitCode::from(e.exit_code())
-        }
-    }
+    ExitCode::from(code)
 }

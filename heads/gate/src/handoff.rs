@@ -18,10 +18,10 @@
 
 use std::time::Instant;
 
-use countersign_ledger::ProposalStatus;
+use countersign_ledger::{ProposalRecord, ProposalStatus};
 use countersign_proto::reason::Reason;
 use countersign_proto::v1::signer_client::SignerClient;
-use countersign_proto::v1::{ClaimHandoffRequest, ReleaseHandoffRequest};
+use countersign_proto::v1::{ClaimHandoffRequest, ClaimHandoffResponse, ReleaseHandoffRequest};
 use countersign_verifier::{Proof, ProposalId, Session};
 use tonic::transport::Channel;
 
@@ -35,16 +35,53 @@ impl Gate {
     /// before anything about it is read; one that was already executed gets
     /// its recorded disposition; one with no live handoff is refused,
     /// applying nothing; one whose handoff another request holds is
-    /// `in_progress` (or, once recorded, that execution's disposition). Whenever nothing was consumed, the claimed handoff
-    /// is released.
+    /// `in_progress` (or, once recorded, that execution's disposition).
+    /// Whenever nothing was consumed, the claimed handoff is released.
     pub async fn execute_handoff(
         &self,
         head: &mut SignerClient<Channel>,
         proposal_id: &ProposalId,
         session: &Session,
     ) -> Result<Outcome, GateError> {
+        self.counted(head, proposal_id, session, None).await
+    }
+
+    /// [`Gate::execute_handoff`] for a caller the signer has just told that
+    /// `proposal_id`, of `operation`, is approved (its `Propose` answer, or
+    /// the end of its wait for the decision): the claim goes out together
+    /// with the read of the proposal instead of after it, and an upstream
+    /// tool's definition is asked for at once. The answers are the same:
+    /// a claim the signer refuses is answered from the record as
+    /// [`Gate::execute_handoff`] answers, and a claimed proof whose record
+    /// is not this principal's proposal of `operation` is released, unused.
+    pub async fn execute_approved_handoff(
+        &self,
+        head: &mut SignerClient<Channel>,
+        proposal_id: &ProposalId,
+        session: &Session,
+        operation: &str,
+    ) -> Result<Outcome, GateError> {
+        self.counted(head, proposal_id, session, Some(operation))
+            .await
+    }
+
+    /// One execution, counted once: of a proposal the caller knows is
+    /// approved (of this operation), or not.
+    async fn counted(
+        &self,
+        head: &mut SignerClient<Channel>,
+        proposal_id: &ProposalId,
+        session: &Session,
+        approved: Option<&str>,
+    ) -> Result<Outcome, GateError> {
         let started = Instant::now();
-        let result = self.execute_handoff_once(head, proposal_id, session).await;
+        let result = match approved {
+            Some(operation) => {
+                self.execute_approved_handoff_once(head, proposal_id, session, operation)
+                    .await
+            }
+            None => self.execute_handoff_once(head, proposal_id, session).await,
+        };
         self.count(&result, started);
         result
     }
@@ -55,11 +92,9 @@ impl Gate {
         proposal_id: &ProposalId,
         session: &Session,
     ) -> Result<Outcome, GateError> {
-        let record = self.ledger().proposal(proposal_id).await?;
-        let Some(record) = record.filter(|r| r.proposal.principal == self.principal()) else {
-            return Ok(Outcome::Refused(Refused::UnknownProposal(
-                proposal_id.to_string(),
-            )));
+        let record = match self.before_claim(proposal_id).await? {
+            Ok(record) => record,
+            Err(answered) => return Ok(answered),
         };
         // For an approved proposal, an upstream tool's definition is asked
         // for now, to overlap the claim and the verification; the
@@ -68,6 +103,86 @@ impl Gate {
             ProposalStatus::Approved => self.tool_check(&record.proposal.operation),
             _ => None,
         };
+        match claim(head, proposal_id, session).await {
+            Ok(response) => {
+                self.execute_claimed(head, proposal_id, session, response, tool_check, record)
+                    .await
+            }
+            Err(status) => self.claim_refused(proposal_id, session, &status).await,
+        }
+    }
+
+    async fn execute_approved_handoff_once(
+        &self,
+        head: &mut SignerClient<Channel>,
+        proposal_id: &ProposalId,
+        session: &Session,
+        operation: &str,
+    ) -> Result<Outcome, GateError> {
+        let tool_check = self.tool_check(operation);
+        let (read, claimed) = tokio::join!(
+            self.ledger().proposal(proposal_id),
+            claim(head, proposal_id, session)
+        );
+        let response = match claimed {
+            Ok(response) => response,
+            // Refused (or failed): answered from the record, as the
+            // sequential path answers; a record that does not stop it
+            // first gets the claim's own refusal.
+            Err(status) => {
+                return match self.checked_before_claim(proposal_id, read?).await? {
+                    Err(answered) => Ok(answered),
+                    Ok(_) => self.claim_refused(proposal_id, session, &status).await,
+                };
+            }
+        };
+        match read {
+            Ok(Some(record))
+                if record.proposal.principal == self.principal()
+                    && record.proposal.operation == operation =>
+            {
+                self.execute_claimed(head, proposal_id, session, response, tool_check, record)
+                    .await
+            }
+            other => {
+                release(
+                    head,
+                    proposal_id,
+                    session,
+                    "the proposal's record does not match the claim",
+                )
+                .await;
+                match other {
+                    Err(fault) => Err(fault.into()),
+                    Ok(_) => Ok(Outcome::Refused(Refused::UnknownProposal(
+                        proposal_id.to_string(),
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// The proposal's record, read and checked before a claim: `Err` with
+    /// the answer when there is nothing to claim (another principal's or
+    /// no proposal, a recorded outcome, an expired or decided one).
+    async fn before_claim(
+        &self,
+        proposal_id: &ProposalId,
+    ) -> Result<Result<ProposalRecord, Outcome>, GateError> {
+        let record = self.ledger().proposal(proposal_id).await?;
+        self.checked_before_claim(proposal_id, record).await
+    }
+
+    async fn checked_before_claim(
+        &self,
+        proposal_id: &ProposalId,
+        record: Option<ProposalRecord>,
+    ) -> Result<Result<ProposalRecord, Outcome>, GateError> {
+        let Some(record) = record.filter(|r| r.proposal.principal == self.principal()) else {
+            return Ok(Err(Outcome::Refused(Refused::UnknownProposal(
+                proposal_id.to_string(),
+            ))));
+        };
         // Only a proposal that is no longer just approved can have a
         // recorded outcome to answer with; an approved one goes straight to
         // the claim (a consumption racing this read is answered by the
@@ -75,17 +190,17 @@ impl Gate {
         if record.status != ProposalStatus::Approved
             && let Some(recorded) = self.ledger().disposition(proposal_id).await?
         {
-            return Ok(Outcome::Recorded(recorded));
+            return Ok(Err(Outcome::Recorded(recorded)));
         }
         if record.status == ProposalStatus::Expired {
-            return Ok(Outcome::Refused(Refused::ApprovalExpired(
+            return Ok(Err(Outcome::Refused(Refused::ApprovalExpired(
                 proposal_id.to_string(),
-            )));
+            ))));
         }
         if let ProposalStatus::Denied | ProposalStatus::Withdrawn | ProposalStatus::Revoked =
             record.status
         {
-            return Ok(Outcome::Refused(Refused::Decided {
+            return Ok(Err(Outcome::Refused(Refused::Decided {
                 proposal_id: proposal_id.to_string(),
                 status: record.status.as_str(),
                 reason: record
@@ -94,54 +209,75 @@ impl Gate {
                     .filter(|r| !r.is_empty())
                     .map(|r| format!(" ({})", countersign_registry::terminal_safe(r)))
                     .unwrap_or_default(),
-            }));
+            })));
         }
-        let claimed = head
-            .claim_handoff(ClaimHandoffRequest {
-                proposal_id: proposal_id.to_string(),
-                session: session.to_string(),
-            })
-            .await;
-        let mut response = match claimed {
-            Ok(response) => response.into_inner(),
-            Err(status) => {
-                return match SignerCallError::from_status(&status) {
-                    SignerCallError::Refused(refusal) if refusal.code == Reason::NoLiveHandoff => {
-                        Ok(Outcome::Refused(Refused::NoHandoff {
-                            proposal_id: proposal_id.to_string(),
-                            refusal,
-                        }))
-                    }
-                    // Claimed by another request, which is executing it: its
-                    // result if recorded by now, else "in progress", never
-                    // "not approved" (a caller would ask for a new approval).
-                    SignerCallError::Refused(refusal) if refusal.code == Reason::HandoffInUse => {
-                        match self.ledger().disposition(proposal_id).await? {
-                            Some(recorded) => Ok(Outcome::Recorded(recorded)),
-                            None => Ok(Outcome::Refused(Refused::InProgress(
-                                proposal_id.to_string(),
-                            ))),
-                        }
-                    }
-                    SignerCallError::Refused(mut refusal)
-                        if refusal.code == Reason::HandoffSessionMismatch =>
-                    {
-                        refusal.message = format!(
-                            "{}; a proposal approved for another session runs in session {session} only if the person approves it for this one: `countersign approve {proposal_id} --hand-off --execute-in-session {session}`",
-                            refusal.message
-                        );
-                        Ok(Outcome::Refused(Refused::HandoffRefused(refusal)))
-                    }
-                    SignerCallError::Refused(refusal) => {
-                        Ok(Outcome::Refused(Refused::HandoffRefused(refusal)))
-                    }
-                    fault => Err(GateError::Signer(fault.to_string())),
-                };
+        Ok(Ok(record))
+    }
+
+    /// The answer to a claim the signer refused (or could not answer).
+    async fn claim_refused(
+        &self,
+        proposal_id: &ProposalId,
+        session: &Session,
+        status: &tonic::Status,
+    ) -> Result<Outcome, GateError> {
+        let refused = match SignerCallError::from_status(status) {
+            SignerCallError::Refused(refusal) if refusal.code == Reason::NoLiveHandoff => {
+                Refused::NoHandoff {
+                    proposal_id: proposal_id.to_string(),
+                    refusal,
+                }
+            }
+            // Claimed by another request, which is executing it: its
+            // result if recorded by now, else "in progress", never
+            // "not approved" (a caller would ask for a new approval).
+            SignerCallError::Refused(refusal) if refusal.code == Reason::HandoffInUse => {
+                return Ok(match self.ledger().disposition(proposal_id).await? {
+                    Some(recorded) => Outcome::Recorded(recorded),
+                    None => Outcome::Refused(Refused::InProgress(proposal_id.to_string())),
+                });
+            }
+            SignerCallError::Refused(mut refusal)
+                if refusal.code == Reason::HandoffSessionMismatch =>
+            {
+                refusal.message = format!(
+                    "{}; a proposal approved for another session runs in session {session} only if the person approves it for this one: `countersign approve {proposal_id} --hand-off --execute-in-session {session}`",
+                    refusal.message
+                );
+                Refused::HandoffRefused(refusal)
+            }
+            SignerCallError::Refused(refusal) => Refused::HandoffRefused(refusal),
+            fault => return Err(GateError::Signer(fault.to_string())),
+        };
+        Ok(Outcome::Refused(refused))
+    }
+
+    /// Execute the claimed proof; release the handoff when nothing was
+    /// consumed.
+    async fn execute_claimed(
+        &self,
+        head: &mut SignerClient<Channel>,
+        proposal_id: &ProposalId,
+        session: &Session,
+        mut response: ClaimHandoffResponse,
+        tool_check: Option<crate::effect::mcp::ToolCheck>,
+        record: ProposalRecord,
+    ) -> Result<Outcome, GateError> {
+        let proof = match Proof::from_text(std::mem::take(&mut response.proof)) {
+            Ok(proof) => proof,
+            Err(e) => {
+                release(
+                    head,
+                    proposal_id,
+                    session,
+                    "the signer handed over an unusable proof",
+                )
+                .await;
+                return Err(GateError::Signer(format!(
+                    "the signer handed over an unusable proof: {e}"
+                )));
             }
         };
-        let proof = Proof::from_text(std::mem::take(&mut response.proof)).map_err(|e| {
-            GateError::Signer(format!("the signer handed over an unusable proof: {e}"))
-        })?;
         crate::fault::crash_point(crate::fault::FaultPoint::HandoffClaimed);
         // The record read above serves the execution: what it binds (the
         // operation, the arguments' digest) never changes, and every status
@@ -161,30 +297,54 @@ impl Gate {
             ) => false,
         };
         if consumed_nothing {
-            let released = head
-                .release_handoff(ReleaseHandoffRequest {
-                    proposal_id: proposal_id.to_string(),
-                    session: session.to_string(),
-                })
-                .await;
             let why = match &executed {
                 Ok(outcome) => outcome.summary(),
                 Err(fault) => fault.to_string(),
             };
-            match released {
-                Ok(_) => tracing::warn!(
-                    proposal_id = proposal_id.as_str(),
-                    why,
-                    "nothing consumed; handoff released"
-                ),
-                Err(status) => tracing::error!(
-                    proposal_id = proposal_id.as_str(),
-                    why,
-                    release = status.message(),
-                    "nothing consumed and the handoff could not be released"
-                ),
-            }
+            release(head, proposal_id, session, &why).await;
         }
         executed
+    }
+}
+
+/// Ask the signer for the proof waiting for `proposal_id` in `session`.
+async fn claim(
+    head: &mut SignerClient<Channel>,
+    proposal_id: &ProposalId,
+    session: &Session,
+) -> Result<ClaimHandoffResponse, tonic::Status> {
+    head.claim_handoff(ClaimHandoffRequest {
+        proposal_id: proposal_id.to_string(),
+        session: session.to_string(),
+    })
+    .await
+    .map(tonic::Response::into_inner)
+}
+
+/// Make a claimed proof claimable again: nothing was consumed, `why`.
+async fn release(
+    head: &mut SignerClient<Channel>,
+    proposal_id: &ProposalId,
+    session: &Session,
+    why: &str,
+) {
+    let released = head
+        .release_handoff(ReleaseHandoffRequest {
+            proposal_id: proposal_id.to_string(),
+            session: session.to_string(),
+        })
+        .await;
+    match released {
+        Ok(_) => tracing::warn!(
+            proposal_id = proposal_id.as_str(),
+            why,
+            "nothing consumed; handoff released"
+        ),
+        Err(status) => tracing::error!(
+            proposal_id = proposal_id.as_str(),
+            why,
+            release = status.message(),
+            "nothing consumed and the handoff could not be released"
+        ),
     }
 }

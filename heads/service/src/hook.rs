@@ -95,7 +95,7 @@ async fn decide(
             ProposalStatus::Approved => {
                 let gate = gate().await?;
                 let outcome = gate
-                    .execute_handoff(head, &id, &session)
+                    .execute_approved_handoff(head, &id, &session, &view.operation)
                     .await
                     .map_err(|e| e.to_string())?;
                 return Ok(answered(&id, &view, &outcome));
