@@ -37,6 +37,7 @@ macro_rules! migrations {
             9, "notification outbox", "0009_notification_outbox.sql";
             10, "decision windows", "0010_decision_windows.sql";
             11, "escalations", "0011_escalations.sql";
+            12, "transparency log", "0012_tlog.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {
@@ -66,6 +67,7 @@ mod status;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod timefmt;
+pub mod tlog;
 mod types;
 
 pub use chain::{
@@ -94,6 +96,7 @@ pub use quorum::{
 };
 pub use rules::{RuleChange, RuleRecord, RuleStatus};
 pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
+pub use tlog::{StoredCheckpoint, TreeBreak, TreeHead, TreeReport, verify_checkpoint_signature};
 pub use types::{
     CommittedBatch, ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome,
     EventRecord, Intent, Interrupted, IssuanceRecord, KeyEvent, ProofReissue, Proposal,

@@ -37,3 +37,5 @@ mod rows;
 mod rules;
 #[path = "../sql/signer.rs"]
 mod signer;
+#[path = "../sql/tlog.rs"]
+mod tlog;

@@ -1,0 +1,460 @@
+//! The transparency log's storage (shared by both backends; what the tree
+//! is and the leaf encoding are in `crate::tlog`): the sequencer, proofs
+//! built from the stored leaf hashes, the signed checkpoints, and the
+//! audit's walk of the tree against the events.
+//!
+//! The sequencer and the checkpoint store run in a write transaction
+//! holding [`lock_tree`]: SQLite's single writer, and on PostgreSQL a
+//! transaction-scoped advisory lock, so two signers never sequence or store
+//! a checkpoint at once. Event writers never take it: an event insert only
+//! queues its row id in `tlog_pending` (migration 12's trigger).
+
+use countersign_tlog::{
+    CompactTree, Hash, Subtree, consistency_proof_subtrees, inclusion_proof_subtrees,
+};
+use sqlx::Row as _;
+
+use super::{Conn, DbRow, Db, ROW_LOCKS, Store};
+use crate::chain::{EventBody, RawEvent, event_hash};
+use crate::error::LedgerError;
+use crate::tlog::{
+    StoredCheckpoint, TreeBreak, TreeHead, TreeReport, count, db_int, edge_text,
+    event_leaf_hash, parse_hash, parse_tree,
+};
+
+/// Events sequenced per transaction.
+const CHUNK: i64 = 500;
+/// Leaf hashes read per round trip.
+const PAGE: i64 = 5000;
+/// The advisory lock of the tree on PostgreSQL ("cs-tlog").
+const TREE_LOCK: i64 = 0x0063_732d_746c_6f67;
+
+/// Hold the tree for the rest of the write transaction (PostgreSQL; on
+/// SQLite `BEGIN IMMEDIATE` holds the whole database already).
+async fn lock_tree(conn: &mut Conn) -> Result<(), LedgerError> {
+    if ROW_LOCKS {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(TREE_LOCK)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The stored compact tree.
+async fn read_tree(conn: &mut Conn) -> Result<CompactTree, LedgerError> {
+    let row = sqlx::query("SELECT size, edge FROM tlog_tree WHERE singleton = 1")
+        .fetch_one(&mut *conn)
+        .await?;
+    parse_tree(row.try_get("size")?, &row.try_get::<String, _>("edge")?)
+}
+
+fn head_of(tree: &CompactTree) -> TreeHead {
+    TreeHead {
+        size: tree.size(),
+        root: tree.root(),
+    }
+}
+
+fn stored_checkpoint(row: &DbRow) -> Result<StoredCheckpoint, LedgerError> {
+    Ok(StoredCheckpoint {
+        size: count(row.try_get("size")?, "checkpoint size")?,
+        root: parse_hash(&row.try_get::<String, _>("root")?)?,
+        note: row.try_get("note")?,
+        signed_at: row.try_get("signed_at")?,
+    })
+}
+
+/// The latest stored checkpoint.
+async fn latest_checkpoint(conn: &mut Conn) -> Result<Option<StoredCheckpoint>, LedgerError> {
+    let row = sqlx::query(
+        "SELECT size, root, note, signed_at FROM tlog_checkpoints ORDER BY size DESC LIMIT 1",
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.as_ref().map(stored_checkpoint).transpose()
+}
+
+/// The Merkle Tree Hash of the stored leaves `subtree` covers, read in
+/// pages, refusing a gap.
+async fn subtree_root(conn: &mut Conn, subtree: Subtree) -> Result<Hash, LedgerError> {
+    let mut tree = CompactTree::new();
+    let mut next = subtree.start();
+    while next < subtree.end() {
+        let rows = sqlx::query(
+            "SELECT leaf_index, leaf_hash FROM tlog_leaves
+             WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index LIMIT $3",
+        )
+        .bind(db_int(next)?)
+        .bind(db_int(subtree.end())?)
+        .bind(PAGE)
+        .fetch_all(&mut *conn)
+        .await?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in &rows {
+            let index = count(row.try_get("leaf_index")?, "leaf index")?;
+            if index != next {
+                return Err(LedgerError::Corrupt(format!("leaf {next} is missing")));
+            }
+            tree.push(parse_hash(&row.try_get::<String, _>("leaf_hash")?)?);
+            next += 1;
+        }
+    }
+    if next != subtree.end() {
+        return Err(LedgerError::Corrupt(format!("leaf {next} is missing")));
+    }
+    Ok(tree.root())
+}
+
+/// The hashes of `subtrees`, in order, after checking that the stored tree
+/// holds `size` leaves.
+async fn proof(
+    conn: &mut Conn,
+    size: u64,
+    subtrees: Vec<Subtree>,
+) -> Result<Vec<Hash>, LedgerError> {
+    let tree = read_tree(conn).await?;
+    if size > tree.size() {
+        return Err(LedgerError::BeyondTree {
+            asked: size,
+            size: tree.size(),
+        });
+    }
+    let mut hashes = Vec::with_capacity(subtrees.len());
+    for subtree in subtrees {
+        hashes.push(subtree_root(conn, subtree).await?);
+    }
+    Ok(hashes)
+}
+
+impl Store {
+    /// Give every event not yet in the tree its leaf, in row id order, a
+    /// chunk per transaction, until none is left; the tree as it then is.
+    pub(crate) async fn sequence_events(&self) -> Result<TreeHead, LedgerError> {
+        loop {
+            let (head, added) = self.sequence_chunk().await?;
+            if added < CHUNK {
+                return Ok(head);
+            }
+        }
+    }
+
+    /// Sequence up to [`CHUNK`] events in one write transaction: their
+    /// leaves, the tree state and the queue, committed together.
+    async fn sequence_chunk(&self) -> Result<(TreeHead, i64), LedgerError> {
+        let mut tx = self.write_tx().await?;
+        lock_tree(&mut tx).await?;
+        let mut tree = read_tree(&mut tx).await?;
+        let rows = sqlx::query(
+            "SELECT e.id, e.chain, e.seq, e.hash FROM tlog_pending p
+             JOIN events e ON e.id = p.event_id ORDER BY e.id LIMIT $1",
+        )
+        .bind(CHUNK)
+        .fetch_all(&mut *tx)
+        .await?;
+        if rows.is_empty() {
+            tx.rollback().await?;
+            return Ok((head_of(&tree), 0));
+        }
+        let mut leaves = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let id: i64 = row.try_get("id")?;
+            let chain: String = row.try_get("chain")?;
+            let seq: i64 = row.try_get("seq")?;
+            let hash: String = row.try_get("hash")?;
+            let leaf = event_leaf_hash(&chain, seq, &hash);
+            leaves.push((db_int(tree.size())?, id, leaf.to_string()));
+            tree.push(leaf);
+        }
+        sqlx::QueryBuilder::<Db>::new("INSERT INTO tlog_leaves (leaf_index, event_id, leaf_hash) ")
+            .push_values(&leaves, |mut values, (index, id, hash)| {
+                values.push_bind(*index).push_bind(*id).push_bind(hash.as_str());
+            })
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        let mut delete =
+            sqlx::QueryBuilder::<Db>::new("DELETE FROM tlog_pending WHERE event_id IN (");
+        let mut ids = delete.separated(", ");
+        for (_, id, _) in &leaves {
+            ids.push_bind(*id);
+        }
+        delete.push(")").build().execute(&mut *tx).await?;
+        sqlx::query("UPDATE tlog_tree SET size = $1, edge = $2 WHERE singleton = 1")
+            .bind(db_int(tree.size())?)
+            .bind(edge_text(&tree))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((head_of(&tree), rows.len() as i64))
+    }
+
+    /// The tree as stored.
+    pub(crate) async fn tree_head(&self) -> Result<TreeHead, LedgerError> {
+        let mut conn = self.reader.acquire().await?;
+        Ok(head_of(&read_tree(&mut conn).await?))
+    }
+
+    /// The inclusion proof of leaf `index` in the tree of the first `size`
+    /// leaves.
+    pub(crate) async fn inclusion_proof(
+        &self,
+        index: u64,
+        size: u64,
+    ) -> Result<Vec<Hash>, LedgerError> {
+        let subtrees = inclusion_proof_subtrees(index, size)?;
+        let mut conn = self.reader.acquire().await?;
+        proof(&mut conn, size, subtrees).await
+    }
+
+    /// The consistency proof from the tree of the first `old` leaves to
+    /// the tree of the first `new`.
+    pub(crate) async fn consistency_proof(
+        &self,
+        old: u64,
+        new: u64,
+    ) -> Result<Vec<Hash>, LedgerError> {
+        let subtrees = consistency_proof_subtrees(old, new)?;
+        let mut conn = self.reader.acquire().await?;
+        proof(&mut conn, new, subtrees).await
+    }
+
+    /// The leaf index of the event at position `seq` of `chain`, once
+    /// sequenced.
+    pub(crate) async fn leaf_of_event(
+        &self,
+        chain: &str,
+        seq: i64,
+    ) -> Result<Option<u64>, LedgerError> {
+        let index: Option<i64> = sqlx::query_scalar(
+            "SELECT l.leaf_index FROM events e JOIN tlog_leaves l ON l.event_id = e.id
+             WHERE e.chain = $1 AND e.seq = $2",
+        )
+        .bind(chain)
+        .bind(seq)
+        .fetch_optional(&self.reader)
+        .await?;
+        index.map(|i| count(i, "leaf index")).transpose()
+    }
+
+    /// Every stored checkpoint, smallest first.
+    pub(crate) async fn log_checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError> {
+        let rows = sqlx::query(
+            "SELECT size, root, note, signed_at FROM tlog_checkpoints ORDER BY size",
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter().map(stored_checkpoint).collect()
+    }
+
+    /// The latest stored checkpoint.
+    pub(crate) async fn latest_log_checkpoint(
+        &self,
+    ) -> Result<Option<StoredCheckpoint>, LedgerError> {
+        let mut conn = self.reader.acquire().await?;
+        latest_checkpoint(&mut conn).await
+    }
+
+    /// Store a signed checkpoint of `head`, if the latest stored one is
+    /// still of size `previous` (`None`: there is none), the one the
+    /// caller checked the new tree against; and if `head` grows the log
+    /// within the sequenced leaves.
+    pub(crate) async fn store_log_checkpoint(
+        &self,
+        previous: Option<u64>,
+        head: TreeHead,
+        note: &str,
+    ) -> Result<StoredCheckpoint, LedgerError> {
+        let mut tx = self.write_tx().await?;
+        lock_tree(&mut tx).await?;
+        let latest = latest_checkpoint(&mut tx).await?.map(|c| c.size);
+        if latest != previous {
+            return Err(LedgerError::CheckpointSuperseded {
+                expected: previous,
+                latest,
+            });
+        }
+        let tree = read_tree(&mut tx).await?;
+        if head.size <= previous.unwrap_or(0) || head.size > tree.size() {
+            return Err(LedgerError::BeyondTree {
+                asked: head.size,
+                size: tree.size(),
+            });
+        }
+        let signed_at = crate::timefmt::format(crate::timefmt::now())?;
+        sqlx::query(
+            "INSERT INTO tlog_checkpoints (size, root, note, signed_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(db_int(head.size)?)
+        .bind(head.root.to_string())
+        .bind(note)
+        .bind(&signed_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(StoredCheckpoint {
+            size: head.size,
+            root: head.root,
+            note: note.to_owned(),
+            signed_at,
+        })
+    }
+
+    /// Walk every leaf in one read snapshot: each leaf against its event
+    /// (the event's hash recomputed from its content, then its leaf hash),
+    /// the roots of every stored checkpoint and of the stored tree against
+    /// the leaves.
+    pub(crate) async fn verify_tree(&self) -> Result<TreeReport, LedgerError> {
+        let mut tx = self.reader.begin_with(super::SNAPSHOT_READ).await?;
+        let stored = read_tree(&mut tx).await?;
+        let pending: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tlog_pending")
+            .fetch_one(&mut *tx)
+            .await?;
+        let checkpoints: Vec<StoredCheckpoint> = sqlx::query(
+            "SELECT size, root, note, signed_at FROM tlog_checkpoints ORDER BY size",
+        )
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(stored_checkpoint)
+        .collect::<Result<_, _>>()?;
+        let mut walk = TreeWalk {
+            tree: CompactTree::new(),
+            checkpoints: checkpoints.iter().peekable(),
+        };
+        let mut first_break = None;
+        'pages: loop {
+            let rows = sqlx::query(
+                "SELECT l.leaf_index, l.event_id, l.leaf_hash, e.id, e.chain, e.seq, e.at,
+                        e.kind, e.proposal_id, e.actor, e.details, e.prev_hash, e.hash
+                 FROM tlog_leaves l LEFT JOIN events e ON e.id = l.event_id
+                 WHERE l.leaf_index >= $1 ORDER BY l.leaf_index LIMIT $2",
+            )
+            .bind(db_int(walk.tree.size())?)
+            .bind(PAGE)
+            .fetch_all(&mut *tx)
+            .await?;
+            if rows.is_empty() {
+                break;
+            }
+            for row in &rows {
+                if let Err(problem) = walk.push(row) {
+                    first_break = Some(problem);
+                    break 'pages;
+                }
+            }
+        }
+        tx.rollback().await?;
+        if first_break.is_none() {
+            first_break = walk.finish(&stored);
+        }
+        Ok(TreeReport {
+            head: head_of(&stored),
+            pending: count(pending, "pending events")?,
+            latest: checkpoints.last().cloned(),
+            first_break,
+        })
+    }
+}
+
+/// The audit's walk over the leaves in index order.
+struct TreeWalk<'a> {
+    tree: CompactTree,
+    checkpoints: std::iter::Peekable<std::slice::Iter<'a, StoredCheckpoint>>,
+}
+
+impl TreeWalk<'_> {
+    /// Check the next leaf row (joined with its event) and the checkpoint
+    /// ending at it, if any.
+    fn push(&mut self, row: &DbRow) -> Result<(), TreeBreak> {
+        let index = self.tree.size();
+        let stored = |e: sqlx::Error| TreeBreak::Unreadable {
+            index,
+            reason: e.to_string(),
+        };
+        let found: i64 = row.try_get("leaf_index").map_err(stored)?;
+        if u64::try_from(found).ok() != Some(index) {
+            return Err(TreeBreak::LeafMissing { missing: index });
+        }
+        let event_id: i64 = row.try_get("event_id").map_err(stored)?;
+        let leaf_text: String = row.try_get("leaf_hash").map_err(stored)?;
+        let Some(_) = row.try_get::<Option<i64>, _>("id").map_err(stored)? else {
+            return Err(TreeBreak::EventMissing { index, event_id });
+        };
+        let event = RawEvent {
+            id: event_id,
+            chain: row.try_get("chain").map_err(stored)?,
+            seq: row.try_get("seq").map_err(stored)?,
+            at: row.try_get("at").map_err(stored)?,
+            kind: row.try_get("kind").map_err(stored)?,
+            proposal_id: row.try_get("proposal_id").map_err(stored)?,
+            actor: row.try_get("actor").map_err(stored)?,
+            details: row.try_get("details").map_err(stored)?,
+            prev_hash: row.try_get("prev_hash").map_err(stored)?,
+            hash: row.try_get("hash").map_err(stored)?,
+        };
+        let edited = TreeBreak::EventEdited { index, event_id };
+        let (chain, seq, hash) = (event.chain.clone(), event.seq, event.hash.clone());
+        let record = event.into_record().map_err(|_| edited.clone())?;
+        let computed = event_hash(
+            &record.prev_hash,
+            &EventBody {
+                chain: &record.chain,
+                seq,
+                at: &record.at,
+                kind: &record.kind,
+                proposal_id: record.proposal_id.as_deref(),
+                actor: &record.actor,
+                details: &record.details,
+            },
+        )
+        .map_err(|_| edited.clone())?;
+        if computed != hash {
+            return Err(edited);
+        }
+        let leaf = event_leaf_hash(&chain, seq, &hash);
+        if parse_hash(&leaf_text).ok() != Some(leaf) {
+            return Err(TreeBreak::LeafMismatch { index, event_id });
+        }
+        self.tree.push(leaf);
+        self.check_checkpoints()
+    }
+
+    /// The checkpoints of the size reached so far sign its root.
+    fn check_checkpoints(&mut self) -> Result<(), TreeBreak> {
+        while let Some(checkpoint) = self
+            .checkpoints
+            .next_if(|c| c.size <= self.tree.size())
+        {
+            if checkpoint.size < self.tree.size() || checkpoint.root != self.tree.root() {
+                return Err(TreeBreak::CheckpointRootMismatch {
+                    size: checkpoint.size,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// After the last leaf: the stored tree and the checkpoints beyond.
+    fn finish(mut self, stored: &CompactTree) -> Option<TreeBreak> {
+        if self.tree.size() < stored.size() {
+            return Some(TreeBreak::LeafMissing {
+                missing: self.tree.size(),
+            });
+        }
+        if self.tree.size() > stored.size() || self.tree.root() != stored.root() {
+            return Some(TreeBreak::RootMismatch {
+                size: stored.size(),
+            });
+        }
+        if let Some(beyond) = self.checkpoints.next() {
+            return Some(TreeBreak::CheckpointBeyondTree {
+                size: beyond.size,
+                tree: stored.size(),
+            });
+        }
+        None
+    }
+}
