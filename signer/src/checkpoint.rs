@@ -4,12 +4,16 @@
 //! a chain cut below it, its head rewritten to match, is still detected by
 //! `countersign audit --verify`. The signer writes one when it starts
 //! serving, every [`CHECKPOINT_EVERY`] while it serves, and one when it
-//! stops; nothing when no chain moved.
+//! stops; nothing when no chain moved. Each time, after the chains'
+//! checkpoint, it sequences the new events into the transparency log and
+//! signs a checkpoint of the tree if it grew (`crate::log_checkpoint`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_ledger::ChainHeads;
+
+use crate::log_checkpoint::LogCheckpointError;
 
 use crate::state::SignerState;
 
@@ -35,6 +39,25 @@ impl Checkpoints {
                 *named = written.heads;
             }
             Err(e) => tracing::warn!("ledger checkpoint not written: {e}"),
+        }
+        drop(named);
+        let Some(key) = &state.log_key else {
+            return;
+        };
+        match crate::log_checkpoint::sign_new_checkpoint(&state.ledger, key).await {
+            Ok(Some(signed)) => {
+                tracing::debug!(size = signed.size, "transparency log checkpoint signed");
+            }
+            Ok(None) => {}
+            Err(
+                e @ (LogCheckpointError::Inconsistent { .. }
+                | LogCheckpointError::LatestUnverified(_)),
+            ) => {
+                tracing::error!(
+                    "REFUSED to sign a transparency log checkpoint: {e}; the ledger's tree was changed, find out how before trusting it"
+                );
+            }
+            Err(e) => tracing::warn!("transparency log checkpoint not signed: {e}"),
         }
     }
 }
