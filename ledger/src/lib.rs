@@ -1,8 +1,9 @@
 //! countersign's durable ledger: proposals, decisions, issuances,
 //! revocations, quorum decisions, consumed nonces, intents and completions, the state store of
 //! the builtin effects, the signer's passkeys with every assertion it
-//! accepted, auto-approval rules with their uses, and the hash-chained,
-//! append-only event log.
+//! accepted, auto-approval rules with their uses, the hash-chained,
+//! append-only event log, and the transparency log's Merkle tree over
+//! every event with its signed checkpoints (`tlog`).
 //!
 //! Status is derived on read, never stored. The ledger stores no proof, only
 //! its SHA-256, and never logs argument values. Backend-independent logic
