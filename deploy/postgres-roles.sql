@@ -99,7 +99,7 @@ GRANT INSERT ON rules, rule_uses TO countersign_signer;
 -- and stores signed checkpoints. An event insert, by either role, queues
 -- its event through a SECURITY DEFINER trigger, so no role inserts into
 -- `tlog_pending` itself.
-GRANT INSERT ON tlog_leaves, tlog_checkpoints TO countersign_signer;
+GRANT INSERT ON tlog_leaves, tlog_nodes, tlog_checkpoints TO countersign_signer;
 GRANT UPDATE ON tlog_tree TO countersign_signer;
 GRANT DELETE ON tlog_pending TO countersign_signer;
 

@@ -31,7 +31,10 @@
 //!
 //! Migration 12: `tlog_pending` (events not yet sequenced, queued by the
 //! event insert's own trigger), `tlog_leaves` (index, event id, leaf hash;
-//! append-only), `tlog_tree` (the compact tree: size and right-edge hashes,
+//! append-only), `tlog_nodes` (the hash of every complete aligned perfect
+//! subtree of two or more leaves, keyed by where it ends and its level,
+//! written with the leaf that completes it, so that a proof reads
+//! O(log^2 n) rows and never the leaves; append-only), `tlog_tree` (the compact tree: size and right-edge hashes,
 //! advanced in the same transaction as the leaves it adds) and
 //! `tlog_checkpoints` (every signed checkpoint; append-only). The
 //! sequencer and the checkpoint store run under the ledger's single writer
@@ -42,7 +45,7 @@
 //! holds no SQL (that is `sql/tlog.rs`) and no key (checkpoints are signed
 //! by the signer's log key).
 
-use countersign_tlog::{CompactTree, Hash, VerifierKey, leaf_hash, open_checkpoint};
+use countersign_tlog::{CompactTree, Hash, VerifierKey, leaf_hash, node_hash, open_checkpoint};
 
 use crate::error::LedgerError;
 
@@ -166,6 +169,15 @@ pub enum TreeBreak {
         /// The checkpoint's size.
         size: u64,
     },
+    /// A stored perfect subtree hash is not the hash of its leaves, is
+    /// missing, or is beyond the tree.
+    #[error("the stored node of level {level} ending at leaf {end_size} does not match the leaves")]
+    NodeMismatch {
+        /// One past the node's last leaf.
+        end_size: u64,
+        /// Its level (`2^level` leaves).
+        level: u32,
+    },
     /// A checkpoint signs a size larger than the tree.
     #[error("the checkpoint of size {size} is beyond the tree (size {tree})")]
     CheckpointBeyondTree {
@@ -206,6 +218,35 @@ pub fn verify_checkpoint_signature(
         )));
     }
     Ok(())
+}
+
+/// A complete, aligned perfect subtree of `2^level` leaves (`level >= 1`)
+/// ending before leaf `end_size`, and its hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub(crate) end_size: u64,
+    pub(crate) level: u32,
+    pub(crate) hash: Hash,
+}
+
+/// Appends `leaf` to `tree`, returning the perfect subtrees it completes,
+/// lowest level first (one per trailing one bit of the old size: the
+/// merges [`CompactTree::push`] makes).
+pub(crate) fn push_leaf(tree: &mut CompactTree, leaf: Hash) -> Vec<Node> {
+    let end_size = tree.size() + 1;
+    let edge = tree.edge();
+    let mut merged = leaf;
+    let mut nodes = Vec::new();
+    for (level, left) in (1..=tree.size().trailing_ones()).zip(edge.iter().rev()) {
+        merged = node_hash(left, &merged);
+        nodes.push(Node {
+            end_size,
+            level,
+            hash: merged,
+        });
+    }
+    tree.push(leaf);
+    nodes
 }
 
 /// The compact tree stored as `size` and comma-separated hex `edge`.
@@ -272,6 +313,28 @@ mod tests {
             event_leaf_hash("", 1, &hash),
             leaf_hash(format!("countersign-event/v1\n\n1\n{hash}").as_bytes())
         );
+    }
+
+    #[test]
+    fn pushing_a_leaf_yields_the_perfect_subtrees_it_completes() {
+        let leaves: Vec<Hash> = (0..13u8).map(|i| leaf_hash(&[i])).collect();
+        let mut tree = CompactTree::new();
+        let mut nodes = Vec::new();
+        for leaf in &leaves {
+            nodes.extend(push_leaf(&mut tree, *leaf));
+        }
+        // One node per aligned perfect subtree of 2, 4 or 8 of 13 leaves.
+        assert_eq!(nodes.len(), 6 + 3 + 1);
+        for node in nodes {
+            let len = 1u64 << node.level;
+            let start = (node.end_size - len) as usize;
+            assert_eq!(node.end_size % len, 0);
+            assert_eq!(
+                node.hash,
+                countersign_tlog::root(&leaves[start..node.end_size as usize])
+            );
+        }
+        assert_eq!(tree.root(), countersign_tlog::root(&leaves));
     }
 
     #[test]

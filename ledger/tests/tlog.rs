@@ -267,10 +267,13 @@ async fn tampered(t: &TestLedger, statements: &[&str]) -> Option<TreeBreak> {
             "DROP TRIGGER IF EXISTS events_no_update",
             "DROP TRIGGER IF EXISTS tlog_leaves_no_update",
             "DROP TRIGGER IF EXISTS tlog_leaves_no_delete",
+            "DROP TRIGGER IF EXISTS tlog_nodes_no_update",
+            "DROP TRIGGER IF EXISTS tlog_nodes_no_delete",
         ],
         Kind::Postgres => &[
             "ALTER TABLE events DISABLE TRIGGER events_append_only",
             "ALTER TABLE tlog_leaves DISABLE TRIGGER tlog_leaves_append_only",
+            "ALTER TABLE tlog_nodes DISABLE TRIGGER tlog_nodes_append_only",
         ],
     };
     for sql in unguard.iter().chain(statements) {
@@ -323,6 +326,77 @@ async fn names_a_leaf_whose_hash_was_changed(kind: Kind) {
         Some(TreeBreak::LeafMismatch {
             index: 1,
             event_id: expected_event
+        })
+    );
+}
+
+on_both_backends!(a_changed_node_fails_the_audit_and_its_proofs);
+async fn a_changed_node_fails_the_audit_and_its_proofs(kind: Kind) {
+    let t = with_events(kind, 3).await;
+    let head = t.ledger.sequence_events().await.unwrap();
+    assert_eq!((head.size, t.count("tlog_nodes").await), (6, 3 + 1));
+    let zero = "0".repeat(64);
+    let edit = format!("UPDATE tlog_nodes SET hash = '{zero}' WHERE end_size = 4 AND level = 1");
+    assert_eq!(
+        tampered(&t, &[&edit]).await,
+        Some(TreeBreak::NodeMismatch {
+            end_size: 4,
+            level: 1
+        })
+    );
+    // Leaf 0's proof at size 6 holds the changed node [2, 4).
+    let event = &t.ledger.events().await.unwrap()[0];
+    let proof = t.ledger.inclusion_proof(0, head.size).await.unwrap();
+    let leaf = event_leaf_hash(&event.chain, event.seq, &event.hash);
+    assert_eq!(
+        verify_inclusion(&leaf, 0, head.size, &proof, &head.root),
+        Err(countersign_tlog::ProofError::RootMismatch)
+    );
+    let missing = tampered(
+        &t,
+        &["DELETE FROM tlog_nodes WHERE end_size = 4 AND level = 2"],
+    )
+    .await;
+    assert_eq!(
+        missing,
+        Some(TreeBreak::NodeMismatch {
+            end_size: 4,
+            level: 1
+        })
+    );
+    assert_eq!(
+        t.ledger.inclusion_proof(5, head.size).await,
+        Err(LedgerError::Corrupt(
+            "the tree has no stored hash of leaves [0, 4)".into()
+        ))
+    );
+}
+
+on_both_backends!(notices_a_node_missing_or_beyond_the_tree);
+async fn notices_a_node_missing_or_beyond_the_tree(kind: Kind) {
+    let t = with_events(kind, 3).await;
+    t.ledger.sequence_events().await.unwrap();
+    let zero = "0".repeat(64);
+    let beyond = format!("INSERT INTO tlog_nodes (end_size, level, hash) VALUES (8, 1, '{zero}')");
+    assert_eq!(
+        tampered(&t, &[&beyond]).await,
+        Some(TreeBreak::NodeMismatch {
+            end_size: 8,
+            level: 1
+        })
+    );
+    assert_eq!(
+        tampered(
+            &t,
+            &[
+                "DELETE FROM tlog_nodes WHERE end_size = 8",
+                "DELETE FROM tlog_nodes WHERE end_size = 2"
+            ]
+        )
+        .await,
+        Some(TreeBreak::NodeMismatch {
+            end_size: 2,
+            level: 1
         })
     );
 }

@@ -27,6 +27,17 @@ FOR EACH ROW EXECUTE FUNCTION countersign_append_only('tlog leaves');
 CREATE TRIGGER tlog_leaves_no_truncate BEFORE TRUNCATE ON tlog_leaves
 FOR EACH STATEMENT EXECUTE FUNCTION countersign_append_only('tlog leaves');
 
+CREATE TABLE tlog_nodes (
+    end_size BIGINT NOT NULL,
+    level    BIGINT NOT NULL,
+    hash     TEXT NOT NULL,
+    PRIMARY KEY (end_size, level)
+);
+CREATE TRIGGER tlog_nodes_append_only BEFORE UPDATE OR DELETE ON tlog_nodes
+FOR EACH ROW EXECUTE FUNCTION countersign_append_only('tlog nodes');
+CREATE TRIGGER tlog_nodes_no_truncate BEFORE TRUNCATE ON tlog_nodes
+FOR EACH STATEMENT EXECUTE FUNCTION countersign_append_only('tlog nodes');
+
 CREATE TABLE tlog_tree (
     singleton BIGINT PRIMARY KEY NOT NULL CHECK (singleton = 1),
     size      BIGINT NOT NULL,

@@ -11,6 +11,11 @@
 --                     Not an audit record: a row only says "not sequenced".
 -- `tlog_leaves`:      leaf `leaf_index` is event `event_id`, with its RFC 6962
 --                     leaf hash (hex). Append-only; indexes have no gaps.
+-- `tlog_nodes`:       the hash of every complete, aligned perfect subtree of
+--                     two or more leaves: the `2^level` leaves ending before
+--                     index `end_size`. Written with the leaves that complete
+--                     them, so a proof reads O(log^2 n) rows, not the leaves.
+--                     Append-only.
 -- `tlog_tree`:        the compact tree (size and right-edge hashes, hex,
 --                     largest subtree first, comma-separated): the one row
 --                     the sequencer advances with the leaves it adds.
@@ -44,6 +49,26 @@ WHEN EXISTS (SELECT 1 FROM tlog_leaves
              WHERE leaf_index = NEW.leaf_index OR event_id = NEW.event_id)
 BEGIN
     SELECT RAISE(ABORT, 'tlog leaves are append-only: the key exists');
+END;
+
+CREATE TABLE tlog_nodes (
+    end_size INTEGER NOT NULL,
+    level    INTEGER NOT NULL,
+    hash     TEXT NOT NULL,
+    PRIMARY KEY (end_size, level)
+) STRICT;
+CREATE TRIGGER tlog_nodes_no_update BEFORE UPDATE ON tlog_nodes
+BEGIN
+    SELECT RAISE(ABORT, 'tlog nodes are append-only');
+END;
+CREATE TRIGGER tlog_nodes_no_delete BEFORE DELETE ON tlog_nodes
+BEGIN
+    SELECT RAISE(ABORT, 'tlog nodes are append-only');
+END;
+CREATE TRIGGER tlog_nodes_no_replace BEFORE INSERT ON tlog_nodes
+WHEN EXISTS (SELECT 1 FROM tlog_nodes WHERE end_size = NEW.end_size AND level = NEW.level)
+BEGIN
+    SELECT RAISE(ABORT, 'tlog nodes are append-only: the key exists');
 END;
 
 CREATE TABLE tlog_tree (

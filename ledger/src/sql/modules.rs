@@ -39,3 +39,5 @@ mod rules;
 mod signer;
 #[path = "../sql/tlog.rs"]
 mod tlog;
+#[path = "../sql/tlog_audit.rs"]
+mod tlog_audit;

@@ -1,7 +1,7 @@
 //! The transparency log's storage (shared by both backends; what the tree
 //! is and the leaf encoding are in `crate::tlog`): the sequencer, proofs
-//! built from the stored leaf hashes, the signed checkpoints, and the
-//! audit's walk of the tree against the events.
+//! built from the stored leaf and node hashes, and the signed checkpoints.
+//! The audit's walk of the tree against the events is `sql/tlog_audit.rs`.
 //!
 //! The sequencer and the checkpoint store run in a write transaction
 //! holding [`lock_tree`]: SQLite's single writer, and on PostgreSQL a
@@ -11,21 +11,19 @@
 
 use countersign_tlog::{
     CompactTree, Hash, Subtree, consistency_proof_subtrees, inclusion_proof_subtrees,
+    subtree_hash_from_parts,
 };
 use sqlx::Row as _;
 
 use super::{Conn, DbRow, Db, ROW_LOCKS, Store};
-use crate::chain::{EventBody, RawEvent, event_hash};
 use crate::error::LedgerError;
 use crate::tlog::{
-    StoredCheckpoint, TreeBreak, TreeHead, TreeReport, count, db_int, edge_text,
-    event_leaf_hash, parse_hash, parse_tree,
+    StoredCheckpoint, TreeHead, count, db_int, edge_text, event_leaf_hash, parse_hash, parse_tree,
+    push_leaf,
 };
 
 /// Events sequenced per transaction.
 const CHUNK: i64 = 500;
-/// Leaf hashes read per round trip.
-const PAGE: i64 = 5000;
 /// The advisory lock of the tree on PostgreSQL ("cs-tlog").
 const TREE_LOCK: i64 = 0x0063_732d_746c_6f67;
 
@@ -56,7 +54,7 @@ fn head_of(tree: &CompactTree) -> TreeHead {
     }
 }
 
-fn stored_checkpoint(row: &DbRow) -> Result<StoredCheckpoint, LedgerError> {
+pub(super) fn stored_checkpoint(row: &DbRow) -> Result<StoredCheckpoint, LedgerError> {
     Ok(StoredCheckpoint {
         size: count(row.try_get("size")?, "checkpoint size")?,
         root: parse_hash(&row.try_get::<String, _>("root")?)?,
@@ -75,37 +73,36 @@ async fn latest_checkpoint(conn: &mut Conn) -> Result<Option<StoredCheckpoint>, 
     row.as_ref().map(stored_checkpoint).transpose()
 }
 
-/// The Merkle Tree Hash of the stored leaves `subtree` covers, read in
-/// pages, refusing a gap.
+/// The Merkle Tree Hash of the leaves `subtree` covers, from the stored
+/// hashes of its perfect parts (a leaf, or a node of `tlog_nodes`): one
+/// row per set bit of its size.
 async fn subtree_root(conn: &mut Conn, subtree: Subtree) -> Result<Hash, LedgerError> {
-    let mut tree = CompactTree::new();
-    let mut next = subtree.start();
-    while next < subtree.end() {
-        let rows = sqlx::query(
-            "SELECT leaf_index, leaf_hash FROM tlog_leaves
-             WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index LIMIT $3",
-        )
-        .bind(db_int(next)?)
-        .bind(db_int(subtree.end())?)
-        .bind(PAGE)
-        .fetch_all(&mut *conn)
-        .await?;
-        if rows.is_empty() {
-            break;
-        }
-        for row in &rows {
-            let index = count(row.try_get("leaf_index")?, "leaf index")?;
-            if index != next {
-                return Err(LedgerError::Corrupt(format!("leaf {next} is missing")));
-            }
-            tree.push(parse_hash(&row.try_get::<String, _>("leaf_hash")?)?);
-            next += 1;
-        }
+    let mut parts = Vec::new();
+    for part in subtree.perfect_parts() {
+        let level = part.len().trailing_zeros();
+        let stored: Option<String> = if level == 0 {
+            sqlx::query_scalar("SELECT leaf_hash FROM tlog_leaves WHERE leaf_index = $1")
+                .bind(db_int(part.start())?)
+                .fetch_optional(&mut *conn)
+                .await?
+        } else {
+            sqlx::query_scalar("SELECT hash FROM tlog_nodes WHERE end_size = $1 AND level = $2")
+                .bind(db_int(part.end())?)
+                .bind(i64::from(level))
+                .fetch_optional(&mut *conn)
+                .await?
+        };
+        let stored = stored.ok_or_else(|| {
+            LedgerError::Corrupt(format!(
+                "the tree has no stored hash of leaves [{}, {})",
+                part.start(),
+                part.end()
+            ))
+        })?;
+        parts.push(parse_hash(&stored)?);
     }
-    if next != subtree.end() {
-        return Err(LedgerError::Corrupt(format!("leaf {next} is missing")));
-    }
-    Ok(tree.root())
+    subtree_hash_from_parts(&parts)
+        .ok_or_else(|| LedgerError::Corrupt("an empty subtree in a proof".into()))
 }
 
 /// The hashes of `subtrees`, in order, after checking that the stored tree
@@ -159,6 +156,7 @@ impl Store {
             return Ok((head_of(&tree), 0));
         }
         let mut leaves = Vec::with_capacity(rows.len());
+        let mut nodes = Vec::with_capacity(rows.len());
         for row in &rows {
             let id: i64 = row.try_get("id")?;
             let chain: String = row.try_get("chain")?;
@@ -166,7 +164,9 @@ impl Store {
             let hash: String = row.try_get("hash")?;
             let leaf = event_leaf_hash(&chain, seq, &hash);
             leaves.push((db_int(tree.size())?, id, leaf.to_string()));
-            tree.push(leaf);
+            for node in push_leaf(&mut tree, leaf) {
+                nodes.push((db_int(node.end_size)?, i64::from(node.level), node.hash.to_string()));
+            }
         }
         sqlx::QueryBuilder::<Db>::new("INSERT INTO tlog_leaves (leaf_index, event_id, leaf_hash) ")
             .push_values(&leaves, |mut values, (index, id, hash)| {
@@ -175,6 +175,18 @@ impl Store {
             .build()
             .execute(&mut *tx)
             .await?;
+        if !nodes.is_empty() {
+            sqlx::QueryBuilder::<Db>::new("INSERT INTO tlog_nodes (end_size, level, hash) ")
+                .push_values(&nodes, |mut values, (end_size, level, hash)| {
+                    values
+                        .push_bind(*end_size)
+                        .push_bind(*level)
+                        .push_bind(hash.as_str());
+                })
+                .build()
+                .execute(&mut *tx)
+                .await?;
+        }
         let mut delete =
             sqlx::QueryBuilder::<Db>::new("DELETE FROM tlog_pending WHERE event_id IN (");
         let mut ids = delete.separated(", ");
@@ -300,161 +312,5 @@ impl Store {
             note: note.to_owned(),
             signed_at,
         })
-    }
-
-    /// Walk every leaf in one read snapshot: each leaf against its event
-    /// (the event's hash recomputed from its content, then its leaf hash),
-    /// the roots of every stored checkpoint and of the stored tree against
-    /// the leaves.
-    pub(crate) async fn verify_tree(&self) -> Result<TreeReport, LedgerError> {
-        let mut tx = self.reader.begin_with(super::SNAPSHOT_READ).await?;
-        let stored = read_tree(&mut tx).await?;
-        let pending: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tlog_pending")
-            .fetch_one(&mut *tx)
-            .await?;
-        let checkpoints: Vec<StoredCheckpoint> = sqlx::query(
-            "SELECT size, root, note, signed_at FROM tlog_checkpoints ORDER BY size",
-        )
-        .fetch_all(&mut *tx)
-        .await?
-        .iter()
-        .map(stored_checkpoint)
-        .collect::<Result<_, _>>()?;
-        let mut walk = TreeWalk {
-            tree: CompactTree::new(),
-            checkpoints: checkpoints.iter().peekable(),
-        };
-        let mut first_break = None;
-        'pages: loop {
-            let rows = sqlx::query(
-                "SELECT l.leaf_index, l.event_id, l.leaf_hash, e.id, e.chain, e.seq, e.at,
-                        e.kind, e.proposal_id, e.actor, e.details, e.prev_hash, e.hash
-                 FROM tlog_leaves l LEFT JOIN events e ON e.id = l.event_id
-                 WHERE l.leaf_index >= $1 ORDER BY l.leaf_index LIMIT $2",
-            )
-            .bind(db_int(walk.tree.size())?)
-            .bind(PAGE)
-            .fetch_all(&mut *tx)
-            .await?;
-            if rows.is_empty() {
-                break;
-            }
-            for row in &rows {
-                if let Err(problem) = walk.push(row) {
-                    first_break = Some(problem);
-                    break 'pages;
-                }
-            }
-        }
-        tx.rollback().await?;
-        if first_break.is_none() {
-            first_break = walk.finish(&stored);
-        }
-        Ok(TreeReport {
-            head: head_of(&stored),
-            pending: count(pending, "pending events")?,
-            latest: checkpoints.last().cloned(),
-            first_break,
-        })
-    }
-}
-
-/// The audit's walk over the leaves in index order.
-struct TreeWalk<'a> {
-    tree: CompactTree,
-    checkpoints: std::iter::Peekable<std::slice::Iter<'a, StoredCheckpoint>>,
-}
-
-impl TreeWalk<'_> {
-    /// Check the next leaf row (joined with its event) and the checkpoint
-    /// ending at it, if any.
-    fn push(&mut self, row: &DbRow) -> Result<(), TreeBreak> {
-        let index = self.tree.size();
-        let stored = |e: sqlx::Error| TreeBreak::Unreadable {
-            index,
-            reason: e.to_string(),
-        };
-        let found: i64 = row.try_get("leaf_index").map_err(stored)?;
-        if u64::try_from(found).ok() != Some(index) {
-            return Err(TreeBreak::LeafMissing { missing: index });
-        }
-        let event_id: i64 = row.try_get("event_id").map_err(stored)?;
-        let leaf_text: String = row.try_get("leaf_hash").map_err(stored)?;
-        let Some(_) = row.try_get::<Option<i64>, _>("id").map_err(stored)? else {
-            return Err(TreeBreak::EventMissing { index, event_id });
-        };
-        let event = RawEvent {
-            id: event_id,
-            chain: row.try_get("chain").map_err(stored)?,
-            seq: row.try_get("seq").map_err(stored)?,
-            at: row.try_get("at").map_err(stored)?,
-            kind: row.try_get("kind").map_err(stored)?,
-            proposal_id: row.try_get("proposal_id").map_err(stored)?,
-            actor: row.try_get("actor").map_err(stored)?,
-            details: row.try_get("details").map_err(stored)?,
-            prev_hash: row.try_get("prev_hash").map_err(stored)?,
-            hash: row.try_get("hash").map_err(stored)?,
-        };
-        let edited = TreeBreak::EventEdited { index, event_id };
-        let (chain, seq, hash) = (event.chain.clone(), event.seq, event.hash.clone());
-        let record = event.into_record().map_err(|_| edited.clone())?;
-        let computed = event_hash(
-            &record.prev_hash,
-            &EventBody {
-                chain: &record.chain,
-                seq,
-                at: &record.at,
-                kind: &record.kind,
-                proposal_id: record.proposal_id.as_deref(),
-                actor: &record.actor,
-                details: &record.details,
-            },
-        )
-        .map_err(|_| edited.clone())?;
-        if computed != hash {
-            return Err(edited);
-        }
-        let leaf = event_leaf_hash(&chain, seq, &hash);
-        if parse_hash(&leaf_text).ok() != Some(leaf) {
-            return Err(TreeBreak::LeafMismatch { index, event_id });
-        }
-        self.tree.push(leaf);
-        self.check_checkpoints()
-    }
-
-    /// The checkpoints of the size reached so far sign its root.
-    fn check_checkpoints(&mut self) -> Result<(), TreeBreak> {
-        while let Some(checkpoint) = self
-            .checkpoints
-            .next_if(|c| c.size <= self.tree.size())
-        {
-            if checkpoint.size < self.tree.size() || checkpoint.root != self.tree.root() {
-                return Err(TreeBreak::CheckpointRootMismatch {
-                    size: checkpoint.size,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// After the last leaf: the stored tree and the checkpoints beyond.
-    fn finish(mut self, stored: &CompactTree) -> Option<TreeBreak> {
-        if self.tree.size() < stored.size() {
-            return Some(TreeBreak::LeafMissing {
-                missing: self.tree.size(),
-            });
-        }
-        if self.tree.size() > stored.size() || self.tree.root() != stored.root() {
-            return Some(TreeBreak::RootMismatch {
-                size: stored.size(),
-            });
-        }
-        if let Some(beyond) = self.checkpoints.next() {
-            return Some(TreeBreak::CheckpointBeyondTree {
-                size: beyond.size,
-                tree: stored.size(),
-            });
-        }
-        None
     }
 }
