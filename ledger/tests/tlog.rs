@@ -465,3 +465,48 @@ async fn writers_and_the_sequencer_at_once_sequence_each_event_once(kind: Kind) 
     let report = t.ledger.verify_tree().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
 }
+
+on_both_backends!(two_sequencers_at_once_never_give_an_event_two_leaves);
+async fn two_sequencers_at_once_never_give_an_event_two_leaves(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    // A second handle with its own connections: another signer process.
+    let other = countersign_ledger::Ledger::open(&t.url).await.unwrap();
+    let writer = {
+        let ledger = t.ledger.clone();
+        tokio::spawn(async move {
+            for n in 1..=40u32 {
+                let mut p = proposal(n, "schedule.create", json!({"name": format!("s{n}")}));
+                p.principal = format!("pr_{:032x}", n % 3 + 1).parse().unwrap();
+                ledger.insert_proposal(&p).await.unwrap();
+            }
+        })
+    };
+    let sequencers: Vec<_> = [t.ledger.clone(), other]
+        .into_iter()
+        .map(|ledger| {
+            tokio::spawn(async move {
+                for _ in 0..15 {
+                    ledger.sequence_events().await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    writer.await.unwrap();
+    for sequencer in sequencers {
+        sequencer.await.unwrap();
+    }
+    let head = t.ledger.sequence_events().await.unwrap();
+    assert_eq!(head.size, 40);
+    assert_eq!(t.count("tlog_pending").await, 0);
+    let mut raw = t.raw().await;
+    let distinct = raw
+        .scalar_i64("SELECT COUNT(DISTINCT event_id) FROM tlog_leaves")
+        .await
+        .unwrap();
+    raw.close().await;
+    assert_eq!(distinct, 40);
+    every_event_included(&t, head).await;
+    let report = t.ledger.verify_tree().await.unwrap();
+    assert!(report.is_intact(), "{report:?}");
+}

@@ -174,16 +174,25 @@ mod tests {
     }
 
     #[test]
-    fn refuses_a_file_readable_by_others_or_not_a_key() {
+    fn refuses_a_file_readable_by_others_a_symlink_or_not_a_key() {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOG_KEY_FILE);
         LogKey::open(dir.path(), PRINCIPAL).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(matches!(
-            LogKey::open(dir.path(), PRINCIPAL),
-            Err(LogKeyError::File(_))
-        ));
+        assert_eq!(
+            LogKey::open(dir.path(), PRINCIPAL).unwrap_err(),
+            LogKeyError::File(IdentityError::FileMode {
+                path: path.clone(),
+                mode: 0o644
+            })
+        );
+        std::fs::rename(&path, dir.path().join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &path).unwrap();
+        assert_eq!(
+            LogKey::open(dir.path(), PRINCIPAL).unwrap_err(),
+            LogKeyError::File(IdentityError::Symlink(path.clone()))
+        );
         std::fs::remove_file(&path).unwrap();
         write_private_new(&path, b"k4.secret.nope").unwrap();
         assert_eq!(
