@@ -143,3 +143,39 @@ async fn reports_the_tree_and_names_the_leaf_of_an_edited_event_on_sqlite() {
 async fn reports_the_tree_and_names_the_leaf_of_an_edited_event_on_postgres() {
     reports_the_tree_and_names_the_leaf_of_an_edited_event(Backend::Postgres).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_signer_stopped_the_signature_is_checked_only_with_log_key() {
+    let mut h = Harness::start().await;
+    h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let vkey = h.signer.state().log_key().unwrap().verifier_key();
+    // Stopping signs the tree (the proposal and the chains' checkpoint).
+    h.signer.halt().await.unwrap();
+    let latest = h.ledger().latest_log_checkpoint().await.unwrap().unwrap();
+    assert_eq!(latest.size, 2);
+
+    let unchecked = h.cli(&["audit", "--verify"]).await;
+    assert_eq!(unchecked.result, Ok(()), "{}", unchecked.stdout);
+    let line = unchecked.stdout.lines().nth(1).unwrap();
+    assert!(
+        line.starts_with(&format!(
+            "tree: 2 leaves, root {}, latest checkpoint size 2 signed {}, signature NOT checked: the signer did not answer (",
+            latest.root, latest.signed_at
+        )) && line.ends_with("): pass --log-key"),
+        "{line}"
+    );
+    let given = vkey.to_string();
+    let checked = h
+        .cli(&["audit", "--verify", "--log-key", given.as_str()])
+        .await;
+    assert_eq!(checked.result, Ok(()), "{}", checked.stdout);
+    assert!(
+        checked.stdout.lines().nth(1).unwrap().ends_with(&format!(
+            "signature verified ({}+{})",
+            vkey.name(),
+            vkey.id()
+        )),
+        "{}",
+        checked.stdout
+    );
+}

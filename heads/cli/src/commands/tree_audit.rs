@@ -14,6 +14,11 @@ use serde_json::{Value, json};
 use crate::context::Context;
 use crate::error::CliError;
 
+/// How long the audit waits for the signer's published log key: the audit
+/// of the ledger itself needs no signer, so an unreachable one only leaves
+/// the signature unchecked (and says so).
+const ASK_SIGNER_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What became of the latest checkpoint's signature.
 enum Signature {
     /// There is no signed checkpoint yet.
@@ -45,7 +50,11 @@ pub(crate) async fn verify_tree(
         Some(latest) => {
             let key = match log_key {
                 Some(key) => Ok(key),
-                None => published_log_key(ctx).await,
+                None => tokio::time::timeout(ASK_SIGNER_FOR, published_log_key(ctx))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err("the signer did not answer in time: pass --log-key".into())
+                    }),
             };
             match key {
                 Err(why) => Signature::NotChecked(why),
