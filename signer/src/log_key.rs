@@ -101,15 +101,6 @@ impl LogKey {
         Ok(LogKey { signer })
     }
 
-    /// A key from a fixed seed, for tests only.
-    #[cfg(any(test, feature = "testing"))]
-    pub fn from_seed(principal: &str, seed: &[u8; 32]) -> LogKey {
-        let name = KeyName::new(&origin_of(principal)).unwrap_or_else(|_| unreachable!());
-        LogKey {
-            signer: Ed25519Signer::from_seed(name, seed),
-        }
-    }
-
     /// The log's origin (the key's name).
     pub fn origin(&self) -> String {
         self.signer.verifier_key().name().as_str().to_owned()

@@ -40,20 +40,22 @@ async fn lock_tree(conn: &mut Conn) -> Result<(), LedgerError> {
 }
 
 /// The stored compact tree.
-async fn read_tree(conn: &mut Conn) -> Result<CompactTree, LedgerError> {
+pub(super) async fn read_tree(conn: &mut Conn) -> Result<CompactTree, LedgerError> {
     let row = sqlx::query("SELECT size, edge FROM tlog_tree WHERE singleton = 1")
         .fetch_one(&mut *conn)
         .await?;
     parse_tree(row.try_get("size")?, &row.try_get::<String, _>("edge")?)
 }
 
-fn head_of(tree: &CompactTree) -> TreeHead {
+/// A compact tree's size and root.
+pub(super) fn head_of(tree: &CompactTree) -> TreeHead {
     TreeHead {
         size: tree.size(),
         root: tree.root(),
     }
 }
 
+/// A `tlog_checkpoints` row.
 pub(super) fn stored_checkpoint(row: &DbRow) -> Result<StoredCheckpoint, LedgerError> {
     Ok(StoredCheckpoint {
         size: count(row.try_get("size")?, "checkpoint size")?,

@@ -9,12 +9,13 @@ use std::collections::VecDeque;
 use countersign_tlog::CompactTree;
 use sqlx::Row as _;
 
+use super::tlog::{head_of, read_tree, stored_checkpoint};
 use super::{DbRow, Store};
 use crate::chain::{EventBody, RawEvent, event_hash};
 use crate::error::LedgerError;
 use crate::tlog::{
     Node, StoredCheckpoint, TreeBreak, TreeReport, count, db_int, event_leaf_hash, parse_hash,
-    parse_tree, push_leaf,
+    push_leaf,
 };
 
 /// Rows read per round trip.
@@ -27,10 +28,7 @@ impl Store {
     /// stored tree against the leaves.
     pub(crate) async fn verify_tree(&self) -> Result<TreeReport, LedgerError> {
         let mut tx = self.reader.begin_with(super::SNAPSHOT_READ).await?;
-        let row = sqlx::query("SELECT size, edge FROM tlog_tree WHERE singleton = 1")
-            .fetch_one(&mut *tx)
-            .await?;
-        let stored = parse_tree(row.try_get("size")?, &row.try_get::<String, _>("edge")?)?;
+        let stored = read_tree(&mut tx).await?;
         let pending: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tlog_pending")
             .fetch_one(&mut *tx)
             .await?;
@@ -40,7 +38,7 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?
         .iter()
-        .map(super::tlog::stored_checkpoint)
+        .map(stored_checkpoint)
         .collect::<Result<_, _>>()?;
         let mut walk = TreeWalk {
             tree: CompactTree::new(),
@@ -95,10 +93,7 @@ impl Store {
             first_break = walk.finish(&stored);
         }
         Ok(TreeReport {
-            head: crate::tlog::TreeHead {
-                size: stored.size(),
-                root: stored.root(),
-            },
+            head: head_of(&stored),
             pending: count(pending, "pending events")?,
             latest: checkpoints.last().cloned(),
             first_break,
