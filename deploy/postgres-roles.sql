@@ -16,7 +16,9 @@
 --           (enrolments, removals and the assertions it accepted), and
 --           quorum decisions (each approver's approval or denial),
 --           auto-approval rules (their versions and each use), and the
---           notification outbox (insert, and delete on acknowledgement)
+--           notification outbox (insert, and delete on acknowledgement),
+--           and the transparency log (it sequences events into the tree
+--           and stores the checkpoints its log key signed)
 --   head:   consumed_nonces, intents, completions, effect_applied, events,
 --           and the builtin effects' state store
 -- So a head cannot mint an issuance, change a proposal's canonical
@@ -30,7 +32,7 @@
 -- consume transaction refuses a proof whose rule was revoked; version 5
 -- `quorum_decisions` and `quorum_passkey_assertions`; version 8 the
 -- per-principal chain heads and the sequence event ids are drawn from;
--- version 9 the notification outbox).
+-- version 9 the notification outbox; version 12 the transparency log).
 --
 -- Independent of roles, the schema's triggers make every table except
 -- `state` append-only for everybody, the owner included (no UPDATE, DELETE
@@ -91,6 +93,15 @@ GRANT INSERT ON quorum_decisions, quorum_passkey_assertions TO countersign_signe
 -- Rules: only the signer, after a person's decision through an approver
 -- interface, creates, revises or revokes a rule, and counts its uses.
 GRANT INSERT ON rules, rule_uses TO countersign_signer;
+
+-- The transparency log (schema version 12): only the signer sequences
+-- events into the tree (leaves, the compact tree, the queue it empties)
+-- and stores signed checkpoints. An event insert, by either role, queues
+-- its event through a SECURITY DEFINER trigger, so no role inserts into
+-- `tlog_pending` itself.
+GRANT INSERT ON tlog_leaves, tlog_nodes, tlog_checkpoints TO countersign_signer;
+GRANT UPDATE ON tlog_tree TO countersign_signer;
+GRANT DELETE ON tlog_pending TO countersign_signer;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

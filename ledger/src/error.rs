@@ -164,6 +164,28 @@ pub enum LedgerError {
     /// Nothing was written.
     #[error("rule {0} has no uses left this hour")]
     RuleRateLimited(String),
+    /// A proof or checkpoint asked for a tree size the log has not reached
+    /// (or, for a checkpoint, one that does not grow the log).
+    #[error("the log has {size} leaves: nothing can be proven or signed at size {asked}")]
+    BeyondTree {
+        /// The size asked for.
+        asked: u64,
+        /// The tree's size.
+        size: u64,
+    },
+    /// A proof's arguments do not describe one (an index beyond the size,
+    /// an old size of zero or above the new one).
+    #[error("no such proof: {0}")]
+    Proof(#[from] countersign_tlog::TreeError),
+    /// Another checkpoint was stored since the one the new checkpoint was
+    /// checked against: it is not stored (sign again from the latest).
+    #[error("the latest checkpoint is of size {latest:?}, not {expected:?}: sign again from it")]
+    CheckpointSuperseded {
+        /// The size the caller checked against (`None`: no checkpoint).
+        expected: Option<u64>,
+        /// The latest stored size.
+        latest: Option<u64>,
+    },
     /// A value read from the database is not what the schema promises.
     #[error("ledger data is corrupt: {0}")]
     Corrupt(String),

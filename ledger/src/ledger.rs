@@ -791,3 +791,5 @@ pub struct Checkpointed {
     /// was written).
     pub named: usize,
 }
+
+mod tree;

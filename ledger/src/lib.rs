@@ -1,8 +1,9 @@
 //! countersign's durable ledger: proposals, decisions, issuances,
 //! revocations, quorum decisions, consumed nonces, intents and completions, the state store of
 //! the builtin effects, the signer's passkeys with every assertion it
-//! accepted, auto-approval rules with their uses, and the hash-chained,
-//! append-only event log.
+//! accepted, auto-approval rules with their uses, the hash-chained,
+//! append-only event log, and the transparency log's Merkle tree over
+//! every event with its signed checkpoints (`tlog`).
 //!
 //! Status is derived on read, never stored. The ledger stores no proof, only
 //! its SHA-256, and never logs argument values. Backend-independent logic
@@ -37,6 +38,7 @@ macro_rules! migrations {
             9, "notification outbox", "0009_notification_outbox.sql";
             10, "decision windows", "0010_decision_windows.sql";
             11, "escalations", "0011_escalations.sql";
+            12, "transparency log", "0012_tlog.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {
@@ -66,6 +68,7 @@ mod status;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod timefmt;
+pub mod tlog;
 mod types;
 
 pub use chain::{
@@ -94,6 +97,7 @@ pub use quorum::{
 };
 pub use rules::{RuleChange, RuleRecord, RuleStatus};
 pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
+pub use tlog::{StoredCheckpoint, TreeBreak, TreeHead, TreeReport, verify_checkpoint_signature};
 pub use types::{
     CommittedBatch, ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome,
     EventRecord, Intent, Interrupted, IssuanceRecord, KeyEvent, ProofReissue, Proposal,

@@ -656,3 +656,46 @@ async fn only_the_signer_writes_the_notification_outbox() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_signer_sequences_events_and_stores_checkpoints() {
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    let p = create_schedule(1, "nightly");
+    let token = approve(&signer, &p, 1).await;
+    // The head's own events (consumption) enter the queue too.
+    head.begin_consume(&verified(&p, &token), common::NO_LEASE)
+        .await
+        .unwrap();
+    let err = head.sequence_events().await.unwrap_err().to_string();
+    assert!(err.contains("permission denied"), "{err}");
+    let tree = signer.sequence_events().await.unwrap();
+    assert_eq!(tree.size, 3);
+    assert!(head.verify_tree().await.unwrap().is_intact());
+    assert_refused(
+        &db,
+        "countersign_head",
+        &[
+            "INSERT INTO tlog_leaves (leaf_index, event_id, leaf_hash) VALUES (99, 99, 'x')",
+            "UPDATE tlog_tree SET size = 0, edge = ''",
+            "DELETE FROM tlog_pending",
+            "INSERT INTO tlog_pending (event_id) VALUES (99)",
+            "INSERT INTO tlog_checkpoints (size, root, note, signed_at) VALUES (9, 'r', 'n', 't')",
+        ],
+    )
+    .await;
+    assert_refused(
+        &db,
+        "countersign_signer",
+        &[
+            "UPDATE tlog_leaves SET leaf_hash = 'x'",
+            "DELETE FROM tlog_leaves",
+            "DELETE FROM tlog_checkpoints",
+            "DELETE FROM tlog_tree",
+        ],
+    )
+    .await;
+}

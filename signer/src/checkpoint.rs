@@ -4,12 +4,16 @@
 //! a chain cut below it, its head rewritten to match, is still detected by
 //! `countersign audit --verify`. The signer writes one when it starts
 //! serving, every [`CHECKPOINT_EVERY`] while it serves, and one when it
-//! stops; nothing when no chain moved.
+//! stops; nothing when no chain moved. Each time, after the chains'
+//! checkpoint, it sequences the new events into the transparency log and
+//! signs a checkpoint of the tree if it grew (`crate::log_checkpoint`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_ledger::ChainHeads;
+
+use crate::log_checkpoint::LogCheckpointError;
 
 use crate::state::SignerState;
 
@@ -36,6 +40,31 @@ impl Checkpoints {
             }
             Err(e) => tracing::warn!("ledger checkpoint not written: {e}"),
         }
+        // Still holding `named`: this process signs one checkpoint at a
+        // time (the loop's and the shutdown's never race each other).
+        sign_tree(state).await;
+    }
+}
+
+/// Sequence the new events into the transparency log and sign a
+/// checkpoint of the tree if it grew; a refusal is logged as an error.
+async fn sign_tree(state: &SignerState) {
+    let Some(key) = &state.log_key else {
+        return;
+    };
+    match crate::log_checkpoint::sign_new_checkpoint(&state.ledger, key).await {
+        Ok(Some(signed)) => {
+            tracing::debug!(size = signed.size, "transparency log checkpoint signed");
+        }
+        Ok(None) => {}
+        Err(
+            e @ (LogCheckpointError::Inconsistent { .. } | LogCheckpointError::LatestUnverified(_)),
+        ) => {
+            tracing::error!(
+                "REFUSED to sign a transparency log checkpoint: {e}; the ledger's tree was changed, find out how before trusting it"
+            );
+        }
+        Err(e) => tracing::warn!("transparency log checkpoint not signed: {e}"),
     }
 }
 

@@ -362,6 +362,9 @@ pub enum StartError {
     /// The key set (its index or a key it names) could not be read or changed.
     #[error("signing keys: {0}")]
     Keys(#[from] KeyStoreError),
+    /// The transparency log's key could not be created or loaded.
+    #[error("log key: {0}")]
+    LogKey(#[from] crate::log_key::LogKeyError),
     /// The ledger could not be opened.
     #[error("ledger: {0}")]
     Ledger(#[from] LedgerError),

@@ -18,6 +18,8 @@ mod handoff;
 pub mod issue;
 pub mod key;
 pub mod keystore;
+pub mod log_checkpoint;
+pub mod log_key;
 pub mod notify;
 mod offer;
 pub mod passkeys;

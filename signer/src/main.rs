@@ -17,6 +17,7 @@ use clap::{ArgGroup, Parser, Subcommand};
 use countersign_identity::{ApproverName, Config, Home, tls};
 use countersign_ledger::{KeyEvent, Ledger};
 use countersign_signer::keystore::KeyStore;
+use countersign_signer::log_key::LogKey;
 use countersign_signer::passkeys::admin;
 use countersign_signer::{SignerState, StartError, load_or_create_key, serve_until_signal};
 use tokio::net::TcpListener;
@@ -144,6 +145,9 @@ fn keygen(home: Option<PathBuf>) -> Result<(), StartError> {
     let (key_id, created) = load_or_create_key(&home)?;
     let what = if created { "created" } else { "existing" };
     eprintln!("{what} key in {}", home.signer_dir().display());
+    // Created (if new) by `load_or_create_key`; its public key only.
+    let (log_key, _) = LogKey::open(&home.signer_dir(), &home.principal()?)?;
+    eprintln!("log key {}", log_key.verifier_key());
     println!("{key_id}");
     Ok(())
 }

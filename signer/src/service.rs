@@ -544,6 +544,12 @@ impl SignerService {
             .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
         Ok(wire::PublicKeysResponse {
             keys: current.published.iter().map(published_key).collect(),
+            log_key: self
+                .state
+                .log_key
+                .as_ref()
+                .map(|key| key.verifier_key().to_string())
+                .unwrap_or_default(),
         })
     }
 }

@@ -20,6 +20,7 @@ use countersign_registry::{CurrentRegistry, Policy};
 use crate::error::StartError;
 use crate::handoff::HandoffStore;
 use crate::keystore::{KeyStore, KeyStoreError};
+use crate::log_key::LogKey;
 use crate::notify::Outbox;
 use crate::passkeys::code::EnrolmentCodes;
 use crate::passkeys::{Challenges, PasskeyPolicy};
@@ -51,6 +52,10 @@ pub struct SignerState {
     /// `[rules] enabled`: whether rules may be created and approve (off by
     /// default: no rule ever matches and `CreateRule` refuses).
     pub(crate) rules_enabled: bool,
+    /// The transparency log's key (`signer/log.key`): signs the tree's
+    /// checkpoints; `None` for a state built without a home, which signs
+    /// none.
+    pub(crate) log_key: Option<LogKey>,
     /// What the last ledger checkpoint of this signer named.
     pub(crate) checkpoints: crate::checkpoint::Checkpoints,
     /// Announcements of changed proposals, for the watch streams.
@@ -105,6 +110,7 @@ impl SignerState {
             metrics,
             outbox: Outbox::default(),
             rules_enabled: false,
+            log_key: None,
             checkpoints: crate::checkpoint::Checkpoints::default(),
             changes: crate::changes::Changes::default(),
             console_home: None,
@@ -139,6 +145,13 @@ impl SignerState {
         self
     }
 
+    /// The same state signing the transparency log's checkpoints with
+    /// `key`.
+    pub fn with_log_key(mut self, key: LogKey) -> SignerState {
+        self.log_key = Some(key);
+        self
+    }
+
     /// The same state with claimed handoffs held for `secs` seconds.
     pub fn with_handoff_claim_lease(mut self, secs: u64) -> SignerState {
         self.handoff_claim_lease = lease_of(secs);
@@ -148,12 +161,15 @@ impl SignerState {
     /// Loads everything a home and its configuration name: checks the home,
     /// opens the key set (on first start creating the proof key, or
     /// migrating a lone `ed25519.key` into the key index), opens the ledger,
-    /// loads the registry file (re-read at each use from then on),
+    /// opens the log key (creating it on first start), loads the registry
+    /// file (re-read at each use from then on),
     /// validates the policy, and records notifications when `[notify]` is
     /// configured (the notify process delivers them).
     pub async fn load(home: &Home, config: &Config) -> Result<SignerState, StartError> {
         home.check()?;
         let (keys, _created) = KeyStore::open(&home.signer_dir())?;
+        let principal = home.principal()?;
+        let (log_key, _created) = LogKey::open(&home.signer_dir(), &principal)?;
         let policy = policy_from(config)?;
         let registry = CurrentRegistry::open(&config.registry)
             .map_err(|e| StartError::Registry(e.to_string()))?;
@@ -172,8 +188,8 @@ impl SignerState {
             .with_premise_runner(runner);
         let passkeys = config.passkeys.as_ref().map(PasskeyPolicy::from_config);
         let outbox = Outbox::configured(config, &ledger);
-        let principal = home.principal()?;
         Ok(SignerState::new(keys, ledger, registry, policy)
+            .with_log_key(log_key)
             .with_console_home(home, principal)
             .with_passkeys(passkeys)
             .with_handoff_claim_lease(config.handoff_claim_lease_secs)
@@ -195,6 +211,11 @@ impl SignerState {
     /// The key set this signer signs and publishes from.
     pub fn keys(&self) -> &KeyStore {
         &self.keys
+    }
+
+    /// The transparency log's key, if this signer has one.
+    pub fn log_key(&self) -> Option<&LogKey> {
+        self.log_key.as_ref()
     }
 
     /// The ledger this signer records into (tests read it back).
@@ -231,10 +252,12 @@ pub fn policy_from(config: &Config) -> Result<Policy, StartError> {
 }
 
 /// Opens the key set of `home` (creating the first key, 0600, or
-/// migrating a lone `ed25519.key`) and returns the active key id and
-/// whether a key was created. The home must already pass [`Home::check`].
+/// migrating a lone `ed25519.key`) and the log key (creating it, 0600), and
+/// returns the active key id and whether a proof key was created. The home
+/// must already pass [`Home::check`].
 pub fn load_or_create_key(home: &Home) -> Result<(String, bool), StartError> {
     let (keys, created) = KeyStore::open(&home.signer_dir())?;
+    LogKey::open(&home.signer_dir(), &home.principal()?)?;
     let current = keys.current()?;
     Ok((current.signer.key_id().to_owned(), created))
 }

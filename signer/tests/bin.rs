@@ -86,6 +86,41 @@ fn keygen_refuses_a_key_file_readable_by_others() {
     assert!(err.contains("expected at most 0600"), "{err}");
 }
 
+#[test]
+fn keygen_creates_the_log_key_beside_the_proof_key_and_checks_it_the_same_way() {
+    let (_dir, home) = process_home();
+    let (_, err) = keygen(&home);
+    let path = home.signer_dir().join("log.key");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    let origin = format!("countersign/{}", home.principal().unwrap());
+    let shown = err
+        .lines()
+        .find_map(|line| line.strip_prefix("log key "))
+        .unwrap();
+    let vkey: countersign_tlog::VerifierKey = shown.parse().unwrap();
+    assert_eq!(vkey.name().as_str(), origin);
+    // The same key again, never a second one.
+    let (_, again) = keygen(&home);
+    assert!(again.contains(&format!("log key {shown}\n")), "{again}");
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let out = Command::new(BIN)
+        .args(["keygen", "--home"])
+        .arg(home.root())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains(&format!(
+            "log key: log key file: file {} has mode 0644, expected at most 0600",
+            path.display()
+        )),
+        "{err}"
+    );
+}
+
 fn keys(home: &Home, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(BIN)
         .arg("keys")

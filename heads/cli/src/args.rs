@@ -781,9 +781,15 @@ pub struct RevokeArgs {
 /// `countersign audit`
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// Check the hash chain and report the first edited or deleted row.
+    /// Check the hash chains, the transparency log's tree and its latest
+    /// signed checkpoint, and report the first edited or deleted row.
     #[arg(long)]
     pub verify: bool,
+    /// With --verify: the log's verifier key (`<origin>+<key id>+<base64>`,
+    /// as `keys list` shows it) to check the latest checkpoint's signature
+    /// with, instead of the key the signer publishes.
+    #[arg(long, value_name = "VKEY", requires = "verify", value_parser = log_key)]
+    pub log_key: Option<countersign_tlog::VerifierKey>,
 }
 
 /// `countersign reconcile`
@@ -815,6 +821,13 @@ fn absolute_path(value: &str) -> Result<PathBuf, String> {
 /// before the signer is contacted.
 fn proposal_ref(value: &str) -> Result<ProposalRef, String> {
     ProposalRef::parse(value)
+}
+
+/// A C2SP verifier key on the command line: refused as a usage error.
+fn log_key(value: &str) -> Result<countersign_tlog::VerifierKey, String> {
+    value
+        .parse()
+        .map_err(|e: countersign_tlog::KeyError| format!("expected a log verifier key: {e}"))
 }
 
 /// A rule id on the command line: refused as a usage error (exit code 2).

@@ -37,3 +37,7 @@ mod rows;
 mod rules;
 #[path = "../sql/signer.rs"]
 mod signer;
+#[path = "../sql/tlog.rs"]
+mod tlog;
+#[path = "../sql/tlog_audit.rs"]
+mod tlog_audit;

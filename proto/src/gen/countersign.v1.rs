@@ -576,6 +576,13 @@ pub struct VerifyingKey {
 pub struct PublicKeysResponse {
     #[prost(message, repeated, tag = "1")]
     pub keys: ::prost::alloc::vec::Vec<VerifyingKey>,
+    /// The transparency log's key, which signs the checkpoints of the tree of
+    /// every ledger event (never proofs): its C2SP verifier key string
+    /// `<origin>+<hex key id>+<base64(0x01 || public key)>`, whose name is the
+    /// log's origin (`countersign/<principal>`). Empty when the signer has no
+    /// log key.
+    #[prost(string, tag = "2")]
+    pub log_key: ::prost::alloc::string::String,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PendingNotificationsRequest {

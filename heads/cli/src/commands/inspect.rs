@@ -5,8 +5,10 @@ use countersign_webauthn::RelyingParty;
 use serde_json::json;
 
 use super::passkey_audit::verify_passkeys;
+use super::tree_audit::verify_tree;
 
 use crate::Io;
+use crate::args::AuditArgs;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::output::{write_json, write_text};
@@ -38,16 +40,20 @@ pub(crate) fn ops_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(),
 /// `countersign keys list`
 pub(crate) async fn keys_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Result<(), CliError> {
     let mut head = ctx.head().await?;
-    let keys = head
+    let published = head
         .public_keys(countersign_proto::v1::PublicKeysRequest {})
         .await?
-        .into_inner()
-        .keys;
+        .into_inner();
+    let keys = published.keys;
+    let log_key = Some(published.log_key).filter(|k| !k.is_empty());
     if json {
-        let keys: Vec<_> = keys
+        let mut keys: Vec<_> = keys
             .iter()
-            .map(|k| json!({"key_id": k.key_id, "algorithm": "Ed25519", "public_key_hex": hex::encode(&k.public_key)}))
+            .map(|k| json!({"key_id": k.key_id, "purpose": "proof", "algorithm": "Ed25519", "public_key_hex": hex::encode(&k.public_key)}))
             .collect();
+        if let Some(log_key) = &log_key {
+            keys.push(json!({"purpose": "log", "algorithm": "Ed25519", "verifier_key": log_key}));
+        }
         return write_json(io.out, &keys);
     }
     let mut text = String::new();
@@ -58,19 +64,23 @@ pub(crate) async fn keys_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Res
             hex::encode(&k.public_key)
         ));
     }
+    if let Some(log_key) = &log_key {
+        text.push_str(&format!("log key (checkpoints)  {log_key}\n"));
+    }
     write_text(io.out, &text)
 }
 
-/// `countersign audit [--verify]`
+/// `countersign audit [--verify [--log-key VKEY]]`
 pub(crate) async fn audit(
     ctx: &Context,
-    verify: bool,
+    args: AuditArgs,
     json: bool,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
     let ledger = ctx.ledger().await?;
-    if verify {
+    if args.verify {
         let report = ledger.verify_chain().await.map_err(CliError::error)?;
+        let tree = verify_tree(ctx, &ledger, args.log_key).await?;
         let rp = ctx.config.passkeys.as_ref().map(|p| RelyingParty {
             rp_id: p.rp_id.clone(),
             origins: p.origins.clone(),
@@ -97,12 +107,13 @@ pub(crate) async fn audit(
                     "head_hash": report.head_hash,
                     "heads": countersign_ledger::heads_value(&report.heads),
                     "first_break": report.first_break.as_ref().map(ToString::to_string),
+                    "tree": tree.json(),
                     "passkey_assertions_verified": passkeys.verified,
                     "passkey_problems": passkeys.problems,
                 }),
             )?;
         } else {
-            let mut text = format!("{verdict}\n");
+            let mut text = format!("{verdict}\n{}\n", tree.line());
             if passkeys.verified > 0 || !passkeys.problems.is_empty() {
                 text.push_str(&format!(
                     "passkey assertions: {} verified, {} refused\n",
@@ -120,7 +131,7 @@ pub(crate) async fn audit(
                 "a stored passkey assertion does not verify".to_string(),
             ));
         }
-        return if report.is_intact() {
+        return if report.is_intact() && tree.is_intact() {
             Ok(())
         } else {
             Err(CliError::Error(

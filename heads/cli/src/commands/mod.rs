@@ -20,6 +20,7 @@ mod rules;
 mod rules_suggest;
 mod setup;
 mod system_setup;
+mod tree_audit;
 mod verify;
 
 use crate::Io;
@@ -117,7 +118,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                     let id = resolved(&ctx, &id.id).await?;
                     exec::result(&ctx, &id, json, io).await
                 }
-                Command::Audit(args) => inspect::audit(&ctx, args.verify, json, io).await,
+                Command::Audit(args) => inspect::audit(&ctx, args, json, io).await,
                 Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
                 Command::Mcp(args) => mcp::serve(&ctx, args, io).await,
                 Command::Gateway(GatewayCommand::Tools(args)) => {
