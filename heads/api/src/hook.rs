@@ -67,7 +67,7 @@ async fn respond(state: &ApiState, req: Request) -> Result<Response, ApiError> {
             Ok(call) => {
                 let gate = state.parts.gate.clone().answering_hooks();
                 let mut head = state.parts.head.clone();
-                let answered = answer(&mut head, async || Ok(gate), &call, wait).await;
+                let answered = answer(&mut head, async || Ok(gate), &call, wait, || {}).await;
                 render(Agent::ClaudeCode, Some(call.event()), &answered)
             }
         },

@@ -12,6 +12,8 @@
 //! Must not: parse or render an agent's wire format (`countersign-hook`
 //! does), run the call (the agent does), or show a proof.
 
+use std::future::Future as _;
+use std::task::Poll;
 use std::time::Duration;
 
 use countersign_gate::{Gate, Outcome};
@@ -33,13 +35,18 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 
 /// The answer to `call`, waiting up to `wait`; `gate` builds the gate
 /// that consumes an approval (it must answer hooks), only once one came.
+/// `proposing` is called once the proposal is on its way to the signer: a
+/// head that has work to do before it can consume (open its ledger, fetch
+/// the key set) starts it there, beside the signer's work, rather than in
+/// the way of the proposal on a machine with few cores.
 pub async fn answer(
     head: &mut SignerClient<Channel>,
     gate: impl AsyncFnOnce() -> Result<Gate, String>,
     call: &ToolCall,
     wait: Duration,
+    proposing: impl FnOnce(),
 ) -> Answer {
-    decide(head, gate, call, wait)
+    decide(head, gate, call, wait, proposing)
         .await
         .unwrap_or_else(|why| unavailable(&why))
 }
@@ -57,6 +64,7 @@ async fn decide(
     gate: impl AsyncFnOnce() -> Result<Gate, String>,
     call: &ToolCall,
     wait: Duration,
+    proposing: impl FnOnce(),
 ) -> Result<Answer, String> {
     let deadline = Instant::now() + wait;
     let session = Session::parse(format!("{}:{}", call.agent().name(), call.session_id()))
@@ -68,11 +76,18 @@ async fn decide(
         note: String::new(),
         idempotency_key: call.tool_use_id().unwrap_or_default().to_owned(),
     };
-    let mut view = head
-        .propose(request)
-        .await
-        .map_err(|status| format!("the signer did not take the proposal: {}", status.message()))?
-        .into_inner();
+    let mut view = {
+        let mut proposed = std::pin::pin!(head.propose(request));
+        // One poll hands the request to the connection; then the rest starts.
+        let first = std::future::poll_fn(|cx| Poll::Ready(proposed.as_mut().poll(cx))).await;
+        proposing();
+        match first {
+            Poll::Ready(answered) => answered,
+            Poll::Pending => proposed.await,
+        }
+    }
+    .map_err(|status| format!("the signer did not take the proposal: {}", status.message()))?
+    .into_inner();
     loop {
         let id = ProposalId::parse(view.id.clone()).map_err(|e| e.to_string())?;
         match view.status() {

@@ -13,11 +13,17 @@ mod settings;
 
 use std::io::Read as _;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use countersign_gate::signer_client;
+use countersign_gate::signer_client::{self, ConnectError};
 use countersign_hook::{Agent, Answer, ToolCall, render};
+use countersign_ledger::Ledger;
+use countersign_proto::v1::signer_client::SignerClient;
 use countersign_service::hook::{DEFAULT_WAIT, answer, unavailable};
+use countersign_verifier::KeyRing;
+use tokio::task::JoinHandle;
+use tonic::transport::Channel;
 
 use crate::Io;
 use crate::args::HookArgs;
@@ -180,32 +186,29 @@ async fn answered(home: Option<PathBuf>, call: &ToolCall, wait: Duration) -> Ans
         Ok(ctx) => ctx,
         Err(e) => return unavailable(&e.to_string()),
     };
-    // What consuming an approval needs besides the signer starts now, so
-    // that it overlaps the proposal and the wait.
-    let opening = ctx.open_for_execution();
     let mut head = match ctx.head().await {
         Ok(head) => head,
-        Err(e) => {
-            opening.abort();
-            return unavailable(&e.to_string());
-        }
+        Err(e) => return unavailable(&e.to_string()),
     };
-    // The key set too, beside the proposal: a call a rule covers is
-    // approved by the time `Propose` answers. Fetched again after a long
-    // wait, so the gate starts from the signer's keys as they are then.
+    // What consuming an approval needs besides the signer (the ledger, the
+    // registry, the key set) starts once the proposal is on its way, so it
+    // overlaps the signer's work and the wait: a call a rule covers is
+    // approved by the time `Propose` answers.
+    let started: Mutex<Option<Preparing>> = Mutex::new(None);
+    let keys_head = head.clone();
+    let prepare = || Preparing::start(&ctx, &keys_head);
+    let proposing = || *lock(&started) = Some(prepare());
     let mut gate_head = head.clone();
-    let fetching = tokio::spawn({
-        let mut head = head.clone();
-        async move { signer_client::public_keys(&mut head).await }
-    });
-    let fetched_at = Instant::now();
-    let gate = async move || {
-        let (keys, opened) = tokio::join!(fetching, opening);
+    let gate = async || {
+        let preparing = lock(&started).take().unwrap_or_else(prepare);
+        let (keys, opened) = tokio::join!(preparing.fetching, preparing.opening);
         let ledger = opened
             .map_err(|e| format!("cannot open the ledger: {e}"))?
             .map_err(|e| e.to_string())?;
+        // Fetched again after a long wait, so the gate starts from the
+        // signer's keys as they are then.
         let keys = match keys {
-            Ok(Ok(keys)) if fetched_at.elapsed() < KEYS_FRESH_FOR => keys,
+            Ok(Ok(keys)) if preparing.fetched_at.elapsed() < KEYS_FRESH_FOR => keys,
             _ => signer_client::public_keys(&mut gate_head)
                 .await
                 .map_err(|e| e.to_string())?,
@@ -214,5 +217,29 @@ async fn answered(home: Option<PathBuf>, call: &ToolCall, wait: Duration) -> Ans
             .map(countersign_gate::Gate::answering_hooks)
             .map_err(|e| e.to_string())
     };
-    answer(&mut head, gate, call, wait).await
+    answer(&mut head, gate, call, wait, proposing).await
+}
+
+/// The ledger opening and the key set being fetched for an execution.
+struct Preparing {
+    opening: JoinHandle<Result<Ledger, CliError>>,
+    fetching: JoinHandle<Result<KeyRing, ConnectError>>,
+    fetched_at: Instant,
+}
+
+impl Preparing {
+    fn start(ctx: &Context, head: &SignerClient<Channel>) -> Self {
+        let mut head = head.clone();
+        Self {
+            opening: ctx.open_for_execution(),
+            fetching: tokio::spawn(async move { signer_client::public_keys(&mut head).await }),
+            fetched_at: Instant::now(),
+        }
+    }
+}
+
+fn lock(started: &Mutex<Option<Preparing>>) -> std::sync::MutexGuard<'_, Option<Preparing>> {
+    started
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
