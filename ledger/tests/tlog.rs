@@ -4,6 +4,12 @@
 //! and the audit's walk names the leaf of a tampered event.
 #![allow(clippy::unwrap_used)]
 
+// The private keys live in the signer crate (no other crate names a
+// signing key); its file is compiled into these tests as it is.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../signer/src/note_keys.rs"]
+mod note_keys;
+
 mod common;
 
 use common::{Kind, TestLedger, approve, create_schedule, proposal};
@@ -12,8 +18,9 @@ use countersign_ledger::{
     LedgerError, StoredCheckpoint, TreeBreak, TreeHead, verify_checkpoint_signature,
 };
 use countersign_tlog::{
-    Checkpoint, Ed25519Signer, KeyName, TreeError, sign_note, verify_consistency, verify_inclusion,
+    Checkpoint, KeyName, TreeError, sign_note, verify_consistency, verify_inclusion,
 };
+use note_keys::Ed25519Signer;
 use serde_json::json;
 
 /// `n` proposals of one principal, approved: two events each.

@@ -20,6 +20,7 @@ pub mod key;
 pub mod keystore;
 pub mod log_checkpoint;
 pub mod log_key;
+pub mod note_keys;
 pub mod notify;
 mod offer;
 pub mod passkeys;

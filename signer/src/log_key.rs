@@ -21,10 +21,11 @@ use std::path::Path;
 use countersign_identity::IdentityError;
 use countersign_identity::files::{read_private, write_private_new};
 use countersign_tlog::{
-    Checkpoint, Ed25519Signer, KeyError as NoteKeyError, KeyName, Note, NoteError, VerifierKey,
-    sign_note,
+    Checkpoint, KeyError as NoteKeyError, KeyName, Note, NoteError, VerifierKey, sign_note,
 };
 use zeroize::Zeroizing;
+
+use crate::note_keys::Ed25519Signer;
 
 /// The log key's file, in the signer directory.
 pub const LOG_KEY_FILE: &str = "log.key";

@@ -8,13 +8,14 @@
 //! - [`proof`]: RFC 9162 inclusion and consistency proof verification.
 //! - [`keys`]: key names, key IDs and verifier keys of signed notes.
 //! - [`note`]: C2SP signed notes: parse, sign, verify.
-//! - [`signer`]: the private keys (log note key, witness cosigning key).
 //! - [`checkpoint`]: C2SP tlog-checkpoint bodies and signed checkpoints.
 //! - [`cosignature`]: the C2SP tlog-cosignature (type 0x04) message.
 //! - [`tlog_proof`]: C2SP tlog-proof, the offline inclusion proof bundle.
 //!
-//! Pure code: no I/O, no clock, no randomness. Callers supply leaf hashes,
-//! timestamps and key seeds.
+//! Pure code: no I/O, no clock, no randomness, and no private key: notes
+//! are signed through [`NoteSigner`], whose keys live in the signer crate
+//! (`countersign_signer::note_keys`), the only crate that names a signing
+//! key. Callers supply leaf hashes and timestamps.
 #![forbid(unsafe_code)]
 
 pub mod checkpoint;
@@ -24,7 +25,6 @@ pub mod hash;
 pub mod keys;
 pub mod note;
 pub mod proof;
-pub mod signer;
 pub mod tlog_proof;
 pub mod tree;
 
@@ -32,7 +32,7 @@ pub use checkpoint::{
     Checkpoint, CheckpointError, VerifiedCheckpoint, open_checkpoint, verify_checkpoint,
 };
 pub use compact::CompactTree;
-pub use cosignature::{cosignature_message, cosignature_timestamp};
+pub use cosignature::{COSIGNATURE_SIZE, cosignature_message, cosignature_timestamp};
 pub use hash::{HASH_SIZE, Hash, leaf_hash, node_hash, root};
 pub use keys::{KeyError, KeyId, KeyName, SignatureType, VerifierKey};
 pub use note::{
@@ -40,7 +40,6 @@ pub use note::{
     VerifiedSignature, sign_note,
 };
 pub use proof::{ProofError, root_from_inclusion_proof, verify_consistency, verify_inclusion};
-pub use signer::{Cosigner, Ed25519Signer};
 pub use tlog_proof::{TlogProof, TlogProofError, VerifiedTlogProof};
 pub use tree::{
     Subtree, TreeError, consistency_proof, consistency_proof_subtrees, inclusion_proof,

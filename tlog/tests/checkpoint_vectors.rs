@@ -10,13 +10,20 @@
 //!   verify and reproduce byte for byte.
 #![allow(clippy::unwrap_used)]
 
+// The private keys live in the signer crate (no other crate names a
+// signing key); its file is compiled into these tests as it is.
+#[path = "../../signer/src/note_keys.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod note_keys;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use countersign_tlog::{
-    Checkpoint, CheckpointError, Cosigner, Ed25519Signer, Hash, KeyId, KeyName, Note, NoteError,
-    NoteSignature, SignatureType, VerifierKey, cosignature_message, cosignature_timestamp,
-    open_checkpoint, sign_note,
+    Checkpoint, CheckpointError, Hash, KeyId, KeyName, Note, NoteError, NoteSignature,
+    SignatureType, VerifierKey, cosignature_message, cosignature_timestamp, open_checkpoint,
+    sign_note,
 };
+use note_keys::{Cosigner, Ed25519Signer};
 use serde::Deserialize;
 
 const SPEC_BODY: &str =

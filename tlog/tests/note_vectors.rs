@@ -8,10 +8,17 @@
 //!   TestNewSigner, TestSign, TestOpen).
 #![allow(clippy::unwrap_used)]
 
+// The private keys live in the signer crate (no other crate names a
+// signing key); its file is compiled into these tests as it is.
+#[path = "../../signer/src/note_keys.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod note_keys;
+
 use countersign_tlog::{
-    Ed25519Signer, KeyError, KeyId, KeyName, MAX_SIGNATURES, Note, NoteError, NoteSigner,
-    SignatureType, TrustedKeys, VerifierKey, sign_note,
+    KeyError, KeyId, KeyName, MAX_SIGNATURES, Note, NoteError, NoteSigner, SignatureType,
+    TrustedKeys, VerifierKey, sign_note,
 };
+use note_keys::Ed25519Signer;
 
 const SPEC_VKEY: &str = "example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k";
 const SPEC_NOTE: &str = "This is an example message.\n\n\u{2014} example.com/foo Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n";

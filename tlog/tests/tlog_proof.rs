@@ -5,10 +5,17 @@
 //! parsed up to them, then re-signed with a local key.
 #![allow(clippy::unwrap_used)]
 
+// The private keys live in the signer crate (no other crate names a
+// signing key); its file is compiled into these tests as it is.
+#[path = "../../signer/src/note_keys.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod note_keys;
+
 use countersign_tlog::{
-    Checkpoint, CheckpointError, Cosigner, Ed25519Signer, Hash, KeyName, NoteError, ProofError,
-    TlogProof, TlogProofError, inclusion_proof, leaf_hash, root, sign_note,
+    Checkpoint, CheckpointError, Hash, KeyName, NoteError, ProofError, TlogProof, TlogProofError,
+    inclusion_proof, leaf_hash, root, sign_note,
 };
+use note_keys::{Cosigner, Ed25519Signer};
 
 const ORIGIN: &str = "log.countersign.example/test";
 

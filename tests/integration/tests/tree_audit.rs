@@ -8,7 +8,8 @@ mod support;
 
 use countersign::CliError;
 use countersign_signer::log_checkpoint::sign_new_checkpoint;
-use countersign_tlog::{Ed25519Signer, KeyName};
+use countersign_signer::note_keys::Ed25519Signer;
+use countersign_tlog::KeyName;
 use sqlx::Connection as _;
 use support::{Backend, CREATE_NIGHTLY, Harness};
 

@@ -1,8 +1,11 @@
-//! The only module that touches `ed25519_dalek::SigningKey`: the log's note
-//! signing key (type 0x01, with the `PRIVATE+KEY+...` text encoding) and a
-//! witness's cosigning key (type 0x04).
+//! The private keys of the transparency log's formats
+//! (`countersign_tlog`, which verifies and holds no private key): the
+//! log's note signing key (type 0x01, with the `PRIVATE+KEY+...` text
+//! encoding) and a witness's cosigning key (type 0x04). Here, in the
+//! signer, because no crate but the signer names a signing key (the
+//! heads link no signing code); the tlog crate's tests include this file.
 //!
-//! Keys are built from a seed the caller supplies (this crate draws no
+//! Keys are built from a seed the caller supplies (this module draws no
 //! randomness), zeroize on drop, and their `Debug` shows the type, name and
 //! key ID only.
 
@@ -14,10 +17,10 @@ use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::{Signer as _, SigningKey};
 use zeroize::Zeroizing;
 
-use crate::checkpoint::Checkpoint;
-use crate::cosignature::{COSIGNATURE_SIZE, cosignature_message};
-use crate::keys::{KeyError, KeyId, KeyName, SignatureType, VerifierKey};
-use crate::note::{NoteError, NoteSignature, NoteSigner};
+use countersign_tlog::{
+    COSIGNATURE_SIZE, Checkpoint, KeyError, KeyId, KeyName, NoteError, NoteSignature, NoteSigner,
+    SignatureType, VerifierKey, cosignature_message,
+};
 
 /// The prefix of a signer key string.
 const PRIVATE_KEY_PREFIX: &str = "PRIVATE+KEY+";
