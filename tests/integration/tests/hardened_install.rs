@@ -1028,9 +1028,10 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
     assert!(out.status.success(), "{out:?}");
     let report = text(&out.stdout);
     let lines: Vec<&str> = report.lines().collect();
-    assert_eq!(lines.len(), 2, "{report}");
+    assert_eq!(lines.len(), 3, "{report}");
     assert!(lines[0].starts_with("intact: "), "{report}");
-    assert_eq!(lines[1], "passkey assertions: 1 verified, 0 refused");
+    assert!(lines[1].starts_with("tree: "), "{report}");
+    assert_eq!(lines[2], "passkey assertions: 1 verified, 0 refused");
 
     drop(head);
     drop(ledger);

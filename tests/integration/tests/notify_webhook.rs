@@ -426,7 +426,10 @@ async fn a_retry_after_the_decision_window_closed_sends_nothing() {
     );
     let registry = countersign_registry::Registry::default_toml().replacen(
         "[[operation]]\nname = \"schedule.create\"\n",
-        "[[operation]]\nname = \"schedule.create\"\ndecision_window_secs = 1\n",
+        // Two seconds: the first attempt comes at once, well inside it even
+        // on a loaded machine (with one, a CI run under load attempted
+        // first after the close); the retry, 4 s later, after it.
+        "[[operation]]\nname = \"schedule.create\"\ndecision_window_secs = 2\n",
         1,
     );
     let n = Notifying::start_with_registry(&registry, &config).await;

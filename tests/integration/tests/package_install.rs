@@ -332,7 +332,13 @@ fn records(agent: &str, cluster: &Cluster) -> Records {
         ),
         "audit --verify",
     );
-    let audit = audit.lines().nth(1).unwrap_or_default().to_string();
+    // The passkeys' line: the chains' and the event tree's lines before it
+    // change with every event.
+    let audit = audit
+        .lines()
+        .find(|l| l.starts_with("passkey assertions: "))
+        .unwrap_or_default()
+        .to_string();
     Records {
         proposals,
         counts: counts.trim().to_string(),
