@@ -179,6 +179,9 @@ pub(crate) async fn audit_export(
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
     let ledger = ctx.ledger().await?;
+    // The leaves first: an event written in between is then exported
+    // without its leaf (null), never with another's.
+    let leaves = ledger.leaf_indexes().await.map_err(CliError::error)?;
     let events = ledger.events().await.map_err(CliError::error)?;
     // Every proposal's operation, from its `proposed` event (which may be
     // older than --since).
@@ -197,16 +200,12 @@ pub(crate) async fn audit_export(
         if args.since.is_some_and(|since| time < since) {
             continue;
         }
-        let leaf_index = ledger
-            .leaf_of_event(&event.chain, event.seq)
-            .await
-            .map_err(CliError::error)?;
         let context = audit_ocsf::Context {
             operation: event
                 .proposal_id
                 .as_deref()
                 .and_then(|pid| operations.get(pid).copied()),
-            leaf_index,
+            leaf_index: leaves.get(&event.id).copied(),
         };
         let value = match args.format {
             ExportFormat::Ocsf => audit_ocsf::to_ocsf(event, context),
