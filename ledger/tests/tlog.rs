@@ -75,8 +75,21 @@ async fn sequences_every_event_once_with_verifying_proofs(kind: Kind) {
             .unwrap(),
         None
     );
+    let before = t.ledger.leaf_indexes().await.unwrap();
+    assert_eq!(before.len(), 6);
+    assert!(
+        !before.contains_key(&event.id),
+        "an unsequenced event has no leaf"
+    );
     let second = t.ledger.sequence_events().await.unwrap();
     assert_eq!(second.size, 16);
+    // The bulk read agrees with the per-event one, for every event.
+    let indexes = t.ledger.leaf_indexes().await.unwrap();
+    assert_eq!(indexes.len(), 16);
+    for e in t.ledger.events().await.unwrap() {
+        let one = t.ledger.leaf_of_event(&e.chain, e.seq).await.unwrap();
+        assert_eq!(indexes.get(&e.id).copied(), one, "event {}", e.id);
+    }
     assert_eq!(
         t.ledger
             .leaf_of_event(&event.chain, event.seq)

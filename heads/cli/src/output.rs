@@ -2,6 +2,7 @@
 //! the same information either way; proofs are never part of it.
 
 use std::io::Write;
+use std::path::Path;
 
 use countersign_gate::Outcome;
 use countersign_proto::v1::{ProposalView, QuorumDecision, QuorumView};
@@ -183,4 +184,16 @@ pub(crate) fn refused(out: &mut dyn Write, json: bool, reason: &str, message: &s
         return e;
     }
     CliError::Refused(format!("{message} ({reason})"))
+}
+
+/// Writes a new file; an existing one is refused, never replaced.
+pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    let fail = |e: std::io::Error| CliError::Error(format!("cannot write {}: {e}", path.display()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(fail)?;
+    file.write_all(bytes).map_err(fail)?;
+    file.sync_all().map_err(fail)
 }

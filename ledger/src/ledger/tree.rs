@@ -47,6 +47,13 @@ impl Ledger {
         dispatch!(self, b => b.leaf_of_event(chain, seq).await)
     }
 
+    /// Every sequenced event's leaf index, by the event's row id
+    /// ([`EventRecord::id`](crate::EventRecord)): one read for an export
+    /// of the whole ledger. An event not yet sequenced is absent.
+    pub async fn leaf_indexes(&self) -> Result<std::collections::BTreeMap<i64, u64>, LedgerError> {
+        dispatch!(self, b => b.leaf_indexes().await)
+    }
+
     /// Every signed checkpoint stored, smallest first.
     pub async fn log_checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError> {
         dispatch!(self, b => b.log_checkpoints().await)

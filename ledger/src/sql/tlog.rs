@@ -253,6 +253,19 @@ impl Store {
         index.map(|i| count(i, "leaf index")).transpose()
     }
 
+    /// Every sequenced event's leaf index, by the event's row id.
+    pub(crate) async fn leaf_indexes(
+        &self,
+    ) -> Result<std::collections::BTreeMap<i64, u64>, LedgerError> {
+        let rows: Vec<(i64, i64)> =
+            sqlx::query_as("SELECT event_id, leaf_index FROM tlog_leaves")
+                .fetch_all(&self.reader)
+                .await?;
+        rows.into_iter()
+            .map(|(event, index)| Ok((event, count(index, "leaf index")?)))
+            .collect()
+    }
+
     /// Every stored checkpoint, smallest first.
     pub(crate) async fn log_checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError> {
         let rows = sqlx::query(

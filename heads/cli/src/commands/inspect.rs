@@ -1,17 +1,19 @@
 //! Read-only views: `ops list`, `keys list`, `audit [--verify]` (the
-//! passkey assertions' part in `passkey_audit.rs`).
+//! passkey assertions' part in `passkey_audit.rs`), `audit export` (the
+//! OCSF mapping in `audit_ocsf.rs`).
 
 use countersign_webauthn::RelyingParty;
 use serde_json::json;
 
+use super::audit_ocsf;
 use super::passkey_audit::verify_passkeys;
 use super::tree_audit::verify_tree;
 
 use crate::Io;
-use crate::args::AuditArgs;
+use crate::args::{AuditArgs, AuditExportArgs, ExportFormat};
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::{write_json, write_text};
+use crate::output::{write_json, write_new, write_text};
 
 /// `countersign ops list`: the operations a caller may propose (the
 /// agent operations, which only a hook proposes, are not among them).
@@ -165,6 +167,68 @@ pub(crate) async fn audit(
         ));
     }
     write_text(io.out, &text)
+}
+
+/// `countersign audit export --format ocsf [--since TIME] [--output FILE]`:
+/// every ledger event (at or after TIME), oldest first, as JSON Lines. The
+/// whole export is built before anything is written, so a failure leaves
+/// no partial file.
+pub(crate) async fn audit_export(
+    ctx: &Context,
+    args: AuditExportArgs,
+    io: &mut Io<'_>,
+) -> Result<(), CliError> {
+    let ledger = ctx.ledger().await?;
+    // The leaves first: an event written in between is then exported
+    // without its leaf (null), never with another's.
+    let leaves = ledger.leaf_indexes().await.map_err(CliError::error)?;
+    let events = ledger.events().await.map_err(CliError::error)?;
+    // Every proposal's operation, from its `proposed` event (which may be
+    // older than --since).
+    let operations: std::collections::HashMap<&str, &str> = events
+        .iter()
+        .filter(|e| e.kind == "proposed")
+        .filter_map(|e| {
+            let operation = e.details.get("operation")?.as_str()?;
+            Some((e.proposal_id.as_deref()?, operation))
+        })
+        .collect();
+    let mut lines = String::new();
+    let mut written = 0_usize;
+    for event in &events {
+        let time = audit_ocsf::event_time(event).map_err(|e| CliError::Error(e.to_string()))?;
+        if args.since.is_some_and(|since| time < since) {
+            continue;
+        }
+        let context = audit_ocsf::Context {
+            operation: event
+                .proposal_id
+                .as_deref()
+                .and_then(|pid| operations.get(pid).copied()),
+            leaf_index: leaves.get(&event.id).copied(),
+        };
+        let value = match args.format {
+            ExportFormat::Ocsf => audit_ocsf::to_ocsf(event, context),
+        }
+        .map_err(|e| CliError::Error(e.to_string()))?;
+        lines.push_str(&value.to_string());
+        lines.push('\n');
+        written += 1;
+    }
+    match &args.output {
+        None => write_text(io.out, &lines),
+        Some(path) => {
+            write_new(path, lines.as_bytes())?;
+            write_text(
+                io.err,
+                &format!(
+                    "wrote {} to {}\n",
+                    counted(written as u64, "event"),
+                    path.display()
+                ),
+            )
+        }
+    }
 }
 
 /// Where an event sits, as the listing shows it: `#seq` on the global

@@ -1,6 +1,7 @@
 //! One module per group of commands; `dispatch` routes a parsed command line.
 
 pub(crate) mod api;
+mod audit_ocsf;
 pub(crate) mod console;
 pub(crate) mod console_trust;
 mod credential;
@@ -26,9 +27,9 @@ mod verify;
 use crate::Io;
 use crate::args::ProposalRef;
 use crate::args::{
-    ApiCommand, Cli, Command, ConsoleArgs, ConsoleCommand, CredentialCommand, GatewayCommand,
-    InitArgs, KeysCommand, McpArgs, NotifyCommand, OpsCommand, RulesCommand, SessionsCommand,
-    TokenCommand,
+    ApiCommand, AuditArgs, AuditCommand, Cli, Command, ConsoleArgs, ConsoleCommand,
+    CredentialCommand, GatewayCommand, InitArgs, KeysCommand, McpArgs, NotifyCommand, OpsCommand,
+    RulesCommand, SessionsCommand, TokenCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -118,6 +119,10 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                     let id = resolved(&ctx, &id.id).await?;
                     exec::result(&ctx, &id, json, io).await
                 }
+                Command::Audit(AuditArgs {
+                    command: Some(AuditCommand::Export(args)),
+                    ..
+                }) => inspect::audit_export(&ctx, args, io).await,
                 Command::Audit(args) => inspect::audit(&ctx, args, json, io).await,
                 Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
                 Command::Mcp(args) => mcp::serve(&ctx, args, io).await,

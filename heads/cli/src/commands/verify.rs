@@ -7,7 +7,6 @@
 //! echo the proof (only its claims leave), or consume it: single use is
 //! the receiver's own nonce table.
 
-use std::io::Write as _;
 use std::path::Path;
 
 use countersign_verifier::keyset::MAX_KEY_SET_BYTES;
@@ -22,7 +21,7 @@ use crate::Io;
 use crate::args::{KeysExportArgs, VerifyArgs};
 use crate::context::Context;
 use crate::error::CliError;
-use crate::output::{write_json, write_text};
+use crate::output::{write_json, write_new, write_text};
 
 /// The largest proof file read; the verifier enforces its own bound.
 const MAX_PROOF_FILE: u64 = 256 * 1024;
@@ -71,18 +70,6 @@ pub(crate) async fn keys_export(
             )
         }
     }
-}
-
-/// Writes a new file; an existing one is refused, never replaced.
-fn write_new(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    let fail = |e: std::io::Error| CliError::Error(format!("cannot write {}: {e}", path.display()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(fail)?;
-    file.write_all(bytes).map_err(fail)?;
-    file.sync_all().map_err(fail)
 }
 
 /// Reads `--keys FILE`: a key set that cannot be read or parsed is an error
