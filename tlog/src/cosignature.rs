@@ -4,7 +4,8 @@
 //! `timestamp || signature` layout.
 //!
 //! This module owns the message format only; the cosigning key is in
-//! [`crate::signer`], verification in [`crate::keys::VerifierKey`].
+//! the signer crate (`countersign_signer::note_keys`), verification in
+//! [`crate::keys::VerifierKey`].
 
 /// The header line of the signed message, which separates cosignatures
 /// from every other use of the key.

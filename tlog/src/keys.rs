@@ -3,7 +3,8 @@
 //! text encoding `<name>+<hex key ID>+<base64(type || public key)>`.
 //!
 //! This module holds public keys only and checks single signatures; private
-//! keys live in [`crate::signer`], note parsing in [`crate::note`].
+//! keys live in the signer crate (`countersign_signer::note_keys`), note
+//! parsing in [`crate::note`].
 
 use std::fmt;
 use std::str::FromStr;
