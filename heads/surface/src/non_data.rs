@@ -155,6 +155,13 @@ pub const NON_DATA: &[NonData] = &[
         reason: "The audit trail spans every session of the installation; it is read by the local user, not by a head's caller.",
     },
     NonData {
+        name: "audit_export",
+        entries: Entries(&[Entry::Cli(
+            "countersign audit export --format ocsf [--since TIME] [--output FILE]",
+        )]),
+        reason: "Writes every event of the installation's audit trail, across all its sessions, as OCSF for a SIEM: read by the local user from the ledger, as `audit` is, not by a head's caller.",
+    },
+    NonData {
         name: "gateway_tools",
         entries: Entries(&[Entry::Cli(
             "countersign gateway tools [--accept UPSTREAM/TOOL]",
