@@ -207,8 +207,11 @@ impl Service {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
+        // Listening, not only bound: the socket file exists from bind(),
+        // before listen(), and a connection in between is refused (seen
+        // once on a loaded CI machine). The probe sends nothing.
         let started = std::time::Instant::now();
-        while !socket.exists() {
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
             assert!(started.elapsed() < Duration::from_secs(10), "no socket");
             std::thread::sleep(Duration::from_millis(20));
         }
