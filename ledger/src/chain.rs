@@ -58,6 +58,22 @@ pub(crate) struct EventBody<'a> {
     pub(crate) details: &'a Value,
 }
 
+/// The hash a stored event, at position `seq` of its chain, should carry.
+pub(crate) fn recorded_event_hash(record: &EventRecord, seq: i64) -> Result<String, String> {
+    event_hash(
+        &record.prev_hash,
+        &EventBody {
+            chain: &record.chain,
+            seq,
+            at: &record.at,
+            kind: &record.kind,
+            proposal_id: record.proposal_id.as_deref(),
+            actor: &record.actor,
+            details: &record.details,
+        },
+    )
+}
+
 /// The hash of an event row given its predecessor's hash in its chain.
 pub(crate) fn event_hash(prev_hash: &str, e: &EventBody<'_>) -> Result<String, String> {
     let mut body = json!({
@@ -357,19 +373,8 @@ impl ChainChecker {
         if !canonical {
             return Err(ChainBreak::Edited { id });
         }
-        let computed = event_hash(
-            &record.prev_hash,
-            &EventBody {
-                chain: &record.chain,
-                seq,
-                at: &record.at,
-                kind: &record.kind,
-                proposal_id: record.proposal_id.as_deref(),
-                actor: &record.actor,
-                details: &record.details,
-            },
-        )
-        .map_err(|reason| ChainBreak::Unreadable { id, reason })?;
+        let computed = recorded_event_hash(&record, seq)
+            .map_err(|reason| ChainBreak::Unreadable { id, reason })?;
         if computed != stored_hash {
             return Err(ChainBreak::Edited { id });
         }

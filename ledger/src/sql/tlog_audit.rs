@@ -11,7 +11,7 @@ use sqlx::Row as _;
 
 use super::tlog::{head_of, read_tree, stored_checkpoint};
 use super::{DbRow, Store};
-use crate::chain::{EventBody, RawEvent, event_hash};
+use crate::chain::{RawEvent, recorded_event_hash};
 use crate::error::LedgerError;
 use crate::tlog::{
     Node, StoredCheckpoint, TreeBreak, TreeReport, count, db_int, event_leaf_hash, parse_hash,
@@ -192,19 +192,7 @@ impl TreeWalk<'_> {
         let edited = TreeBreak::EventEdited { index, event_id };
         let (chain, seq, hash) = (event.chain.clone(), event.seq, event.hash.clone());
         let record = event.into_record().map_err(|_| edited.clone())?;
-        let computed = event_hash(
-            &record.prev_hash,
-            &EventBody {
-                chain: &record.chain,
-                seq,
-                at: &record.at,
-                kind: &record.kind,
-                proposal_id: record.proposal_id.as_deref(),
-                actor: &record.actor,
-                details: &record.details,
-            },
-        )
-        .map_err(|_| edited.clone())?;
+        let computed = recorded_event_hash(&record, seq).map_err(|_| edited.clone())?;
         if computed != hash {
             return Err(edited);
         }
