@@ -11,6 +11,8 @@
 //! - [`checkpoint`]: C2SP tlog-checkpoint bodies and signed checkpoints.
 //! - [`cosignature`]: the C2SP tlog-cosignature (type 0x04) message.
 //! - [`tlog_proof`]: C2SP tlog-proof, the offline inclusion proof bundle.
+//! - [`policy`]: C2SP tlog-policy, the logs, witnesses and quorum a
+//!   verifier trusts.
 //!
 //! Pure code: no I/O, no clock, no randomness, and no private key: notes
 //! are signed through [`NoteSigner`], whose keys live in the signer crate
@@ -24,6 +26,7 @@ pub mod cosignature;
 pub mod hash;
 pub mod keys;
 pub mod note;
+pub mod policy;
 pub mod proof;
 pub mod tlog_proof;
 pub mod tree;
@@ -39,6 +42,7 @@ pub use note::{
     MAX_SIGNATURES, Note, NoteError, NoteSignature, NoteSigner, TrustedKeys, VerifiedNote,
     VerifiedSignature, sign_note,
 };
+pub use policy::{Policy, PolicyCheckError, PolicyError, PolicyLog, PolicyWitness};
 pub use proof::{ProofError, root_from_inclusion_proof, verify_consistency, verify_inclusion};
 pub use tlog_proof::{TlogProof, TlogProofError, VerifiedTlogProof};
 pub use tree::{
