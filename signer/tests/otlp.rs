@@ -174,3 +174,60 @@ async fn exports_the_signers_spans_flushed_on_sigterm_without_the_proof() {
     );
     assert!(!logs.contains(body), "the proof appears in the logs");
 }
+
+/// With `OTEL_EXPORTER_OTLP_HEADERS` set (a collector's API key, as a rule),
+/// nothing is exported: the exporter has no TLS, and a listener on the
+/// endpoint's port (any local user can hold a free one) would read the
+/// header. The listener is never even connected to, and standard error
+/// says why.
+#[tokio::test]
+async fn headers_are_never_sent_over_plain_http2_and_nothing_is_exported() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let squatter = listener.local_addr().unwrap();
+    let (_dir, home) = process_home();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--home"])
+        .arg(home.root())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{squatter}"))
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=secret-key-1")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "exited: {seen}");
+        seen.push_str(&line);
+        if let Some(rest) = line
+            .trim_end()
+            .strip_prefix("countersign-signer listening on ")
+        {
+            break rest.split_once(" key ").unwrap().0.to_owned();
+        }
+    };
+    assert!(
+        seen.contains(
+            "trace export off: OTEL_EXPORTER_OTLP_HEADERS is set, and countersign exports over plain HTTP/2 only"
+        ),
+        "{seen}"
+    );
+    let logs = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        rest
+    });
+    process_client(&addr, &home, Role::Head)
+        .await
+        .propose(propose_request("agent-session-1"))
+        .await
+        .unwrap();
+    stop_with_sigterm(child).await;
+    let logs = logs.join().unwrap();
+    let accepted =
+        tokio::time::timeout(std::time::Duration::from_millis(500), listener.accept()).await;
+    assert!(accepted.is_err(), "the endpoint was connected to");
+    assert!(!format!("{seen}{logs}").contains("secret-key-1"));
+}
