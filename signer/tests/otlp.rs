@@ -56,29 +56,22 @@ fn string_value(value: &Option<opentelemetry_proto::tonic::common::v1::AnyValue>
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exports_the_signers_spans_flushed_on_sigterm_without_the_proof() {
-    let collector = Collector::default();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let collector_addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        Server::builder()
-            .add_service(TraceServiceServer::new(collector.clone()))
-            .serve_with_incoming(TcpIncoming::from(listener)),
-    );
+/// A started signer: its process, gRPC address, what standard error said
+/// up to "listening", and a thread reading the rest (so that TRACE
+/// logging never blocks on a full pipe), which returns it once the process
+/// ends.
+struct Started {
+    child: std::process::Child,
+    addr: String,
+    seen: String,
+    logs: std::thread::JoinHandle<String>,
+}
 
-    let (_dir, home) = process_home();
-    let mut child = Command::new(BIN)
+/// `countersign-signer serve` for `home` with `command`'s environment.
+fn start(mut command: Command, home: &countersign_identity::Home) -> Started {
+    let mut child = command
         .args(["serve", "--home"])
         .arg(home.root())
-        .env("COUNTERSIGN_LOG", "trace")
-        .env(
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            format!("http://{collector_addr}"),
-        )
-        .env_remove("OTEL_SERVICE_NAME")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env_remove("OTEL_RESOURCE_ATTRIBUTES")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -95,12 +88,44 @@ async fn exports_the_signers_spans_flushed_on_sigterm_without_the_proof() {
             break rest.split_once(" key ").unwrap().0.to_owned();
         }
     };
-    // Keep reading standard error so that TRACE logging never blocks on a full pipe.
     let logs = std::thread::spawn(move || {
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
         rest
     });
+    Started {
+        child,
+        addr,
+        seen,
+        logs,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exports_the_signers_spans_flushed_on_sigterm_without_the_proof() {
+    let collector = Collector::default();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let collector_addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        Server::builder()
+            .add_service(TraceServiceServer::new(collector.clone()))
+            .serve_with_incoming(TcpIncoming::from(listener)),
+    );
+
+    let (_dir, home) = process_home();
+    let mut command = Command::new(BIN);
+    command
+        .env("COUNTERSIGN_LOG", "trace")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://{collector_addr}"),
+        )
+        .env_remove("OTEL_SERVICE_NAME")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_RESOURCE_ATTRIBUTES");
+    let Started {
+        child, addr, logs, ..
+    } = start(command, &home);
 
     let proposal = process_client(&addr, &home, Role::Head)
         .await
@@ -185,40 +210,24 @@ async fn headers_are_never_sent_over_plain_http2_and_nothing_is_exported() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let squatter = listener.local_addr().unwrap();
     let (_dir, home) = process_home();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--home"])
-        .arg(home.root())
+    let mut command = Command::new(BIN);
+    command
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{squatter}"))
         .env("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=secret-key-1")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    let addr = loop {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "exited: {seen}");
-        seen.push_str(&line);
-        if let Some(rest) = line
-            .trim_end()
-            .strip_prefix("countersign-signer listening on ")
-        {
-            break rest.split_once(" key ").unwrap().0.to_owned();
-        }
-    };
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_HEADERS");
+    let Started {
+        child,
+        addr,
+        seen,
+        logs,
+    } = start(command, &home);
     assert!(
         seen.contains(
             "trace export off: OTEL_EXPORTER_OTLP_HEADERS is set, and countersign exports over plain HTTP/2 only"
         ),
         "{seen}"
     );
-    let logs = std::thread::spawn(move || {
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-        rest
-    });
     process_client(&addr, &home, Role::Head)
         .await
         .propose(propose_request("agent-session-1"))
