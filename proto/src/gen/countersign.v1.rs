@@ -583,6 +583,11 @@ pub struct PublicKeysResponse {
     /// log key.
     #[prost(string, tag = "2")]
     pub log_key: ::prost::alloc::string::String,
+    /// The log keys this one replaced (`countersign-signer log-key rotate`),
+    /// oldest first, as verifier key strings of the same origin: they sign
+    /// nothing now, and verify the checkpoints they signed.
+    #[prost(string, repeated, tag = "3")]
+    pub retired_log_keys: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PendingNotificationsRequest {

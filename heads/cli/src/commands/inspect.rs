@@ -56,6 +56,9 @@ pub(crate) async fn keys_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Res
         if let Some(log_key) = &log_key {
             keys.push(json!({"purpose": "log", "algorithm": "Ed25519", "verifier_key": log_key}));
         }
+        for retired in &published.retired_log_keys {
+            keys.push(json!({"purpose": "log", "status": "retired", "algorithm": "Ed25519", "verifier_key": retired}));
+        }
         return write_json(io.out, &keys);
     }
     let mut text = String::new();
@@ -68,6 +71,9 @@ pub(crate) async fn keys_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Res
     }
     if let Some(log_key) = &log_key {
         text.push_str(&format!("log key (checkpoints)  {log_key}\n"));
+    }
+    for retired in &published.retired_log_keys {
+        text.push_str(&format!("log key (retired)      {retired}\n"));
     }
     write_text(io.out, &text)
 }
