@@ -1,5 +1,6 @@
 //! The OCSF mapping of ledger events, for `countersign audit export
-//! --format ocsf`: each event becomes
+//! --format ocsf` and the notify process's `[notify.ocsf]` stream: each
+//! event becomes
 //! one OCSF 1.8.0 API Activity event (class 6003, category 6) with the
 //! Security Control profile. Pure: this crate reads no ledger and writes
 //! nothing; its callers build an [`Event`] from a ledger row or from the
