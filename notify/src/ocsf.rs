@@ -131,11 +131,15 @@ impl OcsfStream {
         let Some(last) = events.last().map(|e| e.leaf_index) else {
             return Ok(0);
         };
-        if events.first().map(|e| e.leaf_index) != Some(from) {
-            return Err(format!(
-                "the signer answered from leaf {}, not {from}",
-                events[0].leaf_index
-            ));
+        let mut next = from;
+        for event in &events {
+            if event.leaf_index < next {
+                return Err(format!(
+                    "the signer answered leaf {} where leaf {next} or later was due",
+                    event.leaf_index
+                ));
+            }
+            next = event.leaf_index.saturating_add(1);
         }
         let mut body = String::new();
         for event in &events {

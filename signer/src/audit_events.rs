@@ -1,7 +1,9 @@
 //! `AuditEvents` (role notifier): the ledger's events in transparency-log
 //! leaf order, for the notify process's OCSF stream.
 //!
-//! Owns: sequencing what was written since the last round before reading
+//! Owns: the caller's view (its principal's chain and the global one, as
+//! every notifier RPC answers its own principal only), sequencing what was
+//! written since the last round before reading
 //! (so a committed event is readable at once, not at the next checkpoint),
 //! the bound on one answer, and each event's proposal operation. Must not:
 //! answer anything but what the ledger stores (no proof, no argument value
@@ -21,7 +23,7 @@ pub(crate) const MAX_PER_CALL: u32 = 500;
 impl SignerService {
     pub(crate) async fn audit_events(
         &self,
-        _peer: countersign_identity::PeerIdentity,
+        peer: countersign_identity::PeerIdentity,
         request: Request<wire::AuditEventsRequest>,
     ) -> Result<wire::AuditEventsResponse, RpcError> {
         let request = request.into_inner();
@@ -37,7 +39,9 @@ impl SignerService {
         };
         let ledger = &self.state.ledger;
         ledger.sequence_events().await?;
-        let rows = ledger.events_from_leaf(request.from_leaf, limit).await?;
+        let rows = ledger
+            .events_from_leaf(&peer.principal, request.from_leaf, limit)
+            .await?;
         let mut operations: HashMap<String, String> = HashMap::new();
         let mut events = Vec::with_capacity(rows.len());
         for (leaf, event) in rows {

@@ -506,14 +506,17 @@ async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
     }
 }
 
-/// `AuditEvents`: every event of the ledger in leaf order, sequenced at the
-/// call (no checkpoint needed first), each with its proposal's operation;
-/// a page goes on from the leaf after the last one without a gap, and a
-/// limit over 500 is refused.
+/// `AuditEvents`: every event of the caller's principal in leaf order,
+/// sequenced at the call (no checkpoint needed first), each with its
+/// proposal's operation; another principal's events are skipped, whoever
+/// asks; a page goes on from the leaf after the last one, and a limit over
+/// 500 is refused.
 #[tokio::test]
 async fn audit_events_answers_every_event_in_leaf_order_at_once() {
     let signer = recording().await;
     let first = propose(&mut head(&signer).await).await;
+    let mut theirs = support::client_as(&signer, Role::Head, support::OTHER_PRINCIPAL).await;
+    theirs.propose(propose_request("theirs")).await.unwrap();
     let second = propose(&mut head(&signer).await).await;
     let mut n = notifier(&signer).await;
     let page = |from_leaf, limit| countersign_proto::v1::AuditEventsRequest { from_leaf, limit };
@@ -524,8 +527,9 @@ async fn audit_events_answers_every_event_in_leaf_order_at_once() {
         .into_inner()
         .events;
     assert_eq!(all.len(), 2, "{all:?}");
-    for (leaf, (event, view)) in all.iter().zip([&first, &second]).enumerate() {
-        assert_eq!(event.leaf_index, leaf as u64);
+    // Leaf 1 is the other principal's proposal.
+    for (leaf, (event, view)) in [0, 2].into_iter().zip(all.iter().zip([&first, &second])) {
+        assert_eq!(event.leaf_index, leaf);
         assert_eq!(event.kind, "proposed");
         assert_eq!(event.proposal_id, view.id);
         assert_eq!(event.operation, "schedule.create");
@@ -533,6 +537,7 @@ async fn audit_events_answers_every_event_in_leaf_order_at_once() {
         assert_eq!(details["operation"], "schedule.create");
     }
     let ledger = signer.state().ledger().events().await.unwrap();
+    assert_eq!(ledger.len(), 3);
     assert_eq!(all[0].hash, ledger[0].hash);
     let rest = n
         .audit_events(page(1, 1))
@@ -542,8 +547,20 @@ async fn audit_events_answers_every_event_in_leaf_order_at_once() {
         .events;
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].hash, all[1].hash);
+    // The other principal's notifier reads its own proposal only.
+    let mut their_notifier =
+        support::client_as(&signer, Role::Notifier, support::OTHER_PRINCIPAL).await;
+    let theirs = their_notifier
+        .audit_events(page(0, 0))
+        .await
+        .unwrap()
+        .into_inner()
+        .events;
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert_eq!(theirs[0].leaf_index, 1);
+    assert!(!theirs[0].proposal_id.is_empty());
     assert!(
-        n.audit_events(page(2, 0))
+        n.audit_events(page(3, 0))
             .await
             .unwrap()
             .into_inner()

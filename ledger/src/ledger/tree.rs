@@ -54,15 +54,18 @@ impl Ledger {
         dispatch!(self, b => b.leaf_indexes().await)
     }
 
-    /// The sequenced events from leaf `from` on (at most `limit`), each
-    /// with its leaf index, in leaf order: a reader that goes on from the
-    /// leaf after the last one it saw misses no event.
+    /// The sequenced events of `principal`'s chain and of the global chain
+    /// from leaf `from` on (at most `limit`), each with its leaf index, in
+    /// leaf order: a reader that goes on from the leaf after the last one
+    /// it saw misses none of them (the leaves between are other
+    /// principals').
     pub async fn events_from_leaf(
         &self,
+        principal: &str,
         from: u64,
         limit: u32,
     ) -> Result<Vec<(u64, crate::EventRecord)>, LedgerError> {
-        dispatch!(self, b => b.events_from_leaf(from, limit).await)
+        dispatch!(self, b => b.events_from_leaf(principal, from, limit).await)
     }
 
     /// Every signed checkpoint stored, smallest first.

@@ -201,12 +201,14 @@ async fn read_heads(conn: &mut Conn, with_global: bool) -> Result<ChainHeads, Le
 }
 
 impl Store {
-    /// The sequenced events from leaf `from` on, at most `limit`, each with
-    /// its leaf index, in leaf order (the order the tree has them: a
-    /// reader that goes on from the last leaf it saw misses none, whatever
-    /// order concurrent writers committed in).
+    /// The sequenced events of `principal`'s chain and of the global chain
+    /// from leaf `from` on, at most `limit`, each with its leaf index, in
+    /// leaf order (the order the tree has them: a reader that goes on from
+    /// the leaf after the last one it saw misses none, whatever order
+    /// concurrent writers committed in).
     pub(crate) async fn events_from_leaf(
         &self,
+        principal: &str,
         from: u64,
         limit: u32,
     ) -> Result<Vec<(u64, EventRecord)>, LedgerError> {
@@ -216,9 +218,11 @@ impl Store {
             "SELECT l.leaf_index, e.id, e.chain, e.seq, e.at, e.kind, e.proposal_id, e.actor,
                     e.details, e.prev_hash, e.hash
              FROM tlog_leaves l JOIN events e ON e.id = l.event_id
-             WHERE l.leaf_index >= $1 ORDER BY l.leaf_index LIMIT $2",
+             WHERE l.leaf_index >= $1 AND (e.chain = $2 OR e.chain = '')
+             ORDER BY l.leaf_index LIMIT $3",
         )
         .bind(from)
+        .bind(principal)
         .bind(i64::from(limit))
         .fetch_all(&self.reader)
         .await?;

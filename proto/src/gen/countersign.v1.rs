@@ -600,7 +600,8 @@ pub struct AuditEventsRequest {
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct AuditEventsResponse {
-    /// In leaf order, without gaps from `from_leaf`.
+    /// In increasing leaf order from `from_leaf`; the leaves between two
+    /// events are other principals'.
     #[prost(message, repeated, tag = "1")]
     pub events: ::prost::alloc::vec::Vec<AuditEvent>,
 }
@@ -1802,9 +1803,10 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "PushDevices"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: notifier. The ledger's events from transparency-log leaf
-        /// `from_leaf` on, at most `limit` (1..=500; 0 means 500), in leaf order,
-        /// for the notify process's OCSF stream. The signer first sequences the
+        /// role: notifier. The ledger's events of the caller's principal's chain
+        /// and of the global chain from transparency-log leaf `from_leaf` on, at
+        /// most `limit` (1..=500; 0 means 500), in leaf order (another
+        /// principal's leaves are skipped), for the notify process's OCSF stream. The signer first sequences the
         /// events written since its last round, so an event is readable here as
         /// soon as it is committed. Leaf order is the tree's: a reader that asks
         /// again from the leaf after the last one it got misses none. Events
@@ -2200,9 +2202,10 @@ pub mod signer_server {
             tonic::Response<super::PushDevicesResponse>,
             tonic::Status,
         >;
-        /// role: notifier. The ledger's events from transparency-log leaf
-        /// `from_leaf` on, at most `limit` (1..=500; 0 means 500), in leaf order,
-        /// for the notify process's OCSF stream. The signer first sequences the
+        /// role: notifier. The ledger's events of the caller's principal's chain
+        /// and of the global chain from transparency-log leaf `from_leaf` on, at
+        /// most `limit` (1..=500; 0 means 500), in leaf order (another
+        /// principal's leaves are skipped), for the notify process's OCSF stream. The signer first sequences the
         /// events written since its last round, so an event is readable here as
         /// soon as it is committed. Leaf order is the tree's: a reader that asks
         /// again from the leaf after the last one it got misses none. Events
