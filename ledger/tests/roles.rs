@@ -699,3 +699,69 @@ async fn only_the_signer_sequences_events_and_stores_checkpoints() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_head_role_records_witnesses_and_nobody_edits_a_cosignature() {
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    approve(&signer, &create_schedule(1, "nightly"), 1).await;
+    let tree = signer.sequence_events().await.unwrap();
+    signer
+        .store_log_checkpoint(None, tree, "note")
+        .await
+        .unwrap();
+    let key = "w.example+00000000+BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==";
+    let mut state = countersign_ledger::WitnessState {
+        witness_key: key.into(),
+        acknowledged: 0,
+        unreachable_since: None,
+        gap_recorded: false,
+        halted: None,
+    };
+    head.save_witness_state(&state).await.unwrap();
+    state.gap_recorded = true;
+    head.record_witness_event(
+        &state,
+        countersign_ledger::witness::WITNESS_GAP_EVENT,
+        &serde_json::json!({ "witness": "w", "key": key }),
+    )
+    .await
+    .unwrap();
+    let mut owner = PgConnection::connect(&db.url_as("countersign_head"))
+        .await
+        .unwrap();
+    sqlx::raw_sql(
+        "INSERT INTO tlog_cosignatures (size, witness_key, line, timestamp, stored_at)
+         VALUES (2, 'k', 'l', 1, 't')",
+    )
+    .execute(&mut owner)
+    .await
+    .unwrap();
+    owner.close().await.unwrap();
+    assert_refused(
+        &db,
+        "countersign_signer",
+        &[
+            "INSERT INTO tlog_cosignatures (size, witness_key, line, timestamp, stored_at)
+             VALUES (2, 'k2', 'l', 1, 't')",
+            "UPDATE tlog_witnesses SET halted = 'x'",
+        ],
+    )
+    .await;
+    for role in ["countersign_head", "countersign_signer"] {
+        assert_refused(
+            &db,
+            role,
+            &[
+                "UPDATE tlog_cosignatures SET line = 'x'",
+                "DELETE FROM tlog_cosignatures",
+                "DELETE FROM tlog_witnesses",
+            ],
+        )
+        .await;
+    }
+    assert_eq!(head.witness_states().await.unwrap(), vec![state]);
+}
