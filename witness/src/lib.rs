@@ -11,7 +11,7 @@
 //! its events; it signs nothing.
 //!
 //! - [`protocol`]: the add-checkpoint request body and the reply, strictly.
-//! - [`targets`]: the policy's witnesses and their URLs.
+//! - [`mod@targets`]: the policy's witnesses and their URLs.
 //! - [`client`]: one witness's queue and rounds (409 resend, the size
 //!   learnt at start, rollback, gap).
 #![forbid(unsafe_code)]
