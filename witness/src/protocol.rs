@@ -128,6 +128,55 @@ mod tests {
         assert_eq!(request_body(0, &[a; 64], note), None);
     }
 
+    /// c2sp.org/tlog-witness (github.com/C2SP/C2SP, commit
+    /// 95978ca8038c058314b6ead7d6c1fa43af3bebec), "Example request body".
+    const SPEC_REQUEST: &str = "old 20852014
+PlRNCrwHpqhGrupue0L7gxbjbMiKA9temvuZZDDpkaw=
+jrJZDmY8Y7SyJE0MWLpLozkIVMSMZcD5kvuKxPC3swk=
+5+pKlUdi2LeF/BcMHBn+Ku6yhPGNCswZZD1X/6QgPd8=
+/6WVhPs2CwSsb5rYBH5cjHV/wSmA79abXAwhXw3Kj/0=
+
+example.com/behind-the-sofa
+20852163
+CsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=
+
+\u{2014} example.com/behind-the-sofa Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeOoRDe4URYN7u5/Zhcyv2q1gGzGku9nTo+zyWE+xeMcTOAYQ8=
+\u{2014} example.com/behind-the-sofa opLqBQsREYCgu6xQkYQwJr9fo45a62DN9EdmHXnZdXNqlcVGlCum2Wks+49/V6267UEjw6QUXTS5Rovnzv++qbSzm9Q=
+";
+
+    /// The same document's "Example response body".
+    const SPEC_RESPONSE: &str = "\u{2014} witness.example/w1 CMp+6LWBU0anHGH5aNDTJkH/gj79sG+T6+iP2ThYN5krrDJbR1HDnucjL39QsZTSvVjyQLrdk3DXDqI5G2HgLatVs0pWh6Up69HVOw==
+\u{2014} witness.example/w1 I7rEps0pvK2UqkS2gSpVUDhrhVtQV9lgF6pRrWAvjJHjyWpW7VcE3SiOlVlbQNt64vWhO+DlkL0+UfzuOBMh9ChdMkP1vi/lCAsmlw==
+\u{2014} witness.example/w2 AWui8Sk55XjYLOijihBjhqEH6nS1ndDymE0a+6idX7pLcnoB+dhnz0854aLZgrrKbYKA7nC3HNJhm/kWl7oJlqU3rXXvpysAdyP3wQ==
+";
+
+    #[test]
+    fn reproduces_the_specs_example_request_and_reads_its_response() {
+        let (head, note) = SPEC_REQUEST.split_once("\n\n").unwrap();
+        let mut lines = head.lines();
+        let old: u64 = lines
+            .next()
+            .unwrap()
+            .strip_prefix("old ")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let proof: Vec<Hash> = lines
+            .map(|l| {
+                let bytes: [u8; 32] = STANDARD.decode(l).unwrap().try_into().unwrap();
+                Hash::from(bytes)
+            })
+            .collect();
+        assert_eq!(proof.len(), 4);
+        assert_eq!(request_body(old, &proof, note).unwrap(), SPEC_REQUEST);
+        let Reply::Cosigned(lines) = parse_reply(200, Some("text/plain"), SPEC_RESPONSE.as_bytes())
+        else {
+            panic!("the spec's response is not read as cosignatures");
+        };
+        assert_eq!(lines.len(), 3);
+        assert!(lines[2].starts_with("\u{2014} witness.example/w2 AWui8Sk5"));
+    }
+
     #[test]
     fn reads_cosignatures_and_sizes_strictly() {
         assert_eq!(
