@@ -19,6 +19,8 @@
 pub mod client;
 pub mod protocol;
 pub mod targets;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::time::Duration;
 

@@ -7,13 +7,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use countersign_integration_tests::bin;
+use countersign_integration_tests::{bin, free_port};
 use countersign_tlog::{Note, Policy, VerifierKey};
+use countersign_witness::testing::AicsWitness;
 use serde_json::Value;
 
 fn countersign(home: &Path, args: &[&str]) -> std::process::Output {
@@ -23,19 +23,6 @@ fn countersign(home: &Path, args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn aics_witness() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../witness/venv/bin/aics-witness");
-    path.exists().then_some(path)
 }
 
 /// `up`, until it says it is up.
@@ -75,14 +62,6 @@ fn stop(mut up: Child) {
 
 #[test]
 fn up_sends_the_checkpoints_to_the_policys_witness_and_stores_its_cosignature() {
-    let Some(witness_program) = aics_witness() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "aics-witness is not installed: scripts/test installs it into tests/witness/venv"
-        );
-        eprintln!("SKIPPED: aics-witness is not installed (scripts/test installs it)");
-        return;
-    };
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     assert!(countersign(&home, &["init"]).status.success());
@@ -102,39 +81,13 @@ fn up_sends_the_checkpoints_to_the_policys_witness_and_stores_its_cosignature() 
         .unwrap();
 
     // The witness, trusting this log.
-    let witness_dir = dir.path().join("witness");
-    std::fs::create_dir(&witness_dir).unwrap();
-    let config = witness_dir.join("witness.json");
-    let run = |args: &[&str]| {
-        let out = Command::new(&witness_program)
-            .args(args)
-            .env("AICS_WITNESS_CONFIG", &config)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
+    let Some(witness) = AicsWitness::start("witness.test/e2e", &log_key) else {
+        return;
     };
-    let printed = run(&["init", "--name", "witness.test/e2e"]);
-    let witness_key: VerifierKey = printed.lines().find_map(|l| l.trim().parse().ok()).unwrap();
-    run(&[
-        "add-log",
-        "--origin",
-        log_key.name().as_str(),
-        "--vkey",
-        &log_key.to_string(),
-    ]);
-    let port = free_port();
-    let mut witness = Command::new(&witness_program)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("AICS_WITNESS_CONFIG", &config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (witness_key, witness_url) = (witness.key.clone(), witness.url.clone());
 
     // The policy and the configuration.
-    let policy =
-        format!("log {log_key}\nwitness w1 {witness_key} http://127.0.0.1:{port}\nquorum w1\n");
+    let policy = format!("log {log_key}\nwitness w1 {witness_key} {witness_url}\nquorum w1\n");
     std::fs::write(home.join("tlog-policy"), &policy).unwrap();
     let config_path = home.join("config.toml");
     let text = std::fs::read_to_string(&config_path).unwrap();
@@ -188,8 +141,7 @@ fn up_sends_the_checkpoints_to_the_policys_witness_and_stores_its_cosignature() 
         std::thread::sleep(Duration::from_millis(100));
     }
     stop(up);
-    let _ = witness.kill();
-    let _ = witness.wait();
+    drop(witness);
     assert_eq!(status["enabled"], true, "{status}");
     let size = status["latest_cosigned"]
         .as_u64()

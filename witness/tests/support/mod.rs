@@ -5,13 +5,12 @@
 //! witness never gives (a cosignature that does not verify).
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_ledger::{KeyEvent, Ledger, StoredCheckpoint};
 use countersign_tlog::{Checkpoint, KeyName, Note, VerifierKey, sign_note};
+use countersign_witness::testing::AicsWitness;
 use countersign_witness::{Settings, Target, targets};
 
 // The private keys live in the signer crate (no other crate names a
@@ -154,91 +153,17 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Where scripts/test installs aics-witness.
-fn aics_witness() -> Option<PathBuf> {
-    if let Ok(path) = std::env::var("COUNTERSIGN_TEST_WITNESS") {
-        return Some(PathBuf::from(path));
-    }
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/witness/venv/bin/aics-witness");
-    path.exists().then_some(path)
-}
-
-/// A running aics-witness trusting the test log.
-pub struct RealWitness {
-    pub key: VerifierKey,
-    pub url: String,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
+/// A running aics-witness trusting the test log (see
+/// `countersign_witness::testing`).
+pub struct RealWitness;
 
 impl RealWitness {
-    /// Starts one named `name`; `None` (after saying SKIPPED) when it is
-    /// not installed outside CI. In CI its absence fails the test.
-    pub async fn start(name: &str) -> Option<RealWitness> {
-        let Some(program) = aics_witness() else {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "aics-witness is not installed: scripts/test installs it into tests/witness/venv"
-            );
-            eprintln!("SKIPPED: aics-witness is not installed (scripts/test installs it)");
-            return None;
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("witness.json");
-        let run = |args: &[&str]| {
-            let out = Command::new(&program)
-                .args(args)
-                .env("AICS_WITNESS_CONFIG", &config)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{args:?}: {out:?}");
-            String::from_utf8(out.stdout).unwrap()
-        };
-        let printed = run(&["init", "--name", name]);
-        let key: VerifierKey = printed
-            .lines()
-            .find_map(|l| l.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no vkey in {printed:?}"));
-        run(&[
-            "add-log",
-            "--origin",
-            ORIGIN,
-            "--vkey",
-            &log_key().verifier_key().to_string(),
-        ]);
-        let port = free_port();
-        let mut child = Command::new(&program)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env("AICS_WITNESS_CONFIG", &config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        for _ in 0..200 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return Some(RealWitness {
-                    key,
-                    url: format!("http://127.0.0.1:{port}"),
-                    child,
-                    _dir: dir,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("aics-witness did not listen on {port}");
-    }
-}
-
-impl Drop for RealWitness {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// Starts one named `name`; `None` when it is not installed outside CI.
+    pub async fn start(name: &str) -> Option<AicsWitness> {
+        let name = name.to_owned();
+        tokio::task::spawn_blocking(move || AicsWitness::start(&name, &log_key().verifier_key()))
+            .await
+            .unwrap()
     }
 }
 
