@@ -18,7 +18,8 @@
 --           auto-approval rules (their versions and each use), and the
 --           notification outbox (insert, and delete on acknowledgement),
 --           and the transparency log (it sequences events into the tree
---           and stores the checkpoints its log key signed)
+--           and stores the checkpoints its log key signed), and the
+--           witnesses' cosignatures with the witnessing client's state
 --   head:   consumed_nonces, intents, completions, effect_applied, events,
 --           and the builtin effects' state store, and the witnesses'
 --           cosignatures with the witnessing client's state (it runs
@@ -107,14 +108,15 @@ GRANT UPDATE ON tlog_tree TO countersign_signer;
 GRANT DELETE ON tlog_pending TO countersign_signer;
 
 -- The witnesses' cosignatures (schema version 13): the witnessing client
--- runs in `countersign up` or `countersign witness serve`, with the heads'
--- role, never in the signer (which makes no outbound connection). It
--- stores each witness's cosignature (append-only; checked over the stored
--- checkpoint before it is written and again when read, so a row under a
--- key no policy trusts proves nothing) and its per-witness queue state,
--- and records gap and rollback events (its INSERT on `events` below).
-GRANT INSERT ON tlog_cosignatures TO countersign_head;
-GRANT INSERT, UPDATE ON tlog_witnesses TO countersign_head;
+-- runs in `countersign up` or `countersign witness serve`, never in the
+-- signer process (which makes no outbound connection), with the ledger URL
+-- of the home it runs in: a head's, or the signer user's. It stores each
+-- witness's cosignature (append-only; checked over the stored checkpoint
+-- before it is written and again when read, so a row under a key no
+-- policy trusts proves nothing) and its per-witness queue state, and
+-- records gap and rollback events (both roles insert events).
+GRANT INSERT ON tlog_cosignatures TO countersign_signer, countersign_head;
+GRANT INSERT, UPDATE ON tlog_witnesses TO countersign_signer, countersign_head;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

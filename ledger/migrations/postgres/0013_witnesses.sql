@@ -1,8 +1,8 @@
 -- countersign ledger, PostgreSQL schema version 13: witnesses' cosignatures.
 -- The same tables as migrations/sqlite/0013_witnesses.sql, whose comments
--- say what each holds. deploy/postgres-roles.sql grants the head role
--- (which `countersign up` and `countersign witness serve` use) what the
--- witnessing client writes here (re-run it after this migration).
+-- say what each holds. deploy/postgres-roles.sql grants both roles what
+-- the witnessing client (`countersign up`, `countersign witness serve`)
+-- writes here (re-run it after this migration).
 CREATE TABLE tlog_cosignatures (
     size        BIGINT NOT NULL REFERENCES tlog_checkpoints (size),
     witness_key TEXT NOT NULL,
