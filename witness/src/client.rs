@@ -33,6 +33,9 @@ use time::format_description::well_known::Rfc3339;
 use crate::protocol::{Reply, parse_reply, request_body};
 use crate::targets::Target;
 
+/// Why a witness ahead of the log is a rollback.
+const AHEAD: &str = "the witness cosigned a size beyond the log's latest checkpoint";
+
 /// How many add-checkpoint requests one round sends at most (a 409 and
 /// its resend, and a second 409 if the witness moved meanwhile).
 const MAX_EXCHANGES: usize = 3;
@@ -162,7 +165,7 @@ impl WitnessClient {
         if let Some(reason) = &self.state.halted {
             return Ok(Outcome::Halted(reason.clone()));
         }
-        let Some(latest) = self.ledger.latest_log_checkpoint().await? else {
+        let Some(mut latest) = self.ledger.latest_log_checkpoint().await? else {
             return Ok(Outcome::NoCheckpoint);
         };
         // Learn the witness's size once per start (and while it fails).
@@ -176,13 +179,7 @@ impl WitnessClient {
         }
         while exchanges.len() < MAX_EXCHANGES {
             if old > latest.size {
-                return self
-                    .rolled_back(
-                        old,
-                        &latest,
-                        "the witness cosigned a size beyond the log's latest checkpoint",
-                    )
-                    .await;
+                return self.rolled_back(old, &latest, AHEAD).await;
             }
             let proof = if old == 0 || old == latest.size {
                 Vec::new()
@@ -206,13 +203,18 @@ impl WitnessClient {
             match parse_reply(answer.status, answer.content_type.as_deref(), &answer.body) {
                 Reply::Cosigned(lines) => return self.store(&latest, &lines).await,
                 Reply::Conflict(size) if size > latest.size => {
-                    return self
-                        .rolled_back(
-                            size,
-                            &latest,
-                            "the witness cosigned a size beyond the log's latest checkpoint",
-                        )
-                        .await;
+                    // Another client of this ledger may have sent a newer
+                    // checkpoint meanwhile: only a size beyond every stored
+                    // checkpoint is a rollback.
+                    match self.ledger.latest_log_checkpoint().await? {
+                        Some(newer) if newer.size >= size => {
+                            latest = newer;
+                            old = size;
+                        }
+                        _ => {
+                            return self.rolled_back(size, &latest, AHEAD).await;
+                        }
+                    }
                 }
                 Reply::Conflict(size) if size == old => {
                     return Ok(Outcome::Failed(format!(

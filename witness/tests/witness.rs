@@ -224,6 +224,37 @@ async fn a_witness_that_refuses_our_consistency_proof_is_reported_as_a_fork(kind
     assert!(client.state().halted.is_some());
 }
 
+on_both_backends!(a_checkpoint_another_client_sent_meanwhile_is_no_rollback);
+async fn a_checkpoint_another_client_sent_meanwhile_is_no_rollback(kind: Kind) {
+    let t = TestLedger::on(kind).await;
+    t.grow(2).await;
+    let port = free_port();
+    let server = support::stand_in_overtaken(port, t.ledger.clone()).await;
+    let key = stand_in_cosigner().verifier_key();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut client = WitnessClient::load(t.ledger.clone(), target("w", &key, &url), settings(LONG))
+        .await
+        .unwrap();
+    // The witness names 5, beyond the checkpoint of 2 this client read,
+    // but the ledger holds 5 by then: resent from it, cosigned.
+    let round = client.round().await.unwrap();
+    server.abort();
+    assert_eq!(
+        round.exchanges,
+        vec![exchange(0, 2, 409), exchange(5, 5, 200)]
+    );
+    assert_eq!(round.outcome, Outcome::Cosigned { size: 5 });
+    assert!(client.state().halted.is_none());
+    assert!(
+        !t.ledger
+            .events()
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| e.kind == WITNESS_ROLLBACK_EVENT)
+    );
+}
+
 on_both_backends!(refuses_a_cosignature_that_does_not_verify_and_stores_nothing);
 async fn refuses_a_cosignature_that_does_not_verify_and_stores_nothing(kind: Kind) {
     let t = TestLedger::on(kind).await;

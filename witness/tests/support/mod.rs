@@ -92,21 +92,27 @@ impl TestLedger {
     /// [`TestLedger::grow`] with events whose key ids start with `label`
     /// (two ledgers grown with different labels are different logs).
     pub async fn grow_labelled(&self, n: usize, label: &str) -> StoredCheckpoint {
-        for i in 0..n {
-            self.ledger
-                .record_key_event(KeyEvent::Rotated, &format!("{label}{i}"), "test")
-                .await
-                .unwrap();
-        }
-        let head = self.ledger.sequence_events().await.unwrap();
-        let previous = self.ledger.latest_log_checkpoint().await.unwrap();
-        let body = Checkpoint::new(ORIGIN, head.size, head.root).unwrap();
-        let note = sign_note(&body.to_string(), &[&log_key()]).unwrap();
-        self.ledger
-            .store_log_checkpoint(previous.map(|c| c.size), head, &note.to_string())
-            .await
-            .unwrap()
+        grow(&self.ledger, n, label).await
     }
+}
+
+/// Appends `n` events (key ids starting with `label`) to `ledger`,
+/// sequences them and stores a checkpoint signed by [`log_key`].
+pub async fn grow(ledger: &Ledger, n: usize, label: &str) -> StoredCheckpoint {
+    for i in 0..n {
+        ledger
+            .record_key_event(KeyEvent::Rotated, &format!("{label}{i}"), "test")
+            .await
+            .unwrap();
+    }
+    let head = ledger.sequence_events().await.unwrap();
+    let previous = ledger.latest_log_checkpoint().await.unwrap();
+    let body = Checkpoint::new(ORIGIN, head.size, head.root).unwrap();
+    let note = sign_note(&body.to_string(), &[&log_key()]).unwrap();
+    ledger
+        .store_log_checkpoint(previous.map(|c| c.size), head, &note.to_string())
+        .await
+        .unwrap()
 }
 
 /// The test log's key.
@@ -182,6 +188,52 @@ pub fn stand_in_cosigner() -> Cosigner {
     Cosigner::from_seed(KeyName::new("stand-in.test/w").unwrap(), &[9; 32])
 }
 
+/// The stand-in's cosignature line of the checkpoint in an add-checkpoint
+/// request body.
+fn cosign_request(body: &[u8]) -> countersign_tlog::NoteSignature {
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    let (_, note) = text.split_once("\n\n").unwrap();
+    let note = Note::parse(note.as_bytes()).unwrap();
+    let checkpoint: Checkpoint = note.text().parse().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    stand_in_cosigner().cosign(&checkpoint, now).unwrap()
+}
+
+/// A stand-in that, at the first request, acts as if another client of
+/// `ledger` had just stored and sent a newer checkpoint (it stores one of
+/// 3 more events and answers 409 with its size), then cosigns.
+pub async fn stand_in_overtaken(port: u16, ledger: Ledger) -> tokio::task::JoinHandle<()> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let first = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let app = axum::Router::new().route(
+        "/add-checkpoint",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let (ledger, first) = (ledger.clone(), first.clone());
+            async move {
+                use axum::response::IntoResponse as _;
+                if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    let newer = grow(&ledger, 3, "overtaking").await;
+                    return (
+                        axum::http::StatusCode::CONFLICT,
+                        [("content-type", "text/x.tlog.size")],
+                        format!("{}\n", newer.size),
+                    )
+                        .into_response();
+                }
+                cosign_request(&body).to_string().into_response()
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    })
+}
+
 /// Serves `answer` on `port` (127.0.0.1) until dropped.
 pub async fn stand_in(port: u16, answer: Answer) -> tokio::task::JoinHandle<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
@@ -190,15 +242,7 @@ pub async fn stand_in(port: u16, answer: Answer) -> tokio::task::JoinHandle<()> 
     let app = axum::Router::new().route(
         "/add-checkpoint",
         axum::routing::post(move |body: axum::body::Bytes| async move {
-            let text = String::from_utf8(body.to_vec()).unwrap();
-            let (_, note) = text.split_once("\n\n").unwrap();
-            let note = Note::parse(note.as_bytes()).unwrap();
-            let checkpoint: Checkpoint = note.text().parse().unwrap();
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs();
-            let signature = stand_in_cosigner().cosign(&checkpoint, now).unwrap();
+            let signature = cosign_request(&body);
             let mut line = signature.to_string();
             if answer == Answer::Corrupt {
                 let bytes = signature.signature().to_vec();
