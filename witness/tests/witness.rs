@@ -24,6 +24,15 @@ use support::{
 
 const LONG: Duration = Duration::from_secs(300);
 
+/// A client of `t` for the stand-in witness on `port`.
+async fn stand_in_client(t: &TestLedger, port: u16, gap: Duration) -> WitnessClient {
+    let key = stand_in_cosigner().verifier_key();
+    let url = format!("http://127.0.0.1:{port}");
+    WitnessClient::load(t.ledger.clone(), target("w", &key, &url), settings(gap))
+        .await
+        .unwrap()
+}
+
 fn exchange(old: u64, size: u64, status: u16) -> Exchange {
     Exchange {
         old,
@@ -230,11 +239,7 @@ async fn a_checkpoint_another_client_sent_meanwhile_is_no_rollback(kind: Kind) {
     t.grow(2).await;
     let port = free_port();
     let server = support::stand_in_overtaken(port, t.ledger.clone()).await;
-    let key = stand_in_cosigner().verifier_key();
-    let url = format!("http://127.0.0.1:{port}");
-    let mut client = WitnessClient::load(t.ledger.clone(), target("w", &key, &url), settings(LONG))
-        .await
-        .unwrap();
+    let mut client = stand_in_client(&t, port, LONG).await;
     // The witness names 5, beyond the checkpoint of 2 this client read,
     // but the ledger holds 5 by then: resent from it, cosigned.
     let round = client.round().await.unwrap();
@@ -263,10 +268,7 @@ async fn refuses_a_cosignature_that_does_not_verify_and_stores_nothing(kind: Kin
     let port = free_port();
     let server = stand_in(port, Answer::Corrupt).await;
     let key = stand_in_cosigner().verifier_key();
-    let url = format!("http://127.0.0.1:{port}");
-    let mut client = WitnessClient::load(t.ledger.clone(), target("w", &key, &url), settings(LONG))
-        .await
-        .unwrap();
+    let mut client = stand_in_client(&t, port, LONG).await;
     let round = client.round().await.unwrap();
     assert_eq!(round.exchanges, vec![exchange(0, 2, 200)]);
     assert_eq!(
