@@ -66,14 +66,14 @@ impl Witnessing {
     /// Reads the policy of `config`, loads each witness's state from
     /// `ledger` and starts sending. Must run inside a Tokio runtime.
     pub async fn start(ledger: Ledger, config: &TlogConfig) -> Result<Witnessing, WitnessError> {
-        let policy = read_policy(&config.policy)?;
+        let targets = policy_targets(config)?;
         let settings = Settings {
             trust_roots: config.trust_roots.clone(),
             timeout: Duration::from_secs(config.timeout_secs),
             gap: Duration::from_secs(config.gap_secs),
         };
         let mut clients = Vec::new();
-        for target in targets(&policy)? {
+        for target in targets {
             let client = WitnessClient::load(ledger.clone(), target, settings.clone())
                 .await
                 .map_err(|e| WitnessError::Ledger(e.to_string()))?;
@@ -101,6 +101,13 @@ impl Witnessing {
         shutdown.await;
         self.stop().await;
     }
+}
+
+/// The witnesses `config`'s policy file names, each with a usable URL:
+/// what [`Witnessing::start`] sends to (and what `countersign doctor`
+/// checks).
+pub fn policy_targets(config: &TlogConfig) -> Result<Vec<Target>, WitnessError> {
+    Ok(targets(&read_policy(&config.policy)?)?)
 }
 
 /// The policy file's bytes (at most 1 MiB).
