@@ -24,7 +24,7 @@
 use std::time::Duration;
 
 use countersign_ledger::witness::{WITNESS_BACK_EVENT, WITNESS_GAP_EVENT, WITNESS_ROLLBACK_EVENT};
-use countersign_ledger::{Ledger, LedgerError, StoredCheckpoint, WitnessState};
+use countersign_ledger::{Ledger, LedgerError, StoredCheckpoint, WitnessState, check_cosignature};
 use countersign_outbound::{Bytes, Target as PostTarget, header};
 use serde_json::json;
 use time::OffsetDateTime;
@@ -32,6 +32,9 @@ use time::format_description::well_known::Rfc3339;
 
 use crate::protocol::{Reply, parse_reply, request_body};
 use crate::targets::Target;
+
+/// How many of a reply's lines by the witness's name are tried at most.
+const MAX_LINES_TRIED: usize = 4;
 
 /// Why a witness ahead of the log is a rollback.
 const AHEAD: &str = "the witness cosigned a size beyond the log's latest checkpoint";
@@ -278,7 +281,19 @@ impl WitnessClient {
     ) -> Result<Outcome, LedgerError> {
         let prefix = format!("\u{2014} {} ", self.target.key.name());
         let mut refusal = format!("no cosignature line by {}", self.target.key);
-        for line in lines.iter().filter(|l| l.starts_with(&prefix)) {
+        // A few lines by this witness's name at most (a witness may hold
+        // more than one key); each is checked here first, so a reply full
+        // of bad lines costs no write transaction. The ledger checks again.
+        for line in lines
+            .iter()
+            .filter(|l| l.starts_with(&prefix))
+            .take(MAX_LINES_TRIED)
+        {
+            if let Err(reason) = check_cosignature(&latest.note, &self.target.key, line) {
+                tracing::error!(witness = %self.target.name, size = latest.size, %reason, "the witness's cosignature is refused and not stored");
+                refusal = format!("cosignature refused: {reason}");
+                continue;
+            }
             match self
                 .ledger
                 .store_cosignature(latest.size, &self.target.key, line)
@@ -363,7 +378,12 @@ impl WitnessClient {
     }
 
     async fn failed(&mut self, reason: &str) -> Result<(), LedgerError> {
-        tracing::warn!(witness = %self.target.name, %reason, "the witness did not cosign; retrying");
+        // Said once per outage; the gap event, if it lasts, is an error.
+        if self.state.unreachable_since.is_none() {
+            tracing::warn!(witness = %self.target.name, %reason, "the witness did not cosign; retrying");
+        } else {
+            tracing::debug!(witness = %self.target.name, %reason, "the witness did not cosign; retrying");
+        }
         let now = OffsetDateTime::now_utc()
             .replace_nanosecond(0)
             .unwrap_or(OffsetDateTime::UNIX_EPOCH);
