@@ -30,8 +30,8 @@ use serde_json::json;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::protocol::{Reply, parse_reply, request_body};
 use crate::targets::Target;
+use countersign_tlog::witness::{Reply, parse_reply, request_body};
 
 /// How many of a reply's lines by the witness's name are tried at most.
 const MAX_LINES_TRIED: usize = 4;

@@ -10,14 +10,14 @@
 //! and writes cosignatures, its per-witness queue (`tlog_witnesses`) and
 //! its events; it signs nothing.
 //!
-//! - [`protocol`]: the add-checkpoint request body and the reply, strictly.
+//! - the add-checkpoint request body and the reply are read by
+//!   `countersign_tlog::witness` (pure, fuzzed).
 //! - [`mod@targets`]: the policy's witnesses and their URLs.
 //! - [`client`]: one witness's queue and rounds (409 resend, the size
 //!   learnt at start, rollback, gap).
 #![forbid(unsafe_code)]
 
 pub mod client;
-pub mod protocol;
 pub mod targets;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -1,11 +1,13 @@
 //! The c2sp.org/tlog-witness `add-checkpoint` exchange, as bytes: the
 //! request body a log sends and the witness's answer, read strictly.
-//! Pure: no I/O, no keys. Cosignatures are checked by the ledger
-//! (`countersign_ledger::check_cosignature`) before they are stored.
+//! Pure: no I/O, no keys. The lines of a 200 answer are only shaped like
+//! note signature lines here; the client has each checked as a
+//! cosignature over the checkpoint it sent before anything is stored.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use countersign_tlog::Hash;
+
+use crate::hash::Hash;
 
 /// The most consistency proof lines a client may send.
 pub const MAX_PROOF_LINES: usize = 63;
@@ -109,8 +111,8 @@ mod tests {
 
     #[test]
     fn the_request_body_is_the_specs_layout() {
-        let a = countersign_tlog::leaf_hash(b"a");
-        let b = countersign_tlog::leaf_hash(b"b");
+        let a = crate::leaf_hash(b"a");
+        let b = crate::leaf_hash(b"b");
         let note = "o\n2\nroot=\n\n\u{2014} o sig\n";
         let body = request_body(1, &[a, b], note).unwrap();
         assert_eq!(
