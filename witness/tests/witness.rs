@@ -426,3 +426,41 @@ async fn the_running_client_cosigns_each_new_checkpoint(kind: Kind) {
         5
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_to_start_on_an_unreadable_policy_or_an_unusable_url() {
+    let t = TestLedger::on(Kind::Sqlite).await;
+    let path = t.dir.path().join("policy");
+    let config = countersign_identity::TlogConfig {
+        policy: path.clone(),
+        trust_roots: None,
+        gap_secs: 300,
+        poll_ms: 50,
+        timeout_secs: 5,
+    };
+    let refusal = |config| {
+        let ledger = t.ledger.clone();
+        async move { Witnessing::start(ledger, &config).await.unwrap_err() }
+    };
+    assert!(matches!(
+        refusal(config.clone()).await,
+        countersign_witness::WitnessError::Read { path: p, .. } if p == path
+    ));
+    let key = stand_in_cosigner().verifier_key();
+    std::fs::write(&path, policy(&[("w", &key, "http://w.example")])).unwrap();
+    assert_eq!(
+        refusal(config.clone()).await,
+        countersign_witness::WitnessError::Targets(countersign_witness::TargetError::Url {
+            name: "w".into(),
+            url: "http://w.example".into(),
+            reason: "plain http:// is allowed only to a loopback IP address (127.0.0.1 or [::1]), not \"w.example\"".into(),
+        })
+    );
+    std::fs::write(&path, "quorum none\nquorum none\n").unwrap();
+    assert_eq!(
+        refusal(config).await,
+        countersign_witness::WitnessError::Targets(countersign_witness::TargetError::Policy(
+            countersign_tlog::PolicyError::SecondQuorum { line: 2 }
+        ))
+    );
+}
