@@ -39,9 +39,10 @@ pub use console_config::ConsoleConfig;
 pub use error::IdentityError;
 pub use home::{DEV_NAMED_APPROVERS, Home, InitReport, generate_principal, is_valid_principal};
 pub use notify::{
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_NOTIFY_TIMEOUT_SECS, DEFAULT_POLL_MS, DEFAULT_PUSH_CONTACT,
-    DEFAULT_PUSH_TTL_SECS, DEFAULT_RETRY_INITIAL_MS, DEFAULT_RETRY_MAX_MS, NotifyConfig,
-    NotifyPushConfig, NotifySmtpConfig, NotifyWebhookConfig, PushUrgency, RetryConfig, SmtpTls,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_NOTIFY_TIMEOUT_SECS, DEFAULT_OCSF_BATCH, DEFAULT_POLL_MS,
+    DEFAULT_PUSH_CONTACT, DEFAULT_PUSH_TTL_SECS, DEFAULT_RETRY_INITIAL_MS, DEFAULT_RETRY_MAX_MS,
+    NotifyConfig, NotifyOcsfConfig, NotifyPushConfig, NotifySmtpConfig, NotifyWebhookConfig,
+    PushUrgency, RetryConfig, SmtpTls,
 };
 pub use paths::{ConfiguredFile, check_configured_file};
 pub use peer::{

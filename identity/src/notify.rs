@@ -1,5 +1,6 @@
 //! `[notify]`: how a person is told that a proposal waits for them (a
-//! signed webhook, email, a desktop notification), and how it retries.
+//! signed webhook, email, a desktop notification), and how it retries;
+//! and `[notify.ocsf]`, the ledger's events streamed to a collector.
 //! Off unless the section is there. The signer only records, when the
 //! section is there, what to tell (its notification outbox); the notify
 //! process (`countersign notify serve`) delivers, with this section.
@@ -37,6 +38,8 @@ pub struct NotifyConfig {
     pub desktop: bool,
     /// `[notify.push]`: Web Push to the subscribed devices.
     pub push: Option<NotifyPushConfig>,
+    /// `[notify.ocsf]`: every ledger event, as OCSF, to a collector.
+    pub ocsf: Option<NotifyOcsfConfig>,
     /// How failed attempts are retried.
     pub retry: RetryConfig,
     /// `poll_ms` (10..=60000): how often the notify process asks the
@@ -55,6 +58,29 @@ pub struct NotifyWebhookConfig {
     pub trust_roots: Option<PathBuf>,
     /// `timeout_secs` (1..=300).
     pub timeout_secs: u64,
+}
+
+/// Events per OCSF POST unless `[notify.ocsf] batch` says otherwise.
+pub const DEFAULT_OCSF_BATCH: u32 = 100;
+
+/// `[notify.ocsf]`: the ledger's events streamed as OCSF 1.8.0 API Activity
+/// events (JSON Lines) to a collector, in transparency-log order, each
+/// event once unless a POST's answer is lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyOcsfConfig {
+    /// `url`: https, or plain http to a loopback host only (and then with
+    /// no `authorization_file`).
+    pub url: String,
+    /// `trust_roots`: the PEM bundle of the CAs trusted for an https URL.
+    pub trust_roots: Option<PathBuf>,
+    /// `authorization_file`: a 0600 file holding the `Authorization`
+    /// header's value (`Bearer ...`, `Splunk ...`), sent over verified TLS
+    /// only.
+    pub authorization_file: Option<PathBuf>,
+    /// `timeout_secs` (1..=300).
+    pub timeout_secs: u64,
+    /// `batch` (1..=500): events per POST at most.
+    pub batch: u32,
 }
 
 /// The VAPID `sub` claim unless `[notify.push] contact` says otherwise.
@@ -163,6 +189,7 @@ pub(crate) struct NotifySection {
     webhook: Option<WebhookSection>,
     smtp: Option<SmtpSection>,
     push: Option<PushSection>,
+    ocsf: Option<OcsfSection>,
     desktop: Option<bool>,
     retry_initial_ms: Option<u64>,
     retry_max_ms: Option<u64>,
@@ -190,6 +217,16 @@ struct SmtpSection {
     to: Vec<String>,
     credentials_file: Option<PathBuf>,
     timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OcsfSection {
+    url: String,
+    trust_roots: Option<PathBuf>,
+    authorization_file: Option<PathBuf>,
+    timeout_secs: Option<u64>,
+    batch: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -286,6 +323,22 @@ pub(crate) fn notify_config(section: NotifySection, root: &Path) -> Result<Notif
             })
         })
         .transpose()?;
+    let ocsf = section
+        .ocsf
+        .map(|o| {
+            let batch = o.batch.unwrap_or(DEFAULT_OCSF_BATCH);
+            if !(1..=500).contains(&batch) {
+                return Err("notify.ocsf.batch must be 1..=500".to_owned());
+            }
+            Ok(NotifyOcsfConfig {
+                timeout_secs: timeout("ocsf", o.timeout_secs)?,
+                url: o.url,
+                trust_roots: o.trust_roots.map(anchor),
+                authorization_file: o.authorization_file.map(anchor),
+                batch,
+            })
+        })
+        .transpose()?;
     let initial_ms = section.retry_initial_ms.unwrap_or(DEFAULT_RETRY_INITIAL_MS);
     if !(10..=3_600_000).contains(&initial_ms) {
         return Err("notify.retry_initial_ms must be 10..=3600000".into());
@@ -309,6 +362,7 @@ pub(crate) fn notify_config(section: NotifySection, root: &Path) -> Result<Notif
         webhook,
         smtp,
         push,
+        ocsf,
         desktop: section.desktop.unwrap_or(false),
         retry: RetryConfig {
             initial_ms,

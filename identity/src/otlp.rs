@@ -12,8 +12,10 @@
 //! whole requests at TRACE), which is why their spans and events are never
 //! exported: the log's line filter (redaction) sees only standard error.
 //!
-//! Must not: export anything of a dependency, or start anything when no
-//! endpoint is configured.
+//! Must not: export anything of a dependency, start anything when no
+//! endpoint is configured, or send `OTEL_EXPORTER_OTLP_HEADERS` (a
+//! collector's credential, as a rule) over its plain HTTP/2: with headers
+//! set, nothing is exported and standard error says why.
 
 use std::time::Duration;
 
@@ -54,6 +56,17 @@ fn endpoint_configured() -> bool {
     .any(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()))
 }
 
+/// The headers variable set, if any: the exporter would send its headers
+/// (a collector's API key, as a rule) in clear, since it has no TLS.
+fn headers_configured() -> Option<&'static str> {
+    [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    ]
+    .into_iter()
+    .find(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()))
+}
+
 /// The export layer and its pipeline, or neither when no endpoint is
 /// configured or the exporter cannot be built (said on standard error: the
 /// process still runs, with its logs).
@@ -65,6 +78,14 @@ where
     S: tracing::Subscriber + for<'span> LookupSpan<'span>,
 {
     if !endpoint_configured() {
+        return (None, None);
+    }
+    if let Some(name) = headers_configured() {
+        eprintln!(
+            "countersign: trace export off: {name} is set, and countersign exports over plain HTTP/2 only; \
+             a header (usually a collector's credential) is never sent unencrypted to whoever holds the port. \
+             Export without headers to a collector on this host, which forwards over TLS."
+        );
         return (None, None);
     }
     // The exporter's gRPC channel runs on the current Tokio runtime.

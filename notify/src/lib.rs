@@ -26,6 +26,7 @@
 mod channels;
 mod desktop;
 pub mod message;
+mod ocsf;
 mod push;
 mod retry;
 mod signer;
@@ -67,6 +68,8 @@ pub enum NotifyError {
 pub struct Notifier {
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
+    /// The OCSF stream, when `[notify.ocsf]` is configured.
+    stream: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
     metrics: NotifyMetrics,
 }
 
@@ -86,6 +89,11 @@ impl Notifier {
             config.signer_addr.clone(),
         ));
         let channels = Arc::new(Channels::from_config(notify, home, &signer)?);
+        let ocsf = notify
+            .ocsf
+            .as_ref()
+            .map(|config| ocsf::OcsfStream::from_config(config, home))
+            .transpose()?;
         let file = StateFile::of(home)?;
         let mut loaded = file.load()?;
         worker::settle_on_start(&mut loaded, &channels);
@@ -94,6 +102,14 @@ impl Notifier {
         let principal = home
             .principal()
             .map_err(|e| NotifyError::Config(e.to_string()))?;
+        let poll = std::time::Duration::from_millis(notify.poll_ms);
+        let stream = ocsf.map(|stream| {
+            let (stop, stopped) = oneshot::channel::<()>();
+            let task = tokio::spawn(stream.run(Arc::clone(&signer), poll, notify.retry, async {
+                let _ = stopped.await;
+            }));
+            (stop, task)
+        });
         let (stop, stopped) = oneshot::channel::<()>();
         let metrics = NotifyMetrics::default();
         let task = tokio::spawn(worker::run(
@@ -104,7 +120,7 @@ impl Notifier {
                 deliveries: Arc::new(Mutex::new(loaded)),
                 signer,
                 principal,
-                poll: std::time::Duration::from_millis(notify.poll_ms),
+                poll,
                 metrics: metrics.clone(),
             },
             async {
@@ -115,6 +131,7 @@ impl Notifier {
         Ok(Notifier {
             stop,
             task,
+            stream,
             metrics,
         })
     }
@@ -130,6 +147,10 @@ impl Notifier {
     /// resumes them.
     pub async fn stop(self) {
         let _ = self.stop.send(());
+        if let Some((stop, task)) = self.stream {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
         let _ = self.task.await;
     }
 

@@ -92,6 +92,21 @@ impl SignerLink {
             .collect())
     }
 
+    /// The ledger's events from leaf `from_leaf` on, at most `limit`, in
+    /// leaf order.
+    pub(crate) async fn audit_events(
+        &self,
+        from_leaf: u64,
+        limit: u32,
+    ) -> Result<Vec<wire::AuditEvent>, String> {
+        let answer = self
+            .client()
+            .await?
+            .audit_events(wire::AuditEventsRequest { from_leaf, limit })
+            .await;
+        Ok(self.settle(answer).await?.events)
+    }
+
     /// Tells the signer that `ids` are held durably here now.
     pub(crate) async fn acknowledge(&self, ids: Vec<String>) -> Result<u32, String> {
         let answer = self

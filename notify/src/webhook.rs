@@ -72,6 +72,29 @@ impl WebhookSecret {
 }
 
 /// The configured webhook, checked.
+/// `url` as a POST target: https with `trust_roots`, or plain http to a
+/// loopback host without them; a refusal names the key through `refuse`
+/// and the `peer` ("receiver", "collector") the roots are for.
+pub(crate) fn checked_url(
+    url: &str,
+    trust_roots: Option<&Path>,
+    peer: &str,
+    refuse: impl Fn(String) -> NotifyError,
+) -> Result<WebhookUrl, NotifyError> {
+    let url = WebhookUrl::parse(url).map_err(|e| refuse(format!("url {e}")))?;
+    match (url.is_https(), trust_roots) {
+        (true, None) => Err(refuse(format!(
+            "trust_roots is required for an https url: a PEM bundle of the {peer}'s CAs (no system roots are built in)"
+        ))),
+        (false, _) if !url.is_loopback() => {
+            let reason = url.plain_http_refusal().unwrap_or_default();
+            Err(refuse(format!("url: {reason}")))
+        }
+        (false, Some(_)) => Err(refuse("trust_roots applies only to an https url".into())),
+        _ => Ok(url),
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct WebhookChannel {
     url: WebhookUrl,
@@ -86,22 +109,12 @@ impl WebhookChannel {
     /// and reads the secret file (0600, this user's, not a symlink).
     pub(crate) fn from_config(config: &NotifyWebhookConfig) -> Result<WebhookChannel, NotifyError> {
         let refuse = |detail: String| NotifyError::Config(format!("notify.webhook.{detail}"));
-        let url = WebhookUrl::parse(&config.url).map_err(|e| refuse(format!("url {e}")))?;
-        match (url.is_https(), &config.trust_roots) {
-            (true, None) => {
-                return Err(refuse(
-                    "trust_roots is required for an https url: a PEM bundle of the receiver's CAs (no system roots are built in)".into(),
-                ));
-            }
-            (false, _) if !url.is_loopback() => {
-                let reason = url.plain_http_refusal().unwrap_or_default();
-                return Err(refuse(format!("url: {reason}")));
-            }
-            (false, Some(_)) => {
-                return Err(refuse("trust_roots applies only to an https url".into()));
-            }
-            _ => {}
-        }
+        let url = checked_url(
+            &config.url,
+            config.trust_roots.as_deref(),
+            "receiver",
+            refuse,
+        )?;
         let bytes =
             read_private(&config.secret_file).map_err(|e| refuse(format!("secret_file: {e}")))?;
         let secret = WebhookSecret::parse(&bytes)

@@ -262,3 +262,29 @@ fn a_parsed_url_knows_its_parts() {
     assert_eq!(url.authority(), "[::1]:8080");
     assert!(url.is_loopback());
 }
+
+#[test]
+fn a_webhook_call_leads_with_its_method_url_and_exact_body() {
+    let registry = Registry::from_toml_str(&registry(HTTPS)).unwrap();
+    let op = registry.get("hook.send").unwrap();
+    let args = op
+        .validate_arguments(br#"{"target":"db\nPOST https://evil.example"}"#)
+        .unwrap();
+    let action = op.action(&args);
+    assert_eq!(action.summary, "POST https://hooks.example.com/approved");
+    let parts: Vec<(&str, &str)> = action
+        .parts
+        .iter()
+        .map(|p| (p.label.as_str(), p.text.as_str()))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            ("Method", "POST"),
+            ("URL", "https://hooks.example.com/approved"),
+            // The body is the canonical JSON sent, escapes and all.
+            ("Body", r#"{"target":"db\nPOST https://evil.example"}"#),
+        ]
+    );
+    assert!(action.parts.iter().all(|p| !p.model_supplied));
+}

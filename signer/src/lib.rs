@@ -9,6 +9,7 @@
 //! proof. Passkey ceremonies are checked by the `countersign-webauthn` crate.
 #![forbid(unsafe_code)]
 
+mod audit_events;
 mod changes;
 pub mod checkpoint;
 mod convert;

@@ -4,7 +4,7 @@
 //! (`crate::checkpoint`), at start, every minute and at shutdown.
 //!
 //! Never two inconsistent checkpoints: before signing, the latest stored
-//! checkpoint must verify under the log key, and the new tree must be
+//! checkpoint must verify under the log key (or one it retired), and the new tree must be
 //! consistent with it by an RFC 9162 consistency proof built from the
 //! stored leaves and checked with the tlog verifier. Otherwise nothing is
 //! signed, and the refusal is logged as an error: someone changed the
@@ -65,8 +65,7 @@ pub async fn sign_new_checkpoint(
         return Ok(None);
     }
     if let Some(latest) = &latest {
-        verify_checkpoint_signature(latest, &key.verifier_key())
-            .map_err(LogCheckpointError::LatestUnverified)?;
+        verify_latest(latest, key)?;
         let proof = ledger.consistency_proof(latest.size, head.size).await?;
         verify_consistency(latest.size, head.size, &proof, &latest.root, &head.root).map_err(
             |error| LogCheckpointError::Inconsistent {
@@ -82,4 +81,20 @@ pub async fn sign_new_checkpoint(
         .store_log_checkpoint(previous, head, &note.to_string())
         .await?;
     Ok(Some(stored))
+}
+
+/// The latest stored checkpoint verifies under the log key, or under one
+/// it retired (the last checkpoints before a rotation); the refusal is the
+/// current key's.
+fn verify_latest(latest: &StoredCheckpoint, key: &LogKey) -> Result<(), LogCheckpointError> {
+    let current = verify_checkpoint_signature(latest, &key.verifier_key());
+    if current.is_ok()
+        || key
+            .retired()
+            .iter()
+            .any(|retired| verify_checkpoint_signature(latest, retired).is_ok())
+    {
+        return Ok(());
+    }
+    current.map_err(LogCheckpointError::LatestUnverified)
 }

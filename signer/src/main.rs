@@ -48,6 +48,12 @@ enum Command {
         #[command(subcommand)]
         action: KeysAction,
     },
+    /// Rotate the transparency log's key (the signer may be running; the
+    /// new key signs from its next start).
+    LogKey {
+        #[command(subcommand)]
+        action: LogKeyAction,
+    },
     /// The administrative path for passkeys, run as the signer's user.
     Passkeys {
         #[command(subcommand)]
@@ -105,6 +111,14 @@ enum KeysAction {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum LogKeyAction {
+    /// Make a new log key for the same log (the same origin): the old one's
+    /// public key stays published so the checkpoints it signed verify; the
+    /// new key signs from the signer's next start.
+    Rotate,
+}
+
 /// The actor the audit chain names for key set changes.
 const KEYS_ACTOR: &str = "signer-admin";
 
@@ -121,6 +135,9 @@ async fn main() -> ExitCode {
         Command::Serve => serve(cli.home).await,
         Command::Keygen => keygen(cli.home),
         Command::Keys { action } => keys(action, cli.home).await,
+        Command::LogKey {
+            action: LogKeyAction::Rotate,
+        } => rotate_log_key(cli.home),
         Command::Passkeys { action } => passkeys(action, cli.home).await,
     };
     match result {
@@ -149,6 +166,18 @@ fn keygen(home: Option<PathBuf>) -> Result<(), StartError> {
     let (log_key, _) = LogKey::open(&home.signer_dir(), &home.principal()?)?;
     eprintln!("log key {}", log_key.verifier_key());
     println!("{key_id}");
+    Ok(())
+}
+
+fn rotate_log_key(home: Option<PathBuf>) -> Result<(), StartError> {
+    let home = home_from(home)?;
+    home.check()?;
+    let (old, new) = countersign_signer::log_key::rotate(&home.signer_dir(), &home.principal()?)?;
+    eprintln!("retired log key {old} (still published: the checkpoints it signed verify)");
+    eprintln!(
+        "new log key {new}: it signs from the signer's next start; restart the signer, and give witnesses the new key"
+    );
+    println!("{new}");
     Ok(())
 }
 

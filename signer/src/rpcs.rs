@@ -13,7 +13,7 @@
 //!
 //! Notes: rules and passkeys are a person's (approver) only; a head can at
 //! most propose `rule.create`. The notifier (the notify process) calls its
-//! two rows and nothing else: no other row names it, so every other RPC
+//! own rows and nothing else: no other row names it, so every other RPC
 //! refuses it (`role_not_allowed`), and no row but its own accepts it.
 
 use countersign_identity::Role;
@@ -114,6 +114,7 @@ rpcs! {
     pending_notifications(PendingNotificationsRequest) -> PendingNotificationsResponse: "PendingNotifications", [Notifier], await;
     ack_notifications(AckNotificationsRequest) -> AckNotificationsResponse: "AckNotifications", [Notifier], await;
     push_devices(PushDevicesRequest) -> PushDevicesResponse: "PushDevices", [Notifier], await;
+    audit_events(AuditEventsRequest) -> AuditEventsResponse: "AuditEvents", [Notifier], await;
     create_rule(CreateRuleRequest) -> RuleView: "CreateRule", [Approver], await;
     revise_rule(ReviseRuleRequest) -> RuleView: "ReviseRule", [Approver], await;
     revoke_rule(RevokeRuleRequest) -> RuleView: "RevokeRule", [Approver], await;
@@ -147,9 +148,9 @@ mod tests {
     }
 
     /// The notifier role carries no approval authority: it is named by its
-    /// own three rows only, and they name no other role.
+    /// own rows only, and they name no other role.
     #[test]
-    fn the_notifier_role_calls_its_three_rpcs_and_nothing_else() {
+    fn the_notifier_role_calls_its_own_rpcs_and_nothing_else() {
         use countersign_identity::Role;
         let notifier: Vec<&str> = TABLE
             .iter()
@@ -158,7 +159,12 @@ mod tests {
             .collect();
         assert_eq!(
             notifier,
-            ["PendingNotifications", "AckNotifications", "PushDevices"]
+            [
+                "PendingNotifications",
+                "AckNotifications",
+                "PushDevices",
+                "AuditEvents"
+            ]
         );
         for (rpc, roles) in TABLE {
             if notifier.contains(rpc) {

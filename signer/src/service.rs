@@ -550,6 +550,13 @@ impl SignerService {
                 .as_ref()
                 .map(|key| key.verifier_key().to_string())
                 .unwrap_or_default(),
+            retired_log_keys: self
+                .state
+                .log_key
+                .iter()
+                .flat_map(|key| key.retired())
+                .map(ToString::to_string)
+                .collect(),
         })
     }
 }

@@ -223,3 +223,49 @@ async fn signs_nothing_once_the_latest_checkpoint_was_changed(postgres: bool) {
     );
     assert_eq!(ledger.log_checkpoints().await.unwrap().len(), 1);
 }
+
+/// `countersign-signer log-key rotate`: the same log (origin) goes on under
+/// a new key from the signer's next start; the retired key stays published
+/// and verifies the checkpoints it signed, and the first checkpoint of the
+/// new key is consistent with the last of the old one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_log_key_signs_the_same_log_and_the_old_one_stays_published() {
+    let (mut signer, _db) = signer_on(false).await;
+    let old_key = published_log_key(&signer).await;
+    let origin = format!("countersign/{}", signer.principal());
+    for _ in 0..2 {
+        propose(&mut head(&signer).await).await;
+    }
+    signer.halt().await.unwrap();
+    let ledger = signer.state().ledger().clone();
+    let before = ledger.latest_log_checkpoint().await.unwrap().unwrap();
+    open_checkpoint(before.note.as_bytes(), &origin, &old_key, &[]).unwrap();
+
+    let (retired, new_key) =
+        countersign_signer::log_key::rotate(&signer.home().signer_dir(), signer.principal())
+            .unwrap();
+    assert_eq!(retired, old_key);
+    let signer = signer.restart().await.unwrap();
+    let published = head(&signer)
+        .await
+        .public_keys(PublicKeysRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(published.log_key, new_key.to_string());
+    assert_eq!(published.retired_log_keys, [old_key.to_string()]);
+
+    propose(&mut head(&signer).await).await;
+    let key = signer.state().log_key().unwrap();
+    let after = sign_new_checkpoint(&ledger, key).await.unwrap().unwrap();
+    assert!(after.size > before.size);
+    open_checkpoint(after.note.as_bytes(), &origin, &new_key, &[]).unwrap();
+    assert!(open_checkpoint(after.note.as_bytes(), &origin, &old_key, &[]).is_err());
+    let proof = ledger
+        .consistency_proof(before.size, after.size)
+        .await
+        .unwrap();
+    verify_consistency(before.size, after.size, &proof, &before.root, &after.root).unwrap();
+    // The old checkpoint still verifies under the retired key.
+    open_checkpoint(before.note.as_bytes(), &origin, &old_key, &[]).unwrap();
+}

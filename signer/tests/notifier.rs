@@ -330,6 +330,14 @@ async fn the_notifier_rpcs_refuse_heads_and_approvers() {
             role,
             "PushDevices",
         );
+        assert_role_refused(
+            call!(
+                client,
+                audit_events(countersign_proto::v1::AuditEventsRequest::default())
+            ),
+            role,
+            "AuditEvents",
+        );
     }
     let waiting = waiting_for(&mut notifier(&signer).await, 0).await;
     assert_eq!(waiting.len(), 1);
@@ -496,4 +504,52 @@ async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
         assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
         assert_eq!(status.message(), message);
     }
+}
+
+/// `AuditEvents`: every event of the ledger in leaf order, sequenced at the
+/// call (no checkpoint needed first), each with its proposal's operation;
+/// a page goes on from the leaf after the last one without a gap, and a
+/// limit over 500 is refused.
+#[tokio::test]
+async fn audit_events_answers_every_event_in_leaf_order_at_once() {
+    let signer = recording().await;
+    let first = propose(&mut head(&signer).await).await;
+    let second = propose(&mut head(&signer).await).await;
+    let mut n = notifier(&signer).await;
+    let page = |from_leaf, limit| countersign_proto::v1::AuditEventsRequest { from_leaf, limit };
+    let all = n
+        .audit_events(page(0, 0))
+        .await
+        .unwrap()
+        .into_inner()
+        .events;
+    assert_eq!(all.len(), 2, "{all:?}");
+    for (leaf, (event, view)) in all.iter().zip([&first, &second]).enumerate() {
+        assert_eq!(event.leaf_index, leaf as u64);
+        assert_eq!(event.kind, "proposed");
+        assert_eq!(event.proposal_id, view.id);
+        assert_eq!(event.operation, "schedule.create");
+        let details: serde_json::Value = serde_json::from_str(&event.details_json).unwrap();
+        assert_eq!(details["operation"], "schedule.create");
+    }
+    let ledger = signer.state().ledger().events().await.unwrap();
+    assert_eq!(all[0].hash, ledger[0].hash);
+    let rest = n
+        .audit_events(page(1, 1))
+        .await
+        .unwrap()
+        .into_inner()
+        .events;
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].hash, all[1].hash);
+    assert!(
+        n.audit_events(page(2, 0))
+            .await
+            .unwrap()
+            .into_inner()
+            .events
+            .is_empty()
+    );
+    let refused = n.audit_events(page(0, 501)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
 }

@@ -56,29 +56,22 @@ fn string_value(value: &Option<opentelemetry_proto::tonic::common::v1::AnyValue>
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exports_the_signers_spans_flushed_on_sigterm_without_the_proof() {
-    let collector = Collector::default();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let collector_addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        Server::builder()
-            .add_service(TraceServiceServer::new(collector.clone()))
-            .serve_with_incoming(TcpIncoming::from(listener)),
-    );
+/// A started signer: its process, gRPC address, what standard error said
+/// up to "listening", and a thread reading the rest (so that TRACE
+/// logging never blocks on a full pipe), which returns it once the process
+/// ends.
+struct Started {
+    child: std::process::Child,
+    addr: String,
+    seen: String,
+    logs: std::thread::JoinHandle<String>,
+}
 
-    let (_dir, home) = process_home();
-    let mut child = Command::new(BIN)
+/// `countersign-signer serve` for `home` with `command`'s environment.
+fn start(mut command: Command, home: &countersign_identity::Home) -> Started {
+    let mut child = command
         .args(["serve", "--home"])
         .arg(home.root())
-        .env("COUNTERSIGN_LOG", "trace")
-        .env(
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            format!("http://{collector_addr}"),
-        )
-        .env_remove("OTEL_SERVICE_NAME")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env_remove("OTEL_RESOURCE_ATTRIBUTES")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -95,12 +88,44 @@ async fn exports_the_signers_spans_flushed_on_sigterm_without_the_proof() {
             break rest.split_once(" key ").unwrap().0.to_owned();
         }
     };
-    // Keep reading standard error so that TRACE logging never blocks on a full pipe.
     let logs = std::thread::spawn(move || {
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
         rest
     });
+    Started {
+        child,
+        addr,
+        seen,
+        logs,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exports_the_signers_spans_flushed_on_sigterm_without_the_proof() {
+    let collector = Collector::default();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let collector_addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        Server::builder()
+            .add_service(TraceServiceServer::new(collector.clone()))
+            .serve_with_incoming(TcpIncoming::from(listener)),
+    );
+
+    let (_dir, home) = process_home();
+    let mut command = Command::new(BIN);
+    command
+        .env("COUNTERSIGN_LOG", "trace")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://{collector_addr}"),
+        )
+        .env_remove("OTEL_SERVICE_NAME")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_RESOURCE_ATTRIBUTES");
+    let Started {
+        child, addr, logs, ..
+    } = start(command, &home);
 
     let proposal = process_client(&addr, &home, Role::Head)
         .await
@@ -173,4 +198,45 @@ async fn exports_the_signers_spans_flushed_on_sigterm_without_the_proof() {
         "the proof appears in the exported spans"
     );
     assert!(!logs.contains(body), "the proof appears in the logs");
+}
+
+/// With `OTEL_EXPORTER_OTLP_HEADERS` set (a collector's API key, as a rule),
+/// nothing is exported: the exporter has no TLS, and a listener on the
+/// endpoint's port (any local user can hold a free one) would read the
+/// header. The listener is never even connected to, and standard error
+/// says why.
+#[tokio::test]
+async fn headers_are_never_sent_over_plain_http2_and_nothing_is_exported() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let squatter = listener.local_addr().unwrap();
+    let (_dir, home) = process_home();
+    let mut command = Command::new(BIN);
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{squatter}"))
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=secret-key-1")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_HEADERS");
+    let Started {
+        child,
+        addr,
+        seen,
+        logs,
+    } = start(command, &home);
+    assert!(
+        seen.contains(
+            "trace export off: OTEL_EXPORTER_OTLP_HEADERS is set, and countersign exports over plain HTTP/2 only"
+        ),
+        "{seen}"
+    );
+    process_client(&addr, &home, Role::Head)
+        .await
+        .propose(propose_request("agent-session-1"))
+        .await
+        .unwrap();
+    stop_with_sigterm(child).await;
+    let logs = logs.join().unwrap();
+    let accepted =
+        tokio::time::timeout(std::time::Duration::from_millis(500), listener.accept()).await;
+    assert!(accepted.is_err(), "the endpoint was connected to");
+    assert!(!format!("{seen}{logs}").contains("secret-key-1"));
 }

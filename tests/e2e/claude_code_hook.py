@@ -31,16 +31,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLAUDE = os.path.join(HERE, "..", "agents", "node_modules", ".bin", "claude")
 
 
-def claude(project, mock, prompt="do it", extra=()):
+def claude(project, mock, prompt="do it", extra=(), env_extra=None):
     """One `claude -p` turn in `project` against the mock (with `extra`
-    arguments): its JSON result."""
+    arguments and `env_extra` in its environment): its JSON result."""
     agent_home = os.path.join(project, ".agent-home")
     os.makedirs(agent_home, exist_ok=True)
     env = {
         "PATH": os.environ["PATH"], "HOME": agent_home,
         "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{mock.port}", "ANTHROPIC_API_KEY": "sk-test",
         "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_AUTOUPDATER": "1", **(env_extra or {}),
     }
     proc = subprocess.run([CLAUDE, "-p", prompt, "--output-format", "json", *extra], cwd=project, env=env,
                           capture_output=True, text=True, timeout=600)

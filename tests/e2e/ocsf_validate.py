@@ -10,7 +10,9 @@ OCSF schema repository's own files (tests/vectors/ocsf/, see
 generate_schema.py there for why no registry package does this), checked
 with `jsonschema`; the schema itself must refuse a broken event. Then each
 proposal's events carry their disposition, the ledger's hashes and leaf
-indexes (`audit --json` is the reference), `--since` keeps the later events
+indexes (`audit --json` is the reference); the notify process `up` runs
+with `[notify.ocsf]` streams the same objects to a collector, valid, in leaf
+order, as the events are written; `--since` keeps the later events
 only, and the refusals (an unknown format, an existing output file, a time
 that is not RFC 3339) say exactly why and write nothing.
 
@@ -21,7 +23,9 @@ import copy
 import json
 import os
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jsonschema
 
@@ -54,6 +58,38 @@ def refused(home, args, code, stderr):
     )
 
 
+class Collector:
+    """An OCSF collector on 127.0.0.1: keeps every JSON line POSTed to
+    /ocsf and answers 204."""
+
+    def __init__(self):
+        self.lines = []
+        collector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["content-length"]))
+                assert self.path == "/ocsf", self.path
+                assert self.headers["content-type"] == "application/x-ndjson", self.headers
+                collector.lines.extend(json.loads(line) for line in body.decode().splitlines())
+                self.send_response(204)
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, count, timeout=30):
+        deadline = time.time() + timeout
+        while len(self.lines) < count and time.time() < deadline:
+            time.sleep(0.05)
+        assert len(self.lines) >= count, (len(self.lines), count)
+        return list(self.lines)
+
+
 def main():
     with open(SCHEMA) as f:
         schema = json.load(f)
@@ -61,6 +97,11 @@ def main():
     validator.check_schema(schema)
 
     tmp, home = new_home("countersign-ocsf-")
+    # The notify process streams every event to a collector as it goes.
+    collector = Collector()
+    with open(os.path.join(home, "config.toml"), "a") as f:
+        f.write(f'\n[notify]\npoll_ms = 50\n[notify.ocsf]\nurl = "http://127.0.0.1:{collector.port}/ocsf"\n')
+    # `up` runs the notify process's work too, with `[notify]` configured.
     up, _ = start_up(home)
     started = time.monotonic()
     try:
@@ -85,6 +126,8 @@ def main():
             last = live[-1]
             assert last["api"]["request"]["uid"] == pending, last
             assert last["unmapped"]["countersign"]["leaf_index"] is None, last
+        # Streamed: every event written so far, in leaf order, at once.
+        streamed = collector.wait_for(len(live))
     finally:
         code, rest = stop_up(up)
         assert code == 0, (code, rest)
@@ -104,6 +147,13 @@ def main():
         assert event["type_uid"] == event["class_uid"] * 100 + event["activity_id"], event
         assert event["metadata"]["version"] == "1.8.0", event
         assert event["metadata"]["profiles"] == ["security_control"], event
+
+    # The stream carried the export's own objects, leaf by leaf, each valid.
+    by_leaf = {e["unmapped"]["countersign"]["leaf_index"]: e for e in events}
+    assert [e["unmapped"]["countersign"]["leaf_index"] for e in streamed] == list(range(len(streamed))), streamed
+    for line in streamed:
+        validator.validate(line)
+        assert line == by_leaf[line["unmapped"]["countersign"]["leaf_index"]], line
 
     # The validator is not vacuous: a missing required attribute, an unknown
     # attribute and a disposition outside the enum are each refused.
@@ -177,7 +227,8 @@ def main():
             "error: invalid value 'yesterday' for '--since <TIME>': "
             "expected an RFC 3339 time, for example 2026-12-06T09:30:00Z\n\n"
             "For more information, try '--help'.\n")
-    print(f"ocsf export: {len(events)} events valid against OCSF 1.8.0 API Activity + security_control")
+    print(f"ocsf export: {len(events)} events valid against OCSF 1.8.0 API Activity + security_control; "
+          f"{len(streamed)} streamed identically")
 
 
 if __name__ == "__main__":

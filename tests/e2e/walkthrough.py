@@ -36,6 +36,7 @@ def main():
         # `up --api` also serves the HTTP API head, on loopback, and says so.
         said = "".join(up_lines)
         assert f"countersign API listening on http://127.0.0.1:{api_port} (loopback only)" in said, said
+        assert "note: plain HTTP on a port, which is no identity" in said, said
         # Then what to do next: decide at a terminal, or start the console.
         following = up.stderr.readline()
         assert following.startswith("next: in another terminal, `countersign pending`"), following

@@ -812,11 +812,12 @@ pub struct AuditArgs {
     /// signed checkpoint, and report the first edited or deleted row.
     #[arg(long)]
     pub verify: bool,
-    /// With --verify: the log's verifier key (`<origin>+<key id>+<base64>`,
-    /// as `keys list` shows it) to check the latest checkpoint's signature
-    /// with, instead of the key the signer publishes.
+    /// With --verify: a log verifier key (`<origin>+<key id>+<base64>`, as
+    /// `keys list` shows it) to check the latest checkpoint's signature
+    /// with, instead of the keys the signer publishes; repeat it for a key
+    /// the log retired.
     #[arg(long, value_name = "VKEY", requires = "verify", value_parser = log_key)]
-    pub log_key: Option<countersign_tlog::VerifierKey>,
+    pub log_key: Vec<countersign_tlog::VerifierKey>,
 }
 
 /// `countersign audit <subcommand>`

@@ -54,6 +54,17 @@ impl Ledger {
         dispatch!(self, b => b.leaf_indexes().await)
     }
 
+    /// The sequenced events from leaf `from` on (at most `limit`), each
+    /// with its leaf index, in leaf order: a reader that goes on from the
+    /// leaf after the last one it saw misses no event.
+    pub async fn events_from_leaf(
+        &self,
+        from: u64,
+        limit: u32,
+    ) -> Result<Vec<(u64, crate::EventRecord)>, LedgerError> {
+        dispatch!(self, b => b.events_from_leaf(from, limit).await)
+    }
+
     /// Every signed checkpoint stored, smallest first.
     pub async fn log_checkpoints(&self) -> Result<Vec<StoredCheckpoint>, LedgerError> {
         dispatch!(self, b => b.log_checkpoints().await)

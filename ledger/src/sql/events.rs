@@ -201,6 +201,42 @@ async fn read_heads(conn: &mut Conn, with_global: bool) -> Result<ChainHeads, Le
 }
 
 impl Store {
+    /// The sequenced events from leaf `from` on, at most `limit`, each with
+    /// its leaf index, in leaf order (the order the tree has them: a
+    /// reader that goes on from the last leaf it saw misses none, whatever
+    /// order concurrent writers committed in).
+    pub(crate) async fn events_from_leaf(
+        &self,
+        from: u64,
+        limit: u32,
+    ) -> Result<Vec<(u64, EventRecord)>, LedgerError> {
+        let from = i64::try_from(from)
+            .map_err(|_| LedgerError::Corrupt(format!("leaf {from} is out of range")))?;
+        let rows = sqlx::query(
+            "SELECT l.leaf_index, e.id, e.chain, e.seq, e.at, e.kind, e.proposal_id, e.actor,
+                    e.details, e.prev_hash, e.hash
+             FROM tlog_leaves l JOIN events e ON e.id = l.event_id
+             WHERE l.leaf_index >= $1 ORDER BY l.leaf_index LIMIT $2",
+        )
+        .bind(from)
+        .bind(i64::from(limit))
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let leaf: i64 = row.try_get("leaf_index")?;
+                let leaf = u64::try_from(leaf)
+                    .map_err(|_| LedgerError::Corrupt(format!("negative leaf index {leaf}")))?;
+                let raw = raw_event(row)?;
+                let id = raw.id;
+                let record = raw
+                    .into_record()
+                    .map_err(|e| LedgerError::Corrupt(format!("event {id}: {e}")))?;
+                Ok((leaf, record))
+            })
+            .collect()
+    }
+
     /// Every event, in the order the rows were inserted.
     pub(crate) async fn events(&self) -> Result<Vec<EventRecord>, LedgerError> {
         let rows = sqlx::query(

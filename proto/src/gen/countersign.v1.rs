@@ -583,6 +583,59 @@ pub struct PublicKeysResponse {
     /// log key.
     #[prost(string, tag = "2")]
     pub log_key: ::prost::alloc::string::String,
+    /// The log keys this one replaced (`countersign-signer log-key rotate`),
+    /// oldest first, as verifier key strings of the same origin: they sign
+    /// nothing now, and verify the checkpoints they signed.
+    #[prost(string, repeated, tag = "3")]
+    pub retired_log_keys: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AuditEventsRequest {
+    /// The first leaf index wanted (0 for the log's first event).
+    #[prost(uint64, tag = "1")]
+    pub from_leaf: u64,
+    /// At most this many (1..=500; 0 means 500).
+    #[prost(uint32, tag = "2")]
+    pub limit: u32,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AuditEventsResponse {
+    /// In leaf order, without gaps from `from_leaf`.
+    #[prost(message, repeated, tag = "1")]
+    pub events: ::prost::alloc::vec::Vec<AuditEvent>,
+}
+/// One ledger event, as stored, with its place in the transparency log.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AuditEvent {
+    #[prost(uint64, tag = "1")]
+    pub leaf_index: u64,
+    #[prost(int64, tag = "2")]
+    pub id: i64,
+    /// A principal's chain, or "" for the global one.
+    #[prost(string, tag = "3")]
+    pub chain: ::prost::alloc::string::String,
+    #[prost(int64, tag = "4")]
+    pub seq: i64,
+    /// RFC 3339, `YYYY-MM-DDTHH:MM:SSZ`.
+    #[prost(string, tag = "5")]
+    pub at: ::prost::alloc::string::String,
+    #[prost(string, tag = "6")]
+    pub kind: ::prost::alloc::string::String,
+    /// Empty when the event concerns no proposal.
+    #[prost(string, tag = "7")]
+    pub proposal_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "8")]
+    pub actor: ::prost::alloc::string::String,
+    /// The event's details, as JSON.
+    #[prost(string, tag = "9")]
+    pub details_json: ::prost::alloc::string::String,
+    #[prost(string, tag = "10")]
+    pub prev_hash: ::prost::alloc::string::String,
+    #[prost(string, tag = "11")]
+    pub hash: ::prost::alloc::string::String,
+    /// The proposal's registry operation, when the event concerns one.
+    #[prost(string, tag = "12")]
+    pub operation: ::prost::alloc::string::String,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PendingNotificationsRequest {
@@ -1749,6 +1802,37 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "PushDevices"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: notifier. The ledger's events from transparency-log leaf
+        /// `from_leaf` on, at most `limit` (1..=500; 0 means 500), in leaf order,
+        /// for the notify process's OCSF stream. The signer first sequences the
+        /// events written since its last round, so an event is readable here as
+        /// soon as it is committed. Leaf order is the tree's: a reader that asks
+        /// again from the leaf after the last one it got misses none. Events
+        /// carry no proof and no argument value (the ledger stores none).
+        pub async fn audit_events(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AuditEventsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AuditEventsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/AuditEvents",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "AuditEvents"));
+            self.inner.unary(req, path, codec).await
+        }
         /// role: approver. Creates an auto-approval rule for the caller's principal
         /// (only with `[rules] enabled = true` in the signer's configuration, else
         /// FAILED_PRECONDITION `rules_disabled`). With dry_run the signer only
@@ -2114,6 +2198,20 @@ pub mod signer_server {
             request: tonic::Request<super::PushDevicesRequest>,
         ) -> std::result::Result<
             tonic::Response<super::PushDevicesResponse>,
+            tonic::Status,
+        >;
+        /// role: notifier. The ledger's events from transparency-log leaf
+        /// `from_leaf` on, at most `limit` (1..=500; 0 means 500), in leaf order,
+        /// for the notify process's OCSF stream. The signer first sequences the
+        /// events written since its last round, so an event is readable here as
+        /// soon as it is committed. Leaf order is the tree's: a reader that asks
+        /// again from the leaf after the last one it got misses none. Events
+        /// carry no proof and no argument value (the ledger stores none).
+        async fn audit_events(
+            &self,
+            request: tonic::Request<super::AuditEventsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::AuditEventsResponse>,
             tonic::Status,
         >;
         /// role: approver. Creates an auto-approval rule for the caller's principal
@@ -3240,6 +3338,51 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = PushDevicesSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/AuditEvents" => {
+                    #[allow(non_camel_case_types)]
+                    struct AuditEventsSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::AuditEventsRequest>
+                    for AuditEventsSvc<T> {
+                        type Response = super::AuditEventsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AuditEventsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::audit_events(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = AuditEventsSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -12,12 +12,8 @@ mod console_support;
 mod support;
 
 use api_support::Reply;
-use console_support::{Site, https, pair_as};
+use console_support::{get, https, pair_as};
 use support::Harness;
-
-async fn get(site: &Site, cookie: &str, target: &str) -> Reply {
-    https(site, "GET", target, &[("Cookie", cookie)], b"").await
-}
 
 /// The width and height a PNG states.
 fn png_size(png: &[u8]) -> (u32, u32) {

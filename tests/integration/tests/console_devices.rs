@@ -12,7 +12,7 @@ mod console_support;
 mod support;
 
 use api_support::Reply;
-use console_support::{Site, https, pair_as};
+use console_support::{Site, get, https, pair_as};
 use countersign_console::SessionStore;
 use countersign_identity::ApproverName;
 use support::Harness;
@@ -25,10 +25,6 @@ const UNKNOWN: &str = "No browser paired with this console has that id; nothing 
 const ENDED: &str =
     "That browser is no longer paired (its pairing was revoked or has expired); nothing was done.";
 const NO_PAGE_KEY: &str = "This request does not carry the page key of this browser's pairing";
-
-async fn get(site: &Site, cookie: &str, target: &str) -> Reply {
-    https(site, "GET", target, &[("Cookie", cookie)], b"").await
-}
 
 /// The browser with `cookie` (and its page key in `site`, if `with_key`)
 /// unpairs device `id`.

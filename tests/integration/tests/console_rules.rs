@@ -11,7 +11,7 @@ mod console_support;
 mod support;
 
 use api_support::Reply;
-use console_support::{Site, https};
+use console_support::{Site, get, https, post_form};
 use serde_json::{Value, json};
 use support::{Backend, Capture, Harness, assert_refused};
 
@@ -19,10 +19,6 @@ use support::{Backend, Capture, Harness, assert_refused};
 async fn console(h: &Harness) -> (Site, String) {
     let site = console_support::serve(&h.home(), None).await;
     console_support::pair(&site, &h.home(), "console").await
-}
-
-async fn get(site: &Site, cookie: &str, target: &str) -> Reply {
-    https(site, "GET", target, &[("Cookie", cookie)], b"").await
 }
 
 /// The value of the first hidden field `name` on a page, unescaped.
@@ -51,18 +47,6 @@ fn nightly(constraint: Value) -> Value {
         "per_hour": 2,
         "expires_at": countersign_verifier::timestamp::format_whole_seconds(expires).unwrap(),
     })
-}
-
-/// The paired browser with `cookie` posts the form `fields` to `target`.
-async fn post_form(site: &Site, cookie: &str, target: &str, fields: &[(&str, &str)]) -> Reply {
-    let body = form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(fields)
-        .finish();
-    let headers = [
-        ("Cookie", cookie),
-        ("Content-Type", "application/x-www-form-urlencoded"),
-    ];
-    https(site, "POST", target, &headers, body.as_bytes()).await
 }
 
 /// A rule over `schedule.create` with `constraint`, created at the

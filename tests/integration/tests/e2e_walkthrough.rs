@@ -31,6 +31,11 @@
 //!   rule covers `git status` but not `git status; touch x`, and a Write
 //!   shows its diff in the console's card and runs once approved there
 //!   (Chromium).
+//! - `claude_code_review.py`: the real Claude Code again, for the fourth
+//!   review's findings: its `http` hook without `onFailure: "block"` gets a
+//!   200 deny for a 1.1 MiB Write, which never runs and is not proposed;
+//!   three approved `python3 -c` lines are never grouped by `rules
+//!   suggest`, and the exact rule made from one lets only that line run.
 //! - `decision_matrix.py`: every effect kind (built-in, command, webhook, a
 //!   coding agent's call, a gated MCP call) against every approver
 //!   interface (the terminal, the console in Chromium, a trusted UI in
@@ -75,6 +80,11 @@ fn a_tool_whose_title_or_annotations_changed_is_refused_until_a_person_pins_them
 #[test]
 fn claude_code_runs_a_tool_call_only_once_a_person_or_a_rule_allowed_it() {
     run_script("claude_code_hook.py");
+}
+
+#[test]
+fn claude_code_gets_no_oversized_call_past_the_http_hook_and_no_widened_rule() {
+    run_script("claude_code_review.py");
 }
 
 #[test]

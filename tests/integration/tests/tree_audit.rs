@@ -1,7 +1,8 @@
 //! `countersign audit --verify` checks the transparency log too, on both
 //! backends: the tree's size and the latest signed checkpoint, verified
-//! under the log key the signer publishes (or the one given with
-//! `--log-key`), and an edited event named by its leaf index.
+//! under the log keys the signer publishes (or those given with
+//! `--log-key`, a retired key's checkpoint included), and an edited event
+//! named by its leaf index.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -178,5 +179,42 @@ async fn with_the_signer_stopped_the_signature_is_checked_only_with_log_key() {
         )),
         "{}",
         checked.stdout
+    );
+}
+
+/// After `countersign-signer log-key rotate`, the latest checkpoint may be
+/// one the retired key signed: it verifies under whichever of the given
+/// keys signed it, and under the new key alone it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_of_a_retired_log_key_verifies_under_the_keys_given() {
+    let mut h = Harness::start().await;
+    h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let (old, new) =
+        countersign_signer::log_key::rotate(&h.signer.home().signer_dir(), h.signer.principal())
+            .unwrap();
+    // The running signer signs with the key it started with: the old one.
+    assert_eq!(h.signer.state().log_key().unwrap().verifier_key(), old);
+    h.signer.halt().await.unwrap();
+    let (old, new) = (old.to_string(), new.to_string());
+
+    let both = h
+        .cli(&["audit", "--verify", "--log-key", &new, "--log-key", &old])
+        .await;
+    assert_eq!(both.result, Ok(()), "{}", both.stdout);
+    let line = both.stdout.lines().nth(1).unwrap().to_owned();
+    let (name, rest) = old.split_once('+').unwrap();
+    let id = rest.split_once('+').unwrap().0;
+    assert!(
+        line.ends_with(&format!("signature verified ({name}+{id})")),
+        "{line}"
+    );
+    let refused = h.cli(&["audit", "--verify", "--log-key", &new]).await;
+    assert!(refused.result.is_err(), "{}", refused.stdout);
+    assert!(
+        refused
+            .stdout
+            .contains("the checkpoint is not signed by the log's key"),
+        "{}",
+        refused.stdout
     );
 }

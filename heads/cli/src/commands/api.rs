@@ -97,6 +97,10 @@ pub(crate) async fn bind(
         io.err,
         "countersign API listening on http://{addr} ({scope}); OpenAPI at /openapi.json"
     );
+    let _ = writeln!(
+        io.err,
+        "note: plain HTTP on a port, which is no identity: another local user who holds it while this API is down reads the credentials clients send. Where other users share this machine, serve on a Unix socket (--listen unix:PATH --client-user USER)"
+    );
     tracing::info!(%addr, "API listening");
     Ok((listener, state))
 }

@@ -1,11 +1,10 @@
 //! Read-only views: `ops list`, `keys list`, `audit [--verify]` (the
 //! passkey assertions' part in `passkey_audit.rs`), `audit export` (the
-//! OCSF mapping in `audit_ocsf.rs`).
+//! OCSF mapping in the `countersign-ocsf` crate).
 
 use countersign_webauthn::RelyingParty;
 use serde_json::json;
 
-use super::audit_ocsf;
 use super::passkey_audit::verify_passkeys;
 use super::tree_audit::verify_tree;
 
@@ -56,6 +55,9 @@ pub(crate) async fn keys_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Res
         if let Some(log_key) = &log_key {
             keys.push(json!({"purpose": "log", "algorithm": "Ed25519", "verifier_key": log_key}));
         }
+        for retired in &published.retired_log_keys {
+            keys.push(json!({"purpose": "log", "status": "retired", "algorithm": "Ed25519", "verifier_key": retired}));
+        }
         return write_json(io.out, &keys);
     }
     let mut text = String::new();
@@ -68,6 +70,9 @@ pub(crate) async fn keys_list(ctx: &Context, json: bool, io: &mut Io<'_>) -> Res
     }
     if let Some(log_key) = &log_key {
         text.push_str(&format!("log key (checkpoints)  {log_key}\n"));
+    }
+    for retired in &published.retired_log_keys {
+        text.push_str(&format!("log key (retired)      {retired}\n"));
     }
     write_text(io.out, &text)
 }
@@ -196,11 +201,13 @@ pub(crate) async fn audit_export(
     let mut lines = String::new();
     let mut written = 0_usize;
     for event in &events {
-        let time = audit_ocsf::event_time(event).map_err(|e| CliError::Error(e.to_string()))?;
+        let event = ocsf_event(event);
+        let time =
+            countersign_ocsf::event_time(&event).map_err(|e| CliError::Error(e.to_string()))?;
         if args.since.is_some_and(|since| time < since) {
             continue;
         }
-        let context = audit_ocsf::Context {
+        let context = countersign_ocsf::Context {
             operation: event
                 .proposal_id
                 .as_deref()
@@ -208,7 +215,7 @@ pub(crate) async fn audit_export(
             leaf_index: leaves.get(&event.id).copied(),
         };
         let value = match args.format {
-            ExportFormat::Ocsf => audit_ocsf::to_ocsf(event, context),
+            ExportFormat::Ocsf => countersign_ocsf::to_ocsf(&event, context),
         }
         .map_err(|e| CliError::Error(e.to_string()))?;
         lines.push_str(&value.to_string());
@@ -228,6 +235,22 @@ pub(crate) async fn audit_export(
                 ),
             )
         }
+    }
+}
+
+/// A ledger row as the OCSF mapping reads it.
+fn ocsf_event(event: &countersign_ledger::EventRecord) -> countersign_ocsf::Event {
+    countersign_ocsf::Event {
+        id: event.id,
+        chain: event.chain.clone(),
+        seq: event.seq,
+        at: event.at.clone(),
+        kind: event.kind.clone(),
+        proposal_id: event.proposal_id.clone(),
+        actor: event.actor.clone(),
+        details: event.details.clone(),
+        prev_hash: event.prev_hash.clone(),
+        hash: event.hash.clone(),
     }
 }
 

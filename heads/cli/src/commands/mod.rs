@@ -1,7 +1,6 @@
 //! One module per group of commands; `dispatch` routes a parsed command line.
 
 pub(crate) mod api;
-mod audit_ocsf;
 pub(crate) mod console;
 pub(crate) mod console_trust;
 mod credential;

@@ -1,13 +1,16 @@
 //! The transparency log's part of `countersign audit --verify`: the tree
 //! walked against the events (a tampered event is named by its leaf
 //! index), the stored roots against the leaves, and the latest signed
-//! checkpoint's signature under the log's public key: the one given with
-//! `--log-key`, or else the one the signer publishes (`PublicKeys`).
+//! checkpoint's signature under one of the log's public keys: those given
+//! with `--log-key`, or else those the signer publishes (`PublicKeys`: the
+//! current key and the ones it retired).
 //!
 //! Renders one line and one JSON object; decides nothing about the chains
 //! (`inspect.rs`) or the passkey assertions (`passkey_audit.rs`).
 
-use countersign_ledger::{Ledger, TreeBreak, TreeReport, verify_checkpoint_signature};
+use countersign_ledger::{
+    Ledger, StoredCheckpoint, TreeBreak, TreeReport, verify_checkpoint_signature,
+};
 use countersign_tlog::VerifierKey;
 use serde_json::{Value, json};
 
@@ -42,34 +45,64 @@ pub(crate) struct TreeAudit {
 pub(crate) async fn verify_tree(
     ctx: &Context,
     ledger: &Ledger,
-    log_key: Option<VerifierKey>,
+    log_keys: Vec<VerifierKey>,
 ) -> Result<TreeAudit, CliError> {
     let report = ledger.verify_tree().await.map_err(CliError::error)?;
     let signature = match &report.latest {
         None => Signature::NoCheckpoint,
         Some(latest) => {
-            let key = match log_key {
-                Some(key) => Ok(key),
-                None => tokio::time::timeout(ASK_SIGNER_FOR, published_log_key(ctx))
+            let keys = if log_keys.is_empty() {
+                tokio::time::timeout(ASK_SIGNER_FOR, published_log_keys(ctx))
                     .await
                     .unwrap_or_else(|_| {
                         Err("the signer did not answer in time: pass --log-key".into())
-                    }),
+                    })
+            } else {
+                Ok(log_keys)
             };
-            match key {
+            match keys {
                 Err(why) => Signature::NotChecked(why),
-                Ok(key) => match verify_checkpoint_signature(latest, &key) {
-                    Ok(()) => Signature::Verified(key),
-                    Err(problem) => Signature::Refused(problem),
-                },
+                Ok(keys) => signed_by_one_of(latest, keys),
             }
         }
     };
     Ok(TreeAudit { report, signature })
 }
 
-/// The log key the signer publishes, or why there is none to use.
-async fn published_log_key(ctx: &Context) -> Result<VerifierKey, String> {
+/// The checkpoint's signature under the first of `keys` (at least one)
+/// that verifies it; else the refusal under the first key it names, or
+/// under the first key.
+fn signed_by_one_of(latest: &StoredCheckpoint, keys: Vec<VerifierKey>) -> Signature {
+    let mut refusals = Vec::new();
+    for key in keys {
+        match verify_checkpoint_signature(latest, &key) {
+            Ok(()) => return Signature::Verified(key),
+            Err(problem) => refusals.push((key, problem)),
+        }
+    }
+    let named = refusals
+        .iter()
+        .position(|(key, _)| names_key_id(&latest.note, key));
+    let index = named.unwrap_or(0);
+    match refusals.into_iter().nth(index) {
+        Some((_, problem)) => Signature::Refused(problem),
+        None => Signature::NotChecked("no log key to check it with: pass --log-key".into()),
+    }
+}
+
+/// Whether a signature line of `note` carries `key`'s key ID.
+fn names_key_id(note: &str, key: &VerifierKey) -> bool {
+    countersign_tlog::Note::parse(note.as_bytes()).is_ok_and(|parsed| {
+        parsed
+            .signatures()
+            .iter()
+            .any(|s| s.name() == key.name() && s.id() == key.id())
+    })
+}
+
+/// The log keys the signer publishes, current first, or why there are none
+/// to use.
+async fn published_log_keys(ctx: &Context) -> Result<Vec<VerifierKey>, String> {
     let unreachable = |e: CliError| format!("the signer did not answer ({e}): pass --log-key");
     let mut head = ctx.head().await.map_err(unreachable)?;
     let published = head
@@ -80,10 +113,14 @@ async fn published_log_key(ctx: &Context) -> Result<VerifierKey, String> {
     if published.log_key.is_empty() {
         return Err("the signer publishes no log key: pass --log-key".into());
     }
-    published
-        .log_key
-        .parse()
-        .map_err(|e| format!("the signer's log key is malformed ({e}): pass --log-key"))
+    std::iter::once(&published.log_key)
+        .chain(&published.retired_log_keys)
+        .map(|key| {
+            key.parse().map_err(|e| {
+                format!("the signer's log key {key:?} is malformed ({e}): pass --log-key")
+            })
+        })
+        .collect()
 }
 
 impl TreeAudit {

@@ -150,6 +150,23 @@ pub async fn https_to(
     parse_reply(&bytes)
 }
 
+/// A GET of `target` by the browser holding `cookie`.
+pub async fn get(site: &Site, cookie: &str, target: &str) -> Reply {
+    https(site, "GET", target, &[("Cookie", cookie)], b"").await
+}
+
+/// The browser holding `cookie` posts the form `fields` to `target`.
+pub async fn post_form(site: &Site, cookie: &str, target: &str, fields: &[(&str, &str)]) -> Reply {
+    let body = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields)
+        .finish();
+    let headers = [
+        ("Cookie", cookie),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    https(site, "POST", target, &headers, body.as_bytes()).await
+}
+
 /// Sends one HTTPS request to `addr` as [`https_to`] does and returns the
 /// connection, for a reply read as it comes (server-sent events).
 pub async fn send(

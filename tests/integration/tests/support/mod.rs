@@ -252,6 +252,27 @@ impl Harness {
         run.json()["id"].as_str().unwrap().to_string()
     }
 
+    /// Propose from `session` as a head does over gRPC (a hook's or the
+    /// gateway's operations are proposed no other way).
+    pub async fn propose_as_head(&self, operation: &str, args: &str, session: &str) -> String {
+        let mut head = self
+            .signer
+            .client(countersign_identity::Role::Head)
+            .await
+            .unwrap();
+        head.propose(countersign_proto::v1::ProposeRequest {
+            operation: operation.into(),
+            arguments_json: args.into(),
+            session: session.into(),
+            note: String::new(),
+            idempotency_key: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .id
+    }
+
     /// Approve at the terminal, writing the proof to a new private file.
     pub async fn approve_to_file(&self, id: &str) -> PathBuf {
         let path = self.scratch.path().join(format!("{id}.proof"));

@@ -1,7 +1,10 @@
-//! The OCSF mapping of ledger events (`audit export --format ocsf`): each
-//! event becomes one OCSF 1.8.0 API Activity event (class 6003, category 6)
-//! with the Security Control profile. This module owns the mapping only: it
-//! reads no ledger and writes nothing (`inspect.rs` does both).
+//! The OCSF mapping of ledger events, for `countersign audit export
+//! --format ocsf` and the notify process's `[notify.ocsf]` stream: each
+//! event becomes
+//! one OCSF 1.8.0 API Activity event (class 6003, category 6) with the
+//! Security Control profile. Pure: this crate reads no ledger and writes
+//! nothing; its callers build an [`Event`] from a ledger row or from the
+//! signer's `AuditEvents` answer.
 //!
 //! | ledger kind | activity | disposition | action | status |
 //! |---|---|---|---|---|
@@ -26,14 +29,40 @@
 //! position, hashes, details and transparency-log leaf index (`null` until
 //! the signer has sequenced it).
 
+#![forbid(unsafe_code)]
+
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use countersign_ledger::EventRecord;
+/// One ledger event, as the mapping reads it (the fields of the ledger's
+/// event rows).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The row's identity.
+    pub id: i64,
+    /// Its chain: a principal's, or the global chain (`""`).
+    pub chain: String,
+    /// Its position in its chain, from 1.
+    pub seq: i64,
+    /// When it happened (RFC 3339, `YYYY-MM-DDTHH:MM:SSZ`).
+    pub at: String,
+    /// The ledger kind (`proposed`, `approved`, ...).
+    pub kind: String,
+    /// The proposal concerned, if any.
+    pub proposal_id: Option<String>,
+    /// Who acted.
+    pub actor: String,
+    /// Kind-specific details (no proofs, no argument values).
+    pub details: Value,
+    /// The previous row's hash.
+    pub prev_hash: String,
+    /// The row's hash.
+    pub hash: String,
+}
 
 /// The OCSF schema version the events follow.
-pub(crate) const OCSF_VERSION: &str = "1.8.0";
+pub const OCSF_VERSION: &str = "1.8.0";
 /// API Activity.
 const CLASS_UID: u32 = 6003;
 /// Application Activity.
@@ -41,11 +70,16 @@ const CATEGORY_UID: u32 = 6;
 
 /// `activity_id` of API Activity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Activity {
+pub enum Activity {
+    /// Something was created (a proposal, a rule, a passkey, a key).
     Create = 1,
+    /// Something was read (a handed-off proof fetched by its session).
     Read = 2,
+    /// Something changed state (a decision, a consumption, a completion).
     Update = 3,
+    /// Something was removed or withdrawn.
     Delete = 4,
+    /// Anything else (a checkpoint).
     Other = 99,
 }
 
@@ -64,10 +98,14 @@ impl Activity {
 /// `disposition_id` of the Security Control profile (the outcome), with
 /// the `action_id` that conforms to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Disposition {
+pub enum Disposition {
+    /// A person, a rule or a quorum approved; the effect may run.
     Approved = 8,
+    /// Held for a person's decision (a pending proposal).
     Delayed = 14,
+    /// Recorded only (rules, passkeys, keys, checkpoints, withdrawals).
     Logged = 17,
+    /// Denied or revoked.
     Rejected = 25,
 }
 
@@ -95,13 +133,15 @@ impl Disposition {
 
 /// How one ledger kind maps (the table in the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Mapping {
-    pub(crate) activity: Activity,
-    pub(crate) disposition: Disposition,
+pub struct Mapping {
+    /// The API Activity's `activity_id`.
+    pub activity: Activity,
+    /// The Security Control profile's `disposition_id`.
+    pub disposition: Disposition,
 }
 
 /// The mapping of a ledger event kind.
-pub(crate) fn mapping(kind: &str) -> Mapping {
+pub fn mapping(kind: &str) -> Mapping {
     use Activity::{Create, Delete, Other, Read, Update};
     use Disposition::{Approved, Delayed, Logged, Rejected};
     let (activity, disposition) = match kind {
@@ -123,18 +163,23 @@ pub(crate) fn mapping(kind: &str) -> Mapping {
 
 /// What the mapping needs beyond the event itself.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Context<'a> {
+pub struct Context<'a> {
     /// The proposal's registry operation, from its `proposed` event.
-    pub(crate) operation: Option<&'a str>,
+    pub operation: Option<&'a str>,
     /// The event's transparency-log leaf index, once sequenced.
-    pub(crate) leaf_index: Option<u64>,
+    pub leaf_index: Option<u64>,
 }
 
 /// An event that cannot be exported.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ExportError {
+pub enum ExportError {
     /// Its recorded time is not an RFC 3339 time.
-    UnreadableTime { event: i64, at: String },
+    UnreadableTime {
+        /// The event's row id.
+        event: i64,
+        /// Its recorded time, as stored.
+        at: String,
+    },
 }
 
 impl std::fmt::Display for ExportError {
@@ -148,7 +193,7 @@ impl std::fmt::Display for ExportError {
 }
 
 /// The event's recorded time.
-pub(crate) fn event_time(event: &EventRecord) -> Result<OffsetDateTime, ExportError> {
+pub fn event_time(event: &Event) -> Result<OffsetDateTime, ExportError> {
     OffsetDateTime::parse(&event.at, &Rfc3339).map_err(|_| ExportError::UnreadableTime {
         event: event.id,
         at: event.at.clone(),
@@ -156,7 +201,7 @@ pub(crate) fn event_time(event: &EventRecord) -> Result<OffsetDateTime, ExportEr
 }
 
 /// One ledger event as an OCSF API Activity event.
-pub(crate) fn to_ocsf(event: &EventRecord, context: Context<'_>) -> Result<Value, ExportError> {
+pub fn to_ocsf(event: &Event, context: Context<'_>) -> Result<Value, ExportError> {
     let Mapping {
         activity,
         disposition,
@@ -246,7 +291,7 @@ pub(crate) fn to_ocsf(event: &EventRecord, context: Context<'_>) -> Result<Value
 }
 
 /// `message`: what happened, in a line.
-fn message(event: &EventRecord) -> String {
+fn message(event: &Event) -> String {
     match &event.proposal_id {
         Some(pid) => format!("{} {pid} by {}", event.kind, event.actor),
         None => format!("{} by {}", event.kind, event.actor),
@@ -255,7 +300,7 @@ fn message(event: &EventRecord) -> String {
 
 /// `actor`: who acted as the ledger records it (a principal, a person or
 /// a quorum approver), with the agent's session when the event names one.
-fn actor(event: &EventRecord) -> Value {
+fn actor(event: &Event) -> Value {
     let detail = |name: &str| event.details.get(name).and_then(Value::as_str);
     let name = detail("approver").unwrap_or(&event.actor);
     let mut actor = Map::new();
@@ -274,7 +319,7 @@ fn actor(event: &EventRecord) -> Value {
 /// `src_endpoint` (required by the class): the agent session the request
 /// came from when the event names one, else countersign itself (a person's
 /// decision, a rule, a key rotation: nothing recorded says from where).
-fn src_endpoint(event: &EventRecord) -> Value {
+fn src_endpoint(event: &Event) -> Value {
     match event.details.get("session").and_then(Value::as_str) {
         Some(session) => json!({"uid": session, "svc_name": "countersign"}),
         None => json!({"svc_name": "countersign"}),
@@ -283,7 +328,7 @@ fn src_endpoint(event: &EventRecord) -> Value {
 
 /// `policy`: the standing rule that approved (with its version), else the
 /// policy revision the proposal was made under.
-fn policy(event: &EventRecord) -> Option<Value> {
+fn policy(event: &Event) -> Option<Value> {
     let details = &event.details;
     if let Some(rule) = details.get("rule").and_then(Value::as_str) {
         let mut policy = json!({"type": "rule", "uid": rule});
@@ -305,8 +350,8 @@ mod tests {
 
     use super::*;
 
-    fn event(kind: &str, details: Value) -> EventRecord {
-        EventRecord {
+    fn event(kind: &str, details: Value) -> Event {
+        Event {
             id: 7,
             chain: "pr_test".into(),
             seq: 3,
