@@ -18,9 +18,12 @@
 --           auto-approval rules (their versions and each use), and the
 --           notification outbox (insert, and delete on acknowledgement),
 --           and the transparency log (it sequences events into the tree
---           and stores the checkpoints its log key signed)
+--           and stores the checkpoints its log key signed), and the
+--           witnesses' cosignatures with the witnessing client's state
 --   head:   consumed_nonces, intents, completions, effect_applied, events,
---           and the builtin effects' state store
+--           and the builtin effects' state store, and the witnesses'
+--           cosignatures with the witnessing client's state (it runs
+--           beside the heads, never in the signer)
 -- So a head cannot mint an issuance, change a proposal's canonical
 -- arguments or a decision, record a quorum approval, enrol a passkey or
 -- record an assertion, create, widen or count a rule, and the signer
@@ -32,7 +35,8 @@
 -- consume transaction refuses a proof whose rule was revoked; version 5
 -- `quorum_decisions` and `quorum_passkey_assertions`; version 8 the
 -- per-principal chain heads and the sequence event ids are drawn from;
--- version 9 the notification outbox; version 12 the transparency log).
+-- version 9 the notification outbox; version 12 the transparency log;
+-- version 13 the witnesses' cosignatures).
 --
 -- Independent of roles, the schema's triggers make every table except
 -- `state` append-only for everybody, the owner included (no UPDATE, DELETE
@@ -102,6 +106,17 @@ GRANT INSERT ON rules, rule_uses TO countersign_signer;
 GRANT INSERT ON tlog_leaves, tlog_nodes, tlog_checkpoints TO countersign_signer;
 GRANT UPDATE ON tlog_tree TO countersign_signer;
 GRANT DELETE ON tlog_pending TO countersign_signer;
+
+-- The witnesses' cosignatures (schema version 13): the witnessing client
+-- runs in `countersign up` or `countersign witness serve`, never in the
+-- signer process (which makes no outbound connection), with the ledger URL
+-- of the home it runs in: a head's, or the signer user's. It stores each
+-- witness's cosignature (append-only; checked over the stored checkpoint
+-- before it is written and again when read, so a row under a key no
+-- policy trusts proves nothing) and its per-witness queue state, and
+-- records gap and rollback events (both roles insert events).
+GRANT INSERT ON tlog_cosignatures TO countersign_signer, countersign_head;
+GRANT INSERT, UPDATE ON tlog_witnesses TO countersign_signer, countersign_head;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

@@ -18,6 +18,7 @@ use crate::console_config::{ConsoleConfig, ConsoleSection};
 use crate::files::read_private;
 use crate::notify::{NotifyConfig, NotifySection, notify_config};
 use crate::paths::{ConfiguredFile, check_configured_file, sqlite_ledger_file};
+use crate::tlog_config::{TlogConfig, TlogSection, tlog_config};
 use crate::{Home, IdentityError};
 
 /// Where the signer listens and heads connect, unless configured.
@@ -76,6 +77,9 @@ pub struct Config {
     /// user), or `None` (the default) for a Landlock-restricted child of
     /// the asking process that cannot reach the home.
     pub premise_socket: Option<PathBuf>,
+    /// The transparency log's witnesses (`[tlog] policy`, ...): `None`
+    /// (the default) sends checkpoints to no witness.
+    pub tlog: Option<TlogConfig>,
 }
 
 /// `[metrics]`: one loopback address per kind of process, since the signer
@@ -155,6 +159,8 @@ struct FileConfig {
     rules: RulesSection,
     #[serde(default)]
     premise: PremiseSection,
+    #[serde(default)]
+    tlog: TlogSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -376,7 +382,9 @@ impl Config {
         if premise_socket.as_ref().is_some_and(|p| !p.is_absolute()) {
             return Err(invalid("premise.socket must be an absolute path".into()));
         }
+        let tlog = tlog_config(file.tlog, home.root()).map_err(&invalid)?;
         Ok(Config {
+            tlog,
             premise_socket,
             signer_addr,
             handoff_claim_lease_secs,

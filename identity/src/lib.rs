@@ -27,6 +27,7 @@ mod paths;
 mod peer;
 pub mod pki;
 pub mod shutdown;
+mod tlog_config;
 pub mod tls;
 
 pub use config::{
@@ -46,4 +47,7 @@ pub use notify::{
 pub use paths::{ConfiguredFile, check_configured_file};
 pub use peer::{
     ApproverName, ClientCredential, PeerIdentity, Principal, Role, SIGNER_URI, peer_identity,
+};
+pub use tlog_config::{
+    DEFAULT_WITNESS_GAP_SECS, DEFAULT_WITNESS_POLL_MS, DEFAULT_WITNESS_TIMEOUT_SECS, TlogConfig,
 };

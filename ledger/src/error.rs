@@ -186,6 +186,20 @@ pub enum LedgerError {
         /// The latest stored size.
         latest: Option<u64>,
     },
+    /// No checkpoint of this size is stored.
+    #[error("no checkpoint of size {0} is stored")]
+    NoSuchCheckpoint(u64),
+    /// A witness's cosignature was not stored: it is not a cosignature by
+    /// that witness key over the stored checkpoint of that size.
+    #[error("the cosignature of size {size} by {witness} is refused: {reason}")]
+    CosignatureRefused {
+        /// The checkpoint size it claims to cosign.
+        size: u64,
+        /// The witness's verifier key.
+        witness: String,
+        /// Why it was refused.
+        reason: crate::witness::CosignatureRefusal,
+    },
     /// A value read from the database is not what the schema promises.
     #[error("ledger data is corrupt: {0}")]
     Corrupt(String),

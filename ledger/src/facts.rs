@@ -304,6 +304,13 @@ impl EventFacts {
             // A key set change has no fact row (the signer's key index is
             // the record); the event must name the key.
             "key_rotated" | "key_retired" => field("key_id").is_some(),
+            // The witnessing client's records (`crate::witness`): the state
+            // row is not a fact (it moves); the event names the witness.
+            crate::witness::WITNESS_GAP_EVENT
+            | crate::witness::WITNESS_BACK_EVENT
+            | crate::witness::WITNESS_ROLLBACK_EVENT => {
+                field("witness").is_some() && field("key").is_some()
+            }
             // A checkpoint has no fact row; the chain walk checks the heads
             // it names.
             "checkpoint" => crate::chain::checkpoint_heads(&details).is_some(),

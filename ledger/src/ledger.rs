@@ -793,3 +793,4 @@ pub struct Checkpointed {
 }
 
 mod tree;
+mod witness;

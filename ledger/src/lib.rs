@@ -3,7 +3,8 @@
 //! the builtin effects, the signer's passkeys with every assertion it
 //! accepted, auto-approval rules with their uses, the hash-chained,
 //! append-only event log, and the transparency log's Merkle tree over
-//! every event with its signed checkpoints (`tlog`).
+//! every event with its signed checkpoints (`tlog`) and the witnesses'
+//! cosignatures of them (`witness`).
 //!
 //! Status is derived on read, never stored. The ledger stores no proof, only
 //! its SHA-256, and never logs argument values. Backend-independent logic
@@ -39,6 +40,7 @@ macro_rules! migrations {
             10, "decision windows", "0010_decision_windows.sql";
             11, "escalations", "0011_escalations.sql";
             12, "transparency log", "0012_tlog.sql";
+            13, "witnesses", "0013_witnesses.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {
@@ -70,6 +72,7 @@ pub mod testing;
 mod timefmt;
 pub mod tlog;
 mod types;
+pub mod witness;
 
 pub use chain::{
     ChainBreak, ChainHead, ChainHeads, ChainReport, GENESIS_HASH, GLOBAL_CHAIN, heads_digest,
@@ -103,3 +106,4 @@ pub use types::{
     EventRecord, Intent, Interrupted, IssuanceRecord, KeyEvent, ProofReissue, Proposal,
     ProposalRecord, ProposalStatus, RevokeOutcome, SchemaStatus,
 };
+pub use witness::{CosignatureRefusal, StoredCosignature, WitnessState, check_cosignature};

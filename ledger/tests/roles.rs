@@ -699,3 +699,68 @@ async fn only_the_signer_sequences_events_and_stores_checkpoints() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn either_role_records_witnesses_and_nobody_edits_a_cosignature() {
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    approve(&signer, &create_schedule(1, "nightly"), 1).await;
+    let tree = signer.sequence_events().await.unwrap();
+    signer
+        .store_log_checkpoint(None, tree, "note")
+        .await
+        .unwrap();
+    let mut states = Vec::new();
+    for (i, role) in [&head, &signer].into_iter().enumerate() {
+        let key = format!("w{i}.example+00000000+BAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==");
+        let mut state = countersign_ledger::WitnessState {
+            witness_key: key.clone(),
+            acknowledged: 0,
+            unreachable_since: None,
+            gap_recorded: false,
+            halted: None,
+        };
+        role.save_witness_state(&state).await.unwrap();
+        state.gap_recorded = true;
+        role.record_witness_event(
+            &state,
+            countersign_ledger::witness::WITNESS_GAP_EVENT,
+            &serde_json::json!({ "witness": "w", "key": key }),
+        )
+        .await
+        .unwrap();
+        states.push(state);
+    }
+    for (i, role) in ["countersign_head", "countersign_signer"]
+        .into_iter()
+        .enumerate()
+    {
+        let mut conn = PgConnection::connect(&db.url_as(role)).await.unwrap();
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "INSERT INTO tlog_cosignatures (size, witness_key, line, timestamp, stored_at)
+             VALUES (2, 'k{i}', 'l', 1, 't')"
+        )))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        conn.close().await.unwrap();
+        assert_refused(
+            &db,
+            role,
+            &[
+                "UPDATE tlog_cosignatures SET line = 'x'",
+                "DELETE FROM tlog_cosignatures",
+                "TRUNCATE tlog_cosignatures",
+                "DELETE FROM tlog_witnesses",
+                "TRUNCATE tlog_witnesses",
+            ],
+        )
+        .await;
+    }
+    states.sort_by(|a, b| a.witness_key.cmp(&b.witness_key));
+    assert_eq!(head.witness_states().await.unwrap(), states);
+    assert!(signer.verify_chain().await.unwrap().first_break.is_none());
+}

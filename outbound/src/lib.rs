@@ -56,6 +56,8 @@ pub struct Target<'a> {
 pub struct Answer {
     /// The HTTP status of the response.
     pub status: u16,
+    /// The response's `Content-Type`, if it had one that is visible ASCII.
+    pub content_type: Option<String>,
     /// The response body, at most [`MAX_BODY_BYTES`] bytes of it.
     pub body: Vec<u8>,
     /// True when the body was longer than the bound (the rest was discarded).
@@ -155,7 +157,7 @@ pub async fn post(
         .map_err(|e| connect_error(e.to_string()))?;
     tcp.set_nodelay(true)
         .map_err(|e| connect_error(e.to_string()))?;
-    let (status, body) = match tls {
+    let (status, content_type, body) = match tls {
         None => exchange(tcp, request, deadline).await?,
         Some(connector) => {
             let name = ServerName::try_from(url.host().to_owned())
@@ -170,6 +172,7 @@ pub async fn post(
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(Answer {
         status,
+        content_type,
         body: body.bytes,
         body_truncated: body.truncated,
         body_complete: body.complete,
@@ -245,7 +248,7 @@ async fn exchange<T>(
     io: T,
     request: hyper::Request<Full<Bytes>>,
     deadline: Instant,
-) -> Result<(u16, Body), PostError>
+) -> Result<(u16, Option<String>, Body), PostError>
 where
     T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
@@ -260,6 +263,11 @@ where
         .map_err(|_| maybe("timed out waiting for the response".into()))?
         .map_err(|e| maybe(format!("the connection failed: {e}")))?;
     let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let mut incoming = response.into_body();
     let mut body = Body {
         bytes: Vec::new(),
@@ -287,7 +295,7 @@ where
         }
     }
     drop(driver);
-    Ok((status, body))
+    Ok((status, content_type, body))
 }
 
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);

@@ -13,6 +13,8 @@
 //! - [`tlog_proof`]: C2SP tlog-proof, the offline inclusion proof bundle.
 //! - [`policy`]: C2SP tlog-policy, the logs, witnesses and quorum a
 //!   verifier trusts.
+//! - [`witness`]: the C2SP tlog-witness `add-checkpoint` request body and
+//!   the witness's answer.
 //!
 //! Pure code: no I/O, no clock, no randomness, and no private key: notes
 //! are signed through [`NoteSigner`], whose keys live in the signer crate
@@ -23,6 +25,8 @@
 pub mod checkpoint;
 pub mod compact;
 pub mod cosignature;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod hash;
 pub mod keys;
 pub mod note;
@@ -30,6 +34,7 @@ pub mod policy;
 pub mod proof;
 pub mod tlog_proof;
 pub mod tree;
+pub mod witness;
 
 pub use checkpoint::{
     Checkpoint, CheckpointError, VerifiedCheckpoint, open_checkpoint, verify_checkpoint,

@@ -104,6 +104,9 @@ pub enum Command {
     /// Deliver the signer's notifications, and show their delivery (as the notifier).
     #[command(subcommand)]
     Notify(NotifyCommand),
+    /// Send the log's checkpoints to witnesses, and show what they cosigned.
+    #[command(subcommand)]
+    Witness(WitnessCommand),
     /// Auto-approval rules: create (interactive terminal only), list, revoke (as an approver).
     #[command(subcommand)]
     Rules(RulesCommand),
@@ -264,6 +267,25 @@ pub enum NotifyCommand {
     /// the signer, as the notifier, how many notifications wait untaken. A
     /// notification carries no proof and no link that decides; neither does
     /// this list.
+    Status,
+}
+
+/// `countersign witness ...`
+#[derive(Debug, Subcommand)]
+pub enum WitnessCommand {
+    /// Send each signed checkpoint to the witnesses of `[tlog] policy`, until interrupted
+    ///
+    /// Speaks c2sp.org/tlog-witness: each checkpoint with a consistency
+    /// proof from the size the witness last cosigned; stores a cosignature
+    /// only once it verifies under the witness's key from the policy.
+    /// Records a witness that fails for `[tlog] gap_secs` as a gap event,
+    /// and a witness that has seen a larger or different log as a
+    /// rollback. Holds no key. `countersign up` runs this too.
+    Serve,
+    /// Per witness: the size it acknowledged, failures, and whether it was halted
+    ///
+    /// Read from the ledger: the witnessing client's queue state, the
+    /// latest checkpoint and the latest one with a stored cosignature.
     Status,
 }
 

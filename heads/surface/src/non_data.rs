@@ -221,6 +221,16 @@ pub const NON_DATA: &[NonData] = &[
         reason: "The notify process delivers the signer's notifications with the notifier certificate (which can do nothing else); it is a process the installation runs, not an operation on proposals.",
     },
     NonData {
+        name: "witness_serve",
+        entries: Entries(&[Entry::Cli("countersign witness serve")]),
+        reason: "The witnessing client sends the log's checkpoints to the witnesses of the tlog policy and stores their cosignatures; it is a process the installation runs, not an operation on proposals.",
+    },
+    NonData {
+        name: "witness_status",
+        entries: Entries(&[Entry::Cli("countersign witness status")]),
+        reason: "The witnesses' queue state describes the transparency log's witnessing (acknowledged sizes, failures, rollbacks), read from the ledger; it is not an operation on proposals, and a head's caller has no use for it.",
+    },
+    NonData {
         name: "notify_status",
         entries: Entries(&[Entry::Cli("countersign notify status")]),
         reason: "The notification deliveries are read from the notify process's own state and the signer's outbox over the notifier's certificate: they describe the person's own alerts (channels, failures), not an operation on proposals, and a head's caller has no use for them.",

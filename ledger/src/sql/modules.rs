@@ -41,3 +41,5 @@ mod signer;
 mod tlog;
 #[path = "../sql/tlog_audit.rs"]
 mod tlog_audit;
+#[path = "../sql/witness.rs"]
+mod witness;

@@ -57,3 +57,14 @@ pub fn run_e2e_script(script: &str) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A free loopback TCP port: bound to `127.0.0.1:0`, then released.
+///
+/// # Panics
+/// If no port can be bound.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap_or_else(|e| panic!("free port: {e}"))
+        .port()
+}

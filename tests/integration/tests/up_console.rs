@@ -6,13 +6,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead as _, BufReader};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use countersign_integration_tests::bin;
+use countersign_integration_tests::{bin, free_port};
 use serde_json::Value;
 
 fn countersign(home: &Path, args: &[&str]) -> std::process::Output {
@@ -22,14 +21,6 @@ fn countersign(home: &Path, args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A new home whose signer and console listen on free ports, its console

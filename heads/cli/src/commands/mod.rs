@@ -22,13 +22,14 @@ mod setup;
 mod system_setup;
 mod tree_audit;
 mod verify;
+mod witness;
 
 use crate::Io;
 use crate::args::ProposalRef;
 use crate::args::{
     ApiCommand, AuditArgs, AuditCommand, Cli, Command, ConsoleArgs, ConsoleCommand,
     CredentialCommand, GatewayCommand, InitArgs, KeysCommand, McpArgs, NotifyCommand, OpsCommand,
-    RulesCommand, SessionsCommand, TokenCommand,
+    RulesCommand, SessionsCommand, TokenCommand, WitnessCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -163,6 +164,8 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 }
                 Command::Notify(NotifyCommand::Serve) => notify::serve(&ctx, io).await,
                 Command::Notify(NotifyCommand::Status) => notify::status(&ctx, json, io).await,
+                Command::Witness(WitnessCommand::Serve) => witness::serve(&ctx, io).await,
+                Command::Witness(WitnessCommand::Status) => witness::status(&ctx, json, io).await,
                 Command::Rules(RulesCommand::List) => rules::list(&ctx, json, io).await,
                 Command::Rules(RulesCommand::Suggest(args)) => {
                     rules_suggest::suggest(&ctx, args, json, io).await

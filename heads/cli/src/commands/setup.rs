@@ -4,7 +4,9 @@
 //! `up` initializes on first use, then runs the signer as a separate process
 //! and supervises it until interrupted; with `[notify]` it also delivers the
 //! signer's notifications (`countersign notify serve`, in this process, with
-//! the notifier credential: never in the signer's).
+//! the notifier credential: never in the signer's), and with `[tlog] policy`
+//! it sends the log's checkpoints to witnesses (`countersign witness serve`,
+//! in this process too: the signer opens no outbound connection).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -159,6 +161,9 @@ pub(crate) async fn up(
         );
     }
     let mut notifier: Option<countersign_notify::Notifier> = None;
+    let mut witnessing: Option<countersign_witness::Witnessing> = None;
+    // The notify and witnessing tasks start once, with the first signer.
+    let mut tasks_started = false;
     loop {
         let mut child = spawn_signer(&binary, home)?;
         let line = match wait_ready(&mut child).await {
@@ -194,10 +199,21 @@ pub(crate) async fn up(
                 }
             }
         }
-        if notifier.is_none() {
-            match start_notifier(home, io).await {
-                Ok(started) => notifier = started,
+        if !tasks_started {
+            tasks_started = true;
+            let started = match start_notifier(home, io).await {
+                Ok(started) => {
+                    notifier = started;
+                    start_witnessing(home).await
+                }
+                Err(e) => Err(e),
+            };
+            match started {
+                Ok(started) => witnessing = started,
                 Err(e) => {
+                    if let Some(notifier) = notifier.take() {
+                        notifier.stop().await;
+                    }
                     for server in [console_server.take(), api_server.take()]
                         .into_iter()
                         .flatten()
@@ -230,6 +246,9 @@ pub(crate) async fn up(
                     if let Some(notifier) = notifier.take() {
                         notifier.stop().await;
                     }
+                    if let Some(witnessing) = witnessing.take() {
+                        witnessing.stop().await;
+                    }
                     return Err(CliError::Error(format!("the signer keeps exiting ({status}); giving up after {MAX_RESTARTS} restarts")));
                 }
                 writeln_err(io, &format!("the signer exited ({status}); restarting ({restarts}/{MAX_RESTARTS})"));
@@ -247,6 +266,10 @@ pub(crate) async fn up(
                 if let Some(notifier) = notifier.take() {
                     writeln_err(io, "stopping the notifications");
                     notifier.stop().await;
+                }
+                if let Some(witnessing) = witnessing.take() {
+                    writeln_err(io, "stopping the witnessing");
+                    witnessing.stop().await;
                 }
                 writeln_err(io, "stopping the signer");
                 stop(&mut child).await;
@@ -275,6 +298,15 @@ async fn start_notifier(
     notifier.metrics().register(&mut exposition);
     super::metrics::serve_exposition(ctx.config.metrics.notify, exposition, "notify", io).await?;
     Ok(Some(notifier))
+}
+
+/// The witnessing client inside `up`, when `[tlog] policy` is configured:
+/// a task of this process, as `countersign witness serve` would run it.
+async fn start_witnessing(
+    home: &Home,
+) -> Result<Option<countersign_witness::Witnessing>, CliError> {
+    let ctx = Context::load(home.clone())?;
+    super::witness::start(&ctx).await
 }
 
 /// Completes when a server inside `up` is told to drain.

@@ -20,6 +20,7 @@ mod console;
 mod console_cert;
 mod gateway;
 mod report;
+mod witnesses;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -91,6 +92,7 @@ pub(crate) async fn doctor(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(
         if let Some(registry) = &registry {
             checks.extend(gateway::check_gateway(registry).await);
         }
+        checks.extend(witnesses::check_witnesses(config));
     } else {
         let skipped = "not checked: the home or its configuration did not load";
         for name in [
