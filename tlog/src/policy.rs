@@ -233,23 +233,46 @@ impl Policy {
         self.quorum.is_none()
     }
 
-    /// The log whose key name is `origin`.
+    /// The first log whose key name is `origin`.
     pub fn log(&self, origin: &str) -> Option<&PolicyLog> {
         self.logs
             .iter()
             .find(|log| log.key.name().as_str() == origin)
     }
 
-    /// Verifies a signed checkpoint against the policy: signed by the log
-    /// whose key name is its origin, every signature by a policy key valid,
-    /// and cosigned by the quorum.
+    /// Every log whose key name is `origin`: more than one once a log
+    /// rotated its key (each key a `log` line of its own).
+    pub fn logs_of<'a>(&'a self, origin: &'a str) -> impl Iterator<Item = &'a PolicyLog> {
+        self.logs
+            .iter()
+            .filter(move |log| log.key.name().as_str() == origin)
+    }
+
+    /// Verifies a signed checkpoint against the policy: signed by a log
+    /// whose key name is its origin (any of them, after a key rotation),
+    /// every signature by a policy key valid, and cosigned by the quorum.
     pub fn verify_checkpoint(&self, note: &Note) -> Result<VerifiedCheckpoint, PolicyCheckError> {
         let checkpoint: Checkpoint = note.text().parse()?;
-        let log = self
-            .log(checkpoint.origin())
-            .ok_or_else(|| PolicyCheckError::UnknownLog(checkpoint.origin().to_owned()))?;
+        let origin = checkpoint.origin();
         let witness_keys: Vec<VerifierKey> = self.witnesses.iter().map(|w| w.key.clone()).collect();
-        let verified = verify_checkpoint(note, checkpoint.origin(), &log.key, &witness_keys)?;
+        let mut refused = None;
+        let mut verified = None;
+        for log in self.logs_of(origin) {
+            match verify_checkpoint(note, origin, &log.key, &witness_keys) {
+                Ok(checked) => {
+                    verified = Some(checked);
+                    break;
+                }
+                Err(e) => {
+                    refused.get_or_insert(e);
+                }
+            }
+        }
+        let verified = match (verified, refused) {
+            (Some(verified), _) => verified,
+            (None, Some(refused)) => return Err(refused.into()),
+            (None, None) => return Err(PolicyCheckError::UnknownLog(origin.to_owned())),
+        };
         let cosigned: Vec<bool> = self
             .witnesses
             .iter()

@@ -293,3 +293,36 @@ fn a_checkpoint_is_accepted_only_with_its_log_and_quorum() {
         Err(PolicyCheckError::Checkpoint(CheckpointError::Note(_)))
     ));
 }
+
+#[test]
+fn a_log_that_rotated_its_key_is_accepted_under_either_key() {
+    let old = log_signer();
+    let new = Ed25519Signer::from_seed(KeyName::new(ORIGIN).unwrap(), &[2; 32]);
+    let policy = Policy::parse(
+        format!(
+            "log {}\nlog {}\nquorum none\n",
+            old.verifier_key(),
+            new.verifier_key()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(policy.logs_of(ORIGIN).count(), 2);
+    let checkpoint = Checkpoint::new(ORIGIN, 9, Hash([7; 32])).unwrap();
+    for signer in [&old, &new] {
+        let note = sign_note(&checkpoint.to_string(), &[signer]).unwrap();
+        assert_eq!(
+            policy.verify_checkpoint(&note).unwrap().checkpoint().size(),
+            9
+        );
+    }
+    // A key of the same origin the policy does not list: refused.
+    let stranger = Ed25519Signer::from_seed(KeyName::new(ORIGIN).unwrap(), &[3; 32]);
+    let note = sign_note(&checkpoint.to_string(), &[&stranger]).unwrap();
+    assert!(matches!(
+        policy.verify_checkpoint(&note),
+        Err(PolicyCheckError::Checkpoint(
+            CheckpointError::NotSignedByLog
+        ))
+    ));
+}
