@@ -218,3 +218,83 @@ async fn a_checkpoint_of_a_retired_log_key_verifies_under_the_keys_given() {
         refused.stdout
     );
 }
+
+/// With witnesses: `audit --verify` names the latest cosigned checkpoint
+/// and its witnesses, and with `[tlog] policy` whether it meets the
+/// quorum; a quorum short of a witness is said, not hidden.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_the_latest_cosigned_checkpoint_and_judges_the_policys_quorum() {
+    use countersign_signer::note_keys::Cosigner;
+    use countersign_tlog::Checkpoint;
+
+    let h = Harness::start().await;
+    h.propose("schedule.create", CREATE_NIGHTLY).await;
+    let key = h.signer.state().log_key().unwrap();
+    let signed = sign_new_checkpoint(h.ledger(), key).await.unwrap().unwrap();
+    // No witness, no policy: nothing is said.
+    let audit = h.cli(&["audit", "--verify"]).await;
+    assert!(!audit.stdout.contains("witnesses:"), "{}", audit.stdout);
+
+    let w1 = Cosigner::from_seed(KeyName::new("w1.example").unwrap(), &[11; 32]);
+    let w2 = Cosigner::from_seed(KeyName::new("w2.example").unwrap(), &[12; 32]);
+    let checkpoint = Checkpoint::new(&key.origin(), signed.size, signed.root).unwrap();
+    let line = w1.cosign(&checkpoint, 1_700_000_000).unwrap().to_string();
+    h.ledger()
+        .store_cosignature(signed.size, &w1.verifier_key(), &line)
+        .await
+        .unwrap();
+    let audit = h.cli(&["audit", "--verify"]).await;
+    assert_eq!(audit.result, Ok(()), "{}", audit.stdout);
+    assert_eq!(
+        audit.stdout.lines().nth(2).unwrap(),
+        format!(
+            "witnesses: latest cosigned checkpoint size {}, by w1.example",
+            signed.size
+        )
+    );
+
+    // A policy asking for both witnesses: said not met, by whom.
+    let policy = h.scratch.path().join("tlog-policy");
+    std::fs::write(
+        &policy,
+        format!(
+            "log {}\nwitness W1 {}\nwitness W2 {}\ngroup both all W1 W2\nquorum both\n",
+            key.verifier_key(),
+            w1.verifier_key(),
+            w2.verifier_key()
+        ),
+    )
+    .unwrap();
+    let config = h.signer.home().config_path();
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}\n[tlog]\npolicy = \"{}\"\n", policy.display()),
+    )
+    .unwrap();
+    let audit = h.cli(&["--json", "audit", "--verify"]).await.json();
+    assert_eq!(audit["tree"]["witnesses"]["quorum_met"], false, "{audit}");
+    let short = h.cli(&["audit", "--verify"]).await;
+    assert_eq!(
+        short.stdout.lines().nth(2).unwrap(),
+        format!(
+            "witnesses: latest cosigned checkpoint size {}, by w1.example, the policy's quorum NOT met: the quorum \"both\" is not met: cosigned by [\"W1\"]",
+            signed.size
+        )
+    );
+    let line = w2.cosign(&checkpoint, 1_700_000_001).unwrap().to_string();
+    h.ledger()
+        .store_cosignature(signed.size, &w2.verifier_key(), &line)
+        .await
+        .unwrap();
+    let met = h.cli(&["audit", "--verify"]).await;
+    assert!(
+        met.stdout
+            .lines()
+            .nth(2)
+            .unwrap()
+            .ends_with("by w1.example, w2.example, the policy's quorum met"),
+        "{}",
+        met.stdout
+    );
+}

@@ -121,6 +121,10 @@ pub(crate) async fn audit(
             )?;
         } else {
             let mut text = format!("{verdict}\n{}\n", tree.line());
+            if let Some(line) = tree.witnesses_line() {
+                text.push_str(&line);
+                text.push('\n');
+            }
             if passkeys.verified > 0 || !passkeys.problems.is_empty() {
                 text.push_str(&format!(
                     "passkey assertions: {} verified, {} refused\n",

@@ -11,7 +11,7 @@
 use countersign_ledger::{
     Ledger, StoredCheckpoint, TreeBreak, TreeReport, verify_checkpoint_signature,
 };
-use countersign_tlog::VerifierKey;
+use countersign_tlog::{Note, Policy, VerifierKey};
 use serde_json::{Value, json};
 
 use crate::context::Context;
@@ -35,10 +35,29 @@ enum Signature {
     NotChecked(String),
 }
 
+/// What the witnesses cosigned, when a policy is configured or a
+/// cosignature is stored.
+enum Witnessed {
+    /// No `[tlog] policy` and no stored cosignature: nothing to say.
+    Nothing,
+    /// The latest cosigned checkpoint's size and witnesses, and whether it
+    /// meets the policy's quorum (the refusal if not); `None` without a
+    /// policy.
+    Cosigned {
+        size: u64,
+        witnesses: Vec<String>,
+        quorum: Option<Result<(), String>>,
+    },
+    /// A policy is configured and nothing is cosigned yet (or the policy
+    /// could not be read).
+    NotYet(String),
+}
+
 /// The tree's audit.
 pub(crate) struct TreeAudit {
     report: TreeReport,
     signature: Signature,
+    witnessed: Witnessed,
 }
 
 /// Walk the tree and check the latest checkpoint's signature.
@@ -66,7 +85,64 @@ pub(crate) async fn verify_tree(
             }
         }
     };
-    Ok(TreeAudit { report, signature })
+    let witnessed = witnessed(ctx, ledger).await?;
+    Ok(TreeAudit {
+        report,
+        signature,
+        witnessed,
+    })
+}
+
+/// The latest cosigned checkpoint, judged by the configured policy's
+/// quorum (a cosignature the ledger cannot verify is left out of the note
+/// it gives, and logged).
+async fn witnessed(ctx: &Context, ledger: &Ledger) -> Result<Witnessed, CliError> {
+    let policy = match &ctx.config.tlog {
+        None => None,
+        Some(tlog) => match std::fs::read(&tlog.policy)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| Policy::parse(&bytes).map_err(|e| e.to_string()))
+        {
+            Ok(policy) => Some(policy),
+            Err(e) => {
+                return Ok(Witnessed::NotYet(format!(
+                    "the policy {} is not readable: {e}",
+                    tlog.policy.display()
+                )));
+            }
+        },
+    };
+    let latest = ledger
+        .latest_cosigned_checkpoint()
+        .await
+        .map_err(CliError::error)?;
+    let Some((size, note)) = latest else {
+        return Ok(match policy {
+            None => Witnessed::Nothing,
+            Some(_) => Witnessed::NotYet("no checkpoint is cosigned yet".into()),
+        });
+    };
+    let parsed = Note::parse(note.as_bytes()).map_err(CliError::error)?;
+    // The log signs under its origin's name; every other line is a
+    // witness's cosignature.
+    let origin = parsed.text().lines().next().unwrap_or_default();
+    let witnesses = parsed
+        .signatures()
+        .iter()
+        .filter(|s| s.name().as_str() != origin)
+        .map(|s| s.name().to_string())
+        .collect();
+    let quorum = policy.map(|policy| {
+        policy
+            .verify_checkpoint(&parsed)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    Ok(Witnessed::Cosigned {
+        size,
+        witnesses,
+        quorum,
+    })
 }
 
 /// The checkpoint's signature under the first of `keys` (at least one)
@@ -167,6 +243,30 @@ impl TreeAudit {
         )
     }
 
+    /// The line on witnesses `audit --verify` prints, if there is one to
+    /// print.
+    pub(crate) fn witnesses_line(&self) -> Option<String> {
+        match &self.witnessed {
+            Witnessed::Nothing => None,
+            Witnessed::NotYet(why) => Some(format!("witnesses: {why}")),
+            Witnessed::Cosigned {
+                size,
+                witnesses,
+                quorum,
+            } => {
+                let verdict = match quorum {
+                    None => String::new(),
+                    Some(Ok(())) => ", the policy's quorum met".into(),
+                    Some(Err(why)) => format!(", the policy's quorum NOT met: {why}"),
+                };
+                Some(format!(
+                    "witnesses: latest cosigned checkpoint size {size}, by {}{verdict}",
+                    witnesses.join(", ")
+                ))
+            }
+        }
+    }
+
     /// The `tree` object of `audit --verify --json`.
     pub(crate) fn json(&self) -> Value {
         let latest = self.report.latest.as_ref().map(|c| {
@@ -187,7 +287,24 @@ impl TreeAudit {
             "pending": self.report.pending,
             "latest_checkpoint": latest,
             "signature": signature,
+            "witnesses": self.witnesses_json(),
             "first_break": self.problem(),
         })
+    }
+
+    fn witnesses_json(&self) -> Value {
+        match &self.witnessed {
+            Witnessed::Nothing => json!(null),
+            Witnessed::NotYet(why) => json!({"cosigned": null, "why": why}),
+            Witnessed::Cosigned {
+                size,
+                witnesses,
+                quorum,
+            } => json!({
+                "cosigned": {"size": size, "witnesses": witnesses},
+                "quorum_met": quorum.as_ref().map(Result::is_ok),
+                "quorum_refused": quorum.as_ref().and_then(|q| q.as_ref().err()),
+            }),
+        }
     }
 }
