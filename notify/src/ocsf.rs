@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use countersign_identity::files::{read_private, replace_private_locked};
 use countersign_identity::{Home, IdentityError, NotifyOcsfConfig, RetryConfig};
+use countersign_outbound::Target;
 use countersign_outbound::header::{
     AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, USER_AGENT,
 };
-use countersign_outbound::{Bytes, Target, post};
 use countersign_proto::v1 as wire;
 use countersign_registry::WebhookUrl;
 use zeroize::Zeroizing;
@@ -46,6 +46,9 @@ pub(crate) struct OcsfStream {
     authorization: Option<Zeroizing<String>>,
     batch: u32,
     cursor: PathBuf,
+    /// The next leaf to send, once read from `cursor` (kept here so that
+    /// a round reads the file only at start).
+    next: Option<u64>,
 }
 
 impl OcsfStream {
@@ -81,6 +84,7 @@ impl OcsfStream {
             authorization,
             batch: config.batch,
             cursor: dir.join(CURSOR_FILE),
+            next: None,
         })
     }
 
@@ -88,7 +92,7 @@ impl OcsfStream {
     /// collector keeps up, at once while a full batch came back, and after
     /// the backoff of `retry` (never giving up) while rounds fail.
     pub(crate) async fn run(
-        self,
+        mut self,
         signer: std::sync::Arc<SignerLink>,
         poll: Duration,
         retry: RetryConfig,
@@ -125,8 +129,11 @@ impl OcsfStream {
     /// One round: the events after the cursor, sent in one POST; the
     /// cursor moves past them once the collector answered 2xx. How many
     /// were sent.
-    pub(crate) async fn round(&self, signer: &SignerLink) -> Result<usize, String> {
-        let from = self.cursor()?;
+    pub(crate) async fn round(&mut self, signer: &SignerLink) -> Result<usize, String> {
+        let from = match self.next {
+            Some(next) => next,
+            None => self.load_cursor()?,
+        };
         let events = signer.audit_events(from, self.batch).await?;
         let Some(last) = events.last().map(|e| e.leaf_index) else {
             return Ok(0);
@@ -148,6 +155,7 @@ impl OcsfStream {
         }
         self.post(body).await?;
         self.save_cursor(last.saturating_add(1))?;
+        self.next = Some(last.saturating_add(1));
         tracing::debug!(
             events = events.len(),
             next_leaf = last + 1,
@@ -174,18 +182,11 @@ impl OcsfStream {
             trust_roots: self.trust_roots.as_deref().map(Path::new),
             timeout: self.timeout,
         };
-        let answer = post(target, headers, Bytes::from(body))
-            .await
-            .map_err(|e| e.to_string())?;
-        if (200..300).contains(&answer.status) {
-            Ok(())
-        } else {
-            Err(format!("the collector answered HTTP {}", answer.status))
-        }
+        crate::webhook::post_expecting_2xx(target, headers, body, "collector").await
     }
 
     /// The next leaf to send (0 when nothing was sent yet).
-    fn cursor(&self) -> Result<u64, String> {
+    fn load_cursor(&self) -> Result<u64, String> {
         match read_private(&self.cursor) {
             Ok(bytes) => std::str::from_utf8(&bytes)
                 .ok()

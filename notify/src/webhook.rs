@@ -150,14 +150,25 @@ impl WebhookChannel {
             trust_roots: self.trust_roots.as_deref().map(Path::new),
             timeout: self.timeout,
         };
-        let answer = post(target, headers, Bytes::from(body))
-            .await
-            .map_err(|e| e.to_string())?;
-        if (200..300).contains(&answer.status) {
-            Ok(())
-        } else {
-            Err(format!("the receiver answered status {}", answer.status))
-        }
+        post_expecting_2xx(target, headers, body, "receiver").await
+    }
+}
+
+/// POSTs `body` to `target`: `Ok` on a 2xx answer, else what went wrong or
+/// which status the `peer` ("receiver", "collector") answered.
+pub(crate) async fn post_expecting_2xx(
+    target: Target<'_>,
+    headers: HeaderMap,
+    body: String,
+    peer: &str,
+) -> Result<(), String> {
+    let answer = post(target, headers, Bytes::from(body))
+        .await
+        .map_err(|e| e.to_string())?;
+    if (200..300).contains(&answer.status) {
+        Ok(())
+    } else {
+        Err(format!("the {peer} answered status {}", answer.status))
     }
 }
 

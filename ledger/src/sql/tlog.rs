@@ -132,6 +132,14 @@ impl Store {
     /// Give every event not yet in the tree its leaf, in row id order, a
     /// chunk per transaction, until none is left; the tree as it then is.
     pub(crate) async fn sequence_events(&self) -> Result<TreeHead, LedgerError> {
+        // Nothing queued: no write transaction and no tree lock (the
+        // notify process's OCSF stream asks this every poll).
+        let queued: Option<i64> = sqlx::query_scalar("SELECT event_id FROM tlog_pending LIMIT 1")
+            .fetch_optional(&self.reader)
+            .await?;
+        if queued.is_none() {
+            return self.tree_head().await;
+        }
         loop {
             let (head, added) = self.sequence_chunk().await?;
             if added < CHUNK {
