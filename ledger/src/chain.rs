@@ -74,24 +74,23 @@ pub(crate) fn recorded_event_hash(record: &EventRecord, seq: i64) -> Result<Stri
     )
 }
 
-/// The hash of an event row given its predecessor's hash in its chain.
+/// The hash of an event row given its predecessor's hash in its chain
+/// (the one definition, `countersign_evidence::event`, that evidence
+/// bundles are verified with).
 pub(crate) fn event_hash(prev_hash: &str, e: &EventBody<'_>) -> Result<String, String> {
-    let mut body = json!({
-        "id": e.seq,
-        "at": e.at,
-        "kind": e.kind,
-        "proposal_id": e.proposal_id,
-        "actor": e.actor,
-        "details": e.details,
-    });
-    if e.chain != GLOBAL_CHAIN {
-        body["chain"] = json!(e.chain);
-    }
-    let text = countersign_verifier::canonical::to_canonical(&body).map_err(|e| e.to_string())?;
-    let mut h = Sha256::new();
-    h.update(prev_hash.as_bytes());
-    h.update(text.as_bytes());
-    Ok(hex::encode(h.finalize()))
+    countersign_evidence::event::event_hash(
+        prev_hash,
+        &countersign_evidence::event::EventBody {
+            chain: e.chain,
+            seq: e.seq,
+            at: e.at,
+            kind: e.kind,
+            proposal_id: e.proposal_id,
+            actor: e.actor,
+            details: e.details,
+        },
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// One chain's head: how many events it holds and the last one's hash.

@@ -45,23 +45,13 @@
 //! holds no SQL (that is `sql/tlog.rs`) and no key (checkpoints are signed
 //! by the signer's log key).
 
-use countersign_tlog::{CompactTree, Hash, VerifierKey, leaf_hash, node_hash, open_checkpoint};
+use countersign_tlog::{CompactTree, Hash, VerifierKey, node_hash, open_checkpoint};
 
 use crate::error::LedgerError;
 
-/// The first line of version 1 of the leaf data.
-pub const LEAF_VERSION: &str = "countersign-event/v1";
-
-/// The leaf data of the event at position `seq` of `chain` whose chain
-/// hash is `hash` (see the module documentation).
-pub fn leaf_data(chain: &str, seq: i64, hash: &str) -> String {
-    format!("{LEAF_VERSION}\n{chain}\n{seq}\n{hash}")
-}
-
-/// The RFC 6962 leaf hash of an event.
-pub fn event_leaf_hash(chain: &str, seq: i64, hash: &str) -> Hash {
-    leaf_hash(leaf_data(chain, seq, hash).as_bytes())
-}
+// The leaf encoding is defined once, beside the evidence verifier that
+// checks it.
+pub use countersign_evidence::event::{LEAF_VERSION, event_leaf_hash, leaf_data};
 
 /// The tree's size and root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,6 +287,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use countersign_tlog::leaf_hash;
 
     #[test]
     fn leaf_data_is_the_documented_encoding() {

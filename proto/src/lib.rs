@@ -46,6 +46,15 @@ pub mod v1 {
         }
     }
 
+    impl fmt::Debug for SpentProofResponse {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("SpentProofResponse")
+                .field("proof", &redacted(&self.proof))
+                .field("proof_sha256", &self.proof_sha256)
+                .finish()
+        }
+    }
+
     impl fmt::Debug for PushDevice {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.debug_struct("PushDevice")

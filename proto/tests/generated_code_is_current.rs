@@ -16,6 +16,7 @@ const SECRET_MESSAGES: &[&str] = &[
     ".countersign.v1.DecideResponse",
     ".countersign.v1.ClaimHandoffResponse",
     ".countersign.v1.ReissueForReconcileResponse",
+    ".countersign.v1.SpentProofResponse",
     ".countersign.v1.PushDevice",
 ];
 

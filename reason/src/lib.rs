@@ -198,6 +198,9 @@ catalogue! {
     /// proof's expiry plus the operation's execution lease plus one proof
     /// lifetime. Nothing was signed; a person resolves the execution.
     ReissueWindowClosed = "reissue_window_closed", FailedPrecondition, Signer;
+    /// The proof asked for an evidence bundle is not yet both consumed and
+    /// expired: until it is, nobody but its head gets it.
+    ProofNotSpent = "proof_not_spent", FailedPrecondition, Signer;
     /// A re-issue for reconcile of a proposal whose proof was re-issued as
     /// often as the signer allows. Nothing was signed.
     ReissueLimitReached = "reissue_limit_reached", FailedPrecondition, Signer;

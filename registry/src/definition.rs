@@ -163,8 +163,9 @@ impl RawOperation {
             ),
             None => None,
         };
-        let revision = revision(&self, &schema, quorum.as_ref().map(Quorum::to_json))
+        let contract = contract(&self, &schema, quorum.as_ref().map(Quorum::to_json))
             .map_err(|r| invalid("schema", r))?;
+        let revision = countersign_verifier::canonical::sha256_hex(contract.as_bytes());
         Ok(Operation {
             name: self.name,
             description: self.description,
@@ -181,6 +182,7 @@ impl RawOperation {
             premise: self.premise,
             unverified_fields: self.unverified_fields,
             revision,
+            contract,
             template,
             validator,
             upstream_schema: false,
@@ -189,7 +191,8 @@ impl RawOperation {
     }
 }
 
-/// SHA-256 hex of the canonical JSON of the full definition, with
+/// The canonical JSON of the full definition (its SHA-256 hex is the
+/// contract revision), with
 /// defaults made explicit so that omitting a default changes nothing.
 /// `require_passkey`, `quorum` and `premise` are the exceptions: each is in
 /// the hashed definition only when set (true, present), so that every
@@ -198,7 +201,7 @@ impl RawOperation {
 /// changes it. `decision_window_secs` is not in it: a proposal's window is
 /// fixed when it is proposed and no proof binds it, so changing the
 /// window takes no approval back.
-fn revision(raw: &RawOperation, schema: &Value, quorum: Option<Value>) -> Result<String, String> {
+fn contract(raw: &RawOperation, schema: &Value, quorum: Option<Value>) -> Result<String, String> {
     let effect = serde_json::to_value(&raw.effect).map_err(|e| e.to_string())?;
     let mut definition = json!({
         "name": raw.name,
@@ -221,7 +224,7 @@ fn revision(raw: &RawOperation, schema: &Value, quorum: Option<Value>) -> Result
         definition["quorum"] = quorum;
     }
 
-    canonical::canonical_sha256_hex(&definition).map_err(|e| e.to_string())
+    canonical::to_canonical(&definition).map_err(|e| e.to_string())
 }
 
 /// Descriptions and templates are one line of at most 500 visible characters.

@@ -114,6 +114,8 @@ pub struct Operation {
     /// Free-text argument names, shown as model-supplied and unverified.
     pub unverified_fields: Vec<String>,
     pub(crate) revision: String,
+    /// The canonical JSON its revision hashes.
+    pub(crate) contract: String,
     pub(crate) template: Template,
     /// The compiled schema: at load ([`crate::Schemas::Compiled`]), or on
     /// the first validation ([`crate::Schemas::OnFirstUse`]); a schema that
@@ -150,6 +152,12 @@ impl Operation {
     /// SHA-256 hex of the canonical JSON of the full definition.
     pub fn contract_revision(&self) -> &str {
         &self.revision
+    }
+
+    /// The canonical JSON of the full definition, which the contract
+    /// revision hashes: what an evidence bundle carries as the contract.
+    pub fn contract(&self) -> &str {
+        &self.contract
     }
 
     /// Whether a proof for this operation must carry passkey assurance

@@ -155,6 +155,11 @@ pub(crate) enum RpcError {
         /// When the window closed (RFC 3339).
         closed_at: String,
     },
+    /// A spent proof asked for before it is both consumed and expired.
+    #[error(
+        "the proof of proposal {0} is not spent yet: it is handed to an evidence bundle only once consumed and expired"
+    )]
+    ProofNotSpent(String),
     /// A re-issue for reconcile of a proposal re-issued the most times allowed.
     #[error(
         "the proof of proposal {id} was re-issued {count} times already, the most allowed; a person resolves it"
@@ -292,6 +297,7 @@ impl RpcError {
             RpcError::NotAWebhook(_) => Reason::NotAWebhook,
             RpcError::NotReplaySafe(_) => Reason::NotReplaySafe,
             RpcError::ReissueWindowClosed { .. } => Reason::ReissueWindowClosed,
+            RpcError::ProofNotSpent(_) => Reason::ProofNotSpent,
             RpcError::ReissueLimitReached { .. } => Reason::ReissueLimitReached,
             RpcError::ReissueUnavailableOnSqlite => Reason::ReissueUnavailableOnSqlite,
             RpcError::PasskeyRequired => Reason::PasskeyRequired,

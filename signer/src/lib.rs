@@ -35,6 +35,7 @@ mod rpcs;
 mod rules;
 pub mod serve;
 mod service;
+mod spent_proof;
 mod state;
 mod status;
 #[cfg(feature = "testing")]

@@ -103,7 +103,11 @@ impl SignerService {
 
     /// The proof `claims` make under one of this signer's keys, if it is
     /// the one `issuance` records.
-    fn rederive(&self, claims: &Claims, issuance: &IssuanceRecord) -> Result<Proof, RpcError> {
+    pub(crate) fn rederive(
+        &self,
+        claims: &Claims,
+        issuance: &IssuanceRecord,
+    ) -> Result<Proof, RpcError> {
         let id = &issuance.proposal_id;
         let keys = &self.state.keys;
         let active = keys

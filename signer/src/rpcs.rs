@@ -104,6 +104,7 @@ rpcs! {
     revoke(RevokeRequest) -> RevokeResponse: "Revoke", [Approver], detached;
     resolve_uncertain(ResolveUncertainRequest) -> ResolveUncertainResponse: "ResolveUncertain", [Approver], detached;
     reissue_for_reconcile(ReissueForReconcileRequest) -> ReissueForReconcileResponse: "ReissueForReconcile", [Head], await;
+    spent_proof(SpentProofRequest) -> SpentProofResponse: "SpentProof", [Head], await;
     public_keys(PublicKeysRequest) -> PublicKeysResponse: "PublicKeys", [Head, Approver, Admin], now;
     begin_decision(BeginDecisionRequest) -> PasskeyChallenge: "BeginDecision", [Approver], await;
     begin_enrolment(BeginEnrolmentRequest) -> EnrolmentChallenge: "BeginEnrolment", [Approver], await;

@@ -130,6 +130,7 @@ mod tests {
                 "still_running",
             ),
             (RpcError::NotAWebhook("op".into()), "not_a_webhook"),
+            (RpcError::ProofNotSpent("p".into()), "proof_not_spent"),
             (RpcError::NotReplaySafe("op".into()), "not_replay_safe"),
             (
                 RpcError::ReissueWindowClosed {
@@ -200,7 +201,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..52).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..53).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -258,6 +259,7 @@ mod tests {
             RpcError::IdempotencyKeyReused { .. } => 49,
             RpcError::ProposalExpired { .. } => 50,
             RpcError::DeliveryNotOffered { .. } => 51,
+            RpcError::ProofNotSpent(_) => 52,
         }
     }
 

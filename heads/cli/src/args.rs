@@ -65,6 +65,9 @@ pub enum Command {
     Audit(AuditArgs),
     /// Resolve executions that were interrupted between intent and completion.
     Reconcile(ReconcileArgs),
+    /// One applied action as evidence anyone checks offline (docs/evidence.md).
+    #[command(subcommand)]
+    Evidence(EvidenceCommand),
     /// The signer's verifying keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -852,6 +855,59 @@ pub struct AuditExportArgs {
 pub enum ExportFormat {
     /// OCSF 1.8.0 API Activity with the Security Control profile, as JSON Lines.
     Ocsf,
+}
+
+/// `countersign evidence ...`
+#[derive(Debug, Subcommand)]
+pub enum EvidenceCommand {
+    /// Write one applied or failed action's evidence bundle
+    ///
+    /// The action, who proposed it, who or what approved it with each
+    /// passkey assertion, the spent proof (re-derived by the signer, only
+    /// once consumed and expired) and the key set, the consumption and the
+    /// effect's recorded result, and every event's inclusion proof in the
+    /// latest cosigned checkpoint (the latest signed one when no [tlog]
+    /// policy is configured). Reads the ledger; asks the signer for the
+    /// proof and the keys.
+    Export(EvidenceExportArgs),
+    /// Check an evidence bundle offline with public keys only
+    ///
+    /// Nineteen checks in order (docs/evidence.md); prints one `ok` line per
+    /// claim, or `refused: <code>: <what failed>` (exit 3). Needs no home,
+    /// signer or ledger.
+    Verify(EvidenceVerifyArgs),
+}
+
+/// `countersign evidence export`
+#[derive(Debug, Args)]
+pub struct EvidenceExportArgs {
+    /// The proposal (its id, or a unique prefix of it).
+    #[arg(value_parser = proposal_ref)]
+    pub id: ProposalRef,
+    /// Write the bundle to this new file (refused if it exists) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Leave the arguments and the proof out: the bundle carries a salted
+    /// commitment, and the arguments and salt go to this new file (mode 0600).
+    #[arg(long, value_name = "SALT_FILE")]
+    pub commit_arguments: Option<PathBuf>,
+}
+
+/// `countersign evidence verify`
+#[derive(Debug, Args)]
+pub struct EvidenceVerifyArgs {
+    /// The bundle file.
+    pub file: PathBuf,
+    /// The C2SP tlog-policy naming the log's key, the witnesses and the quorum.
+    #[arg(long, value_name = "POLICY")]
+    pub trust: PathBuf,
+    /// The proof key set to pin (`countersign keys export`); without it the
+    /// bundle's own is used, and the output says so.
+    #[arg(long, value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+    /// The salt file that opens a bundle's commitment to its arguments.
+    #[arg(long, value_name = "SALT_FILE")]
+    pub reveal: Option<PathBuf>,
 }
 
 /// `countersign reconcile`

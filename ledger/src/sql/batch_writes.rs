@@ -143,10 +143,11 @@ impl<'a> BatchWrites<'a> {
                 // Refused before any state write: consumed, and failed.
                 let error = refused.to_string();
                 let first = intent_event(tail, &intent, &at)?;
-                let details = events::completed_details(&intent.nonce, "failed", Some(&error));
+                let result = "null";
+                let details =
+                    events::completed_details(&intent.nonce, "failed", Some(&error), result);
                 let proposal = Some(intent.proposal_id.as_str());
                 let done = tail.extend(&at, "completed", proposal, &intent.principal, &details)?;
-                let result = "null";
                 let disposition =
                     rows::completed(pid, nonce, "failed", Some(error.clone()), result, &at)?;
                 job.outcome = Some("failed");
@@ -171,7 +172,7 @@ impl<'a> BatchWrites<'a> {
         let intent = intent_of(proof, Duration::ZERO)?;
         let at = timefmt::format(intent.recorded_at)?;
         let first = intent_event(tail, &intent, &at)?;
-        let details = events::completed_details(&intent.nonce, "applied", None);
+        let details = events::completed_details(&intent.nonce, "applied", None, result);
         let proposal = Some(intent.proposal_id.as_str());
         let done = tail.extend(&at, "completed", proposal, &intent.principal, &details)?;
         let (pid, nonce) = (intent.proposal_id.clone(), intent.nonce.clone());
@@ -313,7 +314,7 @@ fn plan_applied(
     let first = intent_event(tail, intent, at)?;
     let details = events::applied_details(&intent.nonce, effect);
     let applied = tail.extend(at, "effect_applied", proposal, actor, &details)?;
-    let details = events::completed_details(&intent.nonce, "applied", None);
+    let details = events::completed_details(&intent.nonce, "applied", None, &result);
     let completed = tail.extend(at, "completed", proposal, actor, &details)?;
     Ok(Applied {
         key: key.clone(),

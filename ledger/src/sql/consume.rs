@@ -385,7 +385,7 @@ async fn insert_completion(
     .bind(&at)
     .execute(&mut *conn)
     .await?;
-    let details = events::completed_details(nonce, status, error);
+    let details = events::completed_details(nonce, status, error, &result_text);
     events::append(conn, principal, &at, kind, Some(proposal_id), who, &details).await?;
     rows::completed(
         proposal_id.to_string(),

@@ -107,9 +107,24 @@ pub(super) fn applied_details(nonce: &str, effect: &str) -> Value {
     serde_json::json!({ "nonce": nonce, "effect": effect })
 }
 
-/// The details of a `completed` (or `resolved`) event.
-pub(super) fn completed_details(nonce: &str, status: &str, error: Option<&str>) -> Value {
-    serde_json::json!({ "nonce": nonce, "status": status, "error": error })
+/// The details of a `completed` (or `resolved`) event: the nonce, the
+/// status, the error and (on events written since the key was added) the SHA-256 of
+/// the recorded result, canonical JSON `result`, so that an evidence
+/// bundle's result is pinned by the log.
+pub(super) fn completed_details(
+    nonce: &str,
+    status: &str,
+    error: Option<&str>,
+    result: &str,
+) -> Value {
+    use sha2::Digest as _;
+    let result_sha256 = hex::encode(sha2::Sha256::digest(result.as_bytes()));
+    serde_json::json!({
+        "nonce": nonce,
+        "status": status,
+        "error": error,
+        "result_sha256": result_sha256,
+    })
 }
 
 /// Append one event to `chain` in the current transaction.

@@ -556,6 +556,21 @@ pub struct RevokeResponse {
     #[prost(message, optional, tag = "2")]
     pub proposal: ::core::option::Option<ProposalView>,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SpentProofRequest {
+    #[prost(string, tag = "1")]
+    pub proposal_id: ::prost::alloc::string::String,
+}
+/// Debug is hand-written in the proto crate: it never prints the proof.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[prost(skip_debug)]
+pub struct SpentProofResponse {
+    /// Spent and expired: it authorizes nothing, but it is still never logged.
+    #[prost(string, tag = "1")]
+    pub proof: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub proof_sha256: ::prost::alloc::string::String,
+}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PublicKeysRequest {}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -1530,6 +1545,36 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "ReissueForReconcile"));
             self.inner.unary(req, path, codec).await
         }
+        /// role: head, of the proposal's principal. The issued proof of a
+        /// proposal, re-derived from the ledger's record of its issuance (as a
+        /// handoff is after a restart), for an evidence bundle: only once it is
+        /// spent (its nonce consumed) and expired, so that it authorizes nothing.
+        /// FAILED_PRECONDITION `proof_not_spent` before that;
+        /// `handoff_unrecoverable` when no key reproduces it.
+        pub async fn spent_proof(
+            &mut self,
+            request: impl tonic::IntoRequest<super::SpentProofRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SpentProofResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/SpentProof",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "SpentProof"));
+            self.inner.unary(req, path, codec).await
+        }
         /// role: head, approver or admin. The keys that verify proofs.
         pub async fn public_keys(
             &mut self,
@@ -2099,6 +2144,19 @@ pub mod signer_server {
             request: tonic::Request<super::ReissueForReconcileRequest>,
         ) -> std::result::Result<
             tonic::Response<super::ReissueForReconcileResponse>,
+            tonic::Status,
+        >;
+        /// role: head, of the proposal's principal. The issued proof of a
+        /// proposal, re-derived from the ledger's record of its issuance (as a
+        /// handoff is after a restart), for an evidence bundle: only once it is
+        /// spent (its nonce consumed) and expired, so that it authorizes nothing.
+        /// FAILED_PRECONDITION `proof_not_spent` before that;
+        /// `handoff_unrecoverable` when no key reproduces it.
+        async fn spent_proof(
+            &self,
+            request: tonic::Request<super::SpentProofRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SpentProofResponse>,
             tonic::Status,
         >;
         /// role: head, approver or admin. The keys that verify proofs.
@@ -2895,6 +2953,49 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ReissueForReconcileSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/SpentProof" => {
+                    #[allow(non_camel_case_types)]
+                    struct SpentProofSvc<T: Signer>(pub Arc<T>);
+                    impl<T: Signer> tonic::server::UnaryService<super::SpentProofRequest>
+                    for SpentProofSvc<T> {
+                        type Response = super::SpentProofResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::SpentProofRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::spent_proof(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = SpentProofSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

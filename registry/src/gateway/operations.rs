@@ -138,8 +138,8 @@ impl Generated {
         if self.require_passkey {
             definition["require_passkey"] = Value::Bool(true);
         }
-        let revision =
-            canonical::canonical_sha256_hex(&definition).map_err(|e| bad(e.to_string()))?;
+        let contract = canonical::to_canonical(&definition).map_err(|e| bad(e.to_string()))?;
+        let revision = canonical::sha256_hex(contract.as_bytes());
         Ok(Operation {
             name: self.name,
             description: self.description,
@@ -156,6 +156,7 @@ impl Generated {
             premise: None,
             unverified_fields: Vec::new(),
             revision,
+            contract,
             template,
             validator,
             upstream_schema: self.upstream_schema,

@@ -7,6 +7,7 @@ mod credential;
 mod data;
 pub(crate) mod decide;
 mod doctor;
+mod evidence;
 mod exec;
 mod gateway;
 mod hook;
@@ -28,8 +29,8 @@ use crate::Io;
 use crate::args::ProposalRef;
 use crate::args::{
     ApiCommand, AuditArgs, AuditCommand, Cli, Command, ConsoleArgs, ConsoleCommand,
-    CredentialCommand, GatewayCommand, InitArgs, KeysCommand, McpArgs, NotifyCommand, OpsCommand,
-    RulesCommand, SessionsCommand, TokenCommand, WitnessCommand,
+    CredentialCommand, EvidenceCommand, GatewayCommand, InitArgs, KeysCommand, McpArgs,
+    NotifyCommand, OpsCommand, RulesCommand, SessionsCommand, TokenCommand, WitnessCommand,
 };
 use crate::context::Context;
 use crate::error::CliError;
@@ -41,6 +42,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     // Offline: no home, no signer, no ledger.
     let command = match cli.command {
         Command::Verify(args) => return verify::verify(args, json, io),
+        Command::Evidence(EvidenceCommand::Verify(args)) => {
+            return evidence::verify(args, json, io);
+        }
         // Reads its input first, and answers every failure in the agent's
         // shape, even a home that does not load.
         Command::Hook(args) => return hook::hook(cli.home, args, io).await,
@@ -125,6 +129,10 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 }) => inspect::audit_export(&ctx, args, io).await,
                 Command::Audit(args) => inspect::audit(&ctx, args, json, io).await,
                 Command::Reconcile(args) => exec::reconcile(&ctx, args, json, io).await,
+                Command::Evidence(EvidenceCommand::Export(args)) => {
+                    let id = resolved(&ctx, &args.id).await?;
+                    evidence::export(&ctx, &id, args, io).await
+                }
                 Command::Mcp(args) => mcp::serve(&ctx, args, io).await,
                 Command::Gateway(GatewayCommand::Tools(args)) => {
                     gateway::tools(&ctx, args, json, io).await
@@ -182,7 +190,8 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 | Command::SetupSchema(_)
                 | Command::Exec(_)
                 | Command::Rules(RulesCommand::Create(_) | RulesCommand::Revise(_))
-                | Command::Verify(_) => {
+                | Command::Verify(_)
+                | Command::Evidence(EvidenceCommand::Verify(_)) => {
                     unreachable!("handled above")
                 }
             }

@@ -33,6 +33,25 @@ pub(crate) async fn keys_export(
     args: KeysExportArgs,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
+    let keys = published_key_set(ctx).await?;
+    let mut text = keys.to_json().map_err(CliError::error)?;
+    text.push('\n');
+    match &args.out {
+        None => write_text(io.out, &text),
+        Some(path) => {
+            write_new(path, text.as_bytes())?;
+            let n = keys.keys().len();
+            write_text(
+                io.err,
+                &format!("wrote {n} verifying key(s) to {}\n", path.display()),
+            )
+        }
+    }
+}
+
+/// The key set the signer publishes now, each key checked to be the
+/// Ed25519 key its id names.
+pub(crate) async fn published_key_set(ctx: &Context) -> Result<KeySet, CliError> {
     let mut head = ctx.head().await?;
     let published = head
         .public_keys(countersign_proto::v1::PublicKeysRequest {})
@@ -57,19 +76,7 @@ pub(crate) async fn keys_export(
         }
         keys.push(key);
     }
-    let mut text = KeySet::new(keys).to_json().map_err(CliError::error)?;
-    text.push('\n');
-    match &args.out {
-        None => write_text(io.out, &text),
-        Some(path) => {
-            write_new(path, text.as_bytes())?;
-            let n = published.len();
-            write_text(
-                io.err,
-                &format!("wrote {n} verifying key(s) to {}\n", path.display()),
-            )
-        }
-    }
+    Ok(KeySet::new(keys))
 }
 
 /// Reads `--keys FILE`: a key set that cannot be read or parsed is an error
