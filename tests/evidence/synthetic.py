@@ -37,7 +37,7 @@ import verify_evidence as v  # noqa: E402  (shares the encodings under test)
 
 RP_ID = "countersign.example"
 ORIGIN = "https://countersign.example"
-PRINCIPAL = "pr_alice"
+PRINCIPAL = "pr_a11ce0000000000000000000000000a1"  # ids as countersign writes them
 
 
 def b64(raw):
@@ -200,7 +200,7 @@ class World:
     def proposal(self, session, arguments, delivery="direct", approver=None):
         """A proposal, approved with a passkey (the principal's, or a quorum
         approver's), consumed and completed."""
-        pid = "prop_" + secrets.token_hex(6)
+        pid = "prop_" + secrets.token_hex(16)
         args_text = canonical(arguments)
         contract = canonical({"operation": "deploy.release", "arguments": {"version": "string"}})
         p = {"id": pid, "principal": PRINCIPAL, "session": session, "operation": "deploy.release",
@@ -220,7 +220,7 @@ class World:
         if approver is None:
             credential, public_key = self.credential_id, self.public_key
             signature = self.passkey.sign(signed, ec.ECDSA(hashes.SHA256()))
-            provenance, extra_events = "human", [self.enrolment]
+            provenance, extra_events = f"human:cert:{PRINCIPAL}", [self.enrolment]
         else:
             credential, public_key = self.approver_credential, self.approver_public_key
             signature = self.approver_key.sign(signed)
@@ -232,7 +232,7 @@ class World:
                      "authenticator_data": b64url(auth), "client_data_json": b64url(client_data),
                      "signature": b64url(signature)}
         # the proof, expired by the time anyone reads the bundle
-        nonce = secrets.token_hex(16)
+        nonce = b64url(secrets.token_bytes(32))
         issued = self.now()
         expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock + 300))
         claims = {"iss": "countersign-signer", "aud": "deploy-head", "sub": PRINCIPAL, "sid": session,
