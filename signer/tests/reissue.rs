@@ -13,17 +13,16 @@ use countersign_ledger::testing::TempPgDatabase;
 use countersign_ledger::{EffectOutcome, Intent};
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
-    Delivery, ProposeRequest, PublicKeysRequest, ReissueForReconcileRequest,
+    Delivery, ProposeRequest, ReissueForReconcileRequest,
 };
 use countersign_signer::testing::TestSigner;
 use countersign_verifier::canonical::sha256_hex;
-use countersign_verifier::{Claims, Expectations, KeyRing, Proof, VerifiedProof, verify};
-use ed25519_dalek::VerifyingKey;
+use countersign_verifier::Claims;
 use time::{Duration, OffsetDateTime};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use support::{OTHER_PRINCIPAL, SESSION, approved, client_as, head, reason_of};
+use support::{OTHER_PRINCIPAL, SESSION, approved, client_as, head, reason_of, verified};
 
 /// An operation named `name` with `effect`, taking `{"text": ...}`.
 fn operation(name: &str, replay_safe: bool, effect: &str) -> String {
@@ -91,39 +90,6 @@ async fn propose(head: &mut SignerClient<Channel>, operation: &str) -> String {
     .unwrap()
     .into_inner()
     .id
-}
-
-/// `proof_text` verified as the gate verifies for `id`.
-async fn verified(signer: &TestSigner, id: &str, proof_text: &str) -> VerifiedProof {
-    let record = signer.state().ledger().proposal(id).await.unwrap().unwrap();
-    let keys = head(signer)
-        .await
-        .public_keys(PublicKeysRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let ring = KeyRing::from_keys(keys.keys.iter().map(|k| {
-        let bytes: [u8; 32] = k.public_key.as_slice().try_into().unwrap();
-        VerifyingKey::from_bytes(&bytes).unwrap()
-    }));
-    let policy = signer.state().policy();
-    verify(
-        &Proof::from_text(proof_text.to_owned()).unwrap(),
-        &ring,
-        &Expectations {
-            audience: &policy.audience,
-            principal: signer.principal(),
-            session: SESSION,
-            proposal_id: id,
-            operation: &record.proposal.operation,
-            arguments_sha256: &record.proposal.arguments_sha256,
-            contract_revision: &record.proposal.contract_revision,
-            policy_revision: &record.proposal.policy_revision,
-            now: OffsetDateTime::now_utc(),
-            max_lifetime: Duration::seconds(1800),
-        },
-    )
-    .unwrap()
 }
 
 /// Propose `operation`, approve it directly and record its intent with

@@ -14,7 +14,7 @@ use countersign_proto::v1::{
     DecideRequest, DecideResponse, Delivery, Interface, ProposalView, ProposeRequest,
 };
 use countersign_signer::testing::TestSigner;
-use countersign_verifier::{Claims, Expectations, KeyRing, Proof, verify};
+use countersign_verifier::{Claims, Expectations, KeyRing, Proof, VerifiedProof, verify};
 use ed25519_dalek::VerifyingKey;
 use time::{Duration, OffsetDateTime};
 use tonic::transport::{Channel, ClientTlsConfig};
@@ -185,6 +185,39 @@ pub async fn verified_claims(
         max_lifetime: Duration::seconds(1800),
     };
     verify(&proof, &ring, &expect).unwrap().claims().clone()
+}
+
+/// `proof_text` verified as the gate verifies for `id`.
+pub async fn verified(signer: &TestSigner, id: &str, proof_text: &str) -> VerifiedProof {
+    let record = signer.state().ledger().proposal(id).await.unwrap().unwrap();
+    let keys = head(signer)
+        .await
+        .public_keys(PublicKeysRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let ring = KeyRing::from_keys(keys.keys.iter().map(|k| {
+        let bytes: [u8; 32] = k.public_key.as_slice().try_into().unwrap();
+        VerifyingKey::from_bytes(&bytes).unwrap()
+    }));
+    let policy = signer.state().policy();
+    verify(
+        &Proof::from_text(proof_text.to_owned()).unwrap(),
+        &ring,
+        &Expectations {
+            audience: &policy.audience,
+            principal: signer.principal(),
+            session: SESSION,
+            proposal_id: id,
+            operation: &record.proposal.operation,
+            arguments_sha256: &record.proposal.arguments_sha256,
+            contract_revision: &record.proposal.contract_revision,
+            policy_revision: &record.proposal.policy_revision,
+            now: OffsetDateTime::now_utc(),
+            max_lifetime: Duration::seconds(1800),
+        },
+    )
+    .unwrap()
 }
 
 /// A fresh home for a `countersign-signer` process: development PKI, the
