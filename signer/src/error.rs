@@ -157,9 +157,14 @@ pub(crate) enum RpcError {
     },
     /// A spent proof asked for before it is both consumed and expired.
     #[error(
-        "the proof of proposal {0} is not spent yet: it is handed to an evidence bundle only once consumed and expired"
+        "the proof of proposal {id} is not spent yet ({why}): it is handed to an evidence bundle only once consumed and expired"
     )]
-    ProofNotSpent(String),
+    ProofNotSpent {
+        /// The proposal id.
+        id: String,
+        /// What is missing: a consumption, or the expiry (when it comes).
+        why: String,
+    },
     /// A re-issue for reconcile of a proposal re-issued the most times allowed.
     #[error(
         "the proof of proposal {id} was re-issued {count} times already, the most allowed; a person resolves it"
@@ -297,7 +302,7 @@ impl RpcError {
             RpcError::NotAWebhook(_) => Reason::NotAWebhook,
             RpcError::NotReplaySafe(_) => Reason::NotReplaySafe,
             RpcError::ReissueWindowClosed { .. } => Reason::ReissueWindowClosed,
-            RpcError::ProofNotSpent(_) => Reason::ProofNotSpent,
+            RpcError::ProofNotSpent { .. } => Reason::ProofNotSpent,
             RpcError::ReissueLimitReached { .. } => Reason::ReissueLimitReached,
             RpcError::ReissueUnavailableOnSqlite => Reason::ReissueUnavailableOnSqlite,
             RpcError::PasskeyRequired => Reason::PasskeyRequired,

@@ -16,7 +16,7 @@ use countersign_identity::PeerIdentity;
 use countersign_proto::v1 as wire;
 use tonic::Request;
 
-use crate::convert::parse_proposal_id;
+use crate::convert::{format_time, parse_proposal_id};
 use crate::error::RpcError;
 use crate::service::SignerService;
 
@@ -28,11 +28,23 @@ impl SignerService {
     ) -> Result<wire::SpentProofResponse, RpcError> {
         let id = parse_proposal_id(request.into_inner().proposal_id)?;
         let record = self.owned_proposal(&id, &peer.principal).await?;
-        let not_spent = || RpcError::ProofNotSpent(id.as_str().to_owned());
-        let issuance = record.issuance.as_ref().ok_or_else(not_spent)?;
+        let not_spent = |why: String| RpcError::ProofNotSpent {
+            id: id.as_str().to_owned(),
+            why,
+        };
+        let Some(issuance) = record.issuance.as_ref() else {
+            return Err(not_spent(format!(
+                "it is {}, no proof was issued",
+                record.status
+            )));
+        };
+        if !record.status.is_consumed() {
+            return Err(not_spent(format!("it is {}, not consumed", record.status)));
+        }
         let now = time::OffsetDateTime::now_utc();
-        if !record.status.is_consumed() || now < issuance.expires_at {
-            return Err(not_spent());
+        if now < issuance.expires_at {
+            let at = format_time(issuance.expires_at)?;
+            return Err(not_spent(format!("it expires at {at}")));
         }
         let claims = self.issued_claims(&record, issuance).await?;
         let proof = self.rederive(&claims, issuance)?;

@@ -130,7 +130,13 @@ mod tests {
                 "still_running",
             ),
             (RpcError::NotAWebhook("op".into()), "not_a_webhook"),
-            (RpcError::ProofNotSpent("p".into()), "proof_not_spent"),
+            (
+                RpcError::ProofNotSpent {
+                    id: "p".into(),
+                    why: "w".into(),
+                },
+                "proof_not_spent",
+            ),
             (RpcError::NotReplaySafe("op".into()), "not_replay_safe"),
             (
                 RpcError::ReissueWindowClosed {
@@ -259,7 +265,7 @@ mod tests {
             RpcError::IdempotencyKeyReused { .. } => 49,
             RpcError::ProposalExpired { .. } => 50,
             RpcError::DeliveryNotOffered { .. } => 51,
-            RpcError::ProofNotSpent(_) => 52,
+            RpcError::ProofNotSpent { .. } => 52,
         }
     }
 

@@ -70,14 +70,29 @@ async fn refuses_a_live_an_unconsumed_or_anothers_proof_with_its_reason() {
     approved(&signer, &unconsumed, Delivery::Direct).await;
     // Pending.
     let pending = propose(&mut head).await.id;
-    for id in [&live, &unconsumed, &pending] {
+    let expires = signer
+        .state()
+        .ledger()
+        .proposal(&live)
+        .await
+        .unwrap()
+        .unwrap()
+        .issuance
+        .unwrap()
+        .expires_at;
+    let expires = countersign_verifier::timestamp::format(expires).unwrap();
+    for (id, why) in [
+        (&live, format!("it expires at {expires}")),
+        (&unconsumed, "it is approved, not consumed".to_owned()),
+        (&pending, "it is pending, no proof was issued".to_owned()),
+    ] {
         let status = head.spent_proof(request(id)).await.unwrap_err();
         assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
         assert_eq!(reason_of(&status), "proof_not_spent", "{status:?}");
         assert_eq!(
             status.message(),
             format!(
-                "the proof of proposal {id} is not spent yet: it is handed to an evidence bundle only once consumed and expired"
+                "the proof of proposal {id} is not spent yet ({why}): it is handed to an evidence bundle only once consumed and expired"
             )
         );
     }

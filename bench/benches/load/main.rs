@@ -13,7 +13,9 @@
 //! `--latency-n N` (iterations of the latency and watch sections; 300, or
 //! 30 with `--quick`), `--watch-only` (the watch section only),
 //! `--idle-secs S` (how long the watch section's idle watcher waits; 30),
-//! `--hook-only` (the hook section only; `--latency-n` iterations, 100).
+//! `--hook-only` (the hook section only; `--latency-n` iterations, 100),
+//! `--evidence-only` (`evidence verify` processes only; `--latency-n`
+//! iterations, 300).
 //! The latency and hook sections run the `countersign` binary of this
 //! profile: `cargo build --release --bins` first.
 //! PostgreSQL: a fresh database on `$COUNTERSIGN_TEST_PG` (default
@@ -52,6 +54,7 @@
 //! nothing here ships).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod evidence;
 mod gateway;
 mod heads;
 mod hook;
@@ -108,6 +111,8 @@ struct Options {
     watch_only: bool,
     /// Run only the hook section.
     hook_only: bool,
+    /// Run only the evidence section.
+    evidence_only: bool,
     /// How long the watch section's idle watcher waits, if given.
     idle_secs: Option<u64>,
 }
@@ -130,6 +135,7 @@ impl Options {
             latency_n: number_after(&args, "--latency-n"),
             watch_only: has("--watch-only"),
             hook_only: has("--hook-only"),
+            evidence_only: has("--evidence-only"),
             idle_secs: number_after(&args, "--idle-secs"),
         }
     }
@@ -842,6 +848,9 @@ fn main() {
     if opts.hook_only {
         return runtime.block_on(hook_section(&fx, &opts));
     }
+    if opts.evidence_only {
+        return evidence_section(&opts);
+    }
     verification(&fx, &opts);
     if std::env::args().any(|a| a == "--verification-only") {
         return;
@@ -863,6 +872,7 @@ fn main() {
             latency_section(&fx, &opts).await;
             watch_section(&opts).await;
             hook_section(&fx, &opts).await;
+            evidence_section(&opts);
         }
         if opts.netns {
             netns_section(&fx, &opts).await;
@@ -890,6 +900,14 @@ async fn netns_section(fx: &Fixture, opts: &Options) {
 
 /// The latency section; a missing binary or a failed command ends the
 /// run with the reason.
+/// The evidence section; a failure ends the run with the reason.
+fn evidence_section(opts: &Options) {
+    if let Err(e) = evidence::run(opts) {
+        eprintln!("evidence section: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// The hook section; a failure ends the run with the reason.
 async fn hook_section(fx: &Fixture, opts: &Options) {
     if let Err(e) = hook::run(fx, opts).await {

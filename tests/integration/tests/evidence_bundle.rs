@@ -30,6 +30,10 @@ use countersign_witness::testing::AicsWitness;
 use serde_json::Value;
 use time::OffsetDateTime;
 
+/// Past the proofs' lifetime (`lifetime_secs = 4` below): a bundle holds
+/// only an expired proof.
+const PAST_EXPIRY: Duration = Duration::from_millis(4_100);
+
 const ORIGIN: &str = "https://console.localhost:7444";
 const PASSKEYS: &str =
     "[passkeys]\nrequired = true\norigins = [\"https://console.localhost:7444\"]\n";
@@ -98,16 +102,12 @@ fn python_verify(bundle: &Path, trust: &Path, extra: &[&Path]) -> Output {
     python("verify_evidence.py", &args)
 }
 
-/// One passkey-approved `schedule.create` of `name` in session `s1`,
-/// delivered directly: its id and proof.
-async fn approved(
-    signer: &TestSigner,
-    key: &mut SoftAuthenticator,
-    name: &str,
-) -> (String, String) {
-    let mut head = signer.client(Role::Head).await.unwrap();
-    let mut approver = signer.client(Role::Approver).await.unwrap();
-    let pid = head
+/// A `schedule.create` of `name` proposed in session `s1`; its id.
+async fn proposed(signer: &TestSigner, name: &str) -> String {
+    signer
+        .client(Role::Head)
+        .await
+        .unwrap()
         .propose(ProposeRequest {
             operation: "schedule.create".into(),
             arguments_json: format!(r#"{{"name":"{name}","cron":"0 3 * * *"}}"#),
@@ -117,7 +117,28 @@ async fn approved(
         .await
         .unwrap()
         .into_inner()
-        .id;
+        .id
+}
+
+/// `proof` of `pid` run with `countersign exec` in session `s1`.
+fn applied(signer: &TestSigner, pid: &str, proof: &str, scratch: &Path) {
+    let file = scratch.join(format!("{pid}.proof"));
+    std::fs::write(&file, proof).unwrap();
+    let path = file.to_str().unwrap();
+    let args = ["exec", pid, "--session", "s1", "--proof-file", path];
+    let out = countersign(signer.home().root(), &args);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// One passkey-approved `schedule.create` of `name` in session `s1`,
+/// delivered directly: its id and proof.
+async fn approved(
+    signer: &TestSigner,
+    key: &mut SoftAuthenticator,
+    name: &str,
+) -> (String, String) {
+    let mut approver = signer.client(Role::Approver).await.unwrap();
+    let pid = proposed(signer, name).await;
     let c = approver
         .begin_decision(BeginDecisionRequest {
             proposal_id: pid.clone(),
@@ -151,20 +172,7 @@ async fn approved_and_applied(
     scratch: &Path,
 ) -> String {
     let (pid, proof) = approved(signer, key, name).await;
-    let file = scratch.join(format!("{name}.proof"));
-    std::fs::write(&file, proof).unwrap();
-    let out = countersign(
-        signer.home().root(),
-        &[
-            "exec",
-            &pid,
-            "--session",
-            "s1",
-            "--proof-file",
-            file.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    applied(signer, &pid, &proof, scratch);
     pid
 }
 
@@ -226,7 +234,7 @@ impl Drop for Killed {
 async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_tamper_is_refused() {
     let registry = Registry::default_toml().replacen(
         "preview = \"Create schedule",
-        "lifetime_secs = 1\npreview = \"Create schedule",
+        "lifetime_secs = 4\npreview = \"Create schedule",
         1,
     );
     let mut signer = TestSigner::start_configured(&registry, None, PASSKEYS)
@@ -295,18 +303,7 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
         .unwrap();
 
     // Before anything is applied, nothing exports and no proof is handed over.
-    let mut head = signer.client(Role::Head).await.unwrap();
-    let pending = head
-        .propose(ProposeRequest {
-            operation: "schedule.create".into(),
-            arguments_json: r#"{"name":"waiting","cron":"0 3 * * *"}"#.into(),
-            session: "s1".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .id;
+    let pending = proposed(&signer, "waiting").await;
     let out = countersign(&home, &["evidence", "export", &pending]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(
@@ -321,7 +318,7 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
     let first = approved_and_applied(&signer, &mut key, "first", dir).await;
     signer = restart(signer).await;
     wait_for_cosigned(&home);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(PAST_EXPIRY).await;
     let older = dir.join("first.json");
     let out = countersign(
         &home,
@@ -354,7 +351,7 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
 
     signer = restart(signer).await;
     wait_for_cosigned(&home);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(PAST_EXPIRY).await;
     let bundle = dir.join("second.json");
     let out = countersign(
         &home,
@@ -510,5 +507,103 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     drop(witness);
+    signer.stop().await.unwrap();
+}
+
+/// Without passkeys and without witnesses (a development installation):
+/// export refuses until a signed checkpoint covers the action, then its
+/// bundle verifies under a policy of the log alone (`quorum none`), says
+/// the approval is the log's word only, and is refused under a policy that
+/// wants a witness.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_passkeys_or_witnesses_a_bundle_is_the_logs_word_and_says_so() {
+    let registry = Registry::default_toml().replacen(
+        "preview = \"Create schedule",
+        "lifetime_secs = 4\npreview = \"Create schedule",
+        1,
+    );
+    let signer = TestSigner::start_with_registry(&registry).await.unwrap();
+    let home = signer.home().root().to_path_buf();
+    let dir = tempfile::tempdir().unwrap();
+    let mut head = signer.client(Role::Head).await.unwrap();
+    let log_key = head
+        .public_keys(PublicKeysRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .log_key;
+    let pid = proposed(&signer, "plain").await;
+    let proof = signer
+        .client(Role::Approver)
+        .await
+        .unwrap()
+        .decide(DecideRequest {
+            proposal_id: pid.clone(),
+            approve: true,
+            delivery: Delivery::Direct.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .proof;
+    applied(&signer, &pid, &proof, dir.path());
+    tokio::time::sleep(PAST_EXPIRY).await;
+
+    // No checkpoint yet: the signer signs none of an empty log at start.
+    let out = countersign(&home, &["evidence", "export", &pid]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        said,
+        "countersign: refused: the log has no signed checkpoint yet: the signer signs one every minute\n"
+    );
+
+    let signer = restart(signer).await;
+    let bundle = dir.path().join("plain.json");
+    let out = countersign(
+        &home,
+        &[
+            "evidence",
+            "export",
+            &pid,
+            "--output",
+            bundle.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let alone = dir.path().join("log-alone.txt");
+    std::fs::write(&alone, format!("log {log_key}\nquorum none\n")).unwrap();
+    for out in [
+        rust_verify(&bundle, &alone, &[]),
+        python_verify(&bundle, &alone, &[]),
+    ] {
+        assert_eq!(verdict(&out), Ok(19), "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("without a passkey") || stdout.contains("log's word only"),
+            "{stdout}"
+        );
+    }
+    // A policy that wants a witness refuses it.
+    let witness = VerifierKey::new(
+        countersign_tlog::KeyName::new("w.example").unwrap(),
+        countersign_tlog::SignatureType::CosignatureV1,
+        ed25519_dalek::SigningKey::from_bytes(&[7; 32]).verifying_key(),
+    );
+    let wanting = dir.path().join("wanting.txt");
+    std::fs::write(
+        &wanting,
+        format!("log {log_key}\nwitness w1 {witness}\nquorum w1\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        verdict(&rust_verify(&bundle, &wanting, &[])),
+        Err("witness_quorum".into())
+    );
+    assert_eq!(
+        verdict(&python_verify(&bundle, &wanting, &[])),
+        Err("witness_quorum".into())
+    );
     signer.stop().await.unwrap();
 }
