@@ -494,7 +494,8 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
         Err("arguments".into())
     );
 
-    // An existing file is never replaced.
+    // An existing file is never replaced, and then nothing is written.
+    let unwritten = dir.join("unwritten-salt.json");
     let out = countersign(
         &home,
         &[
@@ -503,9 +504,19 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
             &second,
             "--output",
             bundle.to_str().unwrap(),
+            "--commit-arguments",
+            unwritten.to_str().unwrap(),
         ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "countersign: {} exists: an evidence export never replaces a file\n",
+            bundle.display()
+        )
+    );
+    assert!(!unwritten.exists());
     drop(witness);
     signer.stop().await.unwrap();
 }

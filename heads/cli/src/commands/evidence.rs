@@ -44,12 +44,25 @@ pub(crate) async fn export(
     args: EvidenceExportArgs,
     io: &mut Io<'_>,
 ) -> Result<(), CliError> {
+    // Nothing is written over, and nothing is written at all if either
+    // file exists.
+    for path in [&args.output, &args.commit_arguments].into_iter().flatten() {
+        if path.exists() {
+            return Err(CliError::Error(format!(
+                "{} exists: an evidence export never replaces a file",
+                path.display()
+            )));
+        }
+    }
     let ledger = ctx.ledger().await?;
     let record = ledger
         .proposal(id.as_str())
         .await
         .map_err(CliError::error)?
-        .ok_or_else(|| CliError::Refused(format!("no proposal {}", id.as_str())))?;
+        .filter(|r| r.proposal.principal.as_str() == ctx.principal)
+        .ok_or_else(|| {
+            CliError::Refused(format!("no proposal {} of this principal", id.as_str()))
+        })?;
     if !matches!(
         record.status,
         ProposalStatus::Applied | ProposalStatus::Failed
@@ -83,10 +96,10 @@ pub(crate) async fn export(
     }));
     let event_parts = included(ctx, &ledger, &chosen).await?;
 
-    let (arguments, commitment, proof) = match &args.commit_arguments {
+    let (arguments, commitment, proof, opening) = match &args.commit_arguments {
         None => {
             let proof = spent_proof(ctx, id).await?;
-            (Some(p.arguments_json.clone()), None, Some(proof))
+            (Some(p.arguments_json.clone()), None, Some(proof), None)
         }
         Some(salt_file) => {
             let mut salt = [0_u8; 32];
@@ -95,11 +108,8 @@ pub(crate) async fn export(
                 arguments: p.arguments_json.clone(),
                 salt: hex::encode(salt),
             };
-            let text = serde_json::to_string(&opening).map_err(CliError::error)?;
-            countersign_identity::files::write_private_new(salt_file, text.as_bytes()).map_err(
-                |e| CliError::Error(format!("cannot write {}: {e}", salt_file.display())),
-            )?;
-            (None, Some(commit(&salt, &p.arguments_json)), None)
+            let commitment = commit(&salt, &p.arguments_json);
+            (None, Some(commitment), None, Some((salt_file, opening)))
         }
     };
     let keys = published_key_set(ctx).await?;
@@ -141,6 +151,12 @@ pub(crate) async fn export(
     };
     let mut text = serde_json::to_string_pretty(&bundle).map_err(CliError::error)?;
     text.push('\n');
+    // The opening last but one, once everything else is in hand.
+    if let Some((salt_file, opening)) = opening {
+        let salt_text = serde_json::to_string(&opening).map_err(CliError::error)?;
+        countersign_identity::files::write_private_new(salt_file, salt_text.as_bytes())
+            .map_err(|e| CliError::Error(format!("cannot write {}: {e}", salt_file.display())))?;
+    }
     match &args.output {
         None => write_text(io.out, &text),
         Some(path) => {
