@@ -164,14 +164,14 @@ pub const NON_DATA: &[NonData] = &[
     NonData {
         name: "evidence_export",
         entries: Entries(&[Entry::Cli(
-            "countersign evidence export ID [--output FILE] [--commit-arguments SALT_FILE]",
+            "countersign evidence export <id> [--output FILE] [--commit-arguments SALT_FILE]",
         )]),
         reason: "Writes one applied action's evidence for an auditor: read by the local user from the ledger, as `audit` is, with the spent proof the signer re-derives only once it is consumed and expired; a model-facing head never handles a proof.",
     },
     NonData {
         name: "evidence_verify",
         entries: Entries(&[Entry::Cli(
-            "countersign evidence verify FILE --trust POLICY [--keys FILE] [--reveal SALT_FILE]",
+            "countersign evidence verify <file> --trust POLICY [--keys FILE] [--reveal SALT_FILE]",
         )]),
         reason: "Offline verification of an evidence bundle for an auditor, with public keys only and no home, signer or ledger; it decides nothing and is no operation on proposals.",
     },
