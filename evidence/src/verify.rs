@@ -587,9 +587,17 @@ fn decision(
     for a in &d.assertions {
         credential(bundle, a)?;
     }
+    let none = d.assertions.is_empty();
+    let checked = |line: &str| {
+        if none {
+            "no passkey assertion to check".to_owned()
+        } else {
+            line.to_owned()
+        }
+    };
     ok(
         Check::Credential,
-        "each credential's key is the one its enrolment event fixed".to_owned(),
+        checked("each credential's key is the one its enrolment event fixed"),
     );
     let mut challenges = Vec::with_capacity(d.assertions.len());
     for a in &d.assertions {
@@ -597,7 +605,7 @@ fn decision(
     }
     ok(
         Check::AssertionChallenge,
-        "each assertion answers the challenge of this action".to_owned(),
+        checked("each assertion answers the challenge of this action"),
     );
     for (a, expected) in d.assertions.iter().zip(&challenges) {
         signature(bundle, a, expected)?;
@@ -609,7 +617,7 @@ fn decision(
                 "each assertion verifies, for relying party {}, user verified",
                 rp.id
             ),
-            _ => "no assertion to verify".to_owned(),
+            _ => "no passkey assertion to check".to_owned(),
         },
     );
     Ok(())
