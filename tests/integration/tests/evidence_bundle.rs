@@ -18,17 +18,19 @@ use std::time::Duration;
 use countersign_identity::Role;
 use countersign_integration_tests::bin;
 use countersign_proto::v1::{
-    BeginDecisionRequest, BeginEnrolmentRequest, DecideRequest, Delivery, EnrolRequest,
-    PasskeyAssertion, ProposeRequest, PublicKeysRequest, SpentProofRequest,
+    BeginDecisionRequest, DecideRequest, Delivery, ProposeRequest, PublicKeysRequest,
+    SpentProofRequest,
 };
 use countersign_registry::Registry;
-use countersign_signer::passkeys::code::EnrolmentCodes;
 use countersign_signer::testing::TestSigner;
 use countersign_tlog::VerifierKey;
 use countersign_webauthn::testing::SoftAuthenticator;
 use countersign_witness::testing::AicsWitness;
+
+mod support;
+
 use serde_json::Value;
-use time::OffsetDateTime;
+use support::passkeys::{enrol, named, wire};
 
 /// Past the proofs' lifetime (`lifetime_secs = 4` below): a bundle holds
 /// only an expired proof.
@@ -176,16 +178,6 @@ async fn approved_and_applied(
     pid
 }
 
-fn wire(challenge_id: String, a: countersign_webauthn::Assertion) -> PasskeyAssertion {
-    PasskeyAssertion {
-        challenge_id,
-        credential_id: a.credential_id,
-        authenticator_data: a.authenticator_data,
-        client_data_json: a.client_data_json,
-        signature: a.signature,
-    }
-}
-
 /// `countersign witness serve` until the witness cosigned a checkpoint
 /// of at least `size`... of every leaf sequenced now.
 fn wait_for_cosigned(home: &Path) {
@@ -281,26 +273,7 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
     // A passkey, enrolled with a one-time code.
     let mut key = SoftAuthenticator::new(7, "console.localhost", ORIGIN);
     let mut approver = signer.client(Role::Approver).await.unwrap();
-    let c = approver
-        .begin_enrolment(BeginEnrolmentRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
-    let code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
-        .issue(None, OffsetDateTime::now_utc())
-        .unwrap()
-        .0;
-    approver
-        .enrol(EnrolRequest {
-            challenge_id: c.challenge_id,
-            name: "laptop".into(),
-            attestation_object,
-            client_data_json,
-            enrolment_code: code,
-        })
-        .await
-        .unwrap();
+    enrol(&signer, &mut approver, &key, None, "laptop").await;
 
     // Before anything is applied, nothing exports and no proof is handed over.
     let pending = proposed(&signer, "waiting").await;
@@ -615,6 +588,107 @@ async fn without_passkeys_or_witnesses_a_bundle_is_the_logs_word_and_says_so() {
     assert_eq!(
         verdict(&python_verify(&bundle, &wanting, &[])),
         Err("witness_quorum".into())
+    );
+    signer.stop().await.unwrap();
+}
+
+/// A quorum's bundle: two named approvers each approve with a passkey of
+/// their own, for the proposing session; the bundle carries every
+/// approver's assertion (the last one's also as the approval's own), and
+/// both verifiers accept it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quorums_bundle_carries_every_approvers_assertion_and_verifies_in_both() {
+    let registry = Registry::default_toml().replacen(
+        "[[operation]]\nname = \"schedule.create\"",
+        "[[operation]]\nname = \"schedule.create\"\nlifetime_secs = 4\n\
+         quorum = { required = 2, approvers = [\"alice\", \"bob\"] }",
+        1,
+    );
+    let signer = TestSigner::start_configured(&registry, None, PASSKEYS)
+        .await
+        .unwrap();
+    let home = signer.home().root().to_path_buf();
+    let dir = tempfile::tempdir().unwrap();
+    let pid = proposed(&signer, "quorum").await;
+    for (seed, name) in [(4, "alice"), (5, "bob")] {
+        let mut client = named(&signer, name).await;
+        let mut key = SoftAuthenticator::new(seed, "console.localhost", ORIGIN);
+        enrol(&signer, &mut client, &key, Some(name), name).await;
+        let c = client
+            .begin_decision(BeginDecisionRequest {
+                proposal_id: pid.clone(),
+                delivery: Delivery::Handoff.into(),
+                execute_in_session: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        client
+            .decide(DecideRequest {
+                proposal_id: pid.clone(),
+                approve: true,
+                delivery: Delivery::Handoff.into(),
+                passkey: Some(wire(c.challenge_id, key.assert(&c.challenge))),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    let out = countersign(&home, &["exec", &pid, "--handoff", "--session", "s1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let signer = restart(signer).await;
+    tokio::time::sleep(PAST_EXPIRY).await;
+    let bundle = dir.path().join("quorum.json");
+    let out = countersign(
+        &home,
+        &[
+            "evidence",
+            "export",
+            &pid,
+            "--output",
+            bundle.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let written: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
+    let approvers: Vec<&Value> = written["decision"]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["approver"])
+        .collect();
+    let principal = signer.principal();
+    assert_eq!(
+        approvers,
+        [
+            &Value::Null,
+            &Value::from(format!("{principal}/alice")),
+            &Value::from(format!("{principal}/bob")),
+        ]
+    );
+    let log_key = signer
+        .client(Role::Head)
+        .await
+        .unwrap()
+        .public_keys(PublicKeysRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .log_key;
+    let alone = dir.path().join("log-alone.txt");
+    std::fs::write(&alone, format!("log {log_key}\nquorum none\n")).unwrap();
+    for out in [
+        rust_verify(&bundle, &alone, &[]),
+        python_verify(&bundle, &alone, &[]),
+    ] {
+        assert_eq!(verdict(&out), Ok(19), "{}", text(&out));
+    }
+    let stdout = String::from_utf8_lossy(&rust_verify(&bundle, &alone, &[]).stdout).into_owned();
+    assert!(
+        stdout.contains(&format!(
+            "approved (human:quorum:{principal}/alice,{principal}/bob) with 3 passkey assertion(s)"
+        )),
+        "{stdout}"
     );
     signer.stop().await.unwrap();
 }

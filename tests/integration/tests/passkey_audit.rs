@@ -9,21 +9,17 @@
 
 use std::process::{Command, Output};
 
-use countersign_identity::pki::{CaMaterial, issue_named_approver_cert};
-use countersign_identity::{ApproverName, Role, tls};
+use countersign_identity::Role;
 use countersign_integration_tests::bin;
-use countersign_proto::v1::signer_client::SignerClient;
-use countersign_proto::v1::{
-    BeginDecisionRequest, BeginEnrolmentRequest, DecideRequest, Delivery, EnrolRequest,
-    PasskeyAssertion, ProposeRequest,
-};
+use countersign_proto::v1::{BeginDecisionRequest, DecideRequest, Delivery, ProposeRequest};
 use countersign_registry::Registry;
-use countersign_signer::passkeys::code::EnrolmentCodes;
 use countersign_signer::testing::TestSigner;
 use countersign_webauthn::testing::SoftAuthenticator;
 use sqlx::Connection as _;
-use time::OffsetDateTime;
-use tonic::transport::Channel;
+
+mod support;
+
+use support::passkeys::{enrol, named, wire};
 
 const PASSKEYS: &str =
     "[passkeys]\nrequired = true\norigins = [\"https://console.localhost:7444\"]\n";
@@ -76,26 +72,7 @@ async fn audit_verify_rechecks_each_stored_assertion_and_names_a_bad_one() {
     let mut head = signer.client(Role::Head).await.unwrap();
     let mut key = SoftAuthenticator::new(3, "console.localhost", "https://console.localhost:7444");
 
-    let c = approver
-        .begin_enrolment(BeginEnrolmentRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
-    let code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
-        .issue(None, OffsetDateTime::now_utc())
-        .unwrap()
-        .0;
-    approver
-        .enrol(EnrolRequest {
-            challenge_id: c.challenge_id,
-            name: "laptop".into(),
-            attestation_object,
-            client_data_json,
-            enrolment_code: code,
-        })
-        .await
-        .unwrap();
+    enrol(&signer, &mut approver, &key, None, "laptop").await;
     let pid = head
         .propose(ProposeRequest {
             operation: "schedule.create".into(),
@@ -176,32 +153,6 @@ async fn audit_verify_rechecks_each_stored_assertion_and_names_a_bad_one() {
     );
 }
 
-/// A client with the named approver certificate `name` of the signer's principal.
-async fn named(signer: &TestSigner, name: &str) -> SignerClient<Channel> {
-    let ca = CaMaterial::load(signer.home()).unwrap();
-    let now = OffsetDateTime::now_utc();
-    let cert = issue_named_approver_cert(
-        &ca,
-        signer.principal(),
-        &ApproverName::parse(name).unwrap(),
-        now - time::Duration::hours(1),
-        now + time::Duration::hours(1),
-    )
-    .unwrap();
-    let config = tls::client_config_from_pem(ca.cert_pem(), &cert.cert_pem, &cert.key_pem);
-    signer.client_with(config).await.unwrap()
-}
-
-fn wire(challenge_id: String, a: countersign_webauthn::Assertion) -> PasskeyAssertion {
-    PasskeyAssertion {
-        challenge_id,
-        credential_id: a.credential_id,
-        authenticator_data: a.authenticator_data,
-        client_data_json: a.client_data_json,
-        signature: a.signature,
-    }
-}
-
 #[tokio::test]
 async fn audit_verify_rechecks_every_quorum_approvers_assertion_and_whose_passkey_it_was() {
     let registry = Registry::default_toml().replacen(
@@ -219,30 +170,8 @@ async fn audit_verify_rechecks_every_quorum_approvers_assertion_and_whose_passke
         let mut client = named(&signer, name).await;
         let key =
             SoftAuthenticator::new(seed, "console.localhost", "https://console.localhost:7444");
-        let c = client
-            .begin_enrolment(BeginEnrolmentRequest {})
-            .await
-            .unwrap()
-            .into_inner();
-        let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
         // Each approver enrols with the code drawn for them.
-        let enrolment_code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
-            .issue(
-                Some(&ApproverName::parse(name).unwrap()),
-                OffsetDateTime::now_utc(),
-            )
-            .unwrap()
-            .0;
-        client
-            .enrol(EnrolRequest {
-                challenge_id: c.challenge_id,
-                name: name.into(),
-                attestation_object,
-                client_data_json,
-                enrolment_code,
-            })
-            .await
-            .unwrap();
+        enrol(&signer, &mut client, &key, Some(name), name).await;
         people.push((client, key, name));
     }
     let pid = head

@@ -7,6 +7,7 @@
 
 pub mod forge;
 pub mod mcp;
+pub mod passkeys;
 
 use std::io;
 use std::path::PathBuf;

@@ -1,0 +1,73 @@
+//! Passkeys for tests that drive the signer's approver API directly: a
+//! named approver's client, a passkey enrolled with a one-time code, and
+//! an assertion on the wire.
+
+use countersign_identity::pki::{CaMaterial, issue_named_approver_cert};
+use countersign_identity::{ApproverName, tls};
+use countersign_proto::v1::signer_client::SignerClient;
+use countersign_proto::v1::{BeginEnrolmentRequest, EnrolRequest, PasskeyAssertion};
+use countersign_signer::passkeys::code::EnrolmentCodes;
+use countersign_signer::testing::TestSigner;
+use countersign_webauthn::testing::SoftAuthenticator;
+use time::OffsetDateTime;
+use tonic::transport::Channel;
+
+/// A client with the named approver certificate `name` of the signer's principal.
+pub async fn named(signer: &TestSigner, name: &str) -> SignerClient<Channel> {
+    let ca = CaMaterial::load(signer.home()).unwrap();
+    let now = OffsetDateTime::now_utc();
+    let cert = issue_named_approver_cert(
+        &ca,
+        signer.principal(),
+        &ApproverName::parse(name).unwrap(),
+        now - time::Duration::hours(1),
+        now + time::Duration::hours(1),
+    )
+    .unwrap();
+    let config = tls::client_config_from_pem(ca.cert_pem(), &cert.cert_pem, &cert.key_pem);
+    signer.client_with(config).await.unwrap()
+}
+
+/// Enrols `key` as the passkey `name` of `client`'s approver (`approver`:
+/// its name for a named approver, `None` for the principal's own), with
+/// the one-time code drawn for it.
+pub async fn enrol(
+    signer: &TestSigner,
+    client: &mut SignerClient<Channel>,
+    key: &SoftAuthenticator,
+    approver: Option<&str>,
+    name: &str,
+) {
+    let c = client
+        .begin_enrolment(BeginEnrolmentRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
+    let approver = approver.map(|a| ApproverName::parse(a).unwrap());
+    let enrolment_code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
+        .issue(approver.as_ref(), OffsetDateTime::now_utc())
+        .unwrap()
+        .0;
+    client
+        .enrol(EnrolRequest {
+            challenge_id: c.challenge_id,
+            name: name.into(),
+            attestation_object,
+            client_data_json,
+            enrolment_code,
+        })
+        .await
+        .unwrap();
+}
+
+/// `a`, answering the challenge `challenge_id`, as the approver API takes it.
+pub fn wire(challenge_id: String, a: countersign_webauthn::Assertion) -> PasskeyAssertion {
+    PasskeyAssertion {
+        challenge_id,
+        credential_id: a.credential_id,
+        authenticator_data: a.authenticator_data,
+        client_data_json: a.client_data_json,
+        signature: a.signature,
+    }
+}
