@@ -213,6 +213,29 @@ async fn restart(signer: TestSigner) -> TestSigner {
     signer
 }
 
+/// `countersign evidence export ID --output BUNDLE`, which must succeed.
+fn exported(home: &Path, id: &str, bundle: &Path) {
+    let path = bundle.to_str().unwrap();
+    let out = countersign(home, &["evidence", "export", id, "--output", path]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// A trust policy of the signer's log alone (`quorum none`), in `dir`.
+async fn log_alone(signer: &TestSigner, dir: &Path) -> PathBuf {
+    let log_key = signer
+        .client(Role::Head)
+        .await
+        .unwrap()
+        .public_keys(PublicKeysRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .log_key;
+    let path = dir.join("log-alone.txt");
+    std::fs::write(&path, format!("log {log_key}\nquorum none\n")).unwrap();
+    path
+}
+
 struct Killed(Child);
 
 impl Drop for Killed {
@@ -545,19 +568,8 @@ async fn without_passkeys_or_witnesses_a_bundle_is_the_logs_word_and_says_so() {
 
     let signer = restart(signer).await;
     let bundle = dir.path().join("plain.json");
-    let out = countersign(
-        &home,
-        &[
-            "evidence",
-            "export",
-            &pid,
-            "--output",
-            bundle.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let alone = dir.path().join("log-alone.txt");
-    std::fs::write(&alone, format!("log {log_key}\nquorum none\n")).unwrap();
+    exported(&home, &pid, &bundle);
+    let alone = log_alone(&signer, dir.path()).await;
     for out in [
         rust_verify(&bundle, &alone, &[]),
         python_verify(&bundle, &alone, &[]),
@@ -639,17 +651,7 @@ async fn a_quorums_bundle_carries_every_approvers_assertion_and_verifies_in_both
     let signer = restart(signer).await;
     tokio::time::sleep(PAST_EXPIRY).await;
     let bundle = dir.path().join("quorum.json");
-    let out = countersign(
-        &home,
-        &[
-            "evidence",
-            "export",
-            &pid,
-            "--output",
-            bundle.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    exported(&home, &pid, &bundle);
     let written: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
     let approvers: Vec<&Value> = written["decision"]["assertions"]
         .as_array()
@@ -666,17 +668,7 @@ async fn a_quorums_bundle_carries_every_approvers_assertion_and_verifies_in_both
             &Value::from(format!("{principal}/bob")),
         ]
     );
-    let log_key = signer
-        .client(Role::Head)
-        .await
-        .unwrap()
-        .public_keys(PublicKeysRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .log_key;
-    let alone = dir.path().join("log-alone.txt");
-    std::fs::write(&alone, format!("log {log_key}\nquorum none\n")).unwrap();
+    let alone = log_alone(&signer, dir.path()).await;
     for out in [
         rust_verify(&bundle, &alone, &[]),
         python_verify(&bundle, &alone, &[]),
