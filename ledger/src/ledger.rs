@@ -763,6 +763,19 @@ impl Ledger {
         dispatch!(self, b => b.events().await)
     }
 
+    /// The events an evidence bundle of `proposal_id` draws on, in the
+    /// order their rows were inserted: the proposal's own on `principal`'s
+    /// chain, and every `passkey_enrolled` event of that chain (the caller
+    /// keeps those of the credentials it names). Read by index, not by a
+    /// walk of the whole log.
+    pub async fn evidence_events(
+        &self,
+        principal: &str,
+        proposal_id: &str,
+    ) -> Result<Vec<EventRecord>, LedgerError> {
+        dispatch!(self, b => b.evidence_events(principal, proposal_id).await)
+    }
+
     /// Check every hash chain against its head and the checkpoints naming
     /// it, then the fact tables against the events; the report names the
     /// first edited, missing or unlinked row, a truncated tail, or a chain

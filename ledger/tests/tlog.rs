@@ -530,3 +530,29 @@ async fn two_sequencers_at_once_never_give_an_event_two_leaves(kind: Kind) {
     let report = t.ledger.verify_tree().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
 }
+
+on_both_backends!(evidence_events_are_a_proposals_own_and_the_chains_enrolments);
+/// `evidence_events` reads, by index, exactly one proposal's events on its
+/// principal's chain (and that chain's passkey enrolments), in row order.
+async fn evidence_events_are_a_proposals_own_and_the_chains_enrolments(kind: Kind) {
+    let t = with_events(kind, 3).await;
+    let all = t.ledger.events().await.unwrap();
+    let second = all[2].proposal_id.clone().unwrap();
+    let principal = all[2].chain.clone();
+    let mine = t.ledger.evidence_events(&principal, &second).await.unwrap();
+    let expected: Vec<_> = all
+        .iter()
+        .filter(|e| e.proposal_id.as_deref() == Some(second.as_str()))
+        .cloned()
+        .collect();
+    assert_eq!(expected.len(), 2);
+    assert_eq!(mine, expected);
+    // Another chain's name finds nothing of it.
+    assert!(
+        t.ledger
+            .evidence_events("pr_00000000000000000000000000000bad", &second)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

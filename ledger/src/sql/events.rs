@@ -257,6 +257,31 @@ impl Store {
     }
 
     /// Every event, in the order the rows were inserted.
+    pub(crate) async fn evidence_events(
+        &self,
+        principal: &str,
+        proposal_id: &str,
+    ) -> Result<Vec<EventRecord>, LedgerError> {
+        let rows = sqlx::query(
+            "SELECT id, chain, seq, at, kind, proposal_id, actor, details, prev_hash, hash
+             FROM events
+             WHERE chain = $1 AND (proposal_id = $2 OR kind = 'passkey_enrolled')
+             ORDER BY id",
+        )
+        .bind(principal)
+        .bind(proposal_id)
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let raw = raw_event(row)?;
+                let id = raw.id;
+                raw.into_record()
+                    .map_err(|e| LedgerError::Corrupt(format!("event {id}: {e}")))
+            })
+            .collect()
+    }
+
     pub(crate) async fn events(&self) -> Result<Vec<EventRecord>, LedgerError> {
         let rows = sqlx::query(
             "SELECT id, chain, seq, at, kind, proposal_id, actor, details, prev_hash, hash

@@ -74,11 +74,14 @@ pub(crate) async fn export(
         )));
     }
     let consumption = consumption(&ledger, id).await?;
-    let events = ledger.events().await.map_err(CliError::error)?;
     let p = &record.proposal;
+    let events = ledger
+        .evidence_events(p.principal.as_str(), id.as_str())
+        .await
+        .map_err(CliError::error)?;
     let mut chosen: Vec<&EventRecord> = events
         .iter()
-        .filter(|e| e.proposal_id.as_deref() == Some(id.as_str()) && e.chain == p.principal)
+        .filter(|e| e.proposal_id.as_deref() == Some(id.as_str()))
         .collect();
     let decision = decision(ctx, &ledger, &record, &chosen).await?;
     // Each credential's enrolment fixes its key.
@@ -308,10 +311,13 @@ async fn included(
         }
     };
     let note = Note::parse(note.as_bytes()).map_err(CliError::error)?;
-    let leaves = ledger.leaf_indexes().await.map_err(CliError::error)?;
     let mut parts = Vec::with_capacity(events.len());
     for e in events {
-        let leaf = leaves.get(&e.id).copied().filter(|leaf| *leaf < size);
+        let leaf = ledger
+            .leaf_of_event(&e.chain, e.seq)
+            .await
+            .map_err(CliError::error)?
+            .filter(|leaf| *leaf < size);
         let Some(leaf) = leaf else {
             return Err(CliError::Refused(format!(
                 "the {} event of {} is not yet in the latest {} checkpoint (size {size}); the signer signs one every minute{}",
