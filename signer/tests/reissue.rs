@@ -12,12 +12,10 @@ use countersign_identity::Role;
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_ledger::{EffectOutcome, Intent};
 use countersign_proto::v1::signer_client::SignerClient;
-use countersign_proto::v1::{
-    Delivery, ProposeRequest, ReissueForReconcileRequest,
-};
+use countersign_proto::v1::{Delivery, ProposeRequest, ReissueForReconcileRequest};
 use countersign_signer::testing::TestSigner;
-use countersign_verifier::canonical::sha256_hex;
 use countersign_verifier::Claims;
+use countersign_verifier::canonical::sha256_hex;
 use time::{Duration, OffsetDateTime};
 use tonic::Code;
 use tonic::transport::Channel;
@@ -419,8 +417,9 @@ async fn reissues_a_passkey_approval_with_its_passkey_assurance() {
             name: "laptop".into(),
             attestation_object,
             client_data_json,
-            enrolment_code: EnrolmentCodes::in_dir(&signer.home().signer_dir())
+            enrolment_code: EnrolmentCodes::in_ledger(signer.state().ledger().clone())
                 .issue(None, OffsetDateTime::now_utc())
+                .await
                 .unwrap()
                 .0,
         })

@@ -279,8 +279,9 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
         .unwrap()
         .into_inner();
     let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
-    let code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
+    let code = EnrolmentCodes::in_ledger(signer.state().ledger().clone())
         .issue(None, OffsetDateTime::now_utc())
+        .await
         .unwrap()
         .0;
     approver

@@ -82,8 +82,9 @@ async fn audit_verify_rechecks_each_stored_assertion_and_names_a_bad_one() {
         .unwrap()
         .into_inner();
     let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
-    let code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
+    let code = EnrolmentCodes::in_ledger(signer.state().ledger().clone())
         .issue(None, OffsetDateTime::now_utc())
+        .await
         .unwrap()
         .0;
     approver
@@ -226,11 +227,12 @@ async fn audit_verify_rechecks_every_quorum_approvers_assertion_and_whose_passke
             .into_inner();
         let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
         // Each approver enrols with the code drawn for them.
-        let enrolment_code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
+        let enrolment_code = EnrolmentCodes::in_ledger(signer.state().ledger().clone())
             .issue(
                 Some(&ApproverName::parse(name).unwrap()),
                 OffsetDateTime::now_utc(),
             )
+            .await
             .unwrap()
             .0;
         client
