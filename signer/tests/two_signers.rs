@@ -29,6 +29,23 @@ async fn open_challenges(db: &TempPgDatabase) -> i64 {
         .unwrap()
 }
 
+/// Makes the open challenge `id` one that expired (rows are never
+/// updated: it is replaced, as the ledger's owner).
+async fn expire(db: &TempPgDatabase, id: &str) {
+    use sqlx::Connection as _;
+    let mut conn = sqlx::PgConnection::connect(db.url()).await.unwrap();
+    sqlx::query(
+        "WITH old AS (DELETE FROM passkey_challenges WHERE id = $1 RETURNING *)
+         INSERT INTO passkey_challenges
+         SELECT id, challenge, random, approver, purpose, subject, delivery, session,
+                issued_at, '2000-01-01T00:00:00Z' FROM old",
+    )
+    .bind(id)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_passkey_decision_begun_on_one_signer_is_finished_on_the_other_once() {
     let db = TempPgDatabase::create().await.unwrap();
@@ -139,6 +156,24 @@ async fn a_passkey_decision_begun_on_one_signer_is_finished_on_the_other_once() 
         Code::FailedPrecondition,
         "challenge_unknown",
     );
+    assert_eq!(open_challenges(&db).await, 0);
+
+    // An expired challenge is refused as an unknown one, through either
+    // signer, and forgotten; nothing is recorded.
+    let late = propose(&mut head).await.id;
+    let (cid, challenge) = challenge_for(&mut on_a, &late, Delivery::Direct).await;
+    expire(&db, &cid).await;
+    refused(
+        on_b.decide(decide_with(
+            &late,
+            Delivery::Direct,
+            Some(wire(&cid, person.assert(&challenge))),
+        ))
+        .await,
+        Code::FailedPrecondition,
+        "challenge_unknown",
+    );
+    nothing_issued(&a, &late).await;
     assert_eq!(open_challenges(&db).await, 0);
     b.stop().await.unwrap();
     a.stop().await.unwrap();
