@@ -128,7 +128,7 @@ impl TestSigner {
     /// Stops this signer and starts a new one on the same home (its key
     /// set, ledger and configuration), on a new port, as a restarted signer
     /// process would: with nothing of the old one's memory (no waiting
-    /// handoff, no open challenge).
+    /// handoff; open passkey challenges are in the ledger and survive).
     pub async fn restart(mut self) -> Result<TestSigner, StartError> {
         self.halt().await?;
         let Served {
