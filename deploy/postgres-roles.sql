@@ -19,7 +19,10 @@
 --           notification outbox (insert, and delete on acknowledgement),
 --           and the transparency log (it sequences events into the tree
 --           and stores the checkpoints its log key signed), and the
---           witnesses' cosignatures with the witnessing client's state
+--           witnesses' cosignatures with the witnessing client's state,
+--           and its open decision state (passkey challenges and enrolment
+--           code hashes: insert and delete; the head role cannot even
+--           read them)
 --   head:   consumed_nonces, intents, completions, effect_applied, events,
 --           and the builtin effects' state store, and the witnesses'
 --           cosignatures with the witnessing client's state (it runs
@@ -36,7 +39,8 @@
 -- `quorum_decisions` and `quorum_passkey_assertions`; version 8 the
 -- per-principal chain heads and the sequence event ids are drawn from;
 -- version 9 the notification outbox; version 12 the transparency log;
--- version 13 the witnesses' cosignatures).
+-- version 13 the witnesses' cosignatures; version 14 the signer's open
+-- decision state).
 --
 -- Independent of roles, the schema's triggers make every table except
 -- `state` append-only for everybody, the owner included (no UPDATE, DELETE
@@ -70,6 +74,11 @@ GRANT SELECT ON ALL TABLES IN SCHEMA public TO countersign_signer, countersign_h
 
 -- Row locks (see above).
 GRANT UPDATE (id) ON proposals TO countersign_signer, countersign_head;
+-- The signer compares a passkey's signature counter under the credential's
+-- row lock (`SELECT ... FOR UPDATE`), so that two signers cannot both
+-- accept a counter that does not increase; the append-only trigger
+-- refuses every UPDATE of `passkeys`.
+GRANT UPDATE (credential_id) ON passkeys TO countersign_signer;
 
 -- Both roles append events; their ids come from this sequence.
 GRANT USAGE ON SEQUENCE events_id_seq TO countersign_signer, countersign_head;
@@ -117,6 +126,15 @@ GRANT DELETE ON tlog_pending TO countersign_signer;
 -- records gap and rollback events (both roles insert events).
 GRANT INSERT ON tlog_cosignatures TO countersign_signer, countersign_head;
 GRANT INSERT, UPDATE ON tlog_witnesses TO countersign_signer, countersign_head;
+
+-- The signer's open decision state (schema version 14): the passkey
+-- challenges it issued and not yet saw answered, taken (deleted) by the
+-- write that records the answer, and each approver's enrolment code (its
+-- SHA-256), deleted when redeemed. No record of anything (rows are
+-- deleted, never updated), and nothing a head needs: the head role may
+-- not even read them.
+GRANT INSERT, DELETE ON passkey_challenges, enrolment_codes TO countersign_signer;
+REVOKE ALL ON passkey_challenges, enrolment_codes FROM countersign_head;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

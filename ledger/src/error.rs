@@ -132,6 +132,24 @@ pub enum LedgerError {
     /// Nothing was written.
     #[error("this passkey challenge was already used")]
     ChallengeUsed,
+    /// Another signer serves this SQLite ledger (the path): SQLite is
+    /// single-signer; two signers need PostgreSQL.
+    #[error(
+        "another countersign-signer already serves the SQLite ledger {0}: a SQLite ledger has one signer (two signers need PostgreSQL, see docs/postgresql.md)"
+    )]
+    AnotherSigner(String),
+    /// The assertion's signature counter is not greater than the greatest
+    /// one recorded for its credential (read under the credential's row
+    /// lock, in the transaction that would record it), and not both zero:
+    /// a cloned authenticator, or another signer accepted a later
+    /// assertion first. Nothing was written.
+    #[error("the passkey's signature counter went from {stored} to {received}")]
+    CounterNotIncreased {
+        /// The greatest counter recorded.
+        stored: u32,
+        /// The counter of the refused assertion.
+        received: u32,
+    },
     /// A passkey with this credential id is already enrolled.
     #[error("passkey {0} is already enrolled")]
     DuplicatePasskey(String),

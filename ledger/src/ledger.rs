@@ -805,5 +805,7 @@ pub struct Checkpointed {
     pub named: usize,
 }
 
+mod signer_state;
 mod tree;
 mod witness;
+pub use signer_state::SoleSigner;

@@ -41,6 +41,7 @@ macro_rules! migrations {
             11, "escalations", "0011_escalations.sql";
             12, "transparency log", "0012_tlog.sql";
             13, "witnesses", "0013_witnesses.sql";
+            14, "signer state", "0014_signer_state.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {
@@ -80,11 +81,11 @@ pub use chain::{
 };
 pub use countersign_process::premise::PremiseRunner;
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
-pub use ledger::{Checkpointed, Ledger};
+pub use ledger::{Checkpointed, Ledger, SoleSigner};
 pub use outbox::OutboxNotification;
 pub use passkeys::{
-    AssertionPurpose, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord,
-    PasskeyRemoval, SIGNER_ADMIN, StoredPasskeyAssertion,
+    AssertionPurpose, CodeRedemption, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyChallenge,
+    PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, SIGNER_ADMIN, StoredPasskeyAssertion,
 };
 pub use premise_command::{PREMISE_TIMEOUT, PremiseCommandError, run_premise_command};
 

@@ -43,6 +43,11 @@ pub struct PasskeyEnrolment {
     /// [`ENROLMENT_CODE`], or the credential id of the enrolled credential
     /// whose assertion (purpose [`AssertionPurpose::Enrol`]) authorized it.
     pub authorized_by: String,
+    /// base64url of the creation challenge the registration answered: an
+    /// open enrolment challenge ([`PasskeyChallenge`]), taken in the
+    /// enrolment's transaction. Not stored with the credential (its
+    /// clientDataJSON carries it).
+    pub challenge: String,
 }
 
 /// What a stored assertion authorized.
@@ -172,4 +177,48 @@ pub enum PasskeyRemoval {
     Unknown,
     /// It was removed before; nothing was written.
     AlreadyRemoved,
+}
+
+/// A WebAuthn challenge the signer issued and nobody answered yet
+/// ([`crate::Ledger::issue_passkey_challenge`]): kept in the ledger so that
+/// any signer of it can check the answer, which the write recording it
+/// takes (deletes) in its own transaction. Not evidence: the row is gone
+/// once used or expired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasskeyChallenge {
+    /// The id the browser sends back with its answer (hex).
+    pub id: String,
+    /// base64url of the 32-byte challenge an authenticator signs (an
+    /// enrolment's creation challenge); the recording write names it.
+    pub challenge: String,
+    /// base64url of the signer's 32 random bytes it was derived from.
+    pub random: String,
+    /// The approver path of the certificate it was issued to.
+    pub approver: String,
+    /// What it may authorize.
+    pub purpose: AssertionPurpose,
+    /// A decision's proposal id, a removal's credential id; empty for an
+    /// enrolment.
+    pub subject: String,
+    /// A decision's delivery (`direct`, `handoff`); empty otherwise.
+    pub delivery: String,
+    /// A decision's session; empty otherwise.
+    pub session: String,
+    /// When it stops being accepted (whole seconds, UTC).
+    pub expires_at: OffsetDateTime,
+}
+
+/// The outcome of [`crate::Ledger::redeem_enrolment_code`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CodeRedemption {
+    /// The approver's current code, not expired: spent now.
+    Accepted,
+    /// Not the approver's current code, or expired; whatever the approver
+    /// had is spent. `leaked_from`: the approvers whose current code it was
+    /// (presented through another approver's certificate, so spent too).
+    Refused {
+        /// Approver names (empty: the unnamed certificate) whose code was
+        /// presented by the wrong approver, and so spent.
+        leaked_from: Vec<String>,
+    },
 }

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Kind, PRINCIPAL, TestLedger, create_schedule, issue};
+use common::{Kind, OpensChallenges as _, PRINCIPAL, TestLedger, create_schedule, issue};
 use countersign_ledger::{
     AssertionPurpose, ChainBreak, ENROLMENT_CODE, Ledger, LedgerError, PasskeyAssertionRecord,
     PasskeyEnrolment, PasskeyRemoval, ProposalStatus, SIGNER_ADMIN,
@@ -31,6 +31,7 @@ fn enrolment_of(principal: &str, n: u32, authorized_by: &str, count: u32) -> Pas
         client_data_json: "eyJ0eXBlIjoid2ViYXV0aG4uY3JlYXRlIn0".into(),
         enrolled_by: format!("{principal}/console"),
         authorized_by: authorized_by.into(),
+        challenge: format!("ZW5yb2xtZW50{n:04}"),
     }
 }
 
@@ -68,7 +69,7 @@ fn assertion(
 async fn with_first_passkey(kind: Kind) -> TestLedger {
     let t = TestLedger::on(kind).await;
     t.ledger
-        .enrol_passkey(&enrolment(1, ENROLMENT_CODE), None)
+        .enrol_opened(&enrolment(1, ENROLMENT_CODE), None)
         .await
         .unwrap();
     t
@@ -83,7 +84,7 @@ async fn approve_by_passkey(
     let p = create_schedule(n, &format!("s{n}"));
     ledger.insert_proposal(&p).await.unwrap();
     let (_, record) = issue(&p, n, 300);
-    ledger.record_passkey_approval(&record, a).await
+    ledger.approve_opened(&record, a).await
 }
 
 fn proposal_id(n: u32) -> String {
@@ -100,7 +101,7 @@ async fn the_first_passkey_is_enrolled_by_code_and_authorizes_the_next(kind: Kin
     let t = with_first_passkey(kind).await;
     let by_first = assertion(1, AssertionPurpose::Enrol, &credential(2), 1, 3);
     t.ledger
-        .enrol_passkey(&enrolment(2, &credential(1)), Some(&by_first))
+        .enrol_opened(&enrolment(2, &credential(1)), Some(&by_first))
         .await
         .unwrap();
 
@@ -143,13 +144,13 @@ async fn a_removed_passkey_is_listed_and_authorizes_nothing_more(kind: Kind) {
     let t = with_first_passkey(kind).await;
     let enrol = assertion(1, AssertionPurpose::Enrol, &credential(2), 1, 1);
     t.ledger
-        .enrol_passkey(&enrolment(2, &credential(1)), Some(&enrol))
+        .enrol_opened(&enrolment(2, &credential(1)), Some(&enrol))
         .await
         .unwrap();
     let remove = assertion(1, AssertionPurpose::Remove, &credential(2), 2, 2);
     let removed = t
         .ledger
-        .remove_passkey(
+        .remove_opened(
             &credential(2),
             "someone/console",
             &credential(1),
@@ -168,13 +169,13 @@ async fn a_removed_passkey_is_listed_and_authorizes_nothing_more(kind: Kind) {
     let events = t.ledger.events().await.unwrap().len();
     assert_eq!(
         t.ledger
-            .remove_passkey(&credential(2), SIGNER_ADMIN, SIGNER_ADMIN, None)
+            .remove_opened(&credential(2), SIGNER_ADMIN, SIGNER_ADMIN, None)
             .await,
         Ok(PasskeyRemoval::AlreadyRemoved)
     );
     assert_eq!(
         t.ledger
-            .remove_passkey(&credential(9), SIGNER_ADMIN, SIGNER_ADMIN, None)
+            .remove_opened(&credential(9), SIGNER_ADMIN, SIGNER_ADMIN, None)
             .await,
         Ok(PasskeyRemoval::Unknown)
     );
@@ -184,7 +185,7 @@ async fn a_removed_passkey_is_listed_and_authorizes_nothing_more(kind: Kind) {
     let by_removed = assertion(2, AssertionPurpose::Enrol, &credential(3), 3, 5);
     assert_eq!(
         t.ledger
-            .enrol_passkey(&enrolment(3, &credential(2)), Some(&by_removed))
+            .enrol_opened(&enrolment(3, &credential(2)), Some(&by_removed))
             .await,
         Err(LedgerError::UnusablePasskey(credential(2)))
     );
@@ -198,19 +199,19 @@ async fn a_removed_passkey_is_listed_and_authorizes_nothing_more(kind: Kind) {
     // A credential may sign its own removal; the admin path needs none.
     let enrol = assertion(1, AssertionPurpose::Enrol, &credential(3), 5, 6);
     t.ledger
-        .enrol_passkey(&enrolment(3, &credential(1)), Some(&enrol))
+        .enrol_opened(&enrolment(3, &credential(1)), Some(&enrol))
         .await
         .unwrap();
     let itself = assertion(3, AssertionPurpose::Remove, &credential(3), 6, 1);
     assert_eq!(
         t.ledger
-            .remove_passkey(&credential(3), "x/console", &credential(3), Some(&itself))
+            .remove_opened(&credential(3), "x/console", &credential(3), Some(&itself))
             .await,
         Ok(PasskeyRemoval::Removed)
     );
     assert_eq!(
         t.ledger
-            .remove_passkey(&credential(1), SIGNER_ADMIN, SIGNER_ADMIN, None)
+            .remove_opened(&credential(1), SIGNER_ADMIN, SIGNER_ADMIN, None)
             .await,
         Ok(PasskeyRemoval::Removed)
     );
@@ -232,7 +233,7 @@ on_both_backends!(the_sign_count_is_the_greatest_recorded);
 async fn the_sign_count_is_the_greatest_recorded(kind: Kind) {
     let t = TestLedger::on(kind).await;
     t.ledger
-        .enrol_passkey(&enrolment_of(PRINCIPAL, 1, ENROLMENT_CODE, 5), None)
+        .enrol_opened(&enrolment_of(PRINCIPAL, 1, ENROLMENT_CODE, 5), None)
         .await
         .unwrap();
     assert_eq!(
@@ -244,16 +245,28 @@ async fn the_sign_count_is_the_greatest_recorded(kind: Kind) {
             .sign_count,
         5
     );
-    for (n, count) in [(1, 9), (2, 7)] {
+    let a = assertion(1, AssertionPurpose::Decision, &proposal_id(1), 1, 9);
+    approve_by_passkey(&t.ledger, 1, &a).await.unwrap();
+    // The ledger compares counters again, under the credential's row
+    // lock: one that does not increase is refused and nothing is written.
+    for (n, count) in [(2, 7), (3, 9)] {
         let a = assertion(1, AssertionPurpose::Decision, &proposal_id(n), n, count);
-        approve_by_passkey(&t.ledger, n, &a).await.unwrap();
+        assert_eq!(
+            approve_by_passkey(&t.ledger, n, &a).await,
+            Err(LedgerError::CounterNotIncreased {
+                stored: 9,
+                received: count
+            })
+        );
+        let p = t.ledger.proposal(&proposal_id(n)).await.unwrap().unwrap();
+        assert_eq!(p.status, ProposalStatus::Pending);
     }
-    // The ledger stores counters; comparing them is the signer's business.
+    assert_eq!(t.count("passkey_assertions").await, 1);
     let key = t.ledger.passkey(&credential(1)).await.unwrap().unwrap();
     assert_eq!(key.sign_count, 9);
     assert_eq!(t.ledger.passkeys(PRINCIPAL).await.unwrap()[0].sign_count, 9);
     t.ledger
-        .enrol_passkey(&enrolment_of(PRINCIPAL, 2, ENROLMENT_CODE, u32::MAX), None)
+        .enrol_opened(&enrolment_of(PRINCIPAL, 2, ENROLMENT_CODE, u32::MAX), None)
         .await
         .unwrap();
     assert_eq!(
@@ -331,7 +344,7 @@ async fn refuses_a_reused_challenge_and_writes_nothing(kind: Kind) {
     let enrol = assertion(1, AssertionPurpose::Enrol, &credential(2), 7, 3);
     assert_eq!(
         t.ledger
-            .enrol_passkey(&enrolment(2, &credential(1)), Some(&enrol))
+            .enrol_opened(&enrolment(2, &credential(1)), Some(&enrol))
             .await,
         Err(LedgerError::ChallengeUsed)
     );
@@ -339,7 +352,7 @@ async fn refuses_a_reused_challenge_and_writes_nothing(kind: Kind) {
     let remove = assertion(1, AssertionPurpose::Remove, &credential(1), 7, 3);
     assert_eq!(
         t.ledger
-            .remove_passkey(&credential(1), "x/console", &credential(1), Some(&remove))
+            .remove_opened(&credential(1), "x/console", &credential(1), Some(&remove))
             .await,
         Err(LedgerError::ChallengeUsed)
     );
@@ -355,10 +368,7 @@ async fn refuses_a_reused_challenge_and_writes_nothing(kind: Kind) {
     // A fresh challenge goes through.
     let fresh = assertion(1, AssertionPurpose::Decision, &proposal_id(2), 8, 2);
     let (_, record) = issue(&create_schedule(2, "s2"), 2, 300);
-    t.ledger
-        .record_passkey_approval(&record, &fresh)
-        .await
-        .unwrap();
+    t.ledger.approve_opened(&record, &fresh).await.unwrap();
     assert_intact(&t.ledger).await;
 }
 
@@ -366,7 +376,7 @@ on_both_backends!(refuses_an_assertion_that_does_not_fit_its_write);
 async fn refuses_an_assertion_that_does_not_fit_its_write(kind: Kind) {
     let t = with_first_passkey(kind).await;
     t.ledger
-        .enrol_passkey(&enrolment_of(OTHER, 5, ENROLMENT_CODE, 0), None)
+        .enrol_opened(&enrolment_of(OTHER, 5, ENROLMENT_CODE, 0), None)
         .await
         .unwrap();
     let pid = proposal_id(1);
@@ -381,24 +391,20 @@ async fn refuses_an_assertion_that_does_not_fit_its_write(kind: Kind) {
     let enrol_purpose = assertion(1, AssertionPurpose::Enrol, &pid, 2, 1);
     let (_, record) = issue(&create_schedule(1, "s1"), 1, 300);
     assert_eq!(
-        t.ledger
-            .record_passkey_approval(&record, &enrol_purpose)
-            .await,
+        t.ledger.approve_opened(&record, &enrol_purpose).await,
         mismatch()
     );
     let mut no_delivery = assertion(1, AssertionPurpose::Decision, &pid, 3, 1);
     no_delivery.delivery = String::new();
     assert_eq!(
-        t.ledger
-            .record_passkey_approval(&record, &no_delivery)
-            .await,
+        t.ledger.approve_opened(&record, &no_delivery).await,
         mismatch()
     );
     // Another principal's credential, an unknown one.
     for by in [5, 6] {
         let a = assertion(by, AssertionPurpose::Decision, &pid, 10 + by, 1);
         assert_eq!(
-            t.ledger.record_passkey_approval(&record, &a).await,
+            t.ledger.approve_opened(&record, &a).await,
             Err(LedgerError::UnusablePasskey(credential(by)))
         );
     }
@@ -415,33 +421,33 @@ async fn refuses_an_assertion_that_does_not_fit_its_write(kind: Kind) {
     )));
     assert_eq!(
         t.ledger
-            .enrol_passkey(&enrolment(2, &credential(1)), None)
+            .enrol_opened(&enrolment(2, &credential(1)), None)
             .await,
         expect
     );
     assert_eq!(
         t.ledger
-            .enrol_passkey(&enrolment(2, ENROLMENT_CODE), Some(&enrol))
+            .enrol_opened(&enrolment(2, ENROLMENT_CODE), Some(&enrol))
             .await,
         expect
     );
     let by_other = assertion(5, AssertionPurpose::Enrol, &credential(2), 21, 1);
     assert_eq!(
         t.ledger
-            .enrol_passkey(&enrolment(2, &credential(5)), Some(&by_other))
+            .enrol_opened(&enrolment(2, &credential(5)), Some(&by_other))
             .await,
         Err(LedgerError::UnusablePasskey(credential(5)))
     );
     assert_eq!(
         t.ledger
-            .enrol_passkey(&enrolment(1, ENROLMENT_CODE), None)
+            .enrol_opened(&enrolment(1, ENROLMENT_CODE), None)
             .await,
         Err(LedgerError::DuplicatePasskey(credential(1)))
     );
     // A removal without an assertion is the admin's only.
     assert_eq!(
         t.ledger
-            .remove_passkey(&credential(1), "x/console", &credential(1), None)
+            .remove_opened(&credential(1), "x/console", &credential(1), None)
             .await,
         Err(LedgerError::AssertionMismatch(format!(
             "removal of {}",
@@ -460,11 +466,11 @@ async fn one_of_each(kind: Kind) -> TestLedger {
     let a = assertion(1, AssertionPurpose::Decision, &proposal_id(1), 1, 1);
     approve_by_passkey(&t.ledger, 1, &a).await.unwrap();
     t.ledger
-        .enrol_passkey(&enrolment(2, ENROLMENT_CODE), None)
+        .enrol_opened(&enrolment(2, ENROLMENT_CODE), None)
         .await
         .unwrap();
     t.ledger
-        .remove_passkey(&credential(2), SIGNER_ADMIN, SIGNER_ADMIN, None)
+        .remove_opened(&credential(2), SIGNER_ADMIN, SIGNER_ADMIN, None)
         .await
         .unwrap();
     t

@@ -349,6 +349,7 @@ async fn the_signer_records_a_persons_resolution() {
 /// sequence grant); the head role may read them but not insert any.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_signer_writes_passkeys() {
+    use common::OpensChallenges as _;
     use countersign_ledger::{
         AssertionPurpose, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRemoval,
         SIGNER_ADMIN,
@@ -368,9 +369,10 @@ async fn only_the_signer_writes_passkeys() {
         client_data_json: "eyJ0eXBlIjoid2ViYXV0aG4uY3JlYXRlIn0".into(),
         enrolled_by: format!("{}/console", common::PRINCIPAL),
         authorized_by: ENROLMENT_CODE.into(),
+        challenge: format!("Y3JlYXRl{id}"),
     };
     signer
-        .enrol_passkey(&enrolment("cred1"), None)
+        .enrol_opened(&enrolment("cred1"), None)
         .await
         .unwrap();
     let p = create_schedule(1, "nightly");
@@ -388,12 +390,9 @@ async fn only_the_signer_writes_passkeys() {
         signature: "c2ln".into(),
         sign_count: 1,
     };
+    signer.approve_opened(&record, &assertion).await.unwrap();
     signer
-        .record_passkey_approval(&record, &assertion)
-        .await
-        .unwrap();
-    signer
-        .enrol_passkey(&enrolment("cred2"), None)
+        .enrol_opened(&enrolment("cred2"), None)
         .await
         .unwrap();
     assert_eq!(
@@ -450,6 +449,73 @@ async fn only_the_signer_writes_passkeys() {
     )
     .await;
     assert!(signer.verify_chain().await.unwrap().is_intact());
+}
+
+/// The signer's open decision state (passkey challenges, enrolment
+/// codes) is the signer's alone: the head role can neither read nor write
+/// it, and the signer role only inserts and deletes rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_signer_sees_open_challenges_and_enrolment_codes() {
+    use countersign_ledger::{AssertionPurpose, CodeRedemption, PasskeyChallenge};
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    let open = PasskeyChallenge {
+        id: "c1".into(),
+        challenge: "Y2hhbGxlbmdl".into(),
+        random: "cmFuZG9t".into(),
+        approver: format!("{}/alice", common::PRINCIPAL),
+        purpose: AssertionPurpose::Enrol,
+        subject: String::new(),
+        delivery: String::new(),
+        session: String::new(),
+        expires_at: common::now() + time::Duration::minutes(2),
+    };
+    signer.issue_passkey_challenge(&open).await.unwrap();
+    assert_eq!(signer.passkey_challenge("c1").await.unwrap(), Some(open));
+    let sha = "ab".repeat(32);
+    let expires = common::now() + time::Duration::minutes(30);
+    signer
+        .issue_enrolment_code("alice", &sha, expires)
+        .await
+        .unwrap();
+    assert!(head.passkey_challenge("c1").await.is_err());
+    assert!(head.redeem_enrolment_code("alice", &sha).await.is_err());
+    assert!(
+        head.issue_enrolment_code("bob", &sha, expires)
+            .await
+            .is_err()
+    );
+    assert_refused(
+        &db,
+        "countersign_head",
+        &[
+            "SELECT * FROM passkey_challenges",
+            "SELECT * FROM enrolment_codes",
+            "INSERT INTO enrolment_codes VALUES ('bob', repeat('a', 64), 'x', 'x')",
+            "DELETE FROM passkey_challenges",
+            "DELETE FROM enrolment_codes",
+        ],
+    )
+    .await;
+    assert_refused(
+        &db,
+        "countersign_signer",
+        &[
+            "UPDATE passkey_challenges SET expires_at = '2999-01-01T00:00:00Z'",
+            "UPDATE enrolment_codes SET expires_at = '2999-01-01T00:00:00Z'",
+            "TRUNCATE passkey_challenges",
+        ],
+    )
+    .await;
+    assert_eq!(
+        signer.redeem_enrolment_code("alice", &sha).await.unwrap(),
+        CodeRedemption::Accepted
+    );
+    signer.discard_passkey_challenge("c1").await.unwrap();
+    assert_eq!(signer.passkey_challenge("c1").await.unwrap(), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

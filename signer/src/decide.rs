@@ -152,46 +152,52 @@ impl SignerService {
         // it is now; the premise is read again here, as late as possible.
         self.premise_holds(&record).await?;
         let session = execute_in_session.unwrap_or_else(|| record.proposal.session.clone());
-        // From the passkey check to the write that records its assertion:
-        // one lock, so a counter is checked against the last one accepted.
-        let _passkey_guard = match &passkey {
-            Some(_) => Some(state.passkey_lock.lock().await),
-            None => None,
-        };
-        let decider = Decider {
-            principal,
-            approver,
-        };
-        let verified = self
-            .checked_passkey(decider, &record, op, delivery, &session, passkey)
-            .await?;
-        let signed = self.sign_for(&record, op, args, &session, provenance, verified.as_ref())?;
-        // A handoff approval says so in its event, so that a restarted
-        // signer can still hand it over (`recover.rs`); a direct one never
-        // becomes a head's to claim.
-        let assertion = verified.as_ref().map(|v| &v.record);
-        match (delivery, assertion) {
-            (Delivery::Handoff, assertion) => state
-                .ledger
-                .record_handoff_approval(&signed.issuance, assertion)
+        let challenge_id = passkey.as_ref().map(|(id, _)| id.clone());
+        // The write that records the assertion takes its challenge and
+        // compares its counter again under the credential's row lock, in
+        // its own transaction: another signer may be answering too.
+        let answer = async {
+            let decider = Decider {
+                principal,
+                approver,
+            };
+            let verified = self
+                .checked_passkey(decider, &record, op, delivery, &session, passkey)
+                .await?;
+            let signed =
+                self.sign_for(&record, op, args, &session, provenance, verified.as_ref())?;
+            // A handoff approval says so in its event, so that a restarted
+            // signer can still hand it over (`recover.rs`); a direct one never
+            // becomes a head's to claim.
+            let assertion = verified.as_ref().map(|v| &v.record);
+            match (delivery, assertion) {
+                (Delivery::Handoff, assertion) => state
+                    .ledger
+                    .record_handoff_approval(&signed.issuance, assertion)
+                    .await
+                    .map_err(crate::passkeys::challenge_used)?,
+                (Delivery::Direct, Some(assertion)) => state
+                    .ledger
+                    .record_passkey_approval(&signed.issuance, assertion)
+                    .await
+                    .map_err(crate::passkeys::challenge_used)?,
+                (Delivery::Direct, None) => state.ledger.record_approval(&signed.issuance).await?,
+            }
+            self.deliver(record, signed, delivery, verified.as_ref())
                 .await
-                .map_err(crate::passkeys::challenge_used)?,
-            (Delivery::Direct, Some(assertion)) => state
-                .ledger
-                .record_passkey_approval(&signed.issuance, assertion)
-                .await
-                .map_err(crate::passkeys::challenge_used)?,
-            (Delivery::Direct, None) => state.ledger.record_approval(&signed.issuance).await?,
+        };
+        match challenge_id {
+            Some(id) => self.discarding_on_refusal(&id, answer).await,
+            None => answer.await,
         }
-        self.deliver(record, signed, delivery, verified.as_ref())
-            .await
     }
 
     /// The passkey check of an approval: the assertion, when one came,
     /// verified against the passkeys the deciding approver enrolled
     /// (another approver's is `not_your_passkey`); none
-    /// when the operation needs one is `passkey_required`. The caller holds
-    /// the passkey lock until it has recorded the assertion.
+    /// when the operation needs one is `passkey_required`. The caller
+    /// records the assertion (which takes its challenge) or discards the
+    /// challenge.
     pub(crate) async fn checked_passkey(
         &self,
         decider: Decider<'_>,

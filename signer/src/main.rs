@@ -231,7 +231,8 @@ async fn passkeys(action: PasskeysAction, home: Option<PathBuf>) -> Result<(), S
         // clap's group makes `--approver` and `--unnamed` exclusive and
         // one of them required: no `--approver` means `--unnamed`.
         PasskeysAction::EnrolmentCode { approver, .. } => {
-            admin::print_enrolment_code(&home, approver.as_ref(), &mut out)
+            let ledger = ledger_of(&home).await?;
+            admin::print_enrolment_code(&ledger, approver.as_ref(), &mut out).await
         }
         PasskeysAction::List => {
             admin::list(&ledger_of(&home).await?, &home.principal()?, &mut out).await
@@ -268,6 +269,9 @@ async fn serve(home: Option<PathBuf>) -> Result<(), StartError> {
     tls::install_crypto_provider();
     let server_tls = tls::server_config(&home)?;
     let state = SignerState::load(&home, &config).await?;
+    // A SQLite ledger has one signer: a second one stops here, before
+    // binding, saying so. Held until this function returns.
+    let _sole_signer = state.ledger().claim_sole_signer()?;
 
     let listener = TcpListener::bind(addr)
         .await

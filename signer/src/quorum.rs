@@ -23,7 +23,7 @@ use countersign_identity::PeerIdentity;
 use countersign_ledger::{LedgerError, ProposalRecord, QuorumApproval, QuorumOutcome};
 use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
-use countersign_registry::{ApproverName, Quorum};
+use countersign_registry::{ApproverName, CanonicalArgs, Operation, Quorum};
 use countersign_verifier::claims::quorum_provenance;
 
 use crate::convert::{DecideCommand, Decision, Delivery, ProposalId, quorum_view};
@@ -161,18 +161,49 @@ impl SignerService {
         delivery: Delivery,
         passkey: Option<(String, countersign_webauthn::Assertion)>,
     ) -> Result<wire::DecideResponse, RpcError> {
-        let state = &self.state;
         let registry = self.registry_now()?;
         let (op, args) = self.approvable(&registry, &record)?;
         crate::offer::offered(&record, op, delivery, None)?;
         // Every approver approves under the premise as it still is.
         self.premise_holds(&record).await?;
+        let approval = QuorumAnswer {
+            id,
+            quorum,
+            peer,
+            delivery,
+            op,
+            args: &args,
+        };
+        match passkey.as_ref().map(|(id, _)| id.clone()) {
+            Some(challenge_id) => {
+                let answer = self.quorum_answering(record, approval, passkey);
+                self.discarding_on_refusal(&challenge_id, answer).await
+            }
+            None => self.quorum_answering(record, approval, passkey).await,
+        }
+    }
+
+    /// The rest of [`Self::approve_in_quorum`], after the premise: the
+    /// passkey check, then the approval recorded (which takes the passkey
+    /// challenge, and compares its counter again, in its transaction),
+    /// and with the M-th the proof.
+    async fn quorum_answering(
+        &self,
+        record: ProposalRecord,
+        approval: QuorumAnswer<'_>,
+        passkey: Option<(String, countersign_webauthn::Assertion)>,
+    ) -> Result<wire::DecideResponse, RpcError> {
+        let QuorumAnswer {
+            id,
+            quorum,
+            peer,
+            delivery,
+            op,
+            args,
+        } = approval;
+        let state = &self.state;
         let path = approver_path(peer);
         let session = record.proposal.session.clone();
-        let _passkey_guard = match &passkey {
-            Some(_) => Some(state.passkey_lock.lock().await),
-            None => None,
-        };
         let decider = Decider {
             principal: &peer.principal,
             approver: &path,
@@ -195,7 +226,7 @@ impl SignerService {
                     names.push(name_of(approver)?);
                 }
                 let provenance = quorum_provenance(&peer.principal, &names);
-                Some(self.sign_for(&record, op, &args, &session, &provenance, verified.as_ref())?)
+                Some(self.sign_for(&record, op, args, &session, &provenance, verified.as_ref())?)
             } else {
                 None
             };
@@ -254,6 +285,16 @@ impl SignerService {
             ..Default::default()
         })
     }
+}
+
+/// What an approver's quorum approval is of, checked before its passkey.
+struct QuorumAnswer<'a> {
+    id: &'a ProposalId,
+    quorum: &'a Quorum,
+    peer: &'a PeerIdentity,
+    delivery: Delivery,
+    op: &'a Operation,
+    args: &'a CanonicalArgs,
 }
 
 /// The caller's name in `quorum`: a named approver certificate the quorum

@@ -37,11 +37,12 @@ pub struct SignerState {
     pub(crate) handoff_claim_lease: time::Duration,
     /// `[passkeys]`: `None` when passkeys are not configured.
     pub(crate) passkeys: Option<PasskeyPolicy>,
+    /// The passkey challenges this signer (or another of its ledger)
+    /// issued, kept in the ledger. A passkey's counter is compared again
+    /// under its row lock by the write recording an assertion, not under a
+    /// lock of this process.
     pub(crate) challenges: Challenges,
     pub(crate) enrolment_codes: EnrolmentCodes,
-    /// Held from reading a passkey's counter to recording the assertion
-    /// that raises it (and around enrolments and removals).
-    pub(crate) passkey_lock: tokio::sync::Mutex<()>,
     /// PublicKeys calls answered (tests bound how often heads refresh).
     pub(crate) public_keys_served: AtomicU64,
     /// What this signer counts; served only with `[metrics] signer`.
@@ -87,7 +88,8 @@ impl SignerState {
         registry: CurrentRegistry,
         policy: Policy,
     ) -> SignerState {
-        let enrolment_codes = EnrolmentCodes::in_dir(keys.dir());
+        let enrolment_codes = EnrolmentCodes::in_ledger(ledger.clone());
+        let challenges = Challenges::in_ledger(ledger.clone());
         let metrics = SignerMetrics::default();
         let batches = metrics.clone();
         ledger.observe_batches(std::sync::Arc::new(move |batch| {
@@ -103,9 +105,8 @@ impl SignerState {
             handoffs: HandoffStore::default(),
             handoff_claim_lease: lease_of(DEFAULT_HANDOFF_CLAIM_LEASE_SECS),
             passkeys: None,
-            challenges: Challenges::default(),
+            challenges,
             enrolment_codes,
-            passkey_lock: tokio::sync::Mutex::new(()),
             public_keys_served: AtomicU64::new(0),
             metrics,
             outbox: Outbox::default(),

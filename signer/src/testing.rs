@@ -38,7 +38,7 @@ pub struct TestSigner {
     state: Arc<SignerState>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), StartError>>>,
-    _dir: tempfile::TempDir,
+    _dir: Arc<tempfile::TempDir>,
 }
 
 impl std::fmt::Debug for TestSigner {
@@ -121,32 +121,48 @@ impl TestSigner {
             state,
             stop: Some(stop),
             task: Some(task),
-            _dir: dir,
+            _dir: Arc::new(dir),
         })
     }
 
     /// Stops this signer and starts a new one on the same home (its key
     /// set, ledger and configuration), on a new port, as a restarted signer
     /// process would: with nothing of the old one's memory (no waiting
-    /// handoff, no open challenge).
+    /// handoff; open passkey challenges are in the ledger and survive).
     pub async fn restart(mut self) -> Result<TestSigner, StartError> {
         self.halt().await?;
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .map_err(|e| StartError::Transport(format!("bind: {e}")))?;
         let Served {
             addr,
             metrics_addr,
             state,
             stop,
             task,
-        } = serve_home(&self.home, listener).await?;
+        } = serve_home_anew(&self.home).await?;
         self.addr = addr;
         self.metrics_addr = metrics_addr;
         self.state = state;
         self.stop = Some(stop);
         self.task = Some(task);
         Ok(self)
+    }
+
+    /// Starts a second signer on this signer's home (the same keys,
+    /// configuration, principal and ledger), on a new port, with a state
+    /// of its own: two signers of one ledger, as two signer processes on
+    /// two hosts would be. On a SQLite ledger it refuses to start while
+    /// this one serves (`AnotherSigner`): SQLite is single-signer.
+    pub async fn another_on_this_home(&self) -> Result<TestSigner, StartError> {
+        let served = serve_home_anew(&self.home).await?;
+        Ok(TestSigner {
+            addr: served.addr,
+            metrics_addr: served.metrics_addr,
+            home: self.home.clone(),
+            principal: self.principal.clone(),
+            state: served.state,
+            stop: Some(served.stop),
+            task: Some(served.task),
+            _dir: Arc::clone(&self._dir),
+        })
     }
 
     /// The address the signer listens on (127.0.0.1).
@@ -283,6 +299,14 @@ struct Served {
     task: JoinHandle<Result<(), StartError>>,
 }
 
+/// Loads `home` and serves it on a new port of 127.0.0.1.
+async fn serve_home_anew(home: &Home) -> Result<Served, StartError> {
+    let listener = TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| StartError::Transport(format!("bind: {e}")))?;
+    serve_home(home, listener).await
+}
+
 /// Loads `home` and serves it on `listener` until the sender fires.
 async fn serve_home(home: &Home, listener: TcpListener) -> Result<Served, StartError> {
     let addr = listener
@@ -292,6 +316,8 @@ async fn serve_home(home: &Home, listener: TcpListener) -> Result<Served, StartE
     tls::install_crypto_provider();
     let server_tls = tls::server_config(home)?;
     let state = Arc::new(SignerState::load(home, &config).await?);
+    // As `main` does: one signer per SQLite ledger, held while it serves.
+    let sole_signer = state.ledger().claim_sole_signer()?;
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     // `[metrics] signer`, as `main` serves it: bound only when configured.
     let (metrics, metrics_addr) = match config.metrics.signer {
@@ -308,6 +334,7 @@ async fn serve_home(home: &Home, listener: TcpListener) -> Result<Served, StartE
     };
     let server_state = Arc::clone(&state);
     let task = tokio::spawn(async move {
+        let _sole_signer = sole_signer;
         let stopped = async {
             let _ = stop_rx.await;
         };

@@ -351,11 +351,20 @@ fn an_enrolment_code_is_drawn_for_one_named_or_the_unnamed_approver_only() {
         ),
         "{text}"
     );
-    assert_eq!(
-        codes(&signer_dir),
-        [
-            "passkey-enrolment-code.-unnamed",
-            "passkey-enrolment-code.alice"
-        ]
-    );
+    // Kept in the ledger, as SHA-256 only, and nowhere else.
+    assert!(codes(&signer_dir).is_empty());
+    let stored = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        use sqlx::Connection as _;
+        let url = format!("sqlite://{}", home.ledger_path().display());
+        let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT approver, sha256 FROM enrolment_codes ORDER BY approver")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        rows
+    });
+    let approvers: Vec<&str> = stored.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(approvers, ["", "alice"]);
+    assert!(stored.iter().all(|(_, sha)| sha.len() == 64));
 }

@@ -40,12 +40,16 @@ async fn refuses_an_approval_made_with_another_approvers_passkey() {
         named_approver(&signer, "console").await,
     );
     let (mut terminal_key, mut console_key) = (soft(1), soft(2));
-    enrol_with(&mut terminal, &terminal_key, &code(&signer))
+    enrol_with(&mut terminal, &terminal_key, &code(&signer).await)
         .await
         .unwrap();
-    enrol_with(&mut console, &console_key, &code_for(&signer, "console"))
-        .await
-        .unwrap();
+    enrol_with(
+        &mut console,
+        &console_key,
+        &code_for(&signer, "console").await,
+    )
+    .await
+    .unwrap();
     let pid = propose(&mut head(&signer).await).await.id;
 
     // The console's certificate is offered only the console's passkey.
@@ -126,12 +130,12 @@ async fn another_approvers_passkeys_are_neither_listed_nor_removable() {
     let (mut t1, t2) = (soft(1), soft(2));
     let (mut c1, c2) = (soft(3), soft(4));
     for key in [&t1, &t2] {
-        enrol_with(&mut terminal, key, &code(&signer))
+        enrol_with(&mut terminal, key, &code(&signer).await)
             .await
             .unwrap();
     }
     for key in [&c1, &c2] {
-        enrol_with(&mut console, key, &code_for(&signer, "console"))
+        enrol_with(&mut console, key, &code_for(&signer, "console").await)
             .await
             .unwrap();
     }

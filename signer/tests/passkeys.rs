@@ -274,7 +274,7 @@ async fn every_enrolment_needs_the_approvers_code_and_a_removal_an_enrolled_pass
         Code::FailedPrecondition,
         "enrolment_code_required",
     );
-    let real = code(&signer);
+    let real = code(&signer).await;
     let c = approver
         .begin_enrolment(BeginEnrolmentRequest {})
         .await
@@ -302,7 +302,7 @@ async fn every_enrolment_needs_the_approvers_code_and_a_removal_an_enrolled_pass
         .unwrap()
         .into_inner();
     approver
-        .enrol(enrol(c, &first, &code(&signer)))
+        .enrol(enrol(c, &first, &code(&signer).await))
         .await
         .unwrap();
     assert_eq!(count(&signer).await, 1);
@@ -332,7 +332,7 @@ async fn every_enrolment_needs_the_approvers_code_and_a_removal_an_enrolled_pass
         .unwrap()
         .into_inner();
     let view = approver
-        .enrol(enrol(c, &second, &code(&signer)))
+        .enrol(enrol(c, &second, &code(&signer).await))
         .await
         .unwrap()
         .into_inner();
@@ -346,7 +346,9 @@ async fn every_enrolment_needs_the_approvers_code_and_a_removal_an_enrolled_pass
         .unwrap()
         .into_inner();
     refused(
-        approver.enrol(enrol(c, &second, &code(&signer))).await,
+        approver
+            .enrol(enrol(c, &second, &code(&signer).await))
+            .await,
         Code::FailedPrecondition,
         "passkey_already_enrolled",
     );

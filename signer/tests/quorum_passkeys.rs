@@ -43,7 +43,7 @@ async fn enrol(
     name: &str,
     key: &SoftAuthenticator,
 ) {
-    enrol_with(client, key, &code_for(signer, name))
+    enrol_with(client, key, &code_for(signer, name).await)
         .await
         .unwrap();
 }
@@ -256,7 +256,7 @@ async fn one_person_with_one_passkey_cannot_meet_a_two_approver_quorum() {
         Code::FailedPrecondition,
         "enrolment_code_required",
     );
-    let alices_code = code_for(&signer, "alice");
+    let alices_code = code_for(&signer, "alice").await;
     refused(
         enrol_with(&mut bob, &second, &alices_code).await,
         Code::PermissionDenied,

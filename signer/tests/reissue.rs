@@ -417,8 +417,9 @@ async fn reissues_a_passkey_approval_with_its_passkey_assurance() {
             name: "laptop".into(),
             attestation_object,
             client_data_json,
-            enrolment_code: EnrolmentCodes::in_dir(&signer.home().signer_dir())
+            enrolment_code: EnrolmentCodes::in_ledger(signer.state().ledger().clone())
                 .issue(None, OffsetDateTime::now_utc())
+                .await
                 .unwrap()
                 .0,
         })

@@ -5,6 +5,8 @@
 mod batch;
 #[path = "../sql/batch_writes.rs"]
 mod batch_writes;
+#[path = "../sql/challenges.rs"]
+mod challenges;
 #[path = "../sql/consume.rs"]
 mod consume;
 #[path = "../sql/effects.rs"]

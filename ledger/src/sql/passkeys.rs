@@ -7,8 +7,12 @@
 //! authorizing credential is enrolled, unremoved and of the principal
 //! concerned, and the assertion is for this purpose and subject; the
 //! schema's triggers hold the same again. A reused challenge is refused by
-//! the UNIQUE constraint and reported as `ChallengeUsed`. Signature
-//! counters are stored, never compared: that is the signer's refusal.
+//! the UNIQUE constraint and reported as `ChallengeUsed`; so is one that
+//! is not an open challenge of the `passkey_challenges` table, which every
+//! write that records an answer takes in its own transaction
+//! (`challenges.rs`). A signature counter that does not increase is
+//! refused again here, under the credential's row lock
+//! (`CounterNotIncreased`), after the signer's own check.
 //!
 //! Write transactions that read a credential's state lock the chain head
 //! first (after the proposal, for an approval), so on PostgreSQL an
@@ -18,6 +22,7 @@
 use serde_json::json;
 use sqlx::Row as _;
 
+use super::challenges::take_challenge;
 use super::locks::lock_head;
 use super::{Conn, DbRow, Store, events, is_challenge_reuse, is_unique_violation};
 use crate::error::LedgerError;
@@ -139,9 +144,59 @@ pub(super) async fn check_assertion(
         )));
     }
     match credential_state(conn, &a.credential_id).await? {
-        Some((owner, false)) if owner == principal => Ok(()),
-        _ => Err(LedgerError::UnusablePasskey(a.credential_id.clone())),
+        Some((owner, false)) if owner == principal => {}
+        _ => return Err(LedgerError::UnusablePasskey(a.credential_id.clone())),
     }
+    Ok(())
+}
+
+/// Accept `a`, checked by [`check_assertion`], as the answer to its open
+/// challenge: take the challenge (`ChallengeUsed` if it is not open) and
+/// compare the counter under the credential's row lock
+/// (`CounterNotIncreased`). Once per assertion and write transaction,
+/// before the assertion is stored.
+pub(super) async fn accept_answer(
+    conn: &mut Conn,
+    a: &PasskeyAssertionRecord,
+) -> Result<(), LedgerError> {
+    take_challenge(conn, &a.challenge, a.purpose, &a.subject).await?;
+    check_counter(conn, &a.credential_id, a.sign_count).await
+}
+
+/// Under the credential's row lock (PostgreSQL; SQLite's write lock is
+/// held already), refuse a counter that is not greater than the greatest
+/// one recorded for it, unless both are zero (authenticators without a
+/// counter). The signer compared against the count it read before; this
+/// compares again against what is committed now, so two signers racing
+/// assertions of one credential cannot both record a non-increasing one.
+async fn check_counter(
+    conn: &mut Conn,
+    credential_id: &str,
+    received: u32,
+) -> Result<(), LedgerError> {
+    sqlx::query(concat!(
+        "SELECT k.credential_id FROM passkeys k WHERE k.credential_id = $1",
+        locking!("k")
+    ))
+    .bind(credential_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let greatest: Option<i64> = sqlx::query_scalar(
+        "SELECT MAX(s.sign_count) FROM (
+             SELECT sign_count FROM passkeys WHERE credential_id = $1
+             UNION ALL
+             SELECT sign_count FROM passkey_assertions WHERE credential_id = $1
+             UNION ALL
+             SELECT sign_count FROM quorum_passkey_assertions WHERE credential_id = $1) s",
+    )
+    .bind(credential_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    let stored = counter(greatest.unwrap_or(0))?;
+    if (stored != 0 || received != 0) && received <= stored {
+        return Err(LedgerError::CounterNotIncreased { stored, received });
+    }
+    Ok(())
 }
 
 /// Store an assertion checked by [`check_assertion`], stamped `at`. A
@@ -190,6 +245,7 @@ impl Store {
         let at = timefmt::format(timefmt::now())?;
         let mut tx = self.write_tx().await?;
         lock_head(&mut tx, &e.principal).await?;
+        take_challenge(&mut tx, &e.challenge, AssertionPurpose::Enrol, "").await?;
         match authorization {
             None if e.authorized_by == ENROLMENT_CODE => {}
             Some(a) if a.credential_id == e.authorized_by => {
@@ -203,6 +259,7 @@ impl Store {
                     "enrolment",
                 )
                 .await?;
+                accept_answer(&mut tx, a).await?;
             }
             _ => {
                 return Err(LedgerError::AssertionMismatch(format!(
@@ -286,6 +343,7 @@ impl Store {
             Some(a) if a.credential_id == authorized_by => {
                 let purpose = AssertionPurpose::Remove;
                 check_assertion(&mut tx, a, purpose, credential_id, &principal, "removal").await?;
+                accept_answer(&mut tx, a).await?;
                 // Before the removal row: a credential may remove itself.
                 insert_assertion(&mut tx, a, &at).await?;
             }

@@ -14,8 +14,8 @@ use serde_json::json;
 use sqlx::Row as _;
 
 use super::locks::lock_head;
-use super::passkeys::check_assertion;
-use super::signer::{lock_undecided, write_approval};
+use super::passkeys::{accept_answer, check_assertion};
+use super::signer::{Answer, lock_undecided, write_approval};
 use super::{Conn, DbRow, Store, events, is_unique_violation};
 use crate::error::LedgerError;
 use crate::passkeys::{AssertionPurpose, PasskeyAssertionRecord, StoredPasskeyAssertion};
@@ -99,6 +99,7 @@ async fn insert_quorum_assertion(
     lock_head(&mut *conn, a.principal).await?;
     let (purpose, pid) = (AssertionPurpose::Decision, a.proposal_id);
     check_assertion(&mut *conn, p, purpose, pid, a.principal, "quorum approval").await?;
+    accept_answer(&mut *conn, p).await?;
     let enrolled_by: Option<String> =
         sqlx::query_scalar("SELECT enrolled_by FROM passkeys WHERE credential_id = $1")
             .bind(&p.credential_id)
@@ -255,7 +256,9 @@ impl Store {
         )
         .await?;
         if let Some(issuance) = a.issuance {
-            write_approval(&mut tx, issuance, a.passkey, a.handoff).await?;
+            // The completing approver's assertion was accepted (its
+            // challenge taken) with its quorum row just above.
+            write_approval(&mut tx, issuance, a.passkey, a.handoff, Answer::Accepted).await?;
         }
         tx.commit().await?;
         Ok(if completes {

@@ -11,7 +11,7 @@ use sqlx::Row as _;
 
 use super::batch::Job;
 use super::locks::{lock_head, lock_proposal_row};
-use super::passkeys::{check_assertion, insert_assertion};
+use super::passkeys::{accept_answer, check_assertion, insert_assertion};
 use super::rows::{self, proposal_select};
 use super::{Conn, Store, events, is_unique_violation, rules};
 use crate::error::LedgerError;
@@ -151,6 +151,17 @@ pub(super) async fn lock_undecided(
     }
 }
 
+/// Whether [`write_approval`] still accepts its passkey assertion as the
+/// answer to its challenge (taking the challenge, comparing the counter),
+/// or the same transaction did already (a quorum's completing approval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answer {
+    /// Accept it here.
+    ToAccept,
+    /// Accepted earlier in this transaction.
+    Accepted,
+}
+
 /// Under the proposal's lock ([`lock_undecided`]): check the issuance
 /// matches the proposal (`IssuanceMismatch`) and the passkey assertion, if
 /// any, then write the approve decision, the issuance, the assertion and
@@ -162,6 +173,7 @@ pub(super) async fn write_approval(
     i: &IssuanceRecord,
     passkey: Option<&PasskeyAssertionRecord>,
     handoff: bool,
+    answer: Answer,
 ) -> Result<(), LedgerError> {
     let issued_at = timefmt::format(i.issued_at)?;
     let expires_at = timefmt::format(i.expires_at)?;
@@ -204,6 +216,9 @@ pub(super) async fn write_approval(
             return Err(LedgerError::AssertionMismatch(format!(
                 "delivery of the approval of {pid}"
             )));
+        }
+        if answer == Answer::ToAccept {
+            accept_answer(&mut *conn, a).await?;
         }
     }
     sqlx::query(
@@ -294,7 +309,7 @@ pub(super) struct Approval {
 pub(super) async fn approve_in(conn: &mut Conn, a: &Approval) -> Result<(), LedgerError> {
     let i = &a.issuance;
     lock_undecided(conn, &i.proposal_id, &i.principal).await?;
-    write_approval(conn, i, a.passkey.as_ref(), a.handoff).await
+    write_approval(conn, i, a.passkey.as_ref(), a.handoff, Answer::ToAccept).await
 }
 
 /// Record a new proposal, its `proposed` event and its notification, if
@@ -398,7 +413,7 @@ impl Store {
         let mut tx = self.write_tx().await?;
         insert_proposal_in(&mut tx, p, &[]).await?;
         lock_undecided(&mut tx, &i.proposal_id, &i.principal).await?;
-        write_approval(&mut tx, i, None, true).await?;
+        write_approval(&mut tx, i, None, true, Answer::ToAccept).await?;
         tx.commit().await?;
         tracing::debug!(proposal_id = %p.id, operation = %p.operation, "proposal recorded approved by a rule");
         ProposalRecord::inserted(p).after_approval(i.clone())

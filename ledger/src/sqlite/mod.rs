@@ -89,6 +89,7 @@ const ROW_LOCKS: bool = false;
 /// WAL mode a read transaction reads one snapshot, from its first read on.
 const SNAPSHOT_READ: &str = "BEGIN";
 
+pub(crate) mod sole_signer;
 mod writer_lock;
 use writer_lock::{WriterGuard, WriterLock};
 
@@ -123,6 +124,8 @@ pub(crate) struct Store {
     writer: Pool<Db>,
     reader: Pool<Db>,
     queue: WriterLock,
+    /// The database file (its signer lock lies beside it).
+    path: std::path::PathBuf,
     /// Group commit of consumptions (`batch.rs`).
     batches: std::sync::Arc<batch::Batches>,
 }
@@ -160,6 +163,11 @@ impl std::ops::DerefMut for WriteTx {
 }
 
 impl Store {
+    /// Take the signer lock of this database (see `sole_signer`).
+    pub(crate) fn claim_sole_signer(&self) -> Result<sole_signer::SoleSignerLock, LedgerError> {
+        sole_signer::claim(&self.path)
+    }
+
     /// Open (creating if missing, mode 0600) the database file at `path`
     /// and bring its schema up to date; reads go where `reads` says.
     pub(crate) async fn open(path: &Path, reads: Reads) -> Result<Self, LedgerError> {
@@ -202,6 +210,7 @@ impl Store {
             writer,
             reader,
             queue,
+            path: path.to_path_buf(),
             batches: std::sync::Arc::default(),
         })
     }

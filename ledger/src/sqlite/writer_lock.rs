@@ -45,6 +45,22 @@ impl Drop for WriterGuard {
     }
 }
 
+/// Open (creating, mode 0600) the lock file `<database><suffix>`; `what`
+/// names it in an error.
+pub(super) fn lock_file(database: &Path, suffix: &str, what: &str) -> Result<File, LedgerError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut name = database.as_os_str().to_owned();
+    name.push(suffix);
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&name)
+        .map_err(|e| LedgerError::Database(format!("cannot open the {what}: {e}")))
+}
+
 fn busy() -> LedgerError {
     LedgerError::Database("database is locked (writer queue timed out)".into())
 }
@@ -52,17 +68,7 @@ fn busy() -> LedgerError {
 impl WriterLock {
     /// Open (creating, mode 0600) `<database>.lock`.
     pub(super) fn open(database: &Path, timeout: Duration) -> Result<WriterLock, LedgerError> {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let mut name = database.as_os_str().to_owned();
-        name.push(".lock");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&name)
-            .map_err(|e| LedgerError::Database(format!("cannot open the writer lock: {e}")))?;
+        let file = lock_file(database, ".lock", "writer lock")?;
         Ok(WriterLock {
             file: Arc::new(Mutex::new(file)),
             timeout,

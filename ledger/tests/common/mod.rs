@@ -413,3 +413,115 @@ pub fn premise_runner() -> PremiseRunner {
     });
     PremiseRunner::beside_this_program(Vec::new())
 }
+
+/// Opens in `ledger`, as a signer's BeginDecision, BeginEnrolment or
+/// BeginRemoval would have, the challenge `a` answers (for a minute), so
+/// that the write recording `a` can take it. An earlier unanswered one of
+/// the same challenge is replaced.
+#[allow(dead_code)]
+pub async fn open_challenge(ledger: &Ledger, a: &countersign_ledger::PasskeyAssertionRecord) {
+    // The delivery a challenge can have been issued for (an assertion
+    // that does not fit its write is the ledger's to refuse).
+    let delivery = match (a.purpose, a.delivery.as_str()) {
+        (countersign_ledger::AssertionPurpose::Decision, "handoff") => "handoff",
+        (countersign_ledger::AssertionPurpose::Decision, _) => "direct",
+        _ => "",
+    };
+    open_challenge_as(ledger, &a.challenge, a.purpose, &a.subject, delivery).await;
+}
+
+/// Opens the creation challenge an enrolment `e` answers, as
+/// [`open_challenge`] does.
+#[allow(dead_code)]
+pub async fn open_enrolment_challenge(ledger: &Ledger, e: &countersign_ledger::PasskeyEnrolment) {
+    let purpose = countersign_ledger::AssertionPurpose::Enrol;
+    open_challenge_as(ledger, &e.challenge, purpose, "", "").await;
+}
+
+async fn open_challenge_as(
+    ledger: &Ledger,
+    challenge: &str,
+    purpose: countersign_ledger::AssertionPurpose,
+    subject: &str,
+    delivery: &str,
+) {
+    ledger.discard_passkey_challenge(challenge).await.unwrap();
+    ledger
+        .issue_passkey_challenge(&countersign_ledger::PasskeyChallenge {
+            id: challenge.into(),
+            challenge: challenge.into(),
+            random: challenge.into(),
+            approver: "test".into(),
+            purpose,
+            subject: subject.into(),
+            delivery: delivery.into(),
+            session: String::new(),
+            expires_at: OffsetDateTime::now_utc() + time::Duration::minutes(1),
+        })
+        .await
+        .unwrap();
+}
+
+/// The passkey writes of [`Ledger`], each after opening the challenges it
+/// answers ([`open_challenge`], [`open_enrolment_challenge`]): what a
+/// signer does between its Begin* call and the write.
+#[allow(dead_code, async_fn_in_trait)]
+pub trait OpensChallenges {
+    /// [`Ledger::enrol_passkey`] with its challenges open.
+    async fn enrol_opened(
+        &self,
+        e: &countersign_ledger::PasskeyEnrolment,
+        a: Option<&countersign_ledger::PasskeyAssertionRecord>,
+    ) -> Result<(), countersign_ledger::LedgerError>;
+    /// [`Ledger::remove_passkey`] with its challenge open.
+    async fn remove_opened(
+        &self,
+        credential_id: &str,
+        removed_by: &str,
+        authorized_by: &str,
+        a: Option<&countersign_ledger::PasskeyAssertionRecord>,
+    ) -> Result<countersign_ledger::PasskeyRemoval, countersign_ledger::LedgerError>;
+    /// [`Ledger::record_passkey_approval`] with its challenge open.
+    async fn approve_opened(
+        &self,
+        i: &IssuanceRecord,
+        a: &countersign_ledger::PasskeyAssertionRecord,
+    ) -> Result<(), countersign_ledger::LedgerError>;
+}
+
+impl OpensChallenges for Ledger {
+    async fn enrol_opened(
+        &self,
+        e: &countersign_ledger::PasskeyEnrolment,
+        a: Option<&countersign_ledger::PasskeyAssertionRecord>,
+    ) -> Result<(), countersign_ledger::LedgerError> {
+        open_enrolment_challenge(self, e).await;
+        if let Some(a) = a {
+            open_challenge(self, a).await;
+        }
+        self.enrol_passkey(e, a).await
+    }
+
+    async fn remove_opened(
+        &self,
+        credential_id: &str,
+        removed_by: &str,
+        authorized_by: &str,
+        a: Option<&countersign_ledger::PasskeyAssertionRecord>,
+    ) -> Result<countersign_ledger::PasskeyRemoval, countersign_ledger::LedgerError> {
+        if let Some(a) = a {
+            open_challenge(self, a).await;
+        }
+        self.remove_passkey(credential_id, removed_by, authorized_by, a)
+            .await
+    }
+
+    async fn approve_opened(
+        &self,
+        i: &IssuanceRecord,
+        a: &countersign_ledger::PasskeyAssertionRecord,
+    ) -> Result<(), countersign_ledger::LedgerError> {
+        open_challenge(self, a).await;
+        self.record_passkey_approval(i, a).await
+    }
+}

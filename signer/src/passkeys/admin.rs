@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use countersign_identity::{ApproverName, Home};
+use countersign_identity::ApproverName;
 use countersign_ledger::{Ledger, PasskeyRemoval, SIGNER_ADMIN};
 use time::OffsetDateTime;
 
@@ -15,16 +15,18 @@ use crate::convert::format_time;
 use crate::error::StartError;
 
 /// Makes a new enrolment code for `approver` (`None`: the approver
-/// certificate without a name) and writes it, with its expiry and whose it
-/// is, to `out`.
-pub fn print_enrolment_code(
-    home: &Home,
+/// certificate without a name), stores its SHA-256 in `ledger` (replacing
+/// that approver's last), and writes the code, with its expiry and whose
+/// it is, to `out`.
+pub async fn print_enrolment_code(
+    ledger: &Ledger,
     approver: Option<&ApproverName>,
     out: &mut dyn Write,
 ) -> Result<(), StartError> {
-    let codes = EnrolmentCodes::in_dir(&home.signer_dir());
+    let codes = EnrolmentCodes::in_ledger(ledger.clone());
     let (code, expires_at) = codes
         .issue(approver, OffsetDateTime::now_utc())
+        .await
         .map_err(|e| StartError::Passkeys(e.to_string()))?;
     let expires = format_time(expires_at).map_err(|e| StartError::Passkeys(e.to_string()))?;
     let whose = match approver {

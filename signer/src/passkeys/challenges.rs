@@ -1,65 +1,102 @@
 //! The challenges the signer handed out and has not seen answered yet.
 //!
-//! Owns: drawing a challenge's random bytes and id, remembering what it was
-//! issued for and to which approver (its certificate's approver path, so
-//! one approver's challenge is never another's to answer), and giving each back at most once, within
-//! [`CHALLENGE_TTL`]. Must not: verify anything (the caller does, with the
-//! purpose it gets back), or keep a challenge after it was taken, even
-//! when the answer then fails. Held in memory: a restart forgets every
-//! open challenge, which only makes the person ask again. The ledger's
-//! unique `challenge` column refuses an answered challenge for good.
+//! Owns: drawing a challenge's random bytes and id, storing in the ledger
+//! what it was issued for and to which approver (its certificate's
+//! approver path, so one approver's challenge is never another's to
+//! answer), and giving each back for checking within [`CHALLENGE_TTL`].
+//! The write that records the answer takes the ledger's row in its own
+//! transaction (`countersign-ledger`, `ChallengeUsed` if it is gone), so a
+//! challenge issued by one signer can be answered through another of the
+//! same PostgreSQL ledger, and only once. A challenge asked for by the
+//! wrong approver, expired, or whose answer then fails is discarded: it is
+//! never given back again. Must not: verify anything (the caller does,
+//! with the purpose it gets back), or keep a challenge in memory.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use countersign_verifier::{ProposalId, Session};
-use countersign_webauthn::challenge::ProposalDigest;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use countersign_ledger::{AssertionPurpose, Ledger, PasskeyChallenge};
+use time::OffsetDateTime;
 
+use super::b64;
 use crate::convert::Delivery;
 use crate::error::RpcError;
 
 /// How long a challenge is accepted after it was issued.
 pub(crate) const CHALLENGE_TTL: Duration = Duration::from_secs(120);
-/// At most this many open challenges; the oldest goes first beyond it.
-const MAX_OPEN: usize = 1024;
 
 /// What a challenge was issued for.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Purpose {
-    /// Approving `proposal_id` with this delivery into this session, whose
-    /// facts hashed to `digest` when the challenge was issued.
+    /// Approving `proposal_id` with this delivery into this session. The
+    /// challenge is derived from the proposal's digest at issue, which the
+    /// caller derives again to compare.
     Decision {
-        proposal_id: ProposalId,
+        proposal_id: String,
         delivery: Delivery,
-        session: Session,
-        digest: ProposalDigest,
+        session: String,
     },
-    /// Enrolling the passkey a browser creates with `creation_challenge`.
-    Enrol { creation_challenge: [u8; 32] },
-    /// Removing the passkey with this id.
-    Remove { credential_id: Vec<u8> },
+    /// Enrolling the passkey a browser creates with the challenge itself
+    /// (the creation challenge).
+    Enrol,
+    /// Removing the passkey with this id (base64url, as stored).
+    Remove { credential_id: String },
 }
 
-/// An open challenge.
+impl Purpose {
+    /// The ledger's purpose, subject, delivery and session.
+    fn stored(&self) -> (AssertionPurpose, &str, &'static str, &str) {
+        match self {
+            Purpose::Decision {
+                proposal_id,
+                delivery,
+                session,
+            } => (
+                AssertionPurpose::Decision,
+                proposal_id,
+                super::decision::delivery_name(*delivery),
+                session,
+            ),
+            Purpose::Enrol => (AssertionPurpose::Enrol, "", "", ""),
+            Purpose::Remove { credential_id } => (AssertionPurpose::Remove, credential_id, "", ""),
+        }
+    }
+
+    fn of(c: &PasskeyChallenge) -> Option<Purpose> {
+        Some(match c.purpose {
+            AssertionPurpose::Decision => Purpose::Decision {
+                proposal_id: c.subject.clone(),
+                delivery: match c.delivery.as_str() {
+                    "direct" => Delivery::Direct,
+                    "handoff" => Delivery::Handoff,
+                    _ => return None,
+                },
+                session: c.session.clone(),
+            },
+            AssertionPurpose::Enrol => Purpose::Enrol,
+            AssertionPurpose::Remove => Purpose::Remove {
+                credential_id: c.subject.clone(),
+            },
+        })
+    }
+}
+
+/// An open challenge, as the ledger holds it.
 #[derive(Debug, Clone)]
 pub(crate) struct Open {
-    /// The approver path (`<principal>` or `<principal>/<name>`) of the
-    /// certificate that asked for it.
-    pub(crate) approver: String,
     pub(crate) purpose: Purpose,
     /// The signer's random bytes the challenge was derived from.
     pub(crate) random: [u8; 32],
     /// The challenge an assertion must carry (for an enrolment: the
-    /// authorization challenge).
+    /// creation challenge).
     pub(crate) challenge: [u8; 32],
-    issued: Instant,
 }
 
-/// Open challenges by id.
-#[derive(Debug, Default)]
+/// The open challenges of the ledger.
+#[derive(Debug, Clone)]
 pub(crate) struct Challenges {
-    open: Mutex<HashMap<String, Open>>,
+    ledger: Ledger,
 }
 
 /// 32 bytes from the operating system's generator.
@@ -70,9 +107,14 @@ pub(crate) fn random_bytes() -> Result<[u8; 32], RpcError> {
 }
 
 impl Challenges {
-    /// Remembers a challenge issued to `approver` (an approver path) and
+    /// The open challenges stored in `ledger`.
+    pub(crate) fn in_ledger(ledger: Ledger) -> Challenges {
+        Challenges { ledger }
+    }
+
+    /// Stores a challenge issued to `approver` (an approver path) now and
     /// returns its id (16 random bytes, hex).
-    pub(crate) fn insert(
+    pub(crate) async fn insert(
         &self,
         approver: &str,
         purpose: Purpose,
@@ -82,50 +124,67 @@ impl Challenges {
         let mut id_bytes = [0u8; 16];
         getrandom::fill(&mut id_bytes).map_err(|e| RpcError::Internal(format!("random: {e}")))?;
         let id = hex::encode(id_bytes);
-        let mut open = self.lock();
-        let now = Instant::now();
-        open.retain(|_, c| now.duration_since(c.issued) < CHALLENGE_TTL);
-        if open.len() >= MAX_OPEN
-            && let Some(oldest) = open
-                .iter()
-                .min_by_key(|(_, c)| c.issued)
-                .map(|(id, _)| id.clone())
-        {
-            open.remove(&oldest);
-        }
-        open.insert(
-            id.clone(),
-            Open {
+        let (kind, subject, delivery, session) = purpose.stored();
+        self.ledger
+            .issue_passkey_challenge(&PasskeyChallenge {
+                id: id.clone(),
+                challenge: b64(&challenge),
+                random: b64(&random),
                 approver: approver.to_owned(),
-                purpose,
-                random,
-                challenge,
-                issued: now,
-            },
-        );
+                purpose: kind,
+                subject: subject.to_owned(),
+                delivery: delivery.to_owned(),
+                session: session.to_owned(),
+                expires_at: OffsetDateTime::now_utc() + CHALLENGE_TTL,
+            })
+            .await?;
         Ok(id)
     }
 
-    /// Takes the challenge `id` if `approver` (an approver path) was issued
-    /// it and it has not expired. It is gone afterwards, whatever the
-    /// caller then finds.
-    pub(crate) fn take(&self, id: &str, approver: &str) -> Result<Open, RpcError> {
-        let taken = self.lock().remove(id);
-        match taken {
-            Some(open) if open.approver == approver && open.issued.elapsed() < CHALLENGE_TTL => {
-                Ok(open)
+    /// The challenge `id`, if `approver` (an approver path) was issued it
+    /// and it has not expired; otherwise it is discarded (asked for by
+    /// the wrong approver, it is gone for the right one too) and
+    /// `challenge_unknown`. The recording write takes it; the caller
+    /// discards it ([`Challenges::discard`]) if the answer fails first.
+    pub(crate) async fn open(&self, id: &str, approver: &str) -> Result<Open, RpcError> {
+        let stored = self.ledger.passkey_challenge(id).await?;
+        match stored {
+            Some(c) if c.approver == approver && OffsetDateTime::now_utc() < c.expires_at => {
+                open_of(c)
             }
-            _ => Err(RpcError::ChallengeUnknown),
+            Some(_) => {
+                self.discard(id).await;
+                Err(RpcError::ChallengeUnknown)
+            }
+            None => Err(RpcError::ChallengeUnknown),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Open>> {
-        // A panic while holding the lock leaves a map that is still
-        // consistent (every operation is a single insert or remove).
-        self.open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Forgets the challenge `id`: its answer failed, and it is never
+    /// accepted afterwards. Best effort: a ledger that cannot be written
+    /// is logged, and the challenge still expires.
+    pub(crate) async fn discard(&self, id: &str) {
+        if let Err(e) = self.ledger.discard_passkey_challenge(id).await {
+            tracing::warn!(challenge_id = %id, error = %e, "a passkey challenge was not discarded");
+        }
     }
+}
+
+/// A stored challenge as the checks use it.
+fn open_of(c: PasskeyChallenge) -> Result<Open, RpcError> {
+    let corrupt = || RpcError::Internal(format!("stored passkey challenge {} is malformed", c.id));
+    let bytes = |text: &str| -> Result<[u8; 32], RpcError> {
+        URL_SAFE_NO_PAD
+            .decode(text)
+            .ok()
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .ok_or_else(corrupt)
+    };
+    Ok(Open {
+        purpose: Purpose::of(&c).ok_or_else(corrupt)?,
+        random: bytes(&c.random)?,
+        challenge: bytes(&c.challenge)?,
+    })
 }
 
 #[cfg(test)]
@@ -133,53 +192,83 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    async fn ledger() -> (tempfile::TempDir, Ledger) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("ledger.db").display());
+        let ledger = Ledger::open(&url).await.unwrap();
+        (dir, ledger)
+    }
+
     fn remove() -> Purpose {
         Purpose::Remove {
-            credential_id: vec![1],
+            credential_id: "AQ".into(),
         }
     }
 
-    #[test]
-    fn a_challenge_is_given_back_once_and_only_to_its_approver() {
-        let store = Challenges::default();
-        let id = store.insert("pr_a", remove(), [1; 32], [2; 32]).unwrap();
+    #[tokio::test]
+    async fn a_challenge_is_given_back_only_to_its_approver() {
+        let (_dir, ledger) = ledger().await;
+        let store = Challenges::in_ledger(ledger.clone());
+        let id = store
+            .insert("pr_a", remove(), [1; 32], [2; 32])
+            .await
+            .unwrap();
         assert_eq!(
-            store.take(&id, "pr_b").unwrap_err(),
+            store.open(&id, "pr_b").await.unwrap_err(),
             RpcError::ChallengeUnknown
         );
         let alices = store
-            .insert("pr_a/alice", remove(), [1; 32], [2; 32])
+            .insert("pr_a/alice", remove(), [1; 32], [3; 32])
+            .await
             .unwrap();
         assert_eq!(
-            store.take(&alices, "pr_a/bob").unwrap_err(),
+            store.open(&alices, "pr_a/bob").await.unwrap_err(),
             RpcError::ChallengeUnknown,
             "another approver of the same principal"
         );
-        // Taken by the wrong approver, it is gone for the right one too.
+        // Asked for by the wrong approver, it is gone for the right one too.
         assert_eq!(
-            store.take(&id, "pr_a").unwrap_err(),
+            store.open(&id, "pr_a").await.unwrap_err(),
             RpcError::ChallengeUnknown
         );
-        let id = store.insert("pr_a", remove(), [1; 32], [2; 32]).unwrap();
-        assert_eq!(store.take(&id, "pr_a").unwrap().challenge, [2; 32]);
+        let id = store
+            .insert("pr_a", remove(), [1; 32], [4; 32])
+            .await
+            .unwrap();
+        let open = store.open(&id, "pr_a").await.unwrap();
+        assert_eq!((open.challenge, open.random), ([4; 32], [1; 32]));
+        assert_eq!(open.purpose, remove());
+        store.discard(&id).await;
         assert_eq!(
-            store.take(&id, "pr_a").unwrap_err(),
+            store.open(&id, "pr_a").await.unwrap_err(),
             RpcError::ChallengeUnknown
         );
         assert_eq!(
-            store.take("nope", "pr_a").unwrap_err(),
+            store.open("nope", "pr_a").await.unwrap_err(),
             RpcError::ChallengeUnknown
         );
     }
 
-    #[test]
-    fn the_store_stays_bounded() {
-        let store = Challenges::default();
-        let first = store.insert("pr_a", remove(), [0; 32], [0; 32]).unwrap();
-        for _ in 0..MAX_OPEN {
-            store.insert("pr_a", remove(), [0; 32], [0; 32]).unwrap();
-        }
-        assert_eq!(store.lock().len(), MAX_OPEN);
-        assert!(store.take(&first, "pr_a").is_err(), "the oldest went first");
+    #[tokio::test]
+    async fn refuses_an_expired_challenge_and_forgets_it() {
+        let (_dir, ledger) = ledger().await;
+        let store = Challenges::in_ledger(ledger.clone());
+        let stale = PasskeyChallenge {
+            id: "stale".into(),
+            challenge: b64(&[5; 32]),
+            random: b64(&[5; 32]),
+            approver: "pr_a".into(),
+            purpose: AssertionPurpose::Enrol,
+            subject: String::new(),
+            delivery: String::new(),
+            session: String::new(),
+            expires_at: OffsetDateTime::now_utc() - time::Duration::seconds(1),
+        };
+        ledger.issue_passkey_challenge(&stale).await.unwrap();
+        assert_eq!(
+            store.open("stale", "pr_a").await.unwrap_err(),
+            RpcError::ChallengeUnknown
+        );
+        assert_eq!(ledger.passkey_challenge("stale").await.unwrap(), None);
     }
 }

@@ -37,7 +37,7 @@ pub(crate) struct Decider<'a> {
     pub(crate) approver: &'a str,
 }
 
-fn delivery_name(delivery: Delivery) -> &'static str {
+pub(super) fn delivery_name(delivery: Delivery) -> &'static str {
     match delivery {
         Delivery::Direct => "direct",
         Delivery::Handoff => "handoff",
@@ -91,25 +91,31 @@ impl SignerService {
         let digest = digest_of(&record, delivery, &session);
         let random = random_bytes()?;
         let challenge = DecisionChallenge::derive(random, &digest);
-        let challenge_id = self.state.challenges.insert(
-            &approver,
-            Purpose::Decision {
-                proposal_id: record.proposal.id.clone(),
-                delivery,
-                session,
-                digest,
-            },
-            random,
-            challenge,
-        )?;
+        let challenge_id = self
+            .state
+            .challenges
+            .insert(
+                &approver,
+                Purpose::Decision {
+                    proposal_id: record.proposal.id.to_string(),
+                    delivery,
+                    session: session.to_string(),
+                },
+                random,
+                challenge,
+            )
+            .await?;
         Ok(challenge_reply(challenge_id, challenge, policy, &passkeys))
     }
 
     /// Checks the assertion of an approval of `record` with `delivery` into
-    /// `session`: its challenge was issued to `approver` for exactly that,
-    /// and an active passkey of `principal` that `approver` enrolled
+    /// `session`: its challenge was issued to `approver` for exactly that
+    /// (and derived from the proposal's digest as it is now), and an
+    /// active passkey of `principal` that `approver` enrolled
     /// (`enrolled_by`) signed it with UV: another approver's is
-    /// `not_your_passkey`.
+    /// `not_your_passkey`. The challenge stays in the ledger for the write
+    /// that records the approval to take; the caller discards it if
+    /// anything fails first.
     pub(crate) async fn check_decision(
         &self,
         decider: Decider<'_>,
@@ -124,17 +130,17 @@ impl SignerService {
             approver,
         } = decider;
         let policy = self.passkey_policy()?;
-        let open = self.state.challenges.take(challenge_id, approver)?;
+        let open = self.state.challenges.open(challenge_id, approver).await?;
+        let now = DecisionChallenge::derive(open.random, &digest_of(record, delivery, session));
         match &open.purpose {
             Purpose::Decision {
                 proposal_id,
                 delivery: asked,
                 session: bound,
-                digest,
-            } if *proposal_id == record.proposal.id
+            } if proposal_id.as_str() == record.proposal.id.as_str()
                 && *asked == delivery
                 && bound.as_str() == session
-                && *digest == digest_of(record, delivery, session) => {}
+                && now == open.challenge => {}
             _ => return Err(RpcError::ChallengeMismatch),
         }
         let passkeys = active(self.state.ledger.passkeys(principal).await?);

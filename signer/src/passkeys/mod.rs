@@ -4,9 +4,13 @@
 //!
 //! The WebAuthn checks themselves are `countersign-webauthn`'s; the ledger
 //! is the credential store (enrolments, removals and every accepted
-//! assertion, append-only, written only by the signer). Each check and the
-//! write that records it run under one lock, so a signature counter is
-//! compared with the count the last accepted assertion left. Must not:
+//! assertion, append-only, written only by the signer) and holds the open
+//! challenges and enrolment codes, so that any signer of one PostgreSQL
+//! ledger can finish what another began. The write that records an
+//! answer takes its challenge and compares the signature counter again
+//! under the credential's row lock, in one transaction: no lock of this
+//! process is needed, and two signers cannot both accept one challenge or
+//! a counter that does not increase. Must not:
 //! trust any request field for who is asking (the approver certificate
 //! says), accept a challenge twice, or let an agent's user enrol the first
 //! passkey (that needs the code only the signer's user can make).
@@ -94,8 +98,9 @@ pub(crate) fn b64(bytes: &[u8]) -> String {
 /// have enrolled, with `challenge`, and returns the record to store with
 /// what it authorizes. A passkey of the principal that another approver
 /// enrolled is `not_your_passkey`; one that is not active here at all,
-/// `unknown_passkey`. The caller holds the passkey lock until that record
-/// is written.
+/// `unknown_passkey`. The ledger write that stores the record takes the
+/// challenge and compares the counter again (`challenge_used` maps what it
+/// refuses).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn check_assertion(
     active: &[PasskeyRecord],

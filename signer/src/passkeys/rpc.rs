@@ -18,14 +18,15 @@ use countersign_ledger::{
 };
 use countersign_proto::v1 as wire;
 use countersign_webauthn::challenge::RemovalChallenge;
-use countersign_webauthn::parse_registration;
+use countersign_webauthn::{Assertion, WebAuthnError, parse_registration};
 use sha2::{Digest, Sha256};
-use time::OffsetDateTime;
 use tonic::Request;
 
 use super::challenges::random_bytes;
 use super::decision::{challenge_reply, timeout_ms};
-use super::{Purpose, active, assertion_from_wire, b64, check_assertion, passkey_view, raw_ids};
+use super::{
+    Open, Purpose, active, assertion_from_wire, b64, check_assertion, passkey_view, raw_ids,
+};
 use crate::decide::approver_path;
 use crate::error::RpcError;
 use crate::notify::PasskeyChange;
@@ -48,12 +49,16 @@ impl SignerService {
         let passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
         let creation_challenge = random_bytes()?;
         let approver = approver_path(&peer);
-        let challenge_id = self.state.challenges.insert(
-            &approver,
-            Purpose::Enrol { creation_challenge },
-            creation_challenge,
-            creation_challenge,
-        )?;
+        let challenge_id = self
+            .state
+            .challenges
+            .insert(
+                &approver,
+                Purpose::Enrol,
+                creation_challenge,
+                creation_challenge,
+            )
+            .await?;
         Ok(wire::EnrolmentChallenge {
             challenge_id,
             creation_challenge: creation_challenge.to_vec(),
@@ -70,12 +75,27 @@ impl SignerService {
         peer: PeerIdentity,
         request: Request<wire::EnrolRequest>,
     ) -> Result<wire::PasskeyView, RpcError> {
-        let policy = self.passkey_policy()?;
+        self.passkey_policy()?;
         let r = request.into_inner();
         let name = passkey_name(&r.name)?;
         let owner = approver_path(&peer);
-        let open = self.state.challenges.take(&r.challenge_id, &owner)?;
-        let Purpose::Enrol { creation_challenge } = open.purpose else {
+        let challenge_id = r.challenge_id.clone();
+        let open = self.state.challenges.open(&challenge_id, &owner).await?;
+        self.discarding_on_refusal(&challenge_id, self.enrol_answering(peer, r, open, name))
+            .await
+    }
+
+    /// The rest of [`Self::enrol`], once its challenge is open.
+    async fn enrol_answering(
+        &self,
+        peer: PeerIdentity,
+        r: wire::EnrolRequest,
+        open: Open,
+        name: String,
+    ) -> Result<wire::PasskeyView, RpcError> {
+        let policy = self.passkey_policy()?;
+        let owner = approver_path(&peer);
+        let (Purpose::Enrol, creation_challenge) = (open.purpose, open.challenge) else {
             return Err(RpcError::ChallengeMismatch);
         };
         let credential = parse_registration(
@@ -86,7 +106,6 @@ impl SignerService {
         )
         .map_err(RpcError::PasskeyRefused)?;
         let credential_id = b64(&credential.id);
-        let _guard = self.state.passkey_lock.lock().await;
         if self.state.ledger.passkey(&credential_id).await?.is_some() {
             return Err(RpcError::PasskeyAlreadyEnrolled);
         }
@@ -95,11 +114,10 @@ impl SignerService {
         }
         // The code drawn for the approver this certificate names, and no
         // other: right or wrong, this attempt spends it.
-        self.state.enrolment_codes.spend(
-            peer.approver.as_ref(),
-            &r.enrolment_code,
-            OffsetDateTime::now_utc(),
-        )?;
+        self.state
+            .enrolment_codes
+            .spend(peer.approver.as_ref(), &r.enrolment_code)
+            .await?;
         let enrolment = PasskeyEnrolment {
             credential_id: credential_id.clone(),
             principal: peer.principal.to_string(),
@@ -110,6 +128,7 @@ impl SignerService {
             client_data_json: b64(&r.client_data_json),
             enrolled_by: owner.clone(),
             authorized_by: ENROLMENT_CODE.to_owned(),
+            challenge: b64(&creation_challenge),
         };
         self.state
             .ledger
@@ -140,12 +159,18 @@ impl SignerService {
         let own = owned_by(passkeys, &owner);
         let random = random_bytes()?;
         let challenge = RemovalChallenge::derive(random, &raw);
-        let challenge_id = self.state.challenges.insert(
-            &owner,
-            Purpose::Remove { credential_id: raw },
-            random,
-            challenge,
-        )?;
+        let challenge_id = self
+            .state
+            .challenges
+            .insert(
+                &owner,
+                Purpose::Remove {
+                    credential_id: b64(&raw),
+                },
+                random,
+                challenge,
+            )
+            .await?;
         Ok(challenge_reply(challenge_id, challenge, policy, &own))
     }
 
@@ -154,17 +179,36 @@ impl SignerService {
         peer: PeerIdentity,
         request: Request<wire::RemovePasskeyRequest>,
     ) -> Result<wire::PasskeyView, RpcError> {
-        let policy = self.passkey_policy()?;
-        let r = request.into_inner();
-        let wire_assertion = r.authorization.ok_or(RpcError::AuthorizationRequired)?;
+        self.passkey_policy()?;
+        let mut r = request.into_inner();
+        let wire_assertion = r
+            .authorization
+            .take()
+            .ok_or(RpcError::AuthorizationRequired)?;
         let (challenge_id, assertion) = assertion_from_wire("authorization", wire_assertion)?;
         let owner = approver_path(&peer);
-        let open = self.state.challenges.take(&challenge_id, &owner)?;
-        let _guard = self.state.passkey_lock.lock().await;
+        let open = self.state.challenges.open(&challenge_id, &owner).await?;
+        self.discarding_on_refusal(
+            &challenge_id,
+            self.remove_answering(peer, r, open, assertion),
+        )
+        .await
+    }
+
+    /// The rest of [`Self::remove_passkey`], once its challenge is open.
+    async fn remove_answering(
+        &self,
+        peer: PeerIdentity,
+        r: wire::RemovePasskeyRequest,
+        open: Open,
+        assertion: Assertion,
+    ) -> Result<wire::PasskeyView, RpcError> {
+        let policy = self.passkey_policy()?;
+        let owner = approver_path(&peer);
         let passkeys = active(self.state.ledger.passkeys(&peer.principal).await?);
         let raw = removable(&passkeys, &owner, &r.credential_id)?;
         match &open.purpose {
-            Purpose::Remove { credential_id } if *credential_id == raw => {}
+            Purpose::Remove { credential_id } if *credential_id == b64(&raw) => {}
             _ => return Err(RpcError::ChallengeMismatch),
         }
         let stored = check_assertion(
@@ -219,6 +263,21 @@ impl SignerService {
                 .collect::<Result<_, _>>()?,
             required: self.state.passkeys.as_ref().is_some_and(|p| p.required),
         })
+    }
+
+    /// Runs `answer` to the open challenge `challenge_id`; if it fails,
+    /// the challenge is discarded, as a challenge is given back at most
+    /// once (a recorded answer took it in its own transaction already).
+    pub(crate) async fn discarding_on_refusal<T>(
+        &self,
+        challenge_id: &str,
+        answer: impl std::future::Future<Output = Result<T, RpcError>>,
+    ) -> Result<T, RpcError> {
+        let answered = answer.await;
+        if answered.is_err() {
+            self.state.challenges.discard(challenge_id).await;
+        }
+        answered
     }
 
     async fn passkey_view_of(&self, credential_id: &str) -> Result<wire::PasskeyView, RpcError> {
@@ -291,6 +350,9 @@ pub(crate) fn challenge_used(e: LedgerError) -> RpcError {
         LedgerError::ChallengeUsed => RpcError::ChallengeUnknown,
         LedgerError::DuplicatePasskey(_) => RpcError::PasskeyAlreadyEnrolled,
         LedgerError::UnusablePasskey(_) => RpcError::UnknownPasskey,
+        LedgerError::CounterNotIncreased { stored, received } => {
+            RpcError::PasskeyRefused(WebAuthnError::CounterNotIncreased { stored, received })
+        }
         other => other.into(),
     }
 }

@@ -38,18 +38,19 @@ pub fn wire(challenge_id: &str, a: Assertion) -> PasskeyAssertion {
 
 /// A fresh enrolment code for the unnamed approver certificate (the
 /// home's `Role::Approver` client).
-pub fn code(signer: &TestSigner) -> String {
-    draw(signer, None)
+pub async fn code(signer: &TestSigner) -> String {
+    draw(signer, None).await
 }
 
 /// A fresh enrolment code for the named approver `name`.
-pub fn code_for(signer: &TestSigner, name: &str) -> String {
-    draw(signer, Some(&ApproverName::parse(name).unwrap()))
+pub async fn code_for(signer: &TestSigner, name: &str) -> String {
+    draw(signer, Some(&ApproverName::parse(name).unwrap())).await
 }
 
-fn draw(signer: &TestSigner, approver: Option<&ApproverName>) -> String {
-    EnrolmentCodes::in_dir(&signer.home().signer_dir())
+async fn draw(signer: &TestSigner, approver: Option<&ApproverName>) -> String {
+    EnrolmentCodes::in_ledger(signer.state().ledger().clone())
         .issue(approver, OffsetDateTime::now_utc())
+        .await
         .unwrap()
         .0
 }
@@ -86,7 +87,9 @@ pub async fn enrol_first(
     approver: &mut SignerClient<Channel>,
     key: &SoftAuthenticator,
 ) {
-    enrol_with(approver, key, &code(signer)).await.unwrap();
+    enrol_with(approver, key, &code(signer).await)
+        .await
+        .unwrap();
 }
 
 pub fn decide_with(

@@ -379,6 +379,18 @@ fn toml_string(text: &str) -> String {
 
 /// `id`, the one proposed through the gateway (step 2b) and the premise
 /// probe's proposal (step 0), and nothing else, are pending.
+/// The stored enrolment code (hash and expiry) of `approver`, read as the
+/// ledger's owner.
+async fn enrolment_code_of(owner_url: &str, approver: &str) -> Option<(String, String)> {
+    use sqlx::Connection as _;
+    let mut conn = sqlx::PgConnection::connect(owner_url).await.unwrap();
+    sqlx::query_as("SELECT sha256, expires_at FROM enrolment_codes WHERE approver = $1")
+        .bind(approver)
+        .fetch_optional(&mut conn)
+        .await
+        .unwrap()
+}
+
 async fn still_pending(ledger: &Ledger, principal: &str, id: &str, relayed: &str) {
     let pending: Vec<String> = ledger
         .pending(principal)
@@ -656,12 +668,13 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         "",
     );
     assert!(out.status.success(), "{out:?}");
-    let code_file = signer_home.join("signer/passkey-enrolment-code.console");
-    let stored_code = std::fs::read(&code_file).unwrap();
+    // Only its SHA-256 is kept, in the ledger's `enrolment_codes`, which
+    // the head role cannot read (`ledger/tests/roles.rs`).
+    let stored_code = enrolment_code_of(db.url(), "console").await;
+    assert!(stored_code.is_some());
 
     // 1. Every secret of the signer's user is out of the agent's reach.
     for secret in [
-        "signer/passkey-enrolment-code.console",
         "signer/ed25519.key",
         "pki/ca.key",
         "pki/approver.pem",
@@ -711,7 +724,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
             signer_home.display()
         )
     );
-    assert_eq!(std::fs::read(&code_file).unwrap(), stored_code);
+    assert_eq!(enrolment_code_of(db.url(), "console").await, stored_code);
 
     // 2. The agent proposes over MCP, its head running as the agent's user
     // with its head certificate; the reply names the console at
@@ -866,7 +879,7 @@ async fn the_agents_user_reads_no_secret_cannot_decide_and_executes_once_after_t
         "RemovePasskey",
         head.remove_passkey(remove).await.unwrap_err(),
     );
-    assert_eq!(std::fs::read(&code_file).unwrap(), stored_code);
+    assert_eq!(enrolment_code_of(db.url(), "console").await, stored_code);
 
     // It cannot pair a browser: `console pair` in its own home makes a link
     // (the agent's user has a terminal), but the console, running as the

@@ -35,7 +35,7 @@ async fn every_passkey_enrolment_and_removal_is_notified_by_a_signed_webhook() {
     let (mut first, second) = (soft(1), soft(2));
     let mut codes = Vec::new();
     for key in [&first, &second] {
-        codes.push(code_for(signer, "alice"));
+        codes.push(code_for(signer, "alice").await);
         enrol_with(&mut alice, key, &codes[codes.len() - 1])
             .await
             .unwrap();

@@ -45,8 +45,9 @@ pub async fn enrol(
         .into_inner();
     let (attestation_object, client_data_json) = key.register(&c.creation_challenge);
     let approver = approver.map(|a| ApproverName::parse(a).unwrap());
-    let enrolment_code = EnrolmentCodes::in_dir(&signer.home().signer_dir())
+    let enrolment_code = EnrolmentCodes::in_ledger(signer.state().ledger().clone())
         .issue(approver.as_ref(), OffsetDateTime::now_utc())
+        .await
         .unwrap()
         .0;
     client
