@@ -110,7 +110,10 @@ impl Drop for SignerProcess {
 /// A harness whose home is served by a signer process, and a proposal of
 /// `SESSION` to create the nightly schedule.
 async fn started(backend: Backend) -> (Harness, SignerProcess, String) {
-    let h = Harness::start_on(backend, Registry::default_toml()).await;
+    let mut h = Harness::start_on(backend, Registry::default_toml()).await;
+    // The process is the home's one signer: a SQLite ledger has one, and
+    // the harness's own stops serving (its state stays readable).
+    h.signer.halt().await.unwrap();
     let signer = SignerProcess::start(&h);
     let id = h
         .propose_in("schedule.create", CREATE_NIGHTLY, SESSION)
