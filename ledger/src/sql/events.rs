@@ -175,6 +175,18 @@ pub(super) async fn append_numbered(
     Ok(id)
 }
 
+/// Event rows read with the columns `raw_event` takes, as records.
+fn records(rows: &[DbRow]) -> Result<Vec<EventRecord>, LedgerError> {
+    rows.iter()
+        .map(|row| {
+            let raw = raw_event(row)?;
+            let id = raw.id;
+            raw.into_record()
+                .map_err(|e| LedgerError::Corrupt(format!("event {id}: {e}")))
+        })
+        .collect()
+}
+
 fn raw_event(row: &DbRow) -> Result<RawEvent, sqlx::Error> {
     Ok(RawEvent {
         id: row.try_get("id")?,
@@ -272,14 +284,7 @@ impl Store {
         .bind(proposal_id)
         .fetch_all(&self.reader)
         .await?;
-        rows.iter()
-            .map(|row| {
-                let raw = raw_event(row)?;
-                let id = raw.id;
-                raw.into_record()
-                    .map_err(|e| LedgerError::Corrupt(format!("event {id}: {e}")))
-            })
-            .collect()
+        records(&rows)
     }
 
     pub(crate) async fn events(&self) -> Result<Vec<EventRecord>, LedgerError> {
@@ -289,14 +294,7 @@ impl Store {
         )
         .fetch_all(&self.reader)
         .await?;
-        rows.iter()
-            .map(|row| {
-                let raw = raw_event(row)?;
-                let id = raw.id;
-                raw.into_record()
-                    .map_err(|e| LedgerError::Corrupt(format!("event {id}: {e}")))
-            })
-            .collect()
+        records(&rows)
     }
 
     /// Walk the whole log in one read snapshot, chain by chain, and check

@@ -316,17 +316,7 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
     wait_for_cosigned(&home);
     tokio::time::sleep(PAST_EXPIRY).await;
     let older = dir.join("first.json");
-    let out = countersign(
-        &home,
-        &[
-            "evidence",
-            "export",
-            &first,
-            "--output",
-            older.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    exported(&home, &first, &older);
 
     let second = approved_and_applied(&signer, &mut key, "second", dir).await;
     let mut head = signer.client(Role::Head).await.unwrap();
@@ -349,17 +339,7 @@ async fn a_passkey_approved_actions_bundle_verifies_in_both_verifiers_and_each_t
     wait_for_cosigned(&home);
     tokio::time::sleep(PAST_EXPIRY).await;
     let bundle = dir.join("second.json");
-    let out = countersign(
-        &home,
-        &[
-            "evidence",
-            "export",
-            &second,
-            "--output",
-            bundle.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    exported(&home, &second, &bundle);
     let keys = dir.join("keys.json");
     let out = countersign(&home, &["keys", "export", "--out", keys.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
@@ -564,6 +544,16 @@ async fn without_passkeys_or_witnesses_a_bundle_is_the_logs_word_and_says_so() {
     assert_eq!(
         said,
         "countersign: refused: the log has no signed checkpoint yet: the signer signs one every minute\n"
+    );
+
+    // A proposal this installation does not hold (another principal's on
+    // a shared ledger reads the same): refused, nothing written.
+    let unknown = "prop_00000000000000000000000000000000";
+    let out = countersign(&home, &["evidence", "export", unknown]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("countersign: refused: no proposal {unknown} of this principal\n")
     );
 
     let signer = restart(signer).await;
