@@ -866,7 +866,7 @@ pub enum EvidenceCommand {
     /// passkey assertion, the spent proof (re-derived by the signer, only
     /// once consumed and expired) and the key set, the consumption and the
     /// effect's recorded result, and every event's inclusion proof in the
-    /// latest cosigned checkpoint (the latest signed one when no [tlog]
+    /// latest cosigned checkpoint (the latest signed one when no `[tlog]`
     /// policy is configured). Reads the ledger; asks the signer for the
     /// proof and the keys.
     Export(EvidenceExportArgs),
