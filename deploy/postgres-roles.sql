@@ -40,10 +40,13 @@
 -- per-principal chain heads and the sequence event ids are drawn from;
 -- version 9 the notification outbox; version 12 the transparency log;
 -- version 13 the witnesses' cosignatures; version 14 the signer's open
--- decision state).
+-- decision state; version 15 chore leases, checkpointed heads and the
+-- signers' published keys).
 --
 -- Independent of roles, the schema's triggers make every table except
--- `state` append-only for everybody, the owner included (no UPDATE, DELETE
+-- `state` and the bookkeeping of version 15 (`chore_leases`,
+-- `checkpointed_heads`, `signer_keys`, none of them a record: every
+-- change that matters is also an event) append-only for everybody, the owner included (no UPDATE, DELETE
 -- or TRUNCATE of events, proposals, decisions, issuances, ...), and the
 -- chain heads move only by the SECURITY DEFINER trigger of an event insert
 -- (a chain's head is locked, and created if new, by the SECURITY DEFINER
@@ -135,6 +138,13 @@ GRANT INSERT, UPDATE ON tlog_witnesses TO countersign_signer, countersign_head;
 -- not even read them.
 GRANT INSERT, DELETE ON passkey_challenges, enrolment_codes TO countersign_signer;
 REVOKE ALL ON passkey_challenges, enrolment_codes FROM countersign_head;
+
+-- Two signers (schema version 15): only a signer writes checkpoints (and
+-- the chains' heads they named) and publishes its proof keys. A chore's
+-- lease is taken by a signer (the checkpoints) or by the witnessing
+-- client, which runs with a head's ledger URL too.
+GRANT INSERT, UPDATE ON checkpointed_heads, signer_keys TO countersign_signer;
+GRANT INSERT, UPDATE ON chore_leases TO countersign_signer, countersign_head;
 
 -- The heads: consumption, completion, builtin effects.
 GRANT INSERT ON consumed_nonces, intents, completions, effect_applied, events

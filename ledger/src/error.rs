@@ -138,6 +138,24 @@ pub enum LedgerError {
         "another countersign-signer already serves the SQLite ledger {0}: a SQLite ledger has one signer (two signers need PostgreSQL, see docs/postgresql.md)"
     )]
     AnotherSigner(String),
+    /// The chore's lease was taken by another holder since this one took
+    /// it (its fencing token is no longer the current one): this holder
+    /// was paused or cut off past its lease. Nothing was written.
+    #[error(
+        "the lease of chore {chore:?} was taken over (token {token} is no longer current): nothing written"
+    )]
+    LeaseLost {
+        /// The chore.
+        chore: String,
+        /// The token this holder took.
+        token: i64,
+    },
+    /// The proof key was retired in this ledger's key set (by this signer
+    /// or through another): it is never published again.
+    #[error(
+        "proof key {0} was retired in the ledger's key set: it is never published again (rotate to a new key)"
+    )]
+    KeyRetired(String),
     /// The assertion's signature counter is not greater than the greatest
     /// one recorded for its credential (read under the credential's row
     /// lock, in the transaction that would record it), and not both zero:

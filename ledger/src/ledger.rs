@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::chain::{ChainHeads, ChainReport};
+use crate::chain::ChainReport;
 use crate::error::{EffectFailure, LedgerError};
 use crate::outbox::OutboxNotification;
 use crate::passkeys::{
@@ -783,29 +783,11 @@ impl Ledger {
     pub async fn verify_chain(&self) -> Result<ChainReport, LedgerError> {
         dispatch!(self, b => b.verify_chain().await)
     }
-
-    /// Write a `checkpoint` event on the global chain naming the head of
-    /// every chain whose head differs from `previous` (what the last
-    /// checkpoint this caller wrote named; empty at first, so the first
-    /// names every chain). Writes nothing when no head moved. The result's
-    /// `heads` is the `previous` of the next call.
-    pub async fn checkpoint(&self, previous: &ChainHeads) -> Result<Checkpointed, LedgerError> {
-        let (heads, named) = dispatch!(self, b => b.checkpoint(previous).await)?;
-        Ok(Checkpointed { heads, named })
-    }
 }
 
-/// What [`Ledger::checkpoint`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checkpointed {
-    /// Every chain's head as now checkpointed.
-    pub heads: ChainHeads,
-    /// How many chains the new checkpoint named (0: none moved, nothing
-    /// was written).
-    pub named: usize,
-}
-
+mod chores;
 mod signer_state;
 mod tree;
 mod witness;
+pub use chores::SignerKey;
 pub use signer_state::SoleSigner;

@@ -42,6 +42,7 @@ macro_rules! migrations {
             12, "transparency log", "0012_tlog.sql";
             13, "witnesses", "0013_witnesses.sql";
             14, "signer state", "0014_signer_state.sql";
+            15, "two signers", "0015_two_signers.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {
@@ -57,6 +58,7 @@ mod chain;
 mod error;
 mod facts;
 pub mod fault;
+pub mod leases;
 mod ledger;
 mod outbox;
 mod owner;
@@ -81,7 +83,8 @@ pub use chain::{
 };
 pub use countersign_process::premise::PremiseRunner;
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
-pub use ledger::{Checkpointed, Ledger, SoleSigner};
+pub use leases::Lease;
+pub use ledger::{Ledger, SignerKey, SoleSigner};
 pub use outbox::OutboxNotification;
 pub use passkeys::{
     AssertionPurpose, CodeRedemption, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyChallenge,

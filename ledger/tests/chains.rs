@@ -9,10 +9,8 @@
 
 mod common;
 
-use common::{Kind, PRINCIPAL, TestLedger, approve, create_schedule, verified};
-use countersign_ledger::{
-    ChainBreak, ChainHeads, Consumed, GENESIS_HASH, GLOBAL_CHAIN, KeyEvent, Ledger,
-};
+use common::{Kind, PRINCIPAL, TestLedger, approve, checkpoint_lease, create_schedule, verified};
+use countersign_ledger::{ChainBreak, Consumed, GENESIS_HASH, GLOBAL_CHAIN, KeyEvent, Ledger};
 use sha2::{Digest as _, Sha256};
 use std::time::Duration;
 
@@ -88,15 +86,20 @@ on_both_backends!(a_checkpoint_names_the_chains_that_moved_and_nothing_when_none
 async fn a_checkpoint_names_the_chains_that_moved_and_nothing_when_none_did(kind: Kind) {
     let t = TestLedger::on(kind).await;
     // Nothing to name on an empty ledger: nothing written.
-    let first = t.ledger.checkpoint(&ChainHeads::new()).await.unwrap();
-    assert_eq!(
-        (first.named, t.ledger.events().await.unwrap().len()),
-        (0, 0)
-    );
+    let first = t
+        .ledger
+        .checkpoint(&checkpoint_lease(&t.ledger).await)
+        .await
+        .unwrap();
+    assert_eq!((first, t.ledger.events().await.unwrap().len()), (0, 0));
     approve(&t.ledger, &create_schedule(1, "a"), 1).await;
     approve(&t.ledger, &schedule_of(OTHER, 2, "b"), 2).await;
-    let second = t.ledger.checkpoint(&first.heads).await.unwrap();
-    assert_eq!(second.named, 2);
+    let second = t
+        .ledger
+        .checkpoint(&checkpoint_lease(&t.ledger).await)
+        .await
+        .unwrap();
+    assert_eq!(second, 2);
     let last = t.ledger.events().await.unwrap().pop().unwrap();
     assert_eq!(
         (last.chain.as_str(), last.kind.as_str()),
@@ -105,12 +108,20 @@ async fn a_checkpoint_names_the_chains_that_moved_and_nothing_when_none_did(kind
     assert_eq!(last.details["heads"][PRINCIPAL]["count"], 2);
     assert_eq!(last.details["heads"][OTHER]["count"], 2);
     // No chain moved: nothing written.
-    let third = t.ledger.checkpoint(&second.heads).await.unwrap();
-    assert_eq!(third.named, 0);
+    let third = t
+        .ledger
+        .checkpoint(&checkpoint_lease(&t.ledger).await)
+        .await
+        .unwrap();
+    assert_eq!(third, 0);
     // One moved: the next names it alone.
     approve(&t.ledger, &create_schedule(3, "c"), 3).await;
-    let fourth = t.ledger.checkpoint(&third.heads).await.unwrap();
-    assert_eq!(fourth.named, 1);
+    let fourth = t
+        .ledger
+        .checkpoint(&checkpoint_lease(&t.ledger).await)
+        .await
+        .unwrap();
+    assert_eq!(fourth, 1);
     let last = t.ledger.events().await.unwrap().pop().unwrap();
     let named: Vec<&String> = last.details["heads"].as_object().unwrap().keys().collect();
     assert_eq!(named, vec![PRINCIPAL]);
@@ -127,8 +138,12 @@ async fn checkpointed(kind: Kind) -> TestLedger {
     approve(&t.ledger, &create_schedule(1, "a"), 1).await;
     approve(&t.ledger, &create_schedule(2, "b"), 2).await;
     approve(&t.ledger, &schedule_of(OTHER, 3, "c"), 3).await;
-    let written = t.ledger.checkpoint(&ChainHeads::new()).await.unwrap();
-    assert_eq!(written.named, 2);
+    let written = t
+        .ledger
+        .checkpoint(&checkpoint_lease(&t.ledger).await)
+        .await
+        .unwrap();
+    assert_eq!(written, 2);
     t
 }
 
@@ -422,7 +437,10 @@ async fn a_single_chain_ledger_migrates_with_its_history_on_the_global_chain(kin
     assert_eq!(ids, (1..=9).collect::<Vec<_>>());
     assert_eq!((events[3].chain.as_str(), events[3].seq), ("", 4));
     assert_eq!((events[4].chain.as_str(), events[4].seq), (PRINCIPAL, 1));
-    ledger.checkpoint(&ChainHeads::new()).await.unwrap();
+    ledger
+        .checkpoint(&checkpoint_lease(&ledger).await)
+        .await
+        .unwrap();
     let report = ledger.verify_chain().await.unwrap();
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(

@@ -830,3 +830,65 @@ async fn either_role_records_witnesses_and_nobody_edits_a_cosignature() {
     assert_eq!(head.witness_states().await.unwrap(), states);
     assert!(signer.verify_chain().await.unwrap().first_break.is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_signer_checkpoints_and_publishes_keys_and_either_takes_a_chore() {
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    approve(&signer, &create_schedule(1, "nightly"), 1).await;
+    // The witnessing client runs with a head's URL: it takes its chore.
+    let witnessing = head
+        .take_lease(
+            countersign_ledger::leases::WITNESSING_CHORE,
+            "head",
+            time::Duration::minutes(5),
+        )
+        .await
+        .unwrap();
+    assert!(witnessing.is_some());
+    // A head holding the checkpoint chore still cannot write a checkpoint.
+    let lease = common::checkpoint_lease(&head).await;
+    let err = head.checkpoint(&lease).await.unwrap_err().to_string();
+    assert!(err.contains("permission denied"), "{err}");
+    head.give_back_lease(&lease).await.unwrap();
+    let lease = common::checkpoint_lease(&signer).await;
+    assert_eq!(signer.checkpoint(&lease).await.unwrap(), 1);
+    signer
+        .publish_signer_keys(
+            "host-a",
+            &[(
+                "k1".into(),
+                "k4.public.k1".into(),
+                countersign_verifier::KeyStatus::Active,
+            )],
+        )
+        .await
+        .unwrap();
+    assert_eq!(head.signer_keys().await.unwrap().len(), 1);
+    assert_refused(
+        &db,
+        "countersign_head",
+        &[
+            "INSERT INTO checkpointed_heads (chain, count, hash) VALUES ('x', 1, 'h')",
+            "UPDATE checkpointed_heads SET count = 9",
+            "INSERT INTO signer_keys (kid, public_key, status, signer, updated_at)
+             VALUES ('k2', 'p', 'active', 'h', 't')",
+            "UPDATE signer_keys SET status = 'retired'",
+            "DELETE FROM chore_leases",
+        ],
+    )
+    .await;
+    assert_refused(
+        &db,
+        "countersign_signer",
+        &[
+            "DELETE FROM signer_keys",
+            "DELETE FROM checkpointed_heads",
+            "DELETE FROM chore_leases",
+        ],
+    )
+    .await;
+}

@@ -7,11 +7,21 @@
 //! stops; nothing when no chain moved. Each time, after the chains'
 //! checkpoint, it sequences the new events into the transparency log and
 //! signs a checkpoint of the tree if it grew (`crate::log_checkpoint`).
+//!
+//! With two signers on one ledger, one of them does this: the one holding
+//! the checkpoint chore's lease (taken or renewed at each round, given
+//! back when it stops). What the last checkpoint named is in the ledger,
+//! not in the holder's memory, so the next holder names only what moved
+//! since. The chains' checkpoint is fenced by the lease's token; the
+//! tree's is stored only if no other checkpoint was stored since the one
+//! it was checked against (`Ledger::store_log_checkpoint`), so a holder
+//! paused past its lease that resumes writes neither.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use countersign_ledger::ChainHeads;
+use countersign_ledger::leases::CHECKPOINTS_CHORE;
+use countersign_ledger::{Lease, LedgerError};
 
 use crate::log_checkpoint::LogCheckpointError;
 
@@ -20,30 +30,104 @@ use crate::state::SignerState;
 /// How often a serving signer checkpoints the chains that moved.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
 
-/// The heads the last checkpoint of this signer named.
-#[derive(Debug, Default)]
+/// How long the checkpoint chore's lease runs from each renewal: three
+/// intervals, so that a holder late for one renewal keeps it, and a
+/// signer killed while holding it hands it over within that.
+pub const CHECKPOINT_LEASE: Duration = Duration::from_secs(3 * 60);
+
+/// This signer's part in the checkpoint chore: its holder id and the
+/// lease it last took.
+#[derive(Debug)]
 pub(crate) struct Checkpoints {
-    named: tokio::sync::Mutex<ChainHeads>,
+    holder: String,
+    held: tokio::sync::Mutex<Option<Lease>>,
 }
 
 impl Checkpoints {
-    /// Write a checkpoint of the chains that moved since the last one;
-    /// a failure is logged and retried at the next.
+    /// This signer's part, on `ledger`. A SQLite ledger has one signer
+    /// (`Ledger::claim_sole_signer`), so every signer process of it is the
+    /// same holder, and one restarted after a crash takes the chore back at
+    /// once; on PostgreSQL each process is a holder of its own.
+    pub(crate) fn on(ledger: &countersign_ledger::Ledger) -> Checkpoints {
+        let holder = if ledger.is_sqlite() {
+            "the sole signer".to_owned()
+        } else {
+            holder_id()
+        };
+        Checkpoints {
+            holder,
+            held: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Take or renew the checkpoint chore and, holding it, write a
+    /// checkpoint of the chains that moved and sign the tree's; while
+    /// another signer holds it, nothing. A failure is logged and retried
+    /// at the next.
     pub(crate) async fn write(&self, state: &SignerState) {
-        let mut named = self.named.lock().await;
-        match state.ledger.checkpoint(&named).await {
-            Ok(written) => {
-                if written.named > 0 {
-                    tracing::debug!(chains = written.named, "ledger checkpoint written");
-                }
-                *named = written.heads;
+        // Held throughout: this process writes one checkpoint at a time
+        // (the loop's and the shutdown's never race each other).
+        let mut held = self.held.lock().await;
+        let ttl = time::Duration::try_from(CHECKPOINT_LEASE).unwrap_or(time::Duration::MINUTE);
+        let lease = match state
+            .ledger
+            .take_lease(CHECKPOINTS_CHORE, &self.holder, ttl)
+            .await
+        {
+            Ok(Some(lease)) => lease,
+            Ok(None) => {
+                tracing::debug!("another signer holds the checkpoint chore");
+                *held = None;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!("checkpoint chore not taken: {e}");
+                return;
+            }
+        };
+        match state.ledger.checkpoint(&lease).await {
+            Ok(0) => {}
+            Ok(named) => tracing::debug!(chains = named, "ledger checkpoint written"),
+            Err(e @ LedgerError::LeaseLost { .. }) => {
+                tracing::warn!("ledger checkpoint not written: {e}");
+                *held = None;
+                return;
             }
             Err(e) => tracing::warn!("ledger checkpoint not written: {e}"),
         }
-        // Still holding `named`: this process signs one checkpoint at a
-        // time (the loop's and the shutdown's never race each other).
         sign_tree(state).await;
+        *held = Some(lease);
     }
+
+    /// The id this process takes the lease under.
+    pub(crate) fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// The last checkpoint, when the signer stops: written as any other,
+    /// then the chore is given back so that another signer takes it at
+    /// its next round rather than after the lease.
+    pub(crate) async fn write_last(&self, state: &SignerState) {
+        self.write(state).await;
+        if let Some(lease) = self.held.lock().await.take()
+            && let Err(e) = state.ledger.give_back_lease(&lease).await
+        {
+            tracing::warn!("checkpoint chore not given back: {e}");
+        }
+    }
+}
+
+/// A holder id for this process: its host name and 8 random bytes.
+fn holder_id() -> String {
+    let host = crate::published_keys::host_name();
+    let mut random = [0u8; 8];
+    // Without the system's randomness, the process id still tells this
+    // process from another on the same host.
+    let suffix = match getrandom::fill(&mut random) {
+        Ok(()) => hex::encode(random),
+        Err(_) => format!("pid{}", std::process::id()),
+    };
+    format!("{host}/{suffix}")
 }
 
 /// Sequence the new events into the transparency log and sign a
@@ -75,6 +159,13 @@ pub(crate) async fn every_interval(state: Arc<SignerState>) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
+        // A rotation or retirement made meanwhile, published. A key the
+        // ledger retired while this signer serves is no longer served
+        // (`published_keys::served`), so heads refuse what it signs; the
+        // operator must rotate, and a restart refuses until then.
+        if let Err(e) = crate::published_keys::publish_keys(&state).await {
+            tracing::error!("{e}: stop this signer and rotate its key");
+        }
         state.checkpoints.write(&state).await;
     }
 }

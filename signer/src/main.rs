@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Parser, Subcommand};
 use countersign_identity::{ApproverName, Config, Home, tls};
 use countersign_ledger::{KeyEvent, Ledger};
-use countersign_signer::keystore::KeyStore;
+use countersign_signer::keystore::{KeyStore, KeyStoreError};
 use countersign_signer::log_key::LogKey;
 use countersign_signer::passkeys::admin;
 use countersign_signer::{SignerState, StartError, load_or_create_key, serve_until_signal};
@@ -207,16 +207,29 @@ async fn keys(action: KeysAction, home: Option<PathBuf>) -> Result<(), StartErro
                 Some(uri) => store.rotate_to_token(&uri, record).await?,
                 None => store.rotate(record).await?,
             };
+            published_in(&store, &home).await?;
             eprintln!("rotated: the new key signs from the next decision");
             println!("{key_id}");
         }
         KeysAction::Retire { id } => {
             let ledger = ledger_of(&home).await?;
-            store
-                .retire(&id, || {
-                    ledger.record_key_event(KeyEvent::Retired, &id, KEYS_ACTOR)
-                })
-                .await?;
+            let here = store.list()?.iter().any(|entry| entry.key_id == id);
+            if here {
+                store
+                    .retire(&id, || {
+                        ledger.record_key_event(KeyEvent::Retired, &id, KEYS_ACTOR)
+                    })
+                    .await?;
+                published_in(&store, &home).await?;
+            } else if ledger.retire_signer_key(&id).await? {
+                // Another signer's key (that signer lost, say): retired
+                // in the ledger's key set, which every signer serves.
+                ledger
+                    .record_key_event(KeyEvent::Retired, &id, KEYS_ACTOR)
+                    .await?;
+            } else {
+                return Err(KeyStoreError::UnknownKey(id).into());
+            }
             eprintln!("retired {id}: heads refuse its proofs once they refresh their keys");
         }
     }
@@ -249,6 +262,17 @@ fn approver_name(value: &str) -> Result<ApproverName, String> {
     ApproverName::parse(value).map_err(|e| e.to_string())
 }
 
+/// Publish `store`'s index in the ledger's key set after a change (the
+/// signer publishes it too, at its next round).
+async fn published_in(store: &KeyStore, home: &Home) -> Result<(), StartError> {
+    use countersign_signer::published_keys::{PublishError, publish};
+    match publish(store, &ledger_of(home).await?).await {
+        Ok(()) => Ok(()),
+        Err(PublishError::Index(e)) => Err(e.into()),
+        Err(PublishError::Ledger(e)) => Err(e.into()),
+    }
+}
+
 async fn ledger_of(home: &Home) -> Result<Ledger, StartError> {
     let config = Config::load(home)?;
     Ok(Ledger::open(&config.ledger_url).await?)
@@ -272,6 +296,7 @@ async fn serve(home: Option<PathBuf>) -> Result<(), StartError> {
     // A SQLite ledger has one signer: a second one stops here, before
     // binding, saying so. Held until this function returns.
     let _sole_signer = state.ledger().claim_sole_signer()?;
+    countersign_signer::published_keys::publish_keys(&state).await?;
 
     let listener = TcpListener::bind(addr)
         .await

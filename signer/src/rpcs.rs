@@ -105,7 +105,7 @@ rpcs! {
     resolve_uncertain(ResolveUncertainRequest) -> ResolveUncertainResponse: "ResolveUncertain", [Approver], detached;
     reissue_for_reconcile(ReissueForReconcileRequest) -> ReissueForReconcileResponse: "ReissueForReconcile", [Head], await;
     spent_proof(SpentProofRequest) -> SpentProofResponse: "SpentProof", [Head], await;
-    public_keys(PublicKeysRequest) -> PublicKeysResponse: "PublicKeys", [Head, Approver, Admin], now;
+    public_keys(PublicKeysRequest) -> PublicKeysResponse: "PublicKeys", [Head, Approver, Admin], await;
     begin_decision(BeginDecisionRequest) -> PasskeyChallenge: "BeginDecision", [Approver], await;
     begin_enrolment(BeginEnrolmentRequest) -> EnrolmentChallenge: "BeginEnrolment", [Approver], await;
     enrol(EnrolRequest) -> PasskeyView: "Enrol", [Approver], await;

@@ -91,7 +91,7 @@ pub async fn run(
         .await
         .map_err(|e| StartError::Transport(e.to_string()));
     checkpoints.abort();
-    state.checkpoints.write(&state).await;
+    state.checkpoints.write_last(&state).await;
     served
 }
 

@@ -529,10 +529,10 @@ impl SignerService {
         })
     }
 
-    pub(crate) fn public_keys(
+    pub(crate) async fn public_keys(
         &self,
         _peer: PeerIdentity,
-        _request: &Request<wire::PublicKeysRequest>,
+        _request: Request<wire::PublicKeysRequest>,
     ) -> Result<wire::PublicKeysResponse, RpcError> {
         self.state
             .public_keys_served
@@ -542,8 +542,11 @@ impl SignerService {
             .keys
             .current()
             .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?;
+        let served =
+            crate::published_keys::served(&current.published, &self.state.keys, &self.state.ledger)
+                .await;
         Ok(wire::PublicKeysResponse {
-            keys: current.published.iter().map(published_key).collect(),
+            keys: served.iter().map(published_key).collect(),
             log_key: self
                 .state
                 .log_key

@@ -57,7 +57,7 @@ pub struct SignerState {
     /// checkpoints; `None` for a state built without a home, which signs
     /// none.
     pub(crate) log_key: Option<LogKey>,
-    /// What the last ledger checkpoint of this signer named.
+    /// This signer's part in the checkpoint chore.
     pub(crate) checkpoints: crate::checkpoint::Checkpoints,
     /// Announcements of changed proposals, for the watch streams.
     pub(crate) changes: crate::changes::Changes,
@@ -90,6 +90,7 @@ impl SignerState {
     ) -> SignerState {
         let enrolment_codes = EnrolmentCodes::in_ledger(ledger.clone());
         let challenges = Challenges::in_ledger(ledger.clone());
+        let checkpoints = crate::checkpoint::Checkpoints::on(&ledger);
         let metrics = SignerMetrics::default();
         let batches = metrics.clone();
         ledger.observe_batches(std::sync::Arc::new(move |batch| {
@@ -112,7 +113,7 @@ impl SignerState {
             outbox: Outbox::default(),
             rules_enabled: false,
             log_key: None,
-            checkpoints: crate::checkpoint::Checkpoints::default(),
+            checkpoints,
             changes: crate::changes::Changes::default(),
             console_home: None,
             #[cfg(feature = "testing")]

@@ -165,6 +165,46 @@ impl TestSigner {
         })
     }
 
+    /// Starts a second signer as a second host's would be: a copy of this
+    /// signer's home (the same CA, certificates, principal, configuration,
+    /// log key and so ledger) with no proof key of this one's, so that it
+    /// makes a key of its own at start, on a new port. Only meaningful
+    /// with a PostgreSQL ledger (a SQLite one in the home would be copied).
+    pub async fn on_another_host(&self) -> Result<TestSigner, StartError> {
+        let copy = self._dir.path().join(format!("host-{}", self.addr.port()));
+        let home = Home::at(copy.join("home"))?;
+        std::fs::create_dir_all(&copy)
+            .and_then(|()| copy_tree(self.home.root(), home.root()))
+            .map_err(|e| StartError::Transport(format!("copying the home: {e}")))?;
+        let signer = home.signer_dir();
+        for key_file in ["keys.json", "keys.json.lock", "ed25519.key"] {
+            let _ = std::fs::remove_file(signer.join(key_file));
+        }
+        let _ = std::fs::remove_dir_all(signer.join("keys"));
+        let served = serve_home_anew(&home).await?;
+        Ok(TestSigner {
+            addr: served.addr,
+            metrics_addr: served.metrics_addr,
+            home,
+            principal: self.principal.clone(),
+            state: served.state,
+            stop: Some(served.stop),
+            task: Some(served.task),
+            _dir: Arc::clone(&self._dir),
+        })
+    }
+
+    /// One round of the checkpoint chore now, as the serving loop runs
+    /// one every minute: take or renew the lease and, holding it, write.
+    pub async fn checkpoint_round(&self) {
+        self.state.checkpoints.write(&self.state).await;
+    }
+
+    /// The id this signer takes the checkpoint chore's lease under.
+    pub fn checkpoint_holder(&self) -> &str {
+        self.state.checkpoints.holder()
+    }
+
     /// The address the signer listens on (127.0.0.1).
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -299,6 +339,25 @@ struct Served {
     task: JoinHandle<Result<(), StartError>>,
 }
 
+/// Copy the directory `from` to `to` (which must not exist), keeping
+/// each file's and directory's mode.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    let mode = std::fs::metadata(from)?.permissions().mode();
+    std::fs::DirBuilder::new().mode(mode).create(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
 /// Loads `home` and serves it on a new port of 127.0.0.1.
 async fn serve_home_anew(home: &Home) -> Result<Served, StartError> {
     let listener = TcpListener::bind(("127.0.0.1", 0))
@@ -318,6 +377,7 @@ async fn serve_home(home: &Home, listener: TcpListener) -> Result<Served, StartE
     let state = Arc::new(SignerState::load(home, &config).await?);
     // As `main` does: one signer per SQLite ledger, held while it serves.
     let sole_signer = state.ledger().claim_sole_signer()?;
+    crate::published_keys::publish_keys(&state).await?;
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     // `[metrics] signer`, as `main` serves it: bound only when configured.
     let (metrics, metrics_addr) = match config.metrics.signer {

@@ -13,7 +13,7 @@ use countersign_identity::files::write_private_new;
 use countersign_identity::{Home, Role};
 use countersign_proto::v1::PublicKeysRequest;
 
-use support::{process_client, process_home, stop_with_sigterm};
+use support::{keys_command as keys, process_client, process_home, stop_with_sigterm};
 
 const BIN: &str = env!("CARGO_BIN_EXE_countersign-signer");
 
@@ -119,21 +119,6 @@ fn keygen_creates_the_log_key_beside_the_proof_key_and_checks_it_the_same_way() 
         )),
         "{err}"
     );
-}
-
-fn keys(home: &Home, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN)
-        .arg("keys")
-        .args(args)
-        .arg("--home")
-        .arg(home.root())
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
 }
 
 #[test]

@@ -11,6 +11,7 @@
 use serde_json::Value;
 use sqlx::Row as _;
 
+use super::chores::check_fence;
 use super::locks::chain_tail;
 use super::{Conn, DbRow, Store};
 use crate::chain::{
@@ -19,6 +20,7 @@ use crate::chain::{
 };
 use crate::error::LedgerError;
 use crate::facts::EventFacts;
+use crate::leases::Lease;
 use crate::types::EventRecord;
 
 /// Rows fetched per round trip when walking the log.
@@ -212,12 +214,18 @@ async fn read_heads(conn: &mut Conn, with_global: bool) -> Result<ChainHeads, Le
     let rows = sqlx::query("SELECT chain, count, hash FROM chain_heads WHERE count > 0")
         .fetch_all(&mut *conn)
         .await?;
+    let mut heads = heads_of(&rows)?;
+    if !with_global {
+        heads.remove(GLOBAL_CHAIN);
+    }
+    Ok(heads)
+}
+
+/// `(chain, count, hash)` rows as chain heads.
+fn heads_of(rows: &[DbRow]) -> Result<ChainHeads, LedgerError> {
     let mut heads = ChainHeads::new();
-    for row in &rows {
+    for row in rows {
         let chain: String = row.try_get("chain")?;
-        if chain == GLOBAL_CHAIN && !with_global {
-            continue;
-        }
         let count: i64 = row.try_get("count")?;
         let count = u64::try_from(count)
             .map_err(|_| LedgerError::Corrupt(format!("chain {chain:?}: negative count")))?;
@@ -225,6 +233,14 @@ async fn read_heads(conn: &mut Conn, with_global: bool) -> Result<ChainHeads, Le
         heads.insert(chain, ChainHead { count, hash });
     }
     Ok(heads)
+}
+
+/// Each chain's head as the checkpoints so far named it.
+async fn read_checkpointed(conn: &mut Conn) -> Result<ChainHeads, LedgerError> {
+    let rows = sqlx::query("SELECT chain, count, hash FROM checkpointed_heads")
+        .fetch_all(&mut *conn)
+        .await?;
+    heads_of(&rows)
 }
 
 impl Store {
@@ -340,28 +356,27 @@ impl Store {
     }
 
     /// Write a checkpoint on the global chain naming the head of every
-    /// chain whose head differs from `previous` (the heads the last
-    /// checkpoint named); nothing when none does. Returns the heads now
-    /// checkpointed (`previous` with the moved ones replaced) and how many
-    /// the new checkpoint named.
-    pub(crate) async fn checkpoint(
-        &self,
-        previous: &ChainHeads,
-    ) -> Result<(ChainHeads, usize), LedgerError> {
+    /// chain whose head moved since the checkpoints before named it
+    /// (`checkpointed_heads`), and record those heads there, in one
+    /// transaction under `lease` (the checkpoint chore's: `LeaseLost` if
+    /// it was taken over) and the global chain's lock. Nothing when no
+    /// head moved. Returns how many chains the new checkpoint named.
+    pub(crate) async fn checkpoint(&self, lease: &Lease) -> Result<usize, LedgerError> {
         let mut tx = self.write_tx().await?;
-        // The global chain's lock first: checkpoints append one at a time.
+        check_fence(&mut tx, lease).await?;
+        // The global chain's lock next: checkpoints append one at a time.
         // The other heads are read as committed, without their locks: a
         // chain only grows, so what is named here stays true of it.
         chain_tail(&mut tx, GLOBAL_CHAIN).await?;
         let heads = read_heads(&mut tx, false).await?;
+        let named = read_checkpointed(&mut tx).await?;
         let moved: ChainHeads = heads
-            .iter()
-            .filter(|(chain, head)| previous.get(*chain) != Some(head))
-            .map(|(chain, head)| (chain.clone(), head.clone()))
+            .into_iter()
+            .filter(|(chain, head)| named.get(chain) != Some(head))
             .collect();
         if moved.is_empty() {
             tx.rollback().await?;
-            return Ok((heads, 0));
+            return Ok(0);
         }
         let at = crate::timefmt::format(crate::timefmt::now())?;
         let details = chain::checkpoint_details(&moved);
@@ -375,7 +390,20 @@ impl Store {
             &details,
         )
         .await?;
+        for (chain, head) in &moved {
+            let count = i64::try_from(head.count)
+                .map_err(|_| LedgerError::Corrupt(format!("chain {chain:?}: count overflow")))?;
+            sqlx::query(
+                "INSERT INTO checkpointed_heads (chain, count, hash) VALUES ($1, $2, $3)
+                 ON CONFLICT (chain) DO UPDATE SET count = excluded.count, hash = excluded.hash",
+            )
+            .bind(chain)
+            .bind(count)
+            .bind(&head.hash)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
-        Ok((heads, moved.len()))
+        Ok(moved.len())
     }
 }

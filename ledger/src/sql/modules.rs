@@ -5,6 +5,8 @@
 mod batch;
 #[path = "../sql/batch_writes.rs"]
 mod batch_writes;
+#[path = "../sql/chores.rs"]
+mod chores;
 #[path = "../sql/challenges.rs"]
 mod challenges;
 #[path = "../sql/consume.rs"]
@@ -37,6 +39,8 @@ mod reissue;
 mod rows;
 #[path = "../sql/rules.rs"]
 mod rules;
+#[path = "../sql/signer_keys.rs"]
+mod signer_keys;
 #[path = "../sql/signer.rs"]
 mod signer;
 #[path = "../sql/tlog.rs"]

@@ -525,3 +525,17 @@ impl OpensChallenges for Ledger {
         self.record_passkey_approval(i, a).await
     }
 }
+
+/// The checkpoint chore's lease, taken (or renewed) by the test's one
+/// holder: what a serving signer holds while it writes checkpoints.
+pub async fn checkpoint_lease(ledger: &Ledger) -> countersign_ledger::Lease {
+    ledger
+        .take_lease(
+            countersign_ledger::leases::CHECKPOINTS_CHORE,
+            "test-holder",
+            time::Duration::minutes(5),
+        )
+        .await
+        .unwrap()
+        .expect("the test's holder takes the checkpoint chore")
+}

@@ -264,3 +264,19 @@ pub async fn stop_with_sigterm(mut child: std::process::Child) {
         .unwrap();
     assert!(exit.success(), "{exit:?}");
 }
+
+/// `countersign-signer keys <args> --home <home>`: success, stdout, stderr.
+pub fn keys_command(home: &countersign_identity::Home, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_countersign-signer"))
+        .arg("keys")
+        .args(args)
+        .arg("--home")
+        .arg(home.root())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
