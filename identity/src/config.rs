@@ -35,11 +35,18 @@ use countersign_verifier::lifetimes::DEFAULT_LIFETIME_SECS;
 /// The longest proof lifetime the signer ever issues, in seconds.
 pub use countersign_verifier::lifetimes::LIFETIME_CAP_SECS as MAX_LIFETIME_CAP_SECS;
 
+/// The most `[signer] fallback_addrs` a configuration may name.
+pub(crate) const MAX_SIGNER_FALLBACKS: usize = 7;
+
 /// The resolved configuration of an installation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `host:port` the signer listens on and heads connect to.
     pub signer_addr: String,
+    /// `[signer] fallback_addrs`: the other signers of the same ledger a
+    /// head, a console, the notifier or the gateway connects to when
+    /// `signer_addr` does not answer, in order (`crate::failover`).
+    pub signer_fallbacks: Vec<String>,
     /// How long a claimed handoff stays with the head that claimed it
     /// before the signer hands it to another head, if the ledger shows it
     /// unused (`[signer] handoff_claim_lease_secs`, default
@@ -197,6 +204,7 @@ struct PasskeysSection {
 #[serde(deny_unknown_fields)]
 struct SignerSection {
     addr: Option<String>,
+    fallback_addrs: Option<Vec<String>>,
     handoff_claim_lease_secs: Option<u64>,
 }
 
@@ -228,6 +236,14 @@ struct VerifierSection {
 }
 
 impl Config {
+    /// Every signer address a client tries, in order: `[signer] addr`,
+    /// then `[signer] fallback_addrs`.
+    pub fn signer_addrs(&self) -> Vec<String> {
+        std::iter::once(self.signer_addr.clone())
+            .chain(self.signer_fallbacks.iter().cloned())
+            .collect()
+    }
+
     /// Reads `config.toml` (a private file; absent means all defaults) and the
     /// principal, resolves every path against the home directory, and checks
     /// the files it names ([`Config::check_paths`]) before anyone uses them.
@@ -281,6 +297,25 @@ impl Config {
                 "signer.addr {signer_addr:?} is not an IP:port address"
             ))
         })?;
+        let signer_fallbacks = file.signer.fallback_addrs.unwrap_or_default();
+        if signer_fallbacks.len() > MAX_SIGNER_FALLBACKS {
+            return Err(invalid(format!(
+                "signer.fallback_addrs names {} addresses; at most {MAX_SIGNER_FALLBACKS}",
+                signer_fallbacks.len()
+            )));
+        }
+        for (i, fallback) in signer_fallbacks.iter().enumerate() {
+            if fallback.parse::<SocketAddr>().is_err() {
+                return Err(invalid(format!(
+                    "signer.fallback_addrs: {fallback:?} is not an IP:port address"
+                )));
+            }
+            if *fallback == signer_addr || signer_fallbacks[..i].contains(fallback) {
+                return Err(invalid(format!(
+                    "signer.fallback_addrs: {fallback:?} is named twice"
+                )));
+            }
+        }
 
         let handoff_claim_lease_secs = file
             .signer
@@ -387,6 +422,7 @@ impl Config {
             tlog,
             premise_socket,
             signer_addr,
+            signer_fallbacks,
             handoff_claim_lease_secs,
             ledger_url,
             registry,
@@ -707,6 +743,39 @@ handoff_claim_lease_secs = 3601
                 ),
                 "{text}"
             );
+        }
+    }
+
+    #[test]
+    fn reads_the_fallback_signers_and_refuses_bad_ones() {
+        let c = Config::from_toml_str(&home(), P, "").unwrap();
+        assert_eq!(c.signer_addrs(), vec!["127.0.0.1:7443".to_owned()]);
+        let text = "[signer]\naddr = \"10.0.0.1:7443\"\nfallback_addrs = [\"10.0.0.2:7443\", \"[::1]:7443\"]\n";
+        let c = Config::from_toml_str(&home(), P, text).unwrap();
+        assert_eq!(
+            c.signer_addrs(),
+            vec!["10.0.0.1:7443", "10.0.0.2:7443", "[::1]:7443"]
+        );
+        for (text, says) in [
+            (
+                "[signer]\nfallback_addrs = [\"signer-b:7443\"]\n",
+                "signer.fallback_addrs: \"signer-b:7443\" is not an IP:port address",
+            ),
+            (
+                "[signer]\nfallback_addrs = [\"127.0.0.1:7443\"]\n",
+                "signer.fallback_addrs: \"127.0.0.1:7443\" is named twice",
+            ),
+            (
+                "[signer]\nfallback_addrs = [\"10.0.0.2:1\", \"10.0.0.2:1\"]\n",
+                "signer.fallback_addrs: \"10.0.0.2:1\" is named twice",
+            ),
+            (
+                "[signer]\nfallback_addrs = [\"10.0.0.1:1\", \"10.0.0.1:2\", \"10.0.0.1:3\", \"10.0.0.1:4\", \"10.0.0.1:5\", \"10.0.0.1:6\", \"10.0.0.1:7\", \"10.0.0.1:8\"]\n",
+                "signer.fallback_addrs names 8 addresses; at most 7",
+            ),
+        ] {
+            let err = Config::from_toml_str(&home(), P, text).unwrap_err();
+            assert!(err.to_string().contains(says), "{text}: {err}");
         }
     }
 

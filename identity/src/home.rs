@@ -25,6 +25,7 @@ const CONFIG_TEMPLATE: &str = "\
 #
 # [signer]
 # addr = \"127.0.0.1:7443\"        # the signer listens here; heads connect here
+# fallback_addrs = []              # other signers of this PostgreSQL ledger, tried in order
 #
 # [ledger]
 # url = \"sqlite://ledger.db\"

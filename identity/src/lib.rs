@@ -17,6 +17,7 @@ pub mod console_devices;
 pub mod console_pki;
 pub mod console_trust;
 mod error;
+pub mod failover;
 pub mod files;
 mod home;
 pub mod log;

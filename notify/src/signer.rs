@@ -33,15 +33,16 @@ pub(crate) struct Waiting {
 #[derive(Debug)]
 pub(crate) struct SignerLink {
     home: Home,
-    addr: String,
+    /// `[signer] addr`, then `[signer] fallback_addrs`.
+    addrs: Vec<String>,
     client: tokio::sync::Mutex<Option<SignerClient<Channel>>>,
 }
 
 impl SignerLink {
-    pub(crate) fn new(home: Home, addr: String) -> SignerLink {
+    pub(crate) fn new(home: Home, addrs: Vec<String>) -> SignerLink {
         SignerLink {
             home,
-            addr,
+            addrs,
             client: tokio::sync::Mutex::new(None),
         }
     }
@@ -52,7 +53,7 @@ impl SignerLink {
         if let Some(client) = &*held {
             return Ok(client.clone());
         }
-        let client = connect(&self.home, &self.addr).await?;
+        let client = connect(&self.home, &self.addrs).await?;
         *held = Some(client.clone());
         Ok(client)
     }
@@ -192,18 +193,22 @@ fn device(d: wire::PushDevice) -> Option<SubscribedDevice> {
 }
 
 /// A client of the signer at `addr` with `home`'s notifier certificate.
-pub(crate) async fn connect(home: &Home, addr: &str) -> Result<SignerClient<Channel>, String> {
+pub(crate) async fn connect(
+    home: &Home,
+    addrs: &[String],
+) -> Result<SignerClient<Channel>, String> {
     tls::install_crypto_provider();
     let config = tls::client_config_for(home, &ClientCredential::Role(Role::Notifier))
         .map_err(|e| format!("the notifier credential: {e}"))?;
-    let endpoint = tls::signer_endpoint(addr, config)
-        .map_err(|e| format!("cannot reach the signer at {addr}: {e}"))?;
-    let channel = endpoint.connect().await.map_err(|e| {
-        format!(
-            "cannot reach the signer at {addr}: {}",
-            tls::error_chain(&e)
-        )
-    })?;
+    let channel = countersign_identity::failover::signer_channel(addrs, config)
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot reach the signer at {}: {}",
+                addrs.join(", "),
+                tls::error_chain(&e)
+            )
+        })?;
     Ok(SignerClient::new(channel))
 }
 

@@ -126,7 +126,7 @@ pub fn local(home: &Home, config: &Config) -> Result<Status, NotifyError> {
 /// How many notifications of `home`'s principal wait in the signer's
 /// outbox, asked with the home's notifier certificate (counts up to 100).
 pub async fn waiting(home: &Home, config: &Config) -> Result<u64, String> {
-    let mut client = crate::signer::connect(home, &config.signer_addr).await?;
+    let mut client = crate::signer::connect(home, &config.signer_addrs()).await?;
     let answer = client
         .pending_notifications(countersign_proto::v1::PendingNotificationsRequest { limit: 0 })
         .await

@@ -100,6 +100,7 @@ impl Checkpoints {
     }
 
     /// The id this process takes the lease under.
+    #[cfg(feature = "testing")]
     pub(crate) fn holder(&self) -> &str {
         &self.holder
     }

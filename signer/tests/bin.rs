@@ -13,9 +13,13 @@ use countersign_identity::files::write_private_new;
 use countersign_identity::{Home, Role};
 use countersign_proto::v1::PublicKeysRequest;
 
-use support::{keys_command as keys, process_client, process_home, stop_with_sigterm};
+use support::{keys_command, process_client, process_home, stop_with_sigterm};
 
 const BIN: &str = env!("CARGO_BIN_EXE_countersign-signer");
+
+fn keys(home: &Home, args: &[&str]) -> (bool, String, String) {
+    keys_command(BIN, home, args)
+}
 
 fn keygen(home: &Home) -> (String, String) {
     let out = Command::new(BIN)

@@ -152,7 +152,11 @@ async fn keys_retire_and_rotate_on_one_host_change_the_set_both_serve() {
     let (ka, kb) = (own_kid(&a), own_kid(&b));
     b.halt().await.unwrap();
     // B's key is not in A's index: retired in the ledger's set, recorded.
-    let (ok, _, err) = keys_command(a.home(), &["retire", &kb]);
+    let (ok, _, err) = keys_command(
+        env!("CARGO_BIN_EXE_countersign-signer"),
+        a.home(),
+        &["retire", &kb],
+    );
     assert!(ok, "{err}");
     assert!(err.contains(&format!("retired {kb}")), "{err}");
     assert_eq!(served_kids(&a).await, vec![ka.clone()]);
@@ -162,11 +166,19 @@ async fn keys_retire_and_rotate_on_one_host_change_the_set_both_serve() {
         ("key_retired", Some(kb.as_str()))
     );
     // A key no signer published is still unknown.
-    let (ok, _, err) = keys_command(a.home(), &["retire", "k4.pid.nope"]);
+    let (ok, _, err) = keys_command(
+        env!("CARGO_BIN_EXE_countersign-signer"),
+        a.home(),
+        &["retire", "k4.pid.nope"],
+    );
     assert!(!ok);
     assert!(err.contains("no key k4.pid.nope in the key index"), "{err}");
     // A rotation on A is published at once.
-    let (ok, new, err) = keys_command(a.home(), &["rotate"]);
+    let (ok, new, err) = keys_command(
+        env!("CARGO_BIN_EXE_countersign-signer"),
+        a.home(),
+        &["rotate"],
+    );
     assert!(ok, "{err}");
     let published: Vec<(String, &str)> = a
         .state()

@@ -91,9 +91,9 @@ impl Context {
         let Some(name) = name else {
             return self.approver().await;
         };
-        signer_client::connect_with(
+        signer_client::connect_any(
             &self.home,
-            &self.config.signer_addr,
+            &self.config.signer_addrs(),
             &ClientCredential::NamedApprover(name.clone()),
         )
         .await
@@ -104,9 +104,9 @@ impl Context {
     /// credential, so the signer records that the console decided.
     pub async fn console_approver(&self) -> Result<SignerClient<Channel>, CliError> {
         let name = ApproverName::parse(CONSOLE_APPROVER).map_err(CliError::error)?;
-        signer_client::connect_with(
+        signer_client::connect_any(
             &self.home,
-            &self.config.signer_addr,
+            &self.config.signer_addrs(),
             &ClientCredential::NamedApprover(name),
         )
         .await
@@ -114,9 +114,13 @@ impl Context {
     }
 
     async fn connect(&self, role: Role) -> Result<SignerClient<Channel>, CliError> {
-        signer_client::connect(&self.home, &self.config.signer_addr, role)
-            .await
-            .map_err(CliError::error)
+        signer_client::connect_any(
+            &self.home,
+            &self.config.signer_addrs(),
+            &ClientCredential::Role(role),
+        )
+        .await
+        .map_err(CliError::error)
     }
 
     /// The ledger, opened from the configured URL.

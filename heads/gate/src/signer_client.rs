@@ -137,6 +137,32 @@ pub async fn connect_with(
     Ok(SignerClient::new(channel))
 }
 
+/// A gRPC client of whichever of the signers at `addrs` answers first
+/// (`[signer] addr`, then `[signer] fallback_addrs`), authenticated with
+/// `credential`; a connection that breaks later is made again the same
+/// way, to the next signer that answers
+/// (`countersign_identity::failover`). With one address it is
+/// [`connect_with`].
+pub async fn connect_any(
+    home: &Home,
+    addrs: &[String],
+    credential: &ClientCredential,
+) -> Result<SignerClient<Channel>, ConnectError> {
+    let [addr] = addrs else {
+        tls::install_crypto_provider();
+        let tls = tls::client_config_for(home, credential)
+            .map_err(|e| ConnectError::Tls(e.to_string()))?;
+        let channel = countersign_identity::failover::signer_channel(addrs, tls)
+            .await
+            .map_err(|e| ConnectError::Unreachable {
+                addr: addrs.join(", "),
+                reason: tls::error_chain(&e),
+            })?;
+        return Ok(SignerClient::new(channel));
+    };
+    connect_with(home, addr, credential).await
+}
+
 /// The verifying keys the signer publishes, as a key ring.
 pub async fn public_keys(client: &mut SignerClient<Channel>) -> Result<KeyRing, ConnectError> {
     let response = client

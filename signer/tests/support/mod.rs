@@ -265,9 +265,14 @@ pub async fn stop_with_sigterm(mut child: std::process::Child) {
     assert!(exit.success(), "{exit:?}");
 }
 
-/// `countersign-signer keys <args> --home <home>`: success, stdout, stderr.
-pub fn keys_command(home: &countersign_identity::Home, args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_countersign-signer"))
+/// `<bin> keys <args> --home <home>` (`bin`: the `countersign-signer`
+/// binary of the test's build): success, stdout, stderr.
+pub fn keys_command(
+    bin: &str,
+    home: &countersign_identity::Home,
+    args: &[&str],
+) -> (bool, String, String) {
+    let out = std::process::Command::new(bin)
         .arg("keys")
         .args(args)
         .arg("--home")

@@ -1,0 +1,172 @@
+//! A head configured with two signers of one PostgreSQL ledger (`[signer]
+//! addr`, then `[signer] fallback_addrs`) goes on through the second when
+//! the first does not answer: at connect time, for a connection that broke
+//! (the first signer stopped), and for a watch, which is opened again on
+//! the second and hears the decision made there. TLS still checks the
+//! signer's certificate, whatever address answers: an address where
+//! something else listens is not a signer.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use countersign_gate::signer_client::{self, ConnectError};
+use countersign_identity::{ClientCredential, Role};
+use countersign_proto::v1::{
+    DecideRequest, Delivery, ListProposalsRequest, ProposalStatus, ProposeRequest,
+};
+use countersign_registry::Registry;
+use countersign_service::{Waited, wait_for_decision};
+use countersign_signer::testing::TestSigner;
+use countersign_verifier::ProposalId;
+use support::{Backend, Harness};
+use tokio::time::Instant;
+
+const ARGS: &str = r#"{"name":"nightly","cron":"0 3 * * *"}"#;
+
+/// An address nothing listens on: bound, then closed.
+fn dead_addr() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// `home`'s `config.toml` with `fallback_addrs` under `[signer]`.
+fn configure_fallbacks(home: &countersign_identity::Home, addr: &str, fallbacks: &[String]) {
+    let path = home.config_path();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (_, rest) = text.split_once('\n').unwrap();
+    let (_, rest) = rest.split_once('\n').unwrap();
+    let list: Vec<String> = fallbacks.iter().map(|a| format!("{a:?}")).collect();
+    let text = format!(
+        "[signer]\naddr = {addr:?}\nfallback_addrs = [{}]\n{rest}",
+        list.join(", ")
+    );
+    std::fs::write(&path, text).unwrap();
+}
+
+async fn pair() -> (Harness, TestSigner) {
+    let h = Harness::start_on(Backend::Postgres, Registry::default_toml()).await;
+    let b = h.signer.another_on_this_home().await.unwrap();
+    (h, b)
+}
+
+/// A head client of A, then B.
+async fn head_of_both(
+    h: &Harness,
+    b: &TestSigner,
+) -> countersign_proto::v1::signer_client::SignerClient<tonic::transport::Channel> {
+    let addrs = [h.signer.addr().to_string(), b.addr().to_string()];
+    signer_client::connect_any(h.signer.home(), &addrs, &ClientCredential::Role(Role::Head))
+        .await
+        .unwrap()
+}
+
+fn propose_request() -> ProposeRequest {
+    ProposeRequest {
+        operation: "schedule.create".into(),
+        arguments_json: ARGS.into(),
+        session: "s".into(),
+        note: String::new(),
+        idempotency_key: String::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_reaches_the_second_signer_when_the_first_does_not_answer() {
+    let (h, b) = pair().await;
+    let home = h.signer.home().clone();
+    let credential = ClientCredential::Role(Role::Head);
+    // The first address answers nothing: the second does.
+    let mut head =
+        signer_client::connect_any(&home, &[dead_addr(), b.addr().to_string()], &credential)
+            .await
+            .unwrap();
+    let view = head.propose(propose_request()).await.unwrap().into_inner();
+    assert_eq!(view.status(), ProposalStatus::Pending);
+    // None answers: one error naming both.
+    let (x, y) = (dead_addr(), dead_addr());
+    let err = signer_client::connect_any(&home, &[x.clone(), y.clone()], &credential)
+        .await
+        .unwrap_err();
+    let ConnectError::Unreachable { addr, reason } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(addr, &format!("{x}, {y}"));
+    assert!(reason.contains("no signer reachable"), "{reason}");
+    // Something that is not a signer (no certificate of the installation's
+    // CA) at the first address is refused by TLS, not trusted for it.
+    let impostor = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let impostor_addr = impostor.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = impostor.accept().await {
+            use tokio::io::AsyncWriteExt as _;
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
+        }
+    });
+    let err =
+        signer_client::connect_any(&home, &[impostor_addr, b.addr().to_string()], &credential)
+            .await
+            .map(|_| ())
+            .unwrap_err();
+    assert!(matches!(err, ConnectError::Unreachable { .. }), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_to_a_stopped_signer_is_made_again_to_the_other() {
+    let (mut h, b) = pair().await;
+    let mut head = head_of_both(&h, &b).await;
+    let first = head.propose(propose_request()).await.unwrap().into_inner();
+    h.signer.halt().await.unwrap();
+    // The same client, its connection to A gone: the next call goes to B.
+    let listed = head
+        .list_proposals(ListProposalsRequest::default())
+        .await
+        .expect("answered by the second signer")
+        .into_inner();
+    assert!(listed.proposals.iter().any(|p| p.id == first.id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_on_a_stopped_signer_is_opened_again_on_the_other_and_hears_it() {
+    let (mut h, b) = pair().await;
+    let mut head = head_of_both(&h, &b).await;
+    let view = head.propose(propose_request()).await.unwrap().into_inner();
+    let id = ProposalId::parse(view.id.clone()).unwrap();
+    let waiting = tokio::spawn(async move {
+        wait_for_decision(&mut head, &id, Instant::now() + Duration::from_secs(30)).await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    h.signer.halt().await.unwrap();
+    let decided = b
+        .client(Role::Approver)
+        .await
+        .unwrap()
+        .decide(DecideRequest {
+            proposal_id: view.id.clone(),
+            approve: true,
+            delivery: Delivery::Handoff as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let waited = tokio::time::timeout(Duration::from_secs(15), waiting)
+        .await
+        .expect("answered once decided on the second signer")
+        .unwrap()
+        .unwrap();
+    assert_eq!(waited, Waited::Decided(decided.proposal.unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_goes_on_through_the_fallback_signer() {
+    let (mut h, b) = pair().await;
+    let a_addr = h.signer.addr().to_string();
+    configure_fallbacks(h.signer.home(), &a_addr, &[b.addr().to_string()]);
+    let id = h.propose("schedule.create", ARGS).await;
+    h.signer.halt().await.unwrap();
+    let listed = h.cli(&["list", "--json"]).await;
+    assert!(listed.result.is_ok(), "{}", listed.stderr);
+    assert!(listed.stdout.contains(&id), "{}", listed.stdout);
+}
