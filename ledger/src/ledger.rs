@@ -805,7 +805,9 @@ pub struct Checkpointed {
     pub named: usize,
 }
 
+mod changes;
 mod signer_state;
 mod tree;
 mod witness;
+pub use changes::{CHANGE_LISTENER_APPLICATION, ChangeListener, ProposalChange, SignerInstance};
 pub use signer_state::SoleSigner;

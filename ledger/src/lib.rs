@@ -81,7 +81,10 @@ pub use chain::{
 };
 pub use countersign_process::premise::PremiseRunner;
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
-pub use ledger::{Checkpointed, Ledger, SoleSigner};
+pub use ledger::{
+    CHANGE_LISTENER_APPLICATION, ChangeListener, Checkpointed, Ledger, ProposalChange,
+    SignerInstance, SoleSigner,
+};
 pub use outbox::OutboxNotification;
 pub use passkeys::{
     AssertionPurpose, CodeRedemption, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyChallenge,
