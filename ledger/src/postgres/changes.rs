@@ -25,7 +25,7 @@
 //! window's close), and a signer's listener that reconnects reads
 //! everything again.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::Pool;
 use sqlx::postgres::{PgListener, PgPoolOptions};
@@ -135,6 +135,7 @@ impl Store {
             pool,
             me,
             listening: None,
+            connected_at: Instant::now(),
             backoff: MIN_BACKOFF,
         }
     }
@@ -146,6 +147,8 @@ pub(crate) struct Listener {
     me: SignerInstance,
     /// `None` until connected, and after the connection failed.
     listening: Option<PgListener>,
+    /// When the current connection was made.
+    connected_at: Instant,
     /// How long to wait before the next attempt to connect.
     backoff: Duration,
 }
@@ -168,13 +171,12 @@ impl Listener {
                 match self.listen().await {
                     Ok(listening) => {
                         self.listening = Some(listening);
-                        self.backoff = MIN_BACKOFF;
+                        self.connected_at = Instant::now();
                         return ProposalChange::Anything;
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, retry_in = ?self.backoff, "cannot listen for other signers' announcements");
-                        tokio::time::sleep(self.backoff).await;
-                        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+                        self.pause().await;
                         continue;
                     }
                 }
@@ -192,12 +194,26 @@ impl Listener {
                     return ProposalChange::Anything;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "lost the connection that hears other signers' announcements");
-                    // Dropped: a new listener on a new connection.
+                    // Dropped: a new listener on a new connection, at
+                    // once if this one served a while; one that keeps
+                    // failing soon after it is made is made again less
+                    // and less often.
                     self.listening = None;
+                    if self.connected_at.elapsed() >= MAX_BACKOFF {
+                        self.backoff = MIN_BACKOFF;
+                    }
+                    tracing::warn!(error = %e, retry_in = ?self.backoff, "lost the connection that hears other signers' announcements");
+                    self.pause().await;
                 }
             }
         }
+    }
+
+    /// Waits before the next attempt to connect, and doubles the next
+    /// wait (up to [`MAX_BACKOFF`]).
+    async fn pause(&mut self) {
+        tokio::time::sleep(self.backoff).await;
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
     }
 
     /// A connection of the listener's pool, listening.
