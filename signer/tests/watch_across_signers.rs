@@ -1,7 +1,8 @@
 //! Watches across the two signers of one PostgreSQL ledger: a watch held
 //! through one signer hears what is proposed and decided through the
 //! other (`LISTEN`/`NOTIFY`, ids only), and still does after the
-//! connection that listens was ended by the server.
+//! connection that listens was ended by the server; two signer processes
+//! do the same, and each still stops cleanly on SIGTERM.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -19,7 +20,10 @@ use countersign_signer::testing::TestSigner;
 use sqlx::{Connection as _, PgConnection};
 use tonic::Streaming;
 
-use support::{approve, approver, head, propose};
+use support::{
+    approve, approver, head, listening_on, process_client, process_home, propose, spawn_serve,
+    stop_with_sigterm,
+};
 
 /// Generous: an announcement crosses in milliseconds.
 const PATIENCE: Duration = Duration::from_secs(5);
@@ -160,4 +164,61 @@ async fn a_watch_hears_the_other_signer_after_the_listening_connection_was_ended
     approve_and_hear(&a, &proposal.id, &mut views_on_b).await;
     b.stop().await.unwrap();
     a.stop().await.unwrap();
+}
+
+/// A `countersign-signer serve` process of `home`; its address, from the
+/// ready line.
+fn serve(home: &countersign_identity::Home) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    let (child, mut stderr) = spawn_serve(home);
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    // The rest of its log, read so that it never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, listening_on(&line).0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_signer_processes_of_one_database_carry_a_decision_to_each_others_watches() {
+    use countersign_identity::Role;
+    let db = TempPgDatabase::create().await.unwrap();
+    let (_dir, home) = process_home();
+    std::fs::remove_file(home.config_path()).unwrap();
+    countersign_identity::files::write_private_new(
+        &home.config_path(),
+        format!(
+            "[signer]\naddr = \"127.0.0.1:0\"\n[ledger]\nurl = \"{}\"\n",
+            db.url()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let (a, addr_a) = serve(&home);
+    let (b, addr_b) = serve(&home);
+
+    let proposal = propose(&mut process_client(&addr_a, &home, Role::Head).await).await;
+    let mut views_on_b = process_client(&addr_b, &home, Role::Head)
+        .await
+        .watch_proposal(WatchProposalRequest {
+            proposal_id: proposal.id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        next(&mut views_on_b).await.status(),
+        ProposalStatus::Pending
+    );
+    process_client(&addr_a, &home, Role::Approver)
+        .await
+        .decide(approve(&proposal.id, Delivery::Handoff))
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut views_on_b).await.status(),
+        ProposalStatus::Approved
+    );
+
+    stop_with_sigterm(b).await;
+    stop_with_sigterm(a).await;
 }
