@@ -172,7 +172,7 @@ fn keys_retire_refuses_the_active_key_and_an_unknown_id() {
 #[tokio::test]
 async fn serve_prints_ready_line_answers_and_stops_on_sigterm() {
     let (_dir, home) = process_home();
-    let (child, mut stderr) = spawn_serve(&home);
+    let (child, mut stderr) = spawn_serve(BIN, &home);
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     let (addr, kid) = listening_on(&line);
@@ -220,7 +220,7 @@ fn serve_with_metrics_configured_serves_them_on_loopback_and_stops_on_sigterm() 
         b"[signer]\naddr = \"127.0.0.1:0\"\n[metrics]\nsigner = \"127.0.0.1:0\"\n",
     )
     .unwrap();
-    let (mut child, mut stderr) = spawn_serve(&home);
+    let (mut child, mut stderr) = spawn_serve(BIN, &home);
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     let addr = line

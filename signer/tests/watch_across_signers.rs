@@ -170,7 +170,7 @@ async fn a_watch_hears_the_other_signer_after_the_listening_connection_was_ended
 /// ready line.
 fn serve(home: &countersign_identity::Home) -> (std::process::Child, String) {
     use std::io::BufRead as _;
-    let (child, mut stderr) = spawn_serve(home);
+    let (child, mut stderr) = spawn_serve(env!("CARGO_BIN_EXE_countersign-signer"), home);
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     // The rest of its log, read so that it never blocks on a full pipe.

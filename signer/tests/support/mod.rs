@@ -235,15 +235,18 @@ pub fn process_home() -> (tempfile::TempDir, countersign_identity::Home) {
     (dir, home)
 }
 
-/// `countersign-signer serve` of `home`, logging warnings (and its ready
-/// lines) to the standard error returned, to read the ready lines from.
+/// `countersign-signer serve` (the binary `bin`: this module is shared
+/// with crates that do not build it) of `home`, logging warnings (and its
+/// ready lines) to the standard error returned, to read the ready lines
+/// from.
 pub fn spawn_serve(
+    bin: &str,
     home: &countersign_identity::Home,
 ) -> (
     std::process::Child,
     std::io::BufReader<std::process::ChildStderr>,
 ) {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_countersign-signer"))
+    let mut child = std::process::Command::new(bin)
         .args(["serve", "--home"])
         .arg(home.root())
         .env("COUNTERSIGN_LOG", "warn")
