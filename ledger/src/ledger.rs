@@ -785,9 +785,11 @@ impl Ledger {
     }
 }
 
+mod changes;
 mod chores;
 mod signer_state;
 mod tree;
 mod witness;
+pub use changes::{CHANGE_LISTENER_APPLICATION, ChangeListener, ProposalChange, SignerInstance};
 pub use chores::SignerKey;
 pub use signer_state::SoleSigner;

@@ -4,7 +4,10 @@
 //! accepted, auto-approval rules with their uses, the hash-chained,
 //! append-only event log, and the transparency log's Merkle tree over
 //! every event with its signed checkpoints (`tlog`) and the witnesses'
-//! cosignatures of them (`witness`).
+//! cosignatures of them (`witness`). On PostgreSQL it also carries the
+//! announcements of changed proposals between the signers of one database
+//! (`LISTEN`/`NOTIFY`, ids only: [`Ledger::publish_changes`],
+//! [`Ledger::change_listener`]).
 //!
 //! Status is derived on read, never stored. The ledger stores no proof, only
 //! its SHA-256, and never logs argument values. Backend-independent logic
@@ -84,7 +87,10 @@ pub use chain::{
 pub use countersign_process::premise::PremiseRunner;
 pub use error::{EffectFailure, LedgerError, LedgerRefusal};
 pub use leases::Lease;
-pub use ledger::{Ledger, SignerKey, SoleSigner};
+pub use ledger::{
+    CHANGE_LISTENER_APPLICATION, ChangeListener, Ledger, ProposalChange, SignerInstance, SignerKey,
+    SoleSigner,
+};
 pub use outbox::OutboxNotification;
 pub use passkeys::{
     AssertionPurpose, CodeRedemption, ENROLMENT_CODE, PasskeyAssertionRecord, PasskeyChallenge,

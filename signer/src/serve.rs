@@ -1,8 +1,10 @@
 //! Serving: the tonic server over a bound listener with mTLS, until a
 //! shutdown future resolves (the signer's service, grpc.health.v1 and
 //! server reflection, all behind the same client-certificate check), with
-//! the ledger's checkpoints (`crate::checkpoint`) while it serves; and the
-//! signal handling `main` uses.
+//! the ledger's checkpoints (`crate::checkpoint`) and the crossing of
+//! announcements to and from the ledger's other signers
+//! (`crate::changes`) while it serves; and the signal handling `main`
+//! uses.
 //!
 //! Binding is the caller's job (`main` binds the configured address; tests
 //! bind 127.0.0.1:0). This module installs no crypto provider other than
@@ -79,6 +81,12 @@ pub async fn run(
     // in-flight requests.
     state.checkpoints.write(&state).await;
     let checkpoints = tokio::spawn(crate::checkpoint::every_interval(Arc::clone(&state)));
+    // The other signers of a PostgreSQL ledger hear this one's
+    // announcements, and its watches theirs, until the stop flag is set.
+    let crossing = Arc::clone(&state);
+    let crossing = tokio::spawn(async move {
+        crossing.changes.cross_signers(&crossing.ledger).await;
+    });
     // A graceful shutdown waits for every open stream: the watches end
     // (`signer_stopping`) as soon as it begins.
     let stopping = Arc::clone(&state);
@@ -91,6 +99,9 @@ pub async fn run(
         .await
         .map_err(|e| StartError::Transport(e.to_string()));
     checkpoints.abort();
+    crossing.abort();
+    // What the last requests announced after the stop flag was set.
+    state.changes.publish_queued(&state.ledger).await;
     state.checkpoints.write_last(&state).await;
     served
 }

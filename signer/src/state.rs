@@ -59,7 +59,8 @@ pub struct SignerState {
     pub(crate) log_key: Option<LogKey>,
     /// This signer's part in the checkpoint chore.
     pub(crate) checkpoints: crate::checkpoint::Checkpoints,
-    /// Announcements of changed proposals, for the watch streams.
+    /// Announcements of changed proposals, for the watch streams: this
+    /// signer's, and on PostgreSQL those of the ledger's other signers.
     pub(crate) changes: crate::changes::Changes,
     /// The home this signer runs in, whose console's session stores hold
     /// the push subscriptions (`PushDevices`); `None` for a state built
@@ -98,6 +99,7 @@ impl SignerState {
                 batches.approvals_committed(batch.approvals);
             }
         }));
+        let changes = crate::changes::Changes::for_ledger(&ledger);
         SignerState {
             keys,
             ledger,
@@ -114,7 +116,7 @@ impl SignerState {
             rules_enabled: false,
             log_key: None,
             checkpoints,
-            changes: crate::changes::Changes::default(),
+            changes,
             console_home: None,
             #[cfg(feature = "testing")]
             watch_gate: crate::testing::WatchGate::default(),

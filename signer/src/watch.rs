@@ -3,14 +3,16 @@
 //!
 //! Owns: the two streaming RPCs. Each checks the caller like its unary
 //! twin (`GetProposal`, `ListPending`), subscribes to the signer's
-//! announcements (`changes.rs`) before its first read, takes one of the
+//! announcements (`changes.rs`: its own writes', and on PostgreSQL those
+//! of the ledger's other signers) before its first read, takes one of the
 //! principal's watch places, and hands a task the rest: send the first
 //! read, then wait (a parked task) for an announcement that concerns it,
 //! or for the first decision window it shows to close (an expiry is
 //! derived, never written, so nothing announces it), read again, and send
-//! what changed. A subscription that lagged reads again as for any
-//! change. The task ends when the client goes away (its stream is
-//! dropped), when the signer stops
+//! what changed. A subscription that lagged, or an announcement that
+//! anything may have changed (another signer's announcements may have
+//! been lost), reads again as for any change. The task ends when the
+//! client goes away (its stream is dropped), when the signer stops
 //! (`signer_stopping`), and for `WatchProposal` right after the first view
 //! that is not pending.
 //!
@@ -250,7 +252,7 @@ impl Watch<wire::ProposalView> {
     /// `WatchProposal`'s task: `first`, each changed view, and the end
     /// after the first view that is not pending.
     async fn proposal(self, id: ProposalId, first: wire::ProposalView) {
-        let concerns = |change: &Change| *change.proposal_id == *id.as_str();
+        let concerns = |change: &Change| change.may_concern_proposal(id.as_str());
         let decided = |view: &wire::ProposalView| view.status() != wire::ProposalStatus::Pending;
         let read = |service: SignerService| {
             let id = id.clone();
@@ -265,7 +267,7 @@ impl Watch<wire::ProposalView> {
 impl Watch<wire::ListPendingResponse> {
     /// `WatchPending`'s task: `first`, then each changed list.
     async fn pending(self, principal: String, first: wire::ListPendingResponse) {
-        let concerns = |change: &Change| *change.principal == *principal;
+        let concerns = |change: &Change| change.may_concern_principal(&principal);
         let read = |service: SignerService| {
             let principal = principal.clone();
             async move { service.pending_views(&principal).await }

@@ -13,7 +13,9 @@ use countersign_identity::files::write_private_new;
 use countersign_identity::{Home, Role};
 use countersign_proto::v1::PublicKeysRequest;
 
-use support::{keys_command, process_client, process_home, stop_with_sigterm};
+use support::{
+    keys_command, listening_on, process_client, process_home, spawn_serve, stop_with_sigterm,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_countersign-signer");
 
@@ -161,24 +163,13 @@ fn keys_retire_refuses_the_active_key_and_an_unknown_id() {
 #[tokio::test]
 async fn serve_prints_ready_line_answers_and_stops_on_sigterm() {
     let (_dir, home) = process_home();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--home"])
-        .arg(home.root())
-        .env("COUNTERSIGN_LOG", "warn")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (child, mut stderr) = spawn_serve(BIN, &home);
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
-    let rest = line
-        .trim_end()
-        .strip_prefix("countersign-signer listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    let (addr, kid) = rest.split_once(" key ").unwrap();
+    let (addr, kid) = listening_on(&line);
     assert!(addr.starts_with("127.0.0.1:"));
 
-    let keys = process_client(addr, &home, Role::Head)
+    let keys = process_client(&addr, &home, Role::Head)
         .await
         .public_keys(PublicKeysRequest {})
         .await
@@ -220,14 +211,7 @@ fn serve_with_metrics_configured_serves_them_on_loopback_and_stops_on_sigterm() 
         b"[signer]\naddr = \"127.0.0.1:0\"\n[metrics]\nsigner = \"127.0.0.1:0\"\n",
     )
     .unwrap();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--home"])
-        .arg(home.root())
-        .env("COUNTERSIGN_LOG", "warn")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (mut child, mut stderr) = spawn_serve(BIN, &home);
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     let addr = line

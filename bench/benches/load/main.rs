@@ -12,6 +12,8 @@
 //! `npm ci --prefix tests/mcp-servers` and `node`),
 //! `--latency-n N` (iterations of the latency and watch sections; 300, or
 //! 30 with `--quick`), `--watch-only` (the watch section only),
+//! `--watch-across-only` (the watch section across two signers of one
+//! PostgreSQL ledger only; `--latency-n` iterations),
 //! `--idle-secs S` (how long the watch section's idle watcher waits; 30),
 //! `--hook-only` (the hook section only; `--latency-n` iterations, 100),
 //! `--evidence-only` (`evidence verify` processes only; `--latency-n`
@@ -48,7 +50,12 @@
 //!    trip, and the CPU time of a watcher waiting `--idle-secs` for a
 //!    decision nobody makes (`watch.rs`);
 //! 10. `countersign hook claude-code` answering a call a rule covers, as a
-//!     process, p50 and p99, beside `countersign show` (`hook.rs`).
+//!     process, p50 and p99, beside `countersign show` (`hook.rs`);
+//! 11. a decision made through one signer reaching a `WatchProposal`
+//!     watcher (another process) of another signer of the same PostgreSQL
+//!     ledger, p50 and p99 after `Decide` returned, beside the same
+//!     decision reaching a watcher of the deciding signer
+//!     (`watch_across.rs`; skipped with `--sqlite-only`).
 //!
 //! Proofs are minted with the signer's own issuing code (a dev-dependency:
 //! nothing here ships).
@@ -61,6 +68,7 @@ mod hook;
 mod latency;
 mod netns;
 mod watch;
+mod watch_across;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -109,6 +117,8 @@ struct Options {
     latency_n: Option<usize>,
     /// Run only the watch section.
     watch_only: bool,
+    /// Run only the watch section across two signers.
+    watch_across_only: bool,
     /// Run only the hook section.
     hook_only: bool,
     /// Run only the evidence section.
@@ -134,6 +144,7 @@ impl Options {
             gateway_only: has("--gateway-only"),
             latency_n: number_after(&args, "--latency-n"),
             watch_only: has("--watch-only"),
+            watch_across_only: has("--watch-across-only"),
             hook_only: has("--hook-only"),
             evidence_only: has("--evidence-only"),
             idle_secs: number_after(&args, "--idle-secs"),
@@ -845,6 +856,9 @@ fn main() {
     if opts.watch_only {
         return runtime.block_on(watch_section(&opts));
     }
+    if opts.watch_across_only {
+        return runtime.block_on(watch_across_section(&opts));
+    }
     if opts.hook_only {
         return runtime.block_on(hook_section(&fx, &opts));
     }
@@ -871,6 +885,9 @@ fn main() {
         if opts.latency {
             latency_section(&fx, &opts).await;
             watch_section(&opts).await;
+            if opts.postgres {
+                watch_across_section(&opts).await;
+            }
             hook_section(&fx, &opts).await;
             evidence_section(&opts);
         }
@@ -920,6 +937,15 @@ async fn hook_section(fx: &Fixture, opts: &Options) {
 async fn watch_section(opts: &Options) {
     if let Err(e) = watch::run(opts).await {
         eprintln!("watch section: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The watch section across two signers; a failure ends the run with the
+/// reason.
+async fn watch_across_section(opts: &Options) {
+    if let Err(e) = watch_across::run(opts).await {
+        eprintln!("watch across signers section: {e}");
         std::process::exit(1);
     }
 }

@@ -25,13 +25,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use countersign_gate::signer_client;
 use countersign_identity::{Home, Role};
+use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
-    DecideRequest, Delivery, GetProposalRequest, ProposalStatus, ProposeRequest,
+    DecideRequest, Delivery, GetProposalRequest, ProposalStatus, ProposalView, ProposeRequest,
     WatchProposalRequest,
 };
 use countersign_signer::testing::TestSigner;
 use countersign_verifier::ProposalId;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tonic::transport::Channel;
 
 use super::{Options, verdict};
 
@@ -39,13 +41,13 @@ use super::{Options, verdict};
 pub(super) const WATCH_CHILD: &str = "--watch-child";
 
 /// Iterations before the measured ones.
-const WARM_UP: usize = 3;
+pub(super) const WARM_UP: usize = 3;
 
 /// The target: a decision reaches a waiting watcher within this, p50.
-const TARGET_P50: Duration = Duration::from_millis(100);
+pub(super) const TARGET_P50: Duration = Duration::from_millis(100);
 
 /// Nanoseconds since the epoch, from the clock both processes share.
-fn now_nanos() -> i128 {
+pub(super) fn now_nanos() -> i128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as i128)
@@ -70,26 +72,76 @@ fn ticks_ms(ticks: u64) -> u64 {
     ticks * 10
 }
 
-fn ms(nanos: i128) -> String {
+pub(super) fn ms(nanos: i128) -> String {
     format!("{:+.2} ms", nanos as f64 / 1e6)
 }
 
 /// The nearest-rank percentile `q` of `v` (sorted here).
-fn pct(v: &mut [i128], q: f64) -> i128 {
+pub(super) fn pct(v: &mut [i128], q: f64) -> i128 {
     v.sort_unstable();
     let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
     v[rank - 1]
 }
 
+/// A new `schedule.create` proposal named `name`, through `head`.
+pub(super) async fn propose(
+    head: &mut SignerClient<Channel>,
+    name: &str,
+) -> Result<ProposalView, String> {
+    Ok(head
+        .propose(ProposeRequest {
+            operation: "schedule.create".into(),
+            arguments_json: format!(r#"{{"name":"{name}","cron":"0 3 * * *"}}"#),
+            session: "bench".into(),
+            note: String::new(),
+            idempotency_key: String::new(),
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner())
+}
+
+/// Approves `id` (handoff) through `approver`; how long `Decide` took.
+pub(super) async fn approve(
+    approver: &mut SignerClient<Channel>,
+    id: &str,
+) -> Result<Duration, String> {
+    let t = Instant::now();
+    approver
+        .decide(DecideRequest {
+            proposal_id: id.to_owned(),
+            approve: true,
+            delivery: Delivery::Handoff as i32,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(t.elapsed())
+}
+
+/// Prints the table of `rows` (a name and its samples, in nanoseconds):
+/// p50 and p99 of each; returns the p50s.
+pub(super) fn print_rows(rows: Vec<(&str, &mut Vec<i128>)>) -> Vec<i128> {
+    let width = rows.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+    println!("{:<width$} {:>10} {:>10}", "what", "p50", "p99");
+    let mut p50s = Vec::new();
+    for (name, samples) in rows {
+        let (p50, p99) = (pct(samples, 0.5), pct(samples, 0.99));
+        p50s.push(p50);
+        println!("{name:<width$} {:>10} {:>10}", ms(p50), ms(p99));
+    }
+    p50s
+}
+
 /// The watcher process, talked to line by line.
-struct Watcher {
+pub(super) struct Watcher {
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
 }
 
 impl Watcher {
-    fn start(home: &Home, addr: &str) -> Result<Watcher, String> {
+    pub(super) fn start(home: &Home, addr: &str) -> Result<Watcher, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut child = tokio::process::Command::new(exe)
             .arg(WATCH_CHILD)
@@ -109,14 +161,14 @@ impl Watcher {
         })
     }
 
-    async fn say(&mut self, line: &str) -> Result<(), String> {
+    pub(super) async fn say(&mut self, line: &str) -> Result<(), String> {
         self.stdin
             .write_all(format!("{line}\n").as_bytes())
             .await
             .map_err(|e| e.to_string())
     }
 
-    async fn hear(&mut self) -> Result<String, String> {
+    pub(super) async fn hear(&mut self) -> Result<String, String> {
         self.lines
             .next_line()
             .await
@@ -124,8 +176,29 @@ impl Watcher {
             .ok_or_else(|| "the watcher process ended".to_owned())
     }
 
+    /// Tells the watcher to open `WatchProposal` of `id`; [`Self::ready`]
+    /// says when its first view arrived.
+    pub(super) async fn watch(&mut self, id: &str) -> Result<(), String> {
+        self.say(&format!("watch {id}")).await
+    }
+
+    /// Waits until the watcher has the first (pending) view.
+    pub(super) async fn ready(&mut self) -> Result<(), String> {
+        match self.hear().await? {
+            ready if ready == "ready" => Ok(()),
+            other => Err(format!("the watcher said {other:?}")),
+        }
+    }
+
+    /// Tells the watcher process to end, and waits until it has.
+    pub(super) async fn quit(mut self) -> Result<(), String> {
+        self.say("quit").await?;
+        let _ = self.child.wait().await;
+        Ok(())
+    }
+
     /// The number after `word` on the next line.
-    async fn hear_number(&mut self, word: &str) -> Result<i128, String> {
+    pub(super) async fn hear_number(&mut self, word: &str) -> Result<i128, String> {
         let line = self.hear().await?;
         line.strip_prefix(word)
             .and_then(|n| n.trim().parse().ok())
@@ -154,17 +227,7 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
     let started = Instant::now();
     for i in 0..n + WARM_UP {
         let keep = i >= WARM_UP;
-        let proposal = head
-            .propose(ProposeRequest {
-                operation: "schedule.create".into(),
-                arguments_json: format!(r#"{{"name":"watch-{i}","cron":"0 3 * * *"}}"#),
-                session: "bench".into(),
-                note: String::new(),
-                idempotency_key: String::new(),
-            })
-            .await
-            .map_err(|e| e.to_string())?
-            .into_inner();
+        let proposal = propose(&mut head, &format!("watch-{i}")).await?;
         let t = Instant::now();
         approver
             .get_proposal(GetProposalRequest {
@@ -173,23 +236,10 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?;
         let got = t.elapsed();
-        watcher.say(&format!("watch {}", proposal.id)).await?;
-        let ready = watcher.hear().await?;
-        if ready != "ready" {
-            return Err(format!("the watcher said {ready:?}"));
-        }
+        watcher.watch(&proposal.id).await?;
+        watcher.ready().await?;
         let sent = now_nanos();
-        let t = Instant::now();
-        approver
-            .decide(DecideRequest {
-                proposal_id: proposal.id.clone(),
-                approve: true,
-                delivery: Delivery::Handoff as i32,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        let decided = t.elapsed();
+        let decided = approve(&mut approver, &proposal.id).await?;
         let returned = now_nanos();
         let received = watcher.hear_number("approved").await?;
         if keep {
@@ -202,27 +252,15 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
     let elapsed = started.elapsed();
 
     // Idle: a pending proposal nobody decides.
-    let proposal = head
-        .propose(ProposeRequest {
-            operation: "schedule.create".into(),
-            arguments_json: r#"{"name":"watch-idle","cron":"0 3 * * *"}"#.into(),
-            session: "bench".into(),
-            note: String::new(),
-            idempotency_key: String::new(),
-        })
-        .await
-        .map_err(|e| e.to_string())?
-        .into_inner();
+    let proposal = propose(&mut head, "watch-idle").await?;
     watcher.say(&format!("idle {} {idle}", proposal.id)).await?;
     let ours = cpu_ticks();
     let watcher_ticks = watcher.hear_number("idle-ticks").await?;
     let ours = cpu_ticks() - ours;
-    watcher.say("quit").await?;
-    let _ = watcher.child.wait().await;
+    watcher.quit().await?;
 
     println!("## WatchProposal: a decision reaching a waiting watcher (another process)");
-    println!("{:<52} {:>10} {:>10}", "what", "p50", "p99");
-    let rows: [(&str, &mut Vec<i128>); 4] = [
+    let p50s = print_rows(vec![
         ("kept-channel GetProposal round trip (floor)", &mut floor),
         ("Decide (approve, handoff) round trip", &mut decide),
         (
@@ -230,13 +268,7 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
             &mut after_send,
         ),
         ("watcher has it, after Decide returned", &mut after_return),
-    ];
-    let mut p50s = Vec::new();
-    for (name, samples) in rows {
-        let (p50, p99) = (pct(samples, 0.5), pct(samples, 0.99));
-        p50s.push(p50);
-        println!("{name:<52} {:>10} {:>10}", ms(p50), ms(p99));
-    }
+    ]);
     println!("({n} iterations in {elapsed:.1?}; p99 is the nearest-rank percentile)");
     println!(
         "idle watcher (wait_for_decision, {idle} s): {} ms CPU in the watcher process, {} ms in the signer's process (clock ticks of 10 ms)",

@@ -90,6 +90,7 @@ macro_rules! batch_checks {
 }
 
 include!("../sql/modules.rs");
+pub(crate) mod changes;
 mod consume_sql;
 mod transport;
 

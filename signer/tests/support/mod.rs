@@ -235,6 +235,39 @@ pub fn process_home() -> (tempfile::TempDir, countersign_identity::Home) {
     (dir, home)
 }
 
+/// `countersign-signer serve` (the binary `bin`: this module is shared
+/// with crates that do not build it) of `home`, logging warnings (and its
+/// ready lines) to the standard error returned, to read the ready lines
+/// from.
+pub fn spawn_serve(
+    bin: &str,
+    home: &countersign_identity::Home,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
+    let mut child = std::process::Command::new(bin)
+        .args(["serve", "--home"])
+        .arg(home.root())
+        .env("COUNTERSIGN_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    (child, stderr)
+}
+
+/// The address and the key id a signer's ready line names
+/// (`countersign-signer listening on ADDR key KID`).
+pub fn listening_on(line: &str) -> (String, String) {
+    let (addr, kid) = line
+        .trim_end()
+        .strip_prefix("countersign-signer listening on ")
+        .and_then(|rest| rest.split_once(" key "))
+        .unwrap_or_else(|| panic!("unexpected ready line {line:?}"));
+    (addr.to_owned(), kid.to_owned())
+}
+
 /// A client of the signer process at `addr` with `home`'s credential for `role`.
 pub async fn process_client(
     addr: &str,
