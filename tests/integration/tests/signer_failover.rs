@@ -35,12 +35,17 @@ fn dead_addr() -> String {
 fn configure_fallbacks(home: &countersign_identity::Home, addr: &str, fallbacks: &[String]) {
     let path = home.config_path();
     let text = std::fs::read_to_string(&path).unwrap();
-    let (_, rest) = text.split_once('\n').unwrap();
-    let (_, rest) = rest.split_once('\n').unwrap();
+    let rest: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            *l != "[signer]" && !l.starts_with("addr = ") && !l.starts_with("fallback_addrs = ")
+        })
+        .collect();
     let list: Vec<String> = fallbacks.iter().map(|a| format!("{a:?}")).collect();
     let text = format!(
-        "[signer]\naddr = {addr:?}\nfallback_addrs = [{}]\n{rest}",
-        list.join(", ")
+        "[signer]\naddr = {addr:?}\nfallback_addrs = [{}]\n{}\n",
+        list.join(", "),
+        rest.join("\n")
     );
     std::fs::write(&path, text).unwrap();
 }
@@ -169,4 +174,61 @@ async fn the_cli_goes_on_through_the_fallback_signer() {
     let listed = h.cli(&["list", "--json"]).await;
     assert!(listed.result.is_ok(), "{}", listed.stderr);
     assert!(listed.stdout.contains(&id), "{}", listed.stdout);
+}
+
+/// The doctor's `signers` check of `h`'s home, as JSON.
+async fn signers_check(h: &Harness) -> (bool, serde_json::Value) {
+    let run = h.cli(&["--json", "doctor"]).await;
+    let doc = run.json();
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "signers")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    (run.result.is_ok(), check)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_doctor_checks_every_signer_serves_one_key_set() {
+    let h = Harness::start_on(Backend::Postgres, Registry::default_toml()).await;
+    let a_addr = h.signer.addr().to_string();
+    // No fallbacks: no `signers` check.
+    assert_eq!(signers_check(&h).await.1, serde_json::Value::Null);
+    // Two hosts, each with its own key: both answer, one key set.
+    let b = h.signer.on_another_host().await.unwrap();
+    configure_fallbacks(h.signer.home(), &a_addr, &[b.addr().to_string()]);
+    let (_, check) = signers_check(&h).await;
+    assert_eq!(check["status"], "ok", "{check}");
+    let detail = check["detail"].as_str().unwrap();
+    assert!(detail.starts_with("2 signers answer"), "{detail}");
+    for kid in [
+        h.signer.state().key_id().unwrap(),
+        b.state().key_id().unwrap(),
+    ] {
+        assert!(detail.contains(&kid), "{detail}");
+    }
+    // A second signer with a copy of the first one's key: a warning.
+    let copy = h.signer.another_on_this_home().await.unwrap();
+    configure_fallbacks(h.signer.home(), &a_addr, &[copy.addr().to_string()]);
+    let (_, check) = signers_check(&h).await;
+    assert_eq!(check["status"], "warn", "{check}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("a copied proof key"),
+        "{check}"
+    );
+    // A fallback that does not answer fails the doctor.
+    let dead = dead_addr();
+    configure_fallbacks(h.signer.home(), &a_addr, std::slice::from_ref(&dead));
+    let (ok, check) = signers_check(&h).await;
+    assert!(!ok);
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(
+        check["detail"].as_str().unwrap().starts_with(&dead),
+        "{check}"
+    );
 }

@@ -20,6 +20,7 @@ mod console;
 mod console_cert;
 mod gateway;
 mod report;
+mod signers;
 mod witnesses;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -72,8 +73,9 @@ pub(crate) async fn doctor(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(
             principal,
             time::OffsetDateTime::now_utc(),
         ));
-        let (signer, approver, ledger, console) = tokio::join!(
+        let (signer, signers, approver, ledger, console) = tokio::join!(
             check_signer(home, config),
+            signers::check_signers(home, config),
             check_approver(home, config),
             check_ledger(config),
             console::check_console(home, config),
@@ -81,6 +83,7 @@ pub(crate) async fn doctor(home: &Home, json: bool, io: &mut Io<'_>) -> Result<(
         let (signer, keys) = signer;
         let (ledger, schema) = ledger;
         checks.push(signer);
+        checks.extend(signers);
         checks.push(approver);
         let (registry_check, registry) = check_registry(home, config);
         checks.push(registry_check);
