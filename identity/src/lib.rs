@@ -20,6 +20,7 @@ mod error;
 pub mod failover;
 pub mod files;
 mod home;
+pub mod host;
 pub mod log;
 mod notify;
 #[cfg(feature = "otlp")]

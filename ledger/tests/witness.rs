@@ -237,3 +237,57 @@ async fn keeps_the_witness_state_and_records_its_events(kind: Kind) {
     let before = t.ledger.tree_head().await.unwrap().size;
     assert_eq!(t.ledger.sequence_events().await.unwrap().size, before + 1);
 }
+
+on_both_backends!(a_witnessing_client_that_lost_its_lease_writes_nothing);
+async fn a_witnessing_client_that_lost_its_lease_writes_nothing(kind: Kind) {
+    use countersign_ledger::leases::WITNESSING_CHORE;
+    let (t, head) = with_checkpoint(kind).await;
+    let w1 = witness("witness.example/w1", 1);
+    let key = w1.verifier_key();
+    // Client A's lease runs out (it was paused); client B takes the chore.
+    let a = t
+        .ledger
+        .take_lease(WITNESSING_CHORE, "a", time::Duration::ZERO)
+        .await
+        .unwrap()
+        .unwrap();
+    let b = t
+        .ledger
+        .take_lease(WITNESSING_CHORE, "b", time::Duration::minutes(1))
+        .await
+        .unwrap()
+        .unwrap();
+    let events = t.ledger.events().await.unwrap().len();
+    let mut state = WitnessState::new(&key);
+    state.acknowledged = head.size;
+    let lost = |r: Result<(), LedgerError>| {
+        assert!(
+            matches!(&r, Err(LedgerError::LeaseLost { chore, token: 1 }) if chore == WITNESSING_CHORE),
+            "{r:?}"
+        );
+    };
+    lost(
+        t.ledger
+            .store_cosignature_under(&a, head.size, &key, &line(&w1, &body(head), 1))
+            .await
+            .map(|_| ()),
+    );
+    lost(t.ledger.save_witness_state_under(&a, &state).await);
+    let details = json!({ "witness": "w1", "key": key.to_string() });
+    lost(
+        t.ledger
+            .record_witness_event_under(&a, &state, WITNESS_GAP_EVENT, &details)
+            .await,
+    );
+    // Nothing of A's was written.
+    assert!(t.ledger.cosignatures(head.size).await.unwrap().is_empty());
+    assert!(t.ledger.witness_states().await.unwrap().is_empty());
+    assert_eq!(t.ledger.events().await.unwrap().len(), events);
+    // B's writes go through.
+    t.ledger
+        .store_cosignature_under(&b, head.size, &key, &line(&w1, &body(head), 1))
+        .await
+        .unwrap();
+    t.ledger.save_witness_state_under(&b, &state).await.unwrap();
+    assert_eq!(t.ledger.witness_states().await.unwrap(), vec![state]);
+}

@@ -120,7 +120,7 @@ impl Checkpoints {
 
 /// A holder id for this process: its host name and 8 random bytes.
 fn holder_id() -> String {
-    let host = crate::published_keys::host_name();
+    let host = countersign_identity::host::host_name();
     let mut random = [0u8; 8];
     // Without the system's randomness, the process id still tells this
     // process from another on the same host.

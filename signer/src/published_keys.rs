@@ -6,8 +6,7 @@
 //! Owns: publishing this signer's index (at start, every checkpoint
 //! round, and by `countersign-signer keys rotate` and `retire`), the key
 //! set `PublicKeys` serves (this signer's keys first, as its index has
-//! them, then the other signers' active and verifying ones), and this
-//! process's host name, which names the signer in the ledger. Must not:
+//! them, then the other signers' active and verifying ones). Must not:
 //! serve a key the ledger retired, or one whose PASERK does not match its
 //! key id (a row written by hand is skipped with a warning).
 
@@ -40,7 +39,9 @@ pub async fn publish(keys: &KeyStore, ledger: &Ledger) -> Result<(), PublishErro
         .into_iter()
         .map(|entry| (entry.key_id, entry.public, entry.status))
         .collect();
-    ledger.publish_signer_keys(&host_name(), &index).await?;
+    ledger
+        .publish_signer_keys(&countersign_identity::host::host_name(), &index)
+        .await?;
     Ok(())
 }
 
@@ -115,14 +116,4 @@ pub(crate) async fn served(
         }
     }
     served
-}
-
-/// This host's name (`/proc/sys/kernel/hostname`), or `host` if it has
-/// none: names a signer in the ledger's key set and its chore leases.
-pub(crate) fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".to_owned())
 }

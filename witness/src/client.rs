@@ -24,7 +24,9 @@
 use std::time::Duration;
 
 use countersign_ledger::witness::{WITNESS_BACK_EVENT, WITNESS_GAP_EVENT, WITNESS_ROLLBACK_EVENT};
-use countersign_ledger::{Ledger, LedgerError, StoredCheckpoint, WitnessState, check_cosignature};
+use countersign_ledger::{
+    Lease, Ledger, LedgerError, StoredCheckpoint, WitnessState, check_cosignature,
+};
 use countersign_outbound::{Bytes, Target as PostTarget, header};
 use serde_json::json;
 use time::OffsetDateTime;
@@ -114,6 +116,9 @@ pub struct WitnessClient {
     state: WitnessState,
     /// Whether the witness's size was learnt since this process started.
     probed: bool,
+    /// The witnessing chore's lease every write is made under, when this
+    /// client runs as the chore (`crate::Witnessing`); `None` in tests.
+    fence: Option<Lease>,
 }
 
 impl WitnessClient {
@@ -139,7 +144,42 @@ impl WitnessClient {
             settings,
             state,
             probed: false,
+            fence: None,
         })
+    }
+
+    /// Make every write of the next rounds under `lease` (`LeaseLost`, and
+    /// nothing written, once another holder took the chore).
+    pub fn under(&mut self, lease: Option<Lease>) {
+        self.fence = lease;
+    }
+
+    /// Saves the state, under the fence if any.
+    async fn save_state(&self) -> Result<(), LedgerError> {
+        match &self.fence {
+            Some(lease) => {
+                self.ledger
+                    .save_witness_state_under(lease, &self.state)
+                    .await
+            }
+            None => self.ledger.save_witness_state(&self.state).await,
+        }
+    }
+
+    /// Saves the state with an event of `kind`, under the fence if any.
+    async fn record(&self, kind: &str, details: &serde_json::Value) -> Result<(), LedgerError> {
+        match &self.fence {
+            Some(lease) => {
+                self.ledger
+                    .record_witness_event_under(lease, &self.state, kind, details)
+                    .await
+            }
+            None => {
+                self.ledger
+                    .record_witness_event(&self.state, kind, details)
+                    .await
+            }
+        }
     }
 
     /// The state as last saved.
@@ -294,11 +334,19 @@ impl WitnessClient {
                 refusal = format!("cosignature refused: {reason}");
                 continue;
             }
-            match self
-                .ledger
-                .store_cosignature(latest.size, &self.target.key, line)
-                .await
-            {
+            let stored = match &self.fence {
+                Some(lease) => {
+                    self.ledger
+                        .store_cosignature_under(lease, latest.size, &self.target.key, line)
+                        .await
+                }
+                None => {
+                    self.ledger
+                        .store_cosignature(latest.size, &self.target.key, line)
+                        .await
+                }
+            };
+            match stored {
                 Ok(_) => {
                     self.acknowledge(latest.size).await?;
                     return Ok(Outcome::Cosigned { size: latest.size });
@@ -316,7 +364,7 @@ impl WitnessClient {
     async fn acknowledge(&mut self, size: u64) -> Result<(), LedgerError> {
         if size > self.state.acknowledged {
             self.state.acknowledged = size;
-            self.ledger.save_witness_state(&self.state).await?;
+            self.save_state().await?;
         }
         Ok(())
     }
@@ -348,9 +396,7 @@ impl WitnessClient {
             "tree_size": tree,
             "reason": reason,
         });
-        self.ledger
-            .record_witness_event(&self.state, WITNESS_ROLLBACK_EVENT, &details)
-            .await?;
+        self.record(WITNESS_ROLLBACK_EVENT, &details).await?;
         Ok(Outcome::RolledBack {
             witness_size,
             log_size: latest.size,
@@ -369,11 +415,9 @@ impl WitnessClient {
                 "key": self.target.key.to_string(),
                 "since": since,
             });
-            self.ledger
-                .record_witness_event(&self.state, WITNESS_BACK_EVENT, &details)
-                .await
+            self.record(WITNESS_BACK_EVENT, &details).await
         } else {
-            self.ledger.save_witness_state(&self.state).await
+            self.save_state().await
         }
     }
 
@@ -389,7 +433,7 @@ impl WitnessClient {
             .unwrap_or(OffsetDateTime::UNIX_EPOCH);
         let Some(since) = &self.state.unreachable_since else {
             self.state.unreachable_since = Some(rfc3339(now));
-            return self.ledger.save_witness_state(&self.state).await;
+            return self.save_state().await;
         };
         if self.state.gap_recorded {
             return Ok(());
@@ -407,9 +451,7 @@ impl WitnessClient {
             "gap_secs": self.settings.gap.as_secs(),
             "error": reason,
         });
-        self.ledger
-            .record_witness_event(&self.state, WITNESS_GAP_EVENT, &details)
-            .await
+        self.record(WITNESS_GAP_EVENT, &details).await
     }
 }
 

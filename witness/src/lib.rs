@@ -25,7 +25,8 @@ pub mod testing;
 use std::time::Duration;
 
 use countersign_identity::TlogConfig;
-use countersign_ledger::Ledger;
+use countersign_ledger::leases::WITNESSING_CHORE;
+use countersign_ledger::{Lease, Ledger, LedgerError};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -54,8 +55,18 @@ pub enum WitnessError {
 /// The largest policy file read, in bytes.
 const MAX_POLICY_BYTES: u64 = 1024 * 1024;
 
-/// The running witnessing client: one task per witness, until
-/// [`Witnessing::stop`].
+/// How long the witnessing chore's lease runs from each renewal.
+pub const WITNESSING_LEASE: Duration = Duration::from_secs(60);
+/// How often the holder renews it, and a client that does not hold it
+/// tries to take it.
+pub const WITNESSING_RENEW: Duration = Duration::from_secs(20);
+
+/// The running witnessing client: one task per witness, and the task
+/// that holds the witnessing chore's lease, until [`Witnessing::stop`].
+/// Two clients of one ledger (`countersign up` on two hosts, or beside a
+/// `countersign witness serve`) send one at a time: only the holder of
+/// the lease sends, and each of its writes is made under the lease, so a
+/// client paused past it writes nothing when it resumes.
 #[derive(Debug)]
 pub struct Witnessing {
     stop: watch::Sender<bool>,
@@ -81,10 +92,12 @@ impl Witnessing {
         }
         let (stop, stopped) = watch::channel(false);
         let mut tasks = JoinSet::new();
+        let (held, holding) = watch::channel(None);
+        tasks.spawn(hold_the_chore(ledger, holder_id(), held, stopped.clone()));
         let poll = Duration::from_millis(config.poll_ms);
         for client in clients {
             tracing::info!(witness = %client.target().name, url = %client.target().url.authority(), "witnessing: sending checkpoints to this witness");
-            tasks.spawn(run(client, poll, stopped.clone()));
+            tasks.spawn(run(client, poll, holding.clone(), stopped.clone()));
         }
         Ok(Witnessing { stop, tasks })
     }
@@ -127,16 +140,71 @@ fn read_policy(path: &std::path::Path) -> Result<Vec<u8>, WitnessError> {
     Ok(bytes)
 }
 
-/// One witness's loop: a round every `poll` until stopped.
-async fn run(mut client: WitnessClient, poll: Duration, mut stopped: watch::Receiver<bool>) {
+/// Take the witnessing chore and renew it every [`WITNESSING_RENEW`]
+/// while this client runs, publishing the lease held (or `None`) to the
+/// witness tasks; give it back when stopped.
+async fn hold_the_chore(
+    ledger: Ledger,
+    holder: String,
+    held: watch::Sender<Option<Lease>>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let ttl = time::Duration::try_from(WITNESSING_LEASE).unwrap_or(time::Duration::MINUTE);
     loop {
-        tokio::select! {
-            round = client.round() => {
-                if let Err(e) = round {
-                    tracing::warn!(witness = %client.target().name, error = %e, "witnessing: the ledger failed; retrying");
-                }
+        let lease = match ledger.take_lease(WITNESSING_CHORE, &holder, ttl).await {
+            Ok(lease) => lease,
+            Err(e) => {
+                tracing::warn!(error = %e, "witnessing: the chore's lease not taken; retrying");
+                None
             }
-            _ = stopped.changed() => return,
+        };
+        if lease.is_none() && held.borrow().is_some() {
+            tracing::info!("witnessing: another client holds the chore now");
+        }
+        held.send_replace(lease);
+        tokio::select! {
+            () = tokio::time::sleep(WITNESSING_RENEW) => {}
+            _ = stopped.changed() => break,
+        }
+    }
+    if let Some(lease) = held.send_replace(None)
+        && let Err(e) = ledger.give_back_lease(&lease).await
+    {
+        tracing::warn!(error = %e, "witnessing: the chore's lease not given back");
+    }
+}
+
+/// A holder id for this process: its host name, process id and start time.
+fn holder_id() -> String {
+    let host = countersign_identity::host::host_name();
+    let started = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+    format!("{host}/{}-{started}", std::process::id())
+}
+
+/// One witness's loop: a round every `poll` while this client holds the
+/// witnessing chore, until stopped.
+async fn run(
+    mut client: WitnessClient,
+    poll: Duration,
+    holding: watch::Receiver<Option<Lease>>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        let lease = holding.borrow().clone();
+        if lease.is_some() {
+            client.under(lease);
+            tokio::select! {
+                round = client.round() => match round {
+                    Err(e @ LedgerError::LeaseLost { .. }) => {
+                        tracing::info!(witness = %client.target().name, "witnessing: {e}");
+                    }
+                    Err(e) => {
+                        tracing::warn!(witness = %client.target().name, error = %e, "witnessing: the ledger failed; retrying");
+                    }
+                    Ok(_) => {}
+                },
+                _ = stopped.changed() => return,
+            }
         }
         tokio::select! {
             () = tokio::time::sleep(poll) => {}

@@ -400,6 +400,12 @@ async fn the_running_client_cosigns_each_new_checkpoint(kind: Kind) {
         timeout_secs: 5,
     };
     let running = Witnessing::start(t.ledger.clone(), &config).await.unwrap();
+    // A second client of the same ledger (another host's `countersign up`)
+    // waits: one holds the witnessing chore.
+    let first_holder = witnessing_holder(&t.ledger).await;
+    let second = Witnessing::start(t.ledger.clone(), &config).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(witnessing_holder(&t.ledger).await, first_holder);
     for n in [3, 2] {
         let checkpoint = t.grow(n).await;
         let mut waited = 0;
@@ -416,6 +422,11 @@ async fn the_running_client_cosigns_each_new_checkpoint(kind: Kind) {
         }
     }
     running.stop().await;
+    // Given back at stop: it expires at once.
+    let lease = t.ledger.leases().await.unwrap();
+    let lease = lease.iter().find(|l| l.chore == "witnessing").unwrap();
+    assert!(lease.expires_at <= time::OffsetDateTime::now_utc());
+    second.stop().await;
     assert_eq!(
         t.ledger
             .latest_cosigned_checkpoint()
@@ -425,6 +436,18 @@ async fn the_running_client_cosigns_each_new_checkpoint(kind: Kind) {
             .0,
         5
     );
+}
+
+/// Who holds the witnessing chore, once someone does.
+async fn witnessing_holder(ledger: &countersign_ledger::Ledger) -> String {
+    for _ in 0..100 {
+        let leases = ledger.leases().await.unwrap();
+        if let Some(lease) = leases.iter().find(|l| l.chore == "witnessing") {
+            return lease.holder.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("nobody took the witnessing chore");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{Backend, Ledger};
 use crate::error::LedgerError;
+use crate::leases::Lease;
 use crate::witness::{StoredCosignature, WitnessState};
 
 impl Ledger {
@@ -22,7 +23,19 @@ impl Ledger {
         witness: &VerifierKey,
         line: &str,
     ) -> Result<StoredCosignature, LedgerError> {
-        dispatch!(self, b => b.store_cosignature(size, witness, line).await)
+        dispatch!(self, b => b.store_cosignature(None, size, witness, line).await)
+    }
+
+    /// [`Ledger::store_cosignature`] under `lease`, the witnessing chore's:
+    /// `LeaseLost` and nothing written if another holder took it since.
+    pub async fn store_cosignature_under(
+        &self,
+        lease: &Lease,
+        size: u64,
+        witness: &VerifierKey,
+        line: &str,
+    ) -> Result<StoredCosignature, LedgerError> {
+        dispatch!(self, b => b.store_cosignature(Some(lease), size, witness, line).await)
     }
 
     /// Every stored cosignature of the checkpoint of `size`, ordered by
@@ -63,7 +76,17 @@ impl Ledger {
     /// Saves the witnessing client's state of one witness. Refused by the
     /// schema if its acknowledged size would decrease.
     pub async fn save_witness_state(&self, state: &WitnessState) -> Result<(), LedgerError> {
-        dispatch!(self, b => b.save_witness_state(state).await)
+        dispatch!(self, b => b.save_witness_state(None, state).await)
+    }
+
+    /// [`Ledger::save_witness_state`] under `lease` (see
+    /// [`Ledger::store_cosignature_under`]).
+    pub async fn save_witness_state_under(
+        &self,
+        lease: &Lease,
+        state: &WitnessState,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.save_witness_state(Some(lease), state).await)
     }
 
     /// Saves `state` and appends an event of `kind` (one of the
@@ -76,6 +99,18 @@ impl Ledger {
         kind: &str,
         details: &Value,
     ) -> Result<(), LedgerError> {
-        dispatch!(self, b => b.record_witness_event(state, kind, details).await)
+        dispatch!(self, b => b.record_witness_event(None, state, kind, details).await)
+    }
+
+    /// [`Ledger::record_witness_event`] under `lease` (see
+    /// [`Ledger::store_cosignature_under`]).
+    pub async fn record_witness_event_under(
+        &self,
+        lease: &Lease,
+        state: &WitnessState,
+        kind: &str,
+        details: &Value,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_witness_event(Some(lease), state, kind, details).await)
     }
 }

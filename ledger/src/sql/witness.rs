@@ -6,8 +6,10 @@ use countersign_tlog::VerifierKey;
 use serde_json::Value;
 use sqlx::Row as _;
 
+use super::chores::check_fence;
 use super::{Conn, DbRow, Store, events};
 use crate::error::LedgerError;
+use crate::leases::Lease;
 use crate::timefmt;
 use crate::tlog::{count, db_int};
 use crate::witness::{StoredCosignature, WitnessState, append_signatures, check_cosignature};
@@ -59,6 +61,16 @@ async fn upsert_state(conn: &mut Conn, state: &WitnessState, now: &str) -> Resul
     Ok(())
 }
 
+/// With a `fence` (the witnessing chore's lease), refuse with
+/// `LeaseLost` unless it is still the current lease, as the write's first
+/// statement; without one (a caller outside the chore), nothing.
+async fn fenced(conn: &mut Conn, fence: Option<&Lease>) -> Result<(), LedgerError> {
+    match fence {
+        Some(lease) => check_fence(conn, lease).await,
+        None => Ok(()),
+    }
+}
+
 impl Store {
     /// Stores `line` as `witness`'s cosignature of the checkpoint of
     /// `size`, after checking it over that stored checkpoint; the stored
@@ -66,11 +78,13 @@ impl Store {
     /// this size was stored before).
     pub(crate) async fn store_cosignature(
         &self,
+        fence: Option<&Lease>,
         size: u64,
         witness: &VerifierKey,
         line: &str,
     ) -> Result<StoredCosignature, LedgerError> {
         let mut tx = self.write_tx().await?;
+        fenced(&mut tx, fence).await?;
         let note: Option<String> =
             sqlx::query_scalar("SELECT note FROM tlog_checkpoints WHERE size = $1")
                 .bind(db_int(size)?)
@@ -194,9 +208,14 @@ impl Store {
 
     /// Saves the client's state of one witness (its acknowledged size
     /// never decreases: the schema refuses that).
-    pub(crate) async fn save_witness_state(&self, state: &WitnessState) -> Result<(), LedgerError> {
+    pub(crate) async fn save_witness_state(
+        &self,
+        fence: Option<&Lease>,
+        state: &WitnessState,
+    ) -> Result<(), LedgerError> {
         let now = timefmt::format(timefmt::now())?;
         let mut tx = self.write_tx().await?;
+        fenced(&mut tx, fence).await?;
         upsert_state(&mut tx, state, &now).await?;
         tx.commit().await?;
         Ok(())
@@ -207,12 +226,14 @@ impl Store {
     /// says it was recorded commit together.
     pub(crate) async fn record_witness_event(
         &self,
+        fence: Option<&Lease>,
         state: &WitnessState,
         kind: &str,
         details: &Value,
     ) -> Result<(), LedgerError> {
         let now = timefmt::format(timefmt::now())?;
         let mut tx = self.write_tx().await?;
+        fenced(&mut tx, fence).await?;
         upsert_state(&mut tx, state, &now).await?;
         let global = crate::chain::GLOBAL_CHAIN;
         events::append(&mut tx, global, &now, kind, None, WITNESS_ACTOR, details).await?;
