@@ -33,7 +33,10 @@
 //! publishing failed, publishes it once the ledger answers again. The
 //! crossing runs while the signer serves and stops with it (the stop
 //! flag); what was announced after that is published once more when the
-//! server has stopped ([`Changes::publish_queued`]).
+//! server has stopped ([`Changes::publish_queued`]). A signer killed
+//! between its commit and its `NOTIFY` announces nothing: every
+//! [`SWEEP_EVERY`] each signer compares the ledger's count of events with
+//! the last it saw, and a count that moved is [`Change::Anything`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -66,6 +69,11 @@ const BACKLOG: usize = 1024;
 /// doubled each time up to [`MAX_RETRY`].
 const MIN_RETRY: Duration = Duration::from_millis(100);
 const MAX_RETRY: Duration = Duration::from_secs(5);
+
+/// How often a signer of a PostgreSQL ledger checks whether events were
+/// written that nobody announced (a signer killed between its commit and
+/// its `NOTIFY`): the longest a watch may then wait for such a change.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
 
 /// One announcement.
 #[derive(Debug, Clone)]
@@ -237,11 +245,33 @@ impl Changes {
                 }
             }
         };
+        // A signer killed between its commit and its `NOTIFY` never
+        // announces that write: every [`SWEEP_EVERY`], a count of the
+        // ledger's events that moved says some write may not have been
+        // heard, and every watch reads again (its own writes included: a
+        // read too many, never a wrong view).
+        let sweep = async {
+            let mut seen = None;
+            loop {
+                match ledger.events_written().await {
+                    Ok(Some(now)) => {
+                        if seen.is_some_and(|before| before != now) {
+                            let _ = self.sent.send(Change::Anything);
+                        }
+                        seen = Some(now);
+                    }
+                    Ok(None) => return,
+                    Err(e) => tracing::debug!("the announcement sweep could not read: {e}"),
+                }
+                tokio::time::sleep(SWEEP_EVERY).await;
+            }
+        };
         let mut stopping = self.stopping();
         tokio::select! {
             _ = stopping.wait_for(|stop| *stop) => {}
             _ = listen => {}
             _ = publish => {}
+            _ = sweep => {}
         }
     }
 

@@ -44,6 +44,7 @@ pub mod testing;
 mod watch;
 mod withdraw;
 
+pub use changes::SWEEP_EVERY;
 pub use error::StartError;
 pub use serve::{run, serve_metrics, serve_until_signal};
 pub use state::{SignerState, load_or_create_key, policy_from};

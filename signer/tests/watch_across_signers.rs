@@ -222,3 +222,31 @@ async fn two_signer_processes_of_one_database_carry_a_decision_to_each_others_wa
     stop_with_sigterm(b).await;
     stop_with_sigterm(a).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_nobody_announced_still_reaches_the_other_signers_watch() {
+    let db = TempPgDatabase::create().await.unwrap();
+    let (a, b) = two_signers(&db).await;
+    // Both listen (and their first "anything", said on connecting, is
+    // behind them) before the watch opens.
+    listening(&db, 2, &[]).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let id = propose(&mut head(&a).await).await.id;
+    let mut views = watch_pending_proposal(&b, &id).await;
+    // A writes the approval and dies before its NOTIFY: written through
+    // the ledger alone, announced to nobody.
+    a.record_unoffered_direct_approval(&id).await.unwrap();
+    // Nothing announced it: the watch hears nothing at once.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), views.message())
+            .await
+            .is_err()
+    );
+    // B's sweep sees the ledger's events moved and its watch reads again.
+    let view = tokio::time::timeout(countersign_signer::SWEEP_EVERY + PATIENCE, views.message())
+        .await
+        .expect("heard within one sweep")
+        .unwrap()
+        .expect("the stream goes on");
+    assert_eq!(view.status(), ProposalStatus::Approved);
+}

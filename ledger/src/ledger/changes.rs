@@ -90,6 +90,18 @@ impl Ledger {
         }
     }
 
+    /// How many events the ledger holds, counted by its chains' heads (one
+    /// read of one row per chain): a signer sweeping for announcements that
+    /// were lost (another signer killed between its commit and its
+    /// `NOTIFY`) compares it with the last count it saw. `None` on SQLite,
+    /// which has no other signer.
+    pub async fn events_written(&self) -> Result<Option<i64>, LedgerError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(b) => b.events_written().await.map(Some),
+        }
+    }
+
     /// Whether other signers may serve this ledger (PostgreSQL), so that a
     /// signer publishes its announcements ([`Ledger::publish_changes`]) and
     /// listens for theirs.

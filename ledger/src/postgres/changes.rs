@@ -89,6 +89,17 @@ fn heard(payload: &str, me: &SignerInstance) -> Option<ProposalChange> {
 }
 
 impl Store {
+    /// How many events every chain holds together: it grows with every
+    /// commit that wrote an event, whatever the order the events' ids were
+    /// drawn in (one row per chain: a principal's and the global one).
+    pub(crate) async fn events_written(&self) -> Result<i64, LedgerError> {
+        Ok(
+            sqlx::query_scalar("SELECT CAST(COALESCE(SUM(count), 0) AS BIGINT) FROM chain_heads")
+                .fetch_one(&self.reader)
+                .await?,
+        )
+    }
+
     /// `NOTIFY` each of `changes` from `sender`, in one statement and one
     /// round trip (see the module doc for why it is not in the writes'
     /// transactions).
