@@ -45,12 +45,6 @@ impl FailoverConnector {
             current: Arc::new(AtomicUsize::new(0)),
         }
     }
-
-    /// The address that last accepted a connection (the first before any).
-    pub fn current(&self) -> &str {
-        let at = self.current.load(Ordering::Relaxed);
-        self.addrs.get(at).map_or("", String::as_str)
-    }
 }
 
 impl Service<Uri> for FailoverConnector {
