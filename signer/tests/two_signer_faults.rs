@@ -26,7 +26,6 @@
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::BufRead as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::time::{Duration, Instant};
 
@@ -43,8 +42,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use support::{
-    SESSION, approve, listening_on, next, process_client, process_home, propose, reason_of,
-    spawn_serve_with_fault, watch_past_pending,
+    SESSION, approve, listening_on, next, process_client, process_home, propose, ready_line,
+    reason_of, spawn_serve_with_fault, watch_past_pending,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_countersign-signer");
@@ -101,12 +100,7 @@ impl Drop for Serving {
 /// port), with `fault` set or not; ready once it printed its ready line.
 fn serve(home: &Home, fault: Option<&str>) -> Serving {
     let (child, mut stderr) = spawn_serve_with_fault(BIN, home, fault);
-    // Warnings may come first (say, of a premise runner this build lacks).
-    let mut line = String::new();
-    while !line.starts_with("countersign-signer listening on ") {
-        line.clear();
-        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "no ready line");
-    }
+    let line = ready_line(&mut stderr);
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     Serving {
         child,

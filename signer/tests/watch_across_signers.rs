@@ -21,7 +21,7 @@ use tonic::Streaming;
 
 use support::{
     WATCH_PATIENCE, approve, approver, head, listening_on, next, process_client, process_home,
-    propose, spawn_serve, stop_with_sigterm, watch_past_pending,
+    propose, ready_line, spawn_serve, stop_with_sigterm, watch_past_pending,
 };
 
 /// Two signers of one new PostgreSQL database.
@@ -148,10 +148,8 @@ async fn a_watch_hears_the_other_signer_after_the_listening_connection_was_ended
 /// A `countersign-signer serve` process of `home`; its address, from the
 /// ready line.
 fn serve(home: &countersign_identity::Home) -> (std::process::Child, String) {
-    use std::io::BufRead as _;
     let (child, mut stderr) = spawn_serve(env!("CARGO_BIN_EXE_countersign-signer"), home);
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    let line = ready_line(&mut stderr);
     // The rest of its log, read so that it never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     (child, listening_on(&line).0)

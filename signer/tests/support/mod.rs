@@ -276,6 +276,18 @@ pub fn spawn_serve_with_fault(
     (child, stderr)
 }
 
+/// The ready line of a signer process's standard error `stderr`, past
+/// any warning logged before it (say, of a premise runner the build
+/// lacks).
+pub fn ready_line(stderr: &mut impl std::io::BufRead) -> String {
+    let mut line = String::new();
+    while !line.starts_with("countersign-signer listening on ") {
+        line.clear();
+        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "no ready line");
+    }
+    line
+}
+
 /// The address and the key id a signer's ready line names
 /// (`countersign-signer listening on ADDR key KID`).
 pub fn listening_on(line: &str) -> (String, String) {
