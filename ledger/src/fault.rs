@@ -15,6 +15,18 @@
 //! nothing.
 //! The gate reaches the same names between the two transactions of an
 //! effect outside the ledger (see `countersign_gate::fault`).
+//!
+//! A signer reaches three points in a `Decide` that approves
+//! (signer/tests/two_signer_faults.rs kills one of two signers at each):
+//! `signer_in_issuance` in the ledger's approval job (`approve_in`), after
+//! the issuance's writes and before the group commit's transaction
+//! commits: a kill leaves the proposal pending; `signer_after_issuance_commit`
+//! in the signer once the issuance committed and before a handoff's proof
+//! is kept in memory; `signer_after_decision_commit` once a decision
+//! (approval or denial) is recorded and its answer built, before it is
+//! sent. After either of the last two, the proposal is decided and a
+//! waiting handoff is re-derived from the ledger by whichever signer is
+//! claimed from.
 
 /// The environment variable naming the fault point.
 pub const FAULT_VAR: &str = "COUNTERSIGN_FAULT";

@@ -13,6 +13,7 @@ use std::time::Instant;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_identity::PeerIdentity;
+use countersign_ledger::fault::crash_point;
 use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus, run_premise_command};
 use countersign_metrics::{Decision as MetricsDecision, Issuance};
 use countersign_proto::v1 as wire;
@@ -82,7 +83,7 @@ impl SignerService {
                 ..Default::default()
             });
         }
-        match cmd.decision {
+        let decided = match cmd.decision {
             Decision::Deny { reason } => {
                 self.state
                     .ledger
@@ -90,10 +91,10 @@ impl SignerService {
                     .await?;
                 tracing::info!(proposal_id = %record.proposal.id, "denied");
                 self.state.metrics.decided(MetricsDecision::Deny);
-                Ok(wire::DecideResponse {
+                wire::DecideResponse {
                     proposal: Some(self.view(&cmd.proposal_id).await?),
                     ..Default::default()
-                })
+                }
             }
             Decision::Approve {
                 delivery,
@@ -128,9 +129,13 @@ impl SignerService {
                     Delivery::Handoff => MetricsDecision::ApproveHandoff,
                 });
                 metrics.issued(Issuance::Approval, Some(started.elapsed().as_secs_f64()));
-                Ok(decided)
+                decided
             }
-        }
+        };
+        // Test-only: the decision committed (and a handoff's proof is
+        // kept), the answer not yet sent.
+        crash_point("signer_after_decision_commit");
+        Ok(decided)
     }
 
     async fn approve(
@@ -183,6 +188,8 @@ impl SignerService {
                     .map_err(crate::passkeys::challenge_used)?,
                 (Delivery::Direct, None) => state.ledger.record_approval(&signed.issuance).await?,
             }
+            // Test-only: the issuance committed, its handoff not yet kept.
+            crash_point("signer_after_issuance_commit");
             self.deliver(record, signed, delivery, verified.as_ref())
                 .await
         };

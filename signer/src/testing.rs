@@ -341,7 +341,7 @@ struct Served {
 
 /// Copy the directory `from` to `to` (which must not exist), keeping
 /// each file's and directory's mode.
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
     let mode = std::fs::metadata(from)?.permissions().mode();
     std::fs::DirBuilder::new().mode(mode).create(to)?;

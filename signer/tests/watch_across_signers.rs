@@ -13,7 +13,6 @@ use countersign_ledger::CHANGE_LISTENER_APPLICATION;
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_proto::v1::{
     Delivery, ListPendingResponse, ProposalStatus, ProposalView, WatchPendingRequest,
-    WatchProposalRequest,
 };
 use countersign_registry::Registry;
 use countersign_signer::testing::TestSigner;
@@ -21,20 +20,9 @@ use sqlx::{Connection as _, PgConnection};
 use tonic::Streaming;
 
 use support::{
-    approve, approver, head, listening_on, process_client, process_home, propose, spawn_serve,
-    stop_with_sigterm,
+    WATCH_PATIENCE, approve, approver, head, listening_on, next, process_client, process_home,
+    propose, ready_line, spawn_serve, stop_with_sigterm, watch_past_pending,
 };
-
-/// Generous: an announcement crosses in milliseconds.
-const PATIENCE: Duration = Duration::from_secs(5);
-
-async fn next<T>(stream: &mut Streaming<T>) -> T {
-    tokio::time::timeout(PATIENCE, stream.message())
-        .await
-        .expect("a message within the patience")
-        .unwrap()
-        .expect("the stream goes on")
-}
 
 /// Two signers of one new PostgreSQL database.
 async fn two_signers(db: &TempPgDatabase) -> (TestSigner, TestSigner) {
@@ -47,16 +35,7 @@ async fn two_signers(db: &TempPgDatabase) -> (TestSigner, TestSigner) {
 
 /// `WatchProposal` of `id` through `signer`, past its first (pending) view.
 async fn watch_pending_proposal(signer: &TestSigner, id: &str) -> Streaming<ProposalView> {
-    let mut views = head(signer)
-        .await
-        .watch_proposal(WatchProposalRequest {
-            proposal_id: id.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(next(&mut views).await.status(), ProposalStatus::Pending);
-    views
+    watch_past_pending(head(signer).await, id).await
 }
 
 /// Approves `id` through `signer`, and the next view of `views` (a watch
@@ -79,7 +58,7 @@ fn ids(list: &ListPendingResponse) -> Vec<&str> {
 /// once there are `listeners` of them and none is in `old`.
 async fn listening(db: &TempPgDatabase, listeners: usize, old: &[i32]) -> Vec<i32> {
     let mut admin = PgConnection::connect(db.url()).await.unwrap();
-    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let deadline = tokio::time::Instant::now() + WATCH_PATIENCE;
     loop {
         let now: Vec<i32> = sqlx::query_scalar(
             "SELECT pid FROM pg_stat_activity
@@ -169,10 +148,8 @@ async fn a_watch_hears_the_other_signer_after_the_listening_connection_was_ended
 /// A `countersign-signer serve` process of `home`; its address, from the
 /// ready line.
 fn serve(home: &countersign_identity::Home) -> (std::process::Child, String) {
-    use std::io::BufRead as _;
     let (child, mut stderr) = spawn_serve(env!("CARGO_BIN_EXE_countersign-signer"), home);
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    let line = ready_line(&mut stderr);
     // The rest of its log, read so that it never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     (child, listening_on(&line).0)
@@ -197,18 +174,8 @@ async fn two_signer_processes_of_one_database_carry_a_decision_to_each_others_wa
     let (b, addr_b) = serve(&home);
 
     let proposal = propose(&mut process_client(&addr_a, &home, Role::Head).await).await;
-    let mut views_on_b = process_client(&addr_b, &home, Role::Head)
-        .await
-        .watch_proposal(WatchProposalRequest {
-            proposal_id: proposal.id.clone(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        next(&mut views_on_b).await.status(),
-        ProposalStatus::Pending
-    );
+    let client_of_b = process_client(&addr_b, &home, Role::Head).await;
+    let mut views_on_b = watch_past_pending(client_of_b, &proposal.id).await;
     process_client(&addr_a, &home, Role::Approver)
         .await
         .decide(approve(&proposal.id, Delivery::Handoff))

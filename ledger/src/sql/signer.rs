@@ -309,7 +309,10 @@ pub(super) struct Approval {
 pub(super) async fn approve_in(conn: &mut Conn, a: &Approval) -> Result<(), LedgerError> {
     let i = &a.issuance;
     lock_undecided(conn, &i.proposal_id, &i.principal).await?;
-    write_approval(conn, i, a.passkey.as_ref(), a.handoff, Answer::ToAccept).await
+    write_approval(conn, i, a.passkey.as_ref(), a.handoff, Answer::ToAccept).await?;
+    // Test-only: the issuance written, its transaction not committed.
+    crate::fault::crash_point("signer_in_issuance");
+    Ok(())
 }
 
 /// Record a new proposal, its `proposed` event and its notification, if

@@ -11,7 +11,8 @@ use countersign_identity::{ApproverName, Role, tls};
 use countersign_proto::v1::PublicKeysRequest;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
-    DecideRequest, DecideResponse, Delivery, Interface, ProposalView, ProposeRequest,
+    DecideRequest, DecideResponse, Delivery, Interface, ProposalStatus, ProposalView,
+    ProposeRequest, WatchProposalRequest,
 };
 use countersign_signer::testing::TestSigner;
 use countersign_verifier::{Claims, Expectations, KeyRing, Proof, VerifiedProof, verify};
@@ -246,15 +247,45 @@ pub fn spawn_serve(
     std::process::Child,
     std::io::BufReader<std::process::ChildStderr>,
 ) {
-    let mut child = std::process::Command::new(bin)
+    spawn_serve_with_fault(bin, home, None)
+}
+
+/// [`spawn_serve`] with `COUNTERSIGN_FAULT=<fault>` when `fault` is some:
+/// the process kills itself with SIGKILL at that point
+/// (`countersign_ledger::fault`).
+pub fn spawn_serve_with_fault(
+    bin: &str,
+    home: &countersign_identity::Home,
+    fault: Option<&str>,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
+    let mut command = std::process::Command::new(bin);
+    command
         .args(["serve", "--home"])
         .arg(home.root())
         .env("COUNTERSIGN_LOG", "warn")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .env_remove(countersign_ledger::fault::FAULT_VAR)
+        .stderr(std::process::Stdio::piped());
+    if let Some(point) = fault {
+        command.env(countersign_ledger::fault::FAULT_VAR, point);
+    }
+    let mut child = command.spawn().unwrap();
     let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     (child, stderr)
+}
+
+/// The ready line of a signer process's standard error `stderr`, past
+/// any warning logged before it (say, of a premise runner the build
+/// lacks).
+pub fn ready_line(stderr: &mut impl std::io::BufRead) -> String {
+    let mut line = String::new();
+    while !line.starts_with("countersign-signer listening on ") {
+        line.clear();
+        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "no ready line");
+    }
+    line
 }
 
 /// The address and the key id a signer's ready line names
@@ -317,4 +348,32 @@ pub fn keys_command(
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
     )
+}
+
+/// Generous: a watch hears a change, even across signers, in milliseconds.
+pub const WATCH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The next message of the watch `stream`, within [`WATCH_PATIENCE`].
+pub async fn next<T>(stream: &mut tonic::Streaming<T>) -> T {
+    tokio::time::timeout(WATCH_PATIENCE, stream.message())
+        .await
+        .expect("a message within the patience")
+        .unwrap()
+        .expect("the stream goes on")
+}
+
+/// `WatchProposal` of `id` through `client`, past its first (pending) view.
+pub async fn watch_past_pending(
+    mut client: SignerClient<Channel>,
+    id: &str,
+) -> tonic::Streaming<ProposalView> {
+    let mut views = client
+        .watch_proposal(WatchProposalRequest {
+            proposal_id: id.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(next(&mut views).await.status(), ProposalStatus::Pending);
+    views
 }
