@@ -13,6 +13,10 @@
 //! issued; with a key of its own, such a claim is
 //! `handoff_unrecoverable`, see `recover.rs`).
 //!
+//! In the first round a watch held through B from before each approval
+//! hears it, within one announcement sweep where A died between its
+//! commit and its `NOTIFY`.
+//!
 //! After every round the ledger, read directly, holds at most one decision,
 //! one issuance and one approval event per proposal, every decision the
 //! client saw acknowledged, no proof hash twice, and intact chains.
@@ -170,12 +174,23 @@ struct Seen {
 
 /// One round at `point`: A (serving with the fault) dies approving; the
 /// client continues through B.
-async fn round(home: &Home, addrs: &[String], point: &'static str, seen: &mut Seen) {
+/// With `watch_b`, a watch of the proposal is held through B from before
+/// the approval A is killed in, and must see it approved: within one
+/// announcement sweep (`countersign_signer::SWEEP_EVERY`) when A died
+/// between its commit and its `NOTIFY`.
+async fn round(home: &Home, addrs: &[String], point: &'static str, watch_b: bool, seen: &mut Seen) {
     let mut a = serve(home, Some(point));
     assert_eq!(a.addr, addrs[0]);
     let mut head = failover_client(home, addrs, Role::Head).await;
     let mut approver = failover_client(home, addrs, Role::Approver).await;
     let proposal = propose(&mut head).await;
+    let mut views_on_b = match watch_b {
+        true => {
+            let client_of_b = process_client(&addrs[1], home, Role::Head).await;
+            Some(watch_past_pending(client_of_b, &proposal.id).await)
+        }
+        false => None,
+    };
 
     let status = approver
         .decide(approve(&proposal.id, Delivery::Handoff))
@@ -217,6 +232,15 @@ async fn round(home: &Home, addrs: &[String], point: &'static str, seen: &mut Se
         );
     }
     seen.approved.push(proposal.id.clone());
+    if let Some(views) = &mut views_on_b {
+        let view =
+            tokio::time::timeout(countersign_signer::SWEEP_EVERY + PATIENCE, views.message())
+                .await
+                .unwrap_or_else(|_| panic!("{point}: B's watch heard nothing"))
+                .unwrap()
+                .expect("the watch goes on");
+        assert_eq!(view.status(), ProposalStatus::Approved, "{point}");
+    }
 
     let claimed = head
         .claim_handoff(ClaimHandoffRequest {
@@ -320,9 +344,10 @@ async fn a_signer_killed_at_each_point_of_an_approval_leaves_one_decision_carrie
     // Each round starts A again, with the fault of its point.
     a.stop().await;
     let started = Instant::now();
-    for _ in 0..rounds {
+    for at in 0..rounds {
         for (point, _) in POINTS {
-            round(&home_a, &addrs, point, &mut seen).await;
+            // The first round also holds a watch through B at each point.
+            round(&home_a, &addrs, point, at == 0, &mut seen).await;
         }
     }
     let elapsed = started.elapsed();

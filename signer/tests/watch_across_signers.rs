@@ -210,10 +210,13 @@ async fn a_decision_nobody_announced_still_reaches_the_other_signers_watch() {
             .is_err()
     );
     // B's sweep sees the ledger's events moved and its watch reads again.
-    let view = tokio::time::timeout(countersign_signer::SWEEP_EVERY + PATIENCE, views.message())
-        .await
-        .expect("heard within one sweep")
-        .unwrap()
-        .expect("the stream goes on");
+    let view = tokio::time::timeout(
+        countersign_signer::SWEEP_EVERY + WATCH_PATIENCE,
+        views.message(),
+    )
+    .await
+    .expect("heard within one sweep")
+    .unwrap()
+    .expect("the stream goes on");
     assert_eq!(view.status(), ProposalStatus::Approved);
 }
