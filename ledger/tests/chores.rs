@@ -185,6 +185,28 @@ async fn each_signer_publishes_its_keys_and_a_retired_one_stays_retired(kind: Ki
             ("kb1".into(), KeyStatus::Active, "host-b".into()),
         ]
     );
+    // Published again unchanged (a signer does so every minute): the rows
+    // are left as they were; a change of status is written.
+    let before = t.ledger.signer_keys().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    t.ledger
+        .publish_signer_keys(
+            "host-a",
+            &[
+                key("ka1", KeyStatus::Verifying),
+                key("ka2", KeyStatus::Active),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(t.ledger.signer_keys().await.unwrap(), before);
+    t.ledger
+        .publish_signer_keys("host-a", &[key("ka1", KeyStatus::Retired)])
+        .await
+        .unwrap();
+    let ka1 = t.ledger.signer_keys().await.unwrap().remove(0);
+    assert_eq!(ka1.status, KeyStatus::Retired);
+    assert!(ka1.updated_at > before[0].updated_at);
     // Host B is lost: its key is retired from host A's side.
     assert!(t.ledger.retire_signer_key("kb1").await.unwrap());
     assert!(!t.ledger.retire_signer_key("unknown").await.unwrap());

@@ -16,7 +16,8 @@ use crate::timefmt;
 
 impl Store {
     /// Publish `keys` as the key index of the signer `signer`, in one
-    /// transaction: `KeyRetired` (and nothing written) if one the ledger
+    /// transaction (a row already as published is left alone: a signer
+    /// publishes every minute): `KeyRetired` (and nothing written) if one the ledger
     /// has retired is published as anything else.
     pub(crate) async fn publish_signer_keys(
         &self,
@@ -45,7 +46,9 @@ impl Store {
                  VALUES ($1, $2, $3, $4, $5)
                  ON CONFLICT (kid) DO UPDATE
                  SET status = excluded.status, signer = excluded.signer,
-                     updated_at = excluded.updated_at",
+                     updated_at = excluded.updated_at
+                 WHERE signer_keys.status <> excluded.status
+                    OR signer_keys.signer <> excluded.signer",
             )
             .bind(kid)
             .bind(public_key)
