@@ -299,6 +299,25 @@ impl TestSigner {
         Ok(SignerClient::new(self.channel_with(tls).await?))
     }
 
+    /// A client presenting a named approver certificate `name` of this
+    /// signer's principal (`countersign://approver/<principal>/<name>`),
+    /// issued now by the home's CA, valid from an hour ago to an hour on.
+    pub async fn named_approver(&self, name: &str) -> Result<SignerClient<Channel>, BoxError> {
+        use countersign_identity::ApproverName;
+        use countersign_identity::pki::{CaMaterial, issue_named_approver_cert};
+        let ca = CaMaterial::load(&self.home)?;
+        let now = time::OffsetDateTime::now_utc();
+        let cert = issue_named_approver_cert(
+            &ca,
+            &self.principal,
+            &ApproverName::parse(name)?,
+            now - time::Duration::hours(1),
+            now + time::Duration::hours(1),
+        )?;
+        let config = tls::client_config_from_pem(ca.cert_pem(), &cert.cert_pem, &cert.key_pem);
+        self.client_with(config).await
+    }
+
     /// A connected channel with `tls`, for any service the signer serves
     /// (health, reflection).
     pub async fn channel_with(&self, tls: ClientTlsConfig) -> Result<Channel, BoxError> {

@@ -6,8 +6,8 @@ pub mod passkey;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_identity::pki::{CaMaterial, issue_client_cert, issue_named_approver_cert};
-use countersign_identity::{ApproverName, Role, tls};
+use countersign_identity::pki::{CaMaterial, issue_client_cert};
+use countersign_identity::{Role, tls};
 use countersign_proto::v1::PublicKeysRequest;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
@@ -56,18 +56,7 @@ pub async fn client_as(signer: &TestSigner, role: Role, principal: &str) -> Sign
 /// signer's principal (`countersign://approver/<principal>/<name>`),
 /// issued by its CA.
 pub async fn named_approver(signer: &TestSigner, name: &str) -> SignerClient<Channel> {
-    let ca = CaMaterial::load(signer.home()).unwrap();
-    let now = OffsetDateTime::now_utc();
-    let cert = issue_named_approver_cert(
-        &ca,
-        signer.principal(),
-        &ApproverName::parse(name).unwrap(),
-        now + VALID_NOW.0,
-        now + VALID_NOW.1,
-    )
-    .unwrap();
-    let config = tls::client_config_from_pem(ca.cert_pem(), &cert.cert_pem, &cert.key_pem);
-    signer.client_with(config).await.unwrap()
+    signer.named_approver(name).await.unwrap()
 }
 
 /// Approves `proposal_id` as the home's approver.

@@ -2,8 +2,7 @@
 //! named approver's client, a passkey enrolled with a one-time code, and
 //! an assertion on the wire.
 
-use countersign_identity::pki::{CaMaterial, issue_named_approver_cert};
-use countersign_identity::{ApproverName, tls};
+use countersign_identity::ApproverName;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{BeginEnrolmentRequest, EnrolRequest, PasskeyAssertion};
 use countersign_signer::passkeys::code::EnrolmentCodes;
@@ -14,18 +13,7 @@ use tonic::transport::Channel;
 
 /// A client with the named approver certificate `name` of the signer's principal.
 pub async fn named(signer: &TestSigner, name: &str) -> SignerClient<Channel> {
-    let ca = CaMaterial::load(signer.home()).unwrap();
-    let now = OffsetDateTime::now_utc();
-    let cert = issue_named_approver_cert(
-        &ca,
-        signer.principal(),
-        &ApproverName::parse(name).unwrap(),
-        now - time::Duration::hours(1),
-        now + time::Duration::hours(1),
-    )
-    .unwrap();
-    let config = tls::client_config_from_pem(ca.cert_pem(), &cert.cert_pem, &cert.key_pem);
-    signer.client_with(config).await.unwrap()
+    signer.named_approver(name).await.unwrap()
 }
 
 /// Enrols `key` as the passkey `name` of `client`'s approver (`approver`:
