@@ -28,6 +28,10 @@ pub const DEFAULT_SIGNER_ADDR: &str = "127.0.0.1:7443";
 pub const DEFAULT_HANDOFF_CLAIM_LEASE_SECS: u64 = 60;
 /// The longest claim lease the signer accepts.
 pub const MAX_HANDOFF_CLAIM_LEASE_SECS: u64 = 3600;
+/// How often a signer writes its checkpoints, unless configured
+/// (`[signer] checkpoint_every_secs`): also the most the transparency
+/// log's checkpoints may lag while it grows.
+pub const DEFAULT_CHECKPOINT_EVERY_SECS: u64 = 60;
 /// Where the web console listens in the configuration `countersign init`
 /// writes. A configuration without a `[console]` section has no console.
 pub const DEFAULT_CONSOLE_ADDR: &str = "127.0.0.1:7444";
@@ -53,6 +57,12 @@ pub struct Config {
     /// [`DEFAULT_HANDOFF_CLAIM_LEASE_SECS`]): a head killed between claim
     /// and presentation does not strand the approval.
     pub handoff_claim_lease_secs: u64,
+    /// How often the signer holding the checkpoint chore writes the
+    /// chains' and the log's checkpoints, in seconds (`[signer]
+    /// checkpoint_every_secs`, 1..=60, default
+    /// [`DEFAULT_CHECKPOINT_EVERY_SECS`]); the chore's lease runs three
+    /// intervals.
+    pub checkpoint_every_secs: u64,
     /// sqlx URL of the ledger; SQLite paths are absolute after resolution.
     pub ledger_url: String,
     /// Absolute path of the operation registry.
@@ -206,6 +216,7 @@ struct SignerSection {
     addr: Option<String>,
     fallback_addrs: Option<Vec<String>>,
     handoff_claim_lease_secs: Option<u64>,
+    checkpoint_every_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -327,6 +338,16 @@ impl Config {
             )));
         }
 
+        let checkpoint_every_secs = file
+            .signer
+            .checkpoint_every_secs
+            .unwrap_or(DEFAULT_CHECKPOINT_EVERY_SECS);
+        if !(1..=DEFAULT_CHECKPOINT_EVERY_SECS).contains(&checkpoint_every_secs) {
+            return Err(invalid(format!(
+                "signer.checkpoint_every_secs must be 1..={DEFAULT_CHECKPOINT_EVERY_SECS}"
+            )));
+        }
+
         let ledger_url = match file.ledger.url {
             Some(url) => anchor_sqlite_url(home.root(), &url),
             None => format!("sqlite://{}", home.ledger_path().display()),
@@ -424,6 +445,7 @@ impl Config {
             signer_addr,
             signer_fallbacks,
             handoff_claim_lease_secs,
+            checkpoint_every_secs,
             ledger_url,
             registry,
             policy,

@@ -6,7 +6,7 @@
 //! CA; clients trust only that CA and expect the name `localhost`. Key PEM
 //! read here is handed to tonic; this module keeps no copy.
 
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
@@ -76,20 +76,97 @@ pub fn signer_endpoint(
     addr: &str,
     tls: ClientTlsConfig,
 ) -> Result<Endpoint, tonic::transport::Error> {
-    Ok(Endpoint::from_shared(format!("https://{addr}"))?
-        .tls_config(tls)?
+    Ok(signer_endpoint_settings(
+        Endpoint::from_shared(format!("https://{addr}"))?.tls_config(tls)?,
+    ))
+}
+
+/// The settings of every signer endpoint, with one address or several
+/// (`crate::failover`).
+pub(crate) fn signer_endpoint_settings(endpoint: Endpoint) -> Endpoint {
+    endpoint
         // Explicit: a request's last frame must not wait for a delayed ACK.
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(5))
         // Bounds how long a request waits for its answer to start; a
         // watch stream's messages are not bounded by it.
         .timeout(Duration::from_secs(30))
-        // While a stream is open (a watch waiting for a decision), a PING
-        // each minute finds a signer that vanished without closing the
-        // connection; an idle connection sends none.
-        .http2_keep_alive_interval(Duration::from_secs(60))
-        .keep_alive_timeout(Duration::from_secs(20))
-        .keep_alive_while_idle(false))
+        // While a stream is open (a request, or a watch waiting for a
+        // decision), a PING every 10 s finds a signer that vanished or
+        // froze without closing the connection within 20 s, so that the
+        // next request connects again (to the next signer, with several);
+        // an idle connection sends none.
+        .http2_keep_alive_interval(KEEPALIVE_EVERY)
+        .keep_alive_timeout(KEEPALIVE_WITHIN)
+        .keep_alive_while_idle(false)
+}
+
+/// How often an open stream's connection to the signer is PINGed.
+pub const KEEPALIVE_EVERY: Duration = Duration::from_secs(10);
+/// How long a PING may go unanswered before the connection is dropped.
+pub const KEEPALIVE_WITHIN: Duration = Duration::from_secs(10);
+
+/// A signer client's TLS as rustls configures it, for the failover
+/// connector, which completes each address's handshake itself
+/// (`crate::failover`): trusts the installation's CA only, presents the
+/// client's certificate, offers HTTP/2.
+#[derive(Clone)]
+pub struct SignerTls(Arc<rustls::ClientConfig>);
+
+impl std::fmt::Debug for SignerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SignerTls")
+    }
+}
+
+impl SignerTls {
+    /// Presenting `credential` of `home` (as [`client_config_for`]).
+    pub fn of(home: &Home, credential: &ClientCredential) -> Result<SignerTls, IdentityError> {
+        let ca = read_text(&home.ca_cert_path())?;
+        let cert = read_text(&home.credential_cert_path(credential))?;
+        let key = zeroize::Zeroizing::new(read_text(&home.credential_key_path(credential))?);
+        SignerTls::from_pem(&ca, &cert, &key)
+    }
+
+    /// From PEM text: the CA to trust, the client's certificate chain and
+    /// its key.
+    pub fn from_pem(
+        ca_pem: &str,
+        cert_pem: &str,
+        key_pem: &str,
+    ) -> Result<SignerTls, IdentityError> {
+        use rustls::pki_types::pem::PemObject as _;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        install_crypto_provider();
+        let pki =
+            |what: &str, e: &dyn std::fmt::Display| IdentityError::Pki(format!("{what}: {e}"));
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+            let cert = cert.map_err(|e| pki("the CA certificate", &e))?;
+            roots.add(cert).map_err(|e| pki("the CA certificate", &e))?;
+        }
+        if roots.is_empty() {
+            return Err(IdentityError::Pki(
+                "the CA file holds no certificate".into(),
+            ));
+        }
+        let chain = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| pki("the client certificate", &e))?;
+        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
+            .map_err(|e| pki("the client key", &e))?;
+        let mut config = rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| pki("the client certificate and key", &e))?;
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Ok(SignerTls(Arc::new(config)))
+    }
+
+    /// The rustls configuration.
+    pub(crate) fn config(&self) -> Arc<rustls::ClientConfig> {
+        Arc::clone(&self.0)
+    }
 }
 
 /// An error and its causes on one line (`a: b: c`): a failed TLS

@@ -16,7 +16,7 @@
 //! The gate reaches the same names between the two transactions of an
 //! effect outside the ledger (see `countersign_gate::fault`).
 //!
-//! A signer reaches three points in a `Decide` that approves
+//! A signer reaches four points in a `Decide` that approves
 //! (signer/tests/two_signer_faults.rs kills one of two signers at each):
 //! `signer_in_issuance` in the ledger's approval job (`approve_in`), after
 //! the issuance's writes and before the group commit's transaction
@@ -26,7 +26,16 @@
 //! (approval or denial) is recorded and its answer built, before it is
 //! sent. After either of the last two, the proposal is decided and a
 //! waiting handoff is re-derived from the ledger by whichever signer is
-//! claimed from.
+//! claimed from. `signer_after_quorum_approval_commit` once an approval
+//! that does not yet complete its quorum is recorded, before its answer
+//! is sent: the proposal is pending with that approval counted.
+
+//!
+//! One point pauses rather than kills ([`pause_point`]):
+//! `signer_paused_in_checkpoint`, in the signer holding the checkpoint
+//! chore, after it took or renewed the lease and before it writes
+//! (signer/tests/two_signer_pause.rs resumes it once another signer has
+//! taken the chore over, and its write is refused by the fencing token).
 
 /// The environment variable naming the fault point.
 pub const FAULT_VAR: &str = "COUNTERSIGN_FAULT";
@@ -39,5 +48,19 @@ pub fn crash_point(point: &str) {
         let _ = rustix::process::kill_process(me, rustix::process::Signal::KILL);
         // SIGKILL cannot be caught; should it somehow fail, still stop here.
         std::process::abort();
+    }
+}
+
+/// Stop this process with SIGSTOP, the first time only, if
+/// `COUNTERSIGN_FAULT` names `point`: whoever sent SIGCONT finds it where
+/// it stopped, as after a long pause of a process or a frozen host.
+pub fn pause_point(point: &str) {
+    static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if std::env::var_os(FAULT_VAR).is_some_and(|v| v == point)
+        && !PAUSED.swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        tracing::warn!(point, "{FAULT_VAR}: pausing this process");
+        let me = rustix::process::getpid();
+        let _ = rustix::process::kill_process(me, rustix::process::Signal::STOP);
     }
 }

@@ -197,10 +197,9 @@ pub(crate) async fn connect(
     home: &Home,
     addrs: &[String],
 ) -> Result<SignerClient<Channel>, String> {
-    tls::install_crypto_provider();
-    let config = tls::client_config_for(home, &ClientCredential::Role(Role::Notifier))
+    let config = tls::SignerTls::of(home, &ClientCredential::Role(Role::Notifier))
         .map_err(|e| format!("the notifier credential: {e}"))?;
-    let channel = countersign_identity::failover::signer_channel(addrs, config)
+    let channel = countersign_identity::failover::signer_channel(addrs, &config)
         .await
         .map_err(|e| {
             format!(

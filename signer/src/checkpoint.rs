@@ -3,8 +3,9 @@
 //! since the one before (see `countersign_ledger::Ledger::checkpoint`), so
 //! a chain cut below it, its head rewritten to match, is still detected by
 //! `countersign audit --verify`. The signer writes one when it starts
-//! serving, every [`CHECKPOINT_EVERY`] while it serves, and one when it
-//! stops; nothing when no chain moved. Each time, after the chains'
+//! serving, every [`CHECKPOINT_EVERY`] while it serves (`[signer]
+//! checkpoint_every_secs`), and one when it stops; nothing when no chain
+//! moved. Each time, after the chains'
 //! checkpoint, it sequences the new events into the transparency log and
 //! signs a checkpoint of the tree if it grew (`crate::log_checkpoint`).
 //!
@@ -27,19 +28,23 @@ use crate::log_checkpoint::LogCheckpointError;
 
 use crate::state::SignerState;
 
-/// How often a serving signer checkpoints the chains that moved.
-pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
+/// How often a serving signer checkpoints the chains that moved, unless
+/// configured.
+pub const CHECKPOINT_EVERY: Duration =
+    Duration::from_secs(countersign_identity::DEFAULT_CHECKPOINT_EVERY_SECS);
 
-/// How long the checkpoint chore's lease runs from each renewal: three
-/// intervals, so that a holder late for one renewal keeps it, and a
-/// signer killed while holding it hands it over within that.
-pub const CHECKPOINT_LEASE: Duration = Duration::from_secs(3 * 60);
+/// How many intervals the checkpoint chore's lease runs from each
+/// renewal: a holder late for one renewal keeps it, and a signer killed
+/// (or paused) while holding it hands it over within three (3 minutes at
+/// the default interval).
+pub const LEASE_INTERVALS: u32 = 3;
 
-/// This signer's part in the checkpoint chore: its holder id and the
-/// lease it last took.
+/// This signer's part in the checkpoint chore: its holder id, its
+/// interval and the lease it last took.
 #[derive(Debug)]
 pub(crate) struct Checkpoints {
     holder: String,
+    every: Duration,
     held: tokio::sync::Mutex<Option<Lease>>,
 }
 
@@ -56,8 +61,14 @@ impl Checkpoints {
         };
         Checkpoints {
             holder,
+            every: CHECKPOINT_EVERY,
             held: tokio::sync::Mutex::new(None),
         }
+    }
+
+    /// The same, checkpointing every `every`.
+    pub(crate) fn every(self, every: Duration) -> Checkpoints {
+        Checkpoints { every, ..self }
     }
 
     /// Take or renew the checkpoint chore and, holding it, write a
@@ -68,7 +79,8 @@ impl Checkpoints {
         // Held throughout: this process writes one checkpoint at a time
         // (the loop's and the shutdown's never race each other).
         let mut held = self.held.lock().await;
-        let ttl = time::Duration::try_from(CHECKPOINT_LEASE).unwrap_or(time::Duration::MINUTE);
+        let ttl = time::Duration::try_from(self.every * LEASE_INTERVALS)
+            .unwrap_or(time::Duration::MINUTE);
         let lease = match state
             .ledger
             .take_lease(CHECKPOINTS_CHORE, &self.holder, ttl)
@@ -85,6 +97,8 @@ impl Checkpoints {
                 return;
             }
         };
+        // Test-only: paused here, holding a lease that may run out.
+        countersign_ledger::fault::pause_point("signer_paused_in_checkpoint");
         match state.ledger.checkpoint(&lease).await {
             Ok(0) => {}
             Ok(named) => tracing::debug!(chains = named, "ledger checkpoint written"),
@@ -153,10 +167,11 @@ async fn sign_tree(state: &SignerState) {
     }
 }
 
-/// Checkpoint every [`CHECKPOINT_EVERY`] from now, until dropped.
+/// Checkpoint at the configured interval from now, until dropped.
 pub(crate) async fn every_interval(state: Arc<SignerState>) {
-    let first = tokio::time::Instant::now() + CHECKPOINT_EVERY;
-    let mut ticks = tokio::time::interval_at(first, CHECKPOINT_EVERY);
+    let every = state.checkpoints.every;
+    let first = tokio::time::Instant::now() + every;
+    let mut ticks = tokio::time::interval_at(first, every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;

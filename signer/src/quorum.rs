@@ -256,6 +256,9 @@ impl SignerService {
                         proposal_id = %record.proposal.id, approver = %path, approvals,
                         required = quorum.required(), "quorum approval recorded"
                     );
+                    // Test-only: one approval of several committed, the
+                    // answer not yet sent.
+                    countersign_ledger::fault::crash_point("signer_after_quorum_approval_commit");
                     return self.view_only_of(id).await;
                 }
                 (Ok(_), _) => {

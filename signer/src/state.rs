@@ -156,6 +156,13 @@ impl SignerState {
         self
     }
 
+    /// The same state checkpointing every `secs` seconds
+    /// (`crate::checkpoint`).
+    pub fn with_checkpoint_every(mut self, secs: u64) -> SignerState {
+        self.checkpoints = self.checkpoints.every(std::time::Duration::from_secs(secs));
+        self
+    }
+
     /// The same state with claimed handoffs held for `secs` seconds.
     pub fn with_handoff_claim_lease(mut self, secs: u64) -> SignerState {
         self.handoff_claim_lease = lease_of(secs);
@@ -197,6 +204,7 @@ impl SignerState {
             .with_console_home(home, principal)
             .with_passkeys(passkeys)
             .with_handoff_claim_lease(config.handoff_claim_lease_secs)
+            .with_checkpoint_every(config.checkpoint_every_secs)
             .with_outbox(outbox)
             .with_rules(config.rules_enabled))
     }

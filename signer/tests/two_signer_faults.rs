@@ -1,12 +1,20 @@
 //! Faults across two signer processes of one PostgreSQL ledger: signer A
-//! kills itself (`COUNTERSIGN_FAULT`, SIGKILL) at a point of an approval,
-//! and a client connected to [A, B] the way heads connect
-//! (`countersign_identity::failover::signer_channel`, what
-//! `countersign_gate::signer_client::connect_any` builds) carries on
+//! dies at a point of an approval, and clients connected to [A, B] the
+//! way heads connect (`countersign_identity::failover::signer_channel`,
+//! what `countersign_gate::signer_client::connect_any` builds) carry on
 //! through B with the operation's safe continuation: read the proposal
 //! again; approve it if it is still pending, else see a second approval
-//! refused `not_pending`; claim its handoff, which B re-derives from the
+//! refused (`not_pending`, or `already_approved` for a quorum approver
+//! whose approval counted); claim its handoff, which B re-derives from the
 //! ledger when A held it. A then restarts on its port for the next round.
+//!
+//! The points: A kills itself (`COUNTERSIGN_FAULT`, SIGKILL) inside an
+//! issuance, after an issuance commits and before its handoff is kept,
+//! after a decision commits and before its answer, and between two
+//! approvals of a two-approver quorum (after the first commits, before its
+//! answer); and the test kills A during a passkey ceremony, between the
+//! challenge A drew and the assertion, which B then checks against the
+//! challenge in the ledger.
 //!
 //! A and B serve copies of one home: the same CA, certificates and proof
 //! key (a copy keeps the key so that B can re-derive a handoff proof A
@@ -21,10 +29,10 @@
 //! one issuance and one approval event per proposal, every decision the
 //! client saw acknowledged, no proof hash twice, and intact chains.
 //!
-//! Rounds: `COUNTERSIGN_FAULT_ROUNDS` (default 20), each round one pass over
-//! the fault points; the time per round is printed, as is each fault
-//! point's unavailability (from the failed request to the next request
-//! answered).
+//! Rounds: `COUNTERSIGN_FAULT_ROUNDS` (default 40: 200 kills), each round
+//! one pass over the fault points; the time per round is printed, as is
+//! each fault point's unavailability (from the failed request, or the
+//! kill, to the next request answered).
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -33,132 +41,102 @@ use std::collections::{BTreeMap, HashMap};
 use std::os::unix::process::ExitStatusExt as _;
 use std::time::{Duration, Instant};
 
-use countersign_identity::{Home, Role, failover, tls};
+use countersign_identity::tls::SignerTls;
+use countersign_identity::{ApproverName, Home, Role};
 use countersign_ledger::Ledger;
 use countersign_ledger::testing::TempPgDatabase;
 use countersign_proto::v1::signer_client::SignerClient;
-use countersign_proto::v1::{
-    ClaimHandoffRequest, Delivery, GetProposalRequest, ProposalStatus, ProposalView,
-};
+use countersign_proto::v1::{ClaimHandoffRequest, Delivery, ProposalStatus, ProposeRequest};
+use countersign_registry::Registry;
+use countersign_signer::passkeys::code::EnrolmentCodes;
 use countersign_verifier::canonical::sha256_hex;
 use sqlx::{Connection as _, PgConnection};
 use tonic::Code;
 use tonic::transport::Channel;
 
+use support::pair::{
+    PATIENCE, Serving, configure, failover_client, failover_with, free_port, named_approver_tls,
+    read_again, unanswered,
+};
+use support::passkey::{ORIGIN, challenge_for, decide_with, enrol_with, soft, wire};
 use support::{
-    SESSION, approve, listening_on, next, process_client, process_home, propose, ready_line,
-    reason_of, spawn_serve_with_fault, watch_past_pending,
+    SESSION, approve, next, process_client, process_home, propose, reason_of, watch_past_pending,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_countersign-signer");
 
-/// The fault points of an approval, in the order a round visits them, and
-/// whether the proposal is still pending after a kill there.
+/// The fault points A kills itself at, in the order a round visits them,
+/// and whether the proposal is still pending after a kill there.
 const POINTS: [(&str, bool); 3] = [
     ("signer_in_issuance", true),
     ("signer_after_issuance_commit", false),
     ("signer_after_decision_commit", false),
 ];
 
-/// How long the client keeps retrying a read after a kill.
-const PATIENCE: Duration = Duration::from_secs(20);
+/// The fault point between two approvals of a quorum.
+const QUORUM_POINT: &str = "signer_after_quorum_approval_commit";
 
-/// A signer process and its port; killed if the test ends first.
-struct Serving {
-    child: std::process::Child,
-    addr: String,
+/// The test's own kill, during a passkey ceremony.
+const PASSKEY_POINT: &str = "passkey ceremony (SIGKILL by the test)";
+
+/// Points per round.
+const PER_ROUND: usize = POINTS.len() + 2;
+
+/// The operation a two-approver quorum decides (`demo.echo` with a quorum).
+const QUORUM_OPERATION: &str = "demo.echo";
+
+/// The operation whose approval needs a passkey (a copy of `demo.echo`).
+const PASSKEY_OPERATION: &str = "demo.passkey";
+
+/// The default registry with a quorum of alice and bob on `demo.echo`,
+/// and `demo.passkey`, which requires a passkey.
+fn registry() -> String {
+    let base = Registry::default_toml();
+    let echo_at = base.find("[[operation]]\nname = \"demo.echo\"").unwrap();
+    let echo_end = base[echo_at + 1..]
+        .find("[[operation]]")
+        .map_or(base.len(), |i| echo_at + 1 + i);
+    let passkey_op = base[echo_at..echo_end].replacen(
+        "name = \"demo.echo\"",
+        "name = \"demo.passkey\"\nrequire_passkey = true",
+        1,
+    );
+    let with_quorum = base.replacen(
+        "[[operation]]\nname = \"demo.echo\"",
+        "[[operation]]\nname = \"demo.echo\"\nquorum = { required = 2, approvers = [\"alice\", \"bob\"] }",
+        1,
+    );
+    assert_ne!(with_quorum, base);
+    format!("{with_quorum}\n{passkey_op}")
 }
 
-impl Serving {
-    /// Waits for the process to end by itself: its exit status.
-    async fn ended(&mut self) -> std::process::ExitStatus {
-        loop {
-            if let Some(exit) = self.child.try_wait().unwrap() {
-                return exit;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+/// Sections beside `[signer]` and `[ledger]` in both homes' configuration.
+fn passkeys_section() -> String {
+    format!("[passkeys]\norigins = [\"{ORIGIN}\"]\n")
+}
+
+/// A proposal of `operation` with a fresh message.
+fn echo_request(operation: &str) -> ProposeRequest {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    ProposeRequest {
+        operation: operation.into(),
+        arguments_json: format!(r#"{{"message":"round {n}"}}"#),
+        session: SESSION.into(),
+        note: String::new(),
+        idempotency_key: String::new(),
     }
-
-    /// Stops it with SIGTERM; it exits successfully.
-    async fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status();
-        assert!(sent.unwrap().success());
-        let exit = self.ended().await;
-        assert!(exit.success(), "{exit:?}");
-    }
 }
 
-impl Drop for Serving {
-    fn drop(&mut self) {
-        // Already ended, this does nothing.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `countersign-signer serve` of `home` (whose configuration names its
-/// port), with `fault` set or not; ready once it printed its ready line.
-fn serve(home: &Home, fault: Option<&str>) -> Serving {
-    let (child, mut stderr) = spawn_serve_with_fault(BIN, home, fault);
-    let line = ready_line(&mut stderr);
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Serving {
-        child,
-        addr: listening_on(&line).0,
-    }
-}
-
-/// A free port on 127.0.0.1, for a signer that restarts on the same one.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
-/// Writes `home`'s configuration: the signer on `port`, the ledger at `url`.
-fn configure(home: &Home, port: u16, url: &str) {
-    std::fs::remove_file(home.config_path()).unwrap();
-    countersign_identity::files::write_private_new(
-        &home.config_path(),
-        format!("[signer]\naddr = \"127.0.0.1:{port}\"\n[ledger]\nurl = \"{url}\"\n").as_bytes(),
-    )
-    .unwrap();
-}
-
-/// A client of whichever of `addrs` answers, first tried first, as heads
-/// connect.
-async fn failover_client(home: &Home, addrs: &[String], role: Role) -> SignerClient<Channel> {
-    tls::install_crypto_provider();
-    let config = tls::client_config(home, role).unwrap();
-    SignerClient::new(failover::signer_channel(addrs, config).await.unwrap())
-}
-
-/// The proposal `id` read through `client`, retried while no signer
-/// answers (a read is always safe to send again).
-async fn read_again(client: &mut SignerClient<Channel>, id: &str) -> ProposalView {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let request = GetProposalRequest {
-            proposal_id: id.into(),
-        };
-        match client.get_proposal(request).await {
-            Ok(view) => return view.into_inner(),
-            Err(status) => {
-                assert!(
-                    matches!(
-                        status.code(),
-                        Code::Unavailable | Code::Unknown | Code::Cancelled
-                    ),
-                    "{status:?}"
-                );
-                assert!(Instant::now() < deadline, "no signer answered: {status:?}");
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        }
-    }
+/// Everything a round needs: the home A serves (B serves a copy), both
+/// addresses, and the named approvers' and the passkey approver's TLS.
+struct Pair {
+    home: Home,
+    addrs: [String; 2],
+    alice: SignerTls,
+    bob: SignerTls,
+    /// The software passkey the home's approver certificate enrolled.
+    key: countersign_webauthn::testing::SoftAuthenticator,
 }
 
 /// What the client saw acknowledged and claimed.
@@ -172,14 +150,39 @@ struct Seen {
     unavailable: BTreeMap<&'static str, Vec<Duration>>,
 }
 
+impl Seen {
+    /// Claims `id`'s handoff through `head`: the proof B (or A, when it
+    /// still serves) hands over, whose hash is kept.
+    async fn claim(&mut self, head: &mut SignerClient<Channel>, id: &str) {
+        let claimed = head
+            .claim_handoff(ClaimHandoffRequest {
+                proposal_id: id.into(),
+                session: SESSION.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(sha256_hex(claimed.proof.as_bytes()), claimed.proof_sha256);
+        self.claimed.insert(id.to_owned(), claimed.proof_sha256);
+        self.approved.push(id.to_owned());
+    }
+}
+
+/// Waits for A, killed at `point`, to have ended with SIGKILL.
+async fn killed(a: &mut Serving, point: &str) {
+    let exit = a.ended().await;
+    assert_eq!(exit.signal(), Some(9), "killed at {point}: {exit:?}");
+}
+
 /// One round at `point`: A (serving with the fault) dies approving; the
 /// client continues through B.
 /// With `watch_b`, a watch of the proposal is held through B from before
 /// the approval A is killed in, and must see it approved: within one
 /// announcement sweep (`countersign_signer::SWEEP_EVERY`) when A died
 /// between its commit and its `NOTIFY`.
-async fn round(home: &Home, addrs: &[String], point: &'static str, watch_b: bool, seen: &mut Seen) {
-    let mut a = serve(home, Some(point));
+async fn round(pair: &Pair, point: &'static str, watch_b: bool, seen: &mut Seen) {
+    let (home, addrs) = (&pair.home, &pair.addrs);
+    let mut a = Serving::start(BIN, home, Some(point));
     assert_eq!(a.addr, addrs[0]);
     let mut head = failover_client(home, addrs, Role::Head).await;
     let mut approver = failover_client(home, addrs, Role::Approver).await;
@@ -197,18 +200,13 @@ async fn round(home: &Home, addrs: &[String], point: &'static str, watch_b: bool
         .await
         .expect_err("A dies before it answers");
     let failed = Instant::now();
-    assert!(
-        matches!(
-            status.code(),
-            Code::Unavailable | Code::Unknown | Code::Cancelled
-        ),
-        "{status:?}"
-    );
+    assert!(unanswered(&status), "{status:?}");
     let view = read_again(&mut approver, &proposal.id).await;
-    let unavailable = failed.elapsed();
-    seen.unavailable.entry(point).or_default().push(unavailable);
-    let exit = a.ended().await;
-    assert_eq!(exit.signal(), Some(9), "killed at {point}: {exit:?}");
+    seen.unavailable
+        .entry(point)
+        .or_default()
+        .push(failed.elapsed());
+    killed(&mut a, point).await;
 
     let pending = POINTS.iter().any(|(p, pending)| *p == point && *pending);
     if pending {
@@ -231,7 +229,6 @@ async fn round(home: &Home, addrs: &[String], point: &'static str, watch_b: bool
             "{refusal:?}"
         );
     }
-    seen.approved.push(proposal.id.clone());
     if let Some(views) = &mut views_on_b {
         let view =
             tokio::time::timeout(countersign_signer::SWEEP_EVERY + PATIENCE, views.message())
@@ -241,21 +238,113 @@ async fn round(home: &Home, addrs: &[String], point: &'static str, watch_b: bool
                 .expect("the watch goes on");
         assert_eq!(view.status(), ProposalStatus::Approved, "{point}");
     }
+    seen.claim(&mut head, &proposal.id).await;
+}
 
-    let claimed = head
-        .claim_handoff(ClaimHandoffRequest {
-            proposal_id: proposal.id.clone(),
-            session: SESSION.into(),
-        })
+/// A round between two quorum approvals: alice approves through A, which
+/// dies once her approval is recorded and before it answers. Read again
+/// through B, the proposal is pending with her approval counted; her
+/// second approval is refused `already_approved`; bob's, through B,
+/// completes the quorum.
+async fn quorum_round(pair: &Pair, seen: &mut Seen) {
+    let (home, addrs) = (&pair.home, &pair.addrs);
+    let mut a = Serving::start(BIN, home, Some(QUORUM_POINT));
+    let mut head = failover_client(home, addrs, Role::Head).await;
+    let mut alice = failover_with(addrs, &pair.alice).await;
+    let mut bob = failover_with(addrs, &pair.bob).await;
+    let proposal = head
+        .propose(echo_request(QUORUM_OPERATION))
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(sha256_hex(claimed.proof.as_bytes()), claimed.proof_sha256);
-    seen.claimed.insert(proposal.id, claimed.proof_sha256);
+    let status = alice
+        .decide(approve(&proposal.id, Delivery::Handoff))
+        .await
+        .expect_err("A dies before it answers");
+    let failed = Instant::now();
+    assert!(unanswered(&status), "{status:?}");
+    let view = read_again(&mut alice, &proposal.id).await;
+    seen.unavailable
+        .entry(QUORUM_POINT)
+        .or_default()
+        .push(failed.elapsed());
+    killed(&mut a, QUORUM_POINT).await;
+
+    assert_eq!(view.status(), ProposalStatus::Pending);
+    let decided: Vec<&str> = view
+        .quorum
+        .as_ref()
+        .unwrap()
+        .decisions
+        .iter()
+        .map(|d| d.approver.as_str())
+        .collect();
+    assert_eq!(decided, ["alice"], "{view:?}");
+    let again = alice
+        .decide(approve(&proposal.id, Delivery::Handoff))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (again.code(), reason_of(&again).as_str()),
+        (Code::FailedPrecondition, "already_approved"),
+        "{again:?}"
+    );
+    let completed = bob
+        .decide(approve(&proposal.id, Delivery::Handoff))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        completed.proposal.unwrap().status(),
+        ProposalStatus::Approved
+    );
+    seen.claim(&mut head, &proposal.id).await;
+}
+
+/// A round during a passkey ceremony: the approver draws a decision
+/// challenge through A, the test kills A while the person would touch
+/// the key, and the assertion goes to B, which checks it against the
+/// challenge in the ledger and approves. The first attempt may still be
+/// sent on the connection A's death closed (no signer answers it); the
+/// proposal is read, and the same assertion sent again, which is safe:
+/// its challenge is taken once, by the write that records it.
+async fn passkey_round(pair: &mut Pair, seen: &mut Seen) {
+    let (home, addrs) = (&pair.home, &pair.addrs);
+    let mut a = Serving::start(BIN, home, None);
+    let mut head = failover_client(home, addrs, Role::Head).await;
+    let mut approver = failover_client(home, addrs, Role::Approver).await;
+    let proposal = head
+        .propose(echo_request(PASSKEY_OPERATION))
+        .await
+        .unwrap()
+        .into_inner();
+    let (challenge_id, challenge) =
+        challenge_for(&mut approver, &proposal.id, Delivery::Handoff).await;
+    a.signal("-KILL");
+    let killed_at = Instant::now();
+    killed(&mut a, PASSKEY_POINT).await;
+    let assertion = wire(&challenge_id, pair.key.assert(&challenge));
+    let request = decide_with(&proposal.id, Delivery::Handoff, Some(assertion));
+    let decided = match approver.decide(request.clone()).await {
+        Ok(decided) => decided.into_inner(),
+        Err(status) => {
+            assert!(unanswered(&status), "{status:?}");
+            let view = read_again(&mut approver, &proposal.id).await;
+            assert_eq!(view.status(), ProposalStatus::Pending);
+            approver.decide(request).await.unwrap().into_inner()
+        }
+    };
+    seen.unavailable
+        .entry(PASSKEY_POINT)
+        .or_default()
+        .push(killed_at.elapsed());
+    assert_eq!(decided.proposal.unwrap().status(), ProposalStatus::Approved);
+    seen.claim(&mut head, &proposal.id).await;
 }
 
 /// Through A, with a watch through B: B hears A's approval.
-async fn b_hears_a_decision(home: &Home, addrs: &[String], seen: &mut Seen) {
+async fn b_hears_a_decision(pair: &Pair, seen: &mut Seen) {
+    let (home, addrs) = (&pair.home, &pair.addrs);
     let mut head = failover_client(home, addrs, Role::Head).await;
     let proposal = propose(&mut head).await;
     let client_of_b = process_client(&addrs[1], home, Role::Head).await;
@@ -270,6 +359,18 @@ async fn b_hears_a_decision(home: &Home, addrs: &[String], seen: &mut Seen) {
         ProposalStatus::Approved
     );
     seen.approved.push(proposal.id);
+}
+
+/// Enrols `pair.key` as the passkey of `home`'s approver certificate,
+/// with an enrolment code drawn from the ledger at `url`.
+async fn enrol(pair: &Pair, url: &str) {
+    let ledger = Ledger::open(url).await.unwrap();
+    let (code, _) = EnrolmentCodes::in_ledger(ledger)
+        .issue(None::<&ApproverName>, time::OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    let mut approver = failover_client(&pair.home, &pair.addrs, Role::Approver).await;
+    enrol_with(&mut approver, &pair.key, &code).await.unwrap();
 }
 
 /// The number `sql` selects.
@@ -327,36 +428,45 @@ async fn a_signer_killed_at_each_point_of_an_approval_leaves_one_decision_carrie
 {
     let rounds: usize = std::env::var("COUNTERSIGN_FAULT_ROUNDS")
         .map(|n| n.parse().unwrap())
-        .unwrap_or(20);
+        .unwrap_or(40);
     let db = TempPgDatabase::create().await.unwrap();
     let (dir, home_a) = process_home();
-    configure(&home_a, free_port(), db.url());
+    std::fs::write(home_a.registry_path(), registry()).unwrap();
+    configure(&home_a, free_port(), db.url(), &passkeys_section());
     // A makes the proof key at its first start; B's home is a copy made then.
-    let a = serve(&home_a, None);
+    let a = Serving::start(BIN, &home_a, None);
     let home_b = Home::at(dir.path().join("home-b")).unwrap();
     countersign_signer::testing::copy_tree(home_a.root(), home_b.root()).unwrap();
-    configure(&home_b, free_port(), db.url());
-    let b = serve(&home_b, None);
-    let addrs = [a.addr.clone(), b.addr.clone()];
+    configure(&home_b, free_port(), db.url(), &passkeys_section());
+    let b = Serving::start(BIN, &home_b, None);
+    let mut pair = Pair {
+        addrs: [a.addr.clone(), b.addr.clone()],
+        alice: named_approver_tls(&home_a, "alice"),
+        bob: named_approver_tls(&home_a, "bob"),
+        key: soft(7),
+        home: home_a,
+    };
     let mut seen = Seen::default();
 
-    b_hears_a_decision(&home_a, &addrs, &mut seen).await;
+    enrol(&pair, db.url()).await;
+    b_hears_a_decision(&pair, &mut seen).await;
     // Each round starts A again, with the fault of its point.
     a.stop().await;
     let started = Instant::now();
     for at in 0..rounds {
         for (point, _) in POINTS {
             // The first round also holds a watch through B at each point.
-            round(&home_a, &addrs, point, at == 0, &mut seen).await;
+            round(&pair, point, at == 0, &mut seen).await;
         }
+        quorum_round(&pair, &mut seen).await;
+        passkey_round(&mut pair, &mut seen).await;
     }
     let elapsed = started.elapsed();
     // A restarted without a fault serves again, and B still hears it.
-    let a = serve(&home_a, None);
-    b_hears_a_decision(&home_a, &addrs, &mut seen).await;
+    let a = Serving::start(BIN, &pair.home, None);
+    b_hears_a_decision(&pair, &mut seen).await;
     eprintln!(
-        "{rounds} rounds of {} faults in {elapsed:.1?}, {:.1?} per round",
-        POINTS.len(),
+        "{rounds} rounds of {PER_ROUND} kills in {elapsed:.1?}, {:.1?} per round",
         elapsed / u32::try_from(rounds.max(1)).unwrap()
     );
     for (point, times) in &seen.unavailable {

@@ -149,10 +149,9 @@ pub async fn connect_any(
     credential: &ClientCredential,
 ) -> Result<SignerClient<Channel>, ConnectError> {
     let [addr] = addrs else {
-        tls::install_crypto_provider();
-        let tls = tls::client_config_for(home, credential)
-            .map_err(|e| ConnectError::Tls(e.to_string()))?;
-        let channel = countersign_identity::failover::signer_channel(addrs, tls)
+        let tls =
+            tls::SignerTls::of(home, credential).map_err(|e| ConnectError::Tls(e.to_string()))?;
+        let channel = countersign_identity::failover::signer_channel(addrs, &tls)
             .await
             .map_err(|e| ConnectError::Unreachable {
                 addr: addrs.join(", "),

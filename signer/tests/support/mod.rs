@@ -2,6 +2,7 @@
 //! arbitrary certificates, and the common requests.
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
+pub mod pair;
 pub mod passkey;
 
 use base64::Engine as _;

@@ -203,3 +203,73 @@ async fn the_agents_user_on_a_credentials_port_or_socket_receives_nothing() {
     }
     assert!(seen.contains(&format!("{unix} connected")), "{seen}");
 }
+
+/// A head of two signers, A and B, when the agent's user takes A's port
+/// after A stopped: the failover connector tries the port, the squatter
+/// gets a TLS ClientHello (which carries no credential) and nothing
+/// more, and the head's calls, from a new connection and from one whose
+/// connection to A broke, are answered by B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_on_a_stopped_signers_port_gets_a_client_hello_and_nothing_more() {
+    use countersign_gate::signer_client::connect_any;
+    use countersign_identity::{ClientCredential, Role};
+    use countersign_proto::v1::{ListProposalsRequest, ProposeRequest};
+    if skipped_without_root("credential_squatters") {
+        return;
+    }
+    let users = Users::create();
+    let agent = users.agent.clone();
+    let (base, _bin) = Base::with_binaries("cs-squat-signer");
+    let lair = base.0.join("lair");
+    std::fs::create_dir(&lair).unwrap();
+    std::os::unix::fs::chown(&lair, Some(uid_of(&agent)), None).unwrap();
+
+    let mut h = Harness::start_on(
+        support::Backend::Postgres,
+        countersign_registry::Registry::default_toml(),
+    )
+    .await;
+    let b = h.signer.another_on_this_home().await.unwrap();
+    let home = h.signer.home().clone();
+    let a_addr = h.signer.addr().to_string();
+    let addrs = [a_addr.clone(), b.addr().to_string()];
+    let head = ClientCredential::Role(Role::Head);
+    let request = || ProposeRequest {
+        operation: "schedule.create".into(),
+        arguments_json: r#"{"name":"nightly","cron":"0 3 * * *"}"#.into(),
+        session: "agent-session-1".into(),
+        note: String::new(),
+        idempotency_key: String::new(),
+    };
+    let mut kept = connect_any(&home, &addrs, &head).await.unwrap();
+    kept.propose(request()).await.unwrap();
+
+    h.signer.halt().await.unwrap();
+    let (squatter, log) = squat(&agent, &lair, &[format!("tcp:{}", port_of(&a_addr))]);
+    let _processes = Processes(vec![squatter]);
+
+    // A new connection, and the kept one whose connection to A broke.
+    let mut fresh = connect_any(&home, &addrs, &head).await.unwrap();
+    fresh.propose(request()).await.unwrap();
+    let listed = kept
+        .list_proposals(ListProposalsRequest::default())
+        .await
+        .expect("answered by B")
+        .into_inner();
+    assert_eq!(listed.proposals.len(), 2);
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    let spec = format!("tcp:{}", port_of(&a_addr));
+    assert!(seen.contains(&format!("{spec} connected")), "{seen}");
+    for line in seen.lines() {
+        if line == format!("{spec} connected") {
+            continue;
+        }
+        // A TLS handshake record (0x16, version 3.x): the ClientHello.
+        assert!(
+            line.starts_with(&format!("{spec} read ")) && line.contains(": b'\\x16\\x03"),
+            "the agent's squatter received: {seen}"
+        );
+    }
+}

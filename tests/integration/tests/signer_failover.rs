@@ -4,7 +4,8 @@
 //! (the first signer stopped), and for a watch, which is opened again on
 //! the second and hears the decision made there. TLS still checks the
 //! signer's certificate, whatever address answers: an address where
-//! something else listens is not a signer.
+//! something else listens is not a signer, and one that accepts and never
+//! answers (a paused signer) is passed over after its handshake's bound.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -100,7 +101,8 @@ async fn a_head_reaches_the_second_signer_when_the_first_does_not_answer() {
     assert_eq!(addr, &format!("{x}, {y}"));
     assert!(reason.contains("no signer reachable"), "{reason}");
     // Something that is not a signer (no certificate of the installation's
-    // CA) at the first address is refused by TLS, not trusted for it.
+    // CA) at the first address fails its TLS handshake: it is passed over,
+    // never trusted for its address, and the signer after it answers.
     let impostor = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let impostor_addr = impostor.local_addr().unwrap().to_string();
     tokio::spawn(async move {
@@ -109,12 +111,71 @@ async fn a_head_reaches_the_second_signer_when_the_first_does_not_answer() {
             let _ = conn.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
         }
     });
-    let err =
-        signer_client::connect_any(&home, &[impostor_addr, b.addr().to_string()], &credential)
+    let mut head = signer_client::connect_any(
+        &home,
+        &[impostor_addr.clone(), b.addr().to_string()],
+        &credential,
+    )
+    .await
+    .unwrap();
+    let view = head.propose(propose_request()).await.unwrap().into_inner();
+    assert_eq!(view.status(), ProposalStatus::Pending);
+    // With no signer after it, the impostor's failed handshake is the error.
+    let dead = dead_addr();
+    let err = signer_client::connect_any(&home, &[impostor_addr.clone(), dead], &credential)
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    let ConnectError::Unreachable { reason, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(reason.contains(&format!("{impostor_addr}: ")), "{reason}");
+}
+
+/// A listener that accepts connections and never answers: a paused signer
+/// process (SIGSTOP) or a frozen host looks like this, since the kernel
+/// completes the TCP handshake for it.
+async fn frozen_addr() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            held.push(conn);
+        }
+    });
+    (addr, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signer_that_accepts_and_never_answers_is_passed_over() {
+    let (h, b) = pair().await;
+    let home = h.signer.home().clone();
+    let credential = ClientCredential::Role(Role::Head);
+    let (frozen, _task) = frozen_addr().await;
+    let started = Instant::now();
+    let mut head =
+        signer_client::connect_any(&home, &[frozen.clone(), b.addr().to_string()], &credential)
             .await
-            .map(|_| ())
-            .unwrap_err();
-    assert!(matches!(err, ConnectError::Unreachable { .. }), "{err:?}");
+            .unwrap();
+    let view = head.propose(propose_request()).await.unwrap().into_inner();
+    let waited = started.elapsed();
+    assert_eq!(view.status(), ProposalStatus::Pending);
+    // The frozen address was tried first, for its handshake's bound.
+    assert!(
+        waited >= countersign_identity::failover::CONNECT_EACH_WITHIN,
+        "{waited:?}"
+    );
+    // Both frozen: one error naming the handshake that never came.
+    let (other, _task) = frozen_addr().await;
+    let err = signer_client::connect_any(&home, &[frozen, other], &credential)
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    let ConnectError::Unreachable { reason, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(reason.contains("no TLS answer within 2 s"), "{reason}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
