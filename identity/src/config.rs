@@ -603,6 +603,25 @@ mod tests {
         assert_eq!(c.verifier_max_lifetime_secs, 1800);
         assert_eq!(c.console, None);
         assert_eq!(c.handoff_claim_lease_secs, 60);
+        assert_eq!(c.checkpoint_every_secs, 60);
+    }
+
+    #[test]
+    fn the_checkpoint_interval_is_configured_within_bounds() {
+        let c = Config::from_toml_str(&home(), P, "[signer]\ncheckpoint_every_secs = 1\n").unwrap();
+        assert_eq!(c.checkpoint_every_secs, 1);
+        for text in [
+            "[signer]\ncheckpoint_every_secs = 0\n",
+            "[signer]\ncheckpoint_every_secs = 61\n",
+        ] {
+            match Config::from_toml_str(&home(), P, text) {
+                Err(IdentityError::Config { detail, .. }) => assert_eq!(
+                    detail, "signer.checkpoint_every_secs must be 1..=60",
+                    "{text}"
+                ),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
     }
 
     #[test]
