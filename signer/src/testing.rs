@@ -174,13 +174,8 @@ impl TestSigner {
         let copy = self._dir.path().join(format!("host-{}", self.addr.port()));
         let home = Home::at(copy.join("home"))?;
         std::fs::create_dir_all(&copy)
-            .and_then(|()| copy_tree(self.home.root(), home.root()))
+            .and_then(|()| copy_without_proof_key(&self.home, &home))
             .map_err(|e| StartError::Transport(format!("copying the home: {e}")))?;
-        let signer = home.signer_dir();
-        for key_file in ["keys.json", "keys.json.lock", "ed25519.key"] {
-            let _ = std::fs::remove_file(signer.join(key_file));
-        }
-        let _ = std::fs::remove_dir_all(signer.join("keys"));
         let served = serve_home_anew(&home).await?;
         Ok(TestSigner {
             addr: served.addr,
@@ -375,6 +370,25 @@ pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Resul
         }
     }
     Ok(())
+}
+
+/// Copies `from`'s home to `to` as a second signer host's would be made:
+/// the same CA, certificates, principal, configuration and log key, and
+/// none of `from`'s proof keys, so that a signer serving `to` makes a key
+/// of its own at its first start.
+pub fn copy_without_proof_key(from: &Home, to: &Home) -> std::io::Result<()> {
+    copy_tree(from.root(), to.root())?;
+    let signer = to.signer_dir();
+    for key_file in ["keys.json", "keys.json.lock", "ed25519.key"] {
+        match std::fs::remove_file(signer.join(key_file)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    match std::fs::remove_dir_all(signer.join("keys")) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// Loads `home` and serves it on a new port of 127.0.0.1.

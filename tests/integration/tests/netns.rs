@@ -21,7 +21,13 @@
 //!    again (the operation is not replay-safe) and a person's resolution
 //!    closes it;
 //! 3. outage: PostgreSQL stopped, a head fails closed, runs nothing and
-//!    spends nothing; restarted, the same proof applies once on another head.
+//!    spends nothing; restarted, the same proof applies once on another head;
+//! 4. a signer lost: a second signer, B, runs on a host of its own with a
+//!    proof key of its own (`[signer] fallback_addrs` names it everywhere).
+//!    With A killed, the heads and the person's terminal go on through B,
+//!    whose proof a head verifies and applies once; with A's host cut off
+//!    (its link down: nothing answers, connects time out), the same, each
+//!    connection passing A over after its 2 s bound.
 //!
 //! Needs root and `ip`; prints `SKIPPED` otherwise. One test, so the
 //! topology (about a second to build, with PostgreSQL's initdb) is built
@@ -65,7 +71,10 @@ fn registry(log: &Path) -> String {
 /// Everything the test runs on; field order is drop order: processes and
 /// the database first, the namespaces last.
 struct Hosts {
-    _signer: tokio::process::Child,
+    signer: tokio::process::Child,
+    _signer_b: tokio::process::Child,
+    /// The key id signer B made for itself at its start.
+    signer_b_kid: String,
     ledger: Ledger,
     _proxy: DelayProxy,
     _db: TempPgDatabase,
@@ -79,7 +88,8 @@ struct Hosts {
 
 impl Hosts {
     async fn start() -> Hosts {
-        let topology = Topology::create(&["signer", "db", "head1", "head2", "head3"]).unwrap();
+        let topology =
+            Topology::create(&["signer", "signer-b", "db", "head1", "head2", "head3"]).unwrap();
         let db_host = topology.host("db");
         let pg = ThrowawayPgServer::start_in(PgPlacement {
             netns: Some(db_host.netns().to_string()),
@@ -105,33 +115,40 @@ impl Hosts {
         let scratch = tempfile::tempdir().unwrap();
         let log = scratch.path().join("effects.log");
         let signer_addr = SocketAddr::new(topology.host("signer").addr().into(), SIGNER_PORT);
+        let signer_b_addr = SocketAddr::new(topology.host("signer-b").addr().into(), SIGNER_PORT);
         let home = Home::at(scratch.path().join("signer-home")).unwrap();
         let principal = home.init().unwrap().principal;
         create_dev_pki(&home, &principal).unwrap();
         write_private_new(&home.registry_path(), registry(&log).as_bytes()).unwrap();
-        std::fs::write(
-            home.config_path(),
+        let signers = |addr: SocketAddr, other: SocketAddr| {
             format!(
-                "[signer]\naddr = \"{signer_addr}\"\n[ledger]\nurl = \"{}\"\n",
+                "[signer]\naddr = \"{addr}\"\nfallback_addrs = [\"{other}\"]\n[ledger]\nurl = \"{}\"\n",
                 db.url()
-            ),
-        )
-        .unwrap();
+            )
+        };
+        std::fs::write(home.config_path(), signers(signer_addr, signer_b_addr)).unwrap();
         let head_homes = HEADS
             .iter()
             .map(|name| {
                 head_home(
                     &home,
                     &scratch.path().join(name),
-                    signer_addr,
+                    [signer_addr, signer_b_addr],
                     &behind_proxy,
                 )
             })
             .collect();
-        let signer = start_signer(&topology, &home).await;
+        let (signer, _) = start_signer(&topology, "signer", &home).await;
+        // B: the same CA, certificates and log key, a proof key of its own.
+        let home_b = Home::at(scratch.path().join("signer-b-home")).unwrap();
+        countersign_signer::testing::copy_without_proof_key(&home, &home_b).unwrap();
+        std::fs::write(home_b.config_path(), signers(signer_b_addr, signer_addr)).unwrap();
+        let (signer_b, signer_b_kid) = start_signer(&topology, "signer-b", &home_b).await;
         let ledger = Ledger::open(db.url()).await.unwrap();
         Hosts {
-            _signer: signer,
+            signer,
+            _signer_b: signer_b,
+            signer_b_kid,
             ledger,
             _proxy: proxy,
             _db: db,
@@ -225,8 +242,9 @@ impl Hosts {
 
 /// A head-only home at `dir` for the signer home's principal: its CA, the
 /// head credential, a copy of the registry, and a `config.toml` naming the
-/// signer's address and the ledger's URL as this head reaches them.
-fn head_home(signer: &Home, dir: &Path, signer_addr: SocketAddr, ledger_url: &str) -> String {
+/// signers' addresses (A, then B) and the ledger's URL as this head reaches
+/// them.
+fn head_home(signer: &Home, dir: &Path, [a, b]: [SocketAddr; 2], ledger_url: &str) -> String {
     use std::os::unix::fs::DirBuilderExt as _;
     std::fs::DirBuilder::new().mode(0o700).create(dir).unwrap();
     let home = Home::at(dir).unwrap();
@@ -236,8 +254,10 @@ fn head_home(signer: &Home, dir: &Path, signer_addr: SocketAddr, ledger_url: &st
     copy(signer.principal_path(), home.principal_path());
     write_private_new(
         &home.config_path(),
-        format!("[signer]\naddr = \"{signer_addr}\"\n[ledger]\nurl = \"{ledger_url}\"\n")
-            .as_bytes(),
+        format!(
+            "[signer]\naddr = \"{a}\"\nfallback_addrs = [\"{b}\"]\n[ledger]\nurl = \"{ledger_url}\"\n"
+        )
+        .as_bytes(),
     )
     .unwrap();
     home.init().unwrap();
@@ -267,12 +287,16 @@ async fn round_trips_take_the_delay(url: &str) {
     c.close().await.unwrap();
 }
 
-/// `countersign-signer serve` inside the signer's namespace, once it says
-/// it listens.
-async fn start_signer(topology: &Topology, home: &Home) -> tokio::process::Child {
+/// `countersign-signer serve` of `home` inside the namespace of `host`,
+/// once it says it listens; and the key id it says it signs with.
+async fn start_signer(
+    topology: &Topology,
+    host: &str,
+    home: &Home,
+) -> (tokio::process::Child, String) {
     use tokio::io::AsyncBufReadExt as _;
     let mut command = topology
-        .host("signer")
+        .host(host)
         .command(countersign_integration_tests::bin("countersign-signer"));
     command
         .args(["serve", "--home"])
@@ -285,33 +309,34 @@ async fn start_signer(topology: &Topology, home: &Home) -> tokio::process::Child
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let ready = tokio::time::timeout(Duration::from_secs(20), async {
         while let Some(line) = lines.next_line().await.unwrap() {
-            if line.contains("countersign-signer listening on") {
-                return;
+            if let Some((_, kid)) = line.split_once("countersign-signer listening on ") {
+                return kid.split_once(" key ").unwrap().1.to_owned();
             }
-            eprintln!("signer: {line}");
+            eprintln!("{host}: {line}");
         }
-        panic!("the signer exited before listening");
+        panic!("{host}: the signer exited before listening");
     });
-    ready.await.expect("the signer listens within 20 s");
+    let kid = ready.await.expect("the signer listens within 20 s");
     // Keep draining its log so that it never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    child
+    (child, kid)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn races_crashes_and_outages_keep_their_guarantees_across_namespaces() {
+async fn races_crashes_outages_and_a_lost_signer_keep_their_guarantees_across_namespaces() {
     if let Some(why) = countersign_netns::unavailable() {
         eprintln!("SKIPPED: {why}");
         return;
     }
     let started = Instant::now();
-    let hosts = Hosts::start().await;
+    let mut hosts = Hosts::start().await;
     eprintln!("topology up in {:?}", started.elapsed());
     race(&hosts).await;
     crash(&hosts).await;
     outage(&hosts).await;
+    signer_lost(&mut hosts).await;
     assert!(hosts.ledger.verify_chain().await.unwrap().is_intact());
-    eprintln!("all three in {:?}", started.elapsed());
+    eprintln!("all four in {:?}", started.elapsed());
 }
 
 /// Three heads, one proof, at once: applied once, the others refused.
@@ -410,4 +435,56 @@ async fn outage(h: &Hosts) {
     assert_eq!(code, i32::from(exit::REFUSED), "{again}");
     assert_eq!(again["reason"], "already_used", "{again}");
     assert_eq!(h.effects().len(), before + 1, "applied once");
+}
+
+/// The key id in the footer of the PASETO proof in the file at `path`.
+fn kid_of(path: &Path) -> String {
+    use base64::Engine as _;
+    let proof = std::fs::read_to_string(path).unwrap();
+    let footer = proof.trim().rsplit('.').next().unwrap();
+    let footer = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(footer)
+        .unwrap();
+    let footer: Value = serde_json::from_slice(&footer).unwrap();
+    footer["kid"].as_str().unwrap().to_owned()
+}
+
+/// One action through signer B with signer A lost: proposed by head 0,
+/// approved at the person's terminal, applied once by head 1 (and refused
+/// on head 2); the proof signed with B's own key. How long it took.
+async fn through_b(h: &Hosts, text: &str) -> Duration {
+    let before = h.effects().len();
+    let started = Instant::now();
+    let id = h.propose("note.once", text).await;
+    let proposed = started.elapsed();
+    let proof = h.approve(&id).await;
+    assert_eq!(kid_of(&proof), h.signer_b_kid, "B signed it");
+    let exec = ["exec", &id, "--proof-file", proof.to_str().unwrap()];
+    let (code, out, stderr) = h.run(1, &exec).await;
+    assert_eq!(code, 0, "{out}{stderr}");
+    assert_eq!(out["applied"], true, "{out}");
+    let (code, again, _) = h.run(2, &exec).await;
+    assert_eq!(code, i32::from(exit::REFUSED), "{again}");
+    assert_eq!(again["reason"], "already_used", "{again}");
+    assert_eq!(h.effects().len(), before + 1, "applied once");
+    proposed
+}
+
+/// Signer A killed, then A's host cut off: everything goes on through B.
+async fn signer_lost(h: &mut Hosts) {
+    h.signer.start_kill().unwrap();
+    h.signer.wait().await.unwrap();
+    let took = through_b(h, "signer-killed").await;
+    eprintln!("signer A killed: a proposal through B took {took:.1?}");
+
+    // A again, then its host cut off: a connect to it gets no answer.
+    let home = Home::at(h.scratch.path().join("signer-home")).unwrap();
+    let (signer, _) = start_signer(&h.topology, "signer", &home).await;
+    h.signer = signer;
+    h.topology.host("signer").set_link(false).unwrap();
+    let took = through_b(h, "signer-host-down").await;
+    let bound = countersign_identity::failover::CONNECT_EACH_WITHIN;
+    assert!(took >= bound, "the proposal passed A over: {took:?}");
+    eprintln!("signer A's host cut off: a proposal through B took {took:.1?}");
+    h.topology.host("signer").set_link(true).unwrap();
 }

@@ -51,6 +51,14 @@ impl Host {
         self.addr
     }
 
+    /// Takes this host's link to the bridge down (`false`: the host is
+    /// cut off, as a host that died or was partitioned away: what is sent
+    /// to it is dropped, nothing answers) or up again.
+    pub fn set_link(&self, up: bool) -> Result<(), String> {
+        let state = if up { "up" } else { "down" };
+        ip(&["-n", &self.netns, "link", "set", "eth0", state])
+    }
+
     /// `program` to be run inside this host: `ip netns exec <ns> program`.
     /// Only the network is the host's; the file system, users and process
     /// ids are the machine's.
