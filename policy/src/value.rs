@@ -10,6 +10,7 @@
 //! collapse in a set (duplicates) are refused, as is a value of another
 //! JSON type than the view's (the arguments were validated against the
 //! operation's schema before: this is a second line, not the first).
+//! Strings pass unchanged: Cedar holds any Unicode string, NUL included.
 //! What the view leaves out is not converted at all. It must not read
 //! anything but the arguments it is given.
 
