@@ -8,16 +8,13 @@
 //! reads no clock: the time is the caller's.
 
 use std::collections::{HashMap, HashSet};
-use std::str::FromStr;
 
 use cedar_policy::{
     Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, Request, RestrictedExpression,
 };
 use serde_json::Value;
 
-use crate::schema::{
-    AGENT_TYPE, GeneratedSchema, OPERATION_TYPE, PRINCIPAL_TYPE, SESSION_TYPE, TARGET_TYPE,
-};
+use crate::schema::GeneratedSchema;
 use crate::{Head, value};
 
 /// One proposal, as a policy is asked about it.
@@ -73,13 +70,8 @@ pub struct CedarRequest {
     pub entities: Entities,
 }
 
-fn uid(type_name: &str, id: &str) -> Result<EntityUid, RequestError> {
-    let type_name =
-        EntityTypeName::from_str(type_name).map_err(|e| RequestError::Cedar(e.to_string()))?;
-    Ok(EntityUid::from_type_name_and_id(
-        type_name,
-        EntityId::new(id),
-    ))
+fn uid(type_name: &EntityTypeName, id: &str) -> EntityUid {
+    EntityUid::from_type_name_and_id(type_name.clone(), EntityId::new(id))
 }
 
 impl PolicyRequest<'_> {
@@ -117,15 +109,16 @@ impl PolicyRequest<'_> {
         ])
         .map_err(|e| cedar(&e))?;
 
-        let principal = uid(PRINCIPAL_TYPE, self.principal)?;
+        let types = &schema.types;
+        let principal = uid(&types.principal, self.principal);
         let mut entities = vec![Entity::new_no_attrs(principal.clone(), HashSet::new())];
         let mut parents = HashSet::from([principal]);
         if let Some(agent) = self.agent {
-            let agent = uid(AGENT_TYPE, agent)?;
+            let agent = uid(&types.agent, agent);
             entities.push(Entity::new_no_attrs(agent.clone(), HashSet::new()));
             parents.insert(agent);
         }
-        let session = uid(SESSION_TYPE, self.session)?;
+        let session = uid(&types.session, self.session);
         entities.push(Entity::new_no_attrs(session.clone(), parents));
 
         let target = view
@@ -135,7 +128,7 @@ impl PolicyRequest<'_> {
             .and_then(Value::as_str);
         let resource = match target {
             Some(target) => {
-                let resource = uid(TARGET_TYPE, target)?;
+                let resource = uid(&types.target, target);
                 let attrs = HashMap::from([(
                     "value".to_owned(),
                     RestrictedExpression::new_string(target.to_owned()),
@@ -146,16 +139,13 @@ impl PolicyRequest<'_> {
                 resource
             }
             None => {
-                let resource = uid(OPERATION_TYPE, self.operation)?;
+                let resource = uid(&types.operation, self.operation);
                 entities.push(Entity::new_no_attrs(resource.clone(), HashSet::new()));
                 resource
             }
         };
 
-        let action = EntityUid::from_type_name_and_id(
-            EntityTypeName::from_str("Action").map_err(|e| cedar(&e))?,
-            EntityId::new(self.operation),
-        );
+        let action = uid(&types.action, self.operation);
         let request = Request::new(session, action, resource, context, Some(schema.cedar()))
             .map_err(|e| cedar(&e))?;
         let entities = Entities::from_entities(entities, None).map_err(|e| cedar(&e))?;

@@ -31,7 +31,9 @@
 
 use std::collections::BTreeMap;
 
-use cedar_policy::{Schema, SchemaFragment, Validator};
+use std::str::FromStr;
+
+use cedar_policy::{EntityTypeName, Schema, SchemaFragment, Validator};
 use countersign_registry::{Class, Registry};
 use countersign_verifier::canonical;
 use serde_json::{Map, Value, json};
@@ -72,6 +74,34 @@ pub(crate) struct OperationView {
     pub(crate) class: Class,
 }
 
+/// The entity type names, parsed once (Cedar parses a name with its
+/// policy grammar: too slow to repeat for every request).
+#[derive(Debug, Clone)]
+pub(crate) struct TypeNames {
+    pub(crate) principal: EntityTypeName,
+    pub(crate) agent: EntityTypeName,
+    pub(crate) session: EntityTypeName,
+    pub(crate) target: EntityTypeName,
+    pub(crate) operation: EntityTypeName,
+    pub(crate) action: EntityTypeName,
+}
+
+impl TypeNames {
+    fn new() -> Result<TypeNames, SchemaError> {
+        let parse = |name: &str| {
+            EntityTypeName::from_str(name).map_err(|e| SchemaError::Cedar(e.to_string()))
+        };
+        Ok(TypeNames {
+            principal: parse(PRINCIPAL_TYPE)?,
+            agent: parse(AGENT_TYPE)?,
+            session: parse(SESSION_TYPE)?,
+            target: parse(TARGET_TYPE)?,
+            operation: parse(OPERATION_TYPE)?,
+            action: parse("Action")?,
+        })
+    }
+}
+
 /// A Cedar schema generated from a registry, with its canonical text
 /// (RFC 8785 JSON of Cedar's JSON schema format) and that text's SHA-256.
 #[derive(Debug)]
@@ -80,6 +110,7 @@ pub struct GeneratedSchema {
     text: String,
     digest: String,
     pub(crate) operations: BTreeMap<String, OperationView>,
+    pub(crate) types: TypeNames,
 }
 
 /// Generates the Cedar schema of `registry`'s operations (see the module
@@ -139,6 +170,7 @@ pub fn schema(registry: &Registry) -> Result<GeneratedSchema, SchemaError> {
         validator: Validator::new(schema),
         text,
         operations,
+        types: TypeNames::new()?,
     })
 }
 
