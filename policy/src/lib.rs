@@ -26,6 +26,10 @@
 //! value it types but cannot hold exactly is refused
 //! ([`RequestError::NotRepresentable`]), never approximated.
 //!
+//! A policy set marked [`Mode::LogOnly`] is evaluated beside the binding
+//! one; [`shadow_difference`] says when its outcome would have differed.
+//! [`table::run`] runs a table of requests for a policy repository's CI.
+//!
 //! Pure: no I/O, no clock, no async runtime. Reading policy files, the
 //! time and recording shadow differences are the callers'.
 #![forbid(unsafe_code)]

@@ -79,3 +79,16 @@ fn the_payments_example_validates_and_its_table_passes() {
         &payments_registry(),
     );
 }
+
+#[test]
+fn the_schema_digest_covers_the_target_the_contract_revision_does_not() {
+    let with = payments_registry();
+    let text = example("payments.toml").replace("target = \"/payee\"\n", "");
+    let without = countersign_registry::Registry::from_toml_str(&text).unwrap();
+    let (a, b) = (
+        with.get("payment.send").unwrap(),
+        without.get("payment.send").unwrap(),
+    );
+    assert_eq!(a.contract_revision(), b.contract_revision());
+    assert_ne!(schema_of(&with).digest(), schema_of(&without).digest());
+}
