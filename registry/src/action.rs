@@ -181,7 +181,7 @@ fn agent_call(value: &Value) -> Action {
         command.to_owned()
     } else {
         parts.push(part("Tool", tool, Syntax::Text));
-        for (name, v) in input.into_iter().flatten() {
+        for (name, v) in sorted(input) {
             if !AGENT_DESCRIPTIONS.contains(&name.as_str()) {
                 parts.push(argument(name, v));
             }
@@ -212,7 +212,7 @@ fn tool_call(upstream: &str, tool: &str, value: &Value) -> Action {
         part("Upstream", upstream, Syntax::Text),
         part("Tool", tool, Syntax::Text),
     ];
-    for (name, v) in value.as_object().into_iter().flatten() {
+    for (name, v) in sorted(value.as_object()) {
         parts.push(argument(name, v));
     }
     let target = PATH_LIKE
@@ -223,6 +223,16 @@ fn tool_call(upstream: &str, tool: &str, value: &Value) -> Action {
         None => format!("{upstream} {tool}"),
     };
     Action { summary, parts }
+}
+
+/// An object's members sorted by name, whatever order the map keeps: a
+/// build that links Cedar (countersign-policy) turns on serde_json's
+/// `preserve_order` for every crate in it, and the parts' order must not
+/// depend on that.
+fn sorted(object: Option<&serde_json::Map<String, Value>>) -> Vec<(&String, &Value)> {
+    let mut members: Vec<_> = object.into_iter().flatten().collect();
+    members.sort_by(|a, b| a.0.cmp(b.0));
+    members
 }
 
 /// One named argument: a string as it is, anything else as canonical JSON.

@@ -54,6 +54,8 @@ pub(crate) struct RawOperation {
     premise: Option<PremiseSource>,
     preview: String,
     #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
     unverified_fields: Vec<String>,
     effect: Effect,
     schema: toml::Table,
@@ -119,6 +121,9 @@ impl RawOperation {
         if let Some(premise) = &self.premise {
             premise.check(&schema).map_err(|r| invalid("premise", r))?;
         }
+        if let Some(pointer) = &self.target {
+            crate::target::check(pointer, &schema).map_err(|r| invalid("target", r))?;
+        }
 
         let mut seen = BTreeSet::new();
         for field in &self.unverified_fields {
@@ -180,6 +185,7 @@ impl RawOperation {
             decision_window_secs: self.decision_window_secs,
             escalation,
             premise: self.premise,
+            target: self.target,
             unverified_fields: self.unverified_fields,
             revision,
             contract,
@@ -198,7 +204,9 @@ impl RawOperation {
 /// the hashed definition only when set (true, present), so that every
 /// operation defined before the key existed keeps its revision (and its
 /// outstanding proofs), while setting one, changing it or removing it
-/// changes it. `decision_window_secs` is not in it: a proposal's window is
+/// changes it. `target` is not in it either: it shapes only what an
+/// operator's Cedar policy sees as the resource (the policy schema's digest
+/// covers it), not what a person approves. `decision_window_secs` is not in it: a proposal's window is
 /// fixed when it is proposed and no proof binds it, so changing the
 /// window takes no approval back.
 fn contract(raw: &RawOperation, schema: &Value, quorum: Option<Value>) -> Result<String, String> {

@@ -34,6 +34,11 @@
 //!                                 # {{ and }} are literal braces
 //! unverified_fields = ["description"] # free-text properties; shown only in the
 //!                                 # "Model-supplied, unverified" section
+//! target = "/name"                # optional: RFC 6901 pointer to the string argument
+//!                                 # an operator's Cedar policy sees as the resource;
+//!                                 # declared `type = "string"`, or inside an open
+//!                                 # object (then missing or not a string: no target).
+//!                                 # Not in the contract revision.
 //!
 //! [operation.effect]
 //! kind = "builtin"                # name = a BuiltinEffect, equal to `name`
@@ -103,6 +108,7 @@ mod preview;
 mod quorum;
 pub mod rule;
 mod schema;
+mod target;
 mod webhook;
 
 use std::collections::BTreeMap;

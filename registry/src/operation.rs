@@ -111,6 +111,10 @@ pub struct Operation {
     /// The fact about current state a proposal of this operation is
     /// approved under (`[operation.premise]`), if any.
     pub premise: Option<PremiseSource>,
+    /// The RFC 6901 pointer of the string argument a Cedar policy sees as the
+    /// request's resource (`target` in the registry file), checked at load
+    /// against the schema; see [`Operation::target`].
+    pub(crate) target: Option<String>,
     /// Free-text argument names, shown as model-supplied and unverified.
     pub unverified_fields: Vec<String>,
     pub(crate) revision: String,
@@ -143,6 +147,7 @@ impl fmt::Debug for Operation {
             .field("decision_window_secs", &self.decision_window_secs)
             .field("escalation", &self.escalation)
             .field("premise", &self.premise)
+            .field("target", &self.target)
             .field("contract_revision", &self.revision)
             .finish_non_exhaustive()
     }
@@ -180,6 +185,24 @@ impl Operation {
             (crate::Effect::Hook, _) => Class::Write,
             _ => self.class,
         }
+    }
+
+    /// The pointer (RFC 6901) of the string argument an operator's policy
+    /// sees as the request's resource (`target = "/tool_input/command"` in
+    /// the registry file), if the operation names one. Not part of the
+    /// contract revision.
+    pub fn target(&self) -> Option<&str> {
+        self.target.as_deref()
+    }
+
+    /// The target these arguments name: the string at [`Operation::target`],
+    /// or `None` when the operation names no target, or when the pointer
+    /// goes inside an open object (as `tool_input`) and finds nothing there
+    /// or something that is not a string.
+    pub fn target_of<'a>(&self, arguments: &'a Value) -> Option<&'a str> {
+        self.target
+            .as_deref()
+            .and_then(|pointer| crate::target::target_of(pointer, arguments))
     }
 
     /// Whether only a coding agent's hook proposes it (an agent operation,

@@ -154,6 +154,7 @@ impl Generated {
             decision_window_secs: self.decision_window_secs,
             escalation: None,
             premise: None,
+            target: None,
             unverified_fields: Vec::new(),
             revision,
             contract,

@@ -1,0 +1,93 @@
+//! One decision: building the Cedar request from a proposal and evaluating
+//! a policy set, with 6 policies (the coding-agents example and three
+//! more) and with 200 generated ones of the same kinds (forbidden shell
+//! commands, edits needing approval, permitted reads, schedules), against
+//! the default registry's schema. The request is a shell command no
+//! policy matches, so every condition is evaluated. The request alone
+//! (context, entities, Cedar's check of it against the schema) is
+//! measured too, as the share of a decision no policy count changes.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use countersign_policy::{Head, PolicyRequest, PolicySet, Verdict, schema};
+use countersign_registry::Registry;
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+
+const EXAMPLE: &str = include_str!("../examples/coding-agents.cedar");
+
+const EXTRA: &str = r#"
+@id("no-force-push") forbid (principal, action == Action::"agent.shell", resource is Target)
+when { resource.value like "*git push --force*" };
+@id("schedules") permit (principal, action == Action::"schedule.create", resource)
+when { context.arguments.name like "nightly-*" };
+@id("office-hours") @require_approval permit (principal, action == Action::"agent.web", resource)
+when { context.time < 1796558400 || context.class == "network" };
+"#;
+
+/// `n` policies cycling through four realistic kinds.
+fn generated(n: usize) -> String {
+    (0..n)
+        .map(|i| match i % 4 {
+            0 => format!(
+                "@id(\"no-cmd-{i}\") forbid (principal, action == Action::\"agent.shell\", resource is Target)\n\
+                 when {{ resource.value like \"*forbidden-tool-{i} *\" }};\n"
+            ),
+            1 => format!(
+                "@id(\"edit-{i}\") @require_approval @quorum(\"2\") @approvers(\"alice,bob,carol\")\n\
+                 permit (principal, action == Action::\"agent.edit\", resource is Target)\n\
+                 when {{ resource.value like \"/srv/service-{i}/deploy/*\" }};\n"
+            ),
+            2 => format!(
+                "@id(\"read-{i}\") permit (principal in Agent::\"claude-code\", action == Action::\"agent.read\", resource is Target)\n\
+                 when {{ resource.value like \"/srv/project-{i}/*\" && context.head == \"hook\" }};\n"
+            ),
+            _ => format!(
+                "@id(\"schedule-{i}\") permit (principal in Principal::\"pr_{i:032x}\", action == Action::\"schedule.create\", resource)\n\
+                 when {{ context.arguments.name like \"team-{i}-*\" && context.arguments.cron != \"* * * * *\" }};\n"
+            ),
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let registry = Registry::from_toml_str(Registry::default_toml()).unwrap();
+    let schema = schema(&registry).unwrap();
+    let args = json!({
+        "agent": "claude-code",
+        "tool_name": "Bash",
+        "cwd": "/srv/app",
+        "tool_input": { "command": "cargo test --workspace" },
+    });
+    let request = PolicyRequest {
+        principal: "pr_0123456789abcdef0123456789abcdef",
+        agent: Some("claude-code"),
+        session: "s-1",
+        operation: "agent.shell",
+        arguments: &args,
+        time_unix: 1_796_558_400,
+        head: Head::Hook,
+    };
+    c.bench_function("policy request only (no policies evaluated)", |b| {
+        b.iter(|| std::hint::black_box(&request).to_cedar(&schema).unwrap());
+    });
+    for (name, text) in [
+        ("6 policies", format!("{EXAMPLE}{EXTRA}")),
+        ("200 policies", generated(200)),
+    ] {
+        let set = PolicySet::parse(&text).unwrap();
+        set.validate(&schema).unwrap();
+        assert_eq!(
+            set.evaluate(&schema, &request).unwrap(),
+            Verdict::PersonDecides
+        );
+        c.bench_function(&format!("policy evaluate, {name}"), |b| {
+            b.iter(|| {
+                set.evaluate(&schema, std::hint::black_box(&request))
+                    .unwrap()
+            });
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
