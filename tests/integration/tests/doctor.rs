@@ -94,7 +94,7 @@ async fn json_prints_one_document_with_every_check() {
     assert_eq!(checks.len(), 15, "{doc}");
     for c in checks {
         let keys: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys, ["detail", "name", "status"], "{c}");
+        assert_eq!(keys, ["name", "status", "detail"], "{c}");
         assert_eq!(c["status"], "ok");
     }
     let signer = check(&run, "signer");

@@ -132,9 +132,11 @@ fn up_sends_the_checkpoints_to_the_policys_witness_and_stores_its_cosignature() 
         assert!(out.status.success(), "{out:?}");
         status = serde_json::from_slice(&out.stdout).unwrap();
         // The signer may sign once more as it starts (the chains'
-        // checkpoint event of its stop): wait for the latest.
+        // checkpoint event of its stop): wait for the latest, and for the
+        // witness's state, which the client saves after the cosignature.
         if !status["latest_cosigned"].is_null()
             && status["latest_cosigned"] == status["latest_checkpoint"]
+            && status["witnesses"][0]["acknowledged"] == status["latest_cosigned"]
         {
             break;
         }
