@@ -1,10 +1,12 @@
 //! TLS for the signer and its clients: the one place that installs the
-//! rustls crypto provider, and builders for tonic's server and client TLS
-//! configurations.
+//! rustls crypto provider, builders for tonic's server and client TLS
+//! configurations, and the rustls client configuration of the failover
+//! connector ([`SignerTls`]), which completes its handshakes itself.
 //!
 //! The server requires a client certificate chaining to the installation's
 //! CA; clients trust only that CA and expect the name `localhost`. Key PEM
-//! read here is handed to tonic; this module keeps no copy.
+//! read here is handed to tonic or rustls (which hold the key for the
+//! connection's life); this module keeps no copy of its own.
 
 use std::sync::{Arc, Once};
 use std::time::Duration;
