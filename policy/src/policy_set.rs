@@ -6,10 +6,10 @@
 //! whose names are ambiguous (two policies with one id), whose annotations
 //! are malformed, or that holds templates (nothing here links them).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use cedar_policy::{Authorizer, Effect, PolicyId, ValidationMode};
+use cedar_policy::{ActionConstraint, Authorizer, Effect, PolicyId, ValidationMode};
 use countersign_verifier::canonical;
 use miette::Diagnostic;
 
@@ -104,6 +104,14 @@ pub struct PolicySet {
     text: String,
     digest: String,
     pub(crate) cedar: cedar_policy::PolicySet,
+    /// The policies that can apply to each action a policy names in its
+    /// scope (`action == A`, `action in [A, B]`), with those that name no
+    /// action: what a request of that action is evaluated against.
+    by_action: HashMap<String, cedar_policy::PolicySet>,
+    /// The policies that name no action (`action` alone, or an entity
+    /// that is not an `Action::"<operation>"`): what a request of any
+    /// other action is evaluated against.
+    any_action: cedar_policy::PolicySet,
     pub(crate) policies: BTreeMap<String, PolicyMeta>,
     pub(crate) authorizer: Authorizer,
 }
@@ -179,13 +187,26 @@ impl PolicySet {
                 },
             );
         }
+        let (by_action, any_action) = index_by_action(&cedar)?;
         Ok(PolicySet {
             digest: canonical::sha256_hex(text.as_bytes()),
             text: text.to_owned(),
             cedar,
+            by_action,
+            any_action,
             policies,
             authorizer: Authorizer::new(),
         })
+    }
+
+    /// The policies a request of `operation` can be satisfied by: those
+    /// whose scope names it, and those that name no action. Evaluating
+    /// only these gives the same decision, determining policies and
+    /// errors as the whole set, since a policy whose scope names other
+    /// actions only is not applicable (the generated schema puts no
+    /// action in another, so `action in [A]` is `action == A`).
+    pub(crate) fn for_action(&self, operation: &str) -> &cedar_policy::PolicySet {
+        self.by_action.get(operation).unwrap_or(&self.any_action)
     }
 
     /// Validates every policy against `schema` in Cedar's strict mode: an
@@ -235,4 +256,55 @@ impl PolicySet {
     pub fn is_empty(&self) -> bool {
         self.policies.is_empty()
     }
+}
+
+/// The policies of `set` indexed by the actions their scopes name (each
+/// entry with the policies that name none), and those that name none.
+fn index_by_action(
+    set: &cedar_policy::PolicySet,
+) -> Result<
+    (
+        HashMap<String, cedar_policy::PolicySet>,
+        cedar_policy::PolicySet,
+    ),
+    ParseError,
+> {
+    let named = |policy: &cedar_policy::Policy| -> Option<Vec<String>> {
+        let uids = match policy.action_constraint() {
+            ActionConstraint::Any => return None,
+            ActionConstraint::Eq(uid) => vec![uid],
+            ActionConstraint::In(uids) => uids,
+        };
+        // Only `Action::"<operation>"`: anything else may apply anywhere.
+        uids.iter()
+            .map(|uid| {
+                (uid.type_name().to_string() == "Action").then(|| uid.id().unescaped().to_owned())
+            })
+            .collect()
+    };
+    let duplicate =
+        |policy: &cedar_policy::Policy| ParseError::DuplicateId(policy.id().to_string());
+    let mut any_action = cedar_policy::PolicySet::new();
+    let mut scoped: Vec<(Vec<String>, &cedar_policy::Policy)> = Vec::new();
+    for policy in set.policies() {
+        match named(policy) {
+            None => any_action
+                .add(policy.clone())
+                .map_err(|_| duplicate(policy))?,
+            Some(actions) => scoped.push((actions, policy)),
+        }
+    }
+    let mut by_action: HashMap<String, cedar_policy::PolicySet> = HashMap::new();
+    for (actions, policy) in scoped {
+        for action in actions {
+            let entry = by_action
+                .entry(action)
+                .or_insert_with(|| any_action.clone());
+            // `action in [A, A]` names A twice: once is enough.
+            if entry.policy(policy.id()).is_none() {
+                entry.add(policy.clone()).map_err(|_| duplicate(policy))?;
+            }
+        }
+    }
+    Ok((by_action, any_action))
 }

@@ -142,9 +142,11 @@ impl PolicySet {
         request: &PolicyRequest<'_>,
     ) -> Result<Verdict, RequestError> {
         let cedar = request.to_cedar(schema)?;
-        let response = self
-            .authorizer
-            .is_authorized(&cedar.request, &self.cedar, &cedar.entities);
+        let response = self.authorizer.is_authorized(
+            &cedar.request,
+            self.for_action(request.operation),
+            &cedar.entities,
+        );
         let diagnostics = response.diagnostics();
         let mut forbids = BTreeSet::new();
         let mut permits = BTreeSet::new();

@@ -273,3 +273,77 @@ fn a_request_carries_the_modes_verdicts_independently() {
     assert!(matches!(difference.binding, Verdict::Permit { .. }));
     assert!(matches!(difference.shadow, Verdict::Forbid { .. }));
 }
+
+/// Each request is evaluated against the policies its action can match
+/// (indexed at parse): a policy scoped to other actions never decides it,
+/// `action in [A, B]` decides both, and one that names no action decides
+/// every action, as over the whole set.
+#[test]
+fn the_action_index_decides_as_the_whole_set_would() {
+    let schema = schema_of(&default_registry());
+    let set = valid_set(
+        r#"
+@id("no-shell") forbid (principal, action == Action::"agent.shell", resource);
+@id("reads-and-edits") permit (principal, action in [Action::"agent.read", Action::"agent.edit", Action::"agent.read"], resource);
+@id("friday") forbid (principal, action, resource) when { context.time == 1 };
+@id("everything-needs-a-person") @require_approval permit (principal, action, resource);
+"#,
+        &schema,
+    );
+    let read = agent_args("Read", json!({ "file_path": "/srv/app/a.rs" }));
+    let shell = agent_args("Bash", json!({ "command": "ls" }));
+    let create = json!({ "name": "nightly", "cron": "0 3 * * *" });
+    let cases = [
+        ("agent.shell", &shell, "forbid", vec!["no-shell"]),
+        (
+            "agent.read",
+            &read,
+            "require_approval",
+            vec!["everything-needs-a-person"],
+        ),
+        (
+            "agent.edit",
+            &read,
+            "require_approval",
+            vec!["everything-needs-a-person"],
+        ),
+        (
+            "schedule.create",
+            &create,
+            "require_approval",
+            vec!["everything-needs-a-person"],
+        ),
+    ];
+    for (operation, args, kind, policies) in cases {
+        let verdict = set.evaluate(&schema, &request(operation, args)).unwrap();
+        let (got_kind, got) = match &verdict {
+            Verdict::Forbid { policies } => ("forbid", policies),
+            Verdict::RequireApproval { policies, .. } => ("require_approval", policies),
+            Verdict::Permit { policies } => ("permit", policies),
+            Verdict::PersonDecides => ("person", &Vec::new()),
+        };
+        assert_eq!(
+            (got_kind, got.iter().map(String::as_str).collect::<Vec<_>>()),
+            (kind, policies),
+            "{operation}: {verdict:?}"
+        );
+    }
+    // Without the approval policy, the listed actions are permitted by
+    // the `in` list and the others fall to a person.
+    let set = valid_set(
+        r#"@id("reads-and-edits") permit (principal, action in [Action::"agent.read", Action::"agent.edit"], resource);"#,
+        &schema,
+    );
+    assert_eq!(
+        set.evaluate(&schema, &request("agent.edit", &read))
+            .unwrap(),
+        Verdict::Permit {
+            policies: vec!["reads-and-edits".into()]
+        }
+    );
+    assert_eq!(
+        set.evaluate(&schema, &request("agent.shell", &shell))
+            .unwrap(),
+        Verdict::PersonDecides
+    );
+}
