@@ -157,14 +157,12 @@ on_both_backends!(each_signer_publishes_its_keys_and_a_retired_one_stays_retired
 async fn each_signer_publishes_its_keys_and_a_retired_one_stays_retired(kind: Kind) {
     let t = TestLedger::on(kind).await;
     let key = |kid: &str, status: KeyStatus| (kid.to_owned(), format!("k4.public.{kid}"), status);
+    let host_a = [
+        key("ka1", KeyStatus::Verifying),
+        key("ka2", KeyStatus::Active),
+    ];
     t.ledger
-        .publish_signer_keys(
-            "host-a",
-            &[
-                key("ka1", KeyStatus::Verifying),
-                key("ka2", KeyStatus::Active),
-            ],
-        )
+        .publish_signer_keys("host-a", &host_a)
         .await
         .unwrap();
     second_handle(&t)
@@ -190,13 +188,7 @@ async fn each_signer_publishes_its_keys_and_a_retired_one_stays_retired(kind: Ki
     let before = t.ledger.signer_keys().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     t.ledger
-        .publish_signer_keys(
-            "host-a",
-            &[
-                key("ka1", KeyStatus::Verifying),
-                key("ka2", KeyStatus::Active),
-            ],
-        )
+        .publish_signer_keys("host-a", &host_a)
         .await
         .unwrap();
     assert_eq!(t.ledger.signer_keys().await.unwrap(), before);
