@@ -174,6 +174,31 @@ async fn killed(a: &mut Serving, point: &str) {
     assert_eq!(exit.signal(), Some(9), "killed at {point}: {exit:?}");
 }
 
+/// `approver` approves `id` for a handoff through A, which dies at `point`
+/// before it answers; the proposal read again through B, and the time
+/// from the failed call to that answer counted as `point`'s unavailability.
+async fn dies_approving(
+    a: &mut Serving,
+    approver: &mut SignerClient<Channel>,
+    id: &str,
+    point: &'static str,
+    seen: &mut Seen,
+) -> countersign_proto::v1::ProposalView {
+    let status = approver
+        .decide(approve(id, Delivery::Handoff))
+        .await
+        .expect_err("A dies before it answers");
+    let failed = Instant::now();
+    assert!(unanswered(&status), "{status:?}");
+    let view = read_again(approver, id).await;
+    seen.unavailable
+        .entry(point)
+        .or_default()
+        .push(failed.elapsed());
+    killed(a, point).await;
+    view
+}
+
 /// One round at `point`: A (serving with the fault) dies approving; the
 /// client continues through B.
 /// With `watch_b`, a watch of the proposal is held through B from before
@@ -195,18 +220,7 @@ async fn round(pair: &Pair, point: &'static str, watch_b: bool, seen: &mut Seen)
         false => None,
     };
 
-    let status = approver
-        .decide(approve(&proposal.id, Delivery::Handoff))
-        .await
-        .expect_err("A dies before it answers");
-    let failed = Instant::now();
-    assert!(unanswered(&status), "{status:?}");
-    let view = read_again(&mut approver, &proposal.id).await;
-    seen.unavailable
-        .entry(point)
-        .or_default()
-        .push(failed.elapsed());
-    killed(&mut a, point).await;
+    let view = dies_approving(&mut a, &mut approver, &proposal.id, point, seen).await;
 
     let pending = POINTS.iter().any(|(p, pending)| *p == point && *pending);
     if pending {
@@ -257,18 +271,7 @@ async fn quorum_round(pair: &Pair, seen: &mut Seen) {
         .await
         .unwrap()
         .into_inner();
-    let status = alice
-        .decide(approve(&proposal.id, Delivery::Handoff))
-        .await
-        .expect_err("A dies before it answers");
-    let failed = Instant::now();
-    assert!(unanswered(&status), "{status:?}");
-    let view = read_again(&mut alice, &proposal.id).await;
-    seen.unavailable
-        .entry(QUORUM_POINT)
-        .or_default()
-        .push(failed.elapsed());
-    killed(&mut a, QUORUM_POINT).await;
+    let view = dies_approving(&mut a, &mut alice, &proposal.id, QUORUM_POINT, seen).await;
 
     assert_eq!(view.status(), ProposalStatus::Pending);
     let decided: Vec<&str> = view
