@@ -109,6 +109,9 @@ GRANT INSERT ON quorum_decisions, quorum_passkey_assertions TO countersign_signe
 -- Rules: only the signer, after a person's decision through an approver
 -- interface, creates, revises or revokes a rule, and counts its uses.
 GRANT INSERT ON rules, rule_uses TO countersign_signer;
+-- Policy sets (schema version 16): the signer records the text of each
+-- Cedar policy set it evaluates a proposal under, by its digest.
+GRANT INSERT ON policy_sets TO countersign_signer;
 
 -- The transparency log (schema version 12): only the signer sequences
 -- events into the tree (leaves, the compact tree, the queue it empties)

@@ -146,6 +146,14 @@ pub struct PolicyConfig {
     /// a window (`decision_window_secs`, 1..=[`MAX_DECISION_WINDOW_SECS`],
     /// default [`DEFAULT_DECISION_WINDOW_SECS`]).
     pub decision_window_secs: u64,
+    /// The binding Cedar policy set (`cedar`, absolute), if any: what it
+    /// forbids is refused, what it requires approval for waits for the
+    /// approvers it names, and a rule approves only what it permits.
+    pub cedar: Option<PathBuf>,
+    /// A log-only Cedar policy set (`cedar_log_only`, absolute), if any:
+    /// evaluated beside the binding one, its differences recorded, never
+    /// deciding anything.
+    pub cedar_log_only: Option<PathBuf>,
 }
 
 /// The decision window of a proposal when neither its operation nor the
@@ -238,6 +246,8 @@ struct PolicySection {
     default_lifetime_secs: Option<u64>,
     max_lifetime_secs: Option<u64>,
     decision_window_secs: Option<u64>,
+    cedar: Option<PathBuf>,
+    cedar_log_only: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -280,6 +290,12 @@ impl Config {
     /// process that uses them runs this through [`Config::load`].
     pub fn check_paths(&self) -> Result<(), IdentityError> {
         check_configured_file(&self.registry, ConfiguredFile::Registry)?;
+        for policy in [&self.policy.cedar, &self.policy.cedar_log_only]
+            .into_iter()
+            .flatten()
+        {
+            check_configured_file(policy, ConfiguredFile::PolicySet)?;
+        }
         if let Some(ledger) = sqlite_ledger_file(&self.ledger_url) {
             check_configured_file(ledger, ConfiguredFile::SqliteLedger)?;
         }
@@ -374,6 +390,11 @@ impl Config {
                 .policy
                 .decision_window_secs
                 .unwrap_or(DEFAULT_DECISION_WINDOW_SECS),
+            cedar: file.policy.cedar.map(|path| anchor(home.root(), path)),
+            cedar_log_only: file
+                .policy
+                .cedar_log_only
+                .map(|path| anchor(home.root(), path)),
         };
         if policy.audience.is_empty() {
             return Err(invalid("policy.audience must not be empty".into()));
@@ -598,6 +619,8 @@ mod tests {
                 default_lifetime_secs: 300,
                 max_lifetime_secs: 1800,
                 decision_window_secs: 3600,
+                cedar: None,
+                cedar_log_only: None,
             }
         );
         assert_eq!(c.verifier_max_lifetime_secs, 1800);

@@ -70,6 +70,10 @@ pub enum ConfiguredFile {
     /// (distributions install modules as links), and the link and its
     /// target are checked the same way.
     Pkcs11Module,
+    /// A Cedar policy set (`[policy] cedar`, `cedar_log_only`). It decides
+    /// what is refused and what a rule may approve, so it is held as the
+    /// registry is: nobody else may write it; root's is fine.
+    PolicySet,
 }
 
 /// The files beside a SQLite ledger that SQLite and the writers' queue create.
@@ -90,7 +94,7 @@ pub fn check_configured_file(path: &Path, kind: ConfiguredFile) -> Result<(), Id
     let dir = resolve_safe_dir(parent)?;
     let file = dir.join(name);
     match kind {
-        ConfiguredFile::Registry => check_registry_file(&file),
+        ConfiguredFile::Registry | ConfiguredFile::PolicySet => check_registry_file(&file),
         ConfiguredFile::Pkcs11Module => check_module_file(file, 0),
         ConfiguredFile::SqliteLedger => {
             check_private_if_present(&file)?;

@@ -206,6 +206,29 @@ impl Ledger {
         dispatch!(self, b => b.insert_rule_approved_proposal(p, issuance).await)
     }
 
+    /// Records a proposal its operator's policy forbids, with its denial
+    /// (`reason`, naming the policies), in one write transaction: it is
+    /// on the record and never waits for anybody. `DuplicateProposal` if
+    /// the id exists (nothing written).
+    pub async fn insert_denied_proposal(
+        &self,
+        p: &Proposal,
+        reason: &str,
+    ) -> Result<ProposalRecord, LedgerError> {
+        dispatch!(self, b => b.insert_denied_proposal(p, reason).await)
+    }
+
+    /// Stores a Cedar policy set's text under its digest (the SHA-256 hex
+    /// of the text), which it returns; a set stored before is left as is.
+    pub async fn record_policy_set(&self, text: &str) -> Result<String, LedgerError> {
+        dispatch!(self, b => b.record_policy_set(text).await)
+    }
+
+    /// The text of the policy set stored under `digest`, if any.
+    pub async fn policy_set(&self, digest: &str) -> Result<Option<String>, LedgerError> {
+        dispatch!(self, b => b.policy_set(digest).await)
+    }
+
     /// Records a notification for the notify process to take (the
     /// notification outbox). Nothing else reads it.
     pub async fn record_notification(&self, n: &OutboxNotification) -> Result<(), LedgerError> {

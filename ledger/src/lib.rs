@@ -46,6 +46,7 @@ macro_rules! migrations {
             13, "witnesses", "0013_witnesses.sql";
             14, "signer state", "0014_signer_state.sql";
             15, "two signers", "0015_two_signers.sql";
+            16, "policy sets", "0016_policy_sets.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {
@@ -113,7 +114,8 @@ pub use schedule::NAMESPACE as SCHEDULES_NAMESPACE;
 pub use tlog::{StoredCheckpoint, TreeBreak, TreeHead, TreeReport, verify_checkpoint_signature};
 pub use types::{
     CommittedBatch, ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome,
-    EventRecord, Intent, Interrupted, IssuanceRecord, KeyEvent, ProofReissue, Proposal,
-    ProposalRecord, ProposalStatus, RevokeOutcome, SchemaStatus,
+    EventRecord, Intent, Interrupted, IssuanceRecord, KeyEvent, PolicyQuorum, PolicyVerdict,
+    ProofReissue, Proposal, ProposalPolicy, ProposalRecord, ProposalStatus, RevokeOutcome,
+    SchemaStatus,
 };
 pub use witness::{CosignatureRefusal, StoredCosignature, WitnessState, check_cosignature};

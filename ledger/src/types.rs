@@ -40,6 +40,63 @@ pub struct Proposal {
     /// undecided, it is `expired` and no decision of it is recorded.
     /// `None` for a proposal recorded before decision windows existed.
     pub decide_by: Option<OffsetDateTime>,
+    /// What the operator's Cedar policy said of it when it was proposed;
+    /// `None` without a policy set (and for proposals recorded before
+    /// policy sets existed).
+    pub policy: Option<ProposalPolicy>,
+}
+
+/// The operator's Cedar policy verdicts on a proposal, at proposal time:
+/// the binding set's (acted on) and, where a log-only set is configured
+/// and would have said otherwise, that set's. Stored as canonical JSON
+/// beside the proposal and in its `proposed` event, so the chain commits
+/// to which policy decided.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProposalPolicy {
+    /// The head the proposal came through, as the policy saw it
+    /// (`context.head`), so that a decision puts the same request to it.
+    pub head: String,
+    /// The binding set's verdict, or `None` with only a log-only set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<PolicyVerdict>,
+    /// The log-only set's verdict, only when its outcome differs from the
+    /// binding one (or from a person deciding, without a binding set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<PolicyVerdict>,
+}
+
+/// One policy set's verdict on one proposal.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyVerdict {
+    /// SHA-256 hex of the policy set's text (its text is in the ledger's
+    /// `policy_sets` under this digest).
+    pub set: String,
+    /// `forbid`, `require_approval`, `permit` or `person`.
+    pub verdict: String,
+    /// The policies that determined it, by id, sorted.
+    pub policies: Vec<String>,
+    /// With `require_approval`: the approvals it needs, when it names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<PolicyQuorum>,
+}
+
+/// `required` distinct approvals out of the named `approvers`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyQuorum {
+    /// How many must approve.
+    pub required: u32,
+    /// The approver names who may, sorted.
+    pub approvers: Vec<String>,
+}
+
+impl ProposalPolicy {
+    /// Its canonical JSON, as stored and as the `proposed` event holds it.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
 }
 
 /// The bound fields of an issued proof. Never the proof itself.

@@ -52,6 +52,20 @@ struct SourceLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct VerdictLabels {
+    /// `forbid`, `require_approval`, `permit` or `person`.
+    verdict: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct DifferenceLabels {
+    /// The binding set's verdict (`person` without one).
+    binding: &'static str,
+    /// The log-only set's verdict.
+    shadow: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ReasonLabels {
     /// A stable snake_case reason code (a fixed set of constants).
     reason: &'static str,
@@ -75,6 +89,8 @@ pub struct SignerMetrics {
     issuance_seconds: IssuanceHistogram,
     issuance_batches: BatchHistogram,
     waiting_handoffs: Gauge,
+    policy_verdicts: Family<VerdictLabels, Counter>,
+    policy_shadow_differences: Family<DifferenceLabels, Counter>,
 }
 
 /// The histogram of [`SignerMetrics`], with the crate's latency buckets.
@@ -137,6 +153,16 @@ impl SignerMetrics {
             self.issuance_batches.0.clone(),
         );
         r.register(
+            "countersign_policy_verdicts",
+            "Proposals the binding Cedar policy set decided, by verdict",
+            self.policy_verdicts.clone(),
+        );
+        r.register(
+            "countersign_policy_shadow_differences",
+            "Proposals on which the log-only Cedar policy set would have decided otherwise, by both verdicts",
+            self.policy_shadow_differences.clone(),
+        );
+        r.register(
             "countersign_waiting_handoffs",
             "Approvals waiting to be handed to a head (not claimed, not expired)",
             self.waiting_handoffs.clone(),
@@ -149,6 +175,22 @@ impl SignerMetrics {
             .get_or_create(&OperationLabels {
                 operation: operation.to_owned(),
             })
+            .inc();
+    }
+
+    /// The binding Cedar policy set said `verdict` of a proposal
+    /// (`forbid`, `require_approval`, `permit` or `person`).
+    pub fn policy_verdict(&self, verdict: &'static str) {
+        self.policy_verdicts
+            .get_or_create(&VerdictLabels { verdict })
+            .inc();
+    }
+
+    /// The log-only Cedar policy set would have said `shadow` where the
+    /// binding one said `binding`.
+    pub fn policy_shadow_difference(&self, binding: &'static str, shadow: &'static str) {
+        self.policy_shadow_differences
+            .get_or_create(&DifferenceLabels { binding, shadow })
             .inc();
     }
 

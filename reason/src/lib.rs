@@ -162,6 +162,18 @@ catalogue! {
     ContractChanged = "contract_changed", FailedPrecondition, Signer;
     /// The signing policy changed since the proposal.
     PolicyChanged = "policy_changed", FailedPrecondition, Signer;
+    /// The operator's Cedar policy forbids approving the proposal now (the
+    /// set it was proposed under, at the time of the decision): nothing
+    /// was approved; a denial is still recorded.
+    ForbiddenByPolicy = "forbidden_by_policy", FailedPrecondition, Signer;
+    /// The operator's binding Cedar policy set cannot be read, parsed or
+    /// validated against the registry: nothing was proposed until it is
+    /// fixed.
+    PolicyUnavailable = "policy_unavailable", FailedPrecondition, Signer;
+    /// An argument has a value the operator's Cedar policy cannot see
+    /// exactly (a number with no exact Cedar type, an integer out of
+    /// range): it is refused rather than approximated, nothing proposed.
+    NotRepresentable = "not_representable", InvalidArgument, Signer;
     /// The state a proposal's premise read changed since the proposal (at
     /// a decision), or since the approval (at consumption): nothing was
     /// approved or applied; propose again to be shown the state as it is.

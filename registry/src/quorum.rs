@@ -80,6 +80,33 @@ impl RawQuorum {
 }
 
 impl Quorum {
+    /// A quorum of `required` out of the approvers named `approvers`,
+    /// checked as a registry entry is; the error is the reason.
+    pub fn new(required: u32, approvers: &[String]) -> Result<Quorum, String> {
+        RawQuorum {
+            required: u64::from(required),
+            approvers: approvers.to_vec(),
+        }
+        .build()
+    }
+
+    /// The quorum that meets both `self` and `other`: the larger count,
+    /// of the approvers both name; `None` when fewer approvers are named
+    /// by both than that count (no group of approvers meets both).
+    pub fn and(&self, other: &Quorum) -> Option<Quorum> {
+        let required = self.required.max(other.required);
+        let approvers: Vec<ApproverName> = self
+            .approvers
+            .iter()
+            .filter(|name| other.is_member(name))
+            .cloned()
+            .collect();
+        (approvers.len() >= required as usize).then_some(Quorum {
+            required,
+            approvers,
+        })
+    }
+
     /// How many distinct approvers must approve (M).
     pub fn required(&self) -> u32 {
         self.required

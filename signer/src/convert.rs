@@ -72,6 +72,8 @@ pub(crate) struct ProposeCommand {
     /// The head's key for this one proposal, if it gave one (checked like
     /// a session name: 1 to 128 of `[A-Za-z0-9._:-]`).
     pub(crate) idempotency_key: Option<String>,
+    /// The head it came through, as the operator's policy sees it.
+    pub(crate) head: countersign_policy::Head,
 }
 
 impl TryFrom<wire::ProposeRequest> for ProposeCommand {
@@ -80,7 +82,14 @@ impl TryFrom<wire::ProposeRequest> for ProposeCommand {
         if r.operation.is_empty() || r.operation.len() > MAX_OPERATION_BYTES {
             return Err(invalid("operation", "expected 1 to 128 bytes"));
         }
+        let head = countersign_policy::Head::parse(&r.head).ok_or_else(|| {
+            invalid(
+                "head",
+                "names the head the proposal came through: cli, api, mcp, console, hook or gateway",
+            )
+        })?;
         Ok(ProposeCommand {
+            head,
             operation: r.operation,
             arguments_json: r.arguments_json,
             session: parse_session("session", r.session)?,
@@ -483,6 +492,7 @@ mod tests {
             session: "s".into(),
             note: "é".repeat(2001),
             idempotency_key: String::new(),
+            head: "cli".into(),
         };
         assert!(matches!(
             ProposeCommand::try_from(r).unwrap_err(),

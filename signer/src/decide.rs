@@ -73,7 +73,7 @@ impl SignerService {
                 let registry = self.registry_now()?;
                 let (op, args) = self.approvable(&registry, &record)?;
                 offered(&record, op, *delivery, execute_in_session.as_ref())?;
-                self.premise_holds(&record).await?;
+                self.decision_holds(&record).await?;
                 if matches!(op.effect, Effect::Rule) {
                     self.creatable_value(args.value())?;
                 }
@@ -155,7 +155,7 @@ impl SignerService {
         let state = &self.state;
         // `op` and `args` were checked by `approvable` from the registry as
         // it is now; the premise is read again here, as late as possible.
-        self.premise_holds(&record).await?;
+        self.decision_holds(&record).await?;
         let session = execute_in_session.unwrap_or_else(|| record.proposal.session.clone());
         let challenge_id = passkey.as_ref().map(|(id, _)| id.clone());
         // The write that records the assertion takes its challenge and
@@ -433,6 +433,26 @@ impl SignerService {
 }
 
 impl SignerService {
+    /// What an approval of `record` needs now, beyond `approvable`: the
+    /// operator's policy set it was proposed under does not forbid it at
+    /// this time (`forbidden_by_policy`), and its premise holds.
+    pub(crate) async fn decision_holds(&self, record: &ProposalRecord) -> Result<(), RpcError> {
+        let registry = self.registry_now()?;
+        let now = now_seconds()?.unix_timestamp();
+        if let Some(policies) = self
+            .state
+            .operator_policy
+            .forbids_at_decision(&self.state.ledger, &registry, record, now)
+            .await?
+        {
+            return Err(RpcError::ForbiddenByPolicy {
+                id: record.proposal.id.to_string(),
+                policies: policies.join(", "),
+            });
+        }
+        self.premise_holds(record).await
+    }
+
     /// `premise_changed` unless the premise `record` was proposed under
     /// (if any) still holds: the person approves only what they were
     /// shown. Read again by the ledger inside the consume transaction.

@@ -94,6 +94,21 @@ pub(crate) enum RpcError {
     /// The policy changed since the proposal.
     #[error("the signing policy changed since the proposal; propose again")]
     PolicyChanged,
+    /// The Cedar policy set the proposal was made under forbids approving
+    /// it now (its forbids, at the decision's time).
+    #[error("the operator's policy forbids approving {id} now ({policies}); nothing was approved")]
+    ForbiddenByPolicy {
+        /// The proposal id.
+        id: String,
+        /// The forbidding policies' ids, comma-separated.
+        policies: String,
+    },
+    /// The binding Cedar policy set cannot be used.
+    #[error("the operator's policy cannot be used ({0}); nothing was proposed until it is fixed")]
+    PolicyUnavailable(String),
+    /// An argument the Cedar policy would see is not exactly representable.
+    #[error("{0}; nothing was proposed")]
+    NotRepresentable(String),
     /// The state the proposal's premise read changed since the proposal:
     /// the person would approve under a fact that no longer holds.
     #[error("{0} changed since it was proposed; propose again to see it as it is")]
@@ -290,6 +305,9 @@ impl RpcError {
             RpcError::DeliveryNotOffered { .. } => Reason::DeliveryNotOffered,
             RpcError::ContractChanged(_) => Reason::ContractChanged,
             RpcError::PolicyChanged => Reason::PolicyChanged,
+            RpcError::ForbiddenByPolicy { .. } => Reason::ForbiddenByPolicy,
+            RpcError::PolicyUnavailable(_) => Reason::PolicyUnavailable,
+            RpcError::NotRepresentable(_) => Reason::NotRepresentable,
             RpcError::PremiseChanged(_) => Reason::PremiseChanged,
             RpcError::PremiseUnavailable(_) => Reason::PremiseUnavailable,
             RpcError::NoLiveHandoff => Reason::NoLiveHandoff,

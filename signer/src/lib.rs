@@ -24,6 +24,7 @@ pub mod log_key;
 pub mod note_keys;
 pub mod notify;
 mod offer;
+pub mod operator_policy;
 pub mod passkeys;
 pub mod pkcs11;
 pub mod published_keys;

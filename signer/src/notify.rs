@@ -357,6 +357,7 @@ mod tests {
             created_at,
             premise: None,
             decide_by: Some(created_at + time::Duration::seconds(window)),
+            policy: None,
         };
         let after = |secs: u64| Escalation {
             after_secs: secs,

@@ -52,10 +52,11 @@ impl SignerService {
             tracing::warn!(error = %e, "registry unreadable; using the one last loaded");
             current.last_loaded()
         });
-        registry
+        let own = registry
             .get(&record.proposal.operation)
             .filter(|op| op.contract_revision() == record.proposal.contract_revision)
-            .and_then(|op| op.quorum.clone())
+            .and_then(|op| op.quorum.clone());
+        crate::operator_policy::quorum_of(record, own)
     }
 
     /// The quorum part of `record`'s view (from the registry as last
@@ -65,11 +66,11 @@ impl SignerService {
         record: &ProposalRecord,
     ) -> Result<Option<wire::QuorumView>, RpcError> {
         let registry = self.state.registry.last_loaded();
-        let Some(quorum) = registry
+        let own = registry
             .get(&record.proposal.operation)
             .filter(|op| op.contract_revision() == record.proposal.contract_revision)
-            .and_then(|op| op.quorum.as_ref())
-        else {
+            .and_then(|op| op.quorum.clone());
+        let Some(quorum) = crate::operator_policy::quorum_of(record, own) else {
             return Ok(None);
         };
         let decisions = self
@@ -77,7 +78,7 @@ impl SignerService {
             .ledger
             .quorum_decisions(&record.proposal.id)
             .await?;
-        Ok(Some(quorum_view(quorum, &decisions)?))
+        Ok(Some(quorum_view(&quorum, &decisions)?))
     }
 
     /// `Decide` for a pending proposal whose operation requires `quorum`.
@@ -112,7 +113,7 @@ impl SignerService {
                 let registry = self.registry_now()?;
                 let (op, _) = self.approvable(&registry, &record)?;
                 crate::offer::offered(&record, op, delivery, None)?;
-                self.premise_holds(&record).await?;
+                self.decision_holds(&record).await?;
                 self.view_only(&record).await
             }
             Decision::Deny { .. } if cmd.dry_run => self.view_only(&record).await,
@@ -165,7 +166,7 @@ impl SignerService {
         let (op, args) = self.approvable(&registry, &record)?;
         crate::offer::offered(&record, op, delivery, None)?;
         // Every approver approves under the premise as it still is.
-        self.premise_holds(&record).await?;
+        self.decision_holds(&record).await?;
         let approval = QuorumAnswer {
             id,
             quorum,

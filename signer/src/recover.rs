@@ -234,6 +234,7 @@ mod tests {
                 created_at: OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap(),
                 premise: None,
                 decide_by: None,
+                policy: None,
             },
             status: ProposalStatus::Approved,
             reason: None,

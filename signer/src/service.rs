@@ -13,6 +13,7 @@ use countersign_identity::{PeerIdentity, Role, peer_identity};
 use countersign_ledger::{
     LedgerError, Proposal, ProposalRecord, ProposalStatus, run_premise_command,
 };
+use countersign_policy::{PolicyRequest, Verdict, VerdictKind};
 use countersign_proto::v1 as wire;
 use countersign_registry::{Operation, PremiseRead, Registry};
 use countersign_verifier::Premise;
@@ -24,6 +25,7 @@ use crate::convert::{
     new_proposal_id, parse_proposal_id, proposal_view, published_key, revoke_outcome,
 };
 use crate::error::RpcError;
+use crate::operator_policy::{Evaluated, agent_of, denied_by_policy};
 use crate::rules::UnderRule;
 use crate::state::SignerState;
 use crate::status::to_status;
@@ -186,6 +188,24 @@ impl SignerService {
         {
             return self.proposed_before(record, keyed).await;
         }
+        // The operator's policy, asked before anything runs or is recorded.
+        let created_at = now_seconds()?;
+        let arguments: serde_json::Value = serde_json::from_str(args.text())
+            .map_err(|e| RpcError::Internal(format!("validated arguments: {e}")))?;
+        let request = PolicyRequest {
+            principal: peer.principal.as_str(),
+            agent: agent_of(cmd.head, &arguments),
+            session: cmd.session.as_str(),
+            operation: &op.name,
+            arguments: &arguments,
+            time_unix: created_at.unix_timestamp(),
+            head: cmd.head,
+        };
+        let evaluated = self
+            .state
+            .operator_policy
+            .at_proposal(&self.state.ledger, &registry, &request)
+            .await?;
         // The premise, read by the signer itself (never taken from the
         // request), shown in the preview and bound into any proof.
         let premise = match op.premise_read(&args).map_err(RpcError::InvalidArguments)? {
@@ -209,7 +229,6 @@ impl SignerService {
             Some(keyed) => keyed.id.clone(),
             None => new_proposal_id()?,
         };
-        let created_at = now_seconds()?;
         // Its decision window: undecided by then, it expires.
         let window = self.state.policy.decision_window_for(op);
         let decide_by = created_at
@@ -231,10 +250,34 @@ impl SignerService {
             created_at,
             premise,
             decide_by: Some(decide_by),
+            policy: evaluated.as_ref().map(|e| e.record.clone()),
         };
+        if let Some(evaluated) = &evaluated {
+            self.count_policy(evaluated);
+        }
         // Watches hear of the proposal (and of a rule's approval of it)
         // once this RPC's writes have ended.
         let _changed = self.state.changes.on_drop(&peer.principal, id.as_str());
+        // What the policy forbids is recorded denied: nobody is asked.
+        let binding = evaluated.as_ref().and_then(|e| e.binding.as_ref());
+        if let Some(reason) = denied_by_policy(binding, op.quorum.as_ref()) {
+            let recorded = match (
+                self.state
+                    .ledger
+                    .insert_denied_proposal(&proposal, &reason)
+                    .await,
+                &keyed,
+            ) {
+                (Ok(recorded), _) => recorded,
+                (Err(LedgerError::DuplicateProposal(_)), Some(keyed)) => {
+                    return self.proposed_concurrently(keyed).await;
+                }
+                (Err(e), _) => return Err(e.into()),
+            };
+            self.state.metrics.proposed(&op.name);
+            tracing::info!(proposal_id = id.as_str(), operation = %op.name, principal = %peer.principal, %reason, "proposed and denied by the operator's policy");
+            return self.view_of(&recorded).await;
+        }
         // A rule that covers it approves it in the same commit; it then
         // waits for nobody, so nobody is notified.
         let under_rule = self.propose_under_rule(&proposal).await;
@@ -299,6 +342,27 @@ impl SignerService {
                 self.view(&id).await
             }
             None => self.view_of(&recorded).await,
+        }
+    }
+
+    /// Counts what the policy sets said of a proposal.
+    fn count_policy(&self, evaluated: &Evaluated) {
+        let metrics = &self.state.metrics;
+        let binding = evaluated
+            .binding
+            .as_ref()
+            .map_or(VerdictKind::PersonDecides, Verdict::kind);
+        if evaluated.binding.is_some() {
+            metrics.policy_verdict(binding.as_str());
+        }
+        if let Some(shadow) = &evaluated.record.shadow {
+            let shadow = match shadow.verdict.as_str() {
+                "forbid" => VerdictKind::Forbid,
+                "require_approval" => VerdictKind::RequireApproval,
+                "permit" => VerdictKind::Permit,
+                _ => VerdictKind::PersonDecides,
+            };
+            metrics.policy_shadow_difference(binding.as_str(), shadow.as_str());
         }
     }
 

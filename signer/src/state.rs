@@ -31,6 +31,9 @@ pub struct SignerState {
     pub(crate) ledger: Ledger,
     pub(crate) registry: CurrentRegistry,
     pub(crate) policy: Policy,
+    /// The operator's Cedar policy sets (`[policy] cedar`,
+    /// `cedar_log_only`); none by default.
+    pub(crate) operator_policy: crate::operator_policy::OperatorPolicy,
     pub(crate) handoffs: HandoffStore,
     /// How long a head that claimed a handoff holds it
     /// (`[signer] handoff_claim_lease_secs`).
@@ -105,6 +108,7 @@ impl SignerState {
             ledger,
             registry,
             policy,
+            operator_policy: crate::operator_policy::OperatorPolicy::default(),
             handoffs: HandoffStore::default(),
             handoff_claim_lease: lease_of(DEFAULT_HANDOFF_CLAIM_LEASE_SECS),
             passkeys: None,
@@ -121,6 +125,15 @@ impl SignerState {
             #[cfg(feature = "testing")]
             watch_gate: crate::testing::WatchGate::default(),
         }
+    }
+
+    /// The same state applying the operator's Cedar policy `policy`.
+    pub fn with_operator_policy(
+        mut self,
+        policy: crate::operator_policy::OperatorPolicy,
+    ) -> SignerState {
+        self.operator_policy = policy;
+        self
     }
 
     /// The same state recording notifications into `outbox`.
@@ -184,6 +197,10 @@ impl SignerState {
         let policy = policy_from(config)?;
         let registry = CurrentRegistry::open(&config.registry)
             .map_err(|e| StartError::Registry(e.to_string()))?;
+        let operator_policy = crate::operator_policy::OperatorPolicy::configured(
+            &config.policy,
+            &registry.last_loaded(),
+        )?;
         // Premise programs run outside this process, out of reach of the
         // home (the key) or as another user (`[premise] socket`).
         let runner = PremiseRunner::configured(config.premise_socket.as_deref(), home.root());
@@ -200,6 +217,7 @@ impl SignerState {
         let passkeys = config.passkeys.as_ref().map(PasskeyPolicy::from_config);
         let outbox = Outbox::configured(config, &ledger);
         Ok(SignerState::new(keys, ledger, registry, policy)
+            .with_operator_policy(operator_policy)
             .with_log_key(log_key)
             .with_console_home(home, principal)
             .with_passkeys(passkeys)

@@ -108,6 +108,18 @@ mod tests {
             ),
             (RpcError::ContractChanged("op".into()), "contract_changed"),
             (RpcError::PolicyChanged, "policy_changed"),
+            (
+                RpcError::ForbiddenByPolicy {
+                    id: "p".into(),
+                    policies: "a".into(),
+                },
+                "forbidden_by_policy",
+            ),
+            (
+                RpcError::PolicyUnavailable("x".into()),
+                "policy_unavailable",
+            ),
+            (RpcError::NotRepresentable("x".into()), "not_representable"),
             (RpcError::PremiseChanged("s".into()), "premise_changed"),
             (
                 RpcError::PremiseUnavailable("s".into()),
@@ -207,7 +219,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..53).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..56).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -266,6 +278,9 @@ mod tests {
             RpcError::ProposalExpired { .. } => 50,
             RpcError::DeliveryNotOffered { .. } => 51,
             RpcError::ProofNotSpent { .. } => 52,
+            RpcError::ForbiddenByPolicy { .. } => 53,
+            RpcError::PolicyUnavailable(_) => 54,
+            RpcError::NotRepresentable(_) => 55,
         }
     }
 

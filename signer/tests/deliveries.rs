@@ -26,6 +26,7 @@ async fn propose(signer: &TestSigner, operation: &str, arguments: &str) -> Propo
             session: SESSION.into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap()

@@ -57,6 +57,7 @@ async fn refuses_arguments_that_fail_the_schema() {
             session: SESSION.into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap_err();
@@ -75,6 +76,7 @@ async fn refuses_arguments_that_fail_the_schema() {
             session: SESSION.into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap_err();
@@ -88,6 +90,7 @@ async fn refuses_arguments_that_fail_the_schema() {
             session: "bad session".into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap_err();

@@ -18,6 +18,7 @@ fn keyed(key: &str, session: &str, arguments: &str) -> ProposeRequest {
         session: session.into(),
         note: String::new(),
         idempotency_key: key.into(),
+        head: "cli".into(),
     }
 }
 

@@ -5,24 +5,11 @@
 
 mod support;
 
-use std::net::SocketAddr;
-
 use countersign_proto::v1::{Delivery, ProposeRequest};
 use countersign_registry::Registry;
 use countersign_signer::testing::TestSigner;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use support::{ARGS, SESSION, approve, approver, deny, head, propose};
-
-/// One plain HTTP/1.1 GET, answered in full (the listener closes after).
-async fn get(addr: SocketAddr, path: &str) -> String {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    response
-}
+use support::{ARGS, SESSION, approve, approver, deny, head, http_get as get, propose};
 
 async fn start_with_metrics(metrics: &str) -> Result<TestSigner, String> {
     TestSigner::start_configured(
@@ -64,6 +51,7 @@ async fn metrics_count_proposals_decisions_issuances_and_refusals() {
         session: SESSION.into(),
         note: String::new(),
         idempotency_key: String::new(),
+        head: "cli".into(),
     })
     .await
     .unwrap_err();

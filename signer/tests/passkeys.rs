@@ -492,6 +492,7 @@ async fn an_operation_can_require_a_passkey_when_the_installation_does_not() {
             session: SESSION.into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap()

@@ -83,6 +83,7 @@ async fn propose(head: &mut SignerClient<Channel>, operation: &str) -> String {
         session: SESSION.into(),
         note: String::new(),
         idempotency_key: String::new(),
+        head: "cli".into(),
     })
     .await
     .unwrap()

@@ -49,33 +49,7 @@ fn definition(max_uses: u64, per_hour: u64) -> Value {
     })
 }
 
-/// Create `definition` as a person would: a dry run, then the real request
-/// with the hash the dry run showed.
-async fn created(approver: &mut SignerClient<Channel>, definition: &Value) -> RuleView {
-    let shown = approver
-        .create_rule(CreateRuleRequest {
-            definition_json: definition.to_string(),
-            dry_run: true,
-            definition_sha256: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(
-        shown.scope.contains("WITHOUT asking a person"),
-        "{}",
-        shown.scope
-    );
-    approver
-        .create_rule(CreateRuleRequest {
-            definition_json: definition.to_string(),
-            dry_run: false,
-            definition_sha256: shown.definition_sha256,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-}
+use support::create_rule as created;
 
 fn proposal(name: &str, session: &str) -> ProposeRequest {
     ProposeRequest {
@@ -84,6 +58,7 @@ fn proposal(name: &str, session: &str) -> ProposeRequest {
         session: session.into(),
         note: "from the model".into(),
         idempotency_key: String::new(),
+        head: "cli".into(),
     }
 }
 

@@ -125,6 +125,7 @@ fn echo_request(operation: &str) -> ProposeRequest {
         session: SESSION.into(),
         note: String::new(),
         idempotency_key: String::new(),
+        head: "cli".into(),
     }
 }
 

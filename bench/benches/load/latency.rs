@@ -202,6 +202,7 @@ pub(super) async fn run(fx: &Fixture, opts: &Options) -> Result<(), String> {
             session: "bench".into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         };
         let (t, r) = timed(head.propose(request)).await;
         let id = r.map_err(text)?.into_inner().id;

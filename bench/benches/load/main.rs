@@ -221,6 +221,7 @@ impl Fixture {
             created_at: now,
             premise: None,
             decide_by: Some(now + time::Duration::hours(1)),
+            policy: None,
         };
         let claims = Claims {
             iss: "countersign-signer".into(),

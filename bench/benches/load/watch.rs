@@ -95,6 +95,7 @@ pub(super) async fn propose(
             session: "bench".into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .map_err(|e| e.to_string())?

@@ -100,7 +100,8 @@ impl ApiState {
             parts.head.clone(),
             parts.gate.clone(),
             parts.registry.clone(),
-        );
+        )
+        .through(countersign_service::Through::Api);
         // Every parameter schema compiles now, once, in the service.
         service
             .schemas()

@@ -106,6 +106,7 @@ impl Setup {
             created_at: now,
             premise: None,
             decide_by: None,
+            policy: None,
         };
         self.ledger.insert_proposal(&proposal).await.unwrap();
         let claims = Claims {

@@ -248,6 +248,8 @@ impl Gateway {
             ));
         }
         let proposed = service
+            .clone()
+            .through(countersign_service::Through::Gateway)
             .call(
                 Operation::Propose {
                     operation,

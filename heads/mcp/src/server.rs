@@ -101,7 +101,7 @@ impl McpHead {
         let registry = gate.registry();
         let principal = gate.principal().to_owned();
         let tools = tool_entries(&registry);
-        let service = Service::over_gate(head, gate);
+        let service = Service::over_gate(head, gate).through(countersign_service::Through::Mcp);
         service
             .schemas()
             .compile_all(&registry, DATA_OPERATIONS)

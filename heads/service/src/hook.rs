@@ -75,6 +75,7 @@ async fn decide(
         session: session.to_string(),
         note: String::new(),
         idempotency_key: call.tool_use_id().unwrap_or_default().to_owned(),
+        head: "hook".into(),
     };
     let mut view = {
         let mut proposed = std::pin::pin!(head.propose(request));

@@ -129,6 +129,40 @@ pub struct Service {
     gate: Arc<OnceCell<Gate>>,
     executions: TaskTracker,
     schemas: Arc<Schemas>,
+    /// The head this service proposes through (`ProposeRequest.head`);
+    /// `None` until the head says, and the signer refuses a proposal that
+    /// names none.
+    through: Option<Through>,
+}
+
+/// The heads that propose through a [`Service`], as the operator's Cedar
+/// policy names them (`context.head`). A coding agent's hook proposes
+/// without the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Through {
+    /// The command line.
+    Cli,
+    /// The private HTTP API.
+    Api,
+    /// The MCP head.
+    Mcp,
+    /// The approval console.
+    Console,
+    /// The MCP gateway's gated calls.
+    Gateway,
+}
+
+impl Through {
+    /// The name the signer and the policy use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Through::Cli => "cli",
+            Through::Api => "api",
+            Through::Mcp => "mcp",
+            Through::Console => "console",
+            Through::Gateway => "gateway",
+        }
+    }
 }
 
 impl Service {
@@ -156,7 +190,14 @@ impl Service {
             gate: Arc::new(cell),
             executions: TaskTracker::new(),
             schemas: Arc::default(),
+            through: None,
         }
+    }
+
+    /// The same service, proposing through `head`.
+    pub fn through(mut self, head: Through) -> Self {
+        self.through = Some(head);
+        self
     }
 
     /// A service for `principal` that connects to the signer and builds
@@ -169,6 +210,7 @@ impl Service {
             gate: Arc::default(),
             executions: TaskTracker::new(),
             schemas: Arc::default(),
+            through: None,
         }
     }
 
@@ -249,6 +291,11 @@ impl Service {
                     // Only a hook keys its proposals (by the agent's tool
                     // call id); it proposes without the service.
                     idempotency_key: String::new(),
+                    head: self
+                        .through
+                        .map(Through::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
                 })
                 .await
                 .map_or_else(signer, |r| {

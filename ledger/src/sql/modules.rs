@@ -29,6 +29,8 @@ mod migrate;
 mod outbox;
 #[path = "../sql/passkeys.rs"]
 mod passkeys;
+#[path = "../sql/policy_sets.rs"]
+mod policy_sets;
 #[path = "../sql/premise.rs"]
 mod premise;
 #[path = "../sql/quorum.rs"]

@@ -11,7 +11,8 @@ use crate::error::LedgerError;
 use crate::status::{Facts, derive};
 use crate::timefmt;
 use crate::types::{
-    Disposition, DispositionStatus, Intent, IssuanceRecord, Proposal, ProposalRecord,
+    Disposition, DispositionStatus, Intent, IssuanceRecord, Proposal, ProposalPolicy,
+    ProposalRecord,
 };
 
 /// The joined select behind every proposal read; append a WHERE clause.
@@ -19,7 +20,7 @@ macro_rules! proposal_select {
     () => {
         "SELECT p.id, p.principal, p.session, p.operation, p.arguments_json, p.arguments_sha256,
                 p.contract_revision, p.policy_revision, p.note, p.preview, p.created_at, p.premise,
-                p.decide_by,
+                p.decide_by, p.policy,
                 d.decision AS decision, d.reason AS decision_reason,
                 i.proof_sha256 AS i_proof_sha256, i.consume_digest AS i_consume_digest,
                 i.nonce AS i_nonce, i.principal AS i_principal,
@@ -52,6 +53,16 @@ pub(super) fn premise_col(row: &DbRow, col: &str) -> Result<Option<Premise>, Led
     Premise::from_claim_value(value)
         .map(Some)
         .map_err(|_| LedgerError::Corrupt("stored premise is malformed".into()))
+}
+
+/// A stored policy verdict, parsed (`None`: no policy set then).
+fn policy_col(row: &DbRow, col: &str) -> Result<Option<ProposalPolicy>, LedgerError> {
+    let Some(text) = row.try_get::<Option<String>, _>(col)? else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| LedgerError::Corrupt(format!("stored policy verdict: {e}")))
 }
 
 /// An identifier column, parsed: a stored id of the wrong form is
@@ -133,6 +144,7 @@ pub(super) fn proposal(row: &DbRow, now: OffsetDateTime) -> Result<ProposalRecor
         created_at: time_col(row, "created_at")?,
         premise: premise_col(row, "premise")?,
         decide_by,
+        policy: policy_col(row, "policy")?,
     };
     Ok(ProposalRecord {
         proposal,

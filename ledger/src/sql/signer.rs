@@ -52,7 +52,7 @@ async fn lock_proposal(conn: &mut Conn, id: &str) -> Result<Option<Locked>, Ledg
 
 /// Insert a `(proposal_id, principal, reason, at)` row with `sql` and its
 /// `kind` event (details: the reason), both stamped now.
-async fn insert_with_reason(
+pub(super) async fn insert_with_reason(
     conn: &mut Conn,
     sql: &'static str,
     kind: &str,
@@ -318,7 +318,7 @@ pub(super) async fn approve_in(conn: &mut Conn, a: &Approval) -> Result<(), Ledg
 /// Record a new proposal, its `proposed` event and its notification, if
 /// any, on `tx` inside a write transaction. `DuplicateProposal` if the id
 /// exists.
-async fn insert_proposal_in(
+pub(super) async fn insert_proposal_in(
     tx: &mut Conn,
     p: &Proposal,
     announce: &[OutboxNotification],
@@ -331,11 +331,17 @@ async fn insert_proposal_in(
             .map(Premise::canonical_text)
             .transpose()
             .map_err(|e| LedgerError::Corrupt(format!("premise: {e}")))?;
+        let policy = p
+            .policy
+            .as_ref()
+            .map(|policy| countersign_verifier::canonical::to_canonical(&policy.to_value()))
+            .transpose()
+            .map_err(|e| LedgerError::Corrupt(format!("policy verdict: {e}")))?;
         let inserted = sqlx::query(
             "INSERT INTO proposals (id, principal, session, operation, arguments_json,
                  arguments_sha256, contract_revision, policy_revision, note, preview, created_at,
-                 premise, decide_by)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                 premise, decide_by, policy)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(p.id.as_str())
         .bind(p.principal.as_str())
@@ -350,6 +356,7 @@ async fn insert_proposal_in(
         .bind(&created_at)
         .bind(&premise)
         .bind(&decide_by)
+        .bind(&policy)
         .execute(&mut *tx)
         .await;
         match inserted {
@@ -372,6 +379,10 @@ async fn insert_proposal_in(
         // And to the window the person had to decide in.
         if let Some(decide_by) = &decide_by {
             details["decide_by"] = decide_by.as_str().into();
+        }
+        // And to what the operator's policy said of it.
+        if let Some(policy) = &p.policy {
+            details["policy"] = policy.to_value();
         }
         events::append(
             tx,

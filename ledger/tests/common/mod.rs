@@ -240,6 +240,7 @@ pub fn proposal(n: u32, operation: &str, args: Value) -> Proposal {
         created_at: now(),
         premise: None,
         decide_by: None,
+        policy: None,
     }
 }
 

@@ -99,6 +99,12 @@ pub struct ProposeRequest {
     /// INVALID_ARGUMENT `idempotency_key_reused` when it does not.
     #[prost(string, tag = "5")]
     pub idempotency_key: ::prost::alloc::string::String,
+    /// The head the proposal came through, as the operator's Cedar policy sees
+    /// it (`context.head`): `cli`, `api`, `mcp`, `console`, `hook` or
+    /// `gateway`. Required. The head's own word: it says which interface was
+    /// used, not who used it.
+    #[prost(string, tag = "6")]
+    pub head: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetProposalRequest {

@@ -139,6 +139,11 @@ impl SignerService {
         if !self.state.rules_enabled {
             return Ok(None);
         }
+        // With the operator's binding policy, a rule approves only what
+        // it permits.
+        if !crate::operator_policy::rule_may_approve(record) {
+            return Ok(None);
+        }
         let registry = self.registry_now()?;
         let Ok((op, args)) = self.approvable(&registry, record) else {
             return Ok(None);

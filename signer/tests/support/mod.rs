@@ -89,6 +89,7 @@ pub fn propose_request(session: &str) -> ProposeRequest {
         session: session.into(),
         note: "please approve".into(),
         idempotency_key: String::new(),
+        head: "cli".into(),
     }
 }
 
@@ -113,6 +114,51 @@ pub fn approve(proposal_id: &str, delivery: Delivery) -> DecideRequest {
 }
 
 /// The reason code a refusal carries.
+/// Create the rule `definition` as a person would: a dry run (whose scope
+/// says it approves without asking a person), then the real request with
+/// the hash the dry run showed.
+pub async fn create_rule(
+    approver: &mut SignerClient<Channel>,
+    definition: &serde_json::Value,
+) -> countersign_proto::v1::RuleView {
+    let request = |dry_run, definition_sha256| countersign_proto::v1::CreateRuleRequest {
+        definition_json: definition.to_string(),
+        dry_run,
+        definition_sha256,
+    };
+    let shown = approver
+        .create_rule(request(true, String::new()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        shown.scope.contains("WITHOUT asking a person"),
+        "{}",
+        shown.scope
+    );
+    approver
+        .create_rule(request(false, shown.definition_sha256))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// One plain HTTP/1.1 GET, answered in full (the listener closes after).
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
+
+/// The signer's metrics page (its `[metrics] signer` must be set).
+pub async fn metrics_text(signer: &TestSigner) -> String {
+    http_get(signer.metrics_addr().unwrap(), "/metrics").await
+}
+
 pub fn reason_of(status: &tonic::Status) -> String {
     status
         .metadata()

@@ -29,7 +29,7 @@ async fn an_approval_run_now_completes_when_its_caller_goes_away() {
     let gate = ctx.gate(&mut head).await.unwrap();
     let approver = Approver::new(
         ctx.approver().await.unwrap(),
-        Service::over_gate(head, gate),
+        Service::over_gate(head, gate).through(countersign_service::Through::Cli),
     );
     let approval = Approval {
         proposal_id: id.clone(),

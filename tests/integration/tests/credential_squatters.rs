@@ -240,6 +240,7 @@ async fn the_agent_on_a_stopped_signers_port_gets_a_client_hello_and_nothing_mor
         session: "agent-session-1".into(),
         note: String::new(),
         idempotency_key: String::new(),
+        head: "cli".into(),
     };
     let mut kept = connect_any(&home, &addrs, &head).await.unwrap();
     kept.propose(request()).await.unwrap();

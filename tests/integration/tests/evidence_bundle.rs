@@ -114,6 +114,7 @@ async fn proposed(signer: &TestSigner, name: &str) -> String {
             operation: "schedule.create".into(),
             arguments_json: format!(r#"{{"name":"{name}","cron":"0 3 * * *"}}"#),
             session: "s1".into(),
+            head: "cli".into(),
             ..Default::default()
         })
         .await

@@ -30,6 +30,7 @@ async fn propose(n: &Notifying) {
             session: "s".into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap();

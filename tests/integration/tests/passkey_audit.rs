@@ -80,6 +80,7 @@ async fn audit_verify_rechecks_each_stored_assertion_and_names_a_bad_one() {
             session: "s1".into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap()
@@ -181,6 +182,7 @@ async fn audit_verify_rechecks_every_quorum_approvers_assertion_and_whose_passke
             session: "s1".into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap()

@@ -191,6 +191,7 @@ async fn an_interrupted_hook_answer_is_settled_as_never_answered_never_as_an_all
             session: "cli".into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap()

@@ -75,6 +75,7 @@ fn propose_request() -> ProposeRequest {
         session: "s".into(),
         note: String::new(),
         idempotency_key: String::new(),
+        head: "cli".into(),
     }
 }
 

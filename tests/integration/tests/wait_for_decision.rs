@@ -29,6 +29,7 @@ async fn propose(head: &mut SignerClient<Channel>) -> ProposalView {
         session: "hook".into(),
         note: String::new(),
         idempotency_key: String::new(),
+        head: "cli".into(),
     })
     .await
     .unwrap()

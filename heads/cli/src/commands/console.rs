@@ -71,7 +71,8 @@ pub async fn console_state(
     let gate = ctx.gate(&mut head).await?;
     Ok(ConsoleState::new(ConsoleParts {
         approver,
-        service: countersign_service::Service::over_gate(head, gate),
+        service: countersign_service::Service::over_gate(head, gate)
+            .through(countersign_service::Through::Console),
         registry: ctx.current_registry()?,
         policy: ctx.policy(),
         sessions: sessions(ctx, as_approver)?,

@@ -121,6 +121,7 @@ pub(crate) fn service(ctx: &Context, executes: bool) -> Service {
         opening: Mutex::new(executes.then(|| ctx.open_for_execution())),
     };
     Service::lazy(ctx.principal.clone(), Arc::new(installation))
+        .through(countersign_service::Through::Cli)
 }
 
 /// The result of an answer, for the command to print; a refusal or a

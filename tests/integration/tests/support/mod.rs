@@ -267,6 +267,7 @@ impl Harness {
             session: session.into(),
             note: String::new(),
             idempotency_key: String::new(),
+            head: "cli".into(),
         })
         .await
         .unwrap()
