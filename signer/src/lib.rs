@@ -26,6 +26,7 @@ pub mod notify;
 mod offer;
 pub mod passkeys;
 pub mod pkcs11;
+pub mod policy_cli;
 pub mod published_keys;
 mod push_devices;
 mod quorum;
