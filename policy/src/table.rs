@@ -86,6 +86,9 @@ pub struct CaseOutcome {
     pub verdict: Verdict,
     /// The verdict the case expects.
     pub expected: VerdictKind,
+    /// The determining policies the case expects (its `expect_policies`,
+    /// sorted), when it names them.
+    pub expected_policies: Option<Vec<String>>,
     /// Whether the verdict is the expected kind (and, when the case lists
     /// `expect_policies`, determined by exactly those policies).
     pub passed: bool,
@@ -140,16 +143,19 @@ pub fn run(
         let verdict = set
             .evaluate(schema, &request)
             .map_err(|e| fail(e.to_string()))?;
-        let policies_match = case.expect_policies.as_ref().is_none_or(|expected| {
-            let mut expected = expected.clone();
+        let expected_policies = case.expect_policies.map(|mut expected| {
             expected.sort();
-            expected == verdict.policies()
+            expected
         });
+        let policies_match = expected_policies
+            .as_ref()
+            .is_none_or(|expected| expected == verdict.policies());
         outcomes.push(CaseOutcome {
             passed: verdict.kind() == case.expect && policies_match,
             name: case.name,
             verdict,
             expected: case.expect,
+            expected_policies,
         });
     }
     Ok(outcomes)

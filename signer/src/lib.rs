@@ -27,6 +27,7 @@ mod offer;
 pub mod operator_policy;
 pub mod passkeys;
 pub mod pkcs11;
+pub mod policy_cli;
 pub mod published_keys;
 mod push_devices;
 mod quorum;

@@ -19,6 +19,7 @@ use countersign_ledger::{KeyEvent, Ledger};
 use countersign_signer::keystore::{KeyStore, KeyStoreError};
 use countersign_signer::log_key::LogKey;
 use countersign_signer::passkeys::admin;
+use countersign_signer::policy_cli::{self, PolicyArgs};
 use countersign_signer::{SignerState, StartError, load_or_create_key, serve_until_signal};
 use tokio::net::TcpListener;
 
@@ -59,6 +60,9 @@ enum Command {
         #[command(subcommand)]
         action: PasskeysAction,
     },
+    /// Check a Cedar policy set against the registry's schema, run its test
+    /// table, print the schema (no key, no ledger, no signer running).
+    Policy(PolicyArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,6 +143,8 @@ async fn main() -> ExitCode {
             action: LogKeyAction::Rotate,
         } => rotate_log_key(cli.home),
         Command::Passkeys { action } => passkeys(action, cli.home).await,
+        // Its own exit codes: 1 a check failed, 2 nothing could be checked.
+        Command::Policy(args) => return policy_cli::main(args, cli.home),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@ pub use crate::proposal_ref::ProposalRef;
 use clap::{Args, Parser, Subcommand};
 use countersign_identity::ApproverName;
 use countersign_proto::v1::ProposalStatus;
+pub use countersign_surface::policy_command::{PolicyArgs, PolicyCommand};
 
 /// countersign: a human-approval gate for the actions of AI agents.
 #[derive(Debug, Parser)]
@@ -116,6 +117,15 @@ pub enum Command {
     /// The MCP gateway: the upstream MCP servers of gateway.toml.
     #[command(subcommand)]
     Gateway(GatewayCommand),
+    /// Check a Cedar policy set against the registry (runs countersign-signer)
+    ///
+    /// Runs `countersign-signer policy ...` (found beside this program, else
+    /// on PATH) with the same arguments: the Cedar engine is linked into
+    /// the signer's binary only. Exit codes: 0 valid (every case passed), 1
+    /// invalid (a case failed), 2 a file, the home or the registry could not
+    /// be read.
+    /// See docs/policy.md.
+    Policy(PolicyArgs),
     /// Make the hardened installation on this host for an agent's OS user (as root)
     ///
     /// The local PostgreSQL server, reached over its Unix socket with peer

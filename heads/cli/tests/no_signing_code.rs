@@ -3,7 +3,8 @@
 //! every crate outside `signer/` never reaches `countersign-signer`; no
 //! crate but the load tool and the end-to-end tests names it even as a
 //! dev-dependency; and no source file outside `signer/` names the Ed25519
-//! signing key type.
+//! signing key type. And one of size: the binary does not link the Cedar
+//! engine (`countersign policy` runs `countersign-signer`, which does).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -182,6 +183,22 @@ fn no_other_crate_names_the_signer_even_as_a_dev_dependency() {
         checked >= 10,
         "too few workspace members checked: {checked}"
     );
+}
+
+/// Cedar adds about 6 MB to a binary, and the release `countersign` must
+/// stay under 40 MiB (BENCHMARKS.md): only the signer's binary links it.
+#[test]
+fn the_cli_does_not_link_the_cedar_engine() {
+    let graph = normal_dependency_graph(&metadata());
+    for engine in ["cedar-policy", "countersign-policy"] {
+        assert_eq!(
+            reaches(&graph, "countersign", engine),
+            None,
+            "countersign must not depend on {engine}: `countersign policy` runs countersign-signer"
+        );
+    }
+    // The check can see Cedar where it is linked.
+    assert!(reaches(&graph, "countersign-signer", "cedar-policy").is_some());
 }
 
 #[test]

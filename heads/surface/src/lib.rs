@@ -4,6 +4,8 @@
 //! A head is a view over this table, never a second definition of it; the
 //! parity gate ([`parity::check_parity`]) compares what each head really
 //! serves against it, and [`manifest`] generates `docs/operations.*`.
+//! [`policy_command`] declares the `policy` command line that the CLI
+//! hands to the signer's binary.
 //!
 //! Must not: decide, sign, or take or return a proof except where the table
 //! says so (the API's and CLI's `execute`, never MCP).
@@ -13,6 +15,7 @@ pub mod manifest;
 pub mod non_data;
 pub mod operations;
 pub mod parity;
+pub mod policy_command;
 pub mod results;
 
 pub use non_data::{NON_DATA, NonData};

@@ -25,6 +25,8 @@ const CONSOLE_CLI_ONLY: &str = "A browser is paired, and its pairing revoked, by
 const CREDENTIAL_CLI_ONLY: &str = "Approver credentials are issued by the local user from the installation's CA; no head may mint a credential that can decide.";
 const TRANSPORT: &str = "Transport control and administration differ per head by design: they start, describe or maintain a head, not act on proposals.";
 
+const POLICY_CHECK: &str = "Checking the operator's Cedar policy against the registry's schema, and running its test table, is for the operator and a policy repository's CI, with files and no signer, ledger or proposal; it decides nothing, and a model-facing head must not probe the policy that judges its proposals.";
+
 /// Everything on a head that is not a data operation.
 pub const NON_DATA: &[NonData] = &[
     NonData {
@@ -248,6 +250,25 @@ pub const NON_DATA: &[NonData] = &[
         name: "notify_status",
         entries: Entries(&[Entry::Cli("countersign notify status")]),
         reason: "The notification deliveries are read from the notify process's own state and the signer's outbox over the notifier's certificate: they describe the person's own alerts (channels, failures), not an operation on proposals, and a head's caller has no use for them.",
+    },
+    NonData {
+        name: "policy_validate",
+        entries: Entries(&[Entry::Cli(
+            "countersign policy validate <file> [--registry PATH]",
+        )]),
+        reason: POLICY_CHECK,
+    },
+    NonData {
+        name: "policy_test",
+        entries: Entries(&[Entry::Cli(
+            "countersign policy test <table> --policies FILE [--registry PATH]",
+        )]),
+        reason: POLICY_CHECK,
+    },
+    NonData {
+        name: "policy_schema",
+        entries: Entries(&[Entry::Cli("countersign policy schema [--registry PATH]")]),
+        reason: POLICY_CHECK,
     },
     NonData {
         name: "health",

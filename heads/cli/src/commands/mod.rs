@@ -16,10 +16,12 @@ mod mcp;
 mod metrics;
 mod notify;
 mod passkey_audit;
+mod policy;
 mod propose;
 mod rules;
 mod rules_suggest;
 mod setup;
+mod signer_binary;
 mod system_setup;
 mod tree_audit;
 mod verify;
@@ -42,6 +44,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
     // Offline: no home, no signer, no ledger.
     let command = match cli.command {
         Command::Verify(args) => return verify::verify(args, json, io),
+        // Runs the signer's binary, which reads the home itself (or not,
+        // with --registry).
+        Command::Policy(args) => return policy::policy(cli.home, args, json).await,
         Command::Evidence(EvidenceCommand::Verify(args)) => {
             return evidence::verify(args, json, io);
         }
@@ -191,6 +196,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 | Command::Exec(_)
                 | Command::Rules(RulesCommand::Create(_) | RulesCommand::Revise(_))
                 | Command::Verify(_)
+                | Command::Policy(_)
                 | Command::Evidence(EvidenceCommand::Verify(_)) => {
                     unreachable!("handled above")
                 }

@@ -22,6 +22,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
+use super::signer_binary::signer_binary;
 use crate::Io;
 use crate::context::Context;
 use crate::error::CliError;
@@ -91,7 +92,7 @@ async fn initialize(home: &Home) -> Result<(Vec<PathBuf>, Option<String>), CliEr
         }
     }
     if !home.has_signing_keys() {
-        let status = Command::new(signer_binary()?)
+        let status = Command::new(signer_binary(false)?)
             .arg("keygen")
             .arg("--home")
             .arg(home.root())
@@ -110,30 +111,6 @@ async fn initialize(home: &Home) -> Result<(Vec<PathBuf>, Option<String>), CliEr
     Ok((created, console_problem))
 }
 
-/// The signer binary: `$COUNTERSIGN_SIGNER_BIN` (absolute), else the
-/// `countersign-signer` next to this executable.
-fn signer_binary() -> Result<PathBuf, CliError> {
-    if let Some(path) = std::env::var_os("COUNTERSIGN_SIGNER_BIN").filter(|p| !p.is_empty()) {
-        let path = PathBuf::from(path);
-        if !path.is_absolute() {
-            return Err(CliError::Error(
-                "COUNTERSIGN_SIGNER_BIN must be an absolute path".to_string(),
-            ));
-        }
-        return Ok(path);
-    }
-    let exe = std::env::current_exe().map_err(CliError::error)?;
-    let sibling = exe.with_file_name("countersign-signer");
-    if sibling.is_file() {
-        Ok(sibling)
-    } else {
-        Err(CliError::Error(format!(
-            "countersign-signer was not found next to {}; install both binaries or set COUNTERSIGN_SIGNER_BIN",
-            exe.display()
-        )))
-    }
-}
-
 /// What `up` says when the console cannot start: the signer runs on.
 const CONSOLE_LEFT_OFF: &str = "the signer runs on without it: decide at the terminal (`countersign pending`, `countersign approve ID`), and see `countersign doctor` for the console";
 
@@ -148,7 +125,7 @@ pub(crate) async fn up(
     for path in created {
         writeln_err(io, &format!("created {}", path.display()));
     }
-    let binary = signer_binary()?;
+    let binary = signer_binary(false)?;
     let mut restarts = 0;
     let mut api_server: Option<Served> = None;
     let mut console_server: Option<Served> = None;
