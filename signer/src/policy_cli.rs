@@ -143,6 +143,12 @@ pub fn run(args: &PolicyArgs, home: Option<&Path>, out: &mut String) -> Result<u
             }
             Ok(EXIT_OK)
         }
+        // It reads the audit trail, not a policy: `countersign` runs it.
+        PolicyCommand::Diff { .. } => Err(CannotCheck::Read {
+            path: "the ledger".into(),
+            reason: "`policy diff` reads the audit trail: run it as `countersign policy diff`"
+                .into(),
+        }),
     }
 }
 

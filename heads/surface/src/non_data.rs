@@ -271,6 +271,11 @@ pub const NON_DATA: &[NonData] = &[
         reason: POLICY_CHECK,
     },
     NonData {
+        name: "policy_diff",
+        entries: Entries(&[Entry::Cli("countersign policy diff [--limit N]")]),
+        reason: "The log-only policy set's differences are read from the audit trail for the operator reviewing a policy change; a model-facing head must not probe the policy that judges its proposals.",
+    },
+    NonData {
         name: "health",
         entries: Entries(&[Entry::Api("GET", "/healthz")]),
         reason: "A liveness probe for HTTP supervisors; it reveals nothing private and is not an operation.",

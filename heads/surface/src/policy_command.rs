@@ -49,9 +49,27 @@ pub enum PolicyCommand {
     },
     /// Print the Cedar schema generated from the registry (.cedarschema form)
     Schema,
+    /// List the proposals on which the log-only policy set would have
+    /// decided otherwise, newest first
+    ///
+    /// Read from the audit trail (each proposal's `proposed` event): the
+    /// binding verdict acted on and the log-only one, each with its
+    /// determining policies. Run by `countersign` itself (it reads the
+    /// ledger, not a policy file).
+    Diff {
+        /// At most this many (1..=10000).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        limit: u32,
+    },
 }
 
 impl PolicyArgs {
+    /// Whether this is `diff`, which `countersign` runs itself over the
+    /// ledger (the others check files, in the signer's binary).
+    pub fn reads_the_ledger(&self) -> bool {
+        matches!(self.command, PolicyCommand::Diff { .. })
+    }
+
     /// These arguments as a command line after `policy` (without a
     /// global flag such as `--home`) that parses back into them, even
     /// for a path that starts with `-`: flags as `--flag=VALUE`, the
@@ -77,6 +95,9 @@ impl PolicyArgs {
                 table.into(),
             ]),
             PolicyCommand::Schema => out.push("schema".into()),
+            PolicyCommand::Diff { limit } => {
+                out.extend(["diff".into(), format!("--limit={limit}").into()]);
+            }
         }
         out
     }
@@ -125,6 +146,7 @@ mod tests {
             &["validate", "--", "--registry"],
             &["schema"],
             &["schema", "--registry", "r.toml"],
+            &["diff", "--limit", "7"],
         ] {
             let first = parsed(args);
             let written = first.to_args();

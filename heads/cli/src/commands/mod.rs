@@ -46,7 +46,9 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
         Command::Verify(args) => return verify::verify(args, json, io),
         // Runs the signer's binary, which reads the home itself (or not,
         // with --registry).
-        Command::Policy(args) => return policy::policy(cli.home, args, json).await,
+        Command::Policy(args) if !args.reads_the_ledger() => {
+            return policy::policy(cli.home, args, json).await;
+        }
         Command::Evidence(EvidenceCommand::Verify(args)) => {
             return evidence::verify(args, json, io);
         }
@@ -107,6 +109,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
             let ctx = Context::load(home)?;
             match command {
                 Command::Ops(OpsCommand::List) => inspect::ops_list(&ctx, json, io),
+                Command::Policy(args) => policy::diff(&ctx, &args, json, io).await,
                 Command::Keys(KeysCommand::List) => inspect::keys_list(&ctx, json, io).await,
                 Command::Keys(KeysCommand::Export(args)) => {
                     verify::keys_export(&ctx, args, io).await
@@ -196,7 +199,6 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                 | Command::Exec(_)
                 | Command::Rules(RulesCommand::Create(_) | RulesCommand::Revise(_))
                 | Command::Verify(_)
-                | Command::Policy(_)
                 | Command::Evidence(EvidenceCommand::Verify(_)) => {
                     unreachable!("handled above")
                 }
