@@ -10,6 +10,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
+use countersign_ledger::testing::TempPgDatabase;
 use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     Delivery, ListProposalsRequest, ProposalStatus, ProposalView, ProposeRequest,
@@ -52,6 +53,18 @@ async fn with_policy(
     shadow: Option<&str>,
     extra: &str,
 ) -> (TestSigner, tempfile::TempDir) {
+    with_policy_in(None, registry, policy, shadow, extra).await
+}
+
+/// [`with_policy`] with its ledger at `ledger_url` (SQLite in the home if
+/// `None`).
+async fn with_policy_in(
+    ledger_url: Option<&str>,
+    registry: &str,
+    policy: &str,
+    shadow: Option<&str>,
+    extra: &str,
+) -> (TestSigner, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let binding = write(dir.path(), "policy.cedar", policy);
     let mut config = format!("\n[policy]\ncedar = \"{}\"\n", binding.display());
@@ -60,7 +73,7 @@ async fn with_policy(
         config.push_str(&format!("cedar_log_only = \"{}\"\n", shadow.display()));
     }
     config.push_str(extra);
-    let signer = TestSigner::start_configured(registry, None, &config)
+    let signer = TestSigner::start_configured(registry, ledger_url, &config)
         .await
         .unwrap();
     (signer, dir)
@@ -242,23 +255,35 @@ async fn an_argument_the_policy_cannot_see_exactly_is_refused_and_nothing_is_pro
 }
 
 #[tokio::test]
-async fn an_edit_takes_effect_for_new_proposals_only() {
-    let (signer, dir) = with_policy(PAYMENTS, POLICY, None, "").await;
-    let mut head = head(&signer).await;
-    let before = proposed(&mut head, payment(20)).await;
+async fn an_edit_takes_effect_for_new_proposals_only_on_sqlite() {
+    an_edit_takes_effect_for_new_proposals_only(None).await;
+}
+
+#[tokio::test]
+async fn an_edit_takes_effect_for_new_proposals_only_on_postgres() {
+    let db = TempPgDatabase::create().await.unwrap();
+    an_edit_takes_effect_for_new_proposals_only(Some(db.url())).await;
+}
+
+/// A proposal made under one set, the file then edited and the signer
+/// restarted (nothing of the old set in its memory): the proposal is
+/// decided under its own set, read back from the ledger; a new one under
+/// the edited set.
+async fn an_edit_takes_effect_for_new_proposals_only(ledger_url: Option<&str>) {
+    let (signer, dir) = with_policy_in(ledger_url, PAYMENTS, POLICY, None, "").await;
+    let before = proposed(&mut head(&signer).await, payment(20)).await;
     assert_eq!(before.status, ProposalStatus::Pending as i32);
     // The operator forbids every payment from now on.
     let edited =
         r#"@id("no-payments") forbid (principal, action == Action::"payment.send", resource);"#;
     write(dir.path(), "policy.cedar", edited);
-    let after = proposed(&mut head, payment(20)).await;
+    let signer = signer.restart().await.unwrap();
+    let after = proposed(&mut head(&signer).await, payment(20)).await;
     assert_eq!(after.status, ProposalStatus::Denied as i32);
     assert_eq!(
         after.reason,
         "forbidden by the operator's policy (no-payments)"
     );
-    // The one proposed before is decided under the set it was proposed
-    // under, which the ledger keeps.
     let decided = approver(&signer)
         .await
         .decide(approve(&before.id, Delivery::Handoff))
