@@ -12,7 +12,7 @@
 //!
 //! Must not: put a proof, or anything derived from one, in a reply.
 
-use countersign_proto::v1::ProposalView;
+use countersign_proto::v1::{ProposalStatus, ProposalView};
 use countersign_registry::terminal_safe;
 use countersign_service::{Answer, Done, Fault};
 use countersign_surface::operations::OperationKey;
@@ -117,6 +117,17 @@ fn done_text(key: OperationKey, done: &Done, console: &Console) -> (String, bool
 /// exact command, and the console's page (`console_url`) if configured;
 /// only the console when approving needs a passkey (a terminal cannot).
 pub(crate) fn proposed_text(view: &ProposalView, console_url: Option<&str>) -> String {
+    // Denied in the same call (the operator's policy forbids it): nobody
+    // will be asked, so nothing is worth waiting for.
+    if view.status() == ProposalStatus::Denied {
+        return format!(
+            "proposed {id} ({op}) in session {session}; status denied: {reason}.\nNobody can approve it and nothing runs; do not propose it again.",
+            id = view.id,
+            op = view.operation,
+            session = view.session,
+            reason = terminal_safe(&view.reason),
+        );
+    }
     let place = if view.passkey_required {
         match console_url {
             Some(url) => format!("with their passkey in the web console at:\n  {url}"),

@@ -108,6 +108,36 @@ async fn what_the_policy_forbids_is_denied_on_every_head_and_nothing_is_applied(
         assert_eq!(view["status"], "denied", "{view}");
         assert_eq!(view["reason"], FORBIDDEN, "{view}");
     }
+    // The model is told not to wait: nobody will be asked.
+    let answer = call(
+        &mcp,
+        "propose_schedule_create",
+        json!({"arguments": {"name": "forbidden-mcp-2", "cron": "0 3 * * *"}}),
+    )
+    .await;
+    let text = answer["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.ends_with(&format!(
+            "; status denied: {FORBIDDEN}.\nNobody can approve it and nothing runs; do not propose it again."
+        )),
+        "{text}"
+    );
+    // And the person at the terminal is told so, not how to approve it.
+    let run = api
+        .h
+        .cli_with(
+            &["propose", "schedule.create", "--args-file", "-"],
+            &schedule("forbidden-cli-2"),
+            Person::NoTerminal,
+        )
+        .await;
+    let last = run.stdout.lines().last().unwrap();
+    assert!(
+        last.ends_with(&format!(
+            ": denied at once ({FORBIDDEN}); nobody can approve it"
+        )),
+        "{last}"
+    );
 
     // A coding agent's hook, directly and through the API: denied with
     // the policy's reason, at once (nobody is asked).

@@ -3,7 +3,7 @@
 //! approver). The signer validates, canonicalizes and renders; this head
 //! only parses, calls and prints.
 
-use countersign_proto::v1::{ListPendingRequest, ProposalView};
+use countersign_proto::v1::{ListPendingRequest, ProposalStatus, ProposalView};
 use countersign_service::{Done, Operation};
 use countersign_verifier::ProposalId;
 
@@ -62,12 +62,34 @@ pub(crate) async fn propose(
         write_text(
             io.out,
             &format!(
-                "{}\nproposed {}; a person approves it with: countersign approve {}\n",
+                "{}\n{}\n",
                 proposal_text(&view).trim_end(),
-                view.id,
-                view.id
+                next_step(&view)
             ),
         )
+    }
+}
+
+/// What comes after a proposal, by its status as recorded: only a
+/// pending one waits for a person (a policy's denial or a rule's
+/// approval decided it in the same call).
+fn next_step(view: &ProposalView) -> String {
+    let id = &view.id;
+    match view.status() {
+        ProposalStatus::Pending => {
+            format!("proposed {id}; a person approves it with: countersign approve {id}")
+        }
+        ProposalStatus::Denied => {
+            format!(
+                "proposed {id}: denied at once ({}); nobody can approve it",
+                view.reason
+            )
+        }
+        ProposalStatus::Approved => format!(
+            "proposed {id}: approved at once ({}); run it with: countersign exec {id} --handoff",
+            view.provenance
+        ),
+        status => format!("proposed {id}: {}", status.name()),
     }
 }
 
