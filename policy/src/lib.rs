@@ -29,6 +29,7 @@
 //! A policy set marked [`Mode::LogOnly`] is evaluated beside the binding
 //! one; [`shadow_difference`] says when its outcome would have differed.
 //! [`table::run`] runs a table of requests for a policy repository's CI.
+//! [`rule_scope`] writes a person's auto-approval rule's scope as Cedar.
 //!
 //! Pure: no I/O, no clock, no async runtime. Reading policy files, the
 //! time and recording shadow differences are the callers'.
@@ -38,6 +39,7 @@ mod annotations;
 mod head;
 mod policy_set;
 mod request;
+mod rule_scope;
 mod schema;
 pub mod table;
 mod value;
@@ -48,6 +50,7 @@ pub use annotations::{APPROVERS, ApprovalQuorum, ID, QUORUM, REQUIRE_APPROVAL};
 pub use head::Head;
 pub use policy_set::{MAX_POLICY_BYTES, ParseError, PolicySet, SyntaxError, ValidationIssue};
 pub use request::{CedarRequest, PolicyRequest, RequestError};
+pub use rule_scope::{Untranslatable, rule_scope};
 pub use schema::{
     AGENT_TYPE, GeneratedSchema, OPERATION_TYPE, PRINCIPAL_TYPE, SESSION_TYPE, SchemaError,
     TARGET_TYPE, schema,
