@@ -21,7 +21,8 @@ use std::process::ExitCode;
 
 use countersign_identity::{Config, Home};
 use countersign_policy::table::{self, CaseOutcome};
-use countersign_policy::{GeneratedSchema, MAX_POLICY_BYTES, ParseError, PolicySet};
+use countersign_policy::{GeneratedSchema, MAX_POLICY_BYTES, ParseError, PolicySet, rule_scope};
+use countersign_registry::rule::RuleDefinition;
 use countersign_registry::{Registry, RegistryError};
 pub use countersign_surface::policy_command::{PolicyArgs, PolicyCommand};
 
@@ -142,6 +143,39 @@ pub fn run(args: &PolicyArgs, home: Option<&Path>, out: &mut String) -> Result<u
                 out.push('\n');
             }
             Ok(EXIT_OK)
+        }
+        PolicyCommand::RuleScope { file, id } => {
+            let text = read_bounded(file, MAX_POLICY_BYTES)?;
+            let (schema, _) = schema_of(args.registry.as_deref(), home)?;
+            let rule = match RuleDefinition::parse(text.as_bytes()) {
+                Ok(rule) => rule,
+                Err(e) => {
+                    let _ = writeln!(out, "{}: {e}", file.display());
+                    return Ok(EXIT_FAILED);
+                }
+            };
+            let policies = match rule_scope(id, &rule, &schema) {
+                Ok(policies) => policies,
+                Err(e) => {
+                    let _ = writeln!(out, "{}: {e}", file.display());
+                    return Ok(EXIT_FAILED);
+                }
+            };
+            // What it wrote must be a set the signer would accept.
+            Ok(match checked(file, &policies, &schema, out) {
+                Some(_) => {
+                    out.push_str(&policies);
+                    EXIT_OK
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "{}: the translation does not validate against the registry's schema",
+                        file.display()
+                    );
+                    EXIT_FAILED
+                }
+            })
         }
         // It reads the audit trail, not a policy: `countersign` runs it.
         PolicyCommand::Diff { .. } => Err(CannotCheck::Read {

@@ -271,6 +271,13 @@ pub const NON_DATA: &[NonData] = &[
         reason: POLICY_CHECK,
     },
     NonData {
+        name: "policy_rule_scope",
+        entries: Entries(&[Entry::Cli(
+            "countersign policy rule-scope <file> [--id ID] [--registry PATH]",
+        )]),
+        reason: POLICY_CHECK,
+    },
+    NonData {
         name: "policy_diff",
         entries: Entries(&[Entry::Cli("countersign policy diff [--limit N]")]),
         reason: "The log-only policy set's differences are read from the audit trail for the operator reviewing a policy change; a model-facing head must not probe the policy that judges its proposals.",

@@ -49,6 +49,21 @@ pub enum PolicyCommand {
     },
     /// Print the Cedar schema generated from the registry (.cedarschema form)
     Schema,
+    /// Write an auto-approval rule's scope as Cedar policies
+    ///
+    /// One `permit` per operation of the rule definition (the JSON that
+    /// `rules create` takes), each `@id("<ID>/<operation>")`, validated
+    /// against the registry's schema; a permit is what a person's rule may
+    /// approve under the operator's policy. A test Cedar cannot express
+    /// exactly (`argv`, `equals` on an array) is refused with its reason
+    /// (exit 1).
+    RuleScope {
+        /// The rule definition (JSON).
+        file: PathBuf,
+        /// The id the policies are named after.
+        #[arg(long, default_value = "rule")]
+        id: String,
+    },
     /// List the proposals on which the log-only policy set would have
     /// decided otherwise, newest first
     ///
@@ -95,6 +110,11 @@ impl PolicyArgs {
                 table.into(),
             ]),
             PolicyCommand::Schema => out.push("schema".into()),
+            PolicyCommand::RuleScope { file, id } => {
+                let mut flag_id = OsString::from("--id=");
+                flag_id.push(id);
+                out.extend(["rule-scope".into(), flag_id, "--".into(), file.into()]);
+            }
             PolicyCommand::Diff { limit } => {
                 out.extend(["diff".into(), format!("--limit={limit}").into()]);
             }
@@ -147,6 +167,8 @@ mod tests {
             &["schema"],
             &["schema", "--registry", "r.toml"],
             &["diff", "--limit", "7"],
+            &["rule-scope", "r.json", "--id", "nightly"],
+            &["rule-scope", "--", "-r.json"],
         ] {
             let first = parsed(args);
             let written = first.to_args();

@@ -381,3 +381,47 @@ fn without_the_signers_binary_it_says_where_it_looked() {
         ),
     );
 }
+
+#[test]
+fn a_rules_scope_is_written_as_cedar_that_validates_or_refused_with_its_reason() {
+    let (dir, registry) = payments_registry();
+    let rule = dir.path().join("rule.json");
+    std::fs::write(
+        &rule,
+        r#"{"operations":["payment.send"],"constraints":[{"pointer":"/payee","prefix":"acme"},{"pointer":"/amount","range":{"max":100}}],"sessions":["agent-1"],"max_uses":10,"per_hour":5,"expires_at":"2026-06-02T00:00:00Z"}"#,
+    )
+    .unwrap();
+    let args = |rule: &Path| {
+        countersign(&[
+            "policy",
+            "rule-scope",
+            path_str(rule),
+            "--id",
+            "small-acme",
+            "--registry",
+            path_str(&registry),
+        ])
+    };
+    let policies = "@id(\"small-acme/payment.send\")\npermit (principal, action == Action::\"payment.send\", resource)\nwhen { [Session::\"agent-1\"].contains(principal) && context.arguments[\"payee\"] like \"acme*\" && context.arguments[\"amount\"] <= 100 };\n";
+    assert_output(&args(&rule), 0, policies, "");
+    // What it wrote validates as a policy set of its own.
+    let written = dir.path().join("small-acme.cedar");
+    std::fs::write(&written, policies).unwrap();
+    assert_eq!(validate(&written, &registry).status.code(), Some(0));
+
+    let tags = dir.path().join("tags.json");
+    std::fs::write(
+        &tags,
+        r#"{"operations":["payment.send"],"constraints":[{"pointer":"/tags","equals":["a"]}],"sessions":["*"],"max_uses":1,"per_hour":1,"expires_at":"2026-06-02T00:00:00Z"}"#,
+    )
+    .unwrap();
+    assert_output(
+        &args(&tags),
+        1,
+        &format!(
+            "{}: the rule's scope has no exact Cedar form: /tags of payment.send: equals on an array or object compares its canonical JSON, which Cedar (holding arrays as sets) cannot\n",
+            tags.display()
+        ),
+        "",
+    );
+}
