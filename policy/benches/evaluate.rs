@@ -6,6 +6,7 @@
 //! policy matches, so every condition is evaluated. The request alone
 //! (context, entities, Cedar's check of it against the schema) is
 //! measured too, as the share of a decision no policy count changes.
+//! The sets are in `sets/mod.rs`, which the load tool shares.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use countersign_policy::{Head, PolicyRequest, PolicySet, Verdict, schema};
@@ -13,41 +14,7 @@ use countersign_registry::Registry;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
-const EXAMPLE: &str = include_str!("../examples/coding-agents.cedar");
-
-const EXTRA: &str = r#"
-@id("no-force-push") forbid (principal, action == Action::"agent.shell", resource is Target)
-when { resource.value like "*git push --force*" };
-@id("schedules") permit (principal, action == Action::"schedule.create", resource)
-when { context.arguments.name like "nightly-*" };
-@id("office-hours") @require_approval permit (principal, action == Action::"agent.web", resource)
-when { context.time < 1796558400 || context.class == "network" };
-"#;
-
-/// `n` policies cycling through four realistic kinds.
-fn generated(n: usize) -> String {
-    (0..n)
-        .map(|i| match i % 4 {
-            0 => format!(
-                "@id(\"no-cmd-{i}\") forbid (principal, action == Action::\"agent.shell\", resource is Target)\n\
-                 when {{ resource.value like \"*forbidden-tool-{i} *\" }};\n"
-            ),
-            1 => format!(
-                "@id(\"edit-{i}\") @require_approval @quorum(\"2\") @approvers(\"alice,bob,carol\")\n\
-                 permit (principal, action == Action::\"agent.edit\", resource is Target)\n\
-                 when {{ resource.value like \"/srv/service-{i}/deploy/*\" }};\n"
-            ),
-            2 => format!(
-                "@id(\"read-{i}\") permit (principal in Agent::\"claude-code\", action == Action::\"agent.read\", resource is Target)\n\
-                 when {{ resource.value like \"/srv/project-{i}/*\" && context.head == \"hook\" }};\n"
-            ),
-            _ => format!(
-                "@id(\"schedule-{i}\") permit (principal in Principal::\"pr_{i:032x}\", action == Action::\"schedule.create\", resource)\n\
-                 when {{ context.arguments.name like \"team-{i}-*\" && context.arguments.cron != \"* * * * *\" }};\n"
-            ),
-        })
-        .collect()
-}
+mod sets;
 
 fn bench(c: &mut Criterion) {
     let registry = Registry::from_toml_str(Registry::default_toml()).unwrap();
@@ -71,8 +38,8 @@ fn bench(c: &mut Criterion) {
         b.iter(|| std::hint::black_box(&request).to_cedar(&schema).unwrap());
     });
     for (name, text) in [
-        ("6 policies", format!("{EXAMPLE}{EXTRA}")),
-        ("200 policies", generated(200)),
+        ("6 policies", sets::six()),
+        ("200 policies", sets::generated(200)),
     ] {
         let set = PolicySet::parse(&text).unwrap();
         set.validate(&schema).unwrap();

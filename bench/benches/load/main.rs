@@ -17,7 +17,8 @@
 //! `--idle-secs S` (how long the watch section's idle watcher waits; 30),
 //! `--hook-only` (the hook section only; `--latency-n` iterations, 100),
 //! `--evidence-only` (`evidence verify` processes only; `--latency-n`
-//! iterations, 300).
+//! iterations, 300), `--policy-only` (the operator's policy at a proposal
+//! only; `--latency-n` iterations, 300, or 30 with `--quick`).
 //! The latency and hook sections run the `countersign` binary of this
 //! profile: `cargo build --release --bins` first.
 //! PostgreSQL: a fresh database on `$COUNTERSIGN_TEST_PG` (default
@@ -55,7 +56,10 @@
 //!     watcher (another process) of another signer of the same PostgreSQL
 //!     ledger, p50 and p99 after `Decide` returned, beside the same
 //!     decision reaching a watcher of the deciding signer
-//!     (`watch_across.rs`; skipped with `--sqlite-only`).
+//!     (`watch_across.rs`; skipped with `--sqlite-only`);
+//! 12. `Propose` with a binding Cedar policy set of 6 and of 200 policies,
+//!     p50 and p99, beside `Propose` with none, and the in-process
+//!     evaluation alone (`policy.rs`).
 //!
 //! Proofs are minted with the signer's own issuing code (a dev-dependency:
 //! nothing here ships).
@@ -67,6 +71,10 @@ mod heads;
 mod hook;
 mod latency;
 mod netns;
+mod policy;
+/// The policy sets the policy crate's criterion bench evaluates.
+#[path = "../../../policy/benches/sets/mod.rs"]
+mod policy_sets;
 mod watch;
 mod watch_across;
 
@@ -123,6 +131,8 @@ struct Options {
     hook_only: bool,
     /// Run only the evidence section.
     evidence_only: bool,
+    /// Run only the policy section.
+    policy_only: bool,
     /// How long the watch section's idle watcher waits, if given.
     idle_secs: Option<u64>,
 }
@@ -147,6 +157,7 @@ impl Options {
             watch_across_only: has("--watch-across-only"),
             hook_only: has("--hook-only"),
             evidence_only: has("--evidence-only"),
+            policy_only: has("--policy-only"),
             idle_secs: number_after(&args, "--idle-secs"),
         }
     }
@@ -866,6 +877,9 @@ fn main() {
     if opts.evidence_only {
         return evidence_section(&opts);
     }
+    if opts.policy_only {
+        return runtime.block_on(policy_section(&opts));
+    }
     verification(&fx, &opts);
     if std::env::args().any(|a| a == "--verification-only") {
         return;
@@ -891,6 +905,7 @@ fn main() {
             }
             hook_section(&fx, &opts).await;
             evidence_section(&opts);
+            policy_section(&opts).await;
         }
         if opts.netns {
             netns_section(&fx, &opts).await;
@@ -930,6 +945,14 @@ fn evidence_section(opts: &Options) {
 async fn hook_section(fx: &Fixture, opts: &Options) {
     if let Err(e) = hook::run(fx, opts).await {
         eprintln!("hook section: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The policy section; a failure ends the run with the reason.
+async fn policy_section(opts: &Options) {
+    if let Err(e) = policy::run(opts).await {
+        eprintln!("policy section: {e}");
         std::process::exit(1);
     }
 }
