@@ -56,6 +56,9 @@ struct PolicyFile {
 
 #[derive(Debug, Clone)]
 struct Loaded {
+    /// The file as it was when read: while its metadata is the same, its
+    /// text is not read again.
+    stamp: Option<Stamp>,
     text: Arc<str>,
     /// The digest of the schema it was validated against.
     schema: String,
@@ -266,12 +269,24 @@ impl PolicyFile {
     /// again only when the text or the schema changed. The error names
     /// the file and what is wrong.
     fn current(&self, schema: &GeneratedSchema) -> Result<Loaded, String> {
+        let stamp = Stamp::of(&self.path);
+        {
+            let last = lock(&self.last);
+            if let Some(loaded) = &*last
+                && stamp.is_some()
+                && loaded.stamp == stamp
+                && loaded.schema == schema.digest()
+            {
+                return Ok(loaded.clone());
+            }
+        }
         let text = read_policy(&self.path)?;
         let mut last = lock(&self.last);
-        if let Some(loaded) = &*last
+        if let Some(loaded) = &mut *last
             && *loaded.text == *text
             && loaded.schema == schema.digest()
         {
+            loaded.stamp = stamp;
             return Ok(loaded.clone());
         }
         let named = |e: String| format!("{}: {e}", self.path.display());
@@ -284,12 +299,41 @@ impl PolicyFile {
             ))
         })?;
         let loaded = Loaded {
+            stamp,
             text: Arc::from(text),
             schema: schema.digest().to_owned(),
             set: Arc::new(set),
         };
         *last = Some(loaded.clone());
         Ok(loaded)
+    }
+}
+
+/// What tells that a file changed without reading it: its inode, size,
+/// and modification and change times (nanoseconds). An edit in place
+/// moves the times; an editor's replacement brings another inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    /// `None` when the file cannot be read: then it is read, and the
+    /// reading's error reported.
+    fn of(path: &Path) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        })
     }
 }
 
