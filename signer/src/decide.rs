@@ -437,20 +437,30 @@ impl SignerService {
     /// operator's policy set it was proposed under does not forbid it at
     /// this time (`forbidden_by_policy`), and its premise holds.
     pub(crate) async fn decision_holds(&self, record: &ProposalRecord) -> Result<(), RpcError> {
-        let registry = self.registry_now()?;
-        let now = now_seconds()?.unix_timestamp();
-        if let Some(policies) = self
-            .state
-            .operator_policy
-            .forbids_at_decision(&self.state.ledger, &registry, record, now)
-            .await?
-        {
+        if let Some(policies) = self.forbidden_now(record).await? {
             return Err(RpcError::ForbiddenByPolicy {
                 id: record.proposal.id.to_string(),
                 policies: policies.join(", "),
             });
         }
         self.premise_holds(record).await
+    }
+
+    /// The policies of the set `record` was proposed under that forbid
+    /// approving it now; without such a set, nothing is read.
+    async fn forbidden_now(
+        &self,
+        record: &ProposalRecord,
+    ) -> Result<Option<Vec<String>>, RpcError> {
+        if !crate::operator_policy::was_judged(record) {
+            return Ok(None);
+        }
+        let registry = self.registry_now()?;
+        let now = now_seconds()?.unix_timestamp();
+        self.state
+            .operator_policy
+            .forbids_at_decision(&self.state.ledger, &registry, record, now)
+            .await
     }
 
     /// `premise_changed` unless the premise `record` was proposed under

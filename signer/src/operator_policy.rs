@@ -17,7 +17,7 @@
 //! `policy_unavailable`), let a log-only set decide anything, or show a
 //! policy arguments it cannot hold exactly (`not_representable`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -40,11 +40,9 @@ pub struct OperatorPolicy {
     /// The schema of the registry it was generated from (compared by
     /// identity: the registry is re-parsed only when its file changed).
     schema: Mutex<Option<(Arc<Registry>, Arc<GeneratedSchema>)>>,
-    /// Sets by digest: those loaded from the files and those read back
-    /// from the ledger for a decision.
+    /// Sets by digest whose text this process knows the ledger holds:
+    /// those it stored there, and those it read back for a decision.
     by_digest: Mutex<HashMap<String, Arc<PolicySet>>>,
-    /// Digests whose text this process knows the ledger holds.
-    stored: Mutex<HashSet<String>>,
 }
 
 /// One configured policy file and the set last loaded from it.
@@ -71,6 +69,8 @@ struct Loaded {
 pub(crate) struct Evaluated {
     pub(crate) record: ProposalPolicy,
     pub(crate) binding: Option<Verdict>,
+    /// The log-only set's verdict, when it differs (as in `record`).
+    pub(crate) shadow: Option<VerdictKind>,
 }
 
 impl OperatorPolicy {
@@ -154,9 +154,10 @@ impl OperatorPolicy {
                 binding: binding
                     .as_ref()
                     .map(|(loaded, verdict)| verdict_record(&loaded.set, verdict)),
-                shadow,
+                shadow: shadow.as_ref().map(|(record, _)| record.clone()),
             },
             binding: binding.map(|(_, verdict)| verdict),
+            shadow: shadow.map(|(_, kind)| kind),
         }))
     }
 
@@ -170,7 +171,7 @@ impl OperatorPolicy {
         schema: &GeneratedSchema,
         request: &PolicyRequest<'_>,
         binding: Option<&(Loaded, Verdict)>,
-    ) -> Option<PolicyVerdict> {
+    ) -> Option<(PolicyVerdict, VerdictKind)> {
         let loaded = file
             .current(schema)
             .inspect_err(|e| tracing::warn!(error = %e, "the log-only policy set is not evaluated"))
@@ -192,17 +193,16 @@ impl OperatorPolicy {
             policies = ?difference.shadow.policies(),
             "the log-only policy set would have decided otherwise"
         );
-        Some(verdict_record(&loaded.set, &shadow))
+        Some((verdict_record(&loaded.set, &shadow), shadow.kind()))
     }
 
     /// Stores `loaded`'s text in the ledger, once per digest per process.
     async fn store(&self, ledger: &Ledger, loaded: &Loaded) -> Result<(), RpcError> {
         let digest = loaded.set.digest();
-        if lock(&self.stored).contains(digest) {
+        if lock(&self.by_digest).contains_key(digest) {
             return Ok(());
         }
         ledger.record_policy_set(&loaded.text).await?;
-        lock(&self.stored).insert(digest.to_owned());
         lock(&self.by_digest).insert(digest.to_owned(), Arc::clone(&loaded.set));
         Ok(())
     }
@@ -218,10 +218,7 @@ impl OperatorPolicy {
         time_unix: i64,
     ) -> Result<Option<Vec<String>>, RpcError> {
         let p = &record.proposal;
-        let Some(policy) = &p.policy else {
-            return Ok(None);
-        };
-        let Some(binding) = &policy.binding else {
+        let (Some(policy), Some(binding)) = (&p.policy, binding_of(record)) else {
             return Ok(None);
         };
         let set = self.recorded(ledger, &binding.set).await?;
@@ -423,6 +420,12 @@ pub(crate) fn denied_by_policy(
         }
         _ => None,
     }
+}
+
+/// Whether `record` was proposed under a binding set (which a decision
+/// then asks again).
+pub(crate) fn was_judged(record: &ProposalRecord) -> bool {
+    binding_of(record).is_some()
 }
 
 /// Whether a rule may approve `record`: without a binding verdict (no

@@ -190,14 +190,12 @@ impl SignerService {
         }
         // The operator's policy, asked before anything runs or is recorded.
         let created_at = now_seconds()?;
-        let arguments: serde_json::Value = serde_json::from_str(args.text())
-            .map_err(|e| RpcError::Internal(format!("validated arguments: {e}")))?;
         let request = PolicyRequest {
             principal: peer.principal.as_str(),
-            agent: agent_of(cmd.head, &arguments),
+            agent: agent_of(cmd.head, args.value()),
             session: cmd.session.as_str(),
             operation: &op.name,
-            arguments: &arguments,
+            arguments: args.value(),
             time_unix: created_at.unix_timestamp(),
             head: cmd.head,
         };
@@ -355,13 +353,7 @@ impl SignerService {
         if evaluated.binding.is_some() {
             metrics.policy_verdict(binding.as_str());
         }
-        if let Some(shadow) = &evaluated.record.shadow {
-            let shadow = match shadow.verdict.as_str() {
-                "forbid" => VerdictKind::Forbid,
-                "require_approval" => VerdictKind::RequireApproval,
-                "permit" => VerdictKind::Permit,
-                _ => VerdictKind::PersonDecides,
-            };
+        if let Some(shadow) = evaluated.shadow {
             metrics.policy_shadow_difference(binding.as_str(), shadow.as_str());
         }
     }
