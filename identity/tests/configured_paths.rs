@@ -332,3 +332,33 @@ fn refuses_a_relative_configured_path() {
         Err(IdentityError::RelativePath(PathBuf::from("ops/x.toml")))
     );
 }
+
+/// `[policy] cedar` and `cedar_log_only` are held as the registry is: a
+/// policy file another user can write, or that another user owns, is
+/// refused before the signer reads it (a forbid it could delete, a permit
+/// it could add).
+#[test]
+fn refuses_a_cedar_policy_file_others_can_write_or_own() {
+    let s = setup();
+    let policy = s.home.root().join("policy.cedar");
+    for key in ["cedar", "cedar_log_only"] {
+        file(&policy, 0o666, "");
+        s.configure(&format!("[policy]\n{key} = \"policy.cedar\"\n"));
+        assert_eq!(s.load(), writable(&policy, 0o666), "{key}");
+        chmod(&policy, 0o644);
+        s.load().unwrap();
+        if is_root() {
+            std::os::unix::fs::chown(&policy, Some(12345), None).unwrap();
+            assert_eq!(
+                s.load(),
+                Err(IdentityError::WrongOwner {
+                    path: policy.clone(),
+                    owner: 12345,
+                    expected: 0,
+                }),
+                "{key}"
+            );
+            std::os::unix::fs::chown(&policy, Some(0), None).unwrap();
+        }
+    }
+}

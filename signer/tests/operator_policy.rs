@@ -114,6 +114,15 @@ async fn events(signer: &TestSigner, proposal: &str, kind: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The home's approver's approval of `proposal`, which must be refused.
+async fn approval_refused(signer: &TestSigner, proposal: &str) -> tonic::Status {
+    approver(signer)
+        .await
+        .decide(approve(proposal, Delivery::Handoff))
+        .await
+        .unwrap_err()
+}
+
 /// The head's principal has no proposal at all.
 async fn nothing_proposed(head: &mut SignerClient<Channel>) {
     let listed = head
@@ -175,11 +184,7 @@ async fn what_the_policy_forbids_is_recorded_denied_and_nobody_can_approve_it() 
         .await;
     assert_eq!(stored.unwrap().as_deref(), Some(POLICY));
     // Nobody approves it, and no proof exists.
-    let refused = approver(&signer)
-        .await
-        .decide(approve(&view.id, Delivery::Handoff))
-        .await
-        .unwrap_err();
+    let refused = approval_refused(&signer, &view.id).await;
     assert_eq!(reason_of(&refused), "not_pending");
     no_proof(&signer, &view.id).await;
 }
@@ -196,11 +201,7 @@ async fn what_the_policy_requires_approval_for_waits_for_the_quorum_it_names() {
         (2, vec!["alice".to_owned(), "bob".to_owned()])
     );
     // The unnamed approver is not one of the two.
-    let refused = approver(&signer)
-        .await
-        .decide(approve(&view.id, Delivery::Handoff))
-        .await
-        .unwrap_err();
+    let refused = approval_refused(&signer, &view.id).await;
     assert_eq!(
         (refused.code(), reason_of(&refused)),
         (Code::PermissionDenied, "not_a_quorum_approver".to_owned())
@@ -314,11 +315,7 @@ async fn a_forbid_that_holds_at_the_decision_refuses_the_approval() {
     while OffsetDateTime::now_utc().unix_timestamp() < from {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    let refused = approver(&signer)
-        .await
-        .decide(approve(&view.id, Delivery::Handoff))
-        .await
-        .unwrap_err();
+    let refused = approval_refused(&signer, &view.id).await;
     assert_eq!(
         (refused.code(), reason_of(&refused)),
         (Code::FailedPrecondition, "forbidden_by_policy".to_owned())
