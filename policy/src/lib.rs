@@ -12,7 +12,9 @@
 //!   names a target for the operation and the arguments hold a string
 //!   there, else `Operation::"<name>"`;
 //! - context: `arguments` (the typed view of the canonical arguments, see
-//!   [`schema`]), `time` (unix seconds), `head` ([`Head`]) and `class`.
+//!   [`schema`]), `time` (unix seconds), `head` ([`Head`]), `class`, and
+//!   for `agent.shell` `argv`, the command's words as a shell would run
+//!   them (absent when the rule language's lexer refuses the command).
 //!
 //! Precedence: a satisfied (or erroring) forbid is [`Verdict::Forbid`];
 //! else a satisfied `@require_approval` permit is
@@ -29,13 +31,16 @@
 //! A policy set marked [`Mode::LogOnly`] is evaluated beside the binding
 //! one; [`shadow_difference`] says when its outcome would have differed.
 //! [`table::run`] runs a table of requests for a policy repository's CI.
-//! [`rule_scope`] writes a person's auto-approval rule's scope as Cedar.
+//! [`rule_scope`] writes a person's auto-approval rule's scope as Cedar;
+//! [`CedarScope`] checks and evaluates one a person wrote in Cedar.
 //!
 //! Pure: no I/O, no clock, no async runtime. Reading policy files, the
 //! time and recording shadow differences are the callers'.
 #![forbid(unsafe_code)]
 
 mod annotations;
+mod argv;
+mod cedar_scope;
 mod head;
 mod policy_set;
 mod request;
@@ -47,6 +52,8 @@ mod verdict;
 mod view;
 
 pub use annotations::{APPROVERS, ApprovalQuorum, ID, QUORUM, REQUIRE_APPROVAL};
+pub use argv::{ARGV_ATTRIBUTE, ARGV_WORDS};
+pub use cedar_scope::{CedarScope, ScopeRefused};
 pub use head::Head;
 pub use policy_set::{MAX_POLICY_BYTES, ParseError, PolicySet, SyntaxError, ValidationIssue};
 pub use request::{CedarRequest, PolicyRequest, RequestError};

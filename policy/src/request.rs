@@ -1,7 +1,7 @@
 //! A proposal as a Cedar request: the session as principal (a member of
 //! its principal and, for a hook, its agent), the operation as action, the
 //! target or the operation as resource, and the context (typed arguments,
-//! time, head, class), with the entities they name.
+//! time, head, class, and a shell call's words), with the entities they name.
 //!
 //! This module owns that mapping. It must not approximate: arguments go
 //! through `value.rs`, which refuses what Cedar cannot hold exactly. It
@@ -14,6 +14,7 @@ use cedar_policy::{
 };
 use serde_json::Value;
 
+use crate::argv::{self, ARGV_ATTRIBUTE};
 use crate::schema::GeneratedSchema;
 use crate::{Head, value};
 
@@ -92,21 +93,30 @@ impl PolicyRequest<'_> {
         let cedar = |e: &dyn std::fmt::Display| RequestError::Cedar(e.to_string());
 
         let arguments = value::record(&view.arguments, self.arguments)?;
-        let context = Context::from_pairs([
-            ("arguments".to_owned(), value::record_expression(arguments)?),
-            (
-                "time".to_owned(),
-                RestrictedExpression::new_long(self.time_unix),
-            ),
-            (
-                "head".to_owned(),
-                RestrictedExpression::new_string(self.head.as_str().to_owned()),
-            ),
-            (
-                "class".to_owned(),
-                RestrictedExpression::new_string(view.class.as_str().to_owned()),
-            ),
-        ])
+        let argv = argv::value(self.operation, self.arguments)
+            .map(|words| {
+                Ok::<_, RequestError>((ARGV_ATTRIBUTE.to_owned(), words.into_expression()?))
+            })
+            .transpose()?;
+        let context = Context::from_pairs(
+            [
+                ("arguments".to_owned(), value::record_expression(arguments)?),
+                (
+                    "time".to_owned(),
+                    RestrictedExpression::new_long(self.time_unix),
+                ),
+                (
+                    "head".to_owned(),
+                    RestrictedExpression::new_string(self.head.as_str().to_owned()),
+                ),
+                (
+                    "class".to_owned(),
+                    RestrictedExpression::new_string(view.class.as_str().to_owned()),
+                ),
+            ]
+            .into_iter()
+            .chain(argv),
+        )
         .map_err(|e| cedar(&e))?;
 
         let types = &schema.types;

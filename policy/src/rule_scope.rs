@@ -5,24 +5,31 @@
 //!
 //! This module owns the translation. It must not approximate: a test
 //! Cedar cannot express with the same meaning is refused
-//! ([`Untranslatable`]), never loosened or narrowed. An `argv` test (a
-//! shell command matched word by word after the rule language's own
-//! lexer) has no Cedar form, nor has a test on a part of the arguments
-//! outside Cedar's view (a `number`, an open object), nor `equals` on an
-//! array or object (Cedar holds arrays as sets). What the rule language
-//! can never match (a `prefix` on an integer, a `range` on a string) is
-//! `false`, as it is there.
+//! ([`Untranslatable`]), never loosened or narrowed. An `argv` test on a
+//! shell call's command becomes a test of `context.argv`, the words of the
+//! same lexer (`argv.rs`); an `argv` test anywhere else has no Cedar form,
+//! nor has a test on a part of the arguments outside Cedar's view (a
+//! `number`, an open object), nor `equals` on an array or object (Cedar
+//! holds arrays as sets). What the rule language can never match (a
+//! `prefix` on an integer, a `range` on a string, a shell rule that tests
+//! the command otherwise than by `argv`) is `false`, as it is there.
 
 use std::fmt::Write as _;
 
-use countersign_registry::rule::{RuleDefinition, Sessions, Test};
+use countersign_registry::rule::argv::{ArgPattern, ArgvPattern};
+use countersign_registry::rule::{
+    RuleDefinition, SHELL_COMMAND_POINTER, SHELL_OPERATION, Sessions, Test,
+};
 use serde_json::Value;
 
 use crate::GeneratedSchema;
+use crate::argv::{ARGV_ATTRIBUTE, word};
 use crate::view::{ArgType, RecordType};
 
-/// Why an `argv` test has no Cedar form.
-const ARGV: &str = "an argv test matches a shell command word by word after the rule language's lexer, which Cedar cannot express";
+/// Why an `argv` test elsewhere than on a shell call's command has no
+/// Cedar form.
+const ARGV: &str =
+    "an argv test has a Cedar form (context.argv) only on agent.shell's /tool_input/command";
 
 /// Why a rule's scope has no exact Cedar form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,33 +37,29 @@ const ARGV: &str = "an argv test matches a shell command word by word after the 
 pub struct Untranslatable(pub String);
 
 /// The Cedar policies that permit exactly what `rule` covers: one per
-/// operation, `@id("<id>/<operation>")`, in the rule's order.
+/// operation, `@id("<id>/<operation>")`, in the rule's order. A rule whose
+/// scope is already written in Cedar is not translated again.
 pub fn rule_scope(
     id: &str,
     rule: &RuleDefinition,
     schema: &GeneratedSchema,
 ) -> Result<String, Untranslatable> {
+    if rule.cedar.is_some() {
+        return Err(Untranslatable(
+            "the rule's scope is already written in Cedar (its `cedar`)".into(),
+        ));
+    }
     let mut text = String::new();
     for operation in &rule.operations {
         let view = schema.operations.get(operation).ok_or_else(|| {
             Untranslatable(format!("operation {operation:?} is not in the registry"))
         })?;
-        let mut conditions = Vec::new();
-        if let Sessions::Only(sessions) = &rule.sessions {
-            let listed: Vec<String> = sessions
-                .iter()
-                .map(|s| format!("Session::{}", literal(s.as_str())))
-                .collect();
-            conditions.push(format!("[{}].contains(principal)", listed.join(", ")));
-        }
-        for constraint in &rule.constraints {
-            conditions.push(condition(
-                operation,
-                &view.arguments,
-                &constraint.pointer,
-                &constraint.test,
-            )?);
-        }
+        let conditions = if operation == SHELL_OPERATION && !rule.shell_commands_matched_by_argv() {
+            // The rule language never covers a shell call with this rule.
+            vec!["false".to_owned()]
+        } else {
+            conditions(rule, operation, &view.arguments)?
+        };
         let _ = write!(
             text,
             "@id({})\npermit (principal, action == Action::{}, resource)",
@@ -72,6 +75,32 @@ pub fn rule_scope(
     Ok(text)
 }
 
+/// The conditions of `rule` on a proposal of `operation`: its sessions,
+/// then each constraint.
+fn conditions(
+    rule: &RuleDefinition,
+    operation: &str,
+    arguments: &RecordType,
+) -> Result<Vec<String>, Untranslatable> {
+    let mut conditions = Vec::new();
+    if let Sessions::Only(sessions) = &rule.sessions {
+        let listed: Vec<String> = sessions
+            .iter()
+            .map(|s| format!("Session::{}", literal(s.as_str())))
+            .collect();
+        conditions.push(format!("[{}].contains(principal)", listed.join(", ")));
+    }
+    for constraint in &rule.constraints {
+        conditions.push(condition(
+            operation,
+            arguments,
+            &constraint.pointer,
+            &constraint.test,
+        )?);
+    }
+    Ok(conditions)
+}
+
 /// The Cedar condition of one constraint: the path's presence, then its
 /// test.
 fn condition(
@@ -80,8 +109,12 @@ fn condition(
     pointer: &str,
     test: &Test,
 ) -> Result<String, Untranslatable> {
-    if matches!(test, Test::Argv(_)) {
-        return Err(Untranslatable(format!("{pointer} of {operation}: {ARGV}")));
+    if let Test::Argv(pattern) = test {
+        return if operation == SHELL_OPERATION && pointer == SHELL_COMMAND_POINTER {
+            Ok(argv_condition(pattern))
+        } else {
+            Err(Untranslatable(format!("{pointer} of {operation}: {ARGV}")))
+        };
     }
     let outside = || {
         Untranslatable(format!(
@@ -118,6 +151,32 @@ fn condition(
     Ok(present.join(" && "))
 }
 
+/// An `argv` pattern as a test of `context.argv`: present (the command
+/// split), as many words (or at least as many, with `more_args`), and each
+/// listed word equal to the pattern's.
+fn argv_condition(pattern: &ArgvPattern) -> String {
+    let argv = format!("context.{ARGV_ATTRIBUTE}");
+    let words = pattern.args().len() + 1;
+    let count = if pattern.more_args() { ">=" } else { "==" };
+    let mut parts = vec![
+        format!("context has {ARGV_ATTRIBUTE}"),
+        format!("{argv}.count {count} {words}"),
+    ];
+    let program = std::iter::once(ArgPattern::Exact(pattern.program().to_owned()));
+    for (n, expected) in program.chain(pattern.args().iter().cloned()).enumerate() {
+        let w = word(n);
+        parts.push(format!("{argv} has {w}"));
+        parts.push(match expected {
+            ArgPattern::Exact(s) => format!("{argv}.{w} == {}", literal(&s)),
+            ArgPattern::OneOf(options) => {
+                let listed: Vec<String> = options.iter().map(|o| literal(o)).collect();
+                format!("[{}].contains({argv}.{w})", listed.join(", "))
+            }
+        });
+    }
+    parts.join(" && ")
+}
+
 /// `test` on the value at `path`, of Cedar type `leaf`.
 fn test_of(path: &str, leaf: &ArgType, test: &Test) -> Result<String, String> {
     match test {
@@ -146,6 +205,7 @@ fn test_of(path: &str, leaf: &ArgType, test: &Test) -> Result<String, String> {
             ArgType::String => format!("{path} like {}", like_prefix(prefix)),
             _ => "false".into(),
         }),
+        // Handled before the path is walked (see `condition`).
         Test::Argv(_) => Err(ARGV.into()),
     }
 }
@@ -204,7 +264,7 @@ fn range(path: &str, min: Option<f64>, max: Option<f64>) -> String {
 }
 
 /// A Cedar string literal of `s`, exactly.
-fn literal(s: &str) -> String {
+pub(crate) fn literal(s: &str) -> String {
     escaped(s, false)
 }
 

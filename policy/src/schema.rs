@@ -16,7 +16,8 @@
 //! action "agent.shell" appliesTo {
 //!   principal: Session,
 //!   resource: [Target, Operation],
-//!   context: { arguments: {...}, time: Long, head: String, class: String },
+//!   context: { arguments: {...}, time: Long, head: String, class: String,
+//!              argv?: { count: Long, w0?: String, ..., w32?: String } },
 //! };
 //! ```
 //!
@@ -27,7 +28,8 @@
 //! insists). Any other operation's resource is `Operation::"<name>"`.
 //! `time` is unix seconds (a Long: the `datetime` extension is left out to
 //! keep the build small); `head` is one of `Head::as_str`; `class` is the
-//! operation's class as approvers see it (`Operation::risk`).
+//! operation's class as approvers see it (`Operation::risk`). Only
+//! `agent.shell` has `argv`: its command's words (see `argv.rs`).
 
 use std::collections::BTreeMap;
 
@@ -38,6 +40,7 @@ use countersign_registry::{Class, Registry};
 use countersign_verifier::canonical;
 use serde_json::{Map, Value, json};
 
+use crate::argv;
 use crate::view::{self, RecordType};
 
 /// The principal entity type: a person or service account's principal.
@@ -124,7 +127,7 @@ pub fn schema(registry: &Registry) -> Result<GeneratedSchema, SchemaError> {
             Some(_) => json!([TARGET_TYPE, OPERATION_TYPE]),
             None => json!([OPERATION_TYPE]),
         };
-        let context = json!({
+        let mut context = json!({
             "type": "Record",
             "attributes": {
                 "arguments": arguments.to_cedar_json(),
@@ -133,6 +136,9 @@ pub fn schema(registry: &Registry) -> Result<GeneratedSchema, SchemaError> {
                 "class": { "type": "String" },
             }
         });
+        if argv::applies_to(&op.name) {
+            context["attributes"][argv::ARGV_ATTRIBUTE] = argv::cedar_type();
+        }
         actions.insert(
             op.name.clone(),
             json!({ "appliesTo": {

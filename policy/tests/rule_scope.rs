@@ -250,13 +250,156 @@ fn what_cedar_cannot_express_exactly_is_refused_with_its_reason() {
         Untranslatable("/tags/0 of payment.send is not in Cedar's view of its arguments".into())
     );
     let defaults = schema_of(&default_registry());
-    let shell = rule(
-        &["agent.shell"],
-        json!([{"pointer": "/tool_input/command", "argv": {"program": "git", "args": ["status"], "more_args": false}}]),
+    let elsewhere = rule(
+        &["schedule.create"],
+        json!([{"pointer": "/name", "argv": {"program": "git", "args": [], "more_args": true}}]),
         &["*"],
     );
     assert_eq!(
-        rule_scope("r", &shell, &defaults).unwrap_err().to_string(),
-        "the rule's scope has no exact Cedar form: /tool_input/command of agent.shell: an argv test matches a shell command word by word after the rule language's lexer, which Cedar cannot express"
+        rule_scope("r", &elsewhere, &defaults)
+            .unwrap_err()
+            .to_string(),
+        "the rule's scope has no exact Cedar form: /name of schedule.create: an argv test has a Cedar form (context.argv) only on agent.shell's /tool_input/command"
+    );
+    let mut written = json!({
+        "operations": ["schedule.create"], "cedar": "permit (principal, action, resource);",
+        "sessions": ["*"], "max_uses": 1, "per_hour": 1, "expires_at": "2026-06-02T00:00:00Z",
+    });
+    let written_rule = RuleDefinition::from_value(written.take()).unwrap();
+    assert_eq!(
+        rule_scope("r", &written_rule, &defaults)
+            .unwrap_err()
+            .to_string(),
+        "the rule's scope has no exact Cedar form: the rule's scope is already written in Cedar (its `cedar`)"
+    );
+}
+
+/// Shell commands every shell rule below is tried on: the words each
+/// pattern names, in and out of order, quoted, with more or fewer
+/// arguments, and what the lexer refuses (operators, expansions, globs,
+/// assignments, newlines).
+fn commands() -> Vec<Value> {
+    let commands = [
+        "git status",
+        "git 'status'",
+        "git \"status\"",
+        "git status --short",
+        "git status -s",
+        "git log -1",
+        "git log -5",
+        "git log -2",
+        "git log -1 --oneline",
+        "git log",
+        "git",
+        "/usr/bin/git status",
+        "git push",
+        "cargo test",
+        "cargo test --workspace",
+        "cargo test -p countersign",
+        "cargo build",
+        "ls",
+        "ls -la",
+        "git status; rm -rf ~",
+        "git status && true",
+        "git $(echo status)",
+        "git status > /tmp/x",
+        "git log -*",
+        "GIT_DIR=/tmp git status",
+        "git status\nrm -rf ~",
+        "'git status'",
+        "",
+    ];
+    let mut out: Vec<Value> = commands
+        .iter()
+        .map(|c| {
+            json!({"agent": "claude-code", "tool_name": "Bash", "cwd": "/srv/app",
+                   "tool_input": {"command": c}})
+        })
+        .collect();
+    // No command at all, and one that is not a string.
+    out.push(json!({"agent": "codex", "tool_name": "shell", "cwd": "/", "tool_input": {}}));
+    out.push(json!({"agent": "codex", "tool_name": "shell", "cwd": "/", "tool_input": {"command": ["git", "status"]}}));
+    out
+}
+
+#[test]
+fn every_shell_rule_means_the_same_in_cedar() {
+    let registry = default_registry();
+    let argv = |program: &str, args: Value, more: bool| {
+        json!({"pointer": "/tool_input/command",
+               "argv": {"program": program, "args": args, "more_args": more}})
+    };
+    let corpus = [
+        rule(
+            &["agent.shell"],
+            json!([argv("git", json!(["status"]), false)]),
+            &["*"],
+        ),
+        rule(
+            &["agent.shell"],
+            json!([argv("git", json!(["status"]), true)]),
+            &["s-1"],
+        ),
+        rule(
+            &["agent.shell"],
+            json!([argv("git", json!(["log", {"one_of": ["-1", "-5"]}]), false)]),
+            &["*"],
+        ),
+        rule(
+            &["agent.shell"],
+            json!([argv("cargo", json!([]), true)]),
+            &["*"],
+        ),
+        rule(
+            &["agent.shell"],
+            json!([argv("ls", json!([]), false)]),
+            &["*"],
+        ),
+        // Two argv tests: both must hold.
+        rule(
+            &["agent.shell"],
+            json!([
+                argv("cargo", json!(["test"]), true),
+                argv(
+                    "cargo",
+                    json!([{"one_of": ["test", "build"]}, "--workspace"]),
+                    false
+                )
+            ]),
+            &["*"],
+        ),
+        // Also a test on the agent (in Cedar's view) and the working directory.
+        rule(
+            &["agent.shell"],
+            json!([argv("git", json!([]), true),
+                   {"pointer": "/agent", "equals": "claude-code"},
+                   {"pointer": "/cwd", "prefix": "/srv/"}]),
+            &["*"],
+        ),
+        // A shell rule stored before creation checked for argv: it covers
+        // no shell call, and its translation permits none.
+        rule(
+            &["agent.shell"],
+            json!([{"pointer": "/tool_input/command", "prefix": "git "}]),
+            &["*"],
+        ),
+        rule(
+            &["agent.shell"],
+            json!([{"pointer": "/cwd", "prefix": "/"}]),
+            &["*"],
+        ),
+    ];
+    let arguments = commands();
+    let covered: Vec<usize> = corpus
+        .iter()
+        .map(|r| means_the_same(&registry, r, &arguments))
+        .collect();
+    assert_eq!(covered, [6, 5, 4, 8, 2, 2, 24, 0, 0], "{covered:?}");
+    let schema = schema_of(&registry);
+    assert_eq!(
+        rule_scope("r", &corpus[2], &schema).unwrap(),
+        "@id(\"r/agent.shell\")\npermit (principal, action == Action::\"agent.shell\", resource)\n\
+         when { context has argv && context.argv.count == 3 && context.argv has w0 && context.argv.w0 == \"git\" && \
+         context.argv has w1 && context.argv.w1 == \"log\" && context.argv has w2 && [\"-1\", \"-5\"].contains(context.argv.w2) };\n"
     );
 }

@@ -15,8 +15,8 @@
 //!  "operations":["schedule.create"],"per_hour":5,"sessions":["agent-1"]}
 //! ```
 //!
-//! Every key is required (`constraints` may be empty, meaning any
-//! arguments); unknown keys, a constraint with any other test or with two
+//! Every key is required but `cedar` (`constraints` may be empty, meaning
+//! any arguments, or absent with `cedar`); unknown keys, a constraint with any other test or with two
 //! tests, and values of the wrong type are refused. `sessions` is a list of
 //! sessions, or exactly `["*"]` for every session of the principal.
 //! A constraint holds only when the argument at its JSON pointer exists and
@@ -25,6 +25,15 @@
 //! optional, both inclusive), `prefix` (a string starting with it),
 //! `argv` (a shell command whose words, as [`argv::split`] reads them,
 //! match [`argv::ArgvPattern`]; a command it refuses never matches).
+//!
+//! A definition may also carry its scope written in Cedar: `cedar`, the
+//! text of `permit` (and `forbid`) policies over the request the
+//! operator's policy sees (see docs/policy.md). Then `constraints` may be
+//! left out, and the rule covers a proposal only when, besides its
+//! operations, sessions and constraints, those policies permit it. This
+//! crate links no Cedar: [`RuleDefinition::covers`] never covers for such
+//! a rule, and the signer evaluates its Cedar part
+//! ([`RuleDefinition::covers_besides_cedar`] is the rest).
 //!
 //! This module decides nothing about uses, rates, revocation or who may
 //! create a rule: the ledger counts and checks those inside its
@@ -89,6 +98,11 @@ pub enum RuleError {
     /// starts with `git status`; a shell rule is never a string test.
     #[error("a rule for agent.shell must match /tool_input/command with argv, and argv only: {0}")]
     ShellNeedsArgv(&'static str),
+    /// Its scope written in Cedar does not parse, does not validate
+    /// against the registry's schema, or may permit a shell command whose
+    /// program it does not name; the text says which.
+    #[error("the rule's Cedar scope is refused: {0}")]
+    Cedar(String),
     /// Its expiry is past or further than [`MAX_RULE_LIFETIME`] away.
     #[error("the rule's expires_at must be in the future and at most 90 days away")]
     Expiry,
@@ -141,6 +155,9 @@ pub struct RuleDefinition {
     pub constraints: Vec<Constraint>,
     /// The sessions it covers.
     pub sessions: Sessions,
+    /// Its scope written in Cedar, if any: policies that must permit what
+    /// it covers (evaluated by the signer, not here).
+    pub cedar: Option<String>,
     /// Most uses over the rule's life (all versions).
     pub max_uses: u64,
     /// Most uses in any hour.
@@ -171,13 +188,25 @@ impl RuleDefinition {
         let Value::Object(mut m) = value else {
             return Err(malformed("the definition must be a JSON object"));
         };
+        let cedar = match m.remove("cedar") {
+            None => None,
+            Some(Value::String(text)) if !text.trim().is_empty() => Some(text),
+            Some(_) => {
+                return Err(malformed(
+                    "cedar must be the non-empty text of Cedar policies",
+                ));
+            }
+        };
+        let constraints = m.remove("constraints");
         let mut take = |key: &str| {
             m.remove(key)
                 .ok_or_else(|| malformed(&format!("{key} is required")))
         };
         let operations = strings(take("operations")?, "operations", MAX_RULE_OPERATIONS)?;
-        let constraints = match take("constraints")? {
-            Value::Array(items) if items.len() <= MAX_RULE_CONSTRAINTS => items
+        let constraints = match constraints {
+            None if cedar.is_some() => Vec::new(),
+            None => return Err(malformed("constraints is required")),
+            Some(Value::Array(items)) if items.len() <= MAX_RULE_CONSTRAINTS => items
                 .into_iter()
                 .map(constraint)
                 .collect::<Result<Vec<_>, _>>()?,
@@ -203,6 +232,7 @@ impl RuleDefinition {
             operations,
             constraints,
             sessions,
+            cedar,
             max_uses,
             per_hour,
             expires_at,
@@ -235,7 +265,7 @@ impl RuleDefinition {
             }
         }
         if self.operations.iter().any(|o| o == SHELL_OPERATION) {
-            shell_constraints_are_argv(&self.constraints)?;
+            shell_constraints_are_argv(&self.constraints, self.cedar.is_some())?;
         }
         if self.expires_at <= now || self.expires_at > now + MAX_RULE_LIFETIME {
             return Err(RuleError::Expiry);
@@ -245,14 +275,23 @@ impl RuleDefinition {
 
     /// Whether a proposal of `operation` from `session` with `args` falls
     /// inside this rule (scope only: not expiry, uses, rate or liveness).
+    /// Never for a rule with a Cedar scope, which this crate cannot
+    /// evaluate: see [`RuleDefinition::covers_besides_cedar`].
+    pub fn covers(&self, operation: &str, session: &str, args: &Value) -> bool {
+        self.cedar.is_none() && self.covers_besides_cedar(operation, session, args)
+    }
+
+    /// [`RuleDefinition::covers`] but for the Cedar scope, if the rule has
+    /// one: the caller evaluates that too, and the rule covers the
+    /// proposal only when both do.
     ///
     /// A shell call is covered only by a rule that matches its command by
-    /// `argv` alone (see [`RuleError::ShellNeedsArgv`]), so a rule stored
-    /// before that check was made at creation approves no shell call.
-    pub fn covers(&self, operation: &str, session: &str, args: &Value) -> bool {
+    /// `argv` alone (see [`RuleError::ShellNeedsArgv`]), or whose Cedar
+    /// scope names its program, so a rule stored before that check was
+    /// made at creation approves no shell call.
+    pub fn covers_besides_cedar(&self, operation: &str, session: &str, args: &Value) -> bool {
         self.operations.iter().any(|o| o == operation)
-            && (operation != SHELL_OPERATION
-                || shell_constraints_are_argv(&self.constraints).is_ok())
+            && (operation != SHELL_OPERATION || self.shell_commands_matched_by_argv())
             && match &self.sessions {
                 Sessions::Any => true,
                 Sessions::Only(list) => list.iter().any(|s| s.as_str() == session),
@@ -261,6 +300,13 @@ impl RuleDefinition {
                 .constraints
                 .iter()
                 .all(|c| args.pointer(&c.pointer).is_some_and(|v| c.test.passes(v)))
+    }
+
+    /// Whether this rule's scope can cover a shell call at all: its tests
+    /// on the command are all `argv`, and there is one, or its Cedar scope
+    /// (which the signer checks names the program) stands in for it.
+    pub fn shell_commands_matched_by_argv(&self) -> bool {
+        shell_constraints_are_argv(&self.constraints, self.cedar.is_some()).is_ok()
     }
 
     /// The canonical JSON text (what is stored and hashed).
@@ -285,7 +331,7 @@ impl RuleDefinition {
         );
         let ops: Vec<_> = self.operations.iter().map(|o| terminal_safe(o)).collect();
         let _ = writeln!(out, "Operations: {}", ops.join(", "));
-        if self.constraints.is_empty() {
+        if self.constraints.is_empty() && self.cedar.is_none() {
             let _ = writeln!(out, "Arguments:  ANY arguments (no constraint)");
         }
         for (i, c) in self.constraints.iter().enumerate() {
@@ -320,6 +366,15 @@ impl RuleDefinition {
                 .join(", "),
         };
         let _ = writeln!(out, "Sessions:   {sessions}");
+        if let Some(cedar) = &self.cedar {
+            let _ = writeln!(
+                out,
+                "Cedar:      only what these policies permit (and no forbid among them):"
+            );
+            for line in cedar.lines() {
+                let _ = writeln!(out, "  | {}", terminal_safe(line));
+            }
+        }
         let _ = writeln!(
             out,
             "Uses:       at most {} in total, at most {} per hour",
@@ -363,7 +418,11 @@ pub fn not_coverable(
 /// could only hold for an exact value (`equals`, `one_of`) or never
 /// (`prefix`, `range` on an object), so only the command's own pointer
 /// needs the check.
-fn shell_constraints_are_argv(constraints: &[Constraint]) -> Result<(), RuleError> {
+///
+/// With a Cedar scope (`in_cedar`), the command may have no test here:
+/// the signer refuses a Cedar scope that may permit a shell command
+/// without naming its program (`context.argv.w0`).
+fn shell_constraints_are_argv(constraints: &[Constraint], in_cedar: bool) -> Result<(), RuleError> {
     let on_command = || {
         constraints
             .iter()
@@ -381,7 +440,7 @@ fn shell_constraints_are_argv(constraints: &[Constraint]) -> Result<(), RuleErro
             Test::Argv(_) => "argv",
         }));
     }
-    if on_command().next().is_none() {
+    if on_command().next().is_none() && !in_cedar {
         return Err(RuleError::ShellNeedsArgv(
             "without an argv test on it, the rule would cover every command",
         ));

@@ -216,12 +216,13 @@ fn every_effect_kind_keeps_the_revision_it_had_before_effects_were_modules() {
             "demo.echo",
             "729700630e31bd824db86ae42a126c2accb8cc475f45857ca983853e9fc9a63d",
         ),
-        // Changed on purpose since: its schema accepts the argv test. A
-        // rule.create proposal made under the earlier schema is decided
+        // Changed on purpose since: its schema accepts the argv test, then
+        // a scope written in Cedar (`cedar`, with `constraints` optional).
+        // A rule.create proposal made under an earlier schema is decided
         // `contract_changed`, as after any schema change.
         (
             "rule.create",
-            "08219c84ddf287ed170e8d2c53a0e88a7a916839c74e31b5e725a29db47df913",
+            "e078d7f1c91bc9164ad1185a01e0d0d3dfbb1b64e370e83cae6ae48af62443a9",
         ),
         (
             "schedule.activate",

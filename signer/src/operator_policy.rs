@@ -102,7 +102,11 @@ impl OperatorPolicy {
         }
     }
 
-    fn schema_for(&self, registry: &Arc<Registry>) -> Result<Arc<GeneratedSchema>, String> {
+    /// The Cedar schema of `registry` (generated once per registry).
+    pub(crate) fn schema_for(
+        &self,
+        registry: &Arc<Registry>,
+    ) -> Result<Arc<GeneratedSchema>, String> {
         let mut cached = self.schema.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((from, schema)) = &*cached
             && Arc::ptr_eq(from, registry)

@@ -278,7 +278,7 @@ impl SignerService {
         }
         // A rule that covers it approves it in the same commit; it then
         // waits for nobody, so nobody is notified.
-        let under_rule = self.propose_under_rule(&proposal).await;
+        let under_rule = self.propose_under_rule(&proposal, cmd.head).await;
         let under_rule = under_rule.unwrap_or_else(|e| {
             tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
             UnderRule::Uncovered
@@ -322,7 +322,7 @@ impl SignerService {
         // Recorded: whatever happens to a rule's approval now, the proposal
         // waits for a person at worst.
         let by_rule = if other_rules {
-            self.approve_by_rule(&recorded).await.unwrap_or_else(|e| {
+            self.approve_by_rule(&recorded, cmd.head).await.unwrap_or_else(|e| {
                 tracing::warn!(proposal_id = id.as_str(), error = %e, "no rule approval; the proposal waits for a person");
                 None
             })

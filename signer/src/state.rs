@@ -34,6 +34,8 @@ pub struct SignerState {
     /// The operator's Cedar policy sets (`[policy] cedar`,
     /// `cedar_log_only`); none by default.
     pub(crate) operator_policy: crate::operator_policy::OperatorPolicy,
+    /// Rules' scopes written in Cedar, parsed and checked.
+    pub(crate) cedar_scopes: crate::rules::CedarScopes,
     pub(crate) handoffs: HandoffStore,
     /// How long a head that claimed a handoff holds it
     /// (`[signer] handoff_claim_lease_secs`).
@@ -109,6 +111,7 @@ impl SignerState {
             registry,
             policy,
             operator_policy: crate::operator_policy::OperatorPolicy::default(),
+            cedar_scopes: crate::rules::CedarScopes::default(),
             handoffs: HandoffStore::default(),
             handoff_claim_lease: lease_of(DEFAULT_HANDOFF_CLAIM_LEASE_SECS),
             passkeys: None,

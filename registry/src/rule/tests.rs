@@ -549,3 +549,72 @@ fn refuses_a_shell_rule_whose_command_test_is_not_argv_and_it_covers_nothing() {
     assert!(argv.covers("agent.shell", "s", &shell_args("touch ok.txt")));
     assert!(!argv.covers("agent.shell", "s", &shell_args("touch ok.txt; touch y")));
 }
+
+#[test]
+fn a_cedar_scope_is_read_strictly_and_never_covers_here() {
+    let cedar = "permit (principal, action, resource);";
+    let mut written = with(json!([]));
+    written["cedar"] = json!(cedar);
+    written.as_object_mut().unwrap().remove("constraints");
+    let r = RuleDefinition::from_value(written.clone()).unwrap();
+    assert_eq!(r.cedar.as_deref(), Some(cedar));
+    assert!(r.constraints.is_empty());
+    // This crate cannot evaluate Cedar: it never covers on its own.
+    assert!(!covers(&r, json!({"name": "nightly"})));
+    assert!(r.covers_besides_cedar("schedule.create", "agent-1", &json!({"name": "nightly"})));
+    assert!(!r.covers_besides_cedar("schedule.create", "agent-2", &json!({"name": "nightly"})));
+    r.check_creatable(&registry(), false, now()).unwrap();
+    // The person reads the policies, verbatim and terminal-safe.
+    let scope = r.scope_text();
+    assert!(
+        scope.contains("Cedar:      only what these policies permit"),
+        "{scope}"
+    );
+    assert!(scope.contains(&format!("  | {cedar}\n")), "{scope}");
+    assert!(!scope.contains("ANY arguments"), "{scope}");
+    // Without `cedar`, `constraints` is required; `cedar` is a non-empty string.
+    let mut neither = written.clone();
+    neither.as_object_mut().unwrap().remove("cedar");
+    for (definition, why) in [
+        (neither, "constraints is required"),
+        (
+            json!({"cedar": 1}),
+            "cedar must be the non-empty text of Cedar policies",
+        ),
+        (
+            json!({"cedar": "  "}),
+            "cedar must be the non-empty text of Cedar policies",
+        ),
+    ] {
+        let mut definition = definition;
+        if definition.get("operations").is_none() {
+            let mut full = written.clone();
+            full["cedar"] = definition["cedar"].clone();
+            definition = full;
+        }
+        assert_eq!(
+            RuleDefinition::from_value(definition).unwrap_err(),
+            RuleError::Malformed(why.into())
+        );
+    }
+}
+
+#[test]
+fn a_shell_rule_with_a_cedar_scope_still_refuses_string_tests_on_the_command() {
+    let mut shell = with(json!([]));
+    shell["operations"] = json!(["agent.shell"]);
+    shell["cedar"] = json!("permit (principal, action, resource);");
+    // The Cedar scope stands in for the argv test (the signer checks it
+    // names the program) ...
+    let r = RuleDefinition::from_value(shell.clone()).unwrap();
+    r.check_creatable(&registry(), false, now()).unwrap();
+    assert!(r.shell_commands_matched_by_argv());
+    // ... but a string test on the command is refused as before.
+    shell["constraints"] = json!([{"pointer": "/tool_input/command", "prefix": "git "}]);
+    let r = RuleDefinition::from_value(shell).unwrap();
+    assert!(matches!(
+        r.check_creatable(&registry(), false, now()),
+        Err(RuleError::ShellNeedsArgv(_))
+    ));
+    assert!(!r.shell_commands_matched_by_argv());
+}

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use countersign_ledger::{IssuanceRecord, LedgerError, Proposal, ProposalRecord, RuleRecord};
 use countersign_metrics::Issuance;
+use countersign_policy::{Head, PolicyRequest};
 use countersign_registry::rule::{RuleDefinition, not_coverable};
 use countersign_registry::{CanonicalArgs, Registry};
 use countersign_verifier::{Grant, Proof};
@@ -28,6 +29,7 @@ use time::OffsetDateTime;
 
 use crate::decide::Issuer;
 use crate::error::RpcError;
+use crate::operator_policy::agent_of;
 use crate::service::{SignerService, now_seconds};
 
 /// A rule's approval of a proposal: signed, not yet recorded.
@@ -77,9 +79,10 @@ impl SignerService {
     pub(crate) async fn propose_under_rule(
         &self,
         proposal: &Proposal,
+        head: Head,
     ) -> Result<UnderRule, RpcError> {
         let pending = ProposalRecord::inserted(proposal);
-        let Some(covering) = self.covering_rules(&pending).await? else {
+        let Some(covering) = self.covering_rules(&pending, head).await? else {
             return Ok(UnderRule::Uncovered);
         };
         let Some(rule) = covering.rules.first() else {
@@ -110,8 +113,9 @@ impl SignerService {
     pub(crate) async fn approve_by_rule(
         &self,
         record: &ProposalRecord,
+        head: Head,
     ) -> Result<Option<Grant>, RpcError> {
-        let Some(covering) = self.covering_rules(record).await? else {
+        let Some(covering) = self.covering_rules(record, head).await? else {
             return Ok(None);
         };
         for rule in &covering.rules {
@@ -134,8 +138,13 @@ impl SignerService {
     }
 
     /// The live rules of `record`'s principal with uses left that cover
-    /// it, in the ledger's order; `None` when rules cannot approve it.
-    async fn covering_rules(&self, record: &ProposalRecord) -> Result<Option<Covering>, RpcError> {
+    /// it (proposed through `head`), in the ledger's order; `None` when
+    /// rules cannot approve it.
+    async fn covering_rules(
+        &self,
+        record: &ProposalRecord,
+        head: Head,
+    ) -> Result<Option<Covering>, RpcError> {
         if !self.state.rules_enabled {
             return Ok(None);
         }
@@ -160,6 +169,18 @@ impl SignerService {
         }
         let proposal = &record.proposal;
         let now = now_seconds()?;
+        // A rule's Cedar scope sees the request the operator's policy
+        // sees (whether or not the operator has one).
+        let request = PolicyRequest {
+            principal: proposal.principal.as_str(),
+            agent: agent_of(head, args.value()),
+            session: proposal.session.as_str(),
+            operation: &op.name,
+            arguments: args.value(),
+            time_unix: now.unix_timestamp(),
+            head,
+        };
+        let mut schema = None;
         let mut covering = Vec::new();
         for rule in self.state.ledger.rules(&proposal.principal).await? {
             if rule.remaining(now) == 0 {
@@ -168,9 +189,30 @@ impl SignerService {
             let definition = RuleDefinition::parse(rule.definition.as_bytes()).map_err(|e| {
                 RpcError::Internal(format!("stored definition of {}: {e}", rule.id))
             })?;
-            if definition.covers(&op.name, &proposal.session, args.value()) {
-                covering.push(rule);
+            if !definition.covers_besides_cedar(&op.name, &proposal.session, args.value()) {
+                continue;
             }
+            if definition.cedar.is_some() {
+                if schema.is_none() {
+                    schema = Some(
+                        self.state
+                            .operator_policy
+                            .schema_for(&registry)
+                            .map_err(RpcError::PolicyUnavailable)?,
+                    );
+                }
+                let Some(schema) = schema.as_deref() else {
+                    continue;
+                };
+                if !self
+                    .state
+                    .cedar_scopes
+                    .permits(&definition, schema, &request)
+                {
+                    continue;
+                }
+            }
+            covering.push(rule);
         }
         Ok(Some(Covering {
             registry: Arc::clone(&registry),

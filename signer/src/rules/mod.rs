@@ -11,14 +11,16 @@
 //! argument values.
 
 mod auto;
+mod cedar;
 
 pub(crate) use auto::UnderRule;
+pub(crate) use cedar::CedarScopes;
 
 use countersign_identity::PeerIdentity;
 use countersign_ledger::{ProposalRecord, RuleChange, RuleRecord, RuleStatus};
 use countersign_proto::v1 as wire;
 use countersign_registry::CanonicalArgs;
-use countersign_registry::rule::RuleDefinition;
+use countersign_registry::rule::{RuleDefinition, RuleError};
 use countersign_verifier::{ProposalId, RuleId};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -84,7 +86,8 @@ fn proposed_view(
 impl SignerService {
     /// A definition a person may create or revise to now: rules on, the
     /// text a rule, its operations registered and coverable, its expiry in
-    /// bounds.
+    /// bounds, and its Cedar scope (if any) checked against the registry's
+    /// schema.
     fn creatable(&self, text: &str) -> Result<RuleDefinition, RpcError> {
         if !self.state.rules_enabled {
             return Err(RpcError::RulesDisabled);
@@ -109,6 +112,17 @@ impl SignerService {
         definition
             .check_creatable(&registry, everything_needs_a_passkey, now_seconds()?)
             .map_err(RpcError::InvalidRule)?;
+        if definition.cedar.is_some() {
+            let schema = self
+                .state
+                .operator_policy
+                .schema_for(&registry)
+                .map_err(|e| RpcError::InvalidRule(RuleError::Cedar(e)))?;
+            self.state
+                .cedar_scopes
+                .checked(&definition, &schema)
+                .map_err(RpcError::InvalidRule)?;
+        }
         Ok(definition)
     }
 

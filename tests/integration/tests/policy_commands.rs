@@ -114,7 +114,7 @@ fn payments_registry() -> (TempDir, PathBuf) {
 /// The three worked examples: name, registry, number of policies.
 fn examples() -> Vec<(&'static str, (TempDir, PathBuf), usize)> {
     vec![
-        ("coding-agents", default_registry(), 3),
+        ("coding-agents", default_registry(), 4),
         ("gateway", gateway_registry(), 2),
         ("payments", payments_registry(), 2),
     ]
@@ -189,7 +189,7 @@ fn the_homes_configured_registry_is_used_without_registry() {
     assert_eq!(init.status.code(), Some(0), "{}", stderr(&init));
     let file = example("coding-agents.cedar");
     let out = countersign(&["--home", home_arg, "policy", "validate", path_str(&file)]);
-    assert_output(&out, 0, &valid_line(&file, 3), "");
+    assert_output(&out, 0, &valid_line(&file, 4), "");
     // The payments policy names an operation the default registry lacks.
     let out = countersign(&[
         "policy",

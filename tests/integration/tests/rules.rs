@@ -472,3 +472,79 @@ async fn a_person_revises_a_rule_at_the_terminal_and_its_earlier_proofs_are_refu
     assert_eq!(status(&h, &inside).await, "approved");
     assert_eq!(h.exec_handoff(&inside, "cli").await.json()["applied"], true);
 }
+
+/// A rule whose scope is written in Cedar, from a TOML file: the person
+/// reads the policies before typing the challenge, and the rule approves
+/// what they permit on the CLI, API and MCP heads, and nothing else.
+#[tokio::test]
+async fn a_rule_written_in_cedar_is_created_at_the_terminal_and_approves_on_every_head() {
+    let api = Api::over(Harness::start_with_rules(Backend::Sqlite).await).await;
+    let h = &api.h;
+    let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let file = h.scratch.path().join("nightly.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "operations = [\"schedule.create\"]\nsessions = [\"*\"]\nmax_uses = 10\nper_hour = 10\n\
+             expires_at = \"{}\"\ncedar = \"\"\"\n@id(\"nightly\")\n\
+             permit (principal, action == Action::\"schedule.create\", resource)\n\
+             when {{ context.arguments.name like \"nightly*\" && context.head != \"console\" }};\n\"\"\"\n",
+            countersign_verifier::timestamp::format_whole_seconds(expires).unwrap()
+        ),
+    )
+    .unwrap();
+    let run = h.create_rule_from(&file, Person::TypesTheChallenge).await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    assert!(
+        run.shown.contains(
+            "Cedar:      only what these policies permit (and no forbid among them):\n  | @id(\"nightly\")\n"
+        ) && run
+            .shown
+            .contains("  | when { context.arguments.name like \"nightly*\" && context.head != \"console\" };"),
+        "{}",
+        run.shown
+    );
+
+    // CLI.
+    let id = h
+        .propose(
+            "schedule.create",
+            r#"{"name":"nightly","cron":"0 3 * * *"}"#,
+        )
+        .await;
+    assert_eq!(status(h, &id).await, "approved");
+    let run = h.exec_handoff(&id, "cli").await;
+    assert_eq!(run.json()["applied"], true, "{}", run.stdout);
+    let weekly = h
+        .propose("schedule.create", r#"{"name":"weekly","cron":"0 3 * * 0"}"#)
+        .await;
+    assert_eq!(status(h, &weekly).await, "pending");
+    // API.
+    let token = api.token().await;
+    let id = api
+        .propose(
+            &token,
+            "schedule.create",
+            r#"{"name":"nightly-api","cron":"0 3 * * *"}"#,
+        )
+        .await;
+    assert_eq!(status(h, &id).await, "approved");
+    let done = api.execute_handoff(&token, &id).await;
+    assert_eq!(done.json()["applied"], true, "{}", done.body);
+    // MCP.
+    let server = mcp_head(h).await;
+    let args = json!({"arguments": {"name": "nightly-mcp", "cron": "0 3 * * *"}});
+    let proposed = call(&server, "propose_schedule_create", args).await;
+    let id = proposed["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(status(h, &id).await, "approved");
+    let done = call(&server, "execute_approved", json!({"proposal_id": id})).await;
+    assert_eq!(done["structuredContent"]["applied"], true, "{done}");
+
+    assert_eq!(h.schedules().await.len(), 3);
+    assert_eq!(listed(h).await[0]["uses"], 3);
+    let audit = h.cli(&["--json", "audit", "--verify"]).await;
+    assert_eq!(audit.result, Ok(()), "{}", audit.stdout);
+}
