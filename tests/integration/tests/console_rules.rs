@@ -477,3 +477,37 @@ async fn a_revision_is_refused_without_the_page_key_the_shown_definition_or_vali
     // Version 2 is the revocation; nothing came after it.
     assert_eq!(rule_version(&h, &id).await.0, 2);
 }
+
+/// A proposed rule whose scope is written in Cedar: the card shows its
+/// policies verbatim, the person creates it in the console, and it then
+/// approves what they permit, nothing else.
+#[tokio::test]
+async fn a_proposed_rule_written_in_cedar_shows_its_policies_on_the_card() {
+    let h = Harness::start_with_rules(Backend::Sqlite).await;
+    let mut definition = nightly(json!({"pointer": "/cron", "prefix": "0 3 "}));
+    definition["cedar"] = json!(
+        "@id(\"nightly\")\npermit (principal, action == Action::\"schedule.create\", resource)\nwhen { context.arguments.name like \"nightly*\" };"
+    );
+    let id = h.propose("rule.create", &definition.to_string()).await;
+    let (site, cookie) = console(&h).await;
+    let card = get(&site, &cookie, &format!("/proposals/{id}")).await;
+    assert_eq!(card.status, 200, "{}", card.body);
+    for part in [
+        "WITHOUT asking a person",
+        "Cedar:      only what these policies permit",
+        "  | @id(&quot;nightly&quot;)",
+        "  | when { context.arguments.name like &quot;nightly*&quot; };",
+    ] {
+        assert!(card.body.contains(part), "{part:?} in {}", card.body);
+    }
+    let fields = [
+        ("page_key", site.page_key.as_str()),
+        ("delivery", "handoff"),
+    ];
+    let target = format!("/proposals/{id}/approve");
+    let created = post_form(&site, &cookie, &target, &fields).await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    assert!(created.body.contains("Rule created"), "{}", created.body);
+    assert_eq!(propose_schedule(&h, "nightly-1").await.1, "approved");
+    assert_eq!(propose_schedule(&h, "weekly").await.1, "pending");
+}
