@@ -20,6 +20,11 @@
 //!   calls run once after a person's approval with the upstream's result,
 //!   refusals before any upstream, a changed tool, an upstream killed
 //!   mid-call.
+//! - `gateway_policy.py`: the operator's Cedar policy on the gateway's
+//!   gated calls (server-filesystem from npm): a write it forbids is
+//!   recorded denied, naming the policy, and never runs nor can be
+//!   approved; another waits for a person and runs once approved; the
+//!   audit trail names the gateway as the head.
 //! - `gateway_pin_display.py`: a pinned tool whose title and `readOnlyHint`
 //!   the upstream changes is refused (`tool_changed`) and the agent is
 //!   shown the pinned values, until a person pins the change; then its
@@ -70,6 +75,11 @@ fn a_remote_mcp_client_needs_a_live_credential_and_executes_only_its_own_approva
 #[test]
 fn the_gateway_calls_an_upstream_tool_once_after_a_person_approved_the_exact_call() {
     run_script("gateway_flow.py");
+}
+
+#[test]
+fn the_operators_policy_denies_a_gated_call_before_anyone_is_asked() {
+    run_script("gateway_policy.py");
 }
 
 #[test]
