@@ -327,6 +327,15 @@ pub(crate) fn proposal_view(
             .map(format_time)
             .transpose()?
             .unwrap_or_default(),
+        policy_verdict: p
+            .policy
+            .as_ref()
+            .and_then(|policy| policy.binding.as_ref())
+            .map(|binding| wire::PolicyVerdictView {
+                verdict: binding.verdict.clone(),
+                policies: binding.policies.clone(),
+                set_sha256: binding.set.clone(),
+            }),
     })
 }
 

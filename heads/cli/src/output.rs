@@ -37,6 +37,9 @@ pub(crate) fn proposal_text(view: &ProposalView) -> String {
     if !view.reason.is_empty() {
         text.push_str(&format!("reason: {}\n", terminal_safe(&view.reason)));
     }
+    if let Some(policy) = results::policy_text(view) {
+        text.push_str(&format!("policy: {policy}\n"));
+    }
     if view.handoff_waiting {
         text.push_str("approved for one later execution by a head (handoff waiting)\n");
     }

@@ -297,6 +297,9 @@ pub(crate) fn card(v: &ProposalView, ctx: &CardContext<'_>) -> Markup {
         @if !argument_warnings_of_json(&v.arguments_json).is_empty() {
             p.warn.lookalike { "Non-ASCII text in the arguments: look closely (below)" }
         }
+        @if let Some(policy) = results::policy_text(v) {
+            p.policy { "Policy: " (policy) }
+        }
         (decisions(v, ctx))
         @if let Some(q) = &v.quorum {
             (quorum(q))

@@ -7,7 +7,9 @@
 //! service (`countersign_service::results`), which links the gate and the
 //! ledger they come from; their schemas are here.
 
-use countersign_proto::v1::{ActionView, Deliveries, ProposalStatus, ProposalView, QuorumView};
+use countersign_proto::v1::{
+    ActionView, Deliveries, PolicyVerdictView, ProposalStatus, ProposalView, QuorumView,
+};
 use countersign_registry::Operation;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -39,6 +41,45 @@ pub fn proposal(view: &ProposalView) -> Value {
         "action": view.action.as_ref().map_or(Value::Null, action),
         "risk": if view.risk.is_empty() { Value::Null } else { Value::String(view.risk.clone()) },
         "approval_runs": approval_runs(view),
+        "policy": view.policy_verdict.as_ref().map_or(Value::Null, policy_verdict),
+    })
+}
+
+/// What the operator's Cedar policy said of `view` when it was proposed,
+/// as people read it (the policies' ids escaped like the preview); `None`
+/// without a binding policy then.
+pub fn policy_text(view: &ProposalView) -> Option<String> {
+    let verdict = view.policy_verdict.as_ref()?;
+    let ids = if verdict.policies.is_empty() {
+        String::new()
+    } else {
+        let ids: Vec<_> = verdict
+            .policies
+            .iter()
+            .map(|id| countersign_registry::terminal_safe(id).into_owned())
+            .collect();
+        format!(" ({})", ids.join(", "))
+    };
+    Some(match verdict.verdict.as_str() {
+        "forbid" => format!("the operator's policy forbids it{ids}: nobody can approve it"),
+        "require_approval" => format!("the operator's policy requires a person's approval{ids}"),
+        "permit" => {
+            format!("the operator's policy permits it{ids}: a person or a rule may approve it")
+        }
+        "person" => "the operator's policy says nothing of it: a person decides".to_owned(),
+        other => format!(
+            "the operator's policy: {}{ids}",
+            countersign_registry::terminal_safe(other)
+        ),
+    })
+}
+
+/// What the operator's Cedar policy said of a proposal.
+fn policy_verdict(verdict: &PolicyVerdictView) -> Value {
+    json!({
+        "verdict": verdict.verdict,
+        "policies": verdict.policies,
+        "set_sha256": verdict.set_sha256,
     })
 }
 
@@ -149,7 +190,7 @@ pub fn proposal_schema() -> Value {
         "required": ["id", "principal", "session", "operation", "arguments", "arguments_sha256",
                      "contract_revision", "policy_revision", "note", "preview", "non_ascii", "status",
                      "created_at", "reason", "handoff_waiting", "passkey_required", "quorum",
-                     "decide_by", "seconds_left", "action", "risk", "approval_runs"],
+                     "decide_by", "seconds_left", "action", "risk", "approval_runs", "policy"],
         "properties": {
             "id": {"type": "string"},
             "principal": {"type": "string"},
@@ -192,6 +233,16 @@ pub fn proposal_schema() -> Value {
                 "description": "Who carries out a person's approval: `here_or_handoff` (the approver's interface now, or a head that claims it), `proposing_session` (only the proposing session's head: the gateway, or the agent's hook; approving hands it off there), `creates_rule`; null when `action` is.",
                 "type": ["string", "null"],
                 "enum": ["here_or_handoff", "proposing_session", "creates_rule", null]
+            },
+            "policy": {
+                "description": "What the operator's binding Cedar policy said of it when it was proposed: `forbid` (recorded denied), `require_approval` (a person's approval, with the quorum it names), `permit` (a rule may approve it) or `person` (nothing satisfied: a person decides); `policies` are the determining policies' ids, `set_sha256` the policy set's digest. Null when no binding policy was configured then.",
+                "type": ["object", "null"],
+                "required": ["verdict", "policies", "set_sha256"],
+                "properties": {
+                    "verdict": {"enum": ["forbid", "require_approval", "permit", "person"]},
+                    "policies": {"type": "array", "items": {"type": "string"}},
+                    "set_sha256": {"type": "string"}
+                }
             }
         }
     })

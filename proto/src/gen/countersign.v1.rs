@@ -188,6 +188,24 @@ pub struct ProposalView {
     /// recorded). UNSPECIFIED when `action` is empty.
     #[prost(enumeration = "Deliveries", tag = "23")]
     pub deliveries: i32,
+    /// What the operator's binding Cedar policy said of it when it was
+    /// proposed; unset when no binding policy set was configured then.
+    #[prost(message, optional, tag = "24")]
+    pub policy_verdict: ::core::option::Option<PolicyVerdictView>,
+}
+/// The operator's Cedar policy's verdict on a proposal (docs/policy.md).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PolicyVerdictView {
+    /// "forbid", "require_approval", "permit" (a rule may approve it) or
+    /// "person" (nothing satisfied: a person decides, as without a policy).
+    #[prost(string, tag = "1")]
+    pub verdict: ::prost::alloc::string::String,
+    /// The ids of the policies that determined it, sorted.
+    #[prost(string, repeated, tag = "2")]
+    pub policies: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// SHA-256 hex of the policy set's text (kept in the ledger).
+    #[prost(string, tag = "3")]
+    pub set_sha256: ::prost::alloc::string::String,
 }
 /// What approving a proposal does, for a person to read first.
 #[derive(Clone, PartialEq, ::prost::Message)]

@@ -4,10 +4,12 @@
 //! coding agent's hook (directly or through the API), and nothing is
 //! applied; `context.head` is the head each one names; an argument Cedar
 //! cannot hold exactly is refused on each; `policy diff` lists what a
-//! log-only set would have decided otherwise.
+//! log-only set would have decided otherwise; every head's result, `show`
+//! and the console's card name the verdict and its policies.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api_support;
+mod console_support;
 mod support;
 
 use api_support::Api;
@@ -27,6 +29,11 @@ when { context.arguments.name like "forbidden*" };
 @id("cli-only-names")
 forbid (principal, action == Action::"schedule.create", resource)
 when { context.arguments.name like "cli-only*" && context.head != "cli" };
+
+@id("review-names")
+@require_approval
+permit (principal, action == Action::"schedule.create", resource)
+when { context.arguments.name like "review*" };
 
 @id("no-rm-rf")
 forbid (principal, action == Action::"agent.shell", resource is Target)
@@ -107,7 +114,28 @@ async fn what_the_policy_forbids_is_denied_on_every_head_and_nothing_is_applied(
     for view in [&cli, &http, &via_mcp] {
         assert_eq!(view["status"], "denied", "{view}");
         assert_eq!(view["reason"], FORBIDDEN, "{view}");
+        // Every head's result names the verdict and its policies.
+        assert_eq!(view["policy"]["verdict"], "forbid", "{view}");
+        assert_eq!(
+            view["policy"]["policies"],
+            json!(["no-forbidden-names"]),
+            "{view}"
+        );
+        assert_eq!(
+            view["policy"]["set_sha256"].as_str().unwrap().len(),
+            64,
+            "{view}"
+        );
     }
+    // `show` says it in words.
+    let shown = api.h.cli(&["show", cli["id"].as_str().unwrap()]).await;
+    assert!(
+        shown.stdout.contains(
+            "policy: the operator's policy forbids it (no-forbidden-names): nobody can approve it\n"
+        ),
+        "{}",
+        shown.stdout
+    );
     // The model is told not to wait: nobody will be asked.
     let answer = call(
         &mcp,
@@ -195,6 +223,8 @@ async fn each_head_names_itself_to_the_policy() {
     // Allowed from the command line: a person decides.
     let cli = via_cli(&api, "cli-only-1").await;
     assert_eq!(cli["status"], "pending", "{cli}");
+    assert_eq!(cli["policy"]["verdict"], "person", "{cli}");
+    assert_eq!(cli["policy"]["policies"], json!([]), "{cli}");
     // Forbidden from the API and MCP heads.
     let http = via_api(&api, &token, "cli-only-2").await;
     let via_mcp = via_mcp(&mcp, "cli-only-3").await;
@@ -309,4 +339,30 @@ async fn policy_diff_lists_what_the_log_only_set_would_have_decided_otherwise() 
     let listed = api.h.cli(&["--json", "policy", "diff"]).await.json();
     assert_eq!(listed["differences"][0]["proposal_id"], id);
     assert_eq!(listed["differences"][0]["shadow"]["verdict"], "forbid");
+}
+
+#[tokio::test]
+async fn the_consoles_card_names_the_verdict_and_its_policies() {
+    let (api, _dir) = installation().await;
+    let review = via_cli(&api, "review-1").await;
+    assert_eq!(review["status"], "pending", "{review}");
+    assert_eq!(review["policy"]["verdict"], "require_approval", "{review}");
+    let forbidden = via_cli(&api, "forbidden-1").await;
+    let site = console_support::serve(&api.h.home(), None).await;
+    let (site, cookie) = console_support::pair(&site, &api.h.home(), "console").await;
+    for (view, line) in [
+        (
+            &review,
+            "Policy: the operator's policy requires a person's approval (review-names)",
+        ),
+        (
+            &forbidden,
+            "Policy: the operator's policy forbids it (no-forbidden-names): nobody can approve it",
+        ),
+    ] {
+        let id = view["id"].as_str().unwrap();
+        let card = console_support::get(&site, &cookie, &format!("/proposals/{id}")).await;
+        assert_eq!(card.status, 200, "{}", card.body);
+        assert!(card.body.contains(line), "{line:?} in {}", card.body);
+    }
 }
