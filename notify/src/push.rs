@@ -132,7 +132,7 @@ impl PushChannel {
             .as_ref()
             .map_or(&[][..], |e| e.approvers.as_slice());
         self.signer
-            .push_devices(&notification.operation, only)
+            .push_devices(&notification.proposal_id, &notification.operation, only)
             .await
     }
 

@@ -118,12 +118,13 @@ impl SignerLink {
         Ok(self.settle(answer).await?.acknowledged)
     }
 
-    /// The subscribed devices of the approvers who can decide `operation`
-    /// (of `only`, when it names any). A device whose subscription does
-    /// not pass the strict parse is left out, with a warning naming its
-    /// session.
+    /// The subscribed devices of the approvers who can decide proposal
+    /// `proposal_id` of `operation` (of `only`, when it names any). A
+    /// device whose subscription does not pass the strict parse is left
+    /// out, with a warning naming its session.
     pub(crate) async fn push_devices(
         &self,
+        proposal_id: &str,
         operation: &str,
         only: &[String],
     ) -> Result<PushDevices, String> {
@@ -133,6 +134,7 @@ impl SignerLink {
             .push_devices(wire::PushDevicesRequest {
                 operation: operation.to_owned(),
                 approvers: only.to_vec(),
+                proposal_id: proposal_id.to_owned(),
             })
             .await;
         let answer = self.settle(answer).await?;

@@ -6,7 +6,9 @@
 //! (`console-sessions-<approver>.json`); the notify process may run as a
 //! user of its own (the hardened installation), so it asks here rather
 //! than reading those files. Who can decide an operation is the registry's
-//! (a quorum's listed approvers), which the signer holds.
+//! (a quorum's listed approvers), and for a given proposal also the
+//! operator's policy's (the approvers its verdict named), which the signer
+//! holds.
 //!
 //! Must not: answer another principal with this home's devices; log an
 //! endpoint or a key; decide, issue or reveal anything else.
@@ -17,6 +19,7 @@ use countersign_identity::console_devices::{StoredDevice, subscribed_devices};
 use countersign_identity::files::read_private;
 use countersign_identity::{Home, PeerIdentity};
 use countersign_proto::v1 as wire;
+use countersign_verifier::ProposalId;
 use time::OffsetDateTime;
 use tonic::Request;
 
@@ -68,6 +71,7 @@ impl SignerService {
         let wire::PushDevicesRequest {
             operation,
             approvers,
+            proposal_id,
         } = request.into_inner();
         if operation.is_empty() || operation.len() > MAX_OPERATION_BYTES {
             return Err(RpcError::InvalidField {
@@ -97,7 +101,21 @@ impl SignerService {
         .map_err(|e| RpcError::Internal(format!("push devices task: {e}")))?
         .map_err(|e| RpcError::Internal(format!("the console's session stores: {e}")))?;
         let registry = self.registry_now()?;
-        let quorum = registry.get(&operation).and_then(|op| op.quorum.clone());
+        let mut quorum = registry.get(&operation).and_then(|op| op.quorum.clone());
+        if !proposal_id.is_empty() {
+            // The quorum of this very proposal: the operator's policy may
+            // name approvers its operation does not.
+            let id = ProposalId::parse(proposal_id).map_err(|e| RpcError::InvalidField {
+                field: "proposal_id",
+                reason: e.to_string(),
+            })?;
+            match self.state.ledger.proposal(&id).await? {
+                Some(record) if record.proposal.principal == peer.principal => {
+                    quorum = crate::operator_policy::quorum_of(&record, quorum);
+                }
+                _ => return Err(RpcError::UnknownProposal(id.to_string())),
+            }
+        }
         let can_decide = |d: &StoredDevice| {
             quorum
                 .as_ref()

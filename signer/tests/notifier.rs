@@ -324,7 +324,7 @@ async fn the_notifier_rpcs_refuse_heads_and_approvers() {
                 client,
                 push_devices(PushDevicesRequest {
                     operation: "schedule.pause".into(),
-                    approvers: Vec::new(),
+                    ..Default::default()
                 })
             ),
             role,
@@ -381,6 +381,7 @@ async fn devices(
         .push_devices(PushDevicesRequest {
             operation: operation.into(),
             approvers: only.iter().map(|a| (*a).to_owned()).collect(),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -488,7 +489,7 @@ async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
         (
             PushDevicesRequest {
                 operation: "x".repeat(257),
-                approvers: Vec::new(),
+                ..Default::default()
             },
             "invalid operation: must be 1..=256 bytes",
         ),
@@ -496,6 +497,7 @@ async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
             PushDevicesRequest {
                 operation: "schedule.pause".into(),
                 approvers: vec!["a".into(); 101],
+                ..Default::default()
             },
             "invalid approvers: at most 100 names",
         ),
@@ -569,4 +571,65 @@ async fn audit_events_answers_every_event_in_leaf_order_at_once() {
     );
     let refused = n.audit_events(page(0, 501)).await.unwrap_err();
     assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+}
+
+/// With the operator's policy naming the approvers of one proposal (its
+/// `@approvers`), the notifier asking about that proposal is told of their
+/// devices only, as the operation's own quorum would have it; about
+/// another principal's proposal, or one that does not exist, it is
+/// refused.
+#[tokio::test]
+async fn the_devices_of_a_proposal_are_those_its_policy_quorum_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.cedar");
+    std::fs::write(
+        &policy,
+        "@id(\"two-named\")\n@require_approval\n@quorum(\"1\")\n@approvers(\"bob\")\n\
+         permit (principal, action == Action::\"schedule.create\", resource);\n",
+    )
+    .unwrap();
+    let config = format!(
+        "\n[console]\naddr = \"127.0.0.1:7997\"\n[notify]\n[policy]\ncedar = \"{}\"\n",
+        policy.display()
+    );
+    let signer = TestSigner::start_configured(Registry::default_toml(), None, &config)
+        .await
+        .unwrap();
+    for approver in ["alice", "bob", "console"] {
+        subscribed(&signer, approver);
+    }
+    let id = propose(&mut head(&signer).await).await.id;
+    let mut notifier = notifier(&signer).await;
+    let ask = |proposal_id: &str| PushDevicesRequest {
+        operation: "schedule.create".into(),
+        proposal_id: proposal_id.into(),
+        ..Default::default()
+    };
+    let named: Vec<String> = notifier
+        .push_devices(ask(&id))
+        .await
+        .unwrap()
+        .into_inner()
+        .devices
+        .iter()
+        .map(|d| format!("{}/{}", d.approver, d.session_id))
+        .collect();
+    assert_eq!(named, ["bob/bob-phone"]);
+    // The operation alone: everyone who could decide it.
+    let (all, _) = devices(&mut notifier, "schedule.create", &[]).await;
+    assert_eq!(all.len(), 3, "{all:?}");
+    // Another principal's proposal, or none: refused.
+    let mut theirs = client_as(&signer, Role::Head, OTHER_PRINCIPAL).await;
+    let other = theirs
+        .propose(propose_request("theirs"))
+        .await
+        .unwrap()
+        .into_inner()
+        .id;
+    for unknown in [other.as_str(), "prop_00000000000000000000000000000000"] {
+        let status = notifier.push_devices(ask(unknown)).await.unwrap_err();
+        assert_eq!(status.code(), Code::NotFound, "{status:?}");
+    }
+    let status = notifier.push_devices(ask("not-an-id")).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
 }

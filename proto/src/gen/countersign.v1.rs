@@ -787,6 +787,11 @@ pub struct PushDevicesRequest {
     /// most 100 names).
     #[prost(string, repeated, tag = "2")]
     pub approvers: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// When not empty, the proposal the push is about (of the caller's
+    /// principal): only the devices of approvers who can decide it, under
+    /// the quorum its operation and the operator's policy name together.
+    #[prost(string, tag = "3")]
+    pub proposal_id: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct PushDevicesResponse {
