@@ -23,7 +23,7 @@ use countersign_registry::rule::SHELL_OPERATION;
 use serde_json::Value;
 
 use crate::argv::{ARGV_ATTRIBUTE, word};
-use crate::{GeneratedSchema, PolicyRequest, PolicySet, RequestError, Verdict};
+use crate::{GeneratedSchema, PolicyRequest, PolicySet, RequestError, Verdict, schema_mismatch};
 
 /// Why a rule's Cedar scope was refused: one line a person can act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,13 +46,8 @@ impl CedarScope {
         schema: &GeneratedSchema,
     ) -> Result<CedarScope, ScopeRefused> {
         let set = PolicySet::parse(text).map_err(|e| ScopeRefused(e.to_string()))?;
-        set.validate(schema).map_err(|issues| {
-            let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            ScopeRefused(format!(
-                "it does not validate against the registry's schema: {}",
-                issues.join("; ")
-            ))
-        })?;
+        set.validate(schema)
+            .map_err(|issues| ScopeRefused(format!("it {}", schema_mismatch(&issues))))?;
         if let Some((id, _)) = set.policies.iter().find(|(_, m)| m.approval.is_some()) {
             return Err(ScopeRefused(format!(
                 "policy `{id}` requires approval: a rule approves without asking a person, so its scope only permits or forbids"
@@ -91,11 +86,6 @@ impl CedarScope {
             self.set.evaluate(schema, request)?,
             Verdict::Permit { .. }
         ))
-    }
-
-    /// The policies' ids, sorted.
-    pub fn ids(&self) -> impl Iterator<Item = &str> {
-        self.set.ids()
     }
 }
 

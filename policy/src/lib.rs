@@ -55,7 +55,9 @@ pub use annotations::{APPROVERS, ApprovalQuorum, ID, QUORUM, REQUIRE_APPROVAL};
 pub use argv::{ARGV_ATTRIBUTE, ARGV_WORDS};
 pub use cedar_scope::{CedarScope, ScopeRefused};
 pub use head::Head;
-pub use policy_set::{MAX_POLICY_BYTES, ParseError, PolicySet, SyntaxError, ValidationIssue};
+pub use policy_set::{
+    MAX_POLICY_BYTES, ParseError, PolicySet, SyntaxError, ValidationIssue, schema_mismatch,
+};
 pub use request::{CedarRequest, PolicyRequest, RequestError};
 pub use rule_scope::{Untranslatable, rule_scope};
 pub use schema::{

@@ -90,6 +90,16 @@ impl fmt::Display for ValidationIssue {
     }
 }
 
+/// `issues` as one line: "does not validate against the registry's
+/// schema: <issue>; <issue>".
+pub fn schema_mismatch(issues: &[ValidationIssue]) -> String {
+    let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
+    format!(
+        "does not validate against the registry's schema: {}",
+        issues.join("; ")
+    )
+}
+
 /// What evaluation needs of one policy.
 #[derive(Debug, Clone)]
 pub(crate) struct PolicyMeta {

@@ -292,13 +292,8 @@ impl PolicyFile {
         }
         let named = |e: String| format!("{}: {e}", self.path.display());
         let set = PolicySet::parse(&text).map_err(|e| named(e.to_string()))?;
-        set.validate(schema).map_err(|issues| {
-            let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            named(format!(
-                "does not validate against the registry's schema: {}",
-                issues.join("; ")
-            ))
-        })?;
+        set.validate(schema)
+            .map_err(|issues| named(countersign_policy::schema_mismatch(&issues)))?;
         let loaded = Loaded {
             stamp,
             text: Arc::from(text),
