@@ -90,8 +90,8 @@ impl fmt::Display for ValidationIssue {
     }
 }
 
-/// `issues` as one line: "does not validate against the registry's
-/// schema: <issue>; <issue>".
+/// `issues` as one line: `does not validate against the registry's
+/// schema: ISSUE; ISSUE`.
 pub fn schema_mismatch(issues: &[ValidationIssue]) -> String {
     let issues: Vec<String> = issues.iter().map(ToString::to_string).collect();
     format!(
