@@ -1,5 +1,5 @@
 //! One decision: building the Cedar request from a proposal and evaluating
-//! a policy set, with 6 policies (the coding-agents example and three
+//! a policy set, with 7 policies (the coding-agents example and three
 //! more) and with 200 generated ones of the same kinds (forbidden shell
 //! commands, edits needing approval, permitted reads, schedules), against
 //! the default registry's schema. The request is a shell command no
@@ -38,7 +38,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| std::hint::black_box(&request).to_cedar(&schema).unwrap());
     });
     for (name, text) in [
-        ("6 policies", sets::six()),
+        ("7 policies", sets::example()),
         ("200 policies", sets::generated(200)),
     ] {
         let set = PolicySet::parse(&text).unwrap();

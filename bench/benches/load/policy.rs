@@ -1,6 +1,7 @@
 //! What the operator's Cedar policy adds to a proposal (issue 51), beside
 //! its floor: `Propose` end to end with no policy set, with a binding set
-//! of 6 policies and with one of 200, all in one loop.
+//! of 7 policies (the coding-agents example and three more) and with one
+//! of 200, all in one loop.
 //!
 //! Three signers run in this process (`TestSigner`: real mTLS on
 //! 127.0.0.1, each a SQLite ledger of its own), the same but for
@@ -94,9 +95,9 @@ async fn signer(extra: &str) -> Result<(TestSigner, SignerClient<Channel>), Stri
 pub(super) async fn run(opts: &Options) -> Result<(), String> {
     let n = opts.latency_n.unwrap_or(opts.n(300)).max(1);
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let texts = [policy_sets::six(), policy_sets::generated(200)];
+    let texts = [policy_sets::example(), policy_sets::generated(200)];
     let mut configs = vec![String::new()];
-    for (name, text) in ["six.cedar", "two-hundred.cedar"].iter().zip(&texts) {
+    for (name, text) in ["example.cedar", "two-hundred.cedar"].iter().zip(&texts) {
         let path = dir.path().join(name);
         std::fs::write(&path, text).map_err(|e| e.to_string())?;
         configs.push(format!("\n[policy]\ncedar = \"{}\"\n", path.display()));
@@ -161,13 +162,13 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
     }
     let elapsed = started.elapsed();
 
-    let [mut floor, mut six, mut two_hundred] = e2e;
+    let [mut floor, mut example, mut two_hundred] = e2e;
     println!(
         "## The operator's policy at a proposal: Propose end to end (hook head, agent.shell, ends pending)"
     );
     let p50s = print_rows(vec![
         ("Propose, no policy set (floor)", &mut floor),
-        ("Propose, binding set of 6 policies", &mut six),
+        ("Propose, binding set of 7 policies", &mut example),
         ("Propose, binding set of 200 policies", &mut two_hundred),
     ]);
     println!(
@@ -177,7 +178,7 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
     println!(
         "in-process PolicySet::evaluate of the same request ({EVALUATIONS_PER_ITERATION} per iteration each, interleaved):"
     );
-    for (name, samples) in ["6 policies", "200 policies"].iter().zip(&mut evaluated) {
+    for (name, samples) in ["7 policies", "200 policies"].iter().zip(&mut evaluated) {
         println!(
             "  {name:<14} p50 {:>8.1} us   p99 {:>8.1} us",
             pct(samples, 0.5) as f64 / 1e3,
@@ -185,7 +186,7 @@ pub(super) async fn run(opts: &Options) -> Result<(), String> {
         );
     }
     println!("Targets:");
-    for (name, p50) in [("6 policies", p50s[1]), ("200 policies", p50s[2])] {
+    for (name, p50) in [("7 policies", p50s[1]), ("200 policies", p50s[2])] {
         let added = p50 - p50s[0];
         let target = if name == "200 policies" {
             format!(" (target <= 0.2 ms) {}", verdict(added <= TARGET_P50_NS))

@@ -1,5 +1,5 @@
 //! The policy sets the benchmarks evaluate, against the default registry's
-//! schema: 6 policies (the coding-agents example and three more) and any
+//! schema: 7 policies (the coding-agents example and three more) and any
 //! number generated of the same kinds (forbidden shell commands, edits
 //! needing approval, permitted reads, schedules). Shared by this crate's
 //! criterion bench and the load tool's policy section
@@ -16,8 +16,8 @@ when { context.arguments.name like "nightly-*" };
 when { context.time < 1796558400 || context.class == "network" };
 "#;
 
-/// The coding-agents example and three more: 6 policies.
-pub(crate) fn six() -> String {
+/// The coding-agents example and three more: 7 policies.
+pub(crate) fn example() -> String {
     format!("{EXAMPLE}{EXTRA}")
 }
 
