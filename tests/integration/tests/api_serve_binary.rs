@@ -7,14 +7,13 @@
 mod api_support;
 mod support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use api_support::{http, token_secret};
+use api_support::{api_serve, api_token, http, token_secret};
 use countersign_ledger::DispositionStatus;
 use countersign_registry::Registry;
 use support::{CREATE_NIGHTLY, Harness, command_operation};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_serve_listens_on_loopback_serves_and_stops_on_sigterm() {
@@ -67,55 +66,6 @@ async fn api_serve_listens_on_loopback_serves_and_stops_on_sigterm() {
         !seen.contains(token_secret(&token)),
         "a credential reached stderr"
     );
-}
-
-/// Start `countersign api serve` on an ephemeral loopback port: the child,
-/// its stderr, what it logged so far, and the address it listens on.
-async fn api_serve(
-    h: &Harness,
-) -> (
-    tokio::process::Child,
-    BufReader<tokio::process::ChildStderr>,
-    String,
-    std::net::SocketAddr,
-) {
-    let mut child = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
-        .args([
-            "--home",
-            &h.home(),
-            "api",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .env("COUNTERSIGN_LOG", "trace")
-        .env_remove("COUNTERSIGN_SESSION")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    let addr = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).await.unwrap() > 0,
-                "exited: {seen}"
-            );
-            seen.push_str(&line);
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                assert!(line.contains("(loopback only)"), "{line}");
-                return rest.split_whitespace().next().unwrap().parse().unwrap();
-            }
-        }
-    })
-    .await
-    .expect("the API said where it listens");
-
-    (child, stderr, seen, addr)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -178,16 +128,4 @@ async fn an_execution_in_flight_finishes_before_api_serve_exits_on_sigterm() {
         DispositionStatus::Applied,
         "{disposition:?}"
     );
-}
-
-/// A fresh API credential of `h`'s principal.
-async fn api_token(h: &Harness) -> String {
-    h.cli(&[
-        "--json", "api", "token", "create", "--ttl", "10m", "--stdout",
-    ])
-    .await
-    .json()["token"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }

@@ -13,30 +13,14 @@ mod notify_support;
 #[path = "../../../signer/tests/support/mod.rs"]
 mod support;
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use countersign_notify::status::{DeliveryStatus, Status};
 use countersign_signer::testing::TestSigner;
-use notify_support::{Notifying, SECRET, start_refusal, start_sink};
+use notify_support::{Notifying, secret_file, start_refusal, start_sink, webhook_config};
 use support::{head, propose};
-
-/// A 0600 file holding the secret, in a directory that outlives the test.
-fn secret_file(dir: &tempfile::TempDir) -> PathBuf {
-    let path = dir.path().join("whsec");
-    countersign_identity::files::write_private_new(&path, SECRET.as_bytes()).unwrap();
-    path
-}
-
-/// `[notify]` with a webhook to `url`.
-fn webhook_config(url: &str, secret: &std::path::Path, extra: &str) -> String {
-    format!(
-        "\n[console]\naddr = \"127.0.0.1:7999\"\n[notify]\npoll_ms = 20\nretry_initial_ms = 50\nretry_max_ms = 200\n{extra}\n[notify.webhook]\nurl = \"{url}\"\nsecret_file = \"{}\"\n",
-        secret.display()
-    )
-}
 
 /// The webhook deliveries the notify process shows for `proposal_id`.
 fn webhook_deliveries(n: &Notifying, proposal_id: &str) -> Vec<DeliveryStatus> {

@@ -21,6 +21,7 @@ use countersign_registry::Registry;
 use countersign_service::{Waited, wait_for_decision};
 use countersign_signer::testing::TestSigner;
 use countersign_verifier::ProposalId;
+use support::failover::{configure_fallbacks, pair};
 use support::{Backend, Harness};
 use tokio::time::Instant;
 
@@ -30,31 +31,6 @@ const ARGS: &str = r#"{"name":"nightly","cron":"0 3 * * *"}"#;
 fn dead_addr() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().to_string()
-}
-
-/// `home`'s `config.toml` with `fallback_addrs` under `[signer]`.
-fn configure_fallbacks(home: &countersign_identity::Home, addr: &str, fallbacks: &[String]) {
-    let path = home.config_path();
-    let text = std::fs::read_to_string(&path).unwrap();
-    let rest: Vec<&str> = text
-        .lines()
-        .filter(|l| {
-            *l != "[signer]" && !l.starts_with("addr = ") && !l.starts_with("fallback_addrs = ")
-        })
-        .collect();
-    let list: Vec<String> = fallbacks.iter().map(|a| format!("{a:?}")).collect();
-    let text = format!(
-        "[signer]\naddr = {addr:?}\nfallback_addrs = [{}]\n{}\n",
-        list.join(", "),
-        rest.join("\n")
-    );
-    std::fs::write(&path, text).unwrap();
-}
-
-async fn pair() -> (Harness, TestSigner) {
-    let h = Harness::start_on(Backend::Postgres, Registry::default_toml()).await;
-    let b = h.signer.another_on_this_home().await.unwrap();
-    (h, b)
 }
 
 /// A head client of A, then B.

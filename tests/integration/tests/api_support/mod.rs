@@ -6,12 +6,14 @@
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
+use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Duration;
 
 use countersign::Context;
 use countersign_identity::Home;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 
 use crate::support::Harness;
@@ -225,4 +227,65 @@ pub fn token_secret(token: &str) -> &str {
         .expect("an API token");
     assert!(secret.len() >= 40, "{secret:?} is not a whole secret");
     secret
+}
+
+/// A fresh API credential of `h`'s principal.
+pub async fn api_token(h: &Harness) -> String {
+    h.cli(&[
+        "--json", "api", "token", "create", "--ttl", "10m", "--stdout",
+    ])
+    .await
+    .json()["token"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Start `countersign api serve` on an ephemeral loopback port: the child,
+/// its stderr, what it logged so far, and the address it listens on.
+pub async fn api_serve(
+    h: &Harness,
+) -> (
+    tokio::process::Child,
+    BufReader<tokio::process::ChildStderr>,
+    String,
+    std::net::SocketAddr,
+) {
+    let mut child = tokio::process::Command::new(countersign_integration_tests::bin("countersign"))
+        .args([
+            "--home",
+            &h.home(),
+            "api",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("COUNTERSIGN_LOG", "trace")
+        .env_remove("COUNTERSIGN_SESSION")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let addr = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).await.unwrap() > 0,
+                "exited: {seen}"
+            );
+            seen.push_str(&line);
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                assert!(line.contains("(loopback only)"), "{line}");
+                return rest.split_whitespace().next().unwrap().parse().unwrap();
+            }
+        }
+    })
+    .await
+    .expect("the API said where it listens");
+
+    (child, stderr, seen, addr)
 }

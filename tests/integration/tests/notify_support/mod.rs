@@ -96,7 +96,21 @@ pub async fn start_refusal(config: &str) -> String {
     }
 }
 
-/// The webhook secret of these tests (24 bytes of key).
+/// A 0600 file holding the secret, in a directory that outlives the test.
+pub fn secret_file(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    let path = dir.path().join("whsec");
+    countersign_identity::files::write_private_new(&path, SECRET.as_bytes()).unwrap();
+    path
+}
+
+/// `[notify]` with a webhook to `url`.
+pub fn webhook_config(url: &str, secret: &std::path::Path, extra: &str) -> String {
+    format!(
+        "\n[console]\naddr = \"127.0.0.1:7999\"\n[notify]\npoll_ms = 20\nretry_initial_ms = 50\nretry_max_ms = 200\n{extra}\n[notify.webhook]\nurl = \"{url}\"\nsecret_file = \"{}\"\n",
+        secret.display()
+    )
+}
+
 /// Whether `request` (bytes read so far) holds a whole HTTP/1.1 request:
 /// its head, and as many body bytes as its Content-Length says.
 pub fn request_complete(request: &[u8]) -> bool {
@@ -115,6 +129,7 @@ pub fn request_complete(request: &[u8]) -> bool {
     body.len() >= length
 }
 
+/// The webhook secret of these tests (24 bytes of key).
 pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// One request as the sink received it.

@@ -5,6 +5,7 @@
 //! and was not applied.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod failover;
 pub mod forge;
 pub mod mcp;
 pub mod passkeys;
