@@ -12,3 +12,12 @@
 fn a_phone_reviews_and_decides_and_is_unpaired_and_every_page_passes_axe() {
     countersign_integration_tests::run_e2e_script("console_phone.py");
 }
+
+/// The card of a proposal the operator's policy requires a person for, on
+/// the same phone: the policy's verdict is in view with what a decision
+/// needs, driven by `tests/e2e/console_phone_policy.py`
+/// (`docs/phone-card-policy.png` with `COUNTERSIGN_SCREENSHOTS`).
+#[test]
+fn a_phone_shows_the_policys_verdict_on_the_card_above_its_buttons() {
+    countersign_integration_tests::run_e2e_script("console_phone_policy.py");
+}
