@@ -84,7 +84,11 @@ impl Notifier {
         let Some(notify) = &config.notify else {
             return Err(NotifyError::Off);
         };
-        let signer = Arc::new(signer::SignerLink::new(home.clone(), config.signer_addrs()));
+        let signer = Arc::new(signer::SignerLink::new(
+            home.clone(),
+            config.signer_addrs(),
+            config.console.clone(),
+        ));
         let channels = Arc::new(Channels::from_config(notify, home, &signer)?);
         let ocsf = notify
             .ocsf

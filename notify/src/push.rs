@@ -254,7 +254,11 @@ mod tests {
             urgency: countersign_identity::PushUrgency::High,
             timeout_secs: 1,
         };
-        let signer = Arc::new(SignerLink::new(home.clone(), vec!["127.0.0.1:1".into()]));
+        let signer = Arc::new(SignerLink::new(
+            home.clone(),
+            vec!["127.0.0.1:1".into()],
+            None,
+        ));
         let push = PushChannel::from_config(&config, &home, signer).unwrap();
         assert_eq!(
             countersign_push::vapid::public_key(&home).unwrap(),

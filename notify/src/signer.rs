@@ -8,7 +8,7 @@
 //! a subscribed device a [`SubscribedDevice`]: the one place the wire form
 //! is read.
 
-use countersign_identity::{ClientCredential, Home, Role, tls};
+use countersign_identity::{ClientCredential, ConsoleConfig, Home, Role, tls};
 use countersign_proto::v1 as wire;
 use countersign_proto::v1::outbox_notification::About;
 use countersign_proto::v1::signer_client::SignerClient;
@@ -35,14 +35,21 @@ pub(crate) struct SignerLink {
     home: Home,
     /// `[signer] addr`, then `[signer] fallback_addrs`.
     addrs: Vec<String>,
+    /// This process's `[console]`: its proposal pages are the links.
+    console: Option<ConsoleConfig>,
     client: tokio::sync::Mutex<Option<SignerClient<Channel>>>,
 }
 
 impl SignerLink {
-    pub(crate) fn new(home: Home, addrs: Vec<String>) -> SignerLink {
+    pub(crate) fn new(
+        home: Home,
+        addrs: Vec<String>,
+        console: Option<ConsoleConfig>,
+    ) -> SignerLink {
         SignerLink {
             home,
             addrs,
+            console,
             client: tokio::sync::Mutex::new(None),
         }
     }
@@ -83,7 +90,7 @@ impl SignerLink {
         Ok(answer
             .notifications
             .into_iter()
-            .filter_map(|n| match waiting(n, principal) {
+            .filter_map(|n| match waiting(n, principal, self.console.as_ref()) {
                 Ok(w) => Some(w),
                 Err(e) => {
                     tracing::warn!("a waiting notification was not read: {e}");
@@ -213,15 +220,23 @@ pub(crate) async fn connect(
     Ok(SignerClient::new(channel))
 }
 
-/// The wire form read into a notification of `principal`.
-fn waiting(n: wire::OutboxNotification, principal: &str) -> Result<Waiting, String> {
+/// The wire form read into a notification of `principal`, linking to the
+/// proposal's page of `console` (this process's `[console]`; without one,
+/// the link a row of an earlier signer carries, if any).
+fn waiting(
+    n: wire::OutboxNotification,
+    principal: &str,
+    console: Option<&ConsoleConfig>,
+) -> Result<Waiting, String> {
     let notification = match n.about {
         Some(About::Proposal(p)) => Notification {
+            console_url: console
+                .map(|console| console.proposal_url(&p.proposal_id))
+                .or_else(|| Some(p.console_url).filter(|url| !url.is_empty())),
             proposal_id: p.proposal_id,
             principal: principal.to_owned(),
             operation: p.operation,
             arguments_sha256: p.arguments_sha256,
-            console_url: Some(p.console_url).filter(|url| !url.is_empty()),
             created_at: n.created_at,
             decide_by: Some(p.decide_by).filter(|&at| at != 0),
             escalation: p.escalation.map(|e| Escalation {
@@ -258,28 +273,48 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    fn proposal_waiting(console_url: &str) -> wire::OutboxNotification {
+        wire::OutboxNotification {
+            id: "ntf_1".into(),
+            created_at: 7,
+            about: Some(About::Proposal(wire::ProposalWaiting {
+                proposal_id: "prop_0a".into(),
+                operation: "op".into(),
+                arguments_sha256: "00".into(),
+                console_url: console_url.into(),
+                decide_by: 0,
+                escalation: None,
+            })),
+        }
+    }
+
     #[test]
     fn a_waiting_proposal_becomes_its_notification_and_an_empty_link_none() {
-        let read = waiting(
-            wire::OutboxNotification {
-                id: "ntf_1".into(),
-                created_at: 7,
-                about: Some(About::Proposal(wire::ProposalWaiting {
-                    proposal_id: "prop_0a".into(),
-                    operation: "op".into(),
-                    arguments_sha256: "00".into(),
-                    console_url: String::new(),
-                    decide_by: 0,
-                    escalation: None,
-                })),
-            },
-            "pr_1",
-        )
-        .unwrap();
+        let read = waiting(proposal_waiting(""), "pr_1", None).unwrap();
         assert_eq!(read.id, "ntf_1");
         assert_eq!(read.notification.console_url, None);
         assert_eq!(read.notification.created_at, 7);
         assert_eq!(read.notification.principal, "pr_1");
+    }
+
+    #[test]
+    fn the_link_is_this_processs_console_page_else_an_older_rows() {
+        let console = ConsoleConfig {
+            addr: "127.0.0.1:7444".parse().unwrap(),
+            names: vec!["console.example".into()],
+            own_cert: None,
+            mdns: false,
+        };
+        let older = "https://elsewhere.example:7444/proposals/prop_0a";
+        for row_link in ["", older] {
+            let read = waiting(proposal_waiting(row_link), "pr_1", Some(&console)).unwrap();
+            assert_eq!(
+                read.notification.console_url.as_deref(),
+                Some(console.proposal_url("prop_0a").as_str())
+            );
+        }
+        let read = waiting(proposal_waiting(older), "pr_1", None).unwrap();
+        assert_eq!(read.notification.console_url.as_deref(), Some(older));
     }
 
     #[test]
@@ -310,7 +345,10 @@ mod tests {
             created_at: 0,
             about: None,
         };
-        assert_eq!(waiting(empty, "pr_1").unwrap_err(), "ntf_2: says nothing");
+        assert_eq!(
+            waiting(empty, "pr_1", None).unwrap_err(),
+            "ntf_2: says nothing"
+        );
         let odd = wire::OutboxNotification {
             id: "ntf_3".into(),
             created_at: 0,
@@ -320,7 +358,7 @@ mod tests {
             })),
         };
         assert_eq!(
-            waiting(odd, "pr_1").unwrap_err(),
+            waiting(odd, "pr_1", None).unwrap_err(),
             "ntf_3: unknown passkey event \"renamed\""
         );
     }

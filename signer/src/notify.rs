@@ -8,12 +8,14 @@
 //! client): a receiver's reply is never parsed next to the key.
 //!
 //! A notification holds the proposal id, operation, arguments' digest and
-//! console link, or the passkey change: never a proof, a decision link, an
-//! enrolment code or a secret. Recording never fails the RPC that caused
+//! decision window, or the passkey change: never a proof, a decision link,
+//! an enrolment code or a secret. How it is told (its text, the console's
+//! link from the notify process's own `[console]`) is the notify process's
+//! business: a signer of another host records the same row. Recording never fails the RPC that caused
 //! it: a ledger error is logged (the proposal still shows in `pending` and
 //! the console).
 
-use countersign_identity::{Config, ConsoleConfig};
+use countersign_identity::Config;
 use countersign_ledger::{Ledger, OutboxNotification, Proposal};
 use countersign_proto::v1 as wire;
 use countersign_registry::Escalation;
@@ -35,8 +37,6 @@ pub struct Outbox {
 #[derive(Debug, Clone)]
 struct On {
     ledger: Ledger,
-    /// The console's address (its proposal pages are the links).
-    console: Option<ConsoleConfig>,
 }
 
 /// A passkey enrolled or removed: for which approver, which credential.
@@ -87,6 +87,9 @@ enum Body {
         proposal_id: String,
         operation: String,
         arguments_sha256: String,
+        /// The console's page, in rows recorded by a signer that still
+        /// composed it; the notify process now composes it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         console_url: Option<String>,
         /// When its decision window closes (Unix seconds); absent in rows
         /// recorded before windows existed.
@@ -111,7 +114,6 @@ impl Outbox {
         Outbox {
             on: config.notify.as_ref().map(|_| On {
                 ledger: ledger.clone(),
-                console: config.console.clone(),
             }),
         }
     }
@@ -132,17 +134,14 @@ impl Outbox {
         proposal: &Proposal,
         escalation: Option<&Escalation>,
     ) -> Vec<OutboxNotification> {
-        let Some(on) = self.on.as_ref() else {
+        if self.on.is_none() {
             return Vec::new();
-        };
+        }
         let body = |escalation: Option<EscalationBody>| Body::Proposal {
             proposal_id: proposal.id.to_string(),
             operation: proposal.operation.clone(),
             arguments_sha256: proposal.arguments_sha256.clone(),
-            console_url: on
-                .console
-                .as_ref()
-                .map(|console| console.proposal_url(&proposal.id)),
+            console_url: None,
             decide_by: proposal.decide_by.map(OffsetDateTime::unix_timestamp),
             escalation,
         };
@@ -310,17 +309,51 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    #[test]
-    fn a_recorded_proposal_reaches_the_notifier_with_its_link_and_nothing_more() {
-        let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
-        let body = Body::Proposal {
+    /// The body of a waiting proposal, with `console_url` as an earlier
+    /// signer would have recorded it (or none, as rows are recorded now).
+    fn waiting_body(console_url: Option<&str>) -> Body {
+        Body::Proposal {
             proposal_id: "prop_0a".into(),
             operation: "schedule.create".into(),
             arguments_sha256: "ab".repeat(32),
-            console_url: Some("https://console.localhost:7444/proposals/prop_0a".into()),
+            console_url: console_url.map(str::to_owned),
             decide_by: Some(1_700_003_600),
             escalation: None,
+        }
+    }
+
+    /// `row` as the notifier receives it, a waiting proposal.
+    fn proposal_sent(row: &OutboxNotification) -> wire::ProposalWaiting {
+        match to_wire(row).unwrap().about {
+            Some(wire::outbox_notification::About::Proposal(sent)) => sent,
+            other => panic!("not a proposal: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_row_records_no_console_link_and_an_older_rows_link_still_reaches_the_notifier() {
+        let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let row = outbox_row("pr_1", at, &waiting_body(None)).unwrap();
+        assert!(!row.body.contains("console"), "{}", row.body);
+        let sent = proposal_sent(&row);
+        assert_eq!(sent.console_url, "");
+        // A row an earlier signer recorded, with the link it composed.
+        let older = r#"{"kind":"proposal","proposal_id":"prop_0a","operation":"schedule.create","arguments_sha256":"00","console_url":"https://console.localhost:7444/proposals/prop_0a","decide_by":1700003600}"#;
+        let row = OutboxNotification {
+            body: older.into(),
+            ..row
         };
+        let sent = proposal_sent(&row);
+        assert_eq!(
+            sent.console_url,
+            "https://console.localhost:7444/proposals/prop_0a"
+        );
+    }
+
+    #[test]
+    fn a_recorded_proposal_reaches_the_notifier_with_nothing_more() {
+        let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let body = waiting_body(Some("https://console.localhost:7444/proposals/prop_0a"));
         let row = outbox_row("pr_1", at, &body).unwrap();
         assert!(is_notification_id(&row.id), "{}", row.id);
         let sent = to_wire(&row).unwrap();

@@ -722,8 +722,9 @@ pub struct ProposalWaiting {
     /// SHA-256 (hex) of the canonical arguments.
     #[prost(string, tag = "3")]
     pub arguments_sha256: ::prost::alloc::string::String,
-    /// The console's page for the proposal (decides nothing on GET), or empty
-    /// without a console.
+    /// The console's page for the proposal, only in a row an earlier signer
+    /// recorded (it composed the link then); empty in every row recorded now.
+    /// The notify process links to the page of its own `\[console\]`.
     #[prost(string, tag = "4")]
     pub console_url: ::prost::alloc::string::String,
     /// Unix seconds: when its decision window closes; 0 for a proposal
@@ -1789,9 +1790,10 @@ pub mod signer_client {
         /// role: notifier. The caller's principal's notifications waiting in the
         /// signer's outbox (recorded only with `[notify]` configured), oldest
         /// first, at most `limit` (1..=100; 0 means 100). A notification names a
-        /// proposal (id, operation, arguments' SHA-256, console link) or a passkey
-        /// change: never a proof, a decision link or a secret. The signer opens no
-        /// connection to deliver it; the notify process does.
+        /// proposal (id, operation, arguments' SHA-256, decision window) or a
+        /// passkey change: never a proof, a decision link or a secret. The signer
+        /// opens no connection to deliver it and composes nothing of what is told;
+        /// the notify process does both.
         pub async fn pending_notifications(
             &mut self,
             request: impl tonic::IntoRequest<super::PendingNotificationsRequest>,
@@ -2254,9 +2256,10 @@ pub mod signer_server {
         /// role: notifier. The caller's principal's notifications waiting in the
         /// signer's outbox (recorded only with `[notify]` configured), oldest
         /// first, at most `limit` (1..=100; 0 means 100). A notification names a
-        /// proposal (id, operation, arguments' SHA-256, console link) or a passkey
-        /// change: never a proof, a decision link or a secret. The signer opens no
-        /// connection to deliver it; the notify process does.
+        /// proposal (id, operation, arguments' SHA-256, decision window) or a
+        /// passkey change: never a proof, a decision link or a secret. The signer
+        /// opens no connection to deliver it and composes nothing of what is told;
+        /// the notify process does both.
         async fn pending_notifications(
             &self,
             request: tonic::Request<super::PendingNotificationsRequest>,
