@@ -166,6 +166,9 @@ async fn what_the_policy_forbids_is_denied_on_every_head_and_nothing_is_applied(
         )),
         "{last}"
     );
+    // Exit code 3 (refused), nothing more on stderr: a script does not wait.
+    assert_eq!(run.result, Err(countersign::CliError::Answered(3)));
+    assert_eq!(run.stderr, "");
 
     // A coding agent's hook, directly and through the API: denied with
     // the policy's reason, at once (nobody is asked).

@@ -16,7 +16,7 @@ use super::{input_name, read_input};
 use crate::Io;
 use crate::args::{ListArgs, ProposeArgs};
 use crate::context::Context;
-use crate::error::CliError;
+use crate::error::{CliError, exit};
 use countersign_surface::results;
 
 use crate::output::{action_summary, proposal_text, write_json, write_text};
@@ -42,7 +42,9 @@ pub(crate) fn read_arguments(path: &Path, io: &mut Io<'_>) -> Result<String, Cli
 }
 
 /// `countersign propose OP --args-file FILE|-`, with the arguments already
-/// read by [`read_arguments`].
+/// read by [`read_arguments`]. A proposal the operator's policy denied as
+/// it was recorded is printed as any other, and ends with exit code 3
+/// (refused): nobody can approve it, so a script must not wait for it.
 pub(crate) async fn propose(
     ctx: &Context,
     args: ProposeArgs,
@@ -57,7 +59,7 @@ pub(crate) async fn propose(
     };
     let view = proposal(ctx, operation, &args.session, json, io).await?;
     if json {
-        write_json(io.out, &results::proposal(&view))
+        write_json(io.out, &results::proposal(&view))?;
     } else {
         write_text(
             io.out,
@@ -66,7 +68,11 @@ pub(crate) async fn propose(
                 proposal_text(&view).trim_end(),
                 next_step(&view)
             ),
-        )
+        )?;
+    }
+    match view.status() {
+        ProposalStatus::Denied => Err(CliError::Answered(exit::REFUSED)),
+        _ => Ok(()),
     }
 }
 
