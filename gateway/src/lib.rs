@@ -121,9 +121,11 @@ impl Upstreams {
             let (link, watching) = watch::channel(Link::Starting);
             let stop = CancellationToken::new();
             let group = Arc::new(Group::default());
+            // Without a transport nothing is ever sent; `Http` claims the
+            // least of a failed send.
             let kind = match upstream.transport {
-                Transport::Stdio(_) => Kind::Stdio,
-                Transport::Http(_) => Kind::Http,
+                Some(Transport::Stdio(_)) => Kind::Stdio,
+                Some(Transport::Http(_)) | None => Kind::Http,
             };
             let supervisor = Supervisor {
                 upstream: upstream.clone(),

@@ -44,6 +44,10 @@ pub(crate) enum Link {
     Stopped,
 }
 
+/// Why an upstream without `[upstream.stdio]` or `[upstream.http]` is
+/// unavailable.
+const NO_TRANSPORT: &str = "gateway.toml gives it no [upstream.stdio] or [upstream.http] on this host, so the gateway cannot reach it";
+
 /// What the supervisor needs, moved into its task.
 pub(crate) struct Supervisor {
     pub(crate) upstream: Upstream,
@@ -68,8 +72,17 @@ fn client_config() -> ClientConfig {
 
 impl Supervisor {
     /// Runs until `stop` is cancelled; the link is [`Link::Stopped`] after.
+    /// An upstream this host's `gateway.toml` gives no transport is down
+    /// for that reason until then, and nothing is started for it.
     pub(crate) async fn run(self) {
         let name = self.upstream.name.clone();
+        if self.upstream.transport.is_none() {
+            tracing::warn!(upstream = %name, "upstream unavailable: {NO_TRANSPORT}");
+            self.link.send_replace(Link::Down(NO_TRANSPORT.into()));
+            self.stop.cancelled().await;
+            self.link.send_replace(Link::Stopped);
+            return;
+        }
         let mut backoff = MIN_BACKOFF;
         loop {
             self.link.send_replace(Link::Starting);
@@ -101,8 +114,9 @@ impl Supervisor {
 
     async fn connect(&self) -> Result<Session, String> {
         match &self.upstream.transport {
-            Transport::Stdio(stdio) => self.connect_stdio(stdio).await,
-            Transport::Http(http) => connect_http(http).await,
+            Some(Transport::Stdio(stdio)) => self.connect_stdio(stdio).await,
+            Some(Transport::Http(http)) => connect_http(http).await,
+            None => Err(NO_TRANSPORT.into()),
         }
     }
 

@@ -298,6 +298,43 @@ async fn a_call_longer_than_its_timeout_is_unanswered() {
     upstreams.shutdown().await;
 }
 
+/// A signer host's copy of `gateway.toml` may leave an upstream's
+/// transport out; a gateway given such a file starts nothing for it and
+/// says why at once, sending nothing.
+#[tokio::test]
+async fn an_upstream_without_a_transport_here_is_unavailable_and_nothing_starts() {
+    let upstreams = Upstreams::start(&gateway(
+        "[[upstream]]\nname = \"files\"\n[upstream.tools]\nwrite_file = \"approve\"\n",
+    ));
+    let started = std::time::Instant::now();
+    let error = upstreams.list_tools("files").await;
+    let Err(UpstreamError::Unavailable { upstream, reason }) = &error else {
+        panic!("expected Unavailable, got {error:?}");
+    };
+    assert_eq!(upstream, "files");
+    assert_eq!(
+        reason,
+        "gateway.toml gives it no [upstream.stdio] or [upstream.http] on this host, so the gateway cannot reach it"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2), "it waited");
+    let call = upstreams
+        .call(
+            "files",
+            "write_file",
+            object(json!({})),
+            Duration::from_secs(1),
+        )
+        .await;
+    let Err(CallFailure::NotSent(why)) = &call else {
+        panic!("{call:?}");
+    };
+    assert!(
+        why.contains("no [upstream.stdio] or [upstream.http]"),
+        "{why}"
+    );
+    upstreams.shutdown().await;
+}
+
 #[tokio::test]
 async fn an_unknown_upstream_is_refused_without_sending() {
     let upstreams = Upstreams::start(&gateway(""));

@@ -38,6 +38,12 @@
 //! move_file = "deny"               # hidden and refused
 //! ```
 //!
+//! An upstream may leave out `[upstream.stdio]` and `[upstream.http]`: a
+//! signer on a host of its own needs each upstream's name, policies and
+//! limits (its operations are the same without them), never how the
+//! gateway reaches it, so the signer host's copy of this file need not
+//! name the gateway host's programs, URLs or secret files.
+//!
 //! A tool the configuration does not name is `approve`. A tool whose
 //! definition the upstream changed since it was pinned is `approve` too, and
 //! no call of it runs until a person pins the new definition.
@@ -113,8 +119,12 @@ pub struct Upstream {
     /// How long a gated call waits for a decision before it expires, in
     /// seconds (1..=604800), else the policy's decision window.
     pub decision_window_secs: Option<u64>,
-    /// How the gateway reaches it.
-    pub transport: Transport,
+    /// How the gateway reaches it; `None` where this host's `gateway.toml`
+    /// leaves it out (a signer's host: the signer needs each upstream's
+    /// policies and never its programs, URLs or secret files, and the
+    /// operations are the same without them). A gateway reports such an
+    /// upstream unavailable.
+    pub transport: Option<Transport>,
     /// The operator's policy per tool name.
     pub tools: BTreeMap<String, ToolPolicy>,
     /// What a gated call of each tool risks, as the operator says
@@ -194,15 +204,16 @@ impl TryFrom<RawUpstream> for Upstream {
         let transport = match (raw.stdio, raw.http) {
             (Some(stdio), None) => {
                 stdio.check().map_err(named)?;
-                Transport::Stdio(stdio)
+                Some(Transport::Stdio(stdio))
             }
             (None, Some(http)) => {
                 http.check().map_err(named)?;
-                Transport::Http(http)
+                Some(Transport::Http(http))
             }
-            _ => {
+            (None, None) => None,
+            (Some(_), Some(_)) => {
                 return Err(named(
-                    "configure exactly one of [upstream.stdio] and [upstream.http]".into(),
+                    "configure at most one of [upstream.stdio] and [upstream.http]".into(),
                 ));
             }
         };

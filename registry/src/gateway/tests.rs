@@ -71,11 +71,11 @@ fn the_configuration_loads_with_its_policies_and_transports() {
     assert_eq!(files.policy("move_file"), ToolPolicy::Deny);
     assert_eq!(files.policy("unnamed"), ToolPolicy::Approve, "fail closed");
     assert_eq!(files.timeout_secs, DEFAULT_TIMEOUT_SECS);
-    assert!(matches!(files.transport, Transport::Stdio(_)));
+    assert!(matches!(files.transport, Some(Transport::Stdio(_))));
     let everything = file
         .upstream("everything")
         .unwrap_or_else(|| panic!("everything"));
-    assert!(matches!(everything.transport, Transport::Http(_)));
+    assert!(matches!(everything.transport, Some(Transport::Http(_))));
     assert_eq!(everything.timeout_secs, 5);
 }
 
@@ -114,7 +114,10 @@ fn a_configuration_that_would_be_ambiguous_or_unsafe_is_refused() {
             "[[upstream]]\nname = \"a_b\"\n[upstream.stdio]\nprogram = \"/bin/x\"\n",
             "`name` must match",
         ),
-        ("[[upstream]]\nname = \"a\"\n", "exactly one of"),
+        (
+            "[[upstream]]\nname = \"a\"\n[upstream.stdio]\nprogram = \"/bin/x\"\n[upstream.http]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+            "at most one of",
+        ),
         (
             "[[upstream]]\nname = \"a\"\n[upstream.stdio]\nprogram = \"x\"\n",
             "not an absolute path",
@@ -309,6 +312,63 @@ fn a_changed_definition_changes_the_contract_revision() {
         .map(|op| op.contract_revision().to_owned());
     assert!(before.is_some() && after.is_some());
     assert_ne!(before, after);
+}
+
+/// What a signer's host keeps of `GATEWAY`: every upstream's policies and
+/// limits, none of its transport.
+fn without_transports() -> String {
+    let mut kept = Vec::new();
+    let mut in_transport = false;
+    for line in GATEWAY.lines() {
+        if line.starts_with('[') {
+            in_transport = line == "[upstream.stdio]" || line == "[upstream.http]";
+        }
+        if !in_transport {
+            kept.push(line);
+        }
+    }
+    let text = kept.join("\n");
+    for gone in ["program", "secret_env", "url"] {
+        assert!(!text.contains(gone), "{gone} in {text}");
+    }
+    text
+}
+
+#[test]
+fn a_signers_copy_without_transports_makes_the_same_operations() {
+    let mut pins = Pins::empty();
+    for name in ["write_file", "read_file", "move_file"] {
+        pins.pin("files", tool(name))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    pins.pin("everything", tool("echo"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let gateway = load(&pins);
+    let signer = Registry::from_sources(
+        &Sources {
+            gateway: Some(without_transports()),
+            ..sources(&pins)
+        },
+        Schemas::Compiled,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let revisions = |registry: &Registry| -> Vec<(String, String)> {
+        registry
+            .operations()
+            .map(|op| (op.name.clone(), op.contract_revision().to_owned()))
+            .collect()
+    };
+    let made = revisions(&gateway);
+    assert!(
+        made.iter().any(|(name, _)| name == "mcp:everything/echo"),
+        "{made:?}"
+    );
+    assert_eq!(revisions(&signer), made);
+    let upstreams = signer.gateway().map(|g| &g.upstream);
+    assert!(
+        upstreams.is_some_and(|u| u.len() == 2 && u.iter().all(|u| u.transport.is_none())),
+        "{upstreams:?}"
+    );
 }
 
 #[test]
