@@ -264,7 +264,7 @@ fn range(path: &str, min: Option<f64>, max: Option<f64>) -> String {
 }
 
 /// A Cedar string literal of `s`, exactly.
-pub(crate) fn literal(s: &str) -> String {
+fn literal(s: &str) -> String {
     escaped(s, false)
 }
 

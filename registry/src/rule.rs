@@ -16,8 +16,9 @@
 //! ```
 //!
 //! Every key is required but `cedar` (`constraints` may be empty, meaning
-//! any arguments, or absent with `cedar`); unknown keys, a constraint with any other test or with two
-//! tests, and values of the wrong type are refused. `sessions` is a list of
+//! any arguments, or absent with `cedar`); unknown keys, a constraint with
+//! any other test or with two tests, and values of the wrong type are
+//! refused. `sessions` is a list of
 //! sessions, or exactly `["*"]` for every session of the principal.
 //! A constraint holds only when the argument at its JSON pointer exists and
 //! passes the test: `equals` (canonical JSON equality), `one_of` (equal to

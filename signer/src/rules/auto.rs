@@ -180,7 +180,6 @@ impl SignerService {
             time_unix: now.unix_timestamp(),
             head,
         };
-        let mut schema = None;
         let mut covering = Vec::new();
         for rule in self.state.ledger.rules(&proposal.principal).await? {
             if rule.remaining(now) == 0 {
@@ -193,21 +192,16 @@ impl SignerService {
                 continue;
             }
             if definition.cedar.is_some() {
-                if schema.is_none() {
-                    schema = Some(
-                        self.state
-                            .operator_policy
-                            .schema_for(&registry)
-                            .map_err(RpcError::PolicyUnavailable)?,
-                    );
-                }
-                let Some(schema) = schema.as_deref() else {
-                    continue;
-                };
+                // Generated once per registry, then an `Arc` from a cache.
+                let schema = self
+                    .state
+                    .operator_policy
+                    .schema_for(&registry)
+                    .map_err(RpcError::PolicyUnavailable)?;
                 if !self
                     .state
                     .cedar_scopes
-                    .permits(&definition, schema, &request)
+                    .permits(&definition, &schema, &request)
                 {
                     continue;
                 }

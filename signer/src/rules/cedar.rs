@@ -42,6 +42,8 @@ impl CedarScopes {
         let scope = CedarScope::parse(text, &definition.operations, schema)
             .map_err(|e| RuleError::Cedar(e.to_string()))?;
         let scope = Arc::new(scope);
+        // Scopes checked against an older schema are never asked again.
+        parsed.retain(|(_, of), _| of == schema.digest());
         parsed.insert(key, Arc::clone(&scope));
         Ok(Some(scope))
     }

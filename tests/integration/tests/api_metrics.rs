@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use api_support::http;
+use api_support::{api_token, http};
 use support::{CREATE_NIGHTLY, Harness};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 
@@ -95,17 +95,6 @@ async fn api_serve(
     let rest = line.split("listening on http://").nth(1).unwrap();
     let addr = rest.split_whitespace().next().unwrap().parse().unwrap();
     (child, addr, metrics, seen)
-}
-
-async fn api_token(h: &Harness) -> String {
-    h.cli(&[
-        "--json", "api", "token", "create", "--ttl", "10m", "--stdout",
-    ])
-    .await
-    .json()["token"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
