@@ -112,6 +112,12 @@ GRANT INSERT ON rules, rule_uses TO countersign_signer;
 -- Policy sets (schema version 16): the signer records the text of each
 -- Cedar policy set it evaluates a proposal under, by its digest.
 GRANT INSERT ON policy_sets TO countersign_signer;
+-- Web Push devices (schema version 17): the signer records and forgets
+-- the devices of the consoles' sessions, and deletes those whose session
+-- ended (`SetPushDevices`). A subscription reaches a person's device and
+-- nothing a head needs: the head role may not even read them.
+GRANT INSERT, UPDATE, DELETE ON push_devices TO countersign_signer;
+REVOKE ALL ON push_devices FROM countersign_head;
 
 -- The transparency log (schema version 12): only the signer sequences
 -- events into the tree (leaves, the compact tree, the queue it empties)

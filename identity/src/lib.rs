@@ -13,7 +13,6 @@
 pub mod certificate;
 mod config;
 mod console_config;
-pub mod console_devices;
 pub mod console_pki;
 pub mod console_trust;
 mod error;

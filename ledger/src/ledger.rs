@@ -12,6 +12,7 @@ use crate::passkeys::{
     PasskeyAssertionRecord, PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, StoredPasskeyAssertion,
 };
 use crate::premise_command::CommandNow;
+use crate::push_devices::{ApproverDevice, PushDevice};
 use crate::quorum::{QuorumApproval, QuorumDecision, QuorumOutcome, StoredQuorumAssertion};
 use crate::rules::{RuleChange, RuleRecord};
 use crate::types::{
@@ -227,6 +228,26 @@ impl Ledger {
     /// The text of the policy set stored under `digest`, if any.
     pub async fn policy_set(&self, digest: &str) -> Result<Option<String>, LedgerError> {
         dispatch!(self, b => b.policy_set(digest).await)
+    }
+
+    /// Records `keep` and forgets the devices of the sessions `remove`
+    /// names, all of `principal`'s approver `approver`, in one write
+    /// transaction (the principal's devices past their session's end go
+    /// with it): how many were recorded and forgotten.
+    pub async fn set_push_devices(
+        &self,
+        principal: &str,
+        approver: &str,
+        keep: &[PushDevice],
+        remove: &[String],
+    ) -> Result<(u32, u32), LedgerError> {
+        dispatch!(self, b => b.set_push_devices(principal, approver, keep, remove).await)
+    }
+
+    /// `principal`'s Web Push devices whose session has not ended, ordered
+    /// by approver and session.
+    pub async fn push_devices(&self, principal: &str) -> Result<Vec<ApproverDevice>, LedgerError> {
+        dispatch!(self, b => b.push_devices(principal).await)
     }
 
     /// Records a notification for the notify process to take (the

@@ -47,6 +47,7 @@ macro_rules! migrations {
             14, "signer state", "0014_signer_state.sql";
             15, "two signers", "0015_two_signers.sql";
             16, "policy sets", "0016_policy_sets.sql";
+            17, "push devices", "0017_push_devices.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {
@@ -69,6 +70,7 @@ mod owner;
 mod passkeys;
 mod postgres;
 mod premise_command;
+mod push_devices;
 mod quorum;
 mod rules;
 mod schedule;
@@ -98,6 +100,7 @@ pub use passkeys::{
     PasskeyEnrolment, PasskeyRecord, PasskeyRemoval, SIGNER_ADMIN, StoredPasskeyAssertion,
 };
 pub use premise_command::{PREMISE_TIMEOUT, PremiseCommandError, run_premise_command};
+pub use push_devices::{ApproverDevice, PushDevice};
 
 pub use countersign_verifier::BuiltinEffect;
 /// How long past an effect's own timeout its intent stays leased. Until

@@ -892,3 +892,51 @@ async fn only_the_signer_checkpoints_and_publishes_keys_and_either_takes_a_chore
     )
     .await;
 }
+
+/// The consoles' Web Push devices (schema version 17) are the signer's
+/// alone: the head role can neither read nor write them (a subscription
+/// reaches a person's device), and the signer role records, replaces and
+/// forgets them through the ledger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_signer_reads_and_writes_push_devices() {
+    let db = with_roles().await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    let device = countersign_ledger::PushDevice {
+        session_id: "s1".into(),
+        endpoint: "https://push.example/1".into(),
+        p256dh: "BKey".into(),
+        auth: "auth".into(),
+        application_server_key: "BVapid".into(),
+        expires_at: time::OffsetDateTime::now_utc()
+            .replace_nanosecond(0)
+            .unwrap()
+            + time::Duration::days(1),
+    };
+    let principal = "pr_00000000000000000000000000000001";
+    for _ in 0..2 {
+        signer
+            .set_push_devices(principal, "console", std::slice::from_ref(&device), &[])
+            .await
+            .unwrap();
+    }
+    assert_eq!(signer.push_devices(principal).await.unwrap().len(), 1);
+    assert_refused(
+        &db,
+        "countersign_head",
+        &[
+            "SELECT * FROM push_devices",
+            "INSERT INTO push_devices VALUES ('p', 'a', 's', 'e', 'k', 'a', 'v', 'x', 'x')",
+            "DELETE FROM push_devices",
+        ],
+    )
+    .await;
+    assert_eq!(
+        signer
+            .set_push_devices(principal, "console", &[], &["s1".into()])
+            .await
+            .unwrap(),
+        (0, 1)
+    );
+}

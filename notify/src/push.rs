@@ -2,9 +2,10 @@
 //! subscribed in the console's sessions by an approver who can decide it
 //! (every approver of the principal, or for an operation with a quorum
 //! only its listed approvers, as the signer's registry says now; one
-//! delivery per device; the signer reads the console's session stores and
-//! answers `PushDevices`, so this process needs no access to them and may
-//! run as a user of its own), encrypted for that browser (RFC
+//! delivery per device; the consoles publish their devices to the ledger
+//! and the signer answers `PushDevices` from it, so this process needs no
+//! access to a console's files and may run as a user of its own),
+//! encrypted for that browser (RFC
 //! 8291 `aes128gcm`) and signed with the installation's VAPID key (RFC
 //! 8292: a JWT with `aud` the endpoint's origin, `exp` 12 hours ahead, `sub`
 //! the configured contact), with `TTL` and `Urgency` headers, over
@@ -21,9 +22,9 @@
 //! is remembered as gone, so it gets nothing more. The subscriptions are
 //! asked for again before every attempt, so a device unpaired or revoked
 //! after a proposal was taken gets nothing more either, not even a retry.
-//! The signer also says which VAPID key the console gave the browsers: a
-//! push signed with another key would be refused by every push service,
-//! so the attempt fails at once, saying which file to copy.
+//! Each device carries the VAPID key the console gave its browser: a push
+//! signed with another key would be refused by every push service, so the
+//! attempt fails at once, saying which file to copy.
 //!
 //! Must not: log a key, an auth secret or an endpoint URL (they are
 //! capabilities to reach the person's device); send anything a person
@@ -147,16 +148,6 @@ impl PushChannel {
             .asked(notification)
             .await
             .map_err(|e| Failure::Retry(format!("cannot ask the signer for the device: {e}")))?;
-        if !asked.application_server_key.is_empty()
-            && asked.application_server_key != self.key.public_key()
-        {
-            return Err(Failure::Final(format!(
-                "the console gave browsers the VAPID key {}, but this notify process signs with {} ({}), so every push service would refuse the push: give this process the console home's notify/vapid.key (deploy/setup-system.sh moves it)",
-                asked.application_server_key,
-                self.key.public_key(),
-                self.key_path.display()
-            )));
-        }
         let Some(device) = asked
             .devices
             .into_iter()
@@ -167,6 +158,14 @@ impl PushChannel {
                     .into(),
             ));
         };
+        if device.application_server_key != self.key.public_key() {
+            return Err(Failure::Final(format!(
+                "the console gave browsers the VAPID key {}, but this notify process signs with {} ({}), so every push service would refuse the push: give this process the console home's notify/vapid.key (deploy/setup-system.sh moves it)",
+                device.application_server_key,
+                self.key.public_key(),
+                self.key_path.display()
+            )));
+        }
         let subscription = &device.subscription;
         let endpoint = subscription.endpoint();
         if endpoint.is_https() && self.trust_roots.is_none() {

@@ -147,7 +147,6 @@ impl SignerLink {
         let answer = self.settle(answer).await?;
         Ok(PushDevices {
             devices: answer.devices.into_iter().filter_map(device).collect(),
-            application_server_key: answer.application_server_key,
         })
     }
 }
@@ -176,14 +175,14 @@ pub(crate) struct SubscribedDevice {
     pub(crate) session_id: String,
     /// Where and how to push to it, checked here again.
     pub(crate) subscription: Subscription,
+    /// The VAPID public key the console gives browsers to subscribe with.
+    pub(crate) application_server_key: String,
 }
 
-/// The devices a push goes to, and the key the console gave them.
+/// The devices a push goes to.
 #[derive(Debug)]
 pub(crate) struct PushDevices {
     pub(crate) devices: Vec<SubscribedDevice>,
-    /// The VAPID public key the console serves (empty: none there).
-    pub(crate) application_server_key: String,
 }
 
 /// The wire form of a device, its subscription checked.
@@ -193,6 +192,7 @@ fn device(d: wire::PushDevice) -> Option<SubscribedDevice> {
             approver: d.approver,
             session_id: d.session_id,
             subscription,
+            application_server_key: d.application_server_key,
         }),
         Err(e) => {
             tracing::warn!(session_id = %d.session_id, "a stored push subscription is not usable, nothing is pushed to it: {e}");
@@ -326,6 +326,7 @@ mod tests {
             endpoint: endpoint.into(),
             p256dh: "BLn9b-VR0ca83knDNZ32dCHGyjJp-1riX9ZTN40MqV8K_LpQmLqxC_DoHvqvFXO_nGdAB4W9dogZb_sM-uV4JbY".into(),
             auth: "_ordMnz7uTCmrpBTeUV4Bw".into(),
+            application_server_key: "BVapid".into(),
         }
         };
         let read = device(wire("https://push.example/1")).unwrap();
@@ -334,6 +335,7 @@ mod tests {
             ("console", "s1")
         );
         assert_eq!(read.subscription.endpoint_text(), "https://push.example/1");
+        assert_eq!(read.application_server_key, "BVapid");
         // Plain http off loopback is never pushed to, whatever the store says.
         assert_eq!(device(wire("http://10.0.0.1/p")), None);
     }

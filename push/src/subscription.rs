@@ -102,8 +102,8 @@ impl TryFrom<Stored> for Subscription {
 impl From<Subscription> for Stored {
     fn from(s: Subscription) -> Self {
         Stored {
-            p256dh: URL_SAFE_NO_PAD.encode(s.p256dh),
-            auth: URL_SAFE_NO_PAD.encode(s.auth),
+            p256dh: s.p256dh_base64url(),
+            auth: s.auth_base64url(),
             endpoint: s.endpoint_text,
         }
     }
@@ -157,6 +157,16 @@ impl Subscription {
     /// The endpoint as the browser gave it.
     pub fn endpoint_text(&self) -> &str {
         &self.endpoint_text
+    }
+
+    /// The browser's P-256 public key, base64url (as it is stored).
+    pub fn p256dh_base64url(&self) -> String {
+        URL_SAFE_NO_PAD.encode(self.p256dh)
+    }
+
+    /// The browser's auth secret, base64url (as it is stored).
+    pub fn auth_base64url(&self) -> String {
+        URL_SAFE_NO_PAD.encode(self.auth)
     }
 
     /// SHA-256 (hex) of the endpoint: how a subscription a push service

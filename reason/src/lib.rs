@@ -137,6 +137,9 @@ catalogue! {
     UnknownIdentity = "unknown_identity", Unauthenticated, Signer;
     /// The caller's role may not call this RPC.
     RoleNotAllowed = "role_not_allowed", PermissionDenied, Signer;
+    /// The call acts for a named approver (a console's certificate), and
+    /// the caller's approver certificate names none.
+    UnnamedApprover = "unnamed_approver", PermissionDenied, Signer;
     /// The proposal belongs to another principal.
     NotYourProposal = "not_your_proposal", PermissionDenied, Signer;
     /// No operation of that name is registered.

@@ -30,6 +30,10 @@ pub(crate) enum RpcError {
         /// The RPC name.
         rpc: &'static str,
     },
+    /// The RPC acts for a named approver (a console's certificate), and
+    /// the caller's approver certificate names none.
+    #[error("{0} needs a named approver certificate (a console's); this one names no approver")]
+    UnnamedApprover(&'static str),
     /// The proposal belongs to another principal.
     #[error("proposal belongs to another principal")]
     NotYourProposal,
@@ -294,6 +298,7 @@ impl RpcError {
             RpcError::NoClientCertificate => Reason::NoClientCertificate,
             RpcError::PeerIdentity(_) => Reason::UnknownIdentity,
             RpcError::RoleNotAllowed { .. } => Reason::RoleNotAllowed,
+            RpcError::UnnamedApprover(_) => Reason::UnnamedApprover,
             RpcError::NotYourProposal => Reason::NotYourProposal,
             RpcError::UnknownOperation(_) => Reason::UnknownOperation,
             RpcError::InvalidField { .. } => Reason::InvalidField,

@@ -1,26 +1,28 @@
-//! `PushDevices`: the browsers subscribed to Web Push in the console of
-//! this signer's home, for the notify process (role `notifier`).
+//! The consoles' Web Push devices, kept in the ledger: `SetPushDevices`,
+//! by which a console (role approver, its certificate naming its
+//! approver) records and forgets the devices of its own sessions, and
+//! `PushDevices`, by which the notify process (role `notifier`) asks which
+//! devices a push goes to.
 //!
-//! The console runs in the signer's home as the signer's user and keeps
-//! each paired browser's subscription with its session
-//! (`console-sessions-<approver>.json`); the notify process may run as a
-//! user of its own (the hardened installation), so it asks here rather
-//! than reading those files. Who can decide an operation is the registry's
+//! The devices live in the ledger, written by the console that holds the
+//! sessions, so every signer of one ledger answers the same and no signer
+//! reads a console's files (the notify process may run as a user of its
+//! own, on another host). Who can decide an operation is the registry's
 //! (a quorum's listed approvers), and for a given proposal also the
 //! operator's policy's (the approvers its verdict named), which the signer
 //! holds.
 //!
-//! Must not: answer another principal with this home's devices; log an
-//! endpoint or a key; decide, issue or reveal anything else.
+//! Must not: record or forget a device of another principal or approver
+//! than the caller's certificate names; answer another principal with
+//! these devices; log an endpoint or a key; decide, issue or reveal
+//! anything else.
 
-use std::path::PathBuf;
-
-use countersign_identity::console_devices::{StoredDevice, subscribed_devices};
-use countersign_identity::files::read_private;
-use countersign_identity::{Home, PeerIdentity};
+use countersign_identity::PeerIdentity;
+use countersign_ledger::PushDevice;
 use countersign_proto::v1 as wire;
 use countersign_verifier::ProposalId;
-use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use time::{Duration, OffsetDateTime};
 use tonic::Request;
 
 use crate::error::RpcError;
@@ -30,39 +32,61 @@ use crate::service::SignerService;
 const MAX_OPERATION_BYTES: usize = 256;
 /// The most approver names a request may carry.
 const MAX_APPROVERS: usize = 100;
-
-/// The home the signer runs in, which the console shares.
-#[derive(Debug, Clone)]
-pub(crate) struct ConsoleHome {
-    root: PathBuf,
-    vapid_public: PathBuf,
-    principal: String,
-}
-
-impl ConsoleHome {
-    /// The console of `home`, whose principal is `principal`.
-    pub(crate) fn of(home: &Home, principal: String) -> ConsoleHome {
-        ConsoleHome {
-            root: home.root().to_path_buf(),
-            vapid_public: home.vapid_public_path(),
-            principal,
-        }
-    }
-
-    /// The VAPID public key the console serves, or empty without one.
-    fn application_server_key(&self) -> String {
-        read_private(&self.vapid_public)
-            .ok()
-            .and_then(|bytes| {
-                std::str::from_utf8(&bytes)
-                    .map(|t| t.trim().to_owned())
-                    .ok()
-            })
-            .unwrap_or_default()
-    }
-}
+/// The most devices a `SetPushDevices` may keep, and sessions it may name
+/// to forget (the console sends at most 100 of each per call).
+const MAX_CHANGES: usize = 500;
+/// The longest push service URL recorded (browsers' are under 1 KiB).
+const MAX_ENDPOINT_BYTES: usize = 2048;
+/// The longest key or auth secret recorded (base64url; a P-256 point is
+/// 87 characters).
+const MAX_KEY_BYTES: usize = 128;
+/// The longest console session id.
+const MAX_SESSION_ID_BYTES: usize = 64;
+/// How far ahead a session may end (the console's last 12 hours).
+const LONGEST_SESSION: Duration = Duration::days(30);
 
 impl SignerService {
+    pub(crate) async fn set_push_devices(
+        &self,
+        peer: PeerIdentity,
+        request: Request<wire::SetPushDevicesRequest>,
+    ) -> Result<wire::SetPushDevicesResponse, RpcError> {
+        let Some(approver) = peer.approver.as_ref() else {
+            return Err(RpcError::UnnamedApprover("SetPushDevices"));
+        };
+        let wire::SetPushDevicesRequest { keep, remove } = request.into_inner();
+        if keep.len() > MAX_CHANGES {
+            return Err(invalid("keep", format!("at most {MAX_CHANGES} devices")));
+        }
+        if remove.len() > MAX_CHANGES {
+            return Err(invalid(
+                "remove",
+                format!("at most {MAX_CHANGES} session ids"),
+            ));
+        }
+        let now = OffsetDateTime::now_utc();
+        let keep = keep
+            .into_iter()
+            .map(|d| kept(d, now))
+            .collect::<Result<Vec<_>, _>>()?;
+        for id in &remove {
+            session_id("remove", id)?;
+        }
+        let (kept, removed) = self
+            .state
+            .ledger
+            .set_push_devices(peer.principal.as_str(), approver.as_str(), &keep, &remove)
+            .await?;
+        // Every minute for every console: not worth an info line.
+        tracing::debug!(
+            %approver,
+            kept,
+            removed,
+            "recorded the console's Web Push devices"
+        );
+        Ok(wire::SetPushDevicesResponse { kept, removed })
+    }
+
     pub(crate) async fn push_devices(
         &self,
         peer: PeerIdentity,
@@ -74,41 +98,24 @@ impl SignerService {
             proposal_id,
         } = request.into_inner();
         if operation.is_empty() || operation.len() > MAX_OPERATION_BYTES {
-            return Err(RpcError::InvalidField {
-                field: "operation",
-                reason: format!("must be 1..={MAX_OPERATION_BYTES} bytes"),
-            });
+            return Err(invalid(
+                "operation",
+                format!("must be 1..={MAX_OPERATION_BYTES} bytes"),
+            ));
         }
         if approvers.len() > MAX_APPROVERS {
-            return Err(RpcError::InvalidField {
-                field: "approvers",
-                reason: format!("at most {MAX_APPROVERS} names"),
-            });
+            return Err(invalid(
+                "approvers",
+                format!("at most {MAX_APPROVERS} names"),
+            ));
         }
-        let Some(home) = self
-            .state
-            .console_home
-            .as_ref()
-            .filter(|home| home.principal == peer.principal.as_str())
-        else {
-            return Ok(wire::PushDevicesResponse::default());
-        };
-        let root = home.root.clone();
-        let stored = tokio::task::spawn_blocking(move || {
-            subscribed_devices(&root, OffsetDateTime::now_utc())
-        })
-        .await
-        .map_err(|e| RpcError::Internal(format!("push devices task: {e}")))?
-        .map_err(|e| RpcError::Internal(format!("the console's session stores: {e}")))?;
         let registry = self.registry_now()?;
         let mut quorum = registry.get(&operation).and_then(|op| op.quorum.clone());
         if !proposal_id.is_empty() {
             // The quorum of this very proposal: the operator's policy may
             // name approvers its operation does not.
-            let id = ProposalId::parse(proposal_id).map_err(|e| RpcError::InvalidField {
-                field: "proposal_id",
-                reason: e.to_string(),
-            })?;
+            let id = ProposalId::parse(proposal_id)
+                .map_err(|e| invalid("proposal_id", e.to_string()))?;
             match self.state.ledger.proposal(&id).await? {
                 Some(record) if record.proposal.principal == peer.principal => {
                     quorum = crate::operator_policy::quorum_of(&record, quorum);
@@ -116,26 +123,96 @@ impl SignerService {
                 _ => return Err(RpcError::UnknownProposal(id.to_string())),
             }
         }
-        let can_decide = |d: &StoredDevice| {
+        let stored = self
+            .state
+            .ledger
+            .push_devices(peer.principal.as_str())
+            .await?;
+        let can_decide = |approver: &str| {
             quorum
                 .as_ref()
-                .is_none_or(|q| q.approvers().iter().any(|a| a.as_str() == d.approver))
+                .is_none_or(|q| q.approvers().iter().any(|a| a.as_str() == approver))
         };
         let devices = stored
             .into_iter()
             .filter(|d| approvers.is_empty() || approvers.contains(&d.approver))
-            .filter(can_decide)
+            .filter(|d| can_decide(&d.approver))
             .map(|d| wire::PushDevice {
                 approver: d.approver,
-                session_id: d.session_id,
-                endpoint: d.endpoint,
-                p256dh: d.p256dh,
-                auth: d.auth,
+                session_id: d.device.session_id,
+                endpoint: d.device.endpoint,
+                p256dh: d.device.p256dh,
+                auth: d.device.auth,
+                application_server_key: d.device.application_server_key,
             })
             .collect();
-        Ok(wire::PushDevicesResponse {
-            devices,
-            application_server_key: home.application_server_key(),
-        })
+        Ok(wire::PushDevicesResponse { devices })
+    }
+}
+
+fn invalid(field: &'static str, reason: String) -> RpcError {
+    RpcError::InvalidField { field, reason }
+}
+
+/// A device to keep, each field checked for its shape (the notify
+/// process parses the subscription strictly before it sends).
+fn kept(d: wire::KeptPushDevice, now: OffsetDateTime) -> Result<PushDevice, RpcError> {
+    session_id("keep.session_id", &d.session_id)?;
+    if d.endpoint.is_empty()
+        || d.endpoint.len() > MAX_ENDPOINT_BYTES
+        || !d.endpoint.bytes().all(|b| b.is_ascii_graphic())
+        || !(d.endpoint.starts_with("https://") || d.endpoint.starts_with("http://"))
+    {
+        return Err(invalid(
+            "keep.endpoint",
+            format!("must be an http(s) URL of at most {MAX_ENDPOINT_BYTES} bytes"),
+        ));
+    }
+    for (field, value) in [
+        ("keep.p256dh", &d.p256dh),
+        ("keep.auth", &d.auth),
+        ("keep.application_server_key", &d.application_server_key),
+    ] {
+        let base64url = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+        if value.is_empty() || value.len() > MAX_KEY_BYTES || !value.bytes().all(base64url) {
+            return Err(invalid(
+                field,
+                format!("must be 1..={MAX_KEY_BYTES} bytes of base64url"),
+            ));
+        }
+    }
+    let expires_at = OffsetDateTime::parse(&d.expires_at, &Rfc3339)
+        .ok()
+        .filter(|t| *t > now && *t <= now + LONGEST_SESSION)
+        .ok_or_else(|| {
+            invalid(
+                "keep.expires_at",
+                "must be an RFC 3339 time in the next 30 days".into(),
+            )
+        })?;
+    Ok(PushDevice {
+        session_id: d.session_id,
+        endpoint: d.endpoint,
+        p256dh: d.p256dh,
+        auth: d.auth,
+        application_server_key: d.application_server_key,
+        expires_at,
+    })
+}
+
+/// A console session id: 1..=64 bytes of `[0-9A-Za-z_-]`.
+fn session_id(field: &'static str, id: &str) -> Result<(), RpcError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_SESSION_ID_BYTES
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            field,
+            format!("must be 1..={MAX_SESSION_ID_BYTES} bytes of [0-9A-Za-z_-]"),
+        ))
     }
 }

@@ -115,6 +115,7 @@ rpcs! {
     pending_notifications(PendingNotificationsRequest) -> PendingNotificationsResponse: "PendingNotifications", [Notifier], await;
     ack_notifications(AckNotificationsRequest) -> AckNotificationsResponse: "AckNotifications", [Notifier], await;
     push_devices(PushDevicesRequest) -> PushDevicesResponse: "PushDevices", [Notifier], await;
+    set_push_devices(SetPushDevicesRequest) -> SetPushDevicesResponse: "SetPushDevices", [Approver], await;
     audit_events(AuditEventsRequest) -> AuditEventsResponse: "AuditEvents", [Notifier], await;
     create_rule(CreateRuleRequest) -> RuleView: "CreateRule", [Approver], await;
     revise_rule(ReviseRuleRequest) -> RuleView: "ReviseRule", [Approver], await;

@@ -67,10 +67,6 @@ pub struct SignerState {
     /// Announcements of changed proposals, for the watch streams: this
     /// signer's, and on PostgreSQL those of the ledger's other signers.
     pub(crate) changes: crate::changes::Changes,
-    /// The home this signer runs in, whose console's session stores hold
-    /// the push subscriptions (`PushDevices`); `None` for a state built
-    /// without a home, which knows no devices.
-    pub(crate) console_home: Option<crate::push_devices::ConsoleHome>,
     /// Where the tests hold a watch between its first read and its first
     /// message.
     #[cfg(feature = "testing")]
@@ -124,7 +120,6 @@ impl SignerState {
             log_key: None,
             checkpoints,
             changes,
-            console_home: None,
             #[cfg(feature = "testing")]
             watch_gate: crate::testing::WatchGate::default(),
         }
@@ -155,13 +150,6 @@ impl SignerState {
     /// configured).
     pub fn with_passkeys(mut self, policy: Option<PasskeyPolicy>) -> SignerState {
         self.passkeys = policy;
-        self
-    }
-
-    /// The same state answering `PushDevices` from the console of `home`
-    /// (the one this signer runs in), whose principal is `principal`.
-    pub fn with_console_home(mut self, home: &Home, principal: String) -> SignerState {
-        self.console_home = Some(crate::push_devices::ConsoleHome::of(home, principal));
         self
     }
 
@@ -222,7 +210,6 @@ impl SignerState {
         Ok(SignerState::new(keys, ledger, registry, policy)
             .with_operator_policy(operator_policy)
             .with_log_key(log_key)
-            .with_console_home(home, principal)
             .with_passkeys(passkeys)
             .with_handoff_claim_lease(config.handoff_claim_lease_secs)
             .with_checkpoint_every(config.checkpoint_every_secs)

@@ -78,6 +78,10 @@ mod tests {
                 },
                 "role_not_allowed",
             ),
+            (
+                RpcError::UnnamedApprover("SetPushDevices"),
+                "unnamed_approver",
+            ),
             (RpcError::NotYourProposal, "not_your_proposal"),
             (RpcError::UnknownOperation("x".into()), "unknown_operation"),
             (
@@ -219,7 +223,7 @@ mod tests {
         ];
         let mut seen: Vec<usize> = all.iter().map(|(e, _)| index(e)).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..56).collect::<Vec<_>>(), "one sample per variant");
+        assert_eq!(seen, (0..57).collect::<Vec<_>>(), "one sample per variant");
         all
     }
 
@@ -281,6 +285,7 @@ mod tests {
             RpcError::ForbiddenByPolicy { .. } => 53,
             RpcError::PolicyUnavailable(_) => 54,
             RpcError::NotRepresentable(_) => 55,
+            RpcError::UnnamedApprover(_) => 56,
         }
     }
 

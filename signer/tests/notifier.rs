@@ -14,15 +14,17 @@ use countersign_proto::v1::signer_client::SignerClient;
 use countersign_proto::v1::{
     AckNotificationsRequest, BeginDecisionRequest, BeginEnrolmentRequest, BeginRemovalRequest,
     ClaimHandoffRequest, CreateRuleRequest, Delivery, EnrolRequest, GetProposalRequest,
-    ListPasskeysRequest, ListPendingRequest, ListProposalsRequest, ListRulesRequest,
-    OutboxNotification, PendingNotificationsRequest, ProposalWaiting, PublicKeysRequest,
-    PushDevicesRequest, ReissueForReconcileRequest, ReleaseHandoffRequest, RemovePasskeyRequest,
-    ResolveUncertainRequest, ReviseRuleRequest, RevokeRequest, RevokeRuleRequest, WithdrawRequest,
+    KeptPushDevice, ListPasskeysRequest, ListPendingRequest, ListProposalsRequest,
+    ListRulesRequest, OutboxNotification, PendingNotificationsRequest, ProposalWaiting,
+    PublicKeysRequest, PushDevicesRequest, ReissueForReconcileRequest, ReleaseHandoffRequest,
+    RemovePasskeyRequest, ResolveUncertainRequest, ReviseRuleRequest, RevokeRequest,
+    RevokeRuleRequest, SetPushDevicesRequest, WithdrawRequest,
 };
 use countersign_registry::Registry;
 use countersign_signer::testing::TestSigner;
 use support::{
-    OTHER_PRINCIPAL, approve, approver, client_as, head, propose, propose_request, reason_of,
+    OTHER_PRINCIPAL, approve, approver, client_as, head, named_approver, propose, propose_request,
+    reason_of,
 };
 use tonic::Code;
 use tonic::transport::Channel;
@@ -349,36 +351,59 @@ const P256DH: &str =
     "BLn9b-VR0ca83knDNZ32dCHGyjJp-1riX9ZTN40MqV8K_LpQmLqxC_DoHvqvFXO_nGdAB4W9dogZb_sM-uV4JbY";
 const AUTH: &str = "_ordMnz7uTCmrpBTeUV4Bw";
 
-/// Writes `approver`'s console session store into `signer`'s home: one
-/// subscribed session `<approver>-phone`, and one revoked.
-fn subscribed(signer: &TestSigner, approver: &str) {
-    let session = |id: String, revoked: Option<&str>| {
-        serde_json::json!({"id": id, "approver": approver, "sha256": "", "page_key_sha256": "",
-            "paired_with": "", "created_at": "2026-01-01T00:00:00Z", "expires_at": "2099-01-01T00:00:00Z",
-            "revoked_at": revoked, "device": "d",
-            "push": {"endpoint": format!("https://push.example/{approver}"), "p256dh": P256DH, "auth": AUTH}})
-    };
-    let store = serde_json::json!({"version": 3, "pairings": [], "sessions": [
-        session(format!("{approver}-phone"), None),
-        session(format!("{approver}-lost"), Some("2026-01-02T00:00:00Z")),
-    ]});
-    countersign_identity::files::write_private_new(
-        &signer
-            .home()
-            .root()
-            .join(format!("console-sessions-{approver}.json")),
-        store.to_string().as_bytes(),
-    )
-    .unwrap();
+/// The VAPID public key the consoles gave their browsers.
+fn vapid_key() -> String {
+    format!("B{}", "A".repeat(86))
+}
+
+/// A device of session `session` whose session ends in a day.
+fn kept(approver: &str, session: &str) -> KeptPushDevice {
+    KeptPushDevice {
+        session_id: session.into(),
+        endpoint: format!("https://push.example/{approver}"),
+        p256dh: P256DH.into(),
+        auth: AUTH.into(),
+        application_server_key: vapid_key(),
+        expires_at: (time::OffsetDateTime::now_utc() + time::Duration::days(1))
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap(),
+    }
+}
+
+/// `approver`'s console records its devices through `signer`: one
+/// subscribed session `<approver>-phone`, and one recorded and then
+/// forgotten (its session revoked).
+async fn subscribed(signer: &TestSigner, approver: &str) {
+    let mut console = named_approver(signer, approver).await;
+    let phone = format!("{approver}-phone");
+    let lost = format!("{approver}-lost");
+    let answer = console
+        .set_push_devices(SetPushDevicesRequest {
+            keep: vec![kept(approver, &phone), kept(approver, &lost)],
+            remove: Vec::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((answer.kept, answer.removed), (2, 0));
+    let answer = console
+        .set_push_devices(SetPushDevicesRequest {
+            keep: Vec::new(),
+            remove: vec![lost],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((answer.kept, answer.removed), (0, 1));
 }
 
 /// The devices `notifier` is told of for `operation` (of `only`), as
-/// `approver/session`, and the key the console serves.
+/// `approver/session`.
 async fn devices(
     notifier: &mut SignerClient<Channel>,
     operation: &str,
     only: &[&str],
-) -> (Vec<String>, String) {
+) -> Vec<String> {
     let answer = notifier
         .push_devices(PushDevicesRequest {
             operation: operation.into(),
@@ -396,8 +421,9 @@ async fn devices(
                 P256DH,
                 AUTH
             ),
-            "passed on as the console stored it"
+            "passed on as the console recorded it"
         );
+        assert_eq!(d.application_server_key, vapid_key());
         // Its Debug names the session, never where or how to push.
         let shown = format!("{d:?}");
         assert!(
@@ -405,21 +431,18 @@ async fn devices(
             "{shown}"
         );
     }
-    (
-        answer
-            .devices
-            .into_iter()
-            .map(|d| format!("{}/{}", d.approver, d.session_id))
-            .collect(),
-        answer.application_server_key,
-    )
+    answer
+        .devices
+        .into_iter()
+        .map(|d| format!("{}/{}", d.approver, d.session_id))
+        .collect()
 }
 
-/// `PushDevices` reads the console's session stores of the signer's own
-/// home for the notify process: active subscribed sessions only, of the
-/// approvers who can decide the operation (a quorum's listed ones), of an
-/// escalation's approvers when named; nothing for another principal's
-/// notifier; bad requests refused with their field.
+/// `PushDevices` answers the devices the consoles recorded in the ledger
+/// for the notify process: not forgotten ones, of the approvers who can
+/// decide the operation (a quorum's listed ones), of an escalation's
+/// approvers when named; nothing of another principal's; bad requests
+/// refused with their field.
 #[tokio::test]
 async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
     let registry = Registry::default_toml().replacen(
@@ -435,27 +458,17 @@ async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
     .await
     .unwrap();
     let mut notifier = notifier(&signer).await;
-    // No console session yet, and no VAPID key in the home.
-    assert_eq!(
-        devices(&mut notifier, "schedule.pause", &[]).await,
-        (Vec::new(), String::new())
+    // No console recorded a device yet.
+    assert!(
+        devices(&mut notifier, "schedule.pause", &[])
+            .await
+            .is_empty()
     );
     for approver in ["alice", "bob", "console"] {
-        subscribed(&signer, approver);
+        subscribed(&signer, approver).await;
     }
-    let key = format!("B{}", "A".repeat(86));
-    signer.home().ensure_notify_dir().unwrap();
-    countersign_identity::files::write_private_new(
-        &signer.home().vapid_public_path(),
-        format!("{key}\n").as_bytes(),
-    )
-    .unwrap();
-    let to = |(devices, served): (Vec<String>, String)| {
-        assert_eq!(served, key);
-        devices
-    };
     assert_eq!(
-        to(devices(&mut notifier, "schedule.pause", &[]).await),
+        devices(&mut notifier, "schedule.pause", &[]).await,
         [
             "alice/alice-phone",
             "bob/bob-phone",
@@ -463,25 +476,26 @@ async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
         ]
     );
     assert_eq!(
-        to(devices(&mut notifier, "schedule.create", &[]).await),
+        devices(&mut notifier, "schedule.create", &[]).await,
         ["alice/alice-phone"]
     );
     // An escalation's approvers: their devices only, of those who can decide.
     assert_eq!(
-        to(devices(&mut notifier, "schedule.pause", &["bob"]).await),
+        devices(&mut notifier, "schedule.pause", &["bob"]).await,
         ["bob/bob-phone"]
     );
-    assert!(to(devices(&mut notifier, "schedule.create", &["bob"]).await).is_empty());
+    assert!(
+        devices(&mut notifier, "schedule.create", &["bob"])
+            .await
+            .is_empty()
+    );
     assert_eq!(
-        to(devices(&mut notifier, "schedule.create", &["alice", "bob"]).await),
+        devices(&mut notifier, "schedule.create", &["alice", "bob"]).await,
         ["alice/alice-phone"]
     );
-    // Another principal's notifier is told of none of this home's devices.
+    // Another principal's notifier is told of none of these devices.
     let mut theirs = client_as(&signer, Role::Notifier, OTHER_PRINCIPAL).await;
-    assert_eq!(
-        devices(&mut theirs, "schedule.pause", &[]).await,
-        (Vec::new(), String::new())
-    );
+    assert!(devices(&mut theirs, "schedule.pause", &[]).await.is_empty());
     // Bad requests, each refused with its field.
     for (request, message) in [
         (
@@ -508,6 +522,143 @@ async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
         assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
         assert_eq!(status.message(), message);
     }
+}
+
+/// `SetPushDevices` is a console's: a head or the notifier is refused, an
+/// approver certificate naming no approver too (`unnamed_approver`); a
+/// console forgets only its own approver's devices and records only
+/// well-formed ones, each bad field refused by name with nothing
+/// recorded.
+#[tokio::test]
+async fn a_console_records_and_forgets_only_its_own_approvers_devices() {
+    let signer = recording().await;
+    subscribed(&signer, "bob").await;
+    let one = |d: KeptPushDevice| SetPushDevicesRequest {
+        keep: vec![d],
+        remove: Vec::new(),
+    };
+    for (role, mut client) in [
+        ("head", head(&signer).await),
+        ("notifier", notifier(&signer).await),
+    ] {
+        assert_role_refused(
+            call!(client, set_push_devices(one(kept("mallory", "m1")))),
+            role,
+            "SetPushDevices",
+        );
+    }
+    let status = approver(&signer)
+        .await
+        .set_push_devices(one(kept("mallory", "m1")))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    assert_eq!(
+        status.message(),
+        "SetPushDevices needs a named approver certificate (a console's); this one names no approver"
+    );
+    assert_eq!(reason_of(&status), "unnamed_approver");
+    // Alice's console names bob's session: nothing is forgotten.
+    let mut alice = named_approver(&signer, "alice").await;
+    let answer = alice
+        .set_push_devices(SetPushDevicesRequest {
+            keep: Vec::new(),
+            remove: vec!["bob-phone".into()],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((answer.kept, answer.removed), (0, 0));
+    let mut notifier = notifier(&signer).await;
+    assert_eq!(
+        devices(&mut notifier, "schedule.pause", &[]).await,
+        ["bob/bob-phone"]
+    );
+    // Each malformed field, refused by name; nothing recorded.
+    let past = (time::OffsetDateTime::now_utc() - time::Duration::seconds(1))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let far = (time::OffsetDateTime::now_utc() + time::Duration::days(31))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let with = |change: &dyn Fn(&mut KeptPushDevice)| {
+        let mut d = kept("alice", "a1");
+        change(&mut d);
+        one(d)
+    };
+    let cases: Vec<(SetPushDevicesRequest, &str)> = vec![
+        (
+            with(&|d| d.session_id = "a/1".into()),
+            "invalid keep.session_id: must be 1..=64 bytes of [0-9A-Za-z_-]",
+        ),
+        (
+            with(&|d| d.session_id = "a".repeat(65)),
+            "invalid keep.session_id: must be 1..=64 bytes of [0-9A-Za-z_-]",
+        ),
+        (
+            with(&|d| d.endpoint = "ftp://push.example/1".into()),
+            "invalid keep.endpoint: must be an http(s) URL of at most 2048 bytes",
+        ),
+        (
+            with(&|d| d.endpoint = format!("https://push.example/{}", "a".repeat(2048))),
+            "invalid keep.endpoint: must be an http(s) URL of at most 2048 bytes",
+        ),
+        (
+            with(&|d| d.p256dh = "not base64!".into()),
+            "invalid keep.p256dh: must be 1..=128 bytes of base64url",
+        ),
+        (
+            with(&|d| d.auth = String::new()),
+            "invalid keep.auth: must be 1..=128 bytes of base64url",
+        ),
+        (
+            with(&|d| d.application_server_key = "B".repeat(129)),
+            "invalid keep.application_server_key: must be 1..=128 bytes of base64url",
+        ),
+        (
+            with(&|d| d.expires_at = past.clone()),
+            "invalid keep.expires_at: must be an RFC 3339 time in the next 30 days",
+        ),
+        (
+            with(&|d| d.expires_at = far.clone()),
+            "invalid keep.expires_at: must be an RFC 3339 time in the next 30 days",
+        ),
+        (
+            with(&|d| d.expires_at = "tomorrow".into()),
+            "invalid keep.expires_at: must be an RFC 3339 time in the next 30 days",
+        ),
+        (
+            SetPushDevicesRequest {
+                keep: vec![kept("alice", "a1"); 501],
+                remove: Vec::new(),
+            },
+            "invalid keep: at most 500 devices",
+        ),
+        (
+            SetPushDevicesRequest {
+                keep: Vec::new(),
+                remove: vec!["a".into(); 501],
+            },
+            "invalid remove: at most 500 session ids",
+        ),
+        (
+            SetPushDevicesRequest {
+                keep: vec![kept("alice", "a1")],
+                remove: vec![String::new()],
+            },
+            "invalid remove: must be 1..=64 bytes of [0-9A-Za-z_-]",
+        ),
+    ];
+    for (request, message) in cases {
+        let status = alice.set_push_devices(request).await.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert_eq!(status.message(), message);
+        assert_eq!(reason_of(&status), "invalid_field");
+    }
+    assert_eq!(
+        devices(&mut notifier, "schedule.pause", &[]).await,
+        ["bob/bob-phone"]
+    );
 }
 
 /// `AuditEvents`: every event of the caller's principal in leaf order,
@@ -598,7 +749,7 @@ async fn the_devices_of_a_proposal_are_those_its_policy_quorum_names() {
         .await
         .unwrap();
     for approver in ["alice", "bob", "console"] {
-        subscribed(&signer, approver);
+        subscribed(&signer, approver).await;
     }
     let id = propose(&mut head(&signer).await).await.id;
     let mut notifier = notifier(&signer).await;
@@ -618,7 +769,7 @@ async fn the_devices_of_a_proposal_are_those_its_policy_quorum_names() {
         .collect();
     assert_eq!(named, ["bob/bob-phone"]);
     // The operation alone: everyone who could decide it.
-    let (all, _) = devices(&mut notifier, "schedule.create", &[]).await;
+    let all = devices(&mut notifier, "schedule.create", &[]).await;
     assert_eq!(all.len(), 3, "{all:?}");
     // Another principal's proposal, or none: refused.
     let mut theirs = client_as(&signer, Role::Head, OTHER_PRINCIPAL).await;

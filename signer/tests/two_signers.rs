@@ -220,3 +220,85 @@ async fn a_second_signer_of_one_sqlite_ledger_refuses_to_start_and_says_so() {
         .await
         .unwrap();
 }
+
+/// A console connected to signer A records its browser's Web Push
+/// subscription; the notify process asking signer B is told of it, and
+/// of its removal through B, from the ledger (no signer reads a
+/// console's files: none exists here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_one_signer_recorded_is_told_by_the_other() {
+    use countersign_identity::Role;
+    use countersign_proto::v1::{KeptPushDevice, PushDevicesRequest, SetPushDevicesRequest};
+    let db = TempPgDatabase::create().await.unwrap();
+    let a = TestSigner::start_configured(Registry::default_toml(), Some(db.url()), "")
+        .await
+        .unwrap();
+    let b = a.another_on_this_home().await.unwrap();
+    let expires_at = (time::OffsetDateTime::now_utc() + time::Duration::hours(12))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let phone = KeptPushDevice {
+        session_id: "0123456789abcdef".into(),
+        endpoint: "https://push.example/phone".into(),
+        p256dh: "BKey".into(),
+        auth: "auth".into(),
+        application_server_key: "BVapid".into(),
+        expires_at,
+    };
+    named_approver(&a, "alice")
+        .await
+        .set_push_devices(SetPushDevicesRequest {
+            keep: vec![phone.clone()],
+            remove: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let told = || async {
+        b.client(Role::Notifier)
+            .await
+            .unwrap()
+            .push_devices(PushDevicesRequest {
+                operation: "schedule.pause".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .devices
+    };
+    let devices = told().await;
+    assert_eq!(devices.len(), 1, "{devices:?}");
+    assert_eq!(
+        (
+            devices[0].approver.as_str(),
+            devices[0].session_id.as_str(),
+            devices[0].endpoint.as_str(),
+            devices[0].application_server_key.as_str()
+        ),
+        (
+            "alice",
+            "0123456789abcdef",
+            "https://push.example/phone",
+            "BVapid"
+        )
+    );
+    let consoles_files = std::fs::read_dir(a.home().root())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("console-sessions-")
+        })
+        .count();
+    assert_eq!(consoles_files, 0);
+    named_approver(&b, "alice")
+        .await
+        .set_push_devices(SetPushDevicesRequest {
+            keep: Vec::new(),
+            remove: vec![phone.session_id.clone()],
+        })
+        .await
+        .unwrap();
+    assert!(told().await.is_empty());
+}

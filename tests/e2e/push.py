@@ -328,9 +328,15 @@ def main():
                                                                serialization.PublicFormat.UncompressedPoint))
         os.write(fd, (other_key + "\n").encode())
         os.close(fd)
+        # A browser subscribing now: the console publishes its devices
+        # (to the ledger, through the signer) with the key it now gives.
+        devices["other"] = pair(home, port)
+        status, _, page = subscribe(home, port, devices["other"], other.json)
+        assert status == 200 and "This device will be notified" in page, (status, page[:400])
         third = propose(home, "monthly")
         by_device = wait_for("the third proposal's pushes", lambda: (
-            lambda d: d if len(d) == 2 and all(x["state"] == "failed" for x in d.values()) else None)(pushed(home, third)))
+            lambda d: d if len(d) == 3 and all(x["state"] == "failed" for x in d.values()) else None)(pushed(home, third)))
+        assert set(by_device) == {devices[n]["id"] for n in ("good", "failing", "other")}, by_device
         for failed in by_device.values():
             assert failed["attempts"] == 1, failed
             assert failed["last_error"] == (
@@ -338,7 +344,8 @@ def main():
                 f"{public_key} ({os.path.join(home, 'notify', 'vapid.key')}), so every push service would "
                 "refuse the push: give this process the console home's notify/vapid.key "
                 "(deploy/setup-system.sh moves it)"), failed
-        assert len(received("good")) == 2 and len(received("failing")) == 4, "nothing sent with the other key"
+        assert len(received("good")) == 2 and len(received("failing")) == 4 and received("other-key") == [], \
+            "nothing sent with the other key"
     finally:
         code, rest = stop_up(up)
         service.shutdown()

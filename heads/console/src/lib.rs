@@ -42,6 +42,7 @@ pub mod mdns;
 mod pages;
 mod passkeys;
 mod push;
+mod push_devices;
 mod rules;
 pub mod sessions;
 pub mod tls;
@@ -231,7 +232,8 @@ pub async fn run(
     let port = axum::serve::Listener::local_addr(&listener)?.port();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     state.live.stop_on(stop_rx.clone());
-    let follower = tokio::spawn(live::follow(state.clone(), stop_rx));
+    let follower = tokio::spawn(live::follow(state.clone(), stop_rx.clone()));
+    let publisher = tokio::spawn(push_devices::keep_published(state.clone(), stop_rx));
     let executions = state.decisions.executions();
     let app = router(state, port);
     let stop = countersign_http::stop_when(async move {
@@ -240,6 +242,7 @@ pub async fn run(
     });
     let served = countersign_http::serve(listener, app, stop).await;
     follower.abort();
+    publisher.abort();
     // An approval run now whose request was cut off still completes.
     executions.close();
     executions.wait().await;

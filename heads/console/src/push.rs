@@ -3,10 +3,12 @@
 //! `applicationServerKey`; only a paired browser sees the page), the
 //! script subscribes with the browser's push manager and posts the
 //! subscription's JSON here in a form with the page key, like every change.
-//! The subscription is parsed strictly (`countersign_push::subscription`)
-//! and kept with this browser's own session in the session store; the
-//! notify process pushes to it while the session is active, and it is
-//! removed when the session ends (unpair, revoke, expiry).
+//! The subscription is parsed strictly (`countersign_push::subscription`),
+//! kept with this browser's own session in the session store and
+//! published to the ledger through the signer (`push_devices.rs`), where
+//! the notify process learns it; it pushes to it while the session is
+//! active, and it is removed when the session ends (unpair, revoke,
+//! expiry).
 //!
 //! A push carries no authority: it names a proposal, and the service
 //! worker only opens that proposal's card on this console's origin.
@@ -33,7 +35,7 @@ pub(crate) const SUBSCRIPTION_FIELD: &str = "subscription";
 
 /// The installation's VAPID public key, if it has one (the console reads
 /// only the public half).
-fn application_server_key(state: &ConsoleState) -> Option<String> {
+pub(crate) fn application_server_key(state: &ConsoleState) -> Option<String> {
     match countersign_push::vapid::public_key_at(&state.push_key) {
         Ok(key) => Some(key),
         Err(e) => {
@@ -91,7 +93,26 @@ pub(crate) async fn subscribe(
             );
         }
     };
-    let outcome = state.sessions.subscribe(&session.record.id, subscription);
+    if application_server_key(&state).is_none() {
+        return refusal(
+            StatusCode::CONFLICT,
+            "Push notifications are not set up in this installation (it has no VAPID key); nothing was kept.",
+        );
+    }
+    let id = &session.record.id;
+    let outcome = state.sessions.subscribe(id, subscription);
+    if let Ok(Ok(())) = outcome
+        && let Err(e) = crate::push_devices::publish(&state).await
+    {
+        tracing::error!("cannot publish a new Web Push subscription: {e}");
+        if let Err(e) = state.sessions.unsubscribe(id) {
+            tracing::error!(error = %e, "cannot take back a subscription the signer did not record");
+        }
+        return refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The signer did not record this device, so no notification could reach it; nothing was kept. Try again once the signer runs.",
+        );
+    }
     answer(
         outcome,
         "Notifications on",
@@ -105,11 +126,25 @@ pub(crate) async fn unsubscribe(
     Authorized { session, .. }: Authorized,
 ) -> Response {
     let outcome = state.sessions.unsubscribe(&session.record.id);
+    if let Ok(Ok(())) = outcome {
+        published_or_later(&state).await;
+    }
     answer(
         outcome,
         "Notifications off",
         "This device is no longer notified.",
     )
+}
+
+/// Publishes this console's devices after a device was forgotten here;
+/// if the signer cannot be reached, the next publication (within a
+/// minute) forgets it, and it ends with its session in any case.
+pub(crate) async fn published_or_later(state: &ConsoleState) {
+    if let Err(e) = crate::push_devices::publish(state).await {
+        tracing::warn!(
+            "a forgotten Web Push device stays published until the next try, within a minute: {e}"
+        );
+    }
 }
 
 fn answer(

@@ -56,10 +56,10 @@ pub const LAST_USE_EVERY: Duration = Duration::minutes(1);
 /// and last use, 3 its Web Push subscription. An older file reads as
 /// version 3 (the new fields absent: no name recorded, not used since
 /// pairing, not subscribed); a newer one is refused, since this code would
-/// drop what it does not know. The signer reads this format for the
-/// notify process (`countersign_identity::console_devices`), up to the
-/// same version.
-const STORE_VERSION: u32 = countersign_identity::console_devices::CONSOLE_STORE_VERSION;
+/// drop what it does not know. Only the console and the CLI read it: the
+/// subscriptions reach the notify process through the ledger
+/// (`push_devices.rs`).
+const STORE_VERSION: u32 = 3;
 
 const PAIRING_PREFIX: &str = "cp1_";
 const SESSION_PREFIX: &str = "cc1_";

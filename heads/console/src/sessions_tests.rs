@@ -334,23 +334,19 @@ fn subscription(n: u32) -> Subscription {
     Subscription::new(&format!("https://push.example/{n}"), P256DH, AUTH).unwrap()
 }
 
-/// The endpoints the signer would give the notify process, sorted.
-fn devices(dir: &tempfile::TempDir) -> Vec<String> {
-    let mut endpoints: Vec<String> = countersign_identity::console_devices::subscribed_devices(
-        dir.path(),
-        OffsetDateTime::now_utc(),
-    )
-    .unwrap()
-    .into_iter()
-    .map(|d| d.endpoint)
-    .collect();
+/// The endpoints the console publishes for the notify process, sorted.
+fn devices(store: &SessionStore) -> Vec<String> {
+    let sessions = store.list().unwrap();
+    let published =
+        crate::push_devices::changes(&sessions, Some("BVapid"), OffsetDateTime::now_utc());
+    let mut endpoints: Vec<String> = published.keep.into_iter().map(|d| d.endpoint).collect();
     endpoints.sort();
     endpoints
 }
 
 #[test]
-fn a_subscription_is_kept_with_its_session_and_the_notify_process_reads_it() {
-    let (dir, store) = store();
+fn a_subscription_is_kept_with_its_session_and_published() {
+    let (_dir, store) = store();
     let pair = || {
         let (code, _) = store.create_pairing().unwrap();
         store
@@ -365,15 +361,15 @@ fn a_subscription_is_kept_with_its_session_and_the_notify_process_reads_it() {
         store.subscribe(&laptop.id, subscription(2)).unwrap(),
         Ok(())
     );
-    // Read back through what the signer serves the notify process: the formats agree.
+    // What the console publishes for the notify process.
     assert_eq!(
-        devices(&dir),
+        devices(&store),
         ["https://push.example/1", "https://push.example/2"]
     );
     // A new subscription replaces the old; unsubscribing forgets it.
     assert_eq!(store.subscribe(&phone.id, subscription(3)).unwrap(), Ok(()));
     assert_eq!(store.unsubscribe(&laptop.id).unwrap(), Ok(()));
-    assert_eq!(devices(&dir), ["https://push.example/3"]);
+    assert_eq!(devices(&store), ["https://push.example/3"]);
     let laptop_now = store
         .list()
         .unwrap()
@@ -404,8 +400,8 @@ fn a_subscription_ends_with_its_session() {
     store.revoke(&revoked.id).unwrap();
     let past = rfc3339(OffsetDateTime::now_utc() - Duration::minutes(1));
     edit_file(&dir, |f| f["sessions"][2]["expires_at"] = past.into());
-    // The notify process skips an expired session at once ...
-    assert!(devices(&dir).is_empty());
+    // An expired session is not published at once ...
+    assert!(devices(&store).is_empty());
     // ... and the store drops its subscription at its next write.
     store.create_pairing().unwrap();
     assert!(store.list().unwrap().iter().all(|s| s.push.is_none()));
@@ -418,7 +414,7 @@ fn a_subscription_ends_with_its_session() {
         store.subscribe(&expired.id, subscription(9)).unwrap(),
         Err(SessionRefusal::Expired)
     );
-    assert!(devices(&dir).is_empty());
+    assert!(devices(&store).is_empty());
 }
 
 #[test]

@@ -33,6 +33,8 @@ mod passkeys;
 mod policy_sets;
 #[path = "../sql/premise.rs"]
 mod premise;
+#[path = "../sql/push_devices.rs"]
+mod push_devices;
 #[path = "../sql/quorum.rs"]
 mod quorum;
 #[path = "../sql/reissue.rs"]

@@ -799,12 +799,6 @@ pub struct PushDevicesResponse {
     /// Ordered by approver and session.
     #[prost(message, repeated, tag = "1")]
     pub devices: ::prost::alloc::vec::Vec<PushDevice>,
-    /// The VAPID public key the console serves to browsers, as they subscribe
-    /// with it (base64url of the uncompressed P-256 point), or empty when the
-    /// home has none: a notify process signing with another key would be
-    /// refused by every push service.
-    #[prost(string, tag = "2")]
-    pub application_server_key: ::prost::alloc::string::String,
 }
 /// A browser subscribed to Web Push in a paired console session.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -826,6 +820,54 @@ pub struct PushDevice {
     pub p256dh: ::prost::alloc::string::String,
     #[prost(string, tag = "5")]
     pub auth: ::prost::alloc::string::String,
+    /// The VAPID public key the console gives browsers to subscribe with
+    /// (base64url of the uncompressed P-256 point): a push signed with
+    /// another key is refused by every push service.
+    #[prost(string, tag = "6")]
+    pub application_server_key: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SetPushDevicesRequest {
+    /// The devices to record, one per console session (at most 500).
+    #[prost(message, repeated, tag = "1")]
+    pub keep: ::prost::alloc::vec::Vec<KeptPushDevice>,
+    /// The console sessions whose devices to forget (at most 500 ids); an
+    /// id with no device is ignored.
+    #[prost(string, repeated, tag = "2")]
+    pub remove: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+/// A browser subscribed to Web Push in one of the caller's console
+/// sessions.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct KeptPushDevice {
+    /// The console session's id (1..=64 bytes of \[0-9a-zA-Z\_-\]).
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// The subscription: the push service's https URL, the browser's P-256
+    /// public key and auth secret (base64url), checked as the notify
+    /// process parses them.
+    #[prost(string, tag = "2")]
+    pub endpoint: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub p256dh: ::prost::alloc::string::String,
+    #[prost(string, tag = "4")]
+    pub auth: ::prost::alloc::string::String,
+    /// The VAPID public key the console gives browsers to subscribe with
+    /// (base64url).
+    #[prost(string, tag = "5")]
+    pub application_server_key: ::prost::alloc::string::String,
+    /// When the session ends (RFC 3339, in the future): the device is not
+    /// answered after it.
+    #[prost(string, tag = "6")]
+    pub expires_at: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SetPushDevicesResponse {
+    /// How many devices `keep` recorded and `remove` forgot.
+    #[prost(uint32, tag = "1")]
+    pub kept: u32,
+    #[prost(uint32, tag = "2")]
+    pub removed: u32,
 }
 /// A rule's status, derived from its record when it is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
@@ -1847,14 +1889,15 @@ pub mod signer_client {
                 .insert(GrpcMethod::new("countersign.v1.Signer", "AckNotifications"));
             self.inner.unary(req, path, codec).await
         }
-        /// role: notifier. The browsers paired with this signer's home's console
-        /// and subscribed to Web Push (active sessions only) of the approvers who
-        /// can decide `operation` (for an operation with a quorum, its listed
-        /// approvers), narrowed to `approvers` when it names any; none for a
-        /// principal other than the home's. The signer reads the console's
-        /// session stores in its own home, so the notify process needs no access
-        /// to them. A subscription is passed on as the console stored it: the
-        /// notify process parses it strictly before it sends anything.
+        /// role: notifier. The browsers subscribed to Web Push in a console of
+        /// the caller's principal (sessions not yet expired, as the consoles
+        /// recorded them with `SetPushDevices`) of the approvers who can decide
+        /// `operation` (for an operation with a quorum, its listed approvers),
+        /// narrowed to `approvers` when it names any. The devices are read from
+        /// the ledger, so every signer of one ledger gives the same answer and
+        /// the notify process needs no access to any console's files. A
+        /// subscription is passed on as the console recorded it: the notify
+        /// process parses it strictly before it sends anything.
         pub async fn push_devices(
             &mut self,
             request: impl tonic::IntoRequest<super::PushDevicesRequest>,
@@ -1877,6 +1920,39 @@ pub mod signer_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("countersign.v1.Signer", "PushDevices"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// role: approver, with an approver name (a console's certificate).
+        /// Records and removes the Web Push devices of the caller's console
+        /// sessions in the ledger, in one transaction: `keep` adds or replaces a
+        /// session's device, `remove` forgets one. A device belongs to the
+        /// caller's principal and approver name, so no console can add or remove
+        /// another approver's device. The console calls it when a browser
+        /// subscribes or unsubscribes and when a session ends, and at start and
+        /// every minute with every session it holds, so a session revoked
+        /// elsewhere (`countersign console sessions revoke`) loses its device.
+        pub async fn set_push_devices(
+            &mut self,
+            request: impl tonic::IntoRequest<super::SetPushDevicesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SetPushDevicesResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/countersign.v1.Signer/SetPushDevices",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("countersign.v1.Signer", "SetPushDevices"));
             self.inner.unary(req, path, codec).await
         }
         /// role: notifier. The ledger's events of the caller's principal's chain
@@ -2277,19 +2353,36 @@ pub mod signer_server {
             tonic::Response<super::AckNotificationsResponse>,
             tonic::Status,
         >;
-        /// role: notifier. The browsers paired with this signer's home's console
-        /// and subscribed to Web Push (active sessions only) of the approvers who
-        /// can decide `operation` (for an operation with a quorum, its listed
-        /// approvers), narrowed to `approvers` when it names any; none for a
-        /// principal other than the home's. The signer reads the console's
-        /// session stores in its own home, so the notify process needs no access
-        /// to them. A subscription is passed on as the console stored it: the
-        /// notify process parses it strictly before it sends anything.
+        /// role: notifier. The browsers subscribed to Web Push in a console of
+        /// the caller's principal (sessions not yet expired, as the consoles
+        /// recorded them with `SetPushDevices`) of the approvers who can decide
+        /// `operation` (for an operation with a quorum, its listed approvers),
+        /// narrowed to `approvers` when it names any. The devices are read from
+        /// the ledger, so every signer of one ledger gives the same answer and
+        /// the notify process needs no access to any console's files. A
+        /// subscription is passed on as the console recorded it: the notify
+        /// process parses it strictly before it sends anything.
         async fn push_devices(
             &self,
             request: tonic::Request<super::PushDevicesRequest>,
         ) -> std::result::Result<
             tonic::Response<super::PushDevicesResponse>,
+            tonic::Status,
+        >;
+        /// role: approver, with an approver name (a console's certificate).
+        /// Records and removes the Web Push devices of the caller's console
+        /// sessions in the ledger, in one transaction: `keep` adds or replaces a
+        /// session's device, `remove` forgets one. A device belongs to the
+        /// caller's principal and approver name, so no console can add or remove
+        /// another approver's device. The console calls it when a browser
+        /// subscribes or unsubscribes and when a session ends, and at start and
+        /// every minute with every session it holds, so a session revoked
+        /// elsewhere (`countersign console sessions revoke`) loses its device.
+        async fn set_push_devices(
+            &self,
+            request: tonic::Request<super::SetPushDevicesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SetPushDevicesResponse>,
             tonic::Status,
         >;
         /// role: notifier. The ledger's events of the caller's principal's chain
@@ -3474,6 +3567,51 @@ pub mod signer_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = PushDevicesSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/countersign.v1.Signer/SetPushDevices" => {
+                    #[allow(non_camel_case_types)]
+                    struct SetPushDevicesSvc<T: Signer>(pub Arc<T>);
+                    impl<
+                        T: Signer,
+                    > tonic::server::UnaryService<super::SetPushDevicesRequest>
+                    for SetPushDevicesSvc<T> {
+                        type Response = super::SetPushDevicesResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::SetPushDevicesRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Signer>::set_push_devices(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = SetPushDevicesSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

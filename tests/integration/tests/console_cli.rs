@@ -625,3 +625,93 @@ async fn console_trust_refuses_when_the_nickname_holds_another_certificate() {
     );
     assert_eq!(nss_console_ca(&nssdb), Some(held));
 }
+
+/// `console sessions revoke` forgets the session's Web Push device in the
+/// ledger through the signer at once (the notify process is told of it no
+/// more); with the signer stopped, the session is revoked all the same
+/// and the command says when the device goes.
+#[tokio::test]
+async fn a_session_revoked_at_the_terminal_loses_its_push_device() {
+    use countersign_identity::Role;
+    use countersign_proto::v1::{KeptPushDevice, PushDevicesRequest, SetPushDevicesRequest};
+    let mut h = Harness::start().await;
+    let store = SessionStore::for_approver(
+        Path::new(&h.home()),
+        &ApproverName::parse("console").unwrap(),
+    );
+    let paired = |device: &str| {
+        let (code, _) = store.create_pairing().unwrap();
+        store
+            .redeem(code.expose_secret(), device)
+            .unwrap()
+            .unwrap()
+            .record
+    };
+    let (phone, laptop) = (paired("Chrome on Android"), paired("Firefox on Linux"));
+    // As the console publishes them.
+    let kept = |id: &str, expires_at: &str| KeptPushDevice {
+        session_id: id.into(),
+        endpoint: format!("https://push.example/{id}"),
+        p256dh: "BKey".into(),
+        auth: "auth".into(),
+        application_server_key: "BVapid".into(),
+        expires_at: expires_at.into(),
+    };
+    h.signer
+        .named_approver("console")
+        .await
+        .unwrap()
+        .set_push_devices(SetPushDevicesRequest {
+            keep: vec![
+                kept(&phone.id, &phone.expires_at),
+                kept(&laptop.id, &laptop.expires_at),
+            ],
+            remove: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let mut notifier = h.signer.client(Role::Notifier).await.unwrap();
+    let mut told = async || -> Vec<String> {
+        notifier
+            .push_devices(PushDevicesRequest {
+                operation: "schedule.pause".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .devices
+            .into_iter()
+            .map(|d| d.session_id)
+            .collect()
+    };
+    let mut both = vec![phone.id.clone(), laptop.id.clone()];
+    both.sort();
+    assert_eq!(told().await, both);
+
+    let revoked = h.cli(&["console", "sessions", "revoke", &phone.id]).await;
+    assert_eq!(revoked.result, Ok(()), "{}", revoked.stderr);
+    assert_eq!(revoked.stderr, "");
+    assert_eq!(told().await, std::slice::from_ref(&laptop.id));
+
+    h.signer.halt().await.unwrap();
+    let revoked = h.cli(&["console", "sessions", "revoke", &laptop.id]).await;
+    assert_eq!(revoked.result, Ok(()), "{}", revoked.stderr);
+    assert_eq!(
+        revoked.stdout,
+        format!("revoked console session {}\n", laptop.id)
+    );
+    assert!(
+        revoked.stderr.starts_with("the signer did not forget this session's Web Push device (")
+            && revoked.stderr.ends_with(&format!(
+                "); a running console forgets it within a minute, and nothing is pushed to it after {}\n",
+                laptop.expires_at
+            )),
+        "{}",
+        revoked.stderr
+    );
+    let listed = h.cli(&["--json", "console", "sessions", "list"]).await;
+    for s in listed.json()["sessions"].as_array().unwrap() {
+        assert_eq!(s["status"], "revoked");
+    }
+}

@@ -4,7 +4,8 @@
 //! py-vapid's JWT code and its body decrypted with http_ece; 410 drops a
 //! subscription, 500 is retried and shown by `notify status`; unpaired and
 //! revoked devices get nothing more. And, in process: a push the signer
-//! cannot list devices for fails alone, while the other channels go on.
+//! cannot list devices for (the ledger's table is gone) fails alone,
+//! while the other channels go on.
 #![allow(clippy::unwrap_used)]
 
 mod notify_support;
@@ -21,10 +22,11 @@ fn pushes_verify_decrypt_and_stop_for_gone_unpaired_and_revoked_devices() {
     countersign_integration_tests::run_e2e_script("push.py");
 }
 
-/// The console's session store cannot be read (here: not JSON), so the
-/// signer cannot say which devices to push to: the notification's push
-/// fails at once with that reason, shown in the status, and its webhook is
-/// delivered all the same (nothing holds the other channels up).
+/// The ledger's devices cannot be read (here: their table is gone), so
+/// the signer cannot say which devices to push to: the notification's
+/// push fails at once with that reason, shown in the status, and its
+/// webhook is delivered all the same (nothing holds the other channels
+/// up).
 #[tokio::test]
 async fn a_push_the_signer_cannot_list_devices_for_fails_alone() {
     let (addr, sink) = start_sink(0).await;
@@ -38,11 +40,19 @@ async fn a_push_the_signer_cannot_list_devices_for_fails_alone() {
         secret.display()
     );
     let n = Notifying::start(&config).await;
-    countersign_identity::files::write_private_new(
-        &n.signer.home().root().join("console-sessions-console.json"),
-        b"not json",
-    )
-    .unwrap();
+    {
+        use sqlx::Connection as _;
+        let options =
+            sqlx::sqlite::SqliteConnectOptions::new().filename(n.signer.home().ledger_path());
+        let mut raw = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .unwrap();
+        sqlx::raw_sql("DROP TABLE push_devices")
+            .execute(&mut raw)
+            .await
+            .unwrap();
+        raw.close().await.unwrap();
+    }
     let view = propose(&mut head(&n.signer).await).await;
 
     let deadline = Instant::now() + Duration::from_secs(20);

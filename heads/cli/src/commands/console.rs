@@ -168,6 +168,27 @@ pub(crate) async fn bind(
     Ok((listener, state, origin, advertised))
 }
 
+/// Forgets the Web Push device of session `id` of this approver's console.
+async fn forget_push_device(
+    ctx: &Context,
+    as_approver: Option<&ApproverName>,
+    id: &str,
+) -> Result<(), String> {
+    let mut approver = match as_approver {
+        Some(name) => ctx.approver_as(Some(name)).await,
+        None => ctx.console_approver().await,
+    }
+    .map_err(|e| e.to_string())?;
+    approver
+        .set_push_devices(countersign_proto::v1::SetPushDevicesRequest {
+            keep: Vec::new(),
+            remove: vec![id.to_owned()],
+        })
+        .await
+        .map_err(|status| status.message().to_owned())?;
+    Ok(())
+}
+
 /// Offer a pairing link at the controlling terminal, if there is one.
 pub(crate) fn offer_pairing(
     ctx: &Context,
@@ -320,8 +341,11 @@ pub(crate) fn sessions_list(
     write_text(io.out, &text)
 }
 
-/// `countersign console sessions revoke ID`
-pub(crate) fn sessions_revoke(
+/// `countersign console sessions revoke ID`: the session ends, and its
+/// Web Push device, if any, is forgotten in the ledger through the signer
+/// (or by the console's next publication, if the signer cannot be
+/// reached now).
+pub(crate) async fn sessions_revoke(
     ctx: &Context,
     as_approver: Option<&ApproverName>,
     id: &str,
@@ -336,6 +360,13 @@ pub(crate) fn sessions_revoke(
             }
             other => CliError::error(other),
         })?;
+    if let Err(e) = forget_push_device(ctx, as_approver, &record.id).await {
+        let _ = writeln!(
+            io.err,
+            "the signer did not forget this session's Web Push device ({e}); a running console forgets it within a minute, and nothing is pushed to it after {}",
+            record.expires_at
+        );
+    }
     if json {
         write_json(
             io.out,

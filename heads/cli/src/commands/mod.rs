@@ -173,6 +173,7 @@ pub(crate) async fn dispatch(cli: Cli, io: &mut Io<'_>) -> Result<(), CliError> 
                     }
                     Some(ConsoleCommand::Sessions(SessionsCommand::Revoke(id))) => {
                         console::sessions_revoke(&ctx, args.as_approver.as_ref(), &id.id, json, io)
+                            .await
                     }
                 },
                 Command::Credential(CredentialCommand::Create(args)) => {
