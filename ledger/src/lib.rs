@@ -4,7 +4,8 @@
 //! accepted, auto-approval rules with their uses, the hash-chained,
 //! append-only event log, and the transparency log's Merkle tree over
 //! every event with its signed checkpoints (`tlog`) and the witnesses'
-//! cosignatures of them (`witness`). On PostgreSQL it also carries the
+//! cosignatures of them (`witness`), and the consoles' Web Push devices
+//! (`push_devices`). On PostgreSQL it also carries the
 //! announcements of changed proposals between the signers of one database
 //! (`LISTEN`/`NOTIFY`, ids only: [`Ledger::publish_changes`],
 //! [`Ledger::change_listener`]).

@@ -702,11 +702,12 @@ async fn a_session_revoked_at_the_terminal_loses_its_push_device() {
         format!("revoked console session {}\n", laptop.id)
     );
     assert!(
-        revoked.stderr.starts_with("the signer did not forget this session's Web Push device (")
-            && revoked.stderr.ends_with(&format!(
-                "); a running console forgets it within a minute, and nothing is pushed to it after {}\n",
-                laptop.expires_at
-            )),
+        revoked.stderr.starts_with(
+            "the session is revoked, but the signer did not forget its Web Push device: cannot reach the signer"
+        ) && revoked.stderr.ends_with(&format!(
+            "\na running console forgets it within a minute; nothing is pushed to it after {}\n",
+            laptop.expires_at
+        )),
         "{}",
         revoked.stderr
     );

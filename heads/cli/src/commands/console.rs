@@ -360,19 +360,21 @@ pub(crate) async fn sessions_revoke(
             }
             other => CliError::error(other),
         })?;
-    if let Err(e) = forget_push_device(ctx, as_approver, &record.id).await {
-        let _ = writeln!(
-            io.err,
-            "the signer did not forget this session's Web Push device ({e}); a running console forgets it within a minute, and nothing is pushed to it after {}",
-            record.expires_at
-        );
-    }
+    let forgotten = forget_push_device(ctx, as_approver, &record.id).await;
     if json {
         write_json(
             io.out,
             &json!({"id": record.id, "status": "revoked", "revoked_at": record.revoked_at}),
-        )
+        )?;
     } else {
-        write_text(io.out, &format!("revoked console session {}\n", record.id))
+        write_text(io.out, &format!("revoked console session {}\n", record.id))?;
     }
+    if let Err(e) = forgotten {
+        let _ = writeln!(
+            io.err,
+            "the session is revoked, but the signer did not forget its Web Push device: {e}\na running console forgets it within a minute; nothing is pushed to it after {}",
+            record.expires_at
+        );
+    }
+    Ok(())
 }
