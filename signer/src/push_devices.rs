@@ -64,14 +64,23 @@ impl SignerService {
                 format!("at most {MAX_CHANGES} session ids"),
             ));
         }
-        let now = OffsetDateTime::now_utc();
-        let keep = keep
-            .into_iter()
-            .map(|d| kept(d, now))
-            .collect::<Result<Vec<_>, _>>()?;
         for id in &remove {
             session_id("remove", id)?;
         }
+        let now = OffsetDateTime::now_utc();
+        let mut remove = remove;
+        let mut to_keep = Vec::with_capacity(keep.len());
+        for d in keep {
+            let d = kept(d)?;
+            // A session already ended by this signer's clock (which may
+            // run ahead of the console's host's): forgotten, not kept.
+            if d.expires_at > now {
+                to_keep.push(d);
+            } else {
+                remove.push(d.session_id);
+            }
+        }
+        let keep = to_keep;
         let (kept, removed) = self
             .state
             .ledger
@@ -156,7 +165,7 @@ fn invalid(field: &'static str, reason: String) -> RpcError {
 
 /// A device to keep, each field checked for its shape (the notify
 /// process parses the subscription strictly before it sends).
-fn kept(d: wire::KeptPushDevice, now: OffsetDateTime) -> Result<PushDevice, RpcError> {
+fn kept(d: wire::KeptPushDevice) -> Result<PushDevice, RpcError> {
     session_id("keep.session_id", &d.session_id)?;
     if d.endpoint.is_empty()
         || d.endpoint.len() > MAX_ENDPOINT_BYTES
@@ -181,13 +190,14 @@ fn kept(d: wire::KeptPushDevice, now: OffsetDateTime) -> Result<PushDevice, RpcE
             ));
         }
     }
+    let latest = OffsetDateTime::now_utc() + LONGEST_SESSION;
     let expires_at = OffsetDateTime::parse(&d.expires_at, &Rfc3339)
         .ok()
-        .filter(|t| *t > now && *t <= now + LONGEST_SESSION)
+        .filter(|t| *t <= latest)
         .ok_or_else(|| {
             invalid(
                 "keep.expires_at",
-                "must be an RFC 3339 time in the next 30 days".into(),
+                "must be an RFC 3339 time at most 30 days ahead".into(),
             )
         })?;
     Ok(PushDevice {

@@ -528,7 +528,7 @@ async fn the_notifier_is_told_the_subscribed_devices_of_those_who_can_decide() {
 /// approver certificate naming no approver too (`unnamed_approver`); a
 /// console forgets only its own approver's devices and records only
 /// well-formed ones, each bad field refused by name with nothing
-/// recorded.
+/// recorded; a device whose session has ended is forgotten.
 #[tokio::test]
 async fn a_console_records_and_forgets_only_its_own_approvers_devices() {
     let signer = recording().await;
@@ -616,16 +616,12 @@ async fn a_console_records_and_forgets_only_its_own_approvers_devices() {
             "invalid keep.application_server_key: must be 1..=128 bytes of base64url",
         ),
         (
-            with(&|d| d.expires_at = past.clone()),
-            "invalid keep.expires_at: must be an RFC 3339 time in the next 30 days",
-        ),
-        (
             with(&|d| d.expires_at = far.clone()),
-            "invalid keep.expires_at: must be an RFC 3339 time in the next 30 days",
+            "invalid keep.expires_at: must be an RFC 3339 time at most 30 days ahead",
         ),
         (
             with(&|d| d.expires_at = "tomorrow".into()),
-            "invalid keep.expires_at: must be an RFC 3339 time in the next 30 days",
+            "invalid keep.expires_at: must be an RFC 3339 time at most 30 days ahead",
         ),
         (
             SetPushDevicesRequest {
@@ -658,6 +654,31 @@ async fn a_console_records_and_forgets_only_its_own_approvers_devices() {
     assert_eq!(
         devices(&mut notifier, "schedule.pause", &[]).await,
         ["bob/bob-phone"]
+    );
+    // A session that has ended by the signer's clock (the console's host
+    // may run behind): its device is forgotten, not kept, and the rest of
+    // the call stands.
+    let answer = alice
+        .set_push_devices(SetPushDevicesRequest {
+            keep: vec![kept("alice", "a1"), kept("alice", "a2")],
+            remove: Vec::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((answer.kept, answer.removed), (2, 0));
+    let answer = alice
+        .set_push_devices(SetPushDevicesRequest {
+            keep: vec![with(&|d| d.expires_at = past.clone()).keep.remove(0)],
+            remove: Vec::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((answer.kept, answer.removed), (0, 1));
+    assert_eq!(
+        devices(&mut notifier, "schedule.pause", &[]).await,
+        ["alice/a2", "bob/bob-phone"]
     );
 }
 

@@ -856,8 +856,9 @@ pub struct KeptPushDevice {
     /// (base64url).
     #[prost(string, tag = "5")]
     pub application_server_key: ::prost::alloc::string::String,
-    /// When the session ends (RFC 3339, in the future): the device is not
-    /// answered after it.
+    /// When the session ends (RFC 3339, at most 30 days ahead): the device
+    /// is not answered after it, and one whose session has already ended by
+    /// the signer's clock is forgotten rather than kept.
     #[prost(string, tag = "6")]
     pub expires_at: ::prost::alloc::string::String,
 }
