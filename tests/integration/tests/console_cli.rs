@@ -632,8 +632,7 @@ async fn console_trust_refuses_when_the_nickname_holds_another_certificate() {
 /// and the command says when the device goes.
 #[tokio::test]
 async fn a_session_revoked_at_the_terminal_loses_its_push_device() {
-    use countersign_identity::Role;
-    use countersign_proto::v1::{KeptPushDevice, PushDevicesRequest, SetPushDevicesRequest};
+    use countersign_proto::v1::{KeptPushDevice, SetPushDevicesRequest};
     let mut h = Harness::start().await;
     let store = SessionStore::for_approver(
         Path::new(&h.home()),
@@ -670,17 +669,9 @@ async fn a_session_revoked_at_the_terminal_loses_its_push_device() {
         })
         .await
         .unwrap();
-    let mut notifier = h.signer.client(Role::Notifier).await.unwrap();
-    let mut told = async || -> Vec<String> {
-        notifier
-            .push_devices(PushDevicesRequest {
-                operation: "schedule.pause".into(),
-                ..Default::default()
-            })
+    let told = async || -> Vec<String> {
+        h.push_devices()
             .await
-            .unwrap()
-            .into_inner()
-            .devices
             .into_iter()
             .map(|d| d.session_id)
             .collect()

@@ -13,8 +13,7 @@ mod support;
 
 use console_support::{Site, pair, post_form, serve};
 use countersign_console::SessionStore;
-use countersign_identity::{ApproverName, Role};
-use countersign_proto::v1::PushDevicesRequest;
+use countersign_identity::ApproverName;
 use support::Harness;
 
 const P256DH: &str =
@@ -47,18 +46,8 @@ async fn subscribe(site: &Site, cookie: &str, name: &str) -> api_support::Reply 
 
 /// The endpoints and keys the notify process is told of now.
 async fn told(h: &Harness) -> Vec<(String, String)> {
-    h.signer
-        .client(Role::Notifier)
+    h.push_devices()
         .await
-        .unwrap()
-        .push_devices(PushDevicesRequest {
-            operation: "schedule.pause".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .devices
         .into_iter()
         .map(|d| (d.endpoint, d.application_server_key))
         .collect()

@@ -154,6 +154,24 @@ impl Harness {
         self.signer.state().ledger()
     }
 
+    /// The Web Push devices the notify process is told of now, asking as
+    /// it does (`PushDevices`, notifier certificate) for an operation
+    /// every approver can decide.
+    pub async fn push_devices(&self) -> Vec<countersign_proto::v1::PushDevice> {
+        self.signer
+            .client(Role::Notifier)
+            .await
+            .unwrap()
+            .push_devices(countersign_proto::v1::PushDevicesRequest {
+                operation: "schedule.pause".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .devices
+    }
+
     /// Run `countersign --home <home> <args>` with no stdin and no terminal.
     pub async fn cli(&self, args: &[&str]) -> Run {
         self.cli_as(&self.home(), args, "", Person::NoTerminal)
