@@ -378,6 +378,6 @@ pub(crate) async fn logout(
             "The console's session store cannot be written; this browser is still paired.",
         );
     }
-    crate::push::published_or_later(&state).await;
+    crate::push_devices::published_or_later(&state).await;
     crate::devices::unpaired_here(&state, session.record.device_name())
 }

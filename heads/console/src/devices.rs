@@ -167,7 +167,7 @@ pub(crate) async fn unpair(
     match state.sessions.unpair(&id) {
         Ok(Ok(record)) => {
             tracing::info!(session = %record.id, "a browser was unpaired from the console");
-            crate::push::published_or_later(&state).await;
+            crate::push_devices::published_or_later(&state).await;
             if record.id == session.record.id {
                 return unpaired_here(&state, record.device_name());
             }

@@ -105,7 +105,12 @@ pub(crate) async fn subscribe(
         && let Err(e) = crate::push_devices::publish(&state).await
     {
         tracing::error!("cannot publish a new Web Push subscription: {e}");
-        if let Err(e) = state.sessions.unsubscribe(id) {
+        // Back to what the session held before (the ledger still has it).
+        let previous = match session.record.push.clone() {
+            Some(previous) => state.sessions.subscribe(id, previous),
+            None => state.sessions.unsubscribe(id),
+        };
+        if let Err(e) = previous {
             tracing::error!(error = %e, "cannot take back a subscription the signer did not record");
         }
         return refusal(
@@ -127,24 +132,13 @@ pub(crate) async fn unsubscribe(
 ) -> Response {
     let outcome = state.sessions.unsubscribe(&session.record.id);
     if let Ok(Ok(())) = outcome {
-        published_or_later(&state).await;
+        crate::push_devices::published_or_later(&state).await;
     }
     answer(
         outcome,
         "Notifications off",
         "This device is no longer notified.",
     )
-}
-
-/// Publishes this console's devices after a device was forgotten here;
-/// if the signer cannot be reached, the next publication (within a
-/// minute) forgets it, and it ends with its session in any case.
-pub(crate) async fn published_or_later(state: &ConsoleState) {
-    if let Err(e) = crate::push_devices::publish(state).await {
-        tracing::warn!(
-            "a forgotten Web Push device stays published until the next try, within a minute: {e}"
-        );
-    }
 }
 
 fn answer(

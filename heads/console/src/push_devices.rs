@@ -101,6 +101,17 @@ fn in_calls(all: wire::SetPushDevicesRequest) -> Vec<wire::SetPushDevicesRequest
     }
 }
 
+/// Publishes this console's devices after a device was forgotten here;
+/// if the signer cannot be reached, the next publication (within a
+/// minute) forgets it, and it ends with its session in any case.
+pub(crate) async fn published_or_later(state: &ConsoleState) {
+    if let Err(e) = publish(state).await {
+        tracing::warn!(
+            "a forgotten Web Push device stays published until the next try, within a minute: {e}"
+        );
+    }
+}
+
 /// Publishes the store at start and every [`EVERY`] until `stop`.
 pub(crate) async fn keep_published(
     state: std::sync::Arc<ConsoleState>,

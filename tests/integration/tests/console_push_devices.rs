@@ -4,7 +4,8 @@
 //! is told to the notify process (`PushDevices`) at once, with the VAPID
 //! key the console gives browsers; "Stop notifying" and unpairing forget
 //! it at once; a subscription the signer cannot record keeps nothing and
-//! says so; and one posted to a console with no VAPID key keeps nothing.
+//! says so (a renewal leaves the earlier one in place); and one posted to
+//! a console with no VAPID key keeps nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api_support;
@@ -131,6 +132,33 @@ async fn a_subscription_reaches_the_notify_process_through_the_ledger_and_leaves
         reply.body
     );
     assert!(subscribed(&home).is_empty());
+}
+
+/// A browser subscribing again (its push service gave it a new endpoint)
+/// while the signer is stopped: refused, and the session keeps the
+/// subscription the ledger still holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_the_signer_cannot_record_keeps_the_earlier_subscription() {
+    let mut h = Harness::start().await;
+    let home = h.home();
+    countersign_push::VapidKey::ensure(&countersign_identity::Home::at(&home).unwrap()).unwrap();
+    let site = serve(&home, None).await;
+    let (phone, cookie) = pair(&site, &home, "console").await;
+    let reply = subscribe(&phone, &cookie, "phone").await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    h.signer.halt().await.unwrap();
+    let reply = subscribe(&phone, &cookie, "phone-renewed").await;
+    assert_eq!(reply.status, 503, "{}", reply.body);
+    let endpoints: Vec<String> = SessionStore::for_approver(
+        std::path::Path::new(&home),
+        &ApproverName::parse("console").unwrap(),
+    )
+    .list()
+    .unwrap()
+    .into_iter()
+    .filter_map(|s| s.push.map(|p| p.endpoint_text().to_owned()))
+    .collect();
+    assert_eq!(endpoints, ["https://push.example/phone"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
