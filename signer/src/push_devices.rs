@@ -54,7 +54,7 @@ impl SignerService {
         let Some(approver) = peer.approver.as_ref() else {
             return Err(RpcError::UnnamedApprover("SetPushDevices"));
         };
-        let wire::SetPushDevicesRequest { keep, remove } = request.into_inner();
+        let wire::SetPushDevicesRequest { keep, mut remove } = request.into_inner();
         if keep.len() > MAX_CHANGES {
             return Err(invalid("keep", format!("at most {MAX_CHANGES} devices")));
         }
@@ -68,19 +68,15 @@ impl SignerService {
             session_id("remove", id)?;
         }
         let now = OffsetDateTime::now_utc();
-        let mut remove = remove;
-        let mut to_keep = Vec::with_capacity(keep.len());
-        for d in keep {
-            let d = kept(d)?;
-            // A session already ended by this signer's clock (which may
-            // run ahead of the console's host's): forgotten, not kept.
-            if d.expires_at > now {
-                to_keep.push(d);
-            } else {
-                remove.push(d.session_id);
-            }
-        }
-        let keep = to_keep;
+        // A session already ended by this signer's clock (which may run
+        // ahead of the console's host's): forgotten, not kept.
+        let (keep, ended): (Vec<_>, Vec<_>) = keep
+            .into_iter()
+            .map(kept)
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .partition(|d| d.expires_at > now);
+        remove.extend(ended.into_iter().map(|d| d.session_id));
         let (kept, removed) = self
             .state
             .ledger
