@@ -118,6 +118,10 @@ GRANT INSERT ON policy_sets TO countersign_signer;
 -- nothing a head needs: the head role may not even read them.
 GRANT INSERT, UPDATE, DELETE ON push_devices TO countersign_signer;
 REVOKE ALL ON push_devices FROM countersign_head;
+-- Resigned proofs (schema version 18): the signer records the hash and
+-- consume digest of a handoff it signed again after the signer that
+-- issued it was lost. A head reads them to consume that proof.
+GRANT INSERT ON resigned_proofs TO countersign_signer;
 
 -- The transparency log (schema version 12): only the signer sequences
 -- events into the tree (leaves, the compact tree, the queue it empties)

@@ -127,6 +127,10 @@ pub enum LedgerError {
     /// was written.
     #[error("the proof of proposal {0} was re-issued {1} times already, the most allowed")]
     ReissueLimitReached(String, u32),
+    /// The proposal's handoff was signed again already (at most once per
+    /// nonce): nothing was written.
+    #[error("the proof of proposal {0} was signed again already")]
+    AlreadyResigned(String),
     /// This passkey challenge was accepted before: an accepted challenge is
     /// never accepted again (the signer refuses with `challenge_used`).
     /// Nothing was written.

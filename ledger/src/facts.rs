@@ -86,6 +86,9 @@ pub(crate) struct FactRows {
     pub(crate) rule_uses: Vec<(String, String, i64)>,
     /// `rules (proposal_id, id)` of rules created by approving a proposal.
     pub(crate) rules_from_proposals: Vec<(String, String)>,
+    /// `resigned_proofs`, each as the line its event makes: `resigned
+    /// <proposal> <nonce> <hash> <key> <issued hash> <issued key>`.
+    pub(crate) resigned: Vec<String>,
 }
 
 /// The fact a rule version states, as one comparable line: its event's
@@ -317,6 +320,24 @@ impl EventFacts {
             // A re-issue for reconcile has no fact row (the ledger keeps no
             // proof); the event must name the nonce and the proof's hash.
             "proof_reissued" => field("nonce").is_some() && field("proof_sha256").is_some(),
+            // Since schema version 18: a handoff signed again by another
+            // signer; its row in `resigned_proofs`, with the issued proof
+            // it stands beside.
+            "proof_resigned" => match (
+                field("nonce"),
+                field("proof_sha256"),
+                field("key_id"),
+                field("replaces_proof_sha256"),
+                field("replaces_key_id"),
+            ) {
+                (Some(nonce), Some(proof), Some(key), Some(issued), Some(issued_key)) => {
+                    seen(format!(
+                        "resigned {pid} {nonce} {proof} {key} {issued} {issued_key}"
+                    ));
+                    true
+                }
+                _ => false,
+            },
             // A direct approval handed off to the proposing session since:
             // no fact row of its own (the issuance is the approval's); the
             // event must name the proof's hash and the delivery.
@@ -544,6 +565,9 @@ fn table_tally(rows: &FactRows) -> Tally {
     }
     for (pid, rule) in &rows.rules_from_proposals {
         seen(format!("rule_from {pid} {rule}"));
+    }
+    for line in &rows.resigned {
+        seen(line.clone());
     }
     tally
 }

@@ -17,7 +17,8 @@ use crate::quorum::{QuorumApproval, QuorumDecision, QuorumOutcome, StoredQuorumA
 use crate::rules::{RuleChange, RuleRecord};
 use crate::types::{
     ConsumeStart, Consumed, Disposition, EffectOutcome, EventRecord, Intent, Interrupted,
-    IssuanceRecord, KeyEvent, ProofReissue, Proposal, ProposalRecord, RevokeOutcome, SchemaStatus,
+    IssuanceRecord, KeyEvent, ProofReissue, Proposal, ProposalRecord, ResignedProof, RevokeOutcome,
+    SchemaStatus,
 };
 use crate::{PremiseRunner, postgres, sqlite};
 use countersign_verifier::VerifiedProof;
@@ -738,6 +739,27 @@ impl Ledger {
         outcome: &EffectOutcome,
     ) -> Result<Disposition, LedgerError> {
         dispatch!(self, b => b.complete(intent, outcome).await)
+    }
+
+    /// Record that this signer signed the claims of `r.proposal_id`'s
+    /// issuance again under its own key `r.key_id`, because the signer that
+    /// issued the proof (under `r.replaces_key_id`) was lost holding it for
+    /// a head: the `resigned_proofs` row and a `proof_resigned` event by
+    /// `actor` (details: the nonce, the new proof's SHA-256 and key, the
+    /// issued proof's SHA-256 and key; never the proof), in one write
+    /// transaction under the proposal's lock. From then on a consumption
+    /// of the nonce may present either proof, and one consumption is all
+    /// there is. `IssuanceMismatch` unless the issuance has this nonce, was
+    /// signed by `r.replaces_key_id` and has another hash;
+    /// `AlreadyResigned` if it was signed again before; `NotPending` if it
+    /// was consumed, revoked or has expired by the database's clock.
+    /// Nothing is written on a refusal.
+    pub async fn record_resigned_proof(
+        &self,
+        r: &ResignedProof,
+        actor: &str,
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, b => b.record_resigned_proof(r, actor).await)
     }
 
     /// Record that the signer signed the issuance's claims again for

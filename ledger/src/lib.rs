@@ -49,6 +49,7 @@ macro_rules! migrations {
             15, "two signers", "0015_two_signers.sql";
             16, "policy sets", "0016_policy_sets.sql";
             17, "push devices", "0017_push_devices.sql";
+            18, "resigned proofs", "0018_resigned_proofs.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {
@@ -119,7 +120,7 @@ pub use tlog::{StoredCheckpoint, TreeBreak, TreeHead, TreeReport, verify_checkpo
 pub use types::{
     CommittedBatch, ConsumeStart, Consumed, Disposition, DispositionStatus, EffectOutcome,
     EventRecord, Intent, Interrupted, IssuanceRecord, KeyEvent, PolicyQuorum, PolicyVerdict,
-    ProofReissue, Proposal, ProposalPolicy, ProposalRecord, ProposalStatus, RevokeOutcome,
-    SchemaStatus,
+    ProofReissue, Proposal, ProposalPolicy, ProposalRecord, ProposalStatus, ResignedProof,
+    RevokeOutcome, SchemaStatus,
 };
 pub use witness::{CosignatureRefusal, StoredCosignature, WitnessState, check_cosignature};

@@ -133,6 +133,15 @@ pub struct IssuanceRecord {
     pub issued_at: OffsetDateTime,
     /// `exp`.
     pub expires_at: OffsetDateTime,
+    /// The id of the key that signed the proof (its footer's `kid`);
+    /// `None` for issuances recorded before the ledger kept it (schema
+    /// version 18).
+    pub key_id: Option<String>,
+    /// The same claims signed again by another signer of the ledger, after
+    /// the one that issued the proof was lost holding it for a head
+    /// ([`crate::Ledger::record_resigned_proof`]); read, never written,
+    /// with the issuance.
+    pub resigned: Option<ResignedProof>,
 }
 
 impl IssuanceRecord {
@@ -158,8 +167,42 @@ impl IssuanceRecord {
             audience: claims.aud.clone(),
             issued_at: claims.iat,
             expires_at: claims.exp,
+            key_id: countersign_verifier::verify::footer_key_id(proof),
+            resigned: None,
         }
     }
+
+    /// Whether a proof with SHA-256 `proof_sha256` is this issuance's: the
+    /// one issued, or the one another signer signed again for it.
+    pub fn names_proof(&self, proof_sha256: &str) -> bool {
+        self.proof_sha256 == proof_sha256
+            || self
+                .resigned
+                .as_ref()
+                .is_some_and(|r| r.proof_sha256 == proof_sha256)
+    }
+}
+
+/// An issuance's claims signed again by another signer of the ledger under
+/// its own key: a handoff approval whose proof the issuing signer held in
+/// memory when it was lost, so that the head waiting for it still gets a
+/// proof of the person's decision. The same nonce, lifetime and binding as
+/// the issuance; another signature, so another hash and consume digest.
+/// Never the proof itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResignedProof {
+    /// The proposal.
+    pub proposal_id: String,
+    /// The issuance's nonce (`jti`), which the proof carries.
+    pub nonce: String,
+    /// SHA-256 hex of the proof signed again.
+    pub proof_sha256: String,
+    /// SHA-256 hex of its consume key, which a consumption presents.
+    pub consume_digest: String,
+    /// The key that signed it again.
+    pub key_id: String,
+    /// The key that signed the issued proof (the issuance's `key_id`).
+    pub replaces_key_id: String,
 }
 
 /// A proof the signer signed again for reconcile's re-send of an uncertain,

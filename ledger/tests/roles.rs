@@ -940,3 +940,61 @@ async fn only_the_signer_reads_and_writes_push_devices() {
         (0, 1)
     );
 }
+
+/// A handoff signed again by a second signer (schema version 18): only the
+/// signer role records it; a head holding that proof consumes the nonce
+/// with it (the consume-key trigger accepts its digest), and a head
+/// without it cannot, by the recorded hash or digest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_signer_records_a_resigned_proof_and_a_head_consumes_with_it() {
+    let db = with_roles().await;
+    let owner = Ledger::open(db.url()).await.unwrap();
+    let p = create_schedule(1, "nightly");
+    let token = approve(&owner, &p, 1).await;
+    let (again, record) = common::resign(&token);
+    let insert = common::resigned_row_insert(&record);
+    assert_refused(&db, "countersign_head", &[insert.as_str()]).await;
+    let signer = Ledger::open(&db.url_as("countersign_signer"))
+        .await
+        .unwrap();
+    signer
+        .record_resigned_proof(&record, "countersign-signer@b")
+        .await
+        .unwrap();
+
+    let mut head = PgConnection::connect(&db.url_as("countersign_head"))
+        .await
+        .unwrap();
+    for key in [
+        "(SELECT proof_sha256 FROM resigned_proofs)",
+        "(SELECT consume_digest FROM resigned_proofs)",
+    ] {
+        let forged = format!(
+            "INSERT INTO consumed_nonces (nonce, proposal_id, consumed_at, consume_key)
+             SELECT nonce, proposal_id, 'x', {key} FROM resigned_proofs"
+        );
+        let err = sqlx::raw_sql(AssertSqlSafe(forged))
+            .execute(&mut head)
+            .await
+            .expect_err(key)
+            .to_string();
+        assert!(
+            err.contains("a consumption needs the issued proof"),
+            "{key}: {err}"
+        );
+    }
+    head.close().await.unwrap();
+
+    let head = Ledger::open(&db.url_as("countersign_head")).await.unwrap();
+    let done = head
+        .consume_builtin(&verified(&p, &again), "schedule.create")
+        .await
+        .unwrap();
+    assert!(matches!(done, countersign_ledger::Consumed::Completed(_)));
+    let replay = head
+        .consume_builtin(&verified(&p, &token), "schedule.create")
+        .await
+        .unwrap();
+    assert!(matches!(replay, countersign_ledger::Consumed::Replay(_)));
+    assert!(head.verify_chain().await.unwrap().is_intact());
+}

@@ -10,7 +10,7 @@
 //! |---|---|---|---|---|
 //! | `proposed` | Create (1) | Delayed (14): held for a decision | Modified (4) | Success |
 //! | `approved`, `quorum_approved` | Update (3) | Approved (8) | Allowed (1) | Success |
-//! | `proof_reissued` | Update (3) | Approved (8) | Allowed (1) | Success |
+//! | `proof_reissued`, `proof_resigned` | Update (3) | Approved (8) | Allowed (1) | Success |
 //! | `handed_off` | Read (2): the session fetches its proof | Approved (8) | Allowed (1) | Success |
 //! | `intent`, `effect_applied` (the proof consumed) | Update (3) | Approved (8) | Allowed (1) | Success |
 //! | `completed`, `resolved` | Update (3) | Approved (8) | Allowed (1) | Success if `applied`, else Failure |
@@ -146,8 +146,8 @@ pub fn mapping(kind: &str) -> Mapping {
     use Disposition::{Approved, Delayed, Logged, Rejected};
     let (activity, disposition) = match kind {
         "proposed" => (Create, Delayed),
-        "approved" | "quorum_approved" | "proof_reissued" | "intent" | "effect_applied"
-        | "completed" | "resolved" => (Update, Approved),
+        "approved" | "quorum_approved" | "proof_reissued" | "proof_resigned" | "intent"
+        | "effect_applied" | "completed" | "resolved" => (Update, Approved),
         "handed_off" => (Read, Approved),
         "denied" | "revoked" => (Update, Rejected),
         "withdrawn" | "rule_revoked" | "passkey_removed" | "key_retired" => (Delete, Logged),
@@ -383,6 +383,7 @@ mod tests {
             ("approved", 3, 8),
             ("quorum_approved", 3, 8),
             ("proof_reissued", 3, 8),
+            ("proof_resigned", 3, 8),
             ("handed_off", 2, 8),
             ("intent", 3, 8),
             ("effect_applied", 3, 8),

@@ -124,6 +124,15 @@ pub fn authenticate(proof: &Proof, keys: &KeyRing) -> Result<(Claims, String), R
     Ok((claims, kid))
 }
 
+/// The id of the key `proof`'s footer names, unauthenticated: which key
+/// signed it if the signature holds, which only [`authenticate`] checks.
+/// For the record a signer keeps of a proof it signed itself; `None` for a
+/// text that is not a token with a well-formed footer.
+pub fn footer_key_id(proof: &Proof) -> Option<String> {
+    let token = UnverifiedToken::parse(proof.expose_secret()).ok()?;
+    footer_kid(token.footer()).ok()
+}
+
 fn refusal_from(e: PasetoError) -> Refusal {
     match e {
         PasetoError::WrongVersion => Refusal::WrongVersion,

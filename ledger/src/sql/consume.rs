@@ -84,18 +84,22 @@ macro_rules! check_columns {
 pub(super) use check_columns;
 
 /// The joins of the checks' statement, after the proposal `p`: the proof's
-/// hash `$sha` and nonce `$nonce`, the state namespace `$ns` and key `$key`
+/// hash `$sha` (the issued proof's, or that of the one another signer
+/// signed again for the nonce, `resigned_proofs`) and nonce `$nonce`, the state namespace `$ns` and key `$key`
 /// (SQL expressions).
 macro_rules! check_joins {
     ($sha:literal, $nonce:literal, $ns:literal, $key:literal) => {
         concat!(
             " LEFT JOIN chain_heads h ON h.chain = p.principal
              LEFT JOIN issuances i
-                    ON i.proposal_id = p.id AND i.proof_sha256 = ",
-            $sha,
-            " AND i.nonce = ",
+                    ON i.proposal_id = p.id AND i.nonce = ",
             $nonce,
-            " LEFT JOIN revocations r ON r.proposal_id = p.id
+            " AND (i.proof_sha256 = ",
+            $sha,
+            " OR EXISTS (SELECT 1 FROM resigned_proofs rp
+                          WHERE rp.nonce = i.nonce AND rp.proof_sha256 = ",
+            $sha,
+            ")) LEFT JOIN revocations r ON r.proposal_id = p.id
              LEFT JOIN rule_uses u ON u.proposal_id = i.proposal_id
              LEFT JOIN rules g ON g.id = u.rule_id
                     AND g.version = (SELECT MAX(x.version) FROM rules x WHERE x.id = u.rule_id)

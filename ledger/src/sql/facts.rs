@@ -33,6 +33,24 @@ pub(super) async fn read(conn: &mut Conn) -> Result<FactRows, LedgerError> {
         rows.provenances
             .push((row.try_get("proposal_id")?, row.try_get("provenance")?));
     }
+    for row in sqlx::query(
+        "SELECT r.proposal_id AS proposal_id, r.nonce AS nonce, r.proof_sha256 AS proof_sha256,
+                r.key_id AS key_id, i.proof_sha256 AS replaces, r.replaces_key_id AS replaces_key_id
+         FROM resigned_proofs r JOIN issuances i ON i.nonce = r.nonce",
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    {
+        rows.resigned.push(format!(
+            "resigned {} {} {} {} {} {}",
+            row.try_get::<String, _>("proposal_id")?,
+            row.try_get::<String, _>("nonce")?,
+            row.try_get::<String, _>("proof_sha256")?,
+            row.try_get::<String, _>("key_id")?,
+            row.try_get::<String, _>("replaces")?,
+            row.try_get::<String, _>("replaces_key_id")?,
+        ));
+    }
     for row in
         sqlx::query("SELECT proposal_id, approver, credential_id FROM quorum_passkey_assertions")
             .fetch_all(&mut *conn)

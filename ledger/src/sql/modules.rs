@@ -39,6 +39,8 @@ mod push_devices;
 mod quorum;
 #[path = "../sql/reissue.rs"]
 mod reissue;
+#[path = "../sql/resign.rs"]
+mod resign;
 #[path = "../sql/rows.rs"]
 mod rows;
 #[path = "../sql/rules.rs"]

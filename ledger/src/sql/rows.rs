@@ -12,7 +12,7 @@ use crate::status::{Facts, derive};
 use crate::timefmt;
 use crate::types::{
     Disposition, DispositionStatus, Intent, IssuanceRecord, Proposal, ProposalPolicy,
-    ProposalRecord,
+    ProposalRecord, ResignedProof,
 };
 
 /// The joined select behind every proposal read; append a WHERE clause.
@@ -28,6 +28,9 @@ macro_rules! proposal_select {
                 i.arguments_sha256 AS i_arguments_sha256, i.contract_revision AS i_contract_revision,
                 i.policy_revision AS i_policy_revision, i.provenance AS i_provenance,
                 i.audience AS i_audience, i.issued_at AS i_issued_at, i.expires_at AS i_expires_at,
+                i.key_id AS i_key_id, rs.proof_sha256 AS rs_proof_sha256,
+                rs.consume_digest AS rs_consume_digest, rs.key_id AS rs_key_id,
+                rs.replaces_key_id AS rs_replaces_key_id,
                 r.reason AS revocation_reason,
                 n.nonce AS consumed_nonce,
                 c.status AS completion_status, c.error AS completion_error,
@@ -35,6 +38,7 @@ macro_rules! proposal_select {
          FROM proposals p
          LEFT JOIN decisions d ON d.proposal_id = p.id
          LEFT JOIN issuances i ON i.proposal_id = p.id
+         LEFT JOIN resigned_proofs rs ON rs.nonce = i.nonce
          LEFT JOIN revocations r ON r.proposal_id = p.id
          LEFT JOIN consumed_nonces n ON n.proposal_id = p.id
          LEFT JOIN completions c ON c.proposal_id = p.id
@@ -94,10 +98,22 @@ fn issuance(row: &DbRow) -> Result<Option<IssuanceRecord>, LedgerError> {
     let Some(proof_sha256) = row.try_get::<Option<String>, _>("i_proof_sha256")? else {
         return Ok(None);
     };
+    let nonce: String = row.try_get("i_nonce")?;
+    let resigned = match row.try_get::<Option<String>, _>("rs_proof_sha256")? {
+        Some(resigned_sha256) => Some(ResignedProof {
+            proposal_id: row.try_get("id")?,
+            nonce: nonce.clone(),
+            proof_sha256: resigned_sha256,
+            consume_digest: row.try_get("rs_consume_digest")?,
+            key_id: row.try_get("rs_key_id")?,
+            replaces_key_id: row.try_get("rs_replaces_key_id")?,
+        }),
+        None => None,
+    };
     Ok(Some(IssuanceRecord {
         proof_sha256,
         consume_digest: row.try_get("i_consume_digest")?,
-        nonce: row.try_get("i_nonce")?,
+        nonce,
         principal: row.try_get("i_principal")?,
         session: row.try_get("i_session")?,
         proposal_id: row.try_get("id")?,
@@ -109,6 +125,8 @@ fn issuance(row: &DbRow) -> Result<Option<IssuanceRecord>, LedgerError> {
         audience: row.try_get("i_audience")?,
         issued_at: time_col(row, "i_issued_at")?,
         expires_at: time_col(row, "i_expires_at")?,
+        key_id: row.try_get("i_key_id")?,
+        resigned,
     }))
 }
 

@@ -233,8 +233,8 @@ pub(super) async fn write_approval(
     sqlx::query(
         "INSERT INTO issuances (proposal_id, proof_sha256, nonce, principal, session,
              operation, arguments_sha256, contract_revision, policy_revision, provenance,
-             audience, issued_at, expires_at, consume_digest)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+             audience, issued_at, expires_at, consume_digest, key_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(&i.proposal_id)
     .bind(&i.proof_sha256)
@@ -250,6 +250,7 @@ pub(super) async fn write_approval(
     .bind(&issued_at)
     .bind(&expires_at)
     .bind(&i.consume_digest)
+    .bind(&i.key_id)
     .execute(&mut *conn)
     .await?;
     let mut details = json!({

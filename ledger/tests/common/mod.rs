@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
 use countersign_ledger::testing::TempPgDatabase;
-use countersign_ledger::{IssuanceRecord, Ledger, PremiseRunner, Proposal};
+use countersign_ledger::{IssuanceRecord, Ledger, PremiseRunner, Proposal, ResignedProof};
 use countersign_verifier::canonical::{sha256_hex, to_canonical};
 use countersign_verifier::{Claims, Expectations, KeyRing, Proof, VerifiedProof, key_id, paseto};
 use ed25519_dalek::{Signer as _, SigningKey};
@@ -256,9 +256,17 @@ fn signing_key() -> SigningKey {
     SigningKey::from_bytes(&[7u8; 32])
 }
 
+/// The key of a second signer of the ledger, which signs a handoff again
+/// when the first is lost ([`resign`]).
+fn second_signing_key() -> SigningKey {
+    SigningKey::from_bytes(&[8u8; 32])
+}
+
+/// Both signers' keys, as every head of a pair verifies with.
 pub fn keys() -> KeyRing {
     let mut ring = KeyRing::new();
     ring.insert(signing_key().verifying_key());
+    ring.insert(second_signing_key().verifying_key());
     ring
 }
 
@@ -319,14 +327,49 @@ fn issue_as(
         passkey: None,
         premise: p.premise.clone(),
     };
+    let token = sign(&claims, &signing_key());
+    let record = IssuanceRecord::from_claims(&claims, &Proof::from_text(token.clone()).unwrap());
+    (token, record)
+}
+
+/// `claims` as a PASETO v4.public token under `key`.
+fn sign(claims: &Claims, key: &SigningKey) -> String {
     let payload = claims.to_canonical_json().unwrap();
-    let key = signing_key();
     let footer = to_canonical(&json!({"kid": key_id(&key.verifying_key())})).unwrap();
     let input = paseto::signing_input(payload.as_bytes(), footer.as_bytes());
     let signature = key.sign(&input).to_bytes();
-    let token = paseto::assemble(payload.as_bytes(), &signature, footer.as_bytes());
-    let record = IssuanceRecord::from_claims(&claims, &Proof::from_text(token.clone()).unwrap());
-    (token, record)
+    paseto::assemble(payload.as_bytes(), &signature, footer.as_bytes())
+}
+
+/// The statement that inserts `r` into `resigned_proofs` directly, as a
+/// raw writer would.
+pub fn resigned_row_insert(r: &ResignedProof) -> String {
+    format!(
+        "INSERT INTO resigned_proofs (nonce, proposal_id, proof_sha256, consume_digest,
+             key_id, replaces_key_id, resigned_at)
+         VALUES ('{}', '{}', '{}', '{}', '{}', '{}', '2026-12-07T00:00:00Z')",
+        r.nonce, r.proposal_id, r.proof_sha256, r.consume_digest, r.key_id, r.replaces_key_id
+    )
+}
+
+/// The issued proof `token`'s claims signed again by the second signer's
+/// key, as a signer does for a handoff whose issuing signer was lost: the
+/// new token and the record of it.
+pub fn resign(token: &str) -> (String, ResignedProof) {
+    let proof = Proof::from_text(token.to_string()).unwrap();
+    let (claims, issued_by) = countersign_verifier::verify::authenticate(&proof, &keys()).unwrap();
+    let key = second_signing_key();
+    let again = sign(&claims, &key);
+    let resigned = Proof::from_text(again.clone()).unwrap();
+    let record = ResignedProof {
+        proposal_id: claims.pid.clone(),
+        nonce: claims.jti.clone(),
+        proof_sha256: resigned.sha256_hex(),
+        consume_digest: resigned.consume_key().digest(),
+        key_id: key_id(&key.verifying_key()),
+        replaces_key_id: issued_by,
+    };
+    (again, record)
 }
 
 /// Verify `token` for proposal `p` with the real verifier.
