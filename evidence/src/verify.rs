@@ -750,18 +750,44 @@ fn proof(
         return Ok(());
     };
     let hash = sha256_hex(text.as_bytes());
-    for e in [found.approved, found.intent] {
-        if e.detail("proof_sha256") != Some(hash.as_str()) {
+    if found.intent.detail("proof_sha256") != Some(hash.as_str()) {
+        return refuse(
+            Check::ProofHash,
+            "the proof is not the one the intent event records".to_owned(),
+        );
+    }
+    let issued = found.approved.detail("proof_sha256");
+    if issued == Some(hash.as_str()) {
+        ok(
+            Check::ProofHash,
+            format!("the proof issued and consumed, SHA-256 {hash}"),
+        );
+    } else {
+        // Signed again by another signer, after the one that issued it was
+        // lost holding it for a head: its event, in the log, names both.
+        let p = &bundle.proposal;
+        let resigned = bundle.events.iter().find(|e| {
+            e.kind == "proof_resigned"
+                && e.proposal_id.as_deref() == Some(p.id.as_str())
+                && e.chain == p.principal
+                && e.detail("proof_sha256") == Some(hash.as_str())
+                && issued.is_some()
+                && e.detail("replaces_proof_sha256") == issued
+        });
+        let Some(resigned) = resigned else {
             return refuse(
                 Check::ProofHash,
-                format!("the proof is not the one the {} event records", e.kind),
+                "the proof is not the one the approved event records".to_owned(),
             );
-        }
+        };
+        ok(
+            Check::ProofHash,
+            format!(
+                "the proof consumed, SHA-256 {hash}, signed again by key {} for the one issued",
+                resigned.detail("key_id").unwrap_or("?")
+            ),
+        );
     }
-    ok(
-        Check::ProofHash,
-        format!("the proof issued and consumed, SHA-256 {hash}"),
-    );
     let (keys, whose) = match pinned {
         Some(keys) => (keys, "the pinned key set"),
         None => (bundled, "the bundle's key set (not pinned: pass --keys)"),

@@ -195,9 +195,10 @@ catalogue! {
     /// A release of a handoff that no head holds.
     HandoffNotClaimed = "handoff_not_claimed", FailedPrecondition, Signer;
     /// An approval recorded for a handoff that the signer cannot hand over
-    /// after a restart: no key it holds reproduces the issued proof (its
-    /// key was retired, say). Nothing can be claimed; revoke it and
-    /// propose again.
+    /// after a restart: no key it holds reproduces the issued proof, and
+    /// it may not sign it again (the issuing key was retired in the
+    /// ledger, the ledger is SQLite, or another signer signed it again
+    /// already). Nothing can be claimed; revoke it and propose again.
     HandoffUnrecoverable = "handoff_unrecoverable", FailedPrecondition, Signer;
     /// The proposal has no execution awaiting a person's resolution.
     NotUncertain = "not_uncertain", FailedPrecondition, Signer;

@@ -18,15 +18,26 @@
 //! ones (the approval may predate a rotation); a retired key is gone, and
 //! so is the approval (`handoff_unrecoverable`).
 //!
+//! With two signers of one PostgreSQL ledger, each holding its own key, a
+//! handoff whose issuing signer was lost before a head claimed it is
+//! reproduced by no key the other holds. The other then signs the same
+//! recorded claims under its own key and records that proof's hash and
+//! consume digest beside the issuance (`resign`, `resigned_proofs`), once
+//! per nonce: a consumption may present either proof, and the ledger's
+//! single-use nonce still allows one. Not on SQLite, and not for a key
+//! the ledger retired.
+//!
 //! Must not: store or log a proof, sign anything the ledger does not
 //! record as issued, or hand over a direct approval.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use countersign_ledger::{IssuanceRecord, ProposalRecord, ProposalStatus};
+use countersign_ledger::{
+    IssuanceRecord, LedgerError, ProposalRecord, ProposalStatus, ResignedProof,
+};
 use countersign_registry::CanonicalArgs;
 use countersign_verifier::claims::ISSUER;
-use countersign_verifier::{AuthMethod, Claims, Grant, PasskeyAssurance, Proof};
+use countersign_verifier::{AuthMethod, Claims, Grant, KeyStatus, PasskeyAssurance, Proof};
 use time::OffsetDateTime;
 
 use crate::error::RpcError;
@@ -62,7 +73,10 @@ impl SignerService {
             return Err(RpcError::NoLiveHandoff);
         }
         let claims = self.issued_claims(record, issuance).await?;
-        let proof = self.rederive(&claims, issuance)?;
+        let proof = match self.rederive(&claims, issuance) {
+            Err(RpcError::HandoffUnrecoverable(_)) => self.resign(&claims, issuance).await?,
+            derived => derived?,
+        };
         let adopted = self.state.handoffs.adopt(
             id,
             proof,
@@ -138,6 +152,83 @@ impl SignerService {
         );
         Err(RpcError::HandoffUnrecoverable(id.clone()))
     }
+
+    /// `claims`, the issuance's, signed again by this signer's active key
+    /// because the signer that issued them was lost holding the proof for a
+    /// head, and recorded as such (`Ledger::record_resigned_proof`): only on
+    /// PostgreSQL, where the head role cannot write issuances, so the rows
+    /// are the signers' own; only once per nonce; and only if the issuing
+    /// key is one the ledger's key set still serves (another signer's,
+    /// active or verifying): a retired key's approvals stay unrecoverable,
+    /// as a retirement promises. Everything else is `HandoffUnrecoverable`;
+    /// an issuance consumed, revoked or expired meanwhile `NoLiveHandoff`.
+    async fn resign(&self, claims: &Claims, issuance: &IssuanceRecord) -> Result<Proof, RpcError> {
+        let id = &issuance.proposal_id;
+        let unrecoverable = || RpcError::HandoffUnrecoverable(id.clone());
+        let ledger = &self.state.ledger;
+        let Some(issued_by) = issuance.key_id.as_deref() else {
+            return Err(unrecoverable());
+        };
+        if ledger.is_sqlite() || issuance.resigned.is_some() {
+            return Err(unrecoverable());
+        }
+        let served = ledger
+            .signer_keys()
+            .await?
+            .iter()
+            .any(|k| k.kid == issued_by && k.status != KeyStatus::Retired);
+        if !served {
+            tracing::warn!(
+                proposal_id = %id, key_id = issued_by,
+                "the key that issued a handoff is retired or unknown; not signed again"
+            );
+            return Err(unrecoverable());
+        }
+        let active = self
+            .state
+            .keys
+            .current()
+            .map_err(|e| RpcError::Internal(format!("signing keys: {e}")))?
+            .signer;
+        let proof = sign_claims_with(active.as_ref(), claims)
+            .map_err(|e| RpcError::Internal(format!("signing: {e}")))?;
+        let resigned = ResignedProof {
+            proposal_id: id.clone(),
+            nonce: issuance.nonce.clone(),
+            proof_sha256: proof.sha256_hex(),
+            consume_digest: proof.consume_key().digest(),
+            key_id: active.key_id().to_owned(),
+            replaces_key_id: issued_by.to_owned(),
+        };
+        let actor = format!(
+            "countersign-signer@{}",
+            countersign_identity::host::host_name()
+        );
+        match ledger.record_resigned_proof(&resigned, &actor).await {
+            Ok(()) => {
+                tracing::info!(
+                    proposal_id = %id, proof_sha256 = %resigned.proof_sha256,
+                    key_id = %resigned.key_id, replaces_key_id = issued_by,
+                    "a handoff signed again: the signer that issued it is gone"
+                );
+                Ok(proof)
+            }
+            // Another claim signed it again first: through this signer,
+            // whose key reproduces it; through another, whose does not.
+            Err(LedgerError::AlreadyResigned(_)) => {
+                let record = ledger
+                    .proposal(id)
+                    .await?
+                    .ok_or_else(|| RpcError::Internal(format!("{id} is gone")))?;
+                match &record.issuance {
+                    Some(again) => self.rederive(claims, again),
+                    None => Err(unrecoverable()),
+                }
+            }
+            Err(LedgerError::NotPending(_)) => Err(RpcError::NoLiveHandoff),
+            Err(e) => Err(e.into()),
+        }
+    }
 }
 
 /// `claims` signed by `signer`, if that is the proof `issuance` records.
@@ -151,14 +242,20 @@ fn reproduce(
     Ok(is_issued(&proof, issuance).then_some(proof))
 }
 
-/// Whether `proof` is the one `issuance` records: its hash, and its
-/// consume key's digest where the ledger keeps one.
+/// Whether `proof` is one `issuance` records: the issued proof (its hash,
+/// and its consume key's digest where the ledger keeps one), or the one
+/// another signer signed again for it (`resigned_proofs`).
 fn is_issued(proof: &Proof, issuance: &IssuanceRecord) -> bool {
-    proof.sha256_hex() == issuance.proof_sha256
+    let sha256 = proof.sha256_hex();
+    let issued = sha256 == issuance.proof_sha256
         && issuance
             .consume_digest
             .as_ref()
-            .is_none_or(|digest| *digest == proof.consume_key().digest())
+            .is_none_or(|digest| *digest == proof.consume_key().digest());
+    issued
+        || issuance.resigned.as_ref().is_some_and(|r| {
+            r.proof_sha256 == sha256 && r.consume_digest == proof.consume_key().digest()
+        })
 }
 
 /// The claims `Decide` signed for `issuance`, rebuilt from what the ledger
@@ -310,6 +407,37 @@ mod tests {
         let mut issuance = IssuanceRecord::from_claims(&claims, &issued);
         issuance.proof_sha256 = "0".repeat(64);
         assert!(!is_issued(&issued, &issuance));
+    }
+
+    #[test]
+    fn the_proof_another_signer_signed_again_is_one_the_issuance_records() {
+        let (key, other) = (
+            ProofKey::from_seed(&[7u8; 32]),
+            ProofKey::from_seed(&[8u8; 32]),
+        );
+        let claims = issued_claims(&record(), None);
+        let issued = sign_claims_with(&key, &claims).unwrap();
+        let again = sign_claims_with(&other, &claims).unwrap();
+        let mut issuance = IssuanceRecord::from_claims(&claims, &issued);
+        assert_eq!(issuance.key_id.as_deref(), Some(key.key_id()));
+        assert!(!is_issued(&again, &issuance), "not without its record");
+        let resigned = ResignedProof {
+            proposal_id: issuance.proposal_id.clone(),
+            nonce: issuance.nonce.clone(),
+            proof_sha256: again.sha256_hex(),
+            consume_digest: again.consume_key().digest(),
+            key_id: other.key_id().to_owned(),
+            replaces_key_id: key.key_id().to_owned(),
+        };
+        issuance.resigned = Some(resigned.clone());
+        assert!(is_issued(&again, &issuance));
+        assert!(is_issued(&issued, &issuance), "the issued proof still is");
+        // The record's consume digest must be the proof's too.
+        issuance.resigned = Some(ResignedProof {
+            consume_digest: "0".repeat(64),
+            ..resigned
+        });
+        assert!(!is_issued(&again, &issuance));
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! claims exactly as a handoff is after a restart (`recover.rs`): Ed25519
 //! and PASETO v4.public are deterministic, so the same claims under the
 //! same key are the issued proof byte for byte, and it is returned only if
-//! its SHA-256 (and consume digest) is the issuance's. Only once the proof
+//! its SHA-256 (and consume digest) is the issuance's, or that of the proof
+//! another signer signed again for the nonce (`recover.rs`): a signer
+//! returns the one its keys reproduce, which an evidence bundle's
+//! verifier checks against the `intent` event. Only once the proof
 //! is spent, its nonce consumed (applied, failed or uncertain) and past
 //! its expiry: then no gate accepts it and no receiver that checks `exp`
 //! does, so in a bundle it authorizes nothing. Must not: log the proof,
@@ -47,14 +50,17 @@ impl SignerService {
             return Err(not_spent(format!("it expires at {at}")));
         }
         let claims = self.issued_claims(&record, issuance).await?;
+        // The issued proof, or the one another signer signed again for
+        // its nonce, whichever this signer's keys reproduce.
         let proof = self.rederive(&claims, issuance)?;
+        let proof_sha256 = proof.sha256_hex();
         tracing::info!(
-            proposal_id = %id.as_str(), proof_sha256 = %issuance.proof_sha256,
+            proposal_id = %id.as_str(), proof_sha256 = %proof_sha256,
             "a spent proof re-derived for an evidence bundle"
         );
         Ok(wire::SpentProofResponse {
             proof: proof.expose_secret().to_owned(),
-            proof_sha256: issuance.proof_sha256.clone(),
+            proof_sha256,
         })
     }
 }

@@ -16,10 +16,12 @@
 //! challenge A drew and the assertion, which B then checks against the
 //! challenge in the ledger.
 //!
-//! A and B serve copies of one home: the same CA, certificates and proof
-//! key (a copy keeps the key so that B can re-derive a handoff proof A
-//! issued; with a key of its own, such a claim is
-//! `handoff_unrecoverable`, see `recover.rs`).
+//! A and B serve copies of one home: the same CA and certificates, and
+//! each a proof key of its own (B's copy leaves A's key out, and B makes
+//! one at its first start). So B cannot re-derive a handoff proof A
+//! issued: it signs the recorded claims again under its own key and
+//! records that proof beside the issuance (`recover.rs`), which the
+//! claim's checks below accept only through that record.
 //!
 //! In the first round a watch held through B from before each approval
 //! hears it, within one announcement sweep where A died between its
@@ -385,11 +387,17 @@ async fn count(conn: &mut PgConnection, sql: &'static str) -> i64 {
 /// What the ledger holds after all rounds.
 async fn assert_ledger(db: &TempPgDatabase, seen: &Seen) {
     let ledger = Ledger::open(db.url()).await.unwrap();
+    let mut resigned = 0_usize;
     for id in &seen.approved {
         let record = ledger.proposal(id).await.unwrap().unwrap();
         assert_eq!(record.status, countersign_ledger::ProposalStatus::Approved);
         if let Some(hash) = seen.claimed.get(id) {
-            assert_eq!(&record.issuance.unwrap().proof_sha256, hash, "{id}");
+            // A's proof, or B's signed again and recorded for the nonce.
+            let issuance = record.issuance.unwrap();
+            assert!(issuance.names_proof(hash), "{id}");
+            if issuance.proof_sha256 != *hash {
+                resigned += 1;
+            }
         }
     }
     let report = ledger.verify_chain().await.unwrap();
@@ -425,6 +433,12 @@ async fn assert_ledger(db: &TempPgDatabase, seen: &Seen) {
     }
     let issued = count(&mut conn, "SELECT COUNT(*) FROM issuances").await;
     assert_eq!(usize::try_from(issued).unwrap(), seen.approved.len());
+    // Every handoff B handed over for A, signed again under B's key: one
+    // record each, none that no claim asked for.
+    let recorded = count(&mut conn, "SELECT COUNT(*) FROM resigned_proofs").await;
+    println!("handoffs B signed again for A: {resigned}");
+    assert!(resigned > 0, "no round had B sign a handoff again");
+    assert_eq!(usize::try_from(recorded).unwrap(), resigned);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -437,10 +451,11 @@ async fn a_signer_killed_at_each_point_of_an_approval_leaves_one_decision_carrie
     let (dir, home_a) = process_home();
     std::fs::write(home_a.registry_path(), registry()).unwrap();
     configure(&home_a, free_port(), db.url(), &passkeys_section());
-    // A makes the proof key at its first start; B's home is a copy made then.
+    // A makes its proof key at its first start; B's home is a copy made
+    // then, without that key: B makes its own.
     let a = Serving::start(BIN, &home_a, None);
     let home_b = Home::at(dir.path().join("home-b")).unwrap();
-    countersign_signer::testing::copy_tree(home_a.root(), home_b.root()).unwrap();
+    countersign_signer::testing::copy_without_proof_key(&home_a, &home_b).unwrap();
     configure(&home_b, free_port(), db.url(), &passkeys_section());
     let b = Serving::start(BIN, &home_b, None);
     let mut pair = Pair {

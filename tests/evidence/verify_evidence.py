@@ -680,11 +680,22 @@ def verify(bundle, policy, pinned_keys=None, reveal=None):
         ok.append(("proof_hash", "no proof in the bundle (arguments committed): not checked"))
     else:
         digest = sha256_hex(proof)
-        refuse_unless(approved["details"].get("proof_sha256") == digest, "proof_hash",
-                      "the proof's SHA-256 is not the approved event's proof_sha256")
         refuse_unless(intent["details"].get("proof_sha256") == digest, "proof_hash",
                       "the proof's SHA-256 is not the intent event's proof_sha256")
-        ok.append(("proof_hash", "the proof is the one the approved and intent events recorded"))
+        issued = approved["details"].get("proof_sha256")
+        if issued == digest:
+            ok.append(("proof_hash", "the proof is the one the approved and intent events recorded"))
+        else:
+            # Signed again by another signer for the same nonce: its
+            # proof_resigned event names the approved event's proof.
+            resigned = [e for e in mine if e["kind"] == "proof_resigned"
+                        and e["details"].get("proof_sha256") == digest
+                        and issued is not None
+                        and e["details"].get("replaces_proof_sha256") == issued]
+            refuse_unless(resigned, "proof_hash",
+                          "the proof's SHA-256 is not the approved event's proof_sha256")
+            ok.append(("proof_hash", "the proof is the intent event's, signed again by key "
+                       f"{resigned[0]['details'].get('key_id')} for the approved event's"))
 
     # 17 proof_signature (expiry deliberately not checked)
     if proof is not None:

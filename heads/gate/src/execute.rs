@@ -397,7 +397,7 @@ impl Gate {
         let issued_this = record
             .issuance
             .as_ref()
-            .is_some_and(|i| i.proof_sha256 == proof.sha256_hex());
+            .is_some_and(|i| i.names_proof(&proof.sha256_hex()));
         if !issued_this {
             return Ok(None);
         }

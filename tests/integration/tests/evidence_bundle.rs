@@ -675,3 +675,100 @@ async fn a_quorums_bundle_carries_every_approvers_assertion_and_verifies_in_both
     );
     signer.stop().await.unwrap();
 }
+
+/// Points `signer`'s home configuration at `signer`'s own address, in
+/// place of `from` (a home copied from another signer's names that one).
+fn point_home_at(signer: &TestSigner, from: std::net::SocketAddr) {
+    let config = signer.home().root().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let moved = text.replacen(
+        &format!("addr = \"{from}\""),
+        &format!("addr = \"{}\"", signer.addr()),
+        1,
+    );
+    assert_ne!(moved, text);
+    std::fs::write(&config, moved).unwrap();
+}
+
+/// Two signers of one PostgreSQL ledger, each with its own key: a handoff
+/// approval A issued and held when it stopped is signed again by B, applied
+/// with B's proof, and exported through B. Both verifiers accept the
+/// bundle through its `proof_resigned` event, and refuse it as
+/// `proof_hash` without that event.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handoff_signed_again_by_the_other_signer_has_a_bundle_both_verifiers_accept() {
+    let registry = Registry::default_toml().replacen(
+        "preview = \"Create schedule",
+        "lifetime_secs = 4\npreview = \"Create schedule",
+        1,
+    );
+    let db = countersign_ledger::testing::TempPgDatabase::create()
+        .await
+        .unwrap();
+    let mut a = TestSigner::start_with(&registry, Some(db.url()))
+        .await
+        .unwrap();
+    let b = a.on_another_host().await.unwrap();
+    point_home_at(&b, a.addr());
+    let dir = tempfile::tempdir().unwrap();
+    let pid = proposed(&a, "resigned").await;
+    let decided = a
+        .client(Role::Approver)
+        .await
+        .unwrap()
+        .decide(DecideRequest {
+            proposal_id: pid.clone(),
+            approve: true,
+            delivery: Delivery::Handoff.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    a.halt().await.unwrap();
+    let claimed = b
+        .client(Role::Head)
+        .await
+        .unwrap()
+        .claim_handoff(countersign_proto::v1::ClaimHandoffRequest {
+            proposal_id: pid.clone(),
+            session: "s1".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_ne!(claimed.proof_sha256, decided.proof_sha256);
+    applied(&b, &pid, &claimed.proof, dir.path());
+    tokio::time::sleep(PAST_EXPIRY).await;
+    let b = restart(b).await;
+
+    let home = b.home().root().to_path_buf();
+    let bundle = dir.path().join("resigned.json");
+    exported(&home, &pid, &bundle);
+    let alone = log_alone(&b, dir.path()).await;
+    for out in [
+        rust_verify(&bundle, &alone, &[]),
+        python_verify(&bundle, &alone, &[]),
+    ] {
+        assert!(verdict(&out).is_ok(), "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("signed again by key"), "{stdout}");
+    }
+    // Without the event that records it, the proof is not the approved one.
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
+    let events = value["events"].as_array_mut().unwrap();
+    let before = events.len();
+    events.retain(|e| e["kind"] != "proof_resigned");
+    assert_eq!(events.len(), before - 1);
+    let without = dir.path().join("without.json");
+    std::fs::write(&without, serde_json::to_vec(&value).unwrap()).unwrap();
+    assert_eq!(
+        verdict(&rust_verify(&without, &alone, &[])),
+        Err("proof_hash".into())
+    );
+    assert_eq!(
+        verdict(&python_verify(&without, &alone, &[])),
+        Err("proof_hash".into())
+    );
+    b.stop().await.unwrap();
+}

@@ -270,3 +270,44 @@ async fn the_doctor_checks_every_signer_serves_one_key_set() {
         "{check}"
     );
 }
+
+/// Two signers, each with a key of its own (as on two hosts): the person
+/// approves at the terminal through A for a later head execution, and A
+/// stops holding the proof. `countersign exec --handoff` goes on through
+/// B, which signs the recorded claims again under its own key: applied
+/// once, a second execution gets the recorded result, and the audit trail
+/// records the proof signed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_executes_through_the_other_signer_a_handoff_the_stopped_one_held() {
+    let mut h = Harness::start_on(Backend::Postgres, Registry::default_toml()).await;
+    let b = h.signer.on_another_host().await.unwrap();
+    let a_addr = h.signer.addr().to_string();
+    configure_fallbacks(h.signer.home(), &a_addr, &[b.addr().to_string()]);
+    let id = h.propose_in("schedule.create", ARGS, "s1").await;
+    h.approve_for_mcp(&id).await;
+    h.signer.halt().await.unwrap();
+
+    let run = h.exec_handoff(&id, "s1").await;
+    assert_eq!(run.result, Ok(()), "{}", run.stdout);
+    assert_eq!(run.json()["applied"], true, "{}", run.stdout);
+    assert_eq!(h.schedules().await.len(), 1);
+    let events = h.ledger().events().await.unwrap();
+    let resigned: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "proof_resigned" && e.proposal_id.as_deref() == Some(id.as_str()))
+        .collect();
+    assert_eq!(resigned.len(), 1, "{events:?}");
+    assert_eq!(
+        resigned[0].details["key_id"].as_str(),
+        Some(b.state().key_id().unwrap().as_str())
+    );
+    assert_eq!(
+        resigned[0].details["replaces_key_id"].as_str(),
+        Some(h.signer.state().key_id().unwrap().as_str())
+    );
+    let again = h.exec_handoff(&id, "s1").await;
+    support::assert_refused(&again, "already_used");
+    assert_eq!(h.schedules().await.len(), 1);
+    let audit = h.cli(&["audit", "--verify"]).await;
+    assert_eq!(audit.result, Ok(()), "{}", audit.stdout);
+}

@@ -3,9 +3,12 @@
 //! console and the notify process as their own code in this process (what
 //! `countersign console` and `countersign notify serve` run), every one of
 //! them configured with two signers of one PostgreSQL ledger (`[signer]
-//! addr`, then `fallback_addrs`). Each first talks to signer A; A stops;
-//! each goes on through B: the agent's proposal, the person's decision,
-//! the execution (once), and the notification of a proposal B recorded.
+//! addr`, then `fallback_addrs`), each signer with a proof key of its
+//! own. Each first talks to signer A; A stops; each goes on through B: the
+//! agent's proposal, the person's decision, the execution (once), and the
+//! notification of a proposal B recorded. An approval A held for the API
+//! and the MCP head when it stopped is signed again by B and executed
+//! once through each.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api_support;
@@ -94,38 +97,50 @@ async fn the_api_and_mcp_processes_go_on_through_the_second_signer() {
         api_propose(addr, &token, "before-api").await,
         mcp_propose(&mut mcp, 1, "before-mcp").await,
     ];
+    // The person approves both at the terminal, through A, which holds
+    // their proofs for the heads when it stops.
+    for id in &earlier {
+        h.approve_for_mcp(id).await;
+    }
     h.signer.halt().await.unwrap();
 
     // A stopped: the same processes propose again, through B.
     let api_id = api_propose(addr, &token, "after-api").await;
     let mcp_id = mcp_propose(&mut mcp, 2, "after-mcp").await;
-    for id in earlier.iter().chain([&api_id, &mcp_id]) {
+    for id in [&api_id, &mcp_id] {
         assert_eq!(status(&b, id).await, "pending", "{id}");
     }
     // The person approves each at the terminal (whose CLI also names both)
     // for the head that proposed it; each head executes it once.
     h.approve_for_mcp(&api_id).await;
     h.approve_for_mcp(&mcp_id).await;
+    // Each executes the one approved through B, and the one A held, which
+    // B signs again under its own key.
     let auth = format!("Bearer {token}");
-    let executed = http(
-        addr,
-        "POST",
-        &format!("/v1/proposals/{api_id}/execute-handoff"),
-        &[("Authorization", auth.as_str())],
-        b"",
-    )
-    .await;
-    assert_eq!(executed.json()["applied"], true, "{}", executed.body);
-    let done = mcp_call(
-        &mut mcp,
-        3,
-        "execute_approved",
-        json!({ "proposal_id": mcp_id }),
-    )
-    .await;
-    assert_eq!(done["isError"], false, "{done}");
+    for id in [&earlier[0], &api_id] {
+        let executed = http(
+            addr,
+            "POST",
+            &format!("/v1/proposals/{id}/execute-handoff"),
+            &[("Authorization", auth.as_str())],
+            b"",
+        )
+        .await;
+        assert_eq!(executed.json()["applied"], true, "{id}: {}", executed.body);
+    }
+    for (n, id) in [(3, &earlier[1]), (4, &mcp_id)] {
+        let done = mcp_call(
+            &mut mcp,
+            n,
+            "execute_approved",
+            json!({ "proposal_id": id }),
+        )
+        .await;
+        assert_eq!(done["isError"], false, "{id}: {done}");
+    }
     let ledger = b.state().ledger();
-    for id in [&api_id, &mcp_id] {
+    let all = [&earlier[0], &earlier[1], &api_id, &mcp_id];
+    for id in all {
         let disposition = ledger.disposition(id).await.unwrap().expect("recorded");
         assert_eq!(disposition.status, DispositionStatus::Applied, "{id}");
     }
@@ -137,10 +152,24 @@ async fn the_api_and_mcp_processes_go_on_through_the_second_signer() {
         .map(|(key, _)| key)
         .collect();
     names.sort();
-    assert_eq!(names, ["after-api", "after-mcp"]);
-    // Once each, whichever signer their heads spoke to.
+    assert_eq!(
+        names,
+        ["after-api", "after-mcp", "before-api", "before-mcp"]
+    );
+    // Once each, whichever signer their heads spoke to; A's two signed
+    // again by B, under B's key.
     let events = ledger.events().await.unwrap();
-    for id in [&api_id, &mcp_id] {
+    let kb = b.state().key_id().unwrap();
+    for id in all {
+        let resigned: Vec<_> = events
+            .iter()
+            .filter(|e| e.kind == "proof_resigned" && e.proposal_id.as_ref() == Some(id))
+            .map(|e| e.details["key_id"].as_str().unwrap_or_default())
+            .collect();
+        let expected: &[&str] = if earlier.contains(id) { &[&kb] } else { &[] };
+        assert_eq!(resigned, expected, "{id}");
+    }
+    for id in all {
         let applied = events
             .iter()
             .filter(|e| e.kind == "effect_applied" && e.proposal_id.as_ref() == Some(id))

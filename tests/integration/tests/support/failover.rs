@@ -42,11 +42,11 @@ pub fn configure_fallbacks(home: &Home, addr: &str, fallbacks: &[String]) {
     std::fs::write(&path, text).unwrap();
 }
 
-/// A harness on PostgreSQL (signer A) and a second signer of its home and
-/// ledger (B).
+/// A harness on PostgreSQL (signer A) and a second signer of its ledger
+/// (B), as on another host: a copy of the home with a proof key of its own.
 pub async fn pair() -> (Harness, TestSigner) {
     let h = Harness::start_on(Backend::Postgres, Registry::default_toml()).await;
-    let b = h.signer.another_on_this_home().await.unwrap();
+    let b = h.signer.on_another_host().await.unwrap();
     (h, b)
 }
 
