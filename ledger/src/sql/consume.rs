@@ -85,8 +85,8 @@ pub(super) use check_columns;
 
 /// The joins of the checks' statement, after the proposal `p`: the proof's
 /// hash `$sha` (the issued proof's, or that of the one another signer
-/// signed again for the nonce, `resigned_proofs`) and nonce `$nonce`, the state namespace `$ns` and key `$key`
-/// (SQL expressions).
+/// signed again for the nonce, `resigned_proofs`) and nonce `$nonce`, the
+/// state namespace `$ns` and key `$key` (SQL expressions).
 macro_rules! check_joins {
     ($sha:literal, $nonce:literal, $ns:literal, $key:literal) => {
         concat!(
