@@ -25,7 +25,9 @@
 //! 4. a signer lost: a second signer, B, runs on a host of its own with a
 //!    proof key of its own (`[signer] fallback_addrs` names it everywhere).
 //!    With A killed, the heads and the person's terminal go on through B,
-//!    whose proof a head verifies and applies once; with A's host cut off
+//!    whose proof a head verifies and applies once, and an approval the
+//!    person handed off through A before it died is signed again by B
+//!    under its own key and applied once; with A's host cut off
 //!    (its link down: nothing answers, connects time out), the same, each
 //!    connection passing A over after its 2 s bound.
 //!
@@ -470,10 +472,38 @@ async fn through_b(h: &Hosts, text: &str) -> Duration {
     proposed
 }
 
+/// An approval the person handed off through A before A was lost: head 1
+/// executes it through B, which signs the recorded claims again under its
+/// own key; once (head 2 is refused), and recorded as signed again.
+async fn handed_off_before_the_loss(h: &Hosts, id: &str) {
+    let before = h.effects().len();
+    let exec = ["exec", id, "--handoff"];
+    let (code, out, stderr) = h.run(1, &exec).await;
+    assert_eq!(code, 0, "{out}{stderr}");
+    assert_eq!(out["applied"], true, "{out}");
+    let (code, again, _) = h.run(2, &exec).await;
+    assert_eq!(code, i32::from(exit::REFUSED), "{again}");
+    assert_eq!(again["reason"], "already_used", "{again}");
+    assert_eq!(h.effects().len(), before + 1, "applied once");
+    let events = h.ledger.events().await.unwrap();
+    let resigned: Vec<&str> = events
+        .iter()
+        .filter(|e| e.kind == "proof_resigned" && e.proposal_id.as_deref() == Some(id))
+        .filter_map(|e| e.details["key_id"].as_str())
+        .collect();
+    assert_eq!(resigned, [h.signer_b_kid.as_str()], "signed again by B");
+}
+
 /// Signer A killed, then A's host cut off: everything goes on through B.
 async fn signer_lost(h: &mut Hosts) {
+    // Handed off through A, which holds the proof when it is killed.
+    let held = h.propose("note.once", "held-by-a").await;
+    let args = ["approve", held.as_str(), "--hand-off"];
+    let run = cli_in(&h.signer_home, &args, "", Person::TypesTheChallenge).await;
+    assert_eq!(run.result, Ok(()), "{}{}", run.stdout, run.stderr);
     h.signer.start_kill().unwrap();
     h.signer.wait().await.unwrap();
+    handed_off_before_the_loss(h, &held).await;
     let took = through_b(h, "signer-killed").await;
     eprintln!("signer A killed: a proposal through B took {took:.1?}");
 
