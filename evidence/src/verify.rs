@@ -763,8 +763,8 @@ fn proof(
             format!("the proof issued and consumed, SHA-256 {hash}"),
         );
     } else {
-        // Signed again by another signer, after the one that issued it was
-        // lost holding it for a head: its event, in the log, names both.
+        // Signed again by the signer a head claimed the handoff through,
+        // which did not issue it: its event, in the log, names both.
         let p = &bundle.proposal;
         let resigned = bundle.events.iter().find(|e| {
             e.kind == "proof_resigned"

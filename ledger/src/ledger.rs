@@ -742,9 +742,9 @@ impl Ledger {
     }
 
     /// Record that this signer signed the claims of `r.proposal_id`'s
-    /// issuance again under its own key `r.key_id`, because the signer that
-    /// issued the proof (under `r.replaces_key_id`) was lost holding it for
-    /// a head: the `resigned_proofs` row and a `proof_resigned` event by
+    /// issuance again under its own key `r.key_id`, for a head that claimed
+    /// through it a handoff another signer issued (under
+    /// `r.replaces_key_id`) and holds, or held until it was lost: the `resigned_proofs` row and a `proof_resigned` event by
     /// `actor` (details: the nonce, the new proof's SHA-256 and key, the
     /// issued proof's SHA-256 and key; never the proof), in one write
     /// transaction under the proposal's lock. From then on a consumption

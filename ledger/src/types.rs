@@ -137,8 +137,8 @@ pub struct IssuanceRecord {
     /// `None` for issuances recorded before the ledger kept it (schema
     /// version 18).
     pub key_id: Option<String>,
-    /// The same claims signed again by another signer of the ledger, after
-    /// the one that issued the proof was lost holding it for a head
+    /// The same claims signed again by another signer of the ledger, for a
+    /// head that claimed the proof through it
     /// ([`crate::Ledger::record_resigned_proof`]); read, never written,
     /// with the issuance.
     pub resigned: Option<ResignedProof>,
@@ -184,9 +184,9 @@ impl IssuanceRecord {
 }
 
 /// An issuance's claims signed again by another signer of the ledger under
-/// its own key: a handoff approval whose proof the issuing signer held in
-/// memory when it was lost, so that the head waiting for it still gets a
-/// proof of the person's decision. The same nonce, lifetime and binding as
+/// its own key: a handoff approval whose proof the issuing signer holds in
+/// memory (or held, when it was lost), claimed through the other, so that
+/// the head still gets a proof of the person's decision. The same nonce, lifetime and binding as
 /// the issuance; another signature, so another hash and consume digest.
 /// Never the proof itself.
 #[derive(Debug, Clone, PartialEq, Eq)]

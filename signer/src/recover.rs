@@ -19,9 +19,10 @@
 //! so is the approval (`handoff_unrecoverable`).
 //!
 //! With two signers of one PostgreSQL ledger, each holding its own key, a
-//! handoff whose issuing signer was lost before a head claimed it is
-//! reproduced by no key the other holds. The other then signs the same
-//! recorded claims under its own key and records that proof's hash and
+//! handoff claimed through the signer that did not issue it (the issuing
+//! one was lost, or the head reached the other first) is reproduced by no
+//! key that one holds. It then signs the same recorded claims under its
+//! own key and records that proof's hash and
 //! consume digest beside the issuance (`resign`, `resigned_proofs`), once
 //! per nonce: a consumption may present either proof, and the ledger's
 //! single-use nonce still allows one. Not on SQLite, and not for a key
@@ -154,8 +155,8 @@ impl SignerService {
     }
 
     /// `claims`, the issuance's, signed again by this signer's active key
-    /// because the signer that issued them was lost holding the proof for a
-    /// head, and recorded as such (`Ledger::record_resigned_proof`): only on
+    /// because another signer issued them and holds (or held, if it was
+    /// lost) the proof for a head, and recorded as such (`Ledger::record_resigned_proof`): only on
     /// PostgreSQL, where the head role cannot write issuances, so the rows
     /// are the signers' own; only once per nonce; and only if the issuing
     /// key is one the ledger's key set still serves (another signer's,
@@ -209,7 +210,7 @@ impl SignerService {
                 tracing::info!(
                     proposal_id = %id, proof_sha256 = %resigned.proof_sha256,
                     key_id = %resigned.key_id, replaces_key_id = issued_by,
-                    "a handoff signed again: the signer that issued it is gone"
+                    "a handoff another signer issued, signed again under this signer's key"
                 );
                 Ok(proof)
             }

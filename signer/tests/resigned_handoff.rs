@@ -2,7 +2,9 @@
 //! handoff approval whose issuing signer is lost before a head claims it
 //! is signed again by the other under its own key, recorded beside the
 //! issuance, handed over, and consumed once whichever of the two proofs a
-//! head presents. A key retired in the ledger is not signed again for.
+//! head presents. So is one a head claims through the other signer while
+//! the issuer still serves. A key retired in the ledger is not signed
+//! again for.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -183,4 +185,43 @@ async fn a_handoff_whose_key_the_ledger_retired_is_not_signed_again() {
         (Code::FailedPrecondition, "handoff_unrecoverable")
     );
     assert_eq!(resigned(&db).await, (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_through_the_other_signer_while_the_issuer_serves_is_signed_again_once() {
+    // The head's first address is B's: B signs again while A still holds
+    // its proof; both proofs are live, and the nonce is consumed once.
+    let db = TempPgDatabase::create().await.unwrap();
+    let a = TestSigner::start_with(Registry::default_toml(), Some(db.url()))
+        .await
+        .unwrap();
+    let b = a.on_another_host().await.unwrap();
+    let view = propose(&mut head(&a).await).await;
+    let decided = approved(&a, &view.id, Delivery::Handoff).await;
+    let from_b = claimed(&b, &view.id).await;
+    assert_ne!(from_b.proof_sha256, decided.proof_sha256);
+    assert_eq!(kid_of(&from_b.proof), b.state().key_id().unwrap());
+    let from_a = claimed(&a, &view.id).await;
+    assert_eq!(from_a.proof_sha256, decided.proof_sha256);
+    assert_eq!(resigned(&db).await, (1, 1));
+    let ledger = b.state().ledger();
+    let first = ledger
+        .consume_builtin(
+            &verified(&b, &view.id, &from_b.proof).await,
+            "schedule.create",
+        )
+        .await
+        .unwrap();
+    let second = ledger
+        .consume_builtin(
+            &verified(&a, &view.id, &from_a.proof).await,
+            "schedule.create",
+        )
+        .await
+        .unwrap();
+    match (first, second) {
+        (Consumed::Completed(done), Consumed::Replay(replay)) => assert_eq!(done, replay),
+        other => panic!("expected one consumption and a replay, got {other:?}"),
+    }
+    assert!(ledger.verify_chain().await.unwrap().is_intact());
 }
