@@ -202,16 +202,22 @@ fn wait_for_cosigned(home: &Path) {
 async fn restart(signer: TestSigner) -> TestSigner {
     let old = signer.addr();
     let signer = signer.restart().await.unwrap();
+    point_home_at(&signer, old);
+    signer
+}
+
+/// Points `signer`'s home configuration at `signer`'s own address, in
+/// place of `from` (a home copied from another signer's names that one).
+fn point_home_at(signer: &TestSigner, from: std::net::SocketAddr) {
     let config = signer.home().root().join("config.toml");
     let text = std::fs::read_to_string(&config).unwrap();
     let moved = text.replacen(
-        &format!("addr = \"{old}\""),
+        &format!("addr = \"{from}\""),
         &format!("addr = \"{}\"", signer.addr()),
         1,
     );
     assert_ne!(moved, text);
     std::fs::write(&config, moved).unwrap();
-    signer
 }
 
 /// `countersign evidence export ID --output BUNDLE`, which must succeed.
@@ -674,20 +680,6 @@ async fn a_quorums_bundle_carries_every_approvers_assertion_and_verifies_in_both
         "{stdout}"
     );
     signer.stop().await.unwrap();
-}
-
-/// Points `signer`'s home configuration at `signer`'s own address, in
-/// place of `from` (a home copied from another signer's names that one).
-fn point_home_at(signer: &TestSigner, from: std::net::SocketAddr) {
-    let config = signer.home().root().join("config.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let moved = text.replacen(
-        &format!("addr = \"{from}\""),
-        &format!("addr = \"{}\"", signer.addr()),
-        1,
-    );
-    assert_ne!(moved, text);
-    std::fs::write(&config, moved).unwrap();
 }
 
 /// Two signers of one PostgreSQL ledger, each with its own key: a handoff

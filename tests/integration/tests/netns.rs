@@ -451,6 +451,18 @@ fn kid_of(path: &Path) -> String {
     footer["kid"].as_str().unwrap().to_owned()
 }
 
+/// `exec` run by head 1 applies the action (one more effect line than
+/// `before`), and run again by head 2 is refused `already_used`.
+async fn applied_once_by_head_1(h: &Hosts, exec: &[&str], before: usize) {
+    let (code, out, stderr) = h.run(1, exec).await;
+    assert_eq!(code, 0, "{out}{stderr}");
+    assert_eq!(out["applied"], true, "{out}");
+    let (code, again, _) = h.run(2, exec).await;
+    assert_eq!(code, i32::from(exit::REFUSED), "{again}");
+    assert_eq!(again["reason"], "already_used", "{again}");
+    assert_eq!(h.effects().len(), before + 1, "applied once");
+}
+
 /// One action through signer B with signer A lost: proposed by head 0,
 /// approved at the person's terminal, applied once by head 1 (and refused
 /// on head 2); the proof signed with B's own key. How long it took.
@@ -462,13 +474,7 @@ async fn through_b(h: &Hosts, text: &str) -> Duration {
     let proof = h.approve(&id).await;
     assert_eq!(kid_of(&proof), h.signer_b_kid, "B signed it");
     let exec = ["exec", &id, "--proof-file", proof.to_str().unwrap()];
-    let (code, out, stderr) = h.run(1, &exec).await;
-    assert_eq!(code, 0, "{out}{stderr}");
-    assert_eq!(out["applied"], true, "{out}");
-    let (code, again, _) = h.run(2, &exec).await;
-    assert_eq!(code, i32::from(exit::REFUSED), "{again}");
-    assert_eq!(again["reason"], "already_used", "{again}");
-    assert_eq!(h.effects().len(), before + 1, "applied once");
+    applied_once_by_head_1(h, &exec, before).await;
     proposed
 }
 
@@ -478,13 +484,7 @@ async fn through_b(h: &Hosts, text: &str) -> Duration {
 async fn handed_off_before_the_loss(h: &Hosts, id: &str) {
     let before = h.effects().len();
     let exec = ["exec", id, "--handoff"];
-    let (code, out, stderr) = h.run(1, &exec).await;
-    assert_eq!(code, 0, "{out}{stderr}");
-    assert_eq!(out["applied"], true, "{out}");
-    let (code, again, _) = h.run(2, &exec).await;
-    assert_eq!(code, i32::from(exit::REFUSED), "{again}");
-    assert_eq!(again["reason"], "already_used", "{again}");
-    assert_eq!(h.effects().len(), before + 1, "applied once");
+    applied_once_by_head_1(h, &exec, before).await;
     let events = h.ledger.events().await.unwrap();
     let resigned: Vec<&str> = events
         .iter()
