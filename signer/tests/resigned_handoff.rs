@@ -3,8 +3,8 @@
 //! is signed again by the other under its own key, recorded beside the
 //! issuance, handed over, and consumed once whichever of the two proofs a
 //! head presents. So is one a head claims through the other signer while
-//! the issuer still serves. A key retired in the ledger is not signed
-//! again for.
+//! the issuer still serves. A key retired in the ledger, an issuance that
+//! does not name its key, and a SQLite ledger are not signed again for.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -224,4 +224,61 @@ async fn a_claim_through_the_other_signer_while_the_issuer_serves_is_signed_agai
         other => panic!("expected one consumption and a replay, got {other:?}"),
     }
     assert!(ledger.verify_chain().await.unwrap().is_intact());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issuance_recorded_without_its_key_is_not_signed_again() {
+    // Issued before the ledger kept the issuing key (schema version 18):
+    // nobody can say that key is still served, so B does not sign again.
+    let (db, _a, b, id, _) = lost_with_a_handoff().await;
+    let mut conn = PgConnection::connect(db.url()).await.unwrap();
+    for sql in [
+        "ALTER TABLE issuances DISABLE TRIGGER ALL",
+        "UPDATE issuances SET key_id = NULL",
+        "ALTER TABLE issuances ENABLE TRIGGER ALL",
+    ] {
+        sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+    }
+    let (code, reason) = refused(&b, &id).await;
+    assert_eq!(
+        (code, reason.as_str()),
+        (Code::FailedPrecondition, "handoff_unrecoverable")
+    );
+    assert_eq!(resigned(&db).await, (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_ledger_is_never_signed_again_for() {
+    // The issuing key leaves the home (a new one is made at the next
+    // start) but is not retired: on PostgreSQL a claim would be signed
+    // again; a SQLite file's owner could have written any row, so never.
+    let mut a = TestSigner::start_with(Registry::default_toml(), None)
+        .await
+        .unwrap();
+    let issued_by = a.state().key_id().unwrap();
+    let view = propose(&mut head(&a).await).await;
+    approved(&a, &view.id, Delivery::Handoff).await;
+    a.halt().await.unwrap();
+    let signer_dir = a.home().signer_dir();
+    for file in ["keys.json", "keys.json.lock", "ed25519.key"] {
+        let _ = std::fs::remove_file(signer_dir.join(file));
+    }
+    let _ = std::fs::remove_dir_all(signer_dir.join("keys"));
+    let a = a.restart().await.unwrap();
+    assert_ne!(a.state().key_id().unwrap(), issued_by, "a new key");
+    let (code, reason) = refused(&a, &view.id).await;
+    assert_eq!(
+        (code, reason.as_str()),
+        (Code::FailedPrecondition, "handoff_unrecoverable")
+    );
+    let record = a
+        .state()
+        .ledger()
+        .proposal(&view.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.issuance.unwrap().resigned, None);
+    let events = a.state().ledger().events().await.unwrap();
+    assert!(!events.iter().any(|e| e.kind == "proof_resigned"));
 }
