@@ -156,9 +156,9 @@ impl SignerService {
 
     /// `claims`, the issuance's, signed again by this signer's active key
     /// because another signer issued them and holds (or held, if it was
-    /// lost) the proof for a head, and recorded as such (`Ledger::record_resigned_proof`): only on
-    /// PostgreSQL, where the head role cannot write issuances, so the rows
-    /// are the signers' own; only once per nonce; and only if the issuing
+    /// lost) the proof for a head, and recorded as such
+    /// (`Ledger::record_resigned_proof`): only on PostgreSQL, where the
+    /// head role cannot write issuances, so the rows are the signers' own; only once per nonce; and only if the issuing
     /// key is one the ledger's key set still serves (another signer's,
     /// active or verifying): a retired key's approvals stay unrecoverable,
     /// as a retirement promises. Everything else is `HandoffUnrecoverable`;
