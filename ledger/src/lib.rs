@@ -50,6 +50,7 @@ macro_rules! migrations {
             16, "policy sets", "0016_policy_sets.sql";
             17, "push devices", "0017_push_devices.sql";
             18, "resigned proofs", "0018_resigned_proofs.sql";
+            19, "rules by proposal", "0019_rules_by_proposal.sql";
         )
     };
     (@ $backend:literal; $($version:literal, $description:literal, $file:literal;)*) => {

@@ -97,3 +97,38 @@ async fn a_batch_write_finds_state_rows_by_key() {
     assert!(!plan.contains("Seq Scan on state"), "{plan}");
     tx.rollback().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_proposal_read_finds_the_rule_it_created_by_index() {
+    let db = TempPgDatabase::create().await.unwrap();
+    let store = Store::open(db.url()).await.unwrap();
+    let mut tx = store.write_tx().await.unwrap();
+    // Enough rule versions that scanning `rules` at each read of a
+    // proposal would be the planner's choice were there no index.
+    sqlx::query(
+        "INSERT INTO rules (id, version, principal, status, definition, definition_sha256,
+             max_uses, per_hour, expires_at, changed_by, changed_at, reason)
+         SELECT 'rule_' || i, 1, 'pr', 'active', '{}', '', 1, 1, '', '', '', ''
+         FROM generate_series(1, 20000) AS i",
+    )
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE rules")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(concat!(
+        "EXPLAIN ",
+        super::rows::proposal_select!(),
+        "WHERE p.id = $1"
+    ))
+    .bind("prop_1")
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let plan = plan.join("\n");
+    assert!(plan.contains("rules_by_proposal"), "{plan}");
+    assert!(!plan.contains("Seq Scan on rules"), "{plan}");
+    tx.rollback().await.unwrap();
+}

@@ -89,6 +89,8 @@ const ROW_LOCKS: bool = false;
 /// WAL mode a read transaction reads one snapshot, from its first read on.
 const SNAPSHOT_READ: &str = "BEGIN";
 
+#[cfg(test)]
+mod plan_tests;
 pub(crate) mod sole_signer;
 mod writer_lock;
 use writer_lock::{WriterGuard, WriterLock};
