@@ -20,8 +20,11 @@ impl McpUpstreams for Upstreams {
         tool: &'a str,
     ) -> UpstreamFuture<'a, Result<Option<String>, String>> {
         Box::pin(async move {
-            let tools = self.list_tools(upstream).await.map_err(|e| e.to_string())?;
-            let Some(listed) = tools.into_iter().find(|t| t.definition.name == tool) else {
+            let listed = self
+                .list_tool(upstream, tool)
+                .await
+                .map_err(|e| e.to_string())?;
+            let Some(listed) = listed else {
                 return Ok(None);
             };
             listed.definition.sha256_hex().map(Some).ok_or_else(|| {

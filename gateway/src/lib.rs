@@ -161,6 +161,29 @@ impl Upstreams {
     /// The tools `upstream` lists now (all pages of tools/list), each with
     /// its definition and its annotations as the upstream declared them.
     pub async fn list_tools(&self, upstream: &str) -> Result<Vec<ListedTool>, UpstreamError> {
+        Ok(self
+            .tools(upstream)
+            .await?
+            .into_iter()
+            .map(listed)
+            .collect())
+    }
+
+    /// The tool named `tool` as `upstream` lists it now (all pages of
+    /// tools/list), `None` if it lists no such tool: what
+    /// [`Upstreams::list_tools`] would give of it, without making the
+    /// definitions of the others.
+    pub async fn list_tool(
+        &self,
+        upstream: &str,
+        tool: &str,
+    ) -> Result<Option<ListedTool>, UpstreamError> {
+        let tools = self.tools(upstream).await?;
+        Ok(tools.into_iter().find(|t| t.name == tool).map(listed))
+    }
+
+    /// The tools `upstream` lists now, as rmcp reads them.
+    async fn tools(&self, upstream: &str) -> Result<Vec<Tool>, UpstreamError> {
         let running = self.running(upstream)?;
         let unavailable = |reason: String| UpstreamError::Unavailable {
             upstream: upstream.to_owned(),
@@ -183,7 +206,7 @@ impl Upstreams {
                 });
             }
         };
-        Ok(tools.into_iter().map(listed).collect())
+        Ok(tools)
     }
 
     /// Calls `tool` of `upstream` with `arguments` within `timeout`: the
