@@ -43,7 +43,24 @@ impl Gate {
         proposal_id: &ProposalId,
         session: &Session,
     ) -> Result<Outcome, GateError> {
-        self.counted(head, proposal_id, session, None).await
+        self.counted(head, proposal_id, session, Known::Nothing)
+            .await
+    }
+
+    /// [`Gate::execute_handoff`] for a caller that made the proposal, of
+    /// `operation` if it says so: an upstream tool's definition is asked
+    /// for beside the read of the proposal instead of after it, and used
+    /// only if the record says the proposal is approved, of that very
+    /// operation. The answers are those of [`Gate::execute_handoff`].
+    pub async fn execute_handoff_of(
+        &self,
+        head: &mut SignerClient<Channel>,
+        proposal_id: &ProposalId,
+        session: &Session,
+        operation: Option<&str>,
+    ) -> Result<Outcome, GateError> {
+        let known = operation.map_or(Known::Nothing, Known::Made);
+        self.counted(head, proposal_id, session, known).await
     }
 
     /// [`Gate::execute_handoff`] for a caller the signer has just told that
@@ -61,46 +78,62 @@ impl Gate {
         session: &Session,
         operation: &str,
     ) -> Result<Outcome, GateError> {
-        self.counted(head, proposal_id, session, Some(operation))
+        self.counted(head, proposal_id, session, Known::Approved(operation))
             .await
     }
 
-    /// One execution, counted once: of a proposal the caller knows is
-    /// approved (of this operation), or not.
+    /// One execution, counted once, of a proposal the caller knows as
+    /// `known` says.
     async fn counted(
         &self,
         head: &mut SignerClient<Channel>,
         proposal_id: &ProposalId,
         session: &Session,
-        approved: Option<&str>,
+        known: Known<'_>,
     ) -> Result<Outcome, GateError> {
         let started = Instant::now();
-        let result = match approved {
-            Some(operation) => {
+        let result = match known {
+            Known::Approved(operation) => {
                 self.execute_approved_handoff_once(head, proposal_id, session, operation)
                     .await
             }
-            None => self.execute_handoff_once(head, proposal_id, session).await,
+            Known::Made(operation) => {
+                self.execute_handoff_once(head, proposal_id, session, Some(operation))
+                    .await
+            }
+            Known::Nothing => {
+                self.execute_handoff_once(head, proposal_id, session, None)
+                    .await
+            }
         };
         self.count(&result, started);
         result
     }
 
+    /// `made`: the operation of the proposal, if the caller made it.
     async fn execute_handoff_once(
         &self,
         head: &mut SignerClient<Channel>,
         proposal_id: &ProposalId,
         session: &Session,
+        made: Option<&str>,
     ) -> Result<Outcome, GateError> {
+        let early = made.and_then(|operation| self.tool_check(operation));
         let record = match self.before_claim(proposal_id).await? {
             Ok(record) => record,
             Err(answered) => return Ok(answered),
         };
         // For an approved proposal, an upstream tool's definition is asked
-        // for now, to overlap the claim and the verification; the
-        // execution still checks it before consuming anything.
-        let tool_check = match record.status {
-            ProposalStatus::Approved => self.tool_check(&record.proposal.operation),
+        // for now (or was, beside the read), to overlap the claim and the
+        // verification; the execution still checks it before consuming
+        // anything. Any other listing asked for early is abandoned here.
+        let tool_check = match (record.status, early) {
+            (ProposalStatus::Approved, Some(early))
+                if made == Some(record.proposal.operation.as_str()) =>
+            {
+                Some(early)
+            }
+            (ProposalStatus::Approved, _) => self.tool_check(&record.proposal.operation),
             _ => None,
         };
         match claim(head, proposal_id, session).await {
@@ -305,6 +338,19 @@ impl Gate {
         }
         executed
     }
+}
+
+/// What the caller of an execution knows of the proposal before its
+/// record is read.
+#[derive(Clone, Copy)]
+enum Known<'a> {
+    /// Nothing.
+    Nothing,
+    /// It made the proposal, of this operation.
+    Made(&'a str),
+    /// The signer has just told it the proposal is approved, of this
+    /// operation.
+    Approved(&'a str),
 }
 
 /// Ask the signer for the proof waiting for `proposal_id` in `session`.

@@ -24,6 +24,7 @@ mod answer;
 pub mod approver;
 pub mod hook;
 mod params;
+mod recent;
 mod resources;
 pub mod results;
 mod schemas;
@@ -129,6 +130,8 @@ pub struct Service {
     gate: Arc<OnceCell<Gate>>,
     executions: TaskTracker,
     schemas: Arc<Schemas>,
+    /// The operations of the proposals made through this service lately.
+    recent: Arc<recent::Recent>,
     /// The head this service proposes through (`ProposeRequest.head`);
     /// `None` until the head says, and the signer refuses a proposal that
     /// names none.
@@ -190,6 +193,7 @@ impl Service {
             gate: Arc::new(cell),
             executions: TaskTracker::new(),
             schemas: Arc::default(),
+            recent: Arc::default(),
             through: None,
         }
     }
@@ -210,6 +214,7 @@ impl Service {
             gate: Arc::default(),
             executions: TaskTracker::new(),
             schemas: Arc::default(),
+            recent: Arc::default(),
             through: None,
         }
     }
@@ -299,7 +304,9 @@ impl Service {
                 })
                 .await
                 .map_or_else(signer, |r| {
-                    Answer::done(Done::Proposal(Box::new(r.into_inner())))
+                    let view = r.into_inner();
+                    self.recent.remember(&view.id, &view.operation);
+                    Answer::done(Done::Proposal(Box::new(view)))
                 }),
             Operation::GetProposal { id } => head
                 .get_proposal(GetProposalRequest {
@@ -337,8 +344,11 @@ impl Service {
                 };
                 // Its own task: a caller that goes away must not cut an
                 // effect off between intent and completion.
+                let made = self.recent.operation_of(id.as_str());
                 let run = self.executions.spawn(async move {
-                    let outcome = gate.execute_handoff(&mut head, &id, &session).await;
+                    let outcome = gate
+                        .execute_handoff_of(&mut head, &id, &session, made.as_deref())
+                        .await;
                     (id, outcome)
                 });
                 execution(run.await)
